@@ -1,0 +1,90 @@
+/*
+ * ucx_info: what this build is and what it can use. Flags follow UCX's tool.
+ */
+#include "ucx_ng_config.h"
+
+#include <ucs/type/status.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace {
+
+void usage(FILE *out)
+{
+    std::fprintf(out,
+        "Usage: ucx_info [options]\n"
+        "At least one of the following options has to be set:\n"
+        "  -v         Show version information\n"
+        "  -d         Show devices and transports\n"
+        "  -b         Show build configuration\n"
+        "  -c         Show UCX configuration\n"
+        "  -f         Display fully decorated output (with -c: each field's documentation)\n"
+        "  -a         Show also hidden configuration\n"
+        "  -h         Show this help message\n");
+}
+
+void print_version()
+{
+    std::printf("# Library version: %d.%d.%d (UCP API, ABI-compatible)\n",
+                UCX_API_MAJOR, UCX_API_MINOR, UCX_API_RELEASE);
+    std::printf("# Project version: ucx-ng %s\n", UCX_NG_VERSION);
+    std::printf("# Library path: built with %s, %s build\n", UCX_NG_CXX,
+                UCX_NG_BUILD_TYPE);
+    std::printf("# Configuration file: %s\n", UCX_NG_SYSCONF_FILE);
+}
+
+void print_build_config()
+{
+    std::printf("#define UCX_NG_VERSION    \"%s\"\n", UCX_NG_VERSION);
+    std::printf("#define UCX_API_VERSION   \"%d.%d\"\n", UCX_API_MAJOR, UCX_API_MINOR);
+    std::printf("#define BUILD_TYPE        \"%s\"\n", UCX_NG_BUILD_TYPE);
+    std::printf("#define COMPILER          \"%s\"\n", UCX_NG_CXX);
+    std::printf("#define MODULE_DIR        \"%s\"\n", UCX_NG_MODULE_DIR);
+    std::printf("#define HAVE_VERBS        %d\n", HAVE_VERBS);
+    std::printf("#define HAVE_CUDA         %d\n", HAVE_CUDA);
+}
+
+void print_devices()
+{
+    std::printf("#\n# Memory domains and transports: none built yet in this version\n#\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    bool version = false, devices = false, build = false;
+    int c;
+
+    while ((c = getopt(argc, argv, "vdbcfah")) != -1) {
+        switch (c) {
+        case 'v': version = true; break;
+        case 'd': devices = true; break;
+        case 'b': build = true; break;
+        case 'c': case 'f': case 'a':
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!version && !devices && !build) {
+        usage(stderr);
+        return 2;
+    }
+    if (version) {
+        print_version();
+    }
+    if (build) {
+        print_build_config();
+    }
+    if (devices) {
+        print_devices();
+    }
+    return 0;
+}
