@@ -1,0 +1,156 @@
+/*
+ * Interfaces and endpoints: the operations every UCP protocol is built from.
+ * An iface is one transport on one device inside one worker; an ep sends to
+ * one peer iface (or peer ep, for connection-oriented transports).
+ * Operations return UCS_OK when done, UCS_INPROGRESS when a completion will
+ * be invoked later, UCS_ERR_NO_RESOURCE when the caller should retry or
+ * queue a pending request, or an error.
+ */
+#ifndef UCT_BASE_UCT_IFACE_H
+#define UCT_BASE_UCT_IFACE_H
+
+#include <uct/base/uct_types.h>
+
+namespace uct {
+
+class iface {
+public:
+    virtual ~iface() = default;
+
+    virtual const iface_attr &attr() const = 0;
+    virtual md &owner_md() const = 0;
+
+    /* Addresses a peer needs to reach this iface (attr() gives the lengths). */
+    virtual ucs_status_t get_device_address(void *buffer) const = 0;
+    virtual ucs_status_t get_address(void *buffer) const = 0;
+
+    /*
+     * Whether this iface can reach a peer with these addresses. The bytes came
+     * from the peer: `*_len` are the lengths actually received.
+     */
+    virtual bool is_reachable(const void *dev_addr, size_t dev_addr_len,
+                              const void *iface_addr, size_t iface_addr_len) const = 0;
+
+    /* CONNECT_TO_IFACE transports: an ep connected to a peer iface. */
+    virtual ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
+                                             const void *iface_addr, size_t iface_addr_len,
+                                             ep **ep_p);
+    /* CONNECT_TO_EP transports: an unconnected ep, then ep::connect_to_ep(). */
+    virtual ucs_status_t ep_create(ep **ep_p);
+
+    /* Polls for incoming messages and completions; returns events handled. */
+    virtual unsigned progress() = 0;
+
+    virtual ucs_status_t flush(unsigned flags, completion *comp);
+    virtual ucs_status_t fence(unsigned flags);
+
+    /* Returns a DESC buffer a handler kept (returned UCS_INPROGRESS for). */
+    virtual void release_am_desc(void *data);
+
+    /* Wakeup support (event_flag::FD). */
+    virtual ucs_status_t event_fd_get(int *fd_p);
+    /* Arms the fd for `events`; UCS_ERR_BUSY if something is already pending. */
+    virtual ucs_status_t event_arm(unsigned events);
+
+    ucs_status_t set_am_handler(am_id_t id, am_callback_t cb, void *arg,
+                                unsigned flags);
+
+protected:
+    /* Transports call this for every arriving AM; one indirect call. */
+    ucs_status_t invoke_am_handler(am_id_t id, void *data, size_t length,
+                                   unsigned cb_flags)
+    {
+        if (ucs_unlikely(id >= AM_ID_MAX)) {
+            return drop_am(id, length);
+        }
+        const am_handler &h = am_handlers_[id];
+        return h.cb(h.arg, data, length, cb_flags);
+    }
+
+private:
+    struct am_handler {
+        am_callback_t cb;
+        void          *arg;
+        unsigned      flags;
+    };
+
+    static ucs_status_t unhandled_am(void *arg, void *data, size_t length,
+                                     unsigned flags);
+    ucs_status_t drop_am(am_id_t id, size_t length);
+
+    am_handler am_handlers_[AM_ID_MAX] = {
+#define UCT_UNHANDLED {unhandled_am, nullptr, 0}
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+#undef UCT_UNHANDLED
+    };
+};
+
+class ep {
+public:
+    explicit ep(iface &owner) : iface_(owner) {}
+    virtual ~ep() = default;
+
+    iface &owner() const { return iface_; }
+
+    /* Active messages: an 8-byte header plus payload, inline. */
+    virtual ucs_status_t am_short(am_id_t id, uint64_t header, const void *payload,
+                                  unsigned length);
+    /* Buffered AM: `pack` writes the payload; returns its length or an error. */
+    virtual ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg,
+                             unsigned flags);
+    /* Zero-copy AM: a header copied inline plus iov payload sent in place. */
+    virtual ucs_status_t am_zcopy(am_id_t id, const void *header, unsigned header_length,
+                                  const iov *iov, size_t iovcnt, unsigned flags,
+                                  completion *comp);
+
+    virtual ucs_status_t put_short(const void *buffer, unsigned length,
+                                   uint64_t remote_addr, rkey_t rkey);
+    virtual ssize_t put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
+                              rkey_t rkey);
+    virtual ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
+                                   rkey_t rkey, completion *comp);
+    virtual ucs_status_t get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
+                                   uint64_t remote_addr, rkey_t rkey, completion *comp);
+    virtual ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
+                                   rkey_t rkey, completion *comp);
+
+    /* Atomics; `size` is 4 or 8. Fetching forms write the old value to `result`. */
+    virtual ucs_status_t atomic_post(atomic_op op, unsigned size, uint64_t value,
+                                     uint64_t remote_addr, rkey_t rkey);
+    virtual ucs_status_t atomic_fetch(atomic_op op, unsigned size, uint64_t value,
+                                      uint64_t compare, void *result,
+                                      uint64_t remote_addr, rkey_t rkey,
+                                      completion *comp);
+
+    /*
+     * Queues `req` to be retried when resources return. UCS_ERR_BUSY means
+     * there are resources now: the caller should retry the operation itself.
+     */
+    virtual ucs_status_t pending_add(pending_req *req, unsigned flags);
+    virtual void pending_purge(pending_purge_callback_t cb, void *arg);
+
+    virtual ucs_status_t flush(unsigned flags, completion *comp);
+    virtual ucs_status_t fence(unsigned flags);
+
+    /* Connection-oriented transports (CONNECT_TO_EP). */
+    virtual ucs_status_t get_address(void *buffer) const;
+    virtual ucs_status_t connect_to_ep(const void *dev_addr, size_t dev_addr_len,
+                                       const void *ep_addr, size_t ep_addr_len);
+
+    /* Probes the peer; a lost peer is reported through the error handler. */
+    virtual ucs_status_t check(unsigned flags, completion *comp);
+
+private:
+    iface &iface_;
+};
+
+} // namespace uct
+
+#endif
