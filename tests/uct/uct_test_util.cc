@@ -1,0 +1,121 @@
+#include "uct_test_util.h"
+
+#include <cstring>
+
+namespace test {
+
+std::vector<uint8_t> uct_addresses::serialize() const
+{
+    uint32_t lens[2] = {uint32_t(device.size()), uint32_t(iface.size())};
+    std::vector<uint8_t> blob(sizeof(lens) + device.size() + iface.size());
+    std::memcpy(blob.data(), lens, sizeof(lens));
+    if (!device.empty()) {
+        std::memcpy(blob.data() + sizeof(lens), device.data(), device.size());
+    }
+    if (!iface.empty()) {
+        std::memcpy(blob.data() + sizeof(lens) + device.size(), iface.data(),
+                    iface.size());
+    }
+    return blob;
+}
+
+bool uct_addresses::deserialize(const std::vector<uint8_t> &blob, uct_addresses *out)
+{
+    uint32_t lens[2];
+    if (blob.size() < sizeof(lens)) {
+        return false;
+    }
+    std::memcpy(lens, blob.data(), sizeof(lens));
+    if (blob.size() != sizeof(lens) + size_t(lens[0]) + lens[1]) {
+        return false;
+    }
+    auto p = blob.begin() + sizeof(lens);
+    out->device.assign(p, p + lens[0]);
+    out->iface.assign(p + lens[0], blob.end());
+    return true;
+}
+
+uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
+                       size_t rx_headroom)
+{
+    worker_ = std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE);
+
+    for (uct::component *comp : uct::components()) {
+        std::vector<uct::md_resource> mds;
+        if (comp->query_md_resources(&mds) != UCS_OK) {
+            continue;
+        }
+        for (const auto &mdr : mds) {
+            uct::md *md = nullptr;
+            if (comp->md_open(mdr.md_name, &md) != UCS_OK) {
+                continue;
+            }
+            std::vector<uct::tl_resource> tls;
+            bool found = false;
+            uct::tl_resource chosen{};
+            if (md->query_tl_resources(&tls) == UCS_OK) {
+                for (const auto &tl : tls) {
+                    if ((tl_name == tl.tl_name) &&
+                        (dev_name.empty() || (dev_name == tl.dev_name))) {
+                        chosen = tl;
+                        found = true;
+                        break;
+                    }
+                }
+            }
+            if (!found) {
+                delete md;
+                continue;
+            }
+            uct::iface_params params;
+            params.tl_name     = chosen.tl_name;
+            params.dev_name    = chosen.dev_name;
+            params.rx_headroom = rx_headroom;
+            ucs_status_t status = md->iface_open(*worker_, params, &iface_);
+            if (status != UCS_OK) {
+                error_ = std::string("iface_open(") + tl_name + "): " +
+                         ucs_status_string(status);
+                iface_ = nullptr;
+                delete md;
+                return;
+            }
+            component_ = comp;
+            md_ = md;
+            return;
+        }
+    }
+    error_ = "transport '" + tl_name + "' not found";
+}
+
+uct_entity::~uct_entity()
+{
+    for (uct::ep *ep : eps_) {
+        delete ep;
+    }
+    delete iface_;
+    delete md_;
+}
+
+uct_addresses uct_entity::addresses() const
+{
+    uct_addresses addr;
+    addr.device.resize(iface_->attr().device_addr_len);
+    addr.iface.resize(iface_->attr().iface_addr_len);
+    iface_->get_device_address(addr.device.data());
+    iface_->get_address(addr.iface.data());
+    return addr;
+}
+
+uct::ep *uct_entity::connect(const uct_addresses &peer)
+{
+    uct::ep *ep = nullptr;
+    if (iface_->ep_create_connected(peer.device.data(), peer.device.size(),
+                                    peer.iface.data(), peer.iface.size(),
+                                    &ep) != UCS_OK) {
+        return nullptr;
+    }
+    eps_.push_back(ep);
+    return ep;
+}
+
+} // namespace test

@@ -1,0 +1,62 @@
+/*
+ * Opening a transport by name for tests: finds the component and md that
+ * offer `tl_name` (on `dev_name`, or the first device), opens the md and an
+ * iface in a fresh worker, and packs the addresses a peer needs.
+ */
+#ifndef TESTS_UCT_UCT_TEST_UTIL_H
+#define TESTS_UCT_UCT_TEST_UTIL_H
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <uct/base/uct_worker.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace test {
+
+struct uct_addresses {
+    std::vector<uint8_t> device;
+    std::vector<uint8_t> iface;
+
+    std::vector<uint8_t> serialize() const;
+    static bool deserialize(const std::vector<uint8_t> &blob, uct_addresses *out);
+};
+
+class uct_entity {
+public:
+    /* Opens the transport; check ok() (false with a message if unavailable). */
+    uct_entity(const std::string &tl_name, const std::string &dev_name = "",
+               size_t rx_headroom = 0);
+    ~uct_entity();
+
+    bool ok() const { return iface_ != nullptr; }
+    const std::string &error() const { return error_; }
+
+    uct::worker &worker() { return *worker_; }
+    uct::md &md() { return *md_; }
+    uct::iface &iface() { return *iface_; }
+    uct::component &component() { return *component_; }
+    const uct::iface_attr &attr() const { return iface_->attr(); }
+
+    uct_addresses addresses() const;
+
+    /* An ep to the peer with these addresses (CONNECT_TO_IFACE transports). */
+    uct::ep *connect(const uct_addresses &peer);
+
+    unsigned progress() { return worker_->progress(); }
+
+private:
+    std::string                  error_;
+    std::unique_ptr<uct::worker> worker_;
+    uct::component               *component_ = nullptr;
+    uct::md                      *md_ = nullptr;
+    uct::iface                   *iface_ = nullptr;
+    std::vector<uct::ep*>        eps_;
+};
+
+} // namespace test
+
+#endif
