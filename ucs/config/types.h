@@ -34,6 +34,14 @@ typedef enum {
     UCS_ASYNC_MODE_LAST
 } ucs_async_mode_t;
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const char *ucs_async_mode_names[];
+#ifdef __cplusplus
+}
+#endif
+
 typedef enum ucs_ternary_auto_value {
     UCS_NO   = 0,
     UCS_YES  = 1,

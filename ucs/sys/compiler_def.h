@@ -56,11 +56,31 @@
     ((_type*)((char*)(void*)(_ptr) - ucs_offsetof(_type, _member)))
 #define ucs_field_sizeof(_type, _field) sizeof(((_type*)0)->_field)
 #define ucs_field_type(_type, _field)   ucs_typeof(((_type*)0)->_field)
+#define ucs_same_type(_type1, _type2)   __builtin_types_compatible_p(_type1, _type2)
+
+/* Pointer to the structure whose first member, named `super`, is at _ptr. */
+#define ucs_derived_of(_ptr, _type) \
+    ({ \
+        UCS_STATIC_ASSERT(offsetof(_type, super) == 0) \
+        ucs_container_of(_ptr, _type, super); \
+    })
+
+/* Unique identifiers for file-scope helpers defined by macros. */
+#define UCS_PP_TOKENPASTE_(_a, _b)      _a ## _b
+#define UCS_PP_TOKENPASTE(_a, _b)       UCS_PP_TOKENPASTE_(_a, _b)
+#define UCS_PP_APPEND_UNIQUE_ID(_name)  UCS_PP_TOKENPASTE(_name, __COUNTER__)
+
+/* Functions run when the library is loaded / unloaded. */
+#define UCS_STATIC_INIT \
+    static void UCS_F_CTOR UCS_PP_APPEND_UNIQUE_ID(ucs_initializer_ctor)(void)
+#define UCS_STATIC_CLEANUP \
+    static void UCS_F_DTOR UCS_PP_APPEND_UNIQUE_ID(ucs_initializer_dtor)(void)
 
 #define ucs_compiler_fence()      __asm__ __volatile__("" ::: "memory")
 #define ucs_prefetch(_p)          __builtin_prefetch(_p)
-#define ucs_likely(_x)            __builtin_expect(!!(_x), 1)
-#define ucs_unlikely(_x)          __builtin_expect(!!(_x), 0)
+/* The value of _x is the result, as in UCX (the cast lets pointers through). */
+#define ucs_likely(_x)            __builtin_expect((long)(_x), 1)
+#define ucs_unlikely(_x)          __builtin_expect((long)(_x), 0)
 #define ucs_is_constant(_expr)    __builtin_constant_p(_expr)
 
 #endif

@@ -1,0 +1,72 @@
+/*
+ * Deprecated parts of the UCP API, kept because compiled runtimes still
+ * call them (Open MPI's osc/common, MPICH ch4, OpenSHMEM). New code should
+ * use the *_nb / *_nbx calls in ucp.h. Signatures are UCX 1.13's.
+ */
+#ifndef UCP_COMPAT_H_
+#define UCP_COMPAT_H_
+
+#include <ucp/api/ucp_def.h>
+#include <ucs/sys/compiler_def.h>
+
+BEGIN_C_DECLS
+
+/* Old listener handler: UCP creates the endpoint before calling cb. */
+typedef struct ucp_listener_accept_handler {
+    ucp_listener_accept_callback_t cb;
+    void                           *arg;  /* passed back to cb */
+} ucp_listener_accept_handler_t;
+
+
+/* Requests: use ucp_request_check_status() and ucp_request_free(). */
+int ucp_request_is_completed(void *request);
+void ucp_request_release(void *request);
+
+/* Tag receive request completion; use ucp_tag_recv_request_test(). */
+ucs_status_t ucp_request_test(void *request, ucp_tag_recv_info_t *info);
+
+
+/* Endpoint teardown; use ucp_ep_close_nbx(). */
+void ucp_ep_destroy(ucp_ep_h ep);
+ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep);
+
+/* Changes parameters of an existing endpoint. */
+ucs_status_ptr_t ucp_ep_modify_nb(ucp_ep_h ep, const ucp_ep_params_t *params);
+
+
+/* Blocking flushes; use ucp_ep_flush_nbx() / ucp_worker_flush_nbx(). */
+ucs_status_t ucp_ep_flush(ucp_ep_h ep);
+ucs_status_t ucp_worker_flush(ucp_worker_h worker);
+
+
+/* Blocking RMA: return after the local buffer may be reused (put) or the
+ * data has arrived (get). Use ucp_put_nbx() / ucp_get_nbx(). */
+ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length,
+                     uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length,
+                     uint64_t remote_addr, ucp_rkey_h rkey);
+
+
+/* Blocking atomics on remote memory; use ucp_atomic_op_nbx(). */
+ucs_status_t ucp_atomic_add32(ucp_ep_h ep, uint32_t add,
+                              uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_atomic_add64(ucp_ep_h ep, uint64_t add,
+                              uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_atomic_fadd32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint32_t *result);
+ucs_status_t ucp_atomic_fadd64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint64_t *result);
+ucs_status_t ucp_atomic_swap32(ucp_ep_h ep, uint32_t swap, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint32_t *result);
+ucs_status_t ucp_atomic_swap64(ucp_ep_h ep, uint64_t swap, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint64_t *result);
+ucs_status_t ucp_atomic_cswap32(ucp_ep_h ep, uint32_t compare, uint32_t swap,
+                                uint64_t remote_addr, ucp_rkey_h rkey,
+                                uint32_t *result);
+ucs_status_t ucp_atomic_cswap64(ucp_ep_h ep, uint64_t compare, uint64_t swap,
+                                uint64_t remote_addr, ucp_rkey_h rkey,
+                                uint64_t *result);
+
+END_C_DECLS
+
+#endif
