@@ -2,6 +2,7 @@
  * ucx_info: what this build is and what it can use. Flags follow UCX's tool.
  */
 #include "ucx_ng_config.h"
+#include "print_devices.h"
 
 #include <ucs/type/status.h>
 
@@ -46,11 +47,6 @@ void print_build_config()
     std::printf("#define HAVE_CUDA         %d\n", HAVE_CUDA);
 }
 
-void print_devices()
-{
-    std::printf("#\n# Memory domains and transports: none built yet in this version\n#\n");
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -84,7 +80,7 @@ int main(int argc, char **argv)
         print_build_config();
     }
     if (devices) {
-        print_devices();
+        info::print_devices(stdout);
     }
     return 0;
 }
