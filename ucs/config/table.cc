@@ -169,17 +169,17 @@ ucs_status_t fill_from(void *opts, const table &t, const char *env_prefix,
     }
 
     std::vector<leaf> leaves;
-    size_t filled   = 0;
-    auto status = guarded("filling configuration", [&] {
+    size_t filled       = 0; /* members holding a value, released on error */
+    ucs_status_t status = guarded("filling configuration", [&] {
         leaves          = flatten(t);
         std::string env = normalize_env_prefix(env_prefix);
         if (!env.empty()) {
             note_env_prefix(env.substr(0, env.size() - 1).c_str());
         }
         for (; filled < leaves.size(); ++filled) {
-            const leaf &l        = leaves[filled];
-            value_source src     = defaults_only ? default_source(l, env) :
-                                                   find_source(l, env);
+            const leaf &l    = leaves[filled];
+            value_source src = defaults_only ? default_source(l, env) :
+                                               find_source(l, env);
             if (!l.f->type.parse(src.text.c_str(), member_of(opts, l), l.f->type)) {
                 log_invalid(l, src.var_name, src.text, src.location,
                             src.is_default);
@@ -234,8 +234,8 @@ ucs_status_t clone(const void *src, void *dest, const table &t)
     }
 
     std::vector<leaf> leaves;
-    size_t cloned = 0;
-    auto status = guarded("cloning configuration", [&] {
+    size_t cloned       = 0;
+    ucs_status_t status = guarded("cloning configuration", [&] {
         leaves = flatten(t);
         for (; cloned < leaves.size(); ++cloned) {
             const leaf &l  = leaves[cloned];
