@@ -1,0 +1,163 @@
+/*
+ * Reading and caching the configuration file (format in file.h).
+ */
+#include "ucx_ng_config.h"
+
+#include <ucs/config/file.h>
+#include <ucs/config/parser_util.h>
+#include <ucs/debug/log.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace ucs::config {
+
+namespace {
+
+struct parsed_file {
+    std::unordered_map<std::string, file_value> values;
+    std::vector<std::string>                    order; /* first appearance */
+};
+
+/* Both are constant-initialised, so lookups from library constructors work. */
+std::mutex                         cache_lock;
+std::shared_ptr<const parsed_file> cache;
+
+bool valid_name(std::string_view name)
+{
+    if (name.empty()) {
+        return false;
+    }
+    for (char c : name) {
+        if (!(((c >= 'A') && (c <= 'Z')) || ((c >= 'a') && (c <= 'z')) ||
+              ((c >= '0') && (c <= '9')) || (c == '_'))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The value part of a line without quotes and trailing comment; false if malformed. */
+bool extract_value(std::string_view text, std::string &value)
+{
+    text = detail::trim(text);
+    if (!text.empty() && ((text.front() == '"') || (text.front() == '\''))) {
+        size_t close = text.find(text.front(), 1);
+        if (close == text.npos) {
+            return false;
+        }
+        std::string_view rest = detail::trim(text.substr(close + 1));
+        if (!rest.empty() && (rest.front() != '#')) {
+            return false;
+        }
+        value = text.substr(1, close - 1);
+        return true;
+    }
+
+    /* A '#' starts a comment only after white space: "a#b" is a value. */
+    for (size_t i = 1; i < text.size(); ++i) {
+        if ((text[i] == '#') && detail::is_space(text[i - 1])) {
+            text = detail::trim(text.substr(0, i));
+            break;
+        }
+    }
+    value = text;
+    return true;
+}
+
+void parse_line(const std::string &path, unsigned line_number,
+                std::string_view line, parsed_file &parsed)
+{
+    std::string_view text = detail::trim(line);
+    if (text.empty() || (text.front() == '#')) {
+        return;
+    }
+
+    size_t equals = text.find('=');
+    std::string value;
+    std::string_view name = detail::trim(text.substr(0, equals));
+    if ((equals == text.npos) || !valid_name(name) ||
+        !extract_value(text.substr(equals + 1), value)) {
+        ucs_warn("%s:%u: malformed line ignored: '%.*s' (expected UCX_NAME = value)",
+                 path.c_str(), line_number, static_cast<int>(text.size()),
+                 text.data());
+        return;
+    }
+
+    std::string var_name(name);
+    if (var_name.rfind("UCX_", 0) != 0) {
+        var_name = "UCX_" + var_name;
+    }
+    auto [it, inserted] = parsed.values.insert_or_assign(
+            var_name,
+            file_value{std::move(value), path + ":" + std::to_string(line_number)});
+    if (inserted) {
+        parsed.order.push_back(it->first);
+    }
+}
+
+std::shared_ptr<const parsed_file> load(const std::string &path)
+{
+    auto parsed = std::make_shared<parsed_file>();
+    if (path.empty()) {
+        return parsed;
+    }
+
+    std::ifstream in(path);
+    if (!in) {
+        ucs_debug("configuration file '%s' not read", path.c_str());
+        return parsed;
+    }
+    std::string line;
+    unsigned line_number = 0;
+    while (std::getline(in, line)) {
+        parse_line(path, ++line_number, line, *parsed);
+    }
+    ucs_debug("read %zu settings from configuration file '%s'",
+              parsed->values.size(), path.c_str());
+    return parsed;
+}
+
+std::shared_ptr<const parsed_file> current_file()
+{
+    std::lock_guard<std::mutex> guard(cache_lock);
+    if (cache == nullptr) {
+        cache = load(file_path());
+    }
+    return cache;
+}
+
+} // namespace
+
+std::string file_path()
+{
+    const char *path = std::getenv("UCX_CONFIG_FILE");
+    return (path != nullptr) ? path : UCX_NG_SYSCONF_FILE;
+}
+
+bool file_lookup(const std::string &var_name, file_value &out)
+{
+    auto file = current_file();
+    auto it   = file->values.find(var_name);
+    if (it == file->values.end()) {
+        return false;
+    }
+    out = it->second;
+    return true;
+}
+
+std::vector<std::string> file_variables()
+{
+    return current_file()->order;
+}
+
+void drop_file_cache()
+{
+    std::lock_guard<std::mutex> guard(cache_lock);
+    cache.reset();
+}
+
+} // namespace ucs::config

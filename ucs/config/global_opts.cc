@@ -1,0 +1,126 @@
+/*
+ * The ucs global options table and its loading at library start.
+ */
+#include <ucs/config/global_opts.h>
+#include <ucs/config/registry.h>
+#include <ucs/debug/log.h>
+
+#include <cstring>
+#include <iterator>
+#include <mutex>
+
+namespace ucs {
+
+namespace {
+
+/* Indexed by ucs_handle_error_t. */
+const char *const handle_error_names[] = {"bt", "freeze", "debug", "none"};
+static_assert(std::size(handle_error_names) == UCS_HANDLE_ERROR_LAST);
+
+constexpr config::field global_fields[] = {
+    UCS_CONFIG_FIELD(global_options, log_level, "LOG_LEVEL", "warn",
+                     "Logging level: messages of this level and more severe are printed.",
+                     config::type_enum(log_level_names)),
+
+    UCS_CONFIG_FIELD(global_options, log_file, "LOG_FILE", "",
+                     "Write log messages to this file instead of stdout.\n"
+                     "\"stderr\" names the error stream; %h is replaced by the host name\n"
+                     "and %p by the process id.",
+                     config::type_string),
+
+    UCS_CONFIG_FIELD(global_options, memtype_cache, "MEMTYPE_CACHE", "y",
+                     "Remember the memory type (host or device) of address ranges, so\n"
+                     "that it is not detected again for every operation.",
+                     config::type_bool),
+
+    UCS_CONFIG_FIELD(global_options, async_max_events, "ASYNC_MAX_EVENTS", "1024",
+                     "Most events (file descriptors and timers) one async context handles.",
+                     config::type_uint),
+
+    UCS_CONFIG_FIELD(global_options, handle_errors, "HANDLE_ERRORS", "bt",
+                     "What to do when the process receives one of UCX_ERROR_SIGNALS:\n"
+                     " bt     - print a backtrace and exit\n"
+                     " freeze - stop the faulting thread so a debugger can attach\n"
+                     " debug  - start a debugger on the process\n"
+                     " none   - do not install signal handlers",
+                     config::type_enum(handle_error_names)),
+
+    UCS_CONFIG_FIELD(global_options, error_signals, "ERROR_SIGNALS", "ILL,SEGV,BUS,FPE",
+                     "Signals (names without SIG) that UCX_HANDLE_ERRORS handles.",
+                     config::type_string_list),
+
+    UCS_CONFIG_FIELD(global_options, warn_unused_env_vars, "WARN_UNUSED_ENV_VARS", "y",
+                     "Warn once about UCX_* environment variables that no setting reads.",
+                     config::type_bool),
+};
+
+std::mutex     load_lock;
+std::once_flag init_once;
+global_options current_opts;
+bool           current_filled = false;
+ucs_status_t   current_status = UCS_OK;
+
+void apply(const global_options &opts, ucs_status_t &status)
+{
+    log_set_level(opts.log_level);
+    if (log_set_file(opts.log_file) != UCS_OK) {
+        status = UCS_ERR_IO_ERROR; /* log_set_file printed why */
+    }
+}
+
+} // namespace
+
+/* constinit: the library constructor may run before dynamic initialisation. */
+constinit const config::table global_opts_table = {
+    "UCS global options", "", global_fields, sizeof(global_options)};
+
+UCS_CONFIG_REGISTER_TABLE(global_opts_table);
+
+ucs_status_t global_opts_load()
+{
+    std::lock_guard<std::mutex> guard(load_lock);
+
+    global_options opts;
+    ucs_status_t status = config::fill(&opts, global_opts_table);
+    if (status == UCS_OK) {
+        apply(opts, status);
+    } else if (config::fill_defaults(&opts, global_opts_table) != UCS_OK) {
+        /* Only a memory shortage gets here: the defaults are well-formed. */
+        std::memset(&opts, 0, sizeof(opts));
+        opts.log_level = UCS_LOG_LEVEL_WARN;
+    }
+
+    if (current_filled) {
+        config::release(&current_opts, global_opts_table);
+    }
+    current_opts   = opts;
+    current_filled = true;
+    current_status = status;
+    return status;
+}
+
+void global_init()
+{
+    std::call_once(init_once, [] { global_opts_load(); });
+}
+
+const global_options &global_opts()
+{
+    global_init();
+    return current_opts;
+}
+
+ucs_status_t global_opts_status()
+{
+    global_init();
+    std::lock_guard<std::mutex> guard(load_lock);
+    return current_status;
+}
+
+} // namespace ucs
+
+/* Read the options when libucs is loaded, before any layer's code runs. */
+UCS_F_CTOR static void ucs_global_opts_ctor()
+{
+    ucs::global_init();
+}
