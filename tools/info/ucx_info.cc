@@ -4,6 +4,9 @@
 #include "ucx_ng_config.h"
 #include "print_devices.h"
 
+#include <ucs/config/global_opts.h>
+#include <ucs/config/registry.h>
+#include <ucs/config/types.h>
 #include <ucs/type/status.h>
 
 #include <cstdio>
@@ -51,7 +54,8 @@ void print_build_config()
 
 int main(int argc, char **argv)
 {
-    bool version = false, devices = false, build = false;
+    bool version = false, devices = false, build = false, config = false;
+    unsigned print_flags = 0;
     int c;
 
     while ((c = getopt(argc, argv, "vdbcfah")) != -1) {
@@ -59,7 +63,15 @@ int main(int argc, char **argv)
         case 'v': version = true; break;
         case 'd': devices = true; break;
         case 'b': build = true; break;
-        case 'c': case 'f': case 'a':
+        case 'c':
+            config = true;
+            print_flags |= UCS_CONFIG_PRINT_CONFIG;
+            break;
+        case 'f':
+            print_flags |= UCS_CONFIG_PRINT_DOC | UCS_CONFIG_PRINT_HEADER;
+            break;
+        case 'a':
+            print_flags |= UCS_CONFIG_PRINT_HIDDEN;
             break;
         case 'h':
             usage(stdout);
@@ -69,15 +81,28 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!version && !devices && !build) {
+    if (!version && !devices && !build && !config) {
         usage(stderr);
         return 2;
+    }
+
+    /* A malformed UCX_* value was already reported by name when libucs
+     * loaded; refuse to go on with a half-applied configuration. */
+    ucs::global_init();
+    if (ucs::global_opts_status() != UCS_OK) {
+        std::fprintf(stderr, "ucx_info: invalid configuration: %s\n",
+                     ucs_status_string(ucs::global_opts_status()));
+        return 1;
     }
     if (version) {
         print_version();
     }
     if (build) {
         print_build_config();
+    }
+    if (config &&
+        (ucs::config::print_all(stdout, print_flags) != UCS_OK)) {
+        return 1;
     }
     if (devices) {
         info::print_devices(stdout);
