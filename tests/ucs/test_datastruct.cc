@@ -500,6 +500,11 @@ TEST_CASE("hash_map: after reserve, inserts neither allocate nor move",
     CHECK(map.find(12345) == first);   /* values did not move */
     CHECK(*first == 1);
 
+    /* An impossible reservation fails cleanly and changes nothing. */
+    CHECK(map.reserve(~std::size_t(0)) == UCS_ERR_NO_MEMORY);
+    CHECK(map.capacity() == capacity);
+    CHECK(map.size() == 1000);
+
     /* reserve below the current size limit is a no-op. */
     REQUIRE(map.reserve(10) == UCS_OK);
     CHECK(map.capacity() == capacity);

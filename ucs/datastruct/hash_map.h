@@ -148,6 +148,9 @@ public:
         }
         std::size_t capacity = min_capacity;
         while (load_limit(capacity) < count) {
+            if (capacity > max_capacity / 2) {
+                return UCS_ERR_NO_MEMORY; /* more than memory can hold */
+            }
             capacity *= 2;
         }
         return rehash(capacity);
@@ -278,6 +281,9 @@ public:
 
 private:
     static constexpr std::size_t npos = ~std::size_t(0);
+    /* Keeps the byte count of the storage from overflowing. */
+    static constexpr std::size_t max_capacity =
+            (~std::size_t(0) / (sizeof(slot) + 1)) / 2;
 
     static constexpr std::size_t load_limit(std::size_t capacity) noexcept
     {
