@@ -187,7 +187,10 @@ extern ucm_global_config_t ucm_global_opts;
  *
  * A handler must not allocate memory or wait for anything that may: it can
  * run inside the allocator of another library. Memory calls made from a
- * handler (munmap, ...) go straight to the system and raise no events.
+ * handler (munmap, ucm_munmap, ...) go straight to the system and raise no
+ * events, and ucm_vm_munmap() or ucm_event_dispatch() called from a handler
+ * deliver nothing. A handler may call ucm_unset_event_handler(), but
+ * ucm_set_event_handler() fails there with UCS_ERR_BUSY.
  */
 typedef void (*ucm_event_callback_t)(ucm_event_type_t event_type,
                                      ucm_event_t *event, void *arg);
@@ -254,7 +257,8 @@ int   ucm_orig_madvise(void *addr, size_t length, int advice);
 
 
 /* The system functions wrapped with event delivery, exactly as the hooks
- * do it. */
+ * do it. ucm_mremap() rejects MREMAP_FIXED (EINVAL): its four arguments
+ * cannot carry the target address (the mremap hook itself handles it). */
 void *ucm_mmap(void *addr, size_t length, int prot, int flags, int fd,
                off_t offset);
 int   ucm_munmap(void *addr, size_t length);

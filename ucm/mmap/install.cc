@@ -121,6 +121,9 @@ ucs_status_t install(int events)
     if (!hooks_allowed()) {
         return UCS_ERR_UNSUPPORTED;
     }
+    if ((installed_events() & events) == events) {
+        return UCS_OK;   /* later objects are covered by the dlopen hook */
+    }
 
     pthread_mutex_lock(&install_lock);
     for (hook_entry &entry : hook_table) {
