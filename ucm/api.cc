@@ -11,6 +11,7 @@
 #include <ucm/util/sys.h>
 
 #include <atomic>
+#include <pthread.h>
 #include <cerrno>
 #include <sys/mman.h>
 #include <sys/shm.h>
@@ -29,6 +30,8 @@ ucm_global_config_t ucm_global_opts = {
     UCM_UNLOAD_PREVENT_MODE_LAZY,  /* module_unload_prevent_mode */
 };
 
+using namespace ucm;
+
 namespace {
 
 std::atomic<int> external_events{0};
@@ -38,9 +41,36 @@ int external()
     return external_events.load(std::memory_order_acquire);
 }
 
+/*
+ * A fork() while another thread holds a libucm lock would leave the child
+ * unable to dispatch or install. Lock order: handler list, then install
+ * mutex (no code path takes them the other way round).
+ */
+void prepare_fork()
+{
+    event::fork_prepare();
+    mm::fork_prepare();
+}
+
+void after_fork_in_parent()
+{
+    mm::fork_parent();
+    event::fork_parent();
+}
+
+void after_fork_in_child()
+{
+    mm::fork_child();
+    event::fork_child();
+}
+
+__attribute__((constructor)) void register_fork_handlers()
+{
+    pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
+}
+
 } // namespace
 
-using namespace ucm;
 
 void ucm_set_global_opts(const ucm_global_config_t *ucm_opts)
 {
@@ -121,7 +151,8 @@ ucs_status_t ucm_test_events(int events)
     if (internal == 0) {
         return UCS_OK;
     }
-    if ((internal & event::mem_type_events) || !sys::events_enabled()) {
+    if ((internal & event::mem_type_events) || !sys::events_enabled() ||
+        event::in_dispatch()) {
         return UCS_ERR_UNSUPPORTED;
     }
     if (mm::install(internal) != UCS_OK) {

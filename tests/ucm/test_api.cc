@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <csignal>
 #include <cstdlib>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -279,4 +280,71 @@ TEST_CASE("ucm_global_opts can disable events and hooks", "[ucm]")
     CHECK(ucm_set_event_handler(UCM_EVENT_MUNMAP, 0, ignore_event, nullptr) ==
           UCS_OK);
     ucm_unset_event_handler(UCM_EVENT_MUNMAP, ignore_event, nullptr);
+}
+
+namespace {
+
+/* Wait for a child with a deadline; kill it if it hangs. */
+int wait_child(pid_t child, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; ++waited) {
+        int status = 0;
+        pid_t ret  = waitpid(child, &status, WNOHANG);
+        if (ret == child) {
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        }
+        usleep(1000);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    return -1;   /* hung */
+}
+
+} // namespace
+
+TEST_CASE("fork while other threads dispatch leaves the child working",
+          "[ucm]")
+{
+    const size_t page = page_size();
+    std::atomic<bool> stop{false};
+    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, 0, ignore_event,
+                                  nullptr) == UCS_OK);
+
+    std::thread busy([&]() {
+        while (!stop.load()) {
+            void *address = mmap(nullptr, page, PROT_READ,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (address != MAP_FAILED) {
+                munmap(address, page);
+            }
+        }
+    });
+
+    int hung = 0, failed = 0;
+    for (int i = 0; i < 20; ++i) {
+        fflush(nullptr);
+        pid_t child = fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            /* Needs both the handler list (write) and the install lock. */
+            int code = (ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, 0,
+                                              ignore_event, &stop) == UCS_OK)
+                       ? 0 : 1;
+            void *address = mmap(nullptr, page, PROT_READ,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if ((address == MAP_FAILED) || (munmap(address, page) != 0)) {
+                code |= 2;
+            }
+            _exit(code);
+        }
+        int code = wait_child(child, 2000);
+        hung    += (code == -1);
+        failed  += (code > 0);
+    }
+
+    stop = true;
+    busy.join();
+    ucm_unset_event_handler(UCM_EVENT_MUNMAP, ignore_event, nullptr);
+    CHECK(hung == 0);
+    CHECK(failed == 0);
 }

@@ -46,6 +46,7 @@ constinit handler original_entry{nullptr, native_events, 0,
 handler *list_head              = &original_entry;
 pthread_rwlock_t list_lock      = PTHREAD_RWLOCK_INITIALIZER;
 std::atomic<int> wanted_events{0};
+bool locked_for_fork            = false;   /* forking thread only */
 
 bool is_user_entry(const handler *h)
 {
@@ -199,6 +200,30 @@ void dispatch_vm_unmapped(void *address, size_t size)
     event.vm_unmapped.address = address;
     event.vm_unmapped.size    = size;
     dispatch(UCM_EVENT_VM_UNMAPPED, &event);
+}
+
+void fork_prepare()
+{
+    if (!in_dispatch()) {
+        pthread_rwlock_wrlock(&list_lock);
+        locked_for_fork = true;
+    }
+}
+
+void fork_parent()
+{
+    if (locked_for_fork) {
+        locked_for_fork = false;
+        pthread_rwlock_unlock(&list_lock);
+    }
+}
+
+void fork_child()
+{
+    if (locked_for_fork) {
+        locked_for_fork = false;
+        list_lock       = PTHREAD_RWLOCK_INITIALIZER;
+    }
 }
 
 } // namespace ucm::event

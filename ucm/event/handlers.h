@@ -69,6 +69,13 @@ void dispatch(ucm_event_type_t type, ucm_event_t *event);
 void dispatch_vm_mapped(void *address, size_t size);
 void dispatch_vm_unmapped(void *address, size_t size);
 
+/* fork() support: hold the list lock across fork() (unless the forking
+ * thread is itself dispatching), then release it in the parent and
+ * reinitialise it in the child, whose thread identity changed. */
+void fork_prepare();
+void fork_parent();
+void fork_child();
+
 } // namespace ucm::event
 
 #endif

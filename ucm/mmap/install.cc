@@ -365,4 +365,19 @@ ucs_status_t self_test(int events)
     return ok ? UCS_OK : UCS_ERR_UNSUPPORTED;
 }
 
+void fork_prepare()
+{
+    pthread_mutex_lock(&install_lock);
+}
+
+void fork_parent()
+{
+    pthread_mutex_unlock(&install_lock);
+}
+
+void fork_child()
+{
+    install_lock = PTHREAD_MUTEX_INITIALIZER;
+}
+
 } // namespace ucm::mm

@@ -27,6 +27,11 @@ void refresh_hooks();
  * arguments. UCS_OK or UCS_ERR_UNSUPPORTED. */
 ucs_status_t self_test(int events);
 
+/* fork() support for the install mutex (see event::fork_prepare). */
+void fork_prepare();
+void fork_parent();
+void fork_child();
+
 } // namespace ucm::mm
 
 #endif
