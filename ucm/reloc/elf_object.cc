@@ -20,10 +20,9 @@ constexpr unsigned long glob_dat_type  = R_AARCH64_GLOB_DAT;
 #elif defined(__powerpc64__) && defined(_CALL_ELF) && (_CALL_ELF == 2)
 constexpr unsigned long jump_slot_type = R_PPC64_JMP_SLOT;
 constexpr unsigned long glob_dat_type  = R_PPC64_GLOB_DAT;
-#elif defined(__i386__)
-constexpr unsigned long jump_slot_type = R_386_JMP_SLOT;
-constexpr unsigned long glob_dat_type  = R_386_GLOB_DAT;
 #else
+/* Other targets (including 32-bit ones, whose mmap/mmap64 split the hooks
+ * do not model) get no hooks: installing reports UCS_ERR_UNSUPPORTED. */
 #  define UCM_NO_IMPORT_SLOTS 1
 #endif
 
