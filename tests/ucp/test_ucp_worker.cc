@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <cstring>
 
 using namespace ucp_test;
 
@@ -142,7 +143,7 @@ TEST_CASE("worker defaults and ignored fields", "[ucp_worker]")
 
     ucp_worker_params_t params{};
     params.field_mask  = 0;
-    params.thread_mode = static_cast<ucs_thread_mode_t>(99); /* not in the mask */
+    std::memset(&params.thread_mode, 0x5a, sizeof(params.thread_mode)); /* not in the mask */
     params.name        = reinterpret_cast<const char*>(uintptr_t{8});
     ucp_worker_h worker = nullptr;
     REQUIRE(ucp_worker_create(ctx.context, &params, &worker) == UCS_OK);
@@ -194,7 +195,8 @@ TEST_CASE("worker refuses bad arguments", "[ucp_worker]")
     CHECK(ucp_worker_create(ctx.context, &params, nullptr) == UCS_ERR_INVALID_PARAM);
 
     params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    params.thread_mode = static_cast<ucs_thread_mode_t>(7);
+    const unsigned bad_mode = 7; /* what a C caller might store */
+    std::memcpy(&params.thread_mode, &bad_mode, sizeof(bad_mode));
     CHECK(ucp_worker_create(ctx.context, &params, &worker) == UCS_ERR_INVALID_PARAM);
 
     params.field_mask   = UCP_WORKER_PARAM_FIELD_AM_ALIGNMENT;

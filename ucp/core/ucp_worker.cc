@@ -34,12 +34,15 @@ ucs_status_t apply_params(ucp_worker &worker, const ucp_worker_params_t &params)
 {
     const uint64_t mask = params.field_mask;
     if (mask & UCP_WORKER_PARAM_FIELD_THREAD_MODE) {
-        if (static_cast<unsigned>(params.thread_mode) >= UCS_THREAD_MODE_LAST) {
-            ucs_error("ucp_worker_create: invalid thread mode %d",
-                      static_cast<int>(params.thread_mode));
+        /* Read as a plain integer: a C caller may store any value there. */
+        unsigned raw_mode;
+        static_assert(sizeof(raw_mode) == sizeof(params.thread_mode));
+        std::memcpy(&raw_mode, &params.thread_mode, sizeof(raw_mode));
+        if (raw_mode >= UCS_THREAD_MODE_LAST) {
+            ucs_error("ucp_worker_create: invalid thread mode %u", raw_mode);
             return UCS_ERR_INVALID_PARAM;
         }
-        worker.thread_mode = params.thread_mode;
+        worker.thread_mode = static_cast<ucs_thread_mode_t>(raw_mode);
     } else {
         worker.thread_mode = worker.context.thread_mode();
     }
