@@ -1,0 +1,106 @@
+/*
+ * The packed worker address: what ucp_worker_get_address() returns and a
+ * peer passes to ucp_ep_create(). It arrives from another process, so
+ * unpacking validates every byte of structure and never reads past the
+ * buffer.
+ *
+ * Layout (integers in the packer's byte order; the magic tells a reader of
+ * the other byte order that it cannot use the address; no padding):
+ *
+ *   offset size
+ *    0     4   magic            address_magic ("UCPA")
+ *    4     1   version          address_version
+ *    5     1   flags            0 (reserved)
+ *    6     2   num_entries      <= address_max_entries
+ *    8     4   total_length     bytes of the whole address, header included,
+ *                               <= address_max_length
+ *   12     4   reserved         0
+ *   16     8   worker_uuid      unique id of the worker
+ *   24     8   node_id          equal for workers on the same host and boot
+ *   32     1   name_length      worker name bytes including the final NUL (>= 1)
+ *   33     n   name             NUL-terminated, no NUL before the end
+ *   then num_entries times:
+ *          1   tl_name_length   2..32, including the NUL
+ *          n   tl_name          "posix", "tcp", ...
+ *          1   md_name_length   2..32, including the NUL
+ *          n   md_name          the memory domain (component) name
+ *          1   device_type      uct::device_type value
+ *          2   dev_addr_length
+ *          n   dev_addr         uct::iface::get_device_address() bytes
+ *          2   iface_addr_length
+ *          n   iface_addr       uct::iface::get_address() bytes
+ *   and the entries end exactly at total_length.
+ *
+ * The encoding is canonical: an address that unpacks, packed again, gives
+ * the same bytes. ucp_ep_create gets only a pointer, so the header carries
+ * the length (see address_peek()).
+ */
+#ifndef UCP_CORE_UCP_ADDRESS_H
+#define UCP_CORE_UCP_ADDRESS_H
+
+#include <uct/base/uct_types.h>
+#include <ucs/type/status.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ucp {
+
+constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
+constexpr uint8_t  address_version      = 1;
+constexpr size_t   address_header_size  = 32;         /* up to name_length */
+constexpr size_t   address_max_length   = 64 * 1024;
+constexpr size_t   address_max_entries  = 256;
+constexpr size_t   address_max_name     = 255;        /* worker name chars */
+constexpr size_t   address_max_tl_name  = 31;         /* as uct::tl_resource */
+
+struct address_entry {
+    std::string          tl_name;
+    std::string          md_name;
+    uct::device_type     dev_type = uct::device_type::NET;
+    std::vector<uint8_t> dev_addr;
+    std::vector<uint8_t> iface_addr;
+};
+
+struct unpacked_address {
+    uint64_t                   worker_uuid = 0;
+    uint64_t                   node_id = 0;
+    std::string                worker_name;
+    std::vector<address_entry> entries;
+};
+
+/* Bytes pack_address() writes for addr, or 0 if addr breaks a limit above. */
+size_t address_packed_size(const unpacked_address &addr);
+
+/*
+ * Packs addr into a malloc'd buffer (freed with free()). UCS_ERR_INVALID_PARAM
+ * when a name or address is too long for the format.
+ */
+ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
+                          size_t *length_p);
+
+/*
+ * Validates the fixed header of an address and returns its total length.
+ * `length` is how many bytes the caller knows to be readable; ucp_ep_create
+ * (pointer only) passes address_header_size, then unpacks total_length.
+ */
+ucs_status_t address_peek(const void *buffer, size_t length,
+                          size_t *total_length_p, uint64_t *worker_uuid_p);
+
+/*
+ * Unpacks and validates everything: magic, version, reserved bits, every
+ * length against the bytes left and its limit, counts, string termination,
+ * device types, and that the entries end exactly at total_length (which must
+ * be <= length). Anything malformed: UCS_ERR_INVALID_PARAM, out untouched.
+ */
+ucs_status_t unpack_address(const void *buffer, size_t length,
+                            unpacked_address *out);
+
+/* 64-bit id of this host's current boot: hostname and kernel boot id. */
+uint64_t local_node_id();
+
+} // namespace ucp
+
+#endif

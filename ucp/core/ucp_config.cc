@@ -1,0 +1,369 @@
+/*
+ * The UCP context configuration table and ucp_config_* entry points.
+ */
+#include "ucp_config.h"
+#include "ucp_guard.h"
+
+#include <ucs/config/registry.h>
+#include <ucs/debug/log.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string_view>
+
+namespace ucp {
+
+const char *const rndv_scheme_names[RNDV_SCHEME_LAST] = {"auto", "get_zcopy",
+                                                         "put_zcopy"};
+
+namespace {
+
+constexpr ucs::config::field context_fields[] = {
+    UCS_CONFIG_FIELD(context_config, tls, "TLS", "all",
+                     "Transports to use, comma separated, or \"all\". A leading '^'\n"
+                     "uses every transport except the listed ones (\"^tcp\").\n"
+                     "Aliases: \"sm\" or \"shm\" = posix,sysv,cma; \"mm\" = posix,sysv.\n"
+                     "Available here: see ucx_info -d.",
+                     ucs::config::type_allow_list),
+
+    UCS_CONFIG_FIELD(context_config, net_devices, "NET_DEVICES", "all",
+                     "Network devices to use (e.g. \"eth0,ib0\"), \"all\", or \"^dev\" to\n"
+                     "exclude some.",
+                     ucs::config::type_allow_list),
+
+    UCS_CONFIG_FIELD(context_config, shm_devices, "SHM_DEVICES", "all",
+                     "Shared-memory devices to use (e.g. \"memory\"), \"all\", or \"^dev\".",
+                     ucs::config::type_allow_list),
+
+    UCS_CONFIG_FIELD(context_config, acc_devices, "ACC_DEVICES", "all",
+                     "Accelerator devices to use (e.g. \"cuda0\"), \"all\", or \"^dev\".",
+                     ucs::config::type_allow_list),
+
+    UCS_CONFIG_FIELD(context_config, self_devices, "SELF_DEVICES", "all",
+                     "Loopback devices to use, \"all\", or \"^dev\".",
+                     ucs::config::type_allow_list),
+
+    UCS_CONFIG_FIELD(context_config, bcopy_thresh, "BCOPY_THRESH", "0",
+                     "Message size from which a copy into a transport buffer is used\n"
+                     "instead of an inline (short) send.",
+                     ucs::config::type_size),
+
+    UCS_CONFIG_FIELD(context_config, zcopy_thresh, "ZCOPY_THRESH", "auto",
+                     "Message size from which zero-copy sends are used; \"auto\" derives\n"
+                     "it from the transports' registration cost and bandwidth.",
+                     ucs::config::type_size),
+
+    UCS_CONFIG_FIELD(context_config, rndv_thresh, "RNDV_THRESH", "auto",
+                     "Message size from which the rendezvous protocol is used; \"auto\"\n"
+                     "derives it from the transports' performance model.",
+                     ucs::config::type_size),
+
+    UCS_CONFIG_FIELD(context_config, rndv_scheme, "RNDV_SCHEME", "auto",
+                     "How rendezvous moves the data:\n"
+                     " auto      - choose by the transports' capabilities\n"
+                     " get_zcopy - the receiver reads the sender's buffer\n"
+                     " put_zcopy - the sender writes into the receiver's buffer",
+                     ucs::config::type_enum(rndv_scheme_names)),
+
+    UCS_CONFIG_FIELD(context_config, max_eager_lanes, "MAX_EAGER_LANES", "1",
+                     "Most transport lanes one eager message is split over.",
+                     ucs::config::type_uint),
+
+    UCS_CONFIG_FIELD(context_config, max_rndv_lanes, "MAX_RNDV_LANES", "1",
+                     "Most transport lanes one rendezvous transfer is split over.",
+                     ucs::config::type_uint),
+
+    UCS_CONFIG_FIELD(context_config, estimated_num_eps, "ESTIMATED_NUM_EPS", "1",
+                     "Expected number of endpoints per worker, used to size resources;\n"
+                     "ucp_params_t::estimated_num_eps overrides it.",
+                     ucs::config::type_ulong),
+
+    UCS_CONFIG_FIELD(context_config, estimated_num_ppn, "ESTIMATED_NUM_PPN", "1",
+                     "Expected number of processes per node, used to size shared\n"
+                     "resources; ucp_params_t::estimated_num_ppn overrides it.",
+                     ucs::config::type_ulong),
+
+    UCS_CONFIG_FIELD(context_config, keepalive_interval, "KEEPALIVE_INTERVAL", "20s",
+                     "Time between checks that the peers of endpoints with peer error\n"
+                     "handling are still alive; \"inf\" disables the checks.",
+                     ucs::config::type_time),
+
+    UCS_CONFIG_FIELD(context_config, keepalive_num_eps, "KEEPALIVE_NUM_EPS", "128",
+                     "Most endpoints checked in one keepalive round.",
+                     ucs::config::type_uint),
+};
+
+bool name_in(const ucs_config_names_array_t &list, std::string_view name)
+{
+    for (unsigned i = 0; i < list.count; ++i) {
+        if (name == list.names[i]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Transports an alias in UCX_TLS stands for (nullptr-terminated). */
+const char *const *alias_members(std::string_view alias)
+{
+    static const char *const shm[] = {"posix", "sysv", "cma", nullptr};
+    static const char *const mm[]  = {"posix", "sysv", nullptr};
+    if ((alias == "sm") || (alias == "shm")) {
+        return shm;
+    }
+    if (alias == "mm") {
+        return mm;
+    }
+    return nullptr;
+}
+
+/* Whether name is in the list directly or through an alias. */
+bool tl_listed(const ucs_config_names_array_t &list, std::string_view tl_name)
+{
+    for (unsigned i = 0; i < list.count; ++i) {
+        std::string_view entry = list.names[i];
+        if (entry == tl_name) {
+            return true;
+        }
+        const char *const *members = alias_members(entry);
+        for (; (members != nullptr) && (*members != nullptr); ++members) {
+            if (tl_name == *members) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool allowed(const ucs_config_allow_list_t &list, bool listed)
+{
+    switch (list.mode) {
+    case UCS_CONFIG_ALLOW_LIST_ALLOW_ALL:
+        return true;
+    case UCS_CONFIG_ALLOW_LIST_ALLOW:
+        return listed;
+    case UCS_CONFIG_ALLOW_LIST_NEGATE:
+        return !listed;
+    }
+    return false;
+}
+
+std::string trim(std::string_view text)
+{
+    size_t begin = 0, end = text.size();
+    while ((begin < end) && std::isspace(static_cast<unsigned char>(text[begin]))) {
+        ++begin;
+    }
+    while ((end > begin) && std::isspace(static_cast<unsigned char>(text[end - 1]))) {
+        --end;
+    }
+    return std::string(text.substr(begin, end - begin));
+}
+
+/* Whether the environment sets the field: then the file must not override it. */
+bool env_sets(const std::string &env_prefix, const std::string &name)
+{
+    if (!env_prefix.empty() &&
+        (std::getenv(("UCX_" + env_prefix + "_" + name).c_str()) != nullptr)) {
+        return true;
+    }
+    return std::getenv(("UCX_" + name).c_str()) != nullptr;
+}
+
+/*
+ * Applies "NAME = value" lines of a file given to ucp_config_read (same
+ * syntax as ucx.conf) to the fields the environment leaves alone.
+ */
+ucs_status_t apply_file(ucp_config &config, const char *filename)
+{
+    std::ifstream in(filename);
+    if (!in) {
+        ucs_error("ucp_config_read: cannot read configuration file '%s': %s",
+                  filename, std::strerror(errno));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    std::string line;
+    for (unsigned line_no = 1; std::getline(in, line); ++line_no) {
+        std::string text = trim(line);
+        if (text.empty() || (text[0] == '#')) {
+            continue;
+        }
+        size_t eq = text.find('=');
+        if (eq == std::string::npos) {
+            ucs_warn("%s:%u: expected NAME = value, ignoring the line", filename,
+                     line_no);
+            continue;
+        }
+        std::string name  = trim(std::string_view(text).substr(0, eq));
+        std::string value = trim(std::string_view(text).substr(eq + 1));
+        size_t hash = value.find(" #");
+        if (hash != std::string::npos) {
+            value = trim(std::string_view(value).substr(0, hash));
+        }
+        if ((value.size() >= 2) && ((value.front() == '"') || (value.front() == '\'')) &&
+            (value.back() == value.front())) {
+            value = value.substr(1, value.size() - 2);
+        }
+        if (name.rfind("UCX_", 0) == 0) {
+            name = name.substr(4);
+        }
+        if (env_sets(config.env_prefix, name)) {
+            continue;
+        }
+        ucs_status_t status = ucs::config::set_value(&config.values,
+                                                     context_config_table,
+                                                     name.c_str(), value.c_str());
+        if (status == UCS_ERR_NO_ELEM) {
+            /* Settings of other layers may share the file. */
+            ucs_debug("%s:%u: UCX_%s is not a UCP context setting", filename,
+                      line_no, name.c_str());
+        } else if (status != UCS_OK) {
+            ucs_error("%s:%u: invalid value for UCX_%s", filename, line_no,
+                      name.c_str());
+            return status;
+        }
+    }
+    return UCS_OK;
+}
+
+} // namespace
+
+constinit const ucs::config::table context_config_table = {
+    "UCP context", "", context_fields, sizeof(context_config)};
+
+UCS_CONFIG_REGISTER_TABLE(context_config_table);
+
+bool tl_allowed(const ucs_config_allow_list_t &tls, const char *tl_name)
+{
+    return allowed(tls, tl_listed(tls.array, tl_name));
+}
+
+bool device_allowed(const context_config &config, uct::device_type type,
+                    const char *dev_name)
+{
+    const ucs_config_allow_list_t *list;
+    switch (type) {
+    case uct::device_type::NET:
+        list = &config.net_devices;
+        break;
+    case uct::device_type::SHM:
+        list = &config.shm_devices;
+        break;
+    case uct::device_type::ACC:
+        list = &config.acc_devices;
+        break;
+    case uct::device_type::SELF:
+        list = &config.self_devices;
+        break;
+    default:
+        return false;
+    }
+    return allowed(*list, name_in(list->array, dev_name));
+}
+
+const char *device_list_var(uct::device_type type)
+{
+    switch (type) {
+    case uct::device_type::NET:
+        return "UCX_NET_DEVICES";
+    case uct::device_type::SHM:
+        return "UCX_SHM_DEVICES";
+    case uct::device_type::ACC:
+        return "UCX_ACC_DEVICES";
+    case uct::device_type::SELF:
+        return "UCX_SELF_DEVICES";
+    }
+    return "?";
+}
+
+const char *device_type_name(uct::device_type type)
+{
+    switch (type) {
+    case uct::device_type::NET:
+        return "net";
+    case uct::device_type::SHM:
+        return "shm";
+    case uct::device_type::ACC:
+        return "acc";
+    case uct::device_type::SELF:
+        return "self";
+    }
+    return "?";
+}
+
+} // namespace ucp
+
+extern "C" {
+
+ucs_status_t ucp_config_read(const char *env_prefix, const char *filename,
+                             ucp_config_t **config_p)
+{
+    if (config_p == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return ucp::guarded("ucp_config_read", [&]() -> ucs_status_t {
+        auto config = std::make_unique<ucp_config>();
+        std::string prefix = (env_prefix != nullptr) ? env_prefix : "";
+        while (!prefix.empty() && (prefix.back() == '_')) {
+            prefix.pop_back();
+        }
+        config->env_prefix = prefix;
+
+        ucs_status_t status = ucs::config::fill(&config->values,
+                                                ucp::context_config_table,
+                                                prefix.c_str());
+        if (status != UCS_OK) {
+            return status;
+        }
+        if (filename != nullptr) {
+            status = ucp::apply_file(*config, filename);
+            if (status != UCS_OK) {
+                ucs::config::release(&config->values, ucp::context_config_table);
+                return status;
+            }
+        }
+        *config_p = config.release();
+        return UCS_OK;
+    });
+}
+
+void ucp_config_release(ucp_config_t *config)
+{
+    if (config == nullptr) {
+        return;
+    }
+    ucs::config::release(&config->values, ucp::context_config_table);
+    delete config;
+}
+
+ucs_status_t ucp_config_modify(ucp_config_t *config, const char *name,
+                               const char *value)
+{
+    if ((config == nullptr) || (name == nullptr) || (value == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return ucp::guarded("ucp_config_modify", [&]() {
+        return ucs::config::set_value(&config->values, ucp::context_config_table,
+                                      name, value);
+    });
+}
+
+void ucp_config_print(const ucp_config_t *config, FILE *stream,
+                      const char *title, ucs_config_print_flags_t print_flags)
+{
+    if ((config == nullptr) || (stream == nullptr)) {
+        return;
+    }
+    ucp::guarded("ucp_config_print", [&]() {
+        return ucs::config::print(stream, &config->values,
+                                  ucp::context_config_table, print_flags, title,
+                                  config->env_prefix.c_str());
+    });
+}
+
+} // extern "C"

@@ -1,0 +1,70 @@
+/*
+ * The UCP context settings (UCX_TLS, UCX_NET_DEVICES, UCX_RNDV_THRESH, ...)
+ * and the ucp_config_t handle the public API hands out.
+ */
+#ifndef UCP_CORE_UCP_CONFIG_H
+#define UCP_CORE_UCP_CONFIG_H
+
+#include <ucp/api/ucp.h>
+#include <ucs/config/table.h>
+#include <uct/base/uct_types.h>
+
+#include <string>
+
+namespace ucp {
+
+/* Indexed like rndv_scheme_names. */
+enum rndv_scheme : unsigned {
+    RNDV_SCHEME_AUTO,
+    RNDV_SCHEME_GET_ZCOPY,
+    RNDV_SCHEME_PUT_ZCOPY,
+    RNDV_SCHEME_LAST
+};
+
+extern const char *const rndv_scheme_names[RNDV_SCHEME_LAST];
+
+/* Plain settings struct of context_config_table. */
+struct context_config {
+    ucs_config_allow_list_t tls;               /* UCX_TLS */
+    ucs_config_allow_list_t net_devices;       /* UCX_NET_DEVICES */
+    ucs_config_allow_list_t shm_devices;       /* UCX_SHM_DEVICES */
+    ucs_config_allow_list_t acc_devices;       /* UCX_ACC_DEVICES */
+    ucs_config_allow_list_t self_devices;      /* UCX_SELF_DEVICES */
+    size_t                  bcopy_thresh;      /* UCX_BCOPY_THRESH */
+    size_t                  zcopy_thresh;      /* UCX_ZCOPY_THRESH, size_auto */
+    size_t                  rndv_thresh;       /* UCX_RNDV_THRESH, size_auto */
+    unsigned                rndv_scheme;       /* UCX_RNDV_SCHEME, ucp::rndv_scheme */
+    unsigned                max_eager_lanes;   /* UCX_MAX_EAGER_LANES */
+    unsigned                max_rndv_lanes;    /* UCX_MAX_RNDV_LANES */
+    unsigned long           estimated_num_eps; /* UCX_ESTIMATED_NUM_EPS */
+    unsigned long           estimated_num_ppn; /* UCX_ESTIMATED_NUM_PPN */
+    double                  keepalive_interval;/* UCX_KEEPALIVE_INTERVAL, seconds */
+    unsigned                keepalive_num_eps; /* UCX_KEEPALIVE_NUM_EPS */
+};
+
+extern const ucs::config::table context_config_table;
+
+/*
+ * Whether a transport name passes UCX_TLS. The list may use aliases:
+ * "sm"/"shm" = posix,sysv,cma; "mm" = posix,sysv; "^a,b" = all but a and b.
+ */
+bool tl_allowed(const ucs_config_allow_list_t &tls, const char *tl_name);
+
+/* Whether a device passes the device list of its type (UCX_NET_DEVICES...). */
+bool device_allowed(const context_config &config, uct::device_type type,
+                    const char *dev_name);
+
+/* The variable name that filters devices of a type: "UCX_NET_DEVICES". */
+const char *device_list_var(uct::device_type type);
+
+const char *device_type_name(uct::device_type type);
+
+} // namespace ucp
+
+/* The public handle: settings plus the env prefix they were read with. */
+struct ucp_config {
+    ucp::context_config values;
+    std::string         env_prefix; /* "MPI" or "" */
+};
+
+#endif

@@ -1,0 +1,309 @@
+/*
+ * ucp_worker_* entry points: creation, query, address and progress.
+ */
+#include "ucp_worker.h"
+#include "ucp_guard.h"
+
+#include <ucs/debug/log.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <unistd.h>
+
+namespace {
+
+uint64_t new_worker_uuid()
+{
+    static std::atomic<uint64_t> counter{0};
+    std::random_device rd;
+    uint64_t value = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    /* Mixing in pid and a counter keeps ids distinct even with a weak rd. */
+    value ^= (static_cast<uint64_t>(getpid()) << 20) ^ counter.fetch_add(1);
+    return value;
+}
+
+std::string default_worker_name()
+{
+    char host[64] = {};
+    gethostname(host, sizeof(host) - 1);
+    return std::string(host) + ":" + std::to_string(getpid());
+}
+
+ucs_status_t apply_params(ucp_worker &worker, const ucp_worker_params_t &params)
+{
+    const uint64_t mask = params.field_mask;
+    if (mask & UCP_WORKER_PARAM_FIELD_THREAD_MODE) {
+        /* Read as a plain integer: a C caller may store any value there. */
+        unsigned raw_mode;
+        static_assert(sizeof(raw_mode) == sizeof(params.thread_mode));
+        std::memcpy(&raw_mode, &params.thread_mode, sizeof(raw_mode));
+        if (raw_mode >= UCS_THREAD_MODE_LAST) {
+            ucs_error("ucp_worker_create: invalid thread mode %u", raw_mode);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        worker.thread_mode = static_cast<ucs_thread_mode_t>(raw_mode);
+    } else {
+        worker.thread_mode = worker.context.thread_mode();
+    }
+    /* cpu_mask: resources are not placed by CPU yet; nothing to do. */
+    if (mask & UCP_WORKER_PARAM_FIELD_EVENTS) {
+        worker.events = params.events;
+    }
+    if (mask & UCP_WORKER_PARAM_FIELD_USER_DATA) {
+        worker.user_data = params.user_data;
+    }
+    if ((mask & UCP_WORKER_PARAM_FIELD_EVENT_FD) &&
+        !(worker.context.features & UCP_FEATURE_WAKEUP)) {
+        ucs_error("ucp_worker_create: event_fd needs UCP_FEATURE_WAKEUP");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (mask & UCP_WORKER_PARAM_FIELD_FLAGS) {
+        worker.flags = params.flags;
+    }
+    if ((mask & UCP_WORKER_PARAM_FIELD_NAME) && (params.name != nullptr)) {
+        worker.name.assign(params.name, strnlen(params.name, UCP_ENTITY_NAME_MAX - 1));
+    } else {
+        worker.name = default_worker_name();
+        if (worker.name.size() >= UCP_ENTITY_NAME_MAX) {
+            worker.name.resize(UCP_ENTITY_NAME_MAX - 1);
+        }
+    }
+    if (mask & UCP_WORKER_PARAM_FIELD_AM_ALIGNMENT) {
+        if ((params.am_alignment != 0) &&
+            ((params.am_alignment & (params.am_alignment - 1)) != 0)) {
+            ucs_error("ucp_worker_create: am_alignment %zu is not a power of 2",
+                      params.am_alignment);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        worker.am_alignment = (params.am_alignment == 0) ? 1 : params.am_alignment;
+    }
+    if (mask & UCP_WORKER_PARAM_FIELD_CLIENT_ID) {
+        worker.client_id = params.client_id;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &params,
+                           ucp_worker_h *worker_p)
+{
+    auto worker = std::make_unique<ucp_worker>(context);
+    ucs_status_t status = apply_params(*worker, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    worker->uuid       = new_worker_uuid();
+    worker->uct_worker = std::make_unique<uct::worker>(nullptr, worker->thread_mode);
+    status = worker->open_ifaces();
+    if (status != UCS_OK) {
+        return status;
+    }
+    ucs_debug("created worker '%s' (uuid 0x%llx) with %zu ifaces",
+              worker->name.c_str(), static_cast<unsigned long long>(worker->uuid),
+              worker->ifaces.size());
+    *worker_p = worker.release();
+    return UCS_OK;
+}
+
+} // namespace
+
+ucp_worker::~ucp_worker()
+{
+    for (auto it = ifaces.rbegin(); it != ifaces.rend(); ++it) {
+        uct_worker->progress_unregister(it->iface);
+        delete it->iface;
+    }
+    ifaces.clear();
+}
+
+ucs_status_t ucp_worker::open_ifaces()
+{
+    std::string env_prefix = context.env_prefix.empty() ? "" :
+                             context.env_prefix + "_";
+    for (unsigned i = 0; i < context.tls.size(); ++i) {
+        const ucp::tl_entry &tl = context.tls[i];
+        uct::iface_params params;
+        params.tl_name    = tl.resource.tl_name;
+        params.dev_name   = tl.resource.dev_name;
+        params.env_prefix = env_prefix.c_str();
+
+        uct::iface *iface = nullptr;
+        ucs_status_t status = context.mds[tl.md_index].md->iface_open(*uct_worker,
+                                                                      params, &iface);
+        if (status != UCS_OK) {
+            ucs_error("worker '%s': failed to open %s/%s: %s", name.c_str(),
+                      tl.resource.tl_name, tl.resource.dev_name,
+                      ucs_status_string(status));
+            return status; /* the destructor closes the ones already open */
+        }
+        ifaces.push_back({iface, i});
+        uct_worker->progress_register(iface);
+    }
+    return UCS_OK;
+}
+
+ucp::unpacked_address ucp_worker::address(bool net_only) const
+{
+    ucp::unpacked_address addr;
+    addr.worker_uuid = uuid;
+    addr.node_id     = ucp::local_node_id();
+    addr.worker_name = name;
+    for (const ucp::worker_iface &wi : ifaces) {
+        const ucp::tl_entry &tl = context.tls[wi.tl_index];
+        if (net_only && (tl.resource.type != uct::device_type::NET)) {
+            continue;
+        }
+        ucp::address_entry e;
+        e.tl_name  = tl.resource.tl_name;
+        e.md_name  = context.mds[tl.md_index].name;
+        e.dev_type = tl.resource.type;
+        const uct::iface_attr &attr = wi.iface->attr();
+        e.dev_addr.resize(attr.device_addr_len);
+        e.iface_addr.resize(attr.iface_addr_len);
+        ucs_status_t status = wi.iface->get_device_address(e.dev_addr.data());
+        if (status == UCS_OK) {
+            status = wi.iface->get_address(e.iface_addr.data());
+        }
+        if (status != UCS_OK) {
+            ucs_warn("worker '%s': %s/%s has no address (%s), leaving it out",
+                     name.c_str(), tl.resource.tl_name, tl.resource.dev_name,
+                     ucs_status_string(status));
+            continue;
+        }
+        addr.entries.push_back(std::move(e));
+    }
+    return addr;
+}
+
+namespace {
+
+ucs_status_t get_address(ucp_worker &worker, bool net_only, ucp_address_t **address_p,
+                         size_t *length_p)
+{
+    return ucp::guarded("ucp_worker_get_address", [&]() {
+        void *buffer;
+        ucs_status_t status = ucp::pack_address(worker.address(net_only), &buffer,
+                                                length_p);
+        if (status == UCS_OK) {
+            *address_p = static_cast<ucp_address_t*>(buffer);
+        }
+        return status;
+    });
+}
+
+} // namespace
+
+extern "C" {
+
+ucs_status_t ucp_worker_create(ucp_context_h context,
+                               const ucp_worker_params_t *params,
+                               ucp_worker_h *worker_p)
+{
+    if ((context == nullptr) || (params == nullptr) || (worker_p == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return ucp::guarded("ucp_worker_create", [&]() {
+        return create_worker(*context, *params, worker_p);
+    });
+}
+
+void ucp_worker_destroy(ucp_worker_h worker)
+{
+    delete worker;
+}
+
+ucs_status_t ucp_worker_query(ucp_worker_h worker, ucp_worker_attr_t *attr)
+{
+    if ((worker == nullptr) || (attr == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const uint64_t mask = attr->field_mask;
+    if (mask & UCP_WORKER_ATTR_FIELD_THREAD_MODE) {
+        attr->thread_mode = worker->thread_mode;
+    }
+    if (mask & UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER) {
+        attr->max_am_header = ucp::max_am_header;
+    }
+    if (mask & UCP_WORKER_ATTR_FIELD_NAME) {
+        std::snprintf(attr->name, sizeof(attr->name), "%s", worker->name.c_str());
+    }
+    if (mask & UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING) {
+        attr->max_debug_string = ucp::max_info_string;
+    }
+    if (mask & UCP_WORKER_ATTR_FIELD_ADDRESS) {
+        bool net_only = (mask & UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS) &&
+                        (attr->address_flags & UCP_WORKER_ADDRESS_FLAG_NET_ONLY);
+        return get_address(*worker, net_only, &attr->address, &attr->address_length);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t ucp_worker_get_address(ucp_worker_h worker, ucp_address_t **address_p,
+                                    size_t *address_length_p)
+{
+    if ((worker == nullptr) || (address_p == nullptr) ||
+        (address_length_p == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return get_address(*worker, false, address_p, address_length_p);
+}
+
+void ucp_worker_release_address(ucp_worker_h, ucp_address_t *address)
+{
+    std::free(address);
+}
+
+ucs_status_t ucp_worker_address_query(ucp_address_t *address,
+                                      ucp_worker_address_attr_t *attr)
+{
+    if ((address == nullptr) || (attr == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    uint64_t uuid;
+    /* Only a pointer: the fixed header is all we may read before checking it. */
+    ucs_status_t status = ucp::address_peek(address, ucp::address_header_size,
+                                            nullptr, &uuid);
+    if ((status == UCS_OK) && (attr->field_mask & UCP_WORKER_ADDRESS_ATTR_FIELD_UID)) {
+        attr->worker_uid = uuid;
+    }
+    return status;
+}
+
+unsigned ucp_worker_progress(ucp_worker_h worker)
+{
+    if (worker == nullptr) {
+        return 0;
+    }
+    try {
+        return worker->progress();
+    } catch (...) {
+        ucs_error("ucp_worker_progress: unexpected failure");
+        return 0;
+    }
+}
+
+void ucp_worker_print_info(ucp_worker_h worker, FILE *stream)
+{
+    if ((worker == nullptr) || (stream == nullptr)) {
+        return;
+    }
+    ucp::guarded("ucp_worker_print_info", [&]() {
+        std::fprintf(stream, "#\n# UCP worker '%s'\n#\n", worker->name.c_str());
+        std::fprintf(stream, "#     uuid: 0x%016llx\n",
+                     static_cast<unsigned long long>(worker->uuid));
+        std::fprintf(stream, "#     thread mode: %s\n",
+                     ucs_thread_mode_names[worker->thread_mode]);
+        for (const ucp::worker_iface &wi : worker->ifaces) {
+            const uct::tl_resource &res = worker->context.tls[wi.tl_index].resource;
+            const uct::iface_attr &attr = wi.iface->attr();
+            std::fprintf(stream, "#     iface %s/%s: am short %zu bcopy %zu, "
+                         "address %zu+%zu bytes\n", res.tl_name, res.dev_name,
+                         attr.am.max_short, attr.am.max_bcopy, attr.device_addr_len,
+                         attr.iface_addr_len);
+        }
+        std::fprintf(stream, "#\n");
+        return UCS_OK;
+    });
+}
+
+} // extern "C"
