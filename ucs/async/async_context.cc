@@ -29,9 +29,6 @@ constexpr unsigned fd_event_mask = async_event::read | async_event::write;
  * never drains it cannot keep the owner inside progress() forever. */
 constexpr unsigned max_handlers_per_progress = 256;
 
-/* How often a handler waiting for a blocked context checks for stop(). */
-constexpr auto blocked_recheck_interval = std::chrono::milliseconds(10);
-
 /* Unlocks at scope exit a lock that the scope's owner already holds. */
 class lock_release {
 public:
@@ -217,18 +214,14 @@ void async_context::impl::loop()
 
 /*
  * Takes the owner's lock before a handler runs. A blocked context makes the
- * loop thread wait here; it gives up when the context is being stopped, so
- * that stop() called by the blocking thread itself does not deadlock.
+ * loop thread wait here until it is unblocked, or until stop() (which lets
+ * go of the caller's block while it joins) lets it through to give up.
  */
 bool async_context::impl::enter_handler()
 {
     if (!m_lock.try_lock()) {
         m_blocked_waits.fetch_add(1, std::memory_order_relaxed);
-        while (!m_lock.try_lock_for(blocked_recheck_interval)) {
-            if (is_stopped()) {
-                return false;
-            }
-        }
+        m_lock.lock();
     }
     if (is_stopped()) {
         m_lock.unlock();
@@ -661,13 +654,23 @@ void async_context::impl::stop()
         return;
     }
 
-    std::lock_guard<std::mutex> stop_guard(m_stop_mutex);
+    /* Handlers that start from now on give up at once. */
     m_stopping.store(true, std::memory_order_release);
-    m_work.reset();
     m_io.stop();
-    if (m_thread.joinable()) {
-        m_thread.join();
+
+    /* The loop thread may be waiting for the caller's own block(): let go of
+     * it while joining, and never wait for m_stop_mutex while holding it.
+     * (In poll mode there is no thread, and the caller may be a handler.) */
+    const unsigned held = (m_mode == async_mode::thread) ? m_lock.unlock_all() :
+                                                           0;
+    {
+        std::lock_guard<std::mutex> stop_guard(m_stop_mutex);
+        m_work.reset();
+        if (m_thread.joinable()) {
+            m_thread.join();
+        }
     }
+    m_lock.relock(held);
 
     std::lock_guard<recursive_lock> guard(m_lock);
     retire_all();

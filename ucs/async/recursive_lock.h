@@ -10,7 +10,6 @@
 #include <ucs/sys/compiler_def.h>
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -45,26 +44,32 @@ public:
         return true;
     }
 
-    /* Waits at most `timeout`; lets a waiter give up, e.g. when stopping. */
-    template<typename Rep, typename Period>
-    bool try_lock_for(const std::chrono::duration<Rep, Period> &timeout)
-    {
-        if (owned_by_me()) {
-            ++m_depth;
-            return true;
-        }
-        if (!m_mutex.try_lock_for(timeout)) {
-            return false;
-        }
-        take_ownership();
-        return true;
-    }
-
     void unlock()
     {
         if (--m_depth == 0) {
             m_owner.store(std::thread::id(), std::memory_order_relaxed);
             m_mutex.unlock();
+        }
+    }
+
+    /* Releases every level the caller holds and returns how many there were
+     * (0 if it held none), for relock(): lets a thread wait for another one
+     * that needs the lock, without giving up its critical section for good. */
+    unsigned unlock_all()
+    {
+        const unsigned depth = depth_by_me();
+        if (depth > 0) {
+            m_depth = 1;
+            unlock();
+        }
+        return depth;
+    }
+
+    void relock(unsigned depth)
+    {
+        if (depth > 0) {
+            lock();
+            m_depth = depth;
         }
     }
 
@@ -88,7 +93,7 @@ private:
         m_depth = 1;
     }
 
-    std::timed_mutex             m_mutex;
+    std::mutex                   m_mutex;
     std::atomic<std::thread::id> m_owner{};
     unsigned                     m_depth = 0; /* written only by the owner */
 };
