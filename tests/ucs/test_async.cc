@@ -462,6 +462,59 @@ TEST_CASE("remove() racing the loop thread never lets the handler run later",
     CHECK(context->handler_count() == 0);
 }
 
+TEST_CASE("remove() of a handler already waiting for the block (thread mode)",
+          "[async]")
+{
+    auto context = make_context(async_mode::thread);
+    auto efd     = make_event_fd();
+
+    std::atomic<int> fd_calls{0}, timer_calls{0};
+    async_handler_id fd_id = 0, timer_id = 0;
+    REQUIRE(context->add(efd.fd(), async_event::read,
+                         [&](async_handler_id, int, unsigned) { ++fd_calls; },
+                         &fd_id) == UCS_OK);
+
+    /* The loop thread takes the ready event and then has to wait for us:
+     * the handler is dispatched but must not run once removed. */
+    context->block();
+    REQUIRE(efd.signal() == UCS_OK);
+    REQUIRE(wait_for([&]() { return context->stats().blocked_waits >= 1; }));
+    CHECK(context->remove(fd_id) == UCS_OK);
+    context->unblock();
+    CHECK(round_trip(*context));
+    CHECK(fd_calls == 0);
+
+    /* The same for an expired timer. */
+    REQUIRE(context->add_timer(1ms, ucs::timer_mode::periodic,
+                               [&](async_handler_id) { ++timer_calls; },
+                               &timer_id) == UCS_OK);
+    context->block();
+    const auto waits = context->stats().blocked_waits;
+    REQUIRE(wait_for([&]() { return context->stats().blocked_waits > waits; }));
+    CHECK(context->remove_timer(timer_id) == UCS_OK);
+    context->unblock();
+    CHECK(round_trip(*context));
+    CHECK(timer_calls == 0);
+
+    /* And for a wait made stale by modify(). */
+    CHECK(efd.drain() == 1);
+    std::atomic<unsigned> events_seen{0};
+    REQUIRE(context->add(efd.fd(), async_event::read,
+                         [&](async_handler_id, int, unsigned events) {
+                             events_seen |= events;
+                         },
+                         &fd_id) == UCS_OK);
+    context->block();
+    const auto waits2 = context->stats().blocked_waits;
+    REQUIRE(efd.signal() == UCS_OK);
+    REQUIRE(wait_for([&]() { return context->stats().blocked_waits > waits2; }));
+    CHECK(context->modify(fd_id, 0) == UCS_OK);
+    context->unblock();
+    CHECK(round_trip(*context));
+    CHECK(events_seen == 0);
+    CHECK(context->remove(fd_id) == UCS_OK);
+}
+
 TEST_CASE("remove() waits for the handler running on the loop thread",
           "[async]")
 {
