@@ -13,11 +13,17 @@
  *    never runs again; both may be called from inside the handler itself;
  *  - after stop() returns, no handler runs and the loop thread is joined.
  *
- * fd handlers are level-triggered: a callback that leaves its fd readable is
- * called again. Callbacks must tolerate spurious calls. The fd stays owned by
- * the caller: it is never closed here, and a handler must be removed before
- * its fd is closed. Waiting makes Asio set O_NONBLOCK on the fd; remove()
- * clears it again if the fd was blocking when it was added.
+ * fd handlers are level-triggered: a callback that leaves its fd readable
+ * (including at end-of-file or hang-up) is called again. Callbacks must
+ * tolerate spurious calls. The fd stays owned by the caller: it is never
+ * closed here, and a handler must be removed before its fd is closed.
+ * Waiting makes Asio set O_NONBLOCK on the fd; remove() clears it again if
+ * the fd was blocking when it was added.
+ *
+ * Handlers run with the context blocked, so a handler must not wait for a
+ * thread that is itself waiting in block(). A context must not be destroyed
+ * from inside one of its own POLL-mode handlers; in THREAD mode doing so
+ * stops it and leaks its state (logged as an error).
  */
 #ifndef UCS_ASYNC_ASYNC_CONTEXT_H
 #define UCS_ASYNC_ASYNC_CONTEXT_H
@@ -67,8 +73,6 @@ struct async_stats {
 
 class async_context {
 public:
-    class impl;
-
     /* Builds a context; THREAD mode also starts its loop thread. */
     static ucs_status_t create(async_mode mode,
                                std::unique_ptr<async_context> *context_p);
@@ -149,6 +153,8 @@ public:
     async_stats stats() const;
 
 private:
+    class impl;
+
     explicit async_context(std::unique_ptr<impl> impl);
 
     std::unique_ptr<impl> m_impl;
