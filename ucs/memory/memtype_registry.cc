@@ -1,0 +1,146 @@
+#include <ucs/memory/memtype_registry.h>
+
+#include <ucs/debug/log.h>
+
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace ucs::memtype {
+
+namespace detail {
+
+std::atomic<bool> g_have_detectors{false};
+
+} // namespace detail
+
+namespace {
+
+/* An immutable snapshot of the registered detectors, ordered by type. */
+struct detector_table {
+    std::vector<std::pair<ucs_memory_type_t, detector>> entries;
+};
+
+std::atomic<const detector_table *> g_table{nullptr};
+std::mutex                          g_update_lock;
+
+/*
+ * Readers use a snapshot without any lock or reference count, so a replaced
+ * snapshot is never freed; updates are rare (module load and unload). The
+ * list is never destroyed either, so a detect() racing process exit is safe.
+ */
+std::vector<std::unique_ptr<detector_table>> &retired_tables()
+{
+    static auto *tables = new std::vector<std::unique_ptr<detector_table>>();
+    return *tables;
+}
+
+bool is_detectable_type(ucs_memory_type_t type)
+{
+    return (type > UCS_MEMORY_TYPE_HOST) && (type < UCS_MEMORY_TYPE_LAST);
+}
+
+/* Called with g_update_lock held. */
+void publish(std::unique_ptr<detector_table> table)
+{
+    const bool non_empty = !table->entries.empty();
+    g_table.store(table.get(), std::memory_order_release);
+    retired_tables().push_back(std::move(table));
+    detail::g_have_detectors.store(non_empty, std::memory_order_release);
+}
+
+} // namespace
+
+namespace detail {
+
+ucs_memory_type_t detect_slow(const void *address, size_t length) noexcept
+{
+    const detector_table *table = g_table.load(std::memory_order_acquire);
+    if (table == nullptr) {
+        return UCS_MEMORY_TYPE_HOST;
+    }
+
+    for (const auto &[type, fn] : table->entries) {
+        try {
+            if (fn(address, length)) {
+                return type;
+            }
+        } catch (...) {
+            ucs_debug("%s memory detector threw for %p; treated as no",
+                      ucs_memory_type_names[type], address);
+        }
+    }
+    return UCS_MEMORY_TYPE_HOST;
+}
+
+} // namespace detail
+
+ucs_status_t register_detector(ucs_memory_type_t type, detector fn)
+{
+    if (!is_detectable_type(type) || !fn) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    std::lock_guard<std::mutex> guard(g_update_lock);
+    const detector_table *current = g_table.load(std::memory_order_relaxed);
+    try {
+        auto table = std::make_unique<detector_table>();
+        if (current != nullptr) {
+            for (const auto &entry : current->entries) {
+                if (entry.first == type) {
+                    return UCS_ERR_ALREADY_EXISTS;
+                }
+            }
+            table->entries = current->entries;
+        }
+
+        auto pos = table->entries.begin();
+        while ((pos != table->entries.end()) && (pos->first < type)) {
+            ++pos;
+        }
+        table->entries.emplace(pos, type, std::move(fn));
+        publish(std::move(table));
+    } catch (const std::bad_alloc &) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ucs_debug("registered %s memory detector", ucs_memory_type_names[type]);
+    return UCS_OK;
+}
+
+ucs_status_t unregister_detector(ucs_memory_type_t type)
+{
+    if (!is_detectable_type(type)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    std::lock_guard<std::mutex> guard(g_update_lock);
+    const detector_table *current = g_table.load(std::memory_order_relaxed);
+    if (current == nullptr) {
+        return UCS_ERR_NO_ELEM;
+    }
+
+    try {
+        auto table  = std::make_unique<detector_table>();
+        bool found  = false;
+        for (const auto &entry : current->entries) {
+            if (entry.first == type) {
+                found = true;
+            } else {
+                table->entries.push_back(entry);
+            }
+        }
+        if (!found) {
+            return UCS_ERR_NO_ELEM;
+        }
+        publish(std::move(table));
+    } catch (const std::bad_alloc &) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ucs_debug("unregistered %s memory detector", ucs_memory_type_names[type]);
+    return UCS_OK;
+}
+
+} // namespace ucs::memtype
