@@ -594,6 +594,14 @@ void no_leftovers(const char *tl)
 
         /* While everything is open: no names anywhere, sysv already removed. */
         CHECK(test::dev_shm_entries() == shm_before);
+        if (std::string(tl) == "posix") {
+            auto links = test::posix_segment_links();
+            CHECK(links.size() == 1);                   /* our FIFO */
+            for (const auto &link : links) {
+                INFO(link);
+                CHECK(link.find("(deleted)") != std::string::npos);
+            }
+        }
         auto segments = test::sysv_segments_of(pids);
         if (std::string(tl) == "sysv") {
             CHECK(segments.size() == 3);    /* two FIFOs and the allocation */

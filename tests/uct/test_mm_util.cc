@@ -2,11 +2,13 @@
 
 #include <uct/sm/mm/mm_md.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <dirent.h>
+#include <unistd.h>
 
 namespace test {
 
@@ -109,12 +111,34 @@ std::set<std::string> dev_shm_entries()
         return names;
     }
     while (dirent *e = readdir(dir)) {
-        if ((std::strcmp(e->d_name, ".") != 0) && (std::strcmp(e->d_name, "..") != 0)) {
+        if (std::strncmp(e->d_name, "ucx-ng", 6) == 0) {
             names.insert(e->d_name);
         }
     }
     closedir(dir);
     return names;
+}
+
+std::vector<std::string> posix_segment_links()
+{
+    std::vector<std::string> links;
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == nullptr) {
+        return links;
+    }
+    while (dirent *e = readdir(dir)) {
+        char path[300], target[512];
+        std::snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            if (std::strstr(target, "ucx-ng-mm") != nullptr) {
+                links.push_back(target);
+            }
+        }
+    }
+    closedir(dir);
+    return links;
 }
 
 std::vector<sysv_segment> sysv_segments_of(const std::set<pid_t> &pids)

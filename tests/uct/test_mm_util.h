@@ -63,8 +63,15 @@ private:
     std::vector<failure>         failures_;
 };
 
-/* Names in /dev/shm. */
+/*
+ * Names in /dev/shm that an mm backend could have created (its fallback
+ * names start with "ucx-ng"; memfds have no name at all). Other programs on
+ * this machine may use /dev/shm while the tests run, so only ours count.
+ */
 std::set<std::string> dev_shm_entries();
+
+/* Where this process's open posix segments point (readlink of its fds). */
+std::vector<std::string> posix_segment_links();
 
 /* sysv segments (shmid -> mode) created by any of `pids`. */
 struct sysv_segment {
