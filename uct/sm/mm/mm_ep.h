@@ -7,6 +7,14 @@
  * the released head by more than the FIFO size), write the payload, publish
  * the element word with release. The CAS also reads the receiver's "armed"
  * flag; the one sender that clears it sends the wakeup.
+ *
+ * am_bcopy's pack callback writes straight into the peer's slot buffer and
+ * must not write more than attr().am.max_bcopy (a longer result is refused,
+ * but the bytes are already written). put/get (short, bcopy, zcopy) are
+ * memory copies through a key from mm_component::rkey_unpack, complete when
+ * they return; any range outside the key's region is UCS_ERR_INVALID_ADDR.
+ * After the peer is found dead every operation returns
+ * UCS_ERR_CONNECTION_RESET and pending_purge() hands back what was queued.
  */
 #ifndef UCT_SM_MM_MM_EP_H
 #define UCT_SM_MM_MM_EP_H

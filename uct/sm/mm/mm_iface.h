@@ -4,6 +4,11 @@
  * progress() polls only the next element's word, delivers up to
  * rx_max_poll messages, then (rarely) dispatches pending sends and reports
  * failed endpoints.
+ *
+ * AM handlers get the data in place (no DESC flag: it is valid only during
+ * the call, the slot is reused afterwards) and must not call progress().
+ * A sender that dies between reserving a slot and publishing it stalls this
+ * FIFO: nothing tells the receiver who reserved it.
  */
 #ifndef UCT_SM_MM_MM_IFACE_H
 #define UCT_SM_MM_MM_IFACE_H
