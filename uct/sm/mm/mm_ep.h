@@ -13,8 +13,9 @@
  * but the bytes are already written). put/get (short, bcopy, zcopy) are
  * memory copies through a key from mm_component::rkey_unpack, complete when
  * they return; any range outside the key's region is UCS_ERR_INVALID_ADDR.
- * After the peer is found dead every operation returns
- * UCS_ERR_CONNECTION_RESET and pending_purge() hands back what was queued.
+ * After the peer is found dead AM sends, pending_add() and flush() return
+ * UCS_ERR_CONNECTION_RESET and pending_purge() hands back what was queued
+ * (put/get still copy: the key keeps the orphaned region mapped).
  */
 #ifndef UCT_SM_MM_MM_EP_H
 #define UCT_SM_MM_MM_EP_H
