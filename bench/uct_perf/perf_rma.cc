@@ -1,0 +1,231 @@
+/*
+ * One-sided benchmarks: the responder exposes a buffer (allocated by its md
+ * when the md can, registered otherwise) and only progresses; the initiator
+ * streams put_zcopy or get_zcopy into/from it, up to MAX_OUTSTANDING in
+ * flight, and stops the clock when a flush has completed them all.
+ */
+#include "perf_clock.h"
+#include "perf_peer.h"
+#include "perf_report.h"
+#include "perf_tests.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace perf {
+
+namespace {
+
+constexpr unsigned MAX_OUTSTANDING = 128;
+
+/* Memory the md can describe to a peer: allocated or registered. */
+class exposed_buffer {
+public:
+    exposed_buffer(uct::md &md, size_t size) : md_(md)
+    {
+        length_ = size;
+        const uct::md_attr &a = md.attr();
+        if ((a.flags & uct::md_flag::ALLOC) &&
+            (md.mem_alloc(&length_, &address_, 0, &memh_) == UCS_OK)) {
+            allocated_ = true;
+            return;
+        }
+        length_ = size;
+        address_ = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+        if ((address_ != nullptr) && (a.flags & uct::md_flag::REG)) {
+            if (md.mem_reg(address_, length_, 0, &memh_) != UCS_OK) {
+                memh_ = uct::MEM_HANDLE_NULL;
+            }
+        }
+    }
+
+    ~exposed_buffer()
+    {
+        if (allocated_) {
+            md_.mem_free(memh_);
+            return;
+        }
+        if (memh_ != uct::MEM_HANDLE_NULL) {
+            md_.mem_dereg(memh_);
+        }
+        std::free(address_);
+    }
+
+    void *address() const { return address_; }
+    uct::mem_h memh() const { return memh_; }
+
+private:
+    uct::md    &md_;
+    void       *address_ = nullptr;
+    size_t     length_ = 0;
+    uct::mem_h memh_ = uct::MEM_HANDLE_NULL;
+    bool       allocated_ = false;
+};
+
+struct slot : uct::completion {
+    std::vector<unsigned> *free_slots;
+    unsigned              index;
+};
+
+void slot_done(uct::completion *self)
+{
+    auto *s = static_cast<slot*>(self);
+    s->free_slots->push_back(s->index);
+}
+
+bool supported(const transport &t, const options &opts)
+{
+    bool put = opts.test == test_kind::PUT_ZCOPY_BW;
+    const uct::op_limits &lim = put ? t.attr().put : t.attr().get;
+    uint64_t flag = put ? uct::iface_flag::PUT_ZCOPY : uct::iface_flag::GET_ZCOPY;
+    if (!(t.attr().flags & flag)) {
+        std::fprintf(stderr, "uct_perf: %s has no %s zcopy\n", t.description().c_str(),
+                     put ? "put" : "get");
+        return false;
+    }
+    if ((opts.size < lim.min_zcopy) || (opts.size > lim.max_zcopy)) {
+        std::fprintf(stderr, "uct_perf: %s zcopy size must be in [%zu, %zu]\n",
+                     put ? "put" : "get", lim.min_zcopy, lim.max_zcopy);
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+int rma_responder(transport &t, const options &opts, int fd)
+{
+    exposed_buffer buffer(t.md(), opts.size);
+    if (buffer.address() == nullptr) {
+        std::fprintf(stderr, "uct_perf: cannot allocate %zu bytes\n", opts.size);
+        return 1;
+    }
+    std::memset(buffer.address(), 0x3c, opts.size);
+    uint64_t address = reinterpret_cast<uintptr_t>(buffer.address());
+    std::vector<uint8_t> blob(sizeof(address) + t.md().attr().rkey_packed_size);
+    std::memcpy(blob.data(), &address, sizeof(address));
+    if ((t.md().attr().rkey_packed_size > 0) &&
+        (t.md().mkey_pack(buffer.memh(), blob.data() + sizeof(address)) != UCS_OK)) {
+        std::fprintf(stderr, "uct_perf: cannot pack a key for the target buffer\n");
+        blob.resize(sizeof(address));
+    }
+    if (!send_blob(fd, blob)) {
+        return 1;
+    }
+    return progress_until_peer_done(t, fd) ? 0 : 1;
+}
+
+int rma_initiator(transport &t, const options &opts, int fd)
+{
+    bool ok = supported(t, opts);
+    std::vector<uint8_t> blob;
+    if (!recv_blob(fd, &blob) || (blob.size() < sizeof(uint64_t))) {
+        std::fprintf(stderr, "uct_perf: no target buffer from the peer\n");
+        return 1;
+    }
+    if (!ok) {
+        send_byte(fd, 0);
+        return 1;
+    }
+    uint64_t remote;
+    std::memcpy(&remote, blob.data(), sizeof(remote));
+    uct::rkey_bundle rkey;
+    ucs_status_t status = t.component().rkey_unpack(blob.data() + sizeof(remote),
+                                                    blob.size() - sizeof(remote), &rkey);
+    if (status != UCS_OK) {
+        std::fprintf(stderr, "uct_perf: rkey_unpack: %s\n", ucs_status_string(status));
+        send_byte(fd, 0);
+        return 1;
+    }
+
+    exposed_buffer local(t.md(), opts.size);
+    std::memset(local.address(), 0xc3, opts.size);
+    if ((t.md().attr().flags & uct::md_flag::NEED_MEMH) &&
+        (local.memh() == uct::MEM_HANDLE_NULL)) {
+        std::fprintf(stderr, "uct_perf: cannot register the local buffer\n");
+        t.component().rkey_release(rkey);
+        send_byte(fd, 0);
+        return 1;
+    }
+
+    std::vector<slot> slots(MAX_OUTSTANDING);
+    std::vector<unsigned> free_slots;
+    free_slots.reserve(MAX_OUTSTANDING);
+    for (unsigned i = 0; i < MAX_OUTSTANDING; ++i) {
+        slots[i].func       = slot_done;
+        slots[i].free_slots = &free_slots;
+        slots[i].index      = i;
+        free_slots.push_back(i);
+    }
+    const bool put = opts.test == test_kind::PUT_ZCOPY_BW;
+    uct::iov iov{local.address(), opts.size, local.memh()};
+    uct::ep &ep = t.ep();
+
+    auto drain = [&] {
+        for (;;) {
+            ucs_status_t s = ep.flush(0, nullptr);
+            if (s == UCS_OK) {
+                break;
+            }
+            if ((s != UCS_ERR_NO_RESOURCE) && (s != UCS_INPROGRESS)) {
+                return false;
+            }
+            t.progress();
+        }
+        while (free_slots.size() < MAX_OUTSTANDING) {
+            t.progress();
+        }
+        return true;
+    };
+
+    print_header(opts, t.description().c_str());
+    std::fflush(stdout);
+    tick_rate rate;
+    const uint64_t total = opts.warmup + opts.iters;
+    int result = 0;
+    for (uint64_t i = 0; (i < total) && (result == 0); ++i) {
+        if (i == opts.warmup) {
+            if (!drain()) {
+                result = 1;
+                break;
+            }
+            rate.start();
+        }
+        while (free_slots.empty()) {
+            t.progress();
+        }
+        slot &s  = slots[free_slots.back()];
+        s.count  = 1;
+        s.status = UCS_OK;
+        for (;;) {
+            status = put ? ep.put_zcopy(&iov, 1, remote, rkey.rkey, &s)
+                         : ep.get_zcopy(&iov, 1, remote, rkey.rkey, &s);
+            if (status != UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+            t.progress();
+        }
+        if (status == UCS_INPROGRESS) {
+            free_slots.pop_back();
+        } else if (status != UCS_OK) {
+            std::fprintf(stderr, "uct_perf: %s_zcopy failed: %s\n", put ? "put" : "get",
+                         ucs_status_string(status));
+            result = 1;
+        }
+    }
+    if ((result == 0) && !drain()) {
+        std::fprintf(stderr, "uct_perf: flush failed\n");
+        result = 1;
+    }
+    rate.stop();
+    send_byte(fd, 0);
+    t.component().rkey_release(rkey);
+    if (result == 0) {
+        print_bandwidth(opts, bandwidth_from(opts.iters, opts.size, rate.elapsed_s()));
+    }
+    return result;
+}
+
+} // namespace perf

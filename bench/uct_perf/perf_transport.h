@@ -1,0 +1,57 @@
+/*
+ * One side of a benchmark connection, through the generic uct interface
+ * only: find the component and md that offer the transport, open an iface
+ * in a private worker, exchange addresses with the peer and connect, to the
+ * peer's iface (CONNECT_TO_IFACE) or to its ep (CONNECT_TO_EP).
+ */
+#ifndef BENCH_UCT_PERF_PERF_TRANSPORT_H
+#define BENCH_UCT_PERF_PERF_TRANSPORT_H
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <uct/base/uct_worker.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace perf {
+
+class transport {
+public:
+    transport() = default;
+    transport(const transport&) = delete;
+    transport &operator=(const transport&) = delete;
+    ~transport();
+
+    /* Opens tl on dev (first device if empty); prints why on failure. */
+    bool open(const std::string &tl_name, const std::string &dev_name);
+
+    /* Connects through the socket `fd` to a peer doing the same. */
+    bool connect_peer(int fd);
+
+    uct::worker &worker() { return *worker_; }
+    uct::component &component() { return *component_; }
+    uct::md &md() { return *md_; }
+    uct::iface &iface() { return *iface_; }
+    uct::ep &ep() { return *ep_; }
+    const uct::iface_attr &attr() const { return iface_->attr(); }
+    const std::string &description() const { return description_; }
+
+    unsigned progress() { return worker_->progress(); }
+
+private:
+    std::unique_ptr<uct::worker> worker_;
+    uct::component               *component_ = nullptr;
+    uct::md                      *md_ = nullptr;
+    uct::iface                   *iface_ = nullptr;
+    uct::ep                      *ep_ = nullptr;
+    std::string                  description_;
+};
+
+/* Prints every component / md / transport / device this build offers. */
+void list_transports();
+
+} // namespace perf
+
+#endif

@@ -1,0 +1,375 @@
+#include "mm_ep.h"
+
+#include "mm_md.h"
+
+#include <ucs/debug/log.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+namespace uct::mm {
+
+namespace {
+
+/* pending_req::priv holds the next request of the queue. */
+pending_req *&pending_next(pending_req *req)
+{
+    static_assert(sizeof(pending_req*) <= sizeof(req->priv));
+    return *reinterpret_cast<pending_req**>(req->priv);
+}
+
+/* How often a sender facing a full FIFO asks whether its owner still lives:
+ * a syscall, so not on every retry. */
+constexpr auto PEER_CHECK_INTERVAL = std::chrono::milliseconds(1);
+
+} // namespace
+
+mm_ep::mm_ep(mm_iface &iface) : uct::ep(iface), iface_(iface)
+{
+}
+
+ucs_status_t mm_ep::create(mm_iface &iface, const iface_address &address, mm_ep **ep_p)
+{
+    auto *ep = new (std::nothrow) mm_ep(iface);
+    if (ep == nullptr) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucs_status_t status = ep->connect(address);
+    if (status != UCS_OK) {
+        delete ep;
+        return status;
+    }
+    iface.ep_attach(ep);
+    *ep_p = ep;
+    return UCS_OK;
+}
+
+ucs_status_t mm_ep::connect(const iface_address &address)
+{
+    if ((address.owner_pid == 0) || (address.segment_size < FIFO_ELEMS_OFFSET) ||
+        (address.segment_size > iface_.seg_backend().max_size())) {
+        ucs_debug("mm: bad iface address (pid %u, %lu bytes)", address.owner_pid,
+                  (unsigned long)address.segment_size);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    /* Hold the owner first, so the segment we map is the live owner's. */
+    ucs_status_t status = peer_.open(pid_t(address.owner_pid));
+    if (status != UCS_OK) {
+        return (status == UCS_ERR_INVALID_PARAM) ? UCS_ERR_INVALID_ADDR : status;
+    }
+
+    segment_ref ref{address.owner_pid, address.segment_id, address.segment_size};
+    status = iface_.seg_backend().attach(ref, &segment_);
+    if (status != UCS_OK) {
+        return (status == UCS_ERR_INVALID_PARAM) ? UCS_ERR_INVALID_ADDR : status;
+    }
+    segment_size_ = address.segment_size;
+
+    /* Copy the header once and trust only the copy. */
+    fifo_header hdr;
+    std::memcpy(&hdr, segment_, sizeof(hdr));
+    uint64_t fifo_size = hdr.fifo_size, elem_size = hdr.elem_size;
+    bool ok = (hdr.magic == FIFO_MAGIC) && (hdr.version == FIFO_VERSION) &&
+              (hdr.owner_pid == address.owner_pid) &&
+              std::has_single_bit(fifo_size) && (fifo_size >= 2) &&
+              (fifo_size <= 65536) && std::has_single_bit(elem_size) &&
+              (elem_size >= CACHE_LINE) && (elem_size <= 4096) &&
+              (hdr.seg_size % CACHE_LINE == 0) && (hdr.seg_size <= (1u << 20)) &&
+              (hdr.elems_offset == FIFO_ELEMS_OFFSET) &&
+              (hdr.bufs_offset == fifo_bufs_offset(fifo_size, elem_size)) &&
+              (hdr.total_size == fifo_total_size(fifo_size, elem_size, hdr.seg_size)) &&
+              (hdr.total_size <= segment_size_);
+    if (!ok) {
+        ucs_debug("mm: peer %u's segment has no valid FIFO header", address.owner_pid);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    auto *ctl     = static_cast<fifo_ctl*>(segment_);
+    auto *base    = static_cast<uint8_t*>(segment_);
+    tail_         = &ctl->tail;
+    head_         = &ctl->head;
+    elems_        = base + hdr.elems_offset;
+    bufs_         = base + hdr.bufs_offset;
+    fifo_mask_    = fifo_size - 1;
+    fifo_shift_   = uint8_t(std::countr_zero(fifo_size));
+    elem_shift_   = uint8_t(std::countr_zero(elem_size));
+    max_inline_   = uint32_t(elem_size - ELEM_HEADER_SIZE);
+    seg_size_     = hdr.seg_size;
+    capacity_     = fifo_size;
+    cached_head_  = shared_word(*head_).load(std::memory_order_acquire);
+    wakeup_       = wakeup_address::make(address.owner_pid, address.wakeup_id);
+    return UCS_OK;
+}
+
+mm_ep::~mm_ep()
+{
+    iface_.ep_detach(this);
+    if (segment_ != nullptr) {
+        iface_.seg_backend().detach(segment_, segment_size_);
+    }
+}
+
+ucs_status_t mm_ep::am_short(am_id_t id, uint64_t header, const void *payload,
+                             unsigned length)
+{
+    /* The 8-byte header travels inline too: it counts against max_short. */
+    if (ucs_unlikely((length > max_inline_ - sizeof(header)) || (id >= AM_ID_MAX))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    uint64_t index;
+    bool armed;
+    if (ucs_unlikely(!reserve(&index, &armed))) {
+        return full_status();
+    }
+    uint8_t *elem = elem_at(index);
+    std::memcpy(elem + ELEM_HEADER_SIZE, &header, sizeof(header));
+    if (length != 0) {
+        std::memcpy(elem + ELEM_HEADER_SIZE + sizeof(header), payload, length);
+    }
+    publish(elem, index, 0, id, uint32_t(length + sizeof(header)));
+    if (ucs_unlikely(armed)) {
+        wake_peer();
+    }
+    return UCS_OK;
+}
+
+ssize_t mm_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)
+{
+    if (ucs_unlikely(id >= AM_ID_MAX)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    uint64_t index;
+    bool armed;
+    if (ucs_unlikely(!reserve(&index, &armed))) {
+        return full_status();
+    }
+    size_t length = pack(bufs_ + (index & fifo_mask_) * seg_size_, arg);
+    uint8_t *elem = elem_at(index);
+    if (ucs_unlikely(length > seg_size_)) {
+        /* The slot is ours now: hand it back so the receiver moves on. */
+        publish(elem, index, elem_flag::NOP, 0, 0);
+        ucs_error("mm: am_bcopy packed %zu bytes, more than max_bcopy %u", length,
+                  seg_size_);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    publish(elem, index, elem_flag::BCOPY, id, uint32_t(length));
+    if (ucs_unlikely(armed)) {
+        wake_peer();
+    }
+    return ssize_t(length);
+}
+
+UCS_F_NOINLINE ucs_status_t mm_ep::full_status()
+{
+    if (status_ != UCS_OK) {
+        return status_;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_peer_check_) {
+        next_peer_check_ = now + PEER_CHECK_INTERVAL;
+        if (!peer_.alive()) {
+            fail(UCS_ERR_CONNECTION_RESET);
+            return status_;
+        }
+    }
+    return UCS_ERR_NO_RESOURCE;
+}
+
+UCS_F_NOINLINE void mm_ep::wake_peer()
+{
+    wakeup_send(iface_.wakeup_fd(), wakeup_);
+}
+
+void mm_ep::fail(ucs_status_t status)
+{
+    if (status_ != UCS_OK) {
+        return;
+    }
+    ucs_debug("mm: peer %d of ep %p is gone: %s", int(peer_.pid()), this,
+              ucs_status_string(status));
+    status_   = status;
+    capacity_ = 0;      /* every send now takes the slow path and sees status_ */
+    iface_.pending_ep_unlink(this);
+    iface_.ep_failed(this);
+}
+
+ucs_status_t mm_ep::put_short(const void *buffer, unsigned length,
+                              uint64_t remote_addr, rkey_t rkey)
+{
+    uint8_t *dest = rkey_translate(rkey, remote_addr, length);
+    if (ucs_unlikely(dest == nullptr)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    std::memcpy(dest, buffer, length);
+    return UCS_OK;
+}
+
+ssize_t mm_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
+                         rkey_t rkey)
+{
+    /* pack() may write up to max_bcopy: in place when that much fits before
+     * the region ends, else into a bounce buffer so its length is checked
+     * before anything lands in the peer's memory. */
+    size_t max_bcopy = iface_.attr().put.max_bcopy;
+    uint8_t *dest = rkey_translate(rkey, remote_addr, max_bcopy);
+    if (ucs_likely(dest != nullptr)) {
+        return ssize_t(pack(dest, arg));
+    }
+    if (rkey_translate(rkey, remote_addr, 0) == nullptr) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    uint8_t *bounce = iface_.bounce_buffer();
+    size_t length   = pack(bounce, arg);
+    dest            = rkey_translate(rkey, remote_addr, length);
+    if ((length > max_bcopy) || (dest == nullptr)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    std::memcpy(dest, bounce, length);
+    return ssize_t(length);
+}
+
+namespace {
+
+size_t iov_total(const iov *iov, size_t iovcnt)
+{
+    /* SIZE_MAX on overflow: no region is that long, so the bounds check fails. */
+    size_t total = 0;
+    for (size_t i = 0; i < iovcnt; ++i) {
+        if (iov[i].length > SIZE_MAX - total) {
+            return SIZE_MAX;
+        }
+        total += iov[i].length;
+    }
+    return total;
+}
+
+} // namespace
+
+ucs_status_t mm_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
+                              rkey_t rkey, completion *)
+{
+    /* The peer's memory is mapped here: one copy, done when we return. */
+    uint8_t *dest = rkey_translate(rkey, remote_addr, iov_total(iov, iovcnt));
+    if (ucs_unlikely(dest == nullptr)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    for (size_t i = 0; i < iovcnt; ++i) {
+        std::memcpy(dest, iov[i].buffer, iov[i].length);
+        dest += iov[i].length;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t mm_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
+                              uint64_t remote_addr, rkey_t rkey, completion *)
+{
+    const uint8_t *src = rkey_translate(rkey, remote_addr, length);
+    if (ucs_unlikely(src == nullptr)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    unpack(arg, src, length);
+    return UCS_OK;
+}
+
+ucs_status_t mm_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
+                              rkey_t rkey, completion *)
+{
+    const uint8_t *src = rkey_translate(rkey, remote_addr, iov_total(iov, iovcnt));
+    if (ucs_unlikely(src == nullptr)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    for (size_t i = 0; i < iovcnt; ++i) {
+        std::memcpy(const_cast<void*>(iov[i].buffer), src, iov[i].length);
+        src += iov[i].length;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t mm_ep::pending_add(pending_req *req, unsigned)
+{
+    if (status_ != UCS_OK) {
+        return status_;
+    }
+    /* Queue behind earlier requests even if there is room, to keep order. */
+    if ((pending_head_ == nullptr) && has_room()) {
+        return UCS_ERR_BUSY;
+    }
+    pending_next(req) = nullptr;
+    if (pending_head_ == nullptr) {
+        pending_head_ = req;
+        iface_.pending_ep_link(this);
+    } else {
+        pending_next(pending_tail_) = req;
+    }
+    pending_tail_ = req;
+    return UCS_OK;
+}
+
+void mm_ep::pending_purge(pending_purge_callback_t cb, void *arg)
+{
+    pending_req *req = pending_head_;
+    pending_head_ = pending_tail_ = nullptr;
+    iface_.pending_ep_unlink(this);
+    while (req != nullptr) {
+        pending_req *next = pending_next(req);
+        if (cb != nullptr) {
+            cb(req, arg);
+        }
+        req = next;
+    }
+}
+
+unsigned mm_ep::dispatch_pending()
+{
+    unsigned count = 0;
+    while (pending_head_ != nullptr) {
+        if (!has_room()) {
+            full_status();      /* notices a dead peer, rate-limited */
+            break;
+        }
+        pending_req *req = pending_head_;
+        ucs_status_t status = req->func(req);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        ++count;
+        if (status == UCS_INPROGRESS) {
+            break;              /* stays first; others get their turn */
+        }
+        if (pending_head_ == req) {     /* func may have purged the queue */
+            pending_head_ = pending_next(req);
+            if (pending_head_ == nullptr) {
+                pending_tail_ = nullptr;
+            }
+        }
+    }
+    if (pending_head_ == nullptr) {
+        iface_.pending_ep_unlink(this);
+    }
+    return count;
+}
+
+ucs_status_t mm_ep::flush(unsigned flags, completion *)
+{
+    if (status_ != UCS_OK) {
+        return status_;
+    }
+    if ((pending_head_ != nullptr) && !(flags & flush_flag::CANCEL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* Sends are complete when they return: the data is in the peer's memory. */
+    return UCS_OK;
+}
+
+ucs_status_t mm_ep::check(unsigned, completion *)
+{
+    if ((status_ == UCS_OK) && !peer_.alive()) {
+        fail(UCS_ERR_CONNECTION_RESET);     /* reported from progress() */
+    }
+    return UCS_OK;
+}
+
+} // namespace uct::mm
