@@ -1,10 +1,54 @@
 #include "mm_config.h"
 
+#include <ucs/config/registry.h>
 #include <ucs/debug/log.h>
 
 #include <bit>
 
 namespace uct::mm {
+
+namespace {
+
+const ucs::config::field mm_fields[] = {
+    UCS_CONFIG_FIELD(mm_config, fifo_size, "FIFO_SIZE", "64",
+                     "Elements in each receive FIFO (a power of two, 2..65536).",
+                     ucs::config::type_size),
+    UCS_CONFIG_FIELD(mm_config, fifo_elem_size, "FIFO_ELEM_SIZE", "128",
+                     "Bytes per FIFO element (a power of two, 64..4096); all but 8 "
+                     "carry inline payload, so this sets the short-message limit.",
+                     ucs::config::type_size),
+    UCS_CONFIG_FIELD(mm_config, seg_size, "SEG_SIZE", "8k",
+                     "Buffered-copy segment per FIFO slot: the largest bcopy message.",
+                     ucs::config::type_size),
+    UCS_CONFIG_FIELD(mm_config, fifo_release_interval, "FIFO_RELEASE_INTERVAL", "16",
+                     "The receiver publishes its read position every this many "
+                     "elements, so the shared head line does not bounce per message.",
+                     ucs::config::type_size, ucs::config::field_hidden),
+    UCS_CONFIG_FIELD(mm_config, rx_max_poll, "RX_MAX_POLL", "16",
+                     "Most messages one progress call delivers.",
+                     ucs::config::type_uint, ucs::config::field_hidden),
+};
+
+} // namespace
+
+const ucs::config::table mm_config_table = {"Shared memory (posix, sysv) transport",
+                                            "MM_", mm_fields, sizeof(mm_config)};
+UCS_CONFIG_REGISTER_TABLE(mm_config_table);
+
+ucs_status_t read_mm_config(const char *env_prefix, mm_config *config)
+{
+    mm_config values;
+    ucs_status_t status = ucs::config::fill(&values, mm_config_table, env_prefix);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = validate_mm_config(values);
+    if (status == UCS_OK) {
+        *config = values;
+    }
+    ucs::config::release(&values, mm_config_table);
+    return status;
+}
 
 mm_config default_mm_config()
 {

@@ -38,6 +38,9 @@ struct mm_config {
 /* The documented defaults above. */
 mm_config default_mm_config();
 
+/* UCX_MM_* (after UCX_<env_prefix>_MM_*), validated; defaults where unset. */
+ucs_status_t read_mm_config(const char *env_prefix, mm_config *config);
+
 /* UCS_ERR_INVALID_PARAM (with a message) if a field is out of range. */
 ucs_status_t validate_mm_config(const mm_config &config);
 

@@ -159,7 +159,12 @@ ucs_status_t mm_md::query_tl_resources(std::vector<tl_resource> *out)
 ucs_status_t mm_md::iface_open(worker &worker, const iface_params &params,
                                iface **iface_p)
 {
-    return iface_open_with_config(worker, params, default_mm_config(), iface_p);
+    mm_config config;
+    ucs_status_t status = read_mm_config(params.env_prefix, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return iface_open_with_config(worker, params, config, iface_p);
 }
 
 ucs_status_t mm_md::iface_open_with_config(worker &worker, const iface_params &params,

@@ -50,7 +50,7 @@ public:
 
     ucs_status_t query_tl_resources(std::vector<tl_resource> *out) override;
 
-    /* Opens with default_mm_config(). */
+    /* Opens with the UCX_MM_* configuration (read_mm_config). */
     ucs_status_t iface_open(worker &worker, const iface_params &params,
                             iface **iface_p) override;
     /* Opens with explicit tunables (tests and benchmarks use it). */
