@@ -11,6 +11,10 @@
  * UCS_ERR_NO_RESOURCE and pending_add() accepts requests, dispatched by
  * progress() once the queue drains. The handler stack therefore never holds
  * more than one self handler, however handlers reply to each other.
+ * flush() outside a handler delivers what is queued (one pass) and returns
+ * UCS_OK if that left nothing behind; otherwise, and always inside a
+ * handler, it returns UCS_ERR_NO_RESOURCE and pending_add() accepts the
+ * flush request.
  *
  * Handlers always get a descriptor they may keep (am_cb_flag::DESC, with
  * rx_headroom bytes before the data) and return with release_am_desc(),
