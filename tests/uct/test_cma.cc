@@ -12,8 +12,11 @@
 #include <uct/sm/cma/cma_access.h>
 #include <uct/sm/cma/cma_rkey.h>
 
+#include <ucs/debug/log.h>
+
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -223,6 +226,35 @@ bool cma_available()
     }
     return true;
 }
+
+
+/* Sends log output to a temporary file for the scope's lifetime. */
+class log_capture {
+public:
+    log_capture()
+    {
+        char name[] = "/tmp/test_cma_log_XXXXXX";
+        int fd = mkstemp(name);
+        REQUIRE(fd >= 0);
+        close(fd);
+        path_ = name;
+        REQUIRE(ucs::log_set_file(path_.c_str()) == UCS_OK);
+    }
+    ~log_capture()
+    {
+        ucs::log_set_file("stdout");
+        unlink(path_.c_str());
+    }
+    std::string text() const
+    {
+        std::fflush(ucs::log_stream());
+        std::ifstream in(path_);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+
+private:
+    std::string path_;
+};
 
 } // namespace
 
@@ -517,6 +549,7 @@ TEST_CASE("cma maps kernel errors: bad addresses and partial transfers", "[cma]"
     uct::iov iov = one_iov(buf.data(), buf.size());
     uint64_t remote = reinterpret_cast<uintptr_t>(mapping);
 
+    log_capture log;
     /* The first page transfers, the second faults: no loop, an error. */
     CHECK(ep->get_zcopy(&iov, 1, remote, 0, nullptr) == UCS_ERR_INVALID_ADDR);
     CHECK(has_pattern(buf.data(), page, 3, 0));
@@ -526,6 +559,8 @@ TEST_CASE("cma maps kernel errors: bad addresses and partial transfers", "[cma]"
     /* A bad local buffer is reported the same way. */
     uct::iov bad_local = one_iov(mapping + page, page);
     CHECK(ep->get_zcopy(&bad_local, 1, remote, 0, nullptr) == UCS_ERR_INVALID_ADDR);
+
+    CHECK(log.text().find("bad address") != std::string::npos);
 
     /* Nothing to transfer is fine. */
     CHECK(ep->get_zcopy(nullptr, 0, remote, 0, nullptr) == UCS_OK);

@@ -10,8 +10,11 @@
 #include <uct/sm/cma/cma_access.h>
 #include <uct/sm/cma/cma_md.h>
 
+#include <ucs/debug/log.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <unistd.h>
 
@@ -43,6 +46,35 @@ int scope_of(const std::string &content, ucs_status_t *status)
     *status = uct::cma::read_ptrace_scope(file.path(), &scope);
     return scope;
 }
+
+
+/* Sends log output to a temporary file for the scope's lifetime. */
+class log_capture {
+public:
+    log_capture()
+    {
+        char name[] = "/tmp/test_cma_log_XXXXXX";
+        int fd = mkstemp(name);
+        REQUIRE(fd >= 0);
+        close(fd);
+        path_ = name;
+        REQUIRE(ucs::log_set_file(path_.c_str()) == UCS_OK);
+    }
+    ~log_capture()
+    {
+        ucs::log_set_file("stdout");
+        unlink(path_.c_str());
+    }
+    std::string text() const
+    {
+        std::fflush(ucs::log_stream());
+        std::ifstream in(path_);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+
+private:
+    std::string path_;
+};
 
 } // namespace
 
@@ -116,8 +148,11 @@ TEST_CASE("cma md on a forbidding ptrace policy has no resources", "[cma]")
         CHECK(md.query_tl_resources(&tls) == UCS_OK);
         CHECK(tls.empty());
         uct::iface *iface = nullptr;
+        log_capture log;
         CHECK(md.iface_open(worker, params, &iface) == UCS_ERR_UNSUPPORTED);
         CHECK(iface == nullptr);
+        /* The user is told why. */
+        CHECK(log.text().find("ptrace_scope is 3") != std::string::npos);
     }
 
     SECTION("an unreadable policy is treated as forbidding") {

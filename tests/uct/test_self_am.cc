@@ -11,7 +11,11 @@
 
 #include <uct/sm/self/self_iface.h>
 
+#include <ucs/debug/log.h>
+
 #include <cstring>
+#include <fstream>
+#include <unistd.h>
 #include <numeric>
 #include <set>
 
@@ -89,6 +93,35 @@ std::vector<uint8_t> short_message(uint64_t header, const std::vector<uint8_t> &
     return expected;
 }
 
+
+/* Sends log output to a temporary file for the scope's lifetime. */
+class log_capture {
+public:
+    log_capture()
+    {
+        char name[] = "/tmp/test_self_log_XXXXXX";
+        int fd = mkstemp(name);
+        REQUIRE(fd >= 0);
+        close(fd);
+        path_ = name;
+        REQUIRE(ucs::log_set_file(path_.c_str()) == UCS_OK);
+    }
+    ~log_capture()
+    {
+        ucs::log_set_file("stdout");
+        unlink(path_.c_str());
+    }
+    std::string text() const
+    {
+        std::fflush(ucs::log_stream());
+        std::ifstream in(path_);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+
+private:
+    std::string path_;
+};
+
 } // namespace
 
 TEST_CASE("self am_short at boundary sizes", "[self]")
@@ -141,7 +174,9 @@ TEST_CASE("self am_bcopy at boundary sizes", "[self]")
     rec.messages.clear();
     auto payload = pattern(16, 5);
     pack_args liar{&payload, max + 1};
+    log_capture log;
     CHECK(s.ep->am_bcopy(AM_ID, pack_vector, &liar, 0) == UCS_ERR_INVALID_PARAM);
+    CHECK(log.text().find("packer wrote") != std::string::npos);
     CHECK(s.ep->am_bcopy(AM_ID, nullptr, &liar, 0) == UCS_ERR_INVALID_PARAM);
     CHECK(rec.messages.empty());
 }
