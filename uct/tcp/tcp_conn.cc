@@ -449,8 +449,7 @@ void tcp_conn::close()
     unsigned ndone = 0;
     tx_.clear(done, &ndone);
     fetches_.clear();
-    while (pending_.pop_front() != nullptr) {
-    }
+    pending_.reset();
     large_.active = false;
 }
 

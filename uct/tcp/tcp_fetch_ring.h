@@ -35,7 +35,8 @@ struct fetch_op {
 class fetch_ring {
 public:
     bool empty() const { return count_ == 0; }
-    bool full() const { return count_ == capacity_; }
+    /* Not yet allocated counts as room: ensure() runs before push(). */
+    bool full() const { return (capacity_ > 0) && (count_ == capacity_); }
     unsigned size() const { return count_; }
 
     /* Allocates the entries on first use; false when out of memory. */

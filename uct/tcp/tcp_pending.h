@@ -48,6 +48,12 @@ public:
         return req;
     }
 
+    /* Forgets every request without touching them (their owners may be gone). */
+    void reset()
+    {
+        head_ = tail_ = nullptr;
+    }
+
 private:
     static pending_req *next(const pending_req *req)
     {
