@@ -145,7 +145,9 @@ struct bcopy_arg {
 size_t pack_bytes(void *dest, void *arg)
 {
     auto *a = static_cast<bcopy_arg*>(arg);
-    std::memcpy(dest, a->data, a->length);
+    if (a->length > 0) {
+        std::memcpy(dest, a->data, a->length);
+    }
     return a->length;
 }
 
