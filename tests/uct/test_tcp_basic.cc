@@ -1,0 +1,466 @@
+/*
+ * tcp transport: resources, configuration checks, the md's keys, the send
+ * queue and pending queue on their own, and traffic between two ifaces of
+ * one process (wakeup, refused connections).
+ */
+#include <catch2/catch.hpp>
+
+#include "uct_test_util.h"
+
+#include <uct/tcp/tcp_config.h>
+#include <uct/tcp/tcp_md.h>
+#include <uct/tcp/tcp_pending.h>
+#include <uct/tcp/tcp_tx_queue.h>
+#include <uct/tcp/tcp_wire.h>
+
+#include "two_process.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+uct::component *find_tcp_component()
+{
+    for (uct::component *c : uct::components()) {
+        if (std::string(c->name()) == "tcp") {
+            return c;
+        }
+    }
+    return nullptr;
+}
+
+struct am_log {
+    std::vector<std::vector<uint8_t>> messages;
+};
+
+ucs_status_t record_am(void *arg, void *data, size_t length, unsigned)
+{
+    auto *log = static_cast<am_log*>(arg);
+    auto *p   = static_cast<uint8_t*>(data);
+    log->messages.emplace_back(p, p + length);
+    return UCS_OK;
+}
+
+struct counted_comp : uct::completion {
+    int          fired = 0;
+    ucs_status_t last  = UCS_OK;
+
+    explicit counted_comp(int n = 1)
+    {
+        func   = [](uct::completion *self) {
+            auto *c = static_cast<counted_comp*>(self);
+            ++c->fired;
+            c->last = c->status;
+        };
+        count  = n;
+        status = UCS_OK;
+    }
+};
+
+size_t pack_string(void *dest, void *arg)
+{
+    auto *s = static_cast<std::string*>(arg);
+    std::memcpy(dest, s->data(), s->size());
+    return s->size();
+}
+
+} // namespace
+
+TEST_CASE("tcp lists one NET resource per interface, loopback included", "[tcp]")
+{
+    uct::component *comp = find_tcp_component();
+    REQUIRE(comp != nullptr);
+
+    std::vector<uct::md_resource> mds;
+    REQUIRE(comp->query_md_resources(&mds) == UCS_OK);
+    REQUIRE(mds.size() == 1);
+    CHECK(std::string(mds[0].md_name) == "tcp");
+
+    uct::md *md = nullptr;
+    CHECK(comp->md_open("no-such-md", &md) == UCS_ERR_NO_DEVICE);
+    REQUIRE(comp->md_open("tcp", &md) == UCS_OK);
+    std::unique_ptr<uct::md> md_owner(md);
+
+    std::vector<uct::tl_resource> tls;
+    REQUIRE(md->query_tl_resources(&tls) == UCS_OK);
+    std::set<std::string> devices;
+    bool have_lo = false;
+    for (const auto &tl : tls) {
+        CHECK(std::string(tl.tl_name) == "tcp");
+        CHECK(tl.type == uct::device_type::NET);
+        CHECK(devices.insert(tl.dev_name).second);   /* one per interface */
+        have_lo |= (std::string(tl.dev_name) == "lo");
+    }
+    CHECK(have_lo);
+
+    CHECK(md->attr().rkey_packed_size == sizeof(uct::tcp::packed_rkey));
+    CHECK((md->attr().flags & uct::md_flag::REG) != 0);
+
+    uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
+    uct::iface_params params;
+    params.tl_name  = "tcp";
+    params.dev_name = "no-such-if0";
+    uct::iface *iface = nullptr;
+    CHECK(md->iface_open(worker, params, &iface) == UCS_ERR_NO_DEVICE);
+    params.dev_name = nullptr;
+    CHECK(md->iface_open(worker, params, &iface) == UCS_ERR_NO_DEVICE);
+}
+
+TEST_CASE("tcp iface attributes and addresses", "[tcp]")
+{
+    test::uct_entity e("tcp", "lo");
+    REQUIRE(e.ok());
+    const auto cfg = uct::tcp::default_tcp_config();
+    const auto &a  = e.attr();
+
+    using namespace uct::iface_flag;
+    for (uint64_t flag : {AM_SHORT, AM_BCOPY, AM_ZCOPY, PENDING, PUT_SHORT, PUT_BCOPY,
+                          PUT_ZCOPY, GET_BCOPY, GET_ZCOPY, CONNECT_TO_IFACE,
+                          ERRHANDLE_PEER_FAILURE}) {
+        CHECK((a.flags & flag) != 0);
+    }
+    CHECK(a.am.max_short == cfg.max_short);
+    CHECK(a.am.max_bcopy == cfg.tx_seg_size);
+    CHECK(a.am.max_zcopy == cfg.max_zcopy);
+    CHECK(a.am.max_iov == cfg.max_iov);
+    CHECK(a.am.max_hdr == cfg.max_am_hdr);
+    CHECK(a.iface_addr_len == sizeof(uct::tcp::iface_addr));
+    CHECK(a.device_addr_len == sizeof(uct::tcp::device_addr_hdr) + 4);
+    CHECK(a.perf.bandwidth_Bps > 0);
+    CHECK(a.perf.latency_s > 0);
+    CHECK((a.atomic64_fetch & uct::atomic_op_bit(uct::atomic_op::CSWAP)) != 0);
+
+    int fd = -1;
+    CHECK(e.iface().event_fd_get(&fd) == UCS_OK);
+    CHECK(fd >= 0);
+
+    auto addr = e.addresses();
+    uint16_t port;
+    std::memcpy(&port, addr.iface.data(), sizeof(port));
+    CHECK(port != 0);
+    CHECK(e.iface().is_reachable(addr.device.data(), addr.device.size(),
+                                 addr.iface.data(), addr.iface.size()));
+
+    /* Bytes from a peer are checked before use. */
+    CHECK_FALSE(e.iface().is_reachable(addr.device.data(), addr.device.size() - 1,
+                                       addr.iface.data(), addr.iface.size()));
+    CHECK_FALSE(e.iface().is_reachable(addr.device.data(), addr.device.size(),
+                                       addr.iface.data(), 1));
+    CHECK_FALSE(e.iface().is_reachable(nullptr, 0, nullptr, 0));
+    auto bad = addr;
+    bad.device[0] = 5;    /* no such family */
+    CHECK_FALSE(e.iface().is_reachable(bad.device.data(), bad.device.size(),
+                                       bad.iface.data(), bad.iface.size()));
+    bad = addr;
+    bad.device[8] ^= 0xff;  /* loopback of another host */
+    CHECK_FALSE(e.iface().is_reachable(bad.device.data(), bad.device.size(),
+                                       bad.iface.data(), bad.iface.size()));
+    uct::ep *ep = nullptr;
+    CHECK(e.iface().ep_create_connected(addr.device.data(), 3, addr.iface.data(),
+                                        addr.iface.size(), &ep) == UCS_ERR_INVALID_PARAM);
+    uint16_t zero_port = 0;
+    CHECK(e.iface().ep_create_connected(addr.device.data(), addr.device.size(),
+                                        &zero_port, sizeof(zero_port), &ep) ==
+          UCS_ERR_INVALID_PARAM);
+}
+
+TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
+{
+    using uct::tcp::check_tcp_config;
+    auto cfg = uct::tcp::default_tcp_config();
+    CHECK(check_tcp_config(cfg) == UCS_OK);
+
+    auto bad = cfg;
+    bad.tx_buf_size = bad.tx_seg_size;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad = cfg;
+    bad.max_iov = 0;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad.max_iov = 100;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad = cfg;
+    bad.zcopy_inflight = uct::tcp::tx_queue::MAX_ZCOPY_SLOTS + 1;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad = cfg;
+    bad.max_zcopy = size_t(1) << 33;    /* frame length is 32 bits */
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad = cfg;
+    bad.rx_seg_size = 16;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad = cfg;
+    bad.max_short = 4;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+
+    uct::tcp::tcp_md md;
+    uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
+    uct::iface_params params;
+    params.dev_name = "lo";
+    uct::iface *iface = nullptr;
+    bad = cfg;
+    bad.max_get_iov = 0;
+    CHECK(md.iface_open(worker, params, bad, &iface) == UCS_ERR_INVALID_PARAM);
+    CHECK(iface == nullptr);
+}
+
+TEST_CASE("tcp md registers regions and unpacks only valid keys", "[tcp]")
+{
+    uct::tcp::tcp_md md;
+    uct::component &comp = md.owner();
+    std::vector<uint8_t> buf(4096);
+
+    uct::mem_h memh = nullptr;
+    CHECK(md.mem_reg(nullptr, 10, 0, &memh) == UCS_ERR_INVALID_PARAM);
+    CHECK(md.mem_reg(buf.data(), 0, 0, &memh) == UCS_ERR_INVALID_PARAM);
+    REQUIRE(md.mem_reg(buf.data() + 1024, 2048, 0, &memh) == UCS_OK);
+
+    std::vector<uint8_t> packed(md.attr().rkey_packed_size);
+    REQUIRE(md.mkey_pack(memh, packed.data()) == UCS_OK);
+
+    uct::rkey_bundle rkey;
+    REQUIRE(comp.rkey_unpack(packed.data(), packed.size(), &rkey) == UCS_OK);
+    const uct::tcp::tcp_rkey *key = uct::tcp::rkey_from(rkey.rkey);
+    REQUIRE(key != nullptr);
+    auto base = reinterpret_cast<uint64_t>(buf.data() + 1024);
+    CHECK(key->address == base);
+    CHECK(key->length == 2048);
+    CHECK(key->covers(base, 2048));
+    CHECK(key->covers(base + 2047, 1));
+    CHECK_FALSE(key->covers(base + 2047, 2));
+    CHECK_FALSE(key->covers(base - 1, 1));
+    CHECK_FALSE(key->covers(base + 8, UINT64_MAX));
+
+    /* The target side checks its own record, whatever the key said. */
+    CHECK(md.region_ptr(key->region_id, base, 2048) == buf.data() + 1024);
+    CHECK(md.region_ptr(key->region_id, base + 100, 8) == buf.data() + 1124);
+    CHECK(md.region_ptr(key->region_id, base + 2041, 8) == nullptr);
+    CHECK(md.region_ptr(key->region_id, base - 8, 8) == nullptr);
+    CHECK(md.region_ptr(key->region_id, base + 8, UINT64_MAX - 4) == nullptr);
+    CHECK(md.region_ptr(key->region_id + 1, base, 8) == nullptr);
+
+    /* Garbage keys. */
+    uct::rkey_bundle junk;
+    CHECK(comp.rkey_unpack(packed.data(), packed.size() - 1, &junk) == UCS_ERR_INVALID_PARAM);
+    CHECK(comp.rkey_unpack(nullptr, packed.size(), &junk) == UCS_ERR_INVALID_PARAM);
+    std::vector<uint8_t> noise(packed.size());
+    for (size_t i = 0; i < noise.size(); ++i) {
+        noise[i] = uint8_t(i * 37 + 11);
+    }
+    CHECK(comp.rkey_unpack(noise.data(), noise.size(), &junk) == UCS_ERR_INVALID_PARAM);
+    uct::tcp::packed_rkey forged;
+    std::memcpy(&forged, packed.data(), sizeof(forged));
+    forged.length = 0;
+    CHECK(comp.rkey_unpack(&forged, sizeof(forged), &junk) == UCS_ERR_INVALID_PARAM);
+    forged.length  = 16;
+    forged.address = UINT64_MAX - 4;
+    CHECK(comp.rkey_unpack(&forged, sizeof(forged), &junk) == UCS_ERR_INVALID_PARAM);
+    CHECK(uct::tcp::rkey_from(0) == nullptr);
+
+    comp.rkey_release(rkey);
+    CHECK(md.mem_dereg(memh) == UCS_OK);
+    CHECK(md.mem_dereg(memh) == UCS_ERR_INVALID_PARAM);
+    CHECK(md.mkey_pack(memh, packed.data()) == UCS_ERR_INVALID_PARAM);
+    CHECK(md.region_ptr(reinterpret_cast<uintptr_t>(memh), base, 8) == nullptr);
+}
+
+TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "[tcp]")
+{
+    uct::tcp::tx_queue q;
+    REQUIRE(q.init(64, 2, 4) == UCS_OK);
+    CHECK(q.empty());
+
+    auto put = [&](const char *s) {
+        size_t n   = std::strlen(s);
+        uint8_t *p = q.reserve(n);
+        REQUIRE(p != nullptr);
+        std::memcpy(p, s, n);
+        q.commit(n);
+    };
+    auto flatten = [&]() {
+        boost::asio::const_buffer vec[uct::tcp::tx_queue::MAX_GATHER];
+        size_t total = 0;
+        size_t n     = q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total);
+        std::string s;
+        for (size_t i = 0; i < n; ++i) {
+            s.append(static_cast<const char*>(vec[i].data()), vec[i].size());
+        }
+        CHECK(s.size() == total);
+        return s;
+    };
+
+    counted_comp comp;
+    const char zc1[] = "zero", zc2[] = "copy";
+    uct::iov iovs[2] = {{zc1, 4, nullptr}, {zc2, 4, nullptr}};
+
+    put("head-");
+    uint64_t ticket = q.push_zcopy(iovs, 2, nullptr);
+    CHECK(q.set_zcopy_comp(ticket, &comp));
+    put("-tail");
+    CHECK(flatten() == "head-zerocopy-tail");
+
+    uct::completion *done[uct::tcp::tx_queue::MAX_ZCOPY_SLOTS];
+    unsigned ndone = 0;
+    q.consume(7, done, &ndone);          /* "head-" and "ze" */
+    CHECK(ndone == 0);
+    CHECK(flatten() == "rocopy-tail");
+    q.consume(6, done, &ndone);          /* rest of the segment */
+    REQUIRE(ndone == 1);
+    CHECK(done[0] == &comp);
+    CHECK_FALSE(q.set_zcopy_comp(ticket, &comp));   /* already written */
+    CHECK(flatten() == "-tail");
+    q.consume(5, done, &ndone);
+    CHECK(q.empty());
+    CHECK(q.bytes_sent() == 18);
+
+    /* Full buffer, then room again after compaction. */
+    CHECK(q.reserve(65) == nullptr);
+    REQUIRE(q.reserve(60) != nullptr);
+    q.commit(60);
+    CHECK(q.reserve(10) == nullptr);
+    ndone = 0;
+    q.consume(20, done, &ndone);
+    CHECK(q.reserve(20) != nullptr);
+
+    /* Slots run out; clear hands back what was not written. */
+    counted_comp c1, c2;
+    q.push_zcopy(iovs, 1, &c1);
+    q.push_zcopy(iovs, 0, &c2);
+    CHECK(q.zcopy_full());
+    ndone = 0;
+    q.clear(done, &ndone);
+    CHECK(ndone == 2);
+    CHECK(q.empty());
+}
+
+TEST_CASE("tcp pending queue is FIFO through the requests' own bytes", "[tcp]")
+{
+    uct::tcp::pending_queue q;
+    uct::pending_req r[3];
+    CHECK(q.empty());
+    CHECK(q.pop_front() == nullptr);
+    q.push_back(&r[0]);
+    q.push_back(&r[1]);
+    q.push_front(&r[2]);
+    CHECK(q.pop_front() == &r[2]);
+    CHECK(q.pop_front() == &r[0]);
+    q.push_back(&r[2]);
+    CHECK(q.pop_front() == &r[1]);
+    CHECK(q.pop_front() == &r[2]);
+    CHECK(q.empty());
+}
+
+TEST_CASE("tcp AM between two ifaces of one process, with flush", "[tcp]")
+{
+    test::uct_entity sender("tcp", "lo"), receiver("tcp", "lo");
+    REQUIRE(sender.ok());
+    REQUIRE(receiver.ok());
+    am_log log;
+    REQUIRE(receiver.iface().set_am_handler(3, record_am, &log, 0) == UCS_OK);
+
+    uct::ep *ep = sender.connect(receiver.addresses());
+    REQUIRE(ep != nullptr);
+    auto pump = [&] {
+        sender.progress();
+        receiver.progress();
+    };
+
+    /* Usable at once: queued behind the handshake while connecting. */
+    const char hello[] = "hello";
+    CHECK(ep->am_short(3, 0x1122334455667788ull, hello, 5) == UCS_OK);
+    std::string text = "bcopy payload";
+    CHECK(ep->am_bcopy(3, pack_string, &text, 0) == ssize_t(text.size()));
+    std::vector<uint8_t> big(100000);
+    for (size_t i = 0; i < big.size(); ++i) {
+        big[i] = uint8_t(i * 7);
+    }
+    uct::iov iov{big.data(), big.size(), nullptr};
+    counted_comp zcomp;
+    uint32_t hdr = 0xabcdef01;
+    ucs_status_t st = ep->am_zcopy(3, &hdr, sizeof(hdr), &iov, 1, 0, &zcomp);
+    REQUIRE(((st == UCS_OK) || (st == UCS_INPROGRESS)));
+
+    counted_comp fcomp;
+    ucs_status_t fst = ep->flush(0, &fcomp);
+    REQUIRE(((fst == UCS_OK) || (fst == UCS_INPROGRESS)));
+    REQUIRE(test::poll_until([&] { return (log.messages.size() == 3) &&
+                                          ((fst == UCS_OK) || fcomp.fired); }, pump));
+    CHECK(fcomp.fired <= 1);
+    CHECK(fcomp.last == UCS_OK);
+    CHECK(zcomp.fired == ((st == UCS_OK) ? 0 : 1));
+
+    REQUIRE(log.messages[0].size() == 13);
+    uint64_t h;
+    std::memcpy(&h, log.messages[0].data(), 8);
+    CHECK(h == 0x1122334455667788ull);
+    CHECK(std::memcmp(log.messages[0].data() + 8, hello, 5) == 0);
+    CHECK(std::string(log.messages[1].begin(), log.messages[1].end()) == text);
+    REQUIRE(log.messages[2].size() == sizeof(hdr) + big.size());
+    CHECK(std::memcmp(log.messages[2].data(), &hdr, sizeof(hdr)) == 0);
+    CHECK(std::memcmp(log.messages[2].data() + sizeof(hdr), big.data(), big.size()) == 0);
+
+    /* Drained: flush is immediate, for the ep and the iface. */
+    CHECK(ep->flush(0, nullptr) == UCS_OK);
+    CHECK(sender.iface().flush(0, nullptr) == UCS_OK);
+
+    /* Arguments are checked before anything is queued. */
+    CHECK(ep->am_short(uct::AM_ID_MAX, 0, nullptr, 0) == UCS_ERR_INVALID_PARAM);
+    std::vector<uint8_t> too_long(sender.attr().am.max_short);
+    CHECK(ep->am_short(3, 0, too_long.data(), unsigned(too_long.size() - 7)) ==
+          UCS_ERR_INVALID_PARAM);
+    CHECK(ep->am_zcopy(3, nullptr, 0, &iov, sender.attr().am.max_iov + 1, 0, nullptr) ==
+          UCS_ERR_INVALID_PARAM);
+    CHECK(ep->am_zcopy(3, &hdr, unsigned(sender.attr().am.max_hdr + 1), &iov, 1, 0,
+                       nullptr) == UCS_ERR_INVALID_PARAM);
+    uct::pending_req req{};
+    req.func = [](uct::pending_req*) { return UCS_OK; };
+    CHECK(ep->pending_add(&req, 0) == UCS_ERR_BUSY);   /* there is room */
+
+    /* An iface flush with a completion waits for every ep. */
+    CHECK(ep->am_short(3, 1, nullptr, 0) == UCS_OK);
+    counted_comp icomp;
+    st = sender.iface().flush(0, &icomp);
+    REQUIRE(((st == UCS_OK) || (st == UCS_INPROGRESS)));
+    REQUIRE(test::poll_until([&] { return (st == UCS_OK) || (icomp.fired == 1); }, pump));
+    CHECK(icomp.last == UCS_OK);
+}
+
+TEST_CASE("tcp wakeup: the event fd turns readable when a message arrives", "[tcp]")
+{
+    test::uct_entity sender("tcp", "lo"), receiver("tcp", "lo");
+    REQUIRE(sender.ok());
+    REQUIRE(receiver.ok());
+    am_log log;
+    REQUIRE(receiver.iface().set_am_handler(0, record_am, &log, 0) == UCS_OK);
+    uct::ep *ep = sender.connect(receiver.addresses());
+    REQUIRE(ep != nullptr);
+    auto pump = [&] {
+        sender.progress();
+        receiver.progress();
+    };
+
+    REQUIRE(ep->am_short(0, 1, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return log.messages.size() == 1; }, pump));
+    REQUIRE(test::poll_until([&] { return ep->flush(0, nullptr) == UCS_OK; }, pump));
+
+    int fd = -1;
+    REQUIRE(receiver.iface().event_fd_get(&fd) == UCS_OK);
+    REQUIRE(test::poll_until(
+            [&] { return receiver.iface().event_arm(uct::event_flag::RECV) == UCS_OK; },
+            [&] { receiver.progress(); }));
+
+    REQUIRE(ep->am_short(0, 2, nullptr, 0) == UCS_OK);
+    pollfd pfd{fd, POLLIN, 0};
+    REQUIRE(::poll(&pfd, 1, 10000) == 1);     /* woken by the data, not a timeout */
+    CHECK(receiver.iface().event_arm(uct::event_flag::RECV) == UCS_ERR_BUSY);
+    REQUIRE(test::poll_until([&] { return log.messages.size() == 2; },
+                             [&] { receiver.progress(); }));
+    CHECK(receiver.iface().event_arm(uct::event_flag::RECV) == UCS_OK);
+}

@@ -1,0 +1,562 @@
+/*
+ * tcp under failure: a peer killed with SIGKILL, a refused connection, and
+ * raw sockets sending garbage, oversized lengths or bad handshakes to an
+ * iface. Each fault ends that one connection (and reports it to the ep's
+ * owner), never the process, and never a hang.
+ */
+#include <catch2/catch.hpp>
+
+#include "two_process.h"
+#include "uct_test_util.h"
+
+#include <uct/tcp/tcp_wire.h>
+#include <ucs/debug/log.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr uct::am_id_t AM_ID  = 3;
+constexpr uct::am_id_t RAW_ID = 4;
+
+struct error_record {
+    int          calls = 0;
+    uct::ep      *ep = nullptr;
+    ucs_status_t status = UCS_OK;
+};
+
+ucs_status_t record_error(void *arg, uct::ep *ep, ucs_status_t status)
+{
+    auto *rec = static_cast<error_record*>(arg);
+    ++rec->calls;
+    rec->ep     = ep;
+    rec->status = status;
+    return UCS_OK;
+}
+
+/* tcp on "lo" with an error handler (uct_entity sets none). */
+class tcp_node {
+public:
+    explicit tcp_node(error_record *rec)
+        : worker_(std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE))
+    {
+        for (uct::component *c : uct::components()) {
+            if ((std::string(c->name()) == "tcp") && (c->md_open("tcp", &md_) == UCS_OK)) {
+                break;
+            }
+        }
+        if (md_ == nullptr) {
+            return;
+        }
+        uct::iface_params params;
+        params.tl_name         = "tcp";
+        params.dev_name        = "lo";
+        params.err_handler     = record_error;
+        params.err_handler_arg = rec;
+        if (md_->iface_open(*worker_, params, &iface_) != UCS_OK) {
+            iface_ = nullptr;
+        }
+    }
+
+    ~tcp_node()
+    {
+        for (uct::ep *ep : eps_) {
+            delete ep;
+        }
+        delete iface_;
+        delete md_;
+    }
+
+    bool ok() const { return iface_ != nullptr; }
+    uct::iface &iface() { return *iface_; }
+    void progress() { worker_->progress(); }
+
+    test::uct_addresses addresses() const
+    {
+        test::uct_addresses a;
+        a.device.resize(iface_->attr().device_addr_len);
+        a.iface.resize(iface_->attr().iface_addr_len);
+        iface_->get_device_address(a.device.data());
+        iface_->get_address(a.iface.data());
+        return a;
+    }
+
+    uct::ep *connect(const test::uct_addresses &peer)
+    {
+        uct::ep *ep = nullptr;
+        if (iface_->ep_create_connected(peer.device.data(), peer.device.size(),
+                                        peer.iface.data(), peer.iface.size(),
+                                        &ep) != UCS_OK) {
+            return nullptr;
+        }
+        eps_.push_back(ep);
+        return ep;
+    }
+
+private:
+    std::unique_ptr<uct::worker> worker_;
+    uct::md                      *md_ = nullptr;
+    uct::iface                   *iface_ = nullptr;
+    std::vector<uct::ep*>        eps_;
+};
+
+struct counted_comp : uct::completion {
+    int          fired = 0;
+    ucs_status_t last  = UCS_OK;
+
+    counted_comp()
+    {
+        func   = [](uct::completion *self) {
+            auto *c = static_cast<counted_comp*>(self);
+            ++c->fired;
+            c->last = c->status;
+        };
+        count  = 1;
+        status = UCS_OK;
+    }
+};
+
+struct retry_req {
+    uct::pending_req req;       /* first: the callback gets its address */
+    uct::ep          *ep = nullptr;
+    int              calls = 0;
+    ucs_status_t     op_status = UCS_OK;
+
+    static ucs_status_t run(uct::pending_req *self)
+    {
+        auto *r = reinterpret_cast<retry_req*>(self);
+        ++r->calls;
+        r->op_status = r->ep->am_short(AM_ID, 0, nullptr, 0);
+        return r->op_status;
+    }
+};
+
+ucs_status_t count_am(void *arg, void *, size_t, unsigned)
+{
+    ++*static_cast<uint64_t*>(arg);
+    return UCS_OK;
+}
+
+bool recv_peer(int fd, test::uct_addresses *peer)
+{
+    std::vector<uint8_t> blob;
+    return test::recv_blob(fd, &blob) && test::uct_addresses::deserialize(blob, peer);
+}
+
+template <typename Node>
+bool flush_and_wait(Node &n, uct::ep *ep)
+{
+    counted_comp comp;
+    ucs_status_t st = ep->flush(0, &comp);
+    if (st == UCS_OK) {
+        return true;
+    }
+    return (st == UCS_INPROGRESS) &&
+           test::poll_until([&] { return comp.fired == 1; }, [&] { n.progress(); }) &&
+           (comp.last == UCS_OK);
+}
+
+/* A child that receives on AM_ID, confirms the first message, then stalls
+ * (never progresses again) until it is killed. */
+int stalled_peer(int fd)
+{
+    test::uct_entity e("tcp", "lo");
+    TEST_CHILD_CHECK(e.ok());
+    uint64_t count = 0;
+    TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, count_am, &count, 0) == UCS_OK);
+    TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
+    TEST_CHILD_CHECK(test::poll_until([&] { return count > 0; }, [&] { e.progress(); }));
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    uint8_t never;
+    test::recv_value(fd, &never);
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("tcp peer killed with SIGKILL: the survivor's ep fails cleanly", "[tcp]")
+{
+    test::child_process child(stalled_peer);
+    error_record rec;
+    tcp_node n(&rec);
+    REQUIRE(n.ok());
+    test::uct_addresses peer;
+    REQUIRE(recv_peer(child.fd(), &peer));
+    uct::ep *ep = n.connect(peer);
+    REQUIRE(ep != nullptr);
+    REQUIRE(ep->am_short(AM_ID, 1, nullptr, 0) == UCS_OK);
+    REQUIRE(flush_and_wait(n, ep));
+    REQUIRE(test::sync_peer(child.fd()));
+
+    SECTION("with work in flight") {
+        /* The stalled peer reads nothing: 64 MiB cannot leave at once. */
+        std::vector<uint8_t> big(64 << 20, 0x3c);
+        uct::iov iov{big.data(), big.size(), nullptr};
+        counted_comp zcomp;
+        REQUIRE(ep->am_zcopy(AM_ID, nullptr, 0, &iov, 1, 0, &zcomp) == UCS_INPROGRESS);
+        ucs_status_t st;
+        unsigned queued = 0;
+        while ((st = ep->am_short(AM_ID, 2, nullptr, 0)) == UCS_OK) {
+            ++queued;
+            REQUIRE(queued < 1000000);
+        }
+        REQUIRE(st == UCS_ERR_NO_RESOURCE);
+        retry_req req;
+        req.ep       = ep;
+        req.req.func = retry_req::run;
+        REQUIRE(ep->pending_add(&req.req, 0) == UCS_OK);
+
+        child.kill(SIGKILL);
+        CHECK(child.wait() == 128 + SIGKILL);
+        REQUIRE(test::poll_until([&] { return rec.calls > 0; }, [&] { n.progress(); },
+                                 std::chrono::seconds(20)));
+        CHECK(rec.calls == 1);
+        CHECK(rec.ep == ep);
+        CHECK(rec.status == UCS_ERR_CONNECTION_RESET);
+        CHECK(zcomp.fired == 1);
+        CHECK(zcomp.last == UCS_ERR_CONNECTION_RESET);
+        /* The request the handler left queued ran once and saw the error. */
+        CHECK(req.calls == 1);
+        CHECK(req.op_status == UCS_ERR_CONNECTION_RESET);
+    }
+
+    SECTION("while idle") {
+        child.kill(SIGKILL);
+        CHECK(child.wait() == 128 + SIGKILL);
+        /* Found by reading end-of-stream, or by the next write: either way
+         * no SIGPIPE reaches the process. */
+        REQUIRE(test::poll_until([&] { return rec.calls > 0; },
+                                 [&] {
+                                     n.progress();
+                                     ep->am_short(AM_ID, 3, nullptr, 0);
+                                 },
+                                 std::chrono::seconds(20)));
+        CHECK(rec.calls == 1);
+        CHECK(rec.ep == ep);
+        CHECK(rec.status == UCS_ERR_CONNECTION_RESET);
+    }
+
+    /* Later operations report the failure; the handler is not called again. */
+    CHECK(ep->am_short(AM_ID, 4, nullptr, 0) == UCS_ERR_CONNECTION_RESET);
+    uct::iov small{&rec, 8, nullptr};
+    counted_comp late;
+    CHECK(ep->am_zcopy(AM_ID, nullptr, 0, &small, 1, 0, &late) == UCS_ERR_CONNECTION_RESET);
+    CHECK(ep->flush(0, nullptr) == UCS_ERR_CONNECTION_RESET);
+    for (int i = 0; i < 1000; ++i) {
+        n.progress();
+    }
+    CHECK(rec.calls == 1);
+    CHECK(late.fired == 0);
+    CHECK(n.iface().flush(0, nullptr) == UCS_OK);   /* nothing left to wait for */
+}
+
+TEST_CASE("tcp connection refused: the ep fails through the error handler", "[tcp]")
+{
+    error_record rec;
+    tcp_node n(&rec);
+    REQUIRE(n.ok());
+
+    /* A bound port nobody listens on. */
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(s >= 0);
+    sockaddr_in sa{};
+    sa.sin_family      = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+    socklen_t len = sizeof(sa);
+    REQUIRE(::getsockname(s, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+    uint16_t port = ntohs(sa.sin_port);
+
+    test::uct_addresses peer = n.addresses();
+    std::memcpy(peer.iface.data(), &port, sizeof(port));
+    uct::ep *ep = n.connect(peer);
+    REQUIRE(ep != nullptr);   /* created without waiting for the peer */
+
+    CHECK(ep->am_short(AM_ID, 1, nullptr, 0) == UCS_OK);
+    uint64_t word = 7;
+    uct::iov iov{&word, sizeof(word), nullptr};
+    counted_comp zcomp;
+    ucs_status_t st = ep->am_zcopy(AM_ID, nullptr, 0, &iov, 1, 0, &zcomp);
+    CHECK(st == UCS_INPROGRESS);
+
+    REQUIRE(test::poll_until([&] { return rec.calls > 0; }, [&] { n.progress(); }));
+    CHECK(rec.calls == 1);
+    CHECK(rec.ep == ep);
+    CHECK(rec.status == UCS_ERR_CONNECTION_RESET);
+    CHECK(zcomp.fired == 1);
+    CHECK(zcomp.last == UCS_ERR_CONNECTION_RESET);
+    CHECK(ep->am_short(AM_ID, 2, nullptr, 0) == UCS_ERR_CONNECTION_RESET);
+    ::close(s);
+}
+
+namespace {
+
+enum command : uint8_t { CMD_RAW_COUNT = 'R', CMD_QUIT = 'Q' };
+
+struct order_check {
+    uint64_t next = 0;
+    uint64_t bad  = 0;
+};
+
+ucs_status_t check_order(void *arg, void *data, size_t length, unsigned)
+{
+    auto *o = static_cast<order_check*>(arg);
+    uint64_t seq;
+    std::memcpy(&seq, data, sizeof(seq));
+    o->bad += (length != 8) || (seq != o->next);
+    ++o->next;
+    return UCS_OK;
+}
+
+struct malformed_report {
+    uint64_t legit;
+    uint64_t legit_bad;
+    uint64_t raw_delivered;
+    uint64_t closed_logged;
+};
+
+int malformed_target(int fd)
+{
+    /* Malformed input is logged as errors: keep them in a file to count. */
+    std::string log_path = "/tmp/ucx-ng-tcp-malformed-" + std::to_string(getpid()) + ".log";
+    TEST_CHILD_CHECK(ucs::log_set_file(log_path.c_str()) == UCS_OK);
+
+    test::uct_entity e("tcp", "lo");
+    TEST_CHILD_CHECK(e.ok());
+    order_check order;
+    uint64_t raw = 0;
+    TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, check_order, &order, 0) == UCS_OK);
+    TEST_CHILD_CHECK(e.iface().set_am_handler(RAW_ID, count_am, &raw, 0) == UCS_OK);
+    TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
+
+    for (;;) {
+        e.progress();
+        pollfd pfd{fd, POLLIN, 0};
+        if (::poll(&pfd, 1, 0) != 1) {
+            continue;
+        }
+        uint8_t cmd = 0;
+        TEST_CHILD_CHECK(test::recv_value(fd, &cmd));
+        if (cmd == CMD_RAW_COUNT) {
+            TEST_CHILD_CHECK(test::send_value(fd, raw));
+        } else {
+            break;
+        }
+    }
+    /* Flushing active messages completes locally: wait for the last ones. */
+    uint64_t expected = 0;
+    TEST_CHILD_CHECK(test::recv_value(fd, &expected));
+    test::poll_until([&] { return order.next >= expected; }, [&] { e.progress(); });
+
+    ucs::log_set_file("stdout");
+    malformed_report rep{order.next, order.bad, raw, 0};
+    std::ifstream in(log_path);
+    for (std::string line; std::getline(in, line);) {
+        rep.closed_logged += (line.find("closing it") != std::string::npos) ||
+                             (line.find("truncated handshake") != std::string::npos);
+    }
+    ::unlink(log_path.c_str());
+    TEST_CHILD_CHECK(test::send_value(fd, rep));
+    return 0;
+}
+
+int raw_connect(uint16_t port)
+{
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family      = AF_INET;
+    sa.sin_port        = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if ((s >= 0) && (::connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)) {
+        ::close(s);
+        return -1;
+    }
+    return s;
+}
+
+bool raw_send(int s, const std::vector<uint8_t> &bytes)
+{
+    return ::send(s, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size());
+}
+
+/* The peer closed this socket: EOF or reset within the deadline. */
+bool closed_by_peer(int s)
+{
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd pfd{s, POLLIN, 0};
+        if (::poll(&pfd, 1, 100) != 1) {
+            continue;    /* waiting for an event, bounded: not a sleep */
+        }
+        uint8_t byte;
+        ssize_t n = ::recv(s, &byte, 1, MSG_DONTWAIT);
+        if ((n == 0) || ((n < 0) && (errno == ECONNRESET))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+template <typename T>
+void append(std::vector<uint8_t> *out, const T &value)
+{
+    size_t old = out->size();
+    out->resize(old + sizeof(value));
+    std::memcpy(out->data() + old, &value, sizeof(value));
+}
+
+std::vector<uint8_t> frame(uint8_t id, uint8_t flags, uint16_t reserved, uint32_t length,
+                           size_t payload_bytes)
+{
+    uct::tcp::frame_hdr hdr{id, flags, reserved, length};
+    std::vector<uint8_t> out(sizeof(hdr) + payload_bytes, 0x42);
+    std::memcpy(out.data(), &hdr, sizeof(hdr));
+    return out;
+}
+
+std::vector<uint8_t> operator+(std::vector<uint8_t> a, const std::vector<uint8_t> &b)
+{
+    size_t old = a.size();
+    a.resize(old + b.size());
+    if (!b.empty()) {
+        std::memcpy(a.data() + old, b.data(), b.size());
+    }
+    return a;
+}
+
+} // namespace
+
+TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]")
+{
+    using namespace uct::tcp;
+    test::child_process child(malformed_target);
+
+    test::uct_entity e("tcp", "lo");
+    REQUIRE(e.ok());
+    test::uct_addresses peer;
+    REQUIRE(recv_peer(child.fd(), &peer));
+    uint16_t port;
+    std::memcpy(&port, peer.iface.data(), sizeof(port));
+    uct::ep *ep = e.connect(peer);
+    REQUIRE(ep != nullptr);
+
+    uint64_t seq = 0;
+    auto send_legit = [&](int n) {
+        for (int i = 0; i < n; ++i, ++seq) {
+            ucs_status_t st;
+            while ((st = ep->am_short(AM_ID, seq, nullptr, 0)) == UCS_ERR_NO_RESOURCE) {
+                e.progress();
+            }
+            REQUIRE(st == UCS_OK);
+        }
+        REQUIRE(flush_and_wait(e, ep));
+    };
+    send_legit(10);
+
+    handshake good{};
+    good.magic   = HANDSHAKE_MAGIC;
+    good.version = HANDSHAKE_VERSION;
+    good.family  = uint8_t(addr_family::IPV4);
+    good.port    = 1;
+    std::vector<uint8_t> hs;
+    append(&hs, good);
+    handshake bad_magic = good, bad_version = good;
+    bad_magic.magic     = HANDSHAKE_MAGIC + 1;
+    bad_version.version = 99;
+    std::vector<uint8_t> hs_bad_magic, hs_bad_version;
+    append(&hs_bad_magic, bad_magic);
+    append(&hs_bad_version, bad_version);
+    std::vector<uint8_t> garbage(64);
+    for (size_t i = 0; i < garbage.size(); ++i) {
+        garbage[i] = uint8_t(i * 151 + 7);
+    }
+    std::vector<uint8_t> bad_atomic = hs + frame(uint8_t(internal_op::ATOMIC_POST),
+                                                 frame_flag::INTERNAL, 0,
+                                                 sizeof(atomic_req), 0);
+    atomic_req areq{};
+    areq.op   = 99;
+    areq.size = 8;
+    append(&bad_atomic, areq);
+
+    const std::vector<std::vector<uint8_t>> malformed = {
+        garbage,                                                    /* not a handshake */
+        hs_bad_magic,
+        hs_bad_version,
+        hs + frame(RAW_ID, 0, 0, 0xffffffffu, 16),                 /* length over the limit */
+        hs + frame(200, 0, 0, 8, 8),                               /* bad am id */
+        hs + frame(RAW_ID, 0, 7, 8, 8),                            /* reserved bits */
+        hs + frame(RAW_ID, 0x80, 0, 8, 8),                         /* unknown flag */
+        hs + frame(uint8_t(internal_op::GET_REQ), frame_flag::INTERNAL, 0, 5, 5),
+        hs + frame(uint8_t(internal_op::PUT), frame_flag::INTERNAL, 0, 4, 4),
+        hs + frame(uint8_t(internal_op::GET_REPLY), frame_flag::INTERNAL, 0,
+                   sizeof(reply_hdr), sizeof(reply_hdr)),          /* a reply nobody asked */
+        hs + frame(uint8_t(internal_op::LAST), frame_flag::INTERNAL, 0, 8, 8),
+        bad_atomic,
+    };
+
+    /* All connected at once, next to the legitimate ep. */
+    std::vector<int> socks;
+    for (const auto &bytes : malformed) {
+        int s = raw_connect(port);
+        REQUIRE(s >= 0);
+        REQUIRE(raw_send(s, bytes));
+        socks.push_back(s);
+    }
+    int truncated = raw_connect(port);
+    REQUIRE(truncated >= 0);
+    std::vector<uint8_t> hs_head(hs);
+    hs_head.resize(10);
+    REQUIRE(raw_send(truncated, hs_head));
+    ::shutdown(truncated, SHUT_WR);
+    send_legit(10);
+
+    for (size_t i = 0; i < socks.size(); ++i) {
+        INFO("malformed input #" << i);
+        CHECK(closed_by_peer(socks[i]));
+        ::close(socks[i]);
+    }
+    CHECK(closed_by_peer(truncated));
+    ::close(truncated);
+
+    /* A well-formed raw connection is served and stays open; one that dies
+     * in the middle of a large frame delivers nothing. */
+    int good_sock = raw_connect(port);
+    REQUIRE(good_sock >= 0);
+    REQUIRE(raw_send(good_sock, hs + frame(RAW_ID, 0, 0, 8, 8)));
+    int partial = raw_connect(port);
+    REQUIRE(partial >= 0);
+    REQUIRE(raw_send(partial, hs + frame(RAW_ID, 0, 0, 64 << 20, 100000)));
+    ::close(partial);
+
+    uint64_t raw_count = 0;
+    REQUIRE(test::poll_until([&] { return raw_count == 1; }, [&] {
+        REQUIRE(test::send_value(child.fd(), uint8_t(CMD_RAW_COUNT)));
+        REQUIRE(test::recv_value(child.fd(), &raw_count));
+    }));
+    send_legit(10);
+    pollfd pfd{good_sock, POLLIN, 0};
+    CHECK(::poll(&pfd, 1, 0) == 0);    /* neither closed nor answered */
+    ::close(good_sock);
+
+    REQUIRE(test::send_value(child.fd(), uint8_t(CMD_QUIT)));
+    REQUIRE(test::send_value(child.fd(), seq));
+    malformed_report rep{};
+    REQUIRE(test::recv_value(child.fd(), &rep));
+    CHECK(rep.legit == seq);
+    CHECK(rep.legit_bad == 0);
+    CHECK(rep.raw_delivered == 1);
+    CHECK(rep.closed_logged >= malformed.size() + 1);
+    CHECK(child.wait() == 0);
+}

@@ -1,0 +1,46 @@
+/*
+ * Tunables of the tcp transport. Each field is named after the UCX variable
+ * the configuration registry will read it from; default_tcp_config() holds
+ * the documented defaults until that registry is wired in.
+ */
+#ifndef UCT_TCP_TCP_CONFIG_H
+#define UCT_TCP_TCP_CONFIG_H
+
+#include <ucs/type/status.h>
+
+#include <cstddef>
+
+namespace uct::tcp {
+
+struct tcp_config {
+    size_t   sndbuf;              /* UCX_TCP_SNDBUF: SO_SNDBUF, 0 keeps kernel autotuning */
+    size_t   rcvbuf;              /* UCX_TCP_RCVBUF: SO_RCVBUF, 0 keeps kernel autotuning */
+    size_t   rx_seg_size;         /* UCX_TCP_RX_SEG_SIZE: per-connection receive buffer (64k) */
+    size_t   tx_seg_size;         /* UCX_TCP_TX_SEG_SIZE: largest bcopy payload (8k) */
+    size_t   tx_buf_size;         /* UCX_TCP_TX_BUF_SIZE: per-connection send buffer (64k) */
+    size_t   max_short;           /* UCX_TCP_MAX_SHORT: am_short limit incl. its 8-byte header (256) */
+    size_t   max_am_hdr;          /* UCX_TCP_MAX_AM_HDR: am_zcopy header limit (128) */
+    size_t   max_zcopy;           /* UCX_TCP_MAX_ZCOPY: largest zcopy / get payload (1g) */
+    size_t   max_iov;             /* UCX_TCP_MAX_IOV: iov entries per put/am zcopy (16) */
+    size_t   max_get_iov;         /* UCX_TCP_MAX_GET_IOV: iov entries per get_zcopy (4) */
+    unsigned zcopy_inflight;      /* UCX_TCP_ZCOPY_INFLIGHT: zcopy sends queued per connection (16) */
+    unsigned rma_outstanding;     /* UCX_TCP_RMA_OUTSTANDING: gets/fetching atomics/flushes in flight per ep (64) */
+    unsigned max_poll;            /* UCX_TCP_MAX_POLL: events and reads per connection per progress (16) */
+    unsigned direct_poll_max;     /* UCX_TCP_DIRECT_POLL_MAX: up to this many connections are read
+                                     directly, without epoll_wait (2) */
+    unsigned epoll_period;        /* UCX_TCP_EPOLL_PERIOD: in direct mode, epoll_wait every N progress
+                                     calls for new connections and peer failures (16) */
+    int      backlog;             /* UCX_TCP_BACKLOG: listen backlog (1024, kernel caps at somaxconn) */
+    bool     nodelay;             /* UCX_TCP_NODELAY: TCP_NODELAY (y) */
+    size_t   rx_keep;             /* UCX_TCP_RX_KEEP: a large-frame receive buffer up to this size is
+                                     kept for the next large frame (4m) */
+};
+
+tcp_config default_tcp_config();
+
+/* UCS_ERR_INVALID_PARAM with a message when fields contradict each other. */
+ucs_status_t check_tcp_config(const tcp_config &config);
+
+} // namespace uct::tcp
+
+#endif

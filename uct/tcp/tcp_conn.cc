@@ -1,0 +1,456 @@
+/*
+ * Connection lifecycle and the sending side: connect, write the queue,
+ * pending requests, flush, failure handling.
+ */
+#include <uct/tcp/tcp_conn.h>
+
+#include <uct/tcp/tcp_iface.h>
+
+#include <ucs/debug/log.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+namespace uct::tcp {
+
+namespace {
+
+void complete_all(completion **done, unsigned ndone, ucs_status_t status)
+{
+    for (unsigned i = 0; i < ndone; ++i) {
+        invoke_completion(done[i], status);
+    }
+}
+
+} // namespace
+
+tcp_conn::tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound)
+    : iface_(iface), config_(iface.config()), socket_(std::move(socket)),
+      outbound_(outbound),
+      state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE)
+{
+}
+
+tcp_conn::~tcp_conn()
+{
+    close();
+    std::free(large_.buf);
+}
+
+ucs_status_t tcp_conn::init()
+{
+    rx_.reset(new (std::nothrow) uint8_t[config_.rx_seg_size]);
+    if (!rx_) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rx_cap_ = config_.rx_seg_size;
+    return tx_.init(config_.tx_buf_size, config_.zcopy_inflight, config_.max_iov);
+}
+
+void tcp_conn::set_state(conn_state state)
+{
+    if (connect_counted_ && (state != conn_state::CONNECTING)) {
+        connect_counted_ = false;
+        iface_.connect_finished();
+    }
+    state_ = state;
+}
+
+ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
+                                     const handshake &hs)
+{
+    /* The handshake goes first; sends made before connect() completes
+     * queue behind it. */
+    uint8_t *p = tx_.reserve(sizeof(hs));
+    std::memcpy(p, &hs, sizeof(hs));
+    tx_.commit(sizeof(hs));
+
+    peer_.port = peer.port();
+    iface_.connect_started();
+    connect_counted_ = true;
+    /* Not Asio's connect(): on a non-blocking socket it still waits. */
+    int ret = ::connect(fd(), peer.data(), socklen_t(peer.size()));
+    if (ret == 0) {
+        set_state(conn_state::CONNECTED);
+    } else if (errno != EINPROGRESS) {
+        /* Reported from progress(), like any later failure. */
+        schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(errno));
+        return UCS_OK;
+    }
+    update_events();
+    if (state_ == conn_state::CONNECTED) {
+        tx_progress();
+    }
+    return UCS_OK;
+}
+
+void tcp_conn::arm()
+{
+    update_events();
+}
+
+void tcp_conn::update_events()
+{
+    if (state_ >= conn_state::FAILED) {
+        return;
+    }
+    uint32_t mask = rx_blocked_ ? 0 : uint32_t(EPOLLIN);
+    if ((state_ == conn_state::CONNECTING) || !tx_.empty()) {
+        mask |= EPOLLOUT;
+    }
+    if (mask != ev_mask_) {
+        iface_.epoll_update(this, mask);
+    }
+}
+
+void tcp_conn::finish_connect()
+{
+    int       err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        err = errno;
+    }
+    if (err != 0) {
+        schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(err));
+        return;
+    }
+    set_state(conn_state::CONNECTED);
+    tx_progress();
+}
+
+void tcp_conn::tx_kick()
+{
+    if (in_rx_ || in_tx_) {
+        /* Written once the caller's loop finishes (replies batch up). */
+        tx_deferred_ = true;
+    } else if (state_ == conn_state::CONNECTED) {
+        tx_progress();
+    }
+}
+
+ucs_status_t tcp_conn::tx_send_zcopy(size_t hdr_length, const iov *iov, size_t iovcnt,
+                                     completion *comp)
+{
+    bool was_idle = tx_.empty();
+    tx_.commit(hdr_length);
+    uint64_t ticket = tx_.push_zcopy(iov, iovcnt, nullptr);
+    if (was_idle) {
+        tx_kick();
+    }
+    /* Still queued: it completes later through `comp`. */
+    return tx_.set_zcopy_comp(ticket, comp) ? UCS_INPROGRESS : UCS_OK;
+}
+
+unsigned tcp_conn::tx_progress()
+{
+    if (in_tx_ || (state_ != conn_state::CONNECTED)) {
+        return 0;
+    }
+    in_tx_       = true;
+    tx_deferred_ = false;
+
+    unsigned count = 0;
+    boost::asio::const_buffer vec[tx_queue::MAX_GATHER];
+    completion *done[tx_queue::MAX_ZCOPY_SLOTS];
+    while (!tx_.empty()) {
+        size_t total = 0;
+        size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total);
+        boost::system::error_code ec;
+        size_t written = 0;
+        if (total > 0) {
+            written = socket_.write_some(std::span<const boost::asio::const_buffer>(vec, n),
+                                         ec);
+            if (ec) {
+                if ((ec != boost::asio::error::would_block) &&
+                    (ec != boost::asio::error::try_again) &&
+                    (ec != boost::asio::error::interrupted)) {
+                    io_error(ec, "send");
+                }
+                break;
+            }
+        }
+        unsigned ndone = 0;
+        tx_.consume(written, done, &ndone);
+        ++count;
+        if (ndone > 0) {
+            /* Callbacks may queue more on this connection (written by this
+             * loop) or destroy its ep (the state check stops the loop). */
+            complete_all(done, ndone, UCS_OK);
+            if (state_ != conn_state::CONNECTED) {
+                break;
+            }
+        }
+        if (written < total) {
+            break;   /* the socket buffer is full */
+        }
+        if (total == 0) {
+            break;
+        }
+    }
+
+    in_tx_ = false;
+    update_events();
+    return count;
+}
+
+bool tcp_conn::has_send_room() const
+{
+    constexpr size_t max_op_hdr = sizeof(frame_hdr) + sizeof(get_req);
+    return (tx_.buffer_capacity() - tx_.buffered() >= max_op_hdr + config_.tx_seg_size) &&
+           !tx_.zcopy_full() && !fetches_.full();
+}
+
+ucs_status_t tcp_conn::pending_add(pending_req *req)
+{
+    if (state_ >= conn_state::FAILED) {
+        return UCS_ERR_BUSY;   /* retrying the operation reports the failure */
+    }
+    if (pending_.empty() && has_send_room()) {
+        return UCS_ERR_BUSY;
+    }
+    pending_.push_back(req);
+    return UCS_OK;
+}
+
+void tcp_conn::pending_purge(pending_purge_callback_t cb, void *arg)
+{
+    while (pending_req *req = pending_.pop_front()) {
+        if (cb != nullptr) {
+            cb(req, arg);
+        }
+    }
+}
+
+unsigned tcp_conn::dispatch_pending()
+{
+    unsigned count = 0;
+    while (!pending_.empty() && (state_ < conn_state::FAILED) && has_send_room()) {
+        /* Unlinked before the call: a request that went out may be freed
+         * by its owner inside func. */
+        pending_req *req = pending_.pop_front();
+        dispatching_ = true;
+        ucs_status_t status = req->func(req);
+        dispatching_ = false;
+        if (state_ == conn_state::CLOSED) {
+            break;
+        }
+        if (status == UCS_OK) {
+            ++count;
+            continue;
+        }
+        pending_.push_front(req);
+        break;
+    }
+    return count;
+}
+
+ucs_status_t tcp_conn::flush(completion *comp)
+{
+    if (state_ >= conn_state::FAILED) {
+        return failure_;
+    }
+    if (!pending_.empty()) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (idle()) {
+        return UCS_OK;
+    }
+    if ((comp == nullptr) && !remote_unacked_) {
+        return UCS_INPROGRESS;   /* the caller polls; what is queued drains */
+    }
+    /* A flush request: its reply comes after the target processed
+     * everything sent before it. */
+    if (!fetches_.ensure(config_.rma_outstanding)) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (fetches_.full()) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    constexpr size_t length = sizeof(frame_hdr) + sizeof(flush_req);
+    uint8_t *p = tx_.reserve(length);
+    if (p == nullptr) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    fetch_op &op = fetches_.push();
+    op.kind = fetch_kind::FLUSH;
+    op.comp = comp;
+    frame_hdr hdr{uint8_t(internal_op::FLUSH_REQ), frame_flag::INTERNAL, 0,
+                  uint32_t(sizeof(flush_req))};
+    flush_req req{op.seq};
+    std::memcpy(p, &hdr, sizeof(hdr));
+    std::memcpy(p + sizeof(hdr), &req, sizeof(req));
+    remote_unacked_ = false;
+    tx_send(length);
+    return UCS_INPROGRESS;
+}
+
+bool tcp_conn::flush_ready() const
+{
+    if (state_ >= conn_state::FAILED) {
+        return true;    /* nothing to wait for */
+    }
+    return pending_.empty() && (idle() || has_send_room());
+}
+
+unsigned tcp_conn::poll_direct()
+{
+    unsigned count = 0;
+    if ((state_ == conn_state::CONNECTED) && !tx_.empty()) {
+        count += tx_progress();
+    }
+    if (!outbound_ || !fetches_.empty()) {
+        count += rx_progress();
+    }
+    if (rx_blocked_) {
+        resume_rx();
+    }
+    if (!pending_.empty()) {
+        count += dispatch_pending();
+    }
+    return count;
+}
+
+unsigned tcp_conn::handle_events(uint32_t events)
+{
+    constexpr uint32_t failed_events = EPOLLERR | EPOLLHUP;
+    unsigned count = 0;
+
+    if (state_ == conn_state::CONNECTING) {
+        if (!(events & (EPOLLOUT | failed_events))) {
+            return 0;
+        }
+        finish_connect();
+        ++count;
+    }
+    if (events & (EPOLLIN | failed_events)) {
+        count += rx_progress();
+    }
+    if ((events & (EPOLLOUT | failed_events)) && (state_ == conn_state::CONNECTED) &&
+        !tx_.empty()) {
+        count += tx_progress();
+    }
+    if (rx_blocked_) {
+        resume_rx();
+    }
+    if ((events & failed_events) && (state_ < conn_state::FAILED) && rx_blocked_ &&
+        tx_.empty()) {
+        /* Neither direction noticed the error; don't let it spin. */
+        schedule_failure(UCS_ERR_CONNECTION_RESET, "socket error");
+    }
+    if (!pending_.empty()) {
+        count += dispatch_pending();
+    }
+    return count;
+}
+
+void tcp_conn::io_error(const boost::system::error_code &ec, const char *op)
+{
+    const char *reason = (ec == boost::asio::error::eof) ? "closed by peer" :
+                                                            nullptr;
+    std::string text   = (reason != nullptr) ? std::string(reason) :
+                                               (std::string(op) + ": " + ec.message());
+    schedule_failure(UCS_ERR_CONNECTION_RESET, text.c_str());
+}
+
+void tcp_conn::schedule_failure(ucs_status_t status, const char *reason)
+{
+    if (state_ >= conn_state::FAILED) {
+        return;
+    }
+    if (outbound_) {
+        ucs_diag("tcp ep %p to port %u: %s", static_cast<void*>(owner_ep_),
+                 unsigned(peer_.port), reason);
+    } else {
+        ucs_debug("tcp inbound connection from port %u: %s", unsigned(peer_.port),
+                  reason);
+    }
+    set_state(conn_state::FAILED);
+    failure_ = status;
+    iface_.defer_failure(this);
+}
+
+void tcp_conn::close_socket()
+{
+    if (ev_mask_ != 0) {
+        iface_.epoll_update(this, 0);
+    }
+    boost::system::error_code ec;
+    socket_.close(ec);
+}
+
+void tcp_conn::handle_failure()
+{
+    if (state_ != conn_state::FAILED) {
+        return;   /* closed meanwhile */
+    }
+    close_socket();
+
+    completion *done[tx_queue::MAX_ZCOPY_SLOTS];
+    unsigned ndone = 0;
+    tx_.clear(done, &ndone);
+    large_.active = false;
+    rx_head_ = rx_tail_ = 0;
+    rx_blocked_ = false;
+
+    /* Every callback below may destroy the ep, which closes this connection. */
+    for (unsigned i = 0; i < ndone; ++i) {
+        invoke_completion(done[i], failure_);
+        if (state_ == conn_state::CLOSED) {
+            return;
+        }
+    }
+    while (!fetches_.empty()) {
+        completion *comp = fetches_.front().comp;
+        fetches_.pop_front();
+        if (comp != nullptr) {
+            invoke_completion(comp, failure_);
+            if (state_ == conn_state::CLOSED) {
+                return;
+            }
+        }
+    }
+
+    if (!outbound_) {
+        close();
+        return;
+    }
+    if (!error_reported_) {
+        error_reported_ = true;
+        iface_.report_ep_failure(owner_ep_, failure_);
+        if (state_ == conn_state::CLOSED) {
+            return;
+        }
+    }
+    /* Requests the error handler did not purge run once more: their
+     * operations now return the error, and they are dropped. */
+    while (pending_req *req = pending_.pop_front()) {
+        req->func(req);
+        if (state_ == conn_state::CLOSED) {
+            return;
+        }
+    }
+}
+
+void tcp_conn::close()
+{
+    if (state_ == conn_state::CLOSED) {
+        return;
+    }
+    set_state(conn_state::CLOSED);
+    close_socket();
+    /* Whoever closes (the ep's owner, or the iface going away) gives up on
+     * queued work: no completion runs after this. */
+    completion *done[tx_queue::MAX_ZCOPY_SLOTS];
+    unsigned ndone = 0;
+    tx_.clear(done, &ndone);
+    fetches_.clear();
+    pending_.reset();
+    large_.active = false;
+}
+
+} // namespace uct::tcp

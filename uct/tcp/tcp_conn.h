@@ -1,0 +1,203 @@
+/*
+ * One TCP connection of an iface. An outbound connection belongs to an ep:
+ * it carries the ep's messages and requests and receives the replies. An
+ * inbound connection was accepted by the iface: it receives a peer ep's
+ * messages and requests, and writes the replies. Sockets are non-blocking
+ * and serviced from progress() only; no Asio handler ever runs.
+ */
+#ifndef UCT_TCP_TCP_CONN_H
+#define UCT_TCP_TCP_CONN_H
+
+#include <uct/tcp/tcp_config.h>
+#include <uct/tcp/tcp_fetch_ring.h>
+#include <uct/tcp/tcp_pending.h>
+#include <uct/tcp/tcp_tx_queue.h>
+#include <uct/tcp/tcp_wire.h>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace uct::tcp {
+
+class tcp_iface;
+
+enum class conn_state : uint8_t {
+    CONNECTING,   /* outbound: connect() in flight, sends are buffered */
+    HANDSHAKE,    /* inbound: waiting for the peer's handshake */
+    CONNECTED,
+    FAILED,       /* error seen; the iface reports it from progress() */
+    CLOSED        /* socket closed, waiting to be freed */
+};
+
+class tcp_conn {
+public:
+    using socket_type = boost::asio::ip::tcp::socket;
+
+    tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound);
+    ~tcp_conn();
+
+    tcp_conn(const tcp_conn&) = delete;
+    tcp_conn &operator=(const tcp_conn&) = delete;
+
+    ucs_status_t init();
+
+    bool outbound() const { return outbound_; }
+    conn_state state() const { return state_; }
+    bool closed() const { return state_ == conn_state::CLOSED; }
+    int fd() { return socket_.native_handle(); }
+    uint32_t epoll_events() const { return ev_mask_; }
+    void set_epoll_events(uint32_t mask) { ev_mask_ = mask; }
+    void set_owner_ep(ep *owner) { owner_ep_ = owner; }
+    ep *owner_ep() const { return owner_ep_; }
+
+    /* Starts a non-blocking connect with the handshake queued first. */
+    ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer,
+                               const handshake &hs);
+
+    /* ---- send side, used by the ep operations ---- */
+
+    /* UCS_OK when a new operation may be queued now. */
+    ucs_status_t send_check() const
+    {
+        if (ucs_unlikely(state_ >= conn_state::FAILED)) {
+            return failure_;
+        }
+        if (ucs_unlikely(!pending_.empty() && !dispatching_)) {
+            return UCS_ERR_NO_RESOURCE;   /* keep order behind queued requests */
+        }
+        return UCS_OK;
+    }
+
+    uint8_t *tx_reserve(size_t length) { return tx_.reserve(length); }
+
+    /* Queues `length` reserved bytes and writes them if the socket was idle. */
+    void tx_send(size_t length)
+    {
+        bool was_idle = tx_.empty();
+        tx_.commit(length);
+        if (was_idle) {
+            tx_kick();
+        }
+    }
+
+    bool zcopy_full() const { return tx_.zcopy_full(); }
+
+    /*
+     * Queues a frame header (already reserved, `hdr_length` bytes) and the
+     * caller's iov. UCS_OK if everything was written at once (comp will not
+     * be called), UCS_INPROGRESS otherwise.
+     */
+    ucs_status_t tx_send_zcopy(size_t hdr_length, const iov *iov, size_t iovcnt,
+                               completion *comp);
+
+    fetch_ring &fetches() { return fetches_; }
+    bool fetch_ready(unsigned capacity) { return fetches_.ensure(capacity) && !fetches_.full(); }
+    void mark_remote_unacked() { remote_unacked_ = true; }
+
+    ucs_status_t pending_add(pending_req *req);
+    void pending_purge(pending_purge_callback_t cb, void *arg);
+    ucs_status_t flush(completion *comp);
+
+    /* Nothing queued, nothing waiting for a reply. */
+    bool idle() const
+    {
+        return tx_.empty() && fetches_.empty() && !remote_unacked_ &&
+               (state_ != conn_state::CONNECTING);
+    }
+
+    /* ---- progress, called by the iface ---- */
+
+    /* Services epoll `events`; returns work done. */
+    unsigned handle_events(uint32_t events);
+    /* Few connections: try the socket without asking epoll. */
+    unsigned poll_direct();
+
+    /* Marks the connection failed; the iface reports it from progress(). */
+    void schedule_failure(ucs_status_t status, const char *reason);
+    /* Completes everything queued with the error, then reports to the owner. */
+    void handle_failure();
+    /* Closes the socket and forgets queued work without completing it. */
+    void close();
+
+    /* Received requests wait in the buffer for send room (for event_arm). */
+    bool rx_buffered() const { return rx_blocked_; }
+
+    /* Registers the socket's events with the iface's epoll set. */
+    void arm();
+
+    /* A flush request could be queued now, or none is needed. */
+    bool flush_ready() const;
+
+private:
+    unsigned tx_progress();
+    void     tx_kick();
+    unsigned rx_progress();
+    /* Parses whole frames in the receive buffer; false when the connection stopped. */
+    bool     parse_frames();
+    bool     parse_handshake();
+    /* Delivers one validated frame; false if it must wait for send room. */
+    bool     dispatch(const frame_hdr &hdr, uint8_t *payload);
+    bool     valid_frame(const frame_hdr &hdr) const;
+    bool     dispatch_internal(const frame_hdr &hdr, uint8_t *payload);
+    void     handle_put(uint8_t *payload, size_t length);
+    bool     handle_get_req(const get_req &req);
+    bool     handle_atomic(const atomic_req &req, bool fetch);
+    bool     handle_flush_req(const flush_req &req);
+    void     handle_reply(internal_op op, uint8_t *payload, size_t length);
+    void     finish_connect();
+    void     set_state(conn_state state);
+    void     close_socket();
+    unsigned dispatch_pending();
+    void     resume_rx();
+    void     update_events();
+    void     protocol_error(const char *what);
+    void     io_error(const boost::system::error_code &ec, const char *op);
+    bool     has_send_room() const;
+    uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length);
+    void     refuse_rma(const char *what, uint64_t address, uint64_t length);
+    void     rx_error(const boost::system::error_code &ec);
+    bool     large_reserve(size_t length);
+    void     finish_large();
+
+    tcp_iface          &iface_;
+    const tcp_config   &config_;
+    socket_type        socket_;
+    ep                 *owner_ep_ = nullptr;
+    const bool         outbound_;
+    conn_state         state_;
+    bool               dispatching_ = false;   /* inside dispatch_pending() */
+    bool               in_tx_ = false;         /* inside tx_progress() */
+    bool               in_rx_ = false;         /* inside rx_progress() */
+    bool               tx_deferred_ = false;   /* queued while in_rx_/in_tx_ */
+    bool               rx_blocked_ = false;    /* a request waits for send room */
+    bool               remote_unacked_ = false;/* puts/atomics since the last flush request */
+    bool               error_reported_ = false;
+    bool               connect_counted_ = false; /* counted in the iface's connecting total */
+    ucs_status_t       failure_ = UCS_OK;
+    ucs_status_t       rma_error_ = UCS_OK;    /* target: first refused put since last flush */
+    uint32_t           ev_mask_ = 0;
+
+    /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_). */
+    std::unique_ptr<uint8_t[]> rx_;
+    size_t             rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
+
+    /* A frame larger than the receive buffer, read straight into its own buffer. */
+    struct {
+        bool       active = false;
+        frame_hdr  hdr{};
+        uint8_t    *buf = nullptr;
+        size_t     cap = 0;
+        size_t     got = 0;
+    } large_;
+
+    tx_queue           tx_;
+    fetch_ring         fetches_;
+    pending_queue      pending_;
+    handshake          peer_{};                /* who is on the other side */
+};
+
+} // namespace uct::tcp
+
+#endif

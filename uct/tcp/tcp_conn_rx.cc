@@ -1,0 +1,534 @@
+/*
+ * The receiving side of a connection: read, cut the stream into frames,
+ * validate each header before its length is used, and deliver: user active
+ * messages to the iface's handlers, RMA requests executed against the md's
+ * registered regions (the target side of the emulation), replies to the
+ * requests this ep is waiting on.
+ */
+#include <uct/tcp/tcp_conn.h>
+
+#include <uct/tcp/tcp_iface.h>
+#include <uct/tcp/tcp_md.h>
+
+#include <ucs/debug/log.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace uct::tcp {
+
+namespace {
+
+constexpr size_t FRAME_HDR = sizeof(frame_hdr);
+
+template <typename T>
+T apply_atomic(atomic_op op, T *p, T value, T compare)
+{
+    switch (op) {
+    case atomic_op::ADD:
+        return __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
+    case atomic_op::AND:
+        return __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);
+    case atomic_op::OR:
+        return __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);
+    case atomic_op::XOR:
+        return __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);
+    case atomic_op::SWAP:
+        return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
+    case atomic_op::CSWAP:
+        __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+        return compare;   /* the value found, whether or not it was swapped */
+    default:
+        return 0;
+    }
+}
+
+uint64_t execute_atomic(atomic_op op, unsigned size, void *ptr, uint64_t value,
+                        uint64_t compare)
+{
+    if (size == sizeof(uint32_t)) {
+        return apply_atomic<uint32_t>(op, static_cast<uint32_t*>(ptr),
+                                      uint32_t(value), uint32_t(compare));
+    }
+    return apply_atomic<uint64_t>(op, static_cast<uint64_t*>(ptr), value, compare);
+}
+
+/* A status from the wire: OK or an error code, anything else is garbage. */
+ucs_status_t wire_status(int32_t raw)
+{
+    if ((raw > 0) || (raw <= int32_t(UCS_ERR_LAST))) {
+        return UCS_ERR_IO_ERROR;
+    }
+    return static_cast<ucs_status_t>(raw);
+}
+
+} // namespace
+
+unsigned tcp_conn::rx_progress()
+{
+    if (((state_ != conn_state::CONNECTED) && (state_ != conn_state::HANDSHAKE)) ||
+        rx_blocked_ || in_rx_) {
+        return 0;
+    }
+    in_rx_ = true;
+
+    unsigned count = 0;
+    for (unsigned iter = 0; iter < config_.max_poll; ++iter) {
+        boost::system::error_code ec;
+        uint8_t *dest;
+        size_t  want;
+        if (large_.active) {
+            dest = large_.buf + large_.got;
+            want = large_.hdr.length - large_.got;
+        } else {
+            dest = rx_.get() + rx_tail_;
+            want = rx_cap_ - rx_tail_;
+        }
+        if (want == 0) {
+            break;
+        }
+        size_t got = socket_.read_some(boost::asio::buffer(dest, want), ec);
+        if (ec) {
+            if ((ec != boost::asio::error::would_block) &&
+                (ec != boost::asio::error::try_again) &&
+                (ec != boost::asio::error::interrupted)) {
+                rx_error(ec);
+            }
+            break;
+        }
+        ++count;
+        if (large_.active) {
+            large_.got += got;
+            if (large_.got == large_.hdr.length) {
+                finish_large();
+            }
+        } else {
+            rx_tail_ += got;
+            parse_frames();
+        }
+        if ((state_ >= conn_state::FAILED) || rx_blocked_ || (got < want)) {
+            break;
+        }
+    }
+
+    in_rx_ = false;
+    if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
+        tx_progress();   /* replies and sends queued by the handlers */
+    }
+    update_events();
+    return count;
+}
+
+void tcp_conn::rx_error(const boost::system::error_code &ec)
+{
+    if (ec == boost::asio::error::eof) {
+        if ((state_ == conn_state::HANDSHAKE) && (rx_tail_ > rx_head_)) {
+            ucs_error("tcp: connection closed after a truncated handshake "
+                      "(%zu of %zu bytes)", rx_tail_ - rx_head_, sizeof(handshake));
+        } else if (large_.active || (rx_tail_ > rx_head_)) {
+            ucs_diag("tcp: connection closed inside a frame");
+        }
+    }
+    io_error(ec, "recv");
+}
+
+void tcp_conn::resume_rx()
+{
+    if (!rx_blocked_ || (state_ >= conn_state::FAILED) || in_rx_) {
+        return;
+    }
+    rx_blocked_ = false;
+    in_rx_      = true;
+    parse_frames();
+    in_rx_      = false;
+    if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
+        tx_progress();
+    }
+    update_events();
+}
+
+void tcp_conn::protocol_error(const char *what)
+{
+    ucs_error("tcp: %s on %s connection (peer port %u); closing it", what,
+              outbound_ ? "outbound" : "inbound", unsigned(peer_.port));
+    schedule_failure(UCS_ERR_CONNECTION_RESET, what);
+}
+
+bool tcp_conn::parse_handshake()
+{
+    handshake hs;
+    std::memcpy(&hs, rx_.get() + rx_head_, sizeof(hs));
+    if ((hs.magic != HANDSHAKE_MAGIC) || (hs.version != HANDSHAKE_VERSION) ||
+        ((hs.family != uint8_t(addr_family::IPV4)) &&
+         (hs.family != uint8_t(addr_family::IPV6)))) {
+        protocol_error("invalid handshake");
+        return false;
+    }
+    peer_     = hs;
+    rx_head_ += sizeof(hs);
+    set_state(conn_state::CONNECTED);
+    ucs_debug("tcp: accepted connection from iface port %u", unsigned(hs.port));
+    return true;
+}
+
+bool tcp_conn::valid_frame(const frame_hdr &hdr) const
+{
+    if (hdr.reserved != 0) {
+        return false;
+    }
+    if (hdr.flags == 0) {
+        /* A user active message: only a peer ep sends those. */
+        return !outbound_ && (hdr.id < AM_ID_MAX) && (hdr.length <= iface_.max_am_frame());
+    }
+    if (hdr.flags != frame_flag::INTERNAL) {
+        return false;
+    }
+    switch (static_cast<internal_op>(hdr.id)) {
+    case internal_op::PUT:
+        return !outbound_ && (hdr.length >= sizeof(put_hdr)) &&
+               (hdr.length - sizeof(put_hdr) <= config_.max_zcopy);
+    case internal_op::GET_REQ:
+        return !outbound_ && (hdr.length == sizeof(get_req));
+    case internal_op::ATOMIC_POST:
+    case internal_op::ATOMIC_REQ:
+        return !outbound_ && (hdr.length == sizeof(atomic_req));
+    case internal_op::FLUSH_REQ:
+        return !outbound_ && (hdr.length == sizeof(flush_req));
+    case internal_op::GET_REPLY:
+        return outbound_ && (hdr.length >= sizeof(reply_hdr)) &&
+               (hdr.length - sizeof(reply_hdr) <= config_.max_zcopy);
+    case internal_op::ATOMIC_REPLY:
+        return outbound_ && (hdr.length == sizeof(reply_hdr) + sizeof(uint64_t));
+    case internal_op::FLUSH_REPLY:
+        return outbound_ && (hdr.length == sizeof(reply_hdr));
+    default:
+        return false;
+    }
+}
+
+bool tcp_conn::parse_frames()
+{
+    if (state_ == conn_state::HANDSHAKE) {
+        if (rx_tail_ - rx_head_ < sizeof(handshake)) {
+            return true;
+        }
+        if (!parse_handshake()) {
+            return false;
+        }
+    }
+
+    while (rx_tail_ - rx_head_ >= FRAME_HDR) {
+        frame_hdr hdr;
+        std::memcpy(&hdr, rx_.get() + rx_head_, FRAME_HDR);
+        if (ucs_unlikely(!valid_frame(hdr))) {
+            protocol_error("malformed frame header");
+            return false;
+        }
+        size_t total = FRAME_HDR + size_t(hdr.length);
+        size_t avail = rx_tail_ - rx_head_;
+        if (avail >= total) {
+            if (!dispatch(hdr, rx_.get() + rx_head_ + FRAME_HDR)) {
+                rx_blocked_ = true;   /* retried when send room returns */
+                return false;
+            }
+            rx_head_ += total;
+            if (state_ >= conn_state::FAILED) {
+                return false;
+            }
+            continue;
+        }
+        if (total > rx_cap_) {
+            /* Larger than the receive buffer: the rest of it is read straight
+             * into a buffer of its own, delivered in one piece. */
+            if (!large_reserve(hdr.length)) {
+                ucs_error("tcp: no memory for a %u-byte frame", hdr.length);
+                schedule_failure(UCS_ERR_NO_MEMORY, "out of memory");
+                return false;
+            }
+            size_t have = avail - FRAME_HDR;
+            std::memcpy(large_.buf, rx_.get() + rx_head_ + FRAME_HDR, have);
+            large_.hdr    = hdr;
+            large_.got    = have;
+            large_.active = true;
+            rx_head_      = rx_tail_;
+        }
+        break;
+    }
+
+    if (rx_head_ == rx_tail_) {
+        rx_head_ = rx_tail_ = 0;
+    } else if (rx_head_ > 0) {
+        /* Keep a partial frame at the front, so the next read completes it. */
+        std::memmove(rx_.get(), rx_.get() + rx_head_, rx_tail_ - rx_head_);
+        rx_tail_ -= rx_head_;
+        rx_head_  = 0;
+    }
+    return true;
+}
+
+bool tcp_conn::large_reserve(size_t length)
+{
+    if (length <= large_.cap) {
+        return true;
+    }
+    std::free(large_.buf);
+    /* malloc maps large sizes lazily: pages are touched as data arrives. */
+    large_.buf = static_cast<uint8_t*>(std::malloc(length));
+    large_.cap = (large_.buf != nullptr) ? length : 0;
+    return large_.buf != nullptr;
+}
+
+void tcp_conn::finish_large()
+{
+    large_.active = false;
+    dispatch(large_.hdr, large_.buf);   /* large frames never wait for room */
+    if ((large_.cap > config_.rx_keep) && !large_.active) {
+        std::free(large_.buf);
+        large_.buf = nullptr;
+        large_.cap = 0;
+    }
+}
+
+bool tcp_conn::dispatch(const frame_hdr &hdr, uint8_t *payload)
+{
+    if (ucs_likely(hdr.flags == 0)) {
+        /* tcp never hands out descriptors: the data is valid during the call. */
+        iface_.deliver_am(hdr.id, payload, hdr.length);
+        return true;
+    }
+    return dispatch_internal(hdr, payload);
+}
+
+bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
+{
+    auto op = static_cast<internal_op>(hdr.id);
+    switch (op) {
+    case internal_op::PUT:
+        handle_put(payload, hdr.length);
+        return true;
+    case internal_op::GET_REQ: {
+        get_req req;
+        std::memcpy(&req, payload, sizeof(req));
+        return handle_get_req(req);
+    }
+    case internal_op::ATOMIC_POST:
+    case internal_op::ATOMIC_REQ: {
+        atomic_req req;
+        std::memcpy(&req, payload, sizeof(req));
+        return handle_atomic(req, op == internal_op::ATOMIC_REQ);
+    }
+    case internal_op::FLUSH_REQ: {
+        flush_req req;
+        std::memcpy(&req, payload, sizeof(req));
+        return handle_flush_req(req);
+    }
+    default:
+        handle_reply(op, payload, hdr.length);
+        return true;
+    }
+}
+
+uint8_t *tcp_conn::reply_reserve(internal_op op, size_t frame_length, size_t reserve_length)
+{
+    uint8_t *p = tx_.reserve(FRAME_HDR + reserve_length);
+    if (p == nullptr) {
+        return nullptr;
+    }
+    frame_hdr hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(frame_length)};
+    std::memcpy(p, &hdr, FRAME_HDR);
+    return p + FRAME_HDR;
+}
+
+void tcp_conn::refuse_rma(const char *what, uint64_t address, uint64_t length)
+{
+    ucs_error("tcp: refused %s of %lu bytes at 0x%lx from peer port %u: "
+              "not inside a registered region", what, length, address,
+              unsigned(peer_.port));
+}
+
+void tcp_conn::handle_put(uint8_t *payload, size_t length)
+{
+    put_hdr hdr;
+    std::memcpy(&hdr, payload, sizeof(hdr));
+    size_t data_length = length - sizeof(hdr);
+    void *dest = iface_.regions().region_ptr(hdr.region_id, hdr.address, data_length);
+    if (ucs_unlikely(dest == nullptr)) {
+        refuse_rma("put", hdr.address, data_length);
+        if (rma_error_ == UCS_OK) {
+            rma_error_ = UCS_ERR_INVALID_ADDR;   /* reported by the next flush */
+        }
+        return;
+    }
+    std::memcpy(dest, payload + sizeof(hdr), data_length);
+}
+
+bool tcp_conn::handle_get_req(const get_req &req)
+{
+    ucs_status_t status = UCS_OK;
+    void *src = nullptr;
+    if (req.length > config_.max_zcopy) {
+        status = UCS_ERR_EXCEEDS_LIMIT;
+    } else {
+        src = iface_.regions().region_ptr(req.region_id, req.address, req.length);
+        if (src == nullptr) {
+            status = UCS_ERR_INVALID_ADDR;
+        }
+    }
+    size_t    data = (status == UCS_OK) ? size_t(req.length) : 0;
+    reply_hdr reply{req.seq, int32_t(status), 0};
+
+    if (data <= config_.tx_seg_size) {
+        uint8_t *p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data,
+                                   sizeof(reply) + data);
+        if (p == nullptr) {
+            return false;
+        }
+        std::memcpy(p, &reply, sizeof(reply));
+        if (data > 0) {
+            std::memcpy(p + sizeof(reply), src, data);
+        }
+        tx_send(FRAME_HDR + sizeof(reply) + data);
+    } else {
+        /* Sent straight from the registered memory, as RDMA would read it. */
+        if (tx_.zcopy_full()) {
+            return false;
+        }
+        uint8_t *p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data,
+                                   sizeof(reply));
+        if (p == nullptr) {
+            return false;
+        }
+        std::memcpy(p, &reply, sizeof(reply));
+        iov v{src, data, MEM_HANDLE_NULL};
+        tx_send_zcopy(FRAME_HDR + sizeof(reply), &v, 1, nullptr);
+    }
+    if (status != UCS_OK) {
+        refuse_rma("get", req.address, req.length);
+    }
+    return true;
+}
+
+bool tcp_conn::handle_atomic(const atomic_req &req, bool fetch)
+{
+    if ((req.op >= uint8_t(atomic_op::LAST)) ||
+        ((req.size != sizeof(uint32_t)) && (req.size != sizeof(uint64_t)))) {
+        protocol_error("malformed atomic request");
+        return true;
+    }
+    constexpr size_t reply_length = sizeof(reply_hdr) + sizeof(uint64_t);
+    uint8_t *p = nullptr;
+    if (fetch) {
+        /* Room first: an executed atomic cannot be undone. */
+        p = reply_reserve(internal_op::ATOMIC_REPLY, reply_length, reply_length);
+        if (p == nullptr) {
+            return false;
+        }
+    }
+
+    ucs_status_t status = UCS_OK;
+    uint64_t     old    = 0;
+    void *ptr = iface_.regions().region_ptr(req.region_id, req.address, req.size);
+    if ((ptr == nullptr) || (req.address % req.size != 0)) {
+        status = UCS_ERR_INVALID_ADDR;
+        refuse_rma("atomic", req.address, req.size);
+    } else {
+        old = execute_atomic(static_cast<atomic_op>(req.op), req.size, ptr, req.value,
+                             req.compare);
+    }
+
+    if (fetch) {
+        reply_hdr reply{req.seq, int32_t(status), 0};
+        std::memcpy(p, &reply, sizeof(reply));
+        std::memcpy(p + sizeof(reply), &old, sizeof(old));
+        tx_send(FRAME_HDR + reply_length);
+    } else if ((status != UCS_OK) && (rma_error_ == UCS_OK)) {
+        rma_error_ = status;
+    }
+    return true;
+}
+
+bool tcp_conn::handle_flush_req(const flush_req &req)
+{
+    uint8_t *p = reply_reserve(internal_op::FLUSH_REPLY, sizeof(reply_hdr),
+                               sizeof(reply_hdr));
+    if (p == nullptr) {
+        return false;
+    }
+    reply_hdr reply{req.seq, int32_t(rma_error_), 0};
+    rma_error_ = UCS_OK;
+    std::memcpy(p, &reply, sizeof(reply));
+    tx_send(FRAME_HDR + sizeof(reply));
+    return true;
+}
+
+void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
+{
+    reply_hdr reply;
+    std::memcpy(&reply, payload, sizeof(reply));
+    const uint8_t *data   = payload + sizeof(reply);
+    size_t        data_len = length - sizeof(reply);
+
+    if (fetches_.empty()) {
+        protocol_error("reply without a request");
+        return;
+    }
+    fetch_op &f = fetches_.front();
+    bool kind_ok;
+    switch (op) {
+    case internal_op::GET_REPLY:
+        kind_ok = (f.kind == fetch_kind::GET_BCOPY) || (f.kind == fetch_kind::GET_ZCOPY);
+        break;
+    case internal_op::ATOMIC_REPLY:
+        kind_ok = (f.kind == fetch_kind::ATOMIC);
+        break;
+    default:
+        kind_ok = (f.kind == fetch_kind::FLUSH);
+        break;
+    }
+    ucs_status_t status = wire_status(reply.status);
+    if (!kind_ok || (reply.seq != f.seq)) {
+        protocol_error("reply out of order");
+        return;
+    }
+    if ((op == internal_op::GET_REPLY) &&
+        (data_len != ((status == UCS_OK) ? f.length : 0))) {
+        protocol_error("get reply of the wrong length");
+        return;
+    }
+
+    /* Off the ring before any user code runs: callbacks may post more. */
+    completion        *comp   = f.comp;
+    fetch_kind        kind    = f.kind;
+    unpack_callback_t unpack  = f.unpack;
+    void              *arg    = f.arg;
+    if (status == UCS_OK) {
+        if (kind == fetch_kind::GET_ZCOPY) {
+            size_t offset = 0;
+            for (uint32_t i = 0; i < f.iovcnt; ++i) {
+                std::memcpy(const_cast<void*>(f.iovs[i].buffer), data + offset,
+                            f.iovs[i].length);
+                offset += f.iovs[i].length;
+            }
+        } else if (kind == fetch_kind::ATOMIC) {
+            uint64_t old;
+            std::memcpy(&old, data, sizeof(old));
+            if (f.atomic_size == sizeof(uint32_t)) {
+                uint32_t old32 = uint32_t(old);
+                std::memcpy(arg, &old32, sizeof(old32));
+            } else {
+                std::memcpy(arg, &old, sizeof(old));
+            }
+        }
+    }
+    fetches_.pop_front();
+
+    if ((kind == fetch_kind::GET_BCOPY) && (status == UCS_OK)) {
+        unpack(arg, data, data_len);
+    }
+    if (comp != nullptr) {
+        invoke_completion(comp, status);
+    }
+}
+
+} // namespace uct::tcp

@@ -1,0 +1,594 @@
+#include <uct/tcp/tcp_iface.h>
+
+#include <uct/tcp/tcp_conn.h>
+#include <uct/tcp/tcp_ep.h>
+#include <uct/tcp/tcp_md.h>
+
+#include <ucs/debug/log.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <new>
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+namespace uct::tcp {
+
+namespace {
+
+constexpr int MAX_EPOLL_EVENTS = 64;
+
+boost::asio::ip::address make_address(addr_family family, const uint8_t *ip)
+{
+    if (family == addr_family::IPV4) {
+        boost::asio::ip::address_v4::bytes_type bytes;
+        std::memcpy(bytes.data(), ip, bytes.size());
+        return boost::asio::ip::address_v4(bytes);
+    }
+    boost::asio::ip::address_v6::bytes_type bytes;
+    std::memcpy(bytes.data(), ip, bytes.size());
+    return boost::asio::ip::address_v6(bytes);
+}
+
+} // namespace
+
+tcp_iface::tcp_iface(tcp_md &md, worker &worker, const iface_params &params,
+                     const tcp_config &config, const netif &nif)
+    : md_(md), worker_(worker), config_(config), netif_(nif),
+      err_handler_(params.err_handler), err_handler_arg_(params.err_handler_arg),
+      acceptor_(io_)
+{
+}
+
+ucs_status_t tcp_iface::open(tcp_md &md, worker &worker, const iface_params &params,
+                             const tcp_config &config, iface **iface_p)
+{
+    netif nif;
+    if (!find_netif(params.dev_name, &nif)) {
+        ucs_debug("tcp: no usable network interface '%s'",
+                  (params.dev_name != nullptr) ? params.dev_name : "(null)");
+        return UCS_ERR_NO_DEVICE;
+    }
+    tcp_iface *iface = nullptr;
+    try {
+        iface = new tcp_iface(md, worker, params, config, nif);
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucs_status_t status = iface->init();
+    if (status != UCS_OK) {
+        delete iface;
+        return status;
+    }
+    *iface_p = iface;
+    return UCS_OK;
+}
+
+ucs_status_t tcp_iface::init()
+{
+    try {
+        failures_.reserve(64);
+        conns_.reserve(64);
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd_ < 0) {
+        ucs_error("tcp: epoll_create1() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    boost::system::error_code ec;
+    boost::asio::ip::tcp::endpoint local(make_address(netif_.family, netif_.ip), 0);
+    acceptor_.open(local.protocol(), ec);
+    if (!ec && (config_.rcvbuf > 0)) {
+        /* Set before listen() so accepted sockets negotiate a fitting window. */
+        acceptor_.set_option(boost::asio::socket_base::receive_buffer_size(
+                                     int(config_.rcvbuf)), ec);
+    }
+    if (!ec) {
+        acceptor_.bind(local, ec);
+    }
+    if (!ec) {
+        acceptor_.listen(config_.backlog, ec);
+    }
+    if (!ec) {
+        acceptor_.non_blocking(true, ec);
+    }
+    if (!ec) {
+        port_ = acceptor_.local_endpoint(ec).port();
+    }
+    if (ec) {
+        ucs_error("tcp: cannot listen on %s (%s): %s", netif_.name.c_str(),
+                  local.address().to_string().c_str(), ec.message().c_str());
+        return UCS_ERR_IO_ERROR;
+    }
+
+    epoll_event ev{};
+    ev.events   = EPOLLIN;
+    ev.data.ptr = nullptr;   /* the acceptor */
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, acceptor_.native_handle(), &ev) != 0) {
+        ucs_error("tcp: epoll_ctl() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    handshake_.magic   = HANDSHAKE_MAGIC;
+    handshake_.version = HANDSHAKE_VERSION;
+    handshake_.family  = uint8_t(netif_.family);
+    std::memcpy(handshake_.ip, netif_.ip, ip_length(netif_.family));
+    handshake_.port    = port_;
+
+    init_attr();
+    worker_.progress_register(this);
+    ucs_debug("tcp: iface %p listening on %s port %u", static_cast<void*>(this),
+              netif_.name.c_str(), unsigned(port_));
+    return UCS_OK;
+}
+
+void tcp_iface::init_attr()
+{
+    attr_.flags = iface_flag::AM_SHORT | iface_flag::AM_BCOPY | iface_flag::AM_ZCOPY |
+                  iface_flag::PENDING | iface_flag::PUT_SHORT | iface_flag::PUT_BCOPY |
+                  iface_flag::PUT_ZCOPY | iface_flag::GET_BCOPY | iface_flag::GET_ZCOPY |
+                  iface_flag::ATOMIC_CPU | iface_flag::ERRHANDLE_PEER_FAILURE |
+                  iface_flag::CONNECT_TO_IFACE | iface_flag::CB_SYNC;
+    attr_.event_flags = event_flag::RECV | event_flag::SEND_COMP | event_flag::FD;
+
+    attr_.am.max_short       = config_.max_short;
+    attr_.am.max_bcopy       = config_.tx_seg_size;
+    attr_.am.min_zcopy       = 0;
+    attr_.am.max_zcopy       = config_.max_zcopy;
+    attr_.am.opt_zcopy_align = 1;
+    attr_.am.max_iov         = config_.max_iov;
+    attr_.am.max_hdr         = config_.max_am_hdr;
+
+    attr_.put.max_short       = config_.max_short;
+    attr_.put.max_bcopy       = config_.tx_seg_size;
+    attr_.put.max_zcopy       = config_.max_zcopy;
+    attr_.put.opt_zcopy_align = 1;
+    attr_.put.max_iov         = config_.max_iov;
+
+    attr_.get.max_bcopy       = config_.tx_seg_size;
+    attr_.get.max_zcopy       = config_.max_zcopy;
+    attr_.get.opt_zcopy_align = 1;
+    attr_.get.max_iov         = config_.max_get_iov;
+
+    uint64_t post  = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
+                     atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
+    uint64_t fetch = post | atomic_op_bit(atomic_op::SWAP) |
+                     atomic_op_bit(atomic_op::CSWAP);
+    attr_.atomic32_post  = attr_.atomic64_post  = post;
+    attr_.atomic32_fetch = attr_.atomic64_fetch = fetch;
+
+    attr_.device_addr_len = sizeof(device_addr_hdr) + ip_length(netif_.family);
+    attr_.iface_addr_len  = sizeof(iface_addr);
+    attr_.ep_addr_len     = 0;
+    attr_.max_num_eps     = SIZE_MAX;
+
+    attr_.perf.latency_s       = netif_.latency_s;
+    attr_.perf.bandwidth_Bps   = netif_.bandwidth_Bps;
+    attr_.perf.send_overhead_s = 1e-6;   /* one send system call */
+    attr_.perf.recv_overhead_s = 1e-6;
+    attr_.priority             = 0;
+
+    max_am_frame_ = std::max({config_.max_short, config_.tx_seg_size,
+                              config_.max_am_hdr + config_.max_zcopy});
+}
+
+tcp_iface::~tcp_iface()
+{
+    worker_.progress_unregister(this);
+    /* Eps must be destroyed before their iface; close whatever remains. */
+    for (auto &conn : conns_) {
+        conn->close();
+    }
+    conns_.clear();
+    failures_.clear();
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    if (epfd_ >= 0) {
+        ::close(epfd_);
+    }
+}
+
+md &tcp_iface::owner_md() const
+{
+    return md_;
+}
+
+ucs_status_t tcp_iface::get_device_address(void *buffer) const
+{
+    if (buffer == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    device_addr_hdr hdr{};
+    hdr.family  = uint8_t(netif_.family);
+    hdr.flags   = netif_.loopback ? device_addr_flag::LOOPBACK : 0;
+    hdr.host_id = netif_.loopback ? local_host_id() : 0;
+    auto *p = static_cast<uint8_t*>(buffer);
+    std::memcpy(p, &hdr, sizeof(hdr));
+    std::memcpy(p + sizeof(hdr), netif_.ip, ip_length(netif_.family));
+    return UCS_OK;
+}
+
+ucs_status_t tcp_iface::get_address(void *buffer) const
+{
+    if (buffer == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    iface_addr addr{port_};
+    std::memcpy(buffer, &addr, sizeof(addr));
+    return UCS_OK;
+}
+
+bool tcp_iface::parse_peer(const void *dev_addr, size_t dev_addr_len,
+                           const void *iface_addr_p, size_t iface_addr_len,
+                           boost::asio::ip::tcp::endpoint *peer,
+                           device_addr_hdr *hdr_out) const
+{
+    if ((dev_addr == nullptr) || (iface_addr_p == nullptr) ||
+        (dev_addr_len < sizeof(device_addr_hdr)) ||
+        (iface_addr_len != sizeof(iface_addr))) {
+        return false;
+    }
+    device_addr_hdr hdr;
+    std::memcpy(&hdr, dev_addr, sizeof(hdr));
+    auto family = static_cast<addr_family>(hdr.family);
+    if (((family != addr_family::IPV4) && (family != addr_family::IPV6)) ||
+        (dev_addr_len != sizeof(hdr) + ip_length(family)) ||
+        ((hdr.flags & ~device_addr_flag::LOOPBACK) != 0)) {
+        return false;
+    }
+    iface_addr addr;
+    std::memcpy(&addr, iface_addr_p, sizeof(addr));
+    if (addr.port == 0) {
+        return false;
+    }
+    const auto *ip = static_cast<const uint8_t*>(dev_addr) + sizeof(hdr);
+    *peer = boost::asio::ip::tcp::endpoint(make_address(family, ip), addr.port);
+    if (hdr_out != nullptr) {
+        *hdr_out = hdr;
+    }
+    return true;
+}
+
+bool tcp_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
+                             const void *iface_addr_p, size_t iface_addr_len) const
+{
+    boost::asio::ip::tcp::endpoint peer;
+    device_addr_hdr hdr;
+    if (!parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer, &hdr)) {
+        return false;
+    }
+    bool peer_loopback = (hdr.flags & device_addr_flag::LOOPBACK) != 0;
+    if (hdr.family != uint8_t(netif_.family) || (peer_loopback != netif_.loopback)) {
+        return false;
+    }
+    /* A loopback address names the peer's own host. */
+    return !peer_loopback || (hdr.host_id == local_host_id());
+}
+
+ucs_status_t tcp_iface::configure_socket(boost::asio::ip::tcp::socket &socket)
+{
+    boost::system::error_code ec;
+    socket.non_blocking(true, ec);
+    if (!ec) {
+        socket.set_option(boost::asio::ip::tcp::no_delay(config_.nodelay), ec);
+    }
+    if (!ec && (config_.sndbuf > 0)) {
+        socket.set_option(boost::asio::socket_base::send_buffer_size(int(config_.sndbuf)),
+                          ec);
+    }
+    if (!ec && (config_.rcvbuf > 0)) {
+        socket.set_option(boost::asio::socket_base::receive_buffer_size(
+                                  int(config_.rcvbuf)), ec);
+    }
+    if (ec) {
+        ucs_error("tcp: cannot configure socket: %s", ec.message().c_str());
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_addr_len,
+                                            const void *iface_addr_p,
+                                            size_t iface_addr_len, ep **ep_p)
+{
+    boost::asio::ip::tcp::endpoint peer;
+    if ((ep_p == nullptr) ||
+        !parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer,
+                    nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    try {
+        boost::asio::ip::tcp::socket socket(io_);
+        boost::system::error_code ec;
+        socket.open(peer.protocol(), ec);
+        if (ec) {
+            ucs_error("tcp: cannot open a socket: %s", ec.message().c_str());
+            return UCS_ERR_IO_ERROR;
+        }
+        ucs_status_t status = configure_socket(socket);
+        if (status != UCS_OK) {
+            return status;
+        }
+
+        auto conn = std::make_unique<tcp_conn>(*this, std::move(socket), true);
+        status = conn->init();
+        if (status != UCS_OK) {
+            return status;
+        }
+        auto ep = std::make_unique<tcp_ep>(*this, conn.get());
+        tcp_conn *raw = conn.get();
+        conns_.push_back(std::move(conn));
+        raw->start_connect(peer, handshake_);
+        *ep_p = ep.release();
+        return UCS_OK;
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+}
+
+void tcp_iface::epoll_update(tcp_conn *conn, uint32_t events)
+{
+    uint32_t old = conn->epoll_events();
+    epoll_event ev{};
+    ev.events   = events;
+    ev.data.ptr = conn;
+    int op = (old == 0) ? EPOLL_CTL_ADD : ((events == 0) ? EPOLL_CTL_DEL : EPOLL_CTL_MOD);
+    if ((old == 0) && (events == 0)) {
+        return;
+    }
+    if (epoll_ctl(epfd_, op, conn->fd(), &ev) != 0) {
+        /* ENOENT/EBADF on DEL: the socket is going away anyway. */
+        if (op != EPOLL_CTL_DEL) {
+            ucs_error("tcp: epoll_ctl() failed: %m");
+            conn->set_epoll_events(0);
+            conn->schedule_failure(UCS_ERR_IO_ERROR, "epoll_ctl failed");
+            return;
+        }
+    }
+    conn->set_epoll_events(events);
+}
+
+unsigned tcp_iface::progress()
+{
+    ++progress_depth_;
+    unsigned count;
+    /* With very few sockets, trying each costs no more than asking epoll,
+     * and saves a system call when data is there. epoll still runs now and
+     * then for new connections and for failures of idle eps. */
+    bool direct = !conns_.empty() && (conns_.size() <= config_.direct_poll_max) &&
+                  (connecting_ == 0) && (++tick_ < config_.epoll_period);
+    if (direct) {
+        count = poll_direct();
+    } else {
+        tick_ = 0;
+        count = poll_epoll();
+    }
+    if (!failures_.empty()) {
+        count += handle_failures();
+    }
+    if ((--progress_depth_ == 0) && need_sweep_) {
+        sweep_closed();
+    }
+    return count;
+}
+
+unsigned tcp_iface::poll_direct()
+{
+    unsigned count = 0;
+    size_t   n     = conns_.size();   /* eps created by callbacks wait a round */
+    for (size_t i = 0; i < n; ++i) {
+        tcp_conn *conn = conns_[i].get();
+        conn_state s   = conn->state();
+        if ((s == conn_state::CONNECTED) || (s == conn_state::HANDSHAKE)) {
+            count += conn->poll_direct();
+        }
+    }
+    return count;
+}
+
+unsigned tcp_iface::poll_epoll()
+{
+    epoll_event events[MAX_EPOLL_EVENTS];
+    int n = epoll_wait(epfd_, events, MAX_EPOLL_EVENTS, 0);
+    if (n <= 0) {
+        if ((n < 0) && (errno != EINTR)) {
+            ucs_error("tcp: epoll_wait() failed: %m");
+        }
+        return 0;
+    }
+    unsigned count = 0;
+    for (int i = 0; i < n; ++i) {
+        auto *conn = static_cast<tcp_conn*>(events[i].data.ptr);
+        if (conn == nullptr) {
+            count += accept_connections();
+        } else if (conn->state() < conn_state::FAILED) {
+            /* Connections closed earlier in this loop are still allocated
+             * (freed by sweep_closed()), so the check is safe. */
+            count += conn->handle_events(events[i].events);
+        }
+    }
+    return count;
+}
+
+unsigned tcp_iface::accept_connections()
+{
+    unsigned count = 0;
+    for (unsigned i = 0; i < config_.max_poll; ++i) {
+        try {
+            boost::asio::ip::tcp::socket socket(io_);
+            boost::system::error_code ec;
+            acceptor_.accept(socket, ec);
+            if (ec) {
+                if ((ec != boost::asio::error::would_block) &&
+                    (ec != boost::asio::error::try_again) &&
+                    (ec != boost::asio::error::connection_aborted)) {
+                    ucs_diag("tcp: accept() failed: %s", ec.message().c_str());
+                }
+                break;
+            }
+            if (configure_socket(socket) != UCS_OK) {
+                continue;
+            }
+            auto conn = std::make_unique<tcp_conn>(*this, std::move(socket), false);
+            if (conn->init() != UCS_OK) {
+                ucs_error("tcp: no memory for an accepted connection");
+                continue;
+            }
+            tcp_conn *raw = conn.get();
+            conns_.push_back(std::move(conn));
+            raw->arm();
+            ++count;
+        } catch (...) {
+            ucs_error("tcp: no memory for an accepted connection");
+            break;
+        }
+    }
+    return count;
+}
+
+unsigned tcp_iface::handle_failures()
+{
+    unsigned count = 0;
+    /* Handlers may fail further connections: take the list as it grows. */
+    for (size_t i = 0; i < failures_.size(); ++i) {
+        tcp_conn *conn = failures_[i];
+        bool inbound   = !conn->outbound();
+        conn->handle_failure();
+        if (inbound) {
+            need_sweep_ = true;
+        }
+        ++count;
+    }
+    failures_.clear();
+    return count;
+}
+
+void tcp_iface::report_ep_failure(ep *failed_ep, ucs_status_t status)
+{
+    if (err_handler_ == nullptr) {
+        ucs_error("tcp: ep %p lost its peer (%s) and no error handler is set",
+                  static_cast<void*>(failed_ep), ucs_status_string(status));
+        return;
+    }
+    err_handler_(err_handler_arg_, failed_ep, status);
+}
+
+void tcp_iface::release_conn(tcp_conn *conn)
+{
+    conn->close();
+    failures_.erase(std::remove(failures_.begin(), failures_.end(), conn),
+                    failures_.end());
+    if (progress_depth_ > 0) {
+        need_sweep_ = true;   /* an event for it may still be in hand */
+        return;
+    }
+    auto it = std::find_if(conns_.begin(), conns_.end(),
+                           [conn](const auto &c) { return c.get() == conn; });
+    if (it != conns_.end()) {
+        conns_.erase(it);
+    }
+}
+
+void tcp_iface::sweep_closed()
+{
+    need_sweep_ = false;
+    conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
+                                [](const auto &c) { return c->closed(); }),
+                 conns_.end());
+}
+
+ucs_status_t tcp_iface::flush(unsigned, completion *comp)
+{
+    /* All or nothing: no flush request goes out unless each ep can take one. */
+    for (auto &conn : conns_) {
+        if (conn->outbound() && !conn->flush_ready()) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+
+    flush_waiter *waiter = nullptr;
+    if (comp != nullptr) {
+        for (auto &w : flush_waiters_) {
+            if (!w.busy) {
+                waiter = &w;
+                break;
+            }
+        }
+        if (waiter == nullptr) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        waiter->inner.func   = flush_waiter_done;
+        waiter->inner.count  = 1;
+        waiter->inner.status = UCS_OK;
+        waiter->user         = comp;
+    }
+
+    bool outstanding = false;
+    for (auto &conn : conns_) {
+        if (!conn->outbound() || (conn->state() >= conn_state::FAILED)) {
+            continue;
+        }
+        ucs_status_t status = conn->flush((waiter != nullptr) ? &waiter->inner : nullptr);
+        if (status == UCS_INPROGRESS) {
+            outstanding = true;
+            if (waiter != nullptr) {
+                ++waiter->inner.count;
+            }
+        }
+    }
+    if (!outstanding) {
+        return UCS_OK;
+    }
+    if (waiter != nullptr) {
+        waiter->busy = true;
+        --waiter->inner.count;   /* the count started at 1 to stay above zero */
+    }
+    return UCS_INPROGRESS;
+}
+
+void tcp_iface::flush_waiter_done(completion *self)
+{
+    static_assert(offsetof(flush_waiter, inner) == 0);
+    auto *waiter = reinterpret_cast<flush_waiter*>(self);
+    waiter->busy = false;
+    invoke_completion(waiter->user, self->status);
+}
+
+ucs_status_t tcp_iface::event_fd_get(int *fd_p)
+{
+    if (fd_p == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    *fd_p = epfd_;
+    return UCS_OK;
+}
+
+ucs_status_t tcp_iface::event_arm(unsigned events)
+{
+    if (!failures_.empty()) {
+        return UCS_ERR_BUSY;
+    }
+    if (events & event_flag::RECV) {
+        for (auto &conn : conns_) {
+            if (conn->rx_buffered()) {
+                return UCS_ERR_BUSY;
+            }
+        }
+    }
+    /* Level-triggered: anything ready now means progress has work. */
+    epoll_event ev;
+    if (epoll_wait(epfd_, &ev, 1, 0) > 0) {
+        return UCS_ERR_BUSY;
+    }
+    return UCS_OK;
+}
+
+} // namespace uct::tcp

@@ -1,0 +1,122 @@
+/*
+ * A tcp iface: a listening socket on one network interface, the connections
+ * it accepted, and the outbound connections of its eps. One epoll set holds
+ * every socket; progress() asks it what is ready (or, with very few
+ * connections, just tries them) and services the sockets without blocking.
+ * The epoll fd doubles as the wakeup fd.
+ */
+#ifndef UCT_TCP_TCP_IFACE_H
+#define UCT_TCP_TCP_IFACE_H
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_worker.h>
+#include <uct/tcp/tcp_config.h>
+#include <uct/tcp/tcp_netif.h>
+#include <uct/tcp/tcp_wire.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace uct::tcp {
+
+class tcp_conn;
+class tcp_md;
+
+class tcp_iface : public iface {
+public:
+    static ucs_status_t open(tcp_md &md, worker &worker, const iface_params &params,
+                             const tcp_config &config, iface **iface_p);
+    ~tcp_iface() override;
+
+    const iface_attr &attr() const override { return attr_; }
+    md &owner_md() const override;
+
+    ucs_status_t get_device_address(void *buffer) const override;
+    ucs_status_t get_address(void *buffer) const override;
+    bool is_reachable(const void *dev_addr, size_t dev_addr_len,
+                      const void *iface_addr, size_t iface_addr_len) const override;
+    ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
+                                     const void *iface_addr, size_t iface_addr_len,
+                                     ep **ep_p) override;
+
+    unsigned progress() override;
+    ucs_status_t flush(unsigned flags, completion *comp) override;
+    ucs_status_t event_fd_get(int *fd_p) override;
+    ucs_status_t event_arm(unsigned events) override;
+
+    /* ---- for connections and eps ---- */
+    const tcp_config &config() const { return config_; }
+    tcp_md &regions() const { return md_; }
+    uint16_t port() const { return port_; }
+    /* Largest user AM frame payload this side accepts. */
+    size_t max_am_frame() const { return max_am_frame_; }
+
+    ucs_status_t deliver_am(am_id_t id, void *data, size_t length)
+    {
+        return invoke_am_handler(id, data, length, 0);
+    }
+
+    void epoll_update(tcp_conn *conn, uint32_t events);
+    void defer_failure(tcp_conn *conn) { failures_.push_back(conn); }
+    void connect_started() { ++connecting_; }
+    void connect_finished() { --connecting_; }
+    /* Calls the user's error handler for `failed_ep`. */
+    void report_ep_failure(ep *failed_ep, ucs_status_t status);
+    /* An ep is going away: close its connection, free it when safe. */
+    void release_conn(tcp_conn *conn);
+
+private:
+    tcp_iface(tcp_md &md, worker &worker, const iface_params &params,
+              const tcp_config &config, const netif &nif);
+
+    ucs_status_t init();
+    void         init_attr();
+    ucs_status_t configure_socket(boost::asio::ip::tcp::socket &socket);
+    unsigned     poll_epoll();
+    unsigned     poll_direct();
+    unsigned     accept_connections();
+    unsigned     handle_failures();
+    void         sweep_closed();
+    bool         parse_peer(const void *dev_addr, size_t dev_addr_len,
+                            const void *iface_addr, size_t iface_addr_len,
+                            boost::asio::ip::tcp::endpoint *peer,
+                            device_addr_hdr *hdr) const;
+    static void  flush_waiter_done(completion *self);
+
+    tcp_md                                  &md_;
+    worker                                  &worker_;
+    tcp_config                              config_;
+    netif                                   netif_;
+    error_handler_t                         err_handler_;
+    void                                    *err_handler_arg_;
+    iface_attr                              attr_;
+    size_t                                  max_am_frame_ = 0;
+
+    boost::asio::io_context                 io_{1};
+    boost::asio::ip::tcp::acceptor          acceptor_;
+    uint16_t                                port_ = 0;
+    int                                     epfd_ = -1;
+    handshake                               handshake_{};
+
+    std::vector<std::unique_ptr<tcp_conn>>  conns_;
+    std::vector<tcp_conn*>                  failures_;
+    unsigned                                progress_depth_ = 0;
+    unsigned                                connecting_ = 0;
+    unsigned                                tick_ = 0;
+    bool                                    need_sweep_ = false;
+
+    struct flush_waiter {
+        completion  inner;
+        completion  *user;
+        bool        busy;
+    };
+    static constexpr unsigned MAX_FLUSH_WAITERS = 8;
+    flush_waiter                            flush_waiters_[MAX_FLUSH_WAITERS] = {};
+};
+
+} // namespace uct::tcp
+
+#endif

@@ -1,0 +1,194 @@
+#include <uct/tcp/tcp_md.h>
+
+#include <uct/tcp/tcp_iface.h>
+#include <uct/tcp/tcp_netif.h>
+#include <uct/tcp/tcp_wire.h>
+
+#include <ucs/debug/log.h>
+
+#include <chrono>
+#include <cstring>
+#include <new>
+
+#include <unistd.h>
+
+namespace uct::tcp {
+
+const tcp_rkey *rkey_from(rkey_t rkey)
+{
+    auto *key = reinterpret_cast<const tcp_rkey*>(rkey);
+    if (ucs_unlikely((key == nullptr) || (key->magic != RKEY_MAGIC))) {
+        return nullptr;
+    }
+    return key;
+}
+
+ucs_status_t tcp_component::query_md_resources(std::vector<md_resource> *out)
+{
+    if (out == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    try {
+        md_resource res{};
+        std::strncpy(res.md_name, "tcp", sizeof(res.md_name) - 1);
+        out->assign(1, res);
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t tcp_component::md_open(const char *md_name, md **md_p)
+{
+    if ((md_name == nullptr) || (md_p == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (std::strcmp(md_name, "tcp") != 0) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    tcp_md *md = new (std::nothrow) tcp_md();
+    if (md == nullptr) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    *md_p = md;
+    return UCS_OK;
+}
+
+ucs_status_t tcp_component::rkey_unpack(const void *buffer, size_t length,
+                                        rkey_bundle *rkey_p)
+{
+    if ((buffer == nullptr) || (rkey_p == nullptr) || (length < sizeof(packed_rkey))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    packed_rkey packed;
+    std::memcpy(&packed, buffer, sizeof(packed));
+    if ((packed.magic != RKEY_MAGIC) || (packed.region_id == 0) ||
+        (packed.length == 0) || (packed.address + packed.length < packed.address)) {
+        ucs_debug("tcp: rejected a malformed remote key");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    auto *key = new (std::nothrow) tcp_rkey{RKEY_MAGIC, packed.region_id,
+                                            packed.address, packed.length};
+    if (key == nullptr) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rkey_p->rkey   = reinterpret_cast<rkey_t>(key);
+    rkey_p->handle = key;
+    return UCS_OK;
+}
+
+void tcp_component::rkey_release(const rkey_bundle &rkey)
+{
+    auto *key = static_cast<tcp_rkey*>(rkey.handle);
+    if ((key != nullptr) && (key->magic == RKEY_MAGIC)) {
+        key->magic = 0;   /* a stale rkey_t now fails rkey_from() */
+        delete key;
+    }
+}
+
+tcp_component &tcp_component_instance()
+{
+    static tcp_component instance;
+    return instance;
+}
+
+namespace {
+
+struct registrar {
+    registrar() { register_component(&tcp_component_instance()); }
+} register_tcp;
+
+} // namespace
+
+tcp_md::tcp_md()
+{
+    attr_.flags            = md_flag::REG | md_flag::NEED_RKEY;
+    attr_.max_reg          = SIZE_MAX;
+    attr_.rkey_packed_size = sizeof(packed_rkey);
+    attr_.reg_overhead_s   = 50e-9;   /* a hash-map insert */
+
+    /* Ids differ between md instances, so a key of a closed md is unlikely
+     * to name a region of a later one. */
+    uint64_t salt = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+    next_region_id_ = ((uint64_t(getpid()) << 40) ^ (salt << 16)) | 1;
+}
+
+ucs_status_t tcp_md::query_tl_resources(std::vector<tl_resource> *out)
+{
+    if (out == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    try {
+        out->clear();
+        for (const auto &nif : discover_netifs()) {
+            tl_resource res{};
+            std::strncpy(res.tl_name, "tcp", sizeof(res.tl_name) - 1);
+            std::strncpy(res.dev_name, nif.name.c_str(), sizeof(res.dev_name) - 1);
+            res.type = device_type::NET;
+            out->push_back(res);
+        }
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params,
+                                iface **iface_p)
+{
+    return iface_open(worker, params, default_tcp_config(), iface_p);
+}
+
+ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params,
+                                const tcp_config &config, iface **iface_p)
+{
+    if (iface_p == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((params.tl_name != nullptr) && (std::strcmp(params.tl_name, "tcp") != 0)) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    ucs_status_t status = check_tcp_config(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return tcp_iface::open(*this, worker, params, config, iface_p);
+}
+
+ucs_status_t tcp_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh_p)
+{
+    auto start = reinterpret_cast<uint64_t>(address);
+    if ((memh_p == nullptr) || (address == nullptr) || (length == 0) ||
+        (start + length < start)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    uint64_t id = next_region_id_++;
+    try {
+        regions_.emplace(id, region{start, length});
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    /* The handle is the id itself: dereg and pack never dereference it. */
+    *memh_p = reinterpret_cast<mem_h>(static_cast<uintptr_t>(id));
+    return UCS_OK;
+}
+
+ucs_status_t tcp_md::mem_dereg(mem_h memh)
+{
+    auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(memh));
+    return (regions_.erase(id) == 1) ? UCS_OK : UCS_ERR_INVALID_PARAM;
+}
+
+ucs_status_t tcp_md::mkey_pack(mem_h memh, void *buffer)
+{
+    auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(memh));
+    auto it = regions_.find(id);
+    if ((buffer == nullptr) || (it == regions_.end())) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    packed_rkey packed{RKEY_MAGIC, id, it->second.address, it->second.length};
+    std::memcpy(buffer, &packed, sizeof(packed));
+    return UCS_OK;
+}
+
+} // namespace uct::tcp

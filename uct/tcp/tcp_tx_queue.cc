@@ -1,0 +1,168 @@
+#include <uct/tcp/tcp_tx_queue.h>
+
+#include <algorithm>
+#include <new>
+
+namespace uct::tcp {
+
+ucs_status_t tx_queue::init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov)
+{
+    if ((buffer_size == 0) || (zcopy_slots == 0) || (zcopy_slots > MAX_ZCOPY_SLOTS) ||
+        (max_iov == 0)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    buf_.reset(new (std::nothrow) uint8_t[buffer_size]);
+    zc_.reset(new (std::nothrow) zcopy_seg[zcopy_slots]);
+    zc_iovs_.reset(new (std::nothrow) iov[size_t(zcopy_slots) * max_iov]);
+    if (!buf_ || !zc_ || !zc_iovs_) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (unsigned i = 0; i < zcopy_slots; ++i) {
+        zc_[i].iovs = &zc_iovs_[size_t(i) * max_iov];
+    }
+    capacity_    = buffer_size;
+    zc_capacity_ = zcopy_slots;
+    max_iov_     = max_iov;
+    return UCS_OK;
+}
+
+uint8_t *tx_queue::reserve_slow(size_t length)
+{
+    size_t used = tail_ - head_;
+    if ((head_ == 0) || (capacity_ - used < length)) {
+        return nullptr;
+    }
+    /* Slide the unsent bytes to the front; zero-copy insertion points are
+     * stream positions, so they stay valid. */
+    std::memmove(buf_.get(), buf_.get() + head_, used);
+    head_ = 0;
+    tail_ = used;
+    return buf_.get() + tail_;
+}
+
+uint64_t tx_queue::push_zcopy(const iov *iov, size_t iovcnt, completion *comp)
+{
+    zcopy_seg &z = zc_[(zc_first_ + zc_count_) % zc_capacity_];
+    z.insert_at  = buf_consumed_ + (tail_ - head_);
+    z.comp       = comp;
+    z.iovcnt     = uint32_t(iovcnt);
+    z.cur        = 0;
+    z.cur_offset = 0;
+    std::copy(iov, iov + iovcnt, z.iovs);
+    ++zc_count_;
+    return zc_pushed_++;
+}
+
+bool tx_queue::set_zcopy_comp(uint64_t ticket, completion *comp)
+{
+    uint64_t first_ticket = zc_pushed_ - zc_count_;
+    if (ticket < first_ticket) {
+        return false;
+    }
+    zc_at(unsigned(ticket - first_ticket)).comp = comp;
+    return true;
+}
+
+size_t tx_queue::gather(boost::asio::const_buffer *out, size_t max, size_t *total) const
+{
+    size_t   n     = 0;
+    size_t   bytes = 0;
+    uint64_t pos   = buf_consumed_;
+    size_t   off   = head_;
+
+    for (unsigned i = 0; i < zc_count_; ++i) {
+        const zcopy_seg &z = zc_at(i);
+        if (z.insert_at > pos) {
+            if (n == max) {
+                *total = bytes;
+                return n;
+            }
+            size_t len = size_t(z.insert_at - pos);
+            out[n++] = boost::asio::const_buffer(buf_.get() + off, len);
+            bytes += len;
+            off   += len;
+            pos    = z.insert_at;
+        }
+        for (uint32_t j = z.cur; j < z.iovcnt; ++j) {
+            size_t skip = (j == z.cur) ? z.cur_offset : 0;
+            size_t len  = z.iovs[j].length - skip;
+            if (len == 0) {
+                continue;
+            }
+            if (n == max) {
+                /* Stop inside this segment: nothing after it may go first. */
+                *total = bytes;
+                return n;
+            }
+            out[n++] = boost::asio::const_buffer(
+                    static_cast<const uint8_t*>(z.iovs[j].buffer) + skip, len);
+            bytes += len;
+        }
+    }
+
+    if ((off < tail_) && (n < max)) {
+        out[n++] = boost::asio::const_buffer(buf_.get() + off, tail_ - off);
+        bytes   += tail_ - off;
+    }
+    *total = bytes;
+    return n;
+}
+
+void tx_queue::consume(size_t length, completion **done, unsigned *ndone)
+{
+    sent_ += length;
+    for (;;) {
+        if ((zc_count_ > 0) && (zc_at(0).insert_at == buf_consumed_)) {
+            zcopy_seg &z = zc_at(0);
+            while (z.cur < z.iovcnt) {
+                size_t left = z.iovs[z.cur].length - z.cur_offset;
+                if (left > length) {
+                    z.cur_offset += length;
+                    length        = 0;
+                    break;
+                }
+                length      -= left;
+                ++z.cur;
+                z.cur_offset = 0;
+            }
+            if (z.cur < z.iovcnt) {
+                break;
+            }
+            if (z.comp != nullptr) {
+                done[(*ndone)++] = z.comp;
+            }
+            zc_first_ = (zc_first_ + 1) % zc_capacity_;
+            --zc_count_;
+            continue;
+        }
+        if (length == 0) {
+            break;
+        }
+        size_t limit = (zc_count_ > 0) ? size_t(zc_at(0).insert_at - buf_consumed_) :
+                                         (tail_ - head_);
+        size_t take  = std::min(length, limit);
+        if (take == 0) {
+            break;   /* more than was gathered: cannot happen */
+        }
+        head_         += take;
+        buf_consumed_ += take;
+        length        -= take;
+    }
+    if (head_ == tail_) {
+        head_ = tail_ = 0;
+    }
+}
+
+void tx_queue::clear(completion **done, unsigned *ndone)
+{
+    for (unsigned i = 0; i < zc_count_; ++i) {
+        if (zc_at(i).comp != nullptr) {
+            done[(*ndone)++] = zc_at(i).comp;
+        }
+    }
+    zc_first_ = zc_count_ = 0;
+    buf_consumed_ += tail_ - head_;
+    head_ = tail_ = 0;
+}
+
+} // namespace uct::tcp

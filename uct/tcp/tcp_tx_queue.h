@@ -1,0 +1,111 @@
+/*
+ * What a connection still has to write, in order: bytes copied into a
+ * linear buffer (frame headers, short and bcopy payloads) with zero-copy
+ * segments inserted between them. gather() turns the front of the queue
+ * into one scatter list for a single writev; consume() drops what the socket
+ * took. Zero-copy segments reference the caller's buffers until they are
+ * fully written.
+ */
+#ifndef UCT_TCP_TCP_TX_QUEUE_H
+#define UCT_TCP_TCP_TX_QUEUE_H
+
+#include <uct/base/uct_types.h>
+
+#include <boost/asio/buffer.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+namespace uct::tcp {
+
+class tx_queue {
+public:
+    /* Most zero-copy segments one queue holds (bounds the completion batch). */
+    static constexpr unsigned MAX_ZCOPY_SLOTS = 64;
+    /* Most scatter entries gathered for one write (Asio passes at most 64). */
+    static constexpr size_t MAX_GATHER = 64;
+
+    ucs_status_t init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov);
+
+    bool empty() const { return (head_ == tail_) && (zc_count_ == 0); }
+    bool zcopy_full() const { return zc_count_ == zc_capacity_; }
+    size_t buffered() const { return tail_ - head_; }
+    size_t buffer_capacity() const { return capacity_; }
+
+    /* Bytes handed to consume() so far; a position in the outgoing stream. */
+    uint64_t bytes_sent() const { return sent_; }
+
+    /*
+     * `length` contiguous bytes at the tail, compacting the buffer if that
+     * makes room; nullptr when the buffer is too full. Nothing is queued
+     * until commit().
+     */
+    uint8_t *reserve(size_t length)
+    {
+        if (ucs_likely(capacity_ - tail_ >= length)) {
+            return buf_.get() + tail_;
+        }
+        return reserve_slow(length);
+    }
+
+    void commit(size_t length) { tail_ += length; }
+
+    /*
+     * Queues the caller's buffers after everything committed so far; the
+     * caller checked !zcopy_full() and iovcnt <= max_iov. Returns a ticket
+     * for set_zcopy_comp().
+     */
+    uint64_t push_zcopy(const iov *iov, size_t iovcnt, completion *comp);
+
+    /* Sets the completion of a queued segment; false if it was already written. */
+    bool set_zcopy_comp(uint64_t ticket, completion *comp);
+
+    /* Fills `out` with the front of the queue; returns entries and total bytes. */
+    size_t gather(boost::asio::const_buffer *out, size_t max, size_t *total) const;
+
+    /*
+     * Drops `length` written bytes. Completions of segments that finished
+     * are stored in `done` (MAX_ZCOPY_SLOTS entries) and counted in *ndone;
+     * the caller invokes them once its own state is consistent.
+     */
+    void consume(size_t length, completion **done, unsigned *ndone);
+
+    /* Empties the queue, returning the completions of unsent segments. */
+    void clear(completion **done, unsigned *ndone);
+
+private:
+    struct zcopy_seg {
+        uint64_t    insert_at;   /* buffered-stream position it follows */
+        completion  *comp;
+        uint32_t    iovcnt;
+        uint32_t    cur;         /* first iov not fully written */
+        size_t      cur_offset;  /* bytes of iov[cur] already written */
+        iov         *iovs;       /* max_iov entries owned by the queue */
+    };
+
+    uint8_t *reserve_slow(size_t length);
+    zcopy_seg &zc_at(unsigned i) const
+    {
+        return zc_[(zc_first_ + i) % zc_capacity_];
+    }
+    /* Buffered-stream position of buf_[head_]. */
+    uint64_t buffered_pos() const { return buf_consumed_; }
+
+    std::unique_ptr<uint8_t[]>   buf_;
+    size_t                       capacity_ = 0;
+    size_t                       head_ = 0, tail_ = 0;
+    uint64_t                     buf_consumed_ = 0;  /* buffered bytes written */
+    uint64_t                     sent_ = 0;          /* all bytes written */
+
+    std::unique_ptr<zcopy_seg[]> zc_;
+    std::unique_ptr<iov[]>       zc_iovs_;
+    unsigned                     zc_capacity_ = 0;
+    unsigned                     zc_first_ = 0, zc_count_ = 0;
+    uint64_t                     zc_pushed_ = 0;     /* tickets handed out */
+    size_t                       max_iov_ = 0;
+};
+
+} // namespace uct::tcp
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * The tcp transport's wire format. Every message on a connection is a frame:
+ * an 8-byte header followed by `length` payload bytes. User active messages
+ * carry flags == 0 and id 0..31; the transport's own messages (the RMA
+ * emulation and flush) carry frame_flag::INTERNAL and an internal_op id, so
+ * user ids stay free. The first bytes an initiator sends are a handshake.
+ * Peers are assumed to share byte order (as in UCX).
+ */
+#ifndef UCT_TCP_TCP_WIRE_H
+#define UCT_TCP_TCP_WIRE_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uct::tcp {
+
+struct frame_hdr {
+    uint8_t  id;
+    uint8_t  flags;
+    uint16_t reserved;   /* zero */
+    uint32_t length;     /* payload bytes after this header */
+};
+static_assert(sizeof(frame_hdr) == 8);
+
+namespace frame_flag {
+constexpr uint8_t INTERNAL = 1u << 0;
+} // namespace frame_flag
+
+enum class internal_op : uint8_t {
+    PUT = 1,          /* initiator -> target: put_hdr + data */
+    GET_REQ,          /* initiator -> target: get_req */
+    GET_REPLY,        /* target -> initiator: reply_hdr + data when OK */
+    ATOMIC_POST,      /* initiator -> target: atomic_req, no reply */
+    ATOMIC_REQ,       /* initiator -> target: atomic_req */
+    ATOMIC_REPLY,     /* target -> initiator: reply_hdr + uint64_t old value */
+    FLUSH_REQ,        /* initiator -> target: flush_req */
+    FLUSH_REPLY,      /* target -> initiator: reply_hdr */
+    LAST
+};
+
+struct put_hdr {
+    uint64_t region_id;
+    uint64_t address;
+};
+
+struct get_req {
+    uint64_t seq;
+    uint64_t region_id;
+    uint64_t address;
+    uint64_t length;
+};
+
+struct atomic_req {
+    uint64_t seq;        /* 0 for ATOMIC_POST */
+    uint64_t region_id;
+    uint64_t address;
+    uint64_t value;
+    uint64_t compare;
+    uint8_t  op;         /* uct::atomic_op */
+    uint8_t  size;       /* 4 or 8 */
+    uint8_t  reserved[6];
+};
+
+struct flush_req {
+    uint64_t seq;
+};
+
+/* Replies come back in request order; `seq` lets the initiator check that. */
+struct reply_hdr {
+    uint64_t seq;
+    int32_t  status;     /* ucs_status_t */
+    uint32_t reserved;
+};
+
+constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078;   /* "xPCT" */
+constexpr uint16_t HANDSHAKE_VERSION = 1;
+
+/* Who is connecting: the initiator's own listening address. */
+struct handshake {
+    uint32_t magic;
+    uint16_t version;
+    uint8_t  family;     /* addr_family */
+    uint8_t  reserved;
+    uint8_t  ip[16];
+    uint16_t port;       /* host order */
+    uint8_t  reserved2[6];
+};
+static_assert(sizeof(handshake) == 32);
+
+enum class addr_family : uint8_t { IPV4 = 4, IPV6 = 6 };
+
+inline size_t ip_length(addr_family family)
+{
+    return (family == addr_family::IPV4) ? 4 : 16;
+}
+
+/*
+ * Device address: the interface's IP. Loopback addresses mean "this host",
+ * so they carry a host identity and are reachable only from the same host.
+ */
+struct device_addr_hdr {
+    uint8_t  family;     /* addr_family */
+    uint8_t  flags;      /* device_addr_flag:: */
+    uint8_t  reserved[6];
+    uint64_t host_id;    /* nonzero for loopback */
+    /* followed by ip_length(family) bytes */
+};
+static_assert(sizeof(device_addr_hdr) == 16);
+
+namespace device_addr_flag {
+constexpr uint8_t LOOPBACK = 1u << 0;
+} // namespace device_addr_flag
+
+/* Iface address: the listening port. */
+struct iface_addr {
+    uint16_t port;       /* host order */
+};
+
+constexpr uint64_t RKEY_MAGIC = 0x7463702d726b6579ull;  /* "tcp-rkey" */
+
+struct packed_rkey {
+    uint64_t magic;
+    uint64_t region_id;
+    uint64_t address;
+    uint64_t length;
+};
+
+} // namespace uct::tcp
+
+#endif
