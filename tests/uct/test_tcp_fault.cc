@@ -21,12 +21,24 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace {
+
+/* An aborted parent must not leave this child spinning. */
+void die_with_parent()
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) {
+        _exit(1);
+    }
+}
 
 constexpr uct::am_id_t AM_ID  = 3;
 constexpr uct::am_id_t RAW_ID = 4;
@@ -172,6 +184,7 @@ bool flush_and_wait(Node &n, uct::ep *ep)
  * (never progresses again) until it is killed. */
 int stalled_peer(int fd)
 {
+    die_with_parent();
     test::uct_entity e("tcp", "lo");
     TEST_CHILD_CHECK(e.ok());
     uint64_t count = 0;
@@ -329,6 +342,7 @@ struct malformed_report {
 
 int malformed_target(int fd)
 {
+    die_with_parent();
     /* Malformed input is logged as errors: keep them in a file to count. */
     std::string log_path = "/tmp/ucx-ng-tcp-malformed-" + std::to_string(getpid()) + ".log";
     TEST_CHILD_CHECK(ucs::log_set_file(log_path.c_str()) == UCS_OK);

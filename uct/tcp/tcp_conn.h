@@ -158,6 +158,8 @@ private:
     uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length);
     void     refuse_rma(const char *what, uint64_t address, uint64_t length);
     void     rx_error(const boost::system::error_code &ec);
+    /* rx_error() unless the error only means "no data now". */
+    void     rx_failed(const boost::system::error_code &ec);
     bool     large_reserve(size_t length);
     void     finish_large();
 

@@ -12,6 +12,7 @@
 
 #include <ucs/debug/log.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -76,37 +77,48 @@ unsigned tcp_conn::rx_progress()
     unsigned count = 0;
     for (unsigned iter = 0; iter < config_.max_poll; ++iter) {
         boost::system::error_code ec;
-        uint8_t *dest;
-        size_t  want;
         if (large_.active) {
-            dest = large_.buf + large_.got;
-            want = large_.hdr.length - large_.got;
-        } else {
-            dest = rx_.get() + rx_tail_;
-            want = rx_cap_ - rx_tail_;
+            /* The rest of the large frame, plus the next frame's header into
+             * the (empty) receive buffer: if that frame is large too, it is
+             * read straight into its own buffer, without a copy. */
+            size_t want = large_.hdr.length - large_.got;
+            std::array<boost::asio::mutable_buffer, 2> bufs = {
+                boost::asio::buffer(large_.buf + large_.got, want),
+                boost::asio::buffer(rx_.get(), FRAME_HDR)};
+            size_t got = socket_.read_some(bufs, ec);
+            if (ec) {
+                rx_failed(ec);
+                break;
+            }
+            ++count;
+            if (got < want) {
+                large_.got += got;
+                break;
+            }
+            large_.got = large_.hdr.length;
+            rx_tail_   = got - want;
+            finish_large();
+            if ((state_ < conn_state::FAILED) && (rx_tail_ > 0)) {
+                parse_frames();
+            }
+            if ((state_ >= conn_state::FAILED) || (got < want + FRAME_HDR)) {
+                break;
+            }
+            continue;
         }
+
+        size_t want = rx_cap_ - rx_tail_;
         if (want == 0) {
             break;
         }
-        size_t got = socket_.read_some(boost::asio::buffer(dest, want), ec);
+        size_t got = socket_.read_some(boost::asio::buffer(rx_.get() + rx_tail_, want), ec);
         if (ec) {
-            if ((ec != boost::asio::error::would_block) &&
-                (ec != boost::asio::error::try_again) &&
-                (ec != boost::asio::error::interrupted)) {
-                rx_error(ec);
-            }
+            rx_failed(ec);
             break;
         }
         ++count;
-        if (large_.active) {
-            large_.got += got;
-            if (large_.got == large_.hdr.length) {
-                finish_large();
-            }
-        } else {
-            rx_tail_ += got;
-            parse_frames();
-        }
+        rx_tail_ += got;
+        parse_frames();
         if ((state_ >= conn_state::FAILED) || rx_blocked_ || (got < want)) {
             break;
         }
@@ -118,6 +130,14 @@ unsigned tcp_conn::rx_progress()
     }
     update_events();
     return count;
+}
+
+void tcp_conn::rx_failed(const boost::system::error_code &ec)
+{
+    if ((ec != boost::asio::error::would_block) && (ec != boost::asio::error::try_again) &&
+        (ec != boost::asio::error::interrupted)) {
+        rx_error(ec);
+    }
 }
 
 void tcp_conn::rx_error(const boost::system::error_code &ec)
