@@ -484,12 +484,14 @@ void tcp_iface::report_ep_failure(ep *failed_ep, ucs_status_t status)
 void tcp_iface::release_conn(tcp_conn *conn)
 {
     conn->close();
-    failures_.erase(std::remove(failures_.begin(), failures_.end(), conn),
-                    failures_.end());
     if (progress_depth_ > 0) {
-        need_sweep_ = true;   /* an event for it may still be in hand */
+        /* An event or a failure entry for it may still be in hand: it stays
+         * allocated (and is skipped as closed) until sweep_closed(). */
+        need_sweep_ = true;
         return;
     }
+    failures_.erase(std::remove(failures_.begin(), failures_.end(), conn),
+                    failures_.end());
     auto it = std::find_if(conns_.begin(), conns_.end(),
                            [conn](const auto &c) { return c.get() == conn; });
     if (it != conns_.end()) {
