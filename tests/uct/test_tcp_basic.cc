@@ -8,6 +8,7 @@
 #include "uct_test_util.h"
 
 #include <uct/tcp/tcp_config.h>
+#include <uct/tcp/tcp_iface.h>
 #include <uct/tcp/tcp_md.h>
 #include <uct/tcp/tcp_pending.h>
 #include <uct/tcp/tcp_tx_queue.h>
@@ -734,4 +735,166 @@ TEST_CASE("tcp over a non-loopback interface", "[tcp]")
     uint64_t h;
     std::memcpy(&h, log.messages[0].data(), 8);
     CHECK(h == 42);
+}
+
+namespace {
+
+size_t connections(test::uct_entity &e)
+{
+    auto *iface = dynamic_cast<uct::tcp::tcp_iface*>(&e.iface());
+    return (iface != nullptr) ? iface->num_connections() : SIZE_MAX;
+}
+
+std::unique_ptr<uct::ep> make_ep(test::uct_entity &from, test::uct_entity &to)
+{
+    auto addr   = to.addresses();
+    uct::ep *ep = nullptr;
+    if (from.iface().ep_create_connected(addr.device.data(), addr.device.size(),
+                                         addr.iface.data(), addr.iface.size(),
+                                         &ep) != UCS_OK) {
+        return nullptr;
+    }
+    return std::unique_ptr<uct::ep>(ep);
+}
+
+struct unpack_to {
+    void   *dest;
+    size_t length;
+};
+
+void copy_out(void *arg, const void *data, size_t length)
+{
+    auto *u = static_cast<unpack_to*>(arg);
+    std::memcpy(u->dest, data, std::min(length, u->length));
+}
+
+/* A get of 8 bytes through `ep`, waited for. */
+ucs_status_t get_word(test::uct_entity &a, test::uct_entity &b, uct::ep *ep,
+                      uint64_t addr, uct::rkey_t rkey, uint64_t *out)
+{
+    counted_comp comp;
+    unpack_to u{out, sizeof(*out)};
+    ucs_status_t st = ep->get_bcopy(copy_out, &u, sizeof(*out), addr, rkey, &comp);
+    if (st != UCS_INPROGRESS) {
+        return st;
+    }
+    test::poll_until([&] { return comp.fired > 0; }, [&] {
+        a.progress();
+        b.progress();
+    });
+    return (comp.fired > 0) ? comp.last : UCS_ERR_TIMED_OUT;
+}
+
+} // namespace
+
+TEST_CASE("tcp eps towards each other share one connection, each may leave first", "[tcp]")
+{
+    test::uct_entity a("tcp", "lo"), b("tcp", "lo");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    am_log at_a, at_b;
+    REQUIRE(a.iface().set_am_handler(1, record_am, &at_a, 0) == UCS_OK);
+    REQUIRE(b.iface().set_am_handler(1, record_am, &at_b, 0) == UCS_OK);
+    auto pump = [&] {
+        a.progress();
+        b.progress();
+    };
+
+    /* Memory on each side, for gets in both directions. */
+    uint64_t word_a = 0xaaaa, word_b = 0xbbbb;
+    uct::mem_h mh_a, mh_b;
+    REQUIRE(a.md().mem_reg(&word_a, sizeof(word_a), 0, &mh_a) == UCS_OK);
+    REQUIRE(b.md().mem_reg(&word_b, sizeof(word_b), 0, &mh_b) == UCS_OK);
+    std::vector<uint8_t> key_a(a.md().attr().rkey_packed_size), key_b(key_a.size());
+    REQUIRE(a.md().mkey_pack(mh_a, key_a.data()) == UCS_OK);
+    REQUIRE(b.md().mkey_pack(mh_b, key_b.data()) == UCS_OK);
+    uct::rkey_bundle rk_a, rk_b;   /* unpacked by the side that uses them */
+    REQUIRE(b.component().rkey_unpack(key_a.data(), key_a.size(), &rk_a) == UCS_OK);
+    REQUIRE(a.component().rkey_unpack(key_b.data(), key_b.size(), &rk_b) == UCS_OK);
+    auto addr_a = reinterpret_cast<uint64_t>(&word_a);
+    auto addr_b = reinterpret_cast<uint64_t>(&word_b);
+
+    auto ep_ab = make_ep(a, b);
+    REQUIRE(ep_ab);
+    REQUIRE(ep_ab->am_short(1, 1, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
+
+    /* b already accepted a's connection: its ep towards a reuses it. */
+    auto ep_ba = make_ep(b, a);
+    REQUIRE(ep_ba);
+    CHECK(connections(a) == 1);
+    CHECK(connections(b) == 1);
+    REQUIRE(ep_ba->am_short(1, 2, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return at_a.messages.size() == 1; }, pump));
+    uint64_t got = 0;
+    CHECK(get_word(a, b, ep_ab.get(), addr_b, rk_b.rkey, &got) == UCS_OK);
+    CHECK(got == 0xbbbb);
+    CHECK(get_word(a, b, ep_ba.get(), addr_a, rk_a.rkey, &got) == UCS_OK);
+    CHECK(got == 0xaaaa);
+
+    SECTION("the initiator's ep leaves first") {
+        ep_ab.reset();
+        for (int i = 0; i < 100; ++i) {
+            pump();
+        }
+        /* b's ep keeps working: a still serves its end of the connection. */
+        REQUIRE(ep_ba->am_short(1, 3, nullptr, 0) == UCS_OK);
+        REQUIRE(test::poll_until([&] { return at_a.messages.size() == 2; }, pump));
+        CHECK(get_word(a, b, ep_ba.get(), addr_a, rk_a.rkey, &got) == UCS_OK);
+        CHECK(connections(a) == 1);
+        CHECK(connections(b) == 1);
+
+        /* A new ep from a opens a new connection. */
+        auto again = make_ep(a, b);
+        REQUIRE(again);
+        REQUIRE(again->am_short(1, 4, nullptr, 0) == UCS_OK);
+        REQUIRE(test::poll_until([&] { return at_b.messages.size() == 2; }, pump));
+        CHECK(connections(a) == 2);
+
+        /* The last user of the shared connection leaves: it closes on both sides. */
+        ep_ba.reset();
+        REQUIRE(test::poll_until([&] { return (connections(a) == 1) &&
+                                              (connections(b) == 1); }, pump));
+        CHECK(again->flush(0, nullptr) == UCS_OK);
+    }
+
+    SECTION("the acceptor's ep leaves first") {
+        ep_ba.reset();
+        for (int i = 0; i < 100; ++i) {
+            pump();
+        }
+        REQUIRE(ep_ab->am_short(1, 5, nullptr, 0) == UCS_OK);
+        REQUIRE(test::poll_until([&] { return at_b.messages.size() == 2; }, pump));
+        CHECK(get_word(a, b, ep_ab.get(), addr_b, rk_b.rkey, &got) == UCS_OK);
+        ep_ab.reset();
+        REQUIRE(test::poll_until([&] { return (connections(a) == 0) &&
+                                              (connections(b) == 0); }, pump));
+    }
+
+    a.component().rkey_release(rk_b);
+    b.component().rkey_release(rk_a);
+    CHECK(a.md().mem_dereg(mh_a) == UCS_OK);
+    CHECK(b.md().mem_dereg(mh_b) == UCS_OK);
+}
+
+TEST_CASE("tcp destroying an ep the peer never used closes the connection on both sides", "[tcp]")
+{
+    test::uct_entity a("tcp", "lo"), b("tcp", "lo");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    am_log at_b;
+    REQUIRE(b.iface().set_am_handler(1, record_am, &at_b, 0) == UCS_OK);
+    auto pump = [&] {
+        a.progress();
+        b.progress();
+    };
+    auto ep = make_ep(a, b);
+    REQUIRE(ep);
+    REQUIRE(ep->am_short(1, 1, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
+    CHECK(connections(a) == 1);
+    CHECK(connections(b) == 1);
+    ep.reset();
+    REQUIRE(test::poll_until([&] { return (connections(a) == 0) &&
+                                          (connections(b) == 0); }, pump));
 }

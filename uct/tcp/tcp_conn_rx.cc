@@ -198,30 +198,31 @@ bool tcp_conn::valid_frame(const frame_hdr &hdr) const
         return false;
     }
     if (hdr.flags == 0) {
-        /* A user active message: only a peer ep sends those. */
-        return !outbound_ && (hdr.id < AM_ID_MAX) && (hdr.length <= iface_.max_am_frame());
+        return (hdr.id < AM_ID_MAX) && (hdr.length <= iface_.max_am_frame());
     }
     if (hdr.flags != frame_flag::INTERNAL) {
         return false;
     }
     switch (static_cast<internal_op>(hdr.id)) {
     case internal_op::PUT:
-        return !outbound_ && (hdr.length >= sizeof(put_hdr)) &&
+        return (hdr.length >= sizeof(put_hdr)) &&
                (hdr.length - sizeof(put_hdr) <= config_.max_zcopy);
     case internal_op::GET_REQ:
-        return !outbound_ && (hdr.length == sizeof(get_req));
+        return hdr.length == sizeof(get_req);
     case internal_op::ATOMIC_POST:
     case internal_op::ATOMIC_REQ:
-        return !outbound_ && (hdr.length == sizeof(atomic_req));
+        return hdr.length == sizeof(atomic_req);
     case internal_op::FLUSH_REQ:
-        return !outbound_ && (hdr.length == sizeof(flush_req));
+        return hdr.length == sizeof(flush_req);
     case internal_op::GET_REPLY:
-        return outbound_ && (hdr.length >= sizeof(reply_hdr)) &&
+        return (hdr.length >= sizeof(reply_hdr)) &&
                (hdr.length - sizeof(reply_hdr) <= config_.max_zcopy);
     case internal_op::ATOMIC_REPLY:
-        return outbound_ && (hdr.length == sizeof(reply_hdr) + sizeof(uint64_t));
+        return hdr.length == sizeof(reply_hdr) + sizeof(uint64_t);
     case internal_op::FLUSH_REPLY:
-        return outbound_ && (hdr.length == sizeof(reply_hdr));
+        return hdr.length == sizeof(reply_hdr);
+    case internal_op::DETACH:
+        return hdr.length == 0;
     default:
         return false;
     }
@@ -313,6 +314,7 @@ void tcp_conn::finish_large()
 bool tcp_conn::dispatch(const frame_hdr &hdr, uint8_t *payload)
 {
     if (ucs_likely(hdr.flags == 0)) {
+        peer_sends_ = true;
         /* tcp never hands out descriptors: the data is valid during the call. */
         iface_.deliver_am(hdr.id, payload, hdr.length);
         return true;
@@ -323,6 +325,10 @@ bool tcp_conn::dispatch(const frame_hdr &hdr, uint8_t *payload)
 bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
 {
     auto op = static_cast<internal_op>(hdr.id);
+    if ((op != internal_op::GET_REPLY) && (op != internal_op::ATOMIC_REPLY) &&
+        (op != internal_op::FLUSH_REPLY)) {
+        peer_sends_ = true;
+    }
     switch (op) {
     case internal_op::PUT:
         handle_put(payload, hdr.length);
@@ -343,6 +349,9 @@ bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
         std::memcpy(&req, payload, sizeof(req));
         return handle_flush_req(req);
     }
+    case internal_op::DETACH:
+        handle_detach();
+        return true;
     default:
         handle_reply(op, payload, hdr.length);
         return true;
@@ -517,6 +526,11 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
         return;
     }
 
+    if (discard_replies_) {
+        fetches_.pop_front();   /* its ep is gone */
+        return;
+    }
+
     /* Off the ring before any user code runs: callbacks may post more. */
     completion        *comp   = f.comp;
     fetch_kind        kind    = f.kind;
@@ -548,6 +562,15 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
     }
     if (comp != nullptr) {
         invoke_completion(comp, status);
+    }
+}
+
+void tcp_conn::handle_detach()
+{
+    peer_detached_ = true;
+    if (owner_ep_ == nullptr) {
+        close();    /* nobody uses this connection any more */
+        iface_.conn_closed();
     }
 }
 

@@ -61,11 +61,16 @@ public:
 
     void epoll_update(tcp_conn *conn, uint32_t events);
     void defer_failure(tcp_conn *conn) { failures_.push_back(conn); }
+    void conn_closed() { need_sweep_ = true; }
+
+    /* Open connections, for diagnostics and tests. */
+    size_t num_connections() const;
     void connect_started() { ++connecting_; }
     void connect_finished() { --connecting_; }
     /* Calls the user's error handler for `failed_ep`. */
     void report_ep_failure(ep *failed_ep, ucs_status_t status);
-    /* An ep is going away: close its connection, free it when safe. */
+    /* An ep is going away: detach it from its connection (closing that
+     * when nobody else uses it), freed when safe. */
     void release_conn(tcp_conn *conn);
 
 private:
