@@ -1,9 +1,13 @@
 /*
  * A tcp iface: a listening socket on one network interface, the connections
- * it accepted, and the outbound connections of its eps. One epoll set holds
+ * it accepted, and the connections its eps opened. One epoll set holds
  * every socket; progress() asks it what is ready (or, with very few
  * connections, just tries them) and services the sockets without blocking.
- * The epoll fd doubles as the wakeup fd.
+ * The epoll fd doubles as the wakeup fd: event_arm() answers UCS_ERR_BUSY
+ * while anything is ready, so a caller may then block on the fd.
+ * Active messages are delivered without the DESC flag (the data is valid
+ * during the handler only), so rx_headroom is not used. Not thread-safe:
+ * one thread progresses and sends (UCS_THREAD_MODE_SINGLE).
  */
 #ifndef UCT_TCP_TCP_IFACE_H
 #define UCT_TCP_TCP_IFACE_H
