@@ -145,6 +145,9 @@ TEST_CASE("tcp lists one NET resource per interface, loopback included", "[tcp]"
     CHECK(md->iface_open(worker, params, &iface) == UCS_ERR_NO_DEVICE);
     params.dev_name = nullptr;
     CHECK(md->iface_open(worker, params, &iface) == UCS_ERR_NO_DEVICE);
+    uct::worker multi(nullptr, UCS_THREAD_MODE_MULTI);
+    params.dev_name = "lo";
+    CHECK(md->iface_open(multi, params, &iface) == UCS_ERR_UNSUPPORTED);
 }
 
 TEST_CASE("tcp iface attributes and addresses", "[tcp]")

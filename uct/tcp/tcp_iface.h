@@ -6,8 +6,8 @@
  * The epoll fd doubles as the wakeup fd: event_arm() answers UCS_ERR_BUSY
  * while anything is ready, so a caller may then block on the fd.
  * Active messages are delivered without the DESC flag (the data is valid
- * during the handler only), so rx_headroom is not used. Not thread-safe:
- * one thread progresses and sends (UCS_THREAD_MODE_SINGLE).
+ * during the handler only), so rx_headroom is not used. No locks: one
+ * thread at a time (SINGLE or SERIALIZED workers; MULTI is refused).
  */
 #ifndef UCT_TCP_TCP_IFACE_H
 #define UCT_TCP_TCP_IFACE_H
