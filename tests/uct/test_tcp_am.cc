@@ -9,11 +9,23 @@
 #include "uct_test_util.h"
 
 #include <cstring>
+
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <memory>
 #include <set>
 #include <vector>
 
 namespace {
+
+/* An aborted parent must not leave this child spinning. */
+void die_with_parent()
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) {
+        _exit(1);
+    }
+}
 
 constexpr uct::am_id_t AM_ID = 7;
 
@@ -153,6 +165,7 @@ size_t pack_bytes(void *dest, void *arg)
 
 /* Child side of the two-process tests: open tcp on lo, publish addresses. */
 #define CHILD_OPEN(_e) \
+    die_with_parent(); \
     test::uct_entity _e("tcp", "lo"); \
     TEST_CHILD_CHECK(_e.ok()); \
     TEST_CHILD_CHECK(test::send_blob(fd, _e.addresses().serialize()))

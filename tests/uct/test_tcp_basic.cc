@@ -8,10 +8,12 @@
 #include "uct_test_util.h"
 
 #include <uct/tcp/tcp_config.h>
+#include <uct/tcp/tcp_iface.h>
 #include <uct/tcp/tcp_md.h>
 #include <uct/tcp/tcp_pending.h>
 #include <uct/tcp/tcp_tx_queue.h>
 #include <uct/tcp/tcp_wire.h>
+#include <ucs/debug/log.h>
 
 #include "two_process.h"
 
@@ -22,11 +24,41 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace {
+
+/* Sends this process's log to a temporary file while in scope. */
+class captured_log {
+public:
+    captured_log()
+        : path_("/tmp/ucx-ng-tcp-test-" + std::to_string(getpid()) + ".log")
+    {
+        ucs::log_set_file(path_.c_str());
+    }
+
+    ~captured_log()
+    {
+        ucs::log_set_file("stdout");
+        ::unlink(path_.c_str());
+    }
+
+    /* Everything logged so far; logging goes back to stdout. */
+    std::string text()
+    {
+        ucs::log_set_file("stdout");
+        std::ifstream in(path_);
+        return std::string(std::istreambuf_iterator<char>(in),
+                           std::istreambuf_iterator<char>());
+    }
+
+private:
+    std::string path_;
+};
 
 uct::component *find_tcp_component()
 {
@@ -113,6 +145,9 @@ TEST_CASE("tcp lists one NET resource per interface, loopback included", "[tcp]"
     CHECK(md->iface_open(worker, params, &iface) == UCS_ERR_NO_DEVICE);
     params.dev_name = nullptr;
     CHECK(md->iface_open(worker, params, &iface) == UCS_ERR_NO_DEVICE);
+    uct::worker multi(nullptr, UCS_THREAD_MODE_MULTI);
+    params.dev_name = "lo";
+    CHECK(md->iface_open(multi, params, &iface) == UCS_ERR_UNSUPPORTED);
 }
 
 TEST_CASE("tcp iface attributes and addresses", "[tcp]")
@@ -176,6 +211,7 @@ TEST_CASE("tcp iface attributes and addresses", "[tcp]")
 TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
 {
     using uct::tcp::check_tcp_config;
+    captured_log log;
     auto cfg = uct::tcp::default_tcp_config();
     CHECK(check_tcp_config(cfg) == UCS_OK);
 
@@ -209,6 +245,15 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     bad.max_get_iov = 0;
     CHECK(md.iface_open(worker, params, bad, &iface) == UCS_ERR_INVALID_PARAM);
     CHECK(iface == nullptr);
+
+    /* Each refusal says which variable is wrong. */
+    std::string text = log.text();
+    for (const char *name : {"UCX_TCP_TX_BUF_SIZE", "UCX_TCP_MAX_IOV", "UCX_TCP_ZCOPY_INFLIGHT",
+                             "UCX_TCP_MAX_ZCOPY", "UCX_TCP_RX_SEG_SIZE", "UCX_TCP_MAX_SHORT",
+                             "UCX_TCP_MAX_GET_IOV"}) {
+        INFO(name);
+        CHECK(text.find(name) != std::string::npos);
+    }
 }
 
 TEST_CASE("tcp md registers regions and unpacks only valid keys", "[tcp]")
@@ -463,4 +508,396 @@ TEST_CASE("tcp wakeup: the event fd turns readable when a message arrives", "[tc
     REQUIRE(test::poll_until([&] { return log.messages.size() == 2; },
                              [&] { receiver.progress(); }));
     CHECK(receiver.iface().event_arm(uct::event_flag::RECV) == UCS_OK);
+}
+
+namespace {
+
+/* tcp on one device with explicit tunables (uct_entity takes the defaults). */
+class tuned_tcp {
+public:
+    tuned_tcp(const char *dev, const uct::tcp::tcp_config &config)
+        : worker_(nullptr, UCS_THREAD_MODE_SINGLE)
+    {
+        uct::iface_params params;
+        params.tl_name  = "tcp";
+        params.dev_name = dev;
+        if (md_.iface_open(worker_, params, config, &iface_) != UCS_OK) {
+            iface_ = nullptr;
+        }
+    }
+
+    ~tuned_tcp()
+    {
+        for (uct::ep *ep : eps_) {
+            delete ep;
+        }
+        delete iface_;
+    }
+
+    bool ok() const { return iface_ != nullptr; }
+    uct::iface &iface() { return *iface_; }
+    void progress() { worker_.progress(); }
+
+    test::uct_addresses addresses() const
+    {
+        test::uct_addresses a;
+        a.device.resize(iface_->attr().device_addr_len);
+        a.iface.resize(iface_->attr().iface_addr_len);
+        iface_->get_device_address(a.device.data());
+        iface_->get_address(a.iface.data());
+        return a;
+    }
+
+    uct::ep *connect(const test::uct_addresses &peer)
+    {
+        uct::ep *ep = nullptr;
+        if (iface_->ep_create_connected(peer.device.data(), peer.device.size(),
+                                        peer.iface.data(), peer.iface.size(),
+                                        &ep) != UCS_OK) {
+            return nullptr;
+        }
+        eps_.push_back(ep);
+        return ep;
+    }
+
+private:
+    uct::worker           worker_;
+    uct::tcp::tcp_md      md_;
+    uct::iface            *iface_ = nullptr;
+    std::vector<uct::ep*> eps_;
+};
+
+inline uint8_t stress_byte(uint64_t seq, size_t i)
+{
+    return uint8_t(seq * 29 + i * 3 + (i >> 7));
+}
+
+struct stress_receiver {
+    std::vector<size_t> lengths;   /* expected, by sequence */
+    uint64_t            next = 0;
+    uint64_t            bad  = 0;
+};
+
+ucs_status_t check_stress(void *arg, void *data, size_t length, unsigned)
+{
+    auto *r = static_cast<stress_receiver*>(arg);
+    auto *p = static_cast<const uint8_t*>(data);
+    bool ok = (r->next < r->lengths.size()) && (length == r->lengths[r->next]);
+    for (size_t i = 0; ok && (i < length); ++i) {
+        ok = (p[i] == stress_byte(r->next, i));
+    }
+    r->bad += !ok;
+    ++r->next;
+    return UCS_OK;
+}
+
+struct stress_pack {
+    uint64_t seq;
+    size_t   length;
+};
+
+size_t pack_stress(void *dest, void *arg)
+{
+    auto *s = static_cast<stress_pack*>(arg);
+    auto *p = static_cast<uint8_t*>(dest);
+    for (size_t i = 0; i < s->length; ++i) {
+        p[i] = stress_byte(s->seq, i);
+    }
+    return s->length;
+}
+
+} // namespace
+
+TEST_CASE("tcp with tiny buffers: partial writes and large frames keep data intact", "[tcp]")
+{
+    auto cfg = uct::tcp::default_tcp_config();
+    cfg.sndbuf         = 4096;    /* the kernel rounds these up a little */
+    cfg.rcvbuf         = 4096;
+    cfg.rx_seg_size    = 256;     /* most frames take the large-frame path */
+    cfg.tx_seg_size    = 1024;
+    cfg.tx_buf_size    = 2048;
+    cfg.zcopy_inflight = 3;
+    cfg.max_poll       = 2;
+    tuned_tcp sender("lo", cfg), receiver("lo", cfg);
+    REQUIRE(sender.ok());
+    REQUIRE(receiver.ok());
+    stress_receiver r;
+    REQUIRE(receiver.iface().set_am_handler(1, check_stress, &r, 0) == UCS_OK);
+    uct::ep *ep = sender.connect(receiver.addresses());
+    REQUIRE(ep != nullptr);
+    auto pump = [&] {
+        sender.progress();
+        receiver.progress();
+    };
+
+    constexpr uint64_t count = 3000;
+    const auto &attr = sender.iface().attr();
+    std::vector<std::vector<uint8_t>> zbufs(cfg.zcopy_inflight + 1);
+    struct zslot : uct::completion {
+        bool busy = false;
+    };
+    std::vector<zslot> zslots(zbufs.size());
+    for (auto &z : zslots) {
+        z.func = [](uct::completion *self) { static_cast<zslot*>(self)->busy = false; };
+    }
+    unsigned no_resource = 0;
+    uint64_t lcg = 12345;
+    for (uint64_t seq = 0; seq < count; ++seq) {
+        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned kind = unsigned(lcg >> 60) % 3;
+        size_t length;
+        ucs_status_t st;
+        do {
+            if (kind == 0) {
+                length = 8 + size_t(lcg >> 33) % (attr.am.max_short - 7);
+                uint8_t payload[512];
+                stress_pack arg{seq, length};
+                pack_stress(payload, &arg);
+                uint64_t hdr;
+                std::memcpy(&hdr, payload, 8);
+                st = ep->am_short(1, hdr, payload + 8, unsigned(length - 8));
+            } else if (kind == 1) {
+                length = size_t(lcg >> 33) % (attr.am.max_bcopy + 1);
+                stress_pack arg{seq, length};
+                ssize_t ret = ep->am_bcopy(1, pack_stress, &arg, 0);
+                st = (ret >= 0) ? ((size_t(ret) == length) ? UCS_OK : UCS_ERR_IO_ERROR) :
+                                  ucs_status_t(ret);
+            } else {
+                length = size_t(lcg >> 33) % 300000;
+                zslot &z = zslots[seq % zslots.size()];
+                REQUIRE(test::poll_until([&] { return !z.busy; }, pump));
+                auto &buf = zbufs[seq % zbufs.size()];
+                buf.resize(length);
+                stress_pack arg{seq, length};
+                pack_stress(buf.data(), &arg);
+                size_t hdr = std::min<size_t>(length, 5);
+                size_t rest = length - hdr;
+                uct::iov iov[2] = {{buf.data() + hdr, rest / 2, nullptr},
+                                   {buf.data() + hdr + rest / 2, rest - rest / 2, nullptr}};
+                z.count  = 1;
+                z.status = UCS_OK;
+                st = ep->am_zcopy(1, buf.data(), unsigned(hdr), iov, 2, 0, &z);
+                z.busy = (st == UCS_INPROGRESS);
+                if (st == UCS_INPROGRESS) {
+                    st = UCS_OK;
+                }
+            }
+            if (st == UCS_ERR_NO_RESOURCE) {
+                ++no_resource;
+                pump();
+            }
+        } while (st == UCS_ERR_NO_RESOURCE);
+        REQUIRE(st == UCS_OK);
+        r.lengths.push_back(length);
+    }
+    REQUIRE(test::poll_until([&] { return r.next == count; }, pump, std::chrono::seconds(120)));
+    CHECK(r.bad == 0);
+    CHECK(no_resource > 0);   /* the small buffers did push back */
+    REQUIRE(test::poll_until([&] { return ep->flush(0, nullptr) == UCS_OK; }, pump));
+}
+
+TEST_CASE("tcp over a non-loopback interface", "[tcp]")
+{
+    uct::tcp::tcp_md md;
+    std::vector<uct::tl_resource> tls;
+    REQUIRE(md.query_tl_resources(&tls) == UCS_OK);
+    std::string dev;
+    for (const auto &tl : tls) {
+        if (std::string(tl.dev_name) != "lo") {
+            dev = tl.dev_name;
+            break;
+        }
+    }
+    if (dev.empty()) {
+        WARN("no network interface besides lo is up: nothing to test");
+        return;
+    }
+    test::uct_entity a("tcp", dev), b("tcp", dev), lo("tcp", "lo");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(lo.ok());
+    auto addr_b  = b.addresses();
+    auto addr_lo = lo.addresses();
+    CHECK(a.iface().is_reachable(addr_b.device.data(), addr_b.device.size(),
+                                 addr_b.iface.data(), addr_b.iface.size()));
+    /* Loopback and network devices do not mix. */
+    CHECK_FALSE(a.iface().is_reachable(addr_lo.device.data(), addr_lo.device.size(),
+                                       addr_lo.iface.data(), addr_lo.iface.size()));
+    CHECK_FALSE(lo.iface().is_reachable(addr_b.device.data(), addr_b.device.size(),
+                                        addr_b.iface.data(), addr_b.iface.size()));
+
+    am_log log;
+    REQUIRE(b.iface().set_am_handler(2, record_am, &log, 0) == UCS_OK);
+    uct::ep *ep = a.connect(addr_b);
+    REQUIRE(ep != nullptr);
+    REQUIRE(ep->am_short(2, 42, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return log.messages.size() == 1; }, [&] {
+        a.progress();
+        b.progress();
+    }));
+    uint64_t h;
+    std::memcpy(&h, log.messages[0].data(), 8);
+    CHECK(h == 42);
+}
+
+namespace {
+
+size_t connections(test::uct_entity &e)
+{
+    auto *iface = dynamic_cast<uct::tcp::tcp_iface*>(&e.iface());
+    return (iface != nullptr) ? iface->num_connections() : SIZE_MAX;
+}
+
+std::unique_ptr<uct::ep> make_ep(test::uct_entity &from, test::uct_entity &to)
+{
+    auto addr   = to.addresses();
+    uct::ep *ep = nullptr;
+    if (from.iface().ep_create_connected(addr.device.data(), addr.device.size(),
+                                         addr.iface.data(), addr.iface.size(),
+                                         &ep) != UCS_OK) {
+        return nullptr;
+    }
+    return std::unique_ptr<uct::ep>(ep);
+}
+
+struct unpack_to {
+    void   *dest;
+    size_t length;
+};
+
+void copy_out(void *arg, const void *data, size_t length)
+{
+    auto *u = static_cast<unpack_to*>(arg);
+    std::memcpy(u->dest, data, std::min(length, u->length));
+}
+
+/* A get of 8 bytes through `ep`, waited for. */
+ucs_status_t get_word(test::uct_entity &a, test::uct_entity &b, uct::ep *ep,
+                      uint64_t addr, uct::rkey_t rkey, uint64_t *out)
+{
+    counted_comp comp;
+    unpack_to u{out, sizeof(*out)};
+    ucs_status_t st = ep->get_bcopy(copy_out, &u, sizeof(*out), addr, rkey, &comp);
+    if (st != UCS_INPROGRESS) {
+        return st;
+    }
+    test::poll_until([&] { return comp.fired > 0; }, [&] {
+        a.progress();
+        b.progress();
+    });
+    return (comp.fired > 0) ? comp.last : UCS_ERR_TIMED_OUT;
+}
+
+} // namespace
+
+TEST_CASE("tcp eps towards each other share one connection, each may leave first", "[tcp]")
+{
+    test::uct_entity a("tcp", "lo"), b("tcp", "lo");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    am_log at_a, at_b;
+    REQUIRE(a.iface().set_am_handler(1, record_am, &at_a, 0) == UCS_OK);
+    REQUIRE(b.iface().set_am_handler(1, record_am, &at_b, 0) == UCS_OK);
+    auto pump = [&] {
+        a.progress();
+        b.progress();
+    };
+
+    /* Memory on each side, for gets in both directions. */
+    uint64_t word_a = 0xaaaa, word_b = 0xbbbb;
+    uct::mem_h mh_a, mh_b;
+    REQUIRE(a.md().mem_reg(&word_a, sizeof(word_a), 0, &mh_a) == UCS_OK);
+    REQUIRE(b.md().mem_reg(&word_b, sizeof(word_b), 0, &mh_b) == UCS_OK);
+    std::vector<uint8_t> key_a(a.md().attr().rkey_packed_size), key_b(key_a.size());
+    REQUIRE(a.md().mkey_pack(mh_a, key_a.data()) == UCS_OK);
+    REQUIRE(b.md().mkey_pack(mh_b, key_b.data()) == UCS_OK);
+    uct::rkey_bundle rk_a, rk_b;   /* unpacked by the side that uses them */
+    REQUIRE(b.component().rkey_unpack(key_a.data(), key_a.size(), &rk_a) == UCS_OK);
+    REQUIRE(a.component().rkey_unpack(key_b.data(), key_b.size(), &rk_b) == UCS_OK);
+    auto addr_a = reinterpret_cast<uint64_t>(&word_a);
+    auto addr_b = reinterpret_cast<uint64_t>(&word_b);
+
+    auto ep_ab = make_ep(a, b);
+    REQUIRE(ep_ab);
+    REQUIRE(ep_ab->am_short(1, 1, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
+
+    /* b already accepted a's connection: its ep towards a reuses it. */
+    auto ep_ba = make_ep(b, a);
+    REQUIRE(ep_ba);
+    CHECK(connections(a) == 1);
+    CHECK(connections(b) == 1);
+    REQUIRE(ep_ba->am_short(1, 2, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return at_a.messages.size() == 1; }, pump));
+    uint64_t got = 0;
+    CHECK(get_word(a, b, ep_ab.get(), addr_b, rk_b.rkey, &got) == UCS_OK);
+    CHECK(got == 0xbbbb);
+    CHECK(get_word(a, b, ep_ba.get(), addr_a, rk_a.rkey, &got) == UCS_OK);
+    CHECK(got == 0xaaaa);
+
+    SECTION("the initiator's ep leaves first") {
+        ep_ab.reset();
+        for (int i = 0; i < 100; ++i) {
+            pump();
+        }
+        /* b's ep keeps working: a still serves its end of the connection. */
+        REQUIRE(ep_ba->am_short(1, 3, nullptr, 0) == UCS_OK);
+        REQUIRE(test::poll_until([&] { return at_a.messages.size() == 2; }, pump));
+        CHECK(get_word(a, b, ep_ba.get(), addr_a, rk_a.rkey, &got) == UCS_OK);
+        CHECK(connections(a) == 1);
+        CHECK(connections(b) == 1);
+
+        /* A new ep from a opens a new connection. */
+        auto again = make_ep(a, b);
+        REQUIRE(again);
+        REQUIRE(again->am_short(1, 4, nullptr, 0) == UCS_OK);
+        REQUIRE(test::poll_until([&] { return at_b.messages.size() == 2; }, pump));
+        CHECK(connections(a) == 2);
+
+        /* The last user of the shared connection leaves: it closes on both sides. */
+        ep_ba.reset();
+        REQUIRE(test::poll_until([&] { return (connections(a) == 1) &&
+                                              (connections(b) == 1); }, pump));
+        CHECK(again->flush(0, nullptr) == UCS_OK);
+    }
+
+    SECTION("the acceptor's ep leaves first") {
+        ep_ba.reset();
+        for (int i = 0; i < 100; ++i) {
+            pump();
+        }
+        REQUIRE(ep_ab->am_short(1, 5, nullptr, 0) == UCS_OK);
+        REQUIRE(test::poll_until([&] { return at_b.messages.size() == 2; }, pump));
+        CHECK(get_word(a, b, ep_ab.get(), addr_b, rk_b.rkey, &got) == UCS_OK);
+        ep_ab.reset();
+        REQUIRE(test::poll_until([&] { return (connections(a) == 0) &&
+                                              (connections(b) == 0); }, pump));
+    }
+
+    a.component().rkey_release(rk_b);
+    b.component().rkey_release(rk_a);
+    CHECK(a.md().mem_dereg(mh_a) == UCS_OK);
+    CHECK(b.md().mem_dereg(mh_b) == UCS_OK);
+}
+
+TEST_CASE("tcp destroying an ep the peer never used closes the connection on both sides", "[tcp]")
+{
+    test::uct_entity a("tcp", "lo"), b("tcp", "lo");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    am_log at_b;
+    REQUIRE(b.iface().set_am_handler(1, record_am, &at_b, 0) == UCS_OK);
+    auto pump = [&] {
+        a.progress();
+        b.progress();
+    };
+    auto ep = make_ep(a, b);
+    REQUIRE(ep);
+    REQUIRE(ep->am_short(1, 1, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
+    CHECK(connections(a) == 1);
+    CHECK(connections(b) == 1);
+    ep.reset();
+    REQUIRE(test::poll_until([&] { return (connections(a) == 0) &&
+                                          (connections(b) == 0); }, pump));
 }

@@ -21,20 +21,36 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include <sys/prctl.h>
+#include <unistd.h>
+#include <algorithm>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace {
 
+/* An aborted parent must not leave this child spinning. */
+void die_with_parent()
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) {
+        _exit(1);
+    }
+}
+
 constexpr uct::am_id_t AM_ID  = 3;
 constexpr uct::am_id_t RAW_ID = 4;
 
 struct error_record {
-    int          calls = 0;
-    uct::ep      *ep = nullptr;
-    ucs_status_t status = UCS_OK;
+    int                           calls = 0;
+    uct::ep                       *ep = nullptr;
+    ucs_status_t                  status = UCS_OK;
+    std::function<void(uct::ep*)> then;     /* optional: run inside the handler */
 };
 
 ucs_status_t record_error(void *arg, uct::ep *ep, ucs_status_t status)
@@ -43,6 +59,9 @@ ucs_status_t record_error(void *arg, uct::ep *ep, ucs_status_t status)
     ++rec->calls;
     rec->ep     = ep;
     rec->status = status;
+    if (rec->then) {
+        rec->then(ep);
+    }
     return UCS_OK;
 }
 
@@ -103,6 +122,12 @@ public:
         }
         eps_.push_back(ep);
         return ep;
+    }
+
+    void destroy(uct::ep *ep)
+    {
+        eps_.erase(std::remove(eps_.begin(), eps_.end(), ep), eps_.end());
+        delete ep;
     }
 
 private:
@@ -172,6 +197,7 @@ bool flush_and_wait(Node &n, uct::ep *ep)
  * (never progresses again) until it is killed. */
 int stalled_peer(int fd)
 {
+    die_with_parent();
     test::uct_entity e("tcp", "lo");
     TEST_CHILD_CHECK(e.ok());
     uint64_t count = 0;
@@ -262,22 +288,34 @@ TEST_CASE("tcp peer killed with SIGKILL: the survivor's ep fails cleanly", "[tcp
     CHECK(n.iface().flush(0, nullptr) == UCS_OK);   /* nothing left to wait for */
 }
 
+namespace {
+
+/* A bound loopback port nobody listens on; returns the socket holding it. */
+int unlistened_port(uint16_t *port)
+{
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family      = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len      = sizeof(sa);
+    if ((s < 0) || (::bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) ||
+        (::getsockname(s, reinterpret_cast<sockaddr*>(&sa), &len) != 0)) {
+        return -1;
+    }
+    *port = ntohs(sa.sin_port);
+    return s;
+}
+
+} // namespace
+
 TEST_CASE("tcp connection refused: the ep fails through the error handler", "[tcp]")
 {
     error_record rec;
     tcp_node n(&rec);
     REQUIRE(n.ok());
-
-    /* A bound port nobody listens on. */
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    uint16_t port = 0;
+    int s = unlistened_port(&port);
     REQUIRE(s >= 0);
-    sockaddr_in sa{};
-    sa.sin_family      = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
-    socklen_t len = sizeof(sa);
-    REQUIRE(::getsockname(s, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
-    uint16_t port = ntohs(sa.sin_port);
 
     test::uct_addresses peer = n.addresses();
     std::memcpy(peer.iface.data(), &port, sizeof(port));
@@ -298,6 +336,36 @@ TEST_CASE("tcp connection refused: the ep fails through the error handler", "[tc
     CHECK(zcomp.fired == 1);
     CHECK(zcomp.last == UCS_ERR_CONNECTION_RESET);
     CHECK(ep->am_short(AM_ID, 2, nullptr, 0) == UCS_ERR_CONNECTION_RESET);
+    ::close(s);
+}
+
+TEST_CASE("tcp error handler may destroy the failed ep", "[tcp]")
+{
+    error_record rec;
+    tcp_node n(&rec);
+    REQUIRE(n.ok());
+    uint16_t port = 0;
+    int s = unlistened_port(&port);
+    REQUIRE(s >= 0);
+    test::uct_addresses peer = n.addresses();
+    std::memcpy(peer.iface.data(), &port, sizeof(port));
+
+    std::set<uct::ep*> live, reported;
+    for (int i = 0; i < 3; ++i) {
+        uct::ep *ep = n.connect(peer);
+        REQUIRE(ep != nullptr);
+        live.insert(ep);
+    }
+    rec.then = [&](uct::ep *ep) {
+        reported.insert(ep);
+        n.destroy(ep);
+    };
+    REQUIRE(test::poll_until([&] { return rec.calls >= 3; }, [&] { n.progress(); }));
+    for (int i = 0; i < 100; ++i) {
+        n.progress();
+    }
+    CHECK(rec.calls == 3);        /* each ep once, none skipped */
+    CHECK(reported == live);
     ::close(s);
 }
 
@@ -329,6 +397,7 @@ struct malformed_report {
 
 int malformed_target(int fd)
 {
+    die_with_parent();
     /* Malformed input is logged as errors: keep them in a file to count. */
     std::string log_path = "/tmp/ucx-ng-tcp-malformed-" + std::to_string(getpid()) + ".log";
     TEST_CHILD_CHECK(ucs::log_set_file(log_path.c_str()) == UCS_OK);
@@ -447,7 +516,7 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     REQUIRE(e.ok());
     test::uct_addresses peer;
     REQUIRE(recv_peer(child.fd(), &peer));
-    uint16_t port;
+    uint16_t port = 0;
     std::memcpy(&port, peer.iface.data(), sizeof(port));
     uct::ep *ep = e.connect(peer);
     REQUIRE(ep != nullptr);

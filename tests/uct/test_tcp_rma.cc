@@ -11,13 +11,28 @@
 
 #include <uct/tcp/tcp_md.h>
 #include <uct/tcp/tcp_wire.h>
+#include <ucs/debug/log.h>
 
 #include <poll.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
+
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
+
+/* An aborted parent must not leave this child spinning. */
+void die_with_parent()
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) {
+        _exit(1);
+    }
+}
 
 constexpr size_t GUARD      = 4096;
 constexpr size_t A_SIZE     = 65536;
@@ -74,6 +89,10 @@ size_t pack_bytes(void *dest, void *arg)
 
 int rma_target(int fd)
 {
+    die_with_parent();
+    /* Refused requests are logged as errors: keep them in a file to count. */
+    std::string log_path = "/tmp/ucx-ng-tcp-rma-" + std::to_string(getpid()) + ".log";
+    TEST_CHILD_CHECK(ucs::log_set_file(log_path.c_str()) == UCS_OK);
     test::uct_entity e("tcp", "lo");
     TEST_CHILD_CHECK(e.ok());
 
@@ -117,6 +136,14 @@ int rma_target(int fd)
         guards_intact &= (a[i] == GUARD_BYTE) && (a[GUARD + A_SIZE + i] == GUARD_BYTE);
     }
     TEST_CHILD_CHECK(test::send_value(fd, guards_intact));
+    ucs::log_set_file("stdout");
+    uint64_t refusals = 0;
+    std::ifstream in(log_path);
+    for (std::string line; std::getline(in, line);) {
+        refusals += line.find("tcp: refused") != std::string::npos;
+    }
+    ::unlink(log_path.c_str());
+    TEST_CHILD_CHECK(test::send_value(fd, refusals));
     TEST_CHILD_CHECK(e.md().mem_dereg(memh_a) == UCS_OK);
     return 0;
 }
@@ -197,6 +224,7 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
     REQUIRE(ep != nullptr);
     rma_initiator rma(e);
     std::vector<uint8_t> image(A_SIZE, 0);   /* what region A should hold */
+    uint64_t expected_refusals = 0;          /* requests the target must refuse */
 
     SECTION("put and get of every kind") {
         /* put_short */
@@ -391,6 +419,8 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
         REQUIRE(e.component().rkey_unpack(&forged, sizeof(forged), &kid) == UCS_OK);
         CHECK(rma.get(ep, buf, 8, a, kid.rkey) == UCS_ERR_INVALID_ADDR);
 
+        expected_refusals = 6;
+
         /* The connection carries on after refusals. */
         CHECK(ep->put_short(&word, 8, a + 64, ka.rkey) == UCS_OK);
         std::memcpy(image.data() + 64, &word, 8);
@@ -406,6 +436,7 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
         REQUIRE(test::recv_value(child.fd(), &ack));
         CHECK(ack == CMD_DEREG_B);
         CHECK(rma.get(ep, buf, 16, b, kb.rkey) == UCS_ERR_INVALID_ADDR);
+        ++expected_refusals;
 
         e.component().rkey_release(kf);
         e.component().rkey_release(kid);
@@ -421,6 +452,9 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
     bool guards_intact = false;
     REQUIRE(test::recv_value(child.fd(), &guards_intact));
     CHECK(guards_intact);
+    uint64_t refusals = UINT64_MAX;
+    REQUIRE(test::recv_value(child.fd(), &refusals));
+    CHECK(refusals == expected_refusals);   /* the target logged each one */
     CHECK(child.wait() == 0);
 
     e.component().rkey_release(ka);

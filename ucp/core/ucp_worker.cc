@@ -93,7 +93,11 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
         return status;
     }
     worker->uuid       = new_worker_uuid();
-    worker->uct_worker = std::make_unique<uct::worker>(nullptr, worker->thread_mode);
+    /* In MULTI mode this worker's lock serialises every call into the
+     * transports, so they run single-threaded and keep lock-free data paths. */
+    const ucs_thread_mode_t uct_mode = (worker->thread_mode == UCS_THREAD_MODE_MULTI) ?
+                                       UCS_THREAD_MODE_SERIALIZED : worker->thread_mode;
+    worker->uct_worker = std::make_unique<uct::worker>(nullptr, uct_mode);
     status = worker->open_ifaces();
     if (status != UCS_OK) {
         return status;

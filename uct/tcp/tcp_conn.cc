@@ -32,7 +32,8 @@ void complete_all(completion **done, unsigned ndone, ucs_status_t status)
 tcp_conn::tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound)
     : iface_(iface), config_(iface.config()), socket_(std::move(socket)),
       outbound_(outbound),
-      state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE)
+      state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE),
+      peer_sends_(!outbound)
 {
 }
 
@@ -303,7 +304,9 @@ unsigned tcp_conn::poll_direct()
     if ((state_ == conn_state::CONNECTED) && !tx_.empty()) {
         count += tx_progress();
     }
-    if (!outbound_ || !fetches_.empty()) {
+    /* An initiated connection carries only replies until the peer's ep
+     * attaches; the periodic epoll pass notices when it does. */
+    if (peer_sends_ || !fetches_.empty()) {
         count += rx_progress();
     }
     if (rx_blocked_) {
@@ -362,11 +365,11 @@ void tcp_conn::schedule_failure(ucs_status_t status, const char *reason)
     if (state_ >= conn_state::FAILED) {
         return;
     }
-    if (outbound_) {
-        ucs_diag("tcp ep %p to port %u: %s", static_cast<void*>(owner_ep_),
+    if (owner_ep_ != nullptr) {
+        ucs_diag("tcp ep %p (peer port %u): %s", static_cast<void*>(owner_ep_),
                  unsigned(peer_.port), reason);
     } else {
-        ucs_debug("tcp inbound connection from port %u: %s", unsigned(peer_.port),
+        ucs_debug("tcp connection without ep (peer port %u): %s", unsigned(peer_.port),
                   reason);
     }
     set_state(conn_state::FAILED);
@@ -415,7 +418,7 @@ void tcp_conn::handle_failure()
         }
     }
 
-    if (!outbound_) {
+    if (owner_ep_ == nullptr) {
         close();
         return;
     }
@@ -434,6 +437,46 @@ void tcp_conn::handle_failure()
             return;
         }
     }
+}
+
+bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer) const
+{
+    if (outbound_ || ever_owned_ || peer_detached_ || (state_ != conn_state::CONNECTED) ||
+        (peer.port() != peer_.port)) {
+        return false;
+    }
+    const auto address = peer.address();
+    if (address.is_v4()) {
+        auto bytes = address.to_v4().to_bytes();
+        return (peer_.family == uint8_t(addr_family::IPV4)) &&
+               (std::memcmp(bytes.data(), peer_.ip, bytes.size()) == 0);
+    }
+    auto bytes = address.to_v6().to_bytes();
+    return (peer_.family == uint8_t(addr_family::IPV6)) &&
+           (std::memcmp(bytes.data(), peer_.ip, bytes.size()) == 0);
+}
+
+void tcp_conn::detach()
+{
+    owner_ep_ = nullptr;
+    pending_.reset();
+    /* Queued zero-copy frames point into memory the caller may now free:
+     * they cannot be finished, so the stream cannot go on. */
+    if ((state_ != conn_state::CONNECTED) || peer_detached_ || tx_.has_zcopy()) {
+        close();
+        return;
+    }
+    /* The peer's ep may still use this connection: keep serving it, drop
+     * replies addressed to the departed ep, and say it is gone. */
+    discard_replies_ = true;
+    uint8_t *p = tx_.reserve(sizeof(frame_hdr));
+    if (p == nullptr) {
+        close();
+        return;
+    }
+    frame_hdr hdr{uint8_t(internal_op::DETACH), frame_flag::INTERNAL, 0, 0};
+    std::memcpy(p, &hdr, sizeof(hdr));
+    tx_send(sizeof(hdr));
 }
 
 void tcp_conn::close()

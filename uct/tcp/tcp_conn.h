@@ -1,9 +1,13 @@
 /*
- * One TCP connection of an iface. An outbound connection belongs to an ep:
- * it carries the ep's messages and requests and receives the replies. An
- * inbound connection was accepted by the iface: it receives a peer ep's
- * messages and requests, and writes the replies. Sockets are non-blocking
- * and serviced from progress() only; no Asio handler ever runs.
+ * One TCP connection of an iface, shared by at most one ep on each side.
+ * The initiator's ep owns its end from the start; the acceptor's end is
+ * unowned until an ep created towards the initiator's iface attaches to it.
+ * Either side receives and serves everything the other sends (messages,
+ * requests, replies). When an ep goes away its end becomes unowned and a
+ * DETACH frame tells the peer; an unowned end closes when the peer detaches
+ * too, or on end-of-stream, so neither ep's lifetime depends on the other's.
+ * Sockets are non-blocking and serviced from progress() only; no Asio
+ * handler ever runs.
  */
 #ifndef UCT_TCP_TCP_CONN_H
 #define UCT_TCP_TCP_CONN_H
@@ -49,8 +53,22 @@ public:
     int fd() { return socket_.native_handle(); }
     uint32_t epoll_events() const { return ev_mask_; }
     void set_epoll_events(uint32_t mask) { ev_mask_ = mask; }
-    void set_owner_ep(ep *owner) { owner_ep_ = owner; }
+    void set_owner_ep(ep *owner)
+    {
+        owner_ep_   = owner;
+        ever_owned_ = true;
+    }
     ep *owner_ep() const { return owner_ep_; }
+
+    /* An accepted connection from `peer` that an ep may attach to. */
+    bool attachable_to(const boost::asio::ip::tcp::endpoint &peer) const;
+
+    /*
+     * The owning ep is going away: the end becomes unowned and the peer is
+     * told; or, when nothing can be kept (broken, peer gone, zero-copy data
+     * still referenced), the connection closes.
+     */
+    void detach();
 
     /* Starts a non-blocking connect with the handshake queued first. */
     ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer,
@@ -146,6 +164,7 @@ private:
     bool     handle_atomic(const atomic_req &req, bool fetch);
     bool     handle_flush_req(const flush_req &req);
     void     handle_reply(internal_op op, uint8_t *payload, size_t length);
+    void     handle_detach();
     void     finish_connect();
     void     set_state(conn_state state);
     void     close_socket();
@@ -158,6 +177,8 @@ private:
     uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length);
     void     refuse_rma(const char *what, uint64_t address, uint64_t length);
     void     rx_error(const boost::system::error_code &ec);
+    /* rx_error() unless the error only means "no data now". */
+    void     rx_failed(const boost::system::error_code &ec);
     bool     large_reserve(size_t length);
     void     finish_large();
 
@@ -175,6 +196,10 @@ private:
     bool               remote_unacked_ = false;/* puts/atomics since the last flush request */
     bool               error_reported_ = false;
     bool               connect_counted_ = false; /* counted in the iface's connecting total */
+    bool               ever_owned_ = false;    /* an ep used this end: never attach again */
+    bool               peer_detached_ = false; /* the peer's ep (if any) is gone */
+    bool               discard_replies_ = false; /* detached: replies have no requester */
+    bool               peer_sends_;            /* the peer sends more than replies here */
     ucs_status_t       failure_ = UCS_OK;
     ucs_status_t       rma_error_ = UCS_OK;    /* target: first refused put since last flush */
     uint32_t           ev_mask_ = 0;

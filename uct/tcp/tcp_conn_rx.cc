@@ -12,6 +12,7 @@
 
 #include <ucs/debug/log.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -76,37 +77,48 @@ unsigned tcp_conn::rx_progress()
     unsigned count = 0;
     for (unsigned iter = 0; iter < config_.max_poll; ++iter) {
         boost::system::error_code ec;
-        uint8_t *dest;
-        size_t  want;
         if (large_.active) {
-            dest = large_.buf + large_.got;
-            want = large_.hdr.length - large_.got;
-        } else {
-            dest = rx_.get() + rx_tail_;
-            want = rx_cap_ - rx_tail_;
+            /* The rest of the large frame, plus the next frame's header into
+             * the (empty) receive buffer: if that frame is large too, it is
+             * read straight into its own buffer, without a copy. */
+            size_t want = large_.hdr.length - large_.got;
+            std::array<boost::asio::mutable_buffer, 2> bufs = {
+                boost::asio::buffer(large_.buf + large_.got, want),
+                boost::asio::buffer(rx_.get(), FRAME_HDR)};
+            size_t got = socket_.read_some(bufs, ec);
+            if (ec) {
+                rx_failed(ec);
+                break;
+            }
+            ++count;
+            if (got < want) {
+                large_.got += got;
+                break;
+            }
+            large_.got = large_.hdr.length;
+            rx_tail_   = got - want;
+            finish_large();
+            if ((state_ < conn_state::FAILED) && (rx_tail_ > 0)) {
+                parse_frames();
+            }
+            if ((state_ >= conn_state::FAILED) || (got < want + FRAME_HDR)) {
+                break;
+            }
+            continue;
         }
+
+        size_t want = rx_cap_ - rx_tail_;
         if (want == 0) {
             break;
         }
-        size_t got = socket_.read_some(boost::asio::buffer(dest, want), ec);
+        size_t got = socket_.read_some(boost::asio::buffer(rx_.get() + rx_tail_, want), ec);
         if (ec) {
-            if ((ec != boost::asio::error::would_block) &&
-                (ec != boost::asio::error::try_again) &&
-                (ec != boost::asio::error::interrupted)) {
-                rx_error(ec);
-            }
+            rx_failed(ec);
             break;
         }
         ++count;
-        if (large_.active) {
-            large_.got += got;
-            if (large_.got == large_.hdr.length) {
-                finish_large();
-            }
-        } else {
-            rx_tail_ += got;
-            parse_frames();
-        }
+        rx_tail_ += got;
+        parse_frames();
         if ((state_ >= conn_state::FAILED) || rx_blocked_ || (got < want)) {
             break;
         }
@@ -118,6 +130,14 @@ unsigned tcp_conn::rx_progress()
     }
     update_events();
     return count;
+}
+
+void tcp_conn::rx_failed(const boost::system::error_code &ec)
+{
+    if ((ec != boost::asio::error::would_block) && (ec != boost::asio::error::try_again) &&
+        (ec != boost::asio::error::interrupted)) {
+        rx_error(ec);
+    }
 }
 
 void tcp_conn::rx_error(const boost::system::error_code &ec)
@@ -178,30 +198,31 @@ bool tcp_conn::valid_frame(const frame_hdr &hdr) const
         return false;
     }
     if (hdr.flags == 0) {
-        /* A user active message: only a peer ep sends those. */
-        return !outbound_ && (hdr.id < AM_ID_MAX) && (hdr.length <= iface_.max_am_frame());
+        return (hdr.id < AM_ID_MAX) && (hdr.length <= iface_.max_am_frame());
     }
     if (hdr.flags != frame_flag::INTERNAL) {
         return false;
     }
     switch (static_cast<internal_op>(hdr.id)) {
     case internal_op::PUT:
-        return !outbound_ && (hdr.length >= sizeof(put_hdr)) &&
+        return (hdr.length >= sizeof(put_hdr)) &&
                (hdr.length - sizeof(put_hdr) <= config_.max_zcopy);
     case internal_op::GET_REQ:
-        return !outbound_ && (hdr.length == sizeof(get_req));
+        return hdr.length == sizeof(get_req);
     case internal_op::ATOMIC_POST:
     case internal_op::ATOMIC_REQ:
-        return !outbound_ && (hdr.length == sizeof(atomic_req));
+        return hdr.length == sizeof(atomic_req);
     case internal_op::FLUSH_REQ:
-        return !outbound_ && (hdr.length == sizeof(flush_req));
+        return hdr.length == sizeof(flush_req);
     case internal_op::GET_REPLY:
-        return outbound_ && (hdr.length >= sizeof(reply_hdr)) &&
+        return (hdr.length >= sizeof(reply_hdr)) &&
                (hdr.length - sizeof(reply_hdr) <= config_.max_zcopy);
     case internal_op::ATOMIC_REPLY:
-        return outbound_ && (hdr.length == sizeof(reply_hdr) + sizeof(uint64_t));
+        return hdr.length == sizeof(reply_hdr) + sizeof(uint64_t);
     case internal_op::FLUSH_REPLY:
-        return outbound_ && (hdr.length == sizeof(reply_hdr));
+        return hdr.length == sizeof(reply_hdr);
+    case internal_op::DETACH:
+        return hdr.length == 0;
     default:
         return false;
     }
@@ -293,6 +314,7 @@ void tcp_conn::finish_large()
 bool tcp_conn::dispatch(const frame_hdr &hdr, uint8_t *payload)
 {
     if (ucs_likely(hdr.flags == 0)) {
+        peer_sends_ = true;
         /* tcp never hands out descriptors: the data is valid during the call. */
         iface_.deliver_am(hdr.id, payload, hdr.length);
         return true;
@@ -303,6 +325,10 @@ bool tcp_conn::dispatch(const frame_hdr &hdr, uint8_t *payload)
 bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
 {
     auto op = static_cast<internal_op>(hdr.id);
+    if ((op != internal_op::GET_REPLY) && (op != internal_op::ATOMIC_REPLY) &&
+        (op != internal_op::FLUSH_REPLY)) {
+        peer_sends_ = true;
+    }
     switch (op) {
     case internal_op::PUT:
         handle_put(payload, hdr.length);
@@ -323,6 +349,9 @@ bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
         std::memcpy(&req, payload, sizeof(req));
         return handle_flush_req(req);
     }
+    case internal_op::DETACH:
+        handle_detach();
+        return true;
     default:
         handle_reply(op, payload, hdr.length);
         return true;
@@ -497,6 +526,11 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
         return;
     }
 
+    if (discard_replies_) {
+        fetches_.pop_front();   /* its ep is gone */
+        return;
+    }
+
     /* Off the ring before any user code runs: callbacks may post more. */
     completion        *comp   = f.comp;
     fetch_kind        kind    = f.kind;
@@ -528,6 +562,15 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
     }
     if (comp != nullptr) {
         invoke_completion(comp, status);
+    }
+}
+
+void tcp_conn::handle_detach()
+{
+    peer_detached_ = true;
+    if (owner_ep_ == nullptr) {
+        close();    /* nobody uses this connection any more */
+        iface_.conn_closed();
     }
 }
 

@@ -1,7 +1,31 @@
 /*
- * A tcp ep: the sending side of one outbound connection. Every operation
- * becomes one frame queued on the connection; RMA and atomics are requests
- * the target executes against its registered regions.
+ * A tcp ep: its end of one connection (its own, or one the peer opened and
+ * it shares). Every operation becomes one frame queued on the connection;
+ * RMA and atomics are requests the target executes against its registered
+ * regions, in order.
+ *
+ * Semantics worth knowing:
+ * - Sends before the connection is up are queued behind the handshake;
+ *   UCS_ERR_NO_RESOURCE means the send buffer (tx_buf_size), the zero-copy
+ *   slots or the reply ring is full, or requests wait in the pending queue.
+ * - am_zcopy/put_zcopy return UCS_OK when all bytes left at once (no
+ *   completion), else UCS_INPROGRESS and complete `comp` when written.
+ * - flush: UCS_OK when nothing is queued or awaited; UCS_ERR_NO_RESOURCE
+ *   while the pending queue is not empty (UCX semantics: queue a pending
+ *   request) or when no room is left for the flush request; otherwise
+ *   UCS_INPROGRESS. With `comp`, a flush request goes out and its reply
+ *   completes `comp` once the target executed everything sent before it;
+ *   a put or atomic the target refused since the previous flush makes that
+ *   status UCS_ERR_INVALID_ADDR. flush_flag::CANCEL is treated as LOCAL.
+ * - A lost peer (end-of-stream, reset, refused connect, protocol violation)
+ *   fails the ep with UCS_ERR_CONNECTION_RESET: queued zero-copy sends and
+ *   awaited replies complete with it, the iface's error handler runs once,
+ *   requests still pending run once more (their operation returns the
+ *   error) and are dropped; pending_add then answers UCS_ERR_BUSY.
+ * - Destroying the ep completes nothing further. Buffered sends still go
+ *   out and the connection stays up while the peer's ep uses it; with
+ *   zero-copy sends in flight the connection is closed instead. Eps must be
+ *   destroyed before their iface.
  */
 #ifndef UCT_TCP_TCP_EP_H
 #define UCT_TCP_TCP_EP_H

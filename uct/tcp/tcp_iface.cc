@@ -305,6 +305,21 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
         return UCS_ERR_INVALID_PARAM;
     }
 
+    /* The peer connected to us already: share its connection, so replies
+     * travel with the acknowledgements of the requests. */
+    for (auto &conn : conns_) {
+        if (conn->attachable_to(peer)) {
+            try {
+                *ep_p = new tcp_ep(*this, conn.get());
+            } catch (...) {
+                return UCS_ERR_NO_MEMORY;
+            }
+            ucs_debug("tcp: ep %p shares the connection from port %u",
+                      static_cast<void*>(*ep_p), unsigned(peer.port()));
+            return UCS_OK;
+        }
+    }
+
     try {
         boost::asio::ip::tcp::socket socket(io_);
         boost::system::error_code ec;
@@ -460,9 +475,8 @@ unsigned tcp_iface::handle_failures()
     /* Handlers may fail further connections: take the list as it grows. */
     for (size_t i = 0; i < failures_.size(); ++i) {
         tcp_conn *conn = failures_[i];
-        bool inbound   = !conn->outbound();
         conn->handle_failure();
-        if (inbound) {
+        if (conn->closed()) {
             need_sweep_ = true;
         }
         ++count;
@@ -483,13 +497,18 @@ void tcp_iface::report_ep_failure(ep *failed_ep, ucs_status_t status)
 
 void tcp_iface::release_conn(tcp_conn *conn)
 {
-    conn->close();
-    failures_.erase(std::remove(failures_.begin(), failures_.end(), conn),
-                    failures_.end());
+    conn->detach();
+    if (!conn->closed()) {
+        return;   /* still serving the peer's ep; its end closes it */
+    }
     if (progress_depth_ > 0) {
-        need_sweep_ = true;   /* an event for it may still be in hand */
+        /* An event or a failure entry for it may still be in hand: it stays
+         * allocated (and is skipped as closed) until sweep_closed(). */
+        need_sweep_ = true;
         return;
     }
+    failures_.erase(std::remove(failures_.begin(), failures_.end(), conn),
+                    failures_.end());
     auto it = std::find_if(conns_.begin(), conns_.end(),
                            [conn](const auto &c) { return c.get() == conn; });
     if (it != conns_.end()) {
@@ -509,7 +528,7 @@ ucs_status_t tcp_iface::flush(unsigned, completion *comp)
 {
     /* All or nothing: no flush request goes out unless each ep can take one. */
     for (auto &conn : conns_) {
-        if (conn->outbound() && !conn->flush_ready()) {
+        if ((conn->owner_ep() != nullptr) && !conn->flush_ready()) {
             return UCS_ERR_NO_RESOURCE;
         }
     }
@@ -533,7 +552,7 @@ ucs_status_t tcp_iface::flush(unsigned, completion *comp)
 
     bool outstanding = false;
     for (auto &conn : conns_) {
-        if (!conn->outbound() || (conn->state() >= conn_state::FAILED)) {
+        if ((conn->owner_ep() == nullptr) || (conn->state() >= conn_state::FAILED)) {
             continue;
         }
         ucs_status_t status = conn->flush((waiter != nullptr) ? &waiter->inner : nullptr);
@@ -560,6 +579,12 @@ void tcp_iface::flush_waiter_done(completion *self)
     auto *waiter = reinterpret_cast<flush_waiter*>(self);
     waiter->busy = false;
     invoke_completion(waiter->user, self->status);
+}
+
+size_t tcp_iface::num_connections() const
+{
+    return size_t(std::count_if(conns_.begin(), conns_.end(),
+                                [](const auto &c) { return !c->closed(); }));
 }
 
 ucs_status_t tcp_iface::event_fd_get(int *fd_p)

@@ -1,9 +1,13 @@
 /*
  * A tcp iface: a listening socket on one network interface, the connections
- * it accepted, and the outbound connections of its eps. One epoll set holds
+ * it accepted, and the connections its eps opened. One epoll set holds
  * every socket; progress() asks it what is ready (or, with very few
  * connections, just tries them) and services the sockets without blocking.
- * The epoll fd doubles as the wakeup fd.
+ * The epoll fd doubles as the wakeup fd: event_arm() answers UCS_ERR_BUSY
+ * while anything is ready, so a caller may then block on the fd.
+ * Active messages are delivered without the DESC flag (the data is valid
+ * during the handler only), so rx_headroom is not used. No locks: one
+ * thread at a time (SINGLE or SERIALIZED workers; MULTI is refused).
  */
 #ifndef UCT_TCP_TCP_IFACE_H
 #define UCT_TCP_TCP_IFACE_H
@@ -61,11 +65,16 @@ public:
 
     void epoll_update(tcp_conn *conn, uint32_t events);
     void defer_failure(tcp_conn *conn) { failures_.push_back(conn); }
+    void conn_closed() { need_sweep_ = true; }
+
+    /* Open connections, for diagnostics and tests. */
+    size_t num_connections() const;
     void connect_started() { ++connecting_; }
     void connect_finished() { --connecting_; }
     /* Calls the user's error handler for `failed_ep`. */
     void report_ep_failure(ep *failed_ep, ucs_status_t status);
-    /* An ep is going away: close its connection, free it when safe. */
+    /* An ep is going away: detach it from its connection (closing that
+     * when nobody else uses it), freed when safe. */
     void release_conn(tcp_conn *conn);
 
 private:

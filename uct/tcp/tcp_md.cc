@@ -148,6 +148,10 @@ ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params,
     if ((params.tl_name != nullptr) && (std::strcmp(params.tl_name, "tcp") != 0)) {
         return UCS_ERR_NO_DEVICE;
     }
+    if (worker.thread_mode() == UCS_THREAD_MODE_MULTI) {
+        /* No locks on the data path: callers serialize, or it is one thread. */
+        return UCS_ERR_UNSUPPORTED;
+    }
     ucs_status_t status = check_tcp_config(config);
     if (status != UCS_OK) {
         return status;

@@ -30,6 +30,7 @@ public:
 
     bool empty() const { return (head_ == tail_) && (zc_count_ == 0); }
     bool zcopy_full() const { return zc_count_ == zc_capacity_; }
+    bool has_zcopy() const { return zc_count_ > 0; }
     size_t buffered() const { return tail_ - head_; }
     size_t buffer_capacity() const { return capacity_; }
 

@@ -35,6 +35,7 @@ enum class internal_op : uint8_t {
     ATOMIC_REPLY,     /* target -> initiator: reply_hdr + uint64_t old value */
     FLUSH_REQ,        /* initiator -> target: flush_req */
     FLUSH_REPLY,      /* target -> initiator: reply_hdr */
+    DETACH,           /* either way, no payload: the sender's ep is gone */
     LAST
 };
 
