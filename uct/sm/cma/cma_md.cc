@@ -64,32 +64,12 @@ ucs_status_t cma_component::md_open(const char *md_name, uct::md **md_p)
 ucs_status_t cma_component::rkey_unpack(const void *buffer, size_t length,
                                         rkey_bundle *rkey_p)
 {
-    remote_region region;
-    ucs_status_t status = unpack_rkey(buffer, length, &region);
-    if (status != UCS_OK) {
-        return status;
-    }
-    auto *copy = new (std::nothrow) remote_region(region);
-    if (copy == nullptr) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    rkey_p->rkey   = reinterpret_cast<rkey_t>(copy);
-    rkey_p->handle = copy;
-    return UCS_OK;
+    return sm::region_rkey_unpack(key_kind, buffer, length, rkey_p);
 }
 
 void cma_component::rkey_release(const rkey_bundle &rkey)
 {
-    auto *region = static_cast<remote_region*>(rkey.handle);
-    if (region == nullptr) {
-        return;
-    }
-    if (region->magic != REMOTE_REGION_MAGIC) {
-        ucs_error("cma: releasing an rkey that is not a cma key (%p)", rkey.handle);
-        return;
-    }
-    region->magic = 0;   /* a second release is caught above, not a double free */
-    delete region;
+    sm::region_rkey_release(key_kind, rkey);
 }
 
 cma_md::cma_md(const cma_config &config) : config_(config)
@@ -144,39 +124,17 @@ ucs_status_t cma_md::iface_open(uct::worker &worker, const iface_params &params,
 
 ucs_status_t cma_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh_p)
 {
-    uint64_t end;
-    if ((memh_p == nullptr) || ((address == nullptr) && (length != 0)) ||
-        __builtin_add_overflow(reinterpret_cast<uintptr_t>(address), length, &end)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    auto *region = new (std::nothrow) local_region{LOCAL_REGION_MAGIC, address, length};
-    if (region == nullptr) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    *memh_p = region;
-    return UCS_OK;
+    return sm::region_mem_reg(key_kind, address, length, memh_p);
 }
 
 ucs_status_t cma_md::mem_dereg(mem_h memh)
 {
-    auto *region = static_cast<local_region*>(memh);
-    if ((region == nullptr) || (region->magic != LOCAL_REGION_MAGIC)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    region->magic = 0;
-    delete region;
-    return UCS_OK;
+    return sm::region_mem_dereg(key_kind, memh);
 }
 
 ucs_status_t cma_md::mkey_pack(mem_h memh, void *buffer)
 {
-    auto *region = static_cast<const local_region*>(memh);
-    if ((region == nullptr) || (buffer == nullptr) ||
-        (region->magic != LOCAL_REGION_MAGIC)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    pack_rkey(getpid(), *region, buffer);
-    return UCS_OK;
+    return sm::region_mkey_pack(key_kind, memh, buffer);
 }
 
 } // namespace uct::cma
