@@ -234,14 +234,10 @@ ucs_status_t tcp_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_ad
     return conn_->tx_send_zcopy(FRAME_HDR + sizeof(put_hdr), iov, iovcnt, comp);
 }
 
-ucs_status_t tcp_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
-                               uint64_t remote_addr, rkey_t rkey, completion *comp)
+ucs_status_t tcp_ep::post_get(const tcp_rkey &key, uint64_t remote_addr, size_t length,
+                              fetch_kind kind, completion *comp, fetch_op **op_p)
 {
-    const tcp_rkey *key = rkey_from(rkey);
-    if (ucs_unlikely((key == nullptr) || (unpack == nullptr) || (length > max_bcopy_))) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (ucs_unlikely(!key->covers(remote_addr, length))) {
+    if (ucs_unlikely(!key.covers(remote_addr, length))) {
         return UCS_ERR_INVALID_ADDR;
     }
     ucs_status_t status = conn_->send_check();
@@ -256,17 +252,35 @@ ucs_status_t tcp_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t lengt
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
+    /* The reply is matched only from progress(), so the caller may finish
+     * filling *op_p after the request went out. */
     fetch_op &op = conn_->fetches().push();
-    op.kind   = fetch_kind::GET_BCOPY;
+    op.kind   = kind;
     op.length = length;
     op.comp   = comp;
-    op.unpack = unpack;
-    op.arg    = arg;
     write_internal_hdr(p, internal_op::GET_REQ, sizeof(get_req));
-    get_req req{op.seq, key->region_id, remote_addr, length};
+    get_req req{op.seq, key.region_id, remote_addr, length};
     std::memcpy(p + FRAME_HDR, &req, sizeof(req));
     conn_->tx_send(frame_len);
+    *op_p = &op;
     return UCS_INPROGRESS;
+}
+
+ucs_status_t tcp_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
+                               uint64_t remote_addr, rkey_t rkey, completion *comp)
+{
+    const tcp_rkey *key = rkey_from(rkey);
+    if (ucs_unlikely((key == nullptr) || (unpack == nullptr) || (length > max_bcopy_))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    fetch_op *op;
+    ucs_status_t status = post_get(*key, remote_addr, length, fetch_kind::GET_BCOPY,
+                                   comp, &op);
+    if (status == UCS_INPROGRESS) {
+        op->unpack = unpack;
+        op->arg    = arg;
+    }
+    return status;
 }
 
 ucs_status_t tcp_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
@@ -278,32 +292,14 @@ ucs_status_t tcp_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_ad
                      !iov_total(iov, iovcnt, &total) || (total > max_zcopy_))) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (ucs_unlikely(!key->covers(remote_addr, total))) {
-        return UCS_ERR_INVALID_ADDR;
+    fetch_op *op;
+    ucs_status_t status = post_get(*key, remote_addr, total, fetch_kind::GET_ZCOPY,
+                                   comp, &op);
+    if (status == UCS_INPROGRESS) {
+        op->iovcnt = uint32_t(iovcnt);
+        std::copy(iov, iov + iovcnt, op->iovs);
     }
-    ucs_status_t status = conn_->send_check();
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    if (ucs_unlikely(!conn_->fetch_ready(iface_.config().rma_outstanding))) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    constexpr size_t frame_len = FRAME_HDR + sizeof(get_req);
-    uint8_t *p = conn_->tx_reserve(frame_len);
-    if (ucs_unlikely(p == nullptr)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    fetch_op &op = conn_->fetches().push();
-    op.kind   = fetch_kind::GET_ZCOPY;
-    op.length = total;
-    op.comp   = comp;
-    op.iovcnt = uint32_t(iovcnt);
-    std::copy(iov, iov + iovcnt, op.iovs);
-    write_internal_hdr(p, internal_op::GET_REQ, sizeof(get_req));
-    get_req req{op.seq, key->region_id, remote_addr, total};
-    std::memcpy(p + FRAME_HDR, &req, sizeof(req));
-    conn_->tx_send(frame_len);
-    return UCS_INPROGRESS;
+    return status;
 }
 
 ucs_status_t tcp_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,

@@ -36,6 +36,7 @@
 namespace uct::tcp {
 
 class tcp_iface;
+struct tcp_rkey;
 
 class tcp_ep : public ep {
 public:
@@ -78,6 +79,11 @@ public:
 private:
     /* Sum of iov lengths; false if an entry is invalid or the sum overflows. */
     static bool iov_total(const iov *iov, size_t iovcnt, size_t *total);
+
+    /* Bounds and resource checks, then a GET_REQ on the wire and its fetch
+     * record in *op_p (UCS_INPROGRESS); any other status sent nothing. */
+    ucs_status_t post_get(const tcp_rkey &key, uint64_t remote_addr, size_t length,
+                          fetch_kind kind, completion *comp, fetch_op **op_p);
 
     ucs_status_t send_atomic(internal_op op, atomic_op aop, unsigned size,
                              uint64_t value, uint64_t compare, uint64_t remote_addr,
