@@ -1,0 +1,298 @@
+/*
+ * The tag-matching engine: the expected queue (posted receives) and the
+ * unexpected queue (arrived, unclaimed messages), with MPI ordering: a
+ * message matches the earliest-posted receive whose (tag, mask) accepts it,
+ * and a receive takes the earliest-arrived message it accepts.
+ *
+ * Entries are embedded in the caller's objects (a receive request, a message
+ * descriptor), so queuing allocates nothing. Receives and messages with an
+ * exact tag are also indexed by tag in a hash map, so the common
+ * exact-tag case does not walk the queues; the map allocates only when it
+ * grows (first use of more distinct tags than ever before), and a bucket is
+ * erased as soon as it is empty. No locking: the owner (the worker)
+ * serializes calls.
+ *
+ *   ucp::tag::matcher m;
+ *   m.add_expected(&req->recv.entry);                  // ucp_tag_recv_nb
+ *   expected_entry *e = m.take_expected(msg_tag);     // message arrives
+ *   if (e == nullptr) m.add_unexpected(&desc->entry);
+ */
+#ifndef UCP_TAG_TAG_MATCH_H
+#define UCP_TAG_TAG_MATCH_H
+
+#include <ucp/api/ucp_def.h>
+#include <ucs/datastruct/hash_map.h>
+#include <ucs/datastruct/intrusive_list.h>
+#include <ucs/sys/compiler_def.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ucp::tag {
+
+constexpr ucp_tag_t exact_mask = ~ucp_tag_t(0);
+
+/* Whether a message tagged `msg_tag` is accepted by (recv_tag, recv_mask). */
+constexpr bool tag_matches(ucp_tag_t msg_tag, ucp_tag_t recv_tag,
+                           ucp_tag_t recv_mask) noexcept
+{
+    return ((msg_tag ^ recv_tag) & recv_mask) == 0;
+}
+
+/* Embedded in a receive request. The caller sets tag and tag_mask; the
+ * matcher owns the rest while the entry is queued. */
+struct expected_entry {
+    ucs::list_link link;
+    ucp_tag_t      tag;
+    ucp_tag_t      tag_mask;
+    uint64_t       sn;        /* post order, assigned by add_expected() */
+    bool           in_bucket; /* queued in its tag's bucket, not the wildcard list */
+};
+
+/* Embedded in a message descriptor. The caller sets tag. */
+struct unexpected_entry {
+    ucs::list_link arrival_link; /* all messages, arrival order */
+    ucs::list_link tag_link;     /* messages of this tag, if in_bucket */
+    ucp_tag_t      tag;
+    bool           in_bucket;
+};
+
+class matcher {
+public:
+    /*
+     * max_tag_buckets bounds the distinct tags indexed at a time in each
+     * queue; entries past it (or when the map cannot grow) are queued
+     * unindexed, which keeps results correct and only costs a walk.
+     */
+    explicit matcher(size_t max_tag_buckets = SIZE_MAX) noexcept :
+        m_max_tag_buckets(max_tag_buckets)
+    {
+    }
+
+    matcher(const matcher&)            = delete;
+    matcher &operator=(const matcher&) = delete;
+
+    /* Queues a posted receive after all earlier ones. */
+    void add_expected(expected_entry *e) noexcept
+    {
+        e->sn = m_next_sn++;
+        ++m_num_expected;
+        if (e->tag_mask == exact_mask) {
+            if (expected_list *bucket = bucket_for(m_expected_buckets, e->tag)) {
+                e->in_bucket = true;
+                bucket->push_back(*e);
+                return;
+            }
+        }
+        e->in_bucket = false;
+        m_expected_wild.push_back(*e);
+    }
+
+    /* Removes and returns the earliest-posted receive that accepts `tag`;
+     * nullptr if none does. */
+    expected_entry *take_expected(ucp_tag_t tag) noexcept
+    {
+        expected_entry *best   = nullptr;
+        expected_list  *bucket = nullptr;
+        if (!m_expected_buckets.empty()) {
+            bucket = m_expected_buckets.find(tag);
+            if (bucket != nullptr) {
+                best = bucket->front(); /* buckets are never empty */
+            }
+        }
+
+        /* The wildcard list is in post order: its first match is its
+         * earliest, and nothing after the bucket head's sn can win. */
+        for (expected_entry &w : m_expected_wild) {
+            if ((best != nullptr) && (w.sn > best->sn)) {
+                break;
+            }
+            if (tag_matches(tag, w.tag, w.tag_mask)) {
+                best = &w;
+                break;
+            }
+        }
+
+        if (best == nullptr) {
+            return nullptr;
+        }
+        --m_num_expected;
+        expected_list::remove(*best);
+        if (best->in_bucket && bucket->empty()) {
+            m_expected_buckets.erase(tag);
+        }
+        return best;
+    }
+
+    /* Cancels a queued receive. */
+    void remove_expected(expected_entry *e) noexcept
+    {
+        --m_num_expected;
+        expected_list::remove(*e);
+        if (e->in_bucket && unlinked_last(e->link)) {
+            m_expected_buckets.erase(e->tag);
+        }
+    }
+
+    /* Queues an arrived message after all earlier ones. */
+    void add_unexpected(unexpected_entry *u) noexcept
+    {
+        ++m_num_unexpected;
+        m_unexpected.push_back(*u);
+        if (tag_list *bucket = bucket_for(m_unexpected_buckets, u->tag)) {
+            u->in_bucket = true;
+            bucket->push_back(*u);
+        } else {
+            u->in_bucket = false;
+            ++m_num_unindexed;
+        }
+    }
+
+    /*
+     * The earliest-arrived message accepted by (tag, tag_mask), removed
+     * from the queue when `remove`; nullptr if none.
+     */
+    unexpected_entry *find_unexpected(ucp_tag_t tag, ucp_tag_t tag_mask,
+                                      bool remove) noexcept
+    {
+        if ((tag_mask == exact_mask) && (m_num_unindexed == 0)) {
+            tag_list *bucket = m_unexpected_buckets.empty() ?
+                                       nullptr :
+                                       m_unexpected_buckets.find(tag);
+            if (bucket == nullptr) {
+                return nullptr;
+            }
+            unexpected_entry *u = bucket->front();
+            if (remove) {
+                --m_num_unexpected;
+                arrival_list::remove(*u);
+                tag_list::remove(*u);
+                if (bucket->empty()) {
+                    m_unexpected_buckets.erase(tag);
+                }
+            }
+            return u;
+        }
+
+        for (unexpected_entry &u : m_unexpected) {
+            if (tag_matches(u.tag, tag, tag_mask)) {
+                if (remove) {
+                    remove_unexpected(&u);
+                }
+                return &u;
+            }
+        }
+        return nullptr;
+    }
+
+    /* Removes a queued message. */
+    void remove_unexpected(unexpected_entry *u) noexcept
+    {
+        --m_num_unexpected;
+        arrival_list::remove(*u);
+        if (!u->in_bucket) {
+            --m_num_unindexed;
+            return;
+        }
+        tag_list::remove(*u);
+        if (unlinked_last(u->tag_link)) {
+            m_unexpected_buckets.erase(u->tag);
+        }
+    }
+
+    size_t num_expected() const noexcept { return m_num_expected; }
+    size_t num_unexpected() const noexcept { return m_num_unexpected; }
+
+    /* Distinct tags indexed right now (diagnostics and tests). */
+    size_t num_expected_buckets() const noexcept
+    {
+        return m_expected_buckets.size();
+    }
+    size_t num_unexpected_buckets() const noexcept
+    {
+        return m_unexpected_buckets.size();
+    }
+
+    /* Visits queued messages in arrival order; f(unexpected_entry&) must
+     * not change the matcher. */
+    template <typename F> void for_each_unexpected(F &&f)
+    {
+        for (unexpected_entry &u : m_unexpected) {
+            f(u);
+        }
+    }
+
+    /*
+     * Cleanup: empties the unexpected queue, calling f(unexpected_entry*)
+     * for each message in arrival order after it left the queue, so f may
+     * release it. f must not call the matcher.
+     */
+    template <typename F> void take_all_unexpected(F &&f)
+    {
+        m_unexpected_buckets.clear();
+        m_num_unexpected = 0;
+        m_num_unindexed  = 0;
+        while (unexpected_entry *u = m_unexpected.pop_front()) {
+            f(u);
+        }
+    }
+
+    /*
+     * Cleanup: empties the expected queue, calling f(expected_entry*) for
+     * each receive after it left the queue (so f may release it), in no
+     * particular order. O(n). f must not call the matcher.
+     */
+    template <typename F> void take_all_expected(F &&f)
+    {
+        for (auto bucket : m_expected_buckets) {
+            while (expected_entry *e = bucket.value.pop_front()) {
+                --m_num_expected;
+                f(e);
+            }
+        }
+        m_expected_buckets.clear();
+        while (expected_entry *e = m_expected_wild.pop_front()) {
+            --m_num_expected;
+            f(e);
+        }
+    }
+
+private:
+    using expected_list = ucs::intrusive_list<expected_entry,
+                                              &expected_entry::link>;
+    using tag_list      = ucs::intrusive_list<unexpected_entry,
+                                              &unexpected_entry::tag_link>;
+    using arrival_list  = ucs::intrusive_list<unexpected_entry,
+                                              &unexpected_entry::arrival_link>;
+
+    /* The bucket of `tag`, made if missing and allowed; nullptr if not. */
+    template <typename List>
+    List *bucket_for(ucs::hash_map<ucp_tag_t, List> &map, ucp_tag_t tag) noexcept
+    {
+        if (ucs_likely(map.size() < m_max_tag_buckets)) {
+            return map.emplace(tag).first; /* nullptr if it could not grow */
+        }
+        return map.find(tag);
+    }
+
+    /* After unlinking an element: its old neighbours are the same link only
+     * when that link is the list head, i.e. the list is now empty. */
+    static bool unlinked_last(const ucs::list_link &link) noexcept
+    {
+        return link.prev == link.next;
+    }
+
+    ucs::hash_map<ucp_tag_t, expected_list> m_expected_buckets;
+    expected_list                           m_expected_wild;
+    ucs::hash_map<ucp_tag_t, tag_list>      m_unexpected_buckets;
+    arrival_list                            m_unexpected;
+    uint64_t                                m_next_sn       = 0;
+    size_t                                  m_num_expected  = 0;
+    size_t                                  m_num_unexpected = 0;
+    size_t                                  m_num_unindexed = 0; /* unexpected, not in a bucket */
+    size_t                                  m_max_tag_buckets;
+};
+
+} // namespace ucp::tag
+
+#endif
