@@ -432,3 +432,40 @@ TEST_CASE("cleanup takes every queued entry", "[ucp_tag_match]")
     m.add_unexpected(&again.entry);
     CHECK(m.find_unexpected(100, exact_mask, true) == &again.entry);
 }
+
+TEST_CASE("queues survive bucket map growth and shifts", "[ucp_tag_match]")
+{
+    /* Many live buckets at once: growth moves every list head, erases
+     * shift neighbours back; the entries must stay linked in order. */
+    std::mt19937_64 rng(0x7a65);
+    matcher m;
+    arena objs;
+    const int num_tags = 3000;
+    for (int round = 0; round < 3; ++round) {
+        for (int tag = 0; tag < num_tags; ++tag) {
+            m.add_expected(&objs.new_recv(tag, exact_mask).entry);
+            m.add_unexpected(&objs.new_msg(tag).entry);
+        }
+    }
+    CHECK(m.num_expected_buckets() == num_tags);
+    CHECK(m.num_unexpected_buckets() == num_tags);
+
+    std::vector<int> tags;
+    for (int round = 0; round < 3; ++round) {
+        for (int tag = 0; tag < num_tags; ++tag) {
+            tags.push_back(tag);
+        }
+    }
+    std::shuffle(tags.begin(), tags.end(), rng);
+    std::vector<int> taken(num_tags, 0);
+    for (int tag : tags) {
+        /* the k-th take of a tag gets the k-th post / arrival of it */
+        int want = taken[tag]++ * num_tags + tag;
+        REQUIRE(id_of(m.take_expected(tag)) == want);
+        REQUIRE(id_of(m.find_unexpected(tag, exact_mask, true)) == want);
+    }
+    CHECK(m.num_expected_buckets() == 0);
+    CHECK(m.num_unexpected_buckets() == 0);
+    CHECK(m.num_expected() == 0);
+    CHECK(m.num_unexpected() == 0);
+}
