@@ -1,32 +1,155 @@
 /*
  * The internal part of a UCP request. The pointer an application gets is
- * the start of its request_size area, right after this struct. The fields
- * are what every operation needs; the request pool and the protocols
- * (next issue) extend the union, which must keep the size a multiple of 16.
+ * the start of its request_size area, right after this struct (UCX's
+ * layout: runtimes that pass their own memory with UCP_OP_ATTR_FIELD_REQUEST
+ * hand us the pointer after request_size bytes reserved for us).
+ *
+ * Lifetime: a pooled request comes from the worker's pool, whose obj_init
+ * ran the context's request_init once on the user area. Completion sets
+ * COMPLETED before the callback runs; a request the application released
+ * before completion goes back to the pool after the callback.
  */
 #ifndef UCP_CORE_UCP_REQUEST_H
 #define UCP_CORE_UCP_REQUEST_H
 
-#include <ucp/api/ucp_def.h>
-#include <ucs/type/status.h>
+#include <ucp/api/ucp.h>
+#include <ucp/dt/dt.h>
+#include <ucp/tag/tag_match.h>
+#include <ucs/memory/mpool.h>
+#include <uct/base/uct_md.h>
 
 #include <cstdint>
 
 namespace ucp {
 
+namespace request_flag {
+constexpr uint32_t COMPLETED  = 1u << 0;
+constexpr uint32_t RELEASED   = 1u << 1;  /* freed by the user before completion */
+constexpr uint32_t EXTERNAL   = 1u << 2;  /* the caller's memory: never pooled */
+constexpr uint32_t CALLBACK   = 1u << 3;
+constexpr uint32_t LEGACY_CB  = 1u << 4;  /* pre-nbx callback: no user_data */
+constexpr uint32_t RECV       = 1u << 5;  /* tag receive: recv.info is valid */
+constexpr uint32_t EXPECTED   = 1u << 6;  /* queued in the tag matcher */
+constexpr uint32_t HAS_ID     = 1u << 7;  /* registered for replies from a peer */
+constexpr uint32_t PENDING    = 1u << 8;  /* queued on a uct ep's pending queue */
+constexpr uint32_t SYNC       = 1u << 9;  /* done only with the peer's reply too (sync, rndv) */
+constexpr uint32_t STREAM     = 1u << 10; /* stream receive */
+constexpr uint32_t FLUSH      = 1u << 11;
+constexpr uint32_t SEND_DONE  = 1u << 12; /* every byte handed to the transport */
+constexpr uint32_t ACKED      = 1u << 13; /* the peer's reply arrived */
+} // namespace request_flag
+
+struct request;
+
+/* Send-side progress: the protocol step retried from the pending queue. */
+using send_step_t = ucs_status_t (*)(request *req);
+
+struct send_state {
+    ucp_ep          *ep;
+    dt::packer      packer;
+    ucp_tag_t       tag;
+    size_t          offset;      /* bytes handed to the transport so far */
+    uint64_t        msg_id;      /* multi-fragment eager */
+    send_step_t     step;
+    uct::pending_req pending;
+    uct::mem_h      memh;        /* rendezvous: registration on rndv_md */
+    void            *bounce;     /* rendezvous of a non-contiguous buffer */
+    unsigned        rndv_md;
+    uint8_t         am_id;       /* stream / active-message sends */
+    uint32_t        am_flags;
+    const void      *header;
+    uint32_t        header_length;
+};
+
+struct recv_state {
+    tag::expected_entry expected;
+    dt::unpacker        unpacker;
+    ucp_tag_recv_info_t info;       /* sender_tag, length */
+    size_t              received;   /* bytes placed so far */
+    ucs_status_t        data_status;/* first unpack error (truncation) */
+    /* Rendezvous pull. */
+    ucp_ep              *ep;
+    uint64_t            src_uuid;
+    uint64_t            remote_req_id;
+    uint64_t            remote_addr;
+    size_t              get_length;    /* bytes to pull (<= capacity) */
+    uct::completion     comp;
+    uct::rkey_bundle    rkey;
+    unsigned            rkey_md;
+    void                *bounce;
+    size_t              *stream_length; /* stream receive: where to report */
+};
+
+struct flush_state {
+    ucp_ep   *ep;            /* nullptr: the whole worker */
+    unsigned next_lane;      /* lanes below this are flushed or in flight */
+    uct::completion comp;
+    uint32_t close_mode;     /* ep close: UCP_EP_CLOSE_MODE_* + 1, 0 = plain flush */
+};
+
 struct request {
-    ucs_status_t status;      /* final status once completed */
-    uint32_t     flags;       /* completed, released, callback kind, ... */
-    void         *callback;   /* user callback; its type depends on flags */
+    uint32_t     flags;
+    ucs_status_t status;
+    union {
+        ucp_send_nbx_callback_t     send;
+        ucp_send_callback_t         send_legacy;
+        ucp_tag_recv_nbx_callback_t recv;
+        ucp_tag_recv_callback_t     recv_legacy;
+        ucp_stream_recv_nbx_callback_t stream;
+        void                        *any;
+    } cb;
     void         *user_data;
     ucp_worker_h worker;
-    union {
-        unsigned char protocol_state[96]; /* owned by the operation's protocol */
-        uint64_t      align_;
-    };
+    uint64_t     id;             /* when HAS_ID: what a peer's reply names */
+    union u {
+        u() {}
+        send_state  send;
+        recv_state  recv;
+        flush_state flush;
+    } u;
+
+    void *user_ptr() { return this + 1; }
+    static request *from_user(void *user) { return static_cast<request*>(user) - 1; }
 };
 
 static_assert(sizeof(request) % 16 == 0, "user area must stay 16-byte aligned");
+
+/* The initialised internal part a new operation starts from. */
+inline void request_reset(request *req, ucp_worker_h worker, uint32_t flags)
+{
+    req->flags     = flags;
+    req->status    = UCS_INPROGRESS;
+    req->cb.any    = nullptr;
+    req->user_data = nullptr;
+    req->worker    = worker;
+}
+
+/* Stores the callback of an nbx call's param. */
+inline void request_set_send_cb(request *req, const ucp_request_param_t *param)
+{
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
+        req->cb.send  = param->cb.send;
+        req->flags   |= request_flag::CALLBACK;
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) {
+        req->user_data = param->user_data;
+    }
+}
+
+/*
+ * Completes a request: status and COMPLETED first (a callback may test or
+ * free it), then the callback, then the pool if the user released it early.
+ * Nothing touches the request after the callback unless it was released.
+ */
+void request_complete(request *req, ucs_status_t status);
+
+/* Returns a completed request to its pool (pooled ones only). */
+inline void request_put(request *req)
+{
+    if (!(req->flags & request_flag::EXTERNAL)) {
+        ucs::mpool::put(req);
+    }
+}
 
 } // namespace ucp
 

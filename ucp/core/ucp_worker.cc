@@ -2,10 +2,17 @@
  * ucp_worker_* entry points: creation, query, address and progress.
  */
 #include "ucp_worker.h"
+#include "ucp_ep.h"
 #include "ucp_guard.h"
+
+#include <ucp/proto/am_handlers.h>
+#include <ucp/tag/tag_recv.h>
 
 #include <ucs/debug/log.h>
 
+#include <ucs/sys/clock.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -84,6 +91,37 @@ ucs_status_t apply_params(ucp_worker &worker, const ucp_worker_params_t &params)
     return UCS_OK;
 }
 
+void request_obj_init(void *arg, void *obj, void *)
+{
+    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *req    = static_cast<ucp::request*>(obj);
+    std::memset(static_cast<void*>(req), 0, sizeof(*req));
+    if (worker->context.request_init != nullptr) {
+        worker->context.request_init(req->user_ptr());
+    }
+}
+
+void request_obj_cleanup(void *arg, void *obj)
+{
+    auto *worker = static_cast<ucp_worker*>(arg);
+    if (worker->context.request_cleanup != nullptr) {
+        worker->context.request_cleanup(static_cast<ucp::request*>(obj)->user_ptr());
+    }
+}
+
+ucs_status_t init_request_pool(ucp_worker &worker)
+{
+    ucs::mpool_params params;
+    params.name            = "ucp_requests";
+    params.elem_size       = sizeof(ucp::request) + worker.context.user_request_size;
+    params.alignment       = 64;
+    params.elems_per_chunk = 128;
+    params.ops.obj_init    = request_obj_init;
+    params.ops.obj_cleanup = request_obj_cleanup;
+    params.arg             = &worker;
+    return worker.request_pool.init(params);
+}
+
 ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &params,
                            ucp_worker_h *worker_p)
 {
@@ -98,6 +136,16 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
     const ucs_thread_mode_t uct_mode = (worker->thread_mode == UCS_THREAD_MODE_MULTI) ?
                                        UCS_THREAD_MODE_SERIALIZED : worker->thread_mode;
     worker->uct_worker = std::make_unique<uct::worker>(nullptr, uct_mode);
+    worker->next_msg_id = worker->uuid * 0x9e3779b97f4a7c15ull;
+    const double interval = context.config.keepalive_interval;
+    if ((interval > 0) && (interval < 1e9)) {
+        worker->keepalive_interval = std::max<uint64_t>(ucs::sys::time_from_sec(interval), 1);
+        worker->keepalive_next     = ucs::sys::get_time() + worker->keepalive_interval;
+    }
+    status = init_request_pool(*worker);
+    if (status != UCS_OK) {
+        return status;
+    }
     status = worker->open_ifaces();
     if (status != UCS_OK) {
         return status;
@@ -113,6 +161,18 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
 
 ucp_worker::~ucp_worker()
 {
+    /* Endpoints first: they hold uct eps of the ifaces below. */
+    std::vector<ucp_ep*> eps;
+    for (unsigned i = 0; i < ep_ids.size(); ++i) {
+        if (ucp_ep *ep = ep_ids.lookup(i)) {
+            eps.push_back(ep);
+        }
+    }
+    for (ucp_ep *ep : eps) {
+        ucp::ep_set_failed(ep, UCS_ERR_CANCELED);
+        ucp::ep_destroy(ep);
+    }
+    ucp::tag_recv_cleanup(this);
     for (auto it = ifaces.rbegin(); it != ifaces.rend(); ++it) {
         uct_worker->progress_unregister(it->iface);
         delete it->iface;
@@ -130,6 +190,8 @@ ucs_status_t ucp_worker::open_ifaces()
         params.tl_name    = tl.resource.tl_name;
         params.dev_name   = tl.resource.dev_name;
         params.env_prefix = env_prefix.c_str();
+        params.err_handler     = ucp::worker_lane_error;
+        params.err_handler_arg = this;
 
         uct::iface *iface = nullptr;
         ucs_status_t status = context.mds[tl.md_index].md->iface_open(*uct_worker,
@@ -142,6 +204,10 @@ ucs_status_t ucp_worker::open_ifaces()
         }
         ifaces.push_back({iface, i});
         uct_worker->progress_register(iface);
+        status = ucp::set_am_handlers(this, iface);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
     return UCS_OK;
 }
@@ -179,6 +245,53 @@ ucp::unpacked_address ucp_worker::address(bool net_only) const
     return addr;
 }
 
+uint64_t ucp_worker::register_request(ucp::request *req)
+{
+    unsigned index;
+    if (req_ids.insert(req, &index) != UCS_OK) {
+        return 0;
+    }
+    uint64_t id = (uint64_t(req_generation++) << 32) | index;
+    if (req_generation == 0) {
+        req_generation = 1;   /* 0 never names a request */
+    }
+    req->id = id;
+    req->flags    |= ucp::request_flag::HAS_ID;
+    return id;
+}
+
+ucp::request *ucp_worker::lookup_request(uint64_t id) const
+{
+    ucp::request *req = req_ids.lookup(uint32_t(id));
+    if ((req == nullptr) || (req->id != id)) {
+        return nullptr;
+    }
+    return req;
+}
+
+void ucp_worker::unregister_request(ucp::request *req)
+{
+    if (req->flags & ucp::request_flag::HAS_ID) {
+        req_ids.remove(uint32_t(req->id));
+        req->flags &= ~ucp::request_flag::HAS_ID;
+    }
+}
+
+unsigned ucp_worker::progress_locked()
+{
+    unsigned count = uct_worker->progress();
+    /* The clock is read once every 256 calls only: progress is the hot loop. */
+    if (ucs_unlikely(((++progress_count & 0xff) == 0) && (keepalive_interval != 0))) {
+        ucp::worker_keepalive(this);
+    }
+    if (ucs_unlikely(!failed_lanes.empty() || !queued_replies.empty() || !pending_wireups.empty() ||
+                     !rndv_deferred.empty() ||
+                     !flush_requests.empty())) {
+        count += ucp::worker_deferred_progress(this);
+    }
+    return count;
+}
+
 namespace {
 
 ucs_status_t get_address(ucp_worker &worker, bool net_only, ucp_address_t **address_p,
@@ -213,7 +326,10 @@ ucs_status_t ucp_worker_create(ucp_context_h context,
 
 void ucp_worker_destroy(ucp_worker_h worker)
 {
-    delete worker;
+    ucp::guarded("ucp_worker_destroy", [&]() {
+        delete worker;
+        return UCS_OK;
+    });
 }
 
 ucs_status_t ucp_worker_query(ucp_worker_h worker, ucp_worker_attr_t *attr)
@@ -279,7 +395,8 @@ unsigned ucp_worker_progress(ucp_worker_h worker)
         return 0;
     }
     try {
-        return worker->progress();
+        ucp::worker_guard guard(worker);
+        return worker->progress_locked();
     } catch (...) {
         ucs_error("ucp_worker_progress: unexpected failure");
         return 0;

@@ -8,12 +8,17 @@
 
 #include "ucp_address.h"
 #include "ucp_context.h"
+#include "ucp_request.h"
 
+#include <ucs/async/recursive_lock.h>
+#include <ucs/datastruct/ptr_array.h>
+#include <ucs/memory/mpool.h>
 #include <uct/base/uct_worker.h>
 
+#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ucp {
@@ -36,6 +41,30 @@ constexpr size_t max_am_header = 256;
 /* Size of ucp_request_query() info strings. */
 constexpr size_t max_info_string = 512;
 
+struct rx_message;
+
+/* Key of a multi-fragment message being received: sender worker + id. */
+struct msg_key {
+    uint64_t uuid;
+    uint64_t msg_id;
+    bool operator==(const msg_key &) const = default;
+};
+
+struct msg_key_hash {
+    size_t operator()(const msg_key &k) const
+    {
+        return std::hash<uint64_t>()(k.uuid * 0x9e3779b97f4a7c15ull ^ k.msg_id);
+    }
+};
+
+/* A control reply that found its lane busy; sent again from progress. */
+struct queued_reply {
+    uint64_t uuid;      /* peer worker; its ep is resolved when sending */
+    uint8_t  am_id;
+    uint64_t req_id;
+    int8_t   status;
+};
+
 } // namespace ucp
 
 struct ucp_worker {
@@ -57,12 +86,44 @@ struct ucp_worker {
     std::unique_ptr<uct::worker>       uct_worker;
     std::vector<ucp::worker_iface>     ifaces;
 
-    /* Taken by API calls only in UCS_THREAD_MODE_MULTI. */
-    std::mutex                         lock;
+    /* Taken by API calls only in UCS_THREAD_MODE_MULTI; recursive because
+     * callbacks run under it and may call the API again. */
+    ucs::recursive_lock                lock;
 
-    /* Extension points for the next issues (AM, endpoints). */
     std::vector<ucp::am_handler>       am_handlers;  /* indexed by AM id */
-    std::vector<ucp_ep_h>              endpoints;
+
+    /* Requests: pooled elements of sizeof(request) + user request_size. */
+    ucs::mpool                         request_pool;
+
+    /* Endpoints by id; the first ep to each peer worker answers its replies. */
+    ucs::ptr_array<ucp_ep>             ep_ids;
+    std::unordered_map<uint64_t, ucp_ep*> eps_by_uuid;
+    std::unordered_map<const uct::ep*, ucp_ep*> eps_by_lane;
+
+    /* Requests a peer's reply names: index in the low 32 bits, a generation
+     * in the high ones so a stale or forged id matches nothing. */
+    ucs::ptr_array<ucp::request>       req_ids;
+    uint32_t                           req_generation = 1;
+
+    /* Tag matching and multi-fragment messages in flight. */
+    ucp::tag::matcher                  tag_matcher;
+    std::unordered_map<ucp::msg_key, ucp::request*, ucp::msg_key_hash> rx_expected;
+    std::unordered_map<ucp::msg_key, ucp::rx_message*, ucp::msg_key_hash> rx_unexpected;
+    uint64_t                           next_msg_id = 0;
+
+    /* Work deferred out of transport callbacks. */
+    std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;
+    std::deque<ucp::queued_reply>      queued_replies;
+    /* Worker addresses of peers that wired up before we had an ep to them. */
+    std::unordered_map<uint64_t, std::vector<uint8_t>> pending_wireups;
+    /* Rendezvous receives waiting for an ep to their sender or a free lane. */
+    std::vector<ucp::request*>         rndv_deferred;
+    std::vector<ucp::request*>         flush_requests;
+
+    /* Keepalive: eps with peer error handling probe their peers. */
+    uint64_t                           keepalive_interval = 0;  /* ticks, 0: off */
+    uint64_t                           keepalive_next = 0;
+    unsigned                           progress_count = 0;
 
     /* Opens an iface per context resource; on failure closes what it opened. */
     ucs_status_t open_ifaces();
@@ -70,14 +131,44 @@ struct ucp_worker {
     /* This worker's address, NET entries only when net_only. */
     ucp::unpacked_address address(bool net_only) const;
 
-    unsigned progress()
-    {
-        if (thread_mode == UCS_THREAD_MODE_MULTI) {
-            std::lock_guard<std::mutex> guard(lock);
-            return uct_worker->progress();
-        }
-        return uct_worker->progress();
-    }
+    /* Request ids for replies. */
+    uint64_t register_request(ucp::request *req);
+    ucp::request *lookup_request(uint64_t id) const;
+    void unregister_request(ucp::request *req);
+
+    /* A pooled request, or nullptr when memory ran out. */
+    ucp::request *get_request() { return static_cast<ucp::request*>(request_pool.get()); }
+
+    /* Progress without taking the lock (callers hold it when they must). */
+    unsigned progress_locked();
+
+    bool multi_threaded() const { return thread_mode == UCS_THREAD_MODE_MULTI; }
 };
+
+namespace ucp {
+
+/* Holds the worker lock for the scope of an API call in MULTI mode. */
+class worker_guard {
+public:
+    explicit worker_guard(ucp_worker *w) : worker_(w->multi_threaded() ? w : nullptr)
+    {
+        if (worker_ != nullptr) {
+            worker_->lock.lock();
+        }
+    }
+    ~worker_guard()
+    {
+        if (worker_ != nullptr) {
+            worker_->lock.unlock();
+        }
+    }
+    worker_guard(const worker_guard &) = delete;
+    worker_guard &operator=(const worker_guard &) = delete;
+
+private:
+    ucp_worker *worker_;
+};
+
+} // namespace ucp
 
 #endif

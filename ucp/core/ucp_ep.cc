@@ -1,0 +1,471 @@
+/*
+ * Endpoint life cycle: creation from a worker address (lanes, thresholds,
+ * wireup message), the ordered send queue, replies, failure and
+ * destruction.
+ */
+#include "ucp_ep.h"
+#include "ucp_worker.h"
+
+#include <ucp/proto/am_handlers.h>
+#include <ucp/proto/wire.h>
+#include <ucp/tag/tag_recv.h>
+#include <ucp/wireup/lane_select.h>
+#include <ucs/config/parser.h>
+#include <ucs/debug/log.h>
+#include <ucs/sys/clock.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+namespace ucp {
+
+namespace {
+
+request *request_of_pending(uct::pending_req *p)
+{
+    return reinterpret_cast<request*>(reinterpret_cast<char*>(p) -
+                                      offsetof(request, u.send.pending));
+}
+
+ucs_status_t pending_dispatch(uct::pending_req *p)
+{
+    request *req      = request_of_pending(p);
+    ucp_ep *ep        = req->u.send.ep;
+    ucs_status_t status = req->u.send.step(req);
+    if ((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) {
+        return status;
+    }
+    req->flags &= ~request_flag::PENDING;
+    --ep->num_pending;
+    if (status != UCS_OK) {
+        request_complete(req, status);
+    }
+    return UCS_OK;
+}
+
+void pending_purge_cb(uct::pending_req *p, void *arg)
+{
+    request *req = request_of_pending(p);
+    req->flags  &= ~request_flag::PENDING;
+    --req->u.send.ep->num_pending;
+    request_complete(req, *static_cast<ucs_status_t*>(arg));
+}
+
+size_t auto_rndv_thresh(const ucp_ep *ep)
+{
+    if (ep->rndv_lane == no_lane) {
+        return SIZE_MAX;
+    }
+    const ucp_worker *w = ep->worker;
+    unsigned tl = w->ifaces[ep->lanes[ep->rndv_lane].iface_index].tl_index;
+    /* Net peers: above this the pull overlaps the round trip; local peers:
+     * one kernel copy beats two user copies from here on. */
+    return (w->context.tls[tl].resource.type == uct::device_type::NET) ?
+           64 * 1024 : 16 * 1024;
+}
+
+void compute_thresholds(ucp_ep *ep)
+{
+    const uct::iface_attr &attr = ep->am_ep->owner().attr();
+    ep_thresholds &t = ep->thresh;
+    t.max_eager_short = ((attr.flags & uct::iface_flag::AM_SHORT) &&
+                         (attr.am.max_short >= sizeof(ucp_tag_t))) ?
+                        ssize_t(attr.am.max_short - sizeof(ucp_tag_t)) : -1;
+    const size_t bcopy = attr.am.max_bcopy;
+    t.max_eager_only   = bcopy - sizeof(ucp_tag_t);
+    t.first_frag       = bcopy - sizeof(wire::eager_first_hdr);
+    t.sync_first_frag  = t.first_frag - sizeof(uint64_t);
+    t.middle_frag      = bcopy - sizeof(wire::eager_middle_hdr);
+
+    const context_config &cfg = ep->worker->context.config;
+    if (ep->rndv_lane == no_lane) {
+        t.rndv = SIZE_MAX;
+    } else if (cfg.rndv_thresh == ucs::config::size_auto) {
+        t.rndv = auto_rndv_thresh(ep);
+    } else {
+        t.rndv = cfg.rndv_thresh;
+    }
+}
+
+/* Worker-address bytes of the wireup message, freed after sending. */
+struct wireup_payload {
+    void   *address;
+    size_t length;
+    uint64_t uuid;
+};
+
+size_t pack_wireup(void *dest, void *arg)
+{
+    auto *p = static_cast<wireup_payload*>(arg);
+    wire::wireup_hdr hdr{p->uuid, uint32_t(p->length), 0};
+    std::memcpy(dest, &hdr, sizeof(hdr));
+    std::memcpy(static_cast<char*>(dest) + sizeof(hdr), p->address, p->length);
+    return sizeof(hdr) + p->length;
+}
+
+ucs_status_t wireup_step(request *req)
+{
+    ucp_ep *ep = req->u.send.ep;
+    wireup_payload payload{req->u.send.bounce, req->u.send.offset, ep->worker->uuid};
+    ssize_t packed = ep->am_ep->am_bcopy(wire::AM_WIREUP, pack_wireup, &payload, 0);
+    if (packed == UCS_ERR_NO_RESOURCE) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    std::free(req->u.send.bounce);
+    req->u.send.bounce = nullptr;
+    request_complete(req, packed < 0 ? ucs_status_t(packed) : UCS_OK);
+    return UCS_OK;
+}
+
+/* Tells the peer who we are, so it can answer through an ep of its own. */
+ucs_status_t send_wireup(ucp_ep *ep)
+{
+    ucp_worker *worker = ep->worker;
+    void *address;
+    size_t length;
+    ucs_status_t status = pack_address(worker->address(false), &address, &length);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (sizeof(wire::wireup_hdr) + length > ep->am_ep->owner().attr().am.max_bcopy) {
+        ucs_error("worker address of %zu bytes does not fit a wireup message", length);
+        std::free(address);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    request *req = worker->get_request();
+    if (req == nullptr) {
+        std::free(address);
+        return UCS_ERR_NO_MEMORY;
+    }
+    request_reset(req, worker, request_flag::RELEASED);
+    req->u.send.ep     = ep;
+    req->u.send.step   = wireup_step;
+    req->u.send.bounce = address;
+    req->u.send.offset = length;
+    status = ep_send_or_queue(ep, req);
+    return (status == UCS_INPROGRESS) ? UCS_OK : status;
+}
+
+/* Fails everything on the ep: queued sends and requests awaiting replies. */
+void purge_requests(ucp_ep *ep, ucs_status_t status)
+{
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        if (ep->lanes[i].ep != nullptr) {
+            ep->lanes[i].ep->pending_purge(pending_purge_cb, &status);
+        }
+    }
+    std::vector<request*> waiting;
+    ep->worker->req_ids.for_each([&](unsigned, request *req) {
+        ucp_ep *owner = (req->flags & request_flag::RECV) ? req->u.recv.ep :
+                        req->u.send.ep;
+        if (owner == ep) {
+            waiting.push_back(req);
+        }
+    });
+    for (request *req : waiting) {
+        fail_waiting_request(req, status);
+    }
+}
+
+void forget_reply_ep(ucp_ep *ep)
+{
+    ucp_worker *worker = ep->worker;
+    auto it = worker->eps_by_uuid.find(ep->remote_uuid);
+    if ((it == worker->eps_by_uuid.end()) || (it->second != ep)) {
+        return;
+    }
+    worker->eps_by_uuid.erase(it);
+    /* Another working ep to the same worker takes over the replies. */
+    worker->ep_ids.for_each([&](unsigned, ucp_ep *other) {
+        if ((other != ep) && (other->remote_uuid == ep->remote_uuid) &&
+            other->usable() && !worker->eps_by_uuid.count(ep->remote_uuid)) {
+            worker->eps_by_uuid[ep->remote_uuid] = other;
+        }
+    });
+}
+
+} // namespace
+
+ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
+                                  size_t max_length, uint32_t flags, ucp_ep **ep_p)
+{
+    size_t total_length;
+    ucs_status_t status = address_peek(address, std::min(max_length, address_header_size),
+                                       &total_length, nullptr);
+    if ((status == UCS_OK) && (total_length > max_length)) {
+        status = UCS_ERR_INVALID_PARAM;
+    }
+    if (status != UCS_OK) {
+        ucs_error("ucp_ep_create: not a worker address");
+        return status;
+    }
+    unpacked_address remote;
+    status = unpack_address(address, total_length, &remote);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ep_create: malformed worker address");
+        return status;
+    }
+
+    lane_plan plan;
+    status = select_lanes(*worker, remote, &plan);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ep_create: no transport of worker '%s' reaches '%s'",
+                  worker->name.c_str(), remote.worker_name.c_str());
+        return status;
+    }
+
+    auto ep = std::make_unique<ucp_ep>();
+    ep->worker      = worker;
+    ep->remote_uuid = remote.worker_uuid;
+    ep->peer_name   = remote.worker_name;
+    ep->flags       = flags;
+    for (const lane_candidate &c : plan.lanes) {
+        const address_entry &e = *c.entry;
+        uct::ep *uct_ep = nullptr;
+        status = worker->ifaces[c.iface_index].iface->ep_create_connected(
+                     e.dev_addr.data(), e.dev_addr.size(), e.iface_addr.data(),
+                     e.iface_addr.size(), &uct_ep);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ep_create: %s lane to '%s' failed: %s", e.tl_name.c_str(),
+                      remote.worker_name.c_str(), ucs_status_string(status));
+            for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+                delete ep->lanes[i].ep;
+            }
+            return status;
+        }
+        unsigned tl = worker->ifaces[c.iface_index].tl_index;
+        ep->lanes[ep->num_lanes++] = {uct_ep, c.iface_index,
+                                      worker->context.tls[tl].md_index};
+    }
+    ep->am_lane   = plan.am;
+    ep->rndv_lane = plan.rndv;
+    ep->rma_lane  = plan.rma;
+    ep->am_ep     = ep->lanes[plan.am].ep;
+    compute_thresholds(ep.get());
+
+    status = worker->ep_ids.insert(ep.get(), &ep->id);
+    if (status != UCS_OK) {
+        for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+            delete ep->lanes[i].ep;
+        }
+        return status;
+    }
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        worker->eps_by_lane[ep->lanes[i].ep] = ep.get();
+    }
+    if (!worker->eps_by_uuid.count(ep->remote_uuid)) {
+        worker->eps_by_uuid[ep->remote_uuid] = ep.get();
+    }
+
+    ucp_ep *raw = ep.release();
+    if ((flags & ep_flag::USER) && (raw->remote_uuid != worker->uuid)) {
+        status = send_wireup(raw);
+        if (status != UCS_OK) {
+            ep_destroy(raw);
+            return status;
+        }
+    }
+    ucs_debug("worker '%s': ep %u to '%s': %u lanes, am lane %u, rndv lane %d",
+              worker->name.c_str(), raw->id, raw->peer_name.c_str(), raw->num_lanes,
+              raw->am_lane, raw->rndv_lane == no_lane ? -1 : int(raw->rndv_lane));
+    *ep_p = raw;
+    return UCS_OK;
+}
+
+void ep_destroy(ucp_ep *ep)
+{
+    ucp_worker *worker = ep->worker;
+    purge_requests(ep, UCS_ERR_CANCELED);
+    forget_reply_ep(ep);
+    worker->ep_ids.remove(ep->id);
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        worker->eps_by_lane.erase(ep->lanes[i].ep);
+        delete ep->lanes[i].ep;
+        ep->lanes[i].ep = nullptr;
+    }
+    ep->num_lanes = 0;
+    delete ep;
+}
+
+void ep_set_failed(ucp_ep *ep, ucs_status_t status)
+{
+    if (ep->flags & ep_flag::FAILED) {
+        return;
+    }
+    ep->flags  |= ep_flag::FAILED;
+    ep->status  = status;
+    forget_reply_ep(ep);
+    purge_requests(ep, status);
+    if (!(ep->flags & ep_flag::USER) || (ep->flags & ep_flag::CLOSED)) {
+        return;
+    }
+    if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) && (ep->err_handler.cb != nullptr)) {
+        ep->flags |= ep_flag::ERR_NOTIFIED;
+        ep->err_handler.cb(ep->err_handler.arg, ep, status);
+    } else if (status != UCS_ERR_CANCELED) {
+        ucs_error("worker '%s': connection to '%s' failed: %s",
+                  ep->worker->name.c_str(), ep->peer_name.c_str(),
+                  ucs_status_string(status));
+    }
+}
+
+ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
+{
+    if (ucs_unlikely(!ep->usable())) {
+        return ep->status;
+    }
+    if (ep->num_pending == 0) {
+        ucs_status_t status = req->u.send.step(req);
+        if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
+            return status;
+        }
+    }
+    req->u.send.pending.func = pending_dispatch;
+    for (;;) {
+        ucs_status_t status = ep->am_ep->pending_add(&req->u.send.pending, 0);
+        if (status == UCS_OK) {
+            break;
+        }
+        if (status != UCS_ERR_BUSY) {
+            return status;
+        }
+        /* Resources came back meanwhile: try again ourselves. */
+        status = req->u.send.step(req);
+        if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
+            return status;
+        }
+    }
+    req->flags |= request_flag::PENDING;
+    ++ep->num_pending;
+    return UCS_INPROGRESS;
+}
+
+namespace {
+
+bool try_send_reply(ucp_ep *ep, uint8_t am_id, uint64_t req_id, int8_t status)
+{
+    if (!ep->usable()) {
+        return true;    /* dropped: the peer is gone */
+    }
+    wire::reply_hdr hdr{req_id, status, {}};
+    ucs_status_t st = ep->am_ep->am_short(am_id, req_id, &hdr.status,
+                                          sizeof(hdr) - sizeof(uint64_t));
+    if (st == UCS_ERR_UNSUPPORTED || st == UCS_ERR_INVALID_PARAM) {
+        ssize_t packed = ep->am_ep->am_bcopy(am_id, [](void *dest, void *arg) -> size_t {
+            std::memcpy(dest, arg, sizeof(wire::reply_hdr));
+            return sizeof(wire::reply_hdr);
+        }, &hdr, 0);
+        st = (packed >= 0) ? UCS_OK : ucs_status_t(packed);
+    }
+    return st != UCS_ERR_NO_RESOURCE;
+}
+
+} // namespace
+
+ucp_ep *reply_ep(ucp_worker *worker, uint64_t uuid)
+{
+    auto it = worker->eps_by_uuid.find(uuid);
+    return (it == worker->eps_by_uuid.end()) ? nullptr : it->second;
+}
+
+void send_reply_to(ucp_worker *worker, uint64_t uuid, uint8_t am_id, uint64_t req_id,
+                   ucs_status_t status)
+{
+    if (worker->queued_replies.empty()) {
+        ucp_ep *ep = reply_ep(worker, uuid);
+        if ((ep != nullptr) && try_send_reply(ep, am_id, req_id, int8_t(status))) {
+            return;
+        }
+    }
+    worker->queued_replies.push_back({uuid, am_id, req_id, int8_t(status)});
+}
+
+ucs_status_t worker_lane_error(void *arg, uct::ep *failed, ucs_status_t status)
+{
+    /* Called from inside a transport's progress: act later, outside it. */
+    static_cast<ucp_worker*>(arg)->failed_lanes.emplace_back(failed, status);
+    return UCS_OK;
+}
+
+namespace {
+
+unsigned process_failed_lanes(ucp_worker *worker)
+{
+    unsigned count = 0;
+    while (!worker->failed_lanes.empty()) {
+        auto failed = worker->failed_lanes.back();
+        worker->failed_lanes.pop_back();
+        auto it = worker->eps_by_lane.find(failed.first);
+        if (it == worker->eps_by_lane.end()) {
+            continue;   /* already destroyed */
+        }
+        ucp_ep *ep = it->second;
+        /* The user's error handler may close (free) a user ep. */
+        const bool internal = !(ep->flags & ep_flag::USER);
+        ep_set_failed(ep, failed.second);
+        if (internal) {
+            ep_destroy(ep);   /* nobody holds an internal ep */
+        }
+        ++count;
+    }
+    return count;
+}
+
+unsigned process_queued_replies(ucp_worker *worker)
+{
+    unsigned count = 0;
+    auto &q = worker->queued_replies;
+    while (!q.empty()) {
+        queued_reply r = q.front();
+        ucp_ep *ep = reply_ep(worker, r.uuid);
+        if (ep == nullptr) {
+            if (worker->pending_wireups.count(r.uuid)) {
+                break;      /* its ep is created next round */
+            }
+            ucs_debug("dropping a reply to unknown worker 0x%llx",
+                      static_cast<unsigned long long>(r.uuid));
+        } else if (!try_send_reply(ep, r.am_id, r.req_id, r.status)) {
+            break;
+        }
+        q.pop_front();
+        ++count;
+    }
+    return count;
+}
+
+} // namespace
+
+void worker_keepalive(ucp_worker *worker)
+{
+    const uint64_t now = ucs::sys::get_time();
+    if (now < worker->keepalive_next) {
+        return;
+    }
+    worker->keepalive_next = now + worker->keepalive_interval;
+    worker->ep_ids.for_each([](unsigned, ucp_ep *ep) {
+        if ((ep->err_mode != UCP_ERR_HANDLING_MODE_PEER) || !ep->usable()) {
+            return;
+        }
+        for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+            const lane &l = ep->lanes[i];
+            if (ep->worker->ifaces[l.iface_index].iface->attr().flags &
+                uct::iface_flag::EP_CHECK) {
+                l.ep->check(0, nullptr);   /* a dead peer is reported as an error */
+            }
+        }
+    });
+}
+
+unsigned worker_deferred_progress(ucp_worker *worker)
+{
+    unsigned count = process_failed_lanes(worker);
+    count += process_pending_wireups(worker);
+    count += process_queued_replies(worker);
+    count += rndv_deferred_progress(worker);
+    count += flush_progress(worker);
+    return count;
+}
+
+} // namespace ucp

@@ -1,0 +1,110 @@
+/*
+ * A UCP endpoint: the lanes (uct endpoints) that reach one peer worker and
+ * the thresholds that pick a protocol per message size.
+ *
+ * Every transport we have connects to a peer's iface address, so an ep is
+ * usable as soon as ucp_ep_create returns: creation never waits for the
+ * peer. The first message on the AM lane is a wireup message carrying our
+ * worker address, so the peer can reply (sync acks, rendezvous) through an
+ * ep of its own; it reaches the peer before anything else we send because
+ * the AM lane keeps order.
+ */
+#ifndef UCP_CORE_UCP_EP_H
+#define UCP_CORE_UCP_EP_H
+
+#include "ucp_request.h"
+
+#include <uct/base/uct_iface.h>
+
+#include <string>
+#include <vector>
+
+namespace ucp {
+
+constexpr unsigned max_lanes = 8;
+constexpr uint8_t  no_lane   = 0xff;
+
+struct lane {
+    uct::ep  *ep;
+    unsigned iface_index;   /* into ucp_worker::ifaces */
+    unsigned md_index;      /* into ucp_context::mds */
+};
+
+namespace ep_flag {
+constexpr uint32_t USER      = 1u << 0;  /* handed to the application */
+constexpr uint32_t FAILED    = 1u << 1;  /* a lane reported an error */
+constexpr uint32_t CLOSED    = 1u << 2;  /* ucp_ep_close* called */
+constexpr uint32_t ERR_NOTIFIED = 1u << 3;
+} // namespace ep_flag
+
+/* Message-size limits of the protocols, from the AM lane and the config. */
+struct ep_thresholds {
+    ssize_t max_eager_short;  /* payload bytes that fit am_short with the tag; -1: none */
+    size_t max_eager_only;    /* one bcopy fragment with the tag header */
+    size_t first_frag;        /* payload of an eager first fragment */
+    size_t middle_frag;       /* payload of an eager middle fragment */
+    size_t rndv;              /* from this size up: rendezvous (SIZE_MAX: never) */
+    size_t sync_first_frag;   /* payload of a sync first fragment */
+};
+
+} // namespace ucp
+
+struct ucp_ep {
+    ucp_worker                *worker = nullptr;
+    uint64_t                  remote_uuid = 0;
+    std::string               peer_name;
+    unsigned                  id = 0;               /* in worker->ep_ids */
+    uint32_t                  flags = 0;
+    ucs_status_t              status = UCS_OK;
+    ucp_err_handling_mode_t   err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    ucp_err_handler_t         err_handler{nullptr, nullptr};
+    void                      *user_data = nullptr;
+
+    ucp::lane                 lanes[ucp::max_lanes] = {};
+    uint8_t                   num_lanes = 0;
+    uint8_t                   am_lane = ucp::no_lane;
+    uint8_t                   rndv_lane = ucp::no_lane;  /* get_zcopy pull */
+    uint8_t                   rma_lane = ucp::no_lane;   /* put/get/atomics */
+
+    /* Fast-path copies of the AM lane and its limits. */
+    uct::ep                   *am_ep = nullptr;
+    ucp::ep_thresholds        thresh{};
+
+    /* Sends queued behind a busy lane; while non-zero new sends queue too. */
+    unsigned                  num_pending = 0;
+    /* Stream receive state (operations issue). */
+    void                      *stream = nullptr;
+
+    bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
+};
+
+namespace ucp {
+
+/*
+ * Creates an ep to the worker whose packed address is `address`, of which
+ * at most `max_length` bytes are readable (SIZE_MAX: the caller only has a
+ * pointer, as in ucp_ep_create; the header's length is trusted then).
+ */
+ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
+                                  size_t max_length, uint32_t flags, ucp_ep **ep_p);
+
+/* Destroys the lanes and frees the ep; the ep must be idle or failed. */
+void ep_destroy(ucp_ep *ep);
+
+/*
+ * Fails the ep: lanes are purged, requests waiting on the peer complete
+ * with `status`, the user's error handler runs (PEER mode, user eps).
+ */
+void ep_set_failed(ucp_ep *ep, ucs_status_t status);
+
+/*
+ * Sends on the AM lane, or queues `req` behind the ones already waiting
+ * (order is kept). `req->u.send.step` is retried from the pending queue.
+ * Returns what the step returned, or UCS_INPROGRESS when queued.
+ */
+ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req);
+
+
+} // namespace ucp
+
+#endif

@@ -1,0 +1,430 @@
+/*
+ * Public endpoint calls: create, close (flush or force), flush of an ep or
+ * a whole worker, query and print_info. Closing never needs the peer: a
+ * flush waits only for our own queued sends and the transports' local
+ * completion, and a failed peer completes it with the error.
+ */
+#include "ucp_ep.h"
+#include "ucp_guard.h"
+#include "ucp_worker.h"
+
+#include <ucp/proto/am_handlers.h>
+#include <ucp/proto/send_common.h>
+#include <ucs/debug/log.h>
+
+#include <cstdio>
+
+namespace ucp {
+
+namespace {
+
+void flush_comp_noop(uct::completion *)
+{
+}
+
+/* The lane at a flush cursor: ep id * max_lanes + lane index. */
+uct::ep *flush_lane_at(request *req, unsigned cursor, ucp_ep **ep_p)
+{
+    flush_state &f = req->u.flush;
+    ucp_ep *ep = (f.ep != nullptr) ? f.ep : req->worker->ep_ids.lookup(cursor / max_lanes);
+    *ep_p = ep;
+    if ((ep == nullptr) || ((f.ep != nullptr) && (cursor >= max_lanes))) {
+        return nullptr;
+    }
+    unsigned lane = cursor % max_lanes;
+    return (lane < ep->num_lanes) ? ep->lanes[lane].ep : nullptr;
+}
+
+/* Advances a flush; true once every lane is flushed. */
+bool flush_advance(request *req)
+{
+    flush_state &f = req->u.flush;
+    const unsigned end = (f.ep != nullptr) ? max_lanes :
+                         unsigned(req->worker->ep_ids.size() * max_lanes);
+    while (f.next_lane < end) {
+        ucp_ep *ep;
+        uct::ep *lane = flush_lane_at(req, f.next_lane, &ep);
+        if ((lane == nullptr) || (ep == nullptr) || !ep->usable()) {
+            ++f.next_lane;
+            continue;
+        }
+        if (ep->num_pending != 0) {
+            return false;       /* our own queue drains first */
+        }
+        ++f.comp.count;
+        ucs_status_t status = lane->flush(uct::flush_flag::LOCAL, &f.comp);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            --f.comp.count;
+            return false;
+        }
+        if (status != UCS_INPROGRESS) {
+            --f.comp.count;
+            uct::completion_update_status(&f.comp, status);
+        }
+        ++f.next_lane;
+    }
+    if (f.next_lane == end) {
+        ++f.next_lane;          /* drop the count held while issuing, once */
+        --f.comp.count;
+    }
+    return f.comp.count == 0;
+}
+
+void flush_finish(request *req)
+{
+    flush_state &f = req->u.flush;
+    ucs_status_t status = f.comp.status;
+    if (f.close_mode && (f.ep != nullptr)) {
+        if (!f.ep->usable()) {
+            status = UCS_OK;   /* closing a failed ep succeeds */
+        }
+        ep_destroy(f.ep);
+        f.ep = nullptr;
+    }
+    request_complete(req, status);
+}
+
+ucs_status_ptr_t flush_start(ucp_worker *worker, ucp_ep *ep, bool close,
+                             const ucp_request_param_t *param)
+{
+    request *req = send_request_get(worker, param);
+    if (req == nullptr) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    req->flags |= request_flag::FLUSH;
+    flush_state &f = req->u.flush;
+    f.ep          = ep;
+    f.next_lane   = 0;
+    f.comp        = {flush_comp_noop, 1, UCS_OK};
+    f.close_mode  = close ? 1 : 0;
+
+    if (!flush_advance(req)) {
+        worker->flush_requests.push_back(req);
+        return req->user_ptr();
+    }
+    /* Done at once: no callback unless a request was asked for. */
+    const uint32_t cb_flag = req->flags & request_flag::CALLBACK;
+    req->flags &= ~request_flag::CALLBACK;
+    flush_finish(req);
+    ucs_status_t status = req->status;
+    if (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
+        req->flags |= cb_flag;
+        if (cb_flag) {
+            req->flags &= ~request_flag::COMPLETED;
+            request_complete(req, status);
+        }
+        return req->user_ptr();
+    }
+    request_put(req);
+    return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
+}
+
+ucs_status_t apply_ep_params(ucp_ep *ep, const ucp_ep_params_t &params)
+{
+    const uint64_t mask = params.field_mask;
+    if (mask & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) {
+        unsigned mode;
+        std::memcpy(&mode, &params.err_mode, sizeof(mode));
+        if (mode > UCP_ERR_HANDLING_MODE_PEER) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        ep->err_mode = params.err_mode;
+    }
+    if (mask & UCP_EP_PARAM_FIELD_ERR_HANDLER) {
+        ep->err_handler = params.err_handler;
+    }
+    if (mask & UCP_EP_PARAM_FIELD_USER_DATA) {
+        ep->user_data = params.user_data;
+    }
+    if ((mask & UCP_EP_PARAM_FIELD_NAME) && (params.name != nullptr)) {
+        ep->peer_name.assign(params.name, strnlen(params.name, UCP_ENTITY_NAME_MAX - 1));
+    }
+    return UCS_OK;
+}
+
+ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep **ep_p)
+{
+    const uint64_t mask = params.field_mask;
+    if (mask & (UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_CONN_REQUEST)) {
+        ucs_error("ucp_ep_create: client-server connections are not available yet");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (!(mask & UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) || (params.address == nullptr)) {
+        ucs_error("ucp_ep_create: no remote worker address given");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp_ep probe;   /* validates the parameters before anything is created */
+    ucs_status_t status = apply_ep_params(&probe, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    uint64_t uuid;
+    status = address_peek(params.address, address_header_size, nullptr, &uuid);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ep_create: not a worker address");
+        return status;
+    }
+
+    /* A peer that connected to us first left an ep nobody holds: adopt it. */
+    ucp_ep *ep = nullptr;
+    if (auto it = worker->eps_by_uuid.find(uuid); (it != worker->eps_by_uuid.end()) &&
+        !(it->second->flags & ep_flag::USER) && it->second->usable()) {
+        ep = it->second;
+        ep->flags |= ep_flag::USER;
+    } else {
+        status = ep_create_to_address(worker, params.address, SIZE_MAX, ep_flag::USER, &ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    apply_ep_params(ep, params);
+    *ep_p = ep;
+    return UCS_OK;
+}
+
+void print_size_range(FILE *stream, size_t from, size_t to, const char *proto)
+{
+    if (from > to) {
+        return;
+    }
+    if (to == SIZE_MAX) {
+        std::fprintf(stream, "#   %10zu .. inf        %s\n", from, proto);
+    } else {
+        std::fprintf(stream, "#   %10zu .. %-10zu %s\n", from, to, proto);
+    }
+}
+
+void print_ep(ucp_ep *ep, FILE *stream)
+{
+    ucp_worker *worker = ep->worker;
+    std::fprintf(stream, "#\n# UCP endpoint %u of worker '%s'\n#\n", ep->id,
+                 worker->name.c_str());
+    std::fprintf(stream, "#   peer: %s%s\n", ep->peer_name.c_str(),
+                 ep->usable() ? "" : " (failed)");
+    std::fprintf(stream, "#   error handling: %s\n",
+                 (ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) ? "peer" : "none");
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        const uct::tl_resource &res =
+            worker->context.tls[worker->ifaces[ep->lanes[i].iface_index].tl_index].resource;
+        std::fprintf(stream, "#   lane[%u]: %s/%s%s%s%s\n", i, res.tl_name, res.dev_name,
+                     (i == ep->am_lane) ? " am" : "", (i == ep->rndv_lane) ? " rndv" : "",
+                     (i == ep->rma_lane) ? " rma" : "");
+    }
+    const ep_thresholds &t = ep->thresh;
+    std::fprintf(stream, "#\n#   tag_send protocols (message size in bytes):\n");
+    size_t next = 0;
+    if (t.max_eager_short >= 0) {
+        print_size_range(stream, 0, size_t(t.max_eager_short), "eager short");
+        next = size_t(t.max_eager_short) + 1;
+    }
+    const size_t rndv = t.rndv;
+    print_size_range(stream, next, std::min(t.max_eager_only, rndv - 1),
+                     "eager bcopy, one fragment");
+    print_size_range(stream, t.max_eager_only + 1, (rndv == SIZE_MAX) ? SIZE_MAX : rndv - 1,
+                     "eager bcopy, multiple fragments");
+    if (rndv != SIZE_MAX) {
+        const uct::tl_resource &res =
+            worker->context.tls[worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]
+                                .tl_index].resource;
+        char proto[64];
+        std::snprintf(proto, sizeof(proto), "rendezvous, get_zcopy on %s", res.tl_name);
+        print_size_range(stream, rndv, SIZE_MAX, proto);
+    }
+    std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every size)\n#\n");
+}
+
+/* Drives a nonblocking call to completion for the blocking compat calls. */
+ucs_status_t wait_request(ucp_worker *worker, ucs_status_ptr_t ptr)
+{
+    if (ptr == nullptr) {
+        return UCS_OK;
+    }
+    if (UCS_PTR_IS_ERR(ptr)) {
+        return UCS_PTR_STATUS(ptr);
+    }
+    ucs_status_t status;
+    while ((status = ucp_request_check_status(ptr)) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+    }
+    ucp_request_free(ptr);
+    return status;
+}
+
+ucp_request_param_t legacy_flush_param(ucp_send_callback_t cb)
+{
+    ucp_request_param_t param{};
+    if (cb != nullptr) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | param_legacy_callback;
+        param.cb.send      = ucp::callback_cast<ucp_send_nbx_callback_t>(cb);
+    }
+    return param;
+}
+
+} // namespace
+
+unsigned flush_progress(ucp_worker *worker)
+{
+    unsigned count = 0;
+    auto requests = std::move(worker->flush_requests);
+    worker->flush_requests.clear();
+    for (request *req : requests) {
+        if (flush_advance(req)) {
+            flush_finish(req);
+            ++count;
+        } else {
+            worker->flush_requests.push_back(req);
+        }
+    }
+    return count;
+}
+
+} // namespace ucp
+
+using ucp::guarded;
+
+extern "C" {
+
+ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
+                           ucp_ep_h *ep_p)
+{
+    if ((worker == nullptr) || (params == nullptr) || (ep_p == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp::worker_guard guard(worker);
+    return guarded("ucp_ep_create", [&]() { return ucp::ep_create(worker, *params, ep_p); });
+}
+
+ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
+{
+    if ((ep == nullptr) || (param == nullptr) || (ep->flags & ucp::ep_flag::CLOSED)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    ucp_worker *worker = ep->worker;
+    ucp::worker_guard guard(worker);
+    ucs_status_ptr_t result = nullptr;
+    ucs_status_t status = guarded("ucp_ep_close", [&]() {
+        ep->flags |= ucp::ep_flag::CLOSED;
+        const bool force = (param->op_attr_mask & UCP_OP_ATTR_FIELD_FLAGS) &&
+                           (param->flags & UCP_EP_CLOSE_FLAG_FORCE);
+        if (force || !ep->usable()) {
+            ucp::ep_destroy(ep);
+            result = nullptr;
+        } else {
+            result = ucp::flush_start(worker, ep, true, param);
+        }
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+ucs_status_ptr_t ucp_ep_close_nb(ucp_ep_h ep, unsigned mode)
+{
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = (mode == UCP_EP_CLOSE_MODE_FORCE) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    return ucp_ep_close_nbx(ep, &param);
+}
+
+ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep)
+{
+    return ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH);
+}
+
+void ucp_ep_destroy(ucp_ep_h ep)
+{
+    if (ep == nullptr) {
+        return;
+    }
+    ucp_worker *worker = ep->worker;
+    ucp::wait_request(worker, ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH));
+}
+
+ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
+{
+    if ((ep == nullptr) || (param == nullptr)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    ucp::worker_guard guard(ep->worker);
+    if (!ep->usable()) {
+        return UCS_STATUS_PTR(ep->status);
+    }
+    ucs_status_ptr_t result = nullptr;
+    ucs_status_t status = guarded("ucp_ep_flush", [&]() {
+        result = ucp::flush_start(ep->worker, ep, false, param);
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+ucs_status_ptr_t ucp_ep_flush_nb(ucp_ep_h ep, unsigned, ucp_send_callback_t cb)
+{
+    ucp_request_param_t param = ucp::legacy_flush_param(cb);
+    return ucp_ep_flush_nbx(ep, &param);
+}
+
+ucs_status_t ucp_ep_flush(ucp_ep_h ep)
+{
+    if (ep == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp_request_param_t param{};
+    return ucp::wait_request(ep->worker, ucp_ep_flush_nbx(ep, &param));
+}
+
+ucs_status_ptr_t ucp_worker_flush_nbx(ucp_worker_h worker, const ucp_request_param_t *param)
+{
+    if ((worker == nullptr) || (param == nullptr)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    ucp::worker_guard guard(worker);
+    ucs_status_ptr_t result = nullptr;
+    ucs_status_t status = guarded("ucp_worker_flush", [&]() {
+        result = ucp::flush_start(worker, nullptr, false, param);
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned, ucp_send_callback_t cb)
+{
+    ucp_request_param_t param = ucp::legacy_flush_param(cb);
+    return ucp_worker_flush_nbx(worker, &param);
+}
+
+ucs_status_t ucp_worker_flush(ucp_worker_h worker)
+{
+    if (worker == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp_request_param_t param{};
+    return ucp::wait_request(worker, ucp_worker_flush_nbx(worker, &param));
+}
+
+ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
+{
+    if ((ep == nullptr) || (attr == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & UCP_EP_ATTR_FIELD_NAME) {
+        std::snprintf(attr->name, sizeof(attr->name), "%s", ep->peer_name.c_str());
+    }
+    if (attr->field_mask & (UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR |
+                            UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR)) {
+        return UCS_ERR_UNSUPPORTED;   /* only client-server eps have them */
+    }
+    return UCS_OK;
+}
+
+void ucp_ep_print_info(ucp_ep_h ep, FILE *stream)
+{
+    if ((ep == nullptr) || (stream == nullptr)) {
+        return;
+    }
+    ucp::worker_guard guard(ep->worker);
+    guarded("ucp_ep_print_info", [&]() {
+        ucp::print_ep(ep, stream);
+        return UCS_OK;
+    });
+}
+
+} // extern "C"

@@ -1,0 +1,240 @@
+/*
+ * Request completion, the send-request helpers every operation shares, and
+ * the public ucp_request_* calls.
+ */
+#include "ucp_request.h"
+#include "ucp_ep.h"
+#include "ucp_worker.h"
+
+#include <ucp/proto/send_common.h>
+
+#include <cstdlib>
+
+namespace ucp {
+
+void request_complete(request *req, ucs_status_t status)
+{
+    const uint32_t flags = req->flags | request_flag::COMPLETED;
+    req->status = status;
+    req->flags  = flags;
+    if (flags & request_flag::CALLBACK) {
+        void *user = req->user_ptr();
+        if (flags & request_flag::STREAM) {
+            req->cb.stream(user, status, req->u.recv.info.length, req->user_data);
+        } else if (flags & request_flag::RECV) {
+            if (flags & request_flag::LEGACY_CB) {
+                req->cb.recv_legacy(user, status, &req->u.recv.info);
+            } else {
+                req->cb.recv(user, status, &req->u.recv.info, req->user_data);
+            }
+        } else if (flags & request_flag::LEGACY_CB) {
+            req->cb.send_legacy(user, status);
+        } else {
+            req->cb.send(user, status, req->user_data);
+        }
+    }
+    /* Released before completion: nobody else will give it back. */
+    if (flags & request_flag::RELEASED) {
+        request_put(req);
+    }
+}
+
+request *send_request_get(ucp_worker *worker, const ucp_request_param_t *param)
+{
+    request *req;
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) {
+        if (param->request == nullptr) {
+            return nullptr;
+        }
+        req = request::from_user(param->request);
+        request_reset(req, worker, request_flag::EXTERNAL);
+    } else {
+        req = worker->get_request();
+        if (req == nullptr) {
+            return nullptr;
+        }
+        request_reset(req, worker, 0);
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
+        req->cb.send  = param->cb.send;
+        req->flags   |= request_flag::CALLBACK;
+        if (param->op_attr_mask & param_legacy_callback) {
+            req->flags |= request_flag::LEGACY_CB;
+        }
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) {
+        req->user_data = param->user_data;
+    }
+    return req;
+}
+
+namespace {
+
+/* Id, datatype state, registration and bounce buffer of a send. */
+void send_release_resources(request *req)
+{
+    send_state &s = req->u.send;
+    req->worker->unregister_request(req);
+    s.packer.finish();
+    if (s.memh != nullptr) {
+        req->worker->context.mds[s.rndv_md].md->mem_dereg(s.memh);
+        s.memh = nullptr;
+    }
+    if (s.bounce != nullptr) {
+        std::free(s.bounce);
+        s.bounce = nullptr;
+    }
+}
+
+} // namespace
+
+void send_request_abort(request *req)
+{
+    send_release_resources(req);
+    request_put(req);
+}
+
+ucs_status_ptr_t send_request_start(request *req, const ucp_request_param_t *param)
+{
+    /* No callback from inside the call (runtimes store their state in the
+     * request after it returns), unless the caller wants a request anyway. */
+    const uint32_t cb_flag = req->flags & request_flag::CALLBACK;
+    req->flags &= ~request_flag::CALLBACK;
+
+    ucs_status_t status = ep_send_or_queue(req->u.send.ep, req);
+    if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
+        send_request_abort(req);
+        return UCS_STATUS_PTR(status);
+    }
+    if (!(req->flags & request_flag::COMPLETED)) {
+        req->flags |= cb_flag;
+        return req->user_ptr();
+    }
+    status = req->status;
+    if (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
+        req->flags |= cb_flag;
+        if (cb_flag) {
+            /* Completed already: run the callback the caller asked for. */
+            req->flags &= ~request_flag::COMPLETED;
+            request_complete(req, status);
+        }
+        return req->user_ptr();
+    }
+    request_put(req);
+    return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
+}
+
+void send_request_finish(request *req, ucs_status_t status)
+{
+    send_release_resources(req);
+    request_complete(req, status);
+}
+
+void send_done(request *req)
+{
+    req->flags |= request_flag::SEND_DONE;
+    if (!(req->flags & request_flag::SYNC)) {
+        send_request_finish(req, UCS_OK);
+    } else if (req->flags & request_flag::ACKED) {
+        send_request_finish(req, req->status);
+    }
+}
+
+void reply_arrived(request *req, ucs_status_t status)
+{
+    if (!(req->flags & request_flag::SYNC) || (req->flags & request_flag::ACKED)) {
+        return;     /* not awaited, or a duplicate */
+    }
+    req->flags  |= request_flag::ACKED;
+    req->status  = status;
+    if (req->flags & request_flag::SEND_DONE) {
+        send_request_finish(req, status);
+    }
+}
+
+} // namespace ucp
+
+using ucp::request;
+namespace request_flag = ucp::request_flag;
+
+extern "C" {
+
+ucs_status_t ucp_request_check_status(void *request)
+{
+    if (request == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const ucp::request *req = request::from_user(request);
+    return (req->flags & request_flag::COMPLETED) ? req->status : UCS_INPROGRESS;
+}
+
+int ucp_request_is_completed(void *request)
+{
+    return ucp_request_check_status(request) != UCS_INPROGRESS;
+}
+
+ucs_status_t ucp_tag_recv_request_test(void *request, ucp_tag_recv_info_t *info)
+{
+    if (request == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const ucp::request *req = request::from_user(request);
+    if (!(req->flags & request_flag::COMPLETED)) {
+        return UCS_INPROGRESS;
+    }
+    if ((info != nullptr) && (req->flags & request_flag::RECV)) {
+        *info = req->u.recv.info;
+    }
+    return req->status;
+}
+
+ucs_status_t ucp_request_test(void *request, ucp_tag_recv_info_t *info)
+{
+    return ucp_tag_recv_request_test(request, info);
+}
+
+ucs_status_t ucp_stream_recv_request_test(void *request, size_t *length_p)
+{
+    if (request == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const ucp::request *req = request::from_user(request);
+    if (!(req->flags & request_flag::COMPLETED)) {
+        return UCS_INPROGRESS;
+    }
+    if (length_p != nullptr) {
+        *length_p = req->u.recv.info.length;
+    }
+    return req->status;
+}
+
+void ucp_request_free(void *request)
+{
+    if (request == nullptr) {
+        return;
+    }
+    ucp::request *req = request::from_user(request);
+    if (req->flags & request_flag::EXTERNAL) {
+        return;     /* the caller's memory */
+    }
+    ucp::worker_guard guard(req->worker);
+    if (req->flags & request_flag::COMPLETED) {
+        ucp::request_put(req);
+    } else {
+        req->flags |= request_flag::RELEASED;
+    }
+}
+
+void ucp_request_release(void *request)
+{
+    ucp_request_free(request);
+}
+
+void *ucp_request_alloc(ucp_worker_h worker)
+{
+    /* UCX leaves this unimplemented too; callers use FIELD_REQUEST memory. */
+    (void)worker;
+    return nullptr;
+}
+
+} // extern "C"

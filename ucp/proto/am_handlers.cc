@@ -1,0 +1,36 @@
+/*
+ * The table of UCP's active-message handlers, installed on every iface.
+ */
+#include "am_handlers.h"
+#include "wire.h"
+
+#include <ucp/tag/tag_recv.h>
+
+namespace ucp {
+
+ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
+{
+    static const struct {
+        uint8_t             id;
+        uct::am_callback_t  cb;
+    } handlers[] = {
+        {wire::AM_WIREUP,           wireup_handler},
+        {wire::AM_EAGER_ONLY,       eager_only_handler},
+        {wire::AM_EAGER_FIRST,      eager_first_handler},
+        {wire::AM_EAGER_MIDDLE,     eager_middle_handler},
+        {wire::AM_EAGER_SYNC_ONLY,  eager_sync_only_handler},
+        {wire::AM_EAGER_SYNC_FIRST, eager_sync_first_handler},
+        {wire::AM_SYNC_ACK,         reply_handler},
+        {wire::AM_RNDV_RTS,         rndv_rts_handler},
+        {wire::AM_RNDV_ATS,         reply_handler},
+    };
+    for (const auto &h : handlers) {
+        ucs_status_t status = iface->set_am_handler(h.id, h.cb, worker, 0);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    return UCS_OK;
+}
+
+} // namespace ucp

@@ -1,0 +1,54 @@
+/*
+ * What every send operation shares: getting a request for an nbx call,
+ * starting it with UCX's immediate-completion rules, and finishing it once
+ * both the local part (SEND_DONE) and, where one is awaited, the peer's
+ * reply (ACKED) are in.
+ */
+#ifndef UCP_PROTO_SEND_COMMON_H
+#define UCP_PROTO_SEND_COMMON_H
+
+#include <ucp/core/ucp_guard.h>
+#include <ucp/core/ucp_request.h>
+
+namespace ucp {
+
+/* A private op_attr_mask bit: the callback has the pre-nbx signature. */
+constexpr uint32_t param_legacy_callback = 1u << 31;
+
+/* Stores a pre-nbx callback in ucp_request_param_t's callback union; the
+ * LEGACY_CB flag makes completion call it with its own signature. */
+template <typename To, typename From> To callback_cast(From f)
+{
+    return reinterpret_cast<To>(reinterpret_cast<void (*)()>(f));
+}
+
+/* The request of an nbx call: the caller's (FIELD_REQUEST) or a pooled one,
+ * with the callback and user data of `param`. nullptr: out of memory. */
+request *send_request_get(ucp_worker *worker, const ucp_request_param_t *param);
+
+/* Gives back a request whose operation never started. */
+void send_request_abort(request *req);
+
+/*
+ * Runs the first step (req->u.send.step) or queues it, and turns the
+ * outcome into the nbx return value: NULL when done at once (no callback
+ * then, unless UCP_OP_ATTR_FLAG_NO_IMM_CMPL asks for a request), an error
+ * pointer, or the request.
+ */
+ucs_status_ptr_t send_request_start(request *req, const ucp_request_param_t *param);
+
+/* The local part is done: completes unless a reply is still awaited. */
+void send_done(request *req);
+
+/* A peer's reply (sync ack, rendezvous ATS) for a SYNC request. */
+void reply_arrived(request *req, ucs_status_t status);
+
+/* Releases the send's resources and completes it. */
+void send_request_finish(request *req, ucs_status_t status);
+
+/* Rendezvous: the first step for a contiguous message of this size. */
+send_step_t rndv_select(request *req);
+
+} // namespace ucp
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * UCP's messages on the transports' active-message channel: the AM ids and
+ * the fixed headers that precede each payload. Every header comes from a
+ * peer, so handlers check the length they got before reading one.
+ *
+ * Integers are in the sender's byte order: the worker address format
+ * already refuses a peer of the other byte order.
+ */
+#ifndef UCP_PROTO_WIRE_H
+#define UCP_PROTO_WIRE_H
+
+#include <ucp/api/ucp_def.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace ucp::wire {
+
+enum am_id : uint8_t {
+    AM_WIREUP          = 1,  /* wireup_hdr + sender's worker address */
+    AM_EAGER_ONLY      = 2,  /* tag (8 B) + whole payload */
+    AM_EAGER_FIRST     = 3,  /* eager_first_hdr + first fragment */
+    AM_EAGER_MIDDLE    = 4,  /* eager_middle_hdr + fragment */
+    AM_EAGER_SYNC_ONLY = 5,  /* eager_sync_hdr + whole payload */
+    AM_EAGER_SYNC_FIRST= 6,  /* eager_first_hdr + sreq id (8 B) + fragment */
+    AM_SYNC_ACK        = 7,  /* reply_hdr */
+    AM_RNDV_RTS        = 8,  /* rts_hdr + md name + packed rkey */
+    AM_RNDV_ATS        = 9,  /* reply_hdr */
+    AM_STREAM          = 10, /* stream_hdr + payload */
+    AM_USER_SINGLE     = 11, /* user active messages (ucp_am_*) */
+    AM_USER_FIRST      = 12,
+    AM_USER_MIDDLE     = 13,
+    AM_RMA_PUT         = 14, /* emulated RMA / atomics (operations issue) */
+    AM_RMA_GET_REQ     = 15,
+    AM_RMA_GET_REP     = 16,
+    AM_ATOMIC_REQ      = 17,
+    AM_ATOMIC_REP      = 18,
+    AM_CMPL            = 19,
+    AM_LAST
+};
+
+/* Identifies the sending worker; its replies go to an ep to that worker. */
+struct wireup_hdr {
+    uint64_t src_uuid;
+    uint32_t address_length;
+    uint32_t reserved;
+};
+
+struct eager_first_hdr {
+    ucp_tag_t tag;
+    uint64_t  src_uuid;
+    uint64_t  msg_id;
+    uint64_t  total_length;
+};
+
+struct eager_middle_hdr {
+    uint64_t src_uuid;
+    uint64_t msg_id;
+    uint64_t offset;
+};
+
+struct eager_sync_hdr {
+    ucp_tag_t tag;
+    uint64_t  src_uuid;
+    uint64_t  sreq_id;
+};
+
+/* An acknowledgement or rendezvous completion naming the sender's request. */
+struct reply_hdr {
+    uint64_t req_id;
+    int8_t   status;
+    uint8_t  reserved[7];
+};
+
+constexpr unsigned rts_md_name_max = 16;
+
+struct rts_hdr {
+    ucp_tag_t tag;
+    uint64_t  src_uuid;
+    uint64_t  sreq_id;
+    uint64_t  address;
+    uint64_t  length;
+    char      md_name[rts_md_name_max];   /* NUL-padded */
+    uint32_t  rkey_length;                /* packed rkey bytes after the header */
+    uint8_t   sync;                       /* tag_send_sync: receive implies ack */
+    uint8_t   reserved[3];
+};
+
+struct stream_hdr {
+    uint64_t src_uuid;
+    uint64_t dst_ep_id;                   /* 0: resolve by sender uuid */
+};
+
+/* Reads a header of type T from an unaligned, length-checked buffer. */
+template <typename T>
+inline bool read_header(const void *data, size_t length, T *out)
+{
+    if (length < sizeof(T)) {
+        return false;
+    }
+    std::memcpy(out, data, sizeof(T));
+    return true;
+}
+
+} // namespace ucp::wire
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * Tagged receives: the receiver's AM handlers (eager and rendezvous
+ * messages, acks), the unexpected-message store, and the pieces the
+ * rendezvous receive shares with them.
+ */
+#ifndef UCP_TAG_TAG_RECV_H
+#define UCP_TAG_TAG_RECV_H
+
+#include <ucp/core/ucp_request.h>
+#include <ucp/proto/wire.h>
+
+struct ucp_worker;
+
+namespace ucp {
+
+/* A message that arrived before its receive was posted. */
+struct rx_message {
+    tag::unexpected_entry entry;
+    bool          rndv;
+    bool          sync;
+    uint64_t      src_uuid;
+    uint64_t      sreq_id;
+    uint64_t      msg_id;
+    size_t        total;       /* message length */
+    size_t        received;    /* eager bytes stored so far */
+    wire::rts_hdr rts;         /* rendezvous: the sender's offer */
+    size_t        data_length; /* bytes at data: payload, or the packed rkey */
+    uint8_t       *data;       /* right after this struct */
+};
+
+/* AM handlers (see set_am_handlers). */
+ucs_status_t eager_only_handler(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t eager_first_handler(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t eager_sync_first_handler(void *arg, void *data, size_t length,
+                                      unsigned flags);
+ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned flags);
+
+/* Frees unexpected messages at worker destruction. */
+void tag_recv_cleanup(ucp_worker *worker);
+
+/* Starts pulling a matched rendezvous message into req. */
+void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
+                     const void *rkey, size_t rkey_length);
+
+/* Receive completion with the datatype finished. */
+void recv_finish(request *req, ucs_status_t status);
+
+} // namespace ucp
+
+#endif

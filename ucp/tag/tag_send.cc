@@ -1,0 +1,285 @@
+/*
+ * Tagged sends: the protocol per message size (eager short, eager bcopy in
+ * one or many fragments, rendezvous), sync sends, and the public
+ * ucp_tag_send_* calls.
+ */
+#include "tag_send.h"
+
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/proto/am_handlers.h>
+#include <ucp/proto/send_common.h>
+#include <ucp/proto/wire.h>
+#include <ucs/debug/log.h>
+
+#include <cstring>
+
+namespace ucp {
+
+namespace {
+
+/* ---- eager ---------------------------------------------------------- */
+
+ucs_status_t eager_short_step(request *req)
+{
+    send_state &s = req->u.send;
+    ucs_status_t status = s.ep->am_ep->am_short(wire::AM_EAGER_ONLY, s.tag,
+                                                s.packer.contig_buffer(),
+                                                unsigned(s.packer.length()));
+    if (status != UCS_OK) {
+        return status;
+    }
+    send_done(req);
+    return UCS_OK;
+}
+
+size_t pack_eager_only(void *dest, void *arg)
+{
+    auto *req = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    char *out = static_cast<char*>(dest);
+    std::memcpy(out, &s.tag, sizeof(s.tag));
+    return sizeof(s.tag) + s.packer.pack(out + sizeof(s.tag), 0, s.packer.length());
+}
+
+size_t pack_eager_sync_only(void *dest, void *arg)
+{
+    auto *req = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, req->id};
+    char *out = static_cast<char*>(dest);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    return sizeof(hdr) + s.packer.pack(out + sizeof(hdr), 0, s.packer.length());
+}
+
+ucs_status_t eager_only_step(request *req)
+{
+    send_state &s = req->u.send;
+    const bool sync = (req->flags & request_flag::SYNC);
+    ssize_t packed = s.ep->am_ep->am_bcopy(sync ? wire::AM_EAGER_SYNC_ONLY :
+                                                  wire::AM_EAGER_ONLY,
+                                           sync ? pack_eager_sync_only : pack_eager_only,
+                                           req, 0);
+    if (packed < 0) {
+        return ucs_status_t(packed);
+    }
+    send_done(req);
+    return UCS_OK;
+}
+
+size_t pack_eager_first(void *dest, void *arg)
+{
+    auto *req = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    const ep_thresholds &t = s.ep->thresh;
+    wire::eager_first_hdr hdr{s.tag, req->worker->uuid, s.msg_id, s.packer.length()};
+    char *out = static_cast<char*>(dest);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    out += sizeof(hdr);
+    size_t max = t.first_frag;
+    if (req->flags & request_flag::SYNC) {
+        std::memcpy(out, &req->id, sizeof(req->id));
+        out += sizeof(req->id);
+        max  = t.sync_first_frag;
+    }
+    size_t n = s.packer.pack(out, 0, max);
+    s.offset = n;
+    return size_t(out - static_cast<char*>(dest)) + n;
+}
+
+size_t pack_eager_middle(void *dest, void *arg)
+{
+    auto *req = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, s.offset};
+    char *out = static_cast<char*>(dest);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    size_t n = s.packer.pack(out + sizeof(hdr), s.offset, s.ep->thresh.middle_frag);
+    s.offset += n;
+    return sizeof(hdr) + n;
+}
+
+ucs_status_t eager_multi_step(request *req)
+{
+    send_state &s = req->u.send;
+    const size_t length = s.packer.length();
+    bool progressed = false;
+    do {
+        const bool first = (s.offset == 0) && !progressed;
+        const uint8_t id = !first ? wire::AM_EAGER_MIDDLE :
+                           (req->flags & request_flag::SYNC) ? wire::AM_EAGER_SYNC_FIRST :
+                                                                wire::AM_EAGER_FIRST;
+        ssize_t packed = s.ep->am_ep->am_bcopy(id, first ? pack_eager_first :
+                                                           pack_eager_middle, req, 0);
+        if (packed == UCS_ERR_NO_RESOURCE) {
+            return progressed || (s.offset != 0) ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
+        }
+        if (packed < 0) {
+            return ucs_status_t(packed);
+        }
+        progressed = true;
+    } while (s.offset < length);
+    send_done(req);
+    return UCS_OK;
+}
+
+} // namespace
+
+/* ---- choosing a protocol ----------------------------------------------- */
+
+send_step_t tag_select_protocol(request *req)
+{
+    const send_state &s   = req->u.send;
+    const ep_thresholds &t = s.ep->thresh;
+    const size_t length   = s.packer.length();
+    const bool sync       = (req->flags & request_flag::SYNC);
+    if (s.packer.is_contig()) {
+        if (!sync && (ssize_t(length) <= t.max_eager_short)) {
+            return eager_short_step;
+        }
+        if (length >= t.rndv) {
+            if (send_step_t step = rndv_select(req)) {
+                return step;
+            }
+        }
+    }
+    const size_t only = sync ? t.max_eager_only - sizeof(wire::eager_sync_hdr) +
+                               sizeof(ucp_tag_t) : t.max_eager_only;
+    if (length <= only) {
+        return eager_only_step;
+    }
+    return eager_multi_step;
+}
+
+ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
+                                 ucp_tag_t tag, const ucp_request_param_t *param,
+                                 bool sync)
+{
+    ucp_worker *worker = ep->worker;
+    const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
+                              param->datatype : ucp_dt_make_contig(1);
+
+    /* Fast path: a small contiguous message goes out inline, no request. */
+    if (!sync && (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->thresh.max_eager_short) &&
+        (ep->num_pending == 0) && ep->usable() &&
+        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
+        ucs_status_t status = ep->am_ep->am_short(wire::AM_EAGER_ONLY, tag, buffer,
+                                                  unsigned(count));
+        if (ucs_likely(status == UCS_OK)) {
+            return nullptr;
+        }
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return UCS_STATUS_PTR(status);
+        }
+    }
+
+    if (!ep->usable()) {
+        return UCS_STATUS_PTR(ep->status);
+    }
+    request *req = send_request_get(worker, param);
+    if (req == nullptr) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    send_state &s = req->u.send;
+    s.bounce = nullptr;
+    s.memh   = nullptr;
+    ucs_status_t status = s.packer.start(dt, buffer, count);
+    if (status != UCS_OK) {
+        request_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+    s.ep  = ep;
+    s.tag = tag;
+    s.offset = 0;
+    s.msg_id = worker->next_msg_id++;
+    if (sync) {
+        req->flags |= request_flag::SYNC;
+        if (worker->register_request(req) == 0) {
+            send_request_abort(req);
+            return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+        }
+    }
+    s.step = tag_select_protocol(req);
+    return send_request_start(req, param);
+}
+
+} // namespace ucp
+
+namespace {
+
+ucs_status_ptr_t send_checked(ucp_ep_h ep, const void *buffer, size_t count,
+                              ucp_tag_t tag, const ucp_request_param_t *param, bool sync)
+{
+    if ((ep == nullptr) || (param == nullptr) || ((buffer == nullptr) && (count != 0))) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    ucp::worker_guard guard(ep->worker);
+    ucs_status_ptr_t result = nullptr;
+    ucs_status_t status = ucp::guarded("ucp_tag_send", [&]() {
+        result = ucp::tag_send_common(ep, buffer, count, tag, param, sync);
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+ucp_request_param_t legacy_send_param(ucp_datatype_t datatype, ucp_send_callback_t cb)
+{
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_CALLBACK;
+    param.datatype     = datatype;
+    param.cb.send      = ucp::callback_cast<ucp_send_nbx_callback_t>(cb);
+    return param;
+}
+
+} // namespace
+
+extern "C" {
+
+ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
+                                  ucp_tag_t tag, const ucp_request_param_t *param)
+{
+    return send_checked(ep, buffer, count, tag, param, false);
+}
+
+ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t count,
+                                       ucp_tag_t tag, const ucp_request_param_t *param)
+{
+    return send_checked(ep, buffer, count, tag, param, true);
+}
+
+ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
+                                 ucp_datatype_t datatype, ucp_tag_t tag,
+                                 ucp_send_callback_t cb)
+{
+    ucp_request_param_t param = legacy_send_param(datatype, cb);
+    param.op_attr_mask |= ucp::param_legacy_callback;
+    return send_checked(ep, buffer, count, tag, &param, false);
+}
+
+ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void *buffer, size_t count,
+                                      ucp_datatype_t datatype, ucp_tag_t tag,
+                                      ucp_send_callback_t cb)
+{
+    ucp_request_param_t param = legacy_send_param(datatype, cb);
+    param.op_attr_mask |= ucp::param_legacy_callback;
+    return send_checked(ep, buffer, count, tag, &param, true);
+}
+
+ucs_status_t ucp_tag_send_nbr(ucp_ep_h ep, const void *buffer, size_t count,
+                              ucp_datatype_t datatype, ucp_tag_t tag, void *req)
+{
+    if (req == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REQUEST;
+    param.datatype     = datatype;
+    param.request      = req;
+    ucs_status_ptr_t result = send_checked(ep, buffer, count, tag, &param, false);
+    if (UCS_PTR_IS_ERR(result)) {
+        return UCS_PTR_STATUS(result);
+    }
+    return (result == nullptr) ? UCS_OK : UCS_INPROGRESS;
+}
+
+} // extern "C"

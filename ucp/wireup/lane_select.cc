@@ -1,0 +1,130 @@
+/*
+ * Lane selection from the perf models (see lane_select.h).
+ */
+#include "lane_select.h"
+
+#include <ucp/core/ucp_worker.h>
+
+namespace ucp {
+
+namespace {
+
+double am_cost(const uct::iface_attr &attr)
+{
+    return attr.perf.latency_s + attr.perf.send_overhead_s + attr.perf.recv_overhead_s;
+}
+
+/* Whether `a` is better than `b` for active messages (lower cost wins). */
+bool better_am(const uct::iface_attr &a, const uct::iface_attr &b)
+{
+    double ca = am_cost(a), cb = am_cost(b);
+    return (ca < cb) || ((ca == cb) && (a.priority > b.priority));
+}
+
+/* Rendezvous: bandwidth first, then latency. */
+bool better_bulk(const uct::iface_attr &a, const uct::iface_attr &b)
+{
+    if (a.perf.bandwidth_Bps != b.perf.bandwidth_Bps) {
+        return a.perf.bandwidth_Bps > b.perf.bandwidth_Bps;
+    }
+    return better_am(a, b);
+}
+
+} // namespace
+
+ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remote,
+                          lane_plan *plan)
+{
+    const ucp_context &ctx = worker.context;
+    /* One candidate per local iface: the first peer entry it reaches. */
+    for (unsigned i = 0; i < worker.ifaces.size(); ++i) {
+        const worker_iface &wi = worker.ifaces[i];
+        const tl_entry &tl     = ctx.tls[wi.tl_index];
+        const uct::iface_attr &attr = wi.iface->attr();
+        if (!(attr.flags & uct::iface_flag::CONNECT_TO_IFACE)) {
+            continue;
+        }
+        for (const address_entry &e : remote.entries) {
+            if ((e.tl_name != tl.resource.tl_name) ||
+                (e.md_name != ctx.mds[tl.md_index].name)) {
+                continue;
+            }
+            if (wi.iface->is_reachable(e.dev_addr.data(), e.dev_addr.size(),
+                                       e.iface_addr.data(), e.iface_addr.size())) {
+                if (plan->lanes.size() < max_lanes) {
+                    plan->lanes.push_back({i, &e});
+                }
+                break;
+            }
+        }
+    }
+    if (plan->lanes.empty()) {
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    auto attr_of = [&](uint8_t lane) -> const uct::iface_attr & {
+        return worker.ifaces[plan->lanes[lane].iface_index].iface->attr();
+    };
+    auto md_flags_of = [&](uint8_t lane) {
+        unsigned tl = worker.ifaces[plan->lanes[lane].iface_index].tl_index;
+        return ctx.mds[ctx.tls[tl].md_index].md->attr().flags;
+    };
+
+    for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
+        const uct::iface_attr &attr = attr_of(lane);
+        if ((attr.flags & uct::iface_flag::AM_BCOPY) &&
+            ((plan->am == no_lane) || better_am(attr, attr_of(plan->am)))) {
+            plan->am = lane;
+        }
+    }
+    if (plan->am == no_lane) {
+        return UCS_ERR_UNREACHABLE;
+    }
+    /* Same node or same worker: only lanes of that scope, so a tcp loopback
+     * never carries bulk data between processes that share memory. */
+    const uct::device_type am_type =
+        ctx.tls[worker.ifaces[plan->lanes[plan->am].iface_index].tl_index].resource.type;
+    for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
+        const uct::iface_attr &attr = attr_of(lane);
+        const uct::device_type type =
+            ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
+        const bool local_scope = (am_type != uct::device_type::NET);
+        if (local_scope && (type == uct::device_type::NET)) {
+            continue;
+        }
+        if ((attr.flags & uct::iface_flag::GET_ZCOPY) &&
+            (md_flags_of(lane) & uct::md_flag::REG) &&
+            ((plan->rndv == no_lane) || better_bulk(attr, attr_of(plan->rndv)))) {
+            plan->rndv = lane;
+        }
+        if ((attr.flags & uct::iface_flag::PUT_ZCOPY) &&
+            (attr.flags & uct::iface_flag::GET_ZCOPY) &&
+            ((plan->rma == no_lane) || better_am(attr, attr_of(plan->rma)))) {
+            plan->rma = lane;
+        }
+    }
+
+    /* Keep only the lanes with a role: an unused one would still connect. */
+    std::vector<lane_candidate> used;
+    auto keep = [&](uint8_t &role) {
+        if (role == no_lane) {
+            return;
+        }
+        const lane_candidate c = plan->lanes[role];
+        for (uint8_t i = 0; i < used.size(); ++i) {
+            if (used[i].iface_index == c.iface_index) {
+                role = i;
+                return;
+            }
+        }
+        used.push_back(c);
+        role = uint8_t(used.size() - 1);
+    };
+    keep(plan->am);
+    keep(plan->rndv);
+    keep(plan->rma);
+    plan->lanes = std::move(used);
+    return UCS_OK;
+}
+
+} // namespace ucp

@@ -1,0 +1,35 @@
+/*
+ * Lane selection: which local ifaces reach a peer, and which of them carry
+ * active messages, rendezvous pulls and RMA. Chosen from the transports'
+ * performance models, so shared memory wins for a peer on this node, tcp
+ * for one elsewhere, and self for this very worker, without naming them.
+ */
+#ifndef UCP_WIREUP_LANE_SELECT_H
+#define UCP_WIREUP_LANE_SELECT_H
+
+#include <ucp/core/ucp_address.h>
+#include <ucp/core/ucp_ep.h>
+
+struct ucp_worker;
+
+namespace ucp {
+
+struct lane_candidate {
+    unsigned            iface_index;   /* into ucp_worker::ifaces */
+    const address_entry *entry;        /* the peer's matching address entry */
+};
+
+struct lane_plan {
+    std::vector<lane_candidate> lanes;
+    uint8_t am   = no_lane;
+    uint8_t rndv = no_lane;
+    uint8_t rma  = no_lane;
+};
+
+/* UCS_ERR_UNREACHABLE when no local iface reaches any entry of `remote`. */
+ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remote,
+                          lane_plan *plan);
+
+} // namespace ucp
+
+#endif

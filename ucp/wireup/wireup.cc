@@ -1,0 +1,64 @@
+/*
+ * Receiving a wireup message: a peer that created an ep to us sent its
+ * worker address, so we can answer it. The ep is created later, outside the
+ * transport's progress (creating transport eps from inside a transport
+ * callback is not allowed).
+ */
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/proto/am_handlers.h>
+#include <ucp/proto/wire.h>
+#include <ucs/debug/log.h>
+
+namespace ucp {
+
+ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
+{
+    auto *worker = static_cast<ucp_worker*>(arg);
+    wire::wireup_hdr hdr;
+    if (!wire::read_header(data, length, &hdr) ||
+        (hdr.address_length > length - sizeof(hdr))) {
+        ucs_warn("worker '%s': dropping a malformed wireup message (%zu bytes)",
+                 worker->name.c_str(), length);
+        return UCS_OK;
+    }
+    if (worker->eps_by_uuid.count(hdr.src_uuid) ||
+        worker->pending_wireups.count(hdr.src_uuid)) {
+        return UCS_OK;
+    }
+    const auto *addr = static_cast<const uint8_t*>(data) + sizeof(hdr);
+    worker->pending_wireups.emplace(hdr.src_uuid,
+                                    std::vector<uint8_t>(addr, addr + hdr.address_length));
+    return UCS_OK;
+}
+
+unsigned process_pending_wireups(ucp_worker *worker)
+{
+    unsigned count = 0;
+    auto wireups = std::move(worker->pending_wireups);
+    worker->pending_wireups.clear();
+    for (auto &[uuid, address] : wireups) {
+        if (worker->eps_by_uuid.count(uuid)) {
+            continue;
+        }
+        uint64_t address_uuid = 0;
+        if ((address_peek(address.data(), address.size(), nullptr, &address_uuid) !=
+             UCS_OK) || (address_uuid != uuid)) {
+            ucs_warn("worker '%s': wireup address does not name its sender",
+                     worker->name.c_str());
+            continue;
+        }
+        ucp_ep *ep;
+        ucs_status_t status = ep_create_to_address(worker, address.data(),
+                                                   address.size(), 0, &ep);
+        if (status != UCS_OK) {
+            ucs_warn("worker '%s': cannot answer a peer that connected to us: %s",
+                     worker->name.c_str(), ucs_status_string(status));
+            continue;
+        }
+        ++count;
+    }
+    return count;
+}
+
+} // namespace ucp
