@@ -53,6 +53,13 @@ int main(int argc, char **argv)
     if (opts.test == perf::test_kind::CACHELINE_LAT) {
         return perf::cacheline_latency(opts);
     }
+    if (opts.test == perf::test_kind::MEMCPY_BW) {
+        if (!perf::pin_to_cpu(opts.cpus[0])) {
+            std::fprintf(stderr, "uct_perf: cannot pin to CPU %d\n", opts.cpus[0]);
+            return 1;
+        }
+        return perf::memcpy_bandwidth(opts);
+    }
 
     perf::peer responder(opts.loopback,
                          [&opts](int fd) { return run_side(opts, fd, false); });

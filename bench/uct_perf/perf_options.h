@@ -1,7 +1,7 @@
 /*
  * Command line of uct_perf:
  *   uct_perf -t TEST [-x TL] [-d DEV] [-s SIZE] [-n ITERS] [-w WARMUP]
- *            [-c CPU0,CPU1] [-l] [-L] [-h]
+ *            [-c CPU0,CPU1] [-l] [-o] [-H] [-L] [-h]
  */
 #ifndef BENCH_UCT_PERF_PERF_OPTIONS_H
 #define BENCH_UCT_PERF_PERF_OPTIONS_H
@@ -20,6 +20,7 @@ enum class test_kind {
     PUT_ZCOPY_BW,
     GET_ZCOPY_BW,
     CACHELINE_LAT,
+    MEMCPY_BW,
 };
 
 struct options {
@@ -32,6 +33,8 @@ struct options {
     uint64_t    warmup = 10000;
     int         cpus[2] = {-1, -1}; /* initiator, responder; -1: not pinned */
     bool        loopback = false;  /* responder in a thread, not a process */
+    bool        no_responder_progress = false; /* -o: one-sided responder sleeps */
+    bool        huge_pages = false;  /* -H: benchmark buffers on transparent huge pages */
     bool        list = false;
 };
 

@@ -19,6 +19,9 @@ int am_responder(transport &t, const options &opts, int fd);
 int rma_initiator(transport &t, const options &opts, int fd);
 int rma_responder(transport &t, const options &opts, int fd);
 
+/* memcpy between two buffers of this process: the copy ceiling. */
+int memcpy_bandwidth(const options &opts);
+
 /* Two processes bouncing one value on one shared cache line. */
 int cacheline_latency(const options &opts);
 

@@ -6,6 +6,7 @@
  */
 #include <catch2/catch.hpp>
 
+#include "../ucs/config_test_util.h"
 #include "two_process.h"
 #include "uct_test_util.h"
 
@@ -15,6 +16,7 @@
 #include <ucs/debug/log.h>
 
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -264,7 +266,12 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
         return;
     }
     test::child_process child(serve_region);
+    /* The largest iov list the kernel takes, so one call spans several
+     * syscall batches (UCX's default is 16 entries). */
+    config_test::env_guard env;
+    env.set("UCX_CMA_MAX_IOV", std::to_string(IOV_MAX));
     cma_stack local;
+    REQUIRE(local.iface->attr().get.max_iov == IOV_MAX);
     served_region peer;
     REQUIRE(peer.receive(child.fd()));
     uct::ep *ep = local.connect(peer.addresses);

@@ -36,7 +36,7 @@ bool uct_addresses::deserialize(const std::vector<uint8_t> &blob, uct_addresses 
 }
 
 uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
-                       size_t rx_headroom)
+                       size_t rx_headroom, const std::string &env_prefix)
 {
     worker_ = std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE);
 
@@ -71,6 +71,7 @@ uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
             params.tl_name     = chosen.tl_name;
             params.dev_name    = chosen.dev_name;
             params.rx_headroom = rx_headroom;
+            params.env_prefix  = env_prefix.c_str();
             ucs_status_t status = md->iface_open(*worker_, params, &iface_);
             if (status != UCS_OK) {
                 error_ = std::string("iface_open(") + tl_name + "): " +

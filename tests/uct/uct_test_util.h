@@ -27,9 +27,10 @@ struct uct_addresses {
 
 class uct_entity {
 public:
-    /* Opens the transport; check ok() (false with a message if unavailable). */
+    /* Opens the transport; check ok() (false with a message if unavailable).
+     * env_prefix ("MPI_") is handed to iface_open like ucp does. */
     uct_entity(const std::string &tl_name, const std::string &dev_name = "",
-               size_t rx_headroom = 0);
+               size_t rx_headroom = 0, const std::string &env_prefix = "");
     ~uct_entity();
 
     bool ok() const { return iface_ != nullptr; }

@@ -3,6 +3,7 @@
 #include <uct/tcp/tcp_tx_queue.h>
 #include <uct/tcp/tcp_wire.h>
 
+#include <ucs/config/registry.h>
 #include <ucs/debug/log.h>
 
 #include <climits>
@@ -10,28 +11,155 @@
 
 namespace uct::tcp {
 
-tcp_config default_tcp_config()
+namespace {
+
+/* The table's view of tcp_config: plain C types only, as the engine needs. */
+struct tcp_config_values {
+    size_t        sndbuf;
+    size_t        rcvbuf;
+    size_t        rx_seg_size;
+    size_t        tx_seg_size;
+    size_t        tx_buf_size;
+    size_t        max_short;
+    size_t        max_am_hdr;
+    size_t        max_zcopy;
+    unsigned long max_iov;
+    unsigned long max_get_iov;
+    unsigned      zcopy_inflight;
+    unsigned      rma_outstanding;
+    unsigned      max_poll;
+    unsigned      direct_poll_max;
+    unsigned      epoll_period;
+    int           backlog;
+    int           nodelay;
+    size_t        rx_keep;
+};
+
+using ucs::config::field_hidden;
+using ucs::config::type_bool;
+using ucs::config::type_int;
+using ucs::config::type_size;
+using ucs::config::type_ulong;
+using ucs::config::type_uint;
+
+const ucs::config::field tcp_fields[] = {
+    UCS_CONFIG_FIELD(tcp_config_values, tx_seg_size, "TX_SEG_SIZE", "8k",
+                     "Size of send copy-out buffer: the largest bcopy message.", type_size),
+    UCS_CONFIG_FIELD(tcp_config_values, rx_seg_size, "RX_SEG_SIZE", "64k",
+                     "Size of the receive buffer of each connection (at least 256).",
+                     type_size),
+    UCS_CONFIG_FIELD(tcp_config_values, tx_buf_size, "TX_BUF_SIZE", "64k",
+                     "Send buffer of each connection, for frames the socket did not "
+                     "take yet; holds at least one largest bcopy or short frame.",
+                     type_size),
+    UCS_CONFIG_FIELD(tcp_config_values, max_short, "MAX_SHORT", "256",
+                     "Largest short message, its 8-byte header included.", type_size),
+    UCS_CONFIG_FIELD(tcp_config_values, max_am_hdr, "MAX_AM_HDR", "128",
+                     "Largest header of an active message zcopy.", type_size,
+                     field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, max_zcopy, "MAX_ZCOPY", "1g",
+                     "Largest zcopy or get payload (a frame length is 32 bits).",
+                     type_size),
+    UCS_CONFIG_FIELD(tcp_config_values, max_iov, "MAX_IOV", "6",
+                     "Maximum IOV count that can contain user-defined payload in a "
+                     "single put or active message zcopy (1..62).", type_ulong),
+    UCS_CONFIG_FIELD(tcp_config_values, max_get_iov, "MAX_GET_IOV", "4",
+                     "Maximum IOV count of a get zcopy (1..8).", type_ulong),
+    UCS_CONFIG_FIELD(tcp_config_values, zcopy_inflight, "ZCOPY_INFLIGHT", "16",
+                     "Zcopy sends queued on one connection before sends return "
+                     "UCS_ERR_NO_RESOURCE (1..64).", type_uint, field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, rma_outstanding, "RMA_OUTSTANDING", "64",
+                     "Gets, fetching atomics and flushes in flight per endpoint.",
+                     type_uint, field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, max_poll, "MAX_POLL", "16",
+                     "Number of events and reads per connection in one progress call.",
+                     type_uint),
+    UCS_CONFIG_FIELD(tcp_config_values, direct_poll_max, "DIRECT_POLL_MAX", "2",
+                     "Up to this many connections are read directly, without "
+                     "epoll_wait.", type_uint, field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, epoll_period, "EPOLL_PERIOD", "16",
+                     "When reading connections directly, call epoll_wait every this "
+                     "many progress calls for new connections and peer failures.",
+                     type_uint, field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, nodelay, "NODELAY", "y",
+                     "Set TCP_NODELAY socket option to disable Nagle algorithm. Setting "
+                     "this\noption usually provides better performance", type_bool),
+    UCS_CONFIG_FIELD(tcp_config_values, sndbuf, "SNDBUF", "auto",
+                     "Socket send buffer size (auto: the kernel's autotuning).", type_size),
+    UCS_CONFIG_FIELD(tcp_config_values, rcvbuf, "RCVBUF", "auto",
+                     "Socket receive buffer size (auto: the kernel's autotuning).",
+                     type_size),
+    UCS_CONFIG_FIELD(tcp_config_values, backlog, "BACKLOG", "1024",
+                     "Listen backlog of each interface (the kernel caps it at "
+                     "somaxconn).", type_int),
+    UCS_CONFIG_FIELD(tcp_config_values, rx_keep, "RX_KEEP", "4m",
+                     "A receive buffer for large frames up to this size is kept for the "
+                     "next large frame.", type_size, field_hidden),
+};
+
+const ucs::config::table tcp_config_table = {"TCP transport", "TCP_", tcp_fields,
+                                             sizeof(tcp_config_values)};
+UCS_CONFIG_REGISTER_TABLE(tcp_config_table);
+
+/* "auto" leaves the kernel's socket buffer autotuning alone, as 0 does. */
+size_t socket_buffer_size(size_t value)
+{
+    return (value == ucs::config::size_auto) ? 0 : value;
+}
+
+tcp_config to_config(const tcp_config_values &v)
 {
     tcp_config c;
-    c.sndbuf          = 0;
-    c.rcvbuf          = 0;
-    c.rx_seg_size     = 64 * 1024;
-    c.tx_seg_size     = 8 * 1024;
-    c.tx_buf_size     = 64 * 1024;
-    c.max_short       = 256;
-    c.max_am_hdr      = 128;
-    c.max_zcopy       = size_t(1) << 30;
-    c.max_iov         = 16;
-    c.max_get_iov     = 4;
-    c.zcopy_inflight  = 16;
-    c.rma_outstanding = 64;
-    c.max_poll        = 16;
-    c.direct_poll_max = 2;
-    c.epoll_period    = 16;
-    c.backlog         = 1024;
-    c.nodelay         = true;
-    c.rx_keep         = 4 * 1024 * 1024;
+    c.sndbuf          = socket_buffer_size(v.sndbuf);
+    c.rcvbuf          = socket_buffer_size(v.rcvbuf);
+    c.rx_seg_size     = v.rx_seg_size;
+    c.tx_seg_size     = v.tx_seg_size;
+    c.tx_buf_size     = v.tx_buf_size;
+    c.max_short       = v.max_short;
+    c.max_am_hdr      = v.max_am_hdr;
+    c.max_zcopy       = v.max_zcopy;
+    c.max_iov         = v.max_iov;
+    c.max_get_iov     = v.max_get_iov;
+    c.zcopy_inflight  = v.zcopy_inflight;
+    c.rma_outstanding = v.rma_outstanding;
+    c.max_poll        = v.max_poll;
+    c.direct_poll_max = v.direct_poll_max;
+    c.epoll_period    = v.epoll_period;
+    c.backlog         = v.backlog;
+    c.nodelay         = (v.nodelay != 0);
+    c.rx_keep         = v.rx_keep;
     return c;
+}
+
+} // namespace
+
+tcp_config default_tcp_config()
+{
+    tcp_config_values values{};
+    /* Defaults are constant text that parses; only memory could fail. */
+    if (ucs::config::fill_defaults(&values, tcp_config_table) != UCS_OK) {
+        ucs_fatal("tcp: cannot fill the configuration defaults");
+    }
+    tcp_config config = to_config(values);
+    ucs::config::release(&values, tcp_config_table);
+    return config;
+}
+
+ucs_status_t read_tcp_config(const char *env_prefix, tcp_config *config)
+{
+    tcp_config_values values{};
+    ucs_status_t status = ucs::config::fill(&values, tcp_config_table, env_prefix);
+    if (status != UCS_OK) {
+        return status;
+    }
+    tcp_config result = to_config(values);
+    ucs::config::release(&values, tcp_config_table);
+
+    status = check_tcp_config(result);
+    if (status == UCS_OK) {
+        *config = result;
+    }
+    return status;
 }
 
 ucs_status_t check_tcp_config(const tcp_config &c)

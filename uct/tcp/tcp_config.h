@@ -1,7 +1,8 @@
 /*
- * Tunables of the tcp transport. Each field is named after the UCX variable
- * the configuration registry will read it from; default_tcp_config() holds
- * the documented defaults until that registry is wired in.
+ * Tunables of the tcp transport, read from UCX_TCP_* variables (UCX's names
+ * and defaults where UCX has the same tunable; the defaults live in the
+ * configuration table in tcp_config.cc). iface_open reads them with the env
+ * prefix of its params (UCX_MPI_TCP_SNDBUF before UCX_TCP_SNDBUF).
  */
 #ifndef UCT_TCP_TCP_CONFIG_H
 #define UCT_TCP_TCP_CONFIG_H
@@ -13,15 +14,15 @@
 namespace uct::tcp {
 
 struct tcp_config {
-    size_t   sndbuf;              /* UCX_TCP_SNDBUF: SO_SNDBUF, 0 keeps kernel autotuning */
-    size_t   rcvbuf;              /* UCX_TCP_RCVBUF: SO_RCVBUF, 0 keeps kernel autotuning */
+    size_t   sndbuf;              /* UCX_TCP_SNDBUF: SO_SNDBUF; auto (0 here) keeps kernel autotuning */
+    size_t   rcvbuf;              /* UCX_TCP_RCVBUF: SO_RCVBUF; auto (0 here) keeps kernel autotuning */
     size_t   rx_seg_size;         /* UCX_TCP_RX_SEG_SIZE: per-connection receive buffer (64k) */
     size_t   tx_seg_size;         /* UCX_TCP_TX_SEG_SIZE: largest bcopy payload (8k) */
     size_t   tx_buf_size;         /* UCX_TCP_TX_BUF_SIZE: per-connection send buffer (64k) */
     size_t   max_short;           /* UCX_TCP_MAX_SHORT: am_short limit incl. its 8-byte header (256) */
     size_t   max_am_hdr;          /* UCX_TCP_MAX_AM_HDR: am_zcopy header limit (128) */
     size_t   max_zcopy;           /* UCX_TCP_MAX_ZCOPY: largest zcopy / get payload (1g) */
-    size_t   max_iov;             /* UCX_TCP_MAX_IOV: iov entries per put/am zcopy (16) */
+    size_t   max_iov;             /* UCX_TCP_MAX_IOV: iov entries per put/am zcopy (6) */
     size_t   max_get_iov;         /* UCX_TCP_MAX_GET_IOV: iov entries per get_zcopy (4) */
     unsigned zcopy_inflight;      /* UCX_TCP_ZCOPY_INFLIGHT: zcopy sends queued per connection (16) */
     unsigned rma_outstanding;     /* UCX_TCP_RMA_OUTSTANDING: gets/fetching atomics/flushes in flight per ep (64) */
@@ -36,7 +37,16 @@ struct tcp_config {
                                      kept for the next large frame (4m) */
 };
 
+/* The defaults of the UCX_TCP_* table. */
 tcp_config default_tcp_config();
+
+/*
+ * UCX_<env_prefix>_TCP_*, UCX_TCP_*, the config file and the defaults,
+ * checked with check_tcp_config. On a malformed or contradictory value logs
+ * which variable is wrong, leaves *config untouched and returns
+ * UCS_ERR_INVALID_PARAM.
+ */
+ucs_status_t read_tcp_config(const char *env_prefix, tcp_config *config);
 
 /* UCS_ERR_INVALID_PARAM with a message when fields contradict each other. */
 ucs_status_t check_tcp_config(const tcp_config &config);

@@ -136,7 +136,14 @@ ucs_status_t tcp_md::query_tl_resources(std::vector<tl_resource> *out)
 ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params,
                                 iface **iface_p)
 {
-    return iface_open(worker, params, default_tcp_config(), iface_p);
+    /* Read per iface, so each caller's env prefix applies. */
+    tcp_config config;
+    ucs_status_t status = read_tcp_config(params.env_prefix, &config);
+    if (status != UCS_OK) {
+        ucs_error("tcp: cannot open the iface: invalid UCX_TCP_* configuration");
+        return status;
+    }
+    return iface_open(worker, params, config, iface_p);
 }
 
 ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params,

@@ -55,9 +55,10 @@ public:
     const char *name() const override { return "tcp"; }
 
     ucs_status_t query_tl_resources(std::vector<tl_resource> *out) override;
+    /* Opens with the UCX_TCP_* configuration (read_tcp_config). */
     ucs_status_t iface_open(worker &worker, const iface_params &params,
                             iface **iface_p) override;
-    /* Same, with explicit tunables (tests, and the config registry later). */
+    /* Same, with explicit tunables (tests). */
     ucs_status_t iface_open(worker &worker, const iface_params &params,
                             const tcp_config &config, iface **iface_p);
 

@@ -12,11 +12,6 @@
 
 namespace uct::cma {
 
-cma_config default_cma_config()
-{
-    return cma_config{};
-}
-
 cma_component &component_instance()
 {
     static cma_component instance;
@@ -109,12 +104,20 @@ ucs_status_t cma_md::iface_open(uct::worker &worker, const iface_params &params,
                   params.dev_name ? params.dev_name : "(null)");
         return UCS_ERR_NO_DEVICE;
     }
+    /* The md's config names the ptrace policy file; the tunables come from
+     * UCX_[<prefix>_]CMA_* now, so each iface sees the caller's prefix. */
+    cma_config config = config_;
+    ucs_status_t status = read_cma_config(params.env_prefix, &config);
+    if (status != UCS_OK) {
+        ucs_error("cma: cannot open the iface: invalid UCX_CMA_* configuration");
+        return status;
+    }
     std::string reason;
-    if (!cma_usable(config_, &reason)) {
+    if (!cma_usable(config, &reason)) {
         ucs_error("cma transport cannot be used: %s", reason.c_str());
         return UCS_ERR_UNSUPPORTED;
     }
-    auto *iface = new (std::nothrow) cma_iface(*this, worker, params, config_);
+    auto *iface = new (std::nothrow) cma_iface(*this, worker, params, config);
     if (iface == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }

@@ -32,6 +32,8 @@ cma_component &component_instance();
 
 class cma_md final : public uct::md {
 public:
+    /* config.ptrace_scope_file decides usability; iface_open reads the
+     * tunables from UCX_*CMA_* over the rest of config. */
     explicit cma_md(const cma_config &config);
 
     const md_attr &attr() const override { return attr_; }

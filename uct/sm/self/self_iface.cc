@@ -36,12 +36,12 @@ ucs_status_t self_iface::open(self_md &md, uct::worker &worker,
                               const iface_params &params, const self_config &config,
                               uct::iface **iface_p)
 {
-    if ((config.seg_size < 64) || (config.seg_size > (1u << 30)) ||
-        (config.am_max_hdr > config.seg_size) || (config.nested_queue_len == 0) ||
-        (params.rx_headroom > (1u << 16))) {
-        ucs_error("self: invalid configuration (seg_size %zu, am_max_hdr %zu, "
-                  "nested_queue_len %u, rx_headroom %zu)", config.seg_size,
-                  config.am_max_hdr, config.nested_queue_len, params.rx_headroom);
+    ucs_status_t status = validate_self_config(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (params.rx_headroom > (1u << 16)) {
+        ucs_error("self: rx_headroom %zu is larger than 64k", params.rx_headroom);
         return UCS_ERR_INVALID_PARAM;
     }
     /* The data starts on a cache line; the headroom sits right before it. */

@@ -11,11 +11,6 @@
 
 namespace uct::self {
 
-self_config default_self_config()
-{
-    return self_config{};
-}
-
 self_component &component_instance()
 {
     static self_component instance;
@@ -52,7 +47,7 @@ ucs_status_t self_component::md_open(const char *md_name, uct::md **md_p)
     if ((md_name == nullptr) || (std::strcmp(md_name, MD_NAME) != 0)) {
         return UCS_ERR_NO_DEVICE;
     }
-    auto *md = new (std::nothrow) self_md(default_self_config());
+    auto *md = new (std::nothrow) self_md();
     if (md == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -71,7 +66,7 @@ void self_component::rkey_release(const rkey_bundle &rkey)
     sm::region_rkey_release(key_kind, rkey);
 }
 
-self_md::self_md(const self_config &config) : config_(config)
+self_md::self_md()
 {
     attr_.flags            = md_flag::REG | md_flag::NEED_RKEY;
     attr_.max_reg          = SIZE_MAX;
@@ -103,7 +98,14 @@ ucs_status_t self_md::iface_open(uct::worker &worker, const iface_params &params
                   params.dev_name ? params.dev_name : "(null)");
         return UCS_ERR_NO_DEVICE;
     }
-    return self_iface::open(*this, worker, params, config_, iface_p);
+    /* Read per iface, so each caller's env prefix applies. */
+    self_config config;
+    ucs_status_t status = read_self_config(params.env_prefix, &config);
+    if (status != UCS_OK) {
+        ucs_error("self: cannot open the iface: invalid UCX_SELF_* configuration");
+        return status;
+    }
+    return self_iface::open(*this, worker, params, config, iface_p);
 }
 
 ucs_status_t self_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh_p)

@@ -31,13 +31,14 @@ self_component &component_instance();
 
 class self_md final : public uct::md {
 public:
-    explicit self_md(const self_config &config);
+    self_md();
 
     const md_attr &attr() const override { return attr_; }
     uct::component &owner() const override { return component_instance(); }
     const char *name() const override { return MD_NAME; }
 
     ucs_status_t query_tl_resources(std::vector<tl_resource> *out) override;
+    /* Opens with the UCX_SELF_* configuration (read_self_config). */
     ucs_status_t iface_open(uct::worker &worker, const iface_params &params,
                             uct::iface **iface_p) override;
 
@@ -46,11 +47,8 @@ public:
     ucs_status_t mem_dereg(mem_h memh) override;
     ucs_status_t mkey_pack(mem_h memh, void *buffer) override;
 
-    const self_config &config() const { return config_; }
-
 private:
-    self_config config_;
-    md_attr     attr_;
+    md_attr attr_;
 };
 
 } // namespace uct::self
