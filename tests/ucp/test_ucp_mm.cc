@@ -343,7 +343,8 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
 
     p = good;
     p.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-    p.memory_type = ucs_memory_type_t(77);
+    const int bad_type = 77;   /* what a C caller may store in the enum */
+    std::memcpy(&p.memory_type, &bad_type, sizeof(bad_type));
     refused(p, "memory type");
 
     p       = good;
@@ -411,7 +412,8 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
     bad.address = buffer.data() - 1;
     CHECK(ucp_mem_advise(ctx.context, m.memh, &bad) == UCS_ERR_INVALID_PARAM);
     bad         = advise;
-    bad.advice  = ucp_mem_advice_t(9);
+    const int bad_advice = 9;
+    std::memcpy(&bad.advice, &bad_advice, sizeof(bad_advice));
     CHECK(ucp_mem_advise(ctx.context, m.memh, &bad) == UCS_ERR_INVALID_PARAM);
 }
 

@@ -33,6 +33,20 @@ constexpr uint64_t all_advise_fields = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
 
 std::mutex g_md_mutex;
 
+/*
+ * The value a C caller stored in an enum field. Read as an integer: C may
+ * store any int there, and loading an out-of-range value as the C++ enum
+ * type is undefined.
+ */
+template <typename Enum>
+int raw_enum(const Enum &field)
+{
+    static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized here");
+    int value;
+    std::memcpy(&value, &field, sizeof(value));
+    return value;
+}
+
 size_t page_size()
 {
     return ucs::sys::page_size();
@@ -276,8 +290,9 @@ ucs_status_t parse_map_params(const ucp_mem_map_params_t &params, mem_map_reques
     req->address  = (mask & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ? params.address : nullptr;
     req->flags    = (mask & UCP_MEM_MAP_PARAM_FIELD_FLAGS) ? params.flags : 0;
     req->prot     = (mask & UCP_MEM_MAP_PARAM_FIELD_PROT) ? params.prot : all_prot;
-    req->mem_type = (mask & UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE) ? params.memory_type
-                                                                  : UCS_MEMORY_TYPE_UNKNOWN;
+    const int mem_type = (mask & UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE)
+                                 ? raw_enum(params.memory_type)
+                                 : int(UCS_MEMORY_TYPE_UNKNOWN);
     if (req->flags & ~known_map_flags) {
         ucs_error("ucp_mem_map: unknown flags 0x%x", req->flags & ~known_map_flags);
         return UCS_ERR_INVALID_PARAM;
@@ -286,10 +301,11 @@ ucs_status_t parse_map_params(const ucp_mem_map_params_t &params, mem_map_reques
         ucs_error("ucp_mem_map: unknown protection bits 0x%x", req->prot & ~all_prot);
         return UCS_ERR_INVALID_PARAM;
     }
-    if (unsigned(req->mem_type) > unsigned(UCS_MEMORY_TYPE_UNKNOWN)) {
-        ucs_error("ucp_mem_map: invalid memory type %d", int(req->mem_type));
+    if ((mem_type < 0) || (mem_type > int(UCS_MEMORY_TYPE_UNKNOWN))) {
+        ucs_error("ucp_mem_map: invalid memory type %d", mem_type);
         return UCS_ERR_INVALID_PARAM;
     }
+    req->mem_type = ucs_memory_type_t(mem_type);
 
     const bool allocate = (req->flags & UCP_MEM_MAP_ALLOCATE) != 0;
     const auto address  = reinterpret_cast<uintptr_t>(req->address);
@@ -480,8 +496,9 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
         ucs_error("ucp_mem_advise: address, length and advice are all required");
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((params->advice != UCP_MADV_NORMAL) && (params->advice != UCP_MADV_WILLNEED)) {
-        ucs_error("ucp_mem_advise: unknown advice %d", int(params->advice));
+    const int advice = ucp::raw_enum(params->advice);
+    if ((advice != UCP_MADV_NORMAL) && (advice != UCP_MADV_WILLNEED)) {
+        ucs_error("ucp_mem_advise: unknown advice %d", advice);
         return UCS_ERR_INVALID_PARAM;
     }
     const auto address = reinterpret_cast<uintptr_t>(params->address);
@@ -499,7 +516,7 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
     const uintptr_t start = ucp::align_down(address, page);
     const uintptr_t end   = ucp::align_up(address + params->length, page);
     auto *range           = reinterpret_cast<void*>(start);
-    if (params->advice == UCP_MADV_WILLNEED) {
+    if (advice == UCP_MADV_WILLNEED) {
         ucp::populate(range, end - start,
                       (memh->prot & UCP_MEM_MAP_PROT_LOCAL_WRITE) != 0);
     } else if (madvise(range, end - start, MADV_NORMAL) != 0) {
