@@ -6,6 +6,7 @@
  */
 #include "ucp_ep.h"
 #include "ucp_guard.h"
+#include "ucp_rkey.h"
 #include "ucp_worker.h"
 
 #include <ucp/proto/am_handlers.h>
@@ -413,6 +414,17 @@ ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
         return UCS_ERR_UNSUPPORTED;   /* only client-server eps have them */
     }
     return UCS_OK;
+}
+
+ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer, ucp_rkey_h *rkey_p)
+{
+    if ((ep == nullptr) || (rkey_buffer == nullptr) || (rkey_p == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp::worker_guard guard(ep->worker);
+    return guarded("ucp_ep_rkey_unpack", [&]() {
+        return ucp::rkey_unpack(ep->worker->context, rkey_buffer, rkey_p);
+    });
 }
 
 void ucp_ep_print_info(ucp_ep_h ep, FILE *stream)

@@ -25,6 +25,13 @@ constexpr uint64_t RKEY_PTR  = 1ull << 6;  /* remote memory directly addressable
 constexpr uint64_t SOCKADDR  = 1ull << 7;
 } // namespace md_flag
 
+/* Flags of md::mem_reg and md::mem_alloc (values as UCX's UCT_MD_MEM_FLAG_*). */
+namespace mem_flag {
+constexpr unsigned NONBLOCK = 1u << 0;  /* pages may be mapped lazily */
+constexpr unsigned FIXED    = 1u << 1;  /* mem_alloc: exactly at *address_p, never
+                                           replacing an existing mapping */
+} // namespace mem_flag
+
 struct md_attr {
     uint64_t flags = 0;                 /* md_flag:: */
     size_t   max_alloc = 0;
@@ -65,7 +72,12 @@ public:
                                  mem_h *memh_p);
     virtual ucs_status_t mem_dereg(mem_h memh);
 
-    /* Allocates memory the md can expose to peers (e.g. a shared segment). */
+    /*
+     * Allocates memory the md can expose to peers (e.g. a shared segment).
+     * *length_p may grow (page rounding). With mem_flag::FIXED (mds with
+     * md_flag::FIXED), *address_p is the page-aligned address the memory
+     * must start at; UCS_ERR_ALREADY_EXISTS if something is mapped there.
+     */
     virtual ucs_status_t mem_alloc(size_t *length_p, void **address_p,
                                    unsigned flags, mem_h *memh_p);
     virtual ucs_status_t mem_free(mem_h memh);

@@ -56,7 +56,8 @@ ucs_status_t mm_iface::init()
         return UCS_ERR_NO_MEMORY;
     }
 
-    ucs_status_t status = backend_.create(align_up(total, page_size()), &segment_);
+    ucs_status_t status = backend_.create(align_up(total, page_size()), nullptr,
+                                          &segment_);
     if (status != UCS_OK) {
         return status;
     }

@@ -136,7 +136,8 @@ ucs_status_t mm_component::rkey_ptr(const rkey_bundle &rkey, uint64_t remote_add
 
 mm_md::mm_md(mm_component &comp) : component_(comp)
 {
-    attr_.flags            = md_flag::ALLOC | md_flag::NEED_RKEY | md_flag::RKEY_PTR;
+    attr_.flags            = md_flag::ALLOC | md_flag::FIXED | md_flag::NEED_RKEY |
+                             md_flag::RKEY_PTR;
     attr_.max_alloc        = comp.seg_backend().max_size();
     attr_.max_reg          = 0;
     attr_.rkey_packed_size = sizeof(packed_rkey);
@@ -181,19 +182,27 @@ ucs_status_t mm_md::iface_open_with_config(worker &worker, const iface_params &p
     return mm_iface::open(*this, worker, params, config, iface_p);
 }
 
-ucs_status_t mm_md::mem_alloc(size_t *length_p, void **address_p, unsigned,
+ucs_status_t mm_md::mem_alloc(size_t *length_p, void **address_p, unsigned flags,
                               mem_h *memh_p)
 {
     if ((length_p == nullptr) || (address_p == nullptr) || (memh_p == nullptr) ||
         (*length_p == 0) || (*length_p > attr_.max_alloc)) {
         return UCS_ERR_INVALID_PARAM;
     }
+    void *fixed_address = nullptr;
+    if (flags & mem_flag::FIXED) {
+        fixed_address = *address_p;
+        if ((fixed_address == nullptr) ||
+            (reinterpret_cast<uintptr_t>(fixed_address) % page_size() != 0)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
     auto *alloc = new (std::nothrow) allocation;
     if (alloc == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
     ucs_status_t status = seg_backend().create(align_up(*length_p, page_size()),
-                                               &alloc->segment);
+                                               fixed_address, &alloc->segment);
     if (status != UCS_OK) {
         delete alloc;
         return status;

@@ -1,7 +1,8 @@
 /*
  * The "posix" and "sysv" components: one memory domain each, named like the
  * component, with one transport resource ("posix"/"sysv" on device
- * "memory"). The md allocates memory peers can map (mem_alloc), packs keys
+ * "memory"). The md allocates memory peers can map (mem_alloc, anywhere or
+ * at a fixed address without replacing a mapping), packs keys
  * for it, and the component maps a peer's key (rkey_unpack) so that rkey_ptr
  * and the ep's put/get are plain memory copies, bounds-checked against the
  * region the key describes.

@@ -88,9 +88,11 @@ public:
     const char *name() const override { return "posix"; }
     size_t max_size() const override { return size_t(1) << 40; }
 
-    ucs_status_t create(size_t size, local_segment *seg) const override
+    ucs_status_t create(size_t size, void *fixed_address,
+                        local_segment *seg) const override
     {
-        if ((size == 0) || (size > max_size())) {
+        if ((size == 0) || (size > max_size()) ||
+            (reinterpret_cast<uintptr_t>(fixed_address) % page_size() != 0)) {
             return UCS_ERR_INVALID_PARAM;
         }
         int fd = create_unlinked_fd();
@@ -107,12 +109,25 @@ public:
             close(fd);
             return status_from_errno(err);
         }
-        void *address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        /* NOREPLACE: a fixed address must never unmap what is already there. */
+        const int fixed_flag = (fixed_address != nullptr) ? MAP_FIXED_NOREPLACE : 0;
+        void *address = mmap(fixed_address, size, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | fixed_flag, fd, 0);
         if (address == MAP_FAILED) {
             int err = errno;
-            ucs_error("posix: cannot map %zu bytes: %s", size, strerror(err));
             close(fd);
+            if ((fixed_address != nullptr) && (err == EEXIST)) {
+                ucs_debug("posix: %p+%zu is already mapped", fixed_address, size);
+                return UCS_ERR_ALREADY_EXISTS;
+            }
+            ucs_error("posix: cannot map %zu bytes: %s", size, strerror(err));
             return status_from_errno(err);
+        }
+        if ((fixed_address != nullptr) && (address != fixed_address)) {
+            /* A kernel older than 4.17 took the flag as a mere hint. */
+            munmap(address, size);
+            close(fd);
+            return UCS_ERR_ALREADY_EXISTS;
         }
         seg->address = address;
         seg->size    = size;

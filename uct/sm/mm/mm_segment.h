@@ -41,8 +41,14 @@ public:
     /* Largest segment create() and attach() accept. */
     virtual size_t max_size() const = 0;
 
-    /* A zero-filled segment of `size` bytes (a page multiple), mapped here. */
-    virtual ucs_status_t create(size_t size, local_segment *seg) const = 0;
+    /*
+     * A zero-filled segment of `size` bytes (a page multiple), mapped here:
+     * anywhere when fixed_address is null, else exactly at that page-aligned
+     * address (UCS_ERR_ALREADY_EXISTS if anything is mapped in the range;
+     * an existing mapping is never replaced).
+     */
+    virtual ucs_status_t create(size_t size, void *fixed_address,
+                                local_segment *seg) const = 0;
     virtual void destroy(local_segment *seg) const = 0;
 
     /*

@@ -26,9 +26,11 @@ public:
     const char *name() const override { return "sysv"; }
     size_t max_size() const override { return size_t(1) << 40; }
 
-    ucs_status_t create(size_t size, local_segment *seg) const override
+    ucs_status_t create(size_t size, void *fixed_address,
+                        local_segment *seg) const override
     {
-        if ((size == 0) || (size > max_size())) {
+        if ((size == 0) || (size > max_size()) ||
+            (reinterpret_cast<uintptr_t>(fixed_address) % SHMLBA != 0)) {
             return UCS_ERR_INVALID_PARAM;
         }
         int shmid = shmget(IPC_PRIVATE, size, IPC_CREAT | IPC_EXCL | 0600);
@@ -38,11 +40,17 @@ public:
             return ((err == ENOMEM) || (err == ENOSPC)) ? UCS_ERR_NO_MEMORY
                                                         : UCS_ERR_SHMEM_SEGMENT;
         }
-        void *address = shmat(shmid, nullptr, 0);
+        /* Without SHM_REMAP, shmat at an address refuses (EINVAL) a range
+         * that overlaps an existing mapping: nothing is ever replaced. */
+        void *address = shmat(shmid, fixed_address, 0);
         int err = errno;
         /* Removed now: from here on only attachments keep it alive. */
         shmctl(shmid, IPC_RMID, nullptr);
         if (address == reinterpret_cast<void*>(-1)) {
+            if ((fixed_address != nullptr) && (err == EINVAL)) {
+                ucs_debug("sysv: %p+%zu is already mapped", fixed_address, size);
+                return UCS_ERR_ALREADY_EXISTS;
+            }
             ucs_error("sysv: shmat(%d) failed: %s", shmid, strerror(err));
             return UCS_ERR_SHMEM_SEGMENT;
         }
