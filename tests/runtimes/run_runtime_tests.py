@@ -2,12 +2,13 @@
 """Runs the MPI and OpenSHMEM test programs under Debian's launchers.
 
 The programs (built by tests/runtimes/meson.build) are named
-<launcher>_<program> in --bindir: ompi_* run under mpirun.openmpi with
-pml/osc ucx, mpich_* under mpiexec.mpich (ch4:ucx), oshmem_* under oshrun
-with spml/atomic/osc ucx. LD_LIBRARY_PATH is set to the --libdir
-directories, and each program checks from /proc/self/maps that libucp.so.0
-is mapped from --expect-ucp-dir (the first --libdir holding libucp.so.0 by
-default). A run passes when the launcher exits 0 within --timeout seconds
+<prefix>_<program> in --bindir: ompi_* run under mpirun.openmpi with
+pml/osc ucx (launcher "ompi"), mpich_* under mpiexec.mpich with ch4:ucx
+("mpich"), oshmem_* under oshrun with spml/atomic/osc ucx twice: with the
+default symmetric heap ("oshmem") and with sshmem ucx ("oshmem-sshmem-ucx").
+LD_LIBRARY_PATH is set to the --libdir directories, and each program checks
+from /proc/self/maps that libucp.so.0 is mapped from --expect-ucp-dir (the
+first --libdir holding libucp.so.0 by default). A run passes when the launcher exits 0 within --timeout seconds
 and rank 0 printed its "PASS <program>" line.
 
 One run (what each meson test does):
@@ -28,7 +29,15 @@ import subprocess
 import sys
 import time
 
-LAUNCHERS = ("ompi", "mpich", "oshmem")
+# launcher -> prefix of the programs it runs
+LAUNCHERS = {
+    "ompi": "ompi",
+    "mpich": "mpich",
+    "oshmem": "oshmem",
+    # The same OpenSHMEM programs with the symmetric heap from UCP too
+    # (sshmem ucx: ucp_mem_map ALLOCATE|FIXED, shmem_ptr by ucp_rkey_ptr).
+    "oshmem-sshmem-ucx": "oshmem",
+}
 
 # (launcher, program) -> why Debian's UCX 1.13 fails it (not the runtime's
 # fault, and ours must pass it).
@@ -36,30 +45,44 @@ KNOWN_UCX113_FAILURES = {
     ("ompi", "mpi_rma_dynamic"):
         "UCX 1.13 fails in ucp_ep_rkey_unpack for Open MPI's dynamic-window keys "
         "(assertion 'length > 0' in uct_posix_rkey_unpack, or a segfault in "
-        "ucp_rkey_destroy after 'failed to unpack remote key')",
+        "ucp_rkey_destroy after 'failed to unpack remote key'); with UCX_TLS "
+        "limited to tcp,self or posix,self,cma the RMA passes and "
+        "ucp_mem_unmap(context, NULL) at MPI_Win_free segfaults",
+    ("oshmem-sshmem-ucx", "shmem_atomics"):
+        "UCX 1.13 with the heap from ucp_mem_map ALLOCATE|FIXED: atomics to the "
+        "data segment from other PEs are often not yet applied when "
+        "shmem_quiet + shmem_barrier_all return (they arrive later), so "
+        "the totals checked after the barrier come out short",
 }
 
 SKIP_EXIT = 77  # meson's "skipped"
 
 
-def launcher_command(launcher, np, exe, forwarded):
+def launcher_command(launcher, np, exe, forwarded, preload):
     """The command line that starts 'exe' with 'np' processes."""
     if launcher == "ompi":
         cmd = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
                "--mca", "pml", "ucx", "--mca", "osc", "ucx",
                "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]
-    elif launcher == "oshmem":
+    elif launcher in ("oshmem", "oshmem-sshmem-ucx"):
         # osc ucx as well: without it Open MPI 4.1.4's shmem_finalize
         # segfaults in a memory hook it has already freed.
         cmd = ["oshrun", "--allow-run-as-root", "--oversubscribe",
                "--mca", "spml", "ucx", "--mca", "osc", "ucx", "--mca", "atomic", "ucx"]
+        if launcher == "oshmem-sshmem-ucx":
+            cmd += ["--mca", "sshmem", "ucx"]
     elif launcher == "mpich":
         # Hydra passes the whole environment on by default.
-        return ["mpiexec.mpich", "-n", str(np), exe]
+        cmd = ["mpiexec.mpich"]
+        if preload:
+            cmd += ["-genv", "LD_PRELOAD", preload]
+        return cmd + ["-n", str(np), exe]
     else:
         raise ValueError(launcher)
     for name in forwarded:
         cmd += ["-x", name]
+    if preload:
+        cmd += ["-x", "LD_PRELOAD=" + preload]
     return cmd + ["-np", str(np), exe]
 
 
@@ -111,7 +134,7 @@ def kill_job(proc):
 def run_one(args, launcher, program, np):
     """Runs one program; returns (verdict, seconds, output). verdict is
     PASS, FAIL, TIMEOUT, XFAIL, XPASS or SKIP."""
-    exe = os.path.join(args.bindir, f"{launcher}_{program}")
+    exe = os.path.join(args.bindir, f"{LAUNCHERS[launcher]}_{program}")
     if not os.access(exe, os.X_OK):
         return "SKIP", 0.0, f"{exe} was not built\n"
 
@@ -124,8 +147,8 @@ def run_one(args, launcher, program, np):
     env["RUNTIME_TEST_SKIP_UCX113_BUGS"] = "1" if args.reference_ucx113 else "0"
     forwarded = ["LD_LIBRARY_PATH", "RUNTIME_TEST_UCP_DIR", "RUNTIME_TEST_UCX_DIRS",
                  "RUNTIME_TEST_VERBOSE", "RUNTIME_TEST_SKIP_UCX113_BUGS"]
-    forwarded += sorted(k for k in env if k.startswith("UCX_"))
-    cmd = launcher_command(launcher, np, exe, forwarded)
+    forwarded += sorted(k for k in env if k.startswith(("UCX_", "UCP_TRACE_")))
+    cmd = launcher_command(launcher, np, exe, forwarded, args.preload)
 
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
@@ -161,15 +184,15 @@ def run_one(args, launcher, program, np):
 
 
 def discover(bindir):
-    """(launcher, program) pairs built in bindir."""
+    """(launcher, program) pairs for the programs built in bindir."""
     found = []
     for name in sorted(os.listdir(bindir)):
-        launcher, _, program = name.partition("_")
+        prefix, _, program = name.partition("_")
         path = os.path.join(bindir, name)
-        if launcher in LAUNCHERS and program and os.path.isfile(path) and \
-                os.access(path, os.X_OK):
-            found.append((launcher, program))
-    return found
+        if not (program and os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        found += [(launcher, program) for launcher, p in LAUNCHERS.items() if p == prefix]
+    return sorted(found)
 
 
 def default_ucp_dir(libdirs):
@@ -188,7 +211,7 @@ def main():
                              "or repeated): ours are <build>/ucp, ucs, uct, ucm")
     parser.add_argument("--expect-ucp-dir", help="directory libucp.so.0 must be mapped "
                         "from (default: the first --libdir that has it)")
-    parser.add_argument("--launcher", choices=LAUNCHERS)
+    parser.add_argument("--launcher", choices=sorted(LAUNCHERS))
     parser.add_argument("--program", help="one program, e.g. mpi_p2p (needs --launcher)")
     parser.add_argument("--np", default="2,4", help="process counts (default 2,4)")
     parser.add_argument("--only", help="regular expression on <launcher>_<program>")
@@ -196,6 +219,8 @@ def main():
                         help="seconds per run before it is killed (default 90)")
     parser.add_argument("--reference-ucx113", action="store_true",
                         help="the library is Debian's UCX 1.13 (skip its known bugs)")
+    parser.add_argument("--preload", help="LD_PRELOAD for the test processes only, e.g. "
+                        "build/tests/runtimes/trace/libucp_trace.so")
     parser.add_argument("--quiet", action="store_true",
                         help="summary mode: print the output of failed runs only")
     args = parser.parse_args()
@@ -233,7 +258,7 @@ def main():
             total += seconds
             bad = verdict in ("FAIL", "TIMEOUT")
             failures += bad
-            print(f"{verdict:8} {launcher:7} {program:18} np={np}  {seconds:6.1f} s",
+            print(f"{verdict:8} {launcher:17} {program:18} np={np}  {seconds:6.1f} s",
                   flush=True)
             if bad or not args.quiet:
                 print("    " + text.rstrip().replace("\n", "\n    "), flush=True)

@@ -12,6 +12,10 @@
  *
  * Calls made by libucp itself through its own exported functions are
  * recorded too, with caller "libucp.so.0".
+ *
+ * With UCP_TRACE_STREAM=1 every call is also appended at once to
+ * ucp_trace.<pid>.stream (survives a crash), with memory handles shown so
+ * that map/unmap pairs can be followed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -96,9 +100,42 @@ static const char *object_of(const void *addr)
 static void record(const void *ret_addr, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+static FILE *stream_file(void)
+{
+    static int checked;
+    static FILE *stream;
+    const char *dir, *on;
+    char path[512];
+
+    if (!checked) {
+        checked = 1;
+        on = getenv("UCP_TRACE_STREAM");
+        if ((on != NULL) && (strcmp(on, "1") == 0)) {
+            dir = getenv("UCP_TRACE_DIR");
+            snprintf(path, sizeof(path), "%s/ucp_trace.%d.stream", dir ? dir : "/tmp",
+                     (int)getpid());
+            stream = fopen(path, "w");
+        }
+    }
+    return stream;
+}
+
+/* " memh=0x..." in stream mode, "" otherwise (keeps the table aggregated). */
+static const char *handle_tag(const char *what, const void *handle)
+{
+    static __thread char buf[64];
+
+    if (stream_file() == NULL) {
+        return "";
+    }
+    snprintf(buf, sizeof(buf), " %s=%p", what, handle);
+    return buf;
+}
+
 static void record(const void *ret_addr, const char *fmt, ...)
 {
     char key[KEY_LEN];
+    FILE *stream = stream_file();
     int len;
     va_list ap;
 
@@ -107,6 +144,10 @@ static void record(const void *ret_addr, const char *fmt, ...)
     vsnprintf(key + len, sizeof(key) - (size_t)len, fmt, ap);
     va_end(ap);
     record_key(key);
+    if ((stream != NULL) && !strstr(key, "ucp_worker_progress")) {
+        fprintf(stream, "%s\n", key);
+        fflush(stream);
+    }
 }
 
 static void __attribute__((destructor)) dump_table(void)
@@ -531,22 +572,28 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
     uint64_t m = params->field_mask;
 
     record(CALLER, "ucp_mem_map field_mask=0x%" PRIx64 " address=%s length=%s flags=0x%x"
-           " prot=0x%x mem_type=%d %s", m,
+           " prot=0x%x mem_type=%d%s %s", m,
            (m & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ? (params->address ? "given" : "NULL")
                                                  : "unset",
            size_bucket((m & UCP_MEM_MAP_PARAM_FIELD_LENGTH) ? params->length : 0).s,
            (m & UCP_MEM_MAP_PARAM_FIELD_FLAGS) ? params->flags : 0,
            (m & UCP_MEM_MAP_PARAM_FIELD_PROT) ? params->prot : 0,
            (m & UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE) ? (int)params->memory_type : -1,
-           st_result(s));
+           handle_tag("memh", (s == UCS_OK) ? *memh_p : NULL), st_result(s));
     return s;
 }
 
 ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
 {
     REAL(ucp_mem_unmap);
-    ucs_status_t s = real_ucp_mem_unmap(context, memh);
-    record(CALLER, "ucp_mem_unmap %s", st_result(s));
+    const char *tag = handle_tag("memh", memh);
+    ucs_status_t s;
+
+    if (stream_file() != NULL) {
+        record(CALLER, "ucp_mem_unmap%s (calling)", tag); /* in case it crashes */
+    }
+    s = real_ucp_mem_unmap(context, memh);
+    record(CALLER, "ucp_mem_unmap%s %s", tag, st_result(s));
     return s;
 }
 
@@ -575,8 +622,8 @@ ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh, void **rkey_bu
 {
     REAL(ucp_rkey_pack);
     ucs_status_t s = real_ucp_rkey_pack(context, memh, rkey_buffer_p, size_p);
-    record(CALLER, "ucp_rkey_pack (size %zu) %s", (s == UCS_OK) ? *size_p : 0,
-           st_result(s));
+    record(CALLER, "ucp_rkey_pack%s (size %zu) %s", handle_tag("memh", memh),
+           (s == UCS_OK) ? *size_p : 0, st_result(s));
     return s;
 }
 
