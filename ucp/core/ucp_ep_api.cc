@@ -52,6 +52,17 @@ bool flush_advance(request *req)
         if (ep->num_pending != 0) {
             return false;       /* our own queue drains first */
         }
+        if (f.close_mode) {
+            /* Closing needs only our side drained, never the peer's answer
+             * (a peer busy elsewhere must not hang our finalize). */
+            ucs_status_t status = lane->flush(uct::flush_flag::LOCAL, nullptr);
+            if ((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) {
+                return false;
+            }
+            uct::completion_update_status(&f.comp, status);
+            ++f.next_lane;
+            continue;
+        }
         ++f.comp.count;
         ucs_status_t status = lane->flush(uct::flush_flag::LOCAL, &f.comp);
         if (status == UCS_ERR_NO_RESOURCE) {
