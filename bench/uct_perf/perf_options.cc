@@ -78,12 +78,6 @@ bool parse_cpus(const char *text, int cpus[2])
 
 } // namespace
 
-bool is_latency_test(test_kind kind)
-{
-    return (kind == test_kind::AM_SHORT_LAT) || (kind == test_kind::AM_BCOPY_LAT) ||
-           (kind == test_kind::CACHELINE_LAT);
-}
-
 bool parse_options(int argc, char **argv, options *opts, int *exit_code)
 {
     bool have_test = false;

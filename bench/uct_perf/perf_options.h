@@ -38,7 +38,12 @@ struct options {
 /* Parses argv; on error or -h prints usage and returns false with *exit_code set. */
 bool parse_options(int argc, char **argv, options *opts, int *exit_code);
 
-bool is_latency_test(test_kind kind);
+/* Ping-pong tests: one iteration is a round trip. */
+inline bool is_latency_test(test_kind kind)
+{
+    return (kind == test_kind::AM_SHORT_LAT) || (kind == test_kind::AM_BCOPY_LAT) ||
+           (kind == test_kind::CACHELINE_LAT);
+}
 
 } // namespace perf
 
