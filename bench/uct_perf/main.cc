@@ -26,16 +26,23 @@ int run_side(const perf::options &opts, perf::oob &channel, bool initiator)
         return 1;
     }
     const bool am = perf::is_am_test(opts.test);
-    if (!initiator) {
-        return am ? perf::am_responder(t, opts, channel)
-                  : perf::rma_responder(t, opts, channel);
-    }
-    perf::print_header(opts, t.description().c_str());
-    std::fflush(stdout);
     perf::timeline tl;
-    int result = am ? perf::am_initiator(t, opts, channel, &tl)
+    int result;
+    if (initiator) {
+        perf::print_header(opts, t.description().c_str());
+        std::fflush(stdout);
+        result = am ? perf::am_initiator(t, opts, channel, &tl)
                     : perf::rma_initiator(t, opts, channel, &tl);
-    if (result == 0) {
+    } else {
+        result = am ? perf::am_responder(t, opts, channel)
+                    : perf::rma_responder(t, opts, channel);
+    }
+    /* Neither side tears its endpoint down while the other still
+     * progresses (a peer that vanishes is an error to tcp). */
+    if ((result == 0) && !channel.barrier()) {
+        result = 1;
+    }
+    if (initiator && (result == 0)) {
         perf::print_result(opts, tl);
     }
     return result;
