@@ -61,7 +61,7 @@ void wait_request(session &s, ucs_status_ptr_t request, ucs_status_t *status)
     }
     unsigned spins = 0;
     while ((*status = ucp_request_check_status(request)) == UCS_INPROGRESS) {
-        s.progress();
+        ucp_worker_progress(s.worker());
         if (((++spins % PEER_CHECK_SPINS) == 0) && s.channel().peer_gone()) {
             *status = UCS_ERR_CONNECTION_RESET;
             break;
@@ -335,8 +335,10 @@ bool session::progress_barrier()
         return false;
     }
     for (;;) {
+        /* Never ucp_worker_wait() here: the peer may be waiting on the
+         * barrier too, with nothing to wake us. */
         for (int i = 0; i < 64; ++i) {
-            progress();
+            ucp_worker_progress(worker_);
         }
         if (channel_.ready()) {
             uint8_t byte;
