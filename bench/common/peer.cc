@@ -1,6 +1,7 @@
 #include "peer.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 
 #include <sched.h>
@@ -61,7 +62,7 @@ peer::peer(bool as_thread, body_fn body)
     channel_ = std::make_unique<fd_oob>(fds[0], true);
 }
 
-int peer::join()
+int peer::join(int patience_ms)
 {
     if (joined_ || !channel_) {
         return joined_ ? 0 : -1;
@@ -73,6 +74,24 @@ int peer::join()
         return thread_result_;
     }
     int status = 0;
+    if (patience_ms >= 0) {
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(patience_ms);
+        for (;;) {
+            pid_t done = waitpid(pid_, &status, WNOHANG);
+            if (done == pid_) {
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            }
+            if ((done < 0) && (errno != EINTR)) {
+                return -1;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                kill(pid_, SIGKILL);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
     while ((waitpid(pid_, &status, 0) < 0) && (errno == EINTR)) {
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

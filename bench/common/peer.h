@@ -33,8 +33,9 @@ public:
     bool started() const { return channel_ != nullptr; }
     oob &channel() { return *channel_; }
     /* Closes our end of the channel (the peer sees EOF) and returns the
-     * body's result: 128 + signal if the child was killed. */
-    int join();
+     * body's result: 128 + signal if the child was killed. A child still
+     * running after `patience_ms` (>= 0) is killed. */
+    int join(int patience_ms = -1);
 
 private:
     std::unique_ptr<fd_oob> channel_;

@@ -228,7 +228,8 @@ int run_loopback(const std::vector<test_spec> &stages, const cli &opts, printer 
         if (r.status != "failed") {
             responder.channel().send_blob({});
         }
-        int peer_code = responder.join();
+        /* A peer stuck after a failure gets a few seconds to notice. */
+        int peer_code = responder.join((r.status == "failed") ? 5000 : -1);
         if ((r.status == "ok") && (peer_code != 0)) {
             r = m.failure("failed", "the peer exited with code " + std::to_string(peer_code));
         }
