@@ -4,22 +4,17 @@
  * command line and bench/README.md for results.
  */
 #include "perf_options.h"
-#include "perf_peer.h"
+#include "perf_report.h"
 #include "perf_tests.h"
 #include "perf_transport.h"
+
+#include "../common/peer.h"
 
 #include <cstdio>
 
 namespace {
 
-bool is_am_test(perf::test_kind kind)
-{
-    return (kind == perf::test_kind::AM_SHORT_LAT) ||
-           (kind == perf::test_kind::AM_BCOPY_LAT) ||
-           (kind == perf::test_kind::AM_SHORT_BW) || (kind == perf::test_kind::AM_BCOPY_BW);
-}
-
-int run_side(const perf::options &opts, int fd, bool initiator)
+int run_side(const perf::options &opts, perf::oob &channel, bool initiator)
 {
     if (!perf::pin_to_cpu(opts.cpus[initiator ? 0 : 1])) {
         std::fprintf(stderr, "uct_perf: cannot pin to CPU %d\n",
@@ -27,14 +22,56 @@ int run_side(const perf::options &opts, int fd, bool initiator)
         return 1;
     }
     perf::transport t;
-    if (!t.open(opts.tl_name, opts.dev_name) || !t.connect_peer(fd)) {
+    if (!t.open(opts.tl_name, opts.dev_name) || !t.connect_peer(channel)) {
         return 1;
     }
-    if (is_am_test(opts.test)) {
-        return initiator ? perf::am_initiator(t, opts, fd)
-                         : perf::am_responder(t, opts, fd);
+    const bool am = perf::is_am_test(opts.test);
+    perf::timeline tl;
+    int result;
+    if (initiator) {
+        perf::print_header(opts, t.description().c_str());
+        std::fflush(stdout);
+        result = am ? perf::am_initiator(t, opts, channel, &tl)
+                    : perf::rma_initiator(t, opts, channel, &tl);
+    } else {
+        result = am ? perf::am_responder(t, opts, channel)
+                    : perf::rma_responder(t, opts, channel);
     }
-    return initiator ? perf::rma_initiator(t, opts, fd) : perf::rma_responder(t, opts, fd);
+    /* Neither side tears its endpoint down while the other still
+     * progresses (a peer that vanishes is an error to tcp). */
+    if ((result == 0) && !channel.barrier()) {
+        result = 1;
+    }
+    if (initiator && (result == 0)) {
+        perf::print_result(opts, tl);
+    }
+    return result;
+}
+
+/* Opened and closed again before anything forks. */
+bool reaches_only_itself(const perf::options &opts)
+{
+    perf::transport probe;
+    return probe.open(opts.tl_name, opts.dev_name) && probe.self_only();
+}
+
+/* A transport that reaches only its own iface: this process sends to itself. */
+int run_self(const perf::options &opts)
+{
+    perf::transport t;
+    if (!perf::pin_to_cpu(opts.cpus[0]) || !t.open(opts.tl_name, opts.dev_name) ||
+        !t.connect_self()) {
+        return 1;
+    }
+    perf::print_header(opts, (t.description() + ", to itself").c_str());
+    std::fflush(stdout);
+    perf::timeline tl;
+    int result = perf::is_am_test(opts.test) ? perf::am_self(t, opts, &tl)
+                                             : perf::rma_self(t, opts, &tl);
+    if (result == 0) {
+        perf::print_result(opts, tl);
+    }
+    return result;
 }
 
 } // namespace
@@ -51,22 +88,26 @@ int main(int argc, char **argv)
         return 0;
     }
     if (opts.test == perf::test_kind::CACHELINE_LAT) {
-        return perf::cacheline_latency(opts);
-    }
-    if (opts.test == perf::test_kind::MEMCPY_BW) {
-        if (!perf::pin_to_cpu(opts.cpus[0])) {
-            std::fprintf(stderr, "uct_perf: cannot pin to CPU %d\n", opts.cpus[0]);
-            return 1;
+        perf::print_header(opts, "one shared cache line");
+        std::fflush(stdout);
+        perf::timeline tl;
+        int result = perf::cacheline_latency(opts, &tl);
+        if (result == 0) {
+            perf::print_result(opts, tl);
         }
-        return perf::memcpy_bandwidth(opts);
+        return result;
     }
 
-    perf::peer responder(opts.loopback,
-                         [&opts](int fd) { return run_side(opts, fd, false); });
+    if (reaches_only_itself(opts)) {
+        return run_self(opts);
+    }
+    perf::peer responder(opts.loopback, [&opts](perf::oob &channel) {
+        return run_side(opts, channel, false);
+    });
     if (!responder.started()) {
         return 1;
     }
-    int result = run_side(opts, responder.fd(), true);
+    int result = run_side(opts, responder.channel(), true);
     int peer_result = responder.join();
     if ((result == 0) && (peer_result != 0)) {
         std::fprintf(stderr, "uct_perf: the responder failed (%d)\n", peer_result);

@@ -1,12 +1,10 @@
 /*
  * Active-message benchmarks. Latency: the initiator sends message i and
- * waits for the responder's echo of it; each round trip is timestamped and
- * reported halved. Bandwidth: the initiator streams a batch, retrying on
- * NO_RESOURCE, and stops the clock on the responder's acknowledgement.
+ * waits for the responder's echo of it; each round trip is one iteration of
+ * the timeline. Bandwidth: the initiator streams its messages, retrying on
+ * NO_RESOURCE (one iteration per message), and stops the clock on the
+ * responder's acknowledgement of the last one.
  */
-#include "perf_clock.h"
-#include "perf_peer.h"
-#include "perf_report.h"
 #include "perf_tests.h"
 
 #include <atomic>
@@ -68,17 +66,18 @@ public:
         const uct::op_limits &am = t_.attr().am;
         uint64_t need = short_ ? uct::iface_flag::AM_SHORT : uct::iface_flag::AM_BCOPY;
         if (!(t_.attr().flags & need)) {
-            std::fprintf(stderr, "uct_perf: %s has no %s\n", t_.description().c_str(),
-                         short_ ? "AM short" : "AM bcopy");
+            std::fprintf(stderr, "%s: %s has no %s\n", tool_name,
+                         t_.description().c_str(), short_ ? "AM short" : "AM bcopy");
             return false;
         }
         if (short_ && ((opts.size < AM_HEADER) || (opts.size > am.max_short))) {
-            std::fprintf(stderr, "uct_perf: AM short size must be in [%zu, %zu] "
-                         "(the 8-byte header included)\n", AM_HEADER, am.max_short);
+            std::fprintf(stderr, "%s: AM short size must be in [%zu, %zu] "
+                         "(the 8-byte header included)\n", tool_name, AM_HEADER,
+                         am.max_short);
             return false;
         }
         if (!short_ && (opts.size > am.max_bcopy)) {
-            std::fprintf(stderr, "uct_perf: AM bcopy size must be at most %zu\n",
+            std::fprintf(stderr, "%s: AM bcopy size must be at most %zu\n", tool_name,
                          am.max_bcopy);
             return false;
         }
@@ -100,7 +99,7 @@ public:
                 return true;
             }
             if (status != UCS_ERR_NO_RESOURCE) {
-                std::fprintf(stderr, "uct_perf: send failed: %s\n",
+                std::fprintf(stderr, "%s: send failed: %s\n", tool_name,
                              ucs_status_string(status));
                 return false;
             }
@@ -124,80 +123,82 @@ bool send_ack(transport &t)
             return true;
         }
         if (status != UCS_ERR_NO_RESOURCE) {
-            std::fprintf(stderr, "uct_perf: ack failed: %s\n", ucs_status_string(status));
+            std::fprintf(stderr, "%s: ack failed: %s\n", tool_name,
+                         ucs_status_string(status));
             return false;
         }
         t.progress();
     }
 }
 
-void wait_count(transport &t, const am_counter &c, uint64_t target)
+/* Progresses until `c` reaches `target`; false if the peer went away. */
+bool wait_count(transport &t, const am_counter &c, uint64_t target, oob *channel)
 {
+    unsigned spins = 0;
     while (c.get() < target) {
         t.progress();
+        if (((++spins % PEER_CHECK_SPINS) == 0) && (channel != nullptr) &&
+            channel->peer_gone()) {
+            std::fprintf(stderr, "%s: the peer went away\n", tool_name);
+            return false;
+        }
     }
+    return true;
 }
 
 int latency_initiator(transport &t, const options &opts, am_sender &sender,
-                      am_counter &rx, int fd)
+                      am_counter &rx, oob &channel, timeline *tl)
 {
-    const uint64_t total = opts.warmup + opts.iters;
-    std::vector<uint64_t> stamps(opts.iters + 1);
-    tick_rate rate;
-    for (uint64_t i = 0; i < total; ++i) {
-        if (i >= opts.warmup) {
-            if (i == opts.warmup) {
-                rate.start();
-            }
-            stamps[i - opts.warmup] = ticks();
-        }
-        if (!sender.send(i)) {
+    uint64_t seq = 0;
+    for (uint64_t i = 0; i < opts.warmup; ++i, ++seq) {
+        if (!sender.send(seq) || !wait_count(t, rx, seq + 1, &channel)) {
             return 1;
         }
-        wait_count(t, rx, i + 1);
     }
-    stamps[opts.iters] = ticks();
-    rate.stop();
-    send_byte(fd, 0);
-
-    std::vector<uint64_t> rtt(opts.iters);
-    for (uint64_t i = 0; i < opts.iters; ++i) {
-        rtt[i] = stamps[i + 1] - stamps[i];
+    tl->prepare(opts.iters);
+    tl->start();
+    for (uint64_t i = 0; i < opts.iters; ++i, ++seq) {
+        if (!sender.send(seq) || !wait_count(t, rx, seq + 1, &channel)) {
+            return 1;
+        }
+        tl->iteration_done();
     }
-    print_latency(opts, latency_from_round_trips(rtt, rate.seconds_per_tick()));
+    tl->stop();
+    channel.send_byte(0);
     return 0;
 }
 
 int bandwidth_initiator(transport &t, const options &opts, am_sender &sender,
-                        am_counter &acks, int fd)
+                        am_counter &acks, oob &channel, timeline *tl)
 {
-    uint64_t phases = 0;
-    auto batch = [&](uint64_t count) {
-        for (uint64_t i = 0; i < count; ++i) {
-            if (!sender.send(i)) {
-                return false;
-            }
+    for (uint64_t i = 0; i < opts.warmup; ++i) {
+        if (!sender.send(i)) {
+            return 1;
         }
-        wait_count(t, acks, ++phases);
-        return true;
-    };
-    if ((opts.warmup > 0) && !batch(opts.warmup)) {
+    }
+    uint64_t phases = 0;
+    if ((opts.warmup > 0) && !wait_count(t, acks, ++phases, &channel)) {
         return 1;
     }
-    tick_rate rate;
-    rate.start();
-    if (!batch(opts.iters)) {
+    tl->prepare(opts.iters);
+    tl->start();
+    for (uint64_t i = 0; i < opts.iters; ++i) {
+        if (!sender.send(i)) {
+            return 1;
+        }
+        tl->iteration_done();
+    }
+    if (!wait_count(t, acks, ++phases, &channel)) {
         return 1;
     }
-    rate.stop();
-    send_byte(fd, 0);
-    print_bandwidth(opts, bandwidth_from(opts.iters, opts.size, rate.elapsed_s()));
+    tl->stop();
+    channel.send_byte(0);
     return 0;
 }
 
 } // namespace
 
-int am_initiator(transport &t, const options &opts, int fd)
+int am_initiator(transport &t, const options &opts, oob &channel, timeline *tl)
 {
     am_sender sender(t, opts);
     if (!sender.check_limits(opts)) {
@@ -206,15 +207,13 @@ int am_initiator(transport &t, const options &opts, int fd)
     am_counter data_rx, acks;
     t.iface().set_am_handler(DATA_ID, am_counter::handler, &data_rx, 0);
     t.iface().set_am_handler(ACK_ID, am_counter::handler, &acks, 0);
-    print_header(opts, t.description().c_str());
-    std::fflush(stdout);
     if (is_latency_test(opts.test)) {
-        return latency_initiator(t, opts, sender, data_rx, fd);
+        return latency_initiator(t, opts, sender, data_rx, channel, tl);
     }
-    return bandwidth_initiator(t, opts, sender, acks, fd);
+    return bandwidth_initiator(t, opts, sender, acks, channel, tl);
 }
 
-int am_responder(transport &t, const options &opts, int fd)
+int am_responder(transport &t, const options &opts, oob &channel)
 {
     am_sender sender(t, opts);
     if (!sender.check_limits(opts)) {
@@ -225,8 +224,7 @@ int am_responder(transport &t, const options &opts, int fd)
     const uint64_t total = opts.warmup + opts.iters;
     if (is_latency_test(opts.test)) {
         for (uint64_t i = 0; i < total; ++i) {
-            wait_count(t, rx, i + 1);
-            if (!sender.send(i)) {
+            if (!wait_count(t, rx, i + 1, &channel) || !sender.send(i)) {
                 return 1;
             }
         }
@@ -237,25 +235,65 @@ int am_responder(transport &t, const options &opts, int fd)
                 continue;
             }
             target += batch;
-            wait_count(t, rx, target);
-            if (!send_ack(t)) {
+            if (!wait_count(t, rx, target, &channel) || !send_ack(t)) {
                 return 1;
             }
         }
     }
-    return progress_until_peer_done(t, fd) ? 0 : 1;
+    return progress_until_peer_done(t, channel) ? 0 : 1;
 }
 
-bool progress_until_peer_done(transport &t, int fd)
+int am_self(transport &t, const options &opts, timeline *tl)
 {
-    while (!byte_ready(fd)) {
+    am_sender sender(t, opts);
+    if (!sender.check_limits(opts)) {
+        return 1;
+    }
+    am_counter rx;
+    t.iface().set_am_handler(DATA_ID, am_counter::handler, &rx, 0);
+    const bool latency = is_latency_test(opts.test);
+    /* Latency: two messages (there and back) per iteration, as ping-pong
+     * iterations are, so the halved round trip is one message. */
+    const uint64_t per_iteration = latency ? 2 : 1;
+    uint64_t sent = 0;
+    auto iteration = [&] {
+        for (uint64_t m = 0; m < per_iteration; ++m, ++sent) {
+            if (!sender.send(sent) || (latency && !wait_count(t, rx, sent + 1, nullptr))) {
+                return false;
+            }
+        }
+        return true;
+    };
+    for (uint64_t i = 0; i < opts.warmup; ++i) {
+        if (!iteration()) {
+            return 1;
+        }
+    }
+    if (!wait_count(t, rx, sent, nullptr)) {
+        return 1;
+    }
+    tl->prepare(opts.iters);
+    tl->start();
+    for (uint64_t i = 0; i < opts.iters; ++i) {
+        if (!iteration()) {
+            return 1;
+        }
+        tl->iteration_done();
+    }
+    bool done = wait_count(t, rx, sent, nullptr);
+    tl->stop();
+    return done ? 0 : 1;
+}
+
+bool progress_until_peer_done(transport &t, oob &channel)
+{
+    while (!channel.ready()) {
         for (int i = 0; i < 1000; ++i) {
             t.progress();
         }
     }
     uint8_t byte;
-    recv_byte(fd, &byte);
-    return true;
+    return channel.recv_byte(&byte);
 }
 
 } // namespace perf

@@ -3,10 +3,9 @@
  * pass a counter back and forth through one cache line, nothing else.
  * A transport's one-way latency minus this is its software overhead.
  */
-#include "perf_clock.h"
-#include "perf_peer.h"
-#include "perf_report.h"
 #include "perf_tests.h"
+
+#include "../common/peer.h"
 
 #include <atomic>
 #include <cstdio>
@@ -30,19 +29,19 @@ inline void wait_for(std::atomic_ref<uint64_t> &v, uint64_t expected)
 
 } // namespace
 
-int cacheline_latency(const options &opts)
+int cacheline_latency(const options &opts, timeline *tl)
 {
     void *mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                      -1, 0);
     if (mem == MAP_FAILED) {
-        std::perror("uct_perf: mmap");
+        std::perror("mmap");
         return 1;
     }
     auto *line = static_cast<shared_line*>(mem);
     line->value = 0;
     const uint64_t total = opts.warmup + opts.iters;
 
-    peer responder(false, [&](int) {
+    peer responder(false, [&](oob &) {
         pin_to_cpu(opts.cpus[1]);
         std::atomic_ref<uint64_t> v(line->value);
         for (uint64_t i = 0; i < total; ++i) {
@@ -56,32 +55,23 @@ int cacheline_latency(const options &opts)
         return 1;
     }
     pin_to_cpu(opts.cpus[0]);
-    print_header(opts, "one shared cache line");
-    std::fflush(stdout);
+    tl->prepare(opts.iters);
 
     std::atomic_ref<uint64_t> v(line->value);
-    std::vector<uint64_t> stamps(opts.iters + 1);
-    tick_rate rate;
-    for (uint64_t i = 0; i < total; ++i) {
-        if (i >= opts.warmup) {
-            if (i == opts.warmup) {
-                rate.start();
-            }
-            stamps[i - opts.warmup] = ticks();
-        }
+    uint64_t i = 0;
+    for (; i < opts.warmup; ++i) {
         v.store(2 * i + 1, std::memory_order_release);
         wait_for(v, 2 * i + 2);
     }
-    stamps[opts.iters] = ticks();
-    rate.stop();
+    tl->start();
+    for (; i < total; ++i) {
+        v.store(2 * i + 1, std::memory_order_release);
+        wait_for(v, 2 * i + 2);
+        tl->iteration_done();
+    }
+    tl->stop();
     int code = responder.join();
     munmap(mem, 4096);
-
-    std::vector<uint64_t> rtt(opts.iters);
-    for (uint64_t i = 0; i < opts.iters; ++i) {
-        rtt[i] = stamps[i + 1] - stamps[i];
-    }
-    print_latency(opts, latency_from_round_trips(rtt, rate.seconds_per_tick()));
     return code;
 }
 

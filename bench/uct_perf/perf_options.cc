@@ -25,15 +25,13 @@ const test_name tests[] = {
     {"get_zcopy_bw",  test_kind::GET_ZCOPY_BW,  "get zcopy streaming: bandwidth, message rate"},
     {"cacheline_lat", test_kind::CACHELINE_LAT, "two processes ping-pong one cache line: "
                                                 "the floor of shared-memory latency"},
-    {"memcpy_bw",     test_kind::MEMCPY_BW,     "memcpy of SIZE bytes between two buffers of "
-                                                "this process: the ceiling of copy bandwidth"},
 };
 
 void usage(FILE *out)
 {
     std::fprintf(out,
         "Usage: uct_perf -t TEST [-x TL] [-d DEV] [-s SIZE] [-n ITERS] [-w WARMUP]\n"
-        "                [-c CPU0,CPU1] [-l] [-o] [-H] [-L]\n"
+        "                [-c CPU0,CPU1] [-l] [-L]\n"
         "Runs a uct-level benchmark between this process and a peer it forks.\n\n"
         "  -t TEST     test to run:\n");
     for (const auto &t : tests) {
@@ -46,11 +44,9 @@ void usage(FILE *out)
         "  -n ITERS    measured iterations (default 100000)\n"
         "  -w WARMUP   warm-up iterations (default 10000)\n"
         "  -c A,B      pin the initiator to CPU A and the responder to CPU B\n"
-        "  -l          loopback: the responder is a thread of this process\n"
-        "              (for transports that reach only their own process, e.g. self)\n"
-        "  -o          put/get: the responder sleeps instead of progressing (for\n"
-        "              transports whose RMA needs no target progress, e.g. cma)\n"
-        "  -H          put/get/memcpy: buffers on transparent huge pages (madvise)\n"
+        "  -l          the responder is a thread of this process, not a child\n"
+        "              (a transport that reaches only itself, as self, always runs\n"
+        "              in this process, sending to itself)\n"
         "  -L          list the transports this build has and exit\n"
         "  -h          this help\n\n"
         "Latency is one-way (round trip / 2) in microseconds; bandwidth in MB/s\n"
@@ -83,19 +79,13 @@ bool parse_cpus(const char *text, int cpus[2])
 
 } // namespace
 
-bool is_latency_test(test_kind kind)
-{
-    return (kind == test_kind::AM_SHORT_LAT) || (kind == test_kind::AM_BCOPY_LAT) ||
-           (kind == test_kind::CACHELINE_LAT);
-}
-
 bool parse_options(int argc, char **argv, options *opts, int *exit_code)
 {
     bool have_test = false;
     int c;
     uint64_t value;
     *exit_code = 1;
-    while ((c = getopt(argc, argv, "t:x:d:s:n:w:c:loHLh")) != -1) {
+    while ((c = getopt(argc, argv, "t:x:d:s:n:w:c:lLh")) != -1) {
         switch (c) {
         case 't':
             have_test = false;
@@ -148,12 +138,6 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
         case 'l':
             opts->loopback = true;
             break;
-        case 'o':
-            opts->no_responder_progress = true;
-            break;
-        case 'H':
-            opts->huge_pages = true;
-            break;
         case 'L':
             opts->list = true;
             *exit_code = 0;
@@ -177,8 +161,7 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
         usage(stderr);
         return false;
     }
-    if ((opts->test != test_kind::CACHELINE_LAT) && (opts->test != test_kind::MEMCPY_BW) &&
-        opts->tl_name.empty()) {
+    if ((opts->test != test_kind::CACHELINE_LAT) && opts->tl_name.empty()) {
         std::fprintf(stderr, "uct_perf: -x TL is required for %s\n",
                      opts->test_name.c_str());
         return false;

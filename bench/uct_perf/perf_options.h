@@ -1,7 +1,7 @@
 /*
  * Command line of uct_perf:
  *   uct_perf -t TEST [-x TL] [-d DEV] [-s SIZE] [-n ITERS] [-w WARMUP]
- *            [-c CPU0,CPU1] [-l] [-o] [-H] [-L] [-h]
+ *            [-c CPU0,CPU1] [-l] [-L] [-h]
  */
 #ifndef BENCH_UCT_PERF_PERF_OPTIONS_H
 #define BENCH_UCT_PERF_PERF_OPTIONS_H
@@ -20,7 +20,6 @@ enum class test_kind {
     PUT_ZCOPY_BW,
     GET_ZCOPY_BW,
     CACHELINE_LAT,
-    MEMCPY_BW,
 };
 
 struct options {
@@ -33,15 +32,18 @@ struct options {
     uint64_t    warmup = 10000;
     int         cpus[2] = {-1, -1}; /* initiator, responder; -1: not pinned */
     bool        loopback = false;  /* responder in a thread, not a process */
-    bool        no_responder_progress = false; /* -o: one-sided responder sleeps */
-    bool        huge_pages = false;  /* -H: benchmark buffers on transparent huge pages */
     bool        list = false;
 };
 
 /* Parses argv; on error or -h prints usage and returns false with *exit_code set. */
 bool parse_options(int argc, char **argv, options *opts, int *exit_code);
 
-bool is_latency_test(test_kind kind);
+/* Ping-pong tests: one iteration is a round trip. */
+inline bool is_latency_test(test_kind kind)
+{
+    return (kind == test_kind::AM_SHORT_LAT) || (kind == test_kind::AM_BCOPY_LAT) ||
+           (kind == test_kind::CACHELINE_LAT);
+}
 
 } // namespace perf
 

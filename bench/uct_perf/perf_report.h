@@ -1,8 +1,10 @@
-/* Results of a run, and how they are printed. */
+/* uct_perf's results, and how they are printed. */
 #ifndef BENCH_UCT_PERF_PERF_REPORT_H
 #define BENCH_UCT_PERF_PERF_REPORT_H
 
 #include "perf_options.h"
+
+#include "../common/timeline.h"
 
 #include <cstdint>
 #include <vector>
@@ -21,15 +23,14 @@ struct bandwidth_result {
     double msgs_per_s = 0;
 };
 
-/* One-way latencies from per-iteration round-trip tick deltas. */
-latency_result latency_from_round_trips(std::vector<uint64_t> &round_trip_ticks,
-                                        double seconds_per_tick);
+/* One-way latencies from a timeline of round trips. */
+latency_result latency_from_round_trips(const timeline &tl);
 
 bandwidth_result bandwidth_from(uint64_t messages, size_t size, double seconds);
 
 void print_header(const options &opts, const char *transport_desc);
-void print_latency(const options &opts, const latency_result &r);
-void print_bandwidth(const options &opts, const bandwidth_result &r);
+/* The latency or the bandwidth line, whichever the test measures. */
+void print_result(const options &opts, const timeline &tl);
 
 } // namespace perf
 

@@ -4,17 +4,11 @@
  * streams put_zcopy or get_zcopy into/from it, up to MAX_OUTSTANDING in
  * flight, and stops the clock when a flush has completed them all.
  */
-#include "perf_clock.h"
-#include "perf_peer.h"
-#include "perf_report.h"
 #include "perf_tests.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <sys/mman.h>
 #include <vector>
 
 namespace perf {
@@ -23,64 +17,10 @@ namespace {
 
 constexpr unsigned MAX_OUTSTANDING = 128;
 
-/*
- * Page-aligned memory of this process; with `huge`, 2 MiB aligned and
- * advised onto transparent huge pages (fewer TLB misses in the copy, and
- * far fewer pages for the kernel to pin per CMA call).
- */
-class plain_buffer {
-public:
-    plain_buffer(size_t size, bool huge)
-    {
-        const size_t align = huge ? HUGE_PAGE : 4096;
-        length_ = (size + align - 1) / align * align;
-        if (huge) {
-            /* Over-allocate by one huge page to place the start on a boundary. */
-            map_length_ = length_ + HUGE_PAGE;
-            void *map = mmap(nullptr, map_length_, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (map == MAP_FAILED) {
-                return;
-            }
-            map_     = map;
-            address_ = reinterpret_cast<void*>(
-                    (reinterpret_cast<uintptr_t>(map) + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-            if (madvise(address_, length_, MADV_HUGEPAGE) != 0) {
-                std::fprintf(stderr, "uct_perf: madvise(MADV_HUGEPAGE): %s\n",
-                             std::strerror(errno));
-            }
-        } else {
-            address_ = std::aligned_alloc(align, length_);
-        }
-    }
-
-    ~plain_buffer()
-    {
-        if (map_ != nullptr) {
-            munmap(map_, map_length_);
-        } else {
-            std::free(address_);
-        }
-    }
-
-    plain_buffer(const plain_buffer &)            = delete;
-    plain_buffer &operator=(const plain_buffer &) = delete;
-
-    void *address() const { return address_; }
-
-private:
-    static constexpr size_t HUGE_PAGE = size_t(2) << 20;
-
-    void   *address_    = nullptr;
-    void   *map_        = nullptr;
-    size_t map_length_  = 0;
-    size_t length_      = 0;
-};
-
 /* Memory the md can describe to a peer: allocated or registered. */
 class exposed_buffer {
 public:
-    exposed_buffer(uct::md &md, size_t size, bool huge) : md_(md)
+    exposed_buffer(uct::md &md, size_t size) : md_(md)
     {
         length_ = size;
         const uct::md_attr &a = md.attr();
@@ -90,8 +30,7 @@ public:
             return;
         }
         length_ = size;
-        plain_ = std::make_unique<plain_buffer>(size, huge);
-        address_ = plain_->address();
+        address_ = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
         if ((address_ != nullptr) && (a.flags & uct::md_flag::REG)) {
             if (md.mem_reg(address_, length_, 0, &memh_) != UCS_OK) {
                 memh_ = uct::MEM_HANDLE_NULL;
@@ -108,18 +47,18 @@ public:
         if (memh_ != uct::MEM_HANDLE_NULL) {
             md_.mem_dereg(memh_);
         }
+        std::free(address_);
     }
 
     void *address() const { return address_; }
     uct::mem_h memh() const { return memh_; }
 
 private:
-    uct::md                       &md_;
-    std::unique_ptr<plain_buffer> plain_;
-    void                          *address_ = nullptr;
-    size_t                        length_ = 0;
-    uct::mem_h                    memh_ = uct::MEM_HANDLE_NULL;
-    bool                          allocated_ = false;
+    uct::md    &md_;
+    void       *address_ = nullptr;
+    size_t     length_ = 0;
+    uct::mem_h memh_ = uct::MEM_HANDLE_NULL;
+    bool       allocated_ = false;
 };
 
 struct slot : uct::completion {
@@ -139,57 +78,44 @@ bool supported(const transport &t, const options &opts)
     const uct::op_limits &lim = put ? t.attr().put : t.attr().get;
     uint64_t flag = put ? uct::iface_flag::PUT_ZCOPY : uct::iface_flag::GET_ZCOPY;
     if (!(t.attr().flags & flag)) {
-        std::fprintf(stderr, "uct_perf: %s has no %s zcopy\n", t.description().c_str(),
+        std::fprintf(stderr, "%s: %s has no %s zcopy\n", tool_name, t.description().c_str(),
                      put ? "put" : "get");
         return false;
     }
     if ((opts.size < lim.min_zcopy) || (opts.size > lim.max_zcopy)) {
-        std::fprintf(stderr, "uct_perf: %s zcopy size must be in [%zu, %zu]\n",
+        std::fprintf(stderr, "%s: %s zcopy size must be in [%zu, %zu]\n", tool_name,
                      put ? "put" : "get", lim.min_zcopy, lim.max_zcopy);
         return false;
     }
     return true;
 }
 
-} // namespace
-
-int rma_responder(transport &t, const options &opts, int fd)
+/* The address of `buffer`, then its packed key: what the initiator needs. */
+std::vector<uint8_t> describe_target(transport &t, exposed_buffer &buffer)
 {
-    exposed_buffer buffer(t.md(), opts.size, opts.huge_pages);
-    if (buffer.address() == nullptr) {
-        std::fprintf(stderr, "uct_perf: cannot allocate %zu bytes\n", opts.size);
-        return 1;
-    }
-    std::memset(buffer.address(), 0x3c, opts.size);
     uint64_t address = reinterpret_cast<uintptr_t>(buffer.address());
     std::vector<uint8_t> blob(sizeof(address) + t.md().attr().rkey_packed_size);
     std::memcpy(blob.data(), &address, sizeof(address));
     if ((t.md().attr().rkey_packed_size > 0) &&
         (t.md().mkey_pack(buffer.memh(), blob.data() + sizeof(address)) != UCS_OK)) {
-        std::fprintf(stderr, "uct_perf: cannot pack a key for the target buffer\n");
+        std::fprintf(stderr, "%s: cannot pack a key for the target buffer\n", tool_name);
         blob.resize(sizeof(address));
     }
-    if (!send_blob(fd, blob)) {
-        return 1;
-    }
-    if (opts.no_responder_progress) {
-        /* Like UCX's ucx_perftest -o: the target's CPU stays out of the way. */
-        uint8_t byte;
-        return recv_byte(fd, &byte) ? 0 : 1;
-    }
-    return progress_until_peer_done(t, fd) ? 0 : 1;
+    return blob;
 }
 
-int rma_initiator(transport &t, const options &opts, int fd)
+/* Streams the operations into/from the target described by `blob`; tells
+ * the peer (if any) when done, whatever happened. */
+int rma_stream(transport &t, const options &opts, const std::vector<uint8_t> &blob,
+               oob *channel, timeline *tl)
 {
-    bool ok = supported(t, opts);
-    std::vector<uint8_t> blob;
-    if (!recv_blob(fd, &blob) || (blob.size() < sizeof(uint64_t))) {
-        std::fprintf(stderr, "uct_perf: no target buffer from the peer\n");
-        return 1;
-    }
-    if (!ok) {
-        send_byte(fd, 0);
+    auto tell_peer = [channel] {
+        if (channel != nullptr) {
+            channel->send_byte(0);
+        }
+    };
+    if (!supported(t, opts)) {
+        tell_peer();
         return 1;
     }
     uint64_t remote;
@@ -198,18 +124,24 @@ int rma_initiator(transport &t, const options &opts, int fd)
     ucs_status_t status = t.component().rkey_unpack(blob.data() + sizeof(remote),
                                                     blob.size() - sizeof(remote), &rkey);
     if (status != UCS_OK) {
-        std::fprintf(stderr, "uct_perf: rkey_unpack: %s\n", ucs_status_string(status));
-        send_byte(fd, 0);
+        std::fprintf(stderr, "%s: rkey_unpack: %s\n", tool_name, ucs_status_string(status));
+        tell_peer();
         return 1;
     }
 
-    exposed_buffer local(t.md(), opts.size, opts.huge_pages);
+    exposed_buffer local(t.md(), opts.size);
+    if (local.address() == nullptr) {
+        std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", tool_name, opts.size);
+        t.component().rkey_release(rkey);
+        tell_peer();
+        return 1;
+    }
     std::memset(local.address(), 0xc3, opts.size);
     if ((t.md().attr().flags & uct::md_flag::NEED_MEMH) &&
         (local.memh() == uct::MEM_HANDLE_NULL)) {
-        std::fprintf(stderr, "uct_perf: cannot register the local buffer\n");
+        std::fprintf(stderr, "%s: cannot register the local buffer\n", tool_name);
         t.component().rkey_release(rkey);
-        send_byte(fd, 0);
+        tell_peer();
         return 1;
     }
 
@@ -243,79 +175,93 @@ int rma_initiator(transport &t, const options &opts, int fd)
         return true;
     };
 
-    print_header(opts, t.description().c_str());
-    std::fflush(stdout);
-    tick_rate rate;
-    const uint64_t total = opts.warmup + opts.iters;
-    int result = 0;
-    for (uint64_t i = 0; (i < total) && (result == 0); ++i) {
-        if (i == opts.warmup) {
-            if (!drain()) {
-                result = 1;
-                break;
-            }
-            rate.start();
-        }
+    /* Posts one operation once a slot is free; false on a hard failure. */
+    auto post_one = [&] {
         while (free_slots.empty()) {
             t.progress();
         }
         slot &s  = slots[free_slots.back()];
         s.count  = 1;
         s.status = UCS_OK;
+        ucs_status_t st;
         for (;;) {
-            status = put ? ep.put_zcopy(&iov, 1, remote, rkey.rkey, &s)
-                         : ep.get_zcopy(&iov, 1, remote, rkey.rkey, &s);
-            if (status != UCS_ERR_NO_RESOURCE) {
+            st = put ? ep.put_zcopy(&iov, 1, remote, rkey.rkey, &s)
+                     : ep.get_zcopy(&iov, 1, remote, rkey.rkey, &s);
+            if (st != UCS_ERR_NO_RESOURCE) {
                 break;
             }
             t.progress();
         }
-        if (status == UCS_INPROGRESS) {
+        if (st == UCS_INPROGRESS) {
             free_slots.pop_back();
-        } else if (status != UCS_OK) {
-            std::fprintf(stderr, "uct_perf: %s_zcopy failed: %s\n", put ? "put" : "get",
-                         ucs_status_string(status));
-            result = 1;
+        } else if (st != UCS_OK) {
+            std::fprintf(stderr, "%s: %s_zcopy failed: %s\n", tool_name,
+                         put ? "put" : "get", ucs_status_string(st));
+            return false;
         }
+        return true;
+    };
+
+    tl->prepare(opts.iters);
+    int result = 0;
+    for (uint64_t i = 0; (i < opts.warmup) && (result == 0); ++i) {
+        result = post_one() ? 0 : 1;
     }
     if ((result == 0) && !drain()) {
-        std::fprintf(stderr, "uct_perf: flush failed\n");
+        std::fprintf(stderr, "%s: flush failed\n", tool_name);
         result = 1;
     }
-    rate.stop();
-    send_byte(fd, 0);
-    t.component().rkey_release(rkey);
     if (result == 0) {
-        print_bandwidth(opts, bandwidth_from(opts.iters, opts.size, rate.elapsed_s()));
+        tl->start();
+        for (uint64_t i = 0; (i < opts.iters) && (result == 0); ++i) {
+            result = post_one() ? 0 : 1;
+            tl->iteration_done();
+        }
+        if ((result == 0) && !drain()) {
+            std::fprintf(stderr, "%s: flush failed\n", tool_name);
+            result = 1;
+        }
+        tl->stop();
     }
+    tell_peer();
+    t.component().rkey_release(rkey);
     return result;
 }
 
-int memcpy_bandwidth(const options &opts)
+} // namespace
+
+int rma_responder(transport &t, const options &opts, oob &channel)
 {
-    plain_buffer source(opts.size, opts.huge_pages);
-    plain_buffer dest(opts.size, opts.huge_pages);
-    if ((source.address() == nullptr) || (dest.address() == nullptr)) {
-        std::fprintf(stderr, "uct_perf: cannot allocate 2 x %zu bytes\n", opts.size);
+    exposed_buffer buffer(t.md(), opts.size);
+    if (buffer.address() == nullptr) {
+        std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", tool_name, opts.size);
         return 1;
     }
-    std::memset(source.address(), 0x3c, opts.size);
-    std::memset(dest.address(), 0xc3, opts.size);
-
-    print_header(opts, "memcpy");
-    std::fflush(stdout);
-    tick_rate rate;
-    for (uint64_t i = 0; i < opts.warmup + opts.iters; ++i) {
-        if (i == opts.warmup) {
-            rate.start();
-        }
-        std::memcpy(dest.address(), source.address(), opts.size);
-        /* Keep every copy: the compiler may not merge or drop them. */
-        asm volatile("" : : "r"(dest.address()) : "memory");
+    std::memset(buffer.address(), 0x3c, opts.size);
+    if (!channel.send_blob(describe_target(t, buffer))) {
+        return 1;
     }
-    rate.stop();
-    print_bandwidth(opts, bandwidth_from(opts.iters, opts.size, rate.elapsed_s()));
-    return 0;
+    return progress_until_peer_done(t, channel) ? 0 : 1;
+}
+
+int rma_initiator(transport &t, const options &opts, oob &channel, timeline *tl)
+{
+    std::vector<uint8_t> blob;
+    if (!channel.recv_blob(&blob) || (blob.size() < sizeof(uint64_t))) {
+        std::fprintf(stderr, "%s: no target buffer from the peer\n", tool_name);
+        return 1;
+    }
+    return rma_stream(t, opts, blob, &channel, tl);
+}
+
+int rma_self(transport &t, const options &opts, timeline *tl)
+{
+    exposed_buffer target(t.md(), opts.size);
+    if (target.address() == nullptr) {
+        std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", tool_name, opts.size);
+        return 1;
+    }
+    return rma_stream(t, opts, describe_target(t, target), nullptr, tl);
 }
 
 } // namespace perf

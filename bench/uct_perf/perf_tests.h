@@ -1,7 +1,8 @@
 /*
- * The benchmark roles. Each test has an initiator (measures and prints) and
- * a responder (echoes or sinks); both return 0 on success and print why
- * otherwise.
+ * The uct-level benchmarks, shared by uct_perf and ucx_perftest's uct mode.
+ * Each test has an initiator, which measures into a timeline (one iteration
+ * per round trip or per message) and a responder, which echoes or sinks.
+ * Both return 0 on success and print why otherwise (prefixed by tool_name).
  */
 #ifndef BENCH_UCT_PERF_PERF_TESTS_H
 #define BENCH_UCT_PERF_PERF_TESTS_H
@@ -9,24 +10,38 @@
 #include "perf_options.h"
 #include "perf_transport.h"
 
+#include "../common/oob.h"
+#include "../common/timeline.h"
+
 namespace perf {
 
+/* Error messages start with this; each tool sets its own name. */
+extern const char *tool_name;
+
+/* Waiting loops look for a vanished peer once per this many polls. */
+constexpr unsigned PEER_CHECK_SPINS = 1u << 14;
+
 /* AM tests: am_short_lat, am_bcopy_lat, am_short_bw, am_bcopy_bw. */
-int am_initiator(transport &t, const options &opts, int fd);
-int am_responder(transport &t, const options &opts, int fd);
+int am_initiator(transport &t, const options &opts, oob &channel, timeline *tl);
+int am_responder(transport &t, const options &opts, oob &channel);
 
 /* One-sided tests: put_zcopy_bw, get_zcopy_bw. */
-int rma_initiator(transport &t, const options &opts, int fd);
-int rma_responder(transport &t, const options &opts, int fd);
+int rma_initiator(transport &t, const options &opts, oob &channel, timeline *tl);
+int rma_responder(transport &t, const options &opts, oob &channel);
 
-/* memcpy between two buffers of this process: the copy ceiling. */
-int memcpy_bandwidth(const options &opts);
+/* The same tests on a transport that reaches only its own iface (self):
+ * this side sends to itself, no peer involved. */
+int am_self(transport &t, const options &opts, timeline *tl);
+int rma_self(transport &t, const options &opts, timeline *tl);
 
-/* Two processes bouncing one value on one shared cache line. */
-int cacheline_latency(const options &opts);
+/* Two processes bouncing one value on one shared cache line (forks its own
+ * peer; pins to opts.cpus). */
+int cacheline_latency(const options &opts, timeline *tl);
 
 /* Keeps the transport progressing until the peer sends its closing byte. */
-bool progress_until_peer_done(transport &t, int fd);
+bool progress_until_peer_done(transport &t, oob &channel);
+
+bool is_am_test(test_kind kind);
 
 } // namespace perf
 

@@ -1,11 +1,19 @@
 #include "perf_transport.h"
 
-#include "perf_peer.h"
+#include "perf_tests.h"
 
 #include <cstdio>
 #include <cstring>
 
 namespace perf {
+
+const char *tool_name = "uct_perf";
+
+bool is_am_test(test_kind kind)
+{
+    return (kind == test_kind::AM_SHORT_LAT) || (kind == test_kind::AM_BCOPY_LAT) ||
+           (kind == test_kind::AM_SHORT_BW) || (kind == test_kind::AM_BCOPY_BW);
+}
 
 namespace {
 
@@ -88,7 +96,7 @@ bool transport::open(const std::string &tl_name, const std::string &dev_name)
             params.dev_name = chosen->dev_name;
             ucs_status_t status = md->iface_open(*worker_, params, &iface_);
             if (status != UCS_OK) {
-                std::fprintf(stderr, "uct_perf: cannot open %s/%s: %s\n",
+                std::fprintf(stderr, "%s: cannot open %s/%s: %s\n", tool_name,
                              chosen->tl_name, chosen->dev_name,
                              ucs_status_string(status));
                 iface_ = nullptr;
@@ -98,20 +106,21 @@ bool transport::open(const std::string &tl_name, const std::string &dev_name)
             component_   = comp;
             md_          = md;
             description_ = std::string(chosen->tl_name) + "/" + chosen->dev_name;
+            type_        = chosen->type;
             return true;
         }
     }
-    std::fprintf(stderr, "uct_perf: no transport '%s'%s%s (try -L)\n", tl_name.c_str(),
+    std::fprintf(stderr, "%s: no transport '%s'%s%s (ucx_info -d lists them)\n", tool_name, tl_name.c_str(),
                  dev_name.empty() ? "" : " on device ", dev_name.c_str());
     return false;
 }
 
-bool transport::connect_peer(int fd)
+bool transport::connect_peer(oob &channel)
 {
     const uct::iface_attr &a = iface_->attr();
     const bool to_ep = !(a.flags & uct::iface_flag::CONNECT_TO_IFACE);
     if (to_ep && !(a.flags & uct::iface_flag::CONNECT_TO_EP)) {
-        std::fprintf(stderr, "uct_perf: %s connects neither to an iface nor to an ep\n",
+        std::fprintf(stderr, "%s: %s connects neither to an iface nor to an ep\n", tool_name,
                      description_.c_str());
         return false;
     }
@@ -119,19 +128,19 @@ bool transport::connect_peer(int fd)
     std::vector<uint8_t> dev(a.device_addr_len), ifa(a.iface_addr_len), epa;
     if ((iface_->get_device_address(dev.data()) != UCS_OK) ||
         (iface_->get_address(ifa.data()) != UCS_OK)) {
-        std::fprintf(stderr, "uct_perf: cannot get the addresses of %s\n",
+        std::fprintf(stderr, "%s: cannot get the addresses of %s\n", tool_name,
                      description_.c_str());
         return false;
     }
     if (to_ep) {
         ucs_status_t status = iface_->ep_create(&ep_);
         if (status != UCS_OK) {
-            std::fprintf(stderr, "uct_perf: ep_create: %s\n", ucs_status_string(status));
+            std::fprintf(stderr, "%s: ep_create: %s\n", tool_name, ucs_status_string(status));
             return false;
         }
         epa.resize(a.ep_addr_len);
         if (ep_->get_address(epa.data()) != UCS_OK) {
-            std::fprintf(stderr, "uct_perf: cannot get the ep address\n");
+            std::fprintf(stderr, "%s: cannot get the ep address\n", tool_name);
             return false;
         }
     }
@@ -141,15 +150,15 @@ bool transport::connect_peer(int fd)
     append_field(&mine, ifa);
     append_field(&mine, epa);
     size_t offset = 0;
-    if (!send_blob(fd, mine) || !recv_blob(fd, &theirs) ||
+    if (!channel.exchange(mine, &theirs) ||
         !take_field(theirs, &offset, &peer_dev) || !take_field(theirs, &offset, &peer_iface) ||
         !take_field(theirs, &offset, &peer_ep)) {
-        std::fprintf(stderr, "uct_perf: address exchange with the peer failed\n");
+        std::fprintf(stderr, "%s: address exchange with the peer failed\n", tool_name);
         return false;
     }
     if (!iface_->is_reachable(peer_dev.data(), peer_dev.size(), peer_iface.data(),
                               peer_iface.size())) {
-        std::fprintf(stderr, "uct_perf: %s cannot reach the peer%s\n",
+        std::fprintf(stderr, "%s: %s cannot reach the peer%s\n", tool_name,
                      description_.c_str(),
                      " (transports limited to one process need -l)");
         return false;
@@ -160,8 +169,27 @@ bool transport::connect_peer(int fd)
         iface_->ep_create_connected(peer_dev.data(), peer_dev.size(), peer_iface.data(),
                                     peer_iface.size(), &ep_);
     if (status != UCS_OK) {
-        std::fprintf(stderr, "uct_perf: connecting %s failed: %s\n", description_.c_str(),
+        std::fprintf(stderr, "%s: connecting %s failed: %s\n", tool_name, description_.c_str(),
                      ucs_status_string(status));
+        return false;
+    }
+    return true;
+}
+
+bool transport::connect_self()
+{
+    const uct::iface_attr &a = iface_->attr();
+    std::vector<uint8_t> dev(a.device_addr_len), ifa(a.iface_addr_len);
+    ucs_status_t status = UCS_ERR_UNSUPPORTED;
+    if ((a.flags & uct::iface_flag::CONNECT_TO_IFACE) &&
+        (iface_->get_device_address(dev.data()) == UCS_OK) &&
+        (iface_->get_address(ifa.data()) == UCS_OK)) {
+        status = iface_->ep_create_connected(dev.data(), dev.size(), ifa.data(), ifa.size(),
+                                             &ep_);
+    }
+    if (status != UCS_OK) {
+        std::fprintf(stderr, "%s: %s cannot connect to itself: %s\n", tool_name,
+                     description_.c_str(), ucs_status_string(status));
         return false;
     }
     return true;

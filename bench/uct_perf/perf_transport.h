@@ -7,6 +7,8 @@
 #ifndef BENCH_UCT_PERF_PERF_TRANSPORT_H
 #define BENCH_UCT_PERF_PERF_TRANSPORT_H
 
+#include "../common/oob.h"
+
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
 #include <uct/base/uct_worker.h>
@@ -27,8 +29,12 @@ public:
     /* Opens tl on dev (first device if empty); prints why on failure. */
     bool open(const std::string &tl_name, const std::string &dev_name);
 
-    /* Connects through the socket `fd` to a peer doing the same. */
-    bool connect_peer(int fd);
+    /* Connects to a peer doing the same, exchanging addresses over `channel`. */
+    bool connect_peer(oob &channel);
+    /* Connects to this very iface (transports that reach only themselves). */
+    bool connect_self();
+    /* True for a transport that reaches nothing but its own iface. */
+    bool self_only() const { return type_ == uct::device_type::SELF; }
 
     uct::worker &worker() { return *worker_; }
     uct::component &component() { return *component_; }
@@ -47,6 +53,7 @@ private:
     uct::iface                   *iface_ = nullptr;
     uct::ep                      *ep_ = nullptr;
     std::string                  description_;
+    uct::device_type             type_ = uct::device_type::NET;
 };
 
 /* Prints every component / md / transport / device this build offers. */

@@ -3,8 +3,8 @@
  * cycles), converted to seconds with a rate measured against steady_clock
  * over the same run, so no calibration pause is needed.
  */
-#ifndef BENCH_UCT_PERF_PERF_CLOCK_H
-#define BENCH_UCT_PERF_PERF_CLOCK_H
+#ifndef BENCH_COMMON_CLOCK_H
+#define BENCH_COMMON_CLOCK_H
 
 #include <chrono>
 #include <cstdint>
@@ -50,10 +50,17 @@ public:
         return std::chrono::duration<double>(wall1_ - wall0_).count();
     }
 
+    uint64_t elapsed_ticks() const { return tick1_ - tick0_; }
+
 private:
     std::chrono::steady_clock::time_point wall0_, wall1_;
     uint64_t tick0_ = 0, tick1_ = 0;
 };
+
+/* A first estimate of seconds per tick, from a busy wait of about a
+ * millisecond: good enough to space progress reports, while results use
+ * the rate measured over the run itself. */
+double estimate_seconds_per_tick();
 
 } // namespace perf
 

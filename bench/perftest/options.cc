@@ -1,0 +1,478 @@
+#include "options.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <getopt.h>
+
+namespace perftest {
+
+namespace {
+
+constexpr int OPT_LOOPBACK  = 1000;
+constexpr int OPT_SWEEP     = 1001;
+constexpr int OPT_SWEEP_TLS = 1002;
+constexpr int OPT_CSV       = 1003;
+constexpr int OPT_JSON      = 1004;
+
+const struct option long_options[] = {
+    {"loopback",  no_argument,       nullptr, OPT_LOOPBACK},
+    {"sweep",     no_argument,       nullptr, OPT_SWEEP},
+    {"sweep-tls", required_argument, nullptr, OPT_SWEEP_TLS},
+    {"csv",       no_argument,       nullptr, OPT_CSV},
+    {"json",      no_argument,       nullptr, OPT_JSON},
+    {"help",      no_argument,       nullptr, 'h'},
+    {nullptr,     0,                 nullptr, 0},
+};
+
+/* UCX options this tool does not implement: refused by name. */
+const char unsupported[] = "bAWoBUr";
+
+bool parse_u64(const char *text, uint64_t *value)
+{
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(text, &end, 0);
+    if ((errno != 0) || (end == text) || (*end != '\0') || (text[0] == '-')) {
+        return false;
+    }
+    *value = v;
+    return true;
+}
+
+std::vector<std::string> split(const char *text, char sep)
+{
+    std::vector<std::string> parts;
+    std::string current;
+    for (const char *p = text; ; ++p) {
+        if ((*p == sep) || (*p == '\0')) {
+            parts.push_back(current);
+            current.clear();
+            if (*p == '\0') {
+                break;
+            }
+        } else {
+            current += *p;
+        }
+    }
+    return parts;
+}
+
+bool copy_string(char *dest, size_t size, const char *src)
+{
+    if (std::strlen(src) >= size) {
+        return false;
+    }
+    std::strcpy(dest, src);
+    return true;
+}
+
+/* What the command line said, before the test is known. */
+struct raw_args {
+    std::string test;
+    std::string layout;
+    std::string tl;
+    std::string dev;
+    bool        window_given = false;
+};
+
+bool bad(const char *fmt, const char *arg)
+{
+    std::fprintf(stderr, "ucx_perftest: ");
+    std::fprintf(stderr, fmt, arg);
+    std::fprintf(stderr, "\n");
+    return false;
+}
+
+bool parse_layouts(const std::string &text, test_spec *spec)
+{
+    std::vector<std::string> parts = split(text.c_str(), ',');
+    if (parts.size() > 2) {
+        return false;
+    }
+    layout l[2] = {layout::CONTIG, layout::CONTIG};
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (parts[i] == "contig") {
+            l[i] = layout::CONTIG;
+        } else if (parts[i] == "iov") {
+            l[i] = layout::IOV;
+        } else {
+            return false;
+        }
+    }
+    spec->send_layout = l[0];
+    spec->recv_layout = (parts.size() == 2) ? l[1] : l[0];
+    return true;
+}
+
+/* Settles the test and checks what depends on it. */
+bool resolve_test(const raw_args &raw, cli *out)
+{
+    const test_info *test = find_test(raw.test.c_str());
+    if ((test == nullptr) && is_ucx_uct_name(raw.test.c_str())) {
+        std::string layout = raw.layout.empty() ? "short" : raw.layout;
+        test = find_ucx_uct_alias(raw.test.c_str(), layout.c_str());
+        if (test == nullptr) {
+            std::fprintf(stderr, "ucx_perftest: UCX's uct test '%s' with -D %s is not "
+                         "implemented here; uct tests: am_short_lat, am_bcopy_lat, "
+                         "am_short_bw, am_bcopy_bw, put_zcopy_bw, get_zcopy_bw\n",
+                         raw.test.c_str(), layout.c_str());
+            return false;
+        }
+    }
+    if (test == nullptr) {
+        return bad("unknown test '%s'", raw.test.c_str());
+    }
+    test_spec base = out->spec;
+    out->spec = make_spec(test);
+    /* Keep what the options set; the window default comes from the test. */
+    test_spec &s = out->spec;
+    std::memcpy(s.sizes, base.sizes, sizeof(s.sizes));
+    s.iov_count   = base.iov_count;
+    s.iov_stride  = base.iov_stride;
+    s.iters       = base.iters;
+    s.warmup      = base.warmup;
+    s.am_header   = base.am_header;
+    s.wildcard    = base.wildcard;
+    s.err_handling = base.err_handling;
+    s.sleep_wait  = base.sleep_wait;
+    s.prereg      = base.prereg;
+    s.wakeup      = base.wakeup;
+    s.thread_mode = base.thread_mode;
+    if (raw.window_given) {
+        s.window = base.window;
+    }
+
+    if (test->api == api_kind::UCT) {
+        if (raw.tl.empty()) {
+            return bad("-x TL is required for the uct test %s", test->name);
+        }
+        if (s.iov_count != 1) {
+            return bad("%s takes one size, not a list", test->name);
+        }
+        if (!copy_string(s.uct_tl, sizeof(s.uct_tl), raw.tl.c_str()) ||
+            !copy_string(s.uct_dev, sizeof(s.uct_dev), raw.dev.c_str())) {
+            return bad("transport or device name too long: %s", raw.tl.c_str());
+        }
+        s.window = 1;
+        return true;
+    }
+
+    if (!raw.tl.empty() || !raw.dev.empty()) {
+        std::fprintf(stderr, "ucx_perftest: -x/-d are for uct tests; UCP tests use "
+                     "UCX_TLS and UCX_*_DEVICES (ignored)\n");
+    }
+    if (!raw.layout.empty() && !parse_layouts(raw.layout, &s)) {
+        return bad("bad data layout '%s' (contig or iov[,contig or iov])",
+                   raw.layout.c_str());
+    }
+    if ((s.iov_count > 1) && (s.send_layout == layout::CONTIG) &&
+        (s.recv_layout == layout::CONTIG) && (s.iov_stride != 0)) {
+        return bad("-i needs the iov layout (-D iov)%s", "");
+    }
+    if (is_one_sided(test->cmd) &&
+        ((s.send_layout != layout::CONTIG) || (s.recv_layout != layout::CONTIG))) {
+        return bad("%s takes contiguous data only", test->name);
+    }
+    if (is_atomic(test->cmd) && (s.message_size() != 4) && (s.message_size() != 8)) {
+        return bad("%s operates on 4 or 8 bytes (-s 4 or -s 8)", test->name);
+    }
+    if ((test->pat == pattern::PINGPONG) && (s.window != 1)) {
+        return bad("%s is a ping-pong: -O must be 1", test->name);
+    }
+    return true;
+}
+
+} // namespace
+
+void usage(FILE *stream)
+{
+    std::fprintf(stream,
+"Usage: ucx_perftest [server-hostname] [options]\n"
+"       ucx_perftest --loopback [options]      (forks its peer)\n"
+"       mpirun -np 2 ucx_perftest [options]    (addresses exchanged through MPI)\n"
+"\n"
+"Without a host name it is the server: it waits on -p PORT for a client, which\n"
+"sends it the test to run. The client prints the results.\n"
+"\n"
+"  -t <test>      test to run:\n");
+    for (unsigned i = 0; i < test_count(); ++i) {
+        const test_info *t = test_by_index(i);
+        std::fprintf(stream, "     %14s - %s %s\n", t->name,
+                     (t->api == api_kind::UCP) ? "UCP" : "uct (-x TL)", t->description);
+    }
+    std::fprintf(stream,
+"                 UCX's uct names am_lat, am_bw, put_bw, get work with -D\n"
+"                 short|bcopy|zcopy (am_lat -D bcopy is am_bcopy_lat)\n"
+"  -s <size>      message size, or a comma list of iov entry sizes (8)\n"
+"  -n <iters>     measured iterations (1000000)\n"
+"  -w <iters>     warm-up iterations (10000)\n"
+"  -p <port>      TCP port of the server (13337)\n"
+"  -6             use IPv6 for the connection to the server\n"
+"  -D <layout>    UCP: contig or iov, for sender[,receiver] (contig)\n"
+"                 uct: short, bcopy or zcopy (with UCX's test names)\n"
+"  -m <mem>[,<mem>]  memory type of the buffers: host only\n"
+"  -O <count>     operations in flight in bandwidth tests (per test: 1 or 32)\n"
+"  -i <stride>    distance between iov entries (0: back to back)\n"
+"  -c <cpus>      pin to these CPUs; with --loopback the first is this side's,\n"
+"                 the second the peer's\n"
+"  -x <tl>        transport of a uct test (posix, sysv, cma, tcp, self, ...)\n"
+"  -d <device>    device of a uct test (default: the transport's first)\n"
+"  -H <size>      UCP AM header size (0)\n"
+"  -C             receive tags with a wildcard mask\n"
+"  -e             create endpoints with peer error handling\n"
+"  -E <mode>      wait mode: poll (default) or sleep (ucp_worker_wait when idle)\n"
+"  -I             create the context with the wakeup feature\n"
+"  -z             pass pre-registered memory handles to the operations\n"
+"  -M <mode>      worker thread mode: single, serialized or multi (single)\n"
+"  -T <threads>   threads: 1 only\n"
+"  -R <rank>      percentile reported in the latency columns (50.0)\n"
+"  -l, --loopback fork the peer and talk to it over a socketpair\n"
+"  --sweep        latency and bandwidth (tag_lat, tag_bw, or -t) over 8 B .. 4 MiB on\n"
+"                 every available transport, one table; progress on stderr\n"
+"  --sweep-tls <a;b;...>  the UCX_TLS value of each sweep stage, ';'-separated\n"
+"  -f             print only the final numbers\n"
+"  -v             print UCX's CSV lines (with the test description)\n"
+"  --csv          CSV only: a header and one line per test\n"
+"  --json         JSON only: one document with every test\n"
+"  -N             thousands separators in the table\n"
+"  -h, --help     this help\n"
+"\n"
+"Latency columns are in usec (ping-pong tests: half the round trip),\n"
+"bandwidth in MB/s (2^20 bytes), message rate in messages per second.\n"
+"UCP tests choose transports from UCX_TLS and UCX_*_DEVICES.\n");
+}
+
+bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
+{
+    raw_args raw;
+    uint64_t value;
+    int c;
+    *exit_code = 2;
+    opterr = 0;
+    optind = 1;
+    auto fail = [&](const char *fmt, const char *arg) {
+        bad(fmt, arg);
+        usage(stderr);
+        return false;
+    };
+    while ((c = getopt_long(argc, argv, ":t:s:n:w:p:6D:m:O:i:c:x:d:H:CeE:IzM:T:R:lfvNh"
+                            "b:A:W:oBUr:", long_options, nullptr)) != -1) {
+        char opt[2] = {char(optopt ? optopt : c), '\0'};
+        switch (c) {
+        case 't':
+            raw.test = optarg;
+            out->have_test = true;
+            break;
+        case 's': {
+            std::vector<std::string> parts = split(optarg, ',');
+            if (parts.size() > MAX_IOV) {
+                return fail("too many sizes in '%s'", optarg);
+            }
+            for (size_t i = 0; i < parts.size(); ++i) {
+                if (!parse_u64(parts[i].c_str(), &value) || (value == 0) ||
+                    (value > (uint64_t(1) << 36))) {
+                    return fail("bad message size '%s'", optarg);
+                }
+                out->spec.sizes[i] = value;
+            }
+            out->spec.iov_count = uint32_t(parts.size());
+            break;
+        }
+        case 'n':
+            if (!parse_u64(optarg, &value) || (value == 0)) {
+                return fail("bad iteration count '%s'", optarg);
+            }
+            out->spec.iters  = value;
+            out->iters_given = true;
+            break;
+        case 'w':
+            if (!parse_u64(optarg, &value)) {
+                return fail("bad warm-up count '%s'", optarg);
+            }
+            out->spec.warmup  = value;
+            out->warmup_given = true;
+            break;
+        case 'p':
+            if (!parse_u64(optarg, &value) || (value == 0) || (value > 65535)) {
+                return fail("bad port '%s'", optarg);
+            }
+            out->port = uint16_t(value);
+            break;
+        case '6':
+            out->ipv6 = true;
+            break;
+        case 'D':
+            raw.layout = optarg;
+            break;
+        case 'm':
+            for (const std::string &m : split(optarg, ',')) {
+                if (m != "host") {
+                    return fail("memory type '%s' is not supported (host only)", optarg);
+                }
+            }
+            break;
+        case 'O':
+            if (!parse_u64(optarg, &value) || (value == 0) || (value > 1000000)) {
+                return fail("bad outstanding count '%s'", optarg);
+            }
+            out->spec.window = uint32_t(value);
+            raw.window_given = true;
+            break;
+        case 'i':
+            if (!parse_u64(optarg, &value) || (value > (uint64_t(1) << 30))) {
+                return fail("bad iov stride '%s'", optarg);
+            }
+            out->spec.iov_stride = value;
+            break;
+        case 'c':
+            out->cpus.clear();
+            for (const std::string &cpu : split(optarg, ',')) {
+                if (!parse_u64(cpu.c_str(), &value) || (value > 4095)) {
+                    return fail("bad CPU list '%s'", optarg);
+                }
+                out->cpus.push_back(int(value));
+            }
+            break;
+        case 'x':
+            raw.tl = optarg;
+            break;
+        case 'd':
+            raw.dev = optarg;
+            break;
+        case 'H':
+            if (!parse_u64(optarg, &value) || (value > 65536)) {
+                return fail("bad AM header size '%s'", optarg);
+            }
+            out->spec.am_header = uint32_t(value);
+            break;
+        case 'C':
+            out->spec.wildcard = 1;
+            break;
+        case 'e':
+            out->spec.err_handling = 1;
+            break;
+        case 'E':
+            if (std::strcmp(optarg, "poll") == 0) {
+                out->spec.sleep_wait = 0;
+            } else if (std::strcmp(optarg, "sleep") == 0) {
+                out->spec.sleep_wait = 1;
+            } else {
+                return fail("bad wait mode '%s' (poll or sleep)", optarg);
+            }
+            break;
+        case 'I':
+            out->spec.wakeup = 1;
+            break;
+        case 'z':
+            out->spec.prereg = 1;
+            break;
+        case 'M':
+            if (std::strcmp(optarg, "single") == 0) {
+                out->spec.thread_mode = 0;
+            } else if (std::strcmp(optarg, "serialized") == 0) {
+                out->spec.thread_mode = 1;
+            } else if (std::strcmp(optarg, "multi") == 0) {
+                out->spec.thread_mode = 2;
+            } else {
+                return fail("bad thread mode '%s'", optarg);
+            }
+            break;
+        case 'T':
+            if (!parse_u64(optarg, &value) || (value != 1)) {
+                return fail("-T %s: this tool runs one thread per side", optarg);
+            }
+            break;
+        case 'R': {
+            char *end = nullptr;
+            double rank = std::strtod(optarg, &end);
+            if ((end == optarg) || (*end != '\0') || !(rank > 0) || (rank > 100)) {
+                return fail("bad percentile rank '%s' (0 < rank <= 100)", optarg);
+            }
+            out->percentile = rank;
+            break;
+        }
+        case 'l':
+        case OPT_LOOPBACK:
+            out->loopback = true;
+            break;
+        case OPT_SWEEP:
+            out->sweep = true;
+            break;
+        case OPT_SWEEP_TLS:
+            out->sweep_tls.clear();
+            for (const std::string &tls : split(optarg, ';')) {
+                if (tls.empty() || (tls.size() >= sizeof(test_spec::tls))) {
+                    return fail("bad --sweep-tls list '%s'", optarg);
+                }
+                out->sweep_tls.push_back(tls);
+            }
+            break;
+        case 'f':
+            out->final_only = true;
+            break;
+        case 'v':
+            if (out->format == output_format::TABLE) {
+                out->format = output_format::UCX_CSV;
+            }
+            break;
+        case OPT_CSV:
+            out->format = output_format::CSV;
+            break;
+        case OPT_JSON:
+            out->format = output_format::JSON;
+            break;
+        case 'N':
+            out->numeric = true;
+            break;
+        case 'h':
+            usage(stdout);
+            *exit_code = 0;
+            return false;
+        case ':':
+            return fail("option -%s needs a value", opt);
+        case '?':
+            if (optopt == 0) {
+                return fail("unknown option '%s'", argv[optind - 1]);
+            }
+            return fail("unknown option -%s", opt);
+        default:
+            opt[0] = char(c);
+            if (std::strchr(unsupported, c) != nullptr) {
+                return fail("option -%s of UCX's tool is not supported here", opt);
+            }
+            return fail("unknown option -%s", opt);
+        }
+    }
+    for (int i = optind; i < argc; ++i) {
+        if (!out->host.empty()) {
+            return fail("unexpected argument '%s' (one server host name at most)", argv[i]);
+        }
+        out->host = argv[i];
+    }
+    if (out->loopback && !out->host.empty()) {
+        return fail("--loopback takes no server host name (got '%s')", out->host.c_str());
+    }
+    if (out->sweep && !out->have_test) {
+        raw.test = "tag_lat";  /* a placeholder: the sweep sets each stage's test */
+    } else if (!out->have_test) {
+        if (!out->host.empty() || out->loopback) {
+            return fail("-t TEST is required%s", "");
+        }
+        /* The server learns the test from the client. */
+        *exit_code = 0;
+        return true;
+    }
+    if (!resolve_test(raw, out)) {
+        usage(stderr);
+        return false;
+    }
+    if (out->sweep && (out->spec.info().api != api_kind::UCP)) {
+        return fail("--sweep runs UCP tests; %s is a uct test", out->spec.info().name);
+    }
+    *exit_code = 0;
+    return true;
+}
+
+} // namespace perftest
