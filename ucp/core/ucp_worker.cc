@@ -169,6 +169,8 @@ ucp_worker::~ucp_worker()
         }
     }
     for (ucp_ep *ep : eps) {
+        /* Closed first: destroying the worker is no peer failure to report. */
+        ep->flags |= ucp::ep_flag::CLOSED;
         ucp::ep_set_failed(ep, UCS_ERR_CANCELED);
         ucp::ep_destroy(ep);
     }
