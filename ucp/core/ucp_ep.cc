@@ -278,6 +278,7 @@ void ep_destroy(ucp_ep *ep)
 {
     ucp_worker *worker = ep->worker;
     purge_requests(ep, UCS_ERR_CANCELED);
+    stream_ep_destroy(ep);
     forget_reply_ep(ep);
     worker->ep_ids.remove(ep->id);
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
@@ -298,6 +299,7 @@ void ep_set_failed(ucp_ep *ep, ucs_status_t status)
     ep->status  = status;
     forget_reply_ep(ep);
     purge_requests(ep, status);
+    stream_ep_fail(ep, status);
     if (!(ep->flags & ep_flag::USER) || (ep->flags & ep_flag::CLOSED)) {
         return;
     }
@@ -465,6 +467,8 @@ unsigned worker_deferred_progress(ucp_worker *worker)
     count += process_queued_replies(worker);
     count += rndv_deferred_progress(worker);
     count += flush_progress(worker);
+    count += am_deferred_progress(worker);
+    count += stream_deferred_progress(worker);
     return count;
 }
 

@@ -37,6 +37,7 @@ constexpr uint32_t STREAM     = 1u << 10; /* stream receive */
 constexpr uint32_t FLUSH      = 1u << 11;
 constexpr uint32_t SEND_DONE  = 1u << 12; /* every byte handed to the transport */
 constexpr uint32_t ACKED      = 1u << 13; /* the peer's reply arrived */
+constexpr uint32_t WAITALL    = 1u << 14; /* stream receive: only when full */
 } // namespace request_flag
 
 struct request;
@@ -56,6 +57,7 @@ struct send_state {
     void            *bounce;     /* rendezvous of a non-contiguous buffer */
     unsigned        rndv_md;
     uint8_t         am_id;       /* stream / active-message sends */
+    uint16_t        user_am_id;  /* ucp_am_send_*: the application's id */
     uint32_t        am_flags;
     const void      *header;
     uint32_t        header_length;
@@ -67,6 +69,7 @@ struct recv_state {
     ucp_tag_recv_info_t info;       /* sender_tag, length */
     size_t              received;   /* bytes placed so far */
     ucs_status_t        data_status;/* first unpack error (truncation) */
+    uint32_t            elem_size;  /* stream receive: completes on whole elements */
     /* Rendezvous pull. */
     ucp_ep              *ep;
     uint64_t            src_uuid;

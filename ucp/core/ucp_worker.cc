@@ -175,6 +175,8 @@ ucp_worker::~ucp_worker()
         ucp::ep_destroy(ep);
     }
     ucp::tag_recv_cleanup(this);
+    ucp::am_cleanup(this);
+    ucp::stream_cleanup(this);
     for (auto it = ifaces.rbegin(); it != ifaces.rend(); ++it) {
         uct_worker->progress_unregister(it->iface);
         delete it->iface;

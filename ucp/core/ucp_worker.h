@@ -32,9 +32,15 @@ struct worker_iface {
 /* A UCP-level active-message handler (filled by ucp_worker_set_am_*). */
 struct am_handler {
     ucp_am_recv_callback_t cb = nullptr;
+    ucp_am_callback_t      legacy_cb = nullptr;  /* ucp_worker_set_am_handler */
     void                   *arg = nullptr;
     uint32_t               flags = 0;
 };
+
+/* Receive-side state of active messages and streams (ucp/am, ucp/stream),
+ * made on first use. */
+struct am_worker;
+struct stream_worker;
 
 /* Largest user header ucp_am_send_nbx will take (the AM protocol honours it). */
 constexpr size_t max_am_header = 256;
@@ -91,6 +97,8 @@ struct ucp_worker {
     ucs::recursive_lock                lock;
 
     std::vector<ucp::am_handler>       am_handlers;  /* indexed by AM id */
+    ucp::am_worker                     *am_state = nullptr;
+    ucp::stream_worker                 *stream_state = nullptr;
 
     /* Requests: pooled elements of sizeof(request) + user request_size. */
     ucs::mpool                         request_pool;

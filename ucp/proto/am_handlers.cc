@@ -4,6 +4,8 @@
 #include "am_handlers.h"
 #include "wire.h"
 
+#include <ucp/am/am.h>
+#include <ucp/stream/stream.h>
 #include <ucp/tag/tag_recv.h>
 
 namespace ucp {
@@ -23,6 +25,11 @@ ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
         {wire::AM_SYNC_ACK,         reply_handler},
         {wire::AM_RNDV_RTS,         rndv_rts_handler},
         {wire::AM_RNDV_ATS,         reply_handler},
+        {wire::AM_STREAM,           stream_am_handler},
+        {wire::AM_USER_SINGLE,      am_single_handler},
+        {wire::AM_USER_FIRST,       am_first_handler},
+        {wire::AM_USER_MIDDLE,      am_middle_handler},
+        {wire::AM_USER_RTS,         am_rts_handler},
     };
     for (const auto &h : handlers) {
         ucs_status_t status = iface->set_am_handler(h.id, h.cb, worker, 0);

@@ -46,6 +46,22 @@ void worker_keepalive(ucp_worker *worker);
 /* Advances flush and close requests. */
 unsigned flush_progress(ucp_worker *worker);
 
+/* Active messages held back until the ep answering their sender exists. */
+unsigned am_deferred_progress(ucp_worker *worker);
+
+/* Stream data that arrived before the ep answering its sender existed. */
+unsigned stream_deferred_progress(ucp_worker *worker);
+
+/* The ep's stream receives complete with `status` (the ep failed). */
+void stream_ep_fail(ucp_ep *ep, ucs_status_t status);
+
+/* Frees the ep's stream state; its receives complete as canceled. */
+void stream_ep_destroy(ucp_ep *ep);
+
+/* Frees the worker's active-message and stream state. */
+void am_cleanup(ucp_worker *worker);
+void stream_cleanup(ucp_worker *worker);
+
 } // namespace ucp
 
 #endif

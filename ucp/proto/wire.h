@@ -27,15 +27,16 @@ enum am_id : uint8_t {
     AM_RNDV_RTS        = 8,  /* rts_hdr + md name + packed rkey */
     AM_RNDV_ATS        = 9,  /* reply_hdr */
     AM_STREAM          = 10, /* stream_hdr + payload */
-    AM_USER_SINGLE     = 11, /* user active messages (ucp_am_*) */
-    AM_USER_FIRST      = 12,
-    AM_USER_MIDDLE     = 13,
+    AM_USER_SINGLE     = 11, /* am_hdr [+ src uuid] + user header + data */
+    AM_USER_FIRST      = 12, /* am_first_hdr + user header + first fragment */
+    AM_USER_MIDDLE     = 13, /* eager_middle_hdr + fragment */
     AM_RMA_PUT         = 14, /* emulated RMA / atomics (operations issue) */
     AM_RMA_GET_REQ     = 15,
     AM_RMA_GET_REP     = 16,
     AM_ATOMIC_REQ      = 17,
     AM_ATOMIC_REP      = 18,
     AM_CMPL            = 19,
+    AM_USER_RTS        = 20, /* am_rts_hdr + user header + packed rkey */
     AM_LAST
 };
 
@@ -86,10 +87,50 @@ struct rts_hdr {
     uint8_t   reserved[3];
 };
 
+/* Stream bytes: the receiver appends them to its ep answering src_uuid. */
 struct stream_hdr {
     uint64_t src_uuid;
-    uint64_t dst_ep_id;                   /* 0: resolve by sender uuid */
+    uint64_t src_ep_id;                   /* sender's ep, for diagnostics */
 };
+
+/* Bits of am_hdr::flags. */
+namespace am_hdr_flag {
+constexpr uint8_t REPLY = 1u << 0;        /* src uuid follows: give a reply ep */
+} // namespace am_hdr_flag
+
+/*
+ * A user active message in one piece. It fits the 8-byte am_short header,
+ * so a small message without user header or reply goes out inline.
+ */
+struct am_hdr {
+    uint16_t am_id;                       /* the application's id */
+    uint8_t  flags;                       /* am_hdr_flag:: */
+    uint8_t  reserved;
+    uint32_t header_length;               /* user header bytes */
+};
+
+/* The first fragment of a user active message sent in several. */
+struct am_first_hdr {
+    am_hdr   am;
+    uint64_t src_uuid;
+    uint64_t msg_id;
+    uint64_t total_length;                /* data bytes, user header excluded */
+};
+
+/* A rendezvous user active message: the data stays at the sender until the
+ * receiver pulls it (ucp_am_recv_data_nbx); the ATS completes the send. */
+struct am_rts_hdr {
+    am_hdr   am;
+    uint64_t src_uuid;
+    uint64_t sreq_id;
+    uint64_t address;
+    uint64_t length;
+    char     md_name[rts_md_name_max];    /* NUL-padded */
+    uint32_t rkey_length;                 /* after the user header */
+    uint32_t reserved;
+};
+
+static_assert(sizeof(am_hdr) == sizeof(uint64_t), "am_hdr is the am_short header");
 
 /* Reads a header of type T from an unaligned, length-checked buffer. */
 template <typename T>

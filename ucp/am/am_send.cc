@@ -1,0 +1,350 @@
+/*
+ * Sending user active messages: inline (am_short) when there is neither a
+ * user header nor a reply request, one bcopy fragment, several fragments the
+ * receiver reassembles, or rendezvous (an RTS; the receiver pulls the data
+ * with ucp_am_recv_data_nbx and its ATS completes the send).
+ */
+#include "am.h"
+
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_guard.h>
+#include <ucp/proto/send_common.h>
+#include <ucp/proto/wire.h>
+#include <ucs/debug/log.h>
+
+#include <cstring>
+
+namespace ucp {
+
+namespace {
+
+constexpr uint32_t send_flags_mask = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER |
+                                     UCP_AM_SEND_FLAG_RNDV;
+
+wire::am_hdr make_hdr(const send_state &s)
+{
+    wire::am_hdr hdr{};
+    hdr.am_id         = s.user_am_id;
+    hdr.flags         = (s.am_flags & UCP_AM_SEND_FLAG_REPLY) ? wire::am_hdr_flag::REPLY : 0;
+    hdr.header_length = s.header_length;
+    return hdr;
+}
+
+uint64_t short_header(uint16_t id)
+{
+    wire::am_hdr hdr{id, 0, 0, 0};
+    uint64_t value;
+    std::memcpy(&value, &hdr, sizeof(value));
+    return value;
+}
+
+size_t max_bcopy(const send_state &s)
+{
+    return s.ep->am_ep->owner().attr().am.max_bcopy;
+}
+
+/* ---- one fragment ------------------------------------------------------- */
+
+ucs_status_t am_short_step(request *req)
+{
+    send_state &s = req->u.send;
+    ucs_status_t status = s.ep->am_ep->am_short(wire::AM_USER_SINGLE,
+                                                short_header(s.user_am_id),
+                                                s.packer.contig_buffer(),
+                                                unsigned(s.packer.length()));
+    if (status != UCS_OK) {
+        return status;
+    }
+    send_done(req);
+    return UCS_OK;
+}
+
+size_t pack_am_single(void *dest, void *arg)
+{
+    auto *req     = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    char *out     = static_cast<char*>(dest);
+    const wire::am_hdr hdr = make_hdr(s);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    out += sizeof(hdr);
+    if (hdr.flags & wire::am_hdr_flag::REPLY) {
+        std::memcpy(out, &req->worker->uuid, sizeof(uint64_t));
+        out += sizeof(uint64_t);
+    }
+    if (s.header_length != 0) {
+        std::memcpy(out, s.header, s.header_length);
+        out += s.header_length;
+    }
+    out += s.packer.pack(out, 0, s.packer.length());
+    return size_t(out - static_cast<char*>(dest));
+}
+
+ucs_status_t am_single_step(request *req)
+{
+    ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_USER_SINGLE, pack_am_single,
+                                                     req, 0);
+    if (packed < 0) {
+        return ucs_status_t(packed);
+    }
+    send_done(req);
+    return UCS_OK;
+}
+
+/* ---- several fragments -------------------------------------------------- */
+
+size_t pack_am_first(void *dest, void *arg)
+{
+    auto *req     = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    char *out     = static_cast<char*>(dest);
+    const wire::am_first_hdr hdr{make_hdr(s), req->worker->uuid, s.msg_id,
+                                 s.packer.length()};
+    std::memcpy(out, &hdr, sizeof(hdr));
+    out += sizeof(hdr);
+    if (s.header_length != 0) {
+        std::memcpy(out, s.header, s.header_length);
+        out += s.header_length;
+    }
+    const size_t room = max_bcopy(s) - sizeof(hdr) - s.header_length;
+    s.offset = s.packer.pack(out, 0, room);
+    return size_t(out - static_cast<char*>(dest)) + s.offset;
+}
+
+size_t pack_am_middle(void *dest, void *arg)
+{
+    auto *req     = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, s.offset};
+    char *out = static_cast<char*>(dest);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    size_t n = s.packer.pack(out + sizeof(hdr), s.offset, s.ep->thresh.middle_frag);
+    s.offset += n;
+    return sizeof(hdr) + n;
+}
+
+ucs_status_t am_multi_step(request *req)
+{
+    send_state &s = req->u.send;
+    const size_t length = s.packer.length();
+    bool progressed = false;
+    do {
+        const bool first    = (s.offset == 0) && !progressed;
+        const size_t before = s.offset;
+        ssize_t packed = s.ep->am_ep->am_bcopy(first ? wire::AM_USER_FIRST :
+                                                       wire::AM_USER_MIDDLE,
+                                               first ? pack_am_first : pack_am_middle,
+                                               req, 0);
+        if (packed == UCS_ERR_NO_RESOURCE) {
+            return (progressed || (s.offset != 0)) ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
+        }
+        if (packed < 0) {
+            return ucs_status_t(packed);
+        }
+        if (s.offset == before) {
+            /* A generic datatype packed nothing: it would never finish. */
+            ucs_error("ucp_am_send: the datatype packed no bytes at offset %zu", before);
+            return UCS_ERR_IO_ERROR;
+        }
+        progressed = true;
+    } while (s.offset < length);
+    send_done(req);
+    return UCS_OK;
+}
+
+/* ---- rendezvous --------------------------------------------------------- */
+
+size_t pack_am_rts(void *dest, void *arg)
+{
+    auto *req     = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    ucp_worker *w = req->worker;
+    uct::md &md   = *w->context.mds[s.rndv_md].md;
+    wire::am_rts_hdr hdr{};
+    hdr.am          = make_hdr(s);
+    hdr.src_uuid    = w->uuid;
+    hdr.sreq_id     = req->id;
+    hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
+    hdr.length      = s.packer.length();
+    hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
+    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
+                  w->context.mds[s.rndv_md].name.c_str());
+    char *out = static_cast<char*>(dest);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    out += sizeof(hdr);
+    if (s.header_length != 0) {
+        std::memcpy(out, s.header, s.header_length);
+        out += s.header_length;
+    }
+    if (md.mkey_pack(s.memh, out) != UCS_OK) {
+        return 0;
+    }
+    return size_t(out - static_cast<char*>(dest)) + hdr.rkey_length;
+}
+
+ucs_status_t am_rts_step(request *req)
+{
+    ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_USER_RTS, pack_am_rts, req, 0);
+    if (packed < 0) {
+        return ucs_status_t(packed);
+    }
+    if (packed == 0) {
+        return UCS_ERR_IO_ERROR;   /* the key could not be packed */
+    }
+    send_done(req);   /* complete once the receiver's ATS arrives too */
+    return UCS_OK;
+}
+
+/* Rendezvous when asked or large enough, if the ep and the RTS allow it. */
+bool try_rndv(request *req)
+{
+    send_state &s = req->u.send;
+    ucp_ep *ep    = s.ep;
+    if ((s.am_flags & UCP_AM_SEND_FLAG_EAGER) || !s.packer.is_contig() ||
+        (ep->rndv_lane == no_lane) ||
+        (!(s.am_flags & UCP_AM_SEND_FLAG_RNDV) && (s.packer.length() < ep->thresh.rndv))) {
+        return false;
+    }
+    const lane &l = ep->lanes[ep->rndv_lane];
+    const size_t rkey_size = req->worker->context.mds[l.md_index].md->attr().rkey_packed_size;
+    if (sizeof(wire::am_rts_hdr) + s.header_length + rkey_size > max_bcopy(s)) {
+        return false;
+    }
+    /* Registers the buffer and an id for the ATS; its own step is tag's. */
+    return rndv_select(req) != nullptr;
+}
+
+send_step_t am_select_protocol(request *req)
+{
+    send_state &s = req->u.send;
+    if (try_rndv(req)) {
+        return am_rts_step;
+    }
+    const size_t length = s.packer.length();
+    const bool reply    = s.am_flags & UCP_AM_SEND_FLAG_REPLY;
+    if (s.packer.is_contig() && (s.header_length == 0) && !reply &&
+        (ssize_t(length) <= s.ep->thresh.max_eager_short)) {
+        return am_short_step;
+    }
+    const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(uint64_t) : 0) +
+                          s.header_length;
+    if (single + length <= max_bcopy(s)) {
+        return am_single_step;
+    }
+    return am_multi_step;
+}
+
+ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
+                                size_t header_length, const void *buffer, size_t count,
+                                const ucp_request_param_t *param)
+{
+    ucp_worker *worker = ep->worker;
+    const uint32_t flags = (param->op_attr_mask & UCP_OP_ATTR_FIELD_FLAGS) ? param->flags : 0;
+    if ((flags & ~send_flags_mask) ||
+        ((flags & UCP_AM_SEND_FLAG_EAGER) && (flags & UCP_AM_SEND_FLAG_RNDV))) {
+        ucs_error("ucp_am_send: invalid flags 0x%x", flags);
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
+                              param->datatype : ucp_dt_make_contig(1);
+
+    /* Fast path: small, contiguous, no user header, no reply: one am_short. */
+    if ((header_length == 0) && !(flags & (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV)) &&
+        (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->thresh.max_eager_short) &&
+        (ep->num_pending == 0) && ep->usable() &&
+        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
+        ucs_status_t status = ep->am_ep->am_short(wire::AM_USER_SINGLE, short_header(id),
+                                                  buffer, unsigned(count));
+        if (ucs_likely(status == UCS_OK)) {
+            return nullptr;
+        }
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return UCS_STATUS_PTR(status);
+        }
+    }
+
+    if (!ep->usable()) {
+        return UCS_STATUS_PTR(ep->status);
+    }
+    const size_t bcopy = ep->am_ep->owner().attr().am.max_bcopy;
+    if (sizeof(wire::am_first_hdr) + header_length >= bcopy) {
+        ucs_error("ucp_am_send: a %zu-byte header does not fit the transport's %zu-byte "
+                  "fragments", header_length, bcopy);
+        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
+    }
+    request *req = send_request_get(worker, param);
+    if (req == nullptr) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    send_state &s = req->u.send;
+    s.bounce = nullptr;
+    s.memh   = nullptr;
+    ucs_status_t status = s.packer.start(dt, buffer, count);
+    if (status != UCS_OK) {
+        request_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+    s.ep            = ep;
+    s.offset        = 0;
+    s.msg_id        = worker->next_msg_id++;
+    s.am_id         = wire::AM_USER_SINGLE;
+    s.user_am_id    = id;
+    s.am_flags      = flags;
+    s.header        = header;
+    s.header_length = uint32_t(header_length);
+    s.step          = am_select_protocol(req);
+    return send_request_start(req, param);
+}
+
+ucs_status_ptr_t am_send_checked(ucp_ep_h ep, unsigned id, const void *header,
+                                 size_t header_length, const void *buffer, size_t count,
+                                 const ucp_request_param_t *param)
+{
+    if ((ep == nullptr) || (param == nullptr) || (id > UINT16_MAX) ||
+        (header_length > max_am_header) || ((header == nullptr) && (header_length != 0)) ||
+        ((buffer == nullptr) && (count != 0))) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    worker_guard guard(ep->worker);
+    ucs_status_ptr_t result = nullptr;
+    ucs_status_t status = guarded("ucp_am_send", [&]() {
+        result = am_send_common(ep, uint16_t(id), header, header_length, buffer, count,
+                                param);
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+} // namespace
+
+} // namespace ucp
+
+extern "C" {
+
+ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header,
+                                 size_t header_length, const void *buffer, size_t count,
+                                 const ucp_request_param_t *param)
+{
+    return ucp::am_send_checked(ep, id, header, header_length, buffer, count, param);
+}
+
+ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void *buffer, size_t count,
+                                ucp_datatype_t datatype, ucp_send_callback_t cb,
+                                unsigned flags)
+{
+    if (flags & ~ucp::send_flags_mask) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_FLAGS;
+    param.datatype     = datatype;
+    /* As in UCX, the old call sends eagerly (its receivers are old handlers,
+     * which take whole data): only the reply flag counts. */
+    param.flags        = (flags & UCP_AM_SEND_FLAG_REPLY) | UCP_AM_SEND_FLAG_EAGER;
+    if (cb != nullptr) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | ucp::param_legacy_callback;
+        param.cb.send       = ucp::callback_cast<ucp_send_nbx_callback_t>(cb);
+    }
+    return ucp::am_send_checked(ep, id, nullptr, 0, buffer, count, &param);
+}
+
+} // extern "C"

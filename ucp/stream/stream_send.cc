@@ -1,0 +1,164 @@
+/*
+ * Stream sends: the bytes go out in bcopy fragments of the AM lane, each
+ * with a stream_hdr naming the sending worker and ep. No rendezvous: the
+ * receiver has no buffer to pull into until the application asks.
+ */
+#include "stream.h"
+
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_guard.h>
+#include <ucp/proto/send_common.h>
+#include <ucp/proto/wire.h>
+#include <ucs/debug/log.h>
+
+#include <cstring>
+
+namespace ucp {
+
+namespace {
+
+size_t fragment_room(const ucp_ep *ep)
+{
+    return ep->am_ep->owner().attr().am.max_bcopy - sizeof(wire::stream_hdr);
+}
+
+size_t pack_fragment(void *dest, void *arg)
+{
+    auto *req     = static_cast<request*>(arg);
+    send_state &s = req->u.send;
+    const wire::stream_hdr hdr{req->worker->uuid, s.ep->id};
+    char *out = static_cast<char*>(dest);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    size_t n = s.packer.pack(out + sizeof(hdr), s.offset, fragment_room(s.ep));
+    s.offset += n;
+    return sizeof(hdr) + n;
+}
+
+ucs_status_t stream_step(request *req)
+{
+    send_state &s = req->u.send;
+    const size_t length = s.packer.length();
+    bool progressed = false;
+    while (s.offset < length) {
+        const size_t before = s.offset;
+        ssize_t packed = s.ep->am_ep->am_bcopy(wire::AM_STREAM, pack_fragment, req, 0);
+        if (packed == UCS_ERR_NO_RESOURCE) {
+            return progressed ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
+        }
+        if (packed < 0) {
+            return ucs_status_t(packed);
+        }
+        if (s.offset == before) {
+            ucs_error("ucp_stream_send: the datatype packed no bytes at offset %zu", before);
+            return UCS_ERR_IO_ERROR;
+        }
+        progressed = true;
+    }
+    send_done(req);
+    return UCS_OK;
+}
+
+/* What the request-less fast path packs. */
+struct inline_send {
+    wire::stream_hdr hdr;
+    const void       *buffer;
+    size_t           length;
+};
+
+size_t pack_inline(void *dest, void *arg)
+{
+    auto *send = static_cast<inline_send*>(arg);
+    std::memcpy(dest, &send->hdr, sizeof(send->hdr));
+    std::memcpy(static_cast<char*>(dest) + sizeof(send->hdr), send->buffer, send->length);
+    return sizeof(send->hdr) + send->length;
+}
+
+ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
+                             const ucp_request_param_t *param)
+{
+    ucp_worker *worker = ep->worker;
+    const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
+                              param->datatype : ucp_dt_make_contig(1);
+    if (count == 0) {
+        return nullptr;     /* nothing to add to the stream */
+    }
+    if (!ep->usable()) {
+        return UCS_STATUS_PTR(ep->status);
+    }
+
+    /* Fast path: one fragment, contiguous, nothing queued: no request. */
+    if ((dt == ucp_dt_make_contig(1)) && (count <= fragment_room(ep)) &&
+        (ep->num_pending == 0) &&
+        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
+        inline_send send{{worker->uuid, ep->id}, buffer, count};
+        ssize_t packed = ep->am_ep->am_bcopy(wire::AM_STREAM, pack_inline, &send, 0);
+        if (ucs_likely(packed >= 0)) {
+            return nullptr;
+        }
+        if (packed != UCS_ERR_NO_RESOURCE) {
+            return UCS_STATUS_PTR(ucs_status_t(packed));
+        }
+    }
+
+    request *req = send_request_get(worker, param);
+    if (req == nullptr) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    send_state &s = req->u.send;
+    s.bounce = nullptr;
+    s.memh   = nullptr;
+    ucs_status_t status = s.packer.start(dt, buffer, count);
+    if (status != UCS_OK) {
+        request_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+    s.ep     = ep;
+    s.offset = 0;
+    s.am_id  = wire::AM_STREAM;
+    s.step   = stream_step;
+    return send_request_start(req, param);
+}
+
+ucs_status_ptr_t send_checked(ucp_ep_h ep, const void *buffer, size_t count,
+                              const ucp_request_param_t *param)
+{
+    if ((ep == nullptr) || (param == nullptr) || ((buffer == nullptr) && (count != 0))) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    worker_guard guard(ep->worker);
+    ucs_status_ptr_t result = nullptr;
+    ucs_status_t status = guarded("ucp_stream_send", [&]() {
+        result = send_common(ep, buffer, count, param);
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+} // namespace
+
+} // namespace ucp
+
+extern "C" {
+
+ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
+                                     const ucp_request_param_t *param)
+{
+    return ucp::send_checked(ep, buffer, count, param);
+}
+
+ucs_status_ptr_t ucp_stream_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
+                                    ucp_datatype_t datatype, ucp_send_callback_t cb,
+                                    unsigned flags)
+{
+    (void)flags;    /* reserved, as in UCX */
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype     = datatype;
+    if (cb != nullptr) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | ucp::param_legacy_callback;
+        param.cb.send       = ucp::callback_cast<ucp_send_nbx_callback_t>(cb);
+    }
+    return ucp::send_checked(ep, buffer, count, &param);
+}
+
+} // extern "C"
