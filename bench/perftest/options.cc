@@ -15,6 +15,7 @@ constexpr int OPT_SWEEP     = 1001;
 constexpr int OPT_SWEEP_TLS = 1002;
 constexpr int OPT_CSV       = 1003;
 constexpr int OPT_JSON      = 1004;
+constexpr int OPT_HUGE      = 1005;
 
 const struct option long_options[] = {
     {"loopback",  no_argument,       nullptr, OPT_LOOPBACK},
@@ -22,12 +23,13 @@ const struct option long_options[] = {
     {"sweep-tls", required_argument, nullptr, OPT_SWEEP_TLS},
     {"csv",       no_argument,       nullptr, OPT_CSV},
     {"json",      no_argument,       nullptr, OPT_JSON},
+    {"huge-pages", no_argument,      nullptr, OPT_HUGE},
     {"help",      no_argument,       nullptr, 'h'},
     {nullptr,     0,                 nullptr, 0},
 };
 
 /* UCX options this tool does not implement: refused by name. */
-const char unsupported[] = "bAWoBUr";
+const char unsupported[] = "bAWBUr";
 
 bool parse_u64(const char *text, uint64_t *value)
 {
@@ -140,6 +142,8 @@ bool resolve_test(const raw_args &raw, cli *out)
     s.prereg      = base.prereg;
     s.wakeup      = base.wakeup;
     s.thread_mode = base.thread_mode;
+    s.responder_idle = base.responder_idle;
+    s.huge_pages  = base.huge_pages;
     if (raw.window_given) {
         s.window = base.window;
     }
@@ -155,8 +159,20 @@ bool resolve_test(const raw_args &raw, cli *out)
             !copy_string(s.uct_dev, sizeof(s.uct_dev), raw.dev.c_str())) {
             return bad("transport or device name too long: %s", raw.tl.c_str());
         }
+        if (s.responder_idle && !perf::is_rma_test(test->uct_kind)) {
+            return bad("-o is for the one-sided tests (put_zcopy_bw, get_zcopy_bw), "
+                       "not %s", test->name);
+        }
+        if (s.huge_pages && !perf::is_rma_test(test->uct_kind)) {
+            return bad("--huge-pages is for the one-sided uct tests (put_zcopy_bw, "
+                       "get_zcopy_bw), not %s", test->name);
+        }
         s.window = 1;
         return true;
+    }
+    if (s.responder_idle || s.huge_pages) {
+        return bad("%s is implemented for the uct one-sided tests only, not for UCP "
+                   "tests", s.responder_idle ? "-o" : "--huge-pages");
     }
 
     if (!raw.tl.empty() || !raw.dev.empty()) {
@@ -225,6 +241,11 @@ void usage(FILE *stream)
 "  -E <mode>      wait mode: poll (default) or sleep (ucp_worker_wait when idle)\n"
 "  -I             create the context with the wakeup feature\n"
 "  -z             pass pre-registered memory handles to the operations\n"
+"  -o             uct put/get: the responder does not progress (sleeps until the\n"
+"                 end; for transports whose RMA needs no target progress)\n"
+"  --huge-pages   uct put/get: buffers the md does not allocate itself are on\n"
+"                 transparent huge pages (UCX's tool allocates through\n"
+"                 UCX_<TL>_ALLOC, thp by default)\n"
 "  -M <mode>      worker thread mode: single, serialized or multi (single)\n"
 "  -T <threads>   threads: 1 only\n"
 "  -R <rank>      percentile reported in the latency columns (50.0)\n"
@@ -257,8 +278,8 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
         usage(stderr);
         return false;
     };
-    while ((c = getopt_long(argc, argv, ":t:s:n:w:p:6D:m:O:i:c:x:d:H:CeE:IzM:T:R:lfvNh"
-                            "b:A:W:oBUr:", long_options, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, ":t:s:n:w:p:6D:m:O:i:c:x:d:H:CeE:IzoM:T:R:lfvNh"
+                            "b:A:W:BUr:", long_options, nullptr)) != -1) {
         char opt[2] = {char(optopt ? optopt : c), '\0'};
         switch (c) {
         case 't':
@@ -367,6 +388,12 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
             break;
         case 'z':
             out->spec.prereg = 1;
+            break;
+        case 'o':
+            out->spec.responder_idle = 1;
+            break;
+        case OPT_HUGE:
+            out->spec.huge_pages = 1;
             break;
         case 'M':
             if (std::strcmp(optarg, "single") == 0) {

@@ -37,6 +37,8 @@ struct test_spec {
     uint8_t  prereg = 0;            /* -z: pass memory handles to operations */
     uint8_t  wakeup = 0;            /* -I: context with the wakeup feature */
     uint8_t  thread_mode = 0;       /* ucs_thread_mode_t of the worker (-M) */
+    uint8_t  responder_idle = 0;    /* -o: uct put/get responder does not progress */
+    uint8_t  huge_pages = 0;        /* --huge-pages: uct buffers on transparent huge pages */
     char     tls[256] = {};         /* UCP: UCX_TLS of this run ("": environment) */
     char     uct_tl[64] = {};       /* uct: transport (-x) */
     char     uct_dev[64] = {};      /* uct: device (-d, "": the first one) */

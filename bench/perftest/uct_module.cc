@@ -15,13 +15,15 @@ using perftest::run_status;
 perf::options options_of(const perftest::test_spec &spec)
 {
     perf::options opts;
-    opts.test      = spec.info().uct_kind;
-    opts.test_name = spec.info().name;
-    opts.tl_name   = spec.uct_tl;
-    opts.dev_name  = spec.uct_dev;
-    opts.size      = spec.message_size();
-    opts.iters     = spec.iters;
-    opts.warmup    = spec.warmup;
+    opts.test           = spec.info().uct_kind;
+    opts.test_name      = spec.info().name;
+    opts.tl_name        = spec.uct_tl;
+    opts.dev_name       = spec.uct_dev;
+    opts.size           = spec.message_size();
+    opts.iters          = spec.iters;
+    opts.warmup         = spec.warmup;
+    opts.responder_idle = spec.responder_idle != 0;
+    opts.huge_pages     = spec.huge_pages != 0;
     return opts;
 }
 

@@ -98,6 +98,21 @@ int main(int argc, char **argv)
         return result;
     }
 
+    if (opts.test == perf::test_kind::MEMCPY_BW) {
+        if (!perf::pin_to_cpu(opts.cpus[0])) {
+            std::fprintf(stderr, "uct_perf: cannot pin to CPU %d\n", opts.cpus[0]);
+            return 1;
+        }
+        perf::print_header(opts, "memcpy in this process");
+        std::fflush(stdout);
+        perf::timeline tl;
+        int result = perf::memcpy_bandwidth(opts, &tl);
+        if (result == 0) {
+            perf::print_result(opts, tl);
+        }
+        return result;
+    }
+
     if (reaches_only_itself(opts)) {
         return run_self(opts);
     }

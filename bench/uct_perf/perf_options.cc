@@ -25,13 +25,15 @@ const test_name tests[] = {
     {"get_zcopy_bw",  test_kind::GET_ZCOPY_BW,  "get zcopy streaming: bandwidth, message rate"},
     {"cacheline_lat", test_kind::CACHELINE_LAT, "two processes ping-pong one cache line: "
                                                 "the floor of shared-memory latency"},
+    {"memcpy_bw",     test_kind::MEMCPY_BW,     "memcpy of SIZE bytes between two buffers of "
+                                                "this process: the copy ceiling"},
 };
 
 void usage(FILE *out)
 {
     std::fprintf(out,
         "Usage: uct_perf -t TEST [-x TL] [-d DEV] [-s SIZE] [-n ITERS] [-w WARMUP]\n"
-        "                [-c CPU0,CPU1] [-l] [-L]\n"
+        "                [-c CPU0,CPU1] [-l] [-o] [-H] [-L]\n"
         "Runs a uct-level benchmark between this process and a peer it forks.\n\n"
         "  -t TEST     test to run:\n");
     for (const auto &t : tests) {
@@ -47,6 +49,10 @@ void usage(FILE *out)
         "  -l          the responder is a thread of this process, not a child\n"
         "              (a transport that reaches only itself, as self, always runs\n"
         "              in this process, sending to itself)\n"
+        "  -o          put/get: the responder sleeps instead of progressing (for\n"
+        "              transports whose RMA needs no target progress: cma, posix, sysv)\n"
+        "  -H          put/get/memcpy: our own buffers (those no md allocates) on\n"
+        "              transparent huge pages (2 MiB aligned, madvise)\n"
         "  -L          list the transports this build has and exit\n"
         "  -h          this help\n\n"
         "Latency is one-way (round trip / 2) in microseconds; bandwidth in MB/s\n"
@@ -85,7 +91,7 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
     int c;
     uint64_t value;
     *exit_code = 1;
-    while ((c = getopt(argc, argv, "t:x:d:s:n:w:c:lLh")) != -1) {
+    while ((c = getopt(argc, argv, "t:x:d:s:n:w:c:loHLh")) != -1) {
         switch (c) {
         case 't':
             have_test = false;
@@ -138,6 +144,12 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
         case 'l':
             opts->loopback = true;
             break;
+        case 'o':
+            opts->responder_idle = true;
+            break;
+        case 'H':
+            opts->huge_pages = true;
+            break;
         case 'L':
             opts->list = true;
             *exit_code = 0;
@@ -161,13 +173,31 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
         usage(stderr);
         return false;
     }
-    if ((opts->test != test_kind::CACHELINE_LAT) && opts->tl_name.empty()) {
+    const bool local_only = (opts->test == test_kind::CACHELINE_LAT) ||
+                            (opts->test == test_kind::MEMCPY_BW);
+    if (!local_only && opts->tl_name.empty()) {
         std::fprintf(stderr, "uct_perf: -x TL is required for %s\n",
                      opts->test_name.c_str());
         return false;
     }
     if ((opts->test == test_kind::CACHELINE_LAT) && opts->loopback) {
         std::fprintf(stderr, "uct_perf: cacheline_lat always uses two processes\n");
+        return false;
+    }
+    if ((opts->test == test_kind::MEMCPY_BW) && (opts->loopback || !opts->tl_name.empty())) {
+        std::fprintf(stderr, "uct_perf: memcpy_bw runs in this process alone: "
+                     "no -x or -l\n");
+        return false;
+    }
+    if (opts->responder_idle && !is_rma_test(opts->test)) {
+        std::fprintf(stderr, "uct_perf: -o is for put_zcopy_bw and get_zcopy_bw, "
+                     "not %s\n", opts->test_name.c_str());
+        return false;
+    }
+    if (opts->huge_pages && !is_rma_test(opts->test) &&
+        (opts->test != test_kind::MEMCPY_BW)) {
+        std::fprintf(stderr, "uct_perf: -H is for put_zcopy_bw, get_zcopy_bw and "
+                     "memcpy_bw, not %s\n", opts->test_name.c_str());
         return false;
     }
     *exit_code = 0;

@@ -1,7 +1,7 @@
 /*
  * Command line of uct_perf:
  *   uct_perf -t TEST [-x TL] [-d DEV] [-s SIZE] [-n ITERS] [-w WARMUP]
- *            [-c CPU0,CPU1] [-l] [-L] [-h]
+ *            [-c CPU0,CPU1] [-l] [-o] [-H] [-L] [-h]
  */
 #ifndef BENCH_UCT_PERF_PERF_OPTIONS_H
 #define BENCH_UCT_PERF_PERF_OPTIONS_H
@@ -20,6 +20,7 @@ enum class test_kind {
     PUT_ZCOPY_BW,
     GET_ZCOPY_BW,
     CACHELINE_LAT,
+    MEMCPY_BW,
 };
 
 struct options {
@@ -32,6 +33,8 @@ struct options {
     uint64_t    warmup = 10000;
     int         cpus[2] = {-1, -1}; /* initiator, responder; -1: not pinned */
     bool        loopback = false;  /* responder in a thread, not a process */
+    bool        responder_idle = false; /* -o: put/get responder sleeps, no progress */
+    bool        huge_pages = false; /* -H: our own buffers on transparent huge pages */
     bool        list = false;
 };
 
@@ -43,6 +46,12 @@ inline bool is_latency_test(test_kind kind)
 {
     return (kind == test_kind::AM_SHORT_LAT) || (kind == test_kind::AM_BCOPY_LAT) ||
            (kind == test_kind::CACHELINE_LAT);
+}
+
+/* One-sided tests: the only ones with a responder -o can idle. */
+inline bool is_rma_test(test_kind kind)
+{
+    return (kind == test_kind::PUT_ZCOPY_BW) || (kind == test_kind::GET_ZCOPY_BW);
 }
 
 } // namespace perf

@@ -42,7 +42,9 @@ void print_header(const options &opts, const char *transport_desc)
     if (opts.cpus[0] >= 0) {
         std::printf(", cpus %d,%d", opts.cpus[0], opts.cpus[1]);
     }
-    std::printf("%s\n", opts.loopback ? ", loopback thread" : "");
+    std::printf("%s%s%s\n", opts.loopback ? ", loopback thread" : "",
+                opts.huge_pages ? ", huge pages" : "",
+                opts.responder_idle ? ", responder idle" : "");
 }
 
 void print_result(const options &opts, const timeline &tl)

@@ -2,13 +2,17 @@
  * One-sided benchmarks: the responder exposes a buffer (allocated by its md
  * when the md can, registered otherwise) and only progresses; the initiator
  * streams put_zcopy or get_zcopy into/from it, up to MAX_OUTSTANDING in
- * flight, and stops the clock when a flush has completed them all.
+ * flight, and stops the clock when a flush has completed them all. With
+ * opts.responder_idle the responder does not progress at all: it sleeps on
+ * the out-of-band channel until the initiator is done (UCX's perftest -o),
+ * which only transports whose RMA needs no target progress survive.
  */
+#include "perf_buffer.h"
 #include "perf_tests.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace perf {
@@ -17,10 +21,11 @@ namespace {
 
 constexpr unsigned MAX_OUTSTANDING = 128;
 
-/* Memory the md can describe to a peer: allocated or registered. */
+/* Memory the md can describe to a peer: allocated by the md or, when it
+ * cannot, ours (on huge pages if asked) and registered. */
 class exposed_buffer {
 public:
-    exposed_buffer(uct::md &md, size_t size) : md_(md)
+    exposed_buffer(uct::md &md, size_t size, bool huge) : md_(md)
     {
         length_ = size;
         const uct::md_attr &a = md.attr();
@@ -29,8 +34,9 @@ public:
             allocated_ = true;
             return;
         }
-        length_ = size;
-        address_ = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+        length_  = size;
+        own_     = std::make_unique<host_buffer>(size, huge);
+        address_ = own_->address();
         if ((address_ != nullptr) && (a.flags & uct::md_flag::REG)) {
             if (md.mem_reg(address_, length_, 0, &memh_) != UCS_OK) {
                 memh_ = uct::MEM_HANDLE_NULL;
@@ -47,18 +53,18 @@ public:
         if (memh_ != uct::MEM_HANDLE_NULL) {
             md_.mem_dereg(memh_);
         }
-        std::free(address_);
     }
 
     void *address() const { return address_; }
     uct::mem_h memh() const { return memh_; }
 
 private:
-    uct::md    &md_;
-    void       *address_ = nullptr;
-    size_t     length_ = 0;
-    uct::mem_h memh_ = uct::MEM_HANDLE_NULL;
-    bool       allocated_ = false;
+    uct::md                      &md_;
+    std::unique_ptr<host_buffer> own_;
+    void                         *address_ = nullptr;
+    size_t                       length_ = 0;
+    uct::mem_h                   memh_ = uct::MEM_HANDLE_NULL;
+    bool                         allocated_ = false;
 };
 
 struct slot : uct::completion {
@@ -129,7 +135,7 @@ int rma_stream(transport &t, const options &opts, const std::vector<uint8_t> &bl
         return 1;
     }
 
-    exposed_buffer local(t.md(), opts.size);
+    exposed_buffer local(t.md(), opts.size, opts.huge_pages);
     if (local.address() == nullptr) {
         std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", tool_name, opts.size);
         t.component().rkey_release(rkey);
@@ -232,7 +238,7 @@ int rma_stream(transport &t, const options &opts, const std::vector<uint8_t> &bl
 
 int rma_responder(transport &t, const options &opts, oob &channel)
 {
-    exposed_buffer buffer(t.md(), opts.size);
+    exposed_buffer buffer(t.md(), opts.size, opts.huge_pages);
     if (buffer.address() == nullptr) {
         std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", tool_name, opts.size);
         return 1;
@@ -240,6 +246,11 @@ int rma_responder(transport &t, const options &opts, oob &channel)
     std::memset(buffer.address(), 0x3c, opts.size);
     if (!channel.send_blob(describe_target(t, buffer))) {
         return 1;
+    }
+    if (opts.responder_idle) {
+        /* Blocks in the channel: this CPU stays out of the copy's way. */
+        uint8_t done;
+        return channel.recv_byte(&done) ? 0 : 1;
     }
     return progress_until_peer_done(t, channel) ? 0 : 1;
 }
@@ -256,7 +267,7 @@ int rma_initiator(transport &t, const options &opts, oob &channel, timeline *tl)
 
 int rma_self(transport &t, const options &opts, timeline *tl)
 {
-    exposed_buffer target(t.md(), opts.size);
+    exposed_buffer target(t.md(), opts.size, opts.huge_pages);
     if (target.address() == nullptr) {
         std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", tool_name, opts.size);
         return 1;

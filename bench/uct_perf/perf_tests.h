@@ -25,7 +25,8 @@ constexpr unsigned PEER_CHECK_SPINS = 1u << 14;
 int am_initiator(transport &t, const options &opts, oob &channel, timeline *tl);
 int am_responder(transport &t, const options &opts, oob &channel);
 
-/* One-sided tests: put_zcopy_bw, get_zcopy_bw. */
+/* One-sided tests: put_zcopy_bw, get_zcopy_bw (-H: huge pages; -o: the
+ * responder only waits for the end, without progressing). */
 int rma_initiator(transport &t, const options &opts, oob &channel, timeline *tl);
 int rma_responder(transport &t, const options &opts, oob &channel);
 
@@ -37,6 +38,10 @@ int rma_self(transport &t, const options &opts, timeline *tl);
 /* Two processes bouncing one value on one shared cache line (forks its own
  * peer; pins to opts.cpus). */
 int cacheline_latency(const options &opts, timeline *tl);
+
+/* memcpy between two buffers of this process: the copy ceiling (runs in
+ * the caller's thread, wherever it is pinned). */
+int memcpy_bandwidth(const options &opts, timeline *tl);
 
 /* Keeps the transport progressing until the peer sends its closing byte. */
 bool progress_until_peer_done(transport &t, oob &channel);
