@@ -259,7 +259,10 @@ int rma_initiator(transport &t, const options &opts, int fd)
         while (free_slots.empty()) {
             t.progress();
         }
+        /* Taken off the list before posting: completions that run while
+         * progress retries NO_RESOURCE push other slots on its back. */
         slot &s  = slots[free_slots.back()];
+        free_slots.pop_back();
         s.count  = 1;
         s.status = UCS_OK;
         for (;;) {
@@ -270,9 +273,10 @@ int rma_initiator(transport &t, const options &opts, int fd)
             }
             t.progress();
         }
-        if (status == UCS_INPROGRESS) {
-            free_slots.pop_back();
-        } else if (status != UCS_OK) {
+        if (status != UCS_INPROGRESS) {
+            free_slots.push_back(s.index);   /* done at once, or failed */
+        }
+        if ((status != UCS_INPROGRESS) && (status != UCS_OK)) {
             std::fprintf(stderr, "uct_perf: %s_zcopy failed: %s\n", put ? "put" : "get",
                          ucs_status_string(status));
             result = 1;
