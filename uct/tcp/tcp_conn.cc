@@ -203,7 +203,7 @@ bool tcp_conn::has_send_room() const
 {
     constexpr size_t max_op_hdr = sizeof(frame_hdr) + sizeof(get_req);
     return (tx_.buffer_capacity() - tx_.buffered() >= max_op_hdr + config_.tx_seg_size) &&
-           !tx_.zcopy_full() && !fetches_.full();
+           !tx_.zcopy_full() && !fetches_.full() && (fence_seq_ == 0);
 }
 
 ucs_status_t tcp_conn::pending_add(pending_req *req)
@@ -407,6 +407,7 @@ void tcp_conn::handle_failure()
             return;
         }
     }
+    fence_seq_ = 0;
     while (!fetches_.empty()) {
         completion *comp = fetches_.front().comp;
         fetches_.pop_front();
@@ -492,6 +493,7 @@ void tcp_conn::close()
     unsigned ndone = 0;
     tx_.clear(done, &ndone);
     fetches_.clear();
+    fence_seq_ = 0;
     pending_.reset();
     large_.active = false;
 }

@@ -526,6 +526,9 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
         return;
     }
 
+    if (reply.seq == fence_seq_) {
+        fence_seq_ = 0;   /* the last reply a fence waited for */
+    }
     if (discard_replies_) {
         fetches_.pop_front();   /* its ep is gone */
         return;
