@@ -108,10 +108,10 @@ public:
     /*
      * Queues a frame header (already reserved, `hdr_length` bytes) and the
      * caller's iov. UCS_OK if everything was written at once (comp will not
-     * be called), UCS_INPROGRESS otherwise.
+     * be called), UCS_INPROGRESS otherwise. A reply uses the reply slots.
      */
     ucs_status_t tx_send_zcopy(size_t hdr_length, const iov *iov, size_t iovcnt,
-                               completion *comp);
+                               completion *comp, bool reply = false);
 
     fetch_ring &fetches() { return fetches_; }
     bool fetch_ready(unsigned capacity) { return fetches_.ensure(capacity) && !fetches_.full(); }
@@ -185,7 +185,10 @@ private:
     void     protocol_error(const char *what);
     void     io_error(const boost::system::error_code &ec, const char *op);
     bool     has_send_room() const;
-    uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length);
+    /* Room for a reply frame's first `reserve_length` bytes, its header
+     * written; from the send room when `copy`, else from the reply room. */
+    uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length,
+                           bool copy = false);
     void     refuse_rma(const char *what, uint64_t address, uint64_t length);
     void     rx_error(const boost::system::error_code &ec);
     /* rx_error() unless the error only means "no data now". */
