@@ -186,7 +186,10 @@ int rma_stream(transport &t, const options &opts, const std::vector<uint8_t> &bl
         while (free_slots.empty()) {
             t.progress();
         }
+        /* Taken off the list before posting: completions that run while
+         * progress retries NO_RESOURCE push other slots on its back. */
         slot &s  = slots[free_slots.back()];
+        free_slots.pop_back();
         s.count  = 1;
         s.status = UCS_OK;
         ucs_status_t st;
@@ -198,9 +201,10 @@ int rma_stream(transport &t, const options &opts, const std::vector<uint8_t> &bl
             }
             t.progress();
         }
-        if (st == UCS_INPROGRESS) {
-            free_slots.pop_back();
-        } else if (st != UCS_OK) {
+        if (st != UCS_INPROGRESS) {
+            free_slots.push_back(s.index);   /* done at once, or failed */
+        }
+        if ((st != UCS_INPROGRESS) && (st != UCS_OK)) {
             std::fprintf(stderr, "%s: %s_zcopy failed: %s\n", tool_name,
                          put ? "put" : "get", ucs_status_string(st));
             return false;

@@ -235,6 +235,13 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     bad = cfg;
     bad.max_short = 4;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad = cfg;
+    bad.rma_outstanding = 0;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad.rma_outstanding = uct::tcp::MAX_RMA_OUTSTANDING + 1;   /* reply room per connection */
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad.rma_outstanding = uct::tcp::MAX_RMA_OUTSTANDING;
+    CHECK(check_tcp_config(bad) == UCS_OK);
 
     uct::tcp::tcp_md md;
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
@@ -383,6 +390,56 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     q.clear(done, &ndone);
     CHECK(ndone == 2);
     CHECK(q.empty());
+}
+
+TEST_CASE("tcp tx queue keeps room for replies that sends cannot take", "[tcp]")
+{
+    /* 64 bytes and 1 zero-copy slot for sends, 40 bytes and 2 slots for replies. */
+    uct::tcp::tx_queue q;
+    REQUIRE(q.init(64, 1, 2, 2, 40) == UCS_OK);
+    const char data[] = "0123456789abcdef";
+    uct::iov v{data, 16, nullptr};
+    uct::completion *done[uct::tcp::tx_queue::MAX_ZCOPY_SLOTS];
+    unsigned ndone = 0;
+
+    /* Sends fill their 64 bytes and their slot... */
+    REQUIRE(q.reserve(64) != nullptr);
+    q.commit(64);
+    CHECK(q.reserve(1) == nullptr);
+    CHECK(q.send_room() == 0);
+    q.push_zcopy(&v, 1, nullptr);
+    CHECK(q.zcopy_full());
+    CHECK_FALSE(q.reply_zcopy_full());
+
+    /* ...and replies still fit, beyond them. */
+    uint8_t *p = q.reserve_reply(24);
+    REQUIRE(p != nullptr);
+    std::memset(p, 'r', 24);
+    q.commit(24);
+    q.push_zcopy(&v, 1, nullptr, true);
+    REQUIRE(q.reserve_reply(16) != nullptr);
+    q.commit(16);
+    q.push_zcopy(&v, 1, nullptr, true);
+    CHECK(q.reply_zcopy_full());
+    CHECK(q.reserve_reply(1) == nullptr);    /* the reply room is spent too */
+    CHECK(q.has_zcopy());
+
+    /* Writing the sends' bytes frees room for sends again, only as much. */
+    q.consume(64 + 16, done, &ndone);   /* the buffered sends and the send segment */
+    CHECK_FALSE(q.zcopy_full());
+    CHECK(q.reply_zcopy_full());
+    CHECK_FALSE(q.has_zcopy());          /* replies never reference caller memory */
+    CHECK(q.send_room() == 64 - 40);
+    CHECK(q.reserve(64 - 40 + 1) == nullptr);
+    CHECK(q.reserve(64 - 40) != nullptr);   /* compacted to the front */
+
+    /* The reply segments leave in stream order, with no completion. */
+    q.consume(24 + 16, done, &ndone);
+    CHECK_FALSE(q.reply_zcopy_full());
+    q.consume(16 + 16, done, &ndone);
+    CHECK(ndone == 0);
+    CHECK(q.empty());
+    CHECK(q.send_room() == 64);
 }
 
 TEST_CASE("tcp pending queue is FIFO through the requests' own bytes", "[tcp]")

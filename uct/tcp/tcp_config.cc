@@ -201,6 +201,10 @@ ucs_status_t check_tcp_config(const tcp_config &c)
     if ((c.zcopy_inflight == 0) || (c.zcopy_inflight > tx_queue::MAX_ZCOPY_SLOTS)) {
         return fail("UCX_TCP_ZCOPY_INFLIGHT out of range (1..64)");
     }
+    if (c.rma_outstanding > MAX_RMA_OUTSTANDING) {
+        /* Each connection keeps reply room for that many requests. */
+        return fail("UCX_TCP_RMA_OUTSTANDING out of range (1..4096)");
+    }
     if ((c.rma_outstanding == 0) || (c.max_poll == 0) || (c.epoll_period == 0) ||
         (c.backlog <= 0)) {
         return fail("UCX_TCP_RMA_OUTSTANDING, MAX_POLL, EPOLL_PERIOD and BACKLOG must be positive");

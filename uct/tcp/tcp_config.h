@@ -13,6 +13,9 @@
 
 namespace uct::tcp {
 
+/* Largest UCX_TCP_RMA_OUTSTANDING: every connection keeps room for as many replies. */
+constexpr unsigned MAX_RMA_OUTSTANDING = 4096;
+
 struct tcp_config {
     size_t   sndbuf;              /* UCX_TCP_SNDBUF: SO_SNDBUF; auto (0 here) keeps kernel autotuning */
     size_t   rcvbuf;              /* UCX_TCP_RCVBUF: SO_RCVBUF; auto (0 here) keeps kernel autotuning */

@@ -50,7 +50,12 @@ ucs_status_t tcp_conn::init()
         return UCS_ERR_NO_MEMORY;
     }
     rx_cap_ = config_.rx_seg_size;
-    return tx_.init(config_.tx_buf_size, config_.zcopy_inflight, config_.max_iov);
+    /* Room for a reply to every request the peer may have in flight, if it
+     * keeps to the same window (UCX_TCP_RMA_OUTSTANDING) as this side; the
+     * requests of a peer with a larger window wait in the receive buffer
+     * for replies to go out, which stalls only if both peers do it. */
+    return tx_.init(config_.tx_buf_size, config_.zcopy_inflight, config_.max_iov,
+                    config_.rma_outstanding, size_t(config_.rma_outstanding) * MAX_REPLY_FRAME);
 }
 
 void tcp_conn::set_state(conn_state state)
@@ -135,11 +140,11 @@ void tcp_conn::tx_kick()
 }
 
 ucs_status_t tcp_conn::tx_send_zcopy(size_t hdr_length, const iov *iov, size_t iovcnt,
-                                     completion *comp)
+                                     completion *comp, bool reply)
 {
     bool was_idle = tx_.empty();
     tx_.commit(hdr_length);
-    uint64_t ticket = tx_.push_zcopy(iov, iovcnt, nullptr);
+    uint64_t ticket = tx_.push_zcopy(iov, iovcnt, nullptr, reply);
     if (was_idle) {
         tx_kick();
     }
@@ -202,8 +207,8 @@ unsigned tcp_conn::tx_progress()
 bool tcp_conn::has_send_room() const
 {
     constexpr size_t max_op_hdr = sizeof(frame_hdr) + sizeof(get_req);
-    return (tx_.buffer_capacity() - tx_.buffered() >= max_op_hdr + config_.tx_seg_size) &&
-           !tx_.zcopy_full() && !fetches_.full();
+    return (tx_.send_room() >= max_op_hdr + config_.tx_seg_size) &&
+           !tx_.zcopy_full() && !fetches_.full() && (fence_seq_ == 0);
 }
 
 ucs_status_t tcp_conn::pending_add(pending_req *req)
@@ -407,6 +412,7 @@ void tcp_conn::handle_failure()
             return;
         }
     }
+    fence_seq_ = 0;
     while (!fetches_.empty()) {
         completion *comp = fetches_.front().comp;
         fetches_.pop_front();
@@ -492,6 +498,7 @@ void tcp_conn::close()
     unsigned ndone = 0;
     tx_.clear(done, &ndone);
     fetches_.clear();
+    fence_seq_ = 0;
     pending_.reset();
     large_.active = false;
 }

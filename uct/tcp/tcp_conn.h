@@ -85,6 +85,9 @@ public:
         if (ucs_unlikely(!pending_.empty() && !dispatching_)) {
             return UCS_ERR_NO_RESOURCE;   /* keep order behind queued requests */
         }
+        if (ucs_unlikely(fence_seq_ != 0)) {
+            return UCS_ERR_NO_RESOURCE;   /* a fence waits for earlier replies */
+        }
         return UCS_OK;
     }
 
@@ -105,14 +108,22 @@ public:
     /*
      * Queues a frame header (already reserved, `hdr_length` bytes) and the
      * caller's iov. UCS_OK if everything was written at once (comp will not
-     * be called), UCS_INPROGRESS otherwise.
+     * be called), UCS_INPROGRESS otherwise. A reply uses the reply slots.
      */
     ucs_status_t tx_send_zcopy(size_t hdr_length, const iov *iov, size_t iovcnt,
-                               completion *comp);
+                               completion *comp, bool reply = false);
 
     fetch_ring &fetches() { return fetches_; }
     bool fetch_ready(unsigned capacity) { return fetches_.ensure(capacity) && !fetches_.full(); }
     void mark_remote_unacked() { remote_unacked_ = true; }
+
+    /*
+     * Operations after this wait until the replies to every request before
+     * it arrived: a target reads the data of a large get only as the socket
+     * takes it, so a later put could otherwise overwrite it first. Everything
+     * else is applied in stream order and needs no wait.
+     */
+    void fence() { fence_seq_ = fetches_.empty() ? 0 : fetches_.last_seq(); }
 
     ucs_status_t pending_add(pending_req *req);
     void pending_purge(pending_purge_callback_t cb, void *arg);
@@ -174,7 +185,10 @@ private:
     void     protocol_error(const char *what);
     void     io_error(const boost::system::error_code &ec, const char *op);
     bool     has_send_room() const;
-    uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length);
+    /* Room for a reply frame's first `reserve_length` bytes, its header
+     * written; from the send room when `copy`, else from the reply room. */
+    uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length,
+                           bool copy = false);
     void     refuse_rma(const char *what, uint64_t address, uint64_t length);
     void     rx_error(const boost::system::error_code &ec);
     /* rx_error() unless the error only means "no data now". */
@@ -202,6 +216,7 @@ private:
     bool               peer_sends_;            /* the peer sends more than replies here */
     ucs_status_t       failure_ = UCS_OK;
     ucs_status_t       rma_error_ = UCS_OK;    /* target: first refused put since last flush */
+    uint64_t           fence_seq_ = 0;         /* sends wait for this reply (0: none) */
     uint32_t           ev_mask_ = 0;
 
     /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_). */

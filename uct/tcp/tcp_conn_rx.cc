@@ -358,9 +358,11 @@ bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
     }
 }
 
-uint8_t *tcp_conn::reply_reserve(internal_op op, size_t frame_length, size_t reserve_length)
+uint8_t *tcp_conn::reply_reserve(internal_op op, size_t frame_length, size_t reserve_length,
+                                 bool copy)
 {
-    uint8_t *p = tx_.reserve(FRAME_HDR + reserve_length);
+    uint8_t *p = copy ? tx_.reserve(FRAME_HDR + reserve_length) :
+                        tx_.reserve_reply(FRAME_HDR + reserve_length);
     if (p == nullptr) {
         return nullptr;
     }
@@ -407,30 +409,37 @@ bool tcp_conn::handle_get_req(const get_req &req)
     size_t    data = (status == UCS_OK) ? size_t(req.length) : 0;
     reply_hdr reply{req.seq, int32_t(status), 0};
 
-    if (data <= config_.tx_seg_size) {
-        uint8_t *p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data,
-                                   sizeof(reply) + data);
-        if (p == nullptr) {
-            return false;
-        }
+    /* Small data is copied while the send buffer has room; otherwise the
+     * reply needs only the room kept for replies, which the peer's window
+     * guarantees: this side never stops reading for want of send room. */
+    uint8_t *p = nullptr;
+    if ((data <= config_.tx_seg_size) &&
+        ((p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data,
+                            sizeof(reply) + data, true)) != nullptr)) {
         std::memcpy(p, &reply, sizeof(reply));
         if (data > 0) {
             std::memcpy(p + sizeof(reply), src, data);
         }
         tx_send(FRAME_HDR + sizeof(reply) + data);
+    } else if (data == 0) {
+        p = reply_reserve(internal_op::GET_REPLY, sizeof(reply), sizeof(reply));
+        if (p == nullptr) {
+            return false;   /* the peer went beyond its window: wait */
+        }
+        std::memcpy(p, &reply, sizeof(reply));
+        tx_send(FRAME_HDR + sizeof(reply));
     } else {
         /* Sent straight from the registered memory, as RDMA would read it. */
-        if (tx_.zcopy_full()) {
-            return false;
+        if (tx_.reply_zcopy_full()) {
+            return false;   /* the peer went beyond its window: wait */
         }
-        uint8_t *p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data,
-                                   sizeof(reply));
+        p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data, sizeof(reply));
         if (p == nullptr) {
             return false;
         }
         std::memcpy(p, &reply, sizeof(reply));
         iov v{src, data, MEM_HANDLE_NULL};
-        tx_send_zcopy(FRAME_HDR + sizeof(reply), &v, 1, nullptr);
+        tx_send_zcopy(FRAME_HDR + sizeof(reply), &v, 1, nullptr, true);
     }
     if (status != UCS_OK) {
         refuse_rma("get", req.address, req.length);
@@ -526,6 +535,9 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
         return;
     }
 
+    if (reply.seq == fence_seq_) {
+        fence_seq_ = 0;   /* the last reply a fence waited for */
+    }
     if (discard_replies_) {
         fetches_.pop_front();   /* its ep is gone */
         return;

@@ -401,7 +401,9 @@ ucs_status_t tcp_ep::flush(unsigned, completion *comp)
 
 ucs_status_t tcp_ep::fence(unsigned)
 {
-    /* One ordered stream, executed in order by the target. */
+    /* One ordered stream, executed in order by the target, except for the
+     * data of gets, which the target reads late. */
+    conn_->fence();
     return UCS_OK;
 }
 

@@ -71,6 +71,9 @@ public:
 
     fetch_op &front() { return ops_[first_]; }
 
+    /* Sequence number of the newest entry pushed (0: none yet). */
+    uint64_t last_seq() const { return last_seq_; }
+
     void clear()
     {
         first_ = count_ = 0;

@@ -573,6 +573,16 @@ ucs_status_t tcp_iface::flush(unsigned, completion *comp)
     return UCS_INPROGRESS;
 }
 
+ucs_status_t tcp_iface::fence(unsigned)
+{
+    for (auto &conn : conns_) {
+        if ((conn->owner_ep() != nullptr) && (conn->state() < conn_state::FAILED)) {
+            conn->fence();
+        }
+    }
+    return UCS_OK;
+}
+
 void tcp_iface::flush_waiter_done(completion *self)
 {
     static_assert(offsetof(flush_waiter, inner) == 0);

@@ -48,6 +48,7 @@ public:
 
     unsigned progress() override;
     ucs_status_t flush(unsigned flags, completion *comp) override;
+    ucs_status_t fence(unsigned flags) override;
     ucs_status_t event_fd_get(int *fd_p) override;
     ucs_status_t event_arm(unsigned events) override;
 

@@ -1,35 +1,45 @@
 #include <uct/tcp/tcp_tx_queue.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <new>
 
 namespace uct::tcp {
 
-ucs_status_t tx_queue::init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov)
+ucs_status_t tx_queue::init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov,
+                            unsigned reply_slots, size_t reply_bytes)
 {
     if ((buffer_size == 0) || (zcopy_slots == 0) || (zcopy_slots > MAX_ZCOPY_SLOTS) ||
-        (max_iov == 0)) {
+        (max_iov == 0) || (reply_slots > UINT_MAX - zcopy_slots) ||
+        (reply_bytes > SIZE_MAX - buffer_size)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    buf_.reset(new (std::nothrow) uint8_t[buffer_size]);
-    zc_.reset(new (std::nothrow) zcopy_seg[zcopy_slots]);
-    zc_iovs_.reset(new (std::nothrow) iov[size_t(zcopy_slots) * max_iov]);
+    /* Replies need a single iov; the slots are shared, so each gets max_iov. */
+    const unsigned slots = zcopy_slots + reply_slots;
+    buf_.reset(new (std::nothrow) uint8_t[buffer_size + reply_bytes]);
+    zc_.reset(new (std::nothrow) zcopy_seg[slots]);
+    zc_iovs_.reset(new (std::nothrow) iov[size_t(slots) * max_iov]);
     if (!buf_ || !zc_ || !zc_iovs_) {
         return UCS_ERR_NO_MEMORY;
     }
-    for (unsigned i = 0; i < zcopy_slots; ++i) {
+    for (unsigned i = 0; i < slots; ++i) {
         zc_[i].iovs = &zc_iovs_[size_t(i) * max_iov];
     }
-    capacity_    = buffer_size;
-    zc_capacity_ = zcopy_slots;
-    max_iov_     = max_iov;
+    capacity_       = buffer_size + reply_bytes;
+    send_capacity_  = buffer_size;
+    zc_capacity_    = slots;
+    zc_send_limit_  = zcopy_slots;
+    zc_reply_limit_ = reply_slots;
+    max_iov_        = max_iov;
     return UCS_OK;
 }
 
-uint8_t *tx_queue::reserve_slow(size_t length)
+uint8_t *tx_queue::reserve_slow(size_t length, size_t limit)
 {
+    /* With head_ == 0 nothing can move: the caller's check was final. */
     size_t used = tail_ - head_;
-    if ((head_ == 0) || (capacity_ - used < length)) {
+    if ((head_ == 0) || (used > limit) || (limit - used < length)) {
         return nullptr;
     }
     /* Slide the unsent bytes to the front; zero-copy insertion points are
@@ -40,17 +50,26 @@ uint8_t *tx_queue::reserve_slow(size_t length)
     return buf_.get() + tail_;
 }
 
-uint64_t tx_queue::push_zcopy(const iov *iov, size_t iovcnt, completion *comp)
+uint64_t tx_queue::push_zcopy(const iov *iov, size_t iovcnt, completion *comp, bool reply)
 {
     zcopy_seg &z = zc_[(zc_first_ + zc_count_) % zc_capacity_];
     z.insert_at  = buf_consumed_ + (tail_ - head_);
     z.comp       = comp;
     z.iovcnt     = uint32_t(iovcnt);
+    z.reply      = reply;
     z.cur        = 0;
     z.cur_offset = 0;
     std::copy(iov, iov + iovcnt, z.iovs);
     ++zc_count_;
+    zc_sends_ += reply ? 0 : 1;
     return zc_pushed_++;
+}
+
+void tx_queue::drop_zc_front()
+{
+    zc_sends_ -= zc_at(0).reply ? 0 : 1;
+    zc_first_  = (zc_first_ + 1) % zc_capacity_;
+    --zc_count_;
 }
 
 bool tx_queue::set_zcopy_comp(uint64_t ticket, completion *comp)
@@ -131,8 +150,7 @@ void tx_queue::consume(size_t length, completion **done, unsigned *ndone)
             if (z.comp != nullptr) {
                 done[(*ndone)++] = z.comp;
             }
-            zc_first_ = (zc_first_ + 1) % zc_capacity_;
-            --zc_count_;
+            drop_zc_front();
             continue;
         }
         if (length == 0) {
@@ -160,7 +178,7 @@ void tx_queue::clear(completion **done, unsigned *ndone)
             done[(*ndone)++] = zc_at(i).comp;
         }
     }
-    zc_first_ = zc_count_ = 0;
+    zc_first_ = zc_count_ = zc_sends_ = 0;
     buf_consumed_ += tail_ - head_;
     head_ = tail_ = 0;
 }

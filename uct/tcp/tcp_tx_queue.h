@@ -5,6 +5,13 @@
  * into one scatter list for a single writev; consume() drops what the socket
  * took. Zero-copy segments reference the caller's buffers until they are
  * fully written.
+ *
+ * Replies to the peer's requests have room of their own, beyond what sends
+ * may fill: `reply_slots` zero-copy segments and `reply_bytes` of buffer.
+ * A peer never has more requests in flight than that (its window), so a
+ * reply can always be queued and the connection never has to stop reading
+ * for lack of send room; two peers that did so while waiting on each other
+ * to read would stall for good.
  */
 #ifndef UCT_TCP_TCP_TX_QUEUE_H
 #define UCT_TCP_TCP_TX_QUEUE_H
@@ -21,43 +28,64 @@ namespace uct::tcp {
 
 class tx_queue {
 public:
-    /* Most zero-copy segments one queue holds (bounds the completion batch). */
+    /* Most zero-copy sends one queue holds (bounds the completion batch;
+     * replies have no completion). */
     static constexpr unsigned MAX_ZCOPY_SLOTS = 64;
     /* Most scatter entries gathered for one write (Asio passes at most 64). */
     static constexpr size_t MAX_GATHER = 64;
 
-    ucs_status_t init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov);
+    ucs_status_t init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov,
+                      unsigned reply_slots = 0, size_t reply_bytes = 0);
 
     bool empty() const { return (head_ == tail_) && (zc_count_ == 0); }
-    bool zcopy_full() const { return zc_count_ == zc_capacity_; }
-    bool has_zcopy() const { return zc_count_ > 0; }
+    /* No zero-copy send may be queued now. */
+    bool zcopy_full() const { return zc_sends_ == zc_send_limit_; }
+    /* No zero-copy reply may be queued now (only a peer beyond its window). */
+    bool reply_zcopy_full() const { return zc_count_ - zc_sends_ == zc_reply_limit_; }
+    /* Zero-copy sends queued: they reference the caller's memory. */
+    bool has_zcopy() const { return zc_sends_ > 0; }
     size_t buffered() const { return tail_ - head_; }
-    size_t buffer_capacity() const { return capacity_; }
+    /* Bytes a send may still reserve (after compaction). */
+    size_t send_room() const
+    {
+        return (buffered() < send_capacity_) ? send_capacity_ - buffered() : 0;
+    }
 
     /* Bytes handed to consume() so far; a position in the outgoing stream. */
     uint64_t bytes_sent() const { return sent_; }
 
     /*
-     * `length` contiguous bytes at the tail, compacting the buffer if that
-     * makes room; nullptr when the buffer is too full. Nothing is queued
-     * until commit().
+     * `length` contiguous bytes at the tail for a send, compacting the
+     * buffer if that makes room; nullptr when the buffer is too full.
+     * Nothing is queued until commit().
      */
     uint8_t *reserve(size_t length)
+    {
+        if (ucs_likely(tail_ + length <= send_capacity_)) {
+            return buf_.get() + tail_;
+        }
+        return reserve_slow(length, send_capacity_);
+    }
+
+    /* The same for a reply, which may use the room kept for replies too. */
+    uint8_t *reserve_reply(size_t length)
     {
         if (ucs_likely(capacity_ - tail_ >= length)) {
             return buf_.get() + tail_;
         }
-        return reserve_slow(length);
+        return reserve_slow(length, capacity_);
     }
 
     void commit(size_t length) { tail_ += length; }
 
     /*
      * Queues the caller's buffers after everything committed so far; the
-     * caller checked !zcopy_full() and iovcnt <= max_iov. Returns a ticket
-     * for set_zcopy_comp().
+     * caller checked !zcopy_full() (a reply: !reply_zcopy_full(), and no
+     * completion) and iovcnt <= max_iov. Returns a ticket for
+     * set_zcopy_comp().
      */
-    uint64_t push_zcopy(const iov *iov, size_t iovcnt, completion *comp);
+    uint64_t push_zcopy(const iov *iov, size_t iovcnt, completion *comp,
+                        bool reply = false);
 
     /* Sets the completion of a queued segment; false if it was already written. */
     bool set_zcopy_comp(uint64_t ticket, completion *comp);
@@ -79,13 +107,15 @@ private:
     struct zcopy_seg {
         uint64_t    insert_at;   /* buffered-stream position it follows */
         completion  *comp;
-        uint32_t    iovcnt;
+        uint32_t    iovcnt : 31;
+        uint32_t    reply  : 1;  /* counted against the reply slots */
         uint32_t    cur;         /* first iov not fully written */
         size_t      cur_offset;  /* bytes of iov[cur] already written */
         iov         *iovs;       /* max_iov entries owned by the queue */
     };
 
-    uint8_t *reserve_slow(size_t length);
+    uint8_t *reserve_slow(size_t length, size_t limit);
+    void     drop_zc_front();
     zcopy_seg &zc_at(unsigned i) const
     {
         return zc_[(zc_first_ + i) % zc_capacity_];
@@ -94,7 +124,8 @@ private:
     uint64_t buffered_pos() const { return buf_consumed_; }
 
     std::unique_ptr<uint8_t[]>   buf_;
-    size_t                       capacity_ = 0;
+    size_t                       capacity_ = 0;      /* replies included */
+    size_t                       send_capacity_ = 0; /* what sends may fill */
     size_t                       head_ = 0, tail_ = 0;
     uint64_t                     buf_consumed_ = 0;  /* buffered bytes written */
     uint64_t                     sent_ = 0;          /* all bytes written */
@@ -103,6 +134,8 @@ private:
     std::unique_ptr<iov[]>       zc_iovs_;
     unsigned                     zc_capacity_ = 0;
     unsigned                     zc_first_ = 0, zc_count_ = 0;
+    unsigned                     zc_sends_ = 0;      /* zc_count_ less replies */
+    unsigned                     zc_send_limit_ = 0, zc_reply_limit_ = 0;
     uint64_t                     zc_pushed_ = 0;     /* tickets handed out */
     size_t                       max_iov_ = 0;
 };

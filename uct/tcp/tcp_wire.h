@@ -73,6 +73,9 @@ struct reply_hdr {
     uint32_t reserved;
 };
 
+/* Longest reply frame a target copies into its send buffer (an atomic's). */
+constexpr size_t MAX_REPLY_FRAME = sizeof(frame_hdr) + sizeof(reply_hdr) + sizeof(uint64_t);
+
 constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078;   /* "xPCT" */
 constexpr uint16_t HANDSHAKE_VERSION = 1;
 
