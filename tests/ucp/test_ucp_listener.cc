@@ -1118,3 +1118,35 @@ TEST_CASE("client id and local address reach the server's connection request",
     close_force(c, ep);
     ucp_worker_destroy(worker);
 }
+
+TEST_CASE("a worker connects to its own listener", "[ucp_listener]")
+{
+    for (const char *tls : {"self", "tcp", "posix,cma"}) {
+        INFO("UCX_TLS=" << tls);
+        server s;
+        REQUIRE(s.p.init(tls) == UCS_OK);
+        REQUIRE(s.listen() == UCS_OK);
+        failure_log log;
+        ucp_ep_h client;
+        REQUIRE(connect_to(s.p.worker, s.port(), &log, &client) == UCS_OK);
+        std::vector<uint8_t> out(70000), in(70000);
+        fill_pattern(out.data(), out.size(), 5);
+        ucs_status_ptr_t sreq = send_nb(client, out.data(), out.size(), 8);
+        REQUIRE(test::poll_until([&] { return !s.requests.empty(); },
+                                 [&] { ucp_worker_progress(s.p.worker); }));
+        ucp_ep_h server_ep;
+        REQUIRE(s.accept(s.requests[0], &server_ep) == UCS_OK);
+        ucp_tag_recv_info_t info{};
+        REQUIRE(s.p.recv(in.data(), in.size(), 8, full_mask, &info) == UCS_OK);
+        CHECK(info.length == out.size());
+        CHECK(check_pattern(in.data(), in.size(), 5));
+        CHECK(finish(sreq, s.p.worker) == UCS_OK);
+        uint64_t value = 3, got = 0;
+        REQUIRE(finish(send_nb(server_ep, &value, sizeof(value), 9), s.p.worker) == UCS_OK);
+        REQUIRE(s.p.recv(&got, sizeof(got), 9, full_mask, &info) == UCS_OK);
+        CHECK(got == 3);
+        CHECK(log.calls == 0);
+        close_force(s.p, client);
+        close_force(s.p, server_ep);
+    }
+}
