@@ -323,6 +323,20 @@ void check_real_client(server &s, const char *tls, const sockaddr_storage *addr 
                            sizeof(*addr), &log, &c.ep) == UCS_OK);
     }
     CHECK(ep_info(c.ep).find("connecting") != std::string::npos);
+    ucp_ep_attr_t name_attr{};
+    name_attr.field_mask = UCP_EP_ATTR_FIELD_NAME;
+    REQUIRE(ucp_ep_query(c.ep, &name_attr) == UCS_OK);
+    /* Named after the address it connects to, until it knows the server. */
+    char suffix[16];
+    std::snprintf(suffix, sizeof(suffix), ":%u", unsigned(s.port()));
+    const std::string port_suffix(suffix);
+    const std::string connecting_name = name_attr.name;
+    CHECK(connecting_name.size() > port_suffix.size());
+    CHECK(connecting_name.compare(connecting_name.size() - port_suffix.size(),
+                                  port_suffix.size(), port_suffix) == 0);
+    if (addr == nullptr) {
+        CHECK(connecting_name == std::string("127.0.0.1").append(port_suffix));
+    }
     uint64_t value = 0xc1;
     ucs_status_ptr_t sreq = send_nb(c.ep, &value, sizeof(value), 1);
     REQUIRE(test::poll_until([&] { return s.requests.size() > before; }, [&] {
@@ -345,6 +359,12 @@ void check_real_client(server &s, const char *tls, const sockaddr_storage *addr 
     CHECK(got == 0xc2);
     CHECK(log.calls == 0);
     CHECK(ep_info(c.ep).find("connecting") == std::string::npos);
+    /* Connected: named after the server's worker. */
+    ucp_worker_attr_t wattr{};
+    wattr.field_mask = UCP_WORKER_ATTR_FIELD_NAME;
+    REQUIRE(ucp_worker_query(s.p.worker, &wattr) == UCS_OK);
+    REQUIRE(ucp_ep_query(c.ep, &name_attr) == UCS_OK);
+    CHECK(std::string(name_attr.name) == wattr.name);
     close_force(s.p, sep);
 }
 

@@ -21,9 +21,6 @@
 
 namespace ucp::cs {
 
-namespace {
-
-/* "host:port" of an address, for messages. */
 std::string to_string(const sockaddr_storage &addr)
 {
     char host[INET6_ADDRSTRLEN] = "?";
@@ -39,6 +36,8 @@ std::string to_string(const sockaddr_storage &addr)
     }
     return std::string(host) + ":" + std::to_string(port);
 }
+
+namespace {
 
 void local_address(int fd, sockaddr_storage *addr)
 {

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -224,6 +225,9 @@ ucs_status_t reject_request(ucp_conn_request *request, ucs_status_t reason);
 
 /* Completes a client ep once the server's address arrived (sockaddr_ep.cc). */
 void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address);
+
+/* "host:port" of an IPv4/IPv6 address, for messages and names. */
+std::string to_string(const sockaddr_storage &addr);
 
 /* Maps a socket errno of a failed connect to a status. */
 ucs_status_t connect_errno_status(int err);

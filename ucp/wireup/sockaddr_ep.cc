@@ -161,6 +161,7 @@ ucs_status_t create_client_ep(ucp_worker *worker, const ucp_ep_params_t &params,
         return status;
     }
     ep->remote_sockaddr = remote;
+    ep->peer_name       = to_string(remote);   /* until the server's name is known */
     socklen_t len = sizeof(ep->local_sockaddr);
     (void)getsockname(fd, reinterpret_cast<sockaddr*>(&ep->local_sockaddr), &len);
     static_cast<placeholder_ep*>(ep->am_ep)->conn_id =
@@ -222,6 +223,10 @@ void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address)
     const lane placeholder_lane = ep->lanes[0];
     gate->conn_id = 0;
     ep->flags    &= ~ep_flag::CONNECTING;
+    const std::string address_name = to_string(ep->remote_sockaddr);
+    if (ep->peer_name == address_name) {
+        ep->peer_name.clear();   /* not named by the application: take the server's */
+    }
 
     ep->lanes[0]  = {};
     ep->num_lanes = 0;
@@ -235,6 +240,9 @@ void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address)
         ep->num_lanes = 1;
         ep->am_lane   = 0;
         ep->am_ep     = gate;
+        if (ep->peer_name.empty()) {
+            ep->peer_name = address_name;
+        }
         ep_set_failed(ep, status);
         return;
     }
