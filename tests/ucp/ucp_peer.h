@@ -187,6 +187,9 @@ inline void fill_pattern(uint8_t *buffer, size_t length, uint64_t seed)
 
 inline bool check_pattern(const uint8_t *buffer, size_t length, uint64_t seed)
 {
+    if (length == 0) {
+        return true;
+    }
     std::vector<uint8_t> expected(length);
     fill_pattern(expected.data(), length, seed);
     return std::memcmp(buffer, expected.data(), length) == 0;

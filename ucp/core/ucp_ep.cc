@@ -66,6 +66,8 @@ size_t auto_rndv_thresh(const ucp_ep *ep)
            64 * 1024 : 16 * 1024;
 }
 
+} // namespace
+
 void compute_thresholds(ucp_ep *ep)
 {
     const uct::iface_attr &attr = ep->am_ep->owner().attr();
@@ -88,6 +90,8 @@ void compute_thresholds(ucp_ep *ep)
         t.rndv = cfg.rndv_thresh;
     }
 }
+
+namespace {
 
 /* Worker-address bytes of the wireup message, freed after sending. */
 struct wireup_payload {
@@ -188,9 +192,9 @@ void forget_reply_ep(ucp_ep *ep)
 
 } // namespace
 
-ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
-                                  size_t max_length, uint32_t flags, ucp_ep **ep_p)
+ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_length)
 {
+    ucp_worker *worker = ep->worker;
     size_t total_length;
     ucs_status_t status = address_peek(address, std::min(max_length, address_header_size),
                                        &total_length, nullptr);
@@ -216,11 +220,6 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
         return status;
     }
 
-    auto ep = std::make_unique<ucp_ep>();
-    ep->worker      = worker;
-    ep->remote_uuid = remote.worker_uuid;
-    ep->peer_name   = remote.worker_name;
-    ep->flags       = flags;
     for (const lane_candidate &c : plan.lanes) {
         const address_entry &e = *c.entry;
         uct::ep *uct_ep = nullptr;
@@ -232,31 +231,48 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
                       remote.worker_name.c_str(), ucs_status_string(status));
             for (uint8_t i = 0; i < ep->num_lanes; ++i) {
                 delete ep->lanes[i].ep;
+                ep->lanes[i].ep = nullptr;
             }
+            ep->num_lanes = 0;
             return status;
         }
         unsigned tl = worker->ifaces[c.iface_index].tl_index;
         ep->lanes[ep->num_lanes++] = {uct_ep, c.iface_index,
                                       worker->context.tls[tl].md_index};
     }
+    ep->remote_uuid = remote.worker_uuid;
+    if (ep->peer_name.empty()) {
+        ep->peer_name = remote.worker_name;
+    }
     ep->am_lane   = plan.am;
     ep->rndv_lane = plan.rndv;
     ep->rma_lane  = plan.rma;
     ep->am_ep     = ep->lanes[plan.am].ep;
-    compute_thresholds(ep.get());
+    compute_thresholds(ep);
 
-    status = worker->ep_ids.insert(ep.get(), &ep->id);
-    if (status != UCS_OK) {
-        for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-            delete ep->lanes[i].ep;
-        }
-        return status;
-    }
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        worker->eps_by_lane[ep->lanes[i].ep] = ep.get();
+        worker->eps_by_lane[ep->lanes[i].ep] = ep;
     }
     if (!worker->eps_by_uuid.count(ep->remote_uuid)) {
-        worker->eps_by_uuid[ep->remote_uuid] = ep.get();
+        worker->eps_by_uuid[ep->remote_uuid] = ep;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
+                                  size_t max_length, uint32_t flags, ucp_ep **ep_p)
+{
+    auto ep = std::make_unique<ucp_ep>();
+    ep->worker = worker;
+    ep->flags  = flags;
+    ucs_status_t status = worker->ep_ids.insert(ep.get(), &ep->id);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = ep_connect_to_address(ep.get(), address, max_length);
+    if (status != UCS_OK) {
+        worker->ep_ids.remove(ep->id);
+        return status;
     }
 
     ucp_ep *raw = ep.release();

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
+
 namespace ucp {
 
 constexpr unsigned max_lanes = 8;
@@ -35,6 +37,9 @@ constexpr uint32_t USER      = 1u << 0;  /* handed to the application */
 constexpr uint32_t FAILED    = 1u << 1;  /* a lane reported an error */
 constexpr uint32_t CLOSED    = 1u << 2;  /* ucp_ep_close* called */
 constexpr uint32_t ERR_NOTIFIED = 1u << 3;
+/* Client-server ep waiting for the server's address: its only lane is a
+ * placeholder that queues every send (ucp/wireup/sockaddr_ep.cc). */
+constexpr uint32_t CONNECTING   = 1u << 8;
 } // namespace ep_flag
 
 /* Message-size limits of the protocols, from the AM lane and the config. */
@@ -74,6 +79,10 @@ struct ucp_ep {
     unsigned                  num_pending = 0;
     /* Stream receive state (operations issue). */
     void                      *stream = nullptr;
+    /* Client-server eps: the bootstrap connection's addresses (ucp_ep_query);
+     * ss_family AF_UNSPEC for other eps. */
+    sockaddr_storage          local_sockaddr{};
+    sockaddr_storage          remote_sockaddr{};
 
     bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
 };
@@ -87,6 +96,16 @@ namespace ucp {
  */
 ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
                                   size_t max_length, uint32_t flags, ucp_ep **ep_p);
+
+/*
+ * Gives `ep`, which has no lanes yet, lanes to the worker at `address` (at
+ * most `max_length` readable bytes), its thresholds, and the worker's
+ * lookups by lane and peer. Nothing is sent. On failure the ep is unchanged.
+ */
+ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_length);
+
+/* Recomputes ep->thresh from the AM lane (am_ep) and the config. */
+void compute_thresholds(ucp_ep *ep);
 
 /* Destroys the lanes and frees the ep; the ep must be idle or failed. */
 void ep_destroy(ucp_ep *ep);

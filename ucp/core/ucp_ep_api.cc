@@ -11,6 +11,7 @@
 
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
+#include <ucp/wireup/sockaddr.h>
 #include <ucs/debug/log.h>
 
 #include <cstdio>
@@ -158,8 +159,15 @@ ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep
 {
     const uint64_t mask = params.field_mask;
     if (mask & (UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_CONN_REQUEST)) {
-        ucs_error("ucp_ep_create: client-server connections are not available yet");
-        return UCS_ERR_UNSUPPORTED;
+        ucp_ep probe;
+        ucs_status_t status = apply_ep_params(&probe, params);
+        if (status == UCS_OK) {
+            status = ep_create_sockaddr(worker, params, ep_p);   /* ucp/wireup/ */
+        }
+        if (status == UCS_OK) {
+            apply_ep_params(*ep_p, params);
+        }
+        return status;
     }
     if (!(mask & UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) || (params.address == nullptr)) {
         ucs_error("ucp_ep_create: no remote worker address given");
@@ -211,8 +219,9 @@ void print_ep(ucp_ep *ep, FILE *stream)
     ucp_worker *worker = ep->worker;
     std::fprintf(stream, "#\n# UCP endpoint %u of worker '%s'\n#\n", ep->id,
                  worker->name.c_str());
-    std::fprintf(stream, "#   peer: %s%s\n", ep->peer_name.c_str(),
-                 ep->usable() ? "" : " (failed)");
+    std::fprintf(stream, "#   peer: %s%s%s\n", ep->peer_name.c_str(),
+                 ep->usable() ? "" : " (failed)",
+                 (ep->flags & ep_flag::CONNECTING) ? " (connecting to a listener)" : "");
     std::fprintf(stream, "#   error handling: %s\n",
                  (ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) ? "peer" : "none");
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
@@ -422,7 +431,7 @@ ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
     }
     if (attr->field_mask & (UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR |
                             UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR)) {
-        return UCS_ERR_UNSUPPORTED;   /* only client-server eps have them */
+        return ucp::ep_query_sockaddr(ep, attr);   /* client-server eps only */
     }
     return UCS_OK;
 }

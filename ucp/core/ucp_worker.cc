@@ -4,9 +4,11 @@
 #include "ucp_worker.h"
 #include "ucp_ep.h"
 #include "ucp_guard.h"
+#include "ucp_wakeup.h"
 
 #include <ucp/proto/am_handlers.h>
 #include <ucp/tag/tag_recv.h>
+#include <ucp/wireup/sockaddr.h>
 
 #include <ucs/debug/log.h>
 
@@ -150,6 +152,12 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
     if (status != UCS_OK) {
         return status;
     }
+    if (context.features & UCP_FEATURE_WAKEUP) {
+        status = ucp::worker_wakeup_init(worker.get(), params);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
     ucs_debug("created worker '%s' (uuid 0x%llx) with %zu ifaces",
               worker->name.c_str(), static_cast<unsigned long long>(worker->uuid),
               worker->ifaces.size());
@@ -174,6 +182,7 @@ ucp_worker::~ucp_worker()
         ucp::ep_set_failed(ep, UCS_ERR_CANCELED);
         ucp::ep_destroy(ep);
     }
+    ucp::sockaddr_cleanup(this);
     ucp::tag_recv_cleanup(this);
     ucp::am_cleanup(this);
     ucp::stream_cleanup(this);
@@ -182,6 +191,7 @@ ucp_worker::~ucp_worker()
         delete it->iface;
     }
     ifaces.clear();
+    ucp::worker_wakeup_cleanup(this);
 }
 
 ucs_status_t ucp_worker::open_ifaces()
@@ -288,10 +298,11 @@ unsigned ucp_worker::progress_locked()
     if (ucs_unlikely(((++progress_count & 0xff) == 0) && (keepalive_interval != 0))) {
         ucp::worker_keepalive(this);
     }
-    if (ucs_unlikely(!failed_lanes.empty() || !queued_replies.empty() || !pending_wireups.empty() ||
-                     !rndv_deferred.empty() ||
-                     !flush_requests.empty())) {
+    if (ucs_unlikely(has_deferred_work())) {
         count += ucp::worker_deferred_progress(this);
+    }
+    if (ucs_unlikely(sockaddr_cm != nullptr)) {
+        count += ucp::sockaddr_progress(this);
     }
     return count;
 }

@@ -48,6 +48,10 @@ constexpr size_t max_am_header = 256;
 constexpr size_t max_info_string = 512;
 
 struct rx_message;
+struct wakeup;
+namespace cs {
+class cm;
+}
 
 /* Key of a multi-fragment message being received: sender worker + id. */
 struct msg_key {
@@ -133,6 +137,12 @@ struct ucp_worker {
     uint64_t                           keepalive_next = 0;
     unsigned                           progress_count = 0;
 
+    /* UCP_FEATURE_WAKEUP state (ucp_wakeup.cc), nullptr without the feature. */
+    ucp::wakeup                        *wakeup = nullptr;
+    /* Client-server connection manager, created by the first listener or
+     * sockaddr ep (ucp/wireup/sockaddr_cm.h). */
+    ucp::cs::cm                        *sockaddr_cm = nullptr;
+
     /* Opens an iface per context resource; on failure closes what it opened. */
     ucs_status_t open_ifaces();
 
@@ -146,6 +156,14 @@ struct ucp_worker {
 
     /* A pooled request, or nullptr when memory ran out. */
     ucp::request *get_request() { return static_cast<ucp::request*>(request_pool.get()); }
+
+    /* Work queued out of transport callbacks that progress must still do. */
+    bool has_deferred_work() const
+    {
+        return !failed_lanes.empty() || !queued_replies.empty() ||
+               !pending_wireups.empty() || !rndv_deferred.empty() ||
+               !flush_requests.empty();
+    }
 
     /* Progress without taking the lock (callers hold it when they must). */
     unsigned progress_locked();

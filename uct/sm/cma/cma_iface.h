@@ -44,6 +44,11 @@ public:
 
     /* Delivers deferred peer-failure reports; otherwise there is nothing to do. */
     unsigned progress() override;
+    /* No fd: nothing arrives here; only unreported failures need progress. */
+    ucs_status_t event_arm(unsigned) override
+    {
+        return (failed_head_ == nullptr) ? UCS_OK : UCS_ERR_BUSY;
+    }
 
     const cma_config &config() const { return config_; }
 

@@ -65,6 +65,12 @@ public:
     unsigned progress() override;
     ucs_status_t flush(unsigned flags, completion *comp) override;
     void release_am_desc(void *data) override;
+    /* No fd: only this process's own sends (delivered or queued at once)
+     * produce events, so anything still queued is all there is to report. */
+    ucs_status_t event_arm(unsigned) override
+    {
+        return idle() ? UCS_OK : UCS_ERR_BUSY;
+    }
 
     /* --- used by self_ep --- */
 

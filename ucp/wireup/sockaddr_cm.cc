@@ -1,0 +1,644 @@
+/*
+ * The connection manager: listeners, bootstrap connections and the
+ * handshake state machine, polled from worker progress.
+ */
+#include "sockaddr_cm.h"
+
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_wakeup.h>
+#include <ucp/core/ucp_worker.h>
+#include <ucs/debug/log.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace ucp::cs {
+
+std::string to_string(const sockaddr_storage &addr)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (addr.ss_family == AF_INET) {
+        const auto *in = reinterpret_cast<const sockaddr_in*>(&addr);
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+        const auto *in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    return std::string(host) + ":" + std::to_string(port);
+}
+
+namespace {
+
+void local_address(int fd, sockaddr_storage *addr)
+{
+    socklen_t len = sizeof(*addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(addr), &len) != 0) {
+        std::memset(addr, 0, sizeof(*addr));
+    }
+}
+
+void set_nodelay(int fd)
+{
+    int one = 1;
+    /* Only latency: a failure changes nothing else. */
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* Whether a ucs_status_t from a peer's reject frame is a real error code. */
+ucs_status_t reject_status(int32_t value)
+{
+    return ((value < 0) && (value > UCS_ERR_LAST)) ? ucs_status_t(value) :
+                                                     UCS_ERR_REJECTED;
+}
+
+} // namespace
+
+ucs_status_t connect_errno_status(int err)
+{
+    switch (err) {
+    case ECONNREFUSED:
+        return UCS_ERR_NOT_CONNECTED;   /* what UCX 1.13 reports for no listener */
+    case ETIMEDOUT:
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case EADDRNOTAVAIL:
+        return UCS_ERR_UNREACHABLE;
+    case ECONNRESET:
+    case EPIPE:
+        return UCS_ERR_CONNECTION_RESET;
+    default:
+        return UCS_ERR_IO_ERROR;
+    }
+}
+
+/* ---- placeholder lane ------------------------------------------------ */
+
+placeholder_iface::placeholder_iface(uct::md &md) : md_(md)
+{
+    attr_.flags = uct::iface_flag::AM_BCOPY | uct::iface_flag::PENDING;
+    /* Smaller than any transport's bcopy limit: a protocol chosen while
+     * connecting (eager fragments, read at send time) fits the real lane. */
+    attr_.am.max_bcopy = 64;
+}
+
+placeholder_ep::~placeholder_ep()
+{
+    if (alive != nullptr) {
+        *alive = false;
+    }
+    if (conn_id != 0) {
+        cm_.forget_client(conn_id);
+    }
+}
+
+ucs_status_t placeholder_ep::pending_add(uct::pending_req *req, unsigned)
+{
+    queue_.push_back(req);
+    return UCS_OK;
+}
+
+void placeholder_ep::pending_purge(uct::pending_purge_callback_t cb, void *arg)
+{
+    std::deque<uct::pending_req*> queue;
+    queue.swap(queue_);
+    for (uct::pending_req *req : queue) {
+        cb(req, arg);
+    }
+}
+
+ucs_status_t placeholder_ep::flush(unsigned flags, uct::completion *)
+{
+    if (flags & uct::flush_flag::CANCEL) {
+        return UCS_OK;
+    }
+    return queue_.empty() ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+uct::pending_req *placeholder_ep::queue_pop()
+{
+    uct::pending_req *req = queue_.front();
+    queue_.pop_front();
+    return req;
+}
+
+/* ---- connection manager ---------------------------------------------- */
+
+cm::cm(ucp_worker *worker) : worker_(worker), request_timeout_(std::chrono::seconds(10))
+{
+}
+
+cm::~cm()
+{
+    for (auto &[id, c] : conns_) {
+        if (c->request != nullptr) {
+            c->request->conn_id = 0;   /* the application may still hold it */
+            c->request->worker  = nullptr;
+        }
+        if (c->fd >= 0) {
+            ::close(c->fd);
+        }
+    }
+    conns_.clear();
+    for (auto &[id, listener] : listeners_) {
+        ucs_warn("worker '%s' destroyed with a listener still open",
+                 worker_->name.c_str());
+        ::close(listener->fd);
+        listener->fd = -1;
+        listener->worker = nullptr;
+    }
+    if (epfd_ >= 0) {
+        ucp::worker_wakeup_remove_fd(worker_, epfd_);
+        ::close(epfd_);
+    }
+}
+
+ucs_status_t cm::init()
+{
+    if (worker_->context.mds.empty()) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    placeholder_ = std::make_unique<placeholder_iface>(*worker_->context.mds.front().md);
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd_ < 0) {
+        ucs_error("client-server: epoll_create1 failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+    return ucp::worker_wakeup_add_fd(worker_, epfd_);
+}
+
+void cm::set_request_timeout(double seconds)
+{
+    request_timeout_ = std::chrono::duration_cast<steady::duration>(
+            std::chrono::duration<double>(seconds));
+}
+
+conn *cm::find(uint64_t id)
+{
+    auto it = conns_.find(id);
+    return (it == conns_.end()) ? nullptr : it->second.get();
+}
+
+void cm::epoll_set(conn *c, uint32_t events)
+{
+    if (events == 0) {
+        /* Not even hang-ups: a connection that waits for the application
+         * must not make progress spin. */
+        (void)epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+        return;
+    }
+    epoll_event ev{};
+    ev.events   = events;
+    ev.data.u64 = c->id;
+    int ret = epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
+    if ((ret != 0) && (errno == ENOENT)) {
+        ret = epoll_ctl(epfd_, EPOLL_CTL_ADD, c->fd, &ev);
+    }
+    if (ret != 0) {
+        ucs_error("client-server: epoll_ctl on fd %d failed: %m", c->fd);
+    }
+}
+
+void cm::close_conn(conn *c)
+{
+    if (c->state == conn::phase::dead) {
+        return;
+    }
+    if (c->fd >= 0) {
+        (void)epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+        ::close(c->fd);
+        c->fd = -1;
+    }
+    c->state = conn::phase::dead;
+    dead_.push_back(c->id);
+    if (!in_progress_) {
+        sweep();
+    }
+}
+
+void cm::sweep()
+{
+    for (uint64_t id : dead_) {
+        conns_.erase(id);
+    }
+    dead_.clear();
+}
+
+bool cm::flush_tx(conn *c)
+{
+    while (c->tx_sent < c->tx.size()) {
+        ssize_t sent = ::send(c->fd, c->tx.data() + c->tx_sent, c->tx.size() - c->tx_sent,
+                              MSG_NOSIGNAL);
+        if (sent > 0) {
+            c->tx_sent += size_t(sent);
+        } else if ((sent < 0) && (errno == EINTR)) {
+            continue;
+        } else {
+            return (sent < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK));
+        }
+    }
+    return true;
+}
+
+ucs_status_t cm::add_listener(ucp_listener *listener)
+{
+    listener->id = next_id_++;
+    epoll_event ev{};
+    ev.events   = EPOLLIN;
+    ev.data.u64 = listener->id;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, listener->fd, &ev) != 0) {
+        ucs_error("client-server: cannot poll the listening socket: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+    listeners_[listener->id] = listener;
+    return UCS_OK;
+}
+
+void cm::remove_listener(ucp_listener *listener)
+{
+    if (listeners_.erase(listener->id) == 0) {
+        return;
+    }
+    (void)epoll_ctl(epfd_, EPOLL_CTL_DEL, listener->fd, nullptr);
+    std::vector<conn*> unfinished;
+    for (auto &[id, c] : conns_) {
+        if (!c->server || (c->listener_id != listener->id)) {
+            continue;
+        }
+        if (c->request != nullptr) {
+            c->request->listener = nullptr;   /* still answerable */
+        } else if (c->state == conn::phase::receiving) {
+            unfinished.push_back(c.get());
+        }
+    }
+    for (conn *c : unfinished) {
+        close_conn(c);
+    }
+}
+
+uint64_t cm::start_client(ucp_ep *ep, int fd, int connect_errno, std::vector<uint8_t> request)
+{
+    auto owned = std::make_unique<conn>(next_id_++, fd, false,
+                                        (1u << FRAME_ACCEPT) | (1u << FRAME_REJECT));
+    conn *c   = owned.get();
+    c->ep     = ep;
+    c->tx     = std::move(request);
+    c->remote = ep->remote_sockaddr;
+    c->state  = conn::phase::connecting;
+    conns_.emplace(c->id, std::move(owned));
+    set_nodelay(fd);
+    if ((connect_errno != 0) && (connect_errno != EINPROGRESS)) {
+        c->failure = connect_errno_status(connect_errno);
+        failed_.push_back(c->id);   /* reported from progress, like UCX */
+    } else {
+        epoll_set(c, EPOLLOUT);
+    }
+    poll_now_ = true;
+    return c->id;
+}
+
+void cm::forget_client(uint64_t conn_id)
+{
+    conn *c = find(conn_id);
+    if (c != nullptr) {
+        c->ep = nullptr;
+        close_conn(c);
+    }
+}
+
+void cm::answer(uint64_t conn_id, std::vector<uint8_t> frame)
+{
+    conn *c = find(conn_id);
+    if ((c == nullptr) || (c->state != conn::phase::waiting)) {
+        return;   /* the client is gone already */
+    }
+    c->request = nullptr;
+    c->tx      = std::move(frame);
+    c->tx_sent = 0;
+    c->state   = conn::phase::sending;
+    if (!flush_tx(c) || (c->tx_sent == c->tx.size())) {
+        close_conn(c);   /* all written (or the client is gone): done */
+        return;
+    }
+    epoll_set(c, EPOLLOUT);
+}
+
+void cm::on_listener(uint64_t id)
+{
+    ucp_listener *listener = listeners_.at(id);
+    for (unsigned i = 0; i < 64; ++i) {
+        sockaddr_storage addr{};
+        socklen_t len = sizeof(addr);
+        int fd = accept4(listener->fd, reinterpret_cast<sockaddr*>(&addr), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
+                ucs_diag("listener %s: accept failed: %m",
+                         to_string(listener->bound).c_str());
+            }
+            return;
+        }
+        unsigned open = 0;
+        for (const auto &[cid, c] : conns_) {
+            open += c->server && (c->listener_id == id) &&
+                    (c->state == conn::phase::receiving);
+        }
+        if (open >= max_handshakes) {
+            ucs_diag("listener %s: %u handshakes open, refusing %s",
+                     to_string(listener->bound).c_str(), open, to_string(addr).c_str());
+            ::close(fd);
+            continue;
+        }
+        auto owned = std::make_unique<conn>(next_id_++, fd, true,
+                                            1u << FRAME_CONN_REQUEST);
+        conn *c        = owned.get();
+        c->state       = conn::phase::receiving;
+        c->remote      = addr;
+        c->listener_id = id;
+        c->deadline    = steady::now() + request_timeout_;
+        local_address(fd, &c->local);
+        set_nodelay(fd);
+        conns_.emplace(c->id, std::move(owned));
+        epoll_set(c, EPOLLIN);
+    }
+}
+
+void cm::deliver_request(conn *c)
+{
+    auto it = listeners_.find(c->listener_id);
+    if (it == listeners_.end()) {
+        close_conn(c);
+        return;
+    }
+    ucp_listener *listener = it->second;
+    epoll_set(c, 0);
+    c->state = conn::phase::waiting;
+
+    ucp_conn_request *req = conn_request_new();
+    req->worker          = worker_;
+    req->listener        = listener;
+    req->conn_id         = c->id;
+    req->client_sockaddr = c->remote;
+    req->local_sockaddr  = c->local;
+    if (c->reader.header().flags & frame_flag::CLIENT_ID) {
+        req->client_id = c->reader.header().client_id;
+    }
+    req->client_address = c->reader.body();
+    c->request = req;
+    ucs_debug("listener %s: connection request from %s",
+              to_string(listener->bound).c_str(), to_string(c->remote).c_str());
+
+    /* The callbacks may destroy the listener or answer at once: neither
+     * `listener` nor `c` is used after them. */
+    if (listener->conn_handler.cb != nullptr) {
+        listener->conn_handler.cb(req, listener->conn_handler.arg);
+        return;
+    }
+    const ucp_listener_accept_handler_t accept = listener->accept_handler;
+    ucp_ep *ep = nullptr;
+    ucs_status_t status = accept_request(worker_, req, &ep);
+    if (status != UCS_OK) {
+        ucs_diag("listener: cannot accept a connection: %s", ucs_status_string(status));
+        return;
+    }
+    if (accept.cb != nullptr) {
+        accept.cb(ep, accept.arg);
+    }
+}
+
+void cm::on_server(conn *c)
+{
+    if (c->state == conn::phase::receiving) {
+        ucs_status_t status = c->reader.read_from(c->fd);
+        if (status == UCS_OK) {
+            deliver_request(c);
+        } else if (status != UCS_INPROGRESS) {
+            ucs_diag("listener: dropping connection from %s: %s",
+                     to_string(c->remote).c_str(),
+                     (status == UCS_ERR_INVALID_PARAM) ? "not a valid connection request" :
+                                                         "closed before its request");
+            close_conn(c);
+        }
+    } else if (c->state == conn::phase::sending) {
+        if (!flush_tx(c) || (c->tx_sent == c->tx.size())) {
+            close_conn(c);
+        }
+    }
+}
+
+void cm::client_failed(conn *c, ucs_status_t status)
+{
+    ucp_ep *ep = c->ep;
+    c->ep = nullptr;
+    ucs_diag("client-server: connection to %s failed: %s", to_string(c->remote).c_str(),
+             ucs_status_string(status));
+    close_conn(c);
+    if (ep == nullptr) {
+        return;
+    }
+    static_cast<placeholder_ep*>(ep->lanes[0].ep)->conn_id = 0;
+    ep->flags &= ~ucp::ep_flag::CONNECTING;
+    ucp::ep_set_failed(ep, status);   /* may run the user's error handler */
+}
+
+void cm::client_accepted(conn *c)
+{
+    ucp_ep *ep = c->ep;
+    c->ep = nullptr;
+    const std::vector<uint8_t> address = c->reader.body();
+    close_conn(c);
+    if (ep != nullptr) {
+        client_connected(ep, address);
+    }
+}
+
+void cm::on_client(conn *c)
+{
+    if (c->state == conn::phase::connecting) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+            err = errno;
+        }
+        if (err != 0) {
+            client_failed(c, connect_errno_status(err));
+            return;
+        }
+        sockaddr_storage peer;
+        socklen_t peer_len = sizeof(peer);
+        if (getpeername(c->fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+            return;   /* still connecting: a spurious wakeup */
+        }
+        local_address(c->fd, &c->local);
+        if (c->ep != nullptr) {
+            c->ep->local_sockaddr = c->local;
+        }
+        c->state = conn::phase::sending;
+    }
+    if (c->state == conn::phase::sending) {
+        if (!flush_tx(c)) {
+            client_failed(c, UCS_ERR_CONNECTION_RESET);
+            return;
+        }
+        if (c->tx_sent < c->tx.size()) {
+            return;   /* EPOLLOUT is still asked for */
+        }
+        c->state = conn::phase::receiving;
+        epoll_set(c, EPOLLIN);
+    }
+    if (c->state == conn::phase::receiving) {
+        ucs_status_t status = c->reader.read_from(c->fd);
+        if (status == UCS_INPROGRESS) {
+            return;
+        }
+        if (status != UCS_OK) {
+            client_failed(c, UCS_ERR_CONNECTION_RESET);
+        } else if (c->reader.header().type == FRAME_ACCEPT) {
+            client_accepted(c);
+        } else {
+            client_failed(c, reject_status(c->reader.header().status));
+        }
+    }
+}
+
+void cm::on_conn(conn *c)
+{
+    if (c->server) {
+        on_server(c);
+    } else {
+        on_client(c);
+    }
+}
+
+void cm::expire()
+{
+    const steady::time_point now = steady::now();
+    for (auto &[id, c] : conns_) {
+        if (c->server && (c->state == conn::phase::receiving) && (now >= c->deadline)) {
+            ucs_diag("listener: %s sent no connection request in time, closing",
+                     to_string(c->remote).c_str());
+            close_conn(c.get());
+        }
+    }
+}
+
+unsigned cm::progress()
+{
+    if (in_progress_) {
+        return 0;   /* a callback called ucp_worker_progress */
+    }
+    if (conns_.empty() && failed_.empty()) {
+        /* Idle listeners cost one epoll_wait per idle_poll_interval calls;
+         * a worker that sleeps learns of them through arm() instead. */
+        if (listeners_.empty() || (!poll_now_ && ((++tick_ % idle_poll_interval) != 0))) {
+            return 0;
+        }
+    }
+    in_progress_ = true;
+    poll_now_    = false;
+    unsigned count = 0;
+
+    std::vector<uint64_t> failed;
+    failed.swap(failed_);
+    for (uint64_t id : failed) {
+        conn *c = find(id);
+        if ((c != nullptr) && (c->state != conn::phase::dead)) {
+            client_failed(c, c->failure);
+            ++count;
+        }
+    }
+
+    epoll_event events[16];
+    int n = epoll_wait(epfd_, events, 16, 0);
+    for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[i].data.u64;
+        if (listeners_.count(id)) {
+            on_listener(id);
+        } else if (conn *c = find(id); (c != nullptr) && (c->state != conn::phase::dead)) {
+            on_conn(c);
+        }
+        ++count;
+    }
+    if (!conns_.empty()) {
+        expire();
+    }
+    in_progress_ = false;
+    sweep();
+    return count;
+}
+
+bool cm::ready()
+{
+    if (!failed_.empty()) {
+        return true;
+    }
+    if (listeners_.empty() && conns_.empty()) {
+        return false;
+    }
+    epoll_event ev;
+    if (epoll_wait(epfd_, &ev, 1, 0) > 0) {
+        poll_now_ = true;   /* the next progress looks at once */
+        return true;
+    }
+    return false;
+}
+
+ucs_status_t get_cm(ucp_worker *worker, cm **cm_p)
+{
+    if (worker->sockaddr_cm == nullptr) {
+        auto created = std::make_unique<cm>(worker);
+        ucs_status_t status = created->init();
+        if (status != UCS_OK) {
+            return status;
+        }
+        worker->sockaddr_cm = created.release();
+    }
+    *cm_p = worker->sockaddr_cm;
+    return UCS_OK;
+}
+
+} // namespace ucp::cs
+
+namespace ucp {
+
+unsigned sockaddr_progress(ucp_worker *worker)
+{
+    return worker->sockaddr_cm->progress();
+}
+
+ucs_status_t sockaddr_arm(ucp_worker *worker)
+{
+    if ((worker->sockaddr_cm != nullptr) && worker->sockaddr_cm->ready()) {
+        return UCS_ERR_BUSY;
+    }
+    return UCS_OK;
+}
+
+void sockaddr_cleanup(ucp_worker *worker)
+{
+    delete worker->sockaddr_cm;
+    worker->sockaddr_cm = nullptr;
+}
+
+void sockaddr_set_request_timeout(ucp_worker *worker, double seconds)
+{
+    cs::cm *cm;
+    if (cs::get_cm(worker, &cm) == UCS_OK) {
+        cm->set_request_timeout(seconds);
+    }
+}
+
+} // namespace ucp

@@ -1,0 +1,237 @@
+/*
+ * The per-worker connection manager of client-server connections: the
+ * listeners' sockets and the bootstrap connections, all non-blocking, in
+ * one epoll set whose fd joins the worker's wakeup set.
+ *
+ * It runs inside ucp_worker_progress (never blocking): every call while a
+ * handshake is in flight, every idle_poll_interval-th call while only
+ * listeners wait (and at once after ready() found events, for sleepers). User
+ * callbacks (conn_handler, accept_handler, error handlers) run from there,
+ * and may call back into the API: connections are looked up by id after
+ * each callback and freed only when the outermost progress returns.
+ *
+ * Hostile peers: a server connection must deliver a valid request within
+ * the request timeout, at most max_handshakes are open per listener, and
+ * every frame is validated (sockaddr_frame.h) before any callback runs.
+ */
+#ifndef UCP_WIREUP_SOCKADDR_CM_H
+#define UCP_WIREUP_SOCKADDR_CM_H
+
+#include "sockaddr_frame.h"
+
+#include <ucp/core/ucp_listener.h>
+#include <uct/base/uct_iface.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <sys/socket.h>
+
+struct ucp_ep;
+
+namespace ucp::cs {
+
+using steady = std::chrono::steady_clock;
+
+constexpr unsigned max_handshakes     = 512;   /* open per listener */
+constexpr unsigned idle_poll_interval = 128;   /* progress calls */
+
+/* One bootstrap TCP connection carrying a handshake. */
+struct conn {
+    enum class phase : uint8_t {
+        connecting,  /* client: connect() in flight */
+        sending,     /* writing our frame */
+        receiving,   /* reading the peer's frame */
+        waiting,     /* server: the application has the request */
+        dead         /* closed; freed by the next sweep */
+    };
+
+    conn(uint64_t id_, int fd_, bool server_, unsigned accepted)
+        : id(id_), fd(fd_), server(server_), reader(accepted) {}
+
+    uint64_t             id;
+    int                  fd;
+    bool                 server;
+    phase                state = phase::dead;
+    frame_reader         reader;
+    std::vector<uint8_t> tx;
+    size_t               tx_sent = 0;
+    sockaddr_storage     local{};
+    sockaddr_storage     remote{};
+    steady::time_point    deadline{};      /* server: request due */
+    ucs_status_t         failure = UCS_OK;/* client: failed before any event */
+    /* Server side. */
+    uint64_t             listener_id = 0;
+    ucp_conn_request     *request = nullptr;
+    /* Client side. */
+    ucp_ep               *ep = nullptr;
+};
+
+/*
+ * The lane of a client ep until the server answers: every send finds no
+ * resources and queues here, in order; the queue moves to the real lanes.
+ */
+class placeholder_iface final : public uct::iface {
+public:
+    explicit placeholder_iface(uct::md &md);
+    const uct::iface_attr &attr() const override { return attr_; }
+    uct::md &owner_md() const override { return md_; }
+    ucs_status_t get_device_address(void *) const override { return UCS_ERR_UNSUPPORTED; }
+    ucs_status_t get_address(void *) const override { return UCS_ERR_UNSUPPORTED; }
+    bool is_reachable(const void *, size_t, const void *, size_t) const override
+    {
+        return false;
+    }
+    unsigned progress() override { return 0; }
+
+private:
+    uct::md         &md_;
+    uct::iface_attr attr_;
+};
+
+class cm;
+
+/*
+ * The lane of a client ep until the server answers (at lanes[0], md_index
+ * no_md): every send finds no resources and queues here, in order. When the
+ * real lanes exist the queue drains onto them through this same object
+ * (forward_to set, see client_connected), so that sends issued meanwhile
+ * by completion callbacks still queue behind the earlier ones.
+ */
+class placeholder_ep final : public uct::ep {
+public:
+    placeholder_ep(placeholder_iface &iface, cm &owner) : uct::ep(iface), cm_(owner) {}
+    ~placeholder_ep() override;
+
+    ucs_status_t am_short(uct::am_id_t id, uint64_t header, const void *payload,
+                          unsigned length) override
+    {
+        return (forward_to != nullptr) ? forward_to->am_short(id, header, payload, length) :
+                                         UCS_ERR_NO_RESOURCE;
+    }
+    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg,
+                     unsigned flags) override
+    {
+        return (forward_to != nullptr) ? forward_to->am_bcopy(id, pack, arg, flags) :
+                                         ssize_t(UCS_ERR_NO_RESOURCE);
+    }
+    ucs_status_t am_zcopy(uct::am_id_t id, const void *header, unsigned header_length,
+                          const uct::iov *iov, size_t iovcnt, unsigned flags,
+                          uct::completion *comp) override
+    {
+        return (forward_to != nullptr) ?
+               forward_to->am_zcopy(id, header, header_length, iov, iovcnt, flags, comp) :
+               UCS_ERR_NO_RESOURCE;
+    }
+    ucs_status_t pending_add(uct::pending_req *req, unsigned) override;
+    void pending_purge(uct::pending_purge_callback_t cb, void *arg) override;
+    ucs_status_t flush(unsigned flags, uct::completion *) override;
+    ucs_status_t check(unsigned, uct::completion *) override { return UCS_OK; }
+
+    bool queue_empty() const { return queue_.empty(); }
+    uct::pending_req *queue_pop();
+
+    uint64_t conn_id     = 0;        /* 0: no handshake to cancel */
+    uct::ep  *forward_to = nullptr;  /* the real AM lane while draining */
+    bool     *alive      = nullptr;  /* cleared when destroyed */
+
+private:
+    cm                            &cm_;
+    std::deque<uct::pending_req*> queue_;
+};
+
+/* md_index of the placeholder lane: matches no memory domain. */
+constexpr unsigned no_md = ~0u;
+
+class cm {
+public:
+    explicit cm(ucp_worker *worker);
+    ~cm();
+    cm(const cm &) = delete;
+    cm &operator=(const cm &) = delete;
+
+    ucs_status_t init();
+    int fd() const { return epfd_; }
+
+    unsigned progress();
+    /* True when progress() has something to do now (for ucp_worker_arm). */
+    bool ready();
+
+    ucs_status_t add_listener(ucp_listener *listener);
+    /* Closes the listener's pending handshakes; its requests stay valid. */
+    void remove_listener(ucp_listener *listener);
+
+    /*
+     * Takes `fd` (a socket whose connect() returned `connect_errno`, 0 or
+     * EINPROGRESS) and sends `request` once connected. Returns the conn id.
+     */
+    uint64_t start_client(ucp_ep *ep, int fd, int connect_errno,
+                          std::vector<uint8_t> request);
+    /* The client ep went away before the handshake finished. */
+    void forget_client(uint64_t conn_id);
+
+    /* Sends the answer of a request (ACCEPT or REJECT frame) and closes. */
+    void answer(uint64_t conn_id, std::vector<uint8_t> frame);
+
+    placeholder_iface &placeholder() { return *placeholder_; }
+    void set_request_timeout(double seconds);
+
+private:
+    conn *find(uint64_t id);
+    /* Watches c->fd for `events` (0: not at all). */
+    void epoll_set(conn *c, uint32_t events);
+    void close_conn(conn *c);
+    void sweep();
+    void on_listener(uint64_t id);
+    void on_conn(conn *c);
+    void on_client(conn *c);
+    void on_server(conn *c);
+    bool flush_tx(conn *c);
+    void client_failed(conn *c, ucs_status_t status);
+    void client_accepted(conn *c);
+    void deliver_request(conn *c);
+    void expire();
+
+    ucp_worker                                       *worker_;
+    int                                              epfd_ = -1;
+    uint64_t                                         next_id_ = 1;
+    std::unordered_map<uint64_t, ucp_listener*>      listeners_;
+    std::unordered_map<uint64_t, std::unique_ptr<conn>> conns_;
+    std::vector<uint64_t>                            dead_;
+    std::vector<uint64_t>                            failed_;   /* clients to fail */
+    std::unique_ptr<placeholder_iface>               placeholder_;
+    steady::duration                                  request_timeout_;
+    unsigned                                         tick_ = 0;
+    bool                                             poll_now_ = false;
+    bool                                             in_progress_ = false;
+};
+
+/* The worker's cm, created (and added to its wakeup set) on first use. */
+ucs_status_t get_cm(ucp_worker *worker, cm **cm_p);
+
+/*
+ * Server: creates on `worker` the ep of a connection request, answers the
+ * client with that worker's address and frees the request. On failure the
+ * client gets a reject with the reason, and the request is freed too.
+ */
+ucs_status_t accept_request(ucp_worker *worker, ucp_conn_request *request, ucp_ep **ep_p);
+
+/* Answers a connection request with a reject and frees it. */
+ucs_status_t reject_request(ucp_conn_request *request, ucs_status_t reason);
+
+/* Completes a client ep once the server's address arrived (sockaddr_ep.cc). */
+void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address);
+
+/* "host:port" of an IPv4/IPv6 address, for messages and names. */
+std::string to_string(const sockaddr_storage &addr);
+
+/* Maps a socket errno of a failed connect to a status. */
+ucs_status_t connect_errno_status(int err);
+
+} // namespace ucp::cs
+
+#endif
