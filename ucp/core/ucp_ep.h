@@ -74,6 +74,8 @@ struct ucp_ep {
     unsigned                  num_pending = 0;
     /* Stream receive state (operations issue). */
     void                      *stream = nullptr;
+    /* RMA and atomic requests not complete yet (ucp/rma): flush waits. */
+    uint32_t                  rma_outstanding = 0;
 
     bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
 };

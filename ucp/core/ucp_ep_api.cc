@@ -52,6 +52,9 @@ bool flush_advance(request *req)
         if (ep->num_pending != 0) {
             return false;       /* our own queue drains first */
         }
+        if (ep->rma_outstanding != 0) {
+            return false;       /* RMA/atomics in flight or awaiting the target */
+        }
         ++f.comp.count;
         ucs_status_t status = lane->flush(uct::flush_flag::LOCAL, &f.comp);
         if (status == UCS_ERR_NO_RESOURCE) {

@@ -41,6 +41,8 @@
 
 #include "ucp_mm.h"
 
+#include <ucp/rma/rkey_cache.h>
+
 #include <uct/base/uct_md.h>
 
 #include <bit>
@@ -115,6 +117,7 @@ struct ucp_rkey {
     uint8_t                      remote_access = 0;  /* ucp::rkey_access */
     uint64_t                     md_map = 0;    /* bit per md index with an entry */
     std::vector<ucp::rkey_entry> entries;       /* ascending md_index, one per bit */
+    ucp::rma::rkey_cache         rma_cache;     /* ucp/rma's choices for this key */
 
     /*
      * [addr, addr + len) lies inside the region (overflow-safe). Every RMA

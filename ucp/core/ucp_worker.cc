@@ -286,7 +286,7 @@ unsigned ucp_worker::progress_locked()
     }
     if (ucs_unlikely(!failed_lanes.empty() || !queued_replies.empty() || !pending_wireups.empty() ||
                      !rndv_deferred.empty() ||
-                     !flush_requests.empty())) {
+                     !flush_requests.empty() || !rma.deferred.empty())) {
         count += ucp::worker_deferred_progress(this);
     }
     return count;
