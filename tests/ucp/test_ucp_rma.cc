@@ -463,3 +463,64 @@ TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its cal
         CHECK(s.finish() == 0);
     }
 }
+
+TEST_CASE("UCX's key of no memory domain reaches only what the target mapped", "[ucp_rma]")
+{
+    /* Open MPI 4.1's dynamic windows unpack these bytes (see ucp_rkey.h). */
+    const uint8_t ucx_empty_key[64] = {};
+    auto run = [&](session &s) {
+        ucp_rkey_h empty = nullptr;
+        REQUIRE(ucp_ep_rkey_unpack(s.p.ep, ucx_empty_key, &empty) == UCS_OK);
+        void *ptr = nullptr;
+        CHECK(ucp_rkey_ptr(empty, s.base, &ptr) == UCS_ERR_UNREACHABLE);
+
+        /* Inside the target's mapped region: done, by the target. */
+        std::vector<uint8_t> data(10000);
+        fill_pattern(data.data(), data.size(), 99);
+        const ucp_request_param_t param{};
+        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), s.base + 100, empty,
+                                 &param)) == UCS_OK);
+        REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
+        CHECK(s.check(100, data.size(), 99));
+        std::vector<uint8_t> back(data.size(), 0);
+        CHECK(s.wait(ucp_get_nbx(s.p.ep, back.data(), back.size(), s.base + 100, empty,
+                                 &param)) == UCS_OK);
+        CHECK(back == data);
+        s.write(0, 8, 40);
+        uint64_t two = 2, old = 0;
+        ucp_request_param_t amo{};
+        amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        amo.datatype     = ucp_dt_make_contig(8);
+        amo.reply_buffer = &old;
+        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1, s.base, empty,
+                                       &amo)) == UCS_OK);
+        CHECK(old == 40);
+
+        /* Anywhere else: the target refuses, nothing is written or read. */
+        ucp_test::log_capture log;
+        const uint64_t outside = s.base + s.length;
+        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), 8, outside, empty, &param)) ==
+              UCS_ERR_INVALID_ADDR);
+        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), 16, s.base + s.length - 8, empty,
+                                 &param)) == UCS_ERR_INVALID_ADDR);
+        CHECK(s.wait(ucp_get_nbx(s.p.ep, back.data(), 8, 4096, empty, &param)) ==
+              UCS_ERR_INVALID_ADDR);
+        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1, outside, empty,
+                                       &amo)) == UCS_ERR_INVALID_ADDR);
+        REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
+        CHECK(s.read(0, 8) == 42);
+        CHECK(s.check(100, data.size(), 99));
+        ucp_rkey_destroy(empty);
+    };
+    for (const config &cfg : {config{"posix,cma", memory::registered},
+                              config{"tcp", memory::allocated}}) {
+        INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
+        session s;
+        REQUIRE(s.start(cfg, 64 * 1024) == UCS_OK);
+        run(s);
+        CHECK(s.finish() == 0);
+    }
+    session s;
+    REQUIRE(s.start_loopback({"self", memory::allocated}, 64 * 1024) == UCS_OK);
+    run(s);
+}

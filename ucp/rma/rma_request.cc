@@ -39,6 +39,13 @@ void completed_cb(void *user, ucs_status_t status, void *user_data)
     request *req = request::from_user(user);
     account_done(req);
     rma_state &r = req->u.send.rma;
+    if ((status != UCS_OK) && (req->flags & request_flag::RELEASED)) {
+        /* An _nbi or post operation: nobody else will hear of it. */
+        ucs_error("worker '%s': %s to 0x%llx failed: %s", req->worker->name.c_str(),
+                  (op_kind(r.kind) == op_kind::PUT) ? "put" :
+                  (op_kind(r.kind) == op_kind::GET) ? "get" : "atomic",
+                  static_cast<unsigned long long>(r.remote_addr), ucs_status_string(status));
+    }
     if (!(r.flags & state_flag::USER_CB)) {
         return;
     }
