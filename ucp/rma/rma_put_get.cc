@@ -36,6 +36,22 @@ ucs_status_t data_length(const ucp_request_param_t *param, size_t count, size_t 
     return UCS_OK;
 }
 
+/* memcpy, with the sizes of single values inlined (no library call). */
+inline void copy(void *dest, const void *src, size_t length)
+{
+    switch (length) {
+    case 4:
+        std::memcpy(dest, src, 4);
+        break;
+    case 8:
+        std::memcpy(dest, src, 8);
+        break;
+    default:
+        std::memcpy(dest, src, length);
+        break;
+    }
+}
+
 /* Tries to finish at once without a request; UCS_ERR_NO_RESOURCE: use one. */
 ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, path how, uint8_t lane,
                      void *buffer, size_t length, uint64_t remote_addr)
@@ -43,9 +59,9 @@ ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, path how, uint8_t
     if (how == path::DIRECT) {
         uint8_t *local = direct_address(rkey, remote_addr);
         if (kind == op_kind::PUT) {
-            std::memcpy(local, buffer, length);
+            copy(local, buffer, length);
         } else {
-            std::memcpy(buffer, local, length);
+            copy(buffer, local, length);
         }
         return UCS_OK;
     }
@@ -134,18 +150,6 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
 
 } // namespace
 
-ucs_status_t nbi_status(ucs_status_ptr_t ptr)
-{
-    if (ptr == nullptr) {
-        return UCS_OK;
-    }
-    if (UCS_PTR_IS_ERR(ptr)) {
-        return UCS_PTR_STATUS(ptr);
-    }
-    ucp_request_free(ptr);   /* completes on its own; flush observes it */
-    return UCS_INPROGRESS;
-}
-
 ucs_status_t wait_blocking(ucp_worker *worker, ucs_status_ptr_t ptr)
 {
     if (ptr == nullptr) {
@@ -176,6 +180,13 @@ ucp_request_param_t legacy_param(ucp_send_callback_t cb)
 
 using ucp::rma::op_kind;
 
+namespace {
+
+/* The parameters of the _nbi and blocking calls: none. */
+const ucp_request_param_t no_param{};
+
+} // namespace
+
 extern "C" {
 
 ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
@@ -196,15 +207,15 @@ ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
 ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
                          uint64_t remote_addr, ucp_rkey_h rkey)
 {
-    const ucp_request_param_t param{};
-    return ucp::rma::nbi_status(ucp_put_nbx(ep, buffer, length, remote_addr, rkey, &param));
+    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer),
+                                                  length, remote_addr, rkey, &no_param));
 }
 
 ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length,
                          uint64_t remote_addr, ucp_rkey_h rkey)
 {
-    const ucp_request_param_t param{};
-    return ucp::rma::nbi_status(ucp_get_nbx(ep, buffer, length, remote_addr, rkey, &param));
+    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::GET, ep, buffer, length,
+                                                  remote_addr, rkey, &no_param));
 }
 
 ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
@@ -227,9 +238,8 @@ ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length,
     if (ep == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    const ucp_request_param_t param{};
-    return ucp::rma::wait_blocking(ep->worker,
-                                   ucp_put_nbx(ep, buffer, length, remote_addr, rkey, &param));
+    return ucp::rma::wait_blocking(ep->worker, ucp_put_nbx(ep, buffer, length, remote_addr,
+                                                           rkey, &no_param));
 }
 
 ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length,
@@ -238,9 +248,8 @@ ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length,
     if (ep == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    const ucp_request_param_t param{};
-    return ucp::rma::wait_blocking(ep->worker,
-                                   ucp_get_nbx(ep, buffer, length, remote_addr, rkey, &param));
+    return ucp::rma::wait_blocking(ep->worker, ucp_get_nbx(ep, buffer, length, remote_addr,
+                                                           rkey, &no_param));
 }
 
 } // extern "C"
