@@ -325,8 +325,14 @@ public:
             return status;
         }
         child = std::make_unique<test::child_process>(std::forward<Body>(body));
-        if (!p.connect_over(child->fd())) {
-            return UCS_ERR_UNREACHABLE;
+        std::vector<uint8_t> remote;
+        if (!test::send_blob(child->fd(), p.address()) ||
+            !test::recv_blob(child->fd(), &remote)) {
+            return UCS_ERR_IO_ERROR;
+        }
+        status = p.connect(remote, err_mode, on_error, this);
+        if (status != UCS_OK) {
+            return status;
         }
         std::vector<uint8_t> key;
         if (!test::recv_blob(child->fd(), &key) ||
@@ -372,6 +378,14 @@ public:
         }
         local.reset();   /* before the context goes */
         return child_status;
+    }
+
+    /* Kills the target process (it gets no exit command then). */
+    void kill_target()
+    {
+        child->kill(SIGKILL);
+        child_status = child->wait();
+        child.reset();
     }
 
     /* Sends a command and returns the reply (progressing meanwhile). */
@@ -434,6 +448,15 @@ public:
     }
 
     bool loopback() const { return local != nullptr; }
+
+    static void on_error(void *arg, ucp_ep_h, ucs_status_t)
+    {
+        ++static_cast<session*>(arg)->errors;
+    }
+
+    /* Set before start(): PEER makes a lost target fail the ep. */
+    ucp_err_handling_mode_t              err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    int                                  errors = 0;
 
     peer                                 p;
     std::unique_ptr<test::child_process> child;

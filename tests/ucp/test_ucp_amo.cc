@@ -8,6 +8,9 @@
 #include "rma_test_util.h"
 #include "ucp_test_util.h"
 
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_worker.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -555,5 +558,56 @@ TEST_CASE("a window lock taken by compare-and-swap from both processes excludes"
         CHECK(s.read(512, 8) == 2 * iterations);
         CHECK(s.read(0, 8) == 0);
         CHECK(s.finish() == 0);
+    }
+}
+
+TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp_amo]")
+{
+    ucp_test::env_guard env;
+    env.set("UCX_KEEPALIVE_INTERVAL", "50ms");
+    for (const config &cfg : {config{"sysv", memory::registered},
+                              config{"posix,cma", memory::registered},
+                              config{"tcp", memory::registered}}) {
+        INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
+        session s;
+        s.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        REQUIRE(s.start(cfg, 4096) == UCS_OK);
+        s.write(0, 8, 7);
+        REQUIRE(s.ask({command_type::hold, 0, 0, 0, 0, 0}) == 0);   /* never answers */
+
+        uint64_t one = 1, old = 0;
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype     = ucp_dt_make_contig(8);
+        param.reply_buffer = &old;
+        ucs_status_ptr_t fetch = ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &one, 1, s.base,
+                                                   s.rkey, &param);
+        REQUIRE(!UCS_PTR_IS_ERR(fetch));
+        REQUIRE(fetch != nullptr);   /* the target holds: no answer yet */
+        REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 1, 8, s.base, s.rkey) ==
+                UCS_OK);
+        const ucp_request_param_t plain{};
+        ucs_status_ptr_t flush = ucp_worker_flush_nbx(s.p.worker, &plain);
+        REQUIRE(!UCS_PTR_IS_ERR(flush));
+        REQUIRE(flush != nullptr);
+
+        s.kill_target();
+        REQUIRE(test::poll_until([&] {
+            return (ucp_request_check_status(fetch) != UCS_INPROGRESS) &&
+                   (ucp_request_check_status(flush) != UCS_INPROGRESS);
+        }, [&] { ucp_worker_progress(s.p.worker); }));
+        CHECK(ucp_request_check_status(fetch) != UCS_OK);
+        ucp_request_free(fetch);
+        ucp_request_free(flush);
+        CHECK(s.errors == 1);
+        /* Nothing is left for a fence to wait for. */
+        CHECK(s.p.worker->rma.emulated_outstanding == 0);
+        CHECK(s.p.ep->rma_outstanding == 0);
+        CHECK(ucp_worker_fence(s.p.worker) == UCS_OK);
+        /* Operations on the failed ep fail at once. */
+        CHECK(UCS_PTR_IS_ERR(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &one, 1, s.base,
+                                               s.rkey, &param)));
+        CHECK(ucp_put_nbi(s.p.ep, &one, 8, s.base, s.rkey) != UCS_OK);
+        s.finish();
     }
 }

@@ -254,6 +254,12 @@ TEST_CASE("bad RMA arguments are refused without a crash", "[ucp_rma]")
     ucp_test::fill_pattern(buffer, 24, 5);
     CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 3, at, s.rkey, &param)) == UCS_OK);
     CHECK(check_pattern(s.local->data() + 8, 24, 5));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type  = UCS_MEMORY_TYPE_CUDA;   /* not reachable with CPU copies */
+    CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 8, at, s.rkey, &param)) ==
+          UCS_ERR_UNSUPPORTED);
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    CHECK(status_of(s, ucp_get_nbx(s.p.ep, buffer, 8, at, s.rkey, &param)) == UCS_OK);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_REQUEST;
     param.request      = nullptr;
     CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 8, at, s.rkey, &param)) ==
@@ -523,4 +529,32 @@ TEST_CASE("UCX's key of no memory domain reaches only what the target mapped", "
     session s;
     REQUIRE(s.start_loopback({"self", memory::allocated}, 64 * 1024) == UCS_OK);
     run(s);
+}
+
+TEST_CASE("closing an ep in flush mode completes its RMA at the target first", "[ucp_rma]")
+{
+    for (const config &cfg : two_process_configs()) {
+        INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
+        session s;
+        REQUIRE(s.start(cfg, 128 * 1024) == UCS_OK);
+        s.write(0, 8, 0);
+        std::vector<uint8_t> data(100000);
+        fill_pattern(data.data(), data.size(), 8);
+        const ucs_status_t put_status = ucp_put_nbi(s.p.ep, data.data(), data.size(),
+                                                    s.base + 64, s.rkey);
+        REQUIRE(((put_status == UCS_OK) || (put_status == UCS_INPROGRESS)));
+        for (int i = 0; i < 100; ++i) {
+            REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 3, 8, s.base, s.rkey) ==
+                    UCS_OK);
+        }
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = 0;   /* flush, not force */
+        ucs_status_ptr_t close = ucp_ep_close_nbx(s.p.ep, &param);
+        s.p.ep = nullptr;
+        CHECK(s.wait(close) == UCS_OK);
+        CHECK(s.read(0, 8) == 300);
+        CHECK(s.check(64, data.size(), 8));
+        CHECK(s.finish() == 0);
+    }
 }

@@ -46,7 +46,8 @@ struct request;
 using send_step_t = ucs_status_t (*)(request *req);
 
 /*
- * A put, get or atomic (ucp/rma). `comp` counts the parts still awaited:
+ * A put, get or atomic (ucp/rma), with send_state::offset the bytes issued
+ * (an emulated get: the bytes arrived). `comp` counts the parts still awaited:
  * one held while fragments are being issued, one per uct operation that
  * returned UCS_INPROGRESS, one per reply expected from the target; the
  * operation is done when it reaches zero.
@@ -57,10 +58,9 @@ struct rma_state {
     size_t          length;
     uint64_t        remote_addr;
     ucp_rkey        *rkey;
-    size_t          received;      /* emulated get: bytes arrived */
     uint64_t        value;         /* atomic operand (CSWAP: the swap value) */
-    uint64_t        compare;       /* CSWAP: the compare value */
-    uint64_t        scratch;       /* result of an atomic nobody fetches */
+    uint64_t        compare;       /* CSWAP: the compare value; else where the
+                                      result of an unfetched swap lands */
     union {
         ucp_send_nbx_callback_t nbx;
         ucp_send_callback_t     legacy;

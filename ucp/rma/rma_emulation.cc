@@ -431,8 +431,8 @@ ucs_status_t rma_get_rep_handler(void *arg, void *data, size_t length, unsigned)
     if (status == UCS_OK) {
         std::memcpy(r.buffer + hdr.offset, static_cast<const uint8_t*>(data) + sizeof(hdr),
                     size);
-        r.received += size;
-        if (r.received < r.length) {
+        req->u.send.offset += size;   /* the bytes arrived */
+        if (req->u.send.offset < r.length) {
             return UCS_OK;
         }
     }

@@ -33,6 +33,14 @@ ucs_status_t data_length(const ucp_request_param_t *param, size_t count, size_t 
     if (__builtin_mul_overflow(count, element, length_p)) {
         return UCS_ERR_INVALID_PARAM;
     }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) {
+        int type;   /* a C caller may store any int in the enum */
+        std::memcpy(&type, &param->memory_type, sizeof(type));
+        if ((type != UCS_MEMORY_TYPE_HOST) && (type != UCS_MEMORY_TYPE_UNKNOWN)) {
+            ucs_error("put/get: only host memory is supported (memory type %d)", type);
+            return UCS_ERR_UNSUPPORTED;
+        }
+    }
     return UCS_OK;
 }
 

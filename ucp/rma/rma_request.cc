@@ -220,7 +220,7 @@ ucs_status_t lane_amo(request *req)
         status = ep->atomic_post(op, r.size, r.value, r.remote_addr, lane_rkey(req));
     } else {
         void *result = (r.flags & state_flag::FETCH) ? static_cast<void*>(r.buffer)
-                                                     : static_cast<void*>(&r.scratch);
+                                                     : static_cast<void*>(&r.compare);
         status = with_comp(r, [&](uct::completion *comp) {
             return ep->atomic_fetch(op, r.size, r.value, r.compare, result, r.remote_addr,
                                     lane_rkey(req), comp);
@@ -441,7 +441,6 @@ request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *
 
     rma_state &r = s.rma;
     r.comp     = {part_done, 1, UCS_OK};
-    r.received = 0;
     r.kind     = uint8_t(kind);
     r.path     = uint8_t(how);
     r.flags    = 0;
