@@ -591,6 +591,7 @@ TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp
         REQUIRE(!UCS_PTR_IS_ERR(flush));
         REQUIRE(flush != nullptr);
 
+        ucp_test::log_capture log;
         s.kill_target();
         REQUIRE(test::poll_until([&] {
             return (ucp_request_check_status(fetch) != UCS_INPROGRESS) &&
@@ -609,5 +610,9 @@ TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp
                                                s.rkey, &param)));
         CHECK(ucp_put_nbi(s.p.ep, &one, 8, s.base, s.rkey) != UCS_OK);
         s.finish();
+        if (std::string(cfg.tls) != "tcp") {
+            /* The posted atomic had no request of the user's: it is reported. */
+            CHECK(log.text().find("atomic to") != std::string::npos);
+        }
     }
 }

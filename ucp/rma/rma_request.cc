@@ -213,8 +213,8 @@ ucs_status_t lane_amo(request *req)
     rma_state &r = req->u.send.rma;
     uct::ep *ep  = lane_ep(req);
     const auto op = uct::atomic_op(r.amo_op);
-    const rkey_cache &c = r.rkey->rma_cache;
-    const uint8_t post_ops = (r.size == 4) ? c.amo_post32 : c.amo_post64;
+    const uct::iface_attr &attr = lane_attr(req);
+    const uint64_t post_ops = (r.size == 4) ? attr.atomic32_post : attr.atomic64_post;
     ucs_status_t status;
     if (!(r.flags & state_flag::FETCH) && (post_ops & uct::atomic_op_bit(op))) {
         status = ep->atomic_post(op, r.size, r.value, r.remote_addr, lane_rkey(req));
