@@ -213,7 +213,7 @@ ucs_status_t ucp_worker_set_am_recv_handler(ucp_worker_h worker,
 ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc, void *buffer,
                                       size_t count, const ucp_request_param_t *param)
 {
-    if ((worker == nullptr) || (param == nullptr) || ((buffer == nullptr) && (count != 0))) {
+    if ((worker == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     ucp::worker_guard guard(worker);

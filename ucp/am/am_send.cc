@@ -301,7 +301,7 @@ ucs_status_ptr_t am_send_checked(ucp_ep_h ep, unsigned id, const void *header,
 {
     if ((ep == nullptr) || (param == nullptr) || (id > UINT16_MAX) ||
         (header_length > max_am_header) || ((header == nullptr) && (header_length != 0)) ||
-        ((buffer == nullptr) && (count != 0))) {
+        !buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     worker_guard guard(ep->worker);

@@ -73,6 +73,7 @@ ucs_status_t apply_params(ucp_context &ctx, const ucp_params_t &params)
     if (mask & UCP_PARAM_FIELD_MT_WORKERS_SHARED) {
         ctx.mt_workers_shared = (params.mt_workers_shared != 0);
     }
+    ctx.mapped_regions.set_shared(ctx.mt_workers_shared);
     ctx.estimated_num_eps = ctx.config.estimated_num_eps;
     if (mask & UCP_PARAM_FIELD_ESTIMATED_NUM_EPS) {
         ctx.estimated_num_eps = params.estimated_num_eps;

@@ -7,6 +7,7 @@
 
 #include "ucp_config.h"
 
+#include <ucp/rma/region_registry.h>
 #include <uct/base/uct_md.h>
 
 #include <memory>
@@ -54,6 +55,9 @@ struct ucp_context {
 
     std::vector<ucp::md_entry>     mds;
     std::vector<ucp::tl_entry>     tls;
+
+    /* What ucp_mem_map exposed: emulated RMA from peers is checked against it. */
+    ucp::region_registry           mapped_regions;
 
     ucs_thread_mode_t thread_mode() const
     {

@@ -8,6 +8,7 @@
 
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/wire.h>
+#include <ucp/rma/rma.h>
 #include <ucp/tag/tag_recv.h>
 #include <ucp/wireup/lane_select.h>
 #include <ucs/config/parser.h>
@@ -482,6 +483,7 @@ unsigned worker_deferred_progress(ucp_worker *worker)
     count += process_pending_wireups(worker);
     count += process_queued_replies(worker);
     count += rndv_deferred_progress(worker);
+    count += rma_deferred_progress(worker);
     count += flush_progress(worker);
     count += am_deferred_progress(worker);
     count += stream_deferred_progress(worker);

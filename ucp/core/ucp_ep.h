@@ -83,6 +83,8 @@ struct ucp_ep {
      * ss_family AF_UNSPEC for other eps. */
     sockaddr_storage          local_sockaddr{};
     sockaddr_storage          remote_sockaddr{};
+    /* RMA and atomic requests not complete yet (ucp/rma): flush waits. */
+    uint32_t                  rma_outstanding = 0;
 
     bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
 };

@@ -41,7 +41,8 @@ uct::ep *flush_lane_at(request *req, unsigned cursor, ucp_ep **ep_p)
 bool flush_advance(request *req)
 {
     flush_state &f = req->u.flush;
-    const unsigned end = (f.ep != nullptr) ? max_lanes :
+    /* An ep's flush visits its lanes only (the cursor is the lane index). */
+    const unsigned end = (f.ep != nullptr) ? f.ep->num_lanes :
                          unsigned(req->worker->ep_ids.size() * max_lanes);
     while (f.next_lane < end) {
         ucp_ep *ep;
@@ -52,6 +53,9 @@ bool flush_advance(request *req)
         }
         if (ep->num_pending != 0) {
             return false;       /* our own queue drains first */
+        }
+        if (ep->rma_outstanding != 0) {
+            return false;       /* RMA/atomics in flight or awaiting the target */
         }
         if (f.close_mode) {
             /* Closing needs only our side drained, never the peer's answer
@@ -97,9 +101,46 @@ void flush_finish(request *req)
     request_complete(req, status);
 }
 
+/*
+ * Whether the ep has nothing in flight: no queued sends or RMA, and every
+ * lane flushed when asked without a completion (nothing gets registered).
+ * The common flush, after operations that completed when issued, then
+ * needs no request.
+ */
+bool ep_flushed_now(ucp_ep *ep)
+{
+    if (!ep->usable() || (ep->num_pending != 0) || (ep->rma_outstanding != 0)) {
+        return false;
+    }
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        if (ep->lanes[i].ep->flush(uct::flush_flag::LOCAL, nullptr) != UCS_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool flushed_now(ucp_worker *worker, ucp_ep *ep)
+{
+    if (ep != nullptr) {
+        return ep_flushed_now(ep);
+    }
+    for (unsigned id = 0; id < worker->ep_ids.size(); ++id) {
+        ucp_ep *each = worker->ep_ids.lookup(id);
+        if ((each != nullptr) && each->usable() && !ep_flushed_now(each)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 ucs_status_ptr_t flush_start(ucp_worker *worker, ucp_ep *ep, bool close,
                              const ucp_request_param_t *param)
 {
+    if (!close && !(param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) &&
+        flushed_now(worker, ep)) {
+        return nullptr;
+    }
     request *req = send_request_get(worker, param);
     if (req == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);

@@ -452,7 +452,13 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
         if (status != UCS_OK) {
             return status;
         }
-        return ucp::mem_map(*context, req, memh_p);
+        status = ucp::mem_map(*context, req, memh_p);
+        if ((status == UCS_OK) && ((*memh_p)->length > 0) &&
+            ((*memh_p)->mem_type == UCS_MEMORY_TYPE_HOST)) {
+            context->mapped_regions.add(reinterpret_cast<uintptr_t>((*memh_p)->address),
+                                        (*memh_p)->length);
+        }
+        return status;
     });
 }
 
@@ -464,7 +470,13 @@ ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
                                                            : "memh of another context");
         return UCS_ERR_INVALID_PARAM;
     }
-    return ucp::guarded("ucp_mem_unmap", [&]() { return ucp::mem_unmap(*context, memh); });
+    return ucp::guarded("ucp_mem_unmap", [&]() {
+        if ((memh->length > 0) && (memh->mem_type == UCS_MEMORY_TYPE_HOST)) {
+            context->mapped_regions.remove(reinterpret_cast<uintptr_t>(memh->address),
+                                           memh->length);
+        }
+        return ucp::mem_unmap(*context, memh);
+    });
 }
 
 ucs_status_t ucp_mem_query(const ucp_mem_h memh, ucp_mem_attr_t *attr)

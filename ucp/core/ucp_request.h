@@ -38,12 +38,41 @@ constexpr uint32_t FLUSH      = 1u << 11;
 constexpr uint32_t SEND_DONE  = 1u << 12; /* every byte handed to the transport */
 constexpr uint32_t ACKED      = 1u << 13; /* the peer's reply arrived */
 constexpr uint32_t WAITALL    = 1u << 14; /* stream receive: only when full */
+constexpr uint32_t RMA        = 1u << 15; /* put/get/atomic: send.rma is valid */
 } // namespace request_flag
 
 struct request;
 
 /* Send-side progress: the protocol step retried from the pending queue. */
 using send_step_t = ucs_status_t (*)(request *req);
+
+/*
+ * A put, get or atomic (ucp/rma), with send_state::offset the bytes issued
+ * (an emulated get: the bytes arrived). `comp` counts the parts still awaited:
+ * one held while fragments are being issued, one per uct operation that
+ * returned UCS_INPROGRESS, one per reply expected from the target; the
+ * operation is done when it reaches zero.
+ */
+struct rma_state {
+    uct::completion comp;
+    uint8_t         *buffer;       /* put source, get destination, atomic result */
+    size_t          length;
+    uint64_t        remote_addr;
+    ucp_rkey        *rkey;
+    uint64_t        value;         /* atomic operand (CSWAP: the swap value) */
+    uint64_t        compare;       /* CSWAP: the compare value; else where the
+                                      result of an unfetched swap lands */
+    union {
+        ucp_send_nbx_callback_t nbx;
+        ucp_send_callback_t     legacy;
+    } user_cb;                     /* the application's callback, if any */
+    uint8_t         kind;          /* ucp::rma::op_kind */
+    uint8_t         path;          /* ucp::rma::path */
+    uint8_t         lane;
+    uint8_t         amo_op;        /* uct::atomic_op */
+    uint8_t         size;          /* atomic operand bytes */
+    uint8_t         flags;         /* ucp::rma::state_flag */
+};
 
 struct send_state {
     ucp_ep          *ep;
@@ -61,6 +90,7 @@ struct send_state {
     uint32_t        am_flags;
     const void      *header;
     uint32_t        header_length;
+    rma_state       rma;         /* put/get/atomics (request_flag::RMA) */
 };
 
 struct recv_state {

@@ -314,6 +314,17 @@ ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, size_t length,
 
 ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, ucp_rkey_h *rkey_p)
 {
+    if ((buffer != nullptr) && (rkey_p != nullptr) &&
+        (std::memcmp(buffer, ucx_empty_key, sizeof(ucx_empty_key)) == 0)) {
+        return guarded("rkey_unpack", [&]() {
+            auto rkey     = std::make_unique<ucp_rkey>();
+            rkey->address = 0;
+            rkey->length  = UINT64_MAX;   /* bounded by the target's regions instead */
+            rkey->remote_access = rkey_access::ALL;
+            *rkey_p       = rkey.release();
+            return UCS_OK;
+        });
+    }
     size_t total_length;
     ucs_status_t status = rkey_peek(buffer, rkey_header_size, &total_length);
     if (status != UCS_OK) {

@@ -41,6 +41,8 @@
 
 #include "ucp_mm.h"
 
+#include <ucp/rma/rkey_cache.h>
+
 #include <uct/base/uct_md.h>
 
 #include <bit>
@@ -101,8 +103,20 @@ ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, size_t length,
                          ucp_rkey_h *rkey_p);
 
 /*
+ * UCX's packed key of a handle registered on no memory domain: a zero md
+ * map and a host memory type. Open MPI 4.1's osc ucx passes such bytes to
+ * ucp_ep_rkey_unpack for dynamic windows (for a region its lookup misses it
+ * reads the "key" from just before its buffer), and UCX then reaches the
+ * memory with active messages. We unpack it to a key with no entries and
+ * no bounds of its own: every operation through it is emulated, and the
+ * target refuses any address outside the regions it mapped.
+ */
+constexpr uint8_t ucx_empty_key[9] = {};
+
+/*
  * What ucp_ep_rkey_unpack calls (the public call passes no length): reads
- * the header (rkey_header_size bytes), then total_length bytes.
+ * the header (rkey_header_size bytes), then total_length bytes; or the
+ * bytes of ucx_empty_key.
  */
 ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, ucp_rkey_h *rkey_p);
 
@@ -115,6 +129,7 @@ struct ucp_rkey {
     uint8_t                      remote_access = 0;  /* ucp::rkey_access */
     uint64_t                     md_map = 0;    /* bit per md index with an entry */
     std::vector<ucp::rkey_entry> entries;       /* ascending md_index, one per bit */
+    ucp::rma::rkey_cache         rma_cache;     /* ucp/rma's choices for this key */
 
     /*
      * [addr, addr + len) lies inside the region (overflow-safe). Every RMA

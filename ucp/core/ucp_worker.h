@@ -10,6 +10,7 @@
 #include "ucp_context.h"
 #include "ucp_request.h"
 
+#include <ucp/rma/rma_worker.h>
 #include <ucs/async/recursive_lock.h>
 #include <ucs/datastruct/ptr_array.h>
 #include <ucs/memory/mpool.h>
@@ -131,6 +132,8 @@ struct ucp_worker {
     /* Rendezvous receives waiting for an ep to their sender or a free lane. */
     std::vector<ucp::request*>         rndv_deferred;
     std::vector<ucp::request*>         flush_requests;
+    /* RMA and atomics: fence bookkeeping, replies owed to peers. */
+    ucp::rma::worker_state             rma;
 
     /* Keepalive: eps with peer error handling probe their peers. */
     uint64_t                           keepalive_interval = 0;  /* ticks, 0: off */
@@ -162,7 +165,7 @@ struct ucp_worker {
     {
         return !failed_lanes.empty() || !queued_replies.empty() ||
                !pending_wireups.empty() || !rndv_deferred.empty() ||
-               !flush_requests.empty();
+               !flush_requests.empty() || !rma.deferred.empty();
     }
 
     /* Progress without taking the lock (callers hold it when they must). */

@@ -6,6 +6,7 @@
 
 #include <ucp/am/am.h>
 #include <ucp/stream/stream.h>
+#include <ucp/rma/rma.h>
 #include <ucp/tag/tag_recv.h>
 
 namespace ucp {
@@ -30,6 +31,12 @@ ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
         {wire::AM_USER_FIRST,       am_first_handler},
         {wire::AM_USER_MIDDLE,      am_middle_handler},
         {wire::AM_USER_RTS,         am_rts_handler},
+        {wire::AM_RMA_PUT,          rma_put_handler},
+        {wire::AM_RMA_GET_REQ,      rma_get_req_handler},
+        {wire::AM_RMA_GET_REP,      rma_get_rep_handler},
+        {wire::AM_ATOMIC_REQ,       atomic_req_handler},
+        {wire::AM_ATOMIC_REP,       atomic_rep_handler},
+        {wire::AM_CMPL,             rma_cmpl_handler},
     };
     for (const auto &h : handlers) {
         ucs_status_t status = iface->set_am_handler(h.id, h.cb, worker, 0);

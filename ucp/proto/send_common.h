@@ -22,6 +22,17 @@ template <typename To, typename From> To callback_cast(From f)
     return reinterpret_cast<To>(reinterpret_cast<void (*)()>(f));
 }
 
+/* A NULL buffer with data to move is an error, except for generic datatypes
+ * (their callbacks own the data; MPICH passes NULL there). */
+inline bool buffer_valid(const void *buffer, size_t count, const ucp_request_param_t *param)
+{
+    if ((buffer != nullptr) || (count == 0)) {
+        return true;
+    }
+    return (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) &&
+           ((param->datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_GENERIC);
+}
+
 /* The request of an nbx call: the caller's (FIELD_REQUEST) or a pooled one,
  * with the callback and user data of `param`. nullptr: out of memory. */
 request *send_request_get(ucp_worker *worker, const ucp_request_param_t *param);

@@ -131,6 +131,55 @@ struct am_rts_hdr {
 };
 
 static_assert(sizeof(am_hdr) == sizeof(uint64_t), "am_hdr is the am_short header");
+/*
+ * Emulated RMA and atomics (ucp/rma): requests the target executes against
+ * the regions it mapped, each answered with the status (and data), so the
+ * requester's flush knows when its operations are done remotely.
+ */
+
+/* AM_RMA_PUT: header + data; answered with AM_CMPL (reply_hdr). */
+struct rma_put_hdr {
+    uint64_t src_uuid;
+    uint64_t req_id;
+    uint64_t address;
+};
+
+/* AM_RMA_GET_REQ: answered with AM_RMA_GET_REP fragments covering
+ * [address, address + length), or one with an error status. */
+struct rma_get_req_hdr {
+    uint64_t src_uuid;
+    uint64_t req_id;
+    uint64_t address;
+    uint64_t length;
+};
+
+/* AM_RMA_GET_REP: header + the bytes at `offset` of the requested range. */
+struct rma_get_rep_hdr {
+    uint64_t req_id;
+    uint64_t offset;
+    int8_t   status;
+    uint8_t  reserved[7];
+};
+
+/* AM_ATOMIC_REQ: op is a uct::atomic_op, size 4 or 8; answered with
+ * AM_ATOMIC_REP, which carries the previous value. */
+struct atomic_req_hdr {
+    uint64_t src_uuid;
+    uint64_t req_id;
+    uint64_t address;
+    uint64_t value;       /* CSWAP: the value swapped in */
+    uint64_t compare;     /* CSWAP only */
+    uint8_t  op;
+    uint8_t  size;
+    uint8_t  reserved[6];
+};
+
+struct atomic_rep_hdr {
+    uint64_t req_id;
+    uint64_t result;
+    int8_t   status;
+    uint8_t  reserved[7];
+};
 
 /* Reads a header of type T from an unaligned, length-checked buffer. */
 template <typename T>

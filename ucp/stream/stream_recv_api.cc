@@ -119,7 +119,7 @@ ucs_status_ptr_t recv_common(ucp_ep *ep, void *buffer, size_t count, size_t *len
 ucs_status_ptr_t recv_checked(ucp_ep_h ep, void *buffer, size_t count, size_t *length,
                               const ucp_request_param_t *param)
 {
-    if ((ep == nullptr) || (param == nullptr) || ((buffer == nullptr) && (count != 0))) {
+    if ((ep == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     worker_guard guard(ep->worker);

@@ -122,7 +122,7 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
 ucs_status_ptr_t send_checked(ucp_ep_h ep, const void *buffer, size_t count,
                               const ucp_request_param_t *param)
 {
-    if ((ep == nullptr) || (param == nullptr) || ((buffer == nullptr) && (count != 0))) {
+    if ((ep == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     worker_guard guard(ep->worker);

@@ -438,7 +438,7 @@ ucs_status_ptr_t recv_checked(ucp_worker_h worker, void *buffer, size_t count,
                               ucp_tag_t tag, ucp_tag_t tag_mask,
                               const ucp_request_param_t *param, rx_message *msg)
 {
-    if ((worker == nullptr) || (param == nullptr) || ((buffer == nullptr) && (count != 0))) {
+    if ((worker == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     ucp::worker_guard guard(worker);

@@ -210,7 +210,7 @@ namespace {
 ucs_status_ptr_t send_checked(ucp_ep_h ep, const void *buffer, size_t count,
                               ucp_tag_t tag, const ucp_request_param_t *param, bool sync)
 {
-    if ((ep == nullptr) || (param == nullptr) || ((buffer == nullptr) && (count != 0))) {
+    if ((ep == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     ucp::worker_guard guard(ep->worker);

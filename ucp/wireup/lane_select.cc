@@ -104,6 +104,40 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
         }
     }
 
+    /* RMA and atomics: a lane for each md that registers application memory
+     * (cma, tcp, self), so registered memory is reached without emulation. */
+    if (ctx.features & (UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64)) {
+        auto md_of = [&](uint8_t lane) {
+            return ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].md_index;
+        };
+        auto md_taken = [&](unsigned md) {
+            for (uint8_t role : {plan->am, plan->rndv, plan->rma}) {
+                if ((role != no_lane) && (md_of(role) == md)) {
+                    return true;
+                }
+            }
+            for (uint8_t extra : plan->rma_extra) {
+                if (md_of(extra) == md) {
+                    return true;
+                }
+            }
+            return false;
+        };
+        constexpr uint64_t put_get = uct::iface_flag::PUT_SHORT | uct::iface_flag::PUT_BCOPY |
+                                     uct::iface_flag::PUT_ZCOPY | uct::iface_flag::GET_BCOPY |
+                                     uct::iface_flag::GET_ZCOPY;
+        for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
+            const uct::device_type type =
+                ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
+            if (((am_type != uct::device_type::NET) && (type == uct::device_type::NET)) ||
+                !(attr_of(lane).flags & put_get) || !(md_flags_of(lane) & uct::md_flag::REG) ||
+                md_taken(md_of(lane))) {
+                continue;
+            }
+            plan->rma_extra.push_back(lane);
+        }
+    }
+
     /* Keep only the lanes with a role: an unused one would still connect. */
     std::vector<lane_candidate> used;
     auto keep = [&](uint8_t &role) {
@@ -123,6 +157,9 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
     keep(plan->am);
     keep(plan->rndv);
     keep(plan->rma);
+    for (uint8_t &extra : plan->rma_extra) {
+        keep(extra);
+    }
     plan->lanes = std::move(used);
     return UCS_OK;
 }

@@ -24,6 +24,10 @@ struct lane_plan {
     uint8_t am   = no_lane;
     uint8_t rndv = no_lane;
     uint8_t rma  = no_lane;
+    /* More RMA lanes, one per memory domain that registers memory and is
+     * not on a lane above: a key of registered memory (no shared segment)
+     * then still finds a lane whose md it has an entry for (ucp/rma). */
+    std::vector<uint8_t> rma_extra;
 };
 
 /* UCS_ERR_UNREACHABLE when no local iface reaches any entry of `remote`. */

@@ -1,0 +1,56 @@
+/*
+ * Registry of mapped regions (see region_registry.h).
+ */
+#include "region_registry.h"
+
+#include <algorithm>
+
+namespace ucp {
+
+void region_registry::add(uintptr_t address, size_t length)
+{
+    auto guard = lock();
+    regions_.emplace(address, length);
+    max_length_ = std::max(max_length_, length);
+}
+
+bool region_registry::remove(uintptr_t address, size_t length)
+{
+    auto guard = lock();
+    auto range = regions_.equal_range(address);
+    for (auto it = range.first; it != range.second; ++it) {
+        if (it->second == length) {
+            regions_.erase(it);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool region_registry::contains(uint64_t address, size_t length) const
+{
+    auto guard = lock();
+    /* Candidates start at or before `address`, and no earlier than the
+     * longest region could reach from. */
+    auto it = regions_.upper_bound(uintptr_t(address));
+    while (it != regions_.begin()) {
+        --it;
+        const uintptr_t start = it->first;
+        if (address - start > max_length_) {
+            break;
+        }
+        const size_t region_length = it->second;
+        if ((length <= region_length) && (address - start <= region_length - length)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t region_registry::size() const
+{
+    auto guard = lock();
+    return regions_.size();
+}
+
+} // namespace ucp

@@ -1,0 +1,263 @@
+/*
+ * ucp_put_nb/nbi/nbx and ucp_get_nb/nbi/nbx, and the blocking ucp_put /
+ * ucp_get of the compat header. Contiguous data only, as in UCX.
+ */
+#include "rma.h"
+#include "rma_api.h"
+
+#include <ucp/core/ucp_guard.h>
+#include <ucp/proto/send_common.h>
+#include <ucs/debug/log.h>
+
+#include <cstring>
+
+namespace ucp::rma {
+
+namespace {
+
+/* Length in bytes of `count` elements of the param's datatype. */
+ucs_status_t data_length(const ucp_request_param_t *param, size_t count, size_t *length_p)
+{
+    size_t element = 1;
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) {
+        const ucp_datatype_t dt = param->datatype;
+        if ((dt & UCP_DATATYPE_CLASS_MASK) != UCP_DATATYPE_CONTIG) {
+            ucs_error("put/get: only contiguous datatypes are supported");
+            return UCS_ERR_UNSUPPORTED;
+        }
+        element = dt::contig_elem_size(dt);
+        if (element == 0) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+    if (__builtin_mul_overflow(count, element, length_p)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) {
+        int type;   /* a C caller may store any int in the enum */
+        std::memcpy(&type, &param->memory_type, sizeof(type));
+        if ((type != UCS_MEMORY_TYPE_HOST) && (type != UCS_MEMORY_TYPE_UNKNOWN)) {
+            ucs_error("put/get: only host memory is supported (memory type %d)", type);
+            return UCS_ERR_UNSUPPORTED;
+        }
+    }
+    return UCS_OK;
+}
+
+/* memcpy, with the sizes of single values inlined (no library call). */
+inline void copy(void *dest, const void *src, size_t length)
+{
+    switch (length) {
+    case 4:
+        std::memcpy(dest, src, 4);
+        break;
+    case 8:
+        std::memcpy(dest, src, 8);
+        break;
+    default:
+        std::memcpy(dest, src, length);
+        break;
+    }
+}
+
+/* Tries to finish at once without a request; UCS_ERR_NO_RESOURCE: use one. */
+ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, path how, uint8_t lane,
+                     void *buffer, size_t length, uint64_t remote_addr)
+{
+    if (how == path::DIRECT) {
+        uint8_t *local = direct_address(rkey, remote_addr);
+        if (kind == op_kind::PUT) {
+            copy(local, buffer, length);
+        } else {
+            copy(buffer, local, length);
+        }
+        return UCS_OK;
+    }
+    if ((how == path::LANE) && (kind == op_kind::PUT)) {
+        const ucp::lane &l          = ep->lanes[lane];
+        const uct::iface_attr &attr = ep->worker->ifaces[l.iface_index].iface->attr();
+        if ((attr.flags & uct::iface_flag::PUT_SHORT) && (length <= attr.put.max_short)) {
+            return l.ep->put_short(buffer, unsigned(length), remote_addr,
+                                   rkey->find(l.md_index)->bundle.rkey);
+        }
+    }
+    return UCS_ERR_NO_RESOURCE;
+}
+
+ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
+                         uint64_t remote_addr, ucp_rkey *rkey,
+                         const ucp_request_param_t *param)
+{
+    const char *name = (kind == op_kind::PUT) ? "ucp_put" : "ucp_get";
+    if ((ep == nullptr) || (rkey == nullptr) || (param == nullptr) ||
+        ((param->op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) && (param->request == nullptr))) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    size_t length;
+    ucs_status_t status = data_length(param, count, &length);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
+    }
+    if ((buffer == nullptr) && (length != 0)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    ucp_worker *worker = ep->worker;
+    worker_guard guard(worker);
+    ucs_status_ptr_t result = nullptr;
+    status = guarded(name, [&]() {
+        const uint32_t attr_mask = param->op_attr_mask;
+        if ((length == 0) && !(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) {
+            result = nullptr;   /* nothing to move, nowhere to check */
+            return UCS_OK;
+        }
+        if ((length != 0) && !rkey->covers(remote_addr, length)) {
+            ucs_diag("%s: 0x%llx+%zu is outside the key's region 0x%llx+%llu", name,
+                     static_cast<unsigned long long>(remote_addr), length,
+                     static_cast<unsigned long long>(rkey->address),
+                     static_cast<unsigned long long>(rkey->length));
+            return UCS_ERR_INVALID_ADDR;
+        }
+        if (rkey->mem_type != UCS_MEMORY_TYPE_HOST) {
+            return UCS_ERR_UNSUPPORTED;
+        }
+        if (!ep->usable()) {
+            return ep->status;
+        }
+        const rkey_cache &c = cache_of(ep, rkey);
+        const uint8_t lane  = (kind == op_kind::PUT) ? c.put_lane : c.get_lane;
+        const path how      = (c.direct != nullptr) ? path::DIRECT :
+                              (lane != no_cached_lane) ? path::LANE : path::EMULATED;
+
+        if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
+            ucs_status_t now = try_now(kind, ep, rkey, how, lane, buffer, length,
+                                       remote_addr);
+            if (now != UCS_ERR_NO_RESOURCE) {
+                result = (now == UCS_OK) ? nullptr : UCS_STATUS_PTR(now);
+                return UCS_OK;
+            }
+        }
+        if (attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        request *req = request_get(worker, ep, param, kind, how);
+        if (req == nullptr) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        rma_state &r  = req->u.send.rma;
+        r.buffer      = static_cast<uint8_t*>(buffer);
+        r.length      = length;
+        r.remote_addr = remote_addr;
+        r.rkey        = rkey;
+        r.lane        = lane;
+        result        = request_start(req, param);
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+} // namespace
+
+ucs_status_t wait_blocking(ucp_worker *worker, ucs_status_ptr_t ptr)
+{
+    if (ptr == nullptr) {
+        return UCS_OK;
+    }
+    if (UCS_PTR_IS_ERR(ptr)) {
+        return UCS_PTR_STATUS(ptr);
+    }
+    ucs_status_t status;
+    while ((status = ucp_request_check_status(ptr)) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+    }
+    ucp_request_free(ptr);
+    return status;
+}
+
+ucp_request_param_t legacy_param(ucp_send_callback_t cb)
+{
+    ucp_request_param_t param{};
+    if (cb != nullptr) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | param_legacy_callback;
+        param.cb.send      = callback_cast<ucp_send_nbx_callback_t>(cb);
+    }
+    return param;
+}
+
+} // namespace ucp::rma
+
+using ucp::rma::op_kind;
+
+namespace {
+
+/* The parameters of the _nbi and blocking calls: none. */
+const ucp_request_param_t no_param{};
+
+} // namespace
+
+extern "C" {
+
+ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
+                             uint64_t remote_addr, ucp_rkey_h rkey,
+                             const ucp_request_param_t *param)
+{
+    return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer), count,
+                             remote_addr, rkey, param);
+}
+
+ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
+                             uint64_t remote_addr, ucp_rkey_h rkey,
+                             const ucp_request_param_t *param)
+{
+    return ucp::rma::put_get(op_kind::GET, ep, buffer, count, remote_addr, rkey, param);
+}
+
+ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
+                         uint64_t remote_addr, ucp_rkey_h rkey)
+{
+    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer),
+                                                  length, remote_addr, rkey, &no_param));
+}
+
+ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length,
+                         uint64_t remote_addr, ucp_rkey_h rkey)
+{
+    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::GET, ep, buffer, length,
+                                                  remote_addr, rkey, &no_param));
+}
+
+ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
+                            uint64_t remote_addr, ucp_rkey_h rkey, ucp_send_callback_t cb)
+{
+    const ucp_request_param_t param = ucp::rma::legacy_param(cb);
+    return ucp_put_nbx(ep, buffer, length, remote_addr, rkey, &param);
+}
+
+ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void *buffer, size_t length,
+                            uint64_t remote_addr, ucp_rkey_h rkey, ucp_send_callback_t cb)
+{
+    const ucp_request_param_t param = ucp::rma::legacy_param(cb);
+    return ucp_get_nbx(ep, buffer, length, remote_addr, rkey, &param);
+}
+
+ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length,
+                     uint64_t remote_addr, ucp_rkey_h rkey)
+{
+    if (ep == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return ucp::rma::wait_blocking(ep->worker, ucp_put_nbx(ep, buffer, length, remote_addr,
+                                                           rkey, &no_param));
+}
+
+ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length,
+                     uint64_t remote_addr, ucp_rkey_h rkey)
+{
+    if (ep == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return ucp::rma::wait_blocking(ep->worker, ucp_get_nbx(ep, buffer, length, remote_addr,
+                                                           rkey, &no_param));
+}
+
+} // extern "C"

@@ -1,0 +1,37 @@
+/*
+ * Per-worker state of RMA and atomics: what ucp_worker_fence waits for, and
+ * the target side's replies to emulated operations that found no room on
+ * their lane (or no ep to the requester yet), sent again from progress.
+ */
+#ifndef UCP_RMA_RMA_WORKER_H
+#define UCP_RMA_RMA_WORKER_H
+
+#include <ucs/type/status.h>
+
+#include <cstdint>
+#include <deque>
+
+namespace ucp::rma {
+
+/* A reply the target owes a requester. */
+struct deferred_reply {
+    uint64_t uuid;      /* requester worker */
+    uint64_t req_id;
+    uint8_t  am_id;     /* wire::AM_CMPL, AM_ATOMIC_REP or AM_RMA_GET_REP */
+    int8_t   status;
+    uint64_t result;    /* atomic result */
+    uint64_t address;   /* get: the rest of the data to send, read when sent */
+    uint64_t length;
+    uint64_t offset;    /* get: offset of `address` in the requested range */
+};
+
+struct worker_state {
+    /* Emulated operations still waiting for their target: a fence waits
+     * for these, the only ones that can be overtaken by later operations. */
+    uint64_t                   emulated_outstanding = 0;
+    std::deque<deferred_reply> deferred;
+};
+
+} // namespace ucp::rma
+
+#endif
