@@ -464,6 +464,11 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
 
 ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
 {
+    if ((context != nullptr) && (memh == nullptr)) {
+        /* Open MPI's osc frees every dynamic window this way: quietly refused. */
+        ucs_debug("ucp_mem_unmap: NULL memh");
+        return UCS_ERR_INVALID_PARAM;
+    }
     if ((context == nullptr) || (memh == nullptr) || (memh->context != context)) {
         ucs_error("ucp_mem_unmap: %s", (context == nullptr) ? "NULL context"
                                        : (memh == nullptr) ? "NULL memh"
