@@ -289,6 +289,12 @@ static int run_server(ucp_worker_h worker, send_mode_t mode, uint16_t port,
         close_ep(worker, ep);
         goto out_listener;
     }
+    /* The client hangs up once it has the answer: wait for that (the error
+     * handler reports it), so our close cannot overtake the answer still
+     * on its way over a transport other than the connection's socket. */
+    while (peer_status == UCS_OK) {
+        ucp_worker_progress(worker);
+    }
     ret = (close_ep(worker, ep) == 0) ? 0 : 1;
 
 out_listener:
