@@ -307,7 +307,9 @@ void ep_destroy(ucp_ep *ep)
     delete ep;
 }
 
-void ep_set_failed(ucp_ep *ep, ucs_status_t status)
+namespace {
+
+void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
 {
     if (ep->flags & ep_flag::FAILED) {
         return;
@@ -323,12 +325,95 @@ void ep_set_failed(ucp_ep *ep, ucs_status_t status)
     if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) && (ep->err_handler.cb != nullptr)) {
         ep->flags |= ep_flag::ERR_NOTIFIED;
         ep->err_handler.cb(ep->err_handler.arg, ep, status);
-    } else if (status != UCS_ERR_CANCELED) {
+    } else if ((status != UCS_ERR_CANCELED) && !quiet) {
         ucs_error("worker '%s': connection to '%s' failed: %s",
                   ep->worker->name.c_str(), ep->peer_name.c_str(),
                   ucs_status_string(status));
     }
 }
+
+} // namespace
+
+void ep_set_failed(ucp_ep *ep, ucs_status_t status)
+{
+    set_failed(ep, status, false);
+}
+
+void ep_set_remote_closed(ucp_ep *ep)
+{
+    ucs_debug("worker '%s': '%s' closed its endpoint to us", ep->worker->name.c_str(),
+              ep->peer_name.c_str());
+    set_failed(ep, UCS_ERR_CONNECTION_RESET, true);
+}
+
+bool ep_notify_closed(ucp_ep *ep)
+{
+    ucp_worker *worker = ep->worker;
+    if (!ep->usable() || (ep->am_ep == nullptr) || (ep->remote_uuid == worker->uuid) ||
+        (ep->flags & ep_flag::CONNECTING)) {
+        return true;
+    }
+    /* Only the last ep to that worker: the peer fails all of its eps to us. */
+    bool other = false;
+    worker->ep_ids.for_each([&](unsigned, ucp_ep *e) {
+        other |= (e != ep) && (e->remote_uuid == ep->remote_uuid) &&
+                 (e->flags & ep_flag::USER) && !(e->flags & ep_flag::CLOSED);
+    });
+    if (other) {
+        return true;
+    }
+    ucs_status_t status = ep->am_ep->am_short(wire::AM_EP_CLOSED, worker->uuid, nullptr, 0);
+    if ((status == UCS_ERR_UNSUPPORTED) || (status == UCS_ERR_INVALID_PARAM)) {
+        const uint64_t uuid = worker->uuid;
+        ssize_t packed = ep->am_ep->am_bcopy(wire::AM_EP_CLOSED,
+                                             [](void *dest, void *arg) -> size_t {
+            std::memcpy(dest, arg, sizeof(uint64_t));
+            return sizeof(uint64_t);
+        }, const_cast<uint64_t*>(&uuid), 0);
+        status = (packed >= 0) ? UCS_OK : ucs_status_t(packed);
+    }
+    return status != UCS_ERR_NO_RESOURCE;
+}
+
+ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned)
+{
+    auto *worker = static_cast<ucp_worker*>(arg);
+    uint64_t uuid;
+    if (!wire::read_header(data, length, &uuid)) {
+        ucs_warn("worker '%s': dropping a short close notice", worker->name.c_str());
+        return UCS_OK;
+    }
+    worker->closed_peers.push_back(uuid);   /* acted on outside the transport */
+    return UCS_OK;
+}
+
+namespace {
+
+unsigned process_closed_peers(ucp_worker *worker)
+{
+    unsigned count = 0;
+    while (!worker->closed_peers.empty()) {
+        const uint64_t uuid = worker->closed_peers.back();
+        worker->closed_peers.pop_back();
+        std::vector<ucp_ep*> eps;
+        worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) {
+            if ((ep->remote_uuid == uuid) && ep->usable()) {
+                eps.push_back(ep);
+            }
+        });
+        for (ucp_ep *ep : eps) {
+            const bool internal = !(ep->flags & ep_flag::USER);
+            ep_set_remote_closed(ep);
+            if (internal) {
+                ep_destroy(ep);
+            }
+            ++count;
+        }
+    }
+    return count;
+}
+
+} // namespace
 
 ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
 {
@@ -480,6 +565,7 @@ void worker_keepalive(ucp_worker *worker)
 unsigned worker_deferred_progress(ucp_worker *worker)
 {
     unsigned count = process_failed_lanes(worker);
+    count += process_closed_peers(worker);
     count += process_pending_wireups(worker);
     count += process_queued_replies(worker);
     count += rndv_deferred_progress(worker);

@@ -118,6 +118,13 @@ void ep_destroy(ucp_ep *ep);
  */
 void ep_set_failed(ucp_ep *ep, ucs_status_t status);
 
+/* The peer closed its ep to us: like a failure, but no error is logged
+ * (only a PEER-mode handler hears of it). */
+void ep_set_remote_closed(ucp_ep *ep);
+
+/* Tells the peer we closed our last ep to it; false when the lane is busy. */
+bool ep_notify_closed(ucp_ep *ep);
+
 /*
  * Sends on the AM lane, or queues `req` behind the ones already waiting
  * (order is kept). `req->u.send.step` is retried from the pending queue.

@@ -80,6 +80,10 @@ bool flush_advance(request *req)
         }
         ++f.next_lane;
     }
+    if ((f.next_lane == end) && f.close_mode && (f.ep != nullptr) &&
+        !ep_notify_closed(f.ep)) {
+        return false;           /* the notice waits for room on the lane */
+    }
     if (f.next_lane == end) {
         ++f.next_lane;          /* drop the count held while issuing, once */
         --f.comp.count;

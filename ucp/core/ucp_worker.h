@@ -129,6 +129,8 @@ struct ucp_worker {
     std::deque<ucp::queued_reply>      queued_replies;
     /* Worker addresses of peers that wired up before we had an ep to them. */
     std::unordered_map<uint64_t, std::vector<uint8_t>> pending_wireups;
+    /* Peer workers that closed their ep to us: our eps to them fail. */
+    std::vector<uint64_t>              closed_peers;
     /* Rendezvous receives waiting for an ep to their sender or a free lane. */
     std::vector<ucp::request*>         rndv_deferred;
     std::vector<ucp::request*>         flush_requests;
@@ -165,7 +167,8 @@ struct ucp_worker {
     {
         return !failed_lanes.empty() || !queued_replies.empty() ||
                !pending_wireups.empty() || !rndv_deferred.empty() ||
-               !flush_requests.empty() || !rma.deferred.empty();
+               !flush_requests.empty() || !rma.deferred.empty() ||
+               !closed_peers.empty();
     }
 
     /* Progress without taking the lock (callers hold it when they must). */

@@ -43,6 +43,9 @@ void fail_waiting_request(request *req, ucs_status_t status);
 /* Probes the peers of eps with peer error handling when the time comes. */
 void worker_keepalive(ucp_worker *worker);
 
+/* AM_EP_CLOSED: a peer closed its last ep to us. */
+ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned flags);
+
 /* Advances flush and close requests. */
 unsigned flush_progress(ucp_worker *worker);
 

@@ -37,6 +37,7 @@ enum am_id : uint8_t {
     AM_ATOMIC_REP      = 18,
     AM_CMPL            = 19,
     AM_USER_RTS        = 20, /* am_rts_hdr + user header + packed rkey */
+    AM_EP_CLOSED       = 21, /* header: sender's worker uuid; it closed its ep to us */
     AM_LAST
 };
 
