@@ -157,6 +157,16 @@ inline void request_reset(request *req, ucp_worker_h worker, uint32_t flags)
     req->worker    = worker;
 }
 
+/* The caller's request (FIELD_REQUEST) of an operation that completed inside
+ * the call on a fast path: completed with UCS_OK, no callback, as the general
+ * path leaves it (a runtime may poll it instead of the return value). */
+inline void request_mark_done_external(request *req, ucp_worker_h worker)
+{
+    req->flags  = request_flag::EXTERNAL | request_flag::COMPLETED;
+    req->status = UCS_OK;
+    req->worker = worker;
+}
+
 /* Stores the callback of an nbx call's param. */
 inline void request_set_send_cb(request *req, const ucp_request_param_t *param)
 {

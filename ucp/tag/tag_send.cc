@@ -159,13 +159,20 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
     const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
                               param->datatype : ucp_dt_make_contig(1);
 
-    /* Fast path: a small contiguous message goes out inline, no request. */
+    /* Fast path: a small contiguous message goes out inline. No pooled
+     * request; a caller's own request (FIELD_REQUEST, Open MPI's blocking
+     * send) is only marked completed, as the general path would leave it,
+     * without its callback (none runs inside the call). */
+    const uint32_t attr = param->op_attr_mask;
     if (!sync && (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->thresh.max_eager_short) &&
-        (ep->num_pending == 0) && ep->usable() &&
-        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
+        (ep->num_pending == 0) && ep->usable() && !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) &&
+        (!(attr & UCP_OP_ATTR_FIELD_REQUEST) || (param->request != nullptr))) {
         ucs_status_t status = ep->am_ep->am_short(wire::AM_EAGER_ONLY, tag, buffer,
                                                   unsigned(count));
         if (ucs_likely(status == UCS_OK)) {
+            if (attr & UCP_OP_ATTR_FIELD_REQUEST) {
+                request_mark_done_external(request::from_user(param->request), worker);
+            }
             return nullptr;
         }
         if (status != UCS_ERR_NO_RESOURCE) {

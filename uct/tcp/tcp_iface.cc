@@ -371,17 +371,25 @@ void tcp_iface::epoll_update(tcp_conn *conn, uint32_t events)
     conn->set_epoll_events(events);
 }
 
+/* Without connections, an iface asks epoll this many times more rarely. */
+constexpr unsigned idle_epoll_factor = 16;
+
 unsigned tcp_iface::progress()
 {
     ++progress_depth_;
     unsigned count;
     /* With very few sockets, trying each costs no more than asking epoll,
      * and saves a system call when data is there. epoll still runs now and
-     * then for new connections and for failures of idle eps. */
-    bool direct = !conns_.empty() && (conns_.size() <= config_.direct_poll_max) &&
-                  (connecting_ == 0) && (++tick_ < config_.epoll_period);
+     * then for new connections and for failures of idle eps. An iface with
+     * no connection at all (one of several a UCP worker opens, unused by its
+     * eps) only waits for accepts: it asks epoll far more rarely, so it
+     * does not put a system call into every progress of a busy worker. */
+    const unsigned period = conns_.empty() ? config_.epoll_period * idle_epoll_factor :
+                                             config_.epoll_period;
+    bool direct = (conns_.size() <= config_.direct_poll_max) &&
+                  (connecting_ == 0) && (++tick_ < period);
     if (direct) {
-        count = poll_direct();
+        count = conns_.empty() ? 0 : poll_direct();
     } else {
         tick_ = 0;
         count = poll_epoll();
