@@ -3,6 +3,7 @@
 #include <ucs/debug/log.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace uct {
 
@@ -62,6 +63,27 @@ std::vector<component*> &registry()
 }
 
 } // namespace
+
+void copy_resource_name(char (&dest)[32], const char *src)
+{
+    std::strncpy(dest, src, sizeof(dest) - 1);
+    dest[sizeof(dest) - 1] = '\0';
+}
+
+ucs_status_t single_md_resource(const char *md_name, std::vector<md_resource> *out)
+{
+    if (out == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    try {
+        md_resource res{};
+        copy_resource_name(res.md_name, md_name);
+        out->push_back(res);
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
 
 const std::vector<component*> &components()
 {

@@ -112,6 +112,12 @@ public:
                                   void **local_addr_p);
 };
 
+/* Copies a name into a fixed-size resource field: truncated, terminated. */
+void copy_resource_name(char (&dest)[32], const char *src);
+
+/* query_md_resources of a component with one md called `md_name`: appends it. */
+ucs_status_t single_md_resource(const char *md_name, std::vector<md_resource> *out);
+
 /* Every linked-in or loaded component, in registration order. */
 const std::vector<component*> &components();
 

@@ -25,17 +25,7 @@ const tcp_rkey *rkey_from(rkey_t rkey)
 
 ucs_status_t tcp_component::query_md_resources(std::vector<md_resource> *out)
 {
-    if (out == nullptr) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    try {
-        md_resource res{};
-        std::strncpy(res.md_name, "tcp", sizeof(res.md_name) - 1);
-        out->assign(1, res);
-    } catch (...) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    return UCS_OK;
+    return single_md_resource("tcp", out);
 }
 
 ucs_status_t tcp_component::md_open(const char *md_name, md **md_p)
@@ -122,8 +112,8 @@ ucs_status_t tcp_md::query_tl_resources(std::vector<tl_resource> *out)
         out->clear();
         for (const auto &nif : discover_netifs()) {
             tl_resource res{};
-            std::strncpy(res.tl_name, "tcp", sizeof(res.tl_name) - 1);
-            std::strncpy(res.dev_name, nif.name.c_str(), sizeof(res.dev_name) - 1);
+            copy_resource_name(res.tl_name, "tcp");
+            copy_resource_name(res.dev_name, nif.name.c_str());
             res.type = device_type::NET;
             out->push_back(res);
         }

@@ -22,25 +22,12 @@ namespace {
 
 const bool registered = (uct::register_component(&component_instance()), true);
 
-void copy_name(char (&dest)[32], const char *src)
-{
-    std::strncpy(dest, src, sizeof(dest) - 1);
-    dest[sizeof(dest) - 1] = '\0';
-}
-
 } // namespace
 
 ucs_status_t cma_component::query_md_resources(std::vector<md_resource> *out)
 {
     (void)registered;
-    try {
-        md_resource res{};
-        copy_name(res.md_name, MD_NAME);
-        out->push_back(res);
-    } catch (...) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    return UCS_OK;
+    return single_md_resource(MD_NAME, out);
 }
 
 ucs_status_t cma_component::md_open(const char *md_name, uct::md **md_p)
@@ -84,8 +71,8 @@ ucs_status_t cma_md::query_tl_resources(std::vector<tl_resource> *out)
     }
     try {
         tl_resource res{};
-        copy_name(res.tl_name, TL_NAME);
-        copy_name(res.dev_name, DEV_NAME);
+        copy_resource_name(res.tl_name, TL_NAME);
+        copy_resource_name(res.dev_name, DEV_NAME);
         res.type = device_type::SHM;
         out->push_back(res);
     } catch (...) {

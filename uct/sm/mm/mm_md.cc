@@ -35,12 +35,6 @@ struct allocation {
     local_segment segment;
 };
 
-void copy_name(char (&dest)[32], const char *src)
-{
-    std::strncpy(dest, src, sizeof(dest) - 1);
-    dest[sizeof(dest) - 1] = '\0';
-}
-
 } // namespace
 
 mm_component::mm_component(const char *name, const backend &seg_backend) :
@@ -50,13 +44,7 @@ mm_component::mm_component(const char *name, const backend &seg_backend) :
 
 ucs_status_t mm_component::query_md_resources(std::vector<md_resource> *out)
 {
-    if (out == nullptr) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    md_resource res{};
-    copy_name(res.md_name, name_);
-    out->push_back(res);
-    return UCS_OK;
+    return single_md_resource(name_, out);
 }
 
 ucs_status_t mm_component::md_open(const char *md_name, md **md_p)
@@ -150,8 +138,8 @@ ucs_status_t mm_md::query_tl_resources(std::vector<tl_resource> *out)
         return UCS_ERR_INVALID_PARAM;
     }
     tl_resource res{};
-    copy_name(res.tl_name, component_.name());
-    copy_name(res.dev_name, DEVICE_NAME);
+    copy_resource_name(res.tl_name, component_.name());
+    copy_resource_name(res.dev_name, DEVICE_NAME);
     res.type = device_type::SHM;
     out->push_back(res);
     return UCS_OK;
