@@ -50,17 +50,7 @@ ucs_status_ptr_t finish_call(request *req, uint32_t cb_flag, const ucp_request_p
         (param->recv_info.length != nullptr)) {
         *param->recv_info.length = req->u.recv.info.length;
     }
-    ucs_status_t status = req->status;
-    if (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
-        req->flags |= cb_flag;
-        if (cb_flag) {
-            req->flags &= ~request_flag::COMPLETED;
-            request_complete(req, status);
-        }
-        return req->user_ptr();
-    }
-    request_put(req);
-    return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
+    return request_immediate_result(req, cb_flag, param);
 }
 
 /* A receive request for recv_data: its callback has the stream signature. */

@@ -164,17 +164,7 @@ ucs_status_ptr_t flush_start(ucp_worker *worker, ucp_ep *ep, bool close,
     const uint32_t cb_flag = req->flags & request_flag::CALLBACK;
     req->flags &= ~request_flag::CALLBACK;
     flush_finish(req);
-    ucs_status_t status = req->status;
-    if (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
-        req->flags |= cb_flag;
-        if (cb_flag) {
-            req->flags &= ~request_flag::COMPLETED;
-            request_complete(req, status);
-        }
-        return req->user_ptr();
-    }
-    request_put(req);
-    return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
+    return request_immediate_result(req, cb_flag, param);
 }
 
 ucs_status_t apply_ep_params(ucp_ep *ep, const ucp_ep_params_t &params)

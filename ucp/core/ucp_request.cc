@@ -110,7 +110,13 @@ ucs_status_ptr_t send_request_start(request *req, const ucp_request_param_t *par
         req->flags |= cb_flag;
         return req->user_ptr();
     }
-    status = req->status;
+    return request_immediate_result(req, cb_flag, param);
+}
+
+ucs_status_ptr_t request_immediate_result(request *req, uint32_t cb_flag,
+                                          const ucp_request_param_t *param)
+{
+    const ucs_status_t status = req->status;
     if (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
         req->flags |= cb_flag;
         if (cb_flag) {

@@ -110,7 +110,6 @@ struct recv_state {
     uct::rkey_bundle    rkey;
     unsigned            rkey_md;
     void                *bounce;
-    size_t              *stream_length; /* stream receive: where to report */
 };
 
 struct flush_state {
@@ -165,18 +164,6 @@ inline void request_mark_done_external(request *req, ucp_worker_h worker)
     req->flags  = request_flag::EXTERNAL | request_flag::COMPLETED;
     req->status = UCS_OK;
     req->worker = worker;
-}
-
-/* Stores the callback of an nbx call's param. */
-inline void request_set_send_cb(request *req, const ucp_request_param_t *param)
-{
-    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
-        req->cb.send  = param->cb.send;
-        req->flags   |= request_flag::CALLBACK;
-    }
-    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) {
-        req->user_data = param->user_data;
-    }
 }
 
 /*

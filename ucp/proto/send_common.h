@@ -48,6 +48,15 @@ void send_request_abort(request *req);
  */
 ucs_status_ptr_t send_request_start(request *req, const ucp_request_param_t *param);
 
+/*
+ * The nbx result of a request that completed inside its call, while its
+ * CALLBACK bit (`cb_flag`) was held back: with UCP_OP_ATTR_FLAG_NO_IMM_CMPL
+ * the callback runs now and the request is returned; otherwise the request
+ * goes back to the pool and NULL (or the error) is returned.
+ */
+ucs_status_ptr_t request_immediate_result(request *req, uint32_t cb_flag,
+                                          const ucp_request_param_t *param);
+
 /* The local part is done: completes unless a reply is still awaited. */
 void send_done(request *req);
 

@@ -84,8 +84,7 @@ struct rts_hdr {
     uint64_t  length;
     char      md_name[rts_md_name_max];   /* NUL-padded */
     uint32_t  rkey_length;                /* packed rkey bytes after the header */
-    uint8_t   sync;                       /* tag_send_sync: receive implies ack */
-    uint8_t   reserved[3];
+    uint8_t   reserved[4];                /* the ATS also serves sync sends */
 };
 
 /* Stream bytes: the receiver appends them to its ep answering src_uuid. */

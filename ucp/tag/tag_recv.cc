@@ -421,17 +421,7 @@ ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count,
         (param->recv_info.tag_info != nullptr)) {
         *param->recv_info.tag_info = r.info;
     }
-    status = req->status;
-    if (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
-        req->flags |= cb_flag;
-        if (cb_flag) {
-            req->flags &= ~request_flag::COMPLETED;
-            request_complete(req, status);
-        }
-        return req->user_ptr();
-    }
-    request_put(req);
-    return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
+    return request_immediate_result(req, cb_flag, param);
 }
 
 ucs_status_ptr_t recv_checked(ucp_worker_h worker, void *buffer, size_t count,
