@@ -124,6 +124,16 @@ ucs_status_t init_request_pool(ucp_worker &worker)
     return worker.request_pool.init(params);
 }
 
+ucs_status_t init_rx_message_pool(ucp_worker &worker)
+{
+    ucs::mpool_params params;
+    params.name            = "ucp_rx_messages";
+    params.elem_size       = sizeof(ucp::rx_message) + ucp::rx_message_pooled_payload;
+    params.alignment       = 64;
+    params.elems_per_chunk = 128;
+    return worker.rx_message_pool.init(params);
+}
+
 ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &params,
                            ucp_worker_h *worker_p)
 {
@@ -145,6 +155,10 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
         worker->keepalive_next     = ucs::sys::get_time() + worker->keepalive_interval;
     }
     status = init_request_pool(*worker);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = init_rx_message_pool(*worker);
     if (status != UCS_OK) {
         return status;
     }

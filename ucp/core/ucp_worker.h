@@ -107,6 +107,8 @@ struct ucp_worker {
 
     /* Requests: pooled elements of sizeof(request) + user request_size. */
     ucs::mpool                         request_pool;
+    /* Descriptors of small unexpected messages (tag/tag_recv.h). */
+    ucs::mpool                         rx_message_pool;
 
     /* Endpoints by id; the first ep to each peer worker answers its replies. */
     ucs::ptr_array<ucp_ep>             ep_ids;

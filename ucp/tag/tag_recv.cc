@@ -33,14 +33,18 @@ rx_message *message_of(tag::unexpected_entry *u)
                                          offsetof(rx_message, entry));
 }
 
-/* A message descriptor with room for `data_length` bytes after it. */
-rx_message *message_alloc(ucp_tag_t tag, size_t data_length)
+/* A message descriptor with room for `data_length` bytes after it: small
+ * ones (the common unexpected eager message) from the worker's pool. */
+rx_message *message_alloc(ucp_worker *worker, ucp_tag_t tag, size_t data_length)
 {
-    void *mem = std::malloc(sizeof(rx_message) + data_length);
+    const bool pooled = (data_length <= rx_message_pooled_payload);
+    void *mem = pooled ? worker->rx_message_pool.get() :
+                         std::malloc(sizeof(rx_message) + data_length);
     if (mem == nullptr) {
         return nullptr;
     }
     auto *msg = new (mem) rx_message{};
+    msg->pooled      = pooled;
     msg->entry.tag   = tag;
     msg->data_length = data_length;
     msg->data        = reinterpret_cast<uint8_t*>(msg + 1);
@@ -49,8 +53,13 @@ rx_message *message_alloc(ucp_tag_t tag, size_t data_length)
 
 void message_free(rx_message *msg)
 {
+    const bool pooled = msg->pooled;
     msg->~rx_message();
-    std::free(msg);
+    if (pooled) {
+        ucs::mpool::put(msg);
+    } else {
+        std::free(msg);
+    }
 }
 
 /* Writes bytes of the message into the receive; keeps the first error. */
@@ -94,7 +103,7 @@ ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payl
         recv_finish(req, req->u.recv.data_status);
         return UCS_OK;
     }
-    rx_message *msg = message_alloc(tag, length);
+    rx_message *msg = message_alloc(worker, tag, length);
     if (msg == nullptr) {
         ucs_error("worker '%s': no memory for an unexpected message of %zu bytes",
                   worker->name.c_str(), length);
@@ -153,7 +162,7 @@ ucs_status_t eager_first(ucp_worker *worker, const uint8_t *data, size_t length,
         return UCS_OK;
     }
 
-    rx_message *msg = message_alloc(hdr.tag, hdr.total_length);
+    rx_message *msg = message_alloc(worker, hdr.tag, hdr.total_length);
     if (msg == nullptr) {
         ucs_error("worker '%s': no memory for an unexpected message of %llu bytes",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.total_length));
@@ -309,7 +318,7 @@ ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
         rndv_recv_start(worker, req, rts, rkey, rts.rkey_length);
         return UCS_OK;
     }
-    rx_message *msg = message_alloc(rts.tag, rts.rkey_length);
+    rx_message *msg = message_alloc(worker, rts.tag, rts.rkey_length);
     if (msg == nullptr) {
         ucs_error("worker '%s': no memory for a rendezvous request",
                   worker->name.c_str());

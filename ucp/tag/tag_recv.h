@@ -25,8 +25,13 @@ struct rx_message {
     size_t        received;    /* eager bytes stored so far */
     wire::rts_hdr rts;         /* rendezvous: the sender's offer */
     size_t        data_length; /* bytes at data: payload, or the packed rkey */
+    bool          pooled;      /* from ucp_worker::rx_message_pool, else malloc */
     uint8_t       *data;       /* right after this struct */
 };
+
+/* Payload bytes a pooled message descriptor holds; larger ones are malloc'd
+ * (their copy costs more than the allocation). */
+constexpr size_t rx_message_pooled_payload = 256;
 
 /* AM handlers (see set_am_handlers). */
 ucs_status_t eager_only_handler(void *arg, void *data, size_t length, unsigned flags);
