@@ -42,6 +42,7 @@ struct alignas(16) am_desc {
     uint8_t  pooled;         /* base is a desc_pool element, else malloc'ed */
     uint8_t  send_flags;     /* wire::am_hdr_flag:: */
     uint16_t am_id;
+    uint8_t  rndv_flags;     /* RNDV: wire::rts_flag:: of the offer */
     uint32_t header_length;
     uint64_t src_uuid;
     size_t   length;         /* data bytes (EAGER) or message bytes (RNDV) */

@@ -438,6 +438,7 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
     desc->header        = desc->data();
     desc->sreq_id       = rts.sreq_id;
     desc->address       = rts.address;
+    desc->rndv_flags    = rts.flags;
     desc->rkey_length   = rts.rkey_length;
     desc->rkey          = desc->header + rts.am.header_length;
     static_assert(sizeof(desc->md_name) == sizeof(rts.md_name));

@@ -141,6 +141,7 @@ ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer,
     rts.address     = desc->address;
     rts.length      = desc->length;
     rts.rkey_length = desc->rkey_length;
+    rts.flags       = desc->rndv_flags;
     std::memcpy(rts.md_name, desc->md_name, sizeof(rts.md_name));
 
     const uint32_t cb_flag = req->flags & request_flag::CALLBACK;

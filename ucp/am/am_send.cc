@@ -10,6 +10,7 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
+#include <ucp/tag/rndv.h>
 #include <ucs/debug/log.h>
 
 #include <cstring>
@@ -166,6 +167,7 @@ size_t pack_am_rts(void *dest, void *arg)
     hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
     hdr.length      = s.packer.length();
     hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
+    hdr.flags       = rndv_rts_flags(req);
     std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
                   w->context.mds[s.rndv_md].name.c_str());
     char *out = static_cast<char*>(dest);

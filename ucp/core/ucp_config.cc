@@ -69,6 +69,13 @@ constexpr ucs::config::field context_fields[] = {
                      " put_zcopy - the sender writes into the receiver's buffer",
                      ucs::config::type_enum(rndv_scheme_names)),
 
+    UCS_CONFIG_FIELD(context_config, rndv_split_thresh, "RNDV_SPLIT_THRESH", "64k",
+                     "With RNDV_SCHEME=auto, rendezvous messages of at least this size\n"
+                     "between processes on one node are copied by both sides at once:\n"
+                     "the sender writes the first half while the receiver reads the\n"
+                     "second. \"inf\" turns it off.",
+                     ucs::config::type_size),
+
     UCS_CONFIG_FIELD(context_config, max_eager_lanes, "MAX_EAGER_LANES", "1",
                      "Most transport lanes one eager message is split over.",
                      ucs::config::type_uint),

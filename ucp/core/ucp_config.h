@@ -34,6 +34,7 @@ struct context_config {
     size_t                  zcopy_thresh;      /* UCX_ZCOPY_THRESH, size_auto */
     size_t                  rndv_thresh;       /* UCX_RNDV_THRESH, size_auto */
     unsigned                rndv_scheme;       /* UCX_RNDV_SCHEME, ucp::rndv_scheme */
+    size_t                  rndv_split_thresh; /* UCX_RNDV_SPLIT_THRESH */
     unsigned                max_eager_lanes;   /* UCX_MAX_EAGER_LANES */
     unsigned                max_rndv_lanes;    /* UCX_MAX_RNDV_LANES */
     unsigned long           estimated_num_eps; /* UCX_ESTIMATED_NUM_EPS */

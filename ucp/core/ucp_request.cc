@@ -153,7 +153,8 @@ void reply_arrived(request *req, ucs_status_t status)
     }
     req->flags  |= request_flag::ACKED;
     req->status  = status;
-    if (req->flags & request_flag::SEND_DONE) {
+    /* A rendezvous push still writing finishes the send when it ends. */
+    if ((req->flags & request_flag::SEND_DONE) && !(req->flags & request_flag::PUSHING)) {
         send_request_finish(req, status);
     }
 }

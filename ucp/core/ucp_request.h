@@ -39,6 +39,10 @@ constexpr uint32_t SEND_DONE  = 1u << 12; /* every byte handed to the transport 
 constexpr uint32_t ACKED      = 1u << 13; /* the peer's reply arrived */
 constexpr uint32_t WAITALL    = 1u << 14; /* stream receive: only when full */
 constexpr uint32_t RMA        = 1u << 15; /* put/get/atomic: send.rma is valid */
+constexpr uint32_t RNDV_SEND  = 1u << 16; /* rendezvous send: the receiver may ask for a push */
+constexpr uint32_t PUSHING    = 1u << 17; /* rendezvous send writing its part: send.push is valid */
+constexpr uint32_t PUSH_FAILED= 1u << 18; /* the ep failed during the push: finish when it ends */
+constexpr uint32_t AWAIT_PUSH = 1u << 19; /* rendezvous receive waiting for the sender's ATP */
 } // namespace request_flag
 
 struct request;
@@ -74,6 +78,21 @@ struct rma_state {
     uint8_t         flags;         /* ucp::rma::state_flag */
 };
 
+/*
+ * The sender's part of a split rendezvous: writing bytes [0, length) of the
+ * message into the receiver's buffer. `comp` holds one count while issuing
+ * and one per uct put in flight; at zero the ATP goes to the receiver.
+ */
+struct push_state {
+    uct::completion  comp;
+    uct::rkey_bundle rkey;         /* the receiver's buffer, on send.rndv_md */
+    uint64_t         remote_addr;
+    size_t           length;
+    size_t           offset;       /* bytes issued */
+    uint64_t         rreq_id;      /* what the ATP names */
+    uint64_t         dest_uuid;    /* the receiver's worker */
+};
+
 struct send_state {
     ucp_ep          *ep;
     dt::packer      packer;
@@ -90,7 +109,10 @@ struct send_state {
     uint32_t        am_flags;
     const void      *header;
     uint32_t        header_length;
-    rma_state       rma;         /* put/get/atomics (request_flag::RMA) */
+    union {
+        rma_state   rma;         /* put/get/atomics (request_flag::RMA) */
+        push_state  push;        /* rendezvous push (request_flag::PUSHING) */
+    };
 };
 
 struct recv_state {
@@ -110,6 +132,12 @@ struct recv_state {
     uct::rkey_bundle    rkey;
     unsigned            rkey_md;
     void                *bounce;
+    /* Split rendezvous: the sender writes [0, push_length) into our buffer,
+     * registered as push_memh on rkey_md; we pull from get_offset on. */
+    uct::mem_h          push_memh;
+    size_t              push_length;
+    uint8_t             rts_flags;     /* wire::rts_flag:: of the offer */
+    bool                rtr_sent;
 };
 
 struct flush_state {

@@ -7,6 +7,7 @@
 #include <ucp/am/am.h>
 #include <ucp/stream/stream.h>
 #include <ucp/rma/rma.h>
+#include <ucp/tag/rndv.h>
 #include <ucp/tag/tag_recv.h>
 
 namespace ucp {
@@ -26,6 +27,8 @@ ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
         {wire::AM_SYNC_ACK,         reply_handler},
         {wire::AM_RNDV_RTS,         rndv_rts_handler},
         {wire::AM_RNDV_ATS,         reply_handler},
+        {wire::AM_RNDV_RTR,         rndv_rtr_handler},
+        {wire::AM_RNDV_ATP,         rndv_atp_handler},
         {wire::AM_EP_CLOSED,        ep_closed_handler},
         {wire::AM_STREAM,           stream_am_handler},
         {wire::AM_USER_SINGLE,      am_single_handler},

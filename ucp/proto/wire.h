@@ -38,6 +38,8 @@ enum am_id : uint8_t {
     AM_CMPL            = 19,
     AM_USER_RTS        = 20, /* am_rts_hdr + user header + packed rkey */
     AM_EP_CLOSED       = 21, /* header: sender's worker uuid; it closed its ep to us */
+    AM_RNDV_RTR        = 22, /* rtr_hdr + packed rkey: the sender writes a part */
+    AM_RNDV_ATP        = 23, /* reply_hdr naming the receiver's request: written */
     AM_LAST
 };
 
@@ -84,7 +86,32 @@ struct rts_hdr {
     uint64_t  length;
     char      md_name[rts_md_name_max];   /* NUL-padded */
     uint32_t  rkey_length;                /* packed rkey bytes after the header */
-    uint8_t   reserved[4];                /* the ATS also serves sync sends */
+    uint8_t   flags;                      /* rts_flag:: */
+    uint8_t   reserved[3];                /* the ATS also serves sync sends */
+};
+
+/* Bits of rts_hdr::flags and am_rts_hdr::flags. */
+namespace rts_flag {
+/* The sender can also write into the receiver's buffer (it has a put lane on
+ * the key's memory domain): the receiver may ask it to move part of the data
+ * with an RTR, so both sides copy at once. */
+constexpr uint8_t CAN_PUSH = 1u << 0;
+} // namespace rts_flag
+
+/*
+ * Ready to receive: the receiver asks the sender to write bytes
+ * [0, length) of the message to `address`, with the receiver's key after
+ * the header, while it pulls the rest itself. The sender answers with an
+ * ATP naming rreq_id once the bytes are in place (or with an error).
+ */
+struct rtr_hdr {
+    uint64_t sreq_id;
+    uint64_t rreq_id;
+    uint64_t src_uuid;                    /* the receiver's worker: the ATP goes there */
+    uint64_t address;
+    uint64_t length;
+    uint32_t rkey_length;
+    uint32_t reserved;
 };
 
 /* Stream bytes: the receiver appends them to its ep answering src_uuid. */
@@ -127,7 +154,8 @@ struct am_rts_hdr {
     uint64_t length;
     char     md_name[rts_md_name_max];    /* NUL-padded */
     uint32_t rkey_length;                 /* after the user header */
-    uint32_t reserved;
+    uint8_t  flags;                       /* rts_flag:: */
+    uint8_t  reserved[3];
 };
 
 static_assert(sizeof(am_hdr) == sizeof(uint64_t), "am_hdr is the am_short header");

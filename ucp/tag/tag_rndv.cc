@@ -4,12 +4,18 @@
  * receive matches, pulls the data with get_zcopy on its own lane of that
  * domain (cma between processes on a node, tcp otherwise, self within one
  * worker) and answers with an ATS, which completes the send.
+ *
+ * Split (RNDV_SCHEME=auto between processes on a node, or put_zcopy): the
+ * receiver first sends an RTR asking the sender to write the head of the
+ * message into its buffer (rndv_push.cc), pulls the tail itself, and sends
+ * the ATS once both its gets and the sender's ATP are in.
  */
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
+#include <ucp/tag/rndv.h>
 #include <ucp/tag/tag_recv.h>
 #include <ucs/debug/log.h>
 
@@ -35,6 +41,7 @@ size_t pack_rts(void *dest, void *arg)
     hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
     hdr.length      = s.packer.length();
     hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
+    hdr.flags       = rndv_rts_flags(req);
     std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
                   w->context.mds[s.rndv_md].name.c_str());
     std::memcpy(dest, &hdr, sizeof(hdr));
@@ -63,6 +70,24 @@ request *request_of_comp(uct::completion *comp)
                                       offsetof(request, u.recv.comp));
 }
 
+/* The sender's key, our registration and the bounce buffer. */
+void rndv_recv_release(request *req)
+{
+    recv_state &r      = req->u.recv;
+    ucp_worker *worker = req->worker;
+    std::free(r.bounce);
+    r.bounce = nullptr;
+    if (r.rkey.handle != nullptr || r.rkey.rkey != 0) {
+        worker->context.mds[r.rkey_md].component->rkey_release(r.rkey);
+        r.rkey = {};
+    }
+    if (r.push_memh != nullptr) {
+        worker->context.mds[r.rkey_md].md->mem_dereg(r.push_memh);
+        r.push_memh = nullptr;
+    }
+    worker->unregister_request(req);
+}
+
 /* Everything pulled (or failed): unpack, answer the sender, complete. */
 void rndv_recv_done(request *req)
 {
@@ -75,13 +100,7 @@ void rndv_recv_done(request *req)
             r.data_status = st;
         }
     }
-    std::free(r.bounce);
-    r.bounce = nullptr;
-    if (r.rkey.handle != nullptr || r.rkey.rkey != 0) {
-        worker->context.mds[r.rkey_md].component->rkey_release(r.rkey);
-        r.rkey = {};
-    }
-    worker->unregister_request(req);
+    rndv_recv_release(req);
     send_reply_to(worker, r.src_uuid, wire::AM_RNDV_ATS, r.remote_req_id, transfer);
     recv_finish(req, (transfer != UCS_OK) ? transfer : r.data_status);
 }
@@ -91,25 +110,11 @@ void rndv_get_completed(uct::completion *comp)
     rndv_recv_done(request_of_comp(comp));
 }
 
-/* The lane of `ep` that can pull with a key of md `md_index`. */
-const lane *pull_lane(const ucp_ep *ep, unsigned md_index)
-{
-    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        const lane &l = ep->lanes[i];
-        if ((l.md_index == md_index) &&
-            (ep->worker->ifaces[l.iface_index].iface->attr().flags &
-             uct::iface_flag::GET_ZCOPY)) {
-            return &l;
-        }
-    }
-    return nullptr;
-}
-
 /* Issues the gets from r.received on; false when it must wait for room. */
 bool rndv_issue(request *req)
 {
     recv_state &r = req->u.recv;
-    const lane *l = pull_lane(r.ep, r.rkey_md);
+    const lane *l = rndv_lane_with(r.ep, r.rkey_md, uct::iface_flag::GET_ZCOPY);
     if (l == nullptr) {
         uct::completion_update_status(&r.comp, UCS_ERR_UNREACHABLE);
         return true;
@@ -138,6 +143,101 @@ bool rndv_issue(request *req)
     return true;
 }
 
+/*
+ * How many head bytes to ask the sender to write (0: pull everything).
+ * auto splits between processes on one node, where each side's copy is
+ * bound by its own core; within one process (self) or over the network a
+ * second copier buys nothing.
+ */
+size_t push_length_for(const request *req)
+{
+    const recv_state &r      = req->u.recv;
+    const ucp_worker *worker = req->worker;
+    const context_config &cfg = worker->context.config;
+    if (!(r.rts_flags & wire::rts_flag::CAN_PUSH) || (r.bounce != nullptr) ||
+        (r.get_length == 0) || (cfg.rndv_scheme == RNDV_SCHEME_GET_ZCOPY)) {
+        return 0;
+    }
+    if (cfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY) {
+        return r.get_length;
+    }
+    const lane *l = rndv_lane_with(r.ep, r.rkey_md, uct::iface_flag::GET_ZCOPY);
+    if ((l == nullptr) || (r.get_length < cfg.rndv_split_thresh)) {
+        return 0;
+    }
+    unsigned tl = worker->ifaces[l->iface_index].tl_index;
+    if (worker->context.tls[tl].resource.type != uct::device_type::SHM) {
+        return 0;
+    }
+    /* Half each, the split on a page boundary so no page is touched twice. */
+    constexpr size_t page = 4096;
+    return (r.get_length / 2) & ~(page - 1);
+}
+
+struct rtr_pack_args {
+    request *req;
+    uct::md *md;
+};
+
+size_t pack_rtr(void *dest, void *arg)
+{
+    auto *a       = static_cast<rtr_pack_args*>(arg);
+    request *req  = a->req;
+    recv_state &r = req->u.recv;
+    wire::rtr_hdr hdr{};
+    hdr.sreq_id     = r.remote_req_id;
+    hdr.rreq_id     = req->id;
+    hdr.src_uuid    = req->worker->uuid;
+    hdr.address     = reinterpret_cast<uintptr_t>(r.unpacker.contig_buffer());
+    hdr.length      = r.push_length;
+    hdr.rkey_length = uint32_t(a->md->attr().rkey_packed_size);
+    std::memcpy(dest, &hdr, sizeof(hdr));
+    if (a->md->mkey_pack(r.push_memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
+        return 0;
+    }
+    return sizeof(hdr) + hdr.rkey_length;
+}
+
+/* Registers the head of our buffer and asks the sender to write it. Returns
+ * false when the RTR must wait for room; on any other failure the push is
+ * dropped and we pull everything. */
+bool request_push(request *req)
+{
+    recv_state &r = req->u.recv;
+    ucp_worker *worker = req->worker;
+    uct::md &md   = *worker->context.mds[r.rkey_md].md;
+    if (r.push_memh == nullptr) {
+        if ((md.attr().rkey_packed_size + sizeof(wire::rtr_hdr) >
+             r.ep->am_ep->owner().attr().am.max_bcopy) ||
+            (md.mem_reg(r.unpacker.contig_buffer(), r.push_length, 0, &r.push_memh) !=
+             UCS_OK)) {
+            r.push_memh   = nullptr;
+            r.push_length = 0;
+            return true;
+        }
+    }
+    rtr_pack_args args{req, &md};
+    ssize_t packed = r.ep->am_ep->am_bcopy(wire::AM_RNDV_RTR, pack_rtr, &args, 0);
+    if (packed == UCS_ERR_NO_RESOURCE) {
+        return false;
+    }
+    if (packed <= 0) {
+        ucs_debug("worker '%s': rendezvous push request not sent (%zd): pulling all",
+                  worker->name.c_str(), packed);
+        md.mem_dereg(r.push_memh);
+        r.push_memh   = nullptr;
+        r.push_length = 0;
+        return true;
+    }
+    ucs_debug("worker '%s': split rendezvous: the sender writes %zu of %zu bytes",
+              worker->name.c_str(), r.push_length, r.get_length);
+    r.rtr_sent   = true;
+    r.received   = r.push_length;   /* the sender writes the head */
+    req->flags  |= request_flag::AWAIT_PUSH;
+    ++r.comp.count;                 /* released by the ATP */
+    return true;
+}
+
 /* Starts or resumes the pull; the request holds one count while issuing. */
 void rndv_continue(request *req)
 {
@@ -150,7 +250,14 @@ void rndv_continue(request *req)
                 return;
             }
             uct::completion_update_status(&r.comp, UCS_ERR_UNREACHABLE);
+        } else {
+            r.push_length = push_length_for(req);
         }
+    }
+    if ((r.ep != nullptr) && (r.push_length != 0) && !r.rtr_sent &&
+        (r.comp.status == UCS_OK) && !request_push(req)) {
+        req->worker->rndv_deferred.push_back(req);
+        return;
     }
     if ((r.ep != nullptr) && !rndv_issue(req)) {
         req->worker->rndv_deferred.push_back(req);
@@ -160,6 +267,30 @@ void rndv_continue(request *req)
 }
 
 } // namespace
+
+ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned)
+{
+    auto *worker = static_cast<ucp_worker*>(arg);
+    wire::reply_hdr hdr;
+    if (!wire::read_header(data, length, &hdr)) {
+        ucs_warn("worker '%s': dropping a short rendezvous push answer",
+                 worker->name.c_str());
+        return UCS_OK;
+    }
+    request *req = worker->lookup_request(hdr.req_id);
+    if ((req == nullptr) || !(req->flags & request_flag::RECV) ||
+        !(req->flags & request_flag::AWAIT_PUSH)) {
+        ucs_debug("worker '%s': push answer for an unknown request", worker->name.c_str());
+        return UCS_OK;
+    }
+    ucs_status_t status = ucs_status_t(hdr.status);
+    if ((status > UCS_OK) || (status <= UCS_ERR_LAST)) {
+        status = UCS_ERR_IO_ERROR;   /* not a status: refuse to pass it on */
+    }
+    req->flags &= ~request_flag::AWAIT_PUSH;
+    uct::invoke_completion(&req->u.recv.comp, status);
+    return UCS_OK;
+}
 
 send_step_t rndv_select(request *req)
 {
@@ -180,12 +311,13 @@ send_step_t rndv_select(request *req)
         return nullptr;
     }
     s.rndv_md = l.md_index;
+    req->flags |= request_flag::RNDV_SEND;
     if (!(req->flags & request_flag::SYNC)) {
         req->flags |= request_flag::SYNC;
         if (req->worker->register_request(req) == 0) {
             md.mem_dereg(s.memh);
             s.memh = nullptr;
-            req->flags &= ~request_flag::SYNC;
+            req->flags &= ~(request_flag::SYNC | request_flag::RNDV_SEND);
             return nullptr;
         }
     }
@@ -206,6 +338,10 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     r.comp.func     = rndv_get_completed;
     r.comp.count    = 1;
     r.comp.status   = UCS_OK;
+    r.push_memh     = nullptr;
+    r.push_length   = 0;
+    r.rts_flags     = rts.flags;
+    r.rtr_sent      = false;
 
     const size_t capacity = r.unpacker.capacity();
     r.get_length = std::min<size_t>(rts.length, capacity);
@@ -247,7 +383,11 @@ unsigned rndv_deferred_progress(ucp_worker *worker)
     auto waiting = std::move(worker->rndv_deferred);
     worker->rndv_deferred.clear();
     for (request *req : waiting) {
-        rndv_continue(req);
+        if (req->flags & request_flag::RECV) {
+            rndv_continue(req);
+        } else {
+            rndv_push_continue(req);
+        }
     }
     return unsigned(waiting.size());
 }
@@ -255,21 +395,19 @@ unsigned rndv_deferred_progress(ucp_worker *worker)
 void fail_waiting_request(request *req, ucs_status_t status)
 {
     if (!(req->flags & request_flag::RECV)) {
-        send_request_finish(req, status);
+        if (req->flags & request_flag::PUSHING) {
+            rndv_push_fail(req, status);   /* finished when the puts end */
+        } else {
+            send_request_finish(req, status);
+        }
         return;
     }
     /* A pull from a lost peer: the transport completes nothing further. */
     ucp_worker *worker = req->worker;
     auto &deferred     = worker->rndv_deferred;
     deferred.erase(std::remove(deferred.begin(), deferred.end(), req), deferred.end());
-    recv_state &r = req->u.recv;
-    std::free(r.bounce);
-    r.bounce = nullptr;
-    if (r.rkey.handle != nullptr || r.rkey.rkey != 0) {
-        worker->context.mds[r.rkey_md].component->rkey_release(r.rkey);
-        r.rkey = {};
-    }
-    worker->unregister_request(req);
+    req->flags &= ~request_flag::AWAIT_PUSH;
+    rndv_recv_release(req);
     recv_finish(req, status);
 }
 

@@ -1,0 +1,222 @@
+/*
+ * Rendezvous schemes between two processes: the receiver pulling
+ * everything (get_zcopy), the sender pushing everything (put_zcopy), and
+ * the split where both copy half (auto on shared memory). Every byte is
+ * checked, and the receiver's log shows which scheme really ran.
+ */
+#include "ucp_peer.h"
+#include "ucp_test_util.h"
+
+#include <ucp/proto/wire.h>
+#include <ucp/tag/rndv.h>
+#include <ucs/debug/log.h>
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace ucp_test;
+
+namespace {
+
+constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
+
+/* Sizes around the split threshold (64k) and page-unaligned halves. */
+const size_t rndv_sizes[] = {65535, 65536, 65536 + 4097, 300001, (1u << 20) + 7,
+                             (3u << 20) + 4095};
+
+/* Sets an environment variable for the scope (both processes: set before
+ * the fork). */
+class scoped_env {
+public:
+    scoped_env(const char *name, const char *value) : name_(name)
+    {
+        ::setenv(name, value, 1);
+    }
+    ~scoped_env() { ::unsetenv(name_); }
+private:
+    const char *name_;
+};
+
+/* Receiver's debug log in a file, read back as text. */
+class captured_log {
+public:
+    captured_log() : path_("/tmp/ucp_rndv_log." + std::to_string(::getpid()))
+    {
+        ucs::log_set_file(path_.c_str());
+        ucs::log_set_level(UCS_LOG_LEVEL_DEBUG);
+    }
+    ~captured_log()
+    {
+        ucs::log_set_level(UCS_LOG_LEVEL_WARN);
+        ucs::log_set_file("stderr");
+        ::unlink(path_.c_str());
+    }
+    std::string text() const
+    {
+        std::fflush(ucs::log_stream());
+        std::ifstream in(path_);
+        std::stringstream out;
+        out << in.rdbuf();
+        return out.str();
+    }
+private:
+    std::string path_;
+};
+
+size_t count_of(const std::string &text, const std::string &what)
+{
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+        ++n;
+    }
+    return n;
+}
+
+int send_sizes_child(int fd, const char *tls)
+{
+    peer p;
+    TEST_CHILD_CHECK(p.init(tls) == UCS_OK);
+    TEST_CHILD_CHECK(p.connect_over(fd));
+    std::vector<uint8_t> buffer;
+    for (size_t i = 0; i < std::size(rndv_sizes); ++i) {
+        buffer.resize(rndv_sizes[i]);
+        fill_pattern(buffer.data(), buffer.size(), i + 1);
+        TEST_CHILD_CHECK(p.send(buffer.data(), buffer.size(), 100 + i) == UCS_OK);
+    }
+    /* A truncated receive: the last message again, to a smaller buffer. */
+    TEST_CHILD_CHECK(p.send(buffer.data(), buffer.size(), 99) == UCS_OK);
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
+/* Receives every size (expected or not) and the truncated one; returns the
+ * receiver's log. */
+std::string receive_sizes(const char *tls, bool unexpected)
+{
+    captured_log log;
+    peer p;
+    REQUIRE(p.init(tls) == UCS_OK);
+    test::child_process child([tls](int fd) { return send_sizes_child(fd, tls); });
+    REQUIRE(p.connect_over(child.fd()));
+    if (unexpected) {
+        /* Every offer queued before the first receive is posted. */
+        REQUIRE(test::poll_until([&] {
+            ucp_tag_recv_info_t info;
+            return ucp_tag_probe_nb(p.worker, 100, full_mask, 0, &info) != nullptr;
+        }, [&] { ucp_worker_progress(p.worker); }));
+    }
+    std::vector<uint8_t> buffer;
+    for (size_t i = 0; i < std::size(rndv_sizes); ++i) {
+        const size_t size = rndv_sizes[i];
+        INFO("size " << size);
+        buffer.assign(size + 64, 0xee);
+        ucp_tag_recv_info_t info{};
+        REQUIRE(p.recv(buffer.data(), size + 64, 100 + i, full_mask, &info) == UCS_OK);
+        CHECK(info.length == size);
+        CHECK(check_pattern(buffer.data(), size, i + 1));
+        CHECK(buffer[size] == 0xee);
+    }
+    const size_t last = rndv_sizes[std::size(rndv_sizes) - 1];
+    const size_t room = last / 3;
+    buffer.assign(room + 64, 0xee);
+    ucp_tag_recv_info_t info{};
+    CHECK(p.recv(buffer.data(), room, 99, full_mask, &info) == UCS_ERR_MESSAGE_TRUNCATED);
+    CHECK(buffer[room] == 0xee);   /* nothing past the receive buffer */
+    REQUIRE(test::sync_peer(child.fd()));
+    CHECK(child.wait() == 0);
+    return log.text();
+}
+
+const char split_line[] = "split rendezvous: the sender writes";
+
+} // namespace
+
+TEST_CASE("rendezvous split between two processes on shared memory", "[ucp_rndv]")
+{
+    for (const char *tls : {"posix,cma", "sysv,cma"}) {
+        for (bool unexpected : {false, true}) {
+            INFO("UCX_TLS=" << tls << (unexpected ? " unexpected" : " expected"));
+            std::string log = receive_sizes(tls, unexpected);
+            /* Every size from 64k up was split, the one below it was not;
+             * the truncated receive is split over what fits. */
+            CHECK(count_of(log, split_line) == std::size(rndv_sizes));
+            CHECK(log.find("writes 32768 of 65536 bytes") != std::string::npos);
+            CHECK(log.find("of 65535 bytes") == std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("rendezvous schemes get_zcopy and put_zcopy", "[ucp_rndv]")
+{
+    for (const char *tls : {"posix,cma", "tcp"}) {
+        SECTION(std::string("get_zcopy ") + tls) {
+            scoped_env scheme("UCX_RNDV_SCHEME", "get_zcopy");
+            std::string log = receive_sizes(tls, false);
+            CHECK(count_of(log, split_line) == 0);
+        }
+        SECTION(std::string("put_zcopy ") + tls) {
+            scoped_env scheme("UCX_RNDV_SCHEME", "put_zcopy");
+            std::string log = receive_sizes(tls, true);
+            /* The sender writes all of every rendezvous message (and all
+             * that fits); 65535 is eager over tcp. */
+            const size_t eager = (std::string(tls) == "tcp") ? 1 : 0;
+            CHECK(count_of(log, split_line) == std::size(rndv_sizes) + 1 - eager);
+            CHECK(log.find("writes 65536 of 65536 bytes") != std::string::npos);
+        }
+    }
+    SECTION("split turned off") {
+        scoped_env thresh("UCX_RNDV_SPLIT_THRESH", "inf");
+        std::string log = receive_sizes("posix,cma", false);
+        CHECK(count_of(log, split_line) == 0);
+    }
+    SECTION("tcp does not split by default") {
+        std::string log = receive_sizes("tcp", false);
+        CHECK(count_of(log, split_line) == 0);
+    }
+}
+
+TEST_CASE("malformed rendezvous push messages are refused", "[ucp_rndv]")
+{
+    peer p;
+    REQUIRE(p.init("posix,cma") == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    ucp_worker *worker = p.worker;
+
+    ucp::wire::rtr_hdr rtr{};
+    rtr.sreq_id     = 12345;             /* no such request */
+    rtr.rreq_id     = 777;
+    rtr.src_uuid    = 1;                 /* no such worker */
+    rtr.address     = 0x1000;
+    rtr.length      = 1u << 20;
+    std::vector<uint8_t> bytes(sizeof(rtr) + 8, 0x5a);
+    std::memcpy(bytes.data(), &rtr, sizeof(rtr));
+    /* Short header, key longer than the message, unknown request. */
+    CHECK(ucp::rndv_rtr_handler(worker, bytes.data(), sizeof(rtr) - 1, 0) == UCS_OK);
+    rtr.rkey_length = 9;
+    std::memcpy(bytes.data(), &rtr, sizeof(rtr));
+    CHECK(ucp::rndv_rtr_handler(worker, bytes.data(), bytes.size(), 0) == UCS_OK);
+    rtr.rkey_length = 8;
+    std::memcpy(bytes.data(), &rtr, sizeof(rtr));
+    CHECK(ucp::rndv_rtr_handler(worker, bytes.data(), bytes.size(), 0) == UCS_OK);
+
+    /* ATPs: short, unknown request, and a status that is no status. */
+    ucp::wire::reply_hdr atp{};
+    atp.req_id = 4242;
+    atp.status = 100;
+    CHECK(ucp::rndv_atp_handler(worker, &atp, sizeof(atp) - 1, 0) == UCS_OK);
+    CHECK(ucp::rndv_atp_handler(worker, &atp, sizeof(atp), 0) == UCS_OK);
+
+    /* The worker still moves a split rendezvous message to itself. */
+    std::vector<uint8_t> out(1u << 20), in(1u << 20, 0);
+    fill_pattern(out.data(), out.size(), 9);
+    ucp_request_param_t param{};
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(worker, in.data(), in.size(), 5, full_mask,
+                                             &param);
+    REQUIRE(!UCS_PTR_IS_ERR(rreq));
+    CHECK(p.wait(ucp_tag_send_nbx(p.ep, out.data(), out.size(), 5, &param)) == UCS_OK);
+    CHECK(p.wait(rreq) == UCS_OK);
+    CHECK(in == out);
+}

@@ -1,0 +1,41 @@
+/*
+ * Rendezvous internals shared by the receiver's pull (tag_rndv.cc) and the
+ * sender's push (rndv_push.cc). Tag and active-message rendezvous both use
+ * them: only the RTS differs.
+ *
+ * A split rendezvous moves a message with both processes copying at once:
+ * the receiver answers the RTS with an RTR asking the sender to write the
+ * first part into its buffer, and reads the rest itself. Between processes
+ * on one node each copy is a kernel (cma) or memcpy copy bound by one core,
+ * so two cores copying halves take about half the time.
+ */
+#ifndef UCP_TAG_RNDV_H
+#define UCP_TAG_RNDV_H
+
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_request.h>
+
+namespace ucp {
+
+/* The lane of `ep` on md `md_index` whose transport has `iface_flag`
+ * (GET_ZCOPY to pull, PUT_ZCOPY to push); nullptr if none. */
+const lane *rndv_lane_with(const ucp_ep *ep, unsigned md_index, uint64_t iface_flag);
+
+/* wire::rts_flag bits the RTS of a rendezvous send carries. */
+uint8_t rndv_rts_flags(const request *req);
+
+/* Sender: an RTR asked it to write part of the message. */
+ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned flags);
+
+/* Receiver: the sender's ATP, its part is in place. */
+ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned flags);
+
+/* Sender: issues (or resumes) the push; false when it waits for resources. */
+void rndv_push_continue(request *req);
+
+/* Sender: the ep failed while the push was in flight. */
+void rndv_push_fail(request *req, ucs_status_t status);
+
+} // namespace ucp
+
+#endif
