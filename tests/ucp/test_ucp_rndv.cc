@@ -220,3 +220,34 @@ TEST_CASE("malformed rendezvous push messages are refused", "[ucp_rndv]")
     CHECK(p.wait(rreq) == UCS_OK);
     CHECK(in == out);
 }
+
+TEST_CASE("ucp_ep_print_info shows the rendezvous scheme per size", "[ucp_rndv]")
+{
+    auto info_of = [](const char *tls) {
+        peer p;
+        REQUIRE(p.init(tls) == UCS_OK);
+        REQUIRE(p.connect(p.address()) == UCS_OK);
+        char *text   = nullptr;
+        size_t size  = 0;
+        FILE *stream = open_memstream(&text, &size);
+        REQUIRE(stream != nullptr);
+        ucp_ep_print_info(p.ep, stream);
+        std::fclose(stream);
+        std::string out(text, size);
+        std::free(text);
+        return out;
+    };
+    {
+        std::string out = info_of("posix,cma");
+        CHECK(out.find("65535      rendezvous, receiver gets (get_zcopy) on cma") !=
+              std::string::npos);
+        CHECK(out.find("65536 .. inf        rendezvous split") != std::string::npos);
+    }
+    {
+        scoped_env scheme("UCX_RNDV_SCHEME", "put_zcopy");
+        std::string out = info_of("posix,cma");
+        CHECK(out.find("sender puts (put_zcopy) on cma") != std::string::npos);
+        CHECK(out.find("receiver gets") == std::string::npos);
+    }
+    CHECK(info_of("tcp").find("split") == std::string::npos);
+}

@@ -282,9 +282,29 @@ void print_ep(ucp_ep *ep, FILE *stream)
         const uct::tl_resource &res =
             worker->context.tls[worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]
                                 .tl_index].resource;
-        char proto[64];
-        std::snprintf(proto, sizeof(proto), "rendezvous, get_zcopy on %s", res.tl_name);
-        print_size_range(stream, rndv, SIZE_MAX, proto);
+        /* The receiver picks the scheme; shown as it would with our lanes. */
+        const context_config &cfg = worker->context.config;
+        const bool can_push = (worker->ifaces[ep->lanes[ep->rndv_lane].iface_index].iface
+                               ->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
+        size_t split = SIZE_MAX;
+        if (can_push && (cfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY)) {
+            split = rndv;
+        } else if (can_push && (cfg.rndv_scheme == RNDV_SCHEME_AUTO) &&
+                   (res.type == uct::device_type::SHM)) {
+            split = std::max(rndv, cfg.rndv_split_thresh);
+        }
+        char proto[96];
+        std::snprintf(proto, sizeof(proto), "rendezvous, receiver gets (get_zcopy) on %s",
+                      res.tl_name);
+        print_size_range(stream, rndv, (split == SIZE_MAX) ? SIZE_MAX : split - 1, proto);
+        if (split != SIZE_MAX) {
+            std::snprintf(proto, sizeof(proto), "%s on %s",
+                          (cfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY) ?
+                          "rendezvous, sender puts (put_zcopy)" :
+                          "rendezvous split, sender puts half, receiver gets half",
+                          res.tl_name);
+            print_size_range(stream, split, SIZE_MAX, proto);
+        }
     }
     std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every size)\n#\n");
 }
