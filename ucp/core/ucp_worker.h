@@ -68,6 +68,12 @@ struct msg_key_hash {
     }
 };
 
+/* A peer's wireup (its worker address) waiting for us to make an ep. */
+struct pending_wireup {
+    std::vector<uint8_t> address;
+    uint16_t             client_port;   /* wire::wireup_hdr::client_port */
+};
+
 /* A control reply that found its lane busy; sent again from progress. */
 struct queued_reply {
     uint64_t uuid;      /* peer worker; its ep is resolved when sending */
@@ -129,8 +135,11 @@ struct ucp_worker {
     /* Work deferred out of transport callbacks. */
     std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;
     std::deque<ucp::queued_reply>      queued_replies;
-    /* Worker addresses of peers that wired up before we had an ep to them. */
-    std::unordered_map<uint64_t, std::vector<uint8_t>> pending_wireups;
+    /* Worker addresses of peers that wired up before we had an ep to them;
+     * held while the wireup answers an ep of ours still connecting. */
+    std::unordered_map<uint64_t, ucp::pending_wireup> pending_wireups;
+    /* Stream data waits for an ep that answers its sender now. */
+    bool                               stream_attach_due = false;
     /* Peer workers that closed their ep to us: our eps to them fail. */
     std::vector<uint64_t>              closed_peers;
     /* Rendezvous receives waiting for an ep to their sender or a free lane. */
@@ -170,7 +179,7 @@ struct ucp_worker {
         return !failed_lanes.empty() || !queued_replies.empty() ||
                !pending_wireups.empty() || !rndv_deferred.empty() ||
                !flush_requests.empty() || !rma.deferred.empty() ||
-               !closed_peers.empty();
+               !closed_peers.empty() || stream_attach_due;
     }
 
     /* Progress without taking the lock (callers hold it when they must). */
