@@ -288,6 +288,7 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
 
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
         worker->eps_by_lane[ep->lanes[i].ep] = ep;
+        worker->activate_iface(ep->lanes[i].iface_index);
     }
     set_reply_ep(ep);
     return UCS_OK;
@@ -598,6 +599,9 @@ void worker_keepalive(ucp_worker *worker)
 
 unsigned worker_deferred_progress(ucp_worker *worker)
 {
+    if (worker->iface_activation_due) {
+        worker->register_active_ifaces();
+    }
     unsigned count = process_failed_lanes(worker);
     count += process_closed_peers(worker);
     count += process_pending_wireups(worker);

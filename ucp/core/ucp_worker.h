@@ -1,7 +1,7 @@
 /*
- * The UCP worker: one uct interface per resource of the context, all
- * progressed by one uct::worker, plus the places where active-message
- * handlers and endpoints will live.
+ * The UCP worker: one uct interface per resource of the context, the ones
+ * in use progressed by one uct::worker (see worker_iface), plus the places
+ * where active-message handlers and endpoints live.
  */
 #ifndef UCP_CORE_UCP_WORKER_H
 #define UCP_CORE_UCP_WORKER_H
@@ -24,11 +24,23 @@
 
 namespace ucp {
 
-/* An interface opened on one of the context's resources. */
+/*
+ * An interface opened on one of the context's resources. Only active ones
+ * are progressed on every call: those a lane of an ep uses, and those a
+ * message or an event arrived on (a peer that connected to us through our
+ * worker address). The others are looked at every idle_poll_period calls.
+ */
 struct worker_iface {
     uct::iface *iface;
-    unsigned   tl_index;   /* into ucp_context::tls */
+    unsigned   tl_index;     /* into ucp_context::tls */
+    bool       active;       /* to be progressed on every call */
+    bool       progressed;   /* registered with the uct worker (active, later) */
 };
+
+/* Progress calls between two looks at the inactive ifaces (a power of 2),
+ * and looks between two polls of their event fds. */
+constexpr unsigned idle_poll_period    = 256;
+constexpr unsigned idle_fd_poll_period = 16;
 
 /* A UCP-level active-message handler (filled by ucp_worker_set_am_*). */
 struct am_handler {
@@ -152,6 +164,10 @@ struct ucp_worker {
     uint64_t                           keepalive_interval = 0;  /* ticks, 0: off */
     uint64_t                           keepalive_next = 0;
     unsigned                           progress_count = 0;
+    /* Ifaces not progressed on every call (see worker_iface). */
+    unsigned                           num_inactive_ifaces = 0;
+    unsigned                           inactive_looks = 0;
+    bool                               iface_activation_due = false;
 
     /* UCP_FEATURE_WAKEUP state (ucp_wakeup.cc), nullptr without the feature. */
     ucp::wakeup                        *wakeup = nullptr;
@@ -161,6 +177,16 @@ struct ucp_worker {
 
     /* Opens an iface per context resource; on failure closes what it opened. */
     ucs_status_t open_ifaces();
+
+    /* Progresses ifaces[index] on every call from the next one on (safe to
+     * call from inside a transport's progress). */
+    void activate_iface(unsigned index);
+
+    /* Registers the newly active ifaces with the uct worker (deferred work). */
+    void register_active_ifaces();
+
+    /* Looks at the inactive ifaces; activates those with incoming work. */
+    unsigned progress_inactive_ifaces();
 
     /* This worker's address, NET entries only when net_only. */
     ucp::unpacked_address address(bool net_only) const;
@@ -179,7 +205,7 @@ struct ucp_worker {
         return !failed_lanes.empty() || !queued_replies.empty() ||
                !pending_wireups.empty() || !rndv_deferred.empty() ||
                !flush_requests.empty() || !rma.deferred.empty() ||
-               !closed_peers.empty() || stream_attach_due;
+               !closed_peers.empty() || stream_attach_due || iface_activation_due;
     }
 
     /* Progress without taking the lock (callers hold it when they must). */
