@@ -18,6 +18,8 @@
 #include <ucp/wireup/sockaddr_cm.h>
 #include <ucs/debug/log.h>
 
+#include <vector>
+
 namespace ucp {
 
 namespace {
@@ -58,18 +60,27 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
 
 unsigned process_pending_wireups(ucp_worker *worker)
 {
-    unsigned count = 0;
-    auto wireups = std::move(worker->pending_wireups);
-    worker->pending_wireups.clear();
-    for (auto &[uuid, wireup] : wireups) {
-        if (worker->eps_by_uuid.count(uuid)) {
-            continue;    /* an ep of ours connected to that peer meanwhile */
+    /* Held wireups stay where they are (this runs on every progress while
+     * one is held); the others leave the map before their ep is made. */
+    std::vector<uint64_t> to_answer;
+    for (auto it = worker->pending_wireups.begin(); it != worker->pending_wireups.end();) {
+        const pending_wireup &w = it->second;
+        if (worker->eps_by_uuid.count(it->first)) {
+            it = worker->pending_wireups.erase(it);  /* an ep of ours reaches it now */
+        } else if ((w.client_port != 0) && connecting_from(worker, w.client_port)) {
+            ++it;
+        } else {
+            to_answer.push_back(it->first);
+            ++it;
         }
-        if ((wireup.client_port != 0) && connecting_from(worker, wireup.client_port)) {
-            worker->pending_wireups.emplace(uuid, std::move(wireup));
+    }
+    unsigned count = 0;
+    for (uint64_t uuid : to_answer) {
+        auto node = worker->pending_wireups.extract(uuid);
+        if (node.empty()) {
             continue;
         }
-        const std::vector<uint8_t> &address = wireup.address;
+        const std::vector<uint8_t> &address = node.mapped().address;
         uint64_t address_uuid = 0;
         if ((address_peek(address.data(), address.size(), nullptr, &address_uuid) !=
              UCS_OK) || (address_uuid != uuid)) {
