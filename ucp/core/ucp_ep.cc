@@ -96,15 +96,16 @@ namespace {
 
 /* Worker-address bytes of the wireup message, freed after sending. */
 struct wireup_payload {
-    void   *address;
-    size_t length;
+    void     *address;
+    size_t   length;
     uint64_t uuid;
+    uint16_t client_port;
 };
 
 size_t pack_wireup(void *dest, void *arg)
 {
     auto *p = static_cast<wireup_payload*>(arg);
-    wire::wireup_hdr hdr{p->uuid, uint32_t(p->length), 0};
+    wire::wireup_hdr hdr{p->uuid, uint32_t(p->length), p->client_port};
     std::memcpy(dest, &hdr, sizeof(hdr));
     std::memcpy(static_cast<char*>(dest) + sizeof(hdr), p->address, p->length);
     return sizeof(hdr) + p->length;
@@ -113,7 +114,9 @@ size_t pack_wireup(void *dest, void *arg)
 ucs_status_t wireup_step(request *req)
 {
     ucp_ep *ep = req->u.send.ep;
-    wireup_payload payload{req->u.send.bounce, req->u.send.offset, ep->worker->uuid};
+    /* bounce: the packed address, offset: its length, msg_id: the client port */
+    wireup_payload payload{req->u.send.bounce, req->u.send.offset, ep->worker->uuid,
+                           uint16_t(req->u.send.msg_id)};
     ssize_t packed = ep->am_ep->am_bcopy(wire::AM_WIREUP, pack_wireup, &payload, 0);
     if (packed == UCS_ERR_NO_RESOURCE) {
         return UCS_ERR_NO_RESOURCE;
@@ -124,8 +127,9 @@ ucs_status_t wireup_step(request *req)
     return UCS_OK;
 }
 
-/* Tells the peer who we are, so it can answer through an ep of its own. */
-ucs_status_t send_wireup(ucp_ep *ep)
+/* Tells the peer who we are, so it can answer through an ep of its own
+ * (or, `client_port` != 0, through its ep connecting from that port). */
+ucs_status_t send_wireup(ucp_ep *ep, uint16_t client_port)
 {
     ucp_worker *worker = ep->worker;
     void *address;
@@ -149,6 +153,7 @@ ucs_status_t send_wireup(ucp_ep *ep)
     req->u.send.step   = wireup_step;
     req->u.send.bounce = address;
     req->u.send.offset = length;
+    req->u.send.msg_id = client_port;
     status = ep_send_or_queue(ep, req);
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
@@ -174,6 +179,30 @@ void purge_requests(ucp_ep *ep, ucs_status_t status)
     }
 }
 
+/*
+ * Makes `ep` the one answering its peer worker when none does yet, or when
+ * the one that does is internal (made for the peer's wireup) and `ep` is
+ * the application's: its stream then moves to `ep`, as does the reply ep
+ * of later active messages. The internal ep stays, unused, until the peer
+ * goes away.
+ */
+void set_reply_ep(ucp_ep *ep)
+{
+    ucp_worker *worker = ep->worker;
+    auto [it, inserted] = worker->eps_by_uuid.try_emplace(ep->remote_uuid, ep);
+    ucp_ep *previous = nullptr;
+    if (!inserted) {
+        if (!(ep->flags & ep_flag::USER) || (it->second->flags & ep_flag::USER)) {
+            return;
+        }
+        previous   = it->second;
+        it->second = ep;
+        ucs_debug("worker '%s': ep %u takes the peer '%s' over from internal ep %u",
+                  worker->name.c_str(), ep->id, ep->peer_name.c_str(), previous->id);
+    }
+    stream_reply_ep_changed(worker, ep->remote_uuid, previous);
+}
+
 void forget_reply_ep(ucp_ep *ep)
 {
     ucp_worker *worker = ep->worker;
@@ -182,13 +211,19 @@ void forget_reply_ep(ucp_ep *ep)
         return;
     }
     worker->eps_by_uuid.erase(it);
-    /* Another working ep to the same worker takes over the replies. */
+    /* Another working ep to the same worker takes over the replies, the
+     * application's rather than an internal one. */
+    ucp_ep *next = nullptr;
     worker->ep_ids.for_each([&](unsigned, ucp_ep *other) {
-        if ((other != ep) && (other->remote_uuid == ep->remote_uuid) &&
-            other->usable() && !worker->eps_by_uuid.count(ep->remote_uuid)) {
-            worker->eps_by_uuid[ep->remote_uuid] = other;
+        if ((other != ep) && (other->remote_uuid == ep->remote_uuid) && other->usable() &&
+            ((next == nullptr) ||
+             ((other->flags & ep_flag::USER) && !(next->flags & ep_flag::USER)))) {
+            next = other;
         }
     });
+    if (next != nullptr) {
+        worker->eps_by_uuid[ep->remote_uuid] = next;
+    }
 }
 
 } // namespace
@@ -253,15 +288,15 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
 
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
         worker->eps_by_lane[ep->lanes[i].ep] = ep;
+        worker->activate_iface(ep->lanes[i].iface_index);
     }
-    if (!worker->eps_by_uuid.count(ep->remote_uuid)) {
-        worker->eps_by_uuid[ep->remote_uuid] = ep;
-    }
+    set_reply_ep(ep);
     return UCS_OK;
 }
 
 ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
-                                  size_t max_length, uint32_t flags, ucp_ep **ep_p)
+                                  size_t max_length, uint32_t flags, ucp_ep **ep_p,
+                                  uint16_t client_port)
 {
     auto ep = std::make_unique<ucp_ep>();
     ep->worker = worker;
@@ -278,7 +313,7 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
 
     ucp_ep *raw = ep.release();
     if ((flags & ep_flag::USER) && (raw->remote_uuid != worker->uuid)) {
-        status = send_wireup(raw);
+        status = send_wireup(raw, client_port);
         if (status != UCS_OK) {
             ep_destroy(raw);
             return status;
@@ -564,6 +599,9 @@ void worker_keepalive(ucp_worker *worker)
 
 unsigned worker_deferred_progress(ucp_worker *worker)
 {
+    if (worker->iface_activation_due) {
+        worker->register_active_ifaces();
+    }
     unsigned count = process_failed_lanes(worker);
     count += process_closed_peers(worker);
     count += process_pending_wireups(worker);

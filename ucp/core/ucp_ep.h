@@ -95,14 +95,21 @@ namespace ucp {
  * Creates an ep to the worker whose packed address is `address`, of which
  * at most `max_length` bytes are readable (SIZE_MAX: the caller only has a
  * pointer, as in ucp_ep_create; the header's length is trusted then).
+ * A USER ep sends the peer our wireup; `client_port` != 0 marks it as the
+ * answer to the client-server connection from that port of the peer.
  */
 ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
-                                  size_t max_length, uint32_t flags, ucp_ep **ep_p);
+                                  size_t max_length, uint32_t flags, ucp_ep **ep_p,
+                                  uint16_t client_port = 0);
 
 /*
  * Gives `ep`, which has no lanes yet, lanes to the worker at `address` (at
  * most `max_length` readable bytes), its thresholds, and the worker's
  * lookups by lane and peer. Nothing is sent. On failure the ep is unchanged.
+ *
+ * One ep answers each peer worker (eps_by_uuid: replies, stream data, AM
+ * reply eps): the first, except that a USER ep takes over from an ep our
+ * wireup made for that peer, with the stream data that ep collected.
  */
 ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_length);
 

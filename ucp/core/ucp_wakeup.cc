@@ -67,10 +67,18 @@ ucs_status_t arm_locked(ucp_worker *worker, wakeup *w)
     if (w->signal.drain() != 0) {
         return UCS_ERR_BUSY;
     }
-    for (const worker_iface &wi : worker->ifaces) {
+    /* Every iface, progressed on each call or not: a peer may reach us
+     * through any of them. */
+    for (unsigned i = 0; i < worker->ifaces.size(); ++i) {
+        const worker_iface &wi = worker->ifaces[i];
         ucs_status_t status = wi.iface->event_arm(w->uct_events);
         if (status == UCS_OK) {
             continue;
+        }
+        if (status == UCS_ERR_BUSY) {
+            /* Work there: the progress the caller makes next must see it. */
+            worker->activate_iface(i);
+            return UCS_ERR_BUSY;
         }
         if (status == UCS_ERR_UNSUPPORTED) {
             if (!w->warned_unarmable) {

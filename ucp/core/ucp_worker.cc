@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <poll.h>
 #include <unistd.h>
 
 namespace {
@@ -230,8 +231,11 @@ ucs_status_t ucp_worker::open_ifaces()
                       ucs_status_string(status));
             return status; /* the destructor closes the ones already open */
         }
-        ifaces.push_back({iface, i});
-        uct_worker->progress_register(iface);
+        /* Transports register for progress when opened; we progress an
+         * iface on every call only once something uses it. */
+        uct_worker->progress_unregister(iface);
+        ifaces.push_back({iface, i, false, false});
+        ++num_inactive_ifaces;
         status = ucp::set_am_handlers(this, iface);
         if (status != UCS_OK) {
             return status;
@@ -305,20 +309,92 @@ void ucp_worker::unregister_request(ucp::request *req)
     }
 }
 
-unsigned ucp_worker::progress_locked()
+void ucp_worker::activate_iface(unsigned index)
 {
-    unsigned count = uct_worker->progress();
-    /* The clock is read once every 256 calls only: progress is the hot loop. */
-    if (ucs_unlikely(((++progress_count & 0xff) == 0) && (keepalive_interval != 0))) {
-        ucp::worker_keepalive(this);
+    ucp::worker_iface &wi = ifaces[index];
+    if (wi.active) {
+        return;
     }
-    if (ucs_unlikely(has_deferred_work())) {
-        count += ucp::worker_deferred_progress(this);
+    wi.active = true;
+    --num_inactive_ifaces;
+    /* Not registered at once: we may be inside the uct worker's progress,
+     * which walks the list of registered ifaces. */
+    iface_activation_due = true;
+    ucs_debug("worker '%s': progressing %s/%s from now on", name.c_str(),
+              context.tls[wi.tl_index].resource.tl_name,
+              context.tls[wi.tl_index].resource.dev_name);
+}
+
+void ucp_worker::register_active_ifaces()
+{
+    iface_activation_due = false;
+    for (ucp::worker_iface &wi : ifaces) {
+        if (wi.active && !wi.progressed) {
+            wi.progressed = true;
+            uct_worker->progress_register(wi.iface);
+        }
     }
-    if (ucs_unlikely(sockaddr_cm != nullptr)) {
-        count += ucp::sockaddr_progress(this);
+}
+
+unsigned ucp_worker::progress_inactive_ifaces()
+{
+    /* Event fds cost a system call: asked only every few looks. Transports
+     * whose progress is cheap without eps (shared memory) show arrivals
+     * there; tcp shows new connections on its fd at once. */
+    const bool poll_fds = (++inactive_looks % ucp::idle_fd_poll_period) == 0;
+    unsigned count = 0;
+    for (unsigned i = 0; i < ifaces.size(); ++i) {
+        ucp::worker_iface &wi = ifaces[i];
+        if (wi.active) {
+            continue;
+        }
+        unsigned n = wi.iface->progress();
+        if ((n == 0) && poll_fds && (wi.iface->attr().event_flags & uct::event_flag::FD)) {
+            int fd = -1;
+            if (wi.iface->event_fd_get(&fd) == UCS_OK) {
+                pollfd pfd{fd, POLLIN, 0};
+                n = (::poll(&pfd, 1, 0) > 0) ? 1 : 0;
+            }
+        }
+        if (n != 0) {
+            activate_iface(i);   /* a peer reaches us there */
+            count += n;
+        }
     }
     return count;
+}
+
+namespace {
+
+/* The body of progress, inlined into ucp_worker_progress (the hot loop of
+ * every application) instead of called through the PLT. */
+inline unsigned progress_inline(ucp_worker &w)
+{
+    unsigned count = w.uct_worker->progress();
+    /* Once every idle_poll_period calls: the clock for keepalive, and the
+     * ifaces no ep uses (yet) for peers that connect to us. */
+    if (ucs_unlikely((++w.progress_count & (ucp::idle_poll_period - 1)) == 0)) {
+        if (w.keepalive_interval != 0) {
+            ucp::worker_keepalive(&w);
+        }
+        if (w.num_inactive_ifaces != 0) {
+            count += w.progress_inactive_ifaces();
+        }
+    }
+    if (ucs_unlikely(w.has_deferred_work())) {
+        count += ucp::worker_deferred_progress(&w);
+    }
+    if (ucs_unlikely(w.sockaddr_cm != nullptr)) {
+        count += ucp::sockaddr_progress(&w);
+    }
+    return count;
+}
+
+} // namespace
+
+unsigned ucp_worker::progress_locked()
+{
+    return progress_inline(*this);
 }
 
 namespace {
@@ -425,7 +501,7 @@ unsigned ucp_worker_progress(ucp_worker_h worker)
     }
     try {
         ucp::worker_guard guard(worker);
-        return worker->progress_locked();
+        return progress_inline(*worker);
     } catch (...) {
         ucs_error("ucp_worker_progress: unexpected failure");
         return 0;
@@ -447,9 +523,10 @@ void ucp_worker_print_info(ucp_worker_h worker, FILE *stream)
             const uct::tl_resource &res = worker->context.tls[wi.tl_index].resource;
             const uct::iface_attr &attr = wi.iface->attr();
             std::fprintf(stream, "#     iface %s/%s: am short %zu bcopy %zu, "
-                         "address %zu+%zu bytes\n", res.tl_name, res.dev_name,
+                         "address %zu+%zu bytes, %s\n", res.tl_name, res.dev_name,
                          attr.am.max_short, attr.am.max_bcopy, attr.device_addr_len,
-                         attr.iface_addr_len);
+                         attr.iface_addr_len,
+                         wi.active ? "progressed" : "idle (looked at now and then)");
         }
         std::fprintf(stream, "#\n");
         return UCS_OK;

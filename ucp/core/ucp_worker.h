@@ -1,7 +1,7 @@
 /*
- * The UCP worker: one uct interface per resource of the context, all
- * progressed by one uct::worker, plus the places where active-message
- * handlers and endpoints will live.
+ * The UCP worker: one uct interface per resource of the context, the ones
+ * in use progressed by one uct::worker (see worker_iface), plus the places
+ * where active-message handlers and endpoints live.
  */
 #ifndef UCP_CORE_UCP_WORKER_H
 #define UCP_CORE_UCP_WORKER_H
@@ -24,11 +24,23 @@
 
 namespace ucp {
 
-/* An interface opened on one of the context's resources. */
+/*
+ * An interface opened on one of the context's resources. Only active ones
+ * are progressed on every call: those a lane of an ep uses, and those a
+ * message or an event arrived on (a peer that connected to us through our
+ * worker address). The others are looked at every idle_poll_period calls.
+ */
 struct worker_iface {
     uct::iface *iface;
-    unsigned   tl_index;   /* into ucp_context::tls */
+    unsigned   tl_index;     /* into ucp_context::tls */
+    bool       active;       /* to be progressed on every call */
+    bool       progressed;   /* registered with the uct worker (active, later) */
 };
+
+/* Progress calls between two looks at the inactive ifaces (a power of 2),
+ * and looks between two polls of their event fds. */
+constexpr unsigned idle_poll_period    = 256;
+constexpr unsigned idle_fd_poll_period = 16;
 
 /* A UCP-level active-message handler (filled by ucp_worker_set_am_*). */
 struct am_handler {
@@ -66,6 +78,12 @@ struct msg_key_hash {
     {
         return std::hash<uint64_t>()(k.uuid * 0x9e3779b97f4a7c15ull ^ k.msg_id);
     }
+};
+
+/* A peer's wireup (its worker address) waiting for us to make an ep. */
+struct pending_wireup {
+    std::vector<uint8_t> address;
+    uint16_t             client_port;   /* wire::wireup_hdr::client_port */
 };
 
 /* A control reply that found its lane busy; sent again from progress. */
@@ -129,8 +147,11 @@ struct ucp_worker {
     /* Work deferred out of transport callbacks. */
     std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;
     std::deque<ucp::queued_reply>      queued_replies;
-    /* Worker addresses of peers that wired up before we had an ep to them. */
-    std::unordered_map<uint64_t, std::vector<uint8_t>> pending_wireups;
+    /* Worker addresses of peers that wired up before we had an ep to them;
+     * held while the wireup answers an ep of ours still connecting. */
+    std::unordered_map<uint64_t, ucp::pending_wireup> pending_wireups;
+    /* Stream data waits for an ep that answers its sender now. */
+    bool                               stream_attach_due = false;
     /* Peer workers that closed their ep to us: our eps to them fail. */
     std::vector<uint64_t>              closed_peers;
     /* Rendezvous receives waiting for an ep to their sender or a free lane. */
@@ -143,6 +164,10 @@ struct ucp_worker {
     uint64_t                           keepalive_interval = 0;  /* ticks, 0: off */
     uint64_t                           keepalive_next = 0;
     unsigned                           progress_count = 0;
+    /* Ifaces not progressed on every call (see worker_iface). */
+    unsigned                           num_inactive_ifaces = 0;
+    unsigned                           inactive_looks = 0;
+    bool                               iface_activation_due = false;
 
     /* UCP_FEATURE_WAKEUP state (ucp_wakeup.cc), nullptr without the feature. */
     ucp::wakeup                        *wakeup = nullptr;
@@ -152,6 +177,16 @@ struct ucp_worker {
 
     /* Opens an iface per context resource; on failure closes what it opened. */
     ucs_status_t open_ifaces();
+
+    /* Progresses ifaces[index] on every call from the next one on (safe to
+     * call from inside a transport's progress). */
+    void activate_iface(unsigned index);
+
+    /* Registers the newly active ifaces with the uct worker (deferred work). */
+    void register_active_ifaces();
+
+    /* Looks at the inactive ifaces; activates those with incoming work. */
+    unsigned progress_inactive_ifaces();
 
     /* This worker's address, NET entries only when net_only. */
     ucp::unpacked_address address(bool net_only) const;
@@ -170,7 +205,7 @@ struct ucp_worker {
         return !failed_lanes.empty() || !queued_replies.empty() ||
                !pending_wireups.empty() || !rndv_deferred.empty() ||
                !flush_requests.empty() || !rma.deferred.empty() ||
-               !closed_peers.empty();
+               !closed_peers.empty() || stream_attach_due || iface_activation_due;
     }
 
     /* Progress without taking the lock (callers hold it when they must). */

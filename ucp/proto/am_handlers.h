@@ -55,6 +55,11 @@ unsigned am_deferred_progress(ucp_worker *worker);
 /* Stream data that arrived before the ep answering its sender existed. */
 unsigned stream_deferred_progress(ucp_worker *worker);
 
+/* eps_by_uuid[uuid] changed to a new ep (from `previous`, or from none):
+ * the stream data kept for that peer, and what `previous` holds, go to the
+ * new one from the next progress on, in order. */
+void stream_reply_ep_changed(ucp_worker *worker, uint64_t uuid, ucp_ep *previous);
+
 /* The ep's stream receives complete with `status` (the ep failed). */
 void stream_ep_fail(ucp_ep *ep, ucs_status_t status);
 

@@ -47,7 +47,10 @@ enum am_id : uint8_t {
 struct wireup_hdr {
     uint64_t src_uuid;
     uint32_t address_length;
-    uint32_t reserved;
+    /* From a server's ep accepting a client-server connection: the client's
+     * port of that connection, so the client knows the wireup belongs to
+     * its ep still connecting (it makes no ep of its own then); else 0. */
+    uint32_t client_port;
 };
 
 struct eager_first_hdr {

@@ -300,7 +300,35 @@ ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
 
 unsigned stream_deferred_progress(ucp_worker *worker)
 {
+    worker->stream_attach_due = false;
     return stream_attach_early(worker);
+}
+
+void stream_reply_ep_changed(ucp_worker *worker, uint64_t uuid, ucp_ep *previous)
+{
+    stream_worker *sw = worker->stream_state;
+    if (sw == nullptr) {
+        return;
+    }
+    auto *se = (previous != nullptr) ? static_cast<stream_ep*>(previous->stream) : nullptr;
+    if ((se != nullptr) && !se->segs.empty()) {
+        /* What the previous ep holds came before anything kept since. */
+        try {
+            stream_seg_queue &early = sw->early[uuid];
+            stream_seg_queue later  = std::move(early);
+            early.splice_back(se->segs);
+            early.splice_back(later);
+        } catch (const std::bad_alloc &) {
+            ucs_error("worker '%s': no memory to move stream data to ep of '%s'",
+                      worker->name.c_str(), previous->peer_name.c_str());
+        }
+        stream_ep_update_ready(sw, se);
+    }
+    /* Delivered from progress: posted receives complete there, not inside
+     * the caller (an ep being connected). */
+    if (sw->early.count(uuid)) {
+        worker->stream_attach_due = true;
+    }
 }
 
 void stream_ep_fail(ucp_ep *ep, ucs_status_t status)

@@ -37,6 +37,17 @@ std::string to_string(const sockaddr_storage &addr)
     return std::string(host) + ":" + std::to_string(port);
 }
 
+uint16_t port_of(const sockaddr_storage &addr)
+{
+    if (addr.ss_family == AF_INET) {
+        return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+    }
+    if (addr.ss_family == AF_INET6) {
+        return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+    }
+    return 0;
+}
+
 namespace {
 
 void local_address(int fd, sockaddr_storage *addr)

@@ -229,6 +229,9 @@ void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address);
 /* "host:port" of an IPv4/IPv6 address, for messages and names. */
 std::string to_string(const sockaddr_storage &addr);
 
+/* The port of an IPv4/IPv6 address in host order; 0 for other families. */
+uint16_t port_of(const sockaddr_storage &addr);
+
 /* Maps a socket errno of a failed connect to a status. */
 ucs_status_t connect_errno_status(int err);
 

@@ -273,9 +273,12 @@ ucs_status_t accept_request(ucp_worker *worker, ucp_conn_request *req, ucp_ep **
     ucp_worker *owner = req->worker;      /* holds the bootstrap connection */
     const uint64_t conn_id = req->conn_id;
     ucp_ep *ep = nullptr;
+    /* Our wireup names the client's port: its ep, still waiting for the
+     * answer below, takes it as its own instead of making another ep. */
     ucs_status_t status = ep_create_to_address(worker, req->client_address.data(),
                                                req->client_address.size(),
-                                               ep_flag::USER, &ep);
+                                               ep_flag::USER, &ep,
+                                               port_of(req->client_sockaddr));
     std::vector<uint8_t> answer;
     if (status == UCS_OK) {
         ep->local_sockaddr  = req->local_sockaddr;

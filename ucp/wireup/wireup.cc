@@ -3,21 +3,46 @@
  * worker address, so we can answer it. The ep is created later, outside the
  * transport's progress (creating transport eps from inside a transport
  * callback is not allowed).
+ *
+ * A server's ep accepting our client-server connection sends its wireup
+ * too, and it may overtake the server's answer on the bootstrap socket. It
+ * names the port our ep connects from: while an ep of ours connecting from
+ * that port waits for its answer, the wireup is held (its sender counts as
+ * "ep coming", so replies and active messages for it wait) instead of
+ * getting an ep of its own; the connected ep answers that peer then.
  */
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/wire.h>
+#include <ucp/wireup/sockaddr_cm.h>
 #include <ucs/debug/log.h>
 
+#include <vector>
+
 namespace ucp {
+
+namespace {
+
+/* Whether an ep of ours connects to a listener from local port `port`. */
+bool connecting_from(ucp_worker *worker, uint16_t port)
+{
+    bool found = false;
+    worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) {
+        found |= (ep->flags & ep_flag::CONNECTING) && ep->usable() &&
+                 (cs::port_of(ep->local_sockaddr) == port);
+    });
+    return found;
+}
+
+} // namespace
 
 ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
     wire::wireup_hdr hdr;
     if (!wire::read_header(data, length, &hdr) ||
-        (hdr.address_length > length - sizeof(hdr))) {
+        (hdr.address_length > length - sizeof(hdr)) || (hdr.client_port > UINT16_MAX)) {
         ucs_warn("worker '%s': dropping a malformed wireup message (%zu bytes)",
                  worker->name.c_str(), length);
         return UCS_OK;
@@ -28,19 +53,34 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
     }
     const auto *addr = static_cast<const uint8_t*>(data) + sizeof(hdr);
     worker->pending_wireups.emplace(hdr.src_uuid,
-                                    std::vector<uint8_t>(addr, addr + hdr.address_length));
+            pending_wireup{std::vector<uint8_t>(addr, addr + hdr.address_length),
+                           uint16_t(hdr.client_port)});
     return UCS_OK;
 }
 
 unsigned process_pending_wireups(ucp_worker *worker)
 {
+    /* Held wireups stay where they are (this runs on every progress while
+     * one is held); the others leave the map before their ep is made. */
+    std::vector<uint64_t> to_answer;
+    for (auto it = worker->pending_wireups.begin(); it != worker->pending_wireups.end();) {
+        const pending_wireup &w = it->second;
+        if (worker->eps_by_uuid.count(it->first)) {
+            it = worker->pending_wireups.erase(it);  /* an ep of ours reaches it now */
+        } else if ((w.client_port != 0) && connecting_from(worker, w.client_port)) {
+            ++it;
+        } else {
+            to_answer.push_back(it->first);
+            ++it;
+        }
+    }
     unsigned count = 0;
-    auto wireups = std::move(worker->pending_wireups);
-    worker->pending_wireups.clear();
-    for (auto &[uuid, address] : wireups) {
-        if (worker->eps_by_uuid.count(uuid)) {
+    for (uint64_t uuid : to_answer) {
+        auto node = worker->pending_wireups.extract(uuid);
+        if (node.empty()) {
             continue;
         }
+        const std::vector<uint8_t> &address = node.mapped().address;
         uint64_t address_uuid = 0;
         if ((address_peek(address.data(), address.size(), nullptr, &address_uuid) !=
              UCS_OK) || (address_uuid != uuid)) {
