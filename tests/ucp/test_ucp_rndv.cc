@@ -103,10 +103,7 @@ std::string receive_sizes(const char *tls, bool unexpected)
     REQUIRE(p.connect_over(child.fd()));
     if (unexpected) {
         /* Every offer queued before the first receive is posted. */
-        REQUIRE(test::poll_until([&] {
-            ucp_tag_recv_info_t info;
-            return ucp_tag_probe_nb(p.worker, 100, full_mask, 0, &info) != nullptr;
-        }, [&] { ucp_worker_progress(p.worker); }));
+        REQUIRE(p.wait_unexpected(100));
     }
     std::vector<uint8_t> buffer;
     for (size_t i = 0; i < std::size(rndv_sizes); ++i) {

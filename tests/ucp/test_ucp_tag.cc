@@ -77,11 +77,7 @@ TEST_CASE("tag send/recv at every protocol boundary", "[ucp_tag]")
             if (unexpected) {
                 /* Let every eager message arrive before any receive is posted:
                  * progress until the first rendezvous offer is queued. */
-                REQUIRE(test::poll_until([&] {
-                    ucp_tag_recv_info_t info;
-                    return ucp_tag_probe_nb(p.worker, 1000 + 26, full_mask, 0, &info) !=
-                           nullptr;
-                }, [&] { ucp_worker_progress(p.worker); }));
+                REQUIRE(p.wait_unexpected(1000 + 26));
             }
             receive_sizes(p, unexpected);
             REQUIRE(test::sync_peer(child.fd()));

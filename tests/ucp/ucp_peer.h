@@ -104,6 +104,16 @@ public:
         return test::recv_value(fd, value);
     }
 
+    /* Progresses until a message with exactly `tag` waits unexpected (the
+     * sender's earlier messages have arrived too: order per sender). */
+    bool wait_unexpected(ucp_tag_t tag)
+    {
+        return test::poll_until([&] {
+            ucp_tag_recv_info_t info;
+            return ucp_tag_probe_nb(worker, tag, ~ucp_tag_t(0), 0, &info) != nullptr;
+        }, [&] { ucp_worker_progress(worker); });
+    }
+
     /* Progresses until `request` completes; frees it; NULL is done already. */
     ucs_status_t wait(ucs_status_ptr_t request)
     {
