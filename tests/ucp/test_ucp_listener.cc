@@ -19,10 +19,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 
 using namespace ucp_test;
 
@@ -823,6 +825,83 @@ TEST_CASE("a server sleeping on its efd wakes for a connection request", "[ucp_l
         ucp_worker_progress(s.p.worker);
     }));
     CHECK(ucp_listener_reject(s.listener, s.requests[0]) == UCS_OK);
+}
+
+TEST_CASE("workers blocked in ucp_worker_wait wake for a request and for its answer",
+          "[ucp_listener]")
+{
+    server s;
+    REQUIRE(s.p.init("tcp", UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP) == UCS_OK);
+    REQUIRE(s.listen() == UCS_OK);
+    const uint16_t port = s.port();
+    REQUIRE(port != 0);
+
+    /* The client sleeps too between its own events: its efd must wake it
+     * for the connect, and then for the server's answer. */
+    peer c;
+    REQUIRE(c.init("tcp", UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP) == UCS_OK);
+    int efd;
+    REQUIRE(ucp_worker_get_efd(c.worker, &efd) == UCS_OK);
+    failure_log log;
+
+    /* The server sleeps in ucp_worker_wait on its own thread, and only
+     * progresses when woken; it rejects the request it gets. */
+    std::atomic<bool> rescued{false};
+    std::atomic<unsigned> waits{0};
+    ucs_status_t wait_status = UCS_OK, reject_status = UCS_ERR_NO_MESSAGE;
+    std::thread server_thread([&] {
+        while (s.requests.empty() && !rescued) {
+            wait_status = ucp_worker_wait(s.p.worker);
+            if (wait_status != UCS_OK) {
+                return;
+            }
+            ++waits;
+            while (ucp_worker_progress(s.p.worker) != 0) {
+            }
+        }
+        if (!s.requests.empty()) {
+            reject_status = ucp_listener_reject(s.listener, s.requests[0]);
+            while (ucp_worker_progress(s.p.worker) != 0) {   /* sends the reject */
+            }
+        }
+    });
+
+    /* No REQUIRE from here to the join: a throw would leave the thread. */
+    const ucs_status_t connect_status = connect_to(c.worker, port, &log, &c.ep);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool slept_through = false;   /* a poll that timed out: a missed wakeup */
+    ucs_status_t arm_status = UCS_OK;
+    while ((connect_status == UCS_OK) && (log.calls == 0) &&
+           (std::chrono::steady_clock::now() < deadline)) {
+        arm_status = ucp_worker_arm(c.worker);
+        if (arm_status == UCS_OK) {
+            pollfd pfd{efd, POLLIN, 0};
+            if (::poll(&pfd, 1, 10000) == 0) {
+                slept_through = true;
+                break;
+            }
+        } else if (arm_status != UCS_ERR_BUSY) {
+            break;
+        }
+        while (ucp_worker_progress(c.worker) != 0) {
+        }
+    }
+    if (log.calls == 0) {
+        rescued = true;   /* unblocks the server thread: the test failed */
+        ucp_worker_signal(s.p.worker);
+    }
+    server_thread.join();
+
+    CHECK(connect_status == UCS_OK);
+    CHECK((arm_status == UCS_OK || arm_status == UCS_ERR_BUSY));
+    CHECK_FALSE(slept_through);
+    CHECK_FALSE(rescued);
+    CHECK(wait_status == UCS_OK);
+    CHECK(waits > 0);
+    CHECK(s.requests.size() == 1);
+    CHECK(reject_status == UCS_OK);
+    CHECK(log.calls == 1);
+    CHECK(log.status == UCS_ERR_REJECTED);
 }
 
 TEST_CASE("a request accepted on another worker; listener destroyed meanwhile",

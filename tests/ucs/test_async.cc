@@ -1000,3 +1000,79 @@ TEST_CASE("async mode names", "[async]")
     CHECK(std::string(ucs::async_mode_name(async_mode::thread)) == "thread");
     CHECK(std::string(ucs::async_mode_name(async_mode::poll)) == "poll");
 }
+
+TEST_CASE("wait_fd() is readable exactly while a POLL-mode fd handler has work",
+          "[async]")
+{
+    auto thread_context = make_context(async_mode::thread);
+    int wfd             = -1;
+    CHECK(thread_context->wait_fd(&wfd) == UCS_ERR_UNSUPPORTED);
+
+    auto context = make_context(async_mode::poll);
+    CHECK(context->wait_fd(nullptr) == UCS_ERR_INVALID_PARAM);
+
+    /* A handler added before the first wait_fd() call is mirrored too. */
+    auto before = make_event_fd();
+    async_handler_id before_id = 0;
+    REQUIRE(context->add(before.fd(), async_event::read,
+                         [&](async_handler_id, int, unsigned) { before.drain(); },
+                         &before_id) == UCS_OK);
+    REQUIRE(context->wait_fd(&wfd) == UCS_OK);
+    REQUIRE(wfd >= 0);
+    int again = -1;
+    CHECK(context->wait_fd(&again) == UCS_OK);
+    CHECK(again == wfd);
+    CHECK_FALSE(fd_is_readable(wfd));
+
+    REQUIRE(before.signal() == UCS_OK);
+    CHECK(fd_is_readable(wfd));
+    REQUIRE(wait_for(*context, [&]() { return !fd_is_readable(wfd); }));
+
+    /* Added after: a sleeper blocked in poll() wakes when another thread
+     * makes the fd ready. */
+    pipe_fds pipe;
+    std::atomic<int> reads{0};
+    async_handler_id pipe_id = 0;
+    REQUIRE(context->add(pipe.read_end, async_event::read,
+                         [&](async_handler_id, int fd, unsigned) {
+                             char c;
+                             if (::read(fd, &c, 1) == 1) {
+                                 ++reads;
+                             }
+                         },
+                         &pipe_id) == UCS_OK);
+    CHECK_FALSE(fd_is_readable(wfd));
+    std::atomic<bool> written{false};
+    std::thread writer([&]() {
+        /* Only makes it likely that the sleeper is inside poll() already;
+         * the test holds either way. */
+        std::this_thread::sleep_for(50ms);
+        written = (::write(pipe.write_end, "x", 1) == 1);
+    });
+    struct pollfd pfd = {wfd, POLLIN, 0};
+    const int ready   = ::poll(&pfd, 1, 10000);
+    writer.join();
+    REQUIRE(written);
+    CHECK(ready == 1);
+    REQUIRE(wait_for(*context, [&]() { return reads.load() == 1; }));
+    CHECK_FALSE(fd_is_readable(wfd));
+
+    /* Paused (modify to 0) and removed handlers no longer wake it. */
+    REQUIRE(context->modify(pipe_id, 0) == UCS_OK);
+    REQUIRE(::write(pipe.write_end, "y", 1) == 1);
+    CHECK_FALSE(fd_is_readable(wfd));
+    REQUIRE(context->modify(pipe_id, async_event::read) == UCS_OK);
+    CHECK(fd_is_readable(wfd));
+    REQUIRE(context->remove(pipe_id) == UCS_OK);
+    CHECK_FALSE(fd_is_readable(wfd));
+
+    /* Write interest maps to writability. */
+    async_handler_id write_id = 0;
+    REQUIRE(context->add(pipe.write_end, async_event::write,
+                         [](async_handler_id, int, unsigned) {}, &write_id) ==
+            UCS_OK);
+    CHECK(fd_is_readable(wfd));
+    REQUIRE(context->remove(write_id) == UCS_OK);
+    CHECK_FALSE(fd_is_readable(wfd));
+    CHECK(context->remove(before_id) == UCS_OK);
+}

@@ -1,6 +1,7 @@
 /*
  * The connection manager: listeners, bootstrap connections and the
- * handshake state machine, polled from worker progress.
+ * handshake state machine, on a POLL-mode async context progressed from
+ * worker progress.
  */
 #include "sockaddr_cm.h"
 
@@ -12,9 +13,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/epoll.h>
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -151,6 +153,10 @@ cm::cm(ucp_worker *worker) : worker_(worker), request_timeout_(std::chrono::seco
 
 cm::~cm()
 {
+    if (async_ != nullptr) {
+        /* Drops every handler and timer first: the fds may be closed then. */
+        async_->stop();
+    }
     for (auto &[id, c] : conns_) {
         if (c->request != nullptr) {
             c->request->conn_id = 0;   /* the application may still hold it */
@@ -168,10 +174,10 @@ cm::~cm()
         listener->fd = -1;
         listener->worker = nullptr;
     }
-    if (epfd_ >= 0) {
-        ucp::worker_wakeup_remove_fd(worker_, epfd_);
-        ::close(epfd_);
+    if (wait_fd_ >= 0) {
+        ucp::worker_wakeup_remove_fd(worker_, wait_fd_);
     }
+    async_.reset();   /* closes wait_fd_ */
 }
 
 ucs_status_t cm::init()
@@ -180,12 +186,17 @@ ucs_status_t cm::init()
         return UCS_ERR_NO_DEVICE;
     }
     placeholder_ = std::make_unique<placeholder_iface>(*worker_->context.mds.front().md);
-    epfd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd_ < 0) {
-        ucs_error("client-server: epoll_create1 failed: %m");
-        return UCS_ERR_IO_ERROR;
+    ucs_status_t status = ucs::async_context::create(ucs::async_mode::poll, &async_);
+    if (status != UCS_OK) {
+        ucs_error("client-server: cannot create an async context: %s",
+                  ucs_status_string(status));
+        return status;
     }
-    return ucp::worker_wakeup_add_fd(worker_, epfd_);
+    status = async_->wait_fd(&wait_fd_);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return ucp::worker_wakeup_add_fd(worker_, wait_fd_);
 }
 
 void cm::set_request_timeout(double seconds)
@@ -200,23 +211,54 @@ conn *cm::find(uint64_t id)
     return (it == conns_.end()) ? nullptr : it->second.get();
 }
 
-void cm::epoll_set(conn *c, uint32_t events)
+void cm::watch(conn *c, unsigned events)
 {
     if (events == 0) {
-        /* Not even hang-ups: a connection that waits for the application
-         * must not make progress spin. */
-        (void)epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+        /* Removed, not paused: not even hang-ups may make progress spin
+         * (nor wake a sleeper) while the application holds the request. */
+        if (c->handler != 0) {
+            (void)async_->remove(c->handler);
+            c->handler = 0;
+        }
         return;
     }
-    epoll_event ev{};
-    ev.events   = events;
-    ev.data.u64 = c->id;
-    int ret = epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
-    if ((ret != 0) && (errno == ENOENT)) {
-        ret = epoll_ctl(epfd_, EPOLL_CTL_ADD, c->fd, &ev);
+    ucs_status_t status;
+    if (c->handler != 0) {
+        status = async_->modify(c->handler, events);
+    } else {
+        /* By id: the conn may be gone (swept) by the time the event runs. */
+        const uint64_t id = c->id;
+        status = async_->add(c->fd, events,
+                             [this, id](ucs::async_handler_id, int, unsigned) {
+                                 on_conn_event(id);
+                             },
+                             &c->handler);
     }
-    if (ret != 0) {
-        ucs_error("client-server: epoll_ctl on fd %d failed: %m", c->fd);
+    if (status != UCS_OK) {
+        ucs_error("client-server: cannot watch fd %d: %s", c->fd,
+                  ucs_status_string(status));
+    }
+}
+
+void cm::on_conn_event(uint64_t id)
+{
+    conn *c = find(id);
+    if ((c != nullptr) && (c->state != conn::phase::dead)) {
+        on_conn(c);
+    }
+}
+
+void cm::on_request_timeout(uint64_t id)
+{
+    conn *c = find(id);
+    if (c == nullptr) {
+        return;
+    }
+    c->timer = 0;   /* a one-shot is unregistered once it fired */
+    if (c->server && (c->state == conn::phase::receiving)) {
+        ucs_diag("listener: %s sent no connection request in time, closing",
+                 to_string(c->remote).c_str());
+        close_conn(c);
     }
 }
 
@@ -225,8 +267,12 @@ void cm::close_conn(conn *c)
     if (c->state == conn::phase::dead) {
         return;
     }
+    watch(c, 0);   /* before close: the fd number may be reused at once */
+    if (c->timer != 0) {
+        (void)async_->remove_timer(c->timer);
+        c->timer = 0;
+    }
     if (c->fd >= 0) {
-        (void)epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
         ::close(c->fd);
         c->fd = -1;
     }
@@ -263,15 +309,23 @@ bool cm::flush_tx(conn *c)
 
 ucs_status_t cm::add_listener(ucp_listener *listener)
 {
-    listener->id = next_id_++;
-    epoll_event ev{};
-    ev.events   = EPOLLIN;
-    ev.data.u64 = listener->id;
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, listener->fd, &ev) != 0) {
-        ucs_error("client-server: cannot poll the listening socket: %m");
+    listener->id      = next_id_++;
+    const uint64_t id = listener->id;
+    ucs::async_handler_id handler;
+    ucs_status_t status = async_->add(listener->fd, ucs::async_event::read,
+                                      [this, id](ucs::async_handler_id, int, unsigned) {
+                                          if (listeners_.count(id) != 0) {
+                                              on_listener(id);
+                                          }
+                                      },
+                                      &handler);
+    if (status != UCS_OK) {
+        ucs_error("client-server: cannot watch the listening socket: %s",
+                  ucs_status_string(status));
         return UCS_ERR_IO_ERROR;
     }
-    listeners_[listener->id] = listener;
+    listeners_[id]         = listener;
+    listener_handlers_[id] = handler;
     return UCS_OK;
 }
 
@@ -280,7 +334,12 @@ void cm::remove_listener(ucp_listener *listener)
     if (listeners_.erase(listener->id) == 0) {
         return;
     }
-    (void)epoll_ctl(epfd_, EPOLL_CTL_DEL, listener->fd, nullptr);
+    /* Before the caller closes the listening fd. */
+    auto handler = listener_handlers_.find(listener->id);
+    if (handler != listener_handlers_.end()) {
+        (void)async_->remove(handler->second);
+        listener_handlers_.erase(handler);
+    }
     std::vector<conn*> unfinished;
     for (auto &[id, c] : conns_) {
         if (!c->server || (c->listener_id != listener->id)) {
@@ -312,7 +371,7 @@ uint64_t cm::start_client(ucp_ep *ep, int fd, int connect_errno, std::vector<uin
         c->failure = connect_errno_status(connect_errno);
         failed_.push_back(c->id);   /* reported from progress, like UCX */
     } else {
-        epoll_set(c, EPOLLOUT);
+        watch(c, ucs::async_event::write);
     }
     poll_now_ = true;
     return c->id;
@@ -341,7 +400,7 @@ void cm::answer(uint64_t conn_id, std::vector<uint8_t> frame)
         close_conn(c);   /* all written (or the client is gone): done */
         return;
     }
-    epoll_set(c, EPOLLOUT);
+    watch(c, ucs::async_event::write);
 }
 
 void cm::on_listener(uint64_t id)
@@ -379,11 +438,22 @@ void cm::on_listener(uint64_t id)
         c->state       = conn::phase::receiving;
         c->remote      = addr;
         c->listener_id = id;
-        c->deadline    = steady::now() + request_timeout_;
         local_address(fd, &c->local);
         set_nodelay(fd);
         conns_.emplace(c->id, std::move(owned));
-        epoll_set(c, EPOLLIN);
+        watch(c, ucs::async_event::read);
+        const uint64_t cid = c->id;
+        ucs_status_t status = async_->add_timer(
+                std::max(request_timeout_, steady::duration(1)),
+                ucs::timer_mode::one_shot,
+                [this, cid](ucs::async_handler_id) { on_request_timeout(cid); },
+                &c->timer);
+        if ((status != UCS_OK) || (c->handler == 0)) {
+            /* Unbounded or unwatched, a handshake would hold its slot forever. */
+            ucs_diag("listener %s: cannot watch %s: %s", to_string(listener->bound).c_str(),
+                     to_string(addr).c_str(), ucs_status_string(status));
+            close_conn(c);
+        }
     }
 }
 
@@ -395,7 +465,11 @@ void cm::deliver_request(conn *c)
         return;
     }
     ucp_listener *listener = it->second;
-    epoll_set(c, 0);
+    watch(c, 0);
+    if (c->timer != 0) {
+        (void)async_->remove_timer(c->timer);   /* the application decides now */
+        c->timer = 0;
+    }
     c->state = conn::phase::waiting;
 
     ucp_conn_request *req = conn_request_new();
@@ -505,10 +579,10 @@ void cm::on_client(conn *c)
             return;
         }
         if (c->tx_sent < c->tx.size()) {
-            return;   /* EPOLLOUT is still asked for */
+            return;   /* still watched for writing */
         }
         c->state = conn::phase::receiving;
-        epoll_set(c, EPOLLIN);
+        watch(c, ucs::async_event::read);
     }
     if (c->state == conn::phase::receiving) {
         ucs_status_t status = c->reader.read_from(c->fd);
@@ -534,26 +608,15 @@ void cm::on_conn(conn *c)
     }
 }
 
-void cm::expire()
-{
-    const steady::time_point now = steady::now();
-    for (auto &[id, c] : conns_) {
-        if (c->server && (c->state == conn::phase::receiving) && (now >= c->deadline)) {
-            ucs_diag("listener: %s sent no connection request in time, closing",
-                     to_string(c->remote).c_str());
-            close_conn(c.get());
-        }
-    }
-}
-
 unsigned cm::progress()
 {
     if (in_progress_) {
         return 0;   /* a callback called ucp_worker_progress */
     }
     if (conns_.empty() && failed_.empty()) {
-        /* Idle listeners cost one epoll_wait per idle_poll_interval calls;
-         * a worker that sleeps learns of them through arm() instead. */
+        /* Idle listeners cost one look of the context (an epoll_wait) per
+         * idle_poll_interval calls; a worker that sleeps learns of them
+         * through arm() and the wakeup set instead. */
         if (listeners_.empty() || (!poll_now_ && ((++tick_ % idle_poll_interval) != 0))) {
             return 0;
         }
@@ -572,20 +635,8 @@ unsigned cm::progress()
         }
     }
 
-    epoll_event events[16];
-    int n = epoll_wait(epfd_, events, 16, 0);
-    for (int i = 0; i < n; ++i) {
-        const uint64_t id = events[i].data.u64;
-        if (listeners_.count(id)) {
-            on_listener(id);
-        } else if (conn *c = find(id); (c != nullptr) && (c->state != conn::phase::dead)) {
-            on_conn(c);
-        }
-        ++count;
-    }
-    if (!conns_.empty()) {
-        expire();
-    }
+    /* Ready fd handlers and due request timers run here. */
+    count += async_->progress();
     in_progress_ = false;
     sweep();
     return count;
@@ -599,8 +650,8 @@ bool cm::ready()
     if (listeners_.empty() && conns_.empty()) {
         return false;
     }
-    epoll_event ev;
-    if (epoll_wait(epfd_, &ev, 1, 0) > 0) {
+    pollfd pfd{wait_fd_, POLLIN, 0};
+    if (::poll(&pfd, 1, 0) > 0) {
         poll_now_ = true;   /* the next progress looks at once */
         return true;
     }

@@ -1,11 +1,15 @@
 /*
  * The per-worker connection manager of client-server connections: the
- * listeners' sockets and the bootstrap connections, all non-blocking, in
- * one epoll set whose fd joins the worker's wakeup set.
+ * listeners' sockets and the bootstrap connections, all non-blocking, are
+ * fd handlers of a POLL-mode ucs::async_context owned by the manager; the
+ * request timeouts are its one-shot timers. The context's wait_fd() joins
+ * the worker's wakeup set, so a sleeping worker wakes for a connection
+ * request or handshake data.
  *
- * It runs inside ucp_worker_progress (never blocking): every call while a
- * handshake is in flight, every idle_poll_interval-th call while only
- * listeners wait (and at once after ready() found events, for sleepers). User
+ * The context is progressed inside ucp_worker_progress (never blocking):
+ * every call while a handshake is in flight, every idle_poll_interval-th
+ * call while only listeners wait (and at once after ready() found events,
+ * for sleepers). User
  * callbacks (conn_handler, accept_handler, error handlers) run from there,
  * and may call back into the API: connections are looked up by id after
  * each callback and freed only when the outermost progress returns.
@@ -21,6 +25,7 @@
 
 #include <ucp/core/ucp_listener.h>
 #include <uct/base/uct_iface.h>
+#include <ucs/async/async_context.h>
 
 #include <chrono>
 #include <deque>
@@ -62,7 +67,8 @@ struct conn {
     size_t               tx_sent = 0;
     sockaddr_storage     local{};
     sockaddr_storage     remote{};
-    steady::time_point    deadline{};      /* server: request due */
+    ucs::async_handler_id handler = 0;    /* fd handler; 0: not watched */
+    ucs::async_handler_id timer   = 0;    /* server: request timeout */
     ucs_status_t         failure = UCS_OK;/* client: failed before any event */
     /* Server side. */
     uint64_t             listener_id = 0;
@@ -155,7 +161,6 @@ public:
     cm &operator=(const cm &) = delete;
 
     ucs_status_t init();
-    int fd() const { return epfd_; }
 
     unsigned progress();
     /* True when progress() has something to do now (for ucp_worker_arm). */
@@ -182,8 +187,10 @@ public:
 
 private:
     conn *find(uint64_t id);
-    /* Watches c->fd for `events` (0: not at all). */
-    void epoll_set(conn *c, uint32_t events);
+    /* Watches c->fd for ucs::async_event bits (0: not at all). */
+    void watch(conn *c, unsigned events);
+    void on_conn_event(uint64_t id);
+    void on_request_timeout(uint64_t id);
     void close_conn(conn *c);
     void sweep();
     void on_listener(uint64_t id);
@@ -194,12 +201,13 @@ private:
     void client_failed(conn *c, ucs_status_t status);
     void client_accepted(conn *c);
     void deliver_request(conn *c);
-    void expire();
 
     ucp_worker                                       *worker_;
-    int                                              epfd_ = -1;
+    std::unique_ptr<ucs::async_context>              async_;
+    int                                              wait_fd_ = -1; /* async_'s */
     uint64_t                                         next_id_ = 1;
     std::unordered_map<uint64_t, ucp_listener*>      listeners_;
+    std::unordered_map<uint64_t, ucs::async_handler_id> listener_handlers_;
     std::unordered_map<uint64_t, std::unique_ptr<conn>> conns_;
     std::vector<uint64_t>                            dead_;
     std::vector<uint64_t>                            failed_;   /* clients to fail */

@@ -9,8 +9,11 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <fcntl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -107,6 +110,9 @@ public:
     ~impl()
     {
         stop();
+        if (m_wait_epfd >= 0) {
+            ::close(m_wait_epfd);
+        }
     }
 
     void start_thread()
@@ -145,6 +151,7 @@ public:
                            async_handler_id *id_p);
     ucs_status_t remove_timer(async_handler_id id);
     ucs_status_t post(std::function<void()> fn);
+    ucs_status_t wait_fd(int *fd_p);
     unsigned progress();
     void stop();
     size_t handler_count();
@@ -166,6 +173,7 @@ private:
     void arm_timer(const std::shared_ptr<timer_entry> &entry);
     void on_timer(const std::shared_ptr<timer_entry> &entry,
                   const boost::system::error_code &ec);
+    ucs_status_t mirror(int op, const fd_entry &entry);
     void retire_fd(fd_entry &entry);
     void retire_timer(timer_entry &entry);
     void retire_all();
@@ -184,6 +192,7 @@ private:
     std::unordered_map<async_handler_id, std::shared_ptr<fd_entry>>    m_fds;
     std::unordered_map<async_handler_id, std::shared_ptr<timer_entry>> m_timers;
     async_handler_id m_next_id = 1;
+    int              m_wait_epfd = -1; /* wait_fd(): mirrors the fd handlers */
 
     std::atomic<uint64_t> m_fd_events{0};
     std::atomic<uint64_t> m_timers_fired{0};
@@ -359,11 +368,69 @@ void async_context::impl::on_timer(const std::shared_ptr<timer_entry> &entry,
     }
 }
 
+/* Called with the lock held: keeps the wait_fd() set in step with `entry`
+ * (EPOLL_CTL_ADD/MOD, or DEL when it watches nothing). */
+ucs_status_t async_context::impl::mirror(int op, const fd_entry &entry)
+{
+    if (m_wait_epfd < 0) {
+        return UCS_OK;
+    }
+    if (entry.events == 0) {
+        (void)::epoll_ctl(m_wait_epfd, EPOLL_CTL_DEL, entry.fd, nullptr);
+        return UCS_OK;
+    }
+    epoll_event ev{};
+    ev.events  = ((entry.events & async_event::read) ? EPOLLIN : 0u) |
+                 ((entry.events & async_event::write) ? EPOLLOUT : 0u);
+    ev.data.fd = entry.fd;
+    int ret    = ::epoll_ctl(m_wait_epfd, op, entry.fd, &ev);
+    if ((ret != 0) && (op == EPOLL_CTL_MOD) && (errno == ENOENT)) {
+        ret = ::epoll_ctl(m_wait_epfd, EPOLL_CTL_ADD, entry.fd, &ev); /* was paused */
+    }
+    if (ret != 0) {
+        ucs_error("async: cannot add fd %d to the wait set: %m", entry.fd);
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t async_context::impl::wait_fd(int *fd_p)
+{
+    if (fd_p == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (m_mode != async_mode::poll) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    std::lock_guard<recursive_lock> guard(m_lock);
+    if (m_wait_epfd < 0) {
+        m_wait_epfd = ::epoll_create1(EPOLL_CLOEXEC);
+        if (m_wait_epfd < 0) {
+            ucs_error("async: epoll_create1 failed: %m");
+            return UCS_ERR_IO_ERROR;
+        }
+        for (const auto &[id, entry] : m_fds) {
+            ucs_status_t status = mirror(EPOLL_CTL_ADD, *entry);
+            if (status != UCS_OK) {
+                ::close(m_wait_epfd);
+                m_wait_epfd = -1;
+                return status;
+            }
+        }
+    }
+    *fd_p = m_wait_epfd;
+    return UCS_OK;
+}
+
 /* Called with the lock held. Unregisters the fd from epoll synchronously, so
  * the caller may close (and the system reuse) the fd number right after. */
 void async_context::impl::retire_fd(fd_entry &entry)
 {
     entry.removed = true;
+    if (m_wait_epfd >= 0) {
+        (void)::epoll_ctl(m_wait_epfd, EPOLL_CTL_DEL, entry.fd, nullptr);
+    }
     if (entry.descriptor) {
         entry.descriptor->release(); /* cancels the waits; never closes fd */
         entry.descriptor.reset();
@@ -458,6 +525,11 @@ ucs_status_t async_context::impl::add(int fd, unsigned events,
                            UCS_ERR_IO_ERROR;
         }
         arm_fd(entry);
+        const ucs_status_t status = mirror(EPOLL_CTL_ADD, *entry);
+        if (status != UCS_OK) {
+            retire_fd(*entry);
+            return status;
+        }
         m_fds.emplace(entry->id, entry);
     } catch (const std::bad_alloc &) {
         if (entry) {
@@ -505,7 +577,7 @@ ucs_status_t async_context::impl::modify(async_handler_id id, unsigned events)
         ucs_error("async: cannot re-arm fd %d: %s", entry->fd, e.what());
         return UCS_ERR_NO_MEMORY;
     }
-    return UCS_OK;
+    return mirror(EPOLL_CTL_MOD, *entry);
 }
 
 ucs_status_t async_context::impl::remove(async_handler_id id)
@@ -775,6 +847,11 @@ ucs_status_t async_context::remove_timer(async_handler_id id)
 ucs_status_t async_context::post(std::function<void()> fn)
 {
     return m_impl->post(std::move(fn));
+}
+
+ucs_status_t async_context::wait_fd(int *fd_p)
+{
+    return m_impl->wait_fd(fd_p);
 }
 
 unsigned async_context::progress()

@@ -147,6 +147,17 @@ public:
 
     bool is_stopped() const;
 
+    /*
+     * POLL mode: an fd for the owner to sleep on (poll/epoll for reading):
+     * it is readable whenever an fd handler's fd is ready for the events it
+     * watches (or in error), so a sleeper wakes when progress() has fd work.
+     * Timers and posted functions do not make it readable. It is an epoll
+     * set of the context's own, created on the first call and closed with
+     * the context; never read from it or change it. UCS_ERR_UNSUPPORTED in
+     * THREAD mode (the loop thread is the sleeper there).
+     */
+    ucs_status_t wait_fd(int *fd_p);
+
     /* Number of registered fd handlers and timers. */
     size_t handler_count() const;
 
