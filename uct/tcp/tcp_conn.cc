@@ -29,6 +29,19 @@ void complete_all(completion **done, unsigned ndone, ucs_status_t status)
 
 } // namespace
 
+int compare_iface_addr(const handshake &a, const handshake &b)
+{
+    if (a.family != b.family) {
+        return (a.family < b.family) ? -1 : 1;
+    }
+    const size_t len = (a.family == uint8_t(addr_family::IPV4)) ? 4 : 16;
+    int ip = std::memcmp(a.ip, b.ip, len);
+    if (ip != 0) {
+        return ip;
+    }
+    return (a.port == b.port) ? 0 : ((a.port < b.port) ? -1 : 1);
+}
+
 tcp_conn::tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound)
     : iface_(iface), config_(iface.config()), socket_(std::move(socket)),
       outbound_(outbound),
@@ -60,7 +73,9 @@ ucs_status_t tcp_conn::init()
 
 void tcp_conn::set_state(conn_state state)
 {
-    if (connect_counted_ && (state != conn_state::CONNECTING)) {
+    if (connect_counted_ && !((state == conn_state::CONNECTING) ||
+                              (state == conn_state::WAIT_ACCEPT) ||
+                              (state == conn_state::WAIT_PEER))) {
         connect_counted_ = false;
         iface_.connect_finished();
     }
@@ -70,29 +85,94 @@ void tcp_conn::set_state(conn_state state)
 ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
                                      const handshake &hs)
 {
-    /* The handshake goes first; sends made before connect() completes
-     * queue behind it. */
-    uint8_t *p = tx_.reserve(sizeof(hs));
-    std::memcpy(p, &hs, sizeof(hs));
-    tx_.commit(sizeof(hs));
+    /* The handshake goes first, on its own; sends wait in the queue until
+     * the peer accepts this connection. */
+    std::memcpy(ctl_, &hs, sizeof(hs));
+    ctl_len_  = sizeof(hs);
+    ctl_sent_ = 0;
 
-    peer_.port = peer.port();
+    /* Whom this connection is for, as a handshake from there would say. */
+    const auto address = peer.address();
+    if (address.is_v4()) {
+        auto bytes   = address.to_v4().to_bytes();
+        peer_.family = uint8_t(addr_family::IPV4);
+        std::memcpy(peer_.ip, bytes.data(), bytes.size());
+    } else {
+        auto bytes   = address.to_v6().to_bytes();
+        peer_.family = uint8_t(addr_family::IPV6);
+        std::memcpy(peer_.ip, bytes.data(), bytes.size());
+    }
+    peer_.port    = peer.port();
+    peer_.conn_sn = hs.conn_sn;
+
     iface_.connect_started();
     connect_counted_ = true;
     /* Not Asio's connect(): on a non-blocking socket it still waits. */
     int ret = ::connect(fd(), peer.data(), socklen_t(peer.size()));
     if (ret == 0) {
-        set_state(conn_state::CONNECTED);
+        set_state(conn_state::WAIT_ACCEPT);
     } else if (errno != EINPROGRESS) {
         /* Reported from progress(), like any later failure. */
         schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(errno));
         return UCS_OK;
     }
     update_events();
-    if (state_ == conn_state::CONNECTED) {
+    if (state_ == conn_state::WAIT_ACCEPT) {
         tx_progress();
     }
     return UCS_OK;
+}
+
+bool tcp_conn::pairs_with(const handshake &hs) const
+{
+    return outbound_ && (owner_ep_ != nullptr) && establishing() &&
+           (peer_.conn_sn == hs.conn_sn) && (compare_iface_addr(peer_, hs) == 0);
+}
+
+void tcp_conn::set_conn_reply(internal_op op, uint8_t flags)
+{
+    frame_hdr  hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
+    conn_reply reply{};
+    reply.flags = flags;
+    std::memcpy(ctl_, &hdr, sizeof(hdr));
+    std::memcpy(ctl_ + sizeof(hdr), &reply, sizeof(reply));
+    ctl_len_  = sizeof(hdr) + sizeof(reply);
+    ctl_sent_ = 0;
+}
+
+void tcp_conn::adopt(tcp_conn &accepted)
+{
+    /* Our own attempt is dropped; the peer closes its end of it. */
+    close_socket();
+    if (accepted.ev_mask_ != 0) {
+        iface_.epoll_update(&accepted, 0);
+    }
+    socket_ = std::move(accepted.socket_);
+    const uint32_t sn = peer_.conn_sn;
+    peer_         = accepted.peer_;
+    peer_.conn_sn = sn;
+    peer_sends_   = true;
+    rx_head_ = rx_tail_ = 0;
+    accepted.close();
+    iface_.conn_closed();
+
+    set_state(conn_state::CONNECTED);
+    set_conn_reply(internal_op::CONN_ACCEPT, conn_reply_flag::PAIRED);
+    ucs_debug("tcp: ep %p uses the connection from iface port %u (its ep %u)",
+              static_cast<void*>(owner_ep_), unsigned(peer_.port), unsigned(sn));
+    tx_kick();
+    update_events();
+}
+
+void tcp_conn::reject()
+{
+    /* A fresh socket takes these few bytes at once; if not, the initiator
+     * sees the connection closed, which fails its ep as a lost peer would. */
+    set_conn_reply(internal_op::CONN_REJECT, 0);
+    (void)::send(fd(), ctl_, ctl_len_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ctl_len_ = 0;
+    close();
+    iface_.conn_closed();
 }
 
 void tcp_conn::arm()
@@ -102,11 +182,12 @@ void tcp_conn::arm()
 
 void tcp_conn::update_events()
 {
-    if (state_ >= conn_state::FAILED) {
+    if ((state_ >= conn_state::FAILED) || (state_ == conn_state::WAIT_PEER)) {
         return;
     }
     uint32_t mask = rx_blocked_ ? 0 : uint32_t(EPOLLIN);
-    if ((state_ == conn_state::CONNECTING) || !tx_.empty()) {
+    if ((state_ == conn_state::CONNECTING) || (ctl_sent_ < ctl_len_) ||
+        ((state_ == conn_state::CONNECTED) && !tx_.empty())) {
         mask |= EPOLLOUT;
     }
     if (mask != ev_mask_) {
@@ -125,7 +206,7 @@ void tcp_conn::finish_connect()
         schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(err));
         return;
     }
-    set_state(conn_state::CONNECTED);
+    set_state(conn_state::WAIT_ACCEPT);
     tx_progress();
 }
 
@@ -134,7 +215,7 @@ void tcp_conn::tx_kick()
     if (in_rx_ || in_tx_) {
         /* Written once the caller's loop finishes (replies batch up). */
         tx_deferred_ = true;
-    } else if (state_ == conn_state::CONNECTED) {
+    } else if ((state_ == conn_state::CONNECTED) || (ctl_sent_ < ctl_len_)) {
         tx_progress();
     }
 }
@@ -152,15 +233,46 @@ ucs_status_t tcp_conn::tx_send_zcopy(size_t hdr_length, const iov *iov, size_t i
     return tx_.set_zcopy_comp(ticket, comp) ? UCS_INPROGRESS : UCS_OK;
 }
 
+unsigned tcp_conn::tx_ctl()
+{
+    boost::system::error_code ec;
+    size_t written = socket_.write_some(
+            boost::asio::buffer(ctl_ + ctl_sent_, size_t(ctl_len_ - ctl_sent_)), ec);
+    if (ec) {
+        if ((ec != boost::asio::error::would_block) && (ec != boost::asio::error::try_again) &&
+            (ec != boost::asio::error::interrupted)) {
+            io_error(ec, "send");
+        }
+        return 0;
+    }
+    ctl_sent_ += uint8_t(written);
+    if (ctl_sent_ == ctl_len_) {
+        ctl_len_ = ctl_sent_ = 0;
+    }
+    return 1;
+}
+
 unsigned tcp_conn::tx_progress()
 {
-    if (in_tx_ || (state_ != conn_state::CONNECTED)) {
+    if (in_tx_ || ((state_ != conn_state::CONNECTED) &&
+                   (state_ != conn_state::WAIT_ACCEPT))) {
         return 0;
     }
     in_tx_       = true;
     tx_deferred_ = false;
 
     unsigned count = 0;
+    if (ctl_len_ > 0) {
+        count += tx_ctl();
+    }
+    if ((state_ != conn_state::CONNECTED) || (ctl_len_ > 0)) {
+        /* The queue waits for the peer's CONN_ACCEPT, or for the setup
+         * bytes to leave first. */
+        in_tx_ = false;
+        update_events();
+        return count;
+    }
+
     boost::asio::const_buffer vec[tx_queue::MAX_GATHER];
     completion *done[tx_queue::MAX_ZCOPY_SLOTS];
     while (!tx_.empty()) {
@@ -338,8 +450,8 @@ unsigned tcp_conn::handle_events(uint32_t events)
     if (events & (EPOLLIN | failed_events)) {
         count += rx_progress();
     }
-    if ((events & (EPOLLOUT | failed_events)) && (state_ == conn_state::CONNECTED) &&
-        !tx_.empty()) {
+    if ((events & (EPOLLOUT | failed_events)) &&
+        (((state_ == conn_state::CONNECTED) && !tx_.empty()) || (ctl_len_ > 0))) {
         count += tx_progress();
     }
     if (rx_blocked_) {
@@ -445,10 +557,11 @@ void tcp_conn::handle_failure()
     }
 }
 
-bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer) const
+bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer,
+                             uint32_t conn_sn) const
 {
     if (outbound_ || ever_owned_ || peer_detached_ || (state_ != conn_state::CONNECTED) ||
-        (peer.port() != peer_.port)) {
+        (peer.port() != peer_.port) || (conn_sn != peer_.conn_sn)) {
         return false;
     }
     const auto address = peer.address();

@@ -2,6 +2,10 @@
  * One TCP connection of an iface, shared by at most one ep on each side.
  * The initiator's ep owns its end from the start; the acceptor's end is
  * unowned until an ep created towards the initiator's iface attaches to it.
+ * When both sides' eps connect towards each other at once, the handshakes
+ * pair them (by ep serial number) and one of the two connections is kept
+ * for both: replies and acknowledgements then travel with the data, which
+ * halves the packets of a ping-pong.
  * Either side receives and serves everything the other sends (messages,
  * requests, replies). When an ep goes away its end becomes unowned and a
  * DETACH frame tells the peer; an unowned end closes when the peer detaches
@@ -29,10 +33,23 @@ class tcp_iface;
 
 enum class conn_state : uint8_t {
     CONNECTING,   /* outbound: connect() in flight, sends are buffered */
+    WAIT_ACCEPT,  /* outbound: handshake sent, sends buffered until CONN_ACCEPT */
+    WAIT_PEER,    /* outbound, rejected: the peer's own connection will be
+                     adopted when it arrives; no socket meanwhile */
     HANDSHAKE,    /* inbound: waiting for the peer's handshake */
     CONNECTED,
     FAILED,       /* error seen; the iface reports it from progress() */
     CLOSED        /* socket closed, waiting to be freed */
+};
+
+/* Orders two iface addresses (family, ip, port): <0, 0 or >0. */
+int compare_iface_addr(const handshake &a, const handshake &b);
+
+/* What an accepted connection becomes once its handshake was read. */
+enum class pairing : uint8_t {
+    NONE,         /* an ordinary accepted connection: answer CONN_ACCEPT */
+    REJECT,       /* our own ep's connection to that peer is kept instead */
+    ADOPTED       /* our ep's pending connection took over this socket */
 };
 
 class tcp_conn {
@@ -60,8 +77,27 @@ public:
     }
     ep *owner_ep() const { return owner_ep_; }
 
-    /* An accepted connection from `peer` that an ep may attach to. */
-    bool attachable_to(const boost::asio::ip::tcp::endpoint &peer) const;
+    /* An accepted connection from `peer`'s ep number `conn_sn` that an ep
+     * may attach to. */
+    bool attachable_to(const boost::asio::ip::tcp::endpoint &peer, uint32_t conn_sn) const;
+
+    /* The peer's iface address and, for pairing, the ep serial number. */
+    const handshake &peer() const { return peer_; }
+    /* Our connection towards `hs`'s iface, made for our ep number hs.conn_sn,
+     * and still waiting for the peer's answer. */
+    bool pairs_with(const handshake &hs) const;
+    /* Has sent nothing but its handshake yet: it may still give way. */
+    bool establishing() const { return state_ <= conn_state::WAIT_PEER; }
+    /* Received bytes beyond the handshake (a peer breaking the protocol). */
+    bool rx_pending() const { return rx_tail_ > rx_head_; }
+
+    /*
+     * Both sides connected towards each other at once, and the peer's
+     * connection is the one to keep: this (pending) connection closes its
+     * own socket and takes over `accepted`'s, which closes; the buffered
+     * sends follow a CONN_ACCEPT on it.
+     */
+    void adopt(tcp_conn &accepted);
 
     /*
      * The owning ep is going away: the end becomes unowned and the peer is
@@ -70,7 +106,8 @@ public:
      */
     void detach();
 
-    /* Starts a non-blocking connect with the handshake queued first. */
+    /* Starts a non-blocking connect; `hs` goes first, the sends it buffers
+     * after the peer's CONN_ACCEPT. */
     ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer,
                                const handshake &hs);
 
@@ -132,8 +169,7 @@ public:
     /* Nothing queued, nothing waiting for a reply. */
     bool idle() const
     {
-        return tx_.empty() && fetches_.empty() && !remote_unacked_ &&
-               (state_ != conn_state::CONNECTING);
+        return tx_.empty() && fetches_.empty() && !remote_unacked_ && !establishing();
     }
 
     /* ---- progress, called by the iface ---- */
@@ -166,6 +202,13 @@ private:
     /* Parses whole frames in the receive buffer; false when the connection stopped. */
     bool     parse_frames();
     bool     parse_handshake();
+    /* CONN_ACCEPT or CONN_REJECT, the first frame an initiator reads. */
+    bool     parse_conn_reply();
+    /* Queues a CONN_ACCEPT (or CONN_REJECT) before anything else sent. */
+    void     set_conn_reply(internal_op op, uint8_t flags);
+    /* Tells the initiator to use its peer's connection, and closes. */
+    void     reject();
+    unsigned tx_ctl();
     /* Delivers one validated frame; false if it must wait for send room. */
     bool     dispatch(const frame_hdr &hdr, uint8_t *payload);
     bool     valid_frame(const frame_hdr &hdr) const;
@@ -236,6 +279,11 @@ private:
     fetch_ring         fetches_;
     pending_queue      pending_;
     handshake          peer_{};                /* who is on the other side */
+
+    /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
+     * before the queue, and while the queue must wait. */
+    uint8_t            ctl_[sizeof(handshake)];
+    uint8_t            ctl_len_ = 0, ctl_sent_ = 0;
 };
 
 } // namespace uct::tcp

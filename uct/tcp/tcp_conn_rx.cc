@@ -68,7 +68,8 @@ ucs_status_t wire_status(int32_t raw)
 
 unsigned tcp_conn::rx_progress()
 {
-    if (((state_ != conn_state::CONNECTED) && (state_ != conn_state::HANDSHAKE)) ||
+    if (((state_ != conn_state::CONNECTED) && (state_ != conn_state::HANDSHAKE) &&
+         (state_ != conn_state::WAIT_ACCEPT)) ||
         rx_blocked_ || in_rx_) {
         return 0;
     }
@@ -119,7 +120,8 @@ unsigned tcp_conn::rx_progress()
         ++count;
         rx_tail_ += got;
         parse_frames();
-        if ((state_ >= conn_state::FAILED) || rx_blocked_ || (got < want)) {
+        if ((state_ >= conn_state::FAILED) || (state_ == conn_state::WAIT_PEER) ||
+            rx_blocked_ || (got < want)) {
             break;
         }
     }
@@ -187,8 +189,58 @@ bool tcp_conn::parse_handshake()
     }
     peer_     = hs;
     rx_head_ += sizeof(hs);
+    switch (iface_.pair_accepted(*this)) {
+    case pairing::REJECT:
+        ucs_debug("tcp: connection from iface port %u (its ep %u) gives way to ours",
+                  unsigned(hs.port), unsigned(hs.conn_sn));
+        reject();
+        return false;
+    case pairing::ADOPTED:
+        return false;    /* this object is closed; our ep owns the socket now */
+    case pairing::NONE:
+        break;
+    }
     set_state(conn_state::CONNECTED);
-    ucs_debug("tcp: accepted connection from iface port %u", unsigned(hs.port));
+    set_conn_reply(internal_op::CONN_ACCEPT, 0);
+    tx_kick();
+    ucs_debug("tcp: accepted connection from iface port %u (its ep %u)", unsigned(hs.port),
+              unsigned(hs.conn_sn));
+    return true;
+}
+
+bool tcp_conn::parse_conn_reply()
+{
+    constexpr size_t length = FRAME_HDR + sizeof(conn_reply);
+    if (rx_tail_ - rx_head_ < length) {
+        return true;
+    }
+    frame_hdr  hdr;
+    conn_reply reply;
+    std::memcpy(&hdr, rx_.get() + rx_head_, sizeof(hdr));
+    std::memcpy(&reply, rx_.get() + rx_head_ + sizeof(hdr), sizeof(reply));
+    if ((hdr.flags != frame_flag::INTERNAL) || (hdr.reserved != 0) ||
+        (hdr.length != sizeof(conn_reply)) ||
+        ((hdr.id != uint8_t(internal_op::CONN_ACCEPT)) &&
+         (hdr.id != uint8_t(internal_op::CONN_REJECT)))) {
+        protocol_error("invalid answer to the handshake");
+        return false;
+    }
+    rx_head_ += length;
+    if (hdr.id == uint8_t(internal_op::CONN_REJECT)) {
+        /* The peer's ep connected towards ours at the same time and its
+         * connection is kept: it arrives through the listening socket. */
+        ucs_debug("tcp: ep %p waits for the connection of iface port %u",
+                  static_cast<void*>(owner_ep_), unsigned(peer_.port));
+        close_socket();
+        rx_head_ = rx_tail_ = 0;
+        set_state(conn_state::WAIT_PEER);
+        return false;
+    }
+    set_state(conn_state::CONNECTED);
+    if (reply.flags & conn_reply_flag::PAIRED) {
+        peer_sends_ = true;
+    }
+    tx_kick();   /* the sends buffered meanwhile */
     return true;
 }
 
@@ -230,12 +282,21 @@ bool tcp_conn::valid_frame(const frame_hdr &hdr) const
 
 bool tcp_conn::parse_frames()
 {
-    if (state_ == conn_state::HANDSHAKE) {
-        if (rx_tail_ - rx_head_ < sizeof(handshake)) {
-            return true;
-        }
-        if (!parse_handshake()) {
-            return false;
+    if (ucs_unlikely(state_ != conn_state::CONNECTED)) {
+        if (state_ == conn_state::HANDSHAKE) {
+            if (rx_tail_ - rx_head_ < sizeof(handshake)) {
+                return true;
+            }
+            if (!parse_handshake()) {
+                return false;
+            }
+        } else if (state_ == conn_state::WAIT_ACCEPT) {
+            if (!parse_conn_reply()) {
+                return false;
+            }
+            if (state_ != conn_state::CONNECTED) {
+                return true;   /* the rest of the answer is still coming */
+            }
         }
     }
 

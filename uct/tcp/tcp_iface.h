@@ -15,6 +15,7 @@
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>
 #include <uct/tcp/tcp_config.h>
+#include <uct/tcp/tcp_conn.h>
 #include <uct/tcp/tcp_netif.h>
 #include <uct/tcp/tcp_wire.h>
 
@@ -77,6 +78,9 @@ public:
     /* An ep is going away: detach it from its connection (closing that
      * when nobody else uses it), freed when safe. */
     void release_conn(tcp_conn *conn);
+    /* An accepted connection read its handshake: is it the peer's half of
+     * a pair of eps connecting towards each other at once? */
+    pairing pair_accepted(tcp_conn &accepted);
 
 private:
     tcp_iface(tcp_md &md, worker &worker, const iface_params &params,
@@ -95,6 +99,8 @@ private:
                             boost::asio::ip::tcp::endpoint *peer,
                             device_addr_hdr *hdr) const;
     static void  flush_waiter_done(completion *self);
+    /* Serial number of the next ep towards `peer`'s iface. */
+    uint32_t     next_conn_sn(const boost::asio::ip::tcp::endpoint &peer);
 
     tcp_md                                  &md_;
     worker                                  &worker_;
@@ -113,6 +119,8 @@ private:
 
     std::vector<std::unique_ptr<tcp_conn>>  conns_;
     std::vector<tcp_conn*>                  failures_;
+    /* Eps created so far towards each peer iface (pairing serial numbers). */
+    std::vector<std::pair<boost::asio::ip::tcp::endpoint, uint32_t>> conn_sns_;
     unsigned                                progress_depth_ = 0;
     unsigned                                connecting_ = 0;
     unsigned                                tick_ = 0;
