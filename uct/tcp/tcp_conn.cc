@@ -513,7 +513,7 @@ void tcp_conn::handle_failure()
     completion *done[tx_queue::MAX_ZCOPY_SLOTS];
     unsigned ndone = 0;
     tx_.clear(done, &ndone);
-    large_.active = false;
+    sink_.kind = sink_kind::NONE;
     rx_head_ = rx_tail_ = 0;
     rx_blocked_ = false;
 
@@ -525,6 +525,9 @@ void tcp_conn::handle_failure()
         }
     }
     fence_seq_ = 0;
+    if (discard_replies_) {
+        fetches_.clear();   /* requests of a destroyed ep: nothing to complete */
+    }
     while (!fetches_.empty()) {
         completion *comp = fetches_.front().comp;
         fetches_.pop_front();
@@ -588,6 +591,11 @@ void tcp_conn::detach()
     /* The peer's ep may still use this connection: keep serving it, drop
      * replies addressed to the departed ep, and say it is gone. */
     discard_replies_ = true;
+    if (sink_.kind == sink_kind::GET_REPLY) {
+        /* Its destination belongs to the departed ep's user. */
+        sink_.kind      = sink_kind::DISCARD;
+        sink_.pop_fetch = true;
+    }
     uint8_t *p = tx_.reserve(sizeof(frame_hdr));
     if (p == nullptr) {
         close();
@@ -613,7 +621,7 @@ void tcp_conn::close()
     fetches_.clear();
     fence_seq_ = 0;
     pending_.reset();
-    large_.active = false;
+    sink_.kind = sink_kind::NONE;
 }
 
 } // namespace uct::tcp

@@ -24,6 +24,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <memory>
 
@@ -234,10 +236,30 @@ private:
                            bool copy = false);
     void     refuse_rma(const char *what, uint64_t address, uint64_t length);
     void     rx_error(const boost::system::error_code &ec);
-    /* rx_error() unless the error only means "no data now". */
-    void     rx_failed(const boost::system::error_code &ec);
+    /* After a failed read: rx_error() unless errno only means "no data now". */
+    void     rx_failed(ssize_t result);
     bool     large_reserve(size_t length);
-    void     finish_large();
+
+    /* ---- frames read straight into their destination (tcp_conn_rx.cc) ---- */
+    enum class sink_kind : uint8_t {
+        NONE,
+        BOUNCE,       /* larger than rx_ (an AM): into large_.buf, delivered whole */
+        PUT,          /* into the registered region */
+        GET_REPLY,    /* into the get_zcopy's iovs */
+        DISCARD       /* payload nobody may receive (refused put, departed ep) */
+    };
+    /* Starts reading the incomplete frame at rx_head_ into its destination;
+     * false when it must wait for more bytes in rx_ (or failed). */
+    bool     start_sink(const frame_hdr &hdr, size_t avail);
+    /* One read into the sink (and the receive buffer after it); false when
+     * the socket has no more for now or the connection stopped. */
+    bool     sink_read(unsigned *count);
+    void     finish_sink();
+    /* The reply matches the oldest request; a protocol error otherwise. */
+    bool     check_reply(internal_op op, const reply_hdr &reply, size_t data_len);
+    /* Completes the oldest request with its reply (data already placed for
+     * a get_zcopy). */
+    void     complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len);
 
     tcp_iface          &iface_;
     const tcp_config   &config_;
@@ -266,13 +288,24 @@ private:
     std::unique_ptr<uint8_t[]> rx_;
     size_t             rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
 
-    /* A frame larger than the receive buffer, read straight into its own buffer. */
+    /* The payload of the frame being read straight into its destination:
+     * the remaining destination pieces, first to last. */
     struct {
-        bool       active = false;
+        sink_kind  kind = sink_kind::NONE;
+        bool       pop_fetch = false;  /* DISCARD of a reply: still answers a request */
+        uint8_t    first = 0, count = 0;
         frame_hdr  hdr{};
+        size_t     left = 0;           /* payload bytes still to read */
+        uint64_t   region_id = 0;      /* PUT: re-checked before every read;
+                                          a reply: its sequence number */
+        uint64_t   address = 0;        /* PUT: where the next byte goes */
+        struct iovec iov[fetch_op::MAX_IOV];
+    } sink_;
+
+    /* Bounce buffer of AMs larger than the receive buffer (delivered whole). */
+    struct {
         uint8_t    *buf = nullptr;
         size_t     cap = 0;
-        size_t     got = 0;
     } large_;
 
     tx_queue           tx_;
