@@ -310,12 +310,12 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
         q.commit(n);
     };
     auto flatten = [&]() {
-        boost::asio::const_buffer vec[uct::tcp::tx_queue::MAX_GATHER];
+        struct iovec vec[uct::tcp::tx_queue::MAX_GATHER];
         size_t total = 0;
         size_t n     = q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total);
         std::string s;
         for (size_t i = 0; i < n; ++i) {
-            s.append(static_cast<const char*>(vec[i].data()), vec[i].size());
+            s.append(static_cast<const char*>(vec[i].iov_base), vec[i].iov_len);
         }
         CHECK(s.size() == total);
         return s;

@@ -2,7 +2,7 @@
  * tcp zero-copy RMA of large sizes: put_zcopy and get_zcopy of several MiB
  * between two processes, many in flight and split over uneven iovs, with
  * the kernel's socket buffers at their defaults and very small (partial
- * writes resumed from progress); and a payload read straight into its
+ * writes resumed from progress), with and without SO_RCVLOWAT; and a payload read straight into its
  * destination stops there when the destination goes away mid-frame (a
  * region deregistered during a put, an ep destroyed during a get).
  */
@@ -168,13 +168,25 @@ private:
 
 TEST_CASE("tcp put_zcopy and get_zcopy of several MiB land intact with many in flight", "[tcp]")
 {
-    const bool small_buffers = GENERATE(false, true);
-    INFO((small_buffers ? "16 KiB socket buffers" : "kernel socket buffers"));
+    /* Socket buffers the kernel sizes or 16 KiB ones (partial writes all
+     * along); reads in place as data comes, or waiting for SO_RCVLOWAT. */
+    const int variant = GENERATE(0, 1, 2, 3);
     scoped_env env;
-    if (small_buffers) {
+    switch (variant) {
+    case 1:
         env.set("UCX_TCP_SNDBUF", "16k");
         env.set("UCX_TCP_RCVBUF", "16k");
+        break;
+    case 2:
+        env.set("UCX_TCP_RX_LOWAT", "0");
+        break;
+    case 3:
+        env.set("UCX_TCP_RX_LOWAT", "1g");   /* never more than half of what is left */
+        break;
+    default:
+        break;
     }
+    INFO("variant " << variant);
 
     test::child_process child(zcopy_target);
     test::uct_entity e("tcp", "lo");

@@ -235,14 +235,9 @@ ucs_status_t tcp_conn::tx_send_zcopy(size_t hdr_length, const iov *iov, size_t i
 
 unsigned tcp_conn::tx_ctl()
 {
-    boost::system::error_code ec;
-    size_t written = socket_.write_some(
-            boost::asio::buffer(ctl_ + ctl_sent_, size_t(ctl_len_ - ctl_sent_)), ec);
-    if (ec) {
-        if ((ec != boost::asio::error::would_block) && (ec != boost::asio::error::try_again) &&
-            (ec != boost::asio::error::interrupted)) {
-            io_error(ec, "send");
-        }
+    struct iovec v{ctl_ + ctl_sent_, size_t(ctl_len_ - ctl_sent_)};
+    ssize_t written = write_vec(&v, 1);
+    if (written < 0) {
         return 0;
     }
     ctl_sent_ += uint8_t(written);
@@ -273,24 +268,20 @@ unsigned tcp_conn::tx_progress()
         return count;
     }
 
-    boost::asio::const_buffer vec[tx_queue::MAX_GATHER];
+    struct iovec vec[tx_queue::MAX_GATHER];
     completion *done[tx_queue::MAX_ZCOPY_SLOTS];
+    bool blocked = false;
     while (!tx_.empty()) {
         size_t total = 0;
         size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total);
-        boost::system::error_code ec;
         size_t written = 0;
         if (total > 0) {
-            written = socket_.write_some(std::span<const boost::asio::const_buffer>(vec, n),
-                                         ec);
-            if (ec) {
-                if ((ec != boost::asio::error::would_block) &&
-                    (ec != boost::asio::error::try_again) &&
-                    (ec != boost::asio::error::interrupted)) {
-                    io_error(ec, "send");
-                }
+            ssize_t ret = write_vec(vec, n);
+            if (ret < 0) {
+                blocked = true;   /* full, or failed (then no longer CONNECTED) */
                 break;
             }
+            written = size_t(ret);
         }
         unsigned ndone = 0;
         tx_.consume(written, done, &ndone);
@@ -304,16 +295,58 @@ unsigned tcp_conn::tx_progress()
             }
         }
         if (written < total) {
-            break;   /* the socket buffer is full */
+            blocked = true;   /* the socket buffer is full */
+            break;
         }
         if (total == 0) {
             break;
         }
     }
 
+    /* Writable again is for epoll to say: trying the socket on every
+     * progress call would only contend with the kernel draining it. */
+    set_tx_blocked(blocked && !tx_.empty() && (state_ == conn_state::CONNECTED));
     in_tx_ = false;
     update_events();
     return count;
+}
+
+ssize_t tcp_conn::write_vec(const struct iovec *vec, size_t n)
+{
+    constexpr int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+    ssize_t ret;
+    if (n == 1) {
+        ret = ::send(fd(), vec[0].iov_base, vec[0].iov_len, flags);
+    } else {
+        struct msghdr msg{};
+        msg.msg_iov    = const_cast<struct iovec*>(vec);
+        msg.msg_iovlen = n;
+        ret = ::sendmsg(fd(), &msg, flags);
+    }
+    if (ret < 0) {
+        const int err = errno;
+        if ((err != EAGAIN) && (err != EWOULDBLOCK) && (err != EINTR)) {
+            io_error(boost::system::error_code(err, boost::system::system_category()), "send");
+        }
+    }
+    return ret;
+}
+
+void tcp_conn::set_tx_blocked(bool blocked)
+{
+    if (blocked != tx_blocked_) {
+        tx_blocked_ = blocked;
+        refresh_epoll_need();
+    }
+}
+
+void tcp_conn::refresh_epoll_need()
+{
+    const bool need = tx_blocked_ || (rx_lowat_ != 0);
+    if (need != epoll_needed_) {
+        epoll_needed_ = need;
+        iface_.epoll_need_changed(need ? 1 : -1);
+    }
 }
 
 bool tcp_conn::has_send_room() const
@@ -418,7 +451,7 @@ bool tcp_conn::flush_ready() const
 unsigned tcp_conn::poll_direct()
 {
     unsigned count = 0;
-    if ((state_ == conn_state::CONNECTED) && !tx_.empty()) {
+    if ((state_ == conn_state::CONNECTED) && !tx_.empty() && !tx_blocked_) {
         count += tx_progress();
     }
     /* An initiated connection carries only replies until the peer's ep
@@ -452,6 +485,7 @@ unsigned tcp_conn::handle_events(uint32_t events)
     }
     if ((events & (EPOLLOUT | failed_events)) &&
         (((state_ == conn_state::CONNECTED) && !tx_.empty()) || (ctl_len_ > 0))) {
+        set_tx_blocked(false);   /* tx_progress() sets it again if still full */
         count += tx_progress();
     }
     if (rx_blocked_) {
@@ -499,6 +533,9 @@ void tcp_conn::close_socket()
     if (ev_mask_ != 0) {
         iface_.epoll_update(this, 0);
     }
+    rx_lowat_   = 0;
+    tx_blocked_ = false;
+    refresh_epoll_need();
     boost::system::error_code ec;
     socket_.close(ec);
 }

@@ -211,6 +211,13 @@ private:
     /* Tells the initiator to use its peer's connection, and closes. */
     void     reject();
     unsigned tx_ctl();
+    /* send()/sendmsg(); -1 when nothing was taken (a real error is
+     * scheduled as a failure). */
+    ssize_t  write_vec(const struct iovec *vec, size_t n);
+    void     set_tx_blocked(bool blocked);
+    /* Tells the iface whether this connection must be polled through epoll
+     * (it waits for writability, or reads with SO_RCVLOWAT). */
+    void     refresh_epoll_need();
     /* Delivers one validated frame; false if it must wait for send room. */
     bool     dispatch(const frame_hdr &hdr, uint8_t *payload);
     bool     valid_frame(const frame_hdr &hdr) const;
@@ -255,6 +262,9 @@ private:
      * the socket has no more for now or the connection stopped. */
     bool     sink_read(unsigned *count);
     void     finish_sink();
+    /* SO_RCVLOWAT for the sink's remaining payload (see UCX_TCP_RX_LOWAT). */
+    void     update_rx_lowat();
+    void     set_rx_lowat(uint32_t bytes);
     /* The reply matches the oldest request; a protocol error otherwise. */
     bool     check_reply(internal_op op, const reply_hdr &reply, size_t data_len);
     /* Completes the oldest request with its reply (data already placed for
@@ -283,6 +293,9 @@ private:
     ucs_status_t       rma_error_ = UCS_OK;    /* target: first refused put since last flush */
     uint64_t           fence_seq_ = 0;         /* sends wait for this reply (0: none) */
     uint32_t           ev_mask_ = 0;
+    uint32_t           rx_lowat_ = 0;          /* SO_RCVLOWAT set beyond 1 (0: not) */
+    bool               tx_blocked_ = false;    /* the socket took less than offered */
+    bool               epoll_needed_ = false;  /* counted in the iface's epoll_need */
 
     /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_). */
     std::unique_ptr<uint8_t[]> rx_;

@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/socket.h>
+
 namespace uct::tcp {
 
 namespace {
@@ -163,6 +165,7 @@ bool tcp_conn::sink_read(unsigned *count)
         sink_.address += taken;
     }
     if (sink_.left > 0) {
+        update_rx_lowat();
         return bytes == want;   /* a short read: the socket is drained */
     }
 
@@ -213,6 +216,7 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
             }
             sink_.left = data_len - got;
             rx_head_   = rx_tail_;
+            update_rx_lowat();
             return true;
         }
         if (op == internal_op::GET_REPLY) {
@@ -251,6 +255,7 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
                 sink_.region_id = reply.seq;
                 sink_.left      = data_len - got;
                 rx_head_        = rx_tail_;
+                update_rx_lowat();
                 return true;
             }
             /* A get_bcopy reply: bounced below if it does not fit. */
@@ -273,13 +278,47 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
     sink_.count  = 1;
     sink_.left   = hdr.length - have;
     rx_head_     = rx_tail_;
+    update_rx_lowat();
     return true;
+}
+
+void tcp_conn::update_rx_lowat()
+{
+    /* Below this, waiting for more saves too little to be worth a call. */
+    constexpr size_t min_lowat = 64 * 1024;
+    size_t want = 0;
+    if ((sink_.kind != sink_kind::NONE) && (config_.rx_lowat > 0) &&
+        (sink_.left / 2 >= min_lowat)) {
+        /* At most half of the rest: the copy of the last piece, which no
+         * longer overlaps the sender's, stays short. */
+        want = std::min(config_.rx_lowat, sink_.left / 2);
+    }
+    if (want == 0) {
+        if (rx_lowat_ != 0) {
+            set_rx_lowat(0);
+        }
+    } else if ((rx_lowat_ == 0) || (want < rx_lowat_)) {
+        set_rx_lowat(uint32_t(want));
+    }
+}
+
+void tcp_conn::set_rx_lowat(uint32_t bytes)
+{
+    int value = (bytes == 0) ? 1 : int(bytes);
+    if (::setsockopt(fd(), SOL_SOCKET, SO_RCVLOWAT, &value, sizeof(value)) != 0) {
+        bytes = 0;   /* the kernel keeps the previous value: read as it comes */
+    }
+    rx_lowat_ = bytes;
+    refresh_epoll_need();
 }
 
 void tcp_conn::finish_sink()
 {
     const sink_kind kind = sink_.kind;
     sink_.kind = sink_kind::NONE;
+    if (rx_lowat_ != 0) {
+        set_rx_lowat(0);
+    }
     switch (kind) {
     case sink_kind::BOUNCE:
         dispatch(sink_.hdr, large_.buf);   /* large frames never wait for room */
@@ -337,13 +376,17 @@ void tcp_conn::resume_rx()
     if (!rx_blocked_ || (state_ >= conn_state::FAILED) || in_rx_) {
         return;
     }
-    rx_blocked_ = false;
-    in_rx_      = true;
-    parse_frames();
-    in_rx_      = false;
-    if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
-        tx_progress();
-    }
+    do {
+        rx_blocked_ = false;
+        in_rx_      = true;
+        parse_frames();
+        in_rx_      = false;
+        if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
+            tx_progress();
+        }
+        /* Blocked again, but the replies it queued all went out: the room
+         * it waits for is free already, and no event would say so. */
+    } while (rx_blocked_ && tx_.empty() && (state_ == conn_state::CONNECTED));
     update_events();
 }
 

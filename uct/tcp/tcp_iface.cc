@@ -432,7 +432,7 @@ unsigned tcp_iface::progress()
     const unsigned period = conns_.empty() ? config_.epoll_period * idle_epoll_factor :
                                              config_.epoll_period;
     bool direct = (conns_.size() <= config_.direct_poll_max) &&
-                  (connecting_ == 0) && (++tick_ < period);
+                  (connecting_ == 0) && (epoll_need_ == 0) && (++tick_ < period);
     if (direct) {
         count = conns_.empty() ? 0 : poll_direct();
     } else {

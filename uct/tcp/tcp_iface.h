@@ -73,6 +73,10 @@ public:
     size_t num_connections() const;
     void connect_started() { ++connecting_; }
     void connect_finished() { --connecting_; }
+    /* Connections that wait for epoll to say their socket is ready (it
+     * honours SO_RCVLOWAT; writability after a full socket): progress
+     * asks epoll, rather than trying the sockets, while there are any. */
+    void epoll_need_changed(int delta) { epoll_need_ += delta; }
     /* Calls the user's error handler for `failed_ep`. */
     void report_ep_failure(ep *failed_ep, ucs_status_t status);
     /* An ep is going away: detach it from its connection (closing that
@@ -123,6 +127,7 @@ private:
     std::vector<std::pair<boost::asio::ip::tcp::endpoint, uint32_t>> conn_sns_;
     unsigned                                progress_depth_ = 0;
     unsigned                                connecting_ = 0;
+    int                                     epoll_need_ = 0;
     unsigned                                tick_ = 0;
     bool                                    need_sweep_ = false;
 
