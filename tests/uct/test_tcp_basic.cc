@@ -15,6 +15,7 @@
 #include <uct/tcp/tcp_wire.h>
 #include <ucs/debug/log.h>
 
+#include "tcp_test_util.h"
 #include "two_process.h"
 
 #include <arpa/inet.h>
@@ -31,34 +32,6 @@
 #include <vector>
 
 namespace {
-
-/* Sends this process's log to a temporary file while in scope. */
-class captured_log {
-public:
-    captured_log()
-        : path_("/tmp/ucx-ng-tcp-test-" + std::to_string(getpid()) + ".log")
-    {
-        ucs::log_set_file(path_.c_str());
-    }
-
-    ~captured_log()
-    {
-        ucs::log_set_file("stdout");
-        ::unlink(path_.c_str());
-    }
-
-    /* Everything logged so far; logging goes back to stdout. */
-    std::string text()
-    {
-        ucs::log_set_file("stdout");
-        std::ifstream in(path_);
-        return std::string(std::istreambuf_iterator<char>(in),
-                           std::istreambuf_iterator<char>());
-    }
-
-private:
-    std::string path_;
-};
 
 uct::component *find_tcp_component()
 {
@@ -211,7 +184,7 @@ TEST_CASE("tcp iface attributes and addresses", "[tcp]")
 TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
 {
     using uct::tcp::check_tcp_config;
-    captured_log log;
+    test::captured_log log;
     auto cfg = uct::tcp::default_tcp_config();
     CHECK(check_tcp_config(cfg) == UCS_OK);
 
@@ -337,12 +310,12 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
         q.commit(n);
     };
     auto flatten = [&]() {
-        boost::asio::const_buffer vec[uct::tcp::tx_queue::MAX_GATHER];
+        struct iovec vec[uct::tcp::tx_queue::MAX_GATHER];
         size_t total = 0;
         size_t n     = q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total);
         std::string s;
         for (size_t i = 0; i < n; ++i) {
-            s.append(static_cast<const char*>(vec[i].data()), vec[i].size());
+            s.append(static_cast<const char*>(vec[i].iov_base), vec[i].iov_len);
         }
         CHECK(s.size() == total);
         return s;
@@ -569,61 +542,6 @@ TEST_CASE("tcp wakeup: the event fd turns readable when a message arrives", "[tc
 
 namespace {
 
-/* tcp on one device with explicit tunables (uct_entity takes the defaults). */
-class tuned_tcp {
-public:
-    tuned_tcp(const char *dev, const uct::tcp::tcp_config &config)
-        : worker_(nullptr, UCS_THREAD_MODE_SINGLE)
-    {
-        uct::iface_params params;
-        params.tl_name  = "tcp";
-        params.dev_name = dev;
-        if (md_.iface_open(worker_, params, config, &iface_) != UCS_OK) {
-            iface_ = nullptr;
-        }
-    }
-
-    ~tuned_tcp()
-    {
-        for (uct::ep *ep : eps_) {
-            delete ep;
-        }
-        delete iface_;
-    }
-
-    bool ok() const { return iface_ != nullptr; }
-    uct::iface &iface() { return *iface_; }
-    void progress() { worker_.progress(); }
-
-    test::uct_addresses addresses() const
-    {
-        test::uct_addresses a;
-        a.device.resize(iface_->attr().device_addr_len);
-        a.iface.resize(iface_->attr().iface_addr_len);
-        iface_->get_device_address(a.device.data());
-        iface_->get_address(a.iface.data());
-        return a;
-    }
-
-    uct::ep *connect(const test::uct_addresses &peer)
-    {
-        uct::ep *ep = nullptr;
-        if (iface_->ep_create_connected(peer.device.data(), peer.device.size(),
-                                        peer.iface.data(), peer.iface.size(),
-                                        &ep) != UCS_OK) {
-            return nullptr;
-        }
-        eps_.push_back(ep);
-        return ep;
-    }
-
-private:
-    uct::worker           worker_;
-    uct::tcp::tcp_md      md_;
-    uct::iface            *iface_ = nullptr;
-    std::vector<uct::ep*> eps_;
-};
-
 inline uint8_t stress_byte(uint64_t seq, size_t i)
 {
     return uint8_t(seq * 29 + i * 3 + (i >> 7));
@@ -675,7 +593,7 @@ TEST_CASE("tcp with tiny buffers: partial writes and large frames keep data inta
     cfg.tx_buf_size    = 2048;
     cfg.zcopy_inflight = 3;
     cfg.max_poll       = 2;
-    tuned_tcp sender("lo", cfg), receiver("lo", cfg);
+    test::tuned_tcp sender("lo", cfg), receiver("lo", cfg);
     REQUIRE(sender.ok());
     REQUIRE(receiver.ok());
     stress_receiver r;

@@ -615,8 +615,17 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
         REQUIRE(test::recv_value(child.fd(), &raw_count));
     }));
     send_legit(10);
+    /* Answered with a CONN_ACCEPT only, and not closed. */
+    std::vector<uint8_t> answer(sizeof(frame_hdr) + sizeof(conn_reply) + 1);
+    CHECK(::recv(good_sock, answer.data(), answer.size(), MSG_DONTWAIT) ==
+          ssize_t(sizeof(frame_hdr) + sizeof(conn_reply)));
+    frame_hdr accept_hdr;
+    std::memcpy(&accept_hdr, answer.data(), sizeof(accept_hdr));
+    CHECK(accept_hdr.id == uint8_t(internal_op::CONN_ACCEPT));
+    CHECK(accept_hdr.flags == frame_flag::INTERNAL);
+    CHECK(accept_hdr.length == sizeof(conn_reply));
     pollfd pfd{good_sock, POLLIN, 0};
-    CHECK(::poll(&pfd, 1, 0) == 0);    /* neither closed nor answered */
+    CHECK(::poll(&pfd, 1, 0) == 0);    /* nothing more, not closed */
     ::close(good_sock);
 
     REQUIRE(test::send_value(child.fd(), uint8_t(CMD_QUIT)));

@@ -33,6 +33,7 @@ struct tcp_config_values {
     int           backlog;
     int           nodelay;
     size_t        rx_keep;
+    size_t        rx_lowat;
 };
 
 using ucs::config::field_hidden;
@@ -95,6 +96,11 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, rx_keep, "RX_KEEP", "4m",
                      "A receive buffer for large frames up to this size is kept for the "
                      "next large frame.", type_size, field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, rx_lowat, "RX_LOWAT", "512k",
+                     "While a large payload is read straight into its destination, the "
+                     "socket is read once this much of it (at most half of what is left) "
+                     "has arrived: fewer, larger reads. 0 reads whatever arrived.",
+                     type_size, field_hidden),
 };
 
 const ucs::config::table tcp_config_table = {"TCP transport", "TCP_", tcp_fields,
@@ -128,6 +134,7 @@ tcp_config to_config(const tcp_config_values &v)
     c.backlog         = v.backlog;
     c.nodelay         = (v.nodelay != 0);
     c.rx_keep         = v.rx_keep;
+    c.rx_lowat        = v.rx_lowat;
     return c;
 }
 
@@ -172,8 +179,8 @@ ucs_status_t check_tcp_config(const tcp_config &c)
         return UCS_ERR_INVALID_PARAM;
     };
 
-    if ((c.sndbuf > INT_MAX) || (c.rcvbuf > INT_MAX)) {
-        return fail("UCX_TCP_SNDBUF/RCVBUF must fit in an int");
+    if ((c.sndbuf > INT_MAX) || (c.rcvbuf > INT_MAX) || (c.rx_lowat > INT_MAX)) {
+        return fail("UCX_TCP_SNDBUF, RCVBUF and RX_LOWAT must fit in an int");
     }
     if (c.rx_seg_size < 256) {
         return fail("UCX_TCP_RX_SEG_SIZE must be at least 256");

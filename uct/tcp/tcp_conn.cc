@@ -29,6 +29,19 @@ void complete_all(completion **done, unsigned ndone, ucs_status_t status)
 
 } // namespace
 
+int compare_iface_addr(const handshake &a, const handshake &b)
+{
+    if (a.family != b.family) {
+        return (a.family < b.family) ? -1 : 1;
+    }
+    const size_t len = (a.family == uint8_t(addr_family::IPV4)) ? 4 : 16;
+    int ip = std::memcmp(a.ip, b.ip, len);
+    if (ip != 0) {
+        return ip;
+    }
+    return (a.port == b.port) ? 0 : ((a.port < b.port) ? -1 : 1);
+}
+
 tcp_conn::tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound)
     : iface_(iface), config_(iface.config()), socket_(std::move(socket)),
       outbound_(outbound),
@@ -60,7 +73,9 @@ ucs_status_t tcp_conn::init()
 
 void tcp_conn::set_state(conn_state state)
 {
-    if (connect_counted_ && (state != conn_state::CONNECTING)) {
+    if (connect_counted_ && !((state == conn_state::CONNECTING) ||
+                              (state == conn_state::WAIT_ACCEPT) ||
+                              (state == conn_state::WAIT_PEER))) {
         connect_counted_ = false;
         iface_.connect_finished();
     }
@@ -70,29 +85,94 @@ void tcp_conn::set_state(conn_state state)
 ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
                                      const handshake &hs)
 {
-    /* The handshake goes first; sends made before connect() completes
-     * queue behind it. */
-    uint8_t *p = tx_.reserve(sizeof(hs));
-    std::memcpy(p, &hs, sizeof(hs));
-    tx_.commit(sizeof(hs));
+    /* The handshake goes first, on its own; sends wait in the queue until
+     * the peer accepts this connection. */
+    std::memcpy(ctl_, &hs, sizeof(hs));
+    ctl_len_  = sizeof(hs);
+    ctl_sent_ = 0;
 
-    peer_.port = peer.port();
+    /* Whom this connection is for, as a handshake from there would say. */
+    const auto address = peer.address();
+    if (address.is_v4()) {
+        auto bytes   = address.to_v4().to_bytes();
+        peer_.family = uint8_t(addr_family::IPV4);
+        std::memcpy(peer_.ip, bytes.data(), bytes.size());
+    } else {
+        auto bytes   = address.to_v6().to_bytes();
+        peer_.family = uint8_t(addr_family::IPV6);
+        std::memcpy(peer_.ip, bytes.data(), bytes.size());
+    }
+    peer_.port    = peer.port();
+    peer_.conn_sn = hs.conn_sn;
+
     iface_.connect_started();
     connect_counted_ = true;
     /* Not Asio's connect(): on a non-blocking socket it still waits. */
     int ret = ::connect(fd(), peer.data(), socklen_t(peer.size()));
     if (ret == 0) {
-        set_state(conn_state::CONNECTED);
+        set_state(conn_state::WAIT_ACCEPT);
     } else if (errno != EINPROGRESS) {
         /* Reported from progress(), like any later failure. */
         schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(errno));
         return UCS_OK;
     }
     update_events();
-    if (state_ == conn_state::CONNECTED) {
+    if (state_ == conn_state::WAIT_ACCEPT) {
         tx_progress();
     }
     return UCS_OK;
+}
+
+bool tcp_conn::pairs_with(const handshake &hs) const
+{
+    return outbound_ && (owner_ep_ != nullptr) && establishing() &&
+           (peer_.conn_sn == hs.conn_sn) && (compare_iface_addr(peer_, hs) == 0);
+}
+
+void tcp_conn::set_conn_reply(internal_op op, uint8_t flags)
+{
+    frame_hdr  hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
+    conn_reply reply{};
+    reply.flags = flags;
+    std::memcpy(ctl_, &hdr, sizeof(hdr));
+    std::memcpy(ctl_ + sizeof(hdr), &reply, sizeof(reply));
+    ctl_len_  = sizeof(hdr) + sizeof(reply);
+    ctl_sent_ = 0;
+}
+
+void tcp_conn::adopt(tcp_conn &accepted)
+{
+    /* Our own attempt is dropped; the peer closes its end of it. */
+    close_socket();
+    if (accepted.ev_mask_ != 0) {
+        iface_.epoll_update(&accepted, 0);
+    }
+    socket_ = std::move(accepted.socket_);
+    const uint32_t sn = peer_.conn_sn;
+    peer_         = accepted.peer_;
+    peer_.conn_sn = sn;
+    peer_sends_   = true;
+    rx_head_ = rx_tail_ = 0;
+    accepted.close();
+    iface_.conn_closed();
+
+    set_state(conn_state::CONNECTED);
+    set_conn_reply(internal_op::CONN_ACCEPT, conn_reply_flag::PAIRED);
+    ucs_debug("tcp: ep %p uses the connection from iface port %u (its ep %u)",
+              static_cast<void*>(owner_ep_), unsigned(peer_.port), unsigned(sn));
+    tx_kick();
+    update_events();
+}
+
+void tcp_conn::reject()
+{
+    /* A fresh socket takes these few bytes at once; if not, the initiator
+     * sees the connection closed, which fails its ep as a lost peer would. */
+    set_conn_reply(internal_op::CONN_REJECT, 0);
+    (void)::send(fd(), ctl_, ctl_len_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ctl_len_ = 0;
+    close();
+    iface_.conn_closed();
 }
 
 void tcp_conn::arm()
@@ -102,11 +182,12 @@ void tcp_conn::arm()
 
 void tcp_conn::update_events()
 {
-    if (state_ >= conn_state::FAILED) {
+    if ((state_ >= conn_state::FAILED) || (state_ == conn_state::WAIT_PEER)) {
         return;
     }
     uint32_t mask = rx_blocked_ ? 0 : uint32_t(EPOLLIN);
-    if ((state_ == conn_state::CONNECTING) || !tx_.empty()) {
+    if ((state_ == conn_state::CONNECTING) || (ctl_sent_ < ctl_len_) ||
+        ((state_ == conn_state::CONNECTED) && !tx_.empty())) {
         mask |= EPOLLOUT;
     }
     if (mask != ev_mask_) {
@@ -125,7 +206,7 @@ void tcp_conn::finish_connect()
         schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(err));
         return;
     }
-    set_state(conn_state::CONNECTED);
+    set_state(conn_state::WAIT_ACCEPT);
     tx_progress();
 }
 
@@ -134,7 +215,7 @@ void tcp_conn::tx_kick()
     if (in_rx_ || in_tx_) {
         /* Written once the caller's loop finishes (replies batch up). */
         tx_deferred_ = true;
-    } else if (state_ == conn_state::CONNECTED) {
+    } else if ((state_ == conn_state::CONNECTED) || (ctl_sent_ < ctl_len_)) {
         tx_progress();
     }
 }
@@ -152,33 +233,55 @@ ucs_status_t tcp_conn::tx_send_zcopy(size_t hdr_length, const iov *iov, size_t i
     return tx_.set_zcopy_comp(ticket, comp) ? UCS_INPROGRESS : UCS_OK;
 }
 
+unsigned tcp_conn::tx_ctl()
+{
+    struct iovec v{ctl_ + ctl_sent_, size_t(ctl_len_ - ctl_sent_)};
+    ssize_t written = write_vec(&v, 1);
+    if (written < 0) {
+        return 0;
+    }
+    ctl_sent_ += uint8_t(written);
+    if (ctl_sent_ == ctl_len_) {
+        ctl_len_ = ctl_sent_ = 0;
+    }
+    return 1;
+}
+
 unsigned tcp_conn::tx_progress()
 {
-    if (in_tx_ || (state_ != conn_state::CONNECTED)) {
+    if (in_tx_ || ((state_ != conn_state::CONNECTED) &&
+                   (state_ != conn_state::WAIT_ACCEPT))) {
         return 0;
     }
     in_tx_       = true;
     tx_deferred_ = false;
 
     unsigned count = 0;
-    boost::asio::const_buffer vec[tx_queue::MAX_GATHER];
+    if (ctl_len_ > 0) {
+        count += tx_ctl();
+    }
+    if ((state_ != conn_state::CONNECTED) || (ctl_len_ > 0)) {
+        /* The queue waits for the peer's CONN_ACCEPT, or for the setup
+         * bytes to leave first. */
+        in_tx_ = false;
+        update_events();
+        return count;
+    }
+
+    struct iovec vec[tx_queue::MAX_GATHER];
     completion *done[tx_queue::MAX_ZCOPY_SLOTS];
+    bool blocked = false;
     while (!tx_.empty()) {
         size_t total = 0;
         size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total);
-        boost::system::error_code ec;
         size_t written = 0;
         if (total > 0) {
-            written = socket_.write_some(std::span<const boost::asio::const_buffer>(vec, n),
-                                         ec);
-            if (ec) {
-                if ((ec != boost::asio::error::would_block) &&
-                    (ec != boost::asio::error::try_again) &&
-                    (ec != boost::asio::error::interrupted)) {
-                    io_error(ec, "send");
-                }
+            ssize_t ret = write_vec(vec, n);
+            if (ret < 0) {
+                blocked = true;   /* full, or failed (then no longer CONNECTED) */
                 break;
             }
+            written = size_t(ret);
         }
         unsigned ndone = 0;
         tx_.consume(written, done, &ndone);
@@ -192,16 +295,58 @@ unsigned tcp_conn::tx_progress()
             }
         }
         if (written < total) {
-            break;   /* the socket buffer is full */
+            blocked = true;   /* the socket buffer is full */
+            break;
         }
         if (total == 0) {
             break;
         }
     }
 
+    /* Writable again is for epoll to say: trying the socket on every
+     * progress call would only contend with the kernel draining it. */
+    set_tx_blocked(blocked && !tx_.empty() && (state_ == conn_state::CONNECTED));
     in_tx_ = false;
     update_events();
     return count;
+}
+
+ssize_t tcp_conn::write_vec(const struct iovec *vec, size_t n)
+{
+    constexpr int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+    ssize_t ret;
+    if (n == 1) {
+        ret = ::send(fd(), vec[0].iov_base, vec[0].iov_len, flags);
+    } else {
+        struct msghdr msg{};
+        msg.msg_iov    = const_cast<struct iovec*>(vec);
+        msg.msg_iovlen = n;
+        ret = ::sendmsg(fd(), &msg, flags);
+    }
+    if (ret < 0) {
+        const int err = errno;
+        if ((err != EAGAIN) && (err != EWOULDBLOCK) && (err != EINTR)) {
+            io_error(boost::system::error_code(err, boost::system::system_category()), "send");
+        }
+    }
+    return ret;
+}
+
+void tcp_conn::set_tx_blocked(bool blocked)
+{
+    if (blocked != tx_blocked_) {
+        tx_blocked_ = blocked;
+        refresh_epoll_need();
+    }
+}
+
+void tcp_conn::refresh_epoll_need()
+{
+    const bool need = tx_blocked_ || (rx_lowat_ != 0);
+    if (need != epoll_needed_) {
+        epoll_needed_ = need;
+        iface_.epoll_need_changed(need ? 1 : -1);
+    }
 }
 
 bool tcp_conn::has_send_room() const
@@ -306,7 +451,7 @@ bool tcp_conn::flush_ready() const
 unsigned tcp_conn::poll_direct()
 {
     unsigned count = 0;
-    if ((state_ == conn_state::CONNECTED) && !tx_.empty()) {
+    if ((state_ == conn_state::CONNECTED) && !tx_.empty() && !tx_blocked_) {
         count += tx_progress();
     }
     /* An initiated connection carries only replies until the peer's ep
@@ -338,8 +483,9 @@ unsigned tcp_conn::handle_events(uint32_t events)
     if (events & (EPOLLIN | failed_events)) {
         count += rx_progress();
     }
-    if ((events & (EPOLLOUT | failed_events)) && (state_ == conn_state::CONNECTED) &&
-        !tx_.empty()) {
+    if ((events & (EPOLLOUT | failed_events)) &&
+        (((state_ == conn_state::CONNECTED) && !tx_.empty()) || (ctl_len_ > 0))) {
+        set_tx_blocked(false);   /* tx_progress() sets it again if still full */
         count += tx_progress();
     }
     if (rx_blocked_) {
@@ -387,6 +533,9 @@ void tcp_conn::close_socket()
     if (ev_mask_ != 0) {
         iface_.epoll_update(this, 0);
     }
+    rx_lowat_   = 0;
+    tx_blocked_ = false;
+    refresh_epoll_need();
     boost::system::error_code ec;
     socket_.close(ec);
 }
@@ -401,7 +550,7 @@ void tcp_conn::handle_failure()
     completion *done[tx_queue::MAX_ZCOPY_SLOTS];
     unsigned ndone = 0;
     tx_.clear(done, &ndone);
-    large_.active = false;
+    sink_.kind = sink_kind::NONE;
     rx_head_ = rx_tail_ = 0;
     rx_blocked_ = false;
 
@@ -413,6 +562,9 @@ void tcp_conn::handle_failure()
         }
     }
     fence_seq_ = 0;
+    if (discard_replies_) {
+        fetches_.clear();   /* requests of a destroyed ep: nothing to complete */
+    }
     while (!fetches_.empty()) {
         completion *comp = fetches_.front().comp;
         fetches_.pop_front();
@@ -445,10 +597,11 @@ void tcp_conn::handle_failure()
     }
 }
 
-bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer) const
+bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer,
+                             uint32_t conn_sn) const
 {
     if (outbound_ || ever_owned_ || peer_detached_ || (state_ != conn_state::CONNECTED) ||
-        (peer.port() != peer_.port)) {
+        (peer.port() != peer_.port) || (conn_sn != peer_.conn_sn)) {
         return false;
     }
     const auto address = peer.address();
@@ -475,6 +628,11 @@ void tcp_conn::detach()
     /* The peer's ep may still use this connection: keep serving it, drop
      * replies addressed to the departed ep, and say it is gone. */
     discard_replies_ = true;
+    if (sink_.kind == sink_kind::GET_REPLY) {
+        /* Its destination belongs to the departed ep's user. */
+        sink_.kind      = sink_kind::DISCARD;
+        sink_.pop_fetch = true;
+    }
     uint8_t *p = tx_.reserve(sizeof(frame_hdr));
     if (p == nullptr) {
         close();
@@ -500,7 +658,7 @@ void tcp_conn::close()
     fetches_.clear();
     fence_seq_ = 0;
     pending_.reset();
-    large_.active = false;
+    sink_.kind = sink_kind::NONE;
 }
 
 } // namespace uct::tcp

@@ -2,6 +2,10 @@
  * One TCP connection of an iface, shared by at most one ep on each side.
  * The initiator's ep owns its end from the start; the acceptor's end is
  * unowned until an ep created towards the initiator's iface attaches to it.
+ * When both sides' eps connect towards each other at once, the handshakes
+ * pair them (by ep serial number) and one of the two connections is kept
+ * for both: replies and acknowledgements then travel with the data, which
+ * halves the packets of a ping-pong.
  * Either side receives and serves everything the other sends (messages,
  * requests, replies). When an ep goes away its end becomes unowned and a
  * DETACH frame tells the peer; an unowned end closes when the peer detaches
@@ -20,6 +24,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <memory>
 
@@ -29,10 +35,23 @@ class tcp_iface;
 
 enum class conn_state : uint8_t {
     CONNECTING,   /* outbound: connect() in flight, sends are buffered */
+    WAIT_ACCEPT,  /* outbound: handshake sent, sends buffered until CONN_ACCEPT */
+    WAIT_PEER,    /* outbound, rejected: the peer's own connection will be
+                     adopted when it arrives; no socket meanwhile */
     HANDSHAKE,    /* inbound: waiting for the peer's handshake */
     CONNECTED,
     FAILED,       /* error seen; the iface reports it from progress() */
     CLOSED        /* socket closed, waiting to be freed */
+};
+
+/* Orders two iface addresses (family, ip, port): <0, 0 or >0. */
+int compare_iface_addr(const handshake &a, const handshake &b);
+
+/* What an accepted connection becomes once its handshake was read. */
+enum class pairing : uint8_t {
+    NONE,         /* an ordinary accepted connection: answer CONN_ACCEPT */
+    REJECT,       /* our own ep's connection to that peer is kept instead */
+    ADOPTED       /* our ep's pending connection took over this socket */
 };
 
 class tcp_conn {
@@ -60,8 +79,27 @@ public:
     }
     ep *owner_ep() const { return owner_ep_; }
 
-    /* An accepted connection from `peer` that an ep may attach to. */
-    bool attachable_to(const boost::asio::ip::tcp::endpoint &peer) const;
+    /* An accepted connection from `peer`'s ep number `conn_sn` that an ep
+     * may attach to. */
+    bool attachable_to(const boost::asio::ip::tcp::endpoint &peer, uint32_t conn_sn) const;
+
+    /* The peer's iface address and, for pairing, the ep serial number. */
+    const handshake &peer() const { return peer_; }
+    /* Our connection towards `hs`'s iface, made for our ep number hs.conn_sn,
+     * and still waiting for the peer's answer. */
+    bool pairs_with(const handshake &hs) const;
+    /* Has sent nothing but its handshake yet: it may still give way. */
+    bool establishing() const { return state_ <= conn_state::WAIT_PEER; }
+    /* Received bytes beyond the handshake (a peer breaking the protocol). */
+    bool rx_pending() const { return rx_tail_ > rx_head_; }
+
+    /*
+     * Both sides connected towards each other at once, and the peer's
+     * connection is the one to keep: this (pending) connection closes its
+     * own socket and takes over `accepted`'s, which closes; the buffered
+     * sends follow a CONN_ACCEPT on it.
+     */
+    void adopt(tcp_conn &accepted);
 
     /*
      * The owning ep is going away: the end becomes unowned and the peer is
@@ -70,7 +108,8 @@ public:
      */
     void detach();
 
-    /* Starts a non-blocking connect with the handshake queued first. */
+    /* Starts a non-blocking connect; `hs` goes first, the sends it buffers
+     * after the peer's CONN_ACCEPT. */
     ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer,
                                const handshake &hs);
 
@@ -132,8 +171,7 @@ public:
     /* Nothing queued, nothing waiting for a reply. */
     bool idle() const
     {
-        return tx_.empty() && fetches_.empty() && !remote_unacked_ &&
-               (state_ != conn_state::CONNECTING);
+        return tx_.empty() && fetches_.empty() && !remote_unacked_ && !establishing();
     }
 
     /* ---- progress, called by the iface ---- */
@@ -166,6 +204,20 @@ private:
     /* Parses whole frames in the receive buffer; false when the connection stopped. */
     bool     parse_frames();
     bool     parse_handshake();
+    /* CONN_ACCEPT or CONN_REJECT, the first frame an initiator reads. */
+    bool     parse_conn_reply();
+    /* Queues a CONN_ACCEPT (or CONN_REJECT) before anything else sent. */
+    void     set_conn_reply(internal_op op, uint8_t flags);
+    /* Tells the initiator to use its peer's connection, and closes. */
+    void     reject();
+    unsigned tx_ctl();
+    /* send()/sendmsg(); -1 when nothing was taken (a real error is
+     * scheduled as a failure). */
+    ssize_t  write_vec(const struct iovec *vec, size_t n);
+    void     set_tx_blocked(bool blocked);
+    /* Tells the iface whether this connection must be polled through epoll
+     * (it waits for writability, or reads with SO_RCVLOWAT). */
+    void     refresh_epoll_need();
     /* Delivers one validated frame; false if it must wait for send room. */
     bool     dispatch(const frame_hdr &hdr, uint8_t *payload);
     bool     valid_frame(const frame_hdr &hdr) const;
@@ -191,10 +243,33 @@ private:
                            bool copy = false);
     void     refuse_rma(const char *what, uint64_t address, uint64_t length);
     void     rx_error(const boost::system::error_code &ec);
-    /* rx_error() unless the error only means "no data now". */
-    void     rx_failed(const boost::system::error_code &ec);
+    /* After a failed read: rx_error() unless errno only means "no data now". */
+    void     rx_failed(ssize_t result);
     bool     large_reserve(size_t length);
-    void     finish_large();
+
+    /* ---- frames read straight into their destination (tcp_conn_rx.cc) ---- */
+    enum class sink_kind : uint8_t {
+        NONE,
+        BOUNCE,       /* larger than rx_ (an AM): into large_.buf, delivered whole */
+        PUT,          /* into the registered region */
+        GET_REPLY,    /* into the get_zcopy's iovs */
+        DISCARD       /* payload nobody may receive (refused put, departed ep) */
+    };
+    /* Starts reading the incomplete frame at rx_head_ into its destination;
+     * false when it must wait for more bytes in rx_ (or failed). */
+    bool     start_sink(const frame_hdr &hdr, size_t avail);
+    /* One read into the sink (and the receive buffer after it); false when
+     * the socket has no more for now or the connection stopped. */
+    bool     sink_read(unsigned *count);
+    void     finish_sink();
+    /* SO_RCVLOWAT for the sink's remaining payload (see UCX_TCP_RX_LOWAT). */
+    void     update_rx_lowat();
+    void     set_rx_lowat(uint32_t bytes);
+    /* The reply matches the oldest request; a protocol error otherwise. */
+    bool     check_reply(internal_op op, const reply_hdr &reply, size_t data_len);
+    /* Completes the oldest request with its reply (data already placed for
+     * a get_zcopy). */
+    void     complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len);
 
     tcp_iface          &iface_;
     const tcp_config   &config_;
@@ -218,24 +293,43 @@ private:
     ucs_status_t       rma_error_ = UCS_OK;    /* target: first refused put since last flush */
     uint64_t           fence_seq_ = 0;         /* sends wait for this reply (0: none) */
     uint32_t           ev_mask_ = 0;
+    uint32_t           rx_lowat_ = 0;          /* SO_RCVLOWAT set beyond 1 (0: not) */
+    bool               tx_blocked_ = false;    /* the socket took less than offered */
+    bool               epoll_needed_ = false;  /* counted in the iface's epoll_need */
 
     /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_). */
     std::unique_ptr<uint8_t[]> rx_;
     size_t             rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
 
-    /* A frame larger than the receive buffer, read straight into its own buffer. */
+    /* The payload of the frame being read straight into its destination:
+     * the remaining destination pieces, first to last. */
     struct {
-        bool       active = false;
+        sink_kind  kind = sink_kind::NONE;
+        bool       pop_fetch = false;  /* DISCARD of a reply: still answers a request */
+        uint8_t    first = 0, count = 0;
         frame_hdr  hdr{};
+        size_t     left = 0;           /* payload bytes still to read */
+        uint64_t   region_id = 0;      /* PUT: re-checked before every read;
+                                          a reply: its sequence number */
+        uint64_t   address = 0;        /* PUT: where the next byte goes */
+        struct iovec iov[fetch_op::MAX_IOV];
+    } sink_;
+
+    /* Bounce buffer of AMs larger than the receive buffer (delivered whole). */
+    struct {
         uint8_t    *buf = nullptr;
         size_t     cap = 0;
-        size_t     got = 0;
     } large_;
 
     tx_queue           tx_;
     fetch_ring         fetches_;
     pending_queue      pending_;
     handshake          peer_{};                /* who is on the other side */
+
+    /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
+     * before the queue, and while the queue must wait. */
+    uint8_t            ctl_[sizeof(handshake)];
+    uint8_t            ctl_len_ = 0, ctl_sent_ = 0;
 };
 
 } // namespace uct::tcp

@@ -12,9 +12,12 @@
 
 #include <ucs/debug/log.h>
 
-#include <array>
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include <sys/socket.h>
 
 namespace uct::tcp {
 
@@ -68,7 +71,8 @@ ucs_status_t wire_status(int32_t raw)
 
 unsigned tcp_conn::rx_progress()
 {
-    if (((state_ != conn_state::CONNECTED) && (state_ != conn_state::HANDSHAKE)) ||
+    if (((state_ != conn_state::CONNECTED) && (state_ != conn_state::HANDSHAKE) &&
+         (state_ != conn_state::WAIT_ACCEPT)) ||
         rx_blocked_ || in_rx_) {
         return 0;
     }
@@ -76,51 +80,25 @@ unsigned tcp_conn::rx_progress()
 
     unsigned count = 0;
     for (unsigned iter = 0; iter < config_.max_poll; ++iter) {
-        boost::system::error_code ec;
-        if (large_.active) {
-            /* The rest of the large frame, plus the next frame's header into
-             * the (empty) receive buffer: if that frame is large too, it is
-             * read straight into its own buffer, without a copy. */
-            size_t want = large_.hdr.length - large_.got;
-            std::array<boost::asio::mutable_buffer, 2> bufs = {
-                boost::asio::buffer(large_.buf + large_.got, want),
-                boost::asio::buffer(rx_.get(), FRAME_HDR)};
-            size_t got = socket_.read_some(bufs, ec);
-            if (ec) {
-                rx_failed(ec);
-                break;
-            }
-            ++count;
-            if (got < want) {
-                large_.got += got;
-                break;
-            }
-            large_.got = large_.hdr.length;
-            rx_tail_   = got - want;
-            finish_large();
-            if ((state_ < conn_state::FAILED) && (rx_tail_ > 0)) {
-                parse_frames();
-            }
-            if ((state_ >= conn_state::FAILED) || (got < want + FRAME_HDR)) {
+        if (sink_.kind != sink_kind::NONE) {
+            if (!sink_read(&count)) {
                 break;
             }
             continue;
         }
-
-        size_t want = rx_cap_ - rx_tail_;
-        if (want == 0) {
-            break;
-        }
-        size_t got = socket_.read_some(boost::asio::buffer(rx_.get() + rx_tail_, want), ec);
-        if (ec) {
-            rx_failed(ec);
+        /* As much as the socket has, up to the buffer: one read takes many
+         * small frames. */
+        size_t  want = rx_cap_ - rx_tail_;
+        ssize_t got  = ::recv(fd(), rx_.get() + rx_tail_, want, 0);
+        if (got <= 0) {
+            rx_failed(got);
             break;
         }
         ++count;
-        rx_tail_ += got;
+        rx_tail_ += size_t(got);
         parse_frames();
-        if ((state_ >= conn_state::FAILED) || rx_blocked_ || (got < want)) {
-            break;
+        if ((state_ != conn_state::CONNECTED) || rx_blocked_ || (size_t(got) < want)) {
+            break;   /* drained (a short read), stopped, or still setting up */
         }
     }
 
@@ -132,11 +110,251 @@ unsigned tcp_conn::rx_progress()
     return count;
 }
 
-void tcp_conn::rx_failed(const boost::system::error_code &ec)
+bool tcp_conn::sink_read(unsigned *count)
 {
-    if ((ec != boost::asio::error::would_block) && (ec != boost::asio::error::try_again) &&
-        (ec != boost::asio::error::interrupted)) {
-        rx_error(ec);
+    if (sink_.kind == sink_kind::PUT) {
+        /* The target may have deregistered the region since the put began. */
+        if (iface_.regions().region_ptr(sink_.region_id, sink_.address, sink_.left) ==
+            nullptr) {
+            refuse_rma("put", sink_.address, sink_.left);
+            if (rma_error_ == UCS_OK) {
+                rma_error_ = UCS_ERR_INVALID_ADDR;
+            }
+            sink_.kind = sink_kind::DISCARD;
+        }
+    }
+
+    /* The rest of the payload, then whatever follows it into the (empty)
+     * receive buffer: one read, no copy of the payload. */
+    struct iovec vec[fetch_op::MAX_IOV + 1];
+    int          n    = 0;
+    size_t       want = 0;
+    if (sink_.kind == sink_kind::DISCARD) {
+        vec[n++] = {rx_.get(), std::min(sink_.left, rx_cap_)};
+        want     = vec[0].iov_len;
+    } else {
+        for (unsigned i = sink_.first; i < sink_.count; ++i) {
+            vec[n++] = sink_.iov[i];
+            want    += sink_.iov[i].iov_len;
+        }
+        vec[n++] = {rx_.get(), rx_cap_};
+        want    += rx_cap_;
+    }
+    ssize_t got = ::readv(fd(), vec, n);
+    if (got <= 0) {
+        rx_failed(got);
+        return false;
+    }
+    ++*count;
+
+    const size_t bytes = size_t(got);
+    const size_t taken = std::min(bytes, sink_.left);
+    sink_.left -= taken;
+    if (sink_.kind != sink_kind::DISCARD) {
+        size_t rest = taken;
+        while (rest > 0) {
+            struct iovec &v = sink_.iov[sink_.first];
+            size_t step     = std::min(rest, v.iov_len);
+            v.iov_base      = static_cast<uint8_t*>(v.iov_base) + step;
+            v.iov_len      -= step;
+            rest           -= step;
+            if (v.iov_len == 0) {
+                ++sink_.first;
+            }
+        }
+        sink_.address += taken;
+    }
+    if (sink_.left > 0) {
+        update_rx_lowat();
+        return bytes == want;   /* a short read: the socket is drained */
+    }
+
+    rx_head_ = 0;
+    rx_tail_ = (sink_.kind == sink_kind::DISCARD) ? 0 : bytes - taken;
+    finish_sink();
+    if ((state_ == conn_state::CONNECTED) && (rx_tail_ > 0)) {
+        parse_frames();
+    }
+    return (state_ == conn_state::CONNECTED) && !rx_blocked_ && (bytes == want);
+}
+
+bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
+{
+    const uint8_t *payload = rx_.get() + rx_head_ + FRAME_HDR;
+    const size_t  have     = avail - FRAME_HDR;
+    sink_.hdr       = hdr;
+    sink_.first     = 0;
+    sink_.count     = 0;
+    sink_.pop_fetch = false;
+
+    if (hdr.flags == frame_flag::INTERNAL) {
+        const auto op = static_cast<internal_op>(hdr.id);
+        if (op == internal_op::PUT) {
+            put_hdr ph;
+            if (have < sizeof(ph)) {
+                return false;
+            }
+            std::memcpy(&ph, payload, sizeof(ph));
+            peer_sends_ = true;
+            const size_t data_len = hdr.length - sizeof(ph);
+            const size_t got      = have - sizeof(ph);
+            auto *dest = static_cast<uint8_t*>(
+                    iface_.regions().region_ptr(ph.region_id, ph.address, data_len));
+            if (ucs_unlikely(dest == nullptr)) {
+                refuse_rma("put", ph.address, data_len);
+                if (rma_error_ == UCS_OK) {
+                    rma_error_ = UCS_ERR_INVALID_ADDR;   /* reported by the next flush */
+                }
+                sink_.kind = sink_kind::DISCARD;
+            } else {
+                std::memcpy(dest, payload + sizeof(ph), got);
+                sink_.kind      = sink_kind::PUT;
+                sink_.region_id = ph.region_id;
+                sink_.address   = ph.address + got;
+                sink_.iov[0]    = {dest + got, data_len - got};
+                sink_.count     = 1;
+            }
+            sink_.left = data_len - got;
+            rx_head_   = rx_tail_;
+            update_rx_lowat();
+            return true;
+        }
+        if (op == internal_op::GET_REPLY) {
+            reply_hdr reply;
+            if (have < sizeof(reply)) {
+                return false;
+            }
+            std::memcpy(&reply, payload, sizeof(reply));
+            const size_t data_len = hdr.length - sizeof(reply);
+            if (!check_reply(op, reply, data_len)) {
+                return false;
+            }
+            const fetch_op &f = fetches_.front();
+            if (discard_replies_ || (f.kind == fetch_kind::GET_ZCOPY)) {
+                /* Status OK: an error reply has no data and fits. */
+                size_t got = have - sizeof(reply);
+                if (discard_replies_) {
+                    sink_.kind      = sink_kind::DISCARD;
+                    sink_.pop_fetch = true;
+                } else {
+                    /* What arrived already is copied; the rest is read in place. */
+                    const uint8_t *src = payload + sizeof(reply);
+                    size_t         copied = 0;
+                    for (uint32_t i = 0; i < f.iovcnt; ++i) {
+                        auto  *dst = static_cast<uint8_t*>(const_cast<void*>(f.iovs[i].buffer));
+                        size_t len = f.iovs[i].length;
+                        size_t now = std::min(len, got - copied);
+                        std::memcpy(dst, src + copied, now);
+                        copied += now;
+                        if (now < len) {
+                            sink_.iov[sink_.count++] = {dst + now, len - now};
+                        }
+                    }
+                    sink_.kind = sink_kind::GET_REPLY;
+                }
+                sink_.region_id = reply.seq;
+                sink_.left      = data_len - got;
+                rx_head_        = rx_tail_;
+                update_rx_lowat();
+                return true;
+            }
+            /* A get_bcopy reply: bounced below if it does not fit. */
+        }
+    }
+
+    if (FRAME_HDR + size_t(hdr.length) <= rx_cap_) {
+        return false;   /* the rest comes into the receive buffer */
+    }
+    /* Larger than the receive buffer: delivered in one piece from a buffer
+     * of its own, the rest of it read straight there. */
+    if (!large_reserve(hdr.length)) {
+        ucs_error("tcp: no memory for a %u-byte frame", hdr.length);
+        schedule_failure(UCS_ERR_NO_MEMORY, "out of memory");
+        return false;
+    }
+    std::memcpy(large_.buf, payload, have);
+    sink_.kind   = sink_kind::BOUNCE;
+    sink_.iov[0] = {large_.buf + have, hdr.length - have};
+    sink_.count  = 1;
+    sink_.left   = hdr.length - have;
+    rx_head_     = rx_tail_;
+    update_rx_lowat();
+    return true;
+}
+
+void tcp_conn::update_rx_lowat()
+{
+    /* Below this, waiting for more saves too little to be worth a call. */
+    constexpr size_t min_lowat = 64 * 1024;
+    size_t want = 0;
+    if ((sink_.kind != sink_kind::NONE) && (config_.rx_lowat > 0) &&
+        (sink_.left / 2 >= min_lowat)) {
+        /* At most half of the rest: the copy of the last piece, which no
+         * longer overlaps the sender's, stays short. */
+        want = std::min(config_.rx_lowat, sink_.left / 2);
+    }
+    if (want == 0) {
+        if (rx_lowat_ != 0) {
+            set_rx_lowat(0);
+        }
+    } else if ((rx_lowat_ == 0) || (want < rx_lowat_)) {
+        set_rx_lowat(uint32_t(want));
+    }
+}
+
+void tcp_conn::set_rx_lowat(uint32_t bytes)
+{
+    int value = (bytes == 0) ? 1 : int(bytes);
+    if (::setsockopt(fd(), SOL_SOCKET, SO_RCVLOWAT, &value, sizeof(value)) != 0) {
+        bytes = 0;   /* the kernel keeps the previous value: read as it comes */
+    }
+    rx_lowat_ = bytes;
+    refresh_epoll_need();
+}
+
+void tcp_conn::finish_sink()
+{
+    const sink_kind kind = sink_.kind;
+    sink_.kind = sink_kind::NONE;
+    if (rx_lowat_ != 0) {
+        set_rx_lowat(0);
+    }
+    switch (kind) {
+    case sink_kind::BOUNCE:
+        dispatch(sink_.hdr, large_.buf);   /* large frames never wait for room */
+        if (large_.cap > config_.rx_keep) {
+            std::free(large_.buf);
+            large_.buf = nullptr;
+            large_.cap = 0;
+        }
+        break;
+    case sink_kind::GET_REPLY: {
+        reply_hdr reply{sink_.region_id, int32_t(UCS_OK), 0};
+        complete_reply(reply, nullptr, sink_.hdr.length - sizeof(reply_hdr));
+        break;
+    }
+    case sink_kind::DISCARD:
+        if (sink_.pop_fetch) {
+            if (sink_.region_id == fence_seq_) {
+                fence_seq_ = 0;
+            }
+            fetches_.pop_front();   /* its ep is gone */
+        }
+        break;
+    default:
+        break;   /* a put is in place */
+    }
+}
+
+void tcp_conn::rx_failed(ssize_t result)
+{
+    if (result == 0) {
+        rx_error(boost::asio::error::eof);
+        return;
+    }
+    const int err = errno;
+    if ((err != EAGAIN) && (err != EWOULDBLOCK) && (err != EINTR)) {
+        rx_error(boost::system::error_code(err, boost::system::system_category()));
     }
 }
 
@@ -146,7 +364,7 @@ void tcp_conn::rx_error(const boost::system::error_code &ec)
         if ((state_ == conn_state::HANDSHAKE) && (rx_tail_ > rx_head_)) {
             ucs_error("tcp: connection closed after a truncated handshake "
                       "(%zu of %zu bytes)", rx_tail_ - rx_head_, sizeof(handshake));
-        } else if (large_.active || (rx_tail_ > rx_head_)) {
+        } else if ((sink_.kind != sink_kind::NONE) || (rx_tail_ > rx_head_)) {
             ucs_diag("tcp: connection closed inside a frame");
         }
     }
@@ -158,13 +376,17 @@ void tcp_conn::resume_rx()
     if (!rx_blocked_ || (state_ >= conn_state::FAILED) || in_rx_) {
         return;
     }
-    rx_blocked_ = false;
-    in_rx_      = true;
-    parse_frames();
-    in_rx_      = false;
-    if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
-        tx_progress();
-    }
+    do {
+        rx_blocked_ = false;
+        in_rx_      = true;
+        parse_frames();
+        in_rx_      = false;
+        if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
+            tx_progress();
+        }
+        /* Blocked again, but the replies it queued all went out: the room
+         * it waits for is free already, and no event would say so. */
+    } while (rx_blocked_ && tx_.empty() && (state_ == conn_state::CONNECTED));
     update_events();
 }
 
@@ -187,8 +409,58 @@ bool tcp_conn::parse_handshake()
     }
     peer_     = hs;
     rx_head_ += sizeof(hs);
+    switch (iface_.pair_accepted(*this)) {
+    case pairing::REJECT:
+        ucs_debug("tcp: connection from iface port %u (its ep %u) gives way to ours",
+                  unsigned(hs.port), unsigned(hs.conn_sn));
+        reject();
+        return false;
+    case pairing::ADOPTED:
+        return false;    /* this object is closed; our ep owns the socket now */
+    case pairing::NONE:
+        break;
+    }
     set_state(conn_state::CONNECTED);
-    ucs_debug("tcp: accepted connection from iface port %u", unsigned(hs.port));
+    set_conn_reply(internal_op::CONN_ACCEPT, 0);
+    tx_kick();
+    ucs_debug("tcp: accepted connection from iface port %u (its ep %u)", unsigned(hs.port),
+              unsigned(hs.conn_sn));
+    return true;
+}
+
+bool tcp_conn::parse_conn_reply()
+{
+    constexpr size_t length = FRAME_HDR + sizeof(conn_reply);
+    if (rx_tail_ - rx_head_ < length) {
+        return true;
+    }
+    frame_hdr  hdr;
+    conn_reply reply;
+    std::memcpy(&hdr, rx_.get() + rx_head_, sizeof(hdr));
+    std::memcpy(&reply, rx_.get() + rx_head_ + sizeof(hdr), sizeof(reply));
+    if ((hdr.flags != frame_flag::INTERNAL) || (hdr.reserved != 0) ||
+        (hdr.length != sizeof(conn_reply)) ||
+        ((hdr.id != uint8_t(internal_op::CONN_ACCEPT)) &&
+         (hdr.id != uint8_t(internal_op::CONN_REJECT)))) {
+        protocol_error("invalid answer to the handshake");
+        return false;
+    }
+    rx_head_ += length;
+    if (hdr.id == uint8_t(internal_op::CONN_REJECT)) {
+        /* The peer's ep connected towards ours at the same time and its
+         * connection is kept: it arrives through the listening socket. */
+        ucs_debug("tcp: ep %p waits for the connection of iface port %u",
+                  static_cast<void*>(owner_ep_), unsigned(peer_.port));
+        close_socket();
+        rx_head_ = rx_tail_ = 0;
+        set_state(conn_state::WAIT_PEER);
+        return false;
+    }
+    set_state(conn_state::CONNECTED);
+    if (reply.flags & conn_reply_flag::PAIRED) {
+        peer_sends_ = true;
+    }
+    tx_kick();   /* the sends buffered meanwhile */
     return true;
 }
 
@@ -230,12 +502,21 @@ bool tcp_conn::valid_frame(const frame_hdr &hdr) const
 
 bool tcp_conn::parse_frames()
 {
-    if (state_ == conn_state::HANDSHAKE) {
-        if (rx_tail_ - rx_head_ < sizeof(handshake)) {
-            return true;
-        }
-        if (!parse_handshake()) {
-            return false;
+    if (ucs_unlikely(state_ != conn_state::CONNECTED)) {
+        if (state_ == conn_state::HANDSHAKE) {
+            if (rx_tail_ - rx_head_ < sizeof(handshake)) {
+                return true;
+            }
+            if (!parse_handshake()) {
+                return false;
+            }
+        } else if (state_ == conn_state::WAIT_ACCEPT) {
+            if (!parse_conn_reply()) {
+                return false;
+            }
+            if (state_ != conn_state::CONNECTED) {
+                return true;   /* the rest of the answer is still coming */
+            }
         }
     }
 
@@ -259,20 +540,10 @@ bool tcp_conn::parse_frames()
             }
             continue;
         }
-        if (total > rx_cap_) {
-            /* Larger than the receive buffer: the rest of it is read straight
-             * into a buffer of its own, delivered in one piece. */
-            if (!large_reserve(hdr.length)) {
-                ucs_error("tcp: no memory for a %u-byte frame", hdr.length);
-                schedule_failure(UCS_ERR_NO_MEMORY, "out of memory");
-                return false;
-            }
-            size_t have = avail - FRAME_HDR;
-            std::memcpy(large_.buf, rx_.get() + rx_head_ + FRAME_HDR, have);
-            large_.hdr    = hdr;
-            large_.got    = have;
-            large_.active = true;
-            rx_head_      = rx_tail_;
+        /* Incomplete: the rest is read straight into its destination, or
+         * into the receive buffer after what is there. */
+        if (!start_sink(hdr, avail) && (state_ >= conn_state::FAILED)) {
+            return false;
         }
         break;
     }
@@ -298,17 +569,6 @@ bool tcp_conn::large_reserve(size_t length)
     large_.buf = static_cast<uint8_t*>(std::malloc(length));
     large_.cap = (large_.buf != nullptr) ? length : 0;
     return large_.buf != nullptr;
-}
-
-void tcp_conn::finish_large()
-{
-    large_.active = false;
-    dispatch(large_.hdr, large_.buf);   /* large frames never wait for room */
-    if ((large_.cap > config_.rx_keep) && !large_.active) {
-        std::free(large_.buf);
-        large_.buf = nullptr;
-        large_.cap = 0;
-    }
 }
 
 bool tcp_conn::dispatch(const frame_hdr &hdr, uint8_t *payload)
@@ -500,18 +760,13 @@ bool tcp_conn::handle_flush_req(const flush_req &req)
     return true;
 }
 
-void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
+bool tcp_conn::check_reply(internal_op op, const reply_hdr &reply, size_t data_len)
 {
-    reply_hdr reply;
-    std::memcpy(&reply, payload, sizeof(reply));
-    const uint8_t *data   = payload + sizeof(reply);
-    size_t        data_len = length - sizeof(reply);
-
     if (fetches_.empty()) {
         protocol_error("reply without a request");
-        return;
+        return false;
     }
-    fetch_op &f = fetches_.front();
+    const fetch_op &f = fetches_.front();
     bool kind_ok;
     switch (op) {
     case internal_op::GET_REPLY:
@@ -524,17 +779,29 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
         kind_ok = (f.kind == fetch_kind::FLUSH);
         break;
     }
-    ucs_status_t status = wire_status(reply.status);
     if (!kind_ok || (reply.seq != f.seq)) {
         protocol_error("reply out of order");
-        return;
+        return false;
     }
     if ((op == internal_op::GET_REPLY) &&
-        (data_len != ((status == UCS_OK) ? f.length : 0))) {
+        (data_len != ((wire_status(reply.status) == UCS_OK) ? f.length : 0))) {
         protocol_error("get reply of the wrong length");
-        return;
+        return false;
     }
+    return true;
+}
 
+void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
+{
+    reply_hdr reply;
+    std::memcpy(&reply, payload, sizeof(reply));
+    if (check_reply(op, reply, length - sizeof(reply))) {
+        complete_reply(reply, payload + sizeof(reply), length - sizeof(reply));
+    }
+}
+
+void tcp_conn::complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len)
+{
     if (reply.seq == fence_seq_) {
         fence_seq_ = 0;   /* the last reply a fence waited for */
     }
@@ -544,12 +811,14 @@ void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
     }
 
     /* Off the ring before any user code runs: callbacks may post more. */
+    fetch_op          &f      = fetches_.front();
+    ucs_status_t      status  = wire_status(reply.status);
     completion        *comp   = f.comp;
     fetch_kind        kind    = f.kind;
     unpack_callback_t unpack  = f.unpack;
     void              *arg    = f.arg;
     if (status == UCS_OK) {
-        if (kind == fetch_kind::GET_ZCOPY) {
+        if ((kind == fetch_kind::GET_ZCOPY) && (data != nullptr)) {
             size_t offset = 0;
             for (uint32_t i = 0; i < f.iovcnt; ++i) {
                 std::memcpy(const_cast<void*>(f.iovs[i].buffer), data + offset,

@@ -305,10 +305,17 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
         return UCS_ERR_INVALID_PARAM;
     }
 
-    /* The peer connected to us already: share its connection, so replies
-     * travel with the acknowledgements of the requests. */
+    /* The peer's ep with our ep's serial number connected to us already:
+     * share its connection, so replies travel with the acknowledgements of
+     * the requests. */
+    uint32_t sn;
+    try {
+        sn = next_conn_sn(peer);
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
     for (auto &conn : conns_) {
-        if (conn->attachable_to(peer)) {
+        if (conn->attachable_to(peer, sn)) {
             try {
                 *ep_p = new tcp_ep(*this, conn.get());
             } catch (...) {
@@ -341,12 +348,50 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
         auto ep = std::make_unique<tcp_ep>(*this, conn.get());
         tcp_conn *raw = conn.get();
         conns_.push_back(std::move(conn));
-        raw->start_connect(peer, handshake_);
+        handshake hs = handshake_;
+        hs.conn_sn   = sn;
+        raw->start_connect(peer, hs);
         *ep_p = ep.release();
         return UCS_OK;
     } catch (...) {
         return UCS_ERR_NO_MEMORY;
     }
+}
+
+uint32_t tcp_iface::next_conn_sn(const boost::asio::ip::tcp::endpoint &peer)
+{
+    for (auto &entry : conn_sns_) {
+        if (entry.first == peer) {
+            return entry.second++;
+        }
+    }
+    conn_sns_.emplace_back(peer, 1);
+    return 0;
+}
+
+pairing tcp_iface::pair_accepted(tcp_conn &accepted)
+{
+    const handshake &hs = accepted.peer();
+    /* Our own iface connecting to itself: both ends are one connection. */
+    const int order = compare_iface_addr(handshake_, hs);
+    if ((order == 0) || accepted.rx_pending()) {
+        return pairing::NONE;
+    }
+    for (auto &conn : conns_) {
+        if (!conn->pairs_with(hs)) {
+            continue;
+        }
+        /* Both eps connected at once. The connection of the side with the
+         * lower address is kept; the peer decides the same way when it reads
+         * our handshake, so both keep the same one whatever the timing. */
+        if (order < 0) {
+            return (conn->state() == conn_state::WAIT_PEER) ? pairing::NONE :
+                                                              pairing::REJECT;
+        }
+        conn->adopt(accepted);
+        return pairing::ADOPTED;
+    }
+    return pairing::NONE;
 }
 
 void tcp_iface::epoll_update(tcp_conn *conn, uint32_t events)
@@ -387,7 +432,7 @@ unsigned tcp_iface::progress()
     const unsigned period = conns_.empty() ? config_.epoll_period * idle_epoll_factor :
                                              config_.epoll_period;
     bool direct = (conns_.size() <= config_.direct_poll_max) &&
-                  (connecting_ == 0) && (++tick_ < period);
+                  (connecting_ == 0) && (epoll_need_ == 0) && (++tick_ < period);
     if (direct) {
         count = conns_.empty() ? 0 : poll_direct();
     } else {

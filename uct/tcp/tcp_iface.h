@@ -15,6 +15,7 @@
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>
 #include <uct/tcp/tcp_config.h>
+#include <uct/tcp/tcp_conn.h>
 #include <uct/tcp/tcp_netif.h>
 #include <uct/tcp/tcp_wire.h>
 
@@ -72,11 +73,18 @@ public:
     size_t num_connections() const;
     void connect_started() { ++connecting_; }
     void connect_finished() { --connecting_; }
+    /* Connections that wait for epoll to say their socket is ready (it
+     * honours SO_RCVLOWAT; writability after a full socket): progress
+     * asks epoll, rather than trying the sockets, while there are any. */
+    void epoll_need_changed(int delta) { epoll_need_ += delta; }
     /* Calls the user's error handler for `failed_ep`. */
     void report_ep_failure(ep *failed_ep, ucs_status_t status);
     /* An ep is going away: detach it from its connection (closing that
      * when nobody else uses it), freed when safe. */
     void release_conn(tcp_conn *conn);
+    /* An accepted connection read its handshake: is it the peer's half of
+     * a pair of eps connecting towards each other at once? */
+    pairing pair_accepted(tcp_conn &accepted);
 
 private:
     tcp_iface(tcp_md &md, worker &worker, const iface_params &params,
@@ -95,6 +103,8 @@ private:
                             boost::asio::ip::tcp::endpoint *peer,
                             device_addr_hdr *hdr) const;
     static void  flush_waiter_done(completion *self);
+    /* Serial number of the next ep towards `peer`'s iface. */
+    uint32_t     next_conn_sn(const boost::asio::ip::tcp::endpoint &peer);
 
     tcp_md                                  &md_;
     worker                                  &worker_;
@@ -113,8 +123,11 @@ private:
 
     std::vector<std::unique_ptr<tcp_conn>>  conns_;
     std::vector<tcp_conn*>                  failures_;
+    /* Eps created so far towards each peer iface (pairing serial numbers). */
+    std::vector<std::pair<boost::asio::ip::tcp::endpoint, uint32_t>> conn_sns_;
     unsigned                                progress_depth_ = 0;
     unsigned                                connecting_ = 0;
+    int                                     epoll_need_ = 0;
     unsigned                                tick_ = 0;
     bool                                    need_sweep_ = false;
 

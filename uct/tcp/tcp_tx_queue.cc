@@ -82,7 +82,7 @@ bool tx_queue::set_zcopy_comp(uint64_t ticket, completion *comp)
     return true;
 }
 
-size_t tx_queue::gather(boost::asio::const_buffer *out, size_t max, size_t *total) const
+size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total) const
 {
     size_t   n     = 0;
     size_t   bytes = 0;
@@ -97,7 +97,7 @@ size_t tx_queue::gather(boost::asio::const_buffer *out, size_t max, size_t *tota
                 return n;
             }
             size_t len = size_t(z.insert_at - pos);
-            out[n++] = boost::asio::const_buffer(buf_.get() + off, len);
+            out[n++] = {buf_.get() + off, len};
             bytes += len;
             off   += len;
             pos    = z.insert_at;
@@ -113,14 +113,14 @@ size_t tx_queue::gather(boost::asio::const_buffer *out, size_t max, size_t *tota
                 *total = bytes;
                 return n;
             }
-            out[n++] = boost::asio::const_buffer(
-                    static_cast<const uint8_t*>(z.iovs[j].buffer) + skip, len);
+            out[n++] = {static_cast<uint8_t*>(const_cast<void*>(z.iovs[j].buffer)) + skip,
+                        len};
             bytes += len;
         }
     }
 
     if ((off < tail_) && (n < max)) {
-        out[n++] = boost::asio::const_buffer(buf_.get() + off, tail_ - off);
+        out[n++] = {buf_.get() + off, tail_ - off};
         bytes   += tail_ - off;
     }
     *total = bytes;

@@ -18,7 +18,7 @@
 
 #include <uct/base/uct_types.h>
 
-#include <boost/asio/buffer.hpp>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <cstring>
@@ -31,7 +31,7 @@ public:
     /* Most zero-copy sends one queue holds (bounds the completion batch;
      * replies have no completion). */
     static constexpr unsigned MAX_ZCOPY_SLOTS = 64;
-    /* Most scatter entries gathered for one write (Asio passes at most 64). */
+    /* Most scatter entries gathered for one write. */
     static constexpr size_t MAX_GATHER = 64;
 
     ucs_status_t init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov,
@@ -91,7 +91,7 @@ public:
     bool set_zcopy_comp(uint64_t ticket, completion *comp);
 
     /* Fills `out` with the front of the queue; returns entries and total bytes. */
-    size_t gather(boost::asio::const_buffer *out, size_t max, size_t *total) const;
+    size_t gather(struct iovec *out, size_t max, size_t *total) const;
 
     /*
      * Drops `length` written bytes. Completions of segments that finished

@@ -3,7 +3,10 @@
  * an 8-byte header followed by `length` payload bytes. User active messages
  * carry flags == 0 and id 0..31; the transport's own messages (the RMA
  * emulation and flush) carry frame_flag::INTERNAL and an internal_op id, so
- * user ids stay free. The first bytes an initiator sends are a handshake.
+ * user ids stay free. The first bytes an initiator sends are a handshake;
+ * it sends nothing more until the acceptor answers CONN_ACCEPT (use this
+ * connection) or CONN_REJECT (two eps connected towards each other at once,
+ * and the acceptor's own connection is the one both keep).
  * Peers are assumed to share byte order (as in UCX).
  */
 #ifndef UCT_TCP_TCP_WIRE_H
@@ -36,6 +39,8 @@ enum class internal_op : uint8_t {
     FLUSH_REQ,        /* initiator -> target: flush_req */
     FLUSH_REPLY,      /* target -> initiator: reply_hdr */
     DETACH,           /* either way, no payload: the sender's ep is gone */
+    CONN_ACCEPT,      /* acceptor -> initiator, first frame: conn_reply */
+    CONN_REJECT,      /* acceptor -> initiator, only frame: conn_reply, then close */
     LAST
 };
 
@@ -76,10 +81,26 @@ struct reply_hdr {
 /* Longest reply frame a target copies into its send buffer (an atomic's). */
 constexpr size_t MAX_REPLY_FRAME = sizeof(frame_hdr) + sizeof(reply_hdr) + sizeof(uint64_t);
 
-constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078;   /* "xPCT" */
-constexpr uint16_t HANDSHAKE_VERSION = 1;
+namespace conn_reply_flag {
+/* The acceptor's ep sends on this connection too (the eps are paired). */
+constexpr uint8_t PAIRED = 1u << 0;
+} // namespace conn_reply_flag
 
-/* Who is connecting: the initiator's own listening address. */
+struct conn_reply {
+    uint8_t  flags;      /* conn_reply_flag:: */
+    uint8_t  reserved[7];
+};
+
+constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078;   /* "xPCT" */
+constexpr uint16_t HANDSHAKE_VERSION = 2;
+
+/*
+ * Who is connecting: the initiator's own listening address, and which of
+ * its eps towards the acceptor's iface this is (0 for the first, 1 for the
+ * second...). The n-th ep of each side towards the other pair up: when both
+ * connect at once, one connection is kept for both, the one initiated by
+ * the side with the lower address (family, ip, port).
+ */
 struct handshake {
     uint32_t magic;
     uint16_t version;
@@ -87,7 +108,8 @@ struct handshake {
     uint8_t  reserved;
     uint8_t  ip[16];
     uint16_t port;       /* host order */
-    uint8_t  reserved2[6];
+    uint16_t reserved2;
+    uint32_t conn_sn;
 };
 static_assert(sizeof(handshake) == 32);
 
