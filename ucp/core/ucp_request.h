@@ -39,6 +39,7 @@ constexpr uint32_t SEND_DONE  = 1u << 12; /* every byte handed to the transport 
 constexpr uint32_t ACKED      = 1u << 13; /* the peer's reply arrived */
 constexpr uint32_t WAITALL    = 1u << 14; /* stream receive: only when full */
 constexpr uint32_t RMA        = 1u << 15; /* put/get/atomic: send.rma is valid */
+constexpr uint32_t ZCOPY      = 1u << 16; /* eager zero-copy send: send.zcopy is valid */
 } // namespace request_flag
 
 struct request;
@@ -74,6 +75,17 @@ struct rma_state {
     uint8_t         flags;         /* ucp::rma::state_flag */
 };
 
+/*
+ * An eager zero-copy send (ucp/proto/eager_zcopy.h). `comp` counts one
+ * reference held while fragments are being issued (`issuing`) plus one per
+ * fragment the transport still sends from the application's buffer; the
+ * send's local part is done when it drops to zero.
+ */
+struct zcopy_state {
+    uct::completion comp;
+    uint8_t         issuing;
+};
+
 struct send_state {
     ucp_ep          *ep;
     dt::packer      packer;
@@ -90,7 +102,10 @@ struct send_state {
     uint32_t        am_flags;
     const void      *header;
     uint32_t        header_length;
-    rma_state       rma;         /* put/get/atomics (request_flag::RMA) */
+    union {
+        rma_state   rma;         /* put/get/atomics (request_flag::RMA) */
+        zcopy_state zcopy;       /* eager zero-copy (request_flag::ZCOPY) */
+    };
 };
 
 struct recv_state {
