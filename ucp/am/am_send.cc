@@ -1,13 +1,15 @@
 /*
  * Sending user active messages: inline (am_short) when there is neither a
  * user header nor a reply request, one bcopy fragment, several fragments the
- * receiver reassembles, or rendezvous (an RTS; the receiver pulls the data
- * with ucp_am_recv_data_nbx and its ATS completes the send).
+ * receiver reassembles, the same fragments sent zero-copy, or rendezvous
+ * (an RTS; the receiver pulls the data with ucp_am_recv_data_nbx and its ATS
+ * completes the send).
  */
 #include "am.h"
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
 #include <ucp/tag/rndv.h>
@@ -152,6 +154,49 @@ ucs_status_t am_multi_step(request *req)
     return UCS_OK;
 }
 
+/* ---- eager zero-copy ---------------------------------------------------- */
+
+/* The UCP header of a zcopy fragment: the same wire messages as bcopy, the
+ * user header in the first (or only) one. */
+size_t am_zcopy_header(request *req, size_t offset, size_t length, void *out,
+                       uint8_t *am_id)
+{
+    const send_state &s = req->u.send;
+    const size_t total  = s.packer.length();
+    char *p = static_cast<char*>(out);
+    if (offset != 0) {
+        const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, offset};
+        std::memcpy(p, &hdr, sizeof(hdr));
+        *am_id = wire::AM_USER_MIDDLE;
+        return sizeof(hdr);
+    }
+    const wire::am_hdr am = make_hdr(s);
+    if (length == total) {
+        std::memcpy(p, &am, sizeof(am));
+        p += sizeof(am);
+        if (am.flags & wire::am_hdr_flag::REPLY) {
+            std::memcpy(p, &req->worker->uuid, sizeof(uint64_t));
+            p += sizeof(uint64_t);
+        }
+        *am_id = wire::AM_USER_SINGLE;
+    } else {
+        const wire::am_first_hdr hdr{am, req->worker->uuid, s.msg_id, total};
+        std::memcpy(p, &hdr, sizeof(hdr));
+        p += sizeof(hdr);
+        *am_id = wire::AM_USER_FIRST;
+    }
+    if (s.header_length != 0) {
+        std::memcpy(p, s.header, s.header_length);
+        p += s.header_length;
+    }
+    return size_t(p - static_cast<char*>(out));
+}
+
+ucs_status_t am_zcopy_step(request *req)
+{
+    return zcopy::send(req, am_zcopy_header);
+}
+
 /* ---- rendezvous --------------------------------------------------------- */
 
 size_t pack_am_rts(void *dest, void *arg)
@@ -226,6 +271,10 @@ send_step_t am_select_protocol(request *req)
     if (s.packer.is_contig() && (s.header_length == 0) && !reply &&
         (ssize_t(length) <= s.ep->thresh.max_eager_short)) {
         return am_short_step;
+    }
+    if ((length >= s.ep->thresh.zcopy) &&
+        zcopy::applies(req, sizeof(wire::am_first_hdr) + s.header_length)) {
+        return am_zcopy_step;
     }
     const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(uint64_t) : 0) +
                           s.header_length;

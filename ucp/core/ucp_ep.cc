@@ -7,6 +7,7 @@
 #include "ucp_worker.h"
 
 #include <ucp/proto/am_handlers.h>
+#include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/wire.h>
 #include <ucp/rma/rma.h>
 #include <ucp/tag/tag_recv.h>
@@ -16,6 +17,7 @@
 #include <ucs/sys/clock.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -46,12 +48,24 @@ ucs_status_t pending_dispatch(uct::pending_req *p)
     return UCS_OK;
 }
 
+/* Why an ep's requests are purged. */
+struct purge_reason {
+    ucs_status_t status;
+    bool         lanes_gone;   /* the lanes are destroyed next */
+};
+
 void pending_purge_cb(uct::pending_req *p, void *arg)
 {
+    const auto *why = static_cast<const purge_reason*>(arg);
     request *req = request_of_pending(p);
     req->flags  &= ~request_flag::PENDING;
     --req->u.send.ep->num_pending;
-    request_complete(req, *static_cast<ucs_status_t*>(arg));
+    if (req->flags & request_flag::ZCOPY) {
+        zcopy::abort(req, why->status, why->lanes_gone);
+    } else if (!(req->flags & request_flag::HAS_ID)) {
+        request_complete(req, why->status);
+    }
+    /* A request with an id is failed with the ones awaiting replies. */
 }
 
 size_t auto_rndv_thresh(const ucp_ep *ep)
@@ -65,6 +79,64 @@ size_t auto_rndv_thresh(const ucp_ep *ep)
      * one kernel copy beats two user copies from here on. */
     return (w->context.tls[tl].resource.type == uct::device_type::NET) ?
            64 * 1024 : 16 * 1024;
+}
+
+/* A copy send moves the data at about one core's memcpy rate. */
+constexpr double bcopy_bandwidth_Bps = 5.8e9;
+/* What a zero-copy send costs beyond a copy send of the same size: its
+ * request completes later, from the transport's completion (a callback and
+ * a queue slot), instead of inside the call. */
+constexpr double zcopy_overhead_s = 300e-9;
+/* Largest zcopy fragment: a receiving transport holds a whole fragment
+ * before its handler sees it, so fragments stay well below the memory a
+ * message may take. */
+constexpr size_t zcopy_frag_max = size_t(64) << 20;
+
+/*
+ * UCX_ZCOPY_THRESH=auto: the size from which registering (where the md
+ * needs it) and sending in place costs less than copying into a transport
+ * buffer: fixed / (1/copy rate - registration cost per byte).
+ */
+size_t auto_zcopy_thresh(const uct::md_attr &md)
+{
+    double fixed      = zcopy_overhead_s;
+    double saved_per_byte = 1.0 / bcopy_bandwidth_Bps;
+    if (md.flags & uct::md_flag::NEED_MEMH) {
+        fixed          += md.reg_overhead_s;
+        saved_per_byte -= md.reg_growth_s_per_byte;
+    }
+    if (saved_per_byte <= 0) {
+        return SIZE_MAX;    /* registering costs more than copying, at any size */
+    }
+    const double thresh = std::ceil(fixed / saved_per_byte);
+    return (thresh >= double(SIZE_MAX)) ? SIZE_MAX : size_t(thresh);
+}
+
+/*
+ * Eager zcopy on the AM lane, if it has am_zcopy. UCX_MAX_EAGER_LANES: an
+ * eager message always uses the AM lane alone (the lanes of an ep are of
+ * different transports, and splitting a message over them would give up
+ * the AM lane's ordering), so every value behaves as 1.
+ */
+void zcopy_thresholds(ucp_ep *ep, const uct::iface_attr &attr)
+{
+    ep_thresholds &t = ep->thresh;
+    t.zcopy          = SIZE_MAX;
+    t.zcopy_frag     = 0;
+    t.zcopy_max_hdr  = 0;
+    t.zcopy_max_iov  = 0;
+    if (!(attr.flags & uct::iface_flag::AM_ZCOPY) || (attr.am.max_zcopy == 0) ||
+        (attr.am.max_iov == 0) || (ep->lanes[ep->am_lane].md_index >= ep->worker->context.mds.size())) {
+        return;
+    }
+    const context_config &cfg = ep->worker->context.config;
+    const uct::md_attr &md    = ep->worker->context.mds[ep->lanes[ep->am_lane].md_index].md->attr();
+    size_t thresh = (cfg.zcopy_thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) :
+                    cfg.zcopy_thresh;
+    t.zcopy         = std::max({thresh, attr.am.min_zcopy, size_t(1)});
+    t.zcopy_frag    = std::min(attr.am.max_zcopy, zcopy_frag_max);
+    t.zcopy_max_hdr = attr.am.max_hdr;
+    t.zcopy_max_iov = attr.am.max_iov;
 }
 
 } // namespace
@@ -90,6 +162,7 @@ void compute_thresholds(ucp_ep *ep)
     } else {
         t.rndv = cfg.rndv_thresh;
     }
+    zcopy_thresholds(ep, attr);
 }
 
 namespace {
@@ -158,12 +231,14 @@ ucs_status_t send_wireup(ucp_ep *ep, uint16_t client_port)
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
 
-/* Fails everything on the ep: queued sends and requests awaiting replies. */
-void purge_requests(ucp_ep *ep, ucs_status_t status)
+/* Fails everything on the ep: queued sends and requests awaiting replies
+ * or zero-copy completions. */
+void purge_requests(ucp_ep *ep, ucs_status_t status, bool lanes_gone)
 {
+    purge_reason why{status, lanes_gone};
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
         if (ep->lanes[i].ep != nullptr) {
-            ep->lanes[i].ep->pending_purge(pending_purge_cb, &status);
+            ep->lanes[i].ep->pending_purge(pending_purge_cb, &why);
         }
     }
     std::vector<request*> waiting;
@@ -175,7 +250,11 @@ void purge_requests(ucp_ep *ep, ucs_status_t status)
         }
     });
     for (request *req : waiting) {
-        fail_waiting_request(req, status);
+        if (req->flags & request_flag::ZCOPY) {
+            zcopy::abort(req, status, lanes_gone);
+        } else {
+            fail_waiting_request(req, status);
+        }
     }
 }
 
@@ -329,7 +408,7 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
 void ep_destroy(ucp_ep *ep)
 {
     ucp_worker *worker = ep->worker;
-    purge_requests(ep, UCS_ERR_CANCELED);
+    purge_requests(ep, UCS_ERR_CANCELED, true);
     stream_ep_destroy(ep);
     forget_reply_ep(ep);
     worker->ep_ids.remove(ep->id);
@@ -352,7 +431,7 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
     ep->flags  |= ep_flag::FAILED;
     ep->status  = status;
     forget_reply_ep(ep);
-    purge_requests(ep, status);
+    purge_requests(ep, status, false);
     stream_ep_fail(ep, status);
     if (!(ep->flags & ep_flag::USER) || (ep->flags & ep_flag::CLOSED)) {
         return;

@@ -42,7 +42,11 @@ constexpr uint32_t ERR_NOTIFIED = 1u << 3;
 constexpr uint32_t CONNECTING   = 1u << 8;
 } // namespace ep_flag
 
-/* Message-size limits of the protocols, from the AM lane and the config. */
+/*
+ * Message-size limits of the protocols, from the AM lane and the config.
+ * Per size: eager short (<= max_eager_short), eager bcopy (below zcopy),
+ * eager zcopy (from zcopy), rendezvous (from rndv, which wins over zcopy).
+ */
 struct ep_thresholds {
     ssize_t max_eager_short;  /* payload bytes that fit am_short with the tag; -1: none */
     size_t max_eager_only;    /* one bcopy fragment with the tag header */
@@ -50,6 +54,12 @@ struct ep_thresholds {
     size_t middle_frag;       /* payload of an eager middle fragment */
     size_t rndv;              /* from this size up: rendezvous (SIZE_MAX: never) */
     size_t sync_first_frag;   /* payload of a sync first fragment */
+    /* Eager zero-copy on the AM lane (UCX_ZCOPY_THRESH); zcopy_frag == 0
+     * when the lane has no am_zcopy. */
+    size_t zcopy;             /* from this size up: eager zcopy (SIZE_MAX: never) */
+    size_t zcopy_frag;        /* payload bytes of one zcopy fragment */
+    size_t zcopy_max_hdr;     /* UCP header bytes one am_zcopy carries inline */
+    size_t zcopy_max_iov;     /* data entries of one am_zcopy */
 };
 
 } // namespace ucp

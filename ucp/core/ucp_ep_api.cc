@@ -14,6 +14,7 @@
 #include <ucp/wireup/sockaddr.h>
 #include <ucs/debug/log.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace ucp {
@@ -273,11 +274,27 @@ void print_ep(ucp_ep *ep, FILE *stream)
         print_size_range(stream, 0, size_t(t.max_eager_short), "eager short");
         next = size_t(t.max_eager_short) + 1;
     }
-    const size_t rndv = t.rndv;
-    print_size_range(stream, next, std::min(t.max_eager_only, rndv - 1),
+    const size_t rndv  = t.rndv;
+    /* Eager zcopy takes over from its threshold up to rendezvous. */
+    const size_t zcopy = std::max(std::min(t.zcopy, rndv), next);
+    const size_t eager_end = (zcopy == SIZE_MAX) ? SIZE_MAX : zcopy - 1;  /* zcopy >= 1 */
+    print_size_range(stream, next, std::min(t.max_eager_only, eager_end),
                      "eager bcopy, one fragment");
-    print_size_range(stream, t.max_eager_only + 1, (rndv == SIZE_MAX) ? SIZE_MAX : rndv - 1,
+    print_size_range(stream, std::max(t.max_eager_only + 1, next), eager_end,
                      "eager bcopy, multiple fragments");
+    const char *am_tl = (ep->flags & ep_flag::CONNECTING) ? "the connecting lane" :
+        worker->context.tls[worker->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index]
+        .resource.tl_name;
+    char proto[96];
+    if (zcopy < rndv) {
+        const size_t zcopy_end = (rndv == SIZE_MAX) ? SIZE_MAX : rndv - 1;
+        std::snprintf(proto, sizeof(proto), "eager zcopy on %s, one fragment",
+                      am_tl);
+        print_size_range(stream, zcopy, std::min(t.zcopy_frag, zcopy_end), proto);
+        std::snprintf(proto, sizeof(proto), "eager zcopy on %s, fragments of %zu",
+                      am_tl, t.zcopy_frag);
+        print_size_range(stream, std::max(t.zcopy_frag + 1, zcopy), zcopy_end, proto);
+    }
     if (rndv != SIZE_MAX) {
         const uct::tl_resource &res =
             worker->context.tls[worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]
@@ -293,7 +310,6 @@ void print_ep(ucp_ep *ep, FILE *stream)
                    (res.type == uct::device_type::SHM)) {
             split = std::max(rndv, cfg.rndv_split_thresh);
         }
-        char proto[96];
         std::snprintf(proto, sizeof(proto), "rendezvous, receiver gets (get_zcopy) on %s",
                       res.tl_name);
         print_size_range(stream, rndv, (split == SIZE_MAX) ? SIZE_MAX : split - 1, proto);
@@ -306,7 +322,17 @@ void print_ep(ucp_ep *ep, FILE *stream)
             print_size_range(stream, split, SIZE_MAX, proto);
         }
     }
-    std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every size)\n#\n");
+    if (t.zcopy_frag != 0) {
+        std::fprintf(stream, "#   (iov datatypes of at most %zu entries use eager zcopy "
+                     "too; other\n#    non-contiguous data uses eager bcopy at every "
+                     "size)\n", t.zcopy_max_iov);
+        std::fprintf(stream, "#   stream and active messages: eager zcopy from %zu "
+                     "bytes\n#\n", t.zcopy);
+    } else {
+        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
+                     "size;\n#    %s has no zero-copy active messages)\n#\n",
+                     am_tl);
+    }
 }
 
 /* Drives a nonblocking call to completion for the blocking compat calls. */

@@ -43,6 +43,7 @@ constexpr uint32_t RNDV_SEND  = 1u << 16; /* rendezvous send: the receiver may a
 constexpr uint32_t PUSHING    = 1u << 17; /* rendezvous send writing its part: send.push is valid */
 constexpr uint32_t PUSH_FAILED= 1u << 18; /* the ep failed during the push: finish when it ends */
 constexpr uint32_t AWAIT_PUSH = 1u << 19; /* rendezvous receive waiting for the sender's ATP */
+constexpr uint32_t ZCOPY      = 1u << 20; /* eager zero-copy send: send.zcopy is valid */
 } // namespace request_flag
 
 struct request;
@@ -93,6 +94,17 @@ struct push_state {
     uint64_t         dest_uuid;    /* the receiver's worker */
 };
 
+/*
+ * An eager zero-copy send (ucp/proto/eager_zcopy.h). `comp` counts one
+ * reference held while fragments are being issued (`issuing`) plus one per
+ * fragment the transport still sends from the application's buffer; the
+ * send's local part is done when it drops to zero.
+ */
+struct zcopy_state {
+    uct::completion comp;
+    uint8_t         issuing;
+};
+
 struct send_state {
     ucp_ep          *ep;
     dt::packer      packer;
@@ -112,6 +124,7 @@ struct send_state {
     union {
         rma_state   rma;         /* put/get/atomics (request_flag::RMA) */
         push_state  push;        /* rendezvous push (request_flag::PUSHING) */
+        zcopy_state zcopy;       /* eager zero-copy (request_flag::ZCOPY) */
     };
 };
 

@@ -1,12 +1,15 @@
 /*
- * Stream sends: the bytes go out in bcopy fragments of the AM lane, each
- * with a stream_hdr naming the sending worker and ep. No rendezvous: the
- * receiver has no buffer to pull into until the application asks.
+ * Stream sends: the bytes go out in fragments of the AM lane, each with a
+ * stream_hdr naming the sending worker and ep: copied (bcopy) below the
+ * ep's zcopy threshold, sent from the application's buffer (eager zcopy,
+ * in large fragments) from it. No rendezvous: the receiver has no buffer
+ * to pull into until the application asks.
  */
 #include "stream.h"
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
 #include <ucs/debug/log.h>
@@ -58,6 +61,20 @@ ucs_status_t stream_step(request *req)
     return UCS_OK;
 }
 
+/* Every zcopy fragment carries the same header as a bcopy one. */
+size_t zcopy_header(request *req, size_t, size_t, void *out, uint8_t *am_id)
+{
+    const wire::stream_hdr hdr{req->worker->uuid, req->u.send.ep->id};
+    std::memcpy(out, &hdr, sizeof(hdr));
+    *am_id = wire::AM_STREAM;
+    return sizeof(hdr);
+}
+
+ucs_status_t stream_zcopy_step(request *req)
+{
+    return zcopy::send(req, zcopy_header);
+}
+
 /* What the request-less fast path packs. */
 struct inline_send {
     wire::stream_hdr hdr;
@@ -88,6 +105,7 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
 
     /* Fast path: one fragment, contiguous, nothing queued: no request. */
     if ((dt == ucp_dt_make_contig(1)) && (count <= fragment_room(ep)) &&
+        (count < ep->thresh.zcopy) &&
         (ep->num_pending == 0) &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
         inline_send send{{worker->uuid, ep->id}, buffer, count};
@@ -115,7 +133,8 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
     s.ep     = ep;
     s.offset = 0;
     s.am_id  = wire::AM_STREAM;
-    s.step   = stream_step;
+    s.step   = zcopy::applies(req, sizeof(wire::stream_hdr)) ? stream_zcopy_step :
+                                                                 stream_step;
     return send_request_start(req, param);
 }
 

@@ -1,13 +1,14 @@
 /*
  * Tagged sends: the protocol per message size (eager short, eager bcopy in
- * one or many fragments, rendezvous), sync sends, and the public
- * ucp_tag_send_* calls.
+ * one or many fragments, eager zcopy, rendezvous), sync sends, and the
+ * public ucp_tag_send_* calls.
  */
 #include "tag_send.h"
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/am_handlers.h>
+#include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
 #include <ucs/debug/log.h>
@@ -123,6 +124,51 @@ ucs_status_t eager_multi_step(request *req)
     return UCS_OK;
 }
 
+/* ---- eager zero-copy ---------------------------------------------------- */
+
+/* The UCP header of a zcopy fragment: the same wire messages as bcopy. */
+size_t zcopy_header(request *req, size_t offset, size_t length, void *out, uint8_t *am_id)
+{
+    const send_state &s = req->u.send;
+    const bool sync     = (req->flags & request_flag::SYNC);
+    const size_t total  = s.packer.length();
+    char *p = static_cast<char*>(out);
+    if ((offset == 0) && (length == total)) {
+        if (sync) {
+            const wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, req->id};
+            std::memcpy(p, &hdr, sizeof(hdr));
+            *am_id = wire::AM_EAGER_SYNC_ONLY;
+            return sizeof(hdr);
+        }
+        std::memcpy(p, &s.tag, sizeof(s.tag));
+        *am_id = wire::AM_EAGER_ONLY;
+        return sizeof(s.tag);
+    }
+    if (offset == 0) {
+        const wire::eager_first_hdr hdr{s.tag, req->worker->uuid, s.msg_id, total};
+        std::memcpy(p, &hdr, sizeof(hdr));
+        if (!sync) {
+            *am_id = wire::AM_EAGER_FIRST;
+            return sizeof(hdr);
+        }
+        std::memcpy(p + sizeof(hdr), &req->id, sizeof(req->id));
+        *am_id = wire::AM_EAGER_SYNC_FIRST;
+        return sizeof(hdr) + sizeof(req->id);
+    }
+    const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, offset};
+    std::memcpy(p, &hdr, sizeof(hdr));
+    *am_id = wire::AM_EAGER_MIDDLE;
+    return sizeof(hdr);
+}
+
+ucs_status_t eager_zcopy_step(request *req)
+{
+    return zcopy::send(req, zcopy_header);
+}
+
+/* The largest header zcopy_header writes. */
+constexpr size_t zcopy_max_header = sizeof(wire::eager_first_hdr) + sizeof(uint64_t);
+
 } // namespace
 
 /* ---- choosing a protocol ----------------------------------------------- */
@@ -142,6 +188,9 @@ send_step_t tag_select_protocol(request *req)
                 return step;
             }
         }
+    }
+    if ((length >= t.zcopy) && zcopy::applies(req, zcopy_max_header)) {
+        return eager_zcopy_step;
     }
     const size_t only = sync ? t.max_eager_only - sizeof(wire::eager_sync_hdr) +
                                sizeof(ucp_tag_t) : t.max_eager_only;
