@@ -39,7 +39,7 @@ constexpr uint32_t SEND_DONE  = 1u << 12; /* every byte handed to the transport 
 constexpr uint32_t ACKED      = 1u << 13; /* the peer's reply arrived */
 constexpr uint32_t WAITALL    = 1u << 14; /* stream receive: only when full */
 constexpr uint32_t RMA        = 1u << 15; /* put/get/atomic: send.rma is valid */
-constexpr uint32_t ZCOPY      = 1u << 16; /* eager zero-copy send: send.zcopy is valid */
+constexpr uint32_t ZCOPY      = 1u << 20; /* eager zero-copy send: send.zcopy is valid */
 } // namespace request_flag
 
 struct request;
