@@ -30,7 +30,9 @@ constexpr uint16_t reply_id   = 8;
 constexpr uint16_t unknown_id = 99;
 
 /* Around every protocol boundary: short, one fragment (8 KiB segments),
- * several fragments, rendezvous (16 KiB on shm, 64 KiB on tcp). */
+ * several fragments, eager zcopy on tcp, rendezvous (16 KiB on shm; on tcp
+ * a message that fits one 4 MiB zcopy fragment goes eagerly, so there only
+ * UCP_AM_SEND_FLAG_RNDV makes one). */
 const size_t am_sizes[] = {0, 1, 8, 100, 4000, 8100, 8200, 20000, 65536, 200003,
                            (1u << 20) + 5};
 const size_t header_sizes[] = {0, 1, 16, 255, ucp::max_am_header};
@@ -654,6 +656,11 @@ TEST_CASE("persistent data, am_alignment and rendezvous in loopback", "[ucp_am]"
             fill_pattern(buffers[i].data(), am_sizes[i], i);
             headers[i] = i;
             ucp_request_param_t param{};
+            if (i == count - 1) {
+                /* At least one rendezvous on every transport. */
+                param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+                param.flags        = UCP_AM_SEND_FLAG_RNDV;
+            }
             ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, data_id, &headers[i],
                                                    sizeof(uint64_t), buffers[i].data(),
                                                    am_sizes[i], &param);

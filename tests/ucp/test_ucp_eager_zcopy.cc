@@ -116,13 +116,13 @@ const transport_case transports[] = {{"tcp", true}, {"posix,cma", false}};
 
 constexpr size_t zcopy_thresh = 4096;
 constexpr size_t rndv_thresh  = 300000;
-constexpr size_t tcp_frag     = 65536;   /* UCX_TCP_MAX_ZCOPY: several fragments */
+constexpr size_t tcp_frag     = 32768;   /* UCX_TCP_MAX_ZCOPY: several fragments */
 
 const settings boundary_settings = {{"ZCOPY_THRESH", "4096"}, {"RNDV_THRESH", "300000"}};
 
-const size_t boundary_sizes[] = {100,     4095,  4096,   4097,   8191,   8192,
-                                 8193,    65535, 65536,  65537,  131077, 200003,
-                                 299999,  300000, 300001};
+const size_t boundary_sizes[] = {100,   4095,  4096,  4097,  8191,   8192,   8193,
+                                 32767, 32768, 32769, 65536, 131077, 200003, 299999,
+                                 300000, 300001};
 
 /* Keeps zcopy fragments small, so messages below rndv_thresh need several. */
 struct small_tcp_fragments {
@@ -373,6 +373,65 @@ TEST_CASE("eager zcopy: active messages at the bcopy/zcopy/rndv boundaries", "[u
     }
 }
 
+namespace {
+
+/* UCX_RNDV_THRESH=auto over tcp: an active message that fits one zcopy
+ * fragment (4 MiB) goes eagerly, a larger one by rendezvous. */
+const size_t am_auto_sizes[] = {100000, 1u << 20, 4u << 20, (4u << 20) + 1, 5u << 20};
+const char am_auto_protos[]  = {'z', 'z', 'z', 'r', 'r'};
+
+int am_auto_sender_child(int fd)
+{
+    peer p;
+    TEST_CHILD_CHECK(init_peer(p, "tcp", UCP_FEATURE_AM, {}) == UCS_OK);
+    TEST_CHILD_CHECK(p.connect_over(fd));
+    std::vector<uint8_t> protos;
+    for (size_t i = 0; i < std::size(am_auto_sizes); ++i) {
+        std::vector<uint8_t> data(am_auto_sizes[i]);
+        fill_pattern(data.data(), data.size(), 900 + i);
+        ucp_request_param_t param = send_param();
+        char proto;
+        TEST_CHILD_CHECK(finish(p, ucp_am_send_nbx(p.ep, am_id, nullptr, 0, data.data(),
+                                                   data.size(), &param), &proto) == UCS_OK);
+        protos.push_back(uint8_t(proto));
+    }
+    TEST_CHILD_CHECK(test::send_blob(fd, protos));
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("eager zcopy: active messages over tcp go eagerly up to one AM fragment",
+          "[ucp_zcopy]")
+{
+    peer p;
+    REQUIRE(init_peer(p, "tcp", UCP_FEATURE_AM, {}) == UCS_OK);
+    am_inbox inbox;
+    REQUIRE(set_am_inbox(p, &inbox));
+    test::child_process child([](int fd) { return am_auto_sender_child(fd); });
+    REQUIRE(p.connect_over(child.fd()));
+    std::vector<uint8_t> protos;
+    REQUIRE(test::poll_until([&] {
+        struct pollfd pfd = {child.fd(), POLLIN, 0};
+        return ::poll(&pfd, 1, 0) > 0;
+    }, [&] { ucp_worker_progress(p.worker); }));
+    REQUIRE(test::recv_blob(child.fd(), &protos));
+    REQUIRE(protos.size() == std::size(am_auto_sizes));
+    REQUIRE(inbox.messages.size() == std::size(am_auto_sizes));
+    for (size_t i = 0; i < std::size(am_auto_sizes); ++i) {
+        INFO("size " << am_auto_sizes[i]);
+        CHECK(char(protos[i]) == am_auto_protos[i]);
+        const am_message &m = inbox.messages[i];
+        CHECK(m.done);
+        CHECK(m.ok);
+        CHECK(m.data.size() == am_auto_sizes[i]);
+        CHECK(check_pattern(m.data.data(), m.data.size(), 900 + i));
+    }
+    REQUIRE(test::sync_peer(child.fd()));
+    CHECK(child.wait() == 0);
+}
+
 /* ---- stream ------------------------------------------------------------- */
 
 namespace {
@@ -566,7 +625,7 @@ TEST_CASE("eager zcopy: a send completes only when the transport is done with it
 namespace {
 
 /* Entries of the iov sends: one that fits tcp's max_iov (6) with entries
- * split across 64 KiB fragments and an empty one, one that does not. */
+ * split across 32 KiB fragments and an empty one, one that does not. */
 std::vector<size_t> iov_layout(bool fits)
 {
     if (fits) {
@@ -833,10 +892,12 @@ TEST_CASE("ucp_ep_print_info shows the eager zcopy range", "[ucp_zcopy]")
     const std::string tcp = ep_info_of("tcp", {{"ZCOPY_THRESH", "5000"},
                                                {"RNDV_THRESH", "300000"}});
     INFO(tcp);
-    CHECK(tcp.find("5000 .. 65536      eager zcopy on tcp, one fragment") !=
+    CHECK(tcp.find("5000 .. 32768      eager zcopy on tcp, one fragment") !=
           std::string::npos);
-    CHECK(tcp.find("65537 .. 299999     eager zcopy on tcp, fragments of 65536") !=
+    CHECK(tcp.find("32769 .. 299999     eager zcopy on tcp, fragments of 32768") !=
           std::string::npos);
+    CHECK(tcp.find("active messages: eager zcopy from 5000 bytes, fragments of 32768, "
+                   "rendezvous from 300000") != std::string::npos);
     CHECK(tcp.find("eager bcopy, one fragment") != std::string::npos);
     CHECK(tcp.find("300000 .. inf        rendezvous") != std::string::npos);
 

@@ -194,7 +194,7 @@ size_t am_zcopy_header(request *req, size_t offset, size_t length, void *out,
 
 ucs_status_t am_zcopy_step(request *req)
 {
-    return zcopy::send(req, am_zcopy_header);
+    return zcopy::send(req, am_zcopy_header, req->u.send.ep->thresh.am_zcopy_frag);
 }
 
 /* ---- rendezvous --------------------------------------------------------- */
@@ -248,7 +248,7 @@ bool try_rndv(request *req)
     ucp_ep *ep    = s.ep;
     if ((s.am_flags & UCP_AM_SEND_FLAG_EAGER) || !s.packer.is_contig() ||
         (ep->rndv_lane == no_lane) ||
-        (!(s.am_flags & UCP_AM_SEND_FLAG_RNDV) && (s.packer.length() < ep->thresh.rndv))) {
+        (!(s.am_flags & UCP_AM_SEND_FLAG_RNDV) && (s.packer.length() < ep->thresh.am_rndv))) {
         return false;
     }
     const lane &l = ep->lanes[ep->rndv_lane];

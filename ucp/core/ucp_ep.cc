@@ -87,10 +87,19 @@ constexpr double bcopy_bandwidth_Bps = 5.8e9;
  * request completes later, from the transport's completion (a callback and
  * a queue slot), instead of inside the call. */
 constexpr double zcopy_overhead_s = 300e-9;
-/* Largest zcopy fragment: a receiving transport holds a whole fragment
- * before its handler sees it, so fragments stay well below the memory a
- * message may take. */
-constexpr size_t zcopy_frag_max = size_t(64) << 20;
+/*
+ * Tag and stream zcopy fragments: the receiver copies each one out of the
+ * transport's buffer anyway, so fragments that fit a receive segment (64
+ * KiB, with room for headers) let it copy one while the next arrives, and
+ * spare the transport assembling a larger one first.
+ */
+constexpr size_t zcopy_frag_max = 63 * 1024;
+/*
+ * Active messages: one fragment is handed to the application's handler
+ * right in the transport's buffer, while several are reassembled (a copy):
+ * up to this size a message goes in one piece.
+ */
+constexpr size_t am_zcopy_frag_max = size_t(4) << 20;
 
 /*
  * UCX_ZCOPY_THRESH=auto: the size from which registering (where the md
@@ -123,6 +132,7 @@ void zcopy_thresholds(ucp_ep *ep, const uct::iface_attr &attr)
     ep_thresholds &t = ep->thresh;
     t.zcopy          = SIZE_MAX;
     t.zcopy_frag     = 0;
+    t.am_zcopy_frag  = 0;
     t.zcopy_max_hdr  = 0;
     t.zcopy_max_iov  = 0;
     if (!(attr.flags & uct::iface_flag::AM_ZCOPY) || (attr.am.max_zcopy == 0) ||
@@ -135,8 +145,30 @@ void zcopy_thresholds(ucp_ep *ep, const uct::iface_attr &attr)
                     cfg.zcopy_thresh;
     t.zcopy         = std::max({thresh, attr.am.min_zcopy, size_t(1)});
     t.zcopy_frag    = std::min(attr.am.max_zcopy, zcopy_frag_max);
+    t.am_zcopy_frag = std::min(attr.am.max_zcopy, am_zcopy_frag_max);
     t.zcopy_max_hdr = attr.am.max_hdr;
     t.zcopy_max_iov = attr.am.max_iov;
+}
+
+/*
+ * Rendezvous for active messages. With UCX_RNDV_THRESH=auto on a network
+ * lane with eager zcopy, a message that fits one AM zcopy fragment goes
+ * eagerly: the handler reads it in place, where a rendezvous pays a round
+ * trip and a copy into the receiver's buffer. Otherwise as tag sends.
+ */
+size_t am_rndv_thresh(const ucp_ep *ep)
+{
+    const ep_thresholds &t = ep->thresh;
+    if ((t.rndv == SIZE_MAX) || (t.am_zcopy_frag == 0) || (t.zcopy == SIZE_MAX) ||
+        (ep->worker->context.config.rndv_thresh != ucs::config::size_auto)) {
+        return t.rndv;
+    }
+    const ucp_worker *w = ep->worker;
+    const unsigned tl   = w->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index;
+    if (w->context.tls[tl].resource.type != uct::device_type::NET) {
+        return t.rndv;
+    }
+    return std::max(t.rndv, t.am_zcopy_frag + 1);
 }
 
 } // namespace
@@ -163,6 +195,7 @@ void compute_thresholds(ucp_ep *ep)
         t.rndv = cfg.rndv_thresh;
     }
     zcopy_thresholds(ep, attr);
+    t.am_rndv = am_rndv_thresh(ep);
 }
 
 namespace {

@@ -57,7 +57,9 @@ struct ep_thresholds {
     /* Eager zero-copy on the AM lane (UCX_ZCOPY_THRESH); zcopy_frag == 0
      * when the lane has no am_zcopy. */
     size_t zcopy;             /* from this size up: eager zcopy (SIZE_MAX: never) */
-    size_t zcopy_frag;        /* payload bytes of one zcopy fragment */
+    size_t zcopy_frag;        /* payload bytes of one tag or stream zcopy fragment */
+    size_t am_zcopy_frag;     /* payload bytes of one active-message zcopy fragment */
+    size_t am_rndv;           /* active messages: from this size up, rendezvous */
     size_t zcopy_max_hdr;     /* UCP header bytes one am_zcopy carries inline */
     size_t zcopy_max_iov;     /* data entries of one am_zcopy */
 };

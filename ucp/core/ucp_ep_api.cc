@@ -250,6 +250,68 @@ void print_size_range(FILE *stream, size_t from, size_t to, const char *proto)
     }
 }
 
+/* The first tag_send size eager zcopy takes (after `next`, before
+ * rendezvous); SIZE_MAX: none. */
+size_t eager_zcopy_from(const ep_thresholds &t, size_t next)
+{
+    const size_t from = std::max(t.zcopy, next);
+    return (from < t.rndv) ? from : SIZE_MAX;
+}
+
+const char *am_lane_name(const ucp_ep *ep)
+{
+    if (ep->flags & ep_flag::CONNECTING) {
+        return "the connecting lane";
+    }
+    const ucp_worker *worker = ep->worker;
+    return worker->context.tls[worker->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index]
+           .resource.tl_name;
+}
+
+/* Eager zcopy from `from` up to rendezvous: one fragment, then several. */
+void print_eager_zcopy(const ucp_ep *ep, FILE *stream, size_t from)
+{
+    const ep_thresholds &t = ep->thresh;
+    if (from == SIZE_MAX) {
+        return;
+    }
+    const size_t to = (t.rndv == SIZE_MAX) ? SIZE_MAX : t.rndv - 1;
+    char proto[96];
+    std::snprintf(proto, sizeof(proto), "eager zcopy on %s, one fragment", am_lane_name(ep));
+    print_size_range(stream, from, std::min(t.zcopy_frag, to), proto);
+    std::snprintf(proto, sizeof(proto), "eager zcopy on %s, fragments of %zu",
+                  am_lane_name(ep), t.zcopy_frag);
+    print_size_range(stream, std::max(t.zcopy_frag + 1, from), to, proto);
+}
+
+/* What the table does not show: datatypes, stream and active messages. */
+void print_eager_notes(const ucp_ep *ep, FILE *stream)
+{
+    const ep_thresholds &t = ep->thresh;
+    if (t.zcopy_frag == 0) {
+        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
+                     "size;\n#    %s has no zero-copy active messages)\n#\n",
+                     am_lane_name(ep));
+        return;
+    }
+    if (t.zcopy == SIZE_MAX) {
+        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
+                     "size;\n#    eager zcopy is off: UCX_ZCOPY_THRESH=inf)\n#\n");
+        return;
+    }
+    std::fprintf(stream, "#   (iov datatypes of at most %zu entries use eager zcopy too; "
+                 "other\n#    non-contiguous data uses eager bcopy at every size)\n",
+                 t.zcopy_max_iov);
+    std::fprintf(stream, "#   stream: eager zcopy from %zu bytes, fragments of %zu\n",
+                 t.zcopy, t.zcopy_frag);
+    std::fprintf(stream, "#   active messages: eager zcopy from %zu bytes, fragments of "
+                 "%zu", t.zcopy, t.am_zcopy_frag);
+    if (t.am_rndv != SIZE_MAX) {
+        std::fprintf(stream, ", rendezvous from %zu", t.am_rndv);
+    }
+    std::fprintf(stream, "\n#\n");
+}
+
 void print_ep(ucp_ep *ep, FILE *stream)
 {
     ucp_worker *worker = ep->worker;
@@ -274,27 +336,15 @@ void print_ep(ucp_ep *ep, FILE *stream)
         print_size_range(stream, 0, size_t(t.max_eager_short), "eager short");
         next = size_t(t.max_eager_short) + 1;
     }
-    const size_t rndv  = t.rndv;
-    /* Eager zcopy takes over from its threshold up to rendezvous. */
-    const size_t zcopy = std::max(std::min(t.zcopy, rndv), next);
-    const size_t eager_end = (zcopy == SIZE_MAX) ? SIZE_MAX : zcopy - 1;  /* zcopy >= 1 */
+    const size_t rndv = t.rndv;
+    const size_t zcopy = eager_zcopy_from(t, next);
+    const size_t bcopy_to = std::min(zcopy, rndv);   /* first size after eager bcopy */
+    const size_t eager_end = (bcopy_to == SIZE_MAX) ? SIZE_MAX : bcopy_to - 1;
     print_size_range(stream, next, std::min(t.max_eager_only, eager_end),
                      "eager bcopy, one fragment");
     print_size_range(stream, std::max(t.max_eager_only + 1, next), eager_end,
                      "eager bcopy, multiple fragments");
-    const char *am_tl = (ep->flags & ep_flag::CONNECTING) ? "the connecting lane" :
-        worker->context.tls[worker->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index]
-        .resource.tl_name;
-    char proto[96];
-    if (zcopy < rndv) {
-        const size_t zcopy_end = (rndv == SIZE_MAX) ? SIZE_MAX : rndv - 1;
-        std::snprintf(proto, sizeof(proto), "eager zcopy on %s, one fragment",
-                      am_tl);
-        print_size_range(stream, zcopy, std::min(t.zcopy_frag, zcopy_end), proto);
-        std::snprintf(proto, sizeof(proto), "eager zcopy on %s, fragments of %zu",
-                      am_tl, t.zcopy_frag);
-        print_size_range(stream, std::max(t.zcopy_frag + 1, zcopy), zcopy_end, proto);
-    }
+    print_eager_zcopy(ep, stream, zcopy);
     if (rndv != SIZE_MAX) {
         const uct::tl_resource &res =
             worker->context.tls[worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]
@@ -310,6 +360,7 @@ void print_ep(ucp_ep *ep, FILE *stream)
                    (res.type == uct::device_type::SHM)) {
             split = std::max(rndv, cfg.rndv_split_thresh);
         }
+        char proto[96];
         std::snprintf(proto, sizeof(proto), "rendezvous, receiver gets (get_zcopy) on %s",
                       res.tl_name);
         print_size_range(stream, rndv, (split == SIZE_MAX) ? SIZE_MAX : split - 1, proto);
@@ -322,17 +373,7 @@ void print_ep(ucp_ep *ep, FILE *stream)
             print_size_range(stream, split, SIZE_MAX, proto);
         }
     }
-    if (t.zcopy_frag != 0) {
-        std::fprintf(stream, "#   (iov datatypes of at most %zu entries use eager zcopy "
-                     "too; other\n#    non-contiguous data uses eager bcopy at every "
-                     "size)\n", t.zcopy_max_iov);
-        std::fprintf(stream, "#   stream and active messages: eager zcopy from %zu "
-                     "bytes\n#\n", t.zcopy);
-    } else {
-        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
-                     "size;\n#    %s has no zero-copy active messages)\n#\n",
-                     am_tl);
-    }
+    print_eager_notes(ep, stream);
 }
 
 /* Drives a nonblocking call to completion for the blocking compat calls. */

@@ -117,7 +117,7 @@ bool applies(request *req, size_t max_header_length)
     return true;
 }
 
-ucs_status_t send(request *req, header_fn header)
+ucs_status_t send(request *req, header_fn header, size_t frag_size)
 {
     send_state &s          = req->u.send;
     zcopy_state &z         = s.zcopy;
@@ -131,7 +131,7 @@ ucs_status_t send(request *req, header_fn header)
 
     while (s.offset < length) {
         size_t frag;
-        const size_t count = s.packer.to_iov(iov, entries, s.offset, t.zcopy_frag, &frag);
+        const size_t count = s.packer.to_iov(iov, entries, s.offset, frag_size, &frag);
         if (ucs_unlikely(count == 0)) {
             return fail(req, UCS_ERR_IO_ERROR);   /* applies() ruled this out */
         }

@@ -49,13 +49,14 @@ using header_fn = size_t (*)(request *req, size_t offset, size_t length, void *o
 bool applies(request *req, size_t max_header_length);
 
 /*
- * The step body: issues fragments from req->u.send.offset until all are
- * out. Returns UCS_OK (every fragment issued; the send completes when the
+ * The step body: issues fragments of at most `frag_size` bytes (the ep's
+ * zcopy_frag or am_zcopy_frag) from req->u.send.offset until all are out.
+ * Returns UCS_OK (every fragment issued; the send completes when the
  * transport is done with them, maybe already), UCS_INPROGRESS or
  * UCS_ERR_NO_RESOURCE (retry from the pending queue), or an error when
  * nothing was issued by the first call (the caller fails the send).
  */
-ucs_status_t send(request *req, header_fn header);
+ucs_status_t send(request *req, header_fn header, size_t frag_size);
 
 /*
  * The ep fails or is destroyed while the send is queued or in flight.

@@ -72,7 +72,7 @@ size_t zcopy_header(request *req, size_t, size_t, void *out, uint8_t *am_id)
 
 ucs_status_t stream_zcopy_step(request *req)
 {
-    return zcopy::send(req, zcopy_header);
+    return zcopy::send(req, zcopy_header, req->u.send.ep->thresh.zcopy_frag);
 }
 
 /* What the request-less fast path packs. */

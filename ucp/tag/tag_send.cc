@@ -163,7 +163,7 @@ size_t zcopy_header(request *req, size_t offset, size_t length, void *out, uint8
 
 ucs_status_t eager_zcopy_step(request *req)
 {
-    return zcopy::send(req, zcopy_header);
+    return zcopy::send(req, zcopy_header, req->u.send.ep->thresh.zcopy_frag);
 }
 
 /* The largest header zcopy_header writes. */
