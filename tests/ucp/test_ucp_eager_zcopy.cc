@@ -149,10 +149,10 @@ int tag_sender_child(int fd, const char *tls)
             buffers.emplace_back(size);
             fill_pattern(buffers.back().data(), size, tag_of(i, sync));
             ucp_request_param_t param = send_param();
-            requests.push_back(sync ? ucp_tag_send_sync_nbx(p.ep, buffers.back().data(),
-                                                            size, tag_of(i, sync), &param) :
-                                      ucp_tag_send_nbx(p.ep, buffers.back().data(), size,
-                                                       tag_of(i, sync), &param));
+            const void *buf = buffers.back().data();
+            requests.push_back(sync ?
+                ucp_tag_send_sync_nbx(p.ep, buf, size, tag_of(i, sync), &param) :
+                ucp_tag_send_nbx(p.ep, buf, size, tag_of(i, sync), &param));
         }
     }
     std::vector<uint8_t> protos;
@@ -209,7 +209,8 @@ TEST_CASE("eager zcopy: tag sends at the bcopy/zcopy/rndv boundaries", "[ucp_zco
             for (size_t i = 0; i < std::size(boundary_sizes); ++i) {
                 const size_t size = boundary_sizes[i];
                 INFO("size " << size);
-                const char want = expected_proto(size, tc.zcopy, zcopy_thresh, rndv_thresh);
+                const char want = expected_proto(size, tc.zcopy, zcopy_thresh,
+                                                 rndv_thresh);
                 CHECK(char(protos[2 * i]) == want);
                 /* Sync sends: zcopy or not (both other kinds carry SYNC). */
                 CHECK((char(protos[2 * i + 1]) == 'z') == (want == 'z'));
@@ -391,8 +392,9 @@ int am_auto_sender_child(int fd)
         fill_pattern(data.data(), data.size(), 900 + i);
         ucp_request_param_t param = send_param();
         char proto;
-        TEST_CHILD_CHECK(finish(p, ucp_am_send_nbx(p.ep, am_id, nullptr, 0, data.data(),
-                                                   data.size(), &param), &proto) == UCS_OK);
+        ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, am_id, nullptr, 0, data.data(),
+                                               data.size(), &param);
+        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
         protos.push_back(uint8_t(proto));
     }
     TEST_CHILD_CHECK(test::send_blob(fd, protos));
@@ -634,7 +636,8 @@ std::vector<size_t> iov_layout(bool fits)
     return std::vector<size_t>(20, 3000);
 }
 
-std::vector<ucp_dt_iov_t> make_iov(std::vector<uint8_t> &data, const std::vector<size_t> &layout)
+std::vector<ucp_dt_iov_t> make_iov(std::vector<uint8_t> &data,
+                                   const std::vector<size_t> &layout)
 {
     std::vector<ucp_dt_iov_t> iov;
     size_t offset = 0;
@@ -661,8 +664,8 @@ const settings iov_settings = {{"ZCOPY_THRESH", "1024"}, {"RNDV_THRESH", "inf"}}
 int iov_sender_child(int fd)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, "tcp", UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM,
-                               iov_settings) == UCS_OK);
+    constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM;
+    TEST_CHILD_CHECK(init_peer(p, "tcp", features, iov_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     std::vector<uint8_t> protos;
     for (bool fits : {true, false}) {
@@ -672,14 +675,14 @@ int iov_sender_child(int fd)
         std::vector<ucp_dt_iov_t> iov = make_iov(data, layout);
         ucp_request_param_t param = send_param(ucp_dt_make_iov());
         char proto;
-        TEST_CHILD_CHECK(finish(p, ucp_tag_send_nbx(p.ep, iov.data(), iov.size(), 3, &param),
-                                &proto) == UCS_OK);
+        ucs_status_ptr_t req = ucp_tag_send_nbx(p.ep, iov.data(), iov.size(), 3, &param);
+        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
         protos.push_back(uint8_t(proto));
-        TEST_CHILD_CHECK(finish(p, ucp_am_send_nbx(p.ep, am_id, nullptr, 0, iov.data(),
-                                                   iov.size(), &param), &proto) == UCS_OK);
+        req = ucp_am_send_nbx(p.ep, am_id, nullptr, 0, iov.data(), iov.size(), &param);
+        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
         protos.push_back(uint8_t(proto));
-        TEST_CHILD_CHECK(finish(p, ucp_stream_send_nbx(p.ep, iov.data(), iov.size(), &param),
-                                &proto) == UCS_OK);
+        req = ucp_stream_send_nbx(p.ep, iov.data(), iov.size(), &param);
+        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
         protos.push_back(uint8_t(proto));
     }
     TEST_CHILD_CHECK(test::send_blob(fd, protos));
@@ -754,7 +757,8 @@ int order_receiver_child(int fd)
     std::vector<uint8_t> buffer(order_size(0) + order_count);
     for (size_t i = 0; i < order_count; ++i) {
         ucp_tag_recv_info_t info{};
-        TEST_CHILD_CHECK(p.recv(buffer.data(), buffer.size(), 4, full_mask, &info) == UCS_OK);
+        TEST_CHILD_CHECK(p.recv(buffer.data(), buffer.size(), 4, full_mask, &info) ==
+                         UCS_OK);
         TEST_CHILD_CHECK(info.length == order_size(i));
         TEST_CHILD_CHECK(check_pattern(buffer.data(), info.length, 600 + i));
     }

@@ -248,7 +248,8 @@ bool try_rndv(request *req)
     ucp_ep *ep    = s.ep;
     if ((s.am_flags & UCP_AM_SEND_FLAG_EAGER) || !s.packer.is_contig() ||
         (ep->rndv_lane == no_lane) ||
-        (!(s.am_flags & UCP_AM_SEND_FLAG_RNDV) && (s.packer.length() < ep->thresh.am_rndv))) {
+        (!(s.am_flags & UCP_AM_SEND_FLAG_RNDV) &&
+         (s.packer.length() < ep->thresh.am_rndv))) {
         return false;
     }
     const lane &l = ep->lanes[ep->rndv_lane];

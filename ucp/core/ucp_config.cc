@@ -53,8 +53,9 @@ constexpr ucs::config::field context_fields[] = {
                      ucs::config::type_size),
 
     UCS_CONFIG_FIELD(context_config, zcopy_thresh, "ZCOPY_THRESH", "auto",
-                     "Message size from which zero-copy sends are used; \"auto\" derives\n"
-                     "it from the transports' registration cost and bandwidth.",
+                     "Message size from which eager messages are sent zero-copy (on\n"
+                     "lanes with zero-copy active messages); \"auto\" derives it from the\n"
+                     "memory domain's registration cost against the cost of copying.",
                      ucs::config::type_size),
 
     UCS_CONFIG_FIELD(context_config, rndv_thresh, "RNDV_THRESH", "auto",
@@ -77,7 +78,9 @@ constexpr ucs::config::field context_fields[] = {
                      ucs::config::type_size),
 
     UCS_CONFIG_FIELD(context_config, max_eager_lanes, "MAX_EAGER_LANES", "1",
-                     "Most transport lanes one eager message is split over.",
+                     "Most transport lanes one eager message is split over. Eager\n"
+                     "messages use the active-message lane only, so every value acts\n"
+                     "as 1.",
                      ucs::config::type_uint),
 
     UCS_CONFIG_FIELD(context_config, max_rndv_lanes, "MAX_RNDV_LANES", "1",

@@ -264,8 +264,8 @@ const char *am_lane_name(const ucp_ep *ep)
         return "the connecting lane";
     }
     const ucp_worker *worker = ep->worker;
-    return worker->context.tls[worker->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index]
-           .resource.tl_name;
+    const unsigned tl = worker->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index;
+    return worker->context.tls[tl].resource.tl_name;
 }
 
 /* Eager zcopy from `from` up to rendezvous: one fragment, then several. */
@@ -277,7 +277,8 @@ void print_eager_zcopy(const ucp_ep *ep, FILE *stream, size_t from)
     }
     const size_t to = (t.rndv == SIZE_MAX) ? SIZE_MAX : t.rndv - 1;
     char proto[96];
-    std::snprintf(proto, sizeof(proto), "eager zcopy on %s, one fragment", am_lane_name(ep));
+    std::snprintf(proto, sizeof(proto), "eager zcopy on %s, one fragment",
+                  am_lane_name(ep));
     print_size_range(stream, from, std::min(t.zcopy_frag, to), proto);
     std::snprintf(proto, sizeof(proto), "eager zcopy on %s, fragments of %zu",
                   am_lane_name(ep), t.zcopy_frag);
