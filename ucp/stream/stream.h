@@ -25,8 +25,6 @@ namespace ucp {
 
 constexpr uint32_t stream_seg_magic = 0x5e95e901u;
 
-struct stream_worker;
-
 /* Received bytes not consumed yet; the data follows the header. */
 struct alignas(16) stream_seg {
     ucs::queue_elem qelem;
@@ -34,8 +32,6 @@ struct alignas(16) stream_seg {
     uint8_t         pooled;    /* a seg_pool element, else malloc'ed */
     size_t          length;    /* bytes at data() */
     size_t          offset;    /* bytes consumed so far */
-    size_t          capacity;  /* malloc'ed: room at data(), for reuse */
-    stream_worker   *owner;    /* malloc'ed: whose spare list takes it back */
 
     uint8_t *data() { return reinterpret_cast<uint8_t*>(this + 1); }
     size_t left() const { return length - offset; }
@@ -60,12 +56,6 @@ struct stream_worker {
     ucs::intrusive_list<stream_ep, &stream_ep::ready_link> ready;
     /* Data from senders the worker has no ep to yet, by sender uuid. */
     std::unordered_map<uint64_t, stream_seg_queue> early;
-    /* Freed segments larger than the pool's, kept for the next large
-     * fragment: fresh memory for every zero-copy fragment that arrives
-     * before its receive would cost a page fault per page. */
-    stream_seg_queue spare;
-    unsigned         spare_count = 0;
-    size_t           spare_bytes = 0;
 };
 
 /* The worker's stream state, made on first use; nullptr: no memory. */

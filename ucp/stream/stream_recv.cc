@@ -24,28 +24,6 @@ namespace {
 
 /* Larger transport segments get malloc'ed stream segments instead. */
 constexpr size_t pool_room_max = 64 * 1024;
-/* Malloc'ed segments: sizes rounded up to this, so fragments of about the
- * same size reuse each other's memory; at most this much kept spare. */
-constexpr size_t large_seg_granule = 64 * 1024;
-constexpr size_t spare_max_bytes   = size_t(64) << 20;
-
-/* A spare segment with room for `length` bytes, or a new one. */
-void *large_seg_get(stream_worker *sw, size_t length, size_t *capacity)
-{
-    for (unsigned i = 0; i < sw->spare_count; ++i) {
-        stream_seg *seg = sw->spare.pull_front();
-        if (seg->capacity >= length) {
-            --sw->spare_count;
-            sw->spare_bytes -= seg->capacity;
-            *capacity = seg->capacity;
-            seg->~stream_seg();
-            return seg;
-        }
-        sw->spare.push_back(*seg);    /* too small: look at the next */
-    }
-    *capacity = (length + large_seg_granule - 1) & ~(large_seg_granule - 1);
-    return std::aligned_alloc(alignof(stream_seg), sizeof(stream_seg) + *capacity);
-}
 
 request *request_of_link(ucs::list_link *link)
 {
@@ -56,23 +34,22 @@ request *request_of_link(ucs::list_link *link)
 stream_seg *seg_alloc(stream_worker *sw, size_t length)
 {
     void *mem;
-    size_t capacity   = sw->pool_room;
     const bool pooled = (length <= sw->pool_room);
     if (pooled) {
         mem = sw->seg_pool.get();
     } else {
-        mem = large_seg_get(sw, length, &capacity);
+        mem = std::aligned_alloc(alignof(stream_seg),
+                                 (sizeof(stream_seg) + length + alignof(stream_seg) - 1) &
+                                 ~(alignof(stream_seg) - 1));
     }
     if (mem == nullptr) {
         return nullptr;
     }
-    auto *seg     = new (mem) stream_seg{};
-    seg->magic    = stream_seg_magic;
-    seg->pooled   = pooled;
-    seg->length   = length;
-    seg->offset   = 0;
-    seg->capacity = capacity;
-    seg->owner    = sw;
+    auto *seg   = new (mem) stream_seg{};
+    seg->magic  = stream_seg_magic;
+    seg->pooled = pooled;
+    seg->length = length;
+    seg->offset = 0;
     return seg;
 }
 
@@ -150,11 +127,19 @@ stream_worker *stream_worker_get(ucp_worker *worker)
     if (sw == nullptr) {
         return nullptr;
     }
-    size_t max_bcopy = 0;
+    /* Room for the largest fragment a peer sends: bcopy, or zcopy where
+     * the lane has it (ep_thresholds::zcopy_frag stays below 64 KiB). Data
+     * that arrives before its receive is copied into a segment: from the
+     * pool, memory is reused instead of page-faulted in afresh. */
+    size_t max_fragment = 0;
     for (const worker_iface &wi : worker->ifaces) {
-        max_bcopy = std::max(max_bcopy, wi.iface->attr().am.max_bcopy);
+        const uct::iface_attr &attr = wi.iface->attr();
+        max_fragment = std::max(max_fragment, attr.am.max_bcopy);
+        if (attr.flags & uct::iface_flag::AM_ZCOPY) {
+            max_fragment = std::max(max_fragment, attr.am.max_zcopy);
+        }
     }
-    sw->pool_room = std::min(max_bcopy, pool_room_max);
+    sw->pool_room = std::min(max_fragment, pool_room_max);
     ucs::mpool_params params;
     params.name            = "ucp_stream_seg";
     params.elem_size       = sizeof(stream_seg) + sw->pool_room;
@@ -172,12 +157,6 @@ void stream_seg_free(stream_seg *seg)
 {
     const bool pooled = seg->pooled;
     seg->magic = 0;    /* a second release finds no segment */
-    if (!pooled && (seg->owner->spare_bytes + seg->capacity <= spare_max_bytes)) {
-        seg->owner->spare.push_back(*seg);
-        ++seg->owner->spare_count;
-        seg->owner->spare_bytes += seg->capacity;
-        return;
-    }
     seg->~stream_seg();
     if (pooled) {
         ucs::mpool::put(seg);
@@ -392,10 +371,6 @@ void stream_cleanup(ucp_worker *worker)
         while (stream_seg *seg = entry.second.pull_front()) {
             stream_seg_free(seg);
         }
-    }
-    while (stream_seg *seg = sw->spare.pull_front()) {
-        seg->~stream_seg();
-        std::free(seg);
     }
     /* Segments the application still holds are reported by the pool. */
     delete sw;
