@@ -212,6 +212,14 @@ struct atomic_rep_hdr {
     uint8_t  reserved[7];
 };
 
+/* A status byte from a peer's reply: an error code or UCS_OK as sent, any
+ * other value (not a status) becomes UCS_ERR_IO_ERROR. */
+inline ucs_status_t peer_status(int8_t value)
+{
+    const auto status = ucs_status_t(value);
+    return ((status > UCS_OK) || (status <= UCS_ERR_LAST)) ? UCS_ERR_IO_ERROR : status;
+}
+
 /* Reads a header of type T from an unaligned, length-checked buffer. */
 template <typename T>
 inline bool read_header(const void *data, size_t length, T *out)

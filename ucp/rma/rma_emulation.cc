@@ -244,12 +244,6 @@ void reply(ucp_worker *worker, const deferred_reply &r)
     queue.push_back(r);   /* behind the ones waiting already */
 }
 
-ucs_status_t peer_status(int8_t value)
-{
-    const auto status = ucs_status_t(value);
-    return ((status > UCS_OK) || (status <= UCS_ERR_LAST)) ? UCS_ERR_IO_ERROR : status;
-}
-
 /* The emulated request of this kind a reply names, or nullptr. */
 request *awaiting_request(ucp_worker *worker, uint64_t req_id, op_kind kind)
 {
@@ -380,7 +374,7 @@ ucs_status_t rma_cmpl_handler(void *arg, void *data, size_t length, unsigned)
     }
     request *req = rma::awaiting_request(worker, hdr.req_id, rma::op_kind::PUT);
     if (req != nullptr) {
-        uct::invoke_completion(&req->u.send.rma.comp, rma::peer_status(hdr.status));
+        uct::invoke_completion(&req->u.send.rma.comp, wire::peer_status(hdr.status));
     }
     return UCS_OK;
 }
@@ -398,7 +392,7 @@ ucs_status_t atomic_rep_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     rma_state &r              = req->u.send.rma;
-    const ucs_status_t status = rma::peer_status(hdr.status);
+    const ucs_status_t status = wire::peer_status(hdr.status);
     if ((status == UCS_OK) && (r.flags & rma::state_flag::FETCH)) {
         rma::store_result(r.buffer, r.size, hdr.result);
     }
@@ -420,7 +414,7 @@ ucs_status_t rma_get_rep_handler(void *arg, void *data, size_t length, unsigned)
     }
     rma_state &r       = req->u.send.rma;
     const size_t size  = length - sizeof(hdr);
-    ucs_status_t status = rma::peer_status(hdr.status);
+    ucs_status_t status = wire::peer_status(hdr.status);
     if ((status == UCS_OK) &&
         ((hdr.offset > r.length) || (size > r.length - hdr.offset) || (size == 0))) {
         ucs_error("worker '%s': get reply of %zu bytes at offset %llu for %zu bytes",

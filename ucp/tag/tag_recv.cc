@@ -347,10 +347,7 @@ ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned)
         ucs_debug("worker '%s': reply for an unknown request", worker->name.c_str());
         return UCS_OK;
     }
-    ucs_status_t status = ucs_status_t(hdr.status);
-    if ((status > UCS_OK) || (status <= UCS_ERR_LAST)) {
-        status = UCS_ERR_IO_ERROR;   /* not a status: refuse to pass it on */
-    }
+    const ucs_status_t status = wire::peer_status(hdr.status);
     reply_arrived(req, status);
     return UCS_OK;
 }

@@ -283,10 +283,7 @@ ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned)
         ucs_debug("worker '%s': push answer for an unknown request", worker->name.c_str());
         return UCS_OK;
     }
-    ucs_status_t status = ucs_status_t(hdr.status);
-    if ((status > UCS_OK) || (status <= UCS_ERR_LAST)) {
-        status = UCS_ERR_IO_ERROR;   /* not a status: refuse to pass it on */
-    }
+    const ucs_status_t status = wire::peer_status(hdr.status);
     req->flags &= ~request_flag::AWAIT_PUSH;
     uct::invoke_completion(&req->u.recv.comp, status);
     return UCS_OK;
