@@ -29,6 +29,27 @@ extern std::atomic<int>           fake_open_ifaces;
 /* Whether a tl name belongs to the fake transport. */
 bool is_fake_tl(const char *tl_name);
 
+/*
+ * "ucp_test_zc" (component and md "ucp_test_zc", device "fzc0", SELF): a
+ * loopback transport whose md needs a memory handle for zero-copy data, for
+ * the eager zcopy tests. am_zcopy refuses an entry its handle does not
+ * cover, reads the data only when it delivers it, from the next progress()
+ * (so a send completes from there), and keeps at most fake_zc_queue_max
+ * messages queued (then UCS_ERR_NO_RESOURCE). Its performance model is
+ * poor: never preferred over a real transport.
+ */
+constexpr const char *fake_zc_tl        = "ucp_test_zc";
+constexpr unsigned    fake_zc_queue_max = 4;
+constexpr size_t      fake_zc_max_bcopy = 4096;
+constexpr size_t      fake_zc_max_iov   = 4;
+
+/* Its md is listed only while this is true (so contexts of other tests,
+ * on all transports, never see it). */
+extern std::atomic<bool>          fake_zc_enabled;
+extern std::atomic<long>          fake_zc_registrations;  /* live memory handles */
+extern std::atomic<unsigned long> fake_zc_zcopy_sends;    /* am_zcopy accepted */
+extern std::atomic<unsigned long> fake_zc_bad_memh;       /* entries not covered */
+
 } // namespace ucp_test
 
 #endif

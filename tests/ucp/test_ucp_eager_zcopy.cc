@@ -914,3 +914,146 @@ TEST_CASE("ucp_ep_print_info shows the eager zcopy range", "[ucp_zcopy]")
     CHECK(shm.find("eager zcopy on") == std::string::npos);
     CHECK(shm.find("posix has no zero-copy active messages") != std::string::npos);
 }
+
+/* ---- an md that needs a memory handle ----------------------------------- */
+
+namespace {
+
+/* The zcopy threshold ucp_ep_print_info reports for stream sends. */
+size_t printed_zcopy_thresh(const std::string &info)
+{
+    const std::string key = "stream: eager zcopy from ";
+    const size_t at = info.find(key);
+    return (at == std::string::npos) ? 0 : std::stoul(info.substr(at + key.size()));
+}
+
+struct fake_zc_scope {
+    fake_zc_scope() { fake_zc_enabled = true; }
+    ~fake_zc_scope() { fake_zc_enabled = false; }
+};
+
+ucs_status_ptr_t send_tag(peer &p, const void *buffer, size_t count, ucp_tag_t tag,
+                          ucp_datatype_t dt = ucp_dt_make_contig(1))
+{
+    ucp_request_param_t param = send_param(dt);
+    return ucp_tag_send_nbx(p.ep, buffer, count, tag, &param);
+}
+
+ucs_status_ptr_t post_recv(peer &p, void *buffer, size_t length, ucp_tag_t tag)
+{
+    ucp_request_param_t param{};
+    return ucp_tag_recv_nbx(p.worker, buffer, length, tag, full_mask, &param);
+}
+
+} // namespace
+
+TEST_CASE("eager zcopy registers the send buffer where the md needs a memory handle",
+          "[ucp_zcopy]")
+{
+    fake_zc_scope scope;
+    peer p;
+    REQUIRE(init_peer(p, fake_zc_tl, UCP_FEATURE_TAG | UCP_FEATURE_STREAM, {}) == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    const std::string info = print_to_string([&](FILE *f) { ucp_ep_print_info(p.ep, f); });
+    INFO(info);
+    REQUIRE(info.find("eager zcopy on ucp_test_zc") != std::string::npos);
+    /* auto: the registration cost moves the threshold above tcp's (no memh). */
+    const size_t thresh = printed_zcopy_thresh(info);
+    const std::string tcp_info = ep_info_of("tcp", {});
+    CHECK(thresh > printed_zcopy_thresh(tcp_info));
+    CHECK(printed_zcopy_thresh(tcp_info) > 0);
+
+    const long regs = fake_zc_registrations;
+    const unsigned long bad = fake_zc_bad_memh;
+    const size_t size = std::max<size_t>(thresh, 3 * fake_zc_max_bcopy);
+
+    SECTION("one send: registered while the transport holds it") {
+        std::vector<uint8_t> out(size), in(size, 0);
+        fill_pattern(out.data(), size, 1);
+        ucs_status_ptr_t rreq = post_recv(p, in.data(), size, 1);
+        ucs_status_ptr_t sreq = send_tag(p, out.data(), size, 1);
+        REQUIRE(UCS_PTR_IS_PTR(sreq));
+        REQUIRE(sreq != nullptr);
+        CHECK(proto_of(sreq) == 'z');
+        CHECK(fake_zc_registrations == regs + 1);
+        /* The transport reads the buffer from progress: not done before. */
+        CHECK(ucp_request_check_status(sreq) == UCS_INPROGRESS);
+        char proto;
+        CHECK(finish(p, sreq, &proto) == UCS_OK);
+        CHECK(p.wait(rreq) == UCS_OK);
+        CHECK(check_pattern(in.data(), size, 1));
+        CHECK(fake_zc_registrations == regs);
+    }
+
+    SECTION("more sends than the transport queues: pending, in order") {
+        constexpr size_t count = 3 * fake_zc_queue_max;
+        std::vector<std::vector<uint8_t>> out(count), in(count);
+        std::vector<ucs_status_ptr_t> rreqs, sreqs;
+        for (size_t i = 0; i < count; ++i) {
+            out[i].resize(size + i);
+            in[i].assign(size + i, 0);
+            fill_pattern(out[i].data(), out[i].size(), 10 + i);
+            rreqs.push_back(post_recv(p, in[i].data(), in[i].size(), 2));
+        }
+        for (size_t i = 0; i < count; ++i) {
+            sreqs.push_back(send_tag(p, out[i].data(), out[i].size(), 2));
+            REQUIRE(UCS_PTR_IS_PTR(sreqs.back()));
+        }
+        CHECK(fake_zc_registrations == regs + long(count));
+        for (size_t i = 0; i < count; ++i) {
+            char proto;
+            CHECK(finish(p, sreqs[i], &proto) == UCS_OK);
+            CHECK(proto == 'z');
+            CHECK(p.wait(rreqs[i]) == UCS_OK);
+            CHECK(check_pattern(in[i].data(), in[i].size(), 10 + i));
+        }
+        CHECK(fake_zc_registrations == regs);
+    }
+
+    SECTION("iov data on such an md goes by copy") {
+        std::vector<uint8_t> out(size), in(size, 0);
+        fill_pattern(out.data(), size, 3);
+        const size_t half     = size / 2;
+        ucp_dt_iov_t iov[2]   = {{out.data(), half}, {out.data() + half, size - half}};
+        ucs_status_ptr_t rreq = post_recv(p, in.data(), size, 3);
+        char proto;
+        CHECK(finish(p, send_tag(p, iov, 2, 3, ucp_dt_make_iov()), &proto) == UCS_OK);
+        CHECK(proto == 'e');
+        CHECK(p.wait(rreq) == UCS_OK);
+        CHECK(check_pattern(in.data(), size, 3));
+        CHECK(fake_zc_registrations == regs);
+    }
+
+    SECTION("stream") {
+        std::vector<uint8_t> out(size), in(size, 0);
+        fill_pattern(out.data(), size, 4);
+        ucp_request_param_t param = send_param();
+        char proto;
+        CHECK(finish(p, ucp_stream_send_nbx(p.ep, out.data(), size, &param), &proto) ==
+              UCS_OK);
+        CHECK(proto == 'z');
+        REQUIRE(stream_recv_all(p, in.data(), size) == UCS_OK);
+        CHECK(check_pattern(in.data(), size, 4));
+        CHECK(fake_zc_registrations == regs);
+    }
+
+    SECTION("force close with sends queued: canceled, registrations released") {
+        std::vector<uint8_t> out(size);
+        std::vector<ucs_status_ptr_t> sreqs;
+        for (size_t i = 0; i < 2 * fake_zc_queue_max; ++i) {
+            sreqs.push_back(send_tag(p, out.data(), size, 5));
+            REQUIRE(UCS_PTR_IS_PTR(sreqs.back()));
+        }
+        ucp_request_param_t cparam{};
+        cparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        cparam.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        CHECK(p.wait(ucp_ep_close_nbx(p.ep, &cparam)) == UCS_OK);
+        p.ep = nullptr;
+        for (ucs_status_ptr_t req : sreqs) {
+            CHECK(ucp_request_check_status(req) == UCS_ERR_CANCELED);
+            ucp_request_free(req);
+        }
+        CHECK(fake_zc_registrations == regs);
+    }
+    CHECK(fake_zc_bad_memh == bad);
+}

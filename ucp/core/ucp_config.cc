@@ -54,8 +54,8 @@ constexpr ucs::config::field context_fields[] = {
 
     UCS_CONFIG_FIELD(context_config, zcopy_thresh, "ZCOPY_THRESH", "auto",
                      "Message size from which eager messages are sent zero-copy (on\n"
-                     "lanes with zero-copy active messages); \"auto\" derives it from the\n"
-                     "memory domain's registration cost against the cost of copying.",
+                     "lanes with zero-copy active messages); \"auto\" derives it from\n"
+                     "the memory domain's registration cost against the cost of copying.",
                      ucs::config::type_size),
 
     UCS_CONFIG_FIELD(context_config, rndv_thresh, "RNDV_THRESH", "auto",

@@ -300,9 +300,17 @@ void print_eager_notes(const ucp_ep *ep, FILE *stream)
                      "size;\n#    eager zcopy is off: UCX_ZCOPY_THRESH=inf)\n#\n");
         return;
     }
-    std::fprintf(stream, "#   (iov datatypes of at most %zu entries use eager zcopy too; "
-                 "other\n#    non-contiguous data uses eager bcopy at every size)\n",
-                 t.zcopy_max_iov);
+    const ucp_context &ctx = ep->worker->context;
+    if (ctx.mds[ep->lanes[ep->am_lane].md_index].md->attr().flags &
+        uct::md_flag::NEED_MEMH) {
+        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
+                     "size: the\n#    zcopy buffer is registered, which takes one "
+                     "piece)\n");
+    } else {
+        std::fprintf(stream, "#   (iov datatypes of at most %zu entries use eager zcopy "
+                     "too; other\n#    non-contiguous data uses eager bcopy at every "
+                     "size)\n", t.zcopy_max_iov);
+    }
     std::fprintf(stream, "#   stream: eager zcopy from %zu bytes, fragments of %zu\n",
                  t.zcopy, t.zcopy_frag);
     std::fprintf(stream, "#   active messages: eager zcopy from %zu bytes, fragments of "

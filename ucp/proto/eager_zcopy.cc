@@ -33,7 +33,8 @@ void completed(uct::completion *comp)
 {
     request *req = request_of(comp);
     if (req->flags & request_flag::COMPLETED) {
-        return;     /* failed already, when its ep was purged */
+        return;     /* defensive: a purge completes a send early only when its
+                       lanes are destroyed, and then nothing calls back */
     }
     if (comp->status == UCS_OK) {
         send_done(req);
