@@ -15,6 +15,7 @@
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 namespace uct::tcp {
 
@@ -42,8 +43,8 @@ int compare_iface_addr(const handshake &a, const handshake &b)
     return (a.port == b.port) ? 0 : ((a.port < b.port) ? -1 : 1);
 }
 
-tcp_conn::tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound)
-    : iface_(iface), config_(iface.config()), socket_(std::move(socket)),
+tcp_conn::tcp_conn(tcp_iface &iface, int fd, bool outbound)
+    : iface_(iface), config_(iface.config()), fd_(fd),
       outbound_(outbound),
       state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE),
       peer_sends_(!outbound)
@@ -147,7 +148,8 @@ void tcp_conn::adopt(tcp_conn &accepted)
     if (accepted.ev_mask_ != 0) {
         iface_.epoll_update(&accepted, 0);
     }
-    socket_ = std::move(accepted.socket_);
+    fd_          = accepted.fd_;
+    accepted.fd_ = -1;
     const uint32_t sn = peer_.conn_sn;
     peer_         = accepted.peer_;
     peer_.conn_sn = sn;
@@ -536,8 +538,10 @@ void tcp_conn::close_socket()
     rx_lowat_   = 0;
     tx_blocked_ = false;
     refresh_epoll_need();
-    boost::system::error_code ec;
-    socket_.close(ec);
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
 }
 
 void tcp_conn::handle_failure()

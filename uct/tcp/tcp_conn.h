@@ -26,6 +26,7 @@
 
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -56,9 +57,10 @@ enum class pairing : uint8_t {
 
 class tcp_conn {
 public:
-    using socket_type = boost::asio::ip::tcp::socket;
-
-    tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound);
+    /* Takes over `fd`, a non-blocking TCP socket (a plain descriptor: an
+     * Asio socket would also sit in Asio's own epoll set, and every packet
+     * would wake both). */
+    tcp_conn(tcp_iface &iface, int fd, bool outbound);
     ~tcp_conn();
 
     tcp_conn(const tcp_conn&) = delete;
@@ -69,7 +71,7 @@ public:
     bool outbound() const { return outbound_; }
     conn_state state() const { return state_; }
     bool closed() const { return state_ == conn_state::CLOSED; }
-    int fd() { return socket_.native_handle(); }
+    int fd() const { return fd_; }
     uint32_t epoll_events() const { return ev_mask_; }
     void set_epoll_events(uint32_t mask) { ev_mask_ = mask; }
     void set_owner_ep(ep *owner)
@@ -273,7 +275,7 @@ private:
 
     tcp_iface          &iface_;
     const tcp_config   &config_;
-    socket_type        socket_;
+    int                fd_;
     ep                 *owner_ep_ = nullptr;
     const bool         outbound_;
     conn_state         state_;
@@ -306,6 +308,7 @@ private:
     struct {
         sink_kind  kind = sink_kind::NONE;
         bool       pop_fetch = false;  /* DISCARD of a reply: still answers a request */
+        bool       streaming = false;  /* part of a bulk transfer: SO_RCVLOWAT pays */
         uint8_t    first = 0, count = 0;
         frame_hdr  hdr{};
         size_t     left = 0;           /* payload bytes still to read */
@@ -314,6 +317,11 @@ private:
         uint64_t   address = 0;        /* PUT: where the next byte goes */
         struct iovec iov[fetch_op::MAX_IOV];
     } sink_;
+
+    /* When the previous in-place frame ended; the next one starting within
+     * STREAM_GAP belongs to a bulk transfer. */
+    static constexpr std::chrono::microseconds STREAM_GAP{20};
+    std::chrono::steady_clock::time_point last_sink_end_{};
 
     /* Bounce buffer of AMs larger than the receive buffer (delivered whole). */
     struct {

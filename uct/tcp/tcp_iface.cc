@@ -12,7 +12,10 @@
 #include <cstring>
 #include <new>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace uct::tcp {
@@ -20,6 +23,21 @@ namespace uct::tcp {
 namespace {
 
 constexpr int MAX_EPOLL_EVENTS = 64;
+
+/* Closes a descriptor unless ownership moved on (fd set to -1). */
+struct fd_guard {
+    int fd;
+
+    explicit fd_guard(int value) : fd(value) {}
+    fd_guard(const fd_guard&) = delete;
+    fd_guard &operator=(const fd_guard&) = delete;
+    ~fd_guard()
+    {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+};
 
 boost::asio::ip::address make_address(addr_family family, const uint8_t *ip)
 {
@@ -272,23 +290,17 @@ bool tcp_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
     return !peer_loopback || (hdr.host_id == local_host_id());
 }
 
-ucs_status_t tcp_iface::configure_socket(boost::asio::ip::tcp::socket &socket)
+ucs_status_t tcp_iface::configure_socket(int fd)
 {
-    boost::system::error_code ec;
-    socket.non_blocking(true, ec);
-    if (!ec) {
-        socket.set_option(boost::asio::ip::tcp::no_delay(config_.nodelay), ec);
-    }
-    if (!ec && (config_.sndbuf > 0)) {
-        socket.set_option(boost::asio::socket_base::send_buffer_size(int(config_.sndbuf)),
-                          ec);
-    }
-    if (!ec && (config_.rcvbuf > 0)) {
-        socket.set_option(boost::asio::socket_base::receive_buffer_size(
-                                  int(config_.rcvbuf)), ec);
-    }
-    if (ec) {
-        ucs_error("tcp: cannot configure socket: %s", ec.message().c_str());
+    const int nodelay = config_.nodelay ? 1 : 0;
+    const int sndbuf  = int(config_.sndbuf);
+    const int rcvbuf  = int(config_.rcvbuf);
+    if ((::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay)) != 0) ||
+        ((sndbuf > 0) &&
+         (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) != 0)) ||
+        ((rcvbuf > 0) &&
+         (::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0))) {
+        ucs_error("tcp: cannot configure socket: %m");
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
@@ -328,19 +340,19 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
     }
 
     try {
-        boost::asio::ip::tcp::socket socket(io_);
-        boost::system::error_code ec;
-        socket.open(peer.protocol(), ec);
-        if (ec) {
-            ucs_error("tcp: cannot open a socket: %s", ec.message().c_str());
+        fd_guard fd(::socket(peer.protocol().family(),
+                             SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (fd.fd < 0) {
+            ucs_error("tcp: cannot open a socket: %m");
             return UCS_ERR_IO_ERROR;
         }
-        ucs_status_t status = configure_socket(socket);
+        ucs_status_t status = configure_socket(fd.fd);
         if (status != UCS_OK) {
             return status;
         }
 
-        auto conn = std::make_unique<tcp_conn>(*this, std::move(socket), true);
+        auto conn = std::make_unique<tcp_conn>(*this, fd.fd, true);
+        fd.fd = -1;   /* the connection owns it */
         status = conn->init();
         if (status != UCS_OK) {
             return status;
@@ -491,21 +503,22 @@ unsigned tcp_iface::accept_connections()
     unsigned count = 0;
     for (unsigned i = 0; i < config_.max_poll; ++i) {
         try {
-            boost::asio::ip::tcp::socket socket(io_);
-            boost::system::error_code ec;
-            acceptor_.accept(socket, ec);
-            if (ec) {
-                if ((ec != boost::asio::error::would_block) &&
-                    (ec != boost::asio::error::try_again) &&
-                    (ec != boost::asio::error::connection_aborted)) {
-                    ucs_diag("tcp: accept() failed: %s", ec.message().c_str());
+            fd_guard fd(::accept4(acceptor_.native_handle(), nullptr, nullptr,
+                                  SOCK_NONBLOCK | SOCK_CLOEXEC));
+            if (fd.fd < 0) {
+                if (errno == ECONNABORTED) {
+                    continue;
+                }
+                if ((errno != EAGAIN) && (errno != EWOULDBLOCK) && (errno != EINTR)) {
+                    ucs_diag("tcp: accept() failed: %m");
                 }
                 break;
             }
-            if (configure_socket(socket) != UCS_OK) {
+            if (configure_socket(fd.fd) != UCS_OK) {
                 continue;
             }
-            auto conn = std::make_unique<tcp_conn>(*this, std::move(socket), false);
+            auto conn = std::make_unique<tcp_conn>(*this, fd.fd, false);
+            fd.fd = -1;   /* the connection owns it */
             if (conn->init() != UCS_OK) {
                 ucs_error("tcp: no memory for an accepted connection");
                 continue;

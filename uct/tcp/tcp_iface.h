@@ -92,7 +92,7 @@ private:
 
     ucs_status_t init();
     void         init_attr();
-    ucs_status_t configure_socket(boost::asio::ip::tcp::socket &socket);
+    ucs_status_t configure_socket(int fd);
     unsigned     poll_epoll();
     unsigned     poll_direct();
     unsigned     accept_connections();
