@@ -215,6 +215,11 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
     bad.rma_outstanding = uct::tcp::MAX_RMA_OUTSTANDING;
     CHECK(check_tcp_config(bad) == UCS_OK);
+    bad = cfg;
+    bad.rx_lowat = size_t(1) << 31;     /* SO_RCVLOWAT takes an int */
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad.rx_lowat = 0;                   /* off */
+    CHECK(check_tcp_config(bad) == UCS_OK);
 
     uct::tcp::tcp_md md;
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
@@ -230,7 +235,7 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     std::string text = log.text();
     for (const char *name : {"UCX_TCP_TX_BUF_SIZE", "UCX_TCP_MAX_IOV", "UCX_TCP_ZCOPY_INFLIGHT",
                              "UCX_TCP_MAX_ZCOPY", "UCX_TCP_RX_SEG_SIZE", "UCX_TCP_MAX_SHORT",
-                             "UCX_TCP_MAX_GET_IOV"}) {
+                             "UCX_TCP_MAX_GET_IOV", "UCX_TCP_SNDBUF, RCVBUF and RX_LOWAT"}) {
         INFO(name);
         CHECK(text.find(name) != std::string::npos);
     }
