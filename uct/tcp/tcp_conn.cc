@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <span>
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
