@@ -103,6 +103,10 @@ public:
      */
     void adopt(tcp_conn &accepted);
 
+    /* WAIT_PEER past its deadline: connects again (the peer's connection,
+     * which it rejected ours for, is not coming). */
+    void check_peer_wait(std::chrono::steady_clock::time_point now);
+
     /*
      * The owning ep is going away: the end becomes unowned and the peer is
      * told; or, when nothing can be kept (broken, peer gone, zero-copy data
@@ -212,6 +216,12 @@ private:
     void     set_conn_reply(internal_op op, uint8_t flags);
     /* Tells the initiator to use its peer's connection, and closes. */
     void     reject();
+    /* Rejected: waits for the peer's connection (closes if the ep is gone). */
+    void     wait_for_peer();
+    /* Queues a DETACH frame: the ep on this side is gone. */
+    void     send_detach();
+    /* An ep destroyed while connecting: tell the peer once connected. */
+    void     send_detach_if_orphan();
     unsigned tx_ctl();
     /* send()/sendmsg(); -1 when nothing was taken (a real error is
      * scheduled as a failure). */
@@ -333,6 +343,11 @@ private:
     fetch_ring         fetches_;
     pending_queue      pending_;
     handshake          peer_{};                /* who is on the other side */
+    boost::asio::ip::tcp::endpoint target_;   /* outbound: where we connect */
+    /* How long a rejected connection waits for the peer's before it tries
+     * again. */
+    static constexpr std::chrono::milliseconds PEER_WAIT{500};
+    std::chrono::steady_clock::time_point peer_deadline_{};
 
     /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
      * before the queue, and while the queue must wait. */

@@ -460,15 +460,14 @@ bool tcp_conn::parse_conn_reply()
          * connection is kept: it arrives through the listening socket. */
         ucs_debug("tcp: ep %p waits for the connection of iface port %u",
                   static_cast<void*>(owner_ep_), unsigned(peer_.port));
-        close_socket();
-        rx_head_ = rx_tail_ = 0;
-        set_state(conn_state::WAIT_PEER);
+        wait_for_peer();
         return false;
     }
     set_state(conn_state::CONNECTED);
     if (reply.flags & conn_reply_flag::PAIRED) {
         peer_sends_ = true;
     }
+    send_detach_if_orphan();
     tx_kick();   /* the sends buffered meanwhile */
     return true;
 }

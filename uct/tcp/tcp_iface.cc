@@ -290,6 +290,20 @@ bool tcp_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
     return !peer_loopback || (hdr.host_id == local_host_id());
 }
 
+int tcp_iface::open_socket(int family)
+{
+    int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        ucs_error("tcp: cannot open a socket: %m");
+        return -1;
+    }
+    if (configure_socket(fd) != UCS_OK) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 ucs_status_t tcp_iface::configure_socket(int fd)
 {
     const int nodelay = config_.nodelay ? 1 : 0;
@@ -340,18 +354,13 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
     }
 
     try {
-        fd_guard fd(::socket(peer.protocol().family(),
-                             SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        fd_guard fd(open_socket(peer.protocol().family()));
         if (fd.fd < 0) {
-            ucs_error("tcp: cannot open a socket: %m");
             return UCS_ERR_IO_ERROR;
-        }
-        ucs_status_t status = configure_socket(fd.fd);
-        if (status != UCS_OK) {
-            return status;
         }
 
         auto conn = std::make_unique<tcp_conn>(*this, fd.fd, true);
+        ucs_status_t status;
         fd.fd = -1;   /* the connection owns it */
         status = conn->init();
         if (status != UCS_OK) {
@@ -450,6 +459,13 @@ unsigned tcp_iface::progress()
     } else {
         tick_ = 0;
         count = poll_epoll();
+    }
+    if (ucs_unlikely(connecting_ > 0)) {
+        /* Connection setup only: rejected connections that waited too long. */
+        const auto now = std::chrono::steady_clock::now();
+        for (size_t i = 0, n = conns_.size(); i < n; ++i) {
+            conns_[i]->check_peer_wait(now);
+        }
     }
     if (!failures_.empty()) {
         count += handle_failures();
