@@ -326,7 +326,7 @@ unsigned tcp_conn::tx_progress()
     bool blocked = false;
     while (!tx_.empty()) {
         size_t total = 0;
-        size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total);
+        size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total, config_.tx_batch);
         size_t written = 0;
         if (total > 0) {
             ssize_t ret = write_vec(vec, n);
