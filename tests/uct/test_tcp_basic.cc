@@ -215,6 +215,14 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
     bad.rma_outstanding = uct::tcp::MAX_RMA_OUTSTANDING;
     CHECK(check_tcp_config(bad) == UCS_OK);
+    bad = cfg;
+    bad.tx_batch = 0;
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad = cfg;
+    bad.rx_lowat = size_t(1) << 31;     /* SO_RCVLOWAT takes an int */
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad.rx_lowat = 0;                   /* off */
+    CHECK(check_tcp_config(bad) == UCS_OK);
 
     uct::tcp::tcp_md md;
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
@@ -230,7 +238,8 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     std::string text = log.text();
     for (const char *name : {"UCX_TCP_TX_BUF_SIZE", "UCX_TCP_MAX_IOV", "UCX_TCP_ZCOPY_INFLIGHT",
                              "UCX_TCP_MAX_ZCOPY", "UCX_TCP_RX_SEG_SIZE", "UCX_TCP_MAX_SHORT",
-                             "UCX_TCP_MAX_GET_IOV"}) {
+                             "UCX_TCP_MAX_GET_IOV", "UCX_TCP_SNDBUF, RCVBUF and RX_LOWAT",
+                             "TX_BATCH"}) {
         INFO(name);
         CHECK(text.find(name) != std::string::npos);
     }
@@ -330,6 +339,20 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     CHECK(q.set_zcopy_comp(ticket, &comp));
     put("-tail");
     CHECK(flatten() == "head-zerocopy-tail");
+
+    /* A byte budget stops before the next entry, never inside one. */
+    {
+        struct iovec vec[uct::tcp::tx_queue::MAX_GATHER];
+        size_t total = 0;
+        CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 1) == 1);
+        CHECK(total == 5);                          /* "head-" whole */
+        CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 7) == 2);
+        CHECK(total == 9);                          /* and "zero" */
+        CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 13) == 3);
+        CHECK(total == 13);                         /* the budget is met exactly */
+        CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 14) == 4);
+        CHECK(total == 18);                         /* everything */
+    }
 
     uct::completion *done[uct::tcp::tx_queue::MAX_ZCOPY_SLOTS];
     unsigned ndone = 0;

@@ -2,7 +2,9 @@
  * tcp: eps of two ifaces that connect towards each other at the same time
  * end up on one connection (the handshakes pair them by serial number),
  * whichever side progresses first, with everything sent before the pairing
- * delivered in order; and an iface may connect to itself.
+ * delivered in order; an iface may connect to itself; and, against a peer
+ * scripted over raw sockets, the wire side: rejection, a retry when the
+ * peer's connection never comes, an ep destroyed in the middle.
  */
 #include <catch2/catch.hpp>
 
@@ -10,11 +12,19 @@
 #include "uct_test_util.h"
 
 #include <uct/tcp/tcp_iface.h>
+#include <uct/tcp/tcp_netif.h>
+#include <uct/tcp/tcp_wire.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -377,4 +387,281 @@ TEST_CASE("tcp processes connecting towards each other share one connection", "[
     CHECK(mine.connections == 1);
     CHECK(theirs.connections == 1);
     CHECK(child.wait() == 0);
+}
+
+/* ---- against a scripted peer: the wire side of pairing ---- */
+
+namespace {
+
+using namespace uct::tcp;
+
+/* A peer iface played by hand: a listening socket with a tcp address, and
+ * raw sockets that speak the wire format. */
+class scripted_peer {
+public:
+    /* Listens on a port below (lower = true) or above `other_port`, which
+     * decides whose connection a pair keeps. */
+    scripted_peer(uint16_t other_port, bool lower)
+    {
+        listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        int step   = lower ? -1 : 1;
+        for (int port = int(other_port) + step; (port > 1024) && (port < 65536);
+             port += step) {
+            sockaddr_in sa{};
+            sa.sin_family      = AF_INET;
+            sa.sin_port        = htons(uint16_t(port));
+            sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+                port_ = uint16_t(port);
+                break;
+            }
+        }
+        if ((port_ == 0) || (::listen(listen_fd_, 8) != 0)) {
+            port_ = 0;
+        }
+    }
+
+    ~scripted_peer()
+    {
+        for (int fd : fds_) {
+            ::close(fd);
+        }
+        ::close(listen_fd_);
+    }
+
+    bool ok() const { return port_ != 0; }
+    uint16_t port() const { return port_; }
+
+    test::uct_addresses addresses() const
+    {
+        test::uct_addresses a;
+        device_addr_hdr hdr{};
+        hdr.family  = uint8_t(addr_family::IPV4);
+        hdr.flags   = device_addr_flag::LOOPBACK;
+        hdr.host_id = local_host_id();
+        const uint8_t ip[4] = {127, 0, 0, 1};
+        a.device.resize(sizeof(hdr) + sizeof(ip));
+        std::memcpy(a.device.data(), &hdr, sizeof(hdr));
+        std::memcpy(a.device.data() + sizeof(hdr), ip, sizeof(ip));
+        iface_addr ia{port_};
+        a.iface.resize(sizeof(ia));
+        std::memcpy(a.iface.data(), &ia, sizeof(ia));
+        return a;
+    }
+
+    handshake my_handshake(uint32_t conn_sn) const
+    {
+        handshake hs{};
+        hs.magic   = HANDSHAKE_MAGIC;
+        hs.version = HANDSHAKE_VERSION;
+        hs.family  = uint8_t(addr_family::IPV4);
+        hs.ip[0]   = 127;
+        hs.ip[3]   = 1;
+        hs.port    = port_;
+        hs.conn_sn = conn_sn;
+        return hs;
+    }
+
+    /* A connection to us, accepted while `pump` runs; -1 on timeout. */
+    int accept_one(const std::function<void()> &pump)
+    {
+        int fd = -1;
+        test::poll_until([&] {
+            pollfd pfd{listen_fd_, POLLIN, 0};
+            if (::poll(&pfd, 1, 0) == 1) {
+                fd = ::accept(listen_fd_, nullptr, nullptr);
+            }
+            return fd >= 0;
+        }, pump, std::chrono::seconds(10));
+        if (fd >= 0) {
+            fds_.push_back(fd);
+        }
+        return fd;
+    }
+
+    /* Our own connection to `port`. */
+    int connect_to(uint16_t port)
+    {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in sa{};
+        sa.sin_family      = AF_INET;
+        sa.sin_port        = htons(port);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+            ::close(fd);
+            return -1;
+        }
+        fds_.push_back(fd);
+        return fd;
+    }
+
+    /* Exactly `length` bytes from `fd`, while `pump` runs; false on
+     * timeout or end of stream. */
+    static bool read(int fd, void *buf, size_t length, const std::function<void()> &pump)
+    {
+        size_t got = 0;
+        bool   eof = false;
+        test::poll_until([&] {
+            ssize_t n = ::recv(fd, static_cast<uint8_t*>(buf) + got, length - got,
+                               MSG_DONTWAIT);
+            if (n > 0) {
+                got += size_t(n);
+            } else if (n == 0) {
+                eof = true;
+            }
+            return (got == length) || eof;
+        }, pump, std::chrono::seconds(10));
+        return got == length;
+    }
+
+    /* The peer closed `fd` (end of stream) while `pump` runs. */
+    static bool closed(int fd, const std::function<void()> &pump)
+    {
+        bool eof = false;
+        test::poll_until([&] {
+            uint8_t byte;
+            ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+            eof = (n == 0) || ((n < 0) && (errno == ECONNRESET));
+            return eof;
+        }, pump, std::chrono::seconds(10));
+        return eof;
+    }
+
+    static bool send_conn_reply(int fd, internal_op op, uint8_t flags)
+    {
+        frame_hdr  hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
+        conn_reply reply{};
+        reply.flags = flags;
+        uint8_t bytes[sizeof(hdr) + sizeof(reply)];
+        std::memcpy(bytes, &hdr, sizeof(hdr));
+        std::memcpy(bytes + sizeof(hdr), &reply, sizeof(reply));
+        return ::send(fd, bytes, sizeof(bytes), MSG_NOSIGNAL) == ssize_t(sizeof(bytes));
+    }
+
+    static bool send_bytes(int fd, const void *data, size_t length)
+    {
+        return ::send(fd, data, length, MSG_NOSIGNAL) == ssize_t(length);
+    }
+
+private:
+    int              listen_fd_ = -1;
+    uint16_t         port_ = 0;
+    std::vector<int> fds_;
+};
+
+uint16_t iface_port(test::uct_entity &e)
+{
+    auto a = e.addresses();
+    iface_addr ia;
+    std::memcpy(&ia, a.iface.data(), sizeof(ia));
+    return ia.port;
+}
+
+} // namespace
+
+TEST_CASE("tcp rejected connection waits for the peer's then connects again", "[tcp]")
+{
+    test::uct_entity a("tcp", "lo");
+    REQUIRE(a.ok());
+    scripted_peer b(iface_port(a), true);   /* b's address is lower: its connection wins */
+    REQUIRE(b.ok());
+    auto pump = [&] { a.progress(); };
+
+    std::unique_ptr<uct::ep> ep(make_raw_ep(a, b.addresses()));
+    REQUIRE(ep);
+    REQUIRE(ep->am_short(AM_ID, 0x1122334455667788ull, nullptr, 0) == UCS_OK);
+
+    int first = b.accept_one(pump);
+    REQUIRE(first >= 0);
+    handshake hs;
+    REQUIRE(scripted_peer::read(first, &hs, sizeof(hs), pump));
+    CHECK(hs.magic == HANDSHAKE_MAGIC);
+    CHECK(hs.conn_sn == 0);
+    CHECK(hs.port == iface_port(a));
+    /* Nothing but the handshake before the answer. */
+    uint8_t extra;
+    CHECK(::recv(first, &extra, 1, MSG_DONTWAIT) < 0);
+
+    /* "Use mine": a gives its connection up and waits for b's... */
+    REQUIRE(scripted_peer::send_conn_reply(first, internal_op::CONN_REJECT, 0));
+    CHECK(scripted_peer::closed(first, pump));
+    /* ...which never comes: a connects again (after its wait). */
+    int second = b.accept_one(pump);
+    REQUIRE(second >= 0);
+    REQUIRE(scripted_peer::read(second, &hs, sizeof(hs), pump));
+    CHECK(hs.conn_sn == 0);
+    REQUIRE(scripted_peer::send_conn_reply(second, internal_op::CONN_ACCEPT, 0));
+
+    /* The message buffered all along arrives now, then the ep's DETACH. */
+    uint8_t frame[sizeof(frame_hdr) + sizeof(uint64_t)];
+    REQUIRE(scripted_peer::read(second, frame, sizeof(frame), pump));
+    frame_hdr fh;
+    std::memcpy(&fh, frame, sizeof(fh));
+    uint64_t header;
+    std::memcpy(&header, frame + sizeof(fh), sizeof(header));
+    CHECK(fh.id == AM_ID);
+    CHECK(fh.flags == 0);
+    CHECK(fh.length == sizeof(uint64_t));
+    CHECK(header == 0x1122334455667788ull);
+    ep.reset();
+    REQUIRE(scripted_peer::read(second, &fh, sizeof(fh), pump));
+    CHECK(fh.id == uint8_t(internal_op::DETACH));
+    CHECK(fh.flags == frame_flag::INTERNAL);
+}
+
+TEST_CASE("tcp ep destroyed while pairing keeps its connection for the peer", "[tcp]")
+{
+    test::uct_entity a("tcp", "lo");
+    REQUIRE(a.ok());
+    scripted_peer b(iface_port(a), false);  /* a's address is lower: its connection wins */
+    REQUIRE(b.ok());
+    auto pump = [&] { a.progress(); };
+
+    std::unique_ptr<uct::ep> ep(make_raw_ep(a, b.addresses()));
+    REQUIRE(ep);
+    int from_a = b.accept_one(pump);
+    REQUIRE(from_a >= 0);
+    handshake hs;
+    REQUIRE(scripted_peer::read(from_a, &hs, sizeof(hs), pump));
+
+    /* b's own ep connects towards a at the same time: a keeps its own
+     * connection and tells b so. */
+    int to_a = b.connect_to(iface_port(a));
+    REQUIRE(to_a >= 0);
+    handshake mine = b.my_handshake(0);
+    REQUIRE(scripted_peer::send_bytes(to_a, &mine, sizeof(mine)));
+    uint8_t answer[sizeof(frame_hdr) + sizeof(conn_reply)];
+    REQUIRE(scripted_peer::read(to_a, answer, sizeof(answer), pump));
+    frame_hdr fh;
+    std::memcpy(&fh, answer, sizeof(fh));
+    CHECK(fh.id == uint8_t(internal_op::CONN_REJECT));
+    CHECK(scripted_peer::closed(to_a, pump));
+
+    /* a's ep goes away before b took a's connection over: the connection
+     * stays, so b's ep does not lose it, and a says its ep is gone. */
+    ep.reset();
+    for (int i = 0; i < 100; ++i) {
+        pump();
+    }
+    REQUIRE(scripted_peer::send_conn_reply(from_a, internal_op::CONN_ACCEPT,
+                                           conn_reply_flag::PAIRED));
+    REQUIRE(scripted_peer::read(from_a, &fh, sizeof(fh), pump));
+    CHECK(fh.id == uint8_t(internal_op::DETACH));
+
+    /* b's ep still has a target: a serves an active message on it. */
+    in_order_log log;
+    REQUIRE(a.iface().set_am_handler(AM_ID, check_order, &log, 0) == UCS_OK);
+    uint8_t msg[sizeof(frame_hdr) + sizeof(uint64_t)];
+    frame_hdr am{AM_ID, 0, 0, sizeof(uint64_t)};
+    uint64_t tag = tagged(1, 0);
+    std::memcpy(msg, &am, sizeof(am));
+    std::memcpy(msg + sizeof(am), &tag, sizeof(tag));
+    REQUIRE(scripted_peer::send_bytes(from_a, msg, sizeof(msg)));
+    REQUIRE(test::poll_until([&] { return log.next[1] == 1; }, pump));
+
+    /* b's ep leaves too: a closes its end. */
+    frame_hdr detach{uint8_t(internal_op::DETACH), frame_flag::INTERNAL, 0, 0};
+    REQUIRE(scripted_peer::send_bytes(from_a, &detach, sizeof(detach)));
+    CHECK(scripted_peer::closed(from_a, pump));
+    REQUIRE(test::poll_until([&] { return connections(a) == 0; }, pump));
 }

@@ -34,6 +34,7 @@ struct tcp_config_values {
     int           nodelay;
     size_t        rx_keep;
     size_t        rx_lowat;
+    size_t        tx_batch;
 };
 
 using ucs::config::field_hidden;
@@ -96,6 +97,11 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, rx_keep, "RX_KEEP", "4m",
                      "A receive buffer for large frames up to this size is kept for the "
                      "next large frame.", type_size, field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, tx_batch, "TX_BATCH", "256k",
+                     "One send call offers queued frames until this many bytes (a frame "
+                     "is never cut): the kernel handles acknowledgements between calls "
+                     "instead of queueing them behind one long copy.",
+                     type_size, field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, rx_lowat, "RX_LOWAT", "512k",
                      "While a large payload is read straight into its destination, the "
                      "socket is read once this much of it (at most half of what is left) "
@@ -135,6 +141,7 @@ tcp_config to_config(const tcp_config_values &v)
     c.nodelay         = (v.nodelay != 0);
     c.rx_keep         = v.rx_keep;
     c.rx_lowat        = v.rx_lowat;
+    c.tx_batch        = v.tx_batch;
     return c;
 }
 
@@ -213,8 +220,9 @@ ucs_status_t check_tcp_config(const tcp_config &c)
         return fail("UCX_TCP_RMA_OUTSTANDING out of range (1..4096)");
     }
     if ((c.rma_outstanding == 0) || (c.max_poll == 0) || (c.epoll_period == 0) ||
-        (c.backlog <= 0)) {
-        return fail("UCX_TCP_RMA_OUTSTANDING, MAX_POLL, EPOLL_PERIOD and BACKLOG must be positive");
+        (c.backlog <= 0) || (c.tx_batch == 0)) {
+        return fail("UCX_TCP_RMA_OUTSTANDING, MAX_POLL, EPOLL_PERIOD, BACKLOG and TX_BATCH "
+                    "must be positive");
     }
     return UCS_OK;
 }

@@ -9,12 +9,13 @@
 #include <ucs/debug/log.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <span>
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 namespace uct::tcp {
 
@@ -42,8 +43,8 @@ int compare_iface_addr(const handshake &a, const handshake &b)
     return (a.port == b.port) ? 0 : ((a.port < b.port) ? -1 : 1);
 }
 
-tcp_conn::tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound)
-    : iface_(iface), config_(iface.config()), socket_(std::move(socket)),
+tcp_conn::tcp_conn(tcp_iface &iface, int fd, bool outbound)
+    : iface_(iface), config_(iface.config()), fd_(fd),
       outbound_(outbound),
       state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE),
       peer_sends_(!outbound)
@@ -104,6 +105,7 @@ ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
     }
     peer_.port    = peer.port();
     peer_.conn_sn = hs.conn_sn;
+    target_       = peer;
 
     iface_.connect_started();
     connect_counted_ = true;
@@ -125,8 +127,57 @@ ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
 
 bool tcp_conn::pairs_with(const handshake &hs) const
 {
-    return outbound_ && (owner_ep_ != nullptr) && establishing() &&
-           (peer_.conn_sn == hs.conn_sn) && (compare_iface_addr(peer_, hs) == 0);
+    /* Also when its ep is gone already: the peer decides the same way and
+     * must find the connection it expects. */
+    return outbound_ && establishing() && (peer_.conn_sn == hs.conn_sn) &&
+           (compare_iface_addr(peer_, hs) == 0);
+}
+
+void tcp_conn::wait_for_peer()
+{
+    close_socket();
+    rx_head_ = rx_tail_ = 0;
+    if (owner_ep_ == nullptr) {
+        close();   /* nobody waits for the peer's connection any more */
+        iface_.conn_closed();
+        return;
+    }
+    set_state(conn_state::WAIT_PEER);
+    peer_deadline_ = std::chrono::steady_clock::now() + PEER_WAIT;
+}
+
+void tcp_conn::check_peer_wait(std::chrono::steady_clock::time_point now)
+{
+    if ((state_ != conn_state::WAIT_PEER) || (now < peer_deadline_)) {
+        return;
+    }
+    /* The peer's connection never came (its ep went away, or its process
+     * died, before connecting): try ours again. */
+    ucs_debug("tcp: ep %p: no connection from iface port %u, connecting again",
+              static_cast<void*>(owner_ep_), unsigned(peer_.port));
+    int fd = iface_.open_socket(target_.protocol().family());
+    if (fd < 0) {
+        schedule_failure(UCS_ERR_IO_ERROR, "cannot open a socket");
+        return;
+    }
+    fd_ = fd;
+    handshake hs = iface_.local_handshake();
+    hs.conn_sn   = peer_.conn_sn;
+    std::memcpy(ctl_, &hs, sizeof(hs));
+    ctl_len_  = sizeof(hs);
+    ctl_sent_ = 0;
+    set_state(conn_state::CONNECTING);
+    int ret = ::connect(fd_, target_.data(), socklen_t(target_.size()));
+    if (ret == 0) {
+        set_state(conn_state::WAIT_ACCEPT);
+    } else if (errno != EINPROGRESS) {
+        schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(errno));
+        return;
+    }
+    update_events();
+    if (state_ == conn_state::WAIT_ACCEPT) {
+        tx_progress();
+    }
 }
 
 void tcp_conn::set_conn_reply(internal_op op, uint8_t flags)
@@ -147,7 +198,8 @@ void tcp_conn::adopt(tcp_conn &accepted)
     if (accepted.ev_mask_ != 0) {
         iface_.epoll_update(&accepted, 0);
     }
-    socket_ = std::move(accepted.socket_);
+    fd_          = accepted.fd_;
+    accepted.fd_ = -1;
     const uint32_t sn = peer_.conn_sn;
     peer_         = accepted.peer_;
     peer_.conn_sn = sn;
@@ -160,6 +212,7 @@ void tcp_conn::adopt(tcp_conn &accepted)
     set_conn_reply(internal_op::CONN_ACCEPT, conn_reply_flag::PAIRED);
     ucs_debug("tcp: ep %p uses the connection from iface port %u (its ep %u)",
               static_cast<void*>(owner_ep_), unsigned(peer_.port), unsigned(sn));
+    send_detach_if_orphan();
     tx_kick();
     update_events();
 }
@@ -273,7 +326,7 @@ unsigned tcp_conn::tx_progress()
     bool blocked = false;
     while (!tx_.empty()) {
         size_t total = 0;
-        size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total);
+        size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total, config_.tx_batch);
         size_t written = 0;
         if (total > 0) {
             ssize_t ret = write_vec(vec, n);
@@ -536,8 +589,10 @@ void tcp_conn::close_socket()
     rx_lowat_   = 0;
     tx_blocked_ = false;
     refresh_epoll_need();
-    boost::system::error_code ec;
-    socket_.close(ec);
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
 }
 
 void tcp_conn::handle_failure()
@@ -620,8 +675,11 @@ void tcp_conn::detach()
     owner_ep_ = nullptr;
     pending_.reset();
     /* Queued zero-copy frames point into memory the caller may now free:
-     * they cannot be finished, so the stream cannot go on. */
-    if ((state_ != conn_state::CONNECTED) || peer_detached_ || tx_.has_zcopy()) {
+     * they cannot be finished, so the stream cannot go on. Waiting for the
+     * peer's connection helps nobody now: when it comes, it is accepted as
+     * any other. */
+    if ((state_ >= conn_state::FAILED) || (state_ == conn_state::HANDSHAKE) ||
+        (state_ == conn_state::WAIT_PEER) || peer_detached_ || tx_.has_zcopy()) {
         close();
         return;
     }
@@ -633,9 +691,28 @@ void tcp_conn::detach()
         sink_.kind      = sink_kind::DISCARD;
         sink_.pop_fetch = true;
     }
+    if (establishing()) {
+        /* The peer may be taking this connection over for its own ep, or
+         * have rejected its own in favour of it: setting up goes on, and
+         * the DETACH follows (send_detach_if_orphan). */
+        return;
+    }
+    send_detach();
+}
+
+void tcp_conn::send_detach_if_orphan()
+{
+    if ((owner_ep_ == nullptr) && ever_owned_ && (state_ == conn_state::CONNECTED)) {
+        send_detach();
+    }
+}
+
+void tcp_conn::send_detach()
+{
     uint8_t *p = tx_.reserve(sizeof(frame_hdr));
     if (p == nullptr) {
         close();
+        iface_.conn_closed();
         return;
     }
     frame_hdr hdr{uint8_t(internal_op::DETACH), frame_flag::INTERNAL, 0, 0};

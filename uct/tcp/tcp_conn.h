@@ -26,6 +26,7 @@
 
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -56,9 +57,10 @@ enum class pairing : uint8_t {
 
 class tcp_conn {
 public:
-    using socket_type = boost::asio::ip::tcp::socket;
-
-    tcp_conn(tcp_iface &iface, socket_type &&socket, bool outbound);
+    /* Takes over `fd`, a non-blocking TCP socket (a plain descriptor: an
+     * Asio socket would also sit in Asio's own epoll set, and every packet
+     * would wake both). */
+    tcp_conn(tcp_iface &iface, int fd, bool outbound);
     ~tcp_conn();
 
     tcp_conn(const tcp_conn&) = delete;
@@ -69,7 +71,7 @@ public:
     bool outbound() const { return outbound_; }
     conn_state state() const { return state_; }
     bool closed() const { return state_ == conn_state::CLOSED; }
-    int fd() { return socket_.native_handle(); }
+    int fd() const { return fd_; }
     uint32_t epoll_events() const { return ev_mask_; }
     void set_epoll_events(uint32_t mask) { ev_mask_ = mask; }
     void set_owner_ep(ep *owner)
@@ -100,6 +102,10 @@ public:
      * sends follow a CONN_ACCEPT on it.
      */
     void adopt(tcp_conn &accepted);
+
+    /* WAIT_PEER past its deadline: connects again (the peer's connection,
+     * which it rejected ours for, is not coming). */
+    void check_peer_wait(std::chrono::steady_clock::time_point now);
 
     /*
      * The owning ep is going away: the end becomes unowned and the peer is
@@ -210,6 +216,12 @@ private:
     void     set_conn_reply(internal_op op, uint8_t flags);
     /* Tells the initiator to use its peer's connection, and closes. */
     void     reject();
+    /* Rejected: waits for the peer's connection (closes if the ep is gone). */
+    void     wait_for_peer();
+    /* Queues a DETACH frame: the ep on this side is gone. */
+    void     send_detach();
+    /* An ep destroyed while connecting: tell the peer once connected. */
+    void     send_detach_if_orphan();
     unsigned tx_ctl();
     /* send()/sendmsg(); -1 when nothing was taken (a real error is
      * scheduled as a failure). */
@@ -273,7 +285,7 @@ private:
 
     tcp_iface          &iface_;
     const tcp_config   &config_;
-    socket_type        socket_;
+    int                fd_;
     ep                 *owner_ep_ = nullptr;
     const bool         outbound_;
     conn_state         state_;
@@ -306,6 +318,7 @@ private:
     struct {
         sink_kind  kind = sink_kind::NONE;
         bool       pop_fetch = false;  /* DISCARD of a reply: still answers a request */
+        bool       streaming = false;  /* part of a bulk transfer: SO_RCVLOWAT pays */
         uint8_t    first = 0, count = 0;
         frame_hdr  hdr{};
         size_t     left = 0;           /* payload bytes still to read */
@@ -314,6 +327,11 @@ private:
         uint64_t   address = 0;        /* PUT: where the next byte goes */
         struct iovec iov[fetch_op::MAX_IOV];
     } sink_;
+
+    /* When the previous in-place frame ended; the next one starting within
+     * STREAM_GAP belongs to a bulk transfer. */
+    static constexpr std::chrono::microseconds STREAM_GAP{20};
+    std::chrono::steady_clock::time_point last_sink_end_{};
 
     /* Bounce buffer of AMs larger than the receive buffer (delivered whole). */
     struct {
@@ -325,6 +343,11 @@ private:
     fetch_ring         fetches_;
     pending_queue      pending_;
     handshake          peer_{};                /* who is on the other side */
+    boost::asio::ip::tcp::endpoint target_;   /* outbound: where we connect */
+    /* How long a rejected connection waits for the peer's before it tries
+     * again. */
+    static constexpr std::chrono::milliseconds PEER_WAIT{500};
+    std::chrono::steady_clock::time_point peer_deadline_{};
 
     /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
      * before the queue, and while the queue must wait. */

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -186,6 +187,11 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
     sink_.first     = 0;
     sink_.count     = 0;
     sink_.pop_fetch = false;
+    /* Large frames back to back: a bulk transfer, where reading in large
+     * pieces pays. A frame that answers a message of ours is waited for by
+     * someone: read it as it comes, the copy overlapping the sender's. */
+    const auto now  = std::chrono::steady_clock::now();
+    sink_.streaming = (now - last_sink_end_) < STREAM_GAP;
 
     if (hdr.flags == frame_flag::INTERNAL) {
         const auto op = static_cast<internal_op>(hdr.id);
@@ -230,6 +236,8 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
                 return false;
             }
             const fetch_op &f = fetches_.front();
+            /* More requests behind this one: their replies follow at once. */
+            sink_.streaming = sink_.streaming || (fetches_.size() > 1);
             if (discard_replies_ || (f.kind == fetch_kind::GET_ZCOPY)) {
                 /* Status OK: an error reply has no data and fits. */
                 size_t got = have - sizeof(reply);
@@ -287,7 +295,7 @@ void tcp_conn::update_rx_lowat()
     /* Below this, waiting for more saves too little to be worth a call. */
     constexpr size_t min_lowat = 64 * 1024;
     size_t want = 0;
-    if ((sink_.kind != sink_kind::NONE) && (config_.rx_lowat > 0) &&
+    if ((sink_.kind != sink_kind::NONE) && sink_.streaming && (config_.rx_lowat > 0) &&
         (sink_.left / 2 >= min_lowat)) {
         /* At most half of the rest: the copy of the last piece, which no
          * longer overlaps the sender's, stays short. */
@@ -315,7 +323,8 @@ void tcp_conn::set_rx_lowat(uint32_t bytes)
 void tcp_conn::finish_sink()
 {
     const sink_kind kind = sink_.kind;
-    sink_.kind = sink_kind::NONE;
+    sink_.kind     = sink_kind::NONE;
+    last_sink_end_ = std::chrono::steady_clock::now();
     if (rx_lowat_ != 0) {
         set_rx_lowat(0);
     }
@@ -451,15 +460,14 @@ bool tcp_conn::parse_conn_reply()
          * connection is kept: it arrives through the listening socket. */
         ucs_debug("tcp: ep %p waits for the connection of iface port %u",
                   static_cast<void*>(owner_ep_), unsigned(peer_.port));
-        close_socket();
-        rx_head_ = rx_tail_ = 0;
-        set_state(conn_state::WAIT_PEER);
+        wait_for_peer();
         return false;
     }
     set_state(conn_state::CONNECTED);
     if (reply.flags & conn_reply_flag::PAIRED) {
         peer_sends_ = true;
     }
+    send_detach_if_orphan();
     tx_kick();   /* the sends buffered meanwhile */
     return true;
 }

@@ -5,8 +5,13 @@
  * regions, in order.
  *
  * Semantics worth knowing:
- * - Sends before the connection is up are queued behind the handshake;
- *   UCS_ERR_NO_RESOURCE means the send buffer (tx_buf_size), the zero-copy
+ * - Sends before the connection is up are queued until the peer accepted
+ *   it (CONN_ACCEPT). Eps of two ifaces created towards each other share
+ *   one connection: the n-th ep of each side towards the other pair up,
+ *   even when both connect at the same time (see tcp_conn.h).
+ * - Large put and get_zcopy payloads are read by the receiving side
+ *   straight into the destination (region or iovs), without a bounce copy.
+ * - UCS_ERR_NO_RESOURCE means the send buffer (tx_buf_size), the zero-copy
  *   slots or the reply ring is full, or requests wait in the pending queue.
  * - am_zcopy/put_zcopy return UCS_OK when all bytes left at once (no
  *   completion), else UCS_INPROGRESS and complete `comp` when written.

@@ -12,7 +12,10 @@
 #include <cstring>
 #include <new>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace uct::tcp {
@@ -20,6 +23,21 @@ namespace uct::tcp {
 namespace {
 
 constexpr int MAX_EPOLL_EVENTS = 64;
+
+/* Closes a descriptor unless ownership moved on (fd set to -1). */
+struct fd_guard {
+    int fd;
+
+    explicit fd_guard(int value) : fd(value) {}
+    fd_guard(const fd_guard&) = delete;
+    fd_guard &operator=(const fd_guard&) = delete;
+    ~fd_guard()
+    {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+};
 
 boost::asio::ip::address make_address(addr_family family, const uint8_t *ip)
 {
@@ -272,23 +290,31 @@ bool tcp_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
     return !peer_loopback || (hdr.host_id == local_host_id());
 }
 
-ucs_status_t tcp_iface::configure_socket(boost::asio::ip::tcp::socket &socket)
+int tcp_iface::open_socket(int family)
 {
-    boost::system::error_code ec;
-    socket.non_blocking(true, ec);
-    if (!ec) {
-        socket.set_option(boost::asio::ip::tcp::no_delay(config_.nodelay), ec);
+    int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        ucs_error("tcp: cannot open a socket: %m");
+        return -1;
     }
-    if (!ec && (config_.sndbuf > 0)) {
-        socket.set_option(boost::asio::socket_base::send_buffer_size(int(config_.sndbuf)),
-                          ec);
+    if (configure_socket(fd) != UCS_OK) {
+        ::close(fd);
+        return -1;
     }
-    if (!ec && (config_.rcvbuf > 0)) {
-        socket.set_option(boost::asio::socket_base::receive_buffer_size(
-                                  int(config_.rcvbuf)), ec);
-    }
-    if (ec) {
-        ucs_error("tcp: cannot configure socket: %s", ec.message().c_str());
+    return fd;
+}
+
+ucs_status_t tcp_iface::configure_socket(int fd)
+{
+    const int nodelay = config_.nodelay ? 1 : 0;
+    const int sndbuf  = int(config_.sndbuf);
+    const int rcvbuf  = int(config_.rcvbuf);
+    if ((::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay)) != 0) ||
+        ((sndbuf > 0) &&
+         (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) != 0)) ||
+        ((rcvbuf > 0) &&
+         (::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0))) {
+        ucs_error("tcp: cannot configure socket: %m");
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
@@ -328,19 +354,14 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
     }
 
     try {
-        boost::asio::ip::tcp::socket socket(io_);
-        boost::system::error_code ec;
-        socket.open(peer.protocol(), ec);
-        if (ec) {
-            ucs_error("tcp: cannot open a socket: %s", ec.message().c_str());
+        fd_guard fd(open_socket(peer.protocol().family()));
+        if (fd.fd < 0) {
             return UCS_ERR_IO_ERROR;
         }
-        ucs_status_t status = configure_socket(socket);
-        if (status != UCS_OK) {
-            return status;
-        }
 
-        auto conn = std::make_unique<tcp_conn>(*this, std::move(socket), true);
+        auto conn = std::make_unique<tcp_conn>(*this, fd.fd, true);
+        ucs_status_t status;
+        fd.fd = -1;   /* the connection owns it */
         status = conn->init();
         if (status != UCS_OK) {
             return status;
@@ -439,6 +460,13 @@ unsigned tcp_iface::progress()
         tick_ = 0;
         count = poll_epoll();
     }
+    if (ucs_unlikely(connecting_ > 0)) {
+        /* Connection setup only: rejected connections that waited too long. */
+        const auto now = std::chrono::steady_clock::now();
+        for (size_t i = 0, n = conns_.size(); i < n; ++i) {
+            conns_[i]->check_peer_wait(now);
+        }
+    }
     if (!failures_.empty()) {
         count += handle_failures();
     }
@@ -491,21 +519,22 @@ unsigned tcp_iface::accept_connections()
     unsigned count = 0;
     for (unsigned i = 0; i < config_.max_poll; ++i) {
         try {
-            boost::asio::ip::tcp::socket socket(io_);
-            boost::system::error_code ec;
-            acceptor_.accept(socket, ec);
-            if (ec) {
-                if ((ec != boost::asio::error::would_block) &&
-                    (ec != boost::asio::error::try_again) &&
-                    (ec != boost::asio::error::connection_aborted)) {
-                    ucs_diag("tcp: accept() failed: %s", ec.message().c_str());
+            fd_guard fd(::accept4(acceptor_.native_handle(), nullptr, nullptr,
+                                  SOCK_NONBLOCK | SOCK_CLOEXEC));
+            if (fd.fd < 0) {
+                if (errno == ECONNABORTED) {
+                    continue;
+                }
+                if ((errno != EAGAIN) && (errno != EWOULDBLOCK) && (errno != EINTR)) {
+                    ucs_diag("tcp: accept() failed: %m");
                 }
                 break;
             }
-            if (configure_socket(socket) != UCS_OK) {
+            if (configure_socket(fd.fd) != UCS_OK) {
                 continue;
             }
-            auto conn = std::make_unique<tcp_conn>(*this, std::move(socket), false);
+            auto conn = std::make_unique<tcp_conn>(*this, fd.fd, false);
+            fd.fd = -1;   /* the connection owns it */
             if (conn->init() != UCS_OK) {
                 ucs_error("tcp: no memory for an accepted connection");
                 continue;

@@ -57,6 +57,10 @@ public:
     const tcp_config &config() const { return config_; }
     tcp_md &regions() const { return md_; }
     uint16_t port() const { return port_; }
+    /* This iface's handshake (conn_sn 0). */
+    const handshake &local_handshake() const { return handshake_; }
+    /* A configured non-blocking TCP socket of `family`, or -1 (logged). */
+    int open_socket(int family);
     /* Largest user AM frame payload this side accepts. */
     size_t max_am_frame() const { return max_am_frame_; }
 
@@ -92,7 +96,7 @@ private:
 
     ucs_status_t init();
     void         init_attr();
-    ucs_status_t configure_socket(boost::asio::ip::tcp::socket &socket);
+    ucs_status_t configure_socket(int fd);
     unsigned     poll_epoll();
     unsigned     poll_direct();
     unsigned     accept_connections();

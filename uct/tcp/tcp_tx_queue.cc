@@ -82,7 +82,8 @@ bool tx_queue::set_zcopy_comp(uint64_t ticket, completion *comp)
     return true;
 }
 
-size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total) const
+size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total,
+                        size_t max_bytes) const
 {
     size_t   n     = 0;
     size_t   bytes = 0;
@@ -92,7 +93,7 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total) const
     for (unsigned i = 0; i < zc_count_; ++i) {
         const zcopy_seg &z = zc_at(i);
         if (z.insert_at > pos) {
-            if (n == max) {
+            if ((n == max) || (bytes >= max_bytes)) {
                 *total = bytes;
                 return n;
             }
@@ -108,7 +109,7 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total) const
             if (len == 0) {
                 continue;
             }
-            if (n == max) {
+            if ((n == max) || (bytes >= max_bytes)) {
                 /* Stop inside this segment: nothing after it may go first. */
                 *total = bytes;
                 return n;
@@ -119,7 +120,7 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total) const
         }
     }
 
-    if ((off < tail_) && (n < max)) {
+    if ((off < tail_) && (n < max) && (bytes < max_bytes)) {
         out[n++] = {buf_.get() + off, tail_ - off};
         bytes   += tail_ - off;
     }

@@ -20,6 +20,7 @@
 
 #include <sys/uio.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -90,8 +91,11 @@ public:
     /* Sets the completion of a queued segment; false if it was already written. */
     bool set_zcopy_comp(uint64_t ticket, completion *comp);
 
-    /* Fills `out` with the front of the queue; returns entries and total bytes. */
-    size_t gather(struct iovec *out, size_t max, size_t *total) const;
+    /* Fills `out` with the front of the queue, at most `max` entries and
+     * no entry started once `max_bytes` are gathered (an entry is never
+     * cut); returns entries and total bytes. */
+    size_t gather(struct iovec *out, size_t max, size_t *total,
+                  size_t max_bytes = SIZE_MAX) const;
 
     /*
      * Drops `length` written bytes. Completions of segments that finished
