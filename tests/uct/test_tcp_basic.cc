@@ -339,6 +339,7 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     CHECK(q.set_zcopy_comp(ticket, &comp));
     put("-tail");
     CHECK(flatten() == "head-zerocopy-tail");
+    CHECK(q.end_position() == 18);   /* where a flush issued now completes */
 
     /* A byte budget stops before the next entry, never inside one. */
     {
@@ -359,6 +360,7 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     q.consume(7, done, &ndone);          /* "head-" and "ze" */
     CHECK(ndone == 0);
     CHECK(flatten() == "rocopy-tail");
+    CHECK(q.end_position() == 18);   /* a partly written segment counts its rest */
     q.consume(6, done, &ndone);          /* rest of the segment */
     REQUIRE(ndone == 1);
     CHECK(done[0] == &comp);
@@ -787,6 +789,76 @@ ucs_status_t get_word(test::uct_entity &a, test::uct_entity &b, uct::ep *ep,
 }
 
 } // namespace
+
+namespace {
+
+/* Sender side of the flush test below: on the receiver's AM it sends a
+ * zcopy AM back and flushes, from inside the handler, where the send is
+ * queued rather than written (the connection is reading). */
+struct send_on_am {
+    uct::ep                  *ep = nullptr;
+    std::vector<uint8_t>     payload;
+    counted_comp             zcomp, fcomp;
+    ucs_status_t             zst = UCS_ERR_NO_MESSAGE, fst = UCS_ERR_NO_MESSAGE;
+};
+
+ucs_status_t send_and_flush(void *arg, void *, size_t, unsigned)
+{
+    auto *s = static_cast<send_on_am*>(arg);
+    uct::iov iov{s->payload.data(), s->payload.size(), nullptr};
+    s->zst = s->ep->am_zcopy(3, nullptr, 0, &iov, 1, 0, &s->zcomp);
+    s->fst = s->ep->flush(0, &s->fcomp);
+    return UCS_OK;
+}
+
+} // namespace
+
+TEST_CASE("tcp flush after sends completes without the receiver's progress", "[tcp]")
+{
+    /* Sends are complete once the socket took them: a flush must not wait
+     * for the peer to answer. A receiver that has all it expects may stop
+     * progressing (UCP peers do at the end of a job). */
+    test::uct_entity a("tcp", "lo"), b("tcp", "lo");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    am_log at_b;
+    send_on_am sender;
+    REQUIRE(a.iface().set_am_handler(1, send_and_flush, &sender, 0) == UCS_OK);
+    REQUIRE(b.iface().set_am_handler(3, record_am, &at_b, 0) == UCS_OK);
+    sender.payload.resize(32 * 1024);
+    for (size_t i = 0; i < sender.payload.size(); ++i) {
+        sender.payload[i] = uint8_t(i * 13 + 5);
+    }
+    auto pump = [&] {
+        a.progress();
+        b.progress();
+    };
+
+    auto ep_ab = make_ep(a, b);
+    REQUIRE(ep_ab);
+    sender.ep = ep_ab.get();
+    REQUIRE(ep_ab->am_short(3, 0, nullptr, 0) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
+    auto ep_ba = make_ep(b, a);   /* the same connection, the other way */
+    REQUIRE(ep_ba);
+    REQUIRE(ep_ba->am_short(1, 0, nullptr, 0) == UCS_OK);
+    /* Only a progresses from here: b's AM reaches a's handler, whose sends
+     * wait in the queue until a's read finishes. */
+    REQUIRE(test::poll_until([&] { return sender.fst != UCS_ERR_NO_MESSAGE; },
+                             [&] { a.progress(); }));
+    REQUIRE(sender.zst == UCS_INPROGRESS);
+    REQUIRE(sender.fst == UCS_INPROGRESS);
+    REQUIRE(test::poll_until([&] { return sender.fcomp.fired == 1; }, [&] { a.progress(); },
+                             std::chrono::seconds(10)));
+    CHECK(sender.fcomp.last == UCS_OK);
+    CHECK(sender.zcomp.fired == 1);
+    CHECK(at_b.messages.size() == 1);
+
+    /* What the flush covered arrives intact. */
+    REQUIRE(test::poll_until([&] { return at_b.messages.size() == 2; }, pump));
+    CHECK(at_b.messages[1] == sender.payload);
+    CHECK(ep_ab->flush(0, nullptr) == UCS_OK);
+}
 
 TEST_CASE("tcp eps towards each other share one connection, each may leave first", "[tcp]")
 {

@@ -347,6 +347,12 @@ unsigned tcp_conn::tx_progress()
                 break;
             }
         }
+        if (!local_flushes_.empty()) {
+            complete_local_flushes();
+            if (state_ != conn_state::CONNECTED) {
+                break;
+            }
+        }
         if (written < total) {
             blocked = true;   /* the socket buffer is full */
             break;
@@ -467,6 +473,14 @@ ucs_status_t tcp_conn::flush(completion *comp)
     if ((comp == nullptr) && !remote_unacked_) {
         return UCS_INPROGRESS;   /* the caller polls; what is queued drains */
     }
+    if (!remote_unacked_ && fetches_.empty() && !tx_.empty()) {
+        /* Only sends queued (maybe behind the connection setup): they are
+         * complete once written, as with UCX's tcp. Asking the peer would
+         * wait for it to progress, which a receiver that got all it expects
+         * may no longer do. */
+        local_flushes_.push_back({tx_.end_position(), comp});
+        return UCS_INPROGRESS;
+    }
     /* A flush request: its reply comes after the target processed
      * everything sent before it. */
     if (!fetches_.ensure(config_.rma_outstanding)) {
@@ -491,6 +505,18 @@ ucs_status_t tcp_conn::flush(completion *comp)
     remote_unacked_ = false;
     tx_send(length);
     return UCS_INPROGRESS;
+}
+
+void tcp_conn::complete_local_flushes()
+{
+    while (!local_flushes_.empty() && (local_flushes_.front().end <= tx_.bytes_sent())) {
+        completion *comp = local_flushes_.front().comp;
+        local_flushes_.pop_front();
+        invoke_completion(comp, UCS_OK);   /* may destroy the ep */
+        if (state_ == conn_state::CLOSED) {
+            return;
+        }
+    }
 }
 
 bool tcp_conn::flush_ready() const
@@ -616,6 +642,14 @@ void tcp_conn::handle_failure()
             return;
         }
     }
+    while (!local_flushes_.empty()) {
+        completion *comp = local_flushes_.front().comp;
+        local_flushes_.pop_front();
+        invoke_completion(comp, failure_);
+        if (state_ == conn_state::CLOSED) {
+            return;
+        }
+    }
     fence_seq_ = 0;
     if (discard_replies_) {
         fetches_.clear();   /* requests of a destroyed ep: nothing to complete */
@@ -732,6 +766,7 @@ void tcp_conn::close()
     completion *done[tx_queue::MAX_ZCOPY_SLOTS];
     unsigned ndone = 0;
     tx_.clear(done, &ndone);
+    local_flushes_.clear();
     fetches_.clear();
     fence_seq_ = 0;
     pending_.reset();

@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 
 namespace uct::tcp {
@@ -277,6 +278,8 @@ private:
     /* SO_RCVLOWAT for the sink's remaining payload (see UCX_TCP_RX_LOWAT). */
     void     update_rx_lowat();
     void     set_rx_lowat(uint32_t bytes);
+    /* Completes the local flushes whose bytes were all written. */
+    void     complete_local_flushes();
     /* The reply matches the oldest request; a protocol error otherwise. */
     bool     check_reply(internal_op op, const reply_hdr &reply, size_t data_len);
     /* Completes the oldest request with its reply (data already placed for
@@ -340,6 +343,13 @@ private:
     } large_;
 
     tx_queue           tx_;
+    /* Flushes with nothing to confirm remotely (only sends queued): each
+     * completes once the stream position it names is written. */
+    struct local_flush {
+        uint64_t   end;
+        completion *comp;
+    };
+    std::deque<local_flush> local_flushes_;
     fetch_ring         fetches_;
     pending_queue      pending_;
     handshake          peer_{};                /* who is on the other side */

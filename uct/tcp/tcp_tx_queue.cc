@@ -128,6 +128,19 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total,
     return n;
 }
 
+uint64_t tx_queue::end_position() const
+{
+    uint64_t end = sent_ + buffered();
+    for (unsigned i = 0; i < zc_count_; ++i) {
+        const zcopy_seg &z = zc_at(i);
+        for (uint32_t j = z.cur; j < z.iovcnt; ++j) {
+            end += z.iovs[j].length;
+        }
+        end -= z.cur_offset;
+    }
+    return end;
+}
+
 void tx_queue::consume(size_t length, completion **done, unsigned *ndone)
 {
     sent_ += length;

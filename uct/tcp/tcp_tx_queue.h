@@ -54,6 +54,8 @@ public:
 
     /* Bytes handed to consume() so far; a position in the outgoing stream. */
     uint64_t bytes_sent() const { return sent_; }
+    /* The stream position after everything queued now. */
+    uint64_t end_position() const;
 
     /*
      * `length` contiguous bytes at the tail for a send, compacting the
