@@ -48,6 +48,35 @@ static inline int rt_prev_pe(void)
     return (g_me + g_npes - 1) % g_npes;
 }
 
+/*
+ * Whether UCX_TLS lets UCP use shared memory between processes (then the
+ * symmetric heap of PEs on this node is load/store reachable): unset, "all",
+ * or naming sm/shm/posix/sysv; a "^" list unless it excludes those.
+ */
+static inline int rt_shm_transports_selected(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    const char *p;
+    int negated, named = 0;
+
+    if ((tls == NULL) || (*tls == '\0')) {
+        return 1;
+    }
+    negated = (*tls == '^');
+    for (p = tls + negated; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        if (((len == 2) && (strncmp(p, "sm", 2) == 0)) ||
+            ((len == 3) && (strncmp(p, "shm", 3) == 0)) ||
+            ((len == 5) && (strncmp(p, "posix", 5) == 0)) ||
+            ((len == 4) && (strncmp(p, "sysv", 4) == 0)) ||
+            (!negated && (len == 3) && (strncmp(p, "all", 3) == 0))) {
+            named = 1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return negated ? !named : named;
+}
+
 static inline uint64_t rt_seed(int src, int dst, uint64_t what)
 {
     return ((uint64_t)src << 48) ^ ((uint64_t)dst << 32) ^ what;

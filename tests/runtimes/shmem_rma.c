@@ -201,7 +201,7 @@ static void test_shmem_ptr(void *sym_heap, const char *what, int must_map)
     RT_CHECK(self == mine, "shmem_ptr to myself gave %p, expected %p", (void*)self,
              (void*)mine);
     /* UCX maps the symmetric heap of PEs on one node (ucp_rkey_ptr over
-     * shared memory); the data segment it does not. */
+     * shared memory, when UCX_TLS allows it); the data segment it does not. */
     RT_CHECK(peer != NULL || !must_map, "shmem_ptr(%s) of the next PE is NULL", what);
     *mine = 0;
     shmem_barrier_all();
@@ -233,7 +233,7 @@ int main(void)
     test_nbi();
     test_fence_ordering();
     test_context();
-    test_shmem_ptr(sym_dst, "shmem_malloc heap", 1);
+    test_shmem_ptr(sym_dst, "shmem_malloc heap", rt_shm_transports_selected());
     test_shmem_ptr(sym_longs, "data segment", 0);
 
     shmem_free(sym_src);

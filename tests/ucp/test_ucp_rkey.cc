@@ -659,6 +659,40 @@ TEST_CASE("rkey_pack refuses bad arguments", "[ucp_rkey]")
     ucp_rkey_destroy(nullptr);
 }
 
+TEST_CASE("destroying a handle that is not a live rkey is reported and ignored",
+          "[ucp_rkey]")
+{
+    /* Open MPI 4.1.4's OpenSHMEM does this at finalize over tcp: the handle
+     * comes from memory it freed, a stale key or bytes of garbage. */
+    context_holder ctx(rma_params());
+    REQUIRE(ctx.status == UCS_OK);
+    mapped m(ctx.context, map_params(nullptr, 4096, UCP_MEM_MAP_ALLOCATE));
+    REQUIRE(m.status == UCS_OK);
+    const std::vector<uint8_t> bytes = pack(ctx.context, m.memh);
+    ucp_rkey_h first = nullptr, second = nullptr;
+    REQUIRE(ucp::rkey_unpack(*ctx.context, bytes.data(), &first) == UCS_OK);
+    REQUIRE(ucp::rkey_unpack(*ctx.context, bytes.data(), &second) == UCS_OK);
+
+    log_capture log(UCS_LOG_LEVEL_WARN);
+    ucp_rkey_destroy(first);
+    CHECK(log.text().empty());
+    ucp_rkey_destroy(first);   /* twice */
+    CHECK(log.text().find("not a live remote key") != std::string::npos);
+    auto *garbage = reinterpret_cast<ucp_rkey_h>(uintptr_t(0x4d4d4d4d4d4d4d4dull));
+    ucp_rkey_destroy(garbage);   /* never dereferenced */
+    CHECK(log.text().find("0x4d4d4d4d4d4d4d4d") != std::string::npos);
+
+    /* The other key still works and goes away normally. */
+    void *direct = nullptr;
+    const uint64_t word = 0x0123456789abcdefull;
+    std::memcpy(reinterpret_cast<void*>(m.raddr()), &word, sizeof(word));
+    REQUIRE(ucp_rkey_ptr(second, m.raddr(), &direct) == UCS_OK);
+    CHECK(std::memcmp(direct, &word, sizeof(word)) == 0);
+    const size_t warnings = log.text().size();
+    ucp_rkey_destroy(second);
+    CHECK(log.text().size() == warnings);
+}
+
 TEST_CASE("two processes: a peer reads and writes allocated memory through rkey_ptr",
           "[ucp_rkey]")
 {

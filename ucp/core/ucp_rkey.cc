@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string_view>
+#include <unordered_set>
 
 namespace ucp {
 
@@ -154,6 +156,45 @@ int find_md(const ucp_context &ctx, const packed_entry &entry)
         }
     }
     return -1;
+}
+
+/*
+ * Every rkey handed out and not yet destroyed. ucp_rkey_destroy looks the
+ * handle up before touching it: Open MPI 4.1.4's OpenSHMEM destroys, at
+ * finalize over transports that do not map peers' memory, an rkey whose
+ * handle it reads from memory it already freed (garbage under
+ * MALLOC_PERTURB_, a crash with UCX 1.13 too). Only user-visible rkeys are
+ * here; the protocols' own keys are uct rkeys.
+ */
+class live_rkeys {
+public:
+    void add(const ucp_rkey *rkey)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        keys_.insert(rkey);
+    }
+
+    bool remove(const ucp_rkey *rkey)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return keys_.erase(rkey) == 1;
+    }
+
+private:
+    std::mutex                            mutex_;
+    std::unordered_set<const ucp_rkey*>   keys_;
+};
+
+live_rkeys &registry()
+{
+    static auto *keys = new live_rkeys;   /* never destroyed: used until exit */
+    return *keys;
+}
+
+ucp_rkey_h hand_out(std::unique_ptr<ucp_rkey> rkey)
+{
+    registry().add(rkey.get());
+    return rkey.release();
 }
 
 void release_entries(ucp_rkey &rkey)
@@ -297,7 +338,7 @@ ucs_status_t unpack(ucp_context &ctx, const void *buffer, size_t length,
     /* find() indexes the entries by rank of md index. */
     std::sort(rkey->entries.begin(), rkey->entries.end(),
               [](const rkey_entry &a, const rkey_entry &b) { return a.md_index < b.md_index; });
-    *rkey_p = rkey.release();
+    *rkey_p = hand_out(std::move(rkey));
     return UCS_OK;
 }
 
@@ -321,7 +362,7 @@ ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, ucp_rkey_h *rkey_
             rkey->address = 0;
             rkey->length  = UINT64_MAX;   /* bounded by the target's regions instead */
             rkey->remote_access = rkey_access::ALL;
-            *rkey_p       = rkey.release();
+            *rkey_p       = hand_out(std::move(rkey));
             return UCS_OK;
         });
     }
@@ -396,6 +437,11 @@ ucs_status_t ucp_rkey_ptr(ucp_rkey_h rkey, uint64_t raddr, void **addr_p)
 void ucp_rkey_destroy(ucp_rkey_h rkey)
 {
     if (rkey == nullptr) {
+        return;
+    }
+    if (!ucp::registry().remove(rkey)) {
+        ucs_warn("ucp_rkey_destroy(%p): not a live remote key (destroyed already?), "
+                 "ignored", static_cast<void*>(rkey));
         return;
     }
     ucp::release_entries(*rkey);
