@@ -331,7 +331,9 @@ void ucp_worker::register_active_ifaces()
     for (ucp::worker_iface &wi : ifaces) {
         if (wi.active && !wi.progressed) {
             wi.progressed = true;
-            uct_worker->progress_register(wi.iface);
+            if (!wi.iface->progresses_on_demand()) {
+                uct_worker->progress_register(wi.iface);
+            }
         }
     }
 }

@@ -40,6 +40,10 @@ public:
 
     /* Polls for incoming messages and completions; returns events handled. */
     virtual unsigned progress() = 0;
+    /* True for an iface with nothing to poll in steady state, which
+     * registers itself with its worker when it has (cma: a lost peer to
+     * report). The layer above then leaves it out of its progress list. */
+    virtual bool progresses_on_demand() const { return false; }
 
     virtual ucs_status_t flush(unsigned flags, completion *comp);
     virtual ucs_status_t fence(unsigned flags);

@@ -29,12 +29,14 @@ public:
     ucs::async_context *async() const { return async_; }
     ucs_thread_mode_t thread_mode() const { return thread_mode_; }
 
-    /* Polls every registered interface once; returns the events handled. */
+    /* Polls every registered interface once; returns the events handled.
+     * By index: an interface may register itself (or leave) from inside a
+     * progress call, which moves the list. */
     unsigned progress()
     {
         unsigned count = 0;
-        for (iface *i : progress_list_) {
-            count += i->progress();
+        for (size_t n = 0; n < progress_list_.size(); ++n) {
+            count += progress_list_[n]->progress();
         }
         return count;
     }

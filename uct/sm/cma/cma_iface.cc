@@ -43,9 +43,6 @@ cma_iface::cma_iface(cma_md &md, uct::worker &worker, const iface_params &params
     attr_.perf.send_overhead_s = config.overhead_s;
     attr_.perf.recv_overhead_s = 0;   /* the peer's CPU is not involved */
     attr_.perf.bandwidth_Bps   = config.bandwidth_Bps;
-
-    /* Lost peers are reported from progress, outside the failing call. */
-    worker_.progress_register(this);
 }
 
 cma_iface::~cma_iface()
@@ -136,6 +133,10 @@ void cma_iface::peer_failed(cma_ep *ep)
     }
     *tail = ep;
     ep->next_failed_ = nullptr;
+    /* Reported from progress, outside the failing call. Registered from now
+     * on: peers are rarely lost, and a worker polling this iface for
+     * nothing afterwards costs little. */
+    worker_.progress_register(this);
 }
 
 void cma_iface::forget_ep(cma_ep *ep)

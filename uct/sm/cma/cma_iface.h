@@ -44,6 +44,7 @@ public:
 
     /* Delivers deferred peer-failure reports; otherwise there is nothing to do. */
     unsigned progress() override;
+    bool progresses_on_demand() const override { return true; }
     /* No fd: nothing arrives here; only unreported failures need progress. */
     ucs_status_t event_arm(unsigned) override
     {
@@ -67,7 +68,6 @@ private:
     error_handler_t err_handler_;
     void            *err_handler_arg_;
     cma_ep          *failed_head_ = nullptr;     /* eps waiting for a report */
-    bool            progress_registered_ = false;
 };
 
 } // namespace uct::cma
