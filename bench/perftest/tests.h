@@ -19,7 +19,10 @@ enum class api_kind : uint8_t { UCP, UCT };
  * one its full latency). */
 enum class pattern : uint8_t { PINGPONG, STREAM_UNI };
 
-enum class ucp_cmd : uint8_t { TAG, TAG_SYNC, PUT, GET, ADD, FADD, SWAP, CSWAP, STREAM, AM };
+/* PUT_FLUSH: a put then an ep flush, both complete before the next. */
+enum class ucp_cmd : uint8_t {
+    TAG, TAG_SYNC, PUT, GET, ADD, FADD, SWAP, CSWAP, STREAM, AM, PUT_FLUSH
+};
 
 struct test_info {
     const char      *name;
@@ -53,7 +56,8 @@ constexpr bool is_atomic(ucp_cmd cmd)
 /* Tests that need the peer's memory (address and remote key). */
 constexpr bool is_one_sided(ucp_cmd cmd)
 {
-    return (cmd == ucp_cmd::PUT) || (cmd == ucp_cmd::GET) || is_atomic(cmd);
+    return (cmd == ucp_cmd::PUT) || (cmd == ucp_cmd::PUT_FLUSH) || (cmd == ucp_cmd::GET) ||
+           is_atomic(cmd);
 }
 
 } // namespace perftest

@@ -229,6 +229,13 @@ bool engine<CMD>::post_send()
     } else if constexpr (CMD == ucp_cmd::PUT) {
         request = ucp_put_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(),
                               s_.rkey(), &send_param_);
+    } else if constexpr (CMD == ucp_cmd::PUT_FLUSH) {
+        request = ucp_put_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(),
+                              s_.rkey(), &send_param_);
+        if (!track(request, &f_.sends)) {
+            return false;
+        }
+        request = ucp_ep_flush_nbx(ep_, &send_param_);
     } else if constexpr (CMD == ucp_cmd::GET) {
         request = ucp_get_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(),
                               s_.rkey(), &send_param_);
@@ -468,6 +475,7 @@ template class engine<ucp_cmd::TAG>;
 template class engine<ucp_cmd::TAG_SYNC>;
 template class engine<ucp_cmd::PUT>;
 template class engine<ucp_cmd::GET>;
+template class engine<ucp_cmd::PUT_FLUSH>;
 template class engine<ucp_cmd::ADD>;
 template class engine<ucp_cmd::FADD>;
 template class engine<ucp_cmd::SWAP>;

@@ -25,6 +25,7 @@ run_status dispatch(perftest::ucp::session &s, perftest::run_context *ctx)
     case ucp_cmd::TAG_SYNC: return run_with<ucp_cmd::TAG_SYNC>(s, ctx);
     case ucp_cmd::PUT:      return run_with<ucp_cmd::PUT>(s, ctx);
     case ucp_cmd::GET:      return run_with<ucp_cmd::GET>(s, ctx);
+    case ucp_cmd::PUT_FLUSH: return run_with<ucp_cmd::PUT_FLUSH>(s, ctx);
     case ucp_cmd::ADD:      return run_with<ucp_cmd::ADD>(s, ctx);
     case ucp_cmd::FADD:     return run_with<ucp_cmd::FADD>(s, ctx);
     case ucp_cmd::SWAP:     return run_with<ucp_cmd::SWAP>(s, ctx);

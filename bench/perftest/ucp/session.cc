@@ -18,6 +18,7 @@ uint64_t features_of(const test_spec &spec)
         features = UCP_FEATURE_TAG;
         break;
     case ucp_cmd::PUT:
+    case ucp_cmd::PUT_FLUSH:
     case ucp_cmd::GET:
         features = UCP_FEATURE_RMA;
         break;
