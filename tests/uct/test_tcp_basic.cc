@@ -860,6 +860,66 @@ TEST_CASE("tcp flush after sends completes without the receiver's progress", "[t
     CHECK(ep_ab->flush(0, nullptr) == UCS_OK);
 }
 
+TEST_CASE("tcp flush with a completion after one without covers every put before it",
+          "[tcp]")
+{
+    /* A flush without a completion (UCP's "already flushed?" probe) sends
+     * a request; a flush with one that follows, nothing queued between,
+     * waits for that request's reply instead of sending another. Whatever
+     * was put before the second flush must be in place when it completes. */
+    test::uct_entity a("tcp", "lo"), b("tcp", "lo");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    am_log at_b;
+    REQUIRE(b.iface().set_am_handler(3, record_am, &at_b, 0) == UCS_OK);
+    uint64_t words[3] = {0, 0, 0};
+    uct::mem_h mh;
+    REQUIRE(b.md().mem_reg(words, sizeof(words), 0, &mh) == UCS_OK);
+    std::vector<uint8_t> key(b.md().attr().rkey_packed_size);
+    REQUIRE(b.md().mkey_pack(mh, key.data()) == UCS_OK);
+    uct::rkey_bundle rk;
+    REQUIRE(a.component().rkey_unpack(key.data(), key.size(), &rk) == UCS_OK);
+    const auto base = reinterpret_cast<uint64_t>(words);
+    auto ep = make_ep(a, b);
+    REQUIRE(ep);
+    auto pump = [&] {
+        a.progress();
+        b.progress();
+    };
+    auto flush_both_ways = [&](uint64_t put_between, bool am_between) {
+        const uint64_t first = put_between * 10 + 1;
+        REQUIRE(ep->put_short(&first, sizeof(first), base, rk.rkey) == UCS_OK);
+        REQUIRE(ep->flush(0, nullptr) == UCS_INPROGRESS);
+        if (put_between != 0) {
+            REQUIRE(ep->put_short(&put_between, sizeof(put_between), base + 8, rk.rkey) ==
+                    UCS_OK);
+        }
+        if (am_between) {
+            REQUIRE(ep->am_short(3, 7, nullptr, 0) == UCS_OK);
+        }
+        counted_comp comp;
+        REQUIRE(ep->flush(0, &comp) == UCS_INPROGRESS);
+        REQUIRE(test::poll_until([&] { return comp.fired == 1; }, pump));
+        CHECK(comp.last == UCS_OK);
+        CHECK(words[0] == first);
+        if (put_between != 0) {
+            CHECK(words[1] == put_between);
+        }
+        /* Drained: nothing left to wait for. */
+        REQUIRE(test::poll_until([&] { return ep->flush(0, nullptr) == UCS_OK; }, pump));
+    };
+
+    flush_both_ways(0, false);    /* the second flush takes the first's request over */
+    flush_both_ways(5, false);    /* a put between: a request of its own */
+    flush_both_ways(0, true);     /* an AM between: not covered by the old request */
+    REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
+    flush_both_ways(9, true);
+    CHECK(words[1] == 9);
+
+    a.component().rkey_release(rk);
+    CHECK(b.md().mem_dereg(mh) == UCS_OK);
+}
+
 TEST_CASE("tcp eps towards each other share one connection, each may leave first", "[tcp]")
 {
     test::uct_entity a("tcp", "lo"), b("tcp", "lo");

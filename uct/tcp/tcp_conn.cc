@@ -481,6 +481,14 @@ ucs_status_t tcp_conn::flush(completion *comp)
         local_flushes_.push_back({tx_.end_position(), comp});
         return UCS_INPROGRESS;
     }
+    if (!remote_unacked_ && !fetches_.empty() && (fetches_.back().kind == fetch_kind::FLUSH) &&
+        (fetches_.back().comp == nullptr) && (tx_.end_position() == flush_req_end_)) {
+        /* A flush request nobody waits for (a flush without a completion
+         * sent it), and nothing queued since: its reply covers this flush
+         * too, without a second round trip. */
+        fetches_.back().comp = comp;
+        return UCS_INPROGRESS;
+    }
     /* A flush request: its reply comes after the target processed
      * everything sent before it. */
     if (!fetches_.ensure(config_.rma_outstanding)) {
@@ -504,6 +512,7 @@ ucs_status_t tcp_conn::flush(completion *comp)
     std::memcpy(p + sizeof(hdr), &req, sizeof(req));
     remote_unacked_ = false;
     tx_send(length);
+    flush_req_end_ = tx_.end_position();
     return UCS_INPROGRESS;
 }
 

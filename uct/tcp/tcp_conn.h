@@ -307,6 +307,7 @@ private:
     ucs_status_t       failure_ = UCS_OK;
     ucs_status_t       rma_error_ = UCS_OK;    /* target: first refused put since last flush */
     uint64_t           fence_seq_ = 0;         /* sends wait for this reply (0: none) */
+    uint64_t           flush_req_end_ = 0;     /* stream position after the last flush request */
     uint32_t           ev_mask_ = 0;
     uint32_t           rx_lowat_ = 0;          /* SO_RCVLOWAT set beyond 1 (0: not) */
     bool               tx_blocked_ = false;    /* the socket took less than offered */

@@ -70,6 +70,8 @@ public:
     }
 
     fetch_op &front() { return ops_[first_]; }
+    /* The newest entry (the ring is not empty). */
+    fetch_op &back() { return ops_[(first_ + count_ - 1) % capacity_]; }
 
     /* Sequence number of the newest entry pushed (0: none yet). */
     uint64_t last_seq() const { return last_seq_; }
