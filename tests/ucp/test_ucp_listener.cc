@@ -689,6 +689,50 @@ TEST_CASE("closing a client ep while it connects cancels its sends", "[ucp_liste
     close_force(s.p, sep);
 }
 
+TEST_CASE("a server asleep on its event fd still drops a client that sends no request",
+          "[ucp_listener]")
+{
+    /* The request timeout is a timer of the connection manager: it must
+     * wake a worker that sleeps on ucp_worker_get_efd, not wait for some
+     * other event to come by. */
+    server s;
+    REQUIRE(s.p.init("tcp", UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP) == UCS_OK);
+    REQUIRE(s.listen() == UCS_OK);
+    ucp::sockaddr_set_request_timeout(s.p.worker, 0.3);
+    int efd = -1;
+    REQUIRE(ucp_worker_get_efd(s.p.worker, &efd) == UCS_OK);
+    const int fd = raw_connect(s.port());
+    REQUIRE(fd >= 0);
+
+    const auto start    = std::chrono::steady_clock::now();
+    const auto deadline = start + std::chrono::seconds(5);
+    bool closed = false;
+    while (!closed && (std::chrono::steady_clock::now() < deadline)) {
+        while (ucp_worker_progress(s.p.worker) != 0) {
+        }
+        ucs_status_t st = ucp_worker_arm(s.p.worker);
+        if (st == UCS_ERR_BUSY) {
+            continue;
+        }
+        REQUIRE(st == UCS_OK);
+        /* Asleep until the worker's fd or the client's socket says so. */
+        pollfd fds[2] = {{efd, POLLIN, 0}, {fd, POLLIN, 0}};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+        REQUIRE(::poll(fds, 2, int(std::max<int64_t>(left.count(), 0))) >= 0);
+        if (fds[1].revents != 0) {
+            uint8_t byte;
+            closed = ::recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;   /* EOF or reset */
+        }
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    ::close(fd);
+    CHECK(closed);
+    CHECK(waited >= std::chrono::milliseconds(250));   /* not before its time */
+    CHECK(waited < std::chrono::seconds(3));
+    CHECK(s.callbacks == 0);
+}
+
 TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on",
           "[ucp_listener]")
 {

@@ -1076,3 +1076,45 @@ TEST_CASE("wait_fd() is readable exactly while a POLL-mode fd handler has work",
     CHECK_FALSE(fd_is_readable(wfd));
     CHECK(context->remove(before_id) == UCS_OK);
 }
+
+TEST_CASE("wait_fd() turns readable when a POLL-mode timer is due, and only then",
+          "[async]")
+{
+    auto context = make_context(async_mode::poll);
+    int wfd      = -1;
+    REQUIRE(context->wait_fd(&wfd) == UCS_OK);
+    CHECK_FALSE(fd_is_readable(wfd));   /* no timer: nothing to wake for */
+
+    std::atomic<int> shots{0}, ticks{0};
+    async_handler_id shot_id = 0, tick_id = 0;
+    REQUIRE(context->add_timer(120ms, ucs::timer_mode::one_shot,
+                               [&](async_handler_id) { ++shots; }, &shot_id) == UCS_OK);
+    CHECK_FALSE(fd_is_readable(wfd));
+
+    /* A sleeper in poll() wakes at the deadline, not before, with nothing
+     * else happening. */
+    const auto start  = steady::now();
+    struct pollfd pfd = {wfd, POLLIN, 0};
+    CHECK(::poll(&pfd, 1, 5000) == 1);
+    const auto slept = steady::now() - start;
+    CHECK(slept >= 100ms);
+    CHECK(slept < 3s);
+    CHECK(shots == 0);                  /* it runs from progress, as always */
+    REQUIRE(wait_for(*context, [&]() { return shots.load() == 1; }));
+    CHECK_FALSE(fd_is_readable(wfd));   /* consumed; no timer left */
+
+    /* A periodic timer wakes the sleeper at every tick; a removed one no
+     * more. */
+    REQUIRE(context->add_timer(30ms, ucs::timer_mode::periodic,
+                               [&](async_handler_id) { ++ticks; }, &tick_id) == UCS_OK);
+    for (int expected = 1; expected <= 3; ++expected) {
+        pfd.revents = 0;
+        CHECK(::poll(&pfd, 1, 5000) == 1);
+        REQUIRE(wait_for(*context, [&]() { return ticks.load() >= expected; }));
+    }
+    REQUIRE(context->remove_timer(tick_id) == UCS_OK);
+    CHECK_FALSE(fd_is_readable(wfd));
+    pfd.revents = 0;
+    CHECK(::poll(&pfd, 1, 100) == 0);
+    CHECK(shots == 1);
+}

@@ -10,9 +10,11 @@
 
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <mutex>
 #include <optional>
@@ -113,6 +115,9 @@ public:
         if (m_wait_epfd >= 0) {
             ::close(m_wait_epfd);
         }
+        if (m_wait_timerfd >= 0) {
+            ::close(m_wait_timerfd);
+        }
     }
 
     void start_thread()
@@ -174,6 +179,7 @@ private:
     void on_timer(const std::shared_ptr<timer_entry> &entry,
                   const boost::system::error_code &ec);
     ucs_status_t mirror(int op, const fd_entry &entry);
+    void update_wait_timer();
     void retire_fd(fd_entry &entry);
     void retire_timer(timer_entry &entry);
     void retire_all();
@@ -193,6 +199,7 @@ private:
     std::unordered_map<async_handler_id, std::shared_ptr<timer_entry>> m_timers;
     async_handler_id m_next_id = 1;
     int              m_wait_epfd = -1; /* wait_fd(): mirrors the fd handlers */
+    int              m_wait_timerfd = -1; /* in that set: due at the next timer */
 
     std::atomic<uint64_t> m_fd_events{0};
     std::atomic<uint64_t> m_timers_fired{0};
@@ -418,9 +425,56 @@ ucs_status_t async_context::impl::wait_fd(int *fd_p)
                 return status;
             }
         }
+        /* Timers too must wake a sleeper: a timerfd set to the earliest. */
+        m_wait_timerfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        epoll_event ev{};
+        ev.events  = EPOLLIN;
+        ev.data.fd = m_wait_timerfd;
+        if ((m_wait_timerfd < 0) ||
+            (::epoll_ctl(m_wait_epfd, EPOLL_CTL_ADD, m_wait_timerfd, &ev) != 0)) {
+            ucs_error("async: cannot add a timer to the wait set: %m");
+            if (m_wait_timerfd >= 0) {
+                ::close(m_wait_timerfd);
+                m_wait_timerfd = -1;
+            }
+            ::close(m_wait_epfd);
+            m_wait_epfd = -1;
+            return UCS_ERR_IO_ERROR;
+        }
+        update_wait_timer();
     }
     *fd_p = m_wait_epfd;
     return UCS_OK;
+}
+
+/* Called with the lock held: the wait set's timerfd, consumed, then set to
+ * the earliest pending timer (steady_clock is CLOCK_MONOTONIC here). */
+void async_context::impl::update_wait_timer()
+{
+    if (m_wait_timerfd < 0) {
+        return;
+    }
+    uint64_t expirations;
+    (void)!::read(m_wait_timerfd, &expirations, sizeof(expirations));
+    std::optional<std::chrono::steady_clock::time_point> earliest;
+    for (const auto &[id, entry] : m_timers) {
+        if (!entry->removed && entry->timer &&
+            (!earliest || (entry->timer->expiry() < *earliest))) {
+            earliest = entry->timer->expiry();
+        }
+    }
+    itimerspec spec{};
+    if (earliest) {
+        /* A deadline already passed still needs a non-zero value to fire. */
+        const int64_t ns = std::max<int64_t>(
+                1, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           earliest->time_since_epoch()).count());
+        spec.it_value.tv_sec  = time_t(ns / 1000000000);
+        spec.it_value.tv_nsec = long(ns % 1000000000);
+    }
+    if (::timerfd_settime(m_wait_timerfd, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+        ucs_error("async: timerfd_settime failed: %m");
+    }
 }
 
 /* Called with the lock held. Unregisters the fd from epoll synchronously, so
@@ -624,6 +678,7 @@ ucs_status_t async_context::impl::add_timer(std::chrono::nanoseconds interval,
         entry->timer->expires_after(entry->interval);
         arm_timer(entry);
         m_timers.emplace(entry->id, entry);
+        update_wait_timer();
     } catch (const std::bad_alloc &) {
         if (entry) {
             retire_timer(*entry);
@@ -652,6 +707,7 @@ ucs_status_t async_context::impl::remove_timer(async_handler_id id)
     auto entry = std::move(it->second);
     m_timers.erase(it);
     retire_timer(*entry);
+    update_wait_timer();
     return UCS_OK;
 }
 
@@ -700,7 +756,8 @@ unsigned async_context::impl::progress()
         return 0; /* blocked by the caller, or called from inside a handler */
     }
 
-    const uint64_t before = callbacks_run();
+    const uint64_t before      = callbacks_run();
+    const uint64_t timers_before = m_timers_fired.load(std::memory_order_relaxed);
     try {
         for (unsigned i = 0; (i < max_handlers_per_progress) && !is_stopped();
              ++i) {
@@ -710,6 +767,13 @@ unsigned async_context::impl::progress()
         }
     } catch (const std::exception &e) {
         ucs_error("async progress: %s", e.what());
+    }
+    /* A timer fired (then was re-armed or removed): the wait set's timerfd
+     * moves on. Nothing else changes it here, and this runs on every
+     * progress of a client-server worker: no system call otherwise. */
+    if ((m_wait_timerfd >= 0) &&
+        (m_timers_fired.load(std::memory_order_relaxed) != timers_before)) {
+        update_wait_timer();
     }
     return static_cast<unsigned>(callbacks_run() - before);
 }
