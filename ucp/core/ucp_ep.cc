@@ -715,9 +715,6 @@ void worker_keepalive(ucp_worker *worker)
 
 unsigned worker_deferred_progress(ucp_worker *worker)
 {
-    if (worker->iface_activation_due) {
-        worker->register_active_ifaces();
-    }
     unsigned count = process_failed_lanes(worker);
     count += process_closed_peers(worker);
     count += process_pending_wireups(worker);

@@ -234,7 +234,7 @@ ucs_status_t ucp_worker::open_ifaces()
         /* Transports register for progress when opened; we progress an
          * iface on every call only once something uses it. */
         uct_worker->progress_unregister(iface);
-        ifaces.push_back({iface, i, false, false});
+        ifaces.push_back({iface, i, false});
         ++num_inactive_ifaces;
         status = ucp::set_am_handlers(this, iface);
         if (status != UCS_OK) {
@@ -317,25 +317,14 @@ void ucp_worker::activate_iface(unsigned index)
     }
     wi.active = true;
     --num_inactive_ifaces;
-    /* Not registered at once: we may be inside the uct worker's progress,
-     * which walks the list of registered ifaces. */
-    iface_activation_due = true;
+    /* Safe from inside the uct worker's progress, which walks its list by
+     * index. cma and the like register themselves when they have work. */
+    if (!wi.iface->progresses_on_demand()) {
+        uct_worker->progress_register(wi.iface);
+    }
     ucs_debug("worker '%s': progressing %s/%s from now on", name.c_str(),
               context.tls[wi.tl_index].resource.tl_name,
               context.tls[wi.tl_index].resource.dev_name);
-}
-
-void ucp_worker::register_active_ifaces()
-{
-    iface_activation_due = false;
-    for (ucp::worker_iface &wi : ifaces) {
-        if (wi.active && !wi.progressed) {
-            wi.progressed = true;
-            if (!wi.iface->progresses_on_demand()) {
-                uct_worker->progress_register(wi.iface);
-            }
-        }
-    }
 }
 
 unsigned ucp_worker::progress_inactive_ifaces()

@@ -34,7 +34,6 @@ struct worker_iface {
     uct::iface *iface;
     unsigned   tl_index;     /* into ucp_context::tls */
     bool       active;       /* to be progressed on every call */
-    bool       progressed;   /* registered with the uct worker (active, later) */
 };
 
 /* Progress calls between two looks at the inactive ifaces (a power of 2),
@@ -167,7 +166,6 @@ struct ucp_worker {
     /* Ifaces not progressed on every call (see worker_iface). */
     unsigned                           num_inactive_ifaces = 0;
     unsigned                           inactive_looks = 0;
-    bool                               iface_activation_due = false;
 
     /* UCP_FEATURE_WAKEUP state (ucp_wakeup.cc), nullptr without the feature. */
     ucp::wakeup                        *wakeup = nullptr;
@@ -178,12 +176,9 @@ struct ucp_worker {
     /* Opens an iface per context resource; on failure closes what it opened. */
     ucs_status_t open_ifaces();
 
-    /* Progresses ifaces[index] on every call from the next one on (safe to
-     * call from inside a transport's progress). */
+    /* Progresses ifaces[index] on every call from now on (safe to call from
+     * inside a transport's progress). */
     void activate_iface(unsigned index);
-
-    /* Registers the newly active ifaces with the uct worker (deferred work). */
-    void register_active_ifaces();
 
     /* Looks at the inactive ifaces; activates those with incoming work. */
     unsigned progress_inactive_ifaces();
@@ -205,7 +200,7 @@ struct ucp_worker {
         return !failed_lanes.empty() || !queued_replies.empty() ||
                !pending_wireups.empty() || !rndv_deferred.empty() ||
                !flush_requests.empty() || !rma.deferred.empty() ||
-               !closed_peers.empty() || stream_attach_due || iface_activation_due;
+               !closed_peers.empty() || stream_attach_due;
     }
 
     /* Progress without taking the lock (callers hold it when they must). */
