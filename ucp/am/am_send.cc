@@ -62,24 +62,51 @@ ucs_status_t am_short_step(request *req)
     return UCS_OK;
 }
 
+/*
+ * The UCP header of the fragment at `offset` (`whole`: the message's only
+ * one) with the user header in the first, the same for bcopy and zcopy
+ * fragments; its AM id in *am_id.
+ */
+size_t am_header(request *req, size_t offset, bool whole, void *out, uint8_t *am_id)
+{
+    const send_state &s = req->u.send;
+    char *p = static_cast<char*>(out);
+    if (offset != 0) {
+        const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, offset};
+        std::memcpy(p, &hdr, sizeof(hdr));
+        *am_id = wire::AM_USER_MIDDLE;
+        return sizeof(hdr);
+    }
+    const wire::am_hdr am = make_hdr(s);
+    if (whole) {
+        std::memcpy(p, &am, sizeof(am));
+        p += sizeof(am);
+        if (am.flags & wire::am_hdr_flag::REPLY) {
+            std::memcpy(p, &req->worker->uuid, sizeof(uint64_t));
+            p += sizeof(uint64_t);
+        }
+        *am_id = wire::AM_USER_SINGLE;
+    } else {
+        const wire::am_first_hdr hdr{am, req->worker->uuid, s.msg_id, s.packer.length()};
+        std::memcpy(p, &hdr, sizeof(hdr));
+        p += sizeof(hdr);
+        *am_id = wire::AM_USER_FIRST;
+    }
+    if (s.header_length != 0) {
+        std::memcpy(p, s.header, s.header_length);
+        p += s.header_length;
+    }
+    return size_t(p - static_cast<char*>(out));
+}
+
 size_t pack_am_single(void *dest, void *arg)
 {
     auto *req     = static_cast<request*>(arg);
     send_state &s = req->u.send;
     char *out     = static_cast<char*>(dest);
-    const wire::am_hdr hdr = make_hdr(s);
-    std::memcpy(out, &hdr, sizeof(hdr));
-    out += sizeof(hdr);
-    if (hdr.flags & wire::am_hdr_flag::REPLY) {
-        std::memcpy(out, &req->worker->uuid, sizeof(uint64_t));
-        out += sizeof(uint64_t);
-    }
-    if (s.header_length != 0) {
-        std::memcpy(out, s.header, s.header_length);
-        out += s.header_length;
-    }
-    out += s.packer.pack(out, 0, s.packer.length());
-    return size_t(out - static_cast<char*>(dest));
+    uint8_t am_id;
+    const size_t hdr = am_header(req, 0, true, out, &am_id);
+    return hdr + s.packer.pack(out + hdr, 0, s.packer.length());
 }
 
 ucs_status_t am_single_step(request *req)
@@ -100,29 +127,22 @@ size_t pack_am_first(void *dest, void *arg)
     auto *req     = static_cast<request*>(arg);
     send_state &s = req->u.send;
     char *out     = static_cast<char*>(dest);
-    const wire::am_first_hdr hdr{make_hdr(s), req->worker->uuid, s.msg_id,
-                                 s.packer.length()};
-    std::memcpy(out, &hdr, sizeof(hdr));
-    out += sizeof(hdr);
-    if (s.header_length != 0) {
-        std::memcpy(out, s.header, s.header_length);
-        out += s.header_length;
-    }
-    const size_t room = max_bcopy(s) - sizeof(hdr) - s.header_length;
-    s.offset = s.packer.pack(out, 0, room);
-    return size_t(out - static_cast<char*>(dest)) + s.offset;
+    uint8_t am_id;
+    const size_t hdr = am_header(req, 0, false, out, &am_id);
+    s.offset = s.packer.pack(out + hdr, 0, max_bcopy(s) - hdr);
+    return hdr + s.offset;
 }
 
 size_t pack_am_middle(void *dest, void *arg)
 {
     auto *req     = static_cast<request*>(arg);
     send_state &s = req->u.send;
-    const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, s.offset};
-    char *out = static_cast<char*>(dest);
-    std::memcpy(out, &hdr, sizeof(hdr));
-    size_t n = s.packer.pack(out + sizeof(hdr), s.offset, s.ep->thresh.middle_frag);
+    char *out     = static_cast<char*>(dest);
+    uint8_t am_id;
+    const size_t hdr = am_header(req, s.offset, false, out, &am_id);
+    size_t n = s.packer.pack(out + hdr, s.offset, s.ep->thresh.middle_frag);
     s.offset += n;
-    return sizeof(hdr) + n;
+    return hdr + n;
 }
 
 ucs_status_t am_multi_step(request *req)
@@ -156,40 +176,13 @@ ucs_status_t am_multi_step(request *req)
 
 /* ---- eager zero-copy ---------------------------------------------------- */
 
-/* The UCP header of a zcopy fragment: the same wire messages as bcopy, the
- * user header in the first (or only) one. */
+/* A zcopy fragment's header: the whole message in one, or a first or
+ * middle fragment, as with bcopy. */
 size_t am_zcopy_header(request *req, size_t offset, size_t length, void *out,
                        uint8_t *am_id)
 {
-    const send_state &s = req->u.send;
-    const size_t total  = s.packer.length();
-    char *p = static_cast<char*>(out);
-    if (offset != 0) {
-        const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, offset};
-        std::memcpy(p, &hdr, sizeof(hdr));
-        *am_id = wire::AM_USER_MIDDLE;
-        return sizeof(hdr);
-    }
-    const wire::am_hdr am = make_hdr(s);
-    if (length == total) {
-        std::memcpy(p, &am, sizeof(am));
-        p += sizeof(am);
-        if (am.flags & wire::am_hdr_flag::REPLY) {
-            std::memcpy(p, &req->worker->uuid, sizeof(uint64_t));
-            p += sizeof(uint64_t);
-        }
-        *am_id = wire::AM_USER_SINGLE;
-    } else {
-        const wire::am_first_hdr hdr{am, req->worker->uuid, s.msg_id, total};
-        std::memcpy(p, &hdr, sizeof(hdr));
-        p += sizeof(hdr);
-        *am_id = wire::AM_USER_FIRST;
-    }
-    if (s.header_length != 0) {
-        std::memcpy(p, s.header, s.header_length);
-        p += s.header_length;
-    }
-    return size_t(p - static_cast<char*>(out));
+    const bool whole = (offset == 0) && (length == req->u.send.packer.length());
+    return am_header(req, offset, whole, out, am_id);
 }
 
 ucs_status_t am_zcopy_step(request *req)

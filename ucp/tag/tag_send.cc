@@ -34,23 +34,52 @@ ucs_status_t eager_short_step(request *req)
     return UCS_OK;
 }
 
+/*
+ * The UCP header of the eager fragment at `offset` (`whole`: the message's
+ * only one), the same for bcopy and zcopy fragments; its AM id in *am_id.
+ */
+size_t eager_header(request *req, size_t offset, bool whole, void *out, uint8_t *am_id)
+{
+    const send_state &s = req->u.send;
+    const bool sync     = (req->flags & request_flag::SYNC);
+    char *p = static_cast<char*>(out);
+    if (whole) {
+        if (sync) {
+            const wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, req->id};
+            std::memcpy(p, &hdr, sizeof(hdr));
+            *am_id = wire::AM_EAGER_SYNC_ONLY;
+            return sizeof(hdr);
+        }
+        std::memcpy(p, &s.tag, sizeof(s.tag));
+        *am_id = wire::AM_EAGER_ONLY;
+        return sizeof(s.tag);
+    }
+    if (offset == 0) {
+        const wire::eager_first_hdr hdr{s.tag, req->worker->uuid, s.msg_id,
+                                        s.packer.length()};
+        std::memcpy(p, &hdr, sizeof(hdr));
+        if (!sync) {
+            *am_id = wire::AM_EAGER_FIRST;
+            return sizeof(hdr);
+        }
+        std::memcpy(p + sizeof(hdr), &req->id, sizeof(req->id));
+        *am_id = wire::AM_EAGER_SYNC_FIRST;
+        return sizeof(hdr) + sizeof(req->id);
+    }
+    const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, offset};
+    std::memcpy(p, &hdr, sizeof(hdr));
+    *am_id = wire::AM_EAGER_MIDDLE;
+    return sizeof(hdr);
+}
+
 size_t pack_eager_only(void *dest, void *arg)
 {
     auto *req = static_cast<request*>(arg);
     send_state &s = req->u.send;
     char *out = static_cast<char*>(dest);
-    std::memcpy(out, &s.tag, sizeof(s.tag));
-    return sizeof(s.tag) + s.packer.pack(out + sizeof(s.tag), 0, s.packer.length());
-}
-
-size_t pack_eager_sync_only(void *dest, void *arg)
-{
-    auto *req = static_cast<request*>(arg);
-    send_state &s = req->u.send;
-    wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, req->id};
-    char *out = static_cast<char*>(dest);
-    std::memcpy(out, &hdr, sizeof(hdr));
-    return sizeof(hdr) + s.packer.pack(out + sizeof(hdr), 0, s.packer.length());
+    uint8_t am_id;
+    const size_t hdr = eager_header(req, 0, true, out, &am_id);
+    return hdr + s.packer.pack(out + hdr, 0, s.packer.length());
 }
 
 ucs_status_t eager_only_step(request *req)
@@ -59,8 +88,7 @@ ucs_status_t eager_only_step(request *req)
     const bool sync = (req->flags & request_flag::SYNC);
     ssize_t packed = s.ep->am_ep->am_bcopy(sync ? wire::AM_EAGER_SYNC_ONLY :
                                                   wire::AM_EAGER_ONLY,
-                                           sync ? pack_eager_sync_only : pack_eager_only,
-                                           req, 0);
+                                           pack_eager_only, req, 0);
     if (packed < 0) {
         return ucs_status_t(packed);
     }
@@ -73,31 +101,24 @@ size_t pack_eager_first(void *dest, void *arg)
     auto *req = static_cast<request*>(arg);
     send_state &s = req->u.send;
     const ep_thresholds &t = s.ep->thresh;
-    wire::eager_first_hdr hdr{s.tag, req->worker->uuid, s.msg_id, s.packer.length()};
     char *out = static_cast<char*>(dest);
-    std::memcpy(out, &hdr, sizeof(hdr));
-    out += sizeof(hdr);
-    size_t max = t.first_frag;
-    if (req->flags & request_flag::SYNC) {
-        std::memcpy(out, &req->id, sizeof(req->id));
-        out += sizeof(req->id);
-        max  = t.sync_first_frag;
-    }
-    size_t n = s.packer.pack(out, 0, max);
-    s.offset = n;
-    return size_t(out - static_cast<char*>(dest)) + n;
+    uint8_t am_id;
+    const size_t hdr = eager_header(req, 0, false, out, &am_id);
+    const size_t max = (req->flags & request_flag::SYNC) ? t.sync_first_frag : t.first_frag;
+    s.offset = s.packer.pack(out + hdr, 0, max);
+    return hdr + s.offset;
 }
 
 size_t pack_eager_middle(void *dest, void *arg)
 {
     auto *req = static_cast<request*>(arg);
     send_state &s = req->u.send;
-    wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, s.offset};
     char *out = static_cast<char*>(dest);
-    std::memcpy(out, &hdr, sizeof(hdr));
-    size_t n = s.packer.pack(out + sizeof(hdr), s.offset, s.ep->thresh.middle_frag);
+    uint8_t am_id;
+    const size_t hdr = eager_header(req, s.offset, false, out, &am_id);
+    size_t n = s.packer.pack(out + hdr, s.offset, s.ep->thresh.middle_frag);
     s.offset += n;
-    return sizeof(hdr) + n;
+    return hdr + n;
 }
 
 ucs_status_t eager_multi_step(request *req)
@@ -126,39 +147,12 @@ ucs_status_t eager_multi_step(request *req)
 
 /* ---- eager zero-copy ---------------------------------------------------- */
 
-/* The UCP header of a zcopy fragment: the same wire messages as bcopy. */
+/* A zcopy fragment's header: the whole message in one, or a first or
+ * middle fragment, as with bcopy. */
 size_t zcopy_header(request *req, size_t offset, size_t length, void *out, uint8_t *am_id)
 {
-    const send_state &s = req->u.send;
-    const bool sync     = (req->flags & request_flag::SYNC);
-    const size_t total  = s.packer.length();
-    char *p = static_cast<char*>(out);
-    if ((offset == 0) && (length == total)) {
-        if (sync) {
-            const wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, req->id};
-            std::memcpy(p, &hdr, sizeof(hdr));
-            *am_id = wire::AM_EAGER_SYNC_ONLY;
-            return sizeof(hdr);
-        }
-        std::memcpy(p, &s.tag, sizeof(s.tag));
-        *am_id = wire::AM_EAGER_ONLY;
-        return sizeof(s.tag);
-    }
-    if (offset == 0) {
-        const wire::eager_first_hdr hdr{s.tag, req->worker->uuid, s.msg_id, total};
-        std::memcpy(p, &hdr, sizeof(hdr));
-        if (!sync) {
-            *am_id = wire::AM_EAGER_FIRST;
-            return sizeof(hdr);
-        }
-        std::memcpy(p + sizeof(hdr), &req->id, sizeof(req->id));
-        *am_id = wire::AM_EAGER_SYNC_FIRST;
-        return sizeof(hdr) + sizeof(req->id);
-    }
-    const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, offset};
-    std::memcpy(p, &hdr, sizeof(hdr));
-    *am_id = wire::AM_EAGER_MIDDLE;
-    return sizeof(hdr);
+    const bool whole = (offset == 0) && (length == req->u.send.packer.length());
+    return eager_header(req, offset, whole, out, am_id);
 }
 
 ucs_status_t eager_zcopy_step(request *req)
@@ -166,7 +160,7 @@ ucs_status_t eager_zcopy_step(request *req)
     return zcopy::send(req, zcopy_header, req->u.send.ep->thresh.zcopy_frag);
 }
 
-/* The largest header zcopy_header writes. */
+/* The largest header eager_header writes. */
 constexpr size_t zcopy_max_header = sizeof(wire::eager_first_hdr) + sizeof(uint64_t);
 
 } // namespace
