@@ -18,14 +18,8 @@
 
 namespace {
 
-/* An aborted parent must not leave this child spinning. */
-void die_with_parent()
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) {
-        _exit(1);
-    }
-}
+using test::counted_comp;
+using test::die_with_parent;
 
 constexpr uct::am_id_t AM_ID = 7;
 
@@ -51,28 +45,6 @@ bool matches(const uint8_t *p, size_t length, uint64_t seq)
     }
     return true;
 }
-
-struct counted_comp : uct::completion {
-    int          fired = 0;
-    ucs_status_t last  = UCS_OK;
-
-    counted_comp()
-    {
-        func   = [](uct::completion *self) {
-            auto *c = static_cast<counted_comp*>(self);
-            ++c->fired;
-            c->last = c->status;
-        };
-        count  = 1;
-        status = UCS_OK;
-    }
-
-    void rearm()
-    {
-        count  = 1;
-        status = UCS_OK;
-    }
-};
 
 /* Flushes `ep` and waits for the completion, progressing `e`. */
 bool flush_and_wait(test::uct_entity &e, uct::ep *ep)

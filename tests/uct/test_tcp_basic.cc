@@ -33,6 +33,8 @@
 
 namespace {
 
+using test::counted_comp;
+
 uct::component *find_tcp_component()
 {
     for (uct::component *c : uct::components()) {
@@ -54,22 +56,6 @@ ucs_status_t record_am(void *arg, void *data, size_t length, unsigned)
     log->messages.emplace_back(p, p + length);
     return UCS_OK;
 }
-
-struct counted_comp : uct::completion {
-    int          fired = 0;
-    ucs_status_t last  = UCS_OK;
-
-    explicit counted_comp(int n = 1)
-    {
-        func   = [](uct::completion *self) {
-            auto *c = static_cast<counted_comp*>(self);
-            ++c->fired;
-            c->last = c->status;
-        };
-        count  = n;
-        status = UCS_OK;
-    }
-};
 
 size_t pack_string(void *dest, void *arg)
 {

@@ -34,14 +34,8 @@
 
 namespace {
 
-/* An aborted parent must not leave this child spinning. */
-void die_with_parent()
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) {
-        _exit(1);
-    }
-}
+using test::counted_comp;
+using test::die_with_parent;
 
 constexpr uct::am_id_t AM_ID  = 3;
 constexpr uct::am_id_t RAW_ID = 4;
@@ -135,22 +129,6 @@ private:
     uct::md                      *md_ = nullptr;
     uct::iface                   *iface_ = nullptr;
     std::vector<uct::ep*>        eps_;
-};
-
-struct counted_comp : uct::completion {
-    int          fired = 0;
-    ucs_status_t last  = UCS_OK;
-
-    counted_comp()
-    {
-        func   = [](uct::completion *self) {
-            auto *c = static_cast<counted_comp*>(self);
-            ++c->fired;
-            c->last = c->status;
-        };
-        count  = 1;
-        status = UCS_OK;
-    }
 };
 
 struct retry_req {

@@ -30,6 +30,9 @@
 
 namespace {
 
+using test::counted_comp;
+using test::die_with_parent;
+
 constexpr uct::am_id_t AM_ID = 3;
 
 size_t connections(test::uct_entity &e)
@@ -91,22 +94,6 @@ uint64_t tagged(unsigned sender, uint64_t seq)
 {
     return (uint64_t(sender) << 56) | seq;
 }
-
-struct counted_comp : uct::completion {
-    int          fired = 0;
-    ucs_status_t last  = UCS_OK;
-
-    counted_comp()
-    {
-        func   = [](uct::completion *self) {
-            auto *c = static_cast<counted_comp*>(self);
-            ++c->fired;
-            c->last = c->status;
-        };
-        count  = 1;
-        status = UCS_OK;
-    }
-};
 
 /* One sender's stream: short, bcopy and zcopy messages, in that order
  * repeated; a zcopy waits for its completion before the buffer is reused. */
@@ -296,14 +283,6 @@ TEST_CASE("tcp iface connects to itself", "[tcp]")
 }
 
 namespace {
-
-void die_with_parent()
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) {
-        _exit(1);
-    }
-}
 
 struct pair_report {
     uint64_t received;

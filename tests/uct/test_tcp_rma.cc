@@ -25,14 +25,8 @@
 
 namespace {
 
-/* An aborted parent must not leave this child spinning. */
-void die_with_parent()
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) {
-        _exit(1);
-    }
-}
+using test::counted_comp;
+using test::die_with_parent;
 
 constexpr size_t GUARD      = 4096;
 constexpr size_t A_SIZE     = 65536;
@@ -45,22 +39,6 @@ inline uint8_t b_pattern(size_t i)
 {
     return uint8_t(i * 13 + (i >> 9));
 }
-
-struct counted_comp : uct::completion {
-    int          fired = 0;
-    ucs_status_t last  = UCS_OK;
-
-    counted_comp()
-    {
-        func   = [](uct::completion *self) {
-            auto *c = static_cast<counted_comp*>(self);
-            ++c->fired;
-            c->last = c->status;
-        };
-        count  = 1;
-        status = UCS_OK;
-    }
-};
 
 struct unpack_target {
     uint8_t *dest;

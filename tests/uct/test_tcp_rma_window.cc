@@ -28,16 +28,9 @@
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
+using test::die_with_parent;
 
-/* An aborted parent must not leave the child spinning. */
-void die_with_parent()
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) {
-        _exit(1);
-    }
-}
+using clock_type = std::chrono::steady_clock;
 
 struct scoped_env {
     std::string name, old;

@@ -27,13 +27,8 @@
 
 namespace {
 
-void die_with_parent()
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) {
-        _exit(1);
-    }
-}
+using test::counted_comp;
+using test::die_with_parent;
 
 constexpr size_t REGION = 16 << 20;
 
@@ -53,22 +48,6 @@ struct check_request {
     uint32_t round;
     uint64_t offset;     /* bytes [offset, offset + length) hold initiator_byte(round) */
     uint64_t length;
-};
-
-struct counted_comp : uct::completion {
-    int          fired = 0;
-    ucs_status_t last  = UCS_OK;
-
-    counted_comp()
-    {
-        func   = [](uct::completion *self) {
-            auto *c = static_cast<counted_comp*>(self);
-            ++c->fired;
-            c->last = c->status;
-        };
-        count  = 1;
-        status = UCS_OK;
-    }
 };
 
 int zcopy_target(int fd)

@@ -1,7 +1,8 @@
 /*
  * Opening a transport by name for tests: finds the component and md that
  * offer `tl_name` (on `dev_name`, or the first device), opens the md and an
- * iface in a fresh worker, and packs the addresses a peer needs.
+ * iface in a fresh worker, and packs the addresses a peer needs. Also a
+ * completion that counts its calls, and the guard of forked children.
  */
 #ifndef TESTS_UCT_UCT_TEST_UTIL_H
 #define TESTS_UCT_UCT_TEST_UTIL_H
@@ -15,7 +16,46 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 namespace test {
+
+/* A uct completion that counts how often it ran and keeps the last status;
+ * `n` operations must complete before it runs. */
+struct counted_comp : uct::completion {
+    int          fired = 0;
+    ucs_status_t last  = UCS_OK;
+
+    explicit counted_comp(int n = 1)
+    {
+        func   = [](uct::completion *self) {
+            auto *c = static_cast<counted_comp*>(self);
+            ++c->fired;
+            c->last = c->status;
+        };
+        count  = n;
+        status = UCS_OK;
+    }
+
+    /* Ready for one more operation. */
+    void rearm()
+    {
+        count  = 1;
+        status = UCS_OK;
+    }
+};
+
+/* In a forked child: dies with its parent, so an aborted test leaves no
+ * process spinning. */
+inline void die_with_parent()
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) {
+        _exit(1);
+    }
+}
 
 struct uct_addresses {
     std::vector<uint8_t> device;
