@@ -97,6 +97,21 @@ ucs_status_t finish(peer &p, ucs_status_ptr_t request, char *proto)
     return status;
 }
 
+/* Child side: waits for every send, hands the parent their protocols in
+ * order, then waits for it to finish checking. */
+int finish_and_report(peer &p, const std::vector<ucs_status_ptr_t> &requests, int fd)
+{
+    std::vector<uint8_t> protos;
+    for (ucs_status_ptr_t req : requests) {
+        char proto;
+        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
+        protos.push_back(uint8_t(proto));
+    }
+    TEST_CHILD_CHECK(test::send_blob(fd, protos));
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
 ucp_request_param_t send_param(ucp_datatype_t dt = ucp_dt_make_contig(1))
 {
     ucp_request_param_t param{};
@@ -155,15 +170,7 @@ int tag_sender_child(int fd, const char *tls)
                 ucp_tag_send_nbx(p.ep, buf, size, tag_of(i, sync), &param));
         }
     }
-    std::vector<uint8_t> protos;
-    for (ucs_status_ptr_t req : requests) {
-        char proto;
-        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
-        protos.push_back(uint8_t(proto));
-    }
-    TEST_CHILD_CHECK(test::send_blob(fd, protos));
-    TEST_CHILD_CHECK(test::sync_peer(fd));
-    return 0;
+    return finish_and_report(p, requests, fd);
 }
 
 } // namespace
@@ -311,15 +318,7 @@ int am_sender_child(int fd, const char *tls)
                                                buffers.back().data(), size, &param));
         }
     }
-    std::vector<uint8_t> protos;
-    for (ucs_status_ptr_t req : requests) {
-        char proto;
-        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
-        protos.push_back(uint8_t(proto));
-    }
-    TEST_CHILD_CHECK(test::send_blob(fd, protos));
-    TEST_CHILD_CHECK(test::sync_peer(fd));
-    return 0;
+    return finish_and_report(p, requests, fd);
 }
 
 } // namespace
@@ -462,15 +461,7 @@ int stream_sender_child(int fd, const char *tls)
         requests.push_back(ucp_stream_send_nbx(p.ep, data.data() + offset, size, &param));
         offset += size;
     }
-    std::vector<uint8_t> protos;
-    for (ucs_status_ptr_t req : requests) {
-        char proto;
-        TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
-        protos.push_back(uint8_t(proto));
-    }
-    TEST_CHILD_CHECK(test::send_blob(fd, protos));
-    TEST_CHILD_CHECK(test::sync_peer(fd));
-    return 0;
+    return finish_and_report(p, requests, fd);
 }
 
 /* Receives `length` stream bytes (WAITALL) into `buffer`. */
