@@ -35,15 +35,6 @@ constexpr ucp_tag_t full_mask  = ~ucp_tag_t(0);
 
 /* ---- connections -------------------------------------------------------- */
 
-sockaddr_in loopback(uint16_t port)
-{
-    sockaddr_in addr{};
-    addr.sin_family      = AF_INET;
-    addr.sin_port        = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return addr;
-}
-
 /* A listener on 127.0.0.1 that keeps its connection requests. */
 struct listening {
     ucp_listener_h                  listener = nullptr;

@@ -32,15 +32,6 @@ namespace {
 
 constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
 
-sockaddr_in loopback(uint16_t port)
-{
-    sockaddr_in addr{};
-    addr.sin_family      = AF_INET;
-    addr.sin_port        = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return addr;
-}
-
 uint16_t port_of(const sockaddr_storage &addr)
 {
     return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);

@@ -1,5 +1,6 @@
 /*
- * Helpers of the UCP core tests: RAII handles and output capture.
+ * Helpers of the UCP core tests: RAII handles, output capture, and the
+ * loopback address client-server tests listen on.
  */
 #ifndef TEST_UCP_UCP_TEST_UTIL_H
 #define TEST_UCP_UCP_TEST_UTIL_H
@@ -9,6 +10,10 @@
 
 #include <ucp/api/ucp.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstdint>
 #include <string>
 
 namespace ucp_test {
@@ -16,6 +21,16 @@ namespace ucp_test {
 using config_test::env_guard;
 using config_test::log_capture;
 using config_test::print_to_string;
+
+/* 127.0.0.1:port (port 0: the listener picks one). */
+inline sockaddr_in loopback(uint16_t port)
+{
+    sockaddr_in addr{};
+    addr.sin_family      = AF_INET;
+    addr.sin_port        = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return addr;
+}
 
 inline ucp_params_t tag_params()
 {
