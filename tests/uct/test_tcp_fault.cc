@@ -96,26 +96,11 @@ public:
     uct::iface &iface() { return *iface_; }
     void progress() { worker_->progress(); }
 
-    test::uct_addresses addresses() const
-    {
-        test::uct_addresses a;
-        a.device.resize(iface_->attr().device_addr_len);
-        a.iface.resize(iface_->attr().iface_addr_len);
-        iface_->get_device_address(a.device.data());
-        iface_->get_address(a.iface.data());
-        return a;
-    }
+    test::uct_addresses addresses() const { return test::addresses_of(*iface_); }
 
     uct::ep *connect(const test::uct_addresses &peer)
     {
-        uct::ep *ep = nullptr;
-        if (iface_->ep_create_connected(peer.device.data(), peer.device.size(),
-                                        peer.iface.data(), peer.iface.size(),
-                                        &ep) != UCS_OK) {
-            return nullptr;
-        }
-        eps_.push_back(ep);
-        return ep;
+        return test::connect_to(*iface_, peer, &eps_);
     }
 
     void destroy(uct::ep *ep)

@@ -97,26 +97,36 @@ uct_entity::~uct_entity()
     delete md_;
 }
 
-uct_addresses uct_entity::addresses() const
+uct_addresses addresses_of(const uct::iface &iface)
 {
     uct_addresses addr;
-    addr.device.resize(iface_->attr().device_addr_len);
-    addr.iface.resize(iface_->attr().iface_addr_len);
-    iface_->get_device_address(addr.device.data());
-    iface_->get_address(addr.iface.data());
+    addr.device.resize(iface.attr().device_addr_len);
+    addr.iface.resize(iface.attr().iface_addr_len);
+    iface.get_device_address(addr.device.data());
+    iface.get_address(addr.iface.data());
     return addr;
+}
+
+uct::ep *connect_to(uct::iface &iface, const uct_addresses &peer,
+                    std::vector<uct::ep*> *owned)
+{
+    uct::ep *ep = nullptr;
+    if (iface.ep_create_connected(peer.device.data(), peer.device.size(),
+                                  peer.iface.data(), peer.iface.size(), &ep) != UCS_OK) {
+        return nullptr;
+    }
+    owned->push_back(ep);
+    return ep;
+}
+
+uct_addresses uct_entity::addresses() const
+{
+    return addresses_of(*iface_);
 }
 
 uct::ep *uct_entity::connect(const uct_addresses &peer)
 {
-    uct::ep *ep = nullptr;
-    if (iface_->ep_create_connected(peer.device.data(), peer.device.size(),
-                                    peer.iface.data(), peer.iface.size(),
-                                    &ep) != UCS_OK) {
-        return nullptr;
-    }
-    eps_.push_back(ep);
-    return ep;
+    return connect_to(*iface_, peer, &eps_);
 }
 
 } // namespace test

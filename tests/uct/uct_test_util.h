@@ -65,6 +65,14 @@ struct uct_addresses {
     static bool deserialize(const std::vector<uint8_t> &blob, uct_addresses *out);
 };
 
+/* What a peer needs to reach `iface`. */
+uct_addresses addresses_of(const uct::iface &iface);
+
+/* A CONNECT_TO_IFACE ep from `iface` to `peer`, kept in `owned`; null on
+ * failure. */
+uct::ep *connect_to(uct::iface &iface, const uct_addresses &peer,
+                    std::vector<uct::ep*> *owned);
+
 class uct_entity {
 public:
     /* Opens the transport; check ok() (false with a message if unavailable).
