@@ -9,6 +9,8 @@ MODE is how the tool is run and read back:
   table    TOOL ARGS -f              UCX's table: the numbers line of each test
   ucxcsv   TOOL ARGS -v -f           UCX's CSV line after its header
   client   a server (TOOL -p PORT) and a client (TOOL localhost -p PORT ARGS --csv)
+  mpirun   two ranks of Open MPI's mpirun (TOOL ARGS --csv): the addresses go
+           through MPI, and one rank reports
 
 CHECKS (after --):
   --rows N        that many results (default: 1)
@@ -159,6 +161,13 @@ def main(argv):
         if "Accepted connection" not in server_out:
             fail("the server did not report the connection", output)
         rows = parse_csv(out, output)
+    elif mode == "mpirun":
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1")
+        code, out, err = run(["mpirun.openmpi", "-np", "2", "--mca", "btl", "self,vader",
+                              tool] + rest + ["--csv"], env=env)
+        output = out + err
+        rows = parse_csv(out, output)
     else:
         extra = {"csv": ["--csv"], "json": ["--json"], "table": ["-f"],
                  "ucxcsv": ["-v", "-f"]}.get(mode)
@@ -188,7 +197,7 @@ def main(argv):
             want_iters = iters if "--sweep" not in rest else int(r["iterations"])
             check_numbers(r, want_iters, size, output)
     test = arg_value(rest, "-t", None)
-    if test and mode in ("csv", "json", "client") and "-D" not in rest:
+    if test and mode in ("csv", "json", "client", "mpirun") and "-D" not in rest:
         for r in rows:
             if r["test"] != test:
                 fail("test %r, expected %r" % (r["test"], test), output)
