@@ -105,6 +105,17 @@ constexpr ucs::config::field context_fields[] = {
     UCS_CONFIG_FIELD(context_config, keepalive_num_eps, "KEEPALIVE_NUM_EPS", "128",
                      "Most endpoints checked in one keepalive round.",
                      ucs::config::type_uint),
+
+    UCS_CONFIG_FIELD(context_config, immediate_progress_interval,
+                     "IMMEDIATE_PROGRESS_INTERVAL", "20us",
+                     "A process that only issues operations completing inside their call\n"
+                     "(RMA and atomics on memory mapped here, or on its own memory) and\n"
+                     "does not call ucp_worker_progress progresses the worker once it\n"
+                     "has done so for this long, so that peers whose operations need this\n"
+                     "process (emulated RMA and atomics to its memory) are still served:\n"
+                     "an OpenSHMEM PE spinning on atomic fetches of its own variable, or\n"
+                     "testing a lock that lives at home. \"inf\" never does (UCX 1.13).",
+                     ucs::config::type_time),
 };
 
 bool name_in(const ucs_config_names_array_t &list, std::string_view name)

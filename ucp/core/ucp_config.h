@@ -41,6 +41,7 @@ struct context_config {
     unsigned long           estimated_num_ppn; /* UCX_ESTIMATED_NUM_PPN */
     double                  keepalive_interval;/* UCX_KEEPALIVE_INTERVAL, seconds */
     unsigned                keepalive_num_eps; /* UCX_KEEPALIVE_NUM_EPS */
+    double                  immediate_progress_interval; /* UCX_IMMEDIATE_PROGRESS_INTERVAL, s */
 };
 
 extern const ucs::config::table context_config_table;

@@ -155,6 +155,11 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
         worker->keepalive_interval = std::max<uint64_t>(ucs::sys::time_from_sec(interval), 1);
         worker->keepalive_next     = ucs::sys::get_time() + worker->keepalive_interval;
     }
+    const double immediate = context.config.immediate_progress_interval;
+    if (immediate < 1e9) {
+        worker->immediate_progress_interval =
+                std::max<uint64_t>(ucs::sys::time_from_sec(immediate), 1);
+    }
     status = init_request_pool(*worker);
     if (status != UCS_OK) {
         return status;
@@ -361,6 +366,7 @@ namespace {
  * every application) instead of called through the PLT. */
 inline unsigned progress_inline(ucp_worker &w)
 {
+    w.in_progress = true;
     unsigned count = w.uct_worker->progress();
     /* Once every idle_poll_period calls: the clock for keepalive, and the
      * ifaces no ep uses (yet) for peers that connect to us. */
@@ -378,6 +384,8 @@ inline unsigned progress_inline(ucp_worker &w)
     if (ucs_unlikely(w.sockaddr_cm != nullptr)) {
         count += ucp::sockaddr_progress(&w);
     }
+    w.in_progress   = false;
+    w.immediate_ops = 0;
     return count;
 }
 
@@ -386,6 +394,19 @@ inline unsigned progress_inline(ucp_worker &w)
 unsigned ucp_worker::progress_locked()
 {
     return progress_inline(*this);
+}
+
+void ucp_worker::progress_after_immediate_run()
+{
+    if ((immediate_progress_interval == 0) || in_progress) {
+        return;
+    }
+    const uint64_t now = ucs::sys::get_time();
+    if (immediate_ops == ucp::immediate_check_period) {
+        immediate_since = now;      /* a run starts */
+    } else if (now - immediate_since >= immediate_progress_interval) {
+        progress_locked();
+    }
 }
 
 namespace {

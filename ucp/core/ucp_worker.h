@@ -41,6 +41,10 @@ struct worker_iface {
 constexpr unsigned idle_poll_period    = 256;
 constexpr unsigned idle_fd_poll_period = 16;
 
+/* Operations completed inside their call between two looks at the clock
+ * (see ucp_worker::completed_in_call; a power of 2). */
+constexpr unsigned immediate_check_period = 64;
+
 /* A UCP-level active-message handler (filled by ucp_worker_set_am_*). */
 struct am_handler {
     ucp_am_recv_callback_t cb = nullptr;
@@ -163,6 +167,14 @@ struct ucp_worker {
     uint64_t                           keepalive_interval = 0;  /* ticks, 0: off */
     uint64_t                           keepalive_next = 0;
     unsigned                           progress_count = 0;
+    /* A progress call runs (callbacks inside it must not start another). */
+    bool                               in_progress = false;
+    /* Operations that completed inside their call since the last progress,
+     * when that run reached immediate_check_period, and how long it may
+     * last before the worker progresses by itself (ticks; 0: never). */
+    unsigned                           immediate_ops = 0;
+    uint64_t                           immediate_since = 0;
+    uint64_t                           immediate_progress_interval = 0;
     /* Ifaces not progressed on every call (see worker_iface). */
     unsigned                           num_inactive_ifaces = 0;
     unsigned                           inactive_looks = 0;
@@ -205,6 +217,24 @@ struct ucp_worker {
 
     /* Progress without taking the lock (callers hold it when they must). */
     unsigned progress_locked();
+
+    /*
+     * An RMA or atomic operation completed inside its API call, without a
+     * request. A process that only spins on such operations never calls
+     * progress, yet peers may need it: their emulated puts and atomics to
+     * this process's memory (an OpenSHMEM PE polling its own variable with
+     * atomic fetches, or testing a lock whose home it is) wait in its
+     * transports. So a run of them lasting immediate_progress_interval
+     * progresses the worker once. The common case costs an increment; the
+     * clock is read once per immediate_check_period operations in a row.
+     */
+    void completed_in_call()
+    {
+        if (ucs_unlikely((++immediate_ops & (ucp::immediate_check_period - 1)) == 0)) {
+            progress_after_immediate_run();
+        }
+    }
+    void progress_after_immediate_run();
 
     bool multi_threaded() const { return thread_mode == UCS_THREAD_MODE_MULTI; }
 };

@@ -171,8 +171,11 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, ucp_atomic_op_t opcode, const void *buffe
                 const ucs_status_t done = cpu_atomic(op, size,
                                                      direct_address(rkey, remote_addr),
                                                      value, compare, &old);
-                if ((done == UCS_OK) && fetch) {
-                    store_result(param->reply_buffer, size, old);
+                if (done == UCS_OK) {
+                    if (fetch) {
+                        store_result(param->reply_buffer, size, old);
+                    }
+                    worker->completed_in_call();
                 }
                 return done;
             }
@@ -182,6 +185,9 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, ucp_atomic_op_t opcode, const void *buffe
                 const ucs_status_t posted =
                     l.ep->atomic_post(op, size, value, remote_addr,
                                       rkey->find(l.md_index)->bundle.rkey);
+                if (posted == UCS_OK) {
+                    worker->completed_in_call();
+                }
                 if (posted != UCS_ERR_NO_RESOURCE) {
                     return posted;
                 }

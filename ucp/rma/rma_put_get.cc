@@ -132,8 +132,13 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
             ucs_status_t now = try_now(kind, ep, rkey, how, lane, buffer, length,
                                        remote_addr);
+            if (now == UCS_OK) {
+                worker->completed_in_call();
+                result = nullptr;
+                return UCS_OK;
+            }
             if (now != UCS_ERR_NO_RESOURCE) {
-                result = (now == UCS_OK) ? nullptr : UCS_STATUS_PTR(now);
+                result = UCS_STATUS_PTR(now);
                 return UCS_OK;
             }
         }

@@ -493,7 +493,11 @@ ucs_status_ptr_t request_start(request *req, const ucp_request_param_t *param)
     }
     account_done(req);
     request_put(req);
-    return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
+    }
+    worker->completed_in_call();
+    return nullptr;
 }
 
 void issue_done(request *req)
