@@ -6,6 +6,7 @@
 #include "am.h"
 
 #include <ucp/proto/am_handlers.h>
+#include <ucp/proto/wire.h>
 #include <ucs/debug/log.h>
 
 #include <algorithm>
@@ -57,10 +58,12 @@ am_desc *am_desc_alloc(ucp_worker *worker, size_t data_length, size_t extra)
     am_worker *state = worker->am_state;
     const size_t align = desc_alignment(worker);
     /* Lengths come from peers: refuse what cannot be a real message. */
-    if ((state == nullptr) || (data_length > SIZE_MAX / 4) || (extra > SIZE_MAX / 4)) {
+    size_t room;
+    if ((state == nullptr) || (extra > wire::max_message_length) ||
+        !ucs::alloc_size(align - alignof(am_desc) + extra, data_length,
+                         wire::max_message_length, &room)) {
         return nullptr;
     }
-    const size_t room = (align - alignof(am_desc)) + data_length + extra;
     void *base;
     bool pooled = (room <= state->pool_room);
     if (pooled) {

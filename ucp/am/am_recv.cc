@@ -234,30 +234,18 @@ bool misaligned(const ucp_worker *worker, const void *data)
 ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::am_hdr hdr;
-    auto *p = static_cast<uint8_t*>(data);
-    if (!wire::read_header(p, length, &hdr)) {
-        warn_malformed(worker, "active message", length);
-        return UCS_OK;
-    }
-    size_t left = length - sizeof(hdr);
-    p += sizeof(hdr);
     uint64_t uuid = 0;
-    if (hdr.flags & wire::am_hdr_flag::REPLY) {
-        if (!wire::read_header(p, left, &uuid)) {
-            warn_malformed(worker, "active message", length);
-            return UCS_OK;
-        }
-        p    += sizeof(uuid);
-        left -= sizeof(uuid);
-    }
-    if ((hdr.header_length > max_am_header) || (hdr.header_length > left)) {
+    const uint8_t *user_header;
+    if (!r.get(&hdr) || ((hdr.flags & wire::am_hdr_flag::REPLY) && !r.get(&uuid)) ||
+        (hdr.header_length > max_am_header) || !r.bytes(hdr.header_length, &user_header)) {
         warn_malformed(worker, "active message", length);
         return UCS_OK;
     }
-    const uint8_t *user_header = p;
-    p    += hdr.header_length;
-    left -= hdr.header_length;
+    /* The handler gets the transport's buffer, which is writable. */
+    auto *p           = const_cast<uint8_t*>(r.pos());
+    const size_t left = r.left();
 
     am_handler h;
     if (!find_handler(worker, hdr.am_id, &h)) {
@@ -310,17 +298,17 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::am_first_hdr hdr;
-    if (!wire::read_header(data, length, &hdr) ||
-        (hdr.am.header_length > max_am_header) ||
-        (hdr.am.header_length > length - sizeof(hdr))) {
+    const uint8_t *user_header;
+    if (!r.get(&hdr) || (hdr.am.header_length > max_am_header) ||
+        !r.bytes(hdr.am.header_length, &user_header)) {
         warn_malformed(worker, "active message fragment", length);
         return UCS_OK;
     }
-    const uint8_t *user_header = static_cast<uint8_t*>(data) + sizeof(hdr);
-    const uint8_t *payload     = user_header + hdr.am.header_length;
-    const size_t frag          = length - sizeof(hdr) - hdr.am.header_length;
-    if (frag > hdr.total_length) {
+    const uint8_t *payload = r.pos();
+    const size_t frag      = r.left();
+    if ((frag > hdr.total_length) || (hdr.total_length > wire::max_message_length)) {
         warn_malformed(worker, "active message fragment", length);
         return UCS_OK;
     }
@@ -369,8 +357,9 @@ ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t am_middle_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::eager_middle_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         warn_malformed(worker, "active message fragment", length);
         return UCS_OK;
     }
@@ -387,12 +376,12 @@ ucs_status_t am_middle_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     am_desc *desc   = it->second;
-    const size_t frag = length - sizeof(hdr);
-    if ((hdr.offset > desc->length) || (frag > desc->length - hdr.offset)) {
+    const size_t frag = r.left();
+    if (!ucs::range_inside(hdr.offset, frag, desc->length)) {
         warn_malformed(worker, "active message fragment", length);
         return UCS_OK;
     }
-    std::memcpy(desc->data() + hdr.offset, static_cast<uint8_t*>(data) + sizeof(hdr), frag);
+    std::memcpy(desc->data() + hdr.offset, r.pos(), frag);
     desc->received += frag;
     if (desc->received >= desc->length) {
         state->partial.erase(it);
@@ -404,12 +393,13 @@ ucs_status_t am_middle_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::am_rts_hdr rts;
-    if (!wire::read_header(data, length, &rts) ||
-        (rts.am.header_length > max_am_header) ||
-        (rts.am.header_length > length - sizeof(rts)) ||
-        (rts.rkey_length > length - sizeof(rts) - rts.am.header_length) ||
-        (rts.md_name[sizeof(rts.md_name) - 1] != '\0')) {
+    const uint8_t *user_header, *rkey;
+    if (!r.get(&rts) || (rts.am.header_length > max_am_header) ||
+        !r.bytes(rts.am.header_length, &user_header) || !r.bytes(rts.rkey_length, &rkey) ||
+        (rts.md_name[sizeof(rts.md_name) - 1] != '\0') ||
+        (rts.length > wire::max_message_length)) {
         warn_malformed(worker, "rendezvous active message", length);
         return UCS_OK;
     }
@@ -428,7 +418,6 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
                       UCS_ERR_NO_MEMORY);
         return UCS_OK;
     }
-    const uint8_t *user_header = static_cast<uint8_t*>(data) + sizeof(rts);
     desc->kind          = am_desc_kind::RNDV;
     desc->am_id         = rts.am.am_id;
     desc->send_flags    = rts.am.flags;
@@ -444,7 +433,7 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
     static_assert(sizeof(desc->md_name) == sizeof(rts.md_name));
     std::memcpy(desc->md_name, rts.md_name, sizeof(rts.md_name));
     std::memcpy(desc->header, user_header, rts.am.header_length);
-    std::memcpy(desc->rkey, user_header + rts.am.header_length, rts.rkey_length);
+    std::memcpy(desc->rkey, rkey, rts.rkey_length);
     deliver_or_defer(worker, desc);
     return UCS_OK;
 }

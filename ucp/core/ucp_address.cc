@@ -4,6 +4,7 @@
 #include "ucp_address.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/type/wire_reader.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,20 @@ namespace ucp {
 namespace {
 
 constexpr size_t max_dev_type = static_cast<size_t>(uct::device_type::SELF);
+
+/* The fixed header, as laid out on the wire. */
+struct address_header {
+    uint32_t magic;
+    uint8_t  version;
+    uint8_t  flags;
+    uint16_t num_entries;
+    uint32_t total_length;
+    uint32_t reserved;
+    uint64_t worker_uuid;
+    uint64_t node_id;
+};
+static_assert(sizeof(address_header) == address_header_size,
+              "the header is the wire layout");
 
 /* Sequential writer; the size was computed beforehand. */
 class writer {
@@ -45,72 +60,27 @@ private:
     uint8_t *m_p;
 };
 
-/* Sequential reader that refuses to go past its end. */
-class reader {
-public:
-    reader(const uint8_t *p, size_t length) : m_p(p), m_left(length) {}
-
-    template <typename T> bool get(T *value)
-    {
-        if (m_left < sizeof(T)) {
-            return false;
-        }
-        std::memcpy(value, m_p, sizeof(T));
-        advance(sizeof(T));
-        return true;
+/* A length-prefixed name of [min_len, max_len] characters. */
+bool read_string(ucs::wire_reader &r, size_t min_len, size_t max_len, std::string *out)
+{
+    std::string_view text;
+    if (!r.string(min_len, max_len, &text)) {
+        return false;
     }
+    out->assign(text);
+    return true;
+}
 
-    bool bytes(size_t length, const uint8_t **data_p)
-    {
-        if (m_left < length) {
-            return false;
-        }
-        *data_p = m_p;
-        advance(length);
-        return true;
+bool read_blob(ucs::wire_reader &r, std::vector<uint8_t> *out)
+{
+    const uint8_t *data;
+    size_t length;
+    if (!r.blob16(&data, &length)) {
+        return false;
     }
-
-    /* A length-prefixed NUL-terminated string of [min_len, max_len] chars. */
-    bool string(size_t min_len, size_t max_len, std::string *out)
-    {
-        uint8_t size;
-        const uint8_t *data;
-        if (!get(&size) || (size < min_len + 1) || (size > max_len + 1) ||
-            !bytes(size, &data)) {
-            return false;
-        }
-        /* The NUL must be the last byte and the only one. */
-        if ((data[size - 1] != '\0') ||
-            (std::memchr(data, '\0', size - 1) != nullptr)) {
-            return false;
-        }
-        out->assign(reinterpret_cast<const char*>(data), size - 1);
-        return true;
-    }
-
-    bool blob(std::vector<uint8_t> *out)
-    {
-        uint16_t size;
-        const uint8_t *data;
-        if (!get(&size) || !bytes(size, &data)) {
-            return false;
-        }
-        out->assign(data, data + size);
-        return true;
-    }
-
-    size_t left() const { return m_left; }
-
-private:
-    void advance(size_t n)
-    {
-        m_p    += n;
-        m_left -= n;
-    }
-
-    const uint8_t *m_p;
-    size_t        m_left;
-};
+    out->assign(data, data + length);
+    return true;
+}
 
 bool string_fits(const std::string &s, size_t min_len, size_t max_len)
 {
@@ -164,14 +134,9 @@ ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
     }
 
     writer w(buffer);
-    w.put<uint32_t>(address_magic);
-    w.put<uint8_t>(address_version);
-    w.put<uint8_t>(0);
-    w.put<uint16_t>(static_cast<uint16_t>(addr.entries.size()));
-    w.put<uint32_t>(static_cast<uint32_t>(size));
-    w.put<uint32_t>(0);
-    w.put<uint64_t>(addr.worker_uuid);
-    w.put<uint64_t>(addr.node_id);
+    w.put(address_header{address_magic, address_version, 0,
+                         static_cast<uint16_t>(addr.entries.size()),
+                         static_cast<uint32_t>(size), 0, addr.worker_uuid, addr.node_id});
     w.string(addr.worker_name);
     for (const address_entry &e : addr.entries) {
         w.string(e.tl_name);
@@ -194,38 +159,29 @@ ucs_status_t address_peek(const void *buffer, size_t length,
     if ((buffer == nullptr) || (length < address_header_size)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    reader r(static_cast<const uint8_t*>(buffer), length);
-    uint32_t magic, total_length, reserved;
-    uint8_t version, flags;
-    uint16_t num_entries;
-    uint64_t uuid;
-    r.get(&magic);
-    r.get(&version);
-    r.get(&flags);
-    r.get(&num_entries);
-    r.get(&total_length);
-    r.get(&reserved);
-    r.get(&uuid);
+    ucs::wire_reader r(buffer, length);
+    address_header h;
+    r.get(&h);
 
-    if (magic != address_magic) {
-        ucs_debug("worker address: bad magic 0x%x", magic);
+    if (h.magic != address_magic) {
+        ucs_debug("worker address: bad magic 0x%x", h.magic);
         return UCS_ERR_INVALID_PARAM;
     }
-    if (version != address_version) {
-        ucs_debug("worker address: version %u, expected %u", version,
+    if (h.version != address_version) {
+        ucs_debug("worker address: version %u, expected %u", h.version,
                   address_version);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((flags != 0) || (reserved != 0) || (num_entries > address_max_entries) ||
-        (total_length < address_header_size + 2) ||
-        (total_length > address_max_length)) {
+    if ((h.flags != 0) || (h.reserved != 0) || (h.num_entries > address_max_entries) ||
+        (h.total_length < address_header_size + 2) ||
+        (h.total_length > address_max_length)) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (total_length_p != nullptr) {
-        *total_length_p = total_length;
+        *total_length_p = h.total_length;
     }
     if (worker_uuid_p != nullptr) {
-        *worker_uuid_p = uuid;
+        *worker_uuid_p = h.worker_uuid;
     }
     return UCS_OK;
 }
@@ -247,25 +203,22 @@ ucs_status_t unpack_address(const void *buffer, size_t length,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    auto *bytes = static_cast<const uint8_t*>(buffer);
-    uint16_t num_entries;
-    std::memcpy(&num_entries, bytes + 6, sizeof(num_entries));
-
+    ucs::wire_reader r(buffer, total_length);
+    address_header h;
+    r.get(&h);
     unpacked_address addr;
-    std::memcpy(&addr.worker_uuid, bytes + 16, sizeof(addr.worker_uuid));
-    std::memcpy(&addr.node_id, bytes + 24, sizeof(addr.node_id));
-
-    reader r(bytes + address_header_size, total_length - address_header_size);
-    if (!r.string(0, address_max_name, &addr.worker_name)) {
+    addr.worker_uuid = h.worker_uuid;
+    addr.node_id     = h.node_id;
+    if (!read_string(r, 0, address_max_name, &addr.worker_name)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    addr.entries.resize(num_entries);
+    addr.entries.resize(h.num_entries);
     for (address_entry &e : addr.entries) {
         uint8_t dev_type;
-        if (!r.string(1, address_max_tl_name, &e.tl_name) ||
-            !r.string(1, address_max_tl_name, &e.md_name) || !r.get(&dev_type) ||
-            (dev_type > max_dev_type) || !r.blob(&e.dev_addr) ||
-            !r.blob(&e.iface_addr)) {
+        if (!read_string(r, 1, address_max_tl_name, &e.tl_name) ||
+            !read_string(r, 1, address_max_tl_name, &e.md_name) || !r.get(&dev_type) ||
+            (dev_type > max_dev_type) || !read_blob(r, &e.dev_addr) ||
+            !read_blob(r, &e.iface_addr)) {
             return UCS_ERR_INVALID_PARAM;
         }
         e.dev_type = static_cast<uct::device_type>(dev_type);

@@ -529,8 +529,9 @@ bool ep_notify_closed(ucp_ep *ep)
 ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     uint64_t uuid;
-    if (!wire::read_header(data, length, &uuid)) {
+    if (!r.get(&uuid)) {
         ucs_warn("worker '%s': dropping a short close notice", worker->name.c_str());
         return UCS_OK;
     }

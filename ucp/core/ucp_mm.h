@@ -15,6 +15,7 @@
 
 #include <ucp/api/ucp.h>
 #include <uct/base/uct_md.h>
+#include <ucs/type/wire_reader.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -101,8 +102,7 @@ struct ucp_mem {
     /* [addr, addr + len) lies inside the region (overflow-safe). */
     bool contains(uint64_t addr, size_t len) const
     {
-        const auto start = reinterpret_cast<uintptr_t>(address);
-        return (addr >= start) && (len <= length) && (addr - start <= length - len);
+        return ucs::range_inside(addr, len, reinterpret_cast<uintptr_t>(address), length);
     }
 };
 

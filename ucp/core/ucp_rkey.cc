@@ -7,6 +7,7 @@
 #include "ucp_guard.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/type/wire_reader.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -74,26 +75,6 @@ uint8_t access_of(unsigned prot)
     return access;
 }
 
-/* Reads a length-prefixed NUL-terminated name; false if malformed. */
-bool read_name(const uint8_t *buffer, size_t end, size_t *offset, std::string_view *name)
-{
-    if (*offset >= end) {
-        return false;
-    }
-    const size_t length = buffer[*offset];
-    *offset += 1;
-    if ((length < 2) || (length > rkey_max_name + 1) || (length > end - *offset)) {
-        return false;
-    }
-    const auto *text = reinterpret_cast<const char*>(buffer + *offset);
-    if ((text[length - 1] != '\0') || (std::memchr(text, '\0', length - 1) != nullptr)) {
-        return false;
-    }
-    *name    = std::string_view(text, length - 1);
-    *offset += length;
-    return true;
-}
-
 /* Parses and validates the whole structure; touches no component. */
 ucs_status_t parse(const void *buffer, size_t length, rkey_header *header,
                    std::vector<packed_entry> *entries)
@@ -107,30 +88,17 @@ ucs_status_t parse(const void *buffer, size_t length, rkey_header *header,
         ucs_debug("rkey: %zu bytes, the header says %zu", length, total_length);
         return UCS_ERR_INVALID_PARAM;
     }
-    std::memcpy(header, buffer, sizeof(*header));
-
-    const auto *bytes = static_cast<const uint8_t*>(buffer);
-    size_t offset     = rkey_header_size;
+    ucs::wire_reader r(buffer, total_length);
+    r.get(header);
     entries->reserve(header->num_entries);
     for (unsigned i = 0; i < header->num_entries; ++i) {
         packed_entry entry;
-        uint16_t key_length;
-        if (!read_name(bytes, total_length, &offset, &entry.component) ||
-            !read_name(bytes, total_length, &offset, &entry.md) ||
-            (total_length - offset < sizeof(key_length))) {
+        if (!r.string(1, rkey_max_name, &entry.component) ||
+            !r.string(1, rkey_max_name, &entry.md) ||
+            !r.blob16(&entry.key, &entry.key_length) || (entry.key_length == 0)) {
             ucs_debug("rkey: entry %u is malformed", i);
             return UCS_ERR_INVALID_PARAM;
         }
-        std::memcpy(&key_length, bytes + offset, sizeof(key_length));
-        offset += sizeof(key_length);
-        if ((key_length == 0) || (key_length > total_length - offset)) {
-            ucs_debug("rkey: entry %u: key of %u bytes, %zu left", i, key_length,
-                      total_length - offset);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        entry.key        = bytes + offset;
-        entry.key_length = key_length;
-        offset          += key_length;
         for (const packed_entry &other : *entries) {
             if ((other.component == entry.component) && (other.md == entry.md)) {
                 ucs_debug("rkey: md %.*s appears twice", int(entry.md.size()),
@@ -140,8 +108,8 @@ ucs_status_t parse(const void *buffer, size_t length, rkey_header *header,
         }
         entries->push_back(entry);
     }
-    if (offset != total_length) {
-        ucs_debug("rkey: entries end at %zu, total length %zu", offset, total_length);
+    if (!r.at_end()) {
+        ucs_debug("rkey: %zu stray bytes after the entries", r.left());
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;

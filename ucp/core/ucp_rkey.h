@@ -44,6 +44,7 @@
 #include <ucp/rma/rkey_cache.h>
 
 #include <uct/base/uct_md.h>
+#include <ucs/type/wire_reader.h>
 
 #include <bit>
 #include <cstddef>
@@ -137,7 +138,7 @@ struct ucp_rkey {
      */
     bool covers(uint64_t addr, size_t len) const
     {
-        return (addr >= address) && (len <= length) && (addr - address <= length - len);
+        return ucs::range_inside(addr, len, address, length);
     }
 
     /* Whether the owner allowed these rkey_access bits. */

@@ -5,16 +5,28 @@
  *
  * Integers are in the sender's byte order: the worker address format
  * already refuses a peer of the other byte order.
+ *
+ * Handlers read with ucs::wire_reader (ucs/type/wire_reader.h): a header
+ * is copied out before any of its fields is used, and a length, offset or
+ * count from it is checked against the bytes that arrived, or against
+ * max_message_length before it sizes an allocation.
  */
 #ifndef UCP_PROTO_WIRE_H
 #define UCP_PROTO_WIRE_H
 
 #include <ucp/api/ucp_def.h>
+#include <ucs/type/wire_reader.h>
 
 #include <cstdint>
 #include <cstring>
 
 namespace ucp::wire {
+
+/* Longest message a peer may announce (eager total, rendezvous, AM, RMA):
+ * more than any process can address (x86-64 with 5-level paging and
+ * aarch64 give user space at most 2^56 bytes), so no real message is
+ * refused, and sizes built from it never wrap. */
+constexpr uint64_t max_message_length = uint64_t(1) << 56;
 
 enum am_id : uint8_t {
     AM_WIREUP          = 1,  /* wireup_hdr + sender's worker address */
@@ -218,17 +230,6 @@ inline ucs_status_t peer_status(int8_t value)
 {
     const auto status = ucs_status_t(value);
     return ((status > UCS_OK) || (status <= UCS_ERR_LAST)) ? UCS_ERR_IO_ERROR : status;
-}
-
-/* Reads a header of type T from an unaligned, length-checked buffer. */
-template <typename T>
-inline bool read_header(const void *data, size_t length, T *out)
-{
-    if (length < sizeof(T)) {
-        return false;
-    }
-    std::memcpy(out, data, sizeof(T));
-    return true;
 }
 
 } // namespace ucp::wire

@@ -3,6 +3,8 @@
  */
 #include "region_registry.h"
 
+#include <ucs/type/wire_reader.h>
+
 #include <algorithm>
 
 namespace ucp {
@@ -39,8 +41,7 @@ bool region_registry::contains(uint64_t address, size_t length) const
         if (address - start > max_length_) {
             break;
         }
-        const size_t region_length = it->second;
-        if ((length <= region_length) && (address - start <= region_length - length)) {
+        if (ucs::range_inside(address, length, start, it->second)) {
             return true;
         }
     }

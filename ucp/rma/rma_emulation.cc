@@ -292,20 +292,20 @@ using rma::deferred_reply;
 ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::rma_put_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short RMA put", worker->name.c_str());
         return UCS_OK;
     }
-    const size_t size   = length - sizeof(hdr);
+    const size_t size   = r.left();
     ucs_status_t status = UCS_OK;
     if (!worker->context.mapped_regions.contains(hdr.address, size)) {
         ucs_error("worker '%s': refused a put to 0x%llx+%zu outside the mapped regions",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address), size);
         status = UCS_ERR_INVALID_ADDR;
     } else if (size != 0) {
-        std::memcpy(reinterpret_cast<void*>(hdr.address),
-                    static_cast<const uint8_t*>(data) + sizeof(hdr), size);
+        std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
     }
     rma::reply(worker, deferred_reply{hdr.src_uuid, hdr.req_id, wire::AM_CMPL,
                                       int8_t(status), 0, 0, 0, 0});
@@ -315,8 +315,9 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::rma_get_req_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short RMA get", worker->name.c_str());
         return UCS_OK;
     }
@@ -336,8 +337,9 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::atomic_req_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short atomic request", worker->name.c_str());
         return UCS_OK;
     }
@@ -367,8 +369,9 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t rma_cmpl_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::reply_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short RMA completion", worker->name.c_str());
         return UCS_OK;
     }
@@ -382,8 +385,9 @@ ucs_status_t rma_cmpl_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t atomic_rep_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader reader(data, length);
     wire::atomic_rep_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!reader.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short atomic reply", worker->name.c_str());
         return UCS_OK;
     }
@@ -403,8 +407,9 @@ ucs_status_t atomic_rep_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t rma_get_rep_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader reader(data, length);
     wire::rma_get_rep_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!reader.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short get reply", worker->name.c_str());
         return UCS_OK;
     }
@@ -413,18 +418,16 @@ ucs_status_t rma_get_rep_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     rma_state &r       = req->u.send.rma;
-    const size_t size  = length - sizeof(hdr);
+    const size_t size  = reader.left();
     ucs_status_t status = wire::peer_status(hdr.status);
-    if ((status == UCS_OK) &&
-        ((hdr.offset > r.length) || (size > r.length - hdr.offset) || (size == 0))) {
+    if ((status == UCS_OK) && (!ucs::range_inside(hdr.offset, size, r.length) || (size == 0))) {
         ucs_error("worker '%s': get reply of %zu bytes at offset %llu for %zu bytes",
                   worker->name.c_str(), size, static_cast<unsigned long long>(hdr.offset),
                   r.length);
         status = UCS_ERR_IO_ERROR;
     }
     if (status == UCS_OK) {
-        std::memcpy(r.buffer + hdr.offset, static_cast<const uint8_t*>(data) + sizeof(hdr),
-                    size);
+        std::memcpy(r.buffer + hdr.offset, reader.pos(), size);
         req->u.send.offset += size;   /* the bytes arrived */
         if (req->u.send.offset < r.length) {
             return UCS_OK;

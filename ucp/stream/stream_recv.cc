@@ -267,14 +267,15 @@ unsigned stream_attach_early(ucp_worker *worker)
 ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::stream_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a malformed stream message (%zu bytes)",
                  worker->name.c_str(), length);
         return UCS_OK;
     }
-    const uint8_t *payload = static_cast<uint8_t*>(data) + sizeof(hdr);
-    const size_t size      = length - sizeof(hdr);
+    const uint8_t *payload = r.pos();
+    const size_t size      = r.left();
     if (size == 0) {
         return UCS_OK;
     }

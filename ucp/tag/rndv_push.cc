@@ -126,9 +126,10 @@ void rndv_push_fail(request *req, ucs_status_t status)
 ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::rtr_hdr rtr;
-    if (!wire::read_header(data, length, &rtr) ||
-        (rtr.rkey_length > length - sizeof(rtr))) {
+    const uint8_t *rkey;
+    if (!r.get(&rtr) || !r.bytes(rtr.rkey_length, &rkey)) {
         ucs_warn("worker '%s': dropping a malformed rendezvous push request",
                  worker->name.c_str());
         return UCS_OK;
@@ -151,7 +152,6 @@ ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
     }
     push_state &p = s.push;
     p.rkey = {};
-    const void *rkey = static_cast<const uint8_t*>(data) + sizeof(rtr);
     ucs_status_t status = worker->context.mds[s.rndv_md].component->rkey_unpack(
             rkey, rtr.rkey_length, &p.rkey);
     if (status != UCS_OK) {

@@ -34,12 +34,17 @@ rx_message *message_of(tag::unexpected_entry *u)
 }
 
 /* A message descriptor with room for `data_length` bytes after it: small
- * ones (the common unexpected eager message) from the worker's pool. */
-rx_message *message_alloc(ucp_worker *worker, ucp_tag_t tag, size_t data_length)
+ * ones (the common unexpected eager message) from the worker's pool. The
+ * length comes from a peer: nullptr if no message can be that long. */
+rx_message *message_alloc(ucp_worker *worker, ucp_tag_t tag, uint64_t data_length)
 {
+    size_t size;
+    if (!ucs::alloc_size(sizeof(rx_message), data_length, wire::max_message_length,
+                         &size)) {
+        return nullptr;
+    }
     const bool pooled = (data_length <= rx_message_pooled_payload);
-    void *mem = pooled ? worker->rx_message_pool.get() :
-                         std::malloc(sizeof(rx_message) + data_length);
+    void *mem = pooled ? worker->rx_message_pool.get() : std::malloc(size);
     if (mem == nullptr) {
         return nullptr;
     }
@@ -119,24 +124,21 @@ ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payl
     return UCS_OK;
 }
 
-ucs_status_t eager_first(ucp_worker *worker, const uint8_t *data, size_t length,
-                         bool sync)
+ucs_status_t eager_first(ucp_worker *worker, const void *data, size_t length, bool sync)
 {
+    ucs::wire_reader r(data, length);
     wire::eager_first_hdr hdr;
-    size_t hdr_length = sizeof(hdr) + (sync ? sizeof(uint64_t) : 0);
-    if (!wire::read_header(data, length, &hdr) || (length < hdr_length)) {
+    uint64_t sreq_id = 0;
+    if (!r.get(&hdr) || (sync && !r.get(&sreq_id))) {
         ucs_warn("worker '%s': dropping a short eager fragment", worker->name.c_str());
         return UCS_OK;
     }
-    uint64_t sreq_id = 0;
-    if (sync) {
-        std::memcpy(&sreq_id, data + sizeof(hdr), sizeof(sreq_id));
-    }
-    const uint8_t *payload = data + hdr_length;
-    const size_t frag      = length - hdr_length;
-    if (frag > hdr.total_length) {
-        ucs_warn("worker '%s': eager fragment longer than its message",
-                 worker->name.c_str());
+    const uint8_t *payload = r.pos();
+    const size_t frag      = r.left();
+    if ((frag > hdr.total_length) || (hdr.total_length > wire::max_message_length)) {
+        ucs_warn("worker '%s': dropping an eager fragment of %zu bytes announcing a "
+                 "message of %llu", worker->name.c_str(), frag,
+                 static_cast<unsigned long long>(hdr.total_length));
         return UCS_OK;
     }
     const msg_key key{hdr.src_uuid, hdr.msg_id};
@@ -220,55 +222,55 @@ void recv_finish(request *req, ucs_status_t status)
 ucs_status_t eager_only_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     ucp_tag_t tag;
-    if (!wire::read_header(data, length, &tag)) {
+    if (!r.get(&tag)) {
         ucs_warn("worker '%s': dropping a short eager message", worker->name.c_str());
         return UCS_OK;
     }
-    return eager_single(worker, tag, static_cast<uint8_t*>(data) + sizeof(tag),
-                        length - sizeof(tag), false, 0, 0);
+    return eager_single(worker, tag, r.pos(), r.left(), false, 0, 0);
 }
 
 ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::eager_sync_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short sync message", worker->name.c_str());
         return UCS_OK;
     }
-    return eager_single(worker, hdr.tag, static_cast<uint8_t*>(data) + sizeof(hdr),
-                        length - sizeof(hdr), true, hdr.src_uuid, hdr.sreq_id);
+    return eager_single(worker, hdr.tag, r.pos(), r.left(), true, hdr.src_uuid,
+                        hdr.sreq_id);
 }
 
 ucs_status_t eager_first_handler(void *arg, void *data, size_t length, unsigned)
 {
-    return eager_first(static_cast<ucp_worker*>(arg), static_cast<uint8_t*>(data),
-                       length, false);
+    return eager_first(static_cast<ucp_worker*>(arg), data, length, false);
 }
 
 ucs_status_t eager_sync_first_handler(void *arg, void *data, size_t length, unsigned)
 {
-    return eager_first(static_cast<ucp_worker*>(arg), static_cast<uint8_t*>(data),
-                       length, true);
+    return eager_first(static_cast<ucp_worker*>(arg), data, length, true);
 }
 
 ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::eager_middle_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short eager fragment", worker->name.c_str());
         return UCS_OK;
     }
-    const uint8_t *payload = static_cast<uint8_t*>(data) + sizeof(hdr);
-    const size_t frag      = length - sizeof(hdr);
+    const uint8_t *payload = r.pos();
+    const size_t frag      = r.left();
     const msg_key key{hdr.src_uuid, hdr.msg_id};
 
     if (auto it = worker->rx_expected.find(key); it != worker->rx_expected.end()) {
         request *req = it->second;
         const size_t total = req->u.recv.info.length;
-        if ((hdr.offset > total) || (frag > total - hdr.offset)) {
+        if (!ucs::range_inside(hdr.offset, frag, total)) {
             ucs_warn("worker '%s': eager fragment outside its message",
                      worker->name.c_str());
             return UCS_OK;
@@ -283,7 +285,7 @@ ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned
     }
     if (auto it = worker->rx_unexpected.find(key); it != worker->rx_unexpected.end()) {
         rx_message *msg = it->second;
-        if ((hdr.offset > msg->total) || (frag > msg->total - hdr.offset)) {
+        if (!ucs::range_inside(hdr.offset, frag, msg->total)) {
             ucs_warn("worker '%s': eager fragment outside its message",
                      worker->name.c_str());
             return UCS_OK;
@@ -302,15 +304,16 @@ ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned
 ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::rts_hdr rts;
-    if (!wire::read_header(data, length, &rts) ||
-        (rts.rkey_length > length - sizeof(rts)) ||
-        (rts.md_name[wire::rts_md_name_max - 1] != '\0')) {
+    const uint8_t *rkey;
+    if (!r.get(&rts) || !r.bytes(rts.rkey_length, &rkey) ||
+        (rts.md_name[wire::rts_md_name_max - 1] != '\0') ||
+        (rts.length > wire::max_message_length)) {
         ucs_warn("worker '%s': dropping a malformed rendezvous request",
                  worker->name.c_str());
         return UCS_OK;
     }
-    const uint8_t *rkey = static_cast<uint8_t*>(data) + sizeof(rts);
     request *req = take_receive(worker, rts.tag);
     if (req != nullptr) {
         req->u.recv.info.sender_tag = rts.tag;
@@ -337,8 +340,9 @@ ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
 ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::reply_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short reply", worker->name.c_str());
         return UCS_OK;
     }

@@ -271,8 +271,9 @@ void rndv_continue(request *req)
 ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::reply_hdr hdr;
-    if (!wire::read_header(data, length, &hdr)) {
+    if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short rendezvous push answer",
                  worker->name.c_str());
         return UCS_OK;

@@ -40,9 +40,11 @@ bool connecting_from(ucp_worker *worker, uint16_t port)
 ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
     wire::wireup_hdr hdr;
-    if (!wire::read_header(data, length, &hdr) ||
-        (hdr.address_length > length - sizeof(hdr)) || (hdr.client_port > UINT16_MAX)) {
+    const uint8_t *addr;
+    if (!r.get(&hdr) || !r.bytes(hdr.address_length, &addr) ||
+        (hdr.client_port > UINT16_MAX)) {
         ucs_warn("worker '%s': dropping a malformed wireup message (%zu bytes)",
                  worker->name.c_str(), length);
         return UCS_OK;
@@ -51,7 +53,6 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
         worker->pending_wireups.count(hdr.src_uuid)) {
         return UCS_OK;
     }
-    const auto *addr = static_cast<const uint8_t*>(data) + sizeof(hdr);
     worker->pending_wireups.emplace(hdr.src_uuid,
             pending_wireup{std::vector<uint8_t>(addr, addr + hdr.address_length),
                            uint16_t(hdr.client_port)});

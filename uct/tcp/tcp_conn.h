@@ -235,11 +235,10 @@ private:
     bool     dispatch(const frame_hdr &hdr, uint8_t *payload);
     bool     valid_frame(const frame_hdr &hdr) const;
     bool     dispatch_internal(const frame_hdr &hdr, uint8_t *payload);
-    void     handle_put(uint8_t *payload, size_t length);
+    void     handle_put(const put_hdr &hdr, const uint8_t *data, size_t data_length);
     bool     handle_get_req(const get_req &req);
     bool     handle_atomic(const atomic_req &req, bool fetch);
     bool     handle_flush_req(const flush_req &req);
-    void     handle_reply(internal_op op, uint8_t *payload, size_t length);
     void     handle_detach();
     void     finish_connect();
     void     set_state(conn_state state);

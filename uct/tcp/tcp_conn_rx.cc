@@ -11,6 +11,7 @@
 #include <uct/tcp/tcp_md.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/type/wire_reader.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -597,32 +598,40 @@ bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
         (op != internal_op::FLUSH_REPLY)) {
         peer_sends_ = true;
     }
+    /* valid_frame() checked each length against its op: the reads cannot
+     * fail, the reader only keeps every access inside the frame. */
+    ucs::wire_reader r(payload, hdr.length);
     switch (op) {
-    case internal_op::PUT:
-        handle_put(payload, hdr.length);
+    case internal_op::PUT: {
+        put_hdr ph;
+        if (r.get(&ph)) {
+            handle_put(ph, const_cast<uint8_t*>(r.pos()), r.left());
+        }
         return true;
+    }
     case internal_op::GET_REQ: {
         get_req req;
-        std::memcpy(&req, payload, sizeof(req));
-        return handle_get_req(req);
+        return !r.get(&req) || handle_get_req(req);
     }
     case internal_op::ATOMIC_POST:
     case internal_op::ATOMIC_REQ: {
         atomic_req req;
-        std::memcpy(&req, payload, sizeof(req));
-        return handle_atomic(req, op == internal_op::ATOMIC_REQ);
+        return !r.get(&req) || handle_atomic(req, op == internal_op::ATOMIC_REQ);
     }
     case internal_op::FLUSH_REQ: {
         flush_req req;
-        std::memcpy(&req, payload, sizeof(req));
-        return handle_flush_req(req);
+        return !r.get(&req) || handle_flush_req(req);
     }
     case internal_op::DETACH:
         handle_detach();
         return true;
-    default:
-        handle_reply(op, payload, hdr.length);
+    default: {
+        reply_hdr reply;
+        if (r.get(&reply) && check_reply(op, reply, r.left())) {
+            complete_reply(reply, r.pos(), r.left());
+        }
         return true;
+    }
     }
 }
 
@@ -646,11 +655,8 @@ void tcp_conn::refuse_rma(const char *what, uint64_t address, uint64_t length)
               unsigned(peer_.port));
 }
 
-void tcp_conn::handle_put(uint8_t *payload, size_t length)
+void tcp_conn::handle_put(const put_hdr &hdr, const uint8_t *data, size_t data_length)
 {
-    put_hdr hdr;
-    std::memcpy(&hdr, payload, sizeof(hdr));
-    size_t data_length = length - sizeof(hdr);
     void *dest = iface_.regions().region_ptr(hdr.region_id, hdr.address, data_length);
     if (ucs_unlikely(dest == nullptr)) {
         refuse_rma("put", hdr.address, data_length);
@@ -659,7 +665,7 @@ void tcp_conn::handle_put(uint8_t *payload, size_t length)
         }
         return;
     }
-    std::memcpy(dest, payload + sizeof(hdr), data_length);
+    std::memcpy(dest, data, data_length);
 }
 
 bool tcp_conn::handle_get_req(const get_req &req)
@@ -797,15 +803,6 @@ bool tcp_conn::check_reply(internal_op op, const reply_hdr &reply, size_t data_l
         return false;
     }
     return true;
-}
-
-void tcp_conn::handle_reply(internal_op op, uint8_t *payload, size_t length)
-{
-    reply_hdr reply;
-    std::memcpy(&reply, payload, sizeof(reply));
-    if (check_reply(op, reply, length - sizeof(reply))) {
-        complete_reply(reply, payload + sizeof(reply), length - sizeof(reply));
-    }
 }
 
 void tcp_conn::complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len)

@@ -10,6 +10,7 @@
 
 #include <uct/base/uct_md.h>
 #include <uct/tcp/tcp_config.h>
+#include <ucs/type/wire_reader.h>
 
 #include <cstdint>
 #include <unordered_map>
@@ -26,8 +27,7 @@ struct tcp_rkey {
     /* [address, address + length) lies inside the key's bounds. */
     bool covers(uint64_t remote_addr, uint64_t len) const
     {
-        return (remote_addr >= address) && (len <= length) &&
-               (remote_addr - address <= length - len);
+        return ucs::range_inside(remote_addr, len, address, length);
     }
 };
 
@@ -79,8 +79,7 @@ public:
             return nullptr;
         }
         const region &r = it->second;
-        if (ucs_unlikely((address < r.address) || (length > r.length) ||
-                         (address - r.address > r.length - length))) {
+        if (ucs_unlikely(!ucs::range_inside(address, length, r.address, r.length))) {
             return nullptr;
         }
         return reinterpret_cast<void*>(address);

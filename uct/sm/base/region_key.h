@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <sys/types.h>
+#include <ucs/type/wire_reader.h>
 
 namespace uct::sm {
 
@@ -56,8 +57,7 @@ struct remote_region {
     /* [addr, addr + len) inside [address, address + length), overflow-safe. */
     bool contains(uint64_t addr, uint64_t len) const
     {
-        return (addr >= address) && (len <= length) &&
-               (addr - address <= length - len);
+        return ucs::range_inside(addr, len, address, length);
     }
 };
 

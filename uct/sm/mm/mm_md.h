@@ -15,6 +15,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include <ucs/type/wire_reader.h>
 
 namespace uct::mm {
 
@@ -92,12 +93,10 @@ inline uint8_t *rkey_translate(rkey_t rkey, uint64_t remote_addr, size_t length)
     if (ucs_unlikely((key == nullptr) || (key->magic != MAPPED_RKEY_MAGIC))) {
         return nullptr;
     }
-    uint64_t offset = remote_addr - key->remote;
-    if (ucs_unlikely((remote_addr < key->remote) || (offset > key->length) ||
-                     (length > key->length - offset))) {
+    if (ucs_unlikely(!ucs::range_inside(remote_addr, length, key->remote, key->length))) {
         return nullptr;
     }
-    return key->local + offset;
+    return key->local + (remote_addr - key->remote);
 }
 
 } // namespace uct::mm

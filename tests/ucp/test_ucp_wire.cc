@@ -1,0 +1,184 @@
+/*
+ * Peer bytes that announce impossible sizes (issue 16, defect 1): an eager
+ * first fragment whose total length is near 2^64 made the unexpected
+ * message allocation `sizeof(header) + total` wrap to a small block that
+ * the fragment, and later middle fragments at offsets the sender chose,
+ * wrote past. Every announced size must be refused before it sizes an
+ * allocation, and the worker must go on receiving well-formed messages.
+ */
+#include "ucp_peer.h"
+#include "ucp_test_util.h"
+
+#include <ucp/am/am.h>
+#include <ucp/proto/wire.h>
+#include <ucp/tag/tag_recv.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+using namespace ucp_test;
+
+namespace {
+
+constexpr ucp_tag_t forged_tag = 0xbad;
+constexpr ucp_tag_t good_tag   = 0x600d;
+
+/* A worker on self with an ep to itself (tag and AM). */
+void self_loopback(peer &p)
+{
+    REQUIRE(p.init("self", UCP_FEATURE_TAG | UCP_FEATURE_AM) == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+}
+
+/* Header + `payload` bytes of pattern, as the transport would deliver them. */
+template <typename Header>
+std::vector<uint8_t> frame(const Header &hdr, size_t payload, size_t extra_before = 0)
+{
+    std::vector<uint8_t> bytes(sizeof(hdr) + extra_before + payload);
+    std::memcpy(bytes.data(), &hdr, sizeof(hdr));
+    for (size_t i = sizeof(hdr); i < bytes.size(); ++i) {
+        bytes[i] = uint8_t(i * 7);
+    }
+    return bytes;
+}
+
+bool probe_finds(peer &p, ucp_tag_t tag, size_t *length = nullptr)
+{
+    ucp_tag_recv_info_t info{};
+    for (int i = 0; i < 10; ++i) {
+        ucp_worker_progress(p.worker);
+    }
+    ucp_tag_message_h msg = ucp_tag_probe_nb(p.worker, tag, ~ucp_tag_t(0), 0, &info);
+    if ((msg != nullptr) && (length != nullptr)) {
+        *length = info.length;
+    }
+    return msg != nullptr;
+}
+
+/* A real message still gets through after the forged ones. */
+void check_still_receives(peer &p)
+{
+    std::vector<uint8_t> out(3000), in(3000);
+    fill_pattern(out.data(), out.size(), 7);
+    ucp_request_param_t param{};
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), good_tag,
+                                             ~ucp_tag_t(0), &param);
+    ucs_status_ptr_t sreq = ucp_tag_send_nbx(p.ep, out.data(), out.size(), good_tag,
+                                             &param);
+    CHECK(p.wait(sreq) == UCS_OK);
+    CHECK(p.wait(rreq) == UCS_OK);
+    CHECK(in == out);
+}
+
+} // namespace
+
+TEST_CASE("an eager message announcing a total near 2^64 is refused, not allocated",
+          "[ucp_wire]")
+{
+    peer p;
+    self_loopback(p);
+    log_capture capture;
+
+    for (const bool sync : {false, true}) {
+        for (const uint64_t total : {~uint64_t(0), ~uint64_t(0) - 100,
+                                     ~uint64_t(0) - sizeof(ucp::rx_message) + 8,
+                                     ucp::wire::max_message_length + 1}) {
+            CAPTURE(sync, total);
+            ucp::wire::eager_first_hdr first{forged_tag, 77, sync ? 1u : 0u, total};
+            const size_t sreq = sync ? sizeof(uint64_t) : 0;
+            auto bytes = frame(first, 200, sreq);
+            const ucs_status_t status = sync ?
+                ucp::eager_sync_first_handler(p.worker, bytes.data(), bytes.size(), 0) :
+                ucp::eager_first_handler(p.worker, bytes.data(), bytes.size(), 0);
+            CHECK(status == UCS_OK);
+            /* Middles at offsets the sender chose must land nowhere. */
+            ucp::wire::eager_middle_hdr middle{77, sync ? 1u : 0u, 1u << 20};
+            auto mbytes = frame(middle, 4096);
+            CHECK(ucp::eager_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) ==
+                  UCS_OK);
+            CHECK_FALSE(probe_finds(p, forged_tag));
+        }
+    }
+    CHECK(capture.text().find("announcing a message of") != std::string::npos);
+    check_still_receives(p);
+}
+
+TEST_CASE("a well-formed multi-fragment message still reassembles", "[ucp_wire]")
+{
+    peer p;
+    self_loopback(p);
+    ucp::wire::eager_first_hdr first{forged_tag, 78, 5, 300};
+    auto bytes = frame(first, 100);
+    REQUIRE(ucp::eager_first_handler(p.worker, bytes.data(), bytes.size(), 0) == UCS_OK);
+    size_t length = 0;
+    REQUIRE(probe_finds(p, forged_tag, &length));
+    CHECK(length == 300);
+    for (uint64_t offset : {100u, 200u}) {
+        ucp::wire::eager_middle_hdr middle{78, 5, offset};
+        auto mbytes = frame(middle, 100);
+        CHECK(ucp::eager_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) ==
+              UCS_OK);
+    }
+    std::vector<uint8_t> in(300), expected(300);
+    for (size_t i = 0; i < expected.size(); ++i) {
+        /* frame() numbers bytes from the start of the header it follows */
+        const size_t hdr = (i < 100) ? sizeof(first) : sizeof(ucp::wire::eager_middle_hdr);
+        expected[i] = uint8_t((hdr + i % 100) * 7);
+    }
+    ucp_request_param_t param{};
+    CHECK(p.wait(ucp_tag_recv_nbx(p.worker, in.data(), in.size(), forged_tag,
+                                  ~ucp_tag_t(0), &param)) == UCS_OK);
+    CHECK(in == expected);
+}
+
+TEST_CASE("active messages and rendezvous requests announcing impossible sizes are refused",
+          "[ucp_wire]")
+{
+    peer p;
+    self_loopback(p);
+    log_capture capture;
+    std::vector<size_t> delivered;
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id         = 5;
+    hp.arg        = &delivered;
+    hp.cb         = [](void *arg, const void *, size_t, void *, size_t length,
+                       const ucp_am_recv_param_t *) -> ucs_status_t {
+        static_cast<std::vector<size_t>*>(arg)->push_back(length);
+        return UCS_OK;
+    };
+    REQUIRE(ucp_worker_set_am_recv_handler(p.worker, &hp) == UCS_OK);
+
+    for (const uint64_t total : {~uint64_t(0), ~uint64_t(0) - 64,
+                                 ucp::wire::max_message_length + 1}) {
+        CAPTURE(total);
+        ucp::wire::am_first_hdr first{{5, 0, 0, 0}, 99, 1, total};
+        auto bytes = frame(first, 100);
+        CHECK(ucp::am_first_handler(p.worker, bytes.data(), bytes.size(), 0) == UCS_OK);
+        ucp::wire::eager_middle_hdr middle{99, 1, 1u << 16};
+        auto mbytes = frame(middle, 100);
+        CHECK(ucp::am_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) == UCS_OK);
+
+        ucp::wire::am_rts_hdr rts{};
+        rts.am     = {5, 0, 0, 0};
+        rts.length = total;
+        auto rbytes = frame(rts, 0);
+        CHECK(ucp::am_rts_handler(p.worker, rbytes.data(), rbytes.size(), 0) == UCS_OK);
+
+        ucp::wire::rts_hdr trts{};
+        trts.tag    = forged_tag;
+        trts.length = total;
+        auto tbytes = frame(trts, 0);
+        CHECK(ucp::rndv_rts_handler(p.worker, tbytes.data(), tbytes.size(), 0) == UCS_OK);
+        CHECK_FALSE(probe_finds(p, forged_tag));
+    }
+    for (int i = 0; i < 50; ++i) {
+        ucp_worker_progress(p.worker);
+    }
+    CHECK(delivered.empty());
+    CHECK(capture.text().find("malformed") != std::string::npos);
+    check_still_receives(p);
+}
