@@ -9,6 +9,7 @@
 #include "two_process.h"
 #include "uct_test_util.h"
 
+#include <uct/tcp/tcp_iface.h>
 #include <uct/tcp/tcp_wire.h>
 #include <ucs/debug/log.h>
 
@@ -356,6 +357,7 @@ struct malformed_report {
     uint64_t legit_bad;
     uint64_t raw_delivered;
     uint64_t closed_logged;
+    uint64_t refused_keys;      /* handshakes without the iface key, closed unread */
 };
 
 int malformed_target(int fd)
@@ -393,11 +395,13 @@ int malformed_target(int fd)
     test::poll_until([&] { return order.next >= expected; }, [&] { e.progress(); });
 
     ucs::log_set_file("stdout");
-    malformed_report rep{order.next, order.bad, raw, 0};
+    malformed_report rep{order.next, order.bad, raw, 0,
+                         dynamic_cast<uct::tcp::tcp_iface&>(e.iface()).refused_handshakes()};
     std::ifstream in(log_path);
     for (std::string line; std::getline(in, line);) {
         rep.closed_logged += (line.find("closing it") != std::string::npos) ||
-                             (line.find("truncated handshake") != std::string::npos);
+                             (line.find("truncated handshake") != std::string::npos) ||
+                             (line.find("lacks this iface's key") != std::string::npos);
     }
     ::unlink(log_path.c_str());
     TEST_CHILD_CHECK(test::send_value(fd, rep));
@@ -479,8 +483,10 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     REQUIRE(e.ok());
     test::uct_addresses peer;
     REQUIRE(recv_peer(child.fd(), &peer));
-    uint16_t port = 0;
-    std::memcpy(&port, peer.iface.data(), sizeof(port));
+    iface_addr target{};
+    REQUIRE(peer.iface.size() == sizeof(target));
+    std::memcpy(&target, peer.iface.data(), sizeof(target));
+    const uint16_t port = target.port;
     uct::ep *ep = e.connect(peer);
     REQUIRE(ep != nullptr);
 
@@ -502,14 +508,19 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     good.version = HANDSHAKE_VERSION;
     good.family  = uint8_t(addr_family::IPV4);
     good.port    = 1;
+    good.acceptor_key = target.key;       /* from the address: may connect */
     std::vector<uint8_t> hs;
     append(&hs, good);
-    handshake bad_magic = good, bad_version = good;
+    handshake bad_magic = good, bad_version = good, no_key = good, wrong_key = good;
     bad_magic.magic     = HANDSHAKE_MAGIC + 1;
     bad_version.version = 99;
-    std::vector<uint8_t> hs_bad_magic, hs_bad_version;
+    no_key.acceptor_key = {};
+    wrong_key.acceptor_key.bytes[7] ^= 1;
+    std::vector<uint8_t> hs_bad_magic, hs_bad_version, hs_no_key, hs_wrong_key;
     append(&hs_bad_magic, bad_magic);
     append(&hs_bad_version, bad_version);
+    append(&hs_no_key, no_key);
+    append(&hs_wrong_key, wrong_key);
     std::vector<uint8_t> garbage(64);
     for (size_t i = 0; i < garbage.size(); ++i) {
         garbage[i] = uint8_t(i * 151 + 7);
@@ -526,6 +537,8 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
         garbage,                                                    /* not a handshake */
         hs_bad_magic,
         hs_bad_version,
+        hs_no_key + frame(RAW_ID, 0, 0, 8, 8),                     /* a port scan's guess */
+        hs_wrong_key + frame(RAW_ID, 0, 0, 8, 8),                  /* one bit off */
         hs + frame(RAW_ID, 0, 0, 0xffffffffu, 16),                 /* length over the limit */
         hs + frame(200, 0, 0, 8, 8),                               /* bad am id */
         hs + frame(RAW_ID, 0, 7, 8, 8),                            /* reserved bits */
@@ -598,6 +611,8 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     CHECK(rep.legit == seq);
     CHECK(rep.legit_bad == 0);
     CHECK(rep.raw_delivered == 1);
-    CHECK(rep.closed_logged >= malformed.size() + 1);
+    CHECK(rep.refused_keys == 2);
+    /* The first refused key is a warning, the second one only a diag line. */
+    CHECK(rep.closed_logged >= malformed.size() + 1 - 1);
     CHECK(child.wait() == 0);
 }

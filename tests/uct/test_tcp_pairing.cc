@@ -410,6 +410,7 @@ public:
 
     bool ok() const { return port_ != 0; }
     uint16_t port() const { return port_; }
+    const iface_key &key() const { return key_; }
 
     test::uct_addresses addresses() const
     {
@@ -422,15 +423,20 @@ public:
         a.device.resize(sizeof(hdr) + sizeof(ip));
         std::memcpy(a.device.data(), &hdr, sizeof(hdr));
         std::memcpy(a.device.data() + sizeof(hdr), ip, sizeof(ip));
-        iface_addr ia{port_};
+        iface_addr ia{};
+        ia.port = port_;
+        ia.key  = key_;
         a.iface.resize(sizeof(ia));
         std::memcpy(a.iface.data(), &ia, sizeof(ia));
         return a;
     }
 
-    handshake my_handshake(uint32_t conn_sn) const
+    /* Ours, towards the iface whose key is `acceptor_key`. */
+    handshake my_handshake(uint32_t conn_sn, const iface_key &acceptor_key) const
     {
         handshake hs{};
+        hs.acceptor_key  = acceptor_key;
+        hs.initiator_key = key_;
         hs.magic   = HANDSHAKE_MAGIC;
         hs.version = HANDSHAKE_VERSION;
         hs.family  = uint8_t(addr_family::IPV4);
@@ -525,15 +531,22 @@ public:
 private:
     int              listen_fd_ = -1;
     uint16_t         port_ = 0;
+    iface_key        key_ = {{0x5c, 0x21, 0x9e, 0x07, 0x33, 0xd4, 0x6a, 0x18,
+                              0xc5, 0x7f, 0x42, 0x90, 0x0b, 0xee, 0x61, 0x2d}};
     std::vector<int> fds_;
 };
 
-uint16_t iface_port(test::uct_entity &e)
+iface_addr address_of(test::uct_entity &e)
 {
     auto a = e.addresses();
     iface_addr ia;
     std::memcpy(&ia, a.iface.data(), sizeof(ia));
-    return ia.port;
+    return ia;
+}
+
+uint16_t iface_port(test::uct_entity &e)
+{
+    return address_of(e).port;
 }
 
 } // namespace
@@ -557,6 +570,10 @@ TEST_CASE("tcp rejected connection waits for the peer's then connects again", "[
     CHECK(hs.magic == HANDSHAKE_MAGIC);
     CHECK(hs.conn_sn == 0);
     CHECK(hs.port == iface_port(a));
+    /* It proves it holds b's address, and says who a is. */
+    CHECK(std::memcmp(&hs.acceptor_key, &b.key(), sizeof(iface_key)) == 0);
+    const iface_addr a_addr = address_of(a);
+    CHECK(std::memcmp(&hs.initiator_key, &a_addr.key, sizeof(iface_key)) == 0);
     /* Nothing but the handshake before the answer. */
     uint8_t extra;
     CHECK(::recv(first, &extra, 1, MSG_DONTWAIT) < 0);
@@ -607,7 +624,7 @@ TEST_CASE("tcp ep destroyed while pairing keeps its connection for the peer", "[
      * connection and tells b so. */
     int to_a = b.connect_to(iface_port(a));
     REQUIRE(to_a >= 0);
-    handshake mine = b.my_handshake(0);
+    handshake mine = b.my_handshake(0, address_of(a).key);
     REQUIRE(scripted_peer::send_bytes(to_a, &mine, sizeof(mine)));
     uint8_t answer[sizeof(frame_hdr) + sizeof(conn_reply)];
     REQUIRE(scripted_peer::read(to_a, answer, sizeof(answer), pump));

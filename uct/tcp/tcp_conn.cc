@@ -6,6 +6,7 @@
 
 #include <uct/tcp/tcp_iface.h>
 
+#include <ucs/sys/random.h>
 #include <ucs/debug/log.h>
 
 #include <cerrno>
@@ -103,9 +104,10 @@ ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
         peer_.family = uint8_t(addr_family::IPV6);
         std::memcpy(peer_.ip, bytes.data(), bytes.size());
     }
-    peer_.port    = peer.port();
-    peer_.conn_sn = hs.conn_sn;
-    target_       = peer;
+    peer_.port          = peer.port();
+    peer_.conn_sn       = hs.conn_sn;
+    peer_.initiator_key = hs.acceptor_key;   /* what the peer's handshake would say */
+    target_             = peer;
 
     iface_.connect_started();
     connect_counted_ = true;
@@ -130,7 +132,9 @@ bool tcp_conn::pairs_with(const handshake &hs) const
     /* Also when its ep is gone already: the peer decides the same way and
      * must find the connection it expects. */
     return outbound_ && establishing() && (peer_.conn_sn == hs.conn_sn) &&
-           (compare_iface_addr(peer_, hs) == 0);
+           (compare_iface_addr(peer_, hs) == 0) &&
+           ucs::sys::secret_equal(&peer_.initiator_key, &hs.initiator_key,
+                                  sizeof(hs.initiator_key));
 }
 
 void tcp_conn::wait_for_peer()
@@ -161,8 +165,9 @@ void tcp_conn::check_peer_wait(std::chrono::steady_clock::time_point now)
         return;
     }
     fd_ = fd;
-    handshake hs = iface_.local_handshake();
-    hs.conn_sn   = peer_.conn_sn;
+    handshake hs    = iface_.local_handshake();
+    hs.conn_sn      = peer_.conn_sn;
+    hs.acceptor_key = peer_.initiator_key;
     std::memcpy(ctl_, &hs, sizeof(hs));
     ctl_len_  = sizeof(hs);
     ctl_sent_ = 0;
@@ -696,10 +701,11 @@ void tcp_conn::handle_failure()
 }
 
 bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer,
-                             uint32_t conn_sn) const
+                             uint32_t conn_sn, const iface_key &key) const
 {
     if (outbound_ || ever_owned_ || peer_detached_ || (state_ != conn_state::CONNECTED) ||
-        (peer.port() != peer_.port) || (conn_sn != peer_.conn_sn)) {
+        (peer.port() != peer_.port) || (conn_sn != peer_.conn_sn) ||
+        !ucs::sys::secret_equal(&key, &peer_.initiator_key, sizeof(key))) {
         return false;
     }
     const auto address = peer.address();

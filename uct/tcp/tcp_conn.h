@@ -84,7 +84,8 @@ public:
 
     /* An accepted connection from `peer`'s ep number `conn_sn` that an ep
      * may attach to. */
-    bool attachable_to(const boost::asio::ip::tcp::endpoint &peer, uint32_t conn_sn) const;
+    bool attachable_to(const boost::asio::ip::tcp::endpoint &peer, uint32_t conn_sn,
+                       const iface_key &key) const;
 
     /* The peer's iface address and, for pairing, the ep serial number. */
     const handshake &peer() const { return peer_; }

@@ -11,6 +11,7 @@
 #include <uct/tcp/tcp_md.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/random.h>
 #include <ucs/type/wire_reader.h>
 
 #include <algorithm>
@@ -410,11 +411,24 @@ void tcp_conn::protocol_error(const char *what)
 bool tcp_conn::parse_handshake()
 {
     handshake hs;
-    std::memcpy(&hs, rx_.get() + rx_head_, sizeof(hs));
+    ucs::wire_reader(rx_.get() + rx_head_, rx_tail_ - rx_head_).get(&hs);
     if ((hs.magic != HANDSHAKE_MAGIC) || (hs.version != HANDSHAKE_VERSION) ||
         ((hs.family != uint8_t(addr_family::IPV4)) &&
          (hs.family != uint8_t(addr_family::IPV6)))) {
         protocol_error("invalid handshake");
+        return false;
+    }
+    if (!ucs::sys::secret_equal(&hs.acceptor_key, &iface_.key(), sizeof(hs.acceptor_key))) {
+        /* Not made from our address (a port scan, a stale or forged peer):
+         * closed before anything else of it is read. */
+        if (iface_.count_refused_handshake() == 1) {
+            ucs_warn("tcp: closed a connection whose handshake lacks this iface's key "
+                     "(a port scan, or a peer with a stale or forged address); further "
+                     "ones are logged at diag level");
+        } else {
+            ucs_diag("tcp: closed a connection whose handshake lacks this iface's key");
+        }
+        schedule_failure(UCS_ERR_CONNECTION_RESET, "handshake without the iface key");
         return false;
     }
     peer_     = hs;

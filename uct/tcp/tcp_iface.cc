@@ -5,11 +5,13 @@
 #include <uct/tcp/tcp_md.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include <netinet/in.h>
@@ -139,6 +141,10 @@ ucs_status_t tcp_iface::init()
     handshake_.family  = uint8_t(netif_.family);
     std::memcpy(handshake_.ip, netif_.ip, ip_length(netif_.family));
     handshake_.port    = port_;
+    if (ucs::sys::random_bytes(&handshake_.initiator_key,
+                               sizeof(handshake_.initiator_key)) != UCS_OK) {
+        return UCS_ERR_IO_ERROR;
+    }
 
     init_attr();
     worker_.progress_register(this);
@@ -238,7 +244,9 @@ ucs_status_t tcp_iface::get_address(void *buffer) const
     if (buffer == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    iface_addr addr{port_};
+    iface_addr addr{};
+    addr.port = port_;
+    addr.key  = handshake_.initiator_key;
     std::memcpy(buffer, &addr, sizeof(addr));
     return UCS_OK;
 }
@@ -246,7 +254,7 @@ ucs_status_t tcp_iface::get_address(void *buffer) const
 bool tcp_iface::parse_peer(const void *dev_addr, size_t dev_addr_len,
                            const void *iface_addr_p, size_t iface_addr_len,
                            boost::asio::ip::tcp::endpoint *peer,
-                           device_addr_hdr *hdr_out) const
+                           device_addr_hdr *hdr_out, iface_key *key_out) const
 {
     if ((dev_addr == nullptr) || (iface_addr_p == nullptr) ||
         (dev_addr_len < sizeof(device_addr_hdr)) ||
@@ -263,8 +271,13 @@ bool tcp_iface::parse_peer(const void *dev_addr, size_t dev_addr_len,
     }
     iface_addr addr;
     std::memcpy(&addr, iface_addr_p, sizeof(addr));
-    if (addr.port == 0) {
+    if ((addr.port == 0) ||
+        std::any_of(std::begin(addr.reserved), std::end(addr.reserved),
+                    [](uint8_t b) { return b != 0; })) {
         return false;
+    }
+    if (key_out != nullptr) {
+        *key_out = addr.key;
     }
     const auto *ip = static_cast<const uint8_t*>(dev_addr) + sizeof(hdr);
     *peer = boost::asio::ip::tcp::endpoint(make_address(family, ip), addr.port);
@@ -279,7 +292,8 @@ bool tcp_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
 {
     boost::asio::ip::tcp::endpoint peer;
     device_addr_hdr hdr;
-    if (!parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer, &hdr)) {
+    if (!parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer, &hdr,
+                    nullptr)) {
         return false;
     }
     bool peer_loopback = (hdr.flags & device_addr_flag::LOOPBACK) != 0;
@@ -325,9 +339,10 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
                                             size_t iface_addr_len, ep **ep_p)
 {
     boost::asio::ip::tcp::endpoint peer;
+    iface_key key;
     if ((ep_p == nullptr) ||
         !parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer,
-                    nullptr)) {
+                    nullptr, &key)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -341,7 +356,7 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
         return UCS_ERR_NO_MEMORY;
     }
     for (auto &conn : conns_) {
-        if (conn->attachable_to(peer, sn)) {
+        if (conn->attachable_to(peer, sn, key)) {
             try {
                 *ep_p = new tcp_ep(*this, conn.get());
             } catch (...) {
@@ -369,8 +384,9 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
         auto ep = std::make_unique<tcp_ep>(*this, conn.get());
         tcp_conn *raw = conn.get();
         conns_.push_back(std::move(conn));
-        handshake hs = handshake_;
-        hs.conn_sn   = sn;
+        handshake hs    = handshake_;
+        hs.conn_sn      = sn;
+        hs.acceptor_key = key;
         raw->start_connect(peer, hs);
         *ep_p = ep.release();
         return UCS_OK;

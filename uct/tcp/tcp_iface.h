@@ -59,6 +59,11 @@ public:
     uint16_t port() const { return port_; }
     /* This iface's handshake (conn_sn 0). */
     const handshake &local_handshake() const { return handshake_; }
+    /* The key a connection to this iface must show (in its address), and
+     * how many connections came without it and were closed. */
+    const iface_key &key() const { return handshake_.initiator_key; }
+    uint64_t count_refused_handshake() { return ++refused_handshakes_; }
+    uint64_t refused_handshakes() const { return refused_handshakes_; }
     /* A configured non-blocking TCP socket of `family`, or -1 (logged). */
     int open_socket(int family);
     /* Largest user AM frame payload this side accepts. */
@@ -105,7 +110,7 @@ private:
     bool         parse_peer(const void *dev_addr, size_t dev_addr_len,
                             const void *iface_addr, size_t iface_addr_len,
                             boost::asio::ip::tcp::endpoint *peer,
-                            device_addr_hdr *hdr) const;
+                            device_addr_hdr *hdr, iface_key *key) const;
     static void  flush_waiter_done(completion *self);
     /* Serial number of the next ep towards `peer`'s iface. */
     uint32_t     next_conn_sn(const boost::asio::ip::tcp::endpoint &peer);
@@ -124,6 +129,7 @@ private:
     uint16_t                                port_ = 0;
     int                                     epfd_ = -1;
     handshake                               handshake_{};
+    uint64_t                                refused_handshakes_ = 0;
 
     std::vector<std::unique_ptr<tcp_conn>>  conns_;
     std::vector<tcp_conn*>                  failures_;

@@ -8,12 +8,24 @@
  * connection) or CONN_REJECT (two eps connected towards each other at once,
  * and the acceptor's own connection is the one both keep).
  * Peers are assumed to share byte order (as in UCX).
+ *
+ * Authentication: every iface has a random key, published only in its
+ * iface address (inside the UCP worker address). A handshake must carry
+ * the acceptor's key, or the acceptor closes the connection before it
+ * reads anything else: a port scan, or anyone who does not hold this
+ * process's address, never reaches a frame handler. The handshake also
+ * carries the initiator's own key, so an accepted connection is reused for
+ * an ep to that peer only if the address we hold for it has that key (an
+ * initiator cannot pass itself off as another peer by the listening
+ * address it claims). The keys protect against whoever cannot read the
+ * worker address or the traffic; they do not encrypt (docs/security.md).
  */
 #ifndef UCT_TCP_TCP_WIRE_H
 #define UCT_TCP_TCP_WIRE_H
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace uct::tcp {
 
@@ -92,7 +104,12 @@ struct conn_reply {
 };
 
 constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078;   /* "xPCT" */
-constexpr uint16_t HANDSHAKE_VERSION = 2;
+constexpr uint16_t HANDSHAKE_VERSION = 3;
+
+/* An iface's connection key (random, from the kernel's CSPRNG). */
+struct iface_key {
+    uint8_t bytes[16];
+};
 
 /*
  * Who is connecting: the initiator's own listening address, and which of
@@ -102,16 +119,18 @@ constexpr uint16_t HANDSHAKE_VERSION = 2;
  * the side with the lower address (family, ip, port).
  */
 struct handshake {
-    uint32_t magic;
-    uint16_t version;
-    uint8_t  family;     /* addr_family */
-    uint8_t  reserved;
-    uint8_t  ip[16];
-    uint16_t port;       /* host order */
-    uint16_t reserved2;
-    uint32_t conn_sn;
+    uint32_t  magic;
+    uint16_t  version;
+    uint8_t   family;     /* addr_family */
+    uint8_t   reserved;
+    uint8_t   ip[16];
+    uint16_t  port;       /* host order */
+    uint16_t  reserved2;
+    uint32_t  conn_sn;
+    iface_key acceptor_key;    /* the key of the iface connected to */
+    iface_key initiator_key;   /* the initiator iface's own key */
 };
-static_assert(sizeof(handshake) == 32);
+static_assert(sizeof(handshake) == 64);
 
 enum class addr_family : uint8_t { IPV4 = 4, IPV6 = 6 };
 
@@ -137,10 +156,13 @@ namespace device_addr_flag {
 constexpr uint8_t LOOPBACK = 1u << 0;
 } // namespace device_addr_flag
 
-/* Iface address: the listening port. */
+/* Iface address: the listening port and the key a connection must show. */
 struct iface_addr {
-    uint16_t port;       /* host order */
+    uint16_t  port;       /* host order */
+    uint8_t   reserved[6];
+    iface_key key;
 };
+static_assert(sizeof(iface_addr) == 24);
 
 constexpr uint64_t RKEY_MAGIC = 0x7463702d726b6579ull;  /* "tcp-rkey" */
 
