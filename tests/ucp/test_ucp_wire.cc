@@ -10,10 +10,18 @@
 #include "ucp_test_util.h"
 
 #include <ucp/am/am.h>
+#include <ucp/core/ucp_address.h>
 #include <ucp/proto/wire.h>
 #include <ucp/tag/tag_recv.h>
+#include <uct/tcp/tcp_wire.h>
 
 #include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
@@ -180,5 +188,150 @@ TEST_CASE("active messages and rendezvous requests announcing impossible sizes a
     }
     CHECK(delivered.empty());
     CHECK(capture.text().find("malformed") != std::string::npos);
+    check_still_receives(p);
+}
+
+/* ---- the same attack over a real tcp connection ---- */
+
+namespace {
+
+namespace tcpw = uct::tcp;
+
+/* The port and key of the worker's tcp iface on `lo`, from its address, as
+ * any peer holding the address can read them. */
+bool tcp_target_of(const std::vector<uint8_t> &worker_address, tcpw::iface_addr *out)
+{
+    ucp::unpacked_address addr;
+    if (ucp::unpack_address(worker_address.data(), worker_address.size(), &addr) != UCS_OK) {
+        return false;
+    }
+    for (const ucp::address_entry &e : addr.entries) {
+        if ((e.tl_name == "tcp") && (e.iface_addr.size() == sizeof(*out))) {
+            std::memcpy(out, e.iface_addr.data(), sizeof(*out));
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A raw connection speaking the tcp transport's wire format by hand. */
+class raw_tcp_peer {
+public:
+    explicit raw_tcp_peer(uint16_t port)
+    {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in sa{};
+        sa.sin_family      = AF_INET;
+        sa.sin_port        = htons(port);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+    }
+    ~raw_tcp_peer()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+
+    bool ok() const { return fd_ >= 0; }
+
+    bool send_handshake(const tcpw::iface_key &acceptor_key)
+    {
+        tcpw::handshake hs{};
+        hs.magic        = tcpw::HANDSHAKE_MAGIC;
+        hs.version      = tcpw::HANDSHAKE_VERSION;
+        hs.family       = uint8_t(tcpw::addr_family::IPV4);
+        hs.ip[0]        = 127;
+        hs.ip[3]        = 1;
+        hs.port         = 9;
+        hs.acceptor_key = acceptor_key;
+        return send(&hs, sizeof(hs));
+    }
+
+    /* A UCP active message (id, bytes) as one tcp frame. */
+    bool send_am(uint8_t am_id, const std::vector<uint8_t> &payload)
+    {
+        tcpw::frame_hdr hdr{am_id, 0, 0, uint32_t(payload.size())};
+        return send(&hdr, sizeof(hdr)) && send(payload.data(), payload.size());
+    }
+
+    /* The acceptor's answer (CONN_ACCEPT) or the end of the stream, while
+     * `pump` runs: 1 accepted, 0 closed, -1 neither in time. */
+    int answer(const std::function<void()> &pump)
+    {
+        int result = -1;
+        test::poll_until([&] {
+            uint8_t buf[sizeof(tcpw::frame_hdr) + sizeof(tcpw::conn_reply)];
+            ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+            if ((n == 0) || ((n < 0) && (errno == ECONNRESET))) {
+                result = 0;
+            } else if (n > 0) {
+                tcpw::frame_hdr hdr;
+                std::memcpy(&hdr, buf, sizeof(hdr));
+                result = (hdr.id == uint8_t(tcpw::internal_op::CONN_ACCEPT)) ? 1 : 0;
+            }
+            return result >= 0;
+        }, pump, std::chrono::seconds(10));
+        return result;
+    }
+
+private:
+    bool send(const void *data, size_t length)
+    {
+        return ::send(fd_, data, length, MSG_NOSIGNAL) == ssize_t(length);
+    }
+
+    int fd_ = -1;
+};
+
+} // namespace
+
+TEST_CASE("over tcp, a connection without the worker's key is closed unread; with it, "
+          "the overflowing eager frame is refused", "[ucp_wire]")
+{
+    peer p;
+    REQUIRE(p.init("tcp", UCP_FEATURE_TAG) == UCS_OK);
+    tcpw::iface_addr target{};
+    REQUIRE(tcp_target_of(p.address(), &target));
+    auto pump = [&] { ucp_worker_progress(p.worker); };
+    log_capture capture;
+
+    ucp::wire::eager_first_hdr first{forged_tag, 5, 9, ~uint64_t(0) - 16};
+    const auto attack = frame(first, 1000);
+    ucp::wire::eager_middle_hdr middle{5, 9, 4096};
+    const auto follow_up = frame(middle, 1000);
+
+    /* A port scan, or anyone without the address: closed before any frame. */
+    {
+        raw_tcp_peer scan(target.port);
+        REQUIRE(scan.ok());
+        tcpw::iface_key guess{};
+        REQUIRE(scan.send_handshake(guess));
+        REQUIRE(scan.send_am(ucp::wire::AM_EAGER_FIRST, attack));
+        CHECK(scan.answer(pump) == 0);
+    }
+    CHECK(capture.text().find("lacks this iface's key") != std::string::npos);
+    CHECK(capture.text().find("announcing a message of") == std::string::npos);
+
+    /* A peer holding the address: its frames reach UCP, which refuses the
+     * size before allocating anything. */
+    {
+        raw_tcp_peer holder(target.port);
+        REQUIRE(holder.ok());
+        REQUIRE(holder.send_handshake(target.key));
+        REQUIRE(holder.answer(pump) == 1);
+        REQUIRE(holder.send_am(ucp::wire::AM_EAGER_FIRST, attack));
+        REQUIRE(holder.send_am(ucp::wire::AM_EAGER_MIDDLE, follow_up));
+        CHECK(test::poll_until([&] {
+            return capture.text().find("announcing a message of") != std::string::npos;
+        }, pump));
+        CHECK_FALSE(probe_finds(p, forged_tag));
+    }
+
+    /* The worker still talks to a real peer over tcp. */
+    REQUIRE(p.connect(p.address()) == UCS_OK);
     check_still_receives(p);
 }
