@@ -166,7 +166,8 @@ TEST_CASE("malformed addresses are refused", "[ucp_address]")
     };
 
     CHECK(refused(patched(0, 'X')));          /* magic */
-    CHECK(refused(patched(4, 2)));            /* version */
+    CHECK(refused(patched(4, ucp::address_version + 1)));   /* version */
+    CHECK(refused(patched(4, ucp::address_version - 1)));   /* the previous format */
     CHECK(refused(patched(5, 1)));            /* reserved flags */
     CHECK(refused(patched(6, 4)));            /* one entry more than present */
     CHECK(refused(patched(6, 2)));            /* one entry less: stray bytes */
