@@ -334,13 +334,12 @@ public:
         if (status != UCS_OK) {
             return status;
         }
-        std::vector<uint8_t> key;
-        if (!test::recv_blob(child->fd(), &key) ||
+        if (!test::recv_blob(child->fd(), &packed_key) ||
             !p.recv_value_progress(child->fd(), &base)) {
             return UCS_ERR_IO_ERROR;
         }
         this->length = length;
-        return ucp_ep_rkey_unpack(p.ep, key.data(), &rkey);
+        return ucp_ep_rkey_unpack(p.ep, packed_key.data(), &rkey);
     }
 
     ucs_status_t start_loopback(const config &cfg, size_t length)
@@ -358,7 +357,8 @@ public:
         }
         base         = local->address();
         this->length = length;
-        return ucp_ep_rkey_unpack(p.ep, local->key().data(), &rkey);
+        packed_key   = local->key();
+        return ucp_ep_rkey_unpack(p.ep, packed_key.data(), &rkey);
     }
 
     ~session() { finish(); }
@@ -462,6 +462,7 @@ public:
     std::unique_ptr<test::child_process> child;
     std::unique_ptr<region>              local;
     ucp_rkey_h                           rkey = nullptr;
+    std::vector<uint8_t>                 packed_key;   /* what rkey was unpacked from */
     uint64_t                             base = 0;
     size_t                               length = 0;
     int                                  child_status = 0;

@@ -41,8 +41,11 @@ struct wire_key {
     uint16_t                reserved;
     uint64_t                address;
     uint64_t                length;
+    uint64_t                secret;
     std::vector<wire_entry> entries;
 };
+
+constexpr size_t entries_offset = 40;   /* the fixed header's size */
 
 template <typename T>
 T read_at(const std::vector<uint8_t> &bytes, size_t offset)
@@ -72,7 +75,8 @@ wire_key decode(const std::vector<uint8_t> &bytes)
     k.reserved     = read_at<uint16_t>(bytes, 14);
     k.address      = read_at<uint64_t>(bytes, 16);
     k.length       = read_at<uint64_t>(bytes, 24);
-    size_t offset  = 32;
+    k.secret       = read_at<uint64_t>(bytes, 32);
+    size_t offset  = entries_offset;
     auto name      = [&]() {
         const size_t n = read_at<uint8_t>(bytes, offset);
         REQUIRE(offset + 1 + n <= bytes.size());
@@ -101,7 +105,7 @@ wire_key decode(const std::vector<uint8_t> &bytes)
  * `fix_counts`, else as they are in k. */
 std::vector<uint8_t> encode(const wire_key &k, bool fix_counts = true)
 {
-    std::vector<uint8_t> bytes(32);
+    std::vector<uint8_t> bytes(entries_offset);
     for (const wire_entry &e : k.entries) {
         for (const std::string &name : {e.component, e.md}) {
             bytes.push_back(uint8_t(name.size() + 1));
@@ -123,6 +127,7 @@ std::vector<uint8_t> encode(const wire_key &k, bool fix_counts = true)
     write_at(bytes, 14, k.reserved);
     write_at(bytes, 16, k.address);
     write_at(bytes, 24, k.length);
+    write_at(bytes, 32, k.secret);
     return bytes;
 }
 
@@ -204,8 +209,10 @@ TEST_CASE("a packed key has the documented layout and unpacks in one context",
 
     const wire_key k = decode(bytes);
     CHECK(k.magic == 0x4b504355);
-    CHECK(k.version == 1);
+    CHECK(k.version == 2);
     CHECK(k.flags == 0);
+    CHECK(k.secret == m.memh->secret);
+    CHECK(k.secret != 0);
     CHECK(k.reserved == 0);
     CHECK(k.address == m.raddr());
     CHECK(k.length == m.length());
@@ -442,7 +449,8 @@ TEST_CASE("malformed keys are refused with INVALID_PARAM", "[ucp_rkey]")
         CHECK(rkey == nullptr);
     };
     refused([](wire_key &x) { x.magic ^= 0x100; });
-    refused([](wire_key &x) { x.version = 2; });
+    refused([](wire_key &x) { x.version = 3; });
+    refused([](wire_key &x) { x.version = 1; });   /* the format before secrets */
     refused([](wire_key &x) { x.version = 0; });
     refused([](wire_key &x) { x.flags = 1; });
     refused([](wire_key &x) { x.reserved = 4; });
@@ -530,14 +538,14 @@ TEST_CASE("randomly mutated keys unpack or are refused, never crash", "[ucp_rkey
                 }
                 break;
             case 4: /* cut a piece out of the middle */
-                if (x.size() > 40) {
-                    const size_t at = 32 + pick(x.size() - 40);
+                if (x.size() > entries_offset + 8) {
+                    const size_t at = entries_offset + pick(x.size() - entries_offset - 8);
                     x.erase(x.begin() + long(at), x.begin() + long(at + 1 + pick(8)));
                 }
                 break;
             default: /* small integers where lengths live */
-                if (x.size() > 34) {
-                    x[32 + pick(x.size() - 32)] = uint8_t(pick(40));
+                if (x.size() > entries_offset + 2) {
+                    x[entries_offset + pick(x.size() - entries_offset)] = uint8_t(pick(40));
                 }
                 break;
             }

@@ -6,9 +6,13 @@
  * target after flush; bounds, bad arguments, flush and fence semantics.
  */
 #include "rma_test_util.h"
+
+#include <ucp/core/ucp_rkey.h>
 #include "ucp_test_util.h"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 #include <cstring>
 #include <string>
@@ -470,9 +474,10 @@ TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its cal
     }
 }
 
-TEST_CASE("UCX's key of no memory domain reaches only what the target mapped", "[ucp_rma]")
+TEST_CASE("UCX's key of no memory domain unpacks but opens nothing", "[ucp_rma]")
 {
-    /* Open MPI 4.1's dynamic windows unpack these bytes (see ucp_rkey.h). */
+    /* Open MPI 4.1's dynamic windows unpack these bytes (see ucp_rkey.h).
+     * They must not be a master key to every region the target mapped. */
     const uint8_t ucx_empty_key[64] = {};
     auto run = [&](session &s) {
         ucp_rkey_h empty = nullptr;
@@ -480,43 +485,41 @@ TEST_CASE("UCX's key of no memory domain reaches only what the target mapped", "
         void *ptr = nullptr;
         CHECK(ucp_rkey_ptr(empty, s.base, &ptr) == UCS_ERR_UNREACHABLE);
 
-        /* Inside the target's mapped region: done, by the target. */
+        /* Inside the target's mapped region and anywhere else: the target
+         * refuses, nothing is written or read. */
+        ucp_test::log_capture quiet;   /* the refusals are logged as errors */
+        s.write(0, 8, 40);
         std::vector<uint8_t> data(10000);
         fill_pattern(data.data(), data.size(), 99);
-        const ucp_request_param_t param{};
-        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), s.base + 100, empty,
-                                 &param)) == UCS_OK);
-        REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
-        CHECK(s.check(100, data.size(), 99));
         std::vector<uint8_t> back(data.size(), 0);
-        CHECK(s.wait(ucp_get_nbx(s.p.ep, back.data(), back.size(), s.base + 100, empty,
-                                 &param)) == UCS_OK);
-        CHECK(back == data);
-        s.write(0, 8, 40);
-        uint64_t two = 2, old = 0;
+        const ucp_request_param_t param{};
+        uint64_t two = 2, old = 7;
         ucp_request_param_t amo{};
         amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         amo.datatype     = ucp_dt_make_contig(8);
         amo.reply_buffer = &old;
-        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1, s.base, empty,
-                                       &amo)) == UCS_OK);
-        CHECK(old == 40);
-
-        /* Anywhere else: the target refuses, nothing is written or read. */
-        ucp_test::log_capture log;
         const uint64_t outside = s.base + s.length;
-        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), 8, outside, empty, &param)) ==
-              UCS_ERR_INVALID_ADDR);
-        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), 16, s.base + s.length - 8, empty,
-                                 &param)) == UCS_ERR_INVALID_ADDR);
-        CHECK(s.wait(ucp_get_nbx(s.p.ep, back.data(), 8, 4096, empty, &param)) ==
-              UCS_ERR_INVALID_ADDR);
-        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1, outside, empty,
-                                       &amo)) == UCS_ERR_INVALID_ADDR);
+        for (const uint64_t where : {s.base, s.base + 104, outside}) {
+            CAPTURE(where - s.base);
+            CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), where, empty,
+                                     &param)) == UCS_ERR_INVALID_ADDR);
+            CHECK(s.wait(ucp_get_nbx(s.p.ep, back.data(), back.size(), where, empty,
+                                     &param)) == UCS_ERR_INVALID_ADDR);
+            CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1, where, empty,
+                                           &amo)) == UCS_ERR_INVALID_ADDR);
+        }
         REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
-        CHECK(s.read(0, 8) == 42);
-        CHECK(s.check(100, data.size(), 99));
+        CHECK(s.read(0, 8) == 40);
+        CHECK_FALSE(s.check(104, data.size(), 99));
+        CHECK(std::all_of(back.begin(), back.end(), [](uint8_t b) { return b == 0; }));
+        CHECK(old == 7);
         ucp_rkey_destroy(empty);
+
+        /* The region's own key still works. */
+        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), s.base + 100, s.rkey,
+                                 &param)) == UCS_OK);
+        REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
+        CHECK(s.check(100, data.size(), 99));
     };
     for (const config &cfg : {config{"posix,cma", memory::registered},
                               config{"tcp", memory::allocated}}) {
@@ -529,6 +532,44 @@ TEST_CASE("UCX's key of no memory domain reaches only what the target mapped", "
     session s;
     REQUIRE(s.start_loopback({"self", memory::allocated}, 64 * 1024) == UCS_OK);
     run(s);
+}
+
+TEST_CASE("a key with the region's bounds but not its secret opens nothing emulated",
+          "[ucp_rma]")
+{
+    /* posix without cma: registered memory is reached only by emulation. */
+    session s;
+    REQUIRE(s.start({"posix", memory::registered}, 64 * 1024) == UCS_OK);
+    s.write(0, 8, 40);
+    std::vector<uint8_t> forged_bytes = s.packed_key;
+    REQUIRE(forged_bytes.size() >= ucp::rkey_header_size);
+    forged_bytes[32] ^= 1;                      /* the secret (ucp_rkey.h) */
+    ucp_rkey_h forged = nullptr;
+    REQUIRE(ucp_ep_rkey_unpack(s.p.ep, forged_bytes.data(), &forged) == UCS_OK);
+
+    uint64_t value = 5, old = 9;
+    const ucp_request_param_t param{};
+    ucp_request_param_t amo{};
+    amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    amo.datatype     = ucp_dt_make_contig(8);
+    amo.reply_buffer = &old;
+    CHECK(s.wait(ucp_put_nbx(s.p.ep, &value, 8, s.base, forged, &param)) ==
+          UCS_ERR_INVALID_ADDR);
+    CHECK(s.wait(ucp_get_nbx(s.p.ep, &value, 8, s.base, forged, &param)) ==
+          UCS_ERR_INVALID_ADDR);
+    CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &value, 1, s.base, forged,
+                                   &amo)) == UCS_ERR_INVALID_ADDR);
+    CHECK(value == 5);
+    CHECK(old == 9);
+    REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
+    CHECK(s.read(0, 8) == 40);
+    ucp_rkey_destroy(forged);
+
+    /* The genuine key: the same operations are served. */
+    CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &value, 1, s.base, s.rkey,
+                                   &amo)) == UCS_OK);
+    CHECK(old == 40);
+    CHECK(s.finish() == 0);
 }
 
 TEST_CASE("closing an ep in flush mode completes its RMA at the target first", "[ucp_rma]")

@@ -6,6 +6,7 @@
 
 #include "ucp_guard.h"
 
+#include <ucs/sys/random.h>
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
 #include <ucs/memory/memtype_registry.h>
@@ -372,6 +373,7 @@ ucs_status_t mem_map(ucp_context &ctx, const mem_map_request &req, ucp_mem **mem
     mem->length    = req.length;
     mem->prot      = req.prot;
     mem->map_flags = req.flags;
+    mem->secret    = ucs::sys::random_u64();
     mem->uct_memhs.assign(ctx.mds.size(), nullptr);
 
     const bool allocating = (req.flags & UCP_MEM_MAP_ALLOCATE) != 0;
@@ -456,7 +458,7 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
         if ((status == UCS_OK) && ((*memh_p)->length > 0) &&
             ((*memh_p)->mem_type == UCS_MEMORY_TYPE_HOST)) {
             context->mapped_regions.add(reinterpret_cast<uintptr_t>((*memh_p)->address),
-                                        (*memh_p)->length);
+                                        (*memh_p)->length, (*memh_p)->secret);
         }
         return status;
     });
@@ -478,7 +480,7 @@ ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
     return ucp::guarded("ucp_mem_unmap", [&]() {
         if ((memh->length > 0) && (memh->mem_type == UCS_MEMORY_TYPE_HOST)) {
             context->mapped_regions.remove(reinterpret_cast<uintptr_t>(memh->address),
-                                           memh->length);
+                                           memh->length, memh->secret);
         }
         return ucp::mem_unmap(*context, memh);
     });

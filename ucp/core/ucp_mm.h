@@ -92,6 +92,9 @@ struct ucp_mem {
     unsigned               alloc_md_index = 0; /* with alloc_method MD */
     uint64_t               md_map = 0;       /* mds holding a handle (alloc or reg) */
     std::vector<uct::mem_h> uct_memhs;       /* by md index; null where none */
+    /* Random, never 0: packed into its remote keys; a peer's emulated put,
+     * get or atomic must present it (region_registry). */
+    uint64_t               secret = 0;
 
     /* The uct handle of this memory on md `md_index`, null if none. */
     uct::mem_h uct_memh(unsigned md_index) const

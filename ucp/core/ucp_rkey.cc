@@ -33,6 +33,7 @@ struct rkey_header {
     uint16_t reserved;
     uint64_t address;
     uint64_t length;
+    uint64_t secret;
 };
 static_assert(sizeof(rkey_header) == rkey_header_size, "the header is the wire layout");
 
@@ -204,6 +205,7 @@ ucs_status_t rkey_pack(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_
     header.remote_access = access_of(memh.prot);
     header.address       = address;
     header.length        = length;
+    header.secret        = memh.secret;
 
     auto *bytes   = static_cast<uint8_t*>(buffer);
     size_t offset = rkey_header_size;
@@ -242,7 +244,7 @@ ucs_status_t rkey_peek(const void *buffer, size_t length, size_t *total_length_p
         return UCS_ERR_INVALID_PARAM;
     }
     rkey_header header;
-    std::memcpy(&header, buffer, sizeof(header));   /* may be unaligned */
+    ucs::wire_reader(buffer, length).get(&header);
     uint64_t end;
     if ((header.magic != rkey_magic) || (header.version != rkey_version) ||
         (header.flags != 0) || (header.reserved != 0) ||
@@ -277,6 +279,7 @@ ucs_status_t unpack(ucp_context &ctx, const void *buffer, size_t length,
     rkey->length        = header.length;
     rkey->mem_type      = ucs_memory_type_t(header.mem_type);
     rkey->remote_access = header.remote_access;
+    rkey->secret        = header.secret;
     rkey->entries.reserve(packed.size());
     for (const packed_entry &entry : packed) {
         const int md_index = find_md(ctx, entry);

@@ -21,6 +21,8 @@
  *   16     8   address          first byte of the region in the owner
  *   24     8   length           bytes of the region (address + length does
  *                               not wrap)
+ *   32     8   secret           the mapping's random secret: the owner serves
+ *                               an emulated operation only with it
  *   then num_entries times, one per md, no md twice:
  *          1   component_name_length  2..32, including the NUL
  *          n   component_name         NUL-terminated, no NUL before the end
@@ -54,8 +56,8 @@
 namespace ucp {
 
 constexpr uint32_t rkey_magic        = 0x4b504355; /* "UCPK" little-endian */
-constexpr uint8_t  rkey_version      = 1;
-constexpr size_t   rkey_header_size  = 32;
+constexpr uint8_t  rkey_version      = 2;       /* 2: the secret */
+constexpr size_t   rkey_header_size  = 40;
 constexpr size_t   rkey_max_length   = 64 * 1024;
 constexpr size_t   rkey_max_entries  = max_mds;
 constexpr size_t   rkey_max_name     = 31;         /* name chars, without the NUL */
@@ -108,9 +110,12 @@ ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, size_t length,
  * map and a host memory type. Open MPI 4.1's osc ucx passes such bytes to
  * ucp_ep_rkey_unpack for dynamic windows (for a region its lookup misses it
  * reads the "key" from just before its buffer), and UCX then reaches the
- * memory with active messages. We unpack it to a key with no entries and
- * no bounds of its own: every operation through it is emulated, and the
- * target refuses any address outside the regions it mapped.
+ * memory with active messages. We unpack it to a key with no entries, no
+ * bounds and no secret, so that ucp_ep_rkey_unpack succeeds as on UCX; but
+ * it opens nothing: every operation through it is emulated, and the target
+ * refuses it (UCS_ERR_INVALID_ADDR), since every region it mapped has a
+ * secret and this key has none. It must not be a master key to every
+ * region of the target (issue 16).
  */
 constexpr uint8_t ucx_empty_key[9] = {};
 
@@ -128,6 +133,7 @@ struct ucp_rkey {
     uint64_t                     length = 0;
     ucs_memory_type_t            mem_type = UCS_MEMORY_TYPE_HOST;
     uint8_t                      remote_access = 0;  /* ucp::rkey_access */
+    uint64_t                     secret = 0;    /* the owner's mapping secret; 0 opens nothing */
     uint64_t                     md_map = 0;    /* bit per md index with an entry */
     std::vector<ucp::rkey_entry> entries;       /* ascending md_index, one per bit */
     ucp::rma::rkey_cache         rma_cache;     /* ucp/rma's choices for this key */

@@ -180,11 +180,15 @@ static_assert(sizeof(am_hdr) == sizeof(uint64_t), "am_hdr is the am_short header
  * requester's flush knows when its operations are done remotely.
  */
 
+/* Every request names the secret of the remote key it was made with: the
+ * target serves it only inside a region mapped with that secret. */
+
 /* AM_RMA_PUT: header + data; answered with AM_CMPL (reply_hdr). */
 struct rma_put_hdr {
     uint64_t src_uuid;
     uint64_t req_id;
     uint64_t address;
+    uint64_t secret;
 };
 
 /* AM_RMA_GET_REQ: answered with AM_RMA_GET_REP fragments covering
@@ -194,6 +198,7 @@ struct rma_get_req_hdr {
     uint64_t req_id;
     uint64_t address;
     uint64_t length;
+    uint64_t secret;
 };
 
 /* AM_RMA_GET_REP: header + the bytes at `offset` of the requested range. */
@@ -212,6 +217,7 @@ struct atomic_req_hdr {
     uint64_t address;
     uint64_t value;       /* CSWAP: the value swapped in */
     uint64_t compare;     /* CSWAP only */
+    uint64_t secret;
     uint8_t  op;
     uint8_t  size;
     uint8_t  reserved[6];

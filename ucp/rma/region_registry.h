@@ -1,9 +1,11 @@
 /*
  * The regions an application exposed with ucp_mem_map, per context. A peer
  * that asks us to execute an emulated put, get or atomic names a raw
- * address; the request is served only if [address, address + length) lies
- * inside one of these regions, so a forged or stale key cannot reach the
- * rest of our memory.
+ * address and the secret of the key it holds; the request is served only
+ * if [address, address + length) lies inside a region mapped with that
+ * secret. So a forged or stale key cannot reach the rest of our memory,
+ * and a key of one region (or none: UCX's empty key) does not open
+ * another.
  *
  * Locked only when the context is shared by threads (mt_workers_shared):
  * otherwise mapping and serving happen on the application's one thread.
@@ -22,14 +24,16 @@ class region_registry {
 public:
     void set_shared(bool shared) { shared_ = shared; }
 
-    /* Adds one instance of a region (the same range may be mapped twice). */
-    void add(uintptr_t address, size_t length);
+    /* Adds one instance of a region (the same range may be mapped twice,
+     * each with its own secret). */
+    void add(uintptr_t address, size_t length, uint64_t secret);
 
-    /* Removes one instance added with the same range; false if none. */
-    bool remove(uintptr_t address, size_t length);
+    /* Removes the instance added with the same range and secret; false if none. */
+    bool remove(uintptr_t address, size_t length, uint64_t secret);
 
-    /* [address, address + length) lies inside one region (overflow-safe). */
-    bool contains(uint64_t address, size_t length) const;
+    /* [address, address + length) lies inside a region with this secret
+     * (overflow-safe). */
+    bool contains(uint64_t address, size_t length, uint64_t secret) const;
 
     size_t size() const;
 
@@ -39,8 +43,13 @@ private:
         return shared_ ? std::unique_lock<std::mutex>(mutex_) : std::unique_lock<std::mutex>();
     }
 
-    /* start -> length; several entries may share a start. */
-    std::multimap<uintptr_t, size_t> regions_;
+    struct region {
+        size_t   length;
+        uint64_t secret;
+    };
+
+    /* start -> region; several entries may share a start. */
+    std::multimap<uintptr_t, region> regions_;
     /* The longest region ever added: how far back a containing one may start. */
     size_t                           max_length_ = 0;
     bool                             shared_ = false;

@@ -97,7 +97,8 @@ ucs_status_t emulated_put(request *req)
     bool progressed = false;
     while (offset < r.length) {
         const size_t chunk = std::min(r.length - offset, room);
-        const wire::rma_put_hdr hdr{req->worker->uuid, req->id, r.remote_addr + offset};
+        const wire::rma_put_hdr hdr{req->worker->uuid, req->id, r.remote_addr + offset,
+                                    r.rkey->secret};
         ucs_status_t status = send_awaited(req, [&]() {
             return send_header_and_data(am, wire::AM_RMA_PUT, &hdr, sizeof(hdr),
                                         r.buffer + offset, chunk);
@@ -118,7 +119,8 @@ ucs_status_t emulated_put(request *req)
 ucs_status_t emulated_get(request *req)
 {
     const rma_state &r = req->u.send.rma;
-    const wire::rma_get_req_hdr hdr{req->worker->uuid, req->id, r.remote_addr, r.length};
+    const wire::rma_get_req_hdr hdr{req->worker->uuid, req->id, r.remote_addr, r.length,
+                                    r.rkey->secret};
     ucs_status_t status = send_awaited(req, [&]() {
         return send_header(req->u.send.ep->am_ep, wire::AM_RMA_GET_REQ, hdr);
     });
@@ -141,6 +143,7 @@ ucs_status_t emulated_amo(request *req)
     hdr.address  = r.remote_addr;
     hdr.value    = r.value;
     hdr.compare  = r.compare;
+    hdr.secret   = r.rkey->secret;
     hdr.op       = r.amo_op;
     hdr.size     = r.size;
     ucs_status_t status = send_awaited(req, [&]() {
@@ -165,7 +168,7 @@ bool send_get_data(ucp_worker *worker, uct::ep *am, deferred_reply &r)
         wire::rma_get_rep_hdr hdr{r.req_id, r.offset, r.status, {}};
         /* Checked again each time: a deferred reply reads the memory later. */
         if ((r.status == UCS_OK) &&
-            !worker->context.mapped_regions.contains(r.address, r.length)) {
+            !worker->context.mapped_regions.contains(r.address, r.length, r.secret)) {
             r.status = hdr.status = int8_t(UCS_ERR_INVALID_ADDR);
         }
         if (r.status != UCS_OK) {
@@ -300,15 +303,15 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
     }
     const size_t size   = r.left();
     ucs_status_t status = UCS_OK;
-    if (!worker->context.mapped_regions.contains(hdr.address, size)) {
-        ucs_error("worker '%s': refused a put to 0x%llx+%zu outside the mapped regions",
+    if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret)) {
+        ucs_error("worker '%s': refused a put to 0x%llx+%zu outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address), size);
         status = UCS_ERR_INVALID_ADDR;
     } else if (size != 0) {
         std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
     }
     rma::reply(worker, deferred_reply{hdr.src_uuid, hdr.req_id, wire::AM_CMPL,
-                                      int8_t(status), 0, 0, 0, 0});
+                                      int8_t(status), 0, 0, 0, 0, 0});
     return UCS_OK;
 }
 
@@ -322,15 +325,16 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     ucs_status_t status = UCS_OK;
-    if ((hdr.length == 0) || !worker->context.mapped_regions.contains(hdr.address,
-                                                                       hdr.length)) {
-        ucs_error("worker '%s': refused a get from 0x%llx+%llu outside the mapped regions",
+    if ((hdr.length == 0) ||
+        !worker->context.mapped_regions.contains(hdr.address, hdr.length, hdr.secret)) {
+        ucs_error("worker '%s': refused a get from 0x%llx+%llu outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address),
                   static_cast<unsigned long long>(hdr.length));
         status = UCS_ERR_INVALID_ADDR;
     }
     rma::reply(worker, deferred_reply{hdr.src_uuid, hdr.req_id, wire::AM_RMA_GET_REP,
-                                      int8_t(status), 0, hdr.address, hdr.length, 0});
+                                      int8_t(status), 0, hdr.address, hdr.length, 0,
+                                      hdr.secret});
     return UCS_OK;
 }
 
@@ -352,8 +356,8 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
                   worker->name.c_str(), hdr.op, hdr.size,
                   static_cast<unsigned long long>(hdr.address));
         status = UCS_ERR_INVALID_PARAM;
-    } else if (!worker->context.mapped_regions.contains(hdr.address, hdr.size)) {
-        ucs_error("worker '%s': refused an atomic on 0x%llx outside the mapped regions",
+    } else if (!worker->context.mapped_regions.contains(hdr.address, hdr.size, hdr.secret)) {
+        ucs_error("worker '%s': refused an atomic on 0x%llx outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address));
         status = UCS_ERR_INVALID_ADDR;
     } else {
@@ -362,7 +366,7 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
                                  hdr.compare, &old);
     }
     rma::reply(worker, deferred_reply{hdr.src_uuid, hdr.req_id, wire::AM_ATOMIC_REP,
-                                      int8_t(status), old, 0, 0, 0});
+                                      int8_t(status), old, 0, 0, 0, 0});
     return UCS_OK;
 }
 

@@ -23,6 +23,7 @@ struct deferred_reply {
     uint64_t address;   /* get: the rest of the data to send, read when sent */
     uint64_t length;
     uint64_t offset;    /* get: offset of `address` in the requested range */
+    uint64_t secret;    /* get: the key's secret, checked again when sent */
 };
 
 struct worker_state {
