@@ -266,6 +266,23 @@ TEST_CASE("tcp md registers regions and unpacks only valid keys", "[tcp]")
     CHECK(md.region_ptr(key->region_id, base + 8, UINT64_MAX - 4) == nullptr);
     CHECK(md.region_ptr(key->region_id + 1, base, 8) == nullptr);
 
+    /* Region ids are the regions' secrets: a peer holding one key cannot
+     * name the next region by counting (they used to be sequential). */
+    std::vector<uint64_t> ids;
+    std::vector<uct::mem_h> more(64);
+    for (uct::mem_h &h : more) {
+        REQUIRE(md.mem_reg(buf.data(), 64, 0, &h) == UCS_OK);
+        ids.push_back(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h)));
+    }
+    for (size_t i = 1; i < ids.size(); ++i) {
+        CHECK(ids[i] - ids[i - 1] != 1);
+        CHECK(md.region_ptr(ids[i - 1] + 1, reinterpret_cast<uint64_t>(buf.data()), 8) ==
+              nullptr);
+    }
+    for (uct::mem_h h : more) {
+        CHECK(md.mem_dereg(h) == UCS_OK);
+    }
+
     /* Garbage keys. */
     uct::rkey_bundle junk;
     CHECK(comp.rkey_unpack(packed.data(), packed.size() - 1, &junk) == UCS_ERR_INVALID_PARAM);

@@ -5,12 +5,11 @@
 #include <uct/tcp/tcp_wire.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/random.h>
 
-#include <chrono>
 #include <cstring>
 #include <new>
 
-#include <unistd.h>
 
 namespace uct::tcp {
 
@@ -96,11 +95,6 @@ tcp_md::tcp_md()
     attr_.max_reg          = SIZE_MAX;
     attr_.rkey_packed_size = sizeof(packed_rkey);
     attr_.reg_overhead_s   = 50e-9;   /* a hash-map insert */
-
-    /* Ids differ between md instances, so a key of a closed md is unlikely
-     * to name a region of a later one. */
-    uint64_t salt = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-    next_region_id_ = ((uint64_t(getpid()) << 40) ^ (salt << 16)) | 1;
 }
 
 ucs_status_t tcp_md::query_tl_resources(std::vector<tl_resource> *out)
@@ -163,9 +157,14 @@ ucs_status_t tcp_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh
         (start + length < start)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    uint64_t id = next_region_id_++;
+    /* A random id is the region's secret: a peer reaches the region only
+     * with a key that names it (and over a connection that proved it holds
+     * this process's address). */
+    uint64_t id;
     try {
-        regions_.emplace(id, region{start, length});
+        do {
+            id = ucs::sys::random_u64();
+        } while (!regions_.emplace(id, region{start, length}).second);
     } catch (...) {
         return UCS_ERR_NO_MEMORY;
     }

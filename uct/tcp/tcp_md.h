@@ -1,9 +1,10 @@
 /*
  * The tcp component and memory domain. Sockets cannot reach remote memory,
  * so RMA is emulated with messages: the md records every registered region
- * under a fresh id, a packed key names that id and the region's bounds, and
- * the target checks each request against its own record before touching
- * memory.
+ * under a random 64-bit id, a packed key names that id and the region's
+ * bounds, and the target checks each request against its own record before
+ * touching memory. The id is the region's secret: without the key, a peer
+ * cannot name a region.
  */
 #ifndef UCT_TCP_TCP_MD_H
 #define UCT_TCP_TCP_MD_H
@@ -92,7 +93,6 @@ private:
     };
 
     md_attr                                attr_;
-    uint64_t                               next_region_id_;
     std::unordered_map<uint64_t, region>   regions_;
 };
 
