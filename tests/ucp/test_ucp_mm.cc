@@ -417,6 +417,52 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
     CHECK(ucp_mem_advise(ctx.context, m.memh, &bad) == UCS_ERR_INVALID_PARAM);
 }
 
+TEST_CASE("a memory handle that is not live is refused, never dereferenced",
+          "[ucp_mem]")
+{
+    context_holder ctx(rma_params());
+    REQUIRE(ctx.status == UCS_OK);
+    std::vector<char> buffer(8192);
+    ucp_mem_map_params_t params = map_params(buffer.data(), buffer.size());
+    ucp_mem_h memh = nullptr, other = nullptr;
+    REQUIRE(ucp_mem_map(ctx.context, &params, &memh) == UCS_OK);
+    REQUIRE(ucp_mem_map(ctx.context, &params, &other) == UCS_OK);
+    REQUIRE(ucp_mem_unmap(ctx.context, memh) == UCS_OK);
+
+    /* The freed handle, and a wild pointer whose memory reads as garbage
+     * (dereferencing either would crash or corrupt). */
+    std::vector<uint64_t> garbage(64, 0x4d4d4d4d4d4d4d4dull);
+    for (ucp_mem_h bad : {memh, reinterpret_cast<ucp_mem_h>(garbage.data()),
+                          reinterpret_cast<ucp_mem_h>(uintptr_t(0x4d4d4d4d4d4d4d4dull))}) {
+        log_capture log(UCS_LOG_LEVEL_ERROR);
+        CHECK(ucp_mem_unmap(ctx.context, bad) == UCS_ERR_INVALID_PARAM);
+        ucp_mem_attr_t attr{};
+        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        CHECK(ucp_mem_query(bad, &attr) == UCS_ERR_INVALID_PARAM);
+        void *rkey_buffer = nullptr;
+        size_t size       = 0;
+        CHECK(ucp_rkey_pack(ctx.context, bad, &rkey_buffer, &size) == UCS_ERR_INVALID_PARAM);
+        CHECK(rkey_buffer == nullptr);
+        ucp_mem_advise_params_t advise{};
+        advise.field_mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
+                            UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
+                            UCP_MEM_ADVISE_PARAM_FIELD_ADVICE;
+        advise.address    = buffer.data();
+        advise.length     = 64;
+        advise.advice     = UCP_MADV_NORMAL;
+        CHECK(ucp_mem_advise(ctx.context, bad, &advise) == UCS_ERR_INVALID_PARAM);
+        CHECK(log.text().find("not a live memory handle") != std::string::npos);
+    }
+    CHECK(garbage[0] == 0x4d4d4d4d4d4d4d4dull);   /* nothing wrote through it */
+
+    /* The other handle of the same range is untouched and still works. */
+    void *rkey_buffer = nullptr;
+    size_t size       = 0;
+    CHECK(ucp_rkey_pack(ctx.context, other, &rkey_buffer, &size) == UCS_OK);
+    ucp_rkey_buffer_release(rkey_buffer);
+    CHECK(ucp_mem_unmap(ctx.context, other) == UCS_OK);
+}
+
 TEST_CASE("mem_print_info allocates, reports and frees", "[ucp_mem]")
 {
     context_holder ctx(rma_params());

@@ -4,11 +4,12 @@
  */
 #include "ucp_mm.h"
 
+#include "live_handles.h"
 #include "ucp_guard.h"
 
-#include <ucs/sys/random.h>
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
+#include <ucs/sys/random.h>
 #include <ucs/memory/memtype_registry.h>
 #include <ucs/sys/sys_info.h>
 
@@ -437,6 +438,20 @@ ucs_status_t mem_dereg_temp(ucp_context &ctx, unsigned md_index, uct::mem_h memh
 
 } // namespace ucp
 
+namespace ucp {
+
+bool live_memh(const ucp_mem *memh, const char *call)
+{
+    if (live_handles<ucp_mem>::instance().contains(memh)) {
+        return true;
+    }
+    ucs_error("%s(%p): not a live memory handle (unmapped already?)", call,
+              static_cast<const void*>(memh));
+    return false;
+}
+
+} // namespace ucp
+
 extern "C" {
 
 ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *params,
@@ -460,6 +475,9 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
             context->mapped_regions.add(reinterpret_cast<uintptr_t>((*memh_p)->address),
                                         (*memh_p)->length, (*memh_p)->secret);
         }
+        if (status == UCS_OK) {
+            ucp::live_handles<ucp_mem>::instance().add(*memh_p);
+        }
         return status;
     });
 }
@@ -471,12 +489,18 @@ ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
         ucs_debug("ucp_mem_unmap: NULL memh");
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((context == nullptr) || (memh == nullptr) || (memh->context != context)) {
-        ucs_error("ucp_mem_unmap: %s", (context == nullptr) ? "NULL context"
-                                       : (memh == nullptr) ? "NULL memh"
-                                                           : "memh of another context");
+    if ((context == nullptr) || (memh == nullptr)) {
+        ucs_error("ucp_mem_unmap: NULL %s", (context == nullptr) ? "context" : "memh");
         return UCS_ERR_INVALID_PARAM;
     }
+    if (!ucp::live_memh(memh, "ucp_mem_unmap")) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (memh->context != context) {
+        ucs_error("ucp_mem_unmap: memh of another context");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp::live_handles<ucp_mem>::instance().remove(memh);
     return ucp::guarded("ucp_mem_unmap", [&]() {
         if ((memh->length > 0) && (memh->mem_type == UCS_MEMORY_TYPE_HOST)) {
             context->mapped_regions.remove(reinterpret_cast<uintptr_t>(memh->address),
@@ -488,7 +512,7 @@ ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
 
 ucs_status_t ucp_mem_query(const ucp_mem_h memh, ucp_mem_attr_t *attr)
 {
-    if ((memh == nullptr) || (attr == nullptr)) {
+    if ((memh == nullptr) || (attr == nullptr) || !ucp::live_memh(memh, "ucp_mem_query")) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (attr->field_mask & UCP_MEM_ATTR_FIELD_ADDRESS) {
@@ -507,7 +531,7 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
                             ucp_mem_advise_params_t *params)
 {
     if ((context == nullptr) || (memh == nullptr) || (params == nullptr) ||
-        (memh->context != context)) {
+        !ucp::live_memh(memh, "ucp_mem_advise") || (memh->context != context)) {
         ucs_error("ucp_mem_advise: NULL or mismatched context, memh or params");
         return UCS_ERR_INVALID_PARAM;
     }

@@ -24,6 +24,10 @@
 
 namespace ucp {
 
+/* Whether memh is a handle ucp_mem_map gave out and ucp_mem_unmap has not
+ * taken back; logs an error naming `call` if not. */
+bool live_memh(const ucp_mem *memh, const char *call);
+
 /* md indices of a context that bitmaps (md_map) can name. */
 constexpr unsigned max_mds = 64;
 

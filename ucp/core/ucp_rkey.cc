@@ -4,6 +4,7 @@
  */
 #include "ucp_rkey.h"
 
+#include "live_handles.h"
 #include "ucp_guard.h"
 
 #include <ucs/debug/log.h>
@@ -13,10 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string_view>
-#include <unordered_set>
 
 namespace ucp {
 
@@ -127,42 +126,11 @@ int find_md(const ucp_context &ctx, const packed_entry &entry)
     return -1;
 }
 
-/*
- * Every rkey handed out and not yet destroyed. ucp_rkey_destroy looks the
- * handle up before touching it: Open MPI 4.1.4's OpenSHMEM destroys, at
- * finalize over transports that do not map peers' memory, an rkey whose
- * handle it reads from memory it already freed (garbage under
- * MALLOC_PERTURB_, a crash with UCX 1.13 too). Only user-visible rkeys are
- * here; the protocols' own keys are uct rkeys.
- */
-class live_rkeys {
-public:
-    void add(const ucp_rkey *rkey)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        keys_.insert(rkey);
-    }
-
-    bool remove(const ucp_rkey *rkey)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return keys_.erase(rkey) == 1;
-    }
-
-private:
-    std::mutex                            mutex_;
-    std::unordered_set<const ucp_rkey*>   keys_;
-};
-
-live_rkeys &registry()
-{
-    static auto *keys = new live_rkeys;   /* never destroyed: used until exit */
-    return *keys;
-}
+using live_rkeys = live_handles<ucp_rkey>;
 
 ucp_rkey_h hand_out(std::unique_ptr<ucp_rkey> rkey)
 {
-    registry().add(rkey.get());
+    live_rkeys::instance().add(rkey.get());
     return rkey.release();
 }
 
@@ -353,7 +321,8 @@ ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh, void **rkey_bu
                            size_t *size_p)
 {
     if ((context == nullptr) || (memh == nullptr) || (rkey_buffer_p == nullptr) ||
-        (size_p == nullptr) || (memh->context != context)) {
+        (size_p == nullptr) || !ucp::live_memh(memh, "ucp_rkey_pack") ||
+        (memh->context != context)) {
         ucs_error("ucp_rkey_pack: NULL or mismatched context, memh or output");
         return UCS_ERR_INVALID_PARAM;
     }
@@ -410,7 +379,7 @@ void ucp_rkey_destroy(ucp_rkey_h rkey)
     if (rkey == nullptr) {
         return;
     }
-    if (!ucp::registry().remove(rkey)) {
+    if (!ucp::live_handles<ucp_rkey>::instance().remove(rkey)) {
         ucs_warn("ucp_rkey_destroy(%p): not a live remote key (destroyed already?), "
                  "ignored", static_cast<void*>(rkey));
         return;
