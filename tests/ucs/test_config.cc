@@ -4,6 +4,9 @@
  */
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "config_test_util.h"
 
 #include <ucs/config/registry.h>
@@ -269,6 +272,51 @@ TEST_CASE("malformed config file lines are warned about and skipped", "[config]"
     /* Parsed once: filling again does not warn again. */
     filled_opts again;
     CHECK(count_of(log.text(), "malformed line") == 4);
+}
+
+TEST_CASE("a file that is no configuration file is refused in bounded time", "[config]")
+{
+    clean_env clean;
+    /* An endless file, a binary one, a FIFO nobody writes, and a file of
+     * endless lines: each read costs at most the size limit, never hangs,
+     * and sets nothing. */
+    temp_file binary(std::string("UCX_CFGTEST_COUNT = 7\n") + std::string(1, '\0') + "x\n");
+    std::string fifo_path = binary.path() + ".fifo";
+    REQUIRE(mkfifo(fifo_path.c_str(), 0600) == 0);
+    struct expectation {
+        std::string path;
+        const char  *warning;
+    };
+    for (const expectation &e : {expectation{"/dev/urandom", "larger than 1 MiB"},
+                                 expectation{"/dev/zero", "larger than 1 MiB"},
+                                 expectation{binary.path(), "not a text file"},
+                                 expectation{fifo_path, ""}}) {
+        CAPTURE(e.path);
+        env_guard env;
+        env.set("UCX_CONFIG_FILE", e.path);
+        drop_file_cache();
+        log_capture log(UCS_LOG_LEVEL_WARN);
+        filled_opts f;
+        CHECK(f.status == UCS_OK);
+        CHECK(f.opts.count == 4);                 /* the default */
+        CHECK(file_variables().empty());
+        CHECK(log.text().find(e.warning) != std::string::npos);
+    }
+    unlink(fifo_path.c_str());
+    drop_file_cache();
+
+    std::string long_lines(std::string(5000, 'A') + " = 1\n");
+    for (int i = 0; i < 30; ++i) {
+        long_lines += "not a setting\n";
+    }
+    long_lines += "UCX_CFGTEST_COUNT = 6\n";
+    config_file_scope file(long_lines);
+    log_capture log(UCS_LOG_LEVEL_WARN);
+    filled_opts f;
+    CHECK(f.opts.count == 6);                     /* the good line still counts */
+    CHECK(count_of(log.text(), "malformed line ignored") == 10);
+    CHECK(log.text().find("21 more malformed lines ignored") != std::string::npos);
+    CHECK(log.text().size() < 4000);              /* not the 5000-character line */
 }
 
 TEST_CASE("env prefix variables win over plain ones", "[config]")

@@ -6,9 +6,10 @@
 #include <ucs/config/file.h>
 #include <ucs/config/parser_util.h>
 #include <ucs/debug/log.h>
+#include <ucs/sys/read_file.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -17,9 +18,16 @@ namespace ucs::config {
 
 namespace {
 
+/* A configuration file holds a few dozen short lines: anything much larger
+ * is not one (UCX_CONFIG_FILE=/dev/urandom, a binary), and is not read. */
+constexpr size_t max_file_size      = 1 << 20;
+constexpr size_t max_line_length    = 4096;
+constexpr unsigned max_line_reports = 10;    /* malformed lines warned about */
+
 struct parsed_file {
     std::unordered_map<std::string, file_value> values;
     std::vector<std::string>                    order; /* first appearance */
+    unsigned                                    malformed = 0;
 };
 
 /* Both are constant-initialised, so lookups from library constructors work. */
@@ -79,11 +87,13 @@ void parse_line(const std::string &path, unsigned line_number,
     size_t equals = text.find('=');
     std::string value;
     std::string_view name = detail::trim(text.substr(0, equals));
-    if ((equals == text.npos) || !valid_name(name) ||
+    if ((text.size() > max_line_length) || (equals == text.npos) || !valid_name(name) ||
         !extract_value(text.substr(equals + 1), value)) {
-        ucs_warn("%s:%u: malformed line ignored: '%.*s' (expected UCX_NAME = value)",
-                 path.c_str(), line_number, static_cast<int>(text.size()),
-                 text.data());
+        if (++parsed.malformed <= max_line_reports) {
+            ucs_warn("%s:%u: malformed line ignored: '%.*s' (expected UCX_NAME = value)",
+                     path.c_str(), line_number, static_cast<int>(std::min<size_t>(text.size(), 80)),
+                     text.data());
+        }
         return;
     }
 
@@ -106,15 +116,36 @@ std::shared_ptr<const parsed_file> load(const std::string &path)
         return parsed;
     }
 
-    std::ifstream in(path);
-    if (!in) {
-        ucs_debug("configuration file '%s' not read", path.c_str());
+    std::string content;
+    const ucs_status_t status = ucs::sys::read_file_string(path.c_str(), &content,
+                                                           max_file_size);
+    if (status == UCS_ERR_NO_ELEM) {
+        ucs_debug("configuration file '%s' not found", path.c_str());
         return parsed;
     }
-    std::string line;
+    if (status != UCS_OK) {
+        ucs_warn("configuration file '%s' not read: %s", path.c_str(),
+                 (status == UCS_ERR_EXCEEDS_LIMIT) ? "larger than 1 MiB" :
+                                                     ucs_status_string(status));
+        return parsed;
+    }
+    if (content.find('\0') != content.npos) {
+        ucs_warn("configuration file '%s' not read: not a text file", path.c_str());
+        return parsed;
+    }
     unsigned line_number = 0;
-    while (std::getline(in, line)) {
-        parse_line(path, ++line_number, line, *parsed);
+    for (size_t start = 0; start < content.size();) {
+        size_t end = content.find('\n', start);
+        if (end == content.npos) {
+            end = content.size();
+        }
+        parse_line(path, ++line_number,
+                   std::string_view(content).substr(start, end - start), *parsed);
+        start = end + 1;
+    }
+    if (parsed->malformed > max_line_reports) {
+        ucs_warn("%s: %u more malformed lines ignored", path.c_str(),
+                 parsed->malformed - max_line_reports);
     }
     ucs_debug("read %zu settings from configuration file '%s'",
               parsed->values.size(), path.c_str());

@@ -61,7 +61,8 @@ ucs_status_t read_file_string(const char *path, std::string *content,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking: a FIFO without a writer must not hang the caller. */
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         return status_from_open_errno(errno);
     }

@@ -5,7 +5,10 @@
  * Status codes: UCS_ERR_INVALID_PARAM for NULL arguments or content that is
  * not what was asked for (not a number), UCS_ERR_NO_ELEM when the file (or the
  * key) does not exist, UCS_ERR_IO_ERROR when it cannot be read,
- * UCS_ERR_EXCEEDS_LIMIT when it is larger than max_size.
+ * UCS_ERR_EXCEEDS_LIMIT when it is larger than max_size (reading stops
+ * there: an endless file such as /dev/urandom costs max_size bytes). Files
+ * are opened non-blocking, so a FIFO nobody writes gives UCS_ERR_IO_ERROR
+ * or nothing instead of waiting for ever.
  */
 #ifndef UCS_SYS_READ_FILE_H
 #define UCS_SYS_READ_FILE_H
