@@ -9,6 +9,7 @@
 #include "ucp_test_util.h"
 
 #include <ucp/wireup/sockaddr.h>
+#include <ucp/wireup/sockaddr_cm.h>
 #include <ucp/wireup/sockaddr_frame.h>
 
 #include <catch2/catch.hpp>
@@ -16,9 +17,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -835,6 +838,64 @@ TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on
     CHECK(delivered < 300);
     s.reject_at_once = false;
     check_real_client(s, "tcp");
+}
+
+TEST_CASE("unanswered requests count against the listener's limit of open connections",
+          "[ucp_listener]")
+{
+    /* An application that never answers must not let unauthenticated
+     * clients pile up connections (each one an fd and a request). */
+    rlimit files{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &files) == 0);
+    const rlim_t wanted = 4 * ucp::cs::max_handshakes;
+    const rlimit saved  = files;
+    files.rlim_cur      = std::max(files.rlim_cur, wanted);
+    files.rlim_max      = std::max(files.rlim_max, wanted);   /* root may raise it */
+    INFO("open files: soft " << saved.rlim_cur << ", hard " << saved.rlim_max);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &files) == 0);
+
+    server s;
+    REQUIRE(s.p.init("tcp") == UCS_OK);
+    REQUIRE(s.listen() == UCS_OK);
+    peer other;
+    REQUIRE(other.init("tcp") == UCS_OK);
+    const std::vector<uint8_t> good = valid_request(other.address());
+    std::vector<int> clients;
+    const unsigned extra = 8;
+    for (unsigned i = 0; i < ucp::cs::max_handshakes + extra; ++i) {
+        int fd = raw_connect(s.port());
+        REQUIRE(fd >= 0);
+        REQUIRE(::send(fd, good.data(), good.size(), MSG_NOSIGNAL) == ssize_t(good.size()));
+        clients.push_back(fd);
+        if (i < ucp::cs::max_handshakes) {
+            /* Delivered one by one, so exactly the first ones get in. */
+            REQUIRE(test::poll_until([&] { return s.requests.size() == i + 1; },
+                                     [&] { ucp_worker_progress(s.p.worker); }));
+        }
+    }
+    unsigned closed = 0;
+    for (unsigned i = ucp::cs::max_handshakes; i < clients.size(); ++i) {
+        closed += closed_by_server(clients[i], s);
+    }
+    CHECK(closed == extra);
+    CHECK(s.requests.size() == ucp::cs::max_handshakes);
+
+    /* Answering frees the slots: a real client gets through again. */
+    for (ucp_conn_request_h request : s.requests) {
+        CHECK(ucp_listener_reject(s.listener, request) == UCS_OK);
+    }
+    s.requests.clear();
+    for (int fd : clients) {
+        ::close(fd);
+    }
+    const unsigned before = s.callbacks;
+    int late = raw_connect(s.port());
+    REQUIRE(late >= 0);
+    REQUIRE(::send(late, good.data(), good.size(), MSG_NOSIGNAL) == ssize_t(good.size()));
+    CHECK(test::poll_until([&] { return s.callbacks == before + 1; },
+                           [&] { ucp_worker_progress(s.p.worker); }));
+    ::close(late);
+    setrlimit(RLIMIT_NOFILE, &saved);
 }
 
 TEST_CASE("a server sleeping on its efd wakes for a connection request", "[ucp_listener]")

@@ -11,6 +11,7 @@
 
 #include <ucp/am/am.h>
 #include <ucp/core/ucp_address.h>
+#include <ucp/core/ucp_worker.h>
 #include <ucp/proto/wire.h>
 #include <ucp/tag/tag_recv.h>
 #include <uct/tcp/tcp_wire.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 using namespace ucp_test;
@@ -334,4 +336,46 @@ TEST_CASE("over tcp, a connection without the worker's key is closed unread; wit
     /* The worker still talks to a real peer over tcp. */
     REQUIRE(p.connect(p.address()) == UCS_OK);
     check_still_receives(p);
+}
+
+TEST_CASE("a worker makes at most UCX_MAX_PEER_EPS endpoints for peers that wire up to it",
+          "[ucp_wire]")
+{
+    env_guard env;
+    env.set("UCX_MAX_PEER_EPS", "3");
+    peer target;
+    REQUIRE(target.init("posix") == UCS_OK);
+    const std::vector<uint8_t> address = target.address();
+    log_capture log;
+    std::vector<std::unique_ptr<peer>> others;
+    for (int i = 0; i < 5; ++i) {
+        others.push_back(std::make_unique<peer>());
+        REQUIRE(others.back()->init("posix") == UCS_OK);
+        REQUIRE(others.back()->connect(address) == UCS_OK);   /* sends its wireup */
+    }
+    auto progress_all = [&] {
+        ucp_worker_progress(target.worker);
+        for (auto &o : others) {
+            ucp_worker_progress(o->worker);
+        }
+    };
+    CHECK(test::poll_until([&] { return target.worker->num_peer_eps == 3; }, progress_all));
+    for (int i = 0; i < 200; ++i) {
+        progress_all();
+    }
+    CHECK(target.worker->num_peer_eps == 3);
+    CHECK(target.worker->dropped_wireups == 2);
+    CHECK(log.text().find("UCX_MAX_PEER_EPS") != std::string::npos);
+
+    /* Eps the application makes to the peers adopt the peer eps: none is
+     * left over, whichever three peers had one. */
+    for (auto &o : others) {
+        ucp_ep_params_t params{};
+        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        const std::vector<uint8_t> remote = o->address();
+        params.address = reinterpret_cast<const ucp_address_t*>(remote.data());
+        ucp_ep_h ep;
+        REQUIRE(ucp_ep_create(target.worker, &params, &ep) == UCS_OK);
+    }
+    CHECK(target.worker->num_peer_eps == 0);
 }

@@ -106,6 +106,13 @@ constexpr ucs::config::field context_fields[] = {
                      "Most endpoints checked in one keepalive round.",
                      ucs::config::type_uint),
 
+    UCS_CONFIG_FIELD(context_config, max_peer_eps, "MAX_PEER_EPS", "16384",
+                     "Most endpoints a worker creates by itself for peers that connected to\n"
+                     "it before its application made an endpoint to them. Wireups of new\n"
+                     "peers beyond it are dropped (with a warning): a peer that holds this\n"
+                     "worker's address cannot make it allocate without bound.",
+                     ucs::config::type_uint),
+
     UCS_CONFIG_FIELD(context_config, immediate_progress_interval,
                      "IMMEDIATE_PROGRESS_INTERVAL", "20us",
                      "A process that only issues operations completing inside their call\n"

@@ -42,6 +42,7 @@ struct context_config {
     double                  keepalive_interval;/* UCX_KEEPALIVE_INTERVAL, seconds */
     unsigned                keepalive_num_eps; /* UCX_KEEPALIVE_NUM_EPS */
     double                  immediate_progress_interval; /* UCX_IMMEDIATE_PROGRESS_INTERVAL, s */
+    unsigned                max_peer_eps;      /* UCX_MAX_PEER_EPS */
 };
 
 extern const ucs::config::table context_config_table;

@@ -428,6 +428,9 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
     }
 
     ucp_ep *raw = ep.release();
+    if (!(flags & ep_flag::USER)) {
+        ++worker->num_peer_eps;
+    }
     if ((flags & ep_flag::USER) && (raw->remote_uuid != worker->uuid)) {
         status = send_wireup(raw, client_port);
         if (status != UCS_OK) {
@@ -445,6 +448,9 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
 void ep_destroy(ucp_ep *ep)
 {
     ucp_worker *worker = ep->worker;
+    if (!(ep->flags & ep_flag::USER)) {
+        --worker->num_peer_eps;
+    }
     purge_requests(ep, UCS_ERR_CANCELED, true);
     stream_ep_destroy(ep);
     forget_reply_ep(ep);

@@ -227,6 +227,7 @@ ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep
         !(it->second->flags & ep_flag::USER) && it->second->usable()) {
         ep = it->second;
         ep->flags |= ep_flag::USER;
+        --worker->num_peer_eps;
     } else {
         status = ep_create_to_address(worker, params.address, SIZE_MAX, ep_flag::USER, &ep);
         if (status != UCS_OK) {

@@ -133,6 +133,10 @@ struct ucp_worker {
 
     /* Endpoints by id; the first ep to each peer worker answers its replies. */
     ucs::ptr_array<ucp_ep>             ep_ids;
+    /* Live eps this worker made for peers that wired up to it (no USER
+     * flag), bounded by UCX_MAX_PEER_EPS with the wireups still pending. */
+    unsigned                           num_peer_eps = 0;
+    uint64_t                           dropped_wireups = 0;
     std::unordered_map<uint64_t, ucp_ep*> eps_by_uuid;
     std::unordered_map<const uct::ep*, ucp_ep*> eps_by_lane;
 

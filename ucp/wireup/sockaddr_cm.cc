@@ -421,13 +421,16 @@ void cm::on_listener(uint64_t id)
             }
             return;
         }
+        /* Requests the application has not answered hold a connection too:
+         * unauthenticated clients must not pile them up without bound. */
         unsigned open = 0;
         for (const auto &[cid, c] : conns_) {
             open += c->server && (c->listener_id == id) &&
-                    (c->state == conn::phase::receiving);
+                    ((c->state == conn::phase::receiving) ||
+                     (c->state == conn::phase::waiting));
         }
         if (open >= max_handshakes) {
-            ucs_diag("listener %s: %u handshakes open, refusing %s",
+            ucs_diag("listener %s: %u requests open or unanswered, refusing %s",
                      to_string(listener->bound).c_str(), open, to_string(addr).c_str());
             ::close(fd);
             continue;

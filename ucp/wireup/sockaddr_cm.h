@@ -15,7 +15,8 @@
  * each callback and freed only when the outermost progress returns.
  *
  * Hostile peers: a server connection must deliver a valid request within
- * the request timeout, at most max_handshakes are open per listener, and
+ * the request timeout, at most max_handshakes are open per listener
+ * (handshaking, or delivered and not answered by the application yet), and
  * every frame is validated (sockaddr_frame.h) before any callback runs.
  */
 #ifndef UCP_WIREUP_SOCKADDR_CM_H
@@ -42,7 +43,7 @@ namespace ucp::cs {
 
 using steady = std::chrono::steady_clock;
 
-constexpr unsigned max_handshakes     = 512;   /* open per listener */
+constexpr unsigned max_handshakes     = 512;   /* open or unanswered per listener */
 constexpr unsigned idle_poll_interval = 128;   /* progress calls */
 
 /* One bootstrap TCP connection carrying a handshake. */

@@ -53,6 +53,15 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
         worker->pending_wireups.count(hdr.src_uuid)) {
         return UCS_OK;
     }
+    if (worker->num_peer_eps + worker->pending_wireups.size() >=
+        worker->context.config.max_peer_eps) {
+        if (worker->dropped_wireups++ == 0) {
+            ucs_warn("worker '%s': %u endpoints made for peers already (UCX_MAX_PEER_EPS): "
+                     "dropping wireups of new peers", worker->name.c_str(),
+                     worker->num_peer_eps);
+        }
+        return UCS_OK;
+    }
     worker->pending_wireups.emplace(hdr.src_uuid,
             pending_wireup{std::vector<uint8_t>(addr, addr + hdr.address_length),
                            uint16_t(hdr.client_port)});
