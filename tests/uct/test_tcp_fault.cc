@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "two_process.h"
+#include "tcp_test_util.h"
 #include "uct_test_util.h"
 
 #include <uct/tcp/tcp_iface.h>
@@ -615,4 +616,47 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     /* The first refused key is a warning, the second one only a diag line. */
     CHECK(rep.closed_logged >= malformed.size() + 1 - 1);
     CHECK(child.wait() == 0);
+}
+
+TEST_CASE("tcp closes an accepted connection that shows no handshake in time", "[tcp]")
+{
+    using namespace uct::tcp;
+    auto cfg              = default_tcp_config();
+    CHECK(cfg.handshake_timeout == 10.0);     /* the default */
+    cfg.handshake_timeout = 0.3;
+    test::tuned_tcp e("lo", cfg);
+    REQUIRE(e.ok());
+    const test::uct_addresses addr = e.addresses();
+    iface_addr target{};
+    REQUIRE(addr.iface.size() == sizeof(target));
+    std::memcpy(&target, addr.iface.data(), sizeof(target));
+
+    const auto start = std::chrono::steady_clock::now();
+    int silent = raw_connect(target.port);              /* holds a socket, says nothing */
+    int proven = raw_connect(target.port);              /* shows the key at once */
+    REQUIRE(silent >= 0);
+    REQUIRE(proven >= 0);
+    handshake hs{};
+    hs.magic        = HANDSHAKE_MAGIC;
+    hs.version      = HANDSHAKE_VERSION;
+    hs.family       = uint8_t(addr_family::IPV4);
+    hs.port         = 1;
+    hs.acceptor_key = target.key;
+    std::vector<uint8_t> bytes(sizeof(hs));
+    std::memcpy(bytes.data(), &hs, sizeof(hs));
+    REQUIRE(raw_send(proven, bytes));
+
+    auto eof = [](int s) {
+        uint8_t buf[64];
+        ssize_t n = ::recv(s, buf, sizeof(buf), MSG_DONTWAIT);
+        return (n == 0) || ((n < 0) && (errno == ECONNRESET));
+    };
+    REQUIRE(test::poll_until([&] { return eof(silent); }, [&] { e.progress(); },
+                             std::chrono::seconds(10)));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                        start).count();
+    CHECK(waited >= 0.3);
+    CHECK_FALSE(eof(proven));                           /* accepted, still open */
+    ::close(silent);
+    ::close(proven);
 }

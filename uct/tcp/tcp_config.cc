@@ -31,6 +31,7 @@ struct tcp_config_values {
     unsigned      direct_poll_max;
     unsigned      epoll_period;
     int           backlog;
+    double        handshake_timeout;
     int           nodelay;
     size_t        rx_keep;
     size_t        rx_lowat;
@@ -94,6 +95,11 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, backlog, "BACKLOG", "1024",
                      "Listen backlog of each interface (the kernel caps it at "
                      "somaxconn).", type_int),
+    UCS_CONFIG_FIELD(tcp_config_values, handshake_timeout, "HANDSHAKE_TIMEOUT", "10s",
+                     "An accepted connection that has not shown its handshake (with this "
+                     "interface's key) this long after it was accepted is closed: a client "
+                     "that does not hold this process's address cannot keep connections "
+                     "open.", ucs::config::type_time),
     UCS_CONFIG_FIELD(tcp_config_values, rx_keep, "RX_KEEP", "4m",
                      "A receive buffer for large frames up to this size is kept for the "
                      "next large frame.", type_size, field_hidden),
@@ -138,6 +144,7 @@ tcp_config to_config(const tcp_config_values &v)
     c.direct_poll_max = v.direct_poll_max;
     c.epoll_period    = v.epoll_period;
     c.backlog         = v.backlog;
+    c.handshake_timeout = v.handshake_timeout;
     c.nodelay         = (v.nodelay != 0);
     c.rx_keep         = v.rx_keep;
     c.rx_lowat        = v.rx_lowat;
@@ -220,9 +227,9 @@ ucs_status_t check_tcp_config(const tcp_config &c)
         return fail("UCX_TCP_RMA_OUTSTANDING out of range (1..4096)");
     }
     if ((c.rma_outstanding == 0) || (c.max_poll == 0) || (c.epoll_period == 0) ||
-        (c.backlog <= 0) || (c.tx_batch == 0)) {
-        return fail("UCX_TCP_RMA_OUTSTANDING, MAX_POLL, EPOLL_PERIOD, BACKLOG and TX_BATCH "
-                    "must be positive");
+        (c.backlog <= 0) || (c.tx_batch == 0) || !(c.handshake_timeout > 0)) {
+        return fail("UCX_TCP_RMA_OUTSTANDING, MAX_POLL, EPOLL_PERIOD, BACKLOG, TX_BATCH and "
+                    "HANDSHAKE_TIMEOUT must be positive");
     }
     return UCS_OK;
 }

@@ -35,6 +35,8 @@ struct tcp_config {
     unsigned epoll_period;        /* UCX_TCP_EPOLL_PERIOD: in direct mode, epoll_wait every N progress
                                      calls for new connections and peer failures (16) */
     int      backlog;             /* UCX_TCP_BACKLOG: listen backlog (1024, kernel caps at somaxconn) */
+    double   handshake_timeout;   /* UCX_TCP_HANDSHAKE_TIMEOUT: seconds an accepted connection
+                                     may take to show its handshake (10s) */
     bool     nodelay;             /* UCX_TCP_NODELAY: TCP_NODELAY (y) */
     size_t   rx_keep;             /* UCX_TCP_RX_KEEP: a large-frame receive buffer up to this size is
                                      kept for the next large frame (4m) */

@@ -50,6 +50,11 @@ tcp_conn::tcp_conn(tcp_iface &iface, int fd, bool outbound)
       state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE),
       peer_sends_(!outbound)
 {
+    if (!outbound) {
+        handshake_deadline_ = std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(config_.handshake_timeout));
+    }
 }
 
 tcp_conn::~tcp_conn()
@@ -148,6 +153,20 @@ void tcp_conn::wait_for_peer()
     }
     set_state(conn_state::WAIT_PEER);
     peer_deadline_ = std::chrono::steady_clock::now() + PEER_WAIT;
+}
+
+bool tcp_conn::check_handshake_wait(std::chrono::steady_clock::time_point now)
+{
+    if (state_ != conn_state::HANDSHAKE) {
+        return false;
+    }
+    if (now < handshake_deadline_) {
+        return true;
+    }
+    ucs_diag("tcp: closing an accepted connection that sent no handshake in %.1f s",
+             config_.handshake_timeout);
+    schedule_failure(UCS_ERR_TIMED_OUT, "no handshake");
+    return false;
 }
 
 void tcp_conn::check_peer_wait(std::chrono::steady_clock::time_point now)

@@ -108,6 +108,9 @@ public:
     /* WAIT_PEER past its deadline: connects again (the peer's connection,
      * which it rejected ours for, is not coming). */
     void check_peer_wait(std::chrono::steady_clock::time_point now);
+    /* Accepted and still without a handshake: closes it once past its
+     * deadline (UCX_TCP_HANDSHAKE_TIMEOUT); true while it keeps waiting. */
+    bool check_handshake_wait(std::chrono::steady_clock::time_point now);
 
     /*
      * The owning ep is going away: the end becomes unowned and the peer is
@@ -359,6 +362,8 @@ private:
      * again. */
     static constexpr std::chrono::milliseconds PEER_WAIT{500};
     std::chrono::steady_clock::time_point peer_deadline_{};
+    /* Accepted: the handshake must have arrived by then. */
+    std::chrono::steady_clock::time_point handshake_deadline_{};
 
     /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
      * before the queue, and while the queue must wait. */

@@ -456,6 +456,9 @@ void tcp_iface::epoll_update(tcp_conn *conn, uint32_t events)
 /* Without connections, an iface asks epoll this many times more rarely. */
 constexpr unsigned idle_epoll_factor = 16;
 
+/* Progress calls between looks at accepted connections' handshake deadlines. */
+constexpr unsigned handshake_check_period = 256;
+
 unsigned tcp_iface::progress()
 {
     ++progress_depth_;
@@ -481,6 +484,15 @@ unsigned tcp_iface::progress()
         const auto now = std::chrono::steady_clock::now();
         for (size_t i = 0, n = conns_.size(); i < n; ++i) {
             conns_[i]->check_peer_wait(now);
+        }
+    }
+    if (ucs_unlikely(handshakes_due_) &&
+        ((++handshake_ticks_ & (handshake_check_period - 1)) == 0)) {
+        /* Accepted connections that never proved they may connect. */
+        const auto now  = std::chrono::steady_clock::now();
+        handshakes_due_ = false;
+        for (size_t i = 0, n = conns_.size(); i < n; ++i) {
+            handshakes_due_ |= conns_[i]->check_handshake_wait(now);
         }
     }
     if (!failures_.empty()) {
@@ -558,6 +570,7 @@ unsigned tcp_iface::accept_connections()
             tcp_conn *raw = conn.get();
             conns_.push_back(std::move(conn));
             raw->arm();
+            handshakes_due_ = true;
             ++count;
         } catch (...) {
             ucs_error("tcp: no memory for an accepted connection");

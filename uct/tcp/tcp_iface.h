@@ -140,6 +140,10 @@ private:
     int                                     epoll_need_ = 0;
     unsigned                                tick_ = 0;
     bool                                    need_sweep_ = false;
+    /* Accepted connections may still owe their handshake: their deadlines
+     * are looked at every handshake_check_period progress calls. */
+    bool                                    handshakes_due_ = false;
+    unsigned                                handshake_ticks_ = 0;
 
     struct flush_waiter {
         completion  inner;
