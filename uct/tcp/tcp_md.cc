@@ -6,6 +6,7 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/random.h>
+#include <ucs/type/wire_reader.h>
 
 #include <cstring>
 #include <new>
@@ -46,13 +47,14 @@ ucs_status_t tcp_component::md_open(const char *md_name, md **md_p)
 ucs_status_t tcp_component::rkey_unpack(const void *buffer, size_t length,
                                         rkey_bundle *rkey_p)
 {
-    if ((buffer == nullptr) || (rkey_p == nullptr) || (length < sizeof(packed_rkey))) {
+    packed_rkey packed;
+    uint64_t end;
+    if ((buffer == nullptr) || (rkey_p == nullptr) ||
+        !ucs::wire_reader(buffer, length).get(&packed)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    packed_rkey packed;
-    std::memcpy(&packed, buffer, sizeof(packed));
     if ((packed.magic != RKEY_MAGIC) || (packed.region_id == 0) ||
-        (packed.length == 0) || (packed.address + packed.length < packed.address)) {
+        (packed.length == 0) || !ucs::checked_add(packed.address, packed.length, &end)) {
         ucs_debug("tcp: rejected a malformed remote key");
         return UCS_ERR_INVALID_PARAM;
     }

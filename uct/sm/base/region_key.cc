@@ -1,6 +1,7 @@
 #include <uct/sm/base/region_key.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/type/wire_reader.h>
 
 #include <climits>
 #include <cstring>
@@ -24,14 +25,13 @@ void pack_region_key(const region_key_kind &kind, pid_t pid,
 ucs_status_t unpack_region_key(const region_key_kind &kind, const void *buffer,
                                size_t length, remote_region *region)
 {
-    if ((buffer == nullptr) || (length != sizeof(packed_region_key))) {
+    ucs::wire_reader r(buffer, length);
+    packed_region_key key;
+    if ((buffer == nullptr) || !r.get(&key) || !r.at_end()) {
         ucs_debug("%s rkey: %zu bytes, expected %zu", kind.name, length,
                   sizeof(packed_region_key));
         return UCS_ERR_INVALID_PARAM;
     }
-
-    packed_region_key key;
-    std::memcpy(&key, buffer, sizeof(key));   /* the buffer may be unaligned */
     uint64_t end;
     if ((key.magic != kind.packed_magic) || (key.version != PACKED_REGION_KEY_VERSION) ||
         (key.reserved != 0) || (key.reserved2 != 0) ||

@@ -4,6 +4,7 @@
 #include "mm_node.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/type/wire_reader.h>
 
 #include <cstring>
 #include <new>
@@ -63,11 +64,11 @@ ucs_status_t mm_component::md_open(const char *md_name, md **md_p)
 ucs_status_t mm_component::rkey_unpack(const void *buffer, size_t length,
                                        rkey_bundle *rkey_p)
 {
-    if ((buffer == nullptr) || (rkey_p == nullptr) || (length < sizeof(packed_rkey))) {
+    packed_rkey packed;
+    if ((buffer == nullptr) || (rkey_p == nullptr) ||
+        !ucs::wire_reader(buffer, length).get(&packed)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    packed_rkey packed;
-    std::memcpy(&packed, buffer, sizeof(packed));
     if ((packed.magic != RKEY_MAGIC) || (packed.version != RKEY_VERSION) ||
         (packed.backend != uint16_t(backend_.kind())) || (packed.segment_size == 0) ||
         (packed.segment_size > backend_.max_size()) ||
