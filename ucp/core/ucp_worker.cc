@@ -366,7 +366,7 @@ namespace {
  * every application) instead of called through the PLT. */
 inline unsigned progress_inline(ucp_worker &w)
 {
-    w.in_progress = true;
+    ++w.progress_depth;
     unsigned count = w.uct_worker->progress();
     /* Once every idle_poll_period calls: the clock for keepalive, and the
      * ifaces no ep uses (yet) for peers that connect to us. */
@@ -384,7 +384,7 @@ inline unsigned progress_inline(ucp_worker &w)
     if (ucs_unlikely(w.sockaddr_cm != nullptr)) {
         count += ucp::sockaddr_progress(&w);
     }
-    w.in_progress   = false;
+    --w.progress_depth;
     w.immediate_ops = 0;
     return count;
 }
@@ -398,7 +398,7 @@ unsigned ucp_worker::progress_locked()
 
 void ucp_worker::progress_after_immediate_run()
 {
-    if ((immediate_progress_interval == 0) || in_progress) {
+    if ((immediate_progress_interval == 0) || (progress_depth != 0)) {
         return;
     }
     const uint64_t now = ucs::sys::get_time();

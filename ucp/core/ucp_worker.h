@@ -171,8 +171,9 @@ struct ucp_worker {
     uint64_t                           keepalive_interval = 0;  /* ticks, 0: off */
     uint64_t                           keepalive_next = 0;
     unsigned                           progress_count = 0;
-    /* A progress call runs (callbacks inside it must not start another). */
-    bool                               in_progress = false;
+    /* Progress calls running (nested ones too: ucp_worker_fence from a
+     * callback); callbacks inside them must not start another. */
+    unsigned                           progress_depth = 0;
     /* Operations that completed inside their call since the last progress,
      * when that run reached immediate_check_period, and how long it may
      * last before the worker progresses by itself (ticks; 0: never). */

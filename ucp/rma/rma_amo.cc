@@ -139,6 +139,7 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, ucp_atomic_op_t opcode, const void *buffe
     ucp_worker *worker = ep->worker;
     worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
+    bool immediate          = false;   /* done inside the call (see completed_in_call) */
     status = guarded("ucp_atomic_op_nbx", [&]() {
         if (!rkey->covers(remote_addr, size)) {
             ucs_diag("ucp_atomic_op_nbx: 0x%llx+%u is outside the key's region 0x%llx+%llu",
@@ -175,7 +176,7 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, ucp_atomic_op_t opcode, const void *buffe
                     if (fetch) {
                         store_result(param->reply_buffer, size, old);
                     }
-                    worker->completed_in_call();
+                    immediate = true;
                 }
                 return done;
             }
@@ -185,9 +186,7 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, ucp_atomic_op_t opcode, const void *buffe
                 const ucs_status_t posted =
                     l.ep->atomic_post(op, size, value, remote_addr,
                                       rkey->find(l.md_index)->bundle.rkey);
-                if (posted == UCS_OK) {
-                    worker->completed_in_call();
-                }
+                immediate = (posted == UCS_OK);
                 if (posted != UCS_ERR_NO_RESOURCE) {
                     return posted;
                 }
@@ -216,6 +215,9 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, ucp_atomic_op_t opcode, const void *buffe
         result = request_start(req, param);
         return UCS_OK;
     });
+    if (immediate) {
+        worker->completed_in_call();
+    }
     return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
 }
 

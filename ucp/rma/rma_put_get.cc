@@ -105,6 +105,7 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
     ucp_worker *worker = ep->worker;
     worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
+    bool immediate          = false;
     status = guarded(name, [&]() {
         const uint32_t attr_mask = param->op_attr_mask;
         if ((length == 0) && !(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) {
@@ -132,13 +133,9 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
             ucs_status_t now = try_now(kind, ep, rkey, how, lane, buffer, length,
                                        remote_addr);
-            if (now == UCS_OK) {
-                worker->completed_in_call();
-                result = nullptr;
-                return UCS_OK;
-            }
             if (now != UCS_ERR_NO_RESOURCE) {
-                result = UCS_STATUS_PTR(now);
+                result    = UCS_STATUS_PTR(now);   /* nullptr when done */
+                immediate = (now == UCS_OK);
                 return UCS_OK;
             }
         }
@@ -158,6 +155,9 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         result        = request_start(req, param);
         return UCS_OK;
     });
+    if (immediate) {
+        worker->completed_in_call();
+    }
     return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
 }
 
