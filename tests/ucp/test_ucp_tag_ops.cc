@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <random>
@@ -506,6 +507,9 @@ void on_peer_error(void *arg, ucp_ep_h, ucs_status_t status)
     state->status = status;
 }
 
+/* Where the error callbacks of the user-data test record their arg. */
+std::vector<void*> *current = nullptr;
+
 } // namespace
 
 TEST_CASE("a killed peer fails outstanding requests and calls the handler",
@@ -561,6 +565,68 @@ TEST_CASE("a killed peer fails outstanding requests and calls the handler",
         CHECK(errors.status != UCS_OK);
         /* Sends on the failed ep fail at once. */
         CHECK(UCS_PTR_IS_ERR(ucp_tag_send_nbx(p.ep, small.data(), 8, 3, &param)));
+    }
+}
+
+TEST_CASE("the error callback gets the ep's user data, else the handler's arg",
+          "[ucp_tag_ops]")
+{
+    /* UCX's semantics, which its ucp_hello_world -e relies on. */
+    peer a, b;
+    REQUIRE(a.init("tcp") == UCS_OK);
+    REQUIRE(b.init("tcp") == UCS_OK);
+    const std::vector<uint8_t> remote = b.address();
+    struct {
+        std::vector<void*> args;
+    } got;
+    int handler_arg = 0, user_data = 0;
+    auto create = [&](bool with_user_data) {
+        ucp_ep_params_t params{};
+        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.address         = reinterpret_cast<const ucp_address_t*>(remote.data());
+        params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb  = [](void *arg, ucp_ep_h, ucs_status_t) {
+            /* A C callback cannot capture: it records through `current`. */
+            current->push_back(arg);
+        };
+        params.err_handler.arg = &handler_arg;
+        if (with_user_data) {
+            params.field_mask |= UCP_EP_PARAM_FIELD_USER_DATA;
+            params.user_data   = &user_data;
+        }
+        ucp_ep_h ep = nullptr;
+        REQUIRE(ucp_ep_create(a.worker, &params, &ep) == UCS_OK);
+        return ep;
+    };
+    current = &got.args;
+    ucp_ep_h with = create(true), without = create(false);
+    /* Both connected, then the peer goes away. */
+    ucp_request_param_t param{};
+    for (ucp_ep_h ep : {with, without}) {
+        void *req = ucp_ep_flush_nbx(ep, &param);
+        REQUIRE(test::poll_until([&] {
+            return (req == nullptr) || (ucp_request_check_status(req) != UCS_INPROGRESS);
+        }, [&] {
+            ucp_worker_progress(a.worker);
+            ucp_worker_progress(b.worker);
+        }));
+        if (req != nullptr) {
+            CHECK(ucp_request_check_status(req) == UCS_OK);
+            ucp_request_free(req);
+        }
+    }
+    b.close();
+    REQUIRE(test::poll_until([&] { return got.args.size() == 2; },
+                             [&] { ucp_worker_progress(a.worker); }));
+    CHECK(std::count(got.args.begin(), got.args.end(), &user_data) == 1);
+    CHECK(std::count(got.args.begin(), got.args.end(), &handler_arg) == 1);
+    current = nullptr;
+    for (ucp_ep_h ep : {with, without}) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        a.wait(ucp_ep_close_nbx(ep, &param));
     }
 }
 

@@ -481,7 +481,7 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
     }
     if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) && (ep->err_handler.cb != nullptr)) {
         ep->flags |= ep_flag::ERR_NOTIFIED;
-        ep->err_handler.cb(ep->err_handler.arg, ep, status);
+        ep->err_handler.cb(ep->user_data, ep, status);
     } else if ((status != UCS_ERR_CANCELED) && !quiet) {
         ucs_error("worker '%s': connection to '%s' failed: %s",
                   ep->worker->name.c_str(), ep->peer_name.c_str(),

@@ -179,8 +179,12 @@ ucs_status_t apply_ep_params(ucp_ep *ep, const ucp_ep_params_t &params)
         }
         ep->err_mode = params.err_mode;
     }
+    /* As UCX: the error callback gets the ep's user data, which is the
+     * handler's arg unless UCP_EP_PARAM_FIELD_USER_DATA overrides it (UCX's
+     * own ucp_hello_world relies on that). */
     if (mask & UCP_EP_PARAM_FIELD_ERR_HANDLER) {
         ep->err_handler = params.err_handler;
+        ep->user_data   = params.err_handler.arg;
     }
     if (mask & UCP_EP_PARAM_FIELD_USER_DATA) {
         ep->user_data = params.user_data;
