@@ -547,6 +547,54 @@ void killed_peer(const char *tl)
             CHECK(e.failures()[1].status == UCS_ERR_CONNECTION_RESET);
             e.destroy_ep(ep);
         }
+        /* 3. Idle, and nobody calls check(): the iface's event fd wakes a
+         *    sleeper when the peer dies, and check_peers() reports it. */
+        {
+            test::child_process child([tl](int fd) { return idle_receiver(tl, fd); });
+            pids.insert(child.pid());
+            test::uct_addresses peer;
+            REQUIRE(receive_address(child.fd(), &peer));
+            uct::ep *ep = e.connect(peer);
+            REQUIRE(ep != nullptr);
+            int efd = -1;
+            REQUIRE(e.iface().event_fd_get(&efd) == UCS_OK);
+            CHECK(e.iface().check_peers() == 0);
+            CHECK(e.iface().event_arm(uct::event_flag::RECV) == UCS_OK);
+            CHECK(!fd_readable(efd, 0));
+
+            child.kill(SIGKILL);      /* a zombie from here on */
+            CHECK(fd_readable(efd, 10000));
+            CHECK(e.iface().check_peers() == 1);
+            REQUIRE(e.failures().size() == 3);
+            CHECK(e.failures()[2].ep == ep);
+            CHECK(e.failures()[2].status == UCS_ERR_CONNECTION_RESET);
+            /* Once: the dead peer left the set, a sleeper sleeps again. */
+            CHECK(e.iface().check_peers() == 0);
+            CHECK(e.iface().event_arm(uct::event_flag::RECV) == UCS_OK);
+            CHECK(!fd_readable(efd, 0));
+            CHECK(ep->am_short(AM_ID, 0, nullptr, 0) == UCS_ERR_CONNECTION_RESET);
+            CHECK(child.wait() == 128 + SIGKILL);
+            e.destroy_ep(ep);
+        }
+
+        /* 4. A peer that died before the worker went to sleep: arming says
+         *    BUSY and the next progress() reports it. */
+        {
+            test::child_process child([tl](int fd) { return idle_receiver(tl, fd); });
+            pids.insert(child.pid());
+            test::uct_addresses peer;
+            REQUIRE(receive_address(child.fd(), &peer));
+            uct::ep *ep = e.connect(peer);
+            REQUIRE(ep != nullptr);
+            child.kill(SIGKILL);
+            CHECK(child.wait() == 128 + SIGKILL);
+            CHECK(e.iface().event_arm(uct::event_flag::RECV) == UCS_ERR_BUSY);
+            e.progress();
+            REQUIRE(e.failures().size() == 4);
+            CHECK(e.failures()[3].ep == ep);
+            e.destroy_ep(ep);
+        }
+
         /* The dead children's segments went with our last mapping. */
         std::set<pid_t> children(pids);
         children.erase(getpid());
