@@ -6,8 +6,9 @@
  * worker address or through a listener (-c), exchanges a greeting, then
  * sends or receives a stream of tagged messages (-w eager|rndv|idle, -k
  * says which side is killed). The survivor keeps one synchronous send
- * outstanding that the victim never receives, joins the stream, and in the
- * middle of it SIGKILLs the victim (a thread reaps it, as a launcher would).
+ * outstanding that the victim never receives, joins the stream, and after
+ * a random 0-250 ms of it SIGKILLs the victim with a message in flight (a
+ * thread reaps it, as a launcher would).
  * It then progresses until the ep's error callback runs and its requests
  * complete, and reports, from just before kill():
  *   - callback:  the error callback (PEER mode only);
@@ -30,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +66,8 @@ constexpr size_t EAGER_SIZE = 1024;
 constexpr size_t RNDV_SIZE  = size_t(64) << 20;
 /* Messages of the stream completed before the survivor kills the victim. */
 constexpr unsigned WARMUP_EAGER = 200, WARMUP_RNDV = 2;
+/* Then the stream goes on for a random time up to this long. */
+constexpr int MAX_JITTER_US = 250000;
 
 void usage(FILE *out)
 {
@@ -477,20 +481,27 @@ run_result survivor_run(const options &opts)
     uint64_t sync_payload = 7;
     ucs_status_ptr_t sync_req = s->send(&sync_payload, sizeof(sync_payload), TAG_SYNC, true);
 
-    /* The stream: some messages complete, then the kill hits one in flight. */
+    /* The stream: some messages complete, it goes on for a random time (so
+     * the kill falls anywhere in the library's own periods), then the kill
+     * hits a message in flight. */
     std::vector<uint8_t> buffer(stream_size(opts), 0x3c);
     const bool receiving = opts.kill_sender;
     const unsigned warmup = (opts.work == workload::rndv) ? WARMUP_RNDV : WARMUP_EAGER;
+    std::mt19937_64 rng(std::random_device{}());
+    const auto kill_at = clock_type::now() + std::chrono::microseconds(
+                                 std::uniform_int_distribution<int>(0, MAX_JITTER_US)(rng));
     ucs_status_ptr_t stream_req = nullptr;
-    if (opts.work != workload::idle) {
-        for (unsigned i = 0; i <= warmup; ++i) {
-            stream_req = receiving ? s->recv(buffer.data(), buffer.size(), TAG_DATA) :
-                                     s->send(buffer.data(), buffer.size(), TAG_DATA, false);
-            if (i < warmup) {
-                s->wait(stream_req, deadline);
-                stream_req = nullptr;
-            }
+    for (unsigned i = 0; (opts.work != workload::idle); ++i) {
+        stream_req = receiving ? s->recv(buffer.data(), buffer.size(), TAG_DATA) :
+                                 s->send(buffer.data(), buffer.size(), TAG_DATA, false);
+        if ((i >= warmup) && (clock_type::now() >= kill_at)) {
+            break;
         }
+        s->wait(stream_req, deadline);
+        stream_req = nullptr;
+    }
+    while ((opts.work == workload::idle) && (clock_type::now() < kill_at)) {
+        ucp_worker_progress(s->worker);
     }
 
     if ((stream_req == nullptr) && (opts.work != workload::idle)) {
