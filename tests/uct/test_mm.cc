@@ -595,6 +595,56 @@ void killed_peer(const char *tl)
             e.destroy_ep(ep);
         }
 
+        /* 5. What the peer published before it died is delivered before its
+         *    ep is reported failed. */
+        {
+            test::child_process child([tl](int fd) {
+                test::mm_entity c(tl);
+                TEST_CHILD_CHECK(c.ok());
+                TEST_CHILD_CHECK(test::send_blob(fd, c.addresses().serialize()));
+                test::uct_addresses parent;
+                TEST_CHILD_CHECK(receive_address(fd, &parent));
+                uct::ep *to_parent = c.connect(parent);
+                TEST_CHILD_CHECK(to_parent != nullptr);
+                for (uint64_t i = 0; i < 10; ++i) {
+                    TEST_CHILD_CHECK(to_parent->am_short(AM_ID, i, nullptr, 0) == UCS_OK);
+                }
+                TEST_CHILD_CHECK(test::sync_peer(fd));
+                uint8_t never;
+                test::recv_value(fd, &never);
+                return 0;
+            });
+            pids.insert(child.pid());
+            test::uct_addresses peer;
+            REQUIRE(receive_address(child.fd(), &peer));
+            uct::ep *ep = e.connect(peer);
+            REQUIRE(ep != nullptr);
+            REQUIRE(test::send_blob(child.fd(), e.addresses().serialize()));
+            struct delivery_order {
+                test::mm_entity *e;
+                uint64_t        count = 0;
+                bool            after_failure = false;
+                static ucs_status_t handler(void *arg, void *, size_t, unsigned)
+                {
+                    auto *self = static_cast<delivery_order*>(arg);
+                    ++self->count;
+                    self->after_failure |= (self->e->failures().size() > 4);
+                    return UCS_OK;
+                }
+            } order{&e};
+            REQUIRE(e.iface().set_am_handler(AM_ID, delivery_order::handler, &order, 0) ==
+                    UCS_OK);
+            REQUIRE(test::sync_peer(child.fd()));   /* all 10 in our FIFO */
+            child.kill(SIGKILL);
+            CHECK(child.wait() == 128 + SIGKILL);
+            CHECK(e.iface().check_peers() == 11);   /* 10 messages, 1 failure */
+            CHECK(order.count == 10);
+            CHECK(!order.after_failure);
+            REQUIRE(e.failures().size() == 5);
+            CHECK(e.failures()[4].ep == ep);
+            e.destroy_ep(ep);
+        }
+
         /* The dead children's segments went with our last mapping. */
         std::set<pid_t> children(pids);
         children.erase(getpid());

@@ -370,8 +370,27 @@ bool mm_iface::look_for_dead_peers()
 
 unsigned mm_iface::check_peers()
 {
-    look_for_dead_peers();
-    return (failed_eps_ != 0) ? report_failed_eps() : 0;
+    std::vector<mm_ep*> dead;
+    peer_watch_.check([&dead](void *owner) { dead.push_back(static_cast<mm_ep*>(owner)); });
+    unsigned count = 0;
+    if (!dead.empty()) {
+        /* What they published before dying is delivered before their eps
+         * fail (bounded: the dead publish nothing more). */
+        for (uint64_t n = 0; n <= fifo_mask_;) {
+            const unsigned got = progress();
+            if (got == 0) {
+                break;
+            }
+            n     += got;
+            count += got;
+        }
+        for (mm_ep *ep : dead) {
+            if (std::find(eps_.begin(), eps_.end(), ep) != eps_.end()) {
+                ep->fail(UCS_ERR_CONNECTION_RESET);
+            }
+        }
+    }
+    return count + ((failed_eps_ != 0) ? report_failed_eps() : 0);
 }
 
 ucs_status_t mm_iface::ep_attach(mm_ep *ep)

@@ -8,7 +8,8 @@
  * The peers' processes are watched through a peer_watch (their pidfds in an
  * epoll set): check_peers() and event_arm() look at it, and it is the
  * iface's event fd too (with the wakeup socket in it), so a worker asleep
- * wakes up when a peer dies.
+ * wakes up when a peer dies. check_peers() delivers what is in the FIFO
+ * before it fails the dead peers' eps.
  *
  * AM handlers get the data in place (no DESC flag: it is valid only during
  * the call, the slot is reused afterwards) and must not call progress().
