@@ -47,8 +47,9 @@ public:
 
     /*
      * Looks, without blocking, for peers whose process is gone, and reports
-     * their eps through the error handler before it returns; returns how
-     * many it reported. For transports that can tell without traffic
+     * their eps through the error handler before it returns; returns the
+     * events it handled (reports, and messages of the dead it delivered
+     * first). For transports that can tell without traffic
      * (shared memory: the peer's pidfd); the layer above calls it at a slow
      * cadence, never on the data path. The default finds nothing.
      */
