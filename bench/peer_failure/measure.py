@@ -33,6 +33,7 @@ CASES = [
     ("tcp, eager, sender killed", ["-t", "tcp", "-w", "eager"]),
     ("tcp, rndv 64 MiB, receiver killed", ["-t", "tcp", "-w", "rndv", "-k", "receiver"]),
     ("tcp, idle peer", ["-t", "tcp", "-w", "idle"]),
+    ("all transports (UCX_TLS unset), eager, sender killed", ["-w", "eager"]),
     ("client-server, shm+tcp, eager, client killed",
      ["-c", "-t", "posix,cma,self,tcp", "-w", "eager"]),
     ("client-server, tcp, eager, client killed", ["-c", "-t", "tcp", "-w", "eager"]),
@@ -105,6 +106,7 @@ def main():
         for _, path in libs:
             env = dict(os.environ)
             env["UCX_WARN_UNUSED_ENV_VARS"] = "n"
+            env.pop("UCX_TLS", None)
             if path:
                 env["LD_LIBRARY_PATH"] = path
             row.append(cell(run_case(probe, args, env, opts.runs, opts.timeout)))
