@@ -27,7 +27,15 @@
 #include <cstring>
 #include <optional>
 
+#include <cerrno>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 using namespace ucp_test;
 using namespace std::chrono_literals;
@@ -448,4 +456,77 @@ TEST_CASE("a worker asleep on its event fd wakes up when its peer is killed",
     CHECK(callback_ms < std::chrono::duration<double, std::milli>(DETECTION_BOUND).count());
     CHECK(errors.calls == 1);
     CHECK(child.wait() == 128 + SIGKILL);
+}
+
+namespace {
+
+/* Makes pidfd_open fail with ENOSYS in this process (and its children), as
+ * on a kernel before 5.3 or under a container's seccomp profile. */
+bool block_pidfd_open()
+{
+#if defined(__x86_64__) && defined(SYS_pidfd_open)
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+    return (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) &&
+           (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0) &&
+           (syscall(SYS_pidfd_open, getpid(), 0) == -1) && (errno == ENOSYS);
+#else
+    return false;
+#endif
+}
+
+/* A survivor without pidfds: kills its own victim, reports the time to the
+ * error callback (ms) over `fd`. */
+int survivor_without_pidfd(int fd)
+{
+    const char *tls = "posix,cma,self";
+    TEST_CHILD_CHECK(block_pidfd_open());
+    peer p;
+    TEST_CHILD_CHECK(p.init(tls) == UCS_OK);
+    test::child_process child([tls](int vfd) { return idle_peer(vfd, tls); });
+    std::vector<uint8_t> remote;
+    TEST_CHILD_CHECK(test::recv_blob(child.fd(), &remote));
+    TEST_CHILD_CHECK(test::send_blob(child.fd(), p.address()));
+    error_seen errors;
+    TEST_CHILD_CHECK(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_error, &errors) ==
+                     UCS_OK);
+    TEST_CHILD_CHECK(greet(p));
+    TEST_CHILD_CHECK(test::sync_peer(child.fd()));
+    std::vector<uint8_t> payload(64, 1);
+    ucs_status_ptr_t sync_req = send_data(p, payload, TAG_SYNC, true);
+    TEST_CHILD_CHECK(UCS_PTR_IS_PTR(sync_req) && (sync_req != nullptr));
+
+    const auto t0 = clock_type::now();
+    child.kill(SIGKILL);        /* a zombie: /proc shows it as such */
+    test::poll_until([&] { return errors.calls > 0; },
+                     [&] { ucp_worker_progress(p.worker); }, 10s);
+    TEST_CHILD_CHECK(errors.calls == 1);
+    const double ms = std::chrono::duration<double, std::milli>(errors.when - t0).count();
+    TEST_CHILD_CHECK(wait_bounded(p, sync_req, 10s) != UCS_OK);
+    TEST_CHILD_CHECK(test::send_value(fd, ms));
+    TEST_CHILD_CHECK(child.wait() == 128 + SIGKILL);
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("without pidfds (seccomp), a killed shm peer is found through /proc",
+          "[ucp_fault]")
+{
+#if !defined(__x86_64__)
+    WARN("the seccomp filter of this test is written for x86_64: not run");
+    return;
+#endif
+    test::child_process survivor(survivor_without_pidfd);
+    double ms = -1;
+    REQUIRE(test::recv_value(survivor.fd(), &ms));
+    CHECK(survivor.wait() == 0);
+    std::printf("fault matrix: posix,cma,self without pidfds: callback %.1f ms\n", ms);
+    CHECK(ms >= 0);
+    CHECK(ms < std::chrono::duration<double, std::milli>(DETECTION_BOUND).count());
 }
