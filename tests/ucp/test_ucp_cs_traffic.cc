@@ -33,77 +33,7 @@ const char *const transports[] = {"posix,cma", "sysv", "tcp"};
 constexpr uint64_t features    = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM;
 constexpr ucp_tag_t full_mask  = ~ucp_tag_t(0);
 
-/* ---- connections -------------------------------------------------------- */
-
-/* A listener on 127.0.0.1 that keeps its connection requests. */
-struct listening {
-    ucp_listener_h                  listener = nullptr;
-    std::vector<ucp_conn_request_h> requests;
-
-    ~listening()
-    {
-        if (listener != nullptr) {
-            ucp_listener_destroy(listener);
-        }
-    }
-
-    static void on_conn(ucp_conn_request_h request, void *arg)
-    {
-        static_cast<listening*>(arg)->requests.push_back(request);
-    }
-
-    ucs_status_t listen(ucp_worker_h worker)
-    {
-        sockaddr_in addr = loopback(0);
-        ucp_listener_params_t params{};
-        params.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                                  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-        params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
-        params.sockaddr.addrlen = sizeof(addr);
-        params.conn_handler.cb  = on_conn;
-        params.conn_handler.arg = this;
-        return ucp_listener_create(worker, &params, &listener);
-    }
-
-    uint16_t port() const
-    {
-        ucp_listener_attr_t attr{};
-        attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-        if (ucp_listener_query(listener, &attr) != UCS_OK) {
-            return 0;
-        }
-        return ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
-    }
-};
-
-ucs_status_t accept_request(ucp_worker_h worker, ucp_conn_request_h request, void *user_data,
-                            ucp_ep_h *ep_p)
-{
-    ucp_ep_params_t params{};
-    params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_USER_DATA |
-                          UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.conn_request = request;
-    params.user_data    = user_data;
-    params.err_mode     = UCP_ERR_HANDLING_MODE_PEER;
-    return ucp_ep_create(worker, &params, ep_p);
-}
-
-/* Creates a client ep to 127.0.0.1:port (it returns while connecting). */
-ucs_status_t connect_client(ucp_worker_h worker, uint16_t port, void *user_data,
-                            ucp_ep_h *ep_p)
-{
-    sockaddr_in addr = loopback(port);
-    ucp_ep_params_t params{};
-    params.field_mask       = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
-                              UCP_EP_PARAM_FIELD_USER_DATA |
-                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
-    params.sockaddr.addrlen = sizeof(addr);
-    params.user_data        = user_data;
-    params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
-    return ucp_ep_create(worker, &params, ep_p);
-}
+/* ---- connections (listening, accept_request, connect_client: ucp_test_util.h) */
 
 /* The worker's eps, internal ones included. */
 std::vector<ucp_ep*> eps_of(ucp_worker_h worker)

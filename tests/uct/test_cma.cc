@@ -11,15 +11,18 @@
 #include "uct_test_util.h"
 
 #include <uct/sm/cma/cma_access.h>
+#include <uct/sm/cma/cma_iface.h>
 #include <uct/sm/cma/cma_rkey.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/process.h>
 
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -448,7 +451,7 @@ TEST_CASE("cma to a killed peer fails cleanly and reports it", "[cma]")
     CHECK(local.worker.progress() == 0);
     CHECK(local.failures.calls == 1);
 
-    /* A fresh ep to the same dead peer finds out through check(). */
+    /* A fresh ep to the same dead peer is made, failed: reported once. */
     uct::ep *probe = local.connect(peer.addresses);
     CHECK(probe->check(0, nullptr) == UCS_OK);
     CHECK(local.worker.progress() == 1);
@@ -464,6 +467,41 @@ TEST_CASE("cma to a killed peer fails cleanly and reports it", "[cma]")
     CHECK(local.failures.calls == 2);
 
     local.component->rkey_release(rkey);
+}
+
+TEST_CASE("cma: an idle ep's peer death wakes the event fd and check_peers reports it",
+          "[cma]")
+{
+    if (!cma_available()) {
+        return;
+    }
+    test::child_process child(serve_region);
+    cma_stack local;
+    served_region peer;
+    REQUIRE(peer.receive(child.fd()));
+    uct::ep *ep = local.connect(peer.addresses);
+    REQUIRE((local.iface->attr().event_flags & uct::event_flag::FD) != 0);
+    int efd = -1;
+    REQUIRE(local.iface->event_fd_get(&efd) == UCS_OK);
+    struct pollfd pfd = {efd, POLLIN, 0};
+    CHECK(local.iface->check_peers() == 0);
+    CHECK(local.iface->event_arm(uct::event_flag::RECV) == UCS_OK);
+    CHECK(poll(&pfd, 1, 0) == 0);
+
+    child.kill(SIGKILL);                    /* a zombie until waited for */
+    CHECK(poll(&pfd, 1, 10000) == 1);
+    CHECK(local.iface->check_peers() == 1);
+    CHECK(local.failures.calls == 1);
+    CHECK(local.failures.ep == ep);
+    CHECK(local.failures.status == UCS_ERR_CONNECTION_RESET);
+    CHECK(local.iface->check_peers() == 0);
+    CHECK(local.iface->event_arm(uct::event_flag::RECV) == UCS_OK);
+    CHECK(poll(&pfd, 1, 0) == 0);
+    std::vector<uint8_t> buf(64);
+    uct::iov iov = one_iov(buf.data(), buf.size());
+    CHECK(ep->get_zcopy(&iov, 1, peer.info.address, 0, nullptr) ==
+          UCS_ERR_CONNECTION_RESET);
+    CHECK(child.wait() == 128 + SIGKILL);
 }
 
 TEST_CASE("cma iface attributes and reachability", "[cma]")
@@ -483,10 +521,12 @@ TEST_CASE("cma iface attributes and reachability", "[cma]")
 
     test::uct_addresses own = local.addresses();
     REQUIRE(own.device.size() == sizeof(uct::cma::node_identity));
-    REQUIRE(own.iface.size() == 4);
-    uint32_t pid;
-    std::memcpy(&pid, own.iface.data(), sizeof(pid));
-    CHECK(pid == uint32_t(getpid()));
+    REQUIRE(own.iface.size() == sizeof(uct::cma::iface_address));
+    uct::cma::iface_address own_addr;
+    std::memcpy(&own_addr, own.iface.data(), sizeof(own_addr));
+    CHECK(own_addr.pid == uint32_t(getpid()));
+    CHECK(own_addr.start_time == ucs::sys::self_start_time());
+    CHECK(own_addr.start_time != 0);
 
     auto reachable = [&](const test::uct_addresses &a) {
         return local.iface->is_reachable(a.device.data(), a.device.size(),
@@ -514,7 +554,7 @@ TEST_CASE("cma iface attributes and reachability", "[cma]")
         other.device.resize(len);
         CHECK_FALSE(reachable(other));
     }
-    for (size_t len : {0, 3, 5, 8}) {
+    for (size_t len : {0, 3, 4, 5, 8, 11, 13}) {
         test::uct_addresses other = own;
         other.iface.resize(len);
         CHECK_FALSE(reachable(other));
@@ -526,6 +566,25 @@ TEST_CASE("cma iface attributes and reachability", "[cma]")
     }
     CHECK_FALSE(local.iface->is_reachable(nullptr, own.device.size(), own.iface.data(),
                                           own.iface.size()));
+
+    /* Our pid with another start time names a process that is gone (its
+     * pid reused): the ep is made, fails everything and is reported. */
+    {
+        test::uct_addresses reused = own;
+        uct::cma::iface_address x = own_addr;
+        x.start_time += 1;
+        std::memcpy(reused.iface.data(), &x, sizeof(x));
+        uct::ep *stale = local.connect(reused);
+        std::vector<uint8_t> buf(64);
+        uct::iov iov = one_iov(buf.data(), buf.size());
+        CHECK(stale->get_zcopy(&iov, 1, uint64_t(uintptr_t(buf.data())), 0, nullptr) ==
+              UCS_ERR_CONNECTION_RESET);
+        CHECK(local.worker.progress() == 1);
+        CHECK(local.failures.calls == 1);
+        CHECK(local.failures.ep == stale);
+        local.eps.pop_back();
+        local.failures = {};
+    }
 
     uct::ep *ep = local.connect(own);
     uct::pending_req req{};

@@ -547,6 +547,104 @@ void killed_peer(const char *tl)
             CHECK(e.failures()[1].status == UCS_ERR_CONNECTION_RESET);
             e.destroy_ep(ep);
         }
+        /* 3. Idle, and nobody calls check(): the iface's event fd wakes a
+         *    sleeper when the peer dies, and check_peers() reports it. */
+        {
+            test::child_process child([tl](int fd) { return idle_receiver(tl, fd); });
+            pids.insert(child.pid());
+            test::uct_addresses peer;
+            REQUIRE(receive_address(child.fd(), &peer));
+            uct::ep *ep = e.connect(peer);
+            REQUIRE(ep != nullptr);
+            int efd = -1;
+            REQUIRE(e.iface().event_fd_get(&efd) == UCS_OK);
+            CHECK(e.iface().check_peers() == 0);
+            CHECK(e.iface().event_arm(uct::event_flag::RECV) == UCS_OK);
+            CHECK(!fd_readable(efd, 0));
+
+            child.kill(SIGKILL);      /* a zombie from here on */
+            CHECK(fd_readable(efd, 10000));
+            CHECK(e.iface().check_peers() == 1);
+            REQUIRE(e.failures().size() == 3);
+            CHECK(e.failures()[2].ep == ep);
+            CHECK(e.failures()[2].status == UCS_ERR_CONNECTION_RESET);
+            /* Once: the dead peer left the set, a sleeper sleeps again. */
+            CHECK(e.iface().check_peers() == 0);
+            CHECK(e.iface().event_arm(uct::event_flag::RECV) == UCS_OK);
+            CHECK(!fd_readable(efd, 0));
+            CHECK(ep->am_short(AM_ID, 0, nullptr, 0) == UCS_ERR_CONNECTION_RESET);
+            CHECK(child.wait() == 128 + SIGKILL);
+            e.destroy_ep(ep);
+        }
+
+        /* 4. A peer that died before the worker went to sleep: arming says
+         *    BUSY and the next progress() reports it. */
+        {
+            test::child_process child([tl](int fd) { return idle_receiver(tl, fd); });
+            pids.insert(child.pid());
+            test::uct_addresses peer;
+            REQUIRE(receive_address(child.fd(), &peer));
+            uct::ep *ep = e.connect(peer);
+            REQUIRE(ep != nullptr);
+            child.kill(SIGKILL);
+            CHECK(child.wait() == 128 + SIGKILL);
+            CHECK(e.iface().event_arm(uct::event_flag::RECV) == UCS_ERR_BUSY);
+            e.progress();
+            REQUIRE(e.failures().size() == 4);
+            CHECK(e.failures()[3].ep == ep);
+            e.destroy_ep(ep);
+        }
+
+        /* 5. What the peer published before it died is delivered before its
+         *    ep is reported failed. */
+        {
+            test::child_process child([tl](int fd) {
+                test::mm_entity c(tl);
+                TEST_CHILD_CHECK(c.ok());
+                TEST_CHILD_CHECK(test::send_blob(fd, c.addresses().serialize()));
+                test::uct_addresses parent;
+                TEST_CHILD_CHECK(receive_address(fd, &parent));
+                uct::ep *to_parent = c.connect(parent);
+                TEST_CHILD_CHECK(to_parent != nullptr);
+                for (uint64_t i = 0; i < 10; ++i) {
+                    TEST_CHILD_CHECK(to_parent->am_short(AM_ID, i, nullptr, 0) == UCS_OK);
+                }
+                TEST_CHILD_CHECK(test::sync_peer(fd));
+                uint8_t never;
+                test::recv_value(fd, &never);
+                return 0;
+            });
+            pids.insert(child.pid());
+            test::uct_addresses peer;
+            REQUIRE(receive_address(child.fd(), &peer));
+            uct::ep *ep = e.connect(peer);
+            REQUIRE(ep != nullptr);
+            REQUIRE(test::send_blob(child.fd(), e.addresses().serialize()));
+            struct delivery_order {
+                test::mm_entity *e;
+                uint64_t        count = 0;
+                bool            after_failure = false;
+                static ucs_status_t handler(void *arg, void *, size_t, unsigned)
+                {
+                    auto *self = static_cast<delivery_order*>(arg);
+                    ++self->count;
+                    self->after_failure |= (self->e->failures().size() > 4);
+                    return UCS_OK;
+                }
+            } order{&e};
+            REQUIRE(e.iface().set_am_handler(AM_ID, delivery_order::handler, &order, 0) ==
+                    UCS_OK);
+            REQUIRE(test::sync_peer(child.fd()));   /* all 10 in our FIFO */
+            child.kill(SIGKILL);
+            CHECK(child.wait() == 128 + SIGKILL);
+            CHECK(e.iface().check_peers() == 11);   /* 10 messages, 1 failure */
+            CHECK(order.count == 10);
+            CHECK(!order.after_failure);
+            REQUIRE(e.failures().size() == 5);
+            CHECK(e.failures()[4].ep == ep);
+            e.destroy_ep(ep);
+        }
+
         /* The dead children's segments went with our last mapping. */
         std::set<pid_t> children(pids);
         children.erase(getpid());

@@ -8,6 +8,7 @@
 
 #include <uct/sm/mm/mm_fifo.h>
 #include <uct/sm/mm/mm_iface.h>
+#include <ucs/sys/process.h>
 
 #include "two_process.h"
 
@@ -183,6 +184,7 @@ void malformed_addresses(const char *tl)
     hdr.bufs_offset  = uct::mm::fifo_bufs_offset(cfg.fifo_size, cfg.fifo_elem_size);
     hdr.total_size   = uct::mm::fifo_total_size(cfg.fifo_size, cfg.fifo_elem_size,
                                                 cfg.seg_size);
+    hdr.owner_start_time = ucs::sys::self_start_time();
     REQUIRE(hdr.total_size <= length);
     auto with_header = [&](auto &&edit) {
         uct::mm::fifo_header h = hdr;
@@ -194,6 +196,9 @@ void malformed_addresses(const char *tl)
     CHECK(with_header([](auto &h) { h.magic ^= 1; }) == UCS_ERR_INVALID_ADDR);
     CHECK(with_header([](auto &h) { h.version += 1; }) == UCS_ERR_INVALID_ADDR);
     CHECK(with_header([](auto &h) { h.owner_pid += 1; }) == UCS_ERR_INVALID_ADDR);
+    /* Our pid, but the segment's owner started at another time: the pid
+     * was reused, the owner is gone. */
+    CHECK(with_header([](auto &h) { h.owner_start_time += 1; }) == UCS_ERR_UNREACHABLE);
     CHECK(with_header([](auto &h) { h.fifo_size = 3; }) == UCS_ERR_INVALID_ADDR);
     CHECK(with_header([](auto &h) { h.fifo_size = 1u << 16; }) == UCS_ERR_INVALID_ADDR);
     CHECK(with_header([](auto &h) { h.elem_size = 32; }) == UCS_ERR_INVALID_ADDR);

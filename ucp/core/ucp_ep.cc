@@ -466,6 +466,16 @@ void ep_destroy(ucp_ep *ep)
 
 namespace {
 
+/* Whether some ep still reaches worker `uuid` (its messages may go on). */
+bool peer_reachable(ucp_worker *worker, uint64_t uuid)
+{
+    bool reachable = false;
+    worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) {
+        reachable |= (ep->remote_uuid == uuid) && ep->usable();
+    });
+    return reachable;
+}
+
 void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
 {
     if (ep->flags & ep_flag::FAILED) {
@@ -476,6 +486,9 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
     forget_reply_ep(ep);
     purge_requests(ep, status, false);
     stream_ep_fail(ep, status);
+    if (!peer_reachable(ep->worker, ep->remote_uuid)) {
+        tag_recv_peer_lost(ep->worker, ep->remote_uuid, status);
+    }
     if (!(ep->flags & ep_flag::USER) || (ep->flags & ep_flag::CLOSED)) {
         return;
     }

@@ -150,6 +150,8 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
                                        UCS_THREAD_MODE_SERIALIZED : worker->thread_mode;
     worker->uct_worker = std::make_unique<uct::worker>(nullptr, uct_mode);
     worker->next_msg_id = worker->uuid * 0x9e3779b97f4a7c15ull;
+    worker->peer_check_interval = ucs::sys::time_from_sec(ucp::peer_check_period_sec);
+    worker->peer_check_next     = ucs::sys::get_time() + worker->peer_check_interval;
     const double interval = context.config.keepalive_interval;
     if ((interval > 0) && (interval < 1e9)) {
         worker->keepalive_interval = std::max<uint64_t>(ucs::sys::time_from_sec(interval), 1);
@@ -360,6 +362,20 @@ unsigned ucp_worker::progress_inactive_ifaces()
     return count;
 }
 
+unsigned ucp_worker::check_peers()
+{
+    const uint64_t now = ucs::sys::get_time();
+    if (now < peer_check_next) {
+        return 0;
+    }
+    peer_check_next = now + peer_check_interval;
+    unsigned count = 0;
+    for (const ucp::worker_iface &wi : ifaces) {
+        count += wi.iface->check_peers();
+    }
+    return count;
+}
+
 namespace {
 
 /* The body of progress, inlined into ucp_worker_progress (the hot loop of
@@ -368,9 +384,11 @@ inline unsigned progress_inline(ucp_worker &w)
 {
     ++w.progress_depth;
     unsigned count = w.uct_worker->progress();
-    /* Once every idle_poll_period calls: the clock for keepalive, and the
-     * ifaces no ep uses (yet) for peers that connect to us. */
+    /* Once every idle_poll_period calls: dead peers and keepalive when
+     * their time has come, and the ifaces no ep uses (yet) for peers that
+     * connect to us. */
     if (ucs_unlikely((++w.progress_count & (ucp::idle_poll_period - 1)) == 0)) {
+        count += w.check_peers();
         if (w.keepalive_interval != 0) {
             ucp::worker_keepalive(&w);
         }

@@ -44,6 +44,11 @@ constexpr unsigned idle_fd_poll_period = 16;
 /* Operations completed inside their call between two looks at the clock
  * (see ucp_worker::completed_in_call; a power of 2). */
 constexpr unsigned immediate_check_period = 64;
+/* How often, at most, the ifaces look for peers whose process died
+ * (uct::iface::check_peers: one epoll_wait per shared-memory iface), from
+ * the idle-period checks above. Bounds peer-failure detection on shared
+ * memory; see docs/reliability.md. */
+constexpr double peer_check_period_sec = 0.1;
 
 /* A UCP-level active-message handler (filled by ucp_worker_set_am_*). */
 struct am_handler {
@@ -180,6 +185,9 @@ struct ucp_worker {
     unsigned                           immediate_ops = 0;
     uint64_t                           immediate_since = 0;
     uint64_t                           immediate_progress_interval = 0;
+    /* Next look for dead peers (check_peers), in ticks. */
+    uint64_t                           peer_check_next = 0;
+    uint64_t                           peer_check_interval = 0;
     /* Ifaces not progressed on every call (see worker_iface). */
     unsigned                           num_inactive_ifaces = 0;
     unsigned                           inactive_looks = 0;
@@ -199,6 +207,10 @@ struct ucp_worker {
 
     /* Looks at the inactive ifaces; activates those with incoming work. */
     unsigned progress_inactive_ifaces();
+
+    /* Asks each iface for dead peers when peer_check_interval has passed;
+     * their eps are reported through worker_lane_error. */
+    unsigned check_peers();
 
     /* This worker's address, NET entries only when net_only. */
     ucp::unpacked_address address(bool net_only) const;

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_set>
+#include <vector>
 
 namespace ucp {
 
@@ -199,9 +200,11 @@ void deliver_unexpected(ucp_worker *worker, request *req, rx_message *msg)
     }
     recv_place(req, msg->data, 0, msg->received);
     req->u.recv.received = msg->received;
-    if (msg->received == msg->total) {
+    if ((msg->received == msg->total) || (msg->lost != UCS_OK)) {
+        const ucs_status_t status = (msg->received == msg->total) ?
+                                    req->u.recv.data_status : msg->lost;
         message_free(msg);
-        recv_finish(req, req->u.recv.data_status);
+        recv_finish(req, status);
         return;
     }
     /* The rest of its fragments go straight to the receive. */
@@ -354,6 +357,34 @@ ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned)
     const ucs_status_t status = wire::peer_status(hdr.status);
     reply_arrived(req, status);
     return UCS_OK;
+}
+
+void tag_recv_peer_lost(ucp_worker *worker, uint64_t uuid, ucs_status_t status)
+{
+    std::vector<request*> receives;
+    for (auto it = worker->rx_expected.begin(); it != worker->rx_expected.end();) {
+        if (it->first.uuid == uuid) {
+            receives.push_back(it->second);
+            it = worker->rx_expected.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    /* Unexpected ones stay queued (a probe may hold them) until received. */
+    for (auto it = worker->rx_unexpected.begin(); it != worker->rx_unexpected.end();) {
+        if (it->first.uuid == uuid) {
+            it->second->lost = status;
+            it = worker->rx_unexpected.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (request *req : receives) {
+        ucs_debug("worker '%s': a message from a lost peer stops at %zu of %zu bytes",
+                  worker->name.c_str(), req->u.recv.received,
+                  size_t(req->u.recv.info.length));
+        recv_finish(req, status);     /* the callback may post more receives */
+    }
 }
 
 void tag_recv_cleanup(ucp_worker *worker)

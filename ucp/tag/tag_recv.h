@@ -26,6 +26,7 @@ struct rx_message {
     wire::rts_hdr rts;         /* rendezvous: the sender's offer */
     size_t        data_length; /* bytes at data: payload, or the packed rkey */
     bool          pooled;      /* from ucp_worker::rx_message_pool, else malloc */
+    ucs_status_t  lost;        /* its sender died before sending the rest */
     uint8_t       *data;       /* right after this struct */
 };
 
@@ -46,6 +47,11 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned flags
 
 /* Frees unexpected messages at worker destruction. */
 void tag_recv_cleanup(ucp_worker *worker);
+
+/* The peer worker `uuid` is gone: messages it was sending in fragments
+ * never complete. Their receives fail with `status`; partly arrived
+ * unexpected ones fail the receive that takes them. */
+void tag_recv_peer_lost(ucp_worker *worker, uint64_t uuid, ucs_status_t status);
 
 /* Starts pulling a matched rendezvous message into req. */
 void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,

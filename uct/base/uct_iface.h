@@ -45,6 +45,16 @@ public:
      * report). The layer above then leaves it out of its progress list. */
     virtual bool progresses_on_demand() const { return false; }
 
+    /*
+     * Looks, without blocking, for peers whose process is gone, and reports
+     * their eps through the error handler before it returns; returns the
+     * events it handled (reports, and messages of the dead it delivered
+     * first). For transports that can tell without traffic
+     * (shared memory: the peer's pidfd); the layer above calls it at a slow
+     * cadence, never on the data path. The default finds nothing.
+     */
+    virtual unsigned check_peers() { return 0; }
+
     virtual ucs_status_t flush(unsigned flags, completion *comp);
     virtual ucs_status_t fence(unsigned flags);
 

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <climits>
-#include <csignal>
 #include <cstring>
 #include <sys/uio.h>
 
@@ -29,9 +28,26 @@ cma_ep::cma_ep(cma_iface &iface, pid_t peer_pid)
 
 cma_ep::~cma_ep()
 {
-    if (failed_) {
-        static_cast<cma_iface&>(owner()).forget_ep(this);
+    static_cast<cma_iface&>(owner()).forget_ep(this);
+}
+
+ucs_status_t cma_ep::connect(uint64_t start_time)
+{
+    ucs_status_t status = peer_.open(peer_pid_);
+    if (status == UCS_OK) {
+        status = peer_.verify_start_time(start_time);
     }
+    if (status == UCS_ERR_UNREACHABLE) {
+        /* The process the address named is gone (its pid may name another
+         * one now): an ep that fails every operation, reported as lost. */
+        ucs_diag("cma: peer process %d is gone", int(peer_pid_));
+        mark_failed();
+        return UCS_OK;
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+    return static_cast<cma_iface&>(owner()).watch(this);
 }
 
 ucs_status_t cma_ep::check_access(uint64_t remote_addr, size_t length, rkey_t rkey) const
@@ -190,7 +206,7 @@ void cma_ep::pending_purge(pending_purge_callback_t, void *)
 
 ucs_status_t cma_ep::check(unsigned, completion *)
 {
-    if (!failed_ && (::kill(peer_pid_, 0) != 0) && (errno == ESRCH)) {
+    if (!failed_ && !peer_.alive()) {
         mark_failed();
     }
     return UCS_OK;

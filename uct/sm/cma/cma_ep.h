@@ -3,11 +3,16 @@
  * readv, completed before the call returns. With a remote key the access
  * is bounded by the key's region; without one (config.keyless_rma) it goes
  * straight to the peer pid taken from its iface address.
+ *
+ * The peer process is held from creation (sm::peer_process: its pidfd, and
+ * its start time checked against the address). An ep whose peer is already
+ * gone is still created, failed, and reported from the iface's progress.
  */
 #ifndef UCT_SM_CMA_CMA_EP_H
 #define UCT_SM_CMA_CMA_EP_H
 
 #include <uct/base/uct_iface.h>
+#include <uct/sm/base/peer_process.h>
 
 #include <sys/types.h>
 
@@ -19,6 +24,9 @@ class cma_ep final : public uct::ep {
 public:
     cma_ep(cma_iface &iface, pid_t peer_pid);
     ~cma_ep() override;
+
+    /* Holds the peer, which must have started at `start_time` (0: unknown). */
+    ucs_status_t connect(uint64_t start_time);
 
     ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
                            rkey_t rkey, completion *comp) override;
@@ -49,6 +57,7 @@ private:
     void mark_failed();
 
     pid_t  peer_pid_;
+    sm::peer_process peer_;
     bool   failed_ = false;
     bool   keyless_rma_;
     size_t max_iov_;

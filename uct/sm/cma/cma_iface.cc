@@ -4,6 +4,7 @@
 #include <uct/sm/cma/cma_md.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/process.h>
 
 #include <cerrno>
 #include <climits>
@@ -30,6 +31,7 @@ cma_iface::cma_iface(cma_md &md, uct::worker &worker, const iface_params &params
     attr_.flags = iface_flag::PUT_ZCOPY | iface_flag::GET_ZCOPY |
                   iface_flag::CONNECT_TO_IFACE | iface_flag::PENDING |
                   iface_flag::ERRHANDLE_PEER_FAILURE | iface_flag::EP_CHECK;
+    attr_.event_flags = event_flag::FD;
     for (op_limits *lim : {&attr_.put, &attr_.get}) {
         lim->min_zcopy       = 0;
         lim->max_zcopy       = SSIZE_MAX;   /* the syscall's limit on one call */
@@ -50,6 +52,11 @@ cma_iface::~cma_iface()
     worker_.progress_unregister(this);
 }
 
+ucs_status_t cma_iface::init()
+{
+    return peer_watch_.init();
+}
+
 uct::md &cma_iface::owner_md() const
 {
     return md_;
@@ -63,7 +70,7 @@ ucs_status_t cma_iface::get_device_address(void *buffer) const
 
 ucs_status_t cma_iface::get_address(void *buffer) const
 {
-    iface_address addr{pid_};
+    iface_address addr{pid_, ucs::sys::self_start_time()};
     std::memcpy(buffer, &addr, sizeof(addr));
     return UCS_OK;
 }
@@ -98,8 +105,41 @@ ucs_status_t cma_iface::ep_create_connected(const void *dev_addr, size_t dev_add
     if (ep == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
+    ucs_status_t status = ep->connect(addr.start_time);
+    if (status != UCS_OK) {
+        delete ep;
+        return status;
+    }
     *ep_p = ep;
     return UCS_OK;
+}
+
+ucs_status_t cma_iface::watch(cma_ep *ep)
+{
+    return peer_watch_.add(ep->peer_, ep);
+}
+
+ucs_status_t cma_iface::event_fd_get(int *fd_p)
+{
+    if (fd_p == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    *fd_p = peer_watch_.fd();
+    return UCS_OK;
+}
+
+ucs_status_t cma_iface::event_arm(unsigned)
+{
+    /* A dead peer's pidfd would keep the fd readable: take it out now and
+     * report it from progress(). */
+    peer_watch_.check([](void *owner) { static_cast<cma_ep*>(owner)->mark_failed(); });
+    return (failed_head_ == nullptr) ? UCS_OK : UCS_ERR_BUSY;
+}
+
+unsigned cma_iface::check_peers()
+{
+    peer_watch_.check([](void *owner) { static_cast<cma_ep*>(owner)->mark_failed(); });
+    return progress();      /* reports whatever is queued */
 }
 
 unsigned cma_iface::progress()
@@ -126,6 +166,7 @@ unsigned cma_iface::progress()
 
 void cma_iface::peer_failed(cma_ep *ep)
 {
+    peer_watch_.remove(ep);     /* reported once, whoever noticed first */
     /* Append, so reports come out in the order failures were seen. */
     cma_ep **tail = &failed_head_;
     while (*tail != nullptr) {
@@ -141,6 +182,7 @@ void cma_iface::peer_failed(cma_ep *ep)
 
 void cma_iface::forget_ep(cma_ep *ep)
 {
+    peer_watch_.remove(ep);
     for (cma_ep **link = &failed_head_; *link != nullptr; link = &(*link)->next_failed_) {
         if (*link == ep) {
             *link = ep->next_failed_;

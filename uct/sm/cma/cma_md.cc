@@ -108,6 +108,11 @@ ucs_status_t cma_md::iface_open(uct::worker &worker, const iface_params &params,
     if (iface == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
+    status = iface->init();
+    if (status != UCS_OK) {
+        delete iface;
+        return status;
+    }
     *iface_p = iface;
     return UCS_OK;
 }

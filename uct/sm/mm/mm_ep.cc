@@ -37,11 +37,13 @@ ucs_status_t mm_ep::create(mm_iface &iface, const iface_address &address, mm_ep 
         return UCS_ERR_NO_MEMORY;
     }
     ucs_status_t status = ep->connect(address);
+    if (status == UCS_OK) {
+        status = iface.ep_attach(ep);
+    }
     if (status != UCS_OK) {
         delete ep;
         return status;
     }
-    iface.ep_attach(ep);
     *ep_p = ep;
     return UCS_OK;
 }
@@ -85,6 +87,15 @@ ucs_status_t mm_ep::connect(const iface_address &address)
     if (!ok) {
         ucs_debug("mm: peer %u's segment has no valid FIFO header", address.owner_pid);
         return UCS_ERR_INVALID_ADDR;
+    }
+    /* The segment is the one its owner made, and the owner is still the
+     * process we hold (not one that got its pid after it died). */
+    status = peer_.verify_start_time(hdr.owner_start_time);
+    if ((status == UCS_OK) && !peer_.alive()) {
+        status = UCS_ERR_UNREACHABLE;
+    }
+    if (status != UCS_OK) {
+        return status;
     }
 
     auto *ctl     = static_cast<fifo_ctl*>(segment_);

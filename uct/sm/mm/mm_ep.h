@@ -25,6 +25,7 @@
 #include "mm_peer.h"
 
 #include <uct/base/uct_iface.h>
+#include <uct/sm/base/peer_process.h>
 
 #include <chrono>
 
@@ -138,7 +139,7 @@ private:
     ucs_status_t   status_ = UCS_OK;
     void           *segment_ = nullptr;
     size_t         segment_size_ = 0;
-    peer_process   peer_;
+    sm::peer_process peer_;
     wakeup_address wakeup_{};
     std::chrono::steady_clock::time_point next_peer_check_{};
 

@@ -28,7 +28,7 @@ namespace uct::mm {
 constexpr size_t CACHE_LINE = 64;
 
 constexpr uint64_t FIFO_MAGIC   = 0x4f464946676e786dull;  /* "mxngFIFO" */
-constexpr uint32_t FIFO_VERSION = 1;
+constexpr uint32_t FIFO_VERSION = 2;
 
 /* Tail word: the index, and the flag a receiver sets before sleeping. */
 constexpr uint64_t TAIL_ARMED      = 1ull << 63;
@@ -54,7 +54,11 @@ struct alignas(CACHE_LINE) fifo_header {
     uint64_t elems_offset;
     uint64_t bufs_offset;
     uint64_t total_size;      /* bytes the layout needs */
+    uint64_t owner_start_time; /* ucs::sys::self_start_time() of the owner:
+                                  tells a reused pid from the owner */
 };
+
+static_assert(sizeof(fifo_header) == CACHE_LINE, "the header is one cache line");
 
 struct fifo_ctl {
     fifo_header                 header;

@@ -6,6 +6,7 @@
 #include "mm_peer.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/process.h>
 
 #include <algorithm>
 #include <bit>
@@ -74,6 +75,7 @@ ucs_status_t mm_iface::init()
     hdr.elems_offset = FIFO_ELEMS_OFFSET;
     hdr.bufs_offset  = fifo_bufs_offset(fifo_size, elem_size);
     hdr.total_size   = total;
+    hdr.owner_start_time = ucs::sys::self_start_time();
     ctl_->tail       = 0;
     ctl_->head       = 0;
 
@@ -99,6 +101,13 @@ ucs_status_t mm_iface::init()
     wakeup_fd_ = wakeup_socket_open(&wakeup_id_);
     if (wakeup_fd_ < 0) {
         return UCS_ERR_IO_ERROR;
+    }
+    status = peer_watch_.init();
+    if (status == UCS_OK) {
+        status = peer_watch_.add_event_source(wakeup_fd_);
+    }
+    if (status != UCS_OK) {
+        return status;
     }
 
     attr_.flags = iface_flag::AM_SHORT | iface_flag::AM_BCOPY | iface_flag::PENDING |
@@ -325,15 +334,16 @@ ucs_status_t mm_iface::event_fd_get(int *fd_p)
     if (fd_p == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    *fd_p = wakeup_fd_;
+    *fd_p = peer_watch_.fd();     /* wakeups and dead peers */
     return UCS_OK;
 }
 
 ucs_status_t mm_iface::event_arm(unsigned events)
 {
     /* Queued sends and unreported failures need progress(), not a wakeup:
-     * nothing would signal the fd for them. */
-    if ((pending_eps_ != nullptr) || (failed_eps_ != 0)) {
+     * nothing would signal the fd for them. A dead peer's pidfd would keep
+     * the fd readable: take it out now and report it from progress(). */
+    if ((pending_eps_ != nullptr) || (failed_eps_ != 0) || look_for_dead_peers()) {
         return UCS_ERR_BUSY;
     }
     if (!(events & (event_flag::RECV | event_flag::RECV_SIG))) {
@@ -351,13 +361,51 @@ ucs_status_t mm_iface::event_arm(unsigned events)
     return UCS_OK;
 }
 
-void mm_iface::ep_attach(mm_ep *ep)
+bool mm_iface::look_for_dead_peers()
 {
+    return peer_watch_.check([](void *owner) {
+        static_cast<mm_ep*>(owner)->fail(UCS_ERR_CONNECTION_RESET);
+    }) != 0;
+}
+
+unsigned mm_iface::check_peers()
+{
+    std::vector<mm_ep*> dead;
+    peer_watch_.check([&dead](void *owner) { dead.push_back(static_cast<mm_ep*>(owner)); });
+    unsigned count = 0;
+    if (!dead.empty()) {
+        /* What they published before dying is delivered before their eps
+         * fail (bounded: the dead publish nothing more). */
+        for (uint64_t n = 0; n <= fifo_mask_;) {
+            const unsigned got = progress();
+            if (got == 0) {
+                break;
+            }
+            n     += got;
+            count += got;
+        }
+        for (mm_ep *ep : dead) {
+            if (std::find(eps_.begin(), eps_.end(), ep) != eps_.end()) {
+                ep->fail(UCS_ERR_CONNECTION_RESET);
+            }
+        }
+    }
+    return count + ((failed_eps_ != 0) ? report_failed_eps() : 0);
+}
+
+ucs_status_t mm_iface::ep_attach(mm_ep *ep)
+{
+    ucs_status_t status = peer_watch_.add(ep->peer_, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
     eps_.push_back(ep);
+    return UCS_OK;
 }
 
 void mm_iface::ep_detach(mm_ep *ep)
 {
+    peer_watch_.remove(ep);
     pending_ep_unlink(ep);
     if (ep->error_queued_) {
         ep->error_queued_ = false;
@@ -403,6 +451,7 @@ void mm_iface::pending_ep_unlink(mm_ep *ep)
 
 void mm_iface::ep_failed(mm_ep *ep)
 {
+    peer_watch_.remove(ep);     /* reported once, whoever noticed first */
     if (!ep->error_queued_) {
         ep->error_queued_ = true;
         ++failed_eps_;

@@ -5,6 +5,12 @@
  * rx_max_poll messages, then (rarely) dispatches pending sends and reports
  * failed endpoints.
  *
+ * The peers' processes are watched through a peer_watch (their pidfds in an
+ * epoll set): check_peers() and event_arm() look at it, and it is the
+ * iface's event fd too (with the wakeup socket in it), so a worker asleep
+ * wakes up when a peer dies. check_peers() delivers what is in the FIFO
+ * before it fails the dead peers' eps.
+ *
  * AM handlers get the data in place (no DESC flag: it is valid only during
  * the call, the slot is reused afterwards) and must not call progress().
  * A sender that dies between reserving a slot and publishing it stalls this
@@ -19,6 +25,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>
+#include <uct/sm/base/peer_watch.h>
 
 #include <memory>
 #include <vector>
@@ -58,12 +65,13 @@ public:
 
     ucs_status_t event_fd_get(int *fd_p) override;
     ucs_status_t event_arm(unsigned events) override;
+    unsigned check_peers() override;
 
     /* For endpoints. */
     const backend &seg_backend() const { return backend_; }
     int wakeup_fd() const { return wakeup_fd_; }
     uint8_t *bounce_buffer() const { return bounce_.get(); }
-    void ep_attach(mm_ep *ep);
+    ucs_status_t ep_attach(mm_ep *ep);
     void ep_detach(mm_ep *ep);
     void pending_ep_link(mm_ep *ep);
     void pending_ep_unlink(mm_ep *ep);
@@ -77,6 +85,8 @@ private:
     void deliver(uint8_t *elem, uint64_t word);
     unsigned progress_slow();
     unsigned report_failed_eps();
+    /* Fails the eps whose peer the watch found gone; true if any. */
+    bool look_for_dead_peers();
 
     /* Receive path state, read on every progress() call: keep together. */
     uint8_t     *elems_ = nullptr;
@@ -107,6 +117,7 @@ private:
     int             wakeup_fd_ = -1;
     uint32_t        wakeup_id_ = 0;
     std::vector<mm_ep*> eps_;
+    sm::peer_watch  peer_watch_;        /* also the event fd */
     std::unique_ptr<uint8_t[]> bounce_;  /* put_bcopy near a region's end */
 };
 

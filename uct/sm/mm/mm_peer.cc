@@ -8,47 +8,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace uct::mm {
-
-peer_process::~peer_process()
-{
-    if (pidfd_ >= 0) {
-        close(pidfd_);
-    }
-}
-
-ucs_status_t peer_process::open(pid_t pid)
-{
-    if (pid <= 0) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    pid_ = pid;
-#ifdef SYS_pidfd_open
-    pidfd_ = int(syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd_ >= 0) {
-        return UCS_OK;
-    }
-    if (errno == ESRCH) {
-        return UCS_ERR_UNREACHABLE;
-    }
-#endif
-    return alive() ? UCS_OK : UCS_ERR_UNREACHABLE;
-}
-
-bool peer_process::alive() const
-{
-    if (pidfd_ >= 0) {
-        /* A pidfd turns readable when the process exits, zombie or not. */
-        struct pollfd pfd = {pidfd_, POLLIN, 0};
-        return poll(&pfd, 1, 0) == 0;
-    }
-    return (kill(pid_, 0) == 0) || (errno != ESRCH);
-}
 
 wakeup_address wakeup_address::make(uint32_t pid, uint32_t id)
 {

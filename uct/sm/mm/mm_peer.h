@@ -1,8 +1,7 @@
 /*
- * What an endpoint knows about the process owning the FIFO it writes to:
- * whether it is still alive (a pidfd, immune to pid reuse; kill(pid, 0)
- * where pidfds are missing), and how to wake it up (a datagram to the
- * owner's abstract unix socket, which leaves no file behind).
+ * How an endpoint wakes up the process owning the FIFO it writes to: a
+ * datagram to the owner's abstract unix socket, which leaves no file
+ * behind. (Whether that process still lives: sm/base/peer_process.h.)
  */
 #ifndef UCT_SM_MM_MM_PEER_H
 #define UCT_SM_MM_MM_PEER_H
@@ -16,23 +15,6 @@
 #include <sys/un.h>
 
 namespace uct::mm {
-
-class peer_process {
-public:
-    peer_process() = default;
-    peer_process(const peer_process&) = delete;
-    peer_process &operator=(const peer_process&) = delete;
-    ~peer_process();
-
-    /* UCS_ERR_UNREACHABLE if no such process. */
-    ucs_status_t open(pid_t pid);
-    bool alive() const;
-    pid_t pid() const { return pid_; }
-
-private:
-    pid_t pid_ = -1;
-    int   pidfd_ = -1;
-};
 
 /* The abstract socket an iface receives wakeups on: named by pid and id. */
 struct wakeup_address {
