@@ -197,17 +197,24 @@ bool side::traffic()
 {
     const auto t0 = clock_type::now();
     sampler_.sample_now(0);
-    bool     total_sent = false, total_known = false;
+    bool     total_sent = false, total_known = false, quiet_reported = false;
     double   next_report = opts_.report_s, last_change = 0;
     uint64_t last_count = 0;
     unsigned iteration  = 0;
 
     for (;;) {
         ucp_worker_progress(ucp_.worker);
-        const bool more = !total_sent &&
-            ((opts_.duration_s == 0) || (seconds_since(t0) < opts_.duration_s)) &&
+        const double elapsed = seconds_since(t0);
+        const bool   quiet   = (opts_.quiet_after_s > 0) && (elapsed >= opts_.quiet_after_s);
+        const bool   more    = !total_sent &&
+            ((opts_.duration_s == 0) || (elapsed < opts_.duration_s)) &&
             ((opts_.volume == 0) || (tx_->issued_bytes() < opts_.volume));
-        tx_->start_sends(more);
+        tx_->start_sends(more && !quiet);
+        if (quiet && !quiet_reported && tx_->idle()) {
+            std::printf("soak %c: quiet: every send completed, waiting on an idle "
+                        "connection\n", name_);
+            quiet_reported = true;
+        }
         rx_->advance();
         if (failure_.seen) {
             return false;
@@ -249,7 +256,7 @@ bool side::traffic()
         if (count != last_count) {
             last_count  = count;
             last_change = now;
-        } else if (now - last_change > opts_.stall_s) {
+        } else if (!quiet && (now - last_change > opts_.stall_s)) {
             std::fprintf(stderr, "soak %c: STALL: nothing completed for %.0f s (sent %llu of "
                          "%llu issued, received %llu, peer total %s)\n",
                          name_, opts_.stall_s, (unsigned long long)tx_->stats().messages,

@@ -34,6 +34,9 @@ void usage(FILE *out)
         "                     request error) and every request ends within --drain;\n"
         "                     implies --peer-errors; prints failure_unix_time\n"
         "  --drain SEC        bound for requests to end after a failure (default 30)\n"
+        "  --quiet-after SEC  with --expect-failure: stop sending after SEC, keep the\n"
+        "                     receives posted and wait on an idle connection; prints\n"
+        "                     'quiet' once every own send has completed\n"
         "  --print-lanes      print ucp_ep_print_info of the endpoint\n"
         "  --allow-missing-imm-info\n"
         "                     count, but do not fail on, receives completed at once whose\n"
@@ -155,6 +158,8 @@ bool parse_options(int argc, char **argv, options *o)
             ok = parse_seconds(val, &o->stall_s) && (o->stall_s > 0);
         } else if (opt == "--drain") {
             ok = parse_seconds(val, &o->drain_s);
+        } else if (opt == "--quiet-after") {
+            ok = parse_seconds(val, &o->quiet_after_s) && (o->quiet_after_s > 0);
         } else if (opt == "--server") {
             ok = parse_uint(val, &u, 65535) && (u > 0);
             o->server_port = int(u);
@@ -181,6 +186,10 @@ bool parse_options(int argc, char **argv, options *o)
     }
     if ((o->server_port > 0) && !o->client_host.empty()) {
         std::fprintf(stderr, "ucp_soak: --server and --client exclude each other\n");
+        return false;
+    }
+    if ((o->quiet_after_s > 0) && !o->expect_failure) {
+        std::fprintf(stderr, "ucp_soak: --quiet-after needs --expect-failure\n");
         return false;
     }
     if (o->expect_failure && (o->duration_s == 0)) {

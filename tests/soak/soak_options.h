@@ -28,6 +28,7 @@ struct options {
     bool        peer_errors   = false;    /* UCP_ERR_HANDLING_MODE_PEER + ep error callback */
     bool        expect_failure = false;   /* success = the peer's failure is reported */
     double      drain_s       = 30;       /* after a failure, requests must end within this */
+    double      quiet_after_s = 0;        /* with --expect-failure: stop sending after this */
     bool        print_lanes   = false;
     bool        allow_missing_imm_info = false;  /* for UCX < 1.16 */
 };
