@@ -20,6 +20,10 @@ exactly as between two machines. Tests (--test):
                 and every request must end.
   linkcut-idle  the same on an idle connection (every send completed,
                 receives posted).
+  stopped-peer  the server side is stopped (SIGSTOP) for 3 s while data
+                flows: its kernel still acknowledges, so no failure may be
+                reported (the short TCP_USER_TIMEOUT must not misfire) and
+                the run passes.
 
 Needs root, iproute2 and util-linux unshare; without them it exits 77
 (skipped) and says why. Namespaces get unique names per run and are
@@ -397,11 +401,34 @@ def test_linkcut(hosts, args, idle):
     return 0
 
 
+def test_stopped_peer(hosts, args):
+    """A peer that is alive but stopped keeps its kernel acknowledging: the
+    short TCP_USER_TIMEOUT must not report it failed."""
+    env = environment(args)
+    pause = 3.0
+    client, server = soak_pair(hosts, args, ["--peer-errors", "--duration", "8",
+                                             "--report", "0.5"], env)
+    for p in (client, server):
+        if p.wait_line(r"received .* / [1-9]\d{1,} msgs", 30) is None:
+            return fail(f"{p.name} never got traffic going", client, server)
+    os.killpg(server.proc.pid, signal.SIGSTOP)
+    print(f"hostB's soak stopped (SIGSTOP) for {pause} s")
+    time.sleep(pause)     # the scenario itself: a peer that does not run for a while
+    os.killpg(server.proc.pid, signal.SIGCONT)
+    codes = (client.wait(args.timeout), server.wait(args.timeout))
+    print(client.output())
+    if codes != (0, 0) or client.wait_line(r"^soak: result=PASS", 0) is None:
+        return fail(f"the stopped peer was not survived: exit codes {codes}", server)
+    print(f"PASS multihost stopped-peer ({pause} s stop, no failure reported)")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--test", required=True,
-                        choices=["lanes", "ompi", "linkcut-busy", "linkcut-idle"])
+                        choices=["lanes", "ompi", "linkcut-busy", "linkcut-idle",
+                                 "stopped-peer"])
     parser.add_argument("--soak", help="the ucp_soak program")
     parser.add_argument("--soak-arg", action="append", default=[],
                         help="extra ucp_soak argument (repeat), e.g. --allow-missing-imm-info")
@@ -434,6 +461,8 @@ def main():
                 return test_lanes(hosts, args)
             if args.test == "ompi":
                 return test_ompi(hosts, args)
+            if args.test == "stopped-peer":
+                return test_stopped_peer(hosts, args)
             return test_linkcut(hosts, args, idle=(args.test == "linkcut-idle"))
     except Terminated as e:
         print(f"FAIL: terminated ({e}); namespaces removed")
