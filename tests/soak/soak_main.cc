@@ -22,6 +22,7 @@
 #include <string>
 
 #include <dlfcn.h>
+#include <sys/resource.h>
 
 namespace soak {
 namespace {
@@ -35,12 +36,21 @@ constexpr double GiB = MiB * 1024.0;
 struct side_report {
     stream_stats tx, rx;
     double       seconds = 0;
+    double       cpu_seconds = 0;  /* user + system of this process: rates on a loaded host */
     uint64_t     rss[4] = {};   /* start, after warm-up, largest after warm-up, end */
     unsigned     fds[4] = {};
     bool         growth_checked = false;
     bool         growth_ok = false;
     bool         stalled = false;
 };
+
+double cpu_seconds()
+{
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
 
 double seconds_since(clock_type::time_point t0)
 {
@@ -195,7 +205,8 @@ void side::progress_line(double now)
 /* The main loop: false on a stall or a failure. */
 bool side::traffic()
 {
-    const auto t0 = clock_type::now();
+    const auto   t0           = clock_type::now();
+    const double cpu_at_start = cpu_seconds();
     sampler_.sample_now(0);
     bool     total_sent = false, total_known = false, quiet_reported = false;
     double   next_report = opts_.report_s, last_change = 0;
@@ -267,7 +278,8 @@ bool side::traffic()
             return false;
         }
     }
-    report_.seconds = seconds_since(t0);
+    report_.seconds     = seconds_since(t0);
+    report_.cpu_seconds = cpu_seconds() - cpu_at_start;
     sampler_.sample_now(report_.seconds);
     return true;
 }
@@ -367,10 +379,10 @@ int side::run()
         print_side('B', b, allow);
         const bool both = ok && (b.rx.failure_count(allow) == 0) && (b.rx.messages > 0) &&
                           (!b.growth_checked || b.growth_ok);
-        std::printf("soak: result=%s seconds=%.1f messages=%llu bytes=%llu "
-                    "a_to_b_bytes=%llu b_to_a_bytes=%llu corrupt_bytes=%llu errors=%llu "
-                    "growth_checked=%d\n",
-                    both ? "PASS" : "FAIL", a.seconds,
+        std::printf("soak: result=%s seconds=%.1f cpu_seconds=%.1f+%.1f messages=%llu "
+                    "bytes=%llu a_to_b_bytes=%llu b_to_a_bytes=%llu corrupt_bytes=%llu "
+                    "errors=%llu growth_checked=%d\n",
+                    both ? "PASS" : "FAIL", a.seconds, a.cpu_seconds, b.cpu_seconds,
                     (unsigned long long)(a.rx.messages + b.rx.messages),
                     (unsigned long long)(a.rx.bytes + b.rx.bytes),
                     (unsigned long long)b.rx.bytes, (unsigned long long)a.rx.bytes,
