@@ -133,15 +133,17 @@ private:
     void finish_report();
     void progress_line(double now);
 
-    perf::oob      &channel_;
-    const options  &opts_;
-    char            name_;
-    ucp_test::peer  ucp_;
-    failure_record  failure_;
+    perf::oob       &channel_;
+    const options   &opts_;
+    char             name_;
+    failure_record   failure_;
     resource_sampler sampler_;
-    side_report     report_;
+    side_report      report_;
     std::unique_ptr<sender>   tx_;
     std::unique_ptr<receiver> rx_;
+    /* Last, so it goes first: callbacks of requests that closing the ep or
+     * the worker ends still find their slots. */
+    ucp_test::peer   ucp_;
 };
 
 bool side::setup()
