@@ -82,6 +82,7 @@ def sweep_stale():
                     pass
             run(["ip", "netns", "del", name], check=False)
             shutil.rmtree(f"/etc/netns/{name}", ignore_errors=True)
+            shutil.rmtree(f"/tmp/{PREFIX}{m.group(1)}", ignore_errors=True)
 
 
 class Terminated(Exception):
