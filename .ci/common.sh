@@ -14,6 +14,7 @@ PACKAGES=(
   libucx-dev ucx-utils
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   gnuplot-nox
+  iproute2 util-linux
 )
 
 as_root() {

@@ -6,7 +6,9 @@
 #include <ucs/config/registry.h>
 #include <ucs/debug/log.h>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 namespace uct::tcp {
@@ -36,12 +38,17 @@ struct tcp_config_values {
     size_t        rx_keep;
     size_t        rx_lowat;
     size_t        tx_batch;
+    double        keepidle;
+    double        keepintvl;
+    unsigned long keepcnt;
+    double        user_timeout;
 };
 
 using ucs::config::field_hidden;
 using ucs::config::type_bool;
 using ucs::config::type_int;
 using ucs::config::type_size;
+using ucs::config::type_time;
 using ucs::config::type_ulong;
 using ucs::config::type_uint;
 
@@ -113,11 +120,55 @@ const ucs::config::field tcp_fields[] = {
                      "socket is read once this much of it (at most half of what is left) "
                      "has arrived: fewer, larger reads. 0 reads whatever arrived.",
                      type_size, field_hidden),
+    /* UCX 1.13's names; its defaults are 10s, 2s, auto and no user timeout. */
+    UCS_CONFIG_FIELD(tcp_config_values, keepidle, "KEEPIDLE", "1s",
+                     "The time the connection needs to remain idle before TCP starts "
+                     "sending keepalive probes (whole seconds, at least 1). \"inf\" "
+                     "disables keepalive, \"auto\" keeps the system default.", type_time),
+    UCS_CONFIG_FIELD(tcp_config_values, keepcnt, "KEEPCNT", "auto",
+                     "The maximum number of keepalive probes TCP should send before "
+                     "dropping the connection. \"inf\" disables keepalive, \"auto\" keeps "
+                     "the system default; with USER_TIMEOUT set, that decides instead.",
+                     type_ulong),
+    UCS_CONFIG_FIELD(tcp_config_values, keepintvl, "KEEPINTVL", "1s",
+                     "The time between individual keepalive probes (whole seconds, at "
+                     "least 1). \"inf\" disables keepalive, \"auto\" keeps the system "
+                     "default.", type_time),
+    UCS_CONFIG_FIELD(tcp_config_values, user_timeout, "USER_TIMEOUT", "1s",
+                     "Maximum time that transmitted data (or a keepalive probe) may "
+                     "remain unacknowledged before TCP forcibly closes the connection "
+                     "and the peer is reported failed. \"auto\" or \"inf\" keep the system "
+                     "default (about 15 minutes of retransmissions).", type_time),
 };
 
 const ucs::config::table tcp_config_table = {"TCP transport", "TCP_", tcp_fields,
                                              sizeof(tcp_config_values)};
 UCS_CONFIG_REGISTER_TABLE(tcp_config_table);
+
+/* A time option in whole seconds for TCP_KEEPIDLE/TCP_KEEPINTVL: 0 for
+ * "auto" (not set), at least 1, at most the kernel's 32767. */
+int whole_seconds(double value)
+{
+    if (value == ucs::config::time_auto) {
+        return 0;
+    }
+    if (!(value < 32767.0)) {
+        return 32767;
+    }
+    return (value > 1.0) ? int(std::ceil(value)) : 1;
+}
+
+/* TCP_USER_TIMEOUT in milliseconds; 0 ("auto", "inf") leaves the default. */
+unsigned user_timeout_ms(double value)
+{
+    if ((value == ucs::config::time_auto) || std::isinf(value) || !(value > 0)) {
+        return 0;
+    }
+    if (!(value * 1000.0 < double(INT_MAX))) {
+        return unsigned(INT_MAX);
+    }
+    return std::max(1u, unsigned(std::ceil(value * 1000.0)));
+}
 
 /* "auto" leaves the kernel's socket buffer autotuning alone, as 0 does. */
 size_t socket_buffer_size(size_t value)
@@ -149,6 +200,13 @@ tcp_config to_config(const tcp_config_values &v)
     c.rx_keep         = v.rx_keep;
     c.rx_lowat        = v.rx_lowat;
     c.tx_batch        = v.tx_batch;
+    c.keepalive       = !std::isinf(v.keepidle) && !std::isinf(v.keepintvl) &&
+                        (v.keepcnt != ucs::config::ulong_inf);
+    c.keepidle_s      = whole_seconds(v.keepidle);
+    c.keepintvl_s     = whole_seconds(v.keepintvl);
+    c.keepcnt         = (v.keepcnt == ucs::config::ulong_auto) ? 0 :
+                        int(std::clamp<unsigned long>(v.keepcnt, 1, 127));  /* kernel's range */
+    c.user_timeout_ms = user_timeout_ms(v.user_timeout);
     return c;
 }
 

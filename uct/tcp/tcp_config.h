@@ -44,6 +44,13 @@ struct tcp_config {
                                      many bytes (256k; a frame is never cut) */
     size_t   rx_lowat;            /* UCX_TCP_RX_LOWAT: while a large payload is read in place, read
                                      when this much (at most half the rest) arrived (512k; 0: off) */
+    /* Peer failure on a silent network (cable cut, host gone: no FIN, no RST). */
+    bool     keepalive;           /* SO_KEEPALIVE: off when any of the three below is "inf" */
+    int      keepidle_s;          /* UCX_TCP_KEEPIDLE: TCP_KEEPIDLE (1s; 0: system default) */
+    int      keepintvl_s;         /* UCX_TCP_KEEPINTVL: TCP_KEEPINTVL (1s; 0: system default) */
+    int      keepcnt;             /* UCX_TCP_KEEPCNT: TCP_KEEPCNT (auto, 0 here: system default) */
+    unsigned user_timeout_ms;     /* UCX_TCP_USER_TIMEOUT: TCP_USER_TIMEOUT (1s; 0: system
+                                     default, no limit) */
 };
 
 /* The defaults of the UCX_TCP_* table. */

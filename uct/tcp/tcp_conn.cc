@@ -620,7 +620,16 @@ void tcp_conn::io_error(const boost::system::error_code &ec, const char *op)
                                                             nullptr;
     std::string text   = (reason != nullptr) ? std::string(reason) :
                                                (std::string(op) + ": " + ec.message());
-    schedule_failure(UCS_ERR_CONNECTION_RESET, text.c_str());
+    /* Keepalive or TCP_USER_TIMEOUT gave up on a silent peer: ETIMEDOUT, or
+     * the last soft error when our own route went away meanwhile. */
+    ucs_status_t status = UCS_ERR_CONNECTION_RESET;
+    if (ec == boost::asio::error::timed_out) {
+        status = UCS_ERR_ENDPOINT_TIMEOUT;
+    } else if ((ec == boost::asio::error::network_unreachable) ||
+               (ec == boost::asio::error::host_unreachable)) {
+        status = UCS_ERR_UNREACHABLE;
+    }
+    schedule_failure(status, text.c_str());
 }
 
 void tcp_conn::schedule_failure(ucs_status_t status, const char *reason)

@@ -1,4 +1,5 @@
 #include <uct/tcp/tcp_iface.h>
+#include <uct/tcp/tcp_sockopt.h>
 
 #include <uct/tcp/tcp_conn.h>
 #include <uct/tcp/tcp_ep.h>
@@ -320,18 +321,7 @@ int tcp_iface::open_socket(int family)
 
 ucs_status_t tcp_iface::configure_socket(int fd)
 {
-    const int nodelay = config_.nodelay ? 1 : 0;
-    const int sndbuf  = int(config_.sndbuf);
-    const int rcvbuf  = int(config_.rcvbuf);
-    if ((::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay)) != 0) ||
-        ((sndbuf > 0) &&
-         (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) != 0)) ||
-        ((rcvbuf > 0) &&
-         (::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0))) {
-        ucs_error("tcp: cannot configure socket: %m");
-        return UCS_ERR_IO_ERROR;
-    }
-    return UCS_OK;
+    return tcp::configure_socket(fd, config_);
 }
 
 ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_addr_len,
