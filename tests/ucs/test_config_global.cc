@@ -136,6 +136,7 @@ TEST_CASE("unknown UCX_ variables are listed with close names", "[config]")
     scope.env.set("UCX_ZZZZZZZZZZZZ", "1");          /* nothing close */
     scope.env.set("UCX_PROBE_COUNT", "3");           /* known */
     scope.env.set("UCX_PROBE_DEPTH", "3");           /* known, hidden */
+    scope.env.set("UCX_MEM_EVENTS", "no");           /* read by libucm, no table */
 
     auto unused = unused_env_vars();
     CHECK(contains(unused, "UCX_LOG_LEVLE (maybe: UCX_LOG_LEVEL?)"));
@@ -152,6 +153,7 @@ TEST_CASE("unknown UCX_ variables are listed with close names", "[config]")
     CHECK_FALSE(contains(unused, "UCX_PROBE_COUNT"));
     CHECK_FALSE(contains(unused, "UCX_PROBE_DEPTH"));
     CHECK_FALSE(contains(unused, "UCX_CONFIG_FILE"));
+    CHECK_FALSE(contains(unused, "UCX_MEM_EVENTS"));
 }
 
 TEST_CASE("variables of an unregistered table are unknown", "[config]")

@@ -48,6 +48,9 @@ void print_build_config()
     std::printf("#define MODULE_DIR        \"%s\"\n", UCX_NG_MODULE_DIR);
     std::printf("#define HAVE_VERBS        %d\n", HAVE_VERBS);
     std::printf("#define HAVE_CUDA         %d\n", HAVE_CUDA);
+    std::printf("# rdma-core %s, CUDA toolkit %s at build time (no verbs or CUDA "
+                "transport is built yet)\n", HAVE_RDMA_CORE_FOUND ? "found" : "not found",
+                HAVE_CUDA_TOOLKIT_FOUND ? "found" : "not found");
 }
 
 } // namespace

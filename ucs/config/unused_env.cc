@@ -22,6 +22,7 @@ namespace {
 /* Variables that are not fields (after "UCX_"). */
 const char *const non_field_vars[] = {
     "CONFIG_FILE", /* names the configuration file */
+    "MEM_EVENTS",  /* read by libucm itself (ucm/util/sys.cc), which has no table */
 };
 
 constexpr size_t max_edit_distance = 3;
