@@ -10,6 +10,9 @@
 #ifndef PERFTEST_MODULE_DIR
 #define PERFTEST_MODULE_DIR "."
 #endif
+#ifndef PERFTEST_MODULE_RELDIR
+#define PERFTEST_MODULE_RELDIR "."
+#endif
 
 namespace perftest {
 
@@ -35,7 +38,10 @@ std::string executable_dir()
 void *open_module(const char *file_name, int flags, std::string *error)
 {
     std::string error_text;
-    for (const std::string &dir : {executable_dir(), std::string(PERFTEST_MODULE_DIR)}) {
+    /* The build tree, the install the tool is part of, the configured one. */
+    const std::string here = executable_dir();
+    for (const std::string &dir : {here, here + "/" + PERFTEST_MODULE_RELDIR,
+                                   std::string(PERFTEST_MODULE_DIR)}) {
         std::string path = dir + "/" + file_name;
         if (access(path.c_str(), R_OK) != 0) {
             continue;

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""An installed ucx-ng uses its own libraries, never a system UCX.
+
+  check_install.py BUILD_DIR
+
+Installs BUILD_DIR into a temporary DESTDIR, then, with no LD_LIBRARY_PATH:
+- asks the dynamic loader which libuc*.so.0 each installed tool resolves
+  (LD_TRACE_LOADED_OBJECTS) and runs them (ucx_info -v, ucx_perftest
+  --loopback);
+- builds a program with `pkg-config --cflags --libs ucx` and an rpath to the
+  install, runs it, and reads from its /proc/self/maps which libuc* files
+  it mapped.
+Every libucp/libuct/libucs/libucm must come from the install's libdir. On a
+machine with Debian's libucx0 (as CI has), a library without RUNPATH would
+resolve its siblings from /lib instead.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+UCX_LIBS = ("libucp.so.0", "libuct.so.0", "libucs.so.0", "libucm.so.0")
+
+PROGRAM = r"""
+#include <ucp/api/ucp.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                           .features = UCP_FEATURE_TAG};
+    ucp_context_h context;
+    if (ucp_init(&params, NULL, &context) != UCS_OK) { return 3; }
+    char line[4096];
+    FILE *maps = fopen("/proc/self/maps", "r");
+    while (fgets(line, sizeof(line), maps)) {
+        if (strstr(line, "/libuc")) { fputs(line, stdout); }
+    }
+    fclose(maps);
+    ucp_cleanup(context);
+    return 0;
+}
+"""
+
+failures = []
+
+
+def fail(what):
+    failures.append(what)
+    print("FAIL: " + what)
+
+
+def clean_env():
+    env = dict(os.environ)
+    env.pop("LD_LIBRARY_PATH", None)
+    env["UCX_CONFIG_FILE"] = ""
+    return env
+
+
+def check_paths(what, paths, libdir):
+    """paths: {library name: resolved path}."""
+    bad = 0
+    for name in UCX_LIBS:
+        if name not in paths:
+            continue
+        real = os.path.realpath(paths[name])
+        if os.path.dirname(real) != os.path.realpath(libdir):
+            fail("%s: %s resolves to %s, not to the install" % (what, name, real))
+            bad += 1
+    if bad == 0:
+        print("ok: %s: %s" % (what, ", ".join(sorted(paths)) or "no UCX library"))
+
+
+def traced(tool, libdir):
+    env = clean_env()
+    env["LD_TRACE_LOADED_OBJECTS"] = "1"
+    out = subprocess.run([tool], env=env, capture_output=True, text=True, timeout=60).stdout
+    paths = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] in UCX_LIBS and parts[1] == "=>":
+            paths[parts[0]] = parts[2]
+    return paths
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    build = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory(prefix="ucx-ng-install-") as dest:
+        subprocess.run(["meson", "install", "-C", build, "--no-rebuild", "--destdir", dest,
+                        "--quiet"], check=True, stdout=subprocess.DEVNULL)
+        prefix = subprocess.run(["meson", "introspect", "--buildoptions", build],
+                                capture_output=True, text=True, check=True).stdout
+        import json
+        opts = {o["name"]: o["value"] for o in json.loads(prefix)}
+        root = dest + opts["prefix"]
+        libdir = os.path.join(root, opts["libdir"])
+        bindir = os.path.join(root, opts["bindir"])
+
+        tools = ["ucx_info", "uct_perf", "ucp_put_floor", "ucp_peer_failure"]
+        for tool in tools:
+            path = os.path.join(bindir, tool)
+            if not os.path.exists(path):
+                fail("%s is not installed" % tool)
+                continue
+            paths = traced(path, libdir)
+            if "libucp.so.0" not in paths and "libuct.so.0" not in paths:
+                fail("%s links no UCX library?" % tool)
+            check_paths(tool, paths, libdir)
+
+        run = subprocess.run([os.path.join(bindir, "ucx_info"), "-v"], env=clean_env(),
+                             capture_output=True, text=True, timeout=60)
+        if run.returncode != 0 or "Library version" not in run.stdout:
+            fail("installed ucx_info -v: exit %d\n%s%s" % (run.returncode, run.stdout,
+                                                           run.stderr))
+        else:
+            print("ok: installed ucx_info -v runs")
+        run = subprocess.run([os.path.join(bindir, "ucx_perftest"), "--loopback", "-t",
+                              "tag_lat", "-n", "100", "-w", "10"], env=clean_env(),
+                             capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            fail("installed ucx_perftest --loopback: exit %d\n%s%s" %
+                 (run.returncode, run.stdout[-2000:], run.stderr[-2000:]))
+        else:
+            print("ok: installed ucx_perftest runs its UCP module")
+
+        # A program built the way MPI libraries build against UCX.
+        pc_dir = os.path.join(libdir, "pkgconfig")
+        env = clean_env()
+        env["PKG_CONFIG_PATH"] = pc_dir
+        flags = subprocess.run(["pkg-config", "--define-variable=prefix=" + root,
+                                "--cflags", "--libs", "ucx"], env=env, capture_output=True,
+                               text=True, check=True).stdout.split()
+        src = os.path.join(dest, "probe.c")
+        exe = os.path.join(dest, "probe")
+        with open(src, "w") as f:
+            f.write(PROGRAM)
+        cc = shutil.which("cc") or "gcc"
+        subprocess.run([cc, src, "-o", exe] + flags + ["-Wl,-rpath," + libdir], check=True)
+        run = subprocess.run([exe], env=clean_env(), capture_output=True, text=True,
+                             timeout=60)
+        if run.returncode != 0:
+            fail("pkg-config program: exit %d\n%s" % (run.returncode, run.stderr))
+        mapped = {}
+        for line in run.stdout.splitlines():
+            path = line.split()[-1]
+            name = os.path.basename(path)
+            for lib in UCX_LIBS:
+                if name.startswith(lib):
+                    mapped[lib] = path
+        for lib in ("libucp.so.0", "libucs.so.0", "libuct.so.0"):
+            if lib not in mapped:
+                fail("pkg-config program: %s not mapped" % lib)
+        check_paths("pkg-config program (/proc/self/maps)", mapped, libdir)
+
+    if failures:
+        print("%d failure(s)" % len(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
