@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <random>
+#include <sstream>
 
 using namespace ucp_test;
 
@@ -628,6 +629,70 @@ TEST_CASE("the error callback gets the ep's user data, else the handler's arg",
         param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
         a.wait(ucp_ep_close_nbx(ep, &param));
     }
+}
+
+TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges agree",
+          "[ucp_tag_ops]")
+{
+    env_guard env;
+    env.set("UCX_RNDV_THRESH", "4096");         /* self's short limit is ~8k */
+    peer p;
+    REQUIRE(p.init("self") == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+
+    /* The tag ranges ucp_ep_print_info prints follow one another. */
+    const std::string info = print_to_string([&](FILE *f) { ucp_ep_print_info(p.ep, f); });
+    INFO(info);
+    std::istringstream lines(info);
+    std::string line;
+    bool in_tag = false;
+    uint64_t expected_from = 0;
+    unsigned ranges = 0;
+    while (std::getline(lines, line)) {
+        if (line.find("tag_send protocols") != std::string::npos) {
+            in_tag = true;
+            continue;
+        }
+        unsigned long long from, to;
+        char to_text[32];
+        if (!in_tag || (std::sscanf(line.c_str(), "# %llu .. %31s", &from, to_text) != 2)) {
+            if (in_tag && (ranges > 0)) {
+                break;                          /* past the tag table */
+            }
+            continue;
+        }
+        CHECK(from == expected_from);
+        ++ranges;
+        if (std::string(to_text) == "inf") {
+            expected_from = UINT64_MAX;
+            break;
+        }
+        to = std::strtoull(to_text, nullptr, 10);
+        CHECK(to >= from);
+        expected_from = to + 1;
+        if (line.find("eager short") != std::string::npos) {
+            CHECK(to == 4095);
+        }
+    }
+    CHECK(ranges >= 2);
+    CHECK(expected_from == UINT64_MAX);
+    CHECK(info.find("4096 .. inf        rendezvous") != std::string::npos);
+
+    /* And a 5000-byte send is a rendezvous: it waits for its receive,
+     * where an eager short send would complete inside the call. */
+    std::vector<uint8_t> out(5000, 7), in(5000, 0);
+    ucp_request_param_t param{};
+    void *send = ucp_tag_send_nbx(p.ep, out.data(), out.size(), 9, &param);
+    REQUIRE(send != nullptr);
+    REQUIRE(!UCS_PTR_IS_ERR(send));
+    for (int i = 0; i < 100; ++i) {
+        ucp_worker_progress(p.worker);
+    }
+    CHECK(ucp_request_check_status(send) == UCS_INPROGRESS);
+    CHECK(p.wait(ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 9, ~ucp_tag_t(0),
+                                  &param)) == UCS_OK);
+    CHECK(p.wait(send) == UCS_OK);
+    CHECK(in == out);
 }
 
 TEST_CASE("ucp_ep_create refuses corrupted addresses", "[ucp_tag_ops]")

@@ -198,6 +198,11 @@ void compute_thresholds(ucp_ep *ep)
     } else {
         t.rndv = cfg.rndv_thresh;
     }
+    /* UCX_RNDV_THRESH below the short limit wins: from that size on, every
+     * protocol choice (and ucp_ep_print_info) says rendezvous. */
+    if ((t.rndv != SIZE_MAX) && (t.max_eager_short >= ssize_t(t.rndv))) {
+        t.max_eager_short = ssize_t(t.rndv) - 1;
+    }
     zcopy_thresholds(ep, attr);
     t.am_rndv = am_rndv_thresh(ep);
 }
