@@ -878,9 +878,36 @@ def check_standalone(args):
     return status
 
 
+def check_exports(args, api):
+    """Every function UCX 1.13's headers declare and its libraries export is
+    exported by ours too (a program linked against UCX must find each one at
+    load time). Static inline functions of the headers are not exported by
+    either: the reference libraries' exports leave them out."""
+    def exports(libs):
+        names = set()
+        for lib in libs:
+            out = run(['nm', '-D', '--defined-only', lib]).stdout
+            names.update(line.split()[-1] for line in out.splitlines() if line.split())
+        return names
+    have = exports(args.lib)
+    reference = exports(args.ref_lib)
+    wanted = sorted({f[0] for f in api.functions} & reference)
+    missing = [name for name in wanted if name not in have]
+    if missing:
+        fail('%d of %d declared functions not exported: %s' %
+             (len(missing), len(wanted), ' '.join(missing)))
+        return 1
+    print('ok: all %d functions of the reference headers are exported' % len(wanted))
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('mode', choices=['layout', 'declarations', 'standalone'])
+    parser.add_argument('mode', choices=['layout', 'declarations', 'standalone', 'exports'])
+    parser.add_argument('--lib', action='append', default=[],
+                        help='exports: a library of ours to look in (repeatable)')
+    parser.add_argument('--ref-lib', action='append', default=[],
+                        help='exports: a reference UCX library (repeatable)')
     parser.add_argument('--ref-root', default='/usr/include')
     parser.add_argument('--our-root', required=True)
     parser.add_argument('--cc', default='cc')
@@ -903,6 +930,8 @@ def main():
         return check_layout(args, parse_headers(args, args.ref_root))
     if args.mode == 'declarations':
         return check_declarations(args, parse_headers(args, args.ref_root))
+    if args.mode == 'exports':
+        return check_exports(args, parse_headers(args, args.ref_root))
     # Our own declarations: every function we declare needs C linkage.
     args.functions = [f[0] for f in parse_headers(args, args.our_root).functions]
     return check_standalone(args)

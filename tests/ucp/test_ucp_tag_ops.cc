@@ -695,6 +695,144 @@ TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges ag
     CHECK(in == out);
 }
 
+TEST_CASE("ucp_request_query reports status, memory type and a description",
+          "[ucp_tag_ops]")
+{
+    peer p;
+    REQUIRE(p.init("self") == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    ucp_worker_attr_t wattr{};
+    wattr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING;
+    REQUIRE(ucp_worker_query(p.worker, &wattr) == UCS_OK);
+    std::vector<char> text(wattr.max_debug_string);
+
+    std::vector<uint8_t> in(100);
+    ucp_request_param_t param{};
+    void *recv = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 0x77, ~ucp_tag_t(0),
+                                  &param);
+    REQUIRE(recv != nullptr);
+    REQUIRE(!UCS_PTR_IS_ERR(recv));
+
+    ucp_request_attr_t attr{};
+    attr.field_mask = UCP_REQUEST_ATTR_FIELD_STATUS | UCP_REQUEST_ATTR_FIELD_MEM_TYPE |
+                      UCP_REQUEST_ATTR_FIELD_INFO_STRING |
+                      UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE;
+    attr.debug_string      = text.data();
+    attr.debug_string_size = text.size();
+    REQUIRE(ucp_request_query(recv, &attr) == UCS_OK);
+    CHECK(attr.status == UCS_INPROGRESS);
+    CHECK(attr.mem_type == UCS_MEMORY_TYPE_HOST);
+    CHECK(std::string(text.data()).find("tag receive") != std::string::npos);
+    CHECK(std::string(text.data()).find("in progress") != std::string::npos);
+
+    std::vector<uint8_t> out(100, 5);
+    CHECK(p.wait(ucp_tag_send_nbx(p.ep, out.data(), out.size(), 0x77, &param)) == UCS_OK);
+    REQUIRE(test::poll_until([&] { return ucp_request_check_status(recv) != UCS_INPROGRESS; },
+                             [&] { ucp_worker_progress(p.worker); }));
+    REQUIRE(ucp_request_query(recv, &attr) == UCS_OK);
+    CHECK(attr.status == UCS_OK);
+    CHECK(std::string(text.data()).find("completed") != std::string::npos);
+    CHECK(std::string(text.data()).find("tag 0x77, 100 bytes") != std::string::npos);
+
+    /* A small buffer is cut, not overrun; INFO_STRING needs its size. */
+    char tiny[8];
+    std::memset(tiny, 'x', sizeof(tiny));
+    attr.debug_string      = tiny;
+    attr.debug_string_size = 4;
+    REQUIRE(ucp_request_query(recv, &attr) == UCS_OK);
+    CHECK(std::strlen(tiny) == 3);
+    CHECK(tiny[5] == 'x');
+    attr.field_mask &= ~uint64_t(UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE);
+    CHECK(ucp_request_query(recv, &attr) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_request_query(nullptr, &attr) == UCS_ERR_INVALID_PARAM);
+    ucp_request_free(recv);
+}
+
+TEST_CASE("ucp_ep_evaluate_perf estimates from the lanes' model, by protocol",
+          "[ucp_tag_ops]")
+{
+    for (const char *tls : {"posix,cma", "tcp"}) {
+        INFO("UCX_TLS=" << tls);
+        peer p;
+        REQUIRE(p.init(tls) == UCS_OK);
+        REQUIRE(p.connect(p.address()) == UCS_OK);
+        auto estimate = [&](size_t size) {
+            ucp_ep_evaluate_perf_param_t param{};
+            param.field_mask   = UCP_EP_PERF_PARAM_FIELD_MESSAGE_SIZE;
+            param.message_size = size;
+            ucp_ep_evaluate_perf_attr_t attr{};
+            attr.field_mask     = UCP_EP_PERF_ATTR_FIELD_ESTIMATED_TIME;
+            attr.estimated_time = -1;
+            REQUIRE(ucp_ep_evaluate_perf(p.ep, &param, &attr) == UCS_OK);
+            return attr.estimated_time;
+        };
+        double previous = 0;
+        for (size_t size : {size_t(0), size_t(8), size_t(4096), size_t(65536),
+                            size_t(1) << 20, size_t(16) << 20}) {
+            CAPTURE(size);
+            const double t = estimate(size);
+            CHECK(t > 0);
+            CHECK(t >= previous * 0.99);    /* a larger message never looks faster */
+            previous = t;
+        }
+        /* Large messages are bandwidth-bound: 16x the size, ~16x the time. */
+        const double ratio = estimate(size_t(64) << 20) / estimate(size_t(4) << 20);
+        CHECK(ratio > 8);
+        CHECK(ratio < 17);
+
+        ucp_ep_evaluate_perf_param_t no_size{};
+        ucp_ep_evaluate_perf_attr_t attr{};
+        attr.field_mask = UCP_EP_PERF_ATTR_FIELD_ESTIMATED_TIME;
+        CHECK(ucp_ep_evaluate_perf(p.ep, &no_size, &attr) == UCS_ERR_INVALID_PARAM);
+        CHECK(ucp_ep_evaluate_perf(nullptr, &no_size, &attr) == UCS_ERR_INVALID_PARAM);
+    }
+}
+
+TEST_CASE("ucp_ep_modify_nb changes the handler and user data, nothing else",
+          "[ucp_tag_ops]")
+{
+    peer a, b;
+    REQUIRE(a.init("tcp") == UCS_OK);
+    REQUIRE(b.init("tcp") == UCS_OK);
+    REQUIRE(a.connect(b.address(), UCP_ERR_HANDLING_MODE_PEER) == UCS_OK);
+    std::vector<void*> seen;
+    int data = 0;
+    ucp_ep_params_t params{};
+    params.field_mask     = UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA;
+    params.err_handler.cb = [](void *arg, ucp_ep_h, ucs_status_t) {
+        current->push_back(arg);
+    };
+    params.user_data = &data;
+    current          = &seen;
+    CHECK(ucp_ep_modify_nb(a.ep, &params) == nullptr);      /* done at once */
+
+    ucp_ep_params_t refused{};
+    refused.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    CHECK(UCS_PTR_STATUS(ucp_ep_modify_nb(a.ep, &refused)) == UCS_ERR_NOT_IMPLEMENTED);
+    refused.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    CHECK(UCS_PTR_STATUS(ucp_ep_modify_nb(a.ep, &refused)) == UCS_ERR_NOT_IMPLEMENTED);
+    CHECK(UCS_PTR_STATUS(ucp_ep_modify_nb(nullptr, &params)) == UCS_ERR_INVALID_PARAM);
+
+    /* The new handler and user data are what a failure reaches. */
+    ucp_request_param_t param{};
+    void *req = ucp_ep_flush_nbx(a.ep, &param);
+    REQUIRE(test::poll_until([&] {
+        return (req == nullptr) || (ucp_request_check_status(req) != UCS_INPROGRESS);
+    }, [&] {
+        ucp_worker_progress(a.worker);
+        ucp_worker_progress(b.worker);
+    }));
+    if (req != nullptr) {
+        ucp_request_free(req);
+    }
+    b.close();
+    REQUIRE(test::poll_until([&] { return !seen.empty(); },
+                             [&] { ucp_worker_progress(a.worker); }));
+    CHECK(seen.size() == 1);
+    CHECK(seen[0] == &data);
+    current = nullptr;
+}
+
 TEST_CASE("ucp_ep_create refuses corrupted addresses", "[ucp_tag_ops]")
 {
     peer p;

@@ -572,6 +572,60 @@ ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
     return UCS_OK;
 }
 
+/*
+ * The time one tag message of `message_size` bytes takes on this ep, from the
+ * transports' performance model and the protocol the size selects: eager
+ * (the AM lane: overheads, latency and the copy or wire bandwidth) or
+ * rendezvous (a request and its answer on the AM lane, then the transfer on
+ * the rendezvous lane).
+ */
+ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep, const ucp_ep_evaluate_perf_param_t *param,
+                                  ucp_ep_evaluate_perf_attr_t *attr)
+{
+    if ((ep == nullptr) || (param == nullptr) || (attr == nullptr) ||
+        !(param->field_mask & UCP_EP_PERF_PARAM_FIELD_MESSAGE_SIZE)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!(attr->field_mask & UCP_EP_PERF_ATTR_FIELD_ESTIMATED_TIME)) {
+        return UCS_OK;
+    }
+    ucp::worker_guard guard(ep->worker);
+    if (!ep->usable() || (ep->am_ep == nullptr)) {
+        return ep->usable() ? UCS_ERR_NOT_CONNECTED : ep->status;
+    }
+    const double size   = double(param->message_size);
+    const auto &am      = ep->am_ep->owner().attr().perf;
+    auto transfer       = [size](const uct::perf_model &m) {
+        return (m.bandwidth_Bps > 0) ? size / m.bandwidth_Bps : 0.0;
+    };
+    const double am_msg = am.send_overhead_s + am.latency_s + am.recv_overhead_s;
+    if ((param->message_size < ep->thresh.rndv) || (ep->rndv_lane == ucp::no_lane)) {
+        attr->estimated_time = am_msg + transfer(am);
+    } else {
+        const auto &rndv = ep->worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]
+                                   .iface->attr().perf;
+        attr->estimated_time = 2 * am_msg + rndv.latency_s + transfer(rndv);
+    }
+    return UCS_OK;
+}
+
+ucs_status_ptr_t ucp_ep_modify_nb(ucp_ep_h ep, const ucp_ep_params_t *params)
+{
+    if ((ep == nullptr) || (params == nullptr)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    /* As UCX 1.13: the handlers and user data can change, not whom the ep
+     * reaches nor how it handles errors. */
+    if (params->field_mask & (UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                              UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                              UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE)) {
+        return UCS_STATUS_PTR(UCS_ERR_NOT_IMPLEMENTED);
+    }
+    ucp::worker_guard guard(ep->worker);
+    return UCS_STATUS_PTR(ucp::apply_ep_params(ep, *params));
+}
+
 ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer, ucp_rkey_h *rkey_p)
 {
     if ((ep == nullptr) || (rkey_buffer == nullptr) || (rkey_p == nullptr)) {

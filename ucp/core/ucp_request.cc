@@ -215,6 +215,65 @@ ucs_status_t ucp_stream_recv_request_test(void *request, size_t *length_p)
     return req->status;
 }
 
+/*
+ * As UCX 1.13: the status and memory type, and a one-line description of
+ * the request in the caller's buffer (INFO_STRING needs INFO_STRING_SIZE,
+ * the buffer's size; ucp_worker_query's max_debug_string is enough).
+ */
+ucs_status_t ucp_request_query(void *request, ucp_request_attr_t *attr)
+{
+    if ((request == nullptr) || (attr == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const ucp::request *req = request::from_user(request);
+    const uint32_t flags    = req->flags;
+    const uint64_t mask     = attr->field_mask;
+    if ((mask & UCP_REQUEST_ATTR_FIELD_INFO_STRING) &&
+        (!(mask & UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE) ||
+         (attr->debug_string == nullptr) || (attr->debug_string_size == 0))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (mask & UCP_REQUEST_ATTR_FIELD_STATUS) {
+        attr->status = (flags & request_flag::COMPLETED) ? req->status : UCS_INPROGRESS;
+    }
+    if (mask & UCP_REQUEST_ATTR_FIELD_MEM_TYPE) {
+        attr->mem_type = UCS_MEMORY_TYPE_HOST;     /* the only one supported yet */
+    }
+    if (mask & UCP_REQUEST_ATTR_FIELD_INFO_STRING) {
+        char state[64];
+        if (flags & request_flag::COMPLETED) {
+            std::snprintf(state, sizeof(state), "completed: %s",
+                          ucs_status_string(req->status));
+        } else {
+            std::snprintf(state, sizeof(state), "in progress");
+        }
+        if (flags & request_flag::STREAM) {
+            std::snprintf(attr->debug_string, attr->debug_string_size,
+                          "stream receive, %zu bytes received, %s",
+                          req->u.recv.info.length, state);
+        } else if (flags & request_flag::RECV) {
+            /* sender_tag and length: of the matched message, if any yet */
+            std::snprintf(attr->debug_string, attr->debug_string_size,
+                          "tag receive, tag 0x%llx, %zu bytes, %s",
+                          static_cast<unsigned long long>(req->u.recv.info.sender_tag),
+                          req->u.recv.info.length, state);
+        } else if (flags & request_flag::FLUSH) {
+            std::snprintf(attr->debug_string, attr->debug_string_size, "flush, %s", state);
+        } else if (flags & request_flag::RMA) {
+            std::snprintf(attr->debug_string, attr->debug_string_size,
+                          "rma/atomic, %zu bytes at 0x%llx, %s", req->u.send.rma.length,
+                          static_cast<unsigned long long>(req->u.send.rma.remote_addr),
+                          state);
+        } else {
+            std::snprintf(attr->debug_string, attr->debug_string_size,
+                          "send, %zu bytes%s%s, %s", req->u.send.packer.length(),
+                          (flags & request_flag::SYNC) ? ", sync" : "",
+                          (flags & request_flag::RNDV_SEND) ? ", rendezvous" : "", state);
+        }
+    }
+    return UCS_OK;
+}
+
 void ucp_request_free(void *request)
 {
     if (request == nullptr) {
