@@ -55,6 +55,12 @@ static void take_once(int round, int ordered, long *failed_tests)
             shmem_int_atomic_add(&lock_cnt, 1, pe);
         }
         shmem_int_atomic_add(&holders, -1, 0);
+        /* OpenSHMEM says clear_lock completes the critical region's stores,
+         * but Open MPI 4.1's ticket lock releases with a compare-and-swap at
+         * the lock's home PE and no quiet: without this one the -1 above,
+         * still in flight to PE 0, can land after the next holder's
+         * fetch-inc arriving there over another connection. */
+        shmem_quiet();
         shmem_clear_lock(&lock);
         shmem_int_wait_until(&lock_cnt, SHMEM_CMP_GE, g_npes);
     }
