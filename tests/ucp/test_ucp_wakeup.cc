@@ -340,10 +340,10 @@ TEST_CASE("two processes ping-pong sleeping between messages: no lost wakeup",
 {
     for (const char *tls : transports) {
         INFO("UCX_TLS=" << tls);
-        const unsigned rounds = 2000;
+        constexpr unsigned rounds = 2000;
         peer p;
         REQUIRE(p.init(tls, wakeup_features) == UCS_OK);
-        test::child_process child([tls, rounds](int fd) {
+        test::child_process child([tls](int fd) {
             return pingpong_child(fd, tls, rounds);
         });
         REQUIRE(p.connect_over(child.fd()));
