@@ -109,6 +109,13 @@ int listen_loopback(uint16_t *port_p)
     return fd;
 }
 
+void close_now(int fd)
+{
+    const linger now{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+    ::close(fd);
+}
+
 bool wait_readable(int fd, int timeout_ms)
 {
     pollfd pfd{fd, POLLIN, 0};

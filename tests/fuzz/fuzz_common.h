@@ -82,6 +82,11 @@ int connect_loopback(uint16_t port);
  * *port_p its port. */
 int listen_loopback(uint16_t *port_p);
 
+/* Closes a socket without leaving it in TIME_WAIT (an RST instead of the
+ * closing handshake): at thousands of connections a second the local
+ * ports would run out. Use it once the exchange is over. */
+void close_now(int fd);
+
 /* Waits up to `timeout_ms` for `fd` to become readable. */
 bool wait_readable(int fd, int timeout_ms);
 

@@ -179,7 +179,7 @@ void run_server(const uint8_t *data, size_t size)
     g_requests.clear();
     /* The answer goes out; the client closes. */
     exchange(fd, {}, [] { return false; });
-    ::close(fd);
+    fuzz::close_now(fd);
     for (ucp_ep_h ep : eps) {
         close_ep(ep);
     }
@@ -228,7 +228,7 @@ void run_client(const uint8_t *data, size_t size)
     exchange(fd, std::vector<uint8_t>(data, data + size), [&] {
         return g_ep_failed || !(ep->flags & ucp::ep_flag::CONNECTING);
     });
-    ::close(fd);
+    fuzz::close_now(fd);
     close_ep(ep);
 }
 

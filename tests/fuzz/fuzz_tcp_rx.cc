@@ -175,7 +175,7 @@ void run_acceptor(const std::vector<uint8_t> &bytes)
     check(fd >= 0, "connect to the iface");
     const bool finished = exchange(fd, bytes, [] { return false; });
     check(finished, "the iface kept the connection open after the peer closed it");
-    ::close(fd);
+    fuzz::close_now(fd);
 }
 
 void run_initiator(const std::vector<uint8_t> &bytes)
@@ -209,11 +209,11 @@ void run_initiator(const std::vector<uint8_t> &bytes)
     const bool finished = exchange(fd, bytes, [] { return g.failed_ep != nullptr; });
     check(finished, "the ep was not told that its peer closed the connection");
     delete ep;
-    ::close(fd);
+    fuzz::close_now(fd);
     /* A rejected ep may have connected again meanwhile: nobody answers. */
     int stale;
     while ((stale = ::accept4(g.listen_fd, nullptr, nullptr, SOCK_NONBLOCK)) >= 0) {
-        ::close(stale);
+        fuzz::close_now(stale);
     }
     const auto end = clock_type::now() + patience;
     while ((g.iface->num_connections() > 0) && (clock_type::now() < end)) {
