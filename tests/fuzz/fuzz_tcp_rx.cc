@@ -42,7 +42,9 @@
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-constexpr auto patience = std::chrono::seconds(5);
+/* How long the peer waits for the other side: far above what any input needs
+ * (milliseconds), so that only a real hang, not a loaded machine, aborts. */
+constexpr auto patience = std::chrono::seconds(10);
 
 struct world {
     std::unique_ptr<uct::worker> worker;
