@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs one libFuzzer target for a bounded time over its committed corpus.
 
-    run_fuzz.py TARGET CORPUS_DIR [--max-len N] [--seconds S] [--keep DIR]
+    run_fuzz.py TARGET CORPUS_DIR [--max-len N] [--seconds S] [--dict FILE]
+                [--keep DIR]
 
 New inputs go to a scratch directory (or --keep DIR), never into the
 committed corpus. A crash, leak, timeout or sanitizer report fails the run;
@@ -24,6 +25,7 @@ def main():
     ap.add_argument("--max-len", type=int, default=4096)
     ap.add_argument("--seconds", type=int,
                     default=int(os.environ.get("FUZZ_SECONDS", "25")))
+    ap.add_argument("--dict", help="libFuzzer dictionary (-dict=)")
     ap.add_argument("--keep", help="directory that receives the new inputs")
     args = ap.parse_args()
 
@@ -44,6 +46,8 @@ def main():
                f"-max_total_time={args.seconds}", f"-max_len={args.max_len}",
                "-timeout=30", "-rss_limit_mb=2048", "-print_final_stats=1",
                f"-artifact_prefix={artifacts}/"]
+        if args.dict:
+            cmd.append(f"-dict={args.dict}")
         print(" ".join(cmd), flush=True)
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace")
