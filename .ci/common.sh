@@ -1,9 +1,11 @@
 # Shared by .ci/run (tests) and .ci/main (the main job): installs every
-# dependency from Debian's archive and builds the project into $BUILD_DIR.
+# dependency from Debian's archive and builds the project into $BUILD_DIR
+# (and, for .ci/run, the sanitizer build into $SAN_BUILD_DIR).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+SAN_BUILD_DIR=${SAN_BUILD_DIR:-$ROOT/build-san}
 
 # Build tools, test framework, libraries, and the references we compare with:
 # Debian's UCX 1.13 (ABI probe, benchmarks) and the MPI runtimes that must run on us.
@@ -15,6 +17,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   gnuplot-nox
   iproute2 util-linux
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 as_root() {
@@ -38,4 +41,30 @@ build() {
     meson setup "$BUILD_DIR" "$ROOT" --prefix "$BUILD_DIR/install" "${extra[@]}"
   fi
   ninja -C "$BUILD_DIR"
+}
+
+# clang with ASan + UBSan (every error fatal) and libFuzzer's coverage in
+# every library, plus the fuzz targets (docs/fuzzing.md). Only what the
+# sanitizer job runs is built: the libraries, the ucs/uct/ucp test binaries
+# and the fuzz targets.
+build_sanitized() {
+  if [ ! -f "$SAN_BUILD_DIR/build.ninja" ]; then
+    local flags="-gline-tables-only -fno-sanitize-recover=all"
+    CC=clang-14 CXX=clang++-14 meson setup "$SAN_BUILD_DIR" "$ROOT" --werror \
+      -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
+      -Doptimization=2 -Ddebug=false \
+      -Dc_args="$flags" -Dcpp_args="$flags" \
+      -Dc_link_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all
+  fi
+  ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/uct/test_uct tests/ucp/test_ucp \
+    tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe fuzz_targets
+}
+
+# Sanitizer settings of the tests run on that build: every report stops
+# the process (and fails its test), leaks included; llvm-symbolizer puts
+# file:line in the stacks.
+sanitizer_env() {
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+  export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || true)}
 }

@@ -14,8 +14,10 @@
 namespace ucp_test {
 
 struct generic_counts {
-    int packs   = 0;
-    int unpacks = 0;
+    int packs    = 0;
+    int unpacks  = 0;
+    int starts   = 0;   /* start_pack + start_unpack */
+    int finishes = 0;   /* each start must be finished once */
 };
 
 inline generic_counts g_generic;
@@ -29,11 +31,13 @@ struct state {
 
 inline void *start_pack(void *, const void *buffer, size_t count)
 {
+    ++g_generic.starts;
     return new state{static_cast<uint8_t*>(const_cast<void*>(buffer)), count};
 }
 
 inline void *start_unpack(void *, void *buffer, size_t count)
 {
+    ++g_generic.starts;
     return new state{static_cast<uint8_t*>(buffer), count};
 }
 
@@ -64,6 +68,7 @@ inline ucs_status_t unpack(void *s, size_t offset, const void *src, size_t lengt
 
 inline void finish(void *s)
 {
+    ++g_generic.finishes;
     delete static_cast<state*>(s);
 }
 

@@ -929,14 +929,17 @@ TEST_CASE("active-message calls refuse bad arguments", "[ucp_am]")
     hparam.id = 3;
     CHECK(ucp_worker_set_am_recv_handler(p.worker, &hparam) == UCS_OK);   /* clears */
 
-    /* Pointers that are no descriptor: refused, no crash. */
-    alignas(64) uint8_t fake[256] = {};
+    /* Pointers that are no descriptor: refused, no crash. The lookup reads
+     * the descriptor header in front of the data: `data` leaves room for it
+     * inside the buffer. */
+    alignas(64) uint8_t fake[sizeof(ucp::am_desc) + 256] = {};
+    uint8_t *data = fake + (sizeof(ucp::am_desc) + 63) / 64 * 64;   /* aligned */
     ucp_request_param_t rparam{};
-    CHECK(UCS_PTR_STATUS(ucp_am_recv_data_nbx(p.worker, fake + 64, &byte, 1, &rparam)) ==
+    CHECK(UCS_PTR_STATUS(ucp_am_recv_data_nbx(p.worker, data, &byte, 1, &rparam)) ==
           UCS_ERR_INVALID_PARAM);
     CHECK(UCS_PTR_STATUS(ucp_am_recv_data_nbx(p.worker, nullptr, &byte, 1, &rparam)) ==
           UCS_ERR_INVALID_PARAM);
-    ucp_am_data_release(p.worker, fake + 64);
+    ucp_am_data_release(p.worker, data);
     ucp_am_data_release(p.worker, fake + 3);
     CHECK(capture.text().find("not active message data") != std::string::npos);
 }

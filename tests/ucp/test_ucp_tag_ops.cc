@@ -3,6 +3,7 @@
  * iov and generic datatypes, cancel, request memory semantics, and a peer
  * that dies with requests outstanding.
  */
+#include "generic_dt_util.h"
 #include "ucp_peer.h"
 #include "ucp_test_util.h"
 
@@ -831,6 +832,59 @@ TEST_CASE("ucp_ep_modify_nb changes the handler and user data, nothing else",
     CHECK(seen.size() == 1);
     CHECK(seen[0] == &data);
     current = nullptr;
+}
+
+TEST_CASE("a force close releases what the sends queued on its eps hold", "[ucp_tag_ops]")
+{
+    /* b never progresses: a's sends fill b's FIFO, then queue on a's ep (a
+     * generic-datatype send among them), and c's new ep queues its wireup
+     * (its packed worker address). A force close purges both queues: each
+     * request must release what it holds, the datatype state (counted
+     * here) and the address (LeakSanitizer sees it in the sanitizer job). */
+    peer a, b, c;
+    REQUIRE(a.init("posix") == UCS_OK);
+    REQUIRE(b.init("posix") == UCS_OK);
+    REQUIRE(c.init("posix") == UCS_OK);
+    REQUIRE(a.connect(b.address()) == UCS_OK);
+
+    std::vector<ucs_status_ptr_t> queued;
+    uint8_t small[8] = {};
+    ucp_request_param_t param{};
+    for (int i = 0; (i < 10000) && queued.empty(); ++i) {
+        ucs_status_ptr_t r = ucp_tag_send_nbx(a.ep, small, sizeof(small), 1, &param);
+        REQUIRE(!UCS_PTR_IS_ERR(r));
+        if (r != nullptr) {
+            queued.push_back(r);   /* b's FIFO is full */
+        }
+    }
+    REQUIRE(!queued.empty());
+
+    const ucp_datatype_t dt = make_identity_generic();
+    REQUIRE(dt != 0);
+    const generic_counts before = g_generic;
+    std::vector<uint8_t> payload(64, 0x5a);
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype     = dt;
+    ucs_status_ptr_t generic = ucp_tag_send_nbx(a.ep, payload.data(), payload.size(), 2,
+                                                &param);
+    REQUIRE(UCS_PTR_IS_PTR(generic));
+    queued.push_back(generic);
+    REQUIRE(c.connect(b.address()) == UCS_OK);   /* its wireup waits for room */
+
+    for (peer *p : {&a, &c}) {
+        ucp_request_param_t force{};
+        force.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        force.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        REQUIRE(p->wait(ucp_ep_close_nbx(p->ep, &force)) == UCS_OK);
+        p->ep = nullptr;
+    }
+    for (ucs_status_ptr_t r : queued) {
+        CHECK(ucp_request_check_status(r) == UCS_ERR_CANCELED);
+        ucp_request_free(r);
+    }
+    CHECK(g_generic.starts - before.starts == 1);
+    CHECK(g_generic.finishes - before.finishes == 1);
+    ucp_dt_destroy(dt);
 }
 
 TEST_CASE("ucp_ep_create refuses corrupted addresses", "[ucp_tag_ops]")

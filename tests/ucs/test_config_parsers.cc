@@ -206,7 +206,7 @@ TEST_CASE("enum parser matches names in any case", "[config]")
     CHECK(syntax.rfind("one of: fatal, error, warn, diag, info", 0) == 0);
     CHECK(syntax.find("poll") != std::string::npos);
 
-    static const char *const colors[] = {"red", "green", "blue", nullptr};
+    static constexpr const char *colors[] = {"red", "green", "blue", nullptr};
     constexpr parser color = type_enum_list(colors);
     CHECK(color.arg_count == 3);
     CHECK(parse_ok<unsigned>(color, "Blue") == 2u);

@@ -296,7 +296,9 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
             uct::iov iov = one_iov(buf.data(), length);
             REQUIRE(ep->get_zcopy(&iov, 1, base + offset, rkey.rkey, nullptr) == UCS_OK);
             CHECK(has_pattern(buf.data(), length, INITIAL_SEED, offset));
-            CHECK(buf[length] == 0);
+            if (length < buf.size()) {
+                CHECK(buf[length] == 0);   /* nothing written past the get */
+            }
         }
     }
 

@@ -69,7 +69,9 @@ struct pack_args {
 size_t pack_vector(void *dest, void *arg)
 {
     auto *a = static_cast<pack_args*>(arg);
-    std::memcpy(dest, a->data->data(), a->data->size());
+    if (!a->data->empty()) {   /* an empty vector's data() may be null */
+        std::memcpy(dest, a->data->data(), a->data->size());
+    }
     return a->claim;
 }
 

@@ -8,6 +8,7 @@
 
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/eager_zcopy.h>
+#include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
 #include <ucp/rma/rma.h>
 #include <ucp/tag/tag_recv.h>
@@ -63,7 +64,9 @@ void pending_purge_cb(uct::pending_req *p, void *arg)
     if (req->flags & request_flag::ZCOPY) {
         zcopy::abort(req, why->status, why->lanes_gone);
     } else if (!(req->flags & request_flag::HAS_ID)) {
-        request_complete(req, why->status);
+        /* Its resources go too: a wireup's packed address, a bounce
+         * buffer, a registration, a generic datatype's state. */
+        send_request_finish(req, why->status);
     }
     /* A request with an id is failed with the ones awaiting replies. */
 }
@@ -266,6 +269,8 @@ ucs_status_t send_wireup(ucp_ep *ep, uint16_t client_port)
     request_reset(req, worker, request_flag::RELEASED);
     req->u.send.ep     = ep;
     req->u.send.step   = wireup_step;
+    req->u.send.packer = dt::packer();   /* inert: a purge releases the request */
+    req->u.send.memh   = nullptr;
     req->u.send.bounce = address;
     req->u.send.offset = length;
     req->u.send.msg_id = client_port;
