@@ -10,6 +10,7 @@
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/random.h>
+#include <ucs/type/c_enum.h>
 #include <ucs/memory/memtype_registry.h>
 #include <ucs/sys/sys_info.h>
 
@@ -34,20 +35,6 @@ constexpr uint64_t all_advise_fields = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
                                        UCP_MEM_ADVISE_PARAM_FIELD_ADVICE;
 
 std::mutex g_md_mutex;
-
-/*
- * The value a C caller stored in an enum field. Read as an integer: C may
- * store any int there, and loading an out-of-range value as the C++ enum
- * type is undefined.
- */
-template <typename Enum>
-int raw_enum(const Enum &field)
-{
-    static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized here");
-    int value;
-    std::memcpy(&value, &field, sizeof(value));
-    return value;
-}
 
 size_t page_size()
 {
@@ -293,7 +280,7 @@ ucs_status_t parse_map_params(const ucp_mem_map_params_t &params, mem_map_reques
     req->flags    = (mask & UCP_MEM_MAP_PARAM_FIELD_FLAGS) ? params.flags : 0;
     req->prot     = (mask & UCP_MEM_MAP_PARAM_FIELD_PROT) ? params.prot : all_prot;
     const int mem_type = (mask & UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE)
-                                 ? raw_enum(params.memory_type)
+                                 ? ucs::raw_enum(params.memory_type)
                                  : int(UCS_MEMORY_TYPE_UNKNOWN);
     if (req->flags & ~known_map_flags) {
         ucs_error("ucp_mem_map: unknown flags 0x%x", req->flags & ~known_map_flags);
@@ -539,7 +526,7 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
         ucs_error("ucp_mem_advise: address, length and advice are all required");
         return UCS_ERR_INVALID_PARAM;
     }
-    const int advice = ucp::raw_enum(params->advice);
+    const int advice = ucs::raw_enum(params->advice);
     if ((advice != UCP_MADV_NORMAL) && (advice != UCP_MADV_WILLNEED)) {
         ucs_error("ucp_mem_advise: unknown advice %d", advice);
         return UCS_ERR_INVALID_PARAM;

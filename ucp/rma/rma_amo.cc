@@ -11,21 +11,13 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
+#include <ucs/type/c_enum.h>
 
 #include <cstring>
 
 namespace ucp::rma {
 
 namespace {
-
-template <typename Enum>
-int raw_enum(const Enum &field)
-{
-    static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized here");
-    int value;
-    std::memcpy(&value, &field, sizeof(value));
-    return value;
-}
 
 /* ucp_atomic_op_t -> uct::atomic_op (the values differ). */
 uct::atomic_op uct_op_of(int opcode)
@@ -61,7 +53,7 @@ uint64_t load_operand(const void *buffer, unsigned size)
 }
 
 /* Checks what needs no lock; fills size, op and whether it fetches. */
-ucs_status_t check_params(ucp_ep_h ep, ucp_atomic_op_t opcode, const void *buffer,
+ucs_status_t check_params(ucp_ep_h ep, int opcode, const void *buffer,
                           size_t count, uint64_t remote_addr, ucp_rkey_h rkey,
                           const ucp_request_param_t *param, unsigned *size_p,
                           uct::atomic_op *op_p, bool *fetch_p)
@@ -70,9 +62,9 @@ ucs_status_t check_params(ucp_ep_h ep, ucp_atomic_op_t opcode, const void *buffe
         return UCS_ERR_INVALID_PARAM;
     }
     const uint32_t mask = param->op_attr_mask;
-    *op_p = uct_op_of(raw_enum(opcode));
+    *op_p = uct_op_of(opcode);
     if (*op_p == uct::atomic_op::LAST) {
-        ucs_error("ucp_atomic_op_nbx: invalid opcode %d", raw_enum(opcode));
+        ucs_error("ucp_atomic_op_nbx: invalid opcode %d", opcode);
         return UCS_ERR_INVALID_PARAM;
     }
     if (!(mask & UCP_OP_ATTR_FIELD_DATATYPE)) {
@@ -123,7 +115,7 @@ bool lane_does(const rkey_cache &c, uct::atomic_op op, unsigned size, bool fetch
     return (fetch_ops & bit) || (!fetch && (post_ops & bit));
 }
 
-ucs_status_ptr_t atomic_op(ucp_ep *ep, ucp_atomic_op_t opcode, const void *buffer,
+ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
                            size_t count, uint64_t remote_addr, ucp_rkey *rkey,
                            const ucp_request_param_t *param)
 {
@@ -251,14 +243,16 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const vo
                                    size_t count, uint64_t remote_addr, ucp_rkey_h rkey,
                                    const ucp_request_param_t *param)
 {
-    return ucp::rma::atomic_op(ep, opcode, buffer, count, remote_addr, rkey, param);
+    /* A C caller may pass any int: read it as one. */
+    return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer, count, remote_addr, rkey,
+                               param);
 }
 
 ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode, uint64_t value,
                              size_t op_size, uint64_t remote_addr, ucp_rkey_h rkey)
 {
     ucp_atomic_op_t op;
-    switch (ucp::rma::raw_enum(opcode)) {
+    switch (ucs::raw_enum(opcode)) {
     case UCP_ATOMIC_POST_OP_ADD:
         op = UCP_ATOMIC_OP_ADD;
         break;
@@ -294,7 +288,7 @@ ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
                                      ucp_send_callback_t cb)
 {
     ucp_atomic_op_t op;
-    switch (ucp::rma::raw_enum(opcode)) {
+    switch (ucs::raw_enum(opcode)) {
     case UCP_ATOMIC_FETCH_OP_FADD:
         op = UCP_ATOMIC_OP_ADD;
         break;
