@@ -159,8 +159,9 @@ cm::~cm()
     }
     for (auto &[id, c] : conns_) {
         if (c->request != nullptr) {
-            c->request->conn_id = 0;   /* the application may still hold it */
-            c->request->worker  = nullptr;
+            /* Never answered: it goes with its worker. The registry makes a
+             * late answer with the handle an error, not a use after free. */
+            conn_request_free(c->request);
         }
         if (c->fd >= 0) {
             ::close(c->fd);
