@@ -527,8 +527,9 @@ TEST_CASE("cma iface attributes and reachability", "[cma]")
     uct::cma::iface_address own_addr;
     std::memcpy(&own_addr, own.iface.data(), sizeof(own_addr));
     CHECK(own_addr.pid == uint32_t(getpid()));
-    CHECK(own_addr.start_time == ucs::sys::self_start_time());
-    CHECK(own_addr.start_time != 0);
+    const uint64_t start_time = own_addr.start_time;   /* packed: no reference to it */
+    CHECK(start_time == ucs::sys::self_start_time());
+    CHECK(start_time != 0);
 
     auto reachable = [&](const test::uct_addresses &a) {
         return local.iface->is_reachable(a.device.data(), a.device.size(),
