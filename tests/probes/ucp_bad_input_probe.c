@@ -209,8 +209,11 @@ static int child_main(int fd, int kind, uint32_t first, uint32_t random_count)
                                                 (const uint8_t*)w.address;
     const size_t length = (kind == KIND_RKEY) ? w.rkey_length : w.address_length;
     const uint32_t total = num_inputs(length, random_count, kind);
-    /* Generous room after the input: some libraries read past a short key. */
-    uint8_t *input = calloc(1, length + 4096);
+    /* Zeroed room after the input: ucp_ep_create and ucp_ep_rkey_unpack
+     * take no length, an address or key announces its own (ours: up to
+     * 64 KiB), so a corrupted one makes any library read that far; the
+     * caller owning those bytes is the API's contract, not the check. */
+    uint8_t *input = calloc(1, length + 65536);
     for (uint32_t i = first; i < total; ++i) {
         struct report rep = {i, 0xff};   /* "about to try" */
         if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep)) {
