@@ -57,7 +57,8 @@ build_sanitized() {
       -Dc_link_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all
   fi
   ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/uct/test_uct tests/ucp/test_ucp \
-    tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe fuzz_targets
+    tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe tests/soak/ucp_soak \
+    fuzz_targets
 }
 
 # Sanitizer settings of the tests run on that build: every report stops
