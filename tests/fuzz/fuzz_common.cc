@@ -74,19 +74,26 @@ bool drain(int fd)
 
 int connect_loopback(uint16_t port)
 {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -1;
-    }
     sockaddr_in addr{};
     addr.sin_family      = AF_INET;
     addr.sin_port        = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-        ::close(fd);
-        return -1;
+    int error = 0;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            return -1;
+        }
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+            return fd;
+        }
+        error = errno;
+        std::fprintf(stderr, "fuzz: connect to port %u failed (attempt %d): %s\n",
+                     unsigned(port), attempt + 1, std::strerror(error));
+        close_now(fd);
     }
-    return fd;
+    errno = error;
+    return -1;
 }
 
 int listen_loopback(uint16_t *port_p)

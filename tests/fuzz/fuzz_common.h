@@ -76,7 +76,9 @@ bool send_all(int fd, const void *data, size_t length);
  * or an error (the peer closed). */
 bool drain(int fd);
 
-/* A connected blocking TCP socket to 127.0.0.1:port, or -1. */
+/* A connected blocking TCP socket to 127.0.0.1:port, or -1 (errno set).
+ * Tries a few times: at thousands of connections a second a connect may
+ * meet one of the other side's TIME_WAIT connections on the same ports. */
 int connect_loopback(uint16_t port);
 
 /* A non-blocking listening TCP socket on 127.0.0.1 (any port), or -1;
