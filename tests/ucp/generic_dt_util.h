@@ -85,6 +85,21 @@ inline ucp_datatype_t make_identity_generic()
     return (ucp_dt_create_generic(&ops, nullptr, &dt) == UCS_OK) ? dt : 0;
 }
 
+/* Like make_identity_generic(), but its pack gives bytes only at offset 0:
+ * a broken datatype whose later fragments pack nothing. */
+inline ucp_datatype_t make_stingy_generic()
+{
+    ucp_generic_dt_ops_t ops{generic_detail::start_pack, generic_detail::start_unpack,
+                             generic_detail::packed_size,
+                             [](void *s, size_t offset, void *dest, size_t max) -> size_t {
+                                 return (offset == 0) ? generic_detail::pack(s, 0, dest, max)
+                                                      : 0;
+                             },
+                             generic_detail::unpack, generic_detail::finish};
+    ucp_datatype_t dt = 0;
+    return (ucp_dt_create_generic(&ops, nullptr, &dt) == UCS_OK) ? dt : 0;
+}
+
 } // namespace ucp_test
 
 #endif

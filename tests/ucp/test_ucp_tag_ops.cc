@@ -936,3 +936,53 @@ TEST_CASE("ucp_ep_create refuses corrupted addresses", "[ucp_tag_ops]")
     CHECK(UCS_PTR_IS_ERR(ucp_tag_send_nbx(p.ep, &byte, 1, 0, &param)));
     CHECK(UCS_PTR_IS_ERR(ucp_tag_recv_nbx(p.worker, &byte, 1, 0, 0, &param)));
 }
+
+TEST_CASE("a generic datatype that packs nothing fails a multi-fragment send", "[ucp_tag_ops]")
+{
+    /* Tag, AM and stream share one fragment sender: a fragment that packs
+     * no bytes fails the send (it used to spin for ever in tag's loop). */
+    env_guard env;
+    env.set("UCX_RNDV_THRESH", "inf");   /* eager fragments, whatever the size */
+    peer p;
+    REQUIRE(p.init("self", UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM) == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    const ucp_datatype_t dt = make_stingy_generic();
+    REQUIRE(dt != 0);
+    std::vector<uint8_t> payload(256 * 1024, 0x3c);   /* many fragments on self */
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype     = dt;
+
+    auto outcome = [&](ucs_status_ptr_t request) {
+        if (!UCS_PTR_IS_PTR(request)) {
+            return UCS_PTR_STATUS(request);
+        }
+        ucs_status_t status = UCS_INPROGRESS;
+        CHECK(test::poll_until([&] {
+            return (status = ucp_request_check_status(request)) != UCS_INPROGRESS;
+        }, [&] { ucp_worker_progress(p.worker); }));
+        if (status != UCS_INPROGRESS) {
+            ucp_request_free(request);
+        }
+        return status;
+    };
+    const generic_counts before = g_generic;
+    SECTION("tag") {
+        CHECK(outcome(ucp_tag_send_nbx(p.ep, payload.data(), payload.size(), 7, &param)) ==
+              UCS_ERR_IO_ERROR);
+    }
+    SECTION("active message") {
+        ucp_request_param_t am = param;
+        am.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+        am.flags         = UCP_AM_SEND_FLAG_EAGER;
+        CHECK(outcome(ucp_am_send_nbx(p.ep, 5, nullptr, 0, payload.data(), payload.size(),
+                                      &am)) == UCS_ERR_IO_ERROR);
+    }
+    SECTION("stream") {
+        CHECK(outcome(ucp_stream_send_nbx(p.ep, payload.data(), payload.size(), &param)) ==
+              UCS_ERR_IO_ERROR);
+    }
+    /* The datatype's state was released once. */
+    CHECK(g_generic.finishes - before.finishes == g_generic.starts - before.starts);
+    ucp_dt_destroy(dt);
+}

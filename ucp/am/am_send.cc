@@ -9,6 +9,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
@@ -147,31 +148,8 @@ size_t pack_am_middle(void *dest, void *arg)
 
 ucs_status_t am_multi_step(request *req)
 {
-    send_state &s = req->u.send;
-    const size_t length = s.packer.length();
-    bool progressed = false;
-    do {
-        const bool first    = (s.offset == 0) && !progressed;
-        const size_t before = s.offset;
-        ssize_t packed = s.ep->am_ep->am_bcopy(first ? wire::AM_USER_FIRST :
-                                                       wire::AM_USER_MIDDLE,
-                                               first ? pack_am_first : pack_am_middle,
-                                               req, 0);
-        if (packed == UCS_ERR_NO_RESOURCE) {
-            return (progressed || (s.offset != 0)) ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
-        }
-        if (packed < 0) {
-            return ucs_status_t(packed);
-        }
-        if (s.offset == before) {
-            /* A generic datatype packed nothing: it would never finish. */
-            ucs_error("ucp_am_send: the datatype packed no bytes at offset %zu", before);
-            return UCS_ERR_IO_ERROR;
-        }
-        progressed = true;
-    } while (s.offset < length);
-    send_done(req);
-    return UCS_OK;
+    return send_bcopy_fragments(req, {wire::AM_USER_FIRST, pack_am_first,
+                                      wire::AM_USER_MIDDLE, pack_am_middle, "ucp_am_send"});
 }
 
 /* ---- eager zero-copy ---------------------------------------------------- */

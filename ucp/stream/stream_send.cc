@@ -9,6 +9,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
@@ -39,26 +40,13 @@ size_t pack_fragment(void *dest, void *arg)
 
 ucs_status_t stream_step(request *req)
 {
-    send_state &s = req->u.send;
-    const size_t length = s.packer.length();
-    bool progressed = false;
-    while (s.offset < length) {
-        const size_t before = s.offset;
-        ssize_t packed = s.ep->am_ep->am_bcopy(wire::AM_STREAM, pack_fragment, req, 0);
-        if (packed == UCS_ERR_NO_RESOURCE) {
-            return progressed ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
-        }
-        if (packed < 0) {
-            return ucs_status_t(packed);
-        }
-        if (s.offset == before) {
-            ucs_error("ucp_stream_send: the datatype packed no bytes at offset %zu", before);
-            return UCS_ERR_IO_ERROR;
-        }
-        progressed = true;
+    if (req->u.send.packer.length() == 0) {
+        send_done(req);     /* a datatype of no bytes adds nothing to the stream */
+        return UCS_OK;
     }
-    send_done(req);
-    return UCS_OK;
+    /* Every fragment is alike: the stream header, then the next bytes. */
+    return send_bcopy_fragments(req, {wire::AM_STREAM, pack_fragment, wire::AM_STREAM,
+                                      pack_fragment, "ucp_stream_send"});
 }
 
 /* Every zcopy fragment carries the same header as a bcopy one. */

@@ -8,6 +8,7 @@
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/am_handlers.h>
+#include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
@@ -123,26 +124,10 @@ size_t pack_eager_middle(void *dest, void *arg)
 
 ucs_status_t eager_multi_step(request *req)
 {
-    send_state &s = req->u.send;
-    const size_t length = s.packer.length();
-    bool progressed = false;
-    do {
-        const bool first = (s.offset == 0) && !progressed;
-        const uint8_t id = !first ? wire::AM_EAGER_MIDDLE :
-                           (req->flags & request_flag::SYNC) ? wire::AM_EAGER_SYNC_FIRST :
-                                                                wire::AM_EAGER_FIRST;
-        ssize_t packed = s.ep->am_ep->am_bcopy(id, first ? pack_eager_first :
-                                                           pack_eager_middle, req, 0);
-        if (packed == UCS_ERR_NO_RESOURCE) {
-            return progressed || (s.offset != 0) ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
-        }
-        if (packed < 0) {
-            return ucs_status_t(packed);
-        }
-        progressed = true;
-    } while (s.offset < length);
-    send_done(req);
-    return UCS_OK;
+    const bool sync = req->flags & request_flag::SYNC;
+    return send_bcopy_fragments(req, {sync ? wire::AM_EAGER_SYNC_FIRST : wire::AM_EAGER_FIRST,
+                                      pack_eager_first, wire::AM_EAGER_MIDDLE,
+                                      pack_eager_middle, "ucp_tag_send"});
 }
 
 /* ---- eager zero-copy ---------------------------------------------------- */
