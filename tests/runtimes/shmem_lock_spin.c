@@ -17,9 +17,9 @@
  * first and the others start testing only once it holds it, so the home PE
  * loses the lock to another PE in some rounds on every run.
  *
- * Checks: the lock excludes (a holder count at PE 0, kept with atomics,
- * is 0 when taken), lock_cnt == npes on every PE after each round, and
- * every PE took the lock once per round.
+ * Checks: the lock excludes (a holder count at PE 0, kept with fetching
+ * atomics, is 0 when taken and 1 when released), lock_cnt == npes on every
+ * PE after each round, and every PE took the lock once per round.
  */
 #include "rt_shmem.h"
 
@@ -42,8 +42,9 @@ static void take_once(int round, int ordered, long *failed_tests)
             ++*failed_tests;
             continue;
         }
-        RT_CHECK(shmem_int_atomic_fetch_inc(&holders, 0) == 0,
-                 "round %d: another PE holds the lock too", round);
+        const int others = shmem_int_atomic_fetch_inc(&holders, 0);
+        RT_CHECK(others == 0, "round %d: PE %d took the lock while %d other PE(s) held it",
+                 round, g_me, others);
         if (ordered && (g_me == first)) {
             for (int pe = 0; pe < g_npes; ++pe) {
                 if (pe != g_me) {
@@ -54,13 +55,14 @@ static void take_once(int round, int ordered, long *failed_tests)
         for (int pe = 0; pe < g_npes; ++pe) {
             shmem_int_atomic_add(&lock_cnt, 1, pe);
         }
-        shmem_int_atomic_add(&holders, -1, 0);
-        /* OpenSHMEM says clear_lock completes the critical region's stores,
-         * but Open MPI 4.1's ticket lock releases with a compare-and-swap at
-         * the lock's home PE and no quiet: without this one the -1 above,
-         * still in flight to PE 0, can land after the next holder's
-         * fetch-inc arriving there over another connection. */
-        shmem_quiet();
+        /* A fetching decrement: done at PE 0 before the lock is released.
+         * (Open MPI 4.1's clear_lock, a compare-and-swap at the lock's home,
+         * does not quiet first, so a posted -1 could still be in flight when
+         * the next holder's increment arrives over another connection; that
+         * ordering through quiet is tested at the UCP level, ucp_amo.) */
+        const int inside = shmem_int_atomic_fetch_add(&holders, -1, 0);
+        RT_CHECK(inside == 1, "round %d: PE %d released the lock with %d PEs inside",
+                 round, g_me, inside);
         shmem_clear_lock(&lock);
         shmem_int_wait_until(&lock_cnt, SHMEM_CMP_GE, g_npes);
     }
