@@ -650,7 +650,7 @@ TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges ag
     uint64_t expected_from = 0;
     unsigned ranges = 0;
     while (std::getline(lines, line)) {
-        if (line.find("tag_send protocols") != std::string::npos) {
+        if (line.find("tag_send, contiguous data") != std::string::npos) {
             in_tag = true;
             continue;
         }

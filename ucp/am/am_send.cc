@@ -11,6 +11,7 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
+#include <ucp/proto/select.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
 #include <ucp/tag/rndv.h>
@@ -141,7 +142,7 @@ size_t pack_am_middle(void *dest, void *arg)
     char *out     = static_cast<char*>(dest);
     uint8_t am_id;
     const size_t hdr = am_header(req, s.offset, false, out, &am_id);
-    size_t n = s.packer.pack(out + hdr, s.offset, s.ep->thresh.middle_frag);
+    size_t n = s.packer.pack(out + hdr, s.offset, s.ep->cfg->thresh.middle_frag);
     s.offset += n;
     return hdr + n;
 }
@@ -165,7 +166,7 @@ size_t am_zcopy_header(request *req, size_t offset, size_t length, void *out,
 
 ucs_status_t am_zcopy_step(request *req)
 {
-    return zcopy::send(req, am_zcopy_header, req->u.send.ep->thresh.am_zcopy_frag);
+    return zcopy::send(req, am_zcopy_header, req->u.send.ep->cfg->thresh.am_zcopy_frag);
 }
 
 /* ---- rendezvous --------------------------------------------------------- */
@@ -212,48 +213,60 @@ ucs_status_t am_rts_step(request *req)
     return UCS_OK;
 }
 
-/* Rendezvous when asked or large enough, if the ep and the RTS allow it. */
-bool try_rndv(request *req)
+/* Rendezvous, if the RTS with the user header fits one fragment. */
+send_step_t am_rndv_start(request *req)
 {
     send_state &s = req->u.send;
-    ucp_ep *ep    = s.ep;
-    if ((s.am_flags & UCP_AM_SEND_FLAG_EAGER) || !s.packer.is_contig() ||
-        (ep->rndv_lane == no_lane) ||
-        (!(s.am_flags & UCP_AM_SEND_FLAG_RNDV) &&
-         (s.packer.length() < ep->thresh.am_rndv))) {
-        return false;
-    }
-    const lane &l = ep->lanes[ep->rndv_lane];
+    const lane &l = s.ep->lanes[s.ep->rndv_lane];
     const size_t rkey_size = req->worker->context.mds[l.md_index].md->attr().rkey_packed_size;
     if (sizeof(wire::am_rts_hdr) + s.header_length + rkey_size > max_bcopy(s)) {
-        return false;
+        return nullptr;
     }
     /* Registers the buffer and an id for the ATS; its own step is tag's. */
-    return rndv_select(req) != nullptr;
+    return (rndv_select(req) != nullptr) ? am_rts_step : nullptr;
+}
+
+/* The step of protocol `p` for this message, or nullptr if it declines:
+ * the selection table goes by data length, a user header is checked here. */
+send_step_t am_start(request *req, proto::protocol p)
+{
+    send_state &s = req->u.send;
+    const bool reply = s.am_flags & UCP_AM_SEND_FLAG_REPLY;
+    switch (p) {
+    case proto::protocol::RNDV:
+        return am_rndv_start(req);
+    case proto::protocol::EAGER_SHORT:
+        return (s.header_length == 0) ? am_short_step : nullptr;
+    case proto::protocol::EAGER_ZCOPY:
+        return zcopy::applies(req, sizeof(wire::am_first_hdr) + s.header_length) ?
+               am_zcopy_step : nullptr;
+    case proto::protocol::EAGER_BCOPY_SINGLE: {
+        const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(uint64_t) : 0) +
+                              s.header_length;
+        return (single + s.packer.length() <= max_bcopy(s)) ? am_single_step : nullptr;
+    }
+    default:
+        return am_multi_step;
+    }
 }
 
 send_step_t am_select_protocol(request *req)
 {
-    send_state &s = req->u.send;
-    if (try_rndv(req)) {
-        return am_rts_step;
+    const send_state &s = req->u.send;
+    uint8_t variant = 0;
+    if (s.am_flags & UCP_AM_SEND_FLAG_REPLY) {
+        variant |= proto::am_variant::REPLY;
     }
-    const size_t length = s.packer.length();
-    const bool reply    = s.am_flags & UCP_AM_SEND_FLAG_REPLY;
-    if (s.packer.is_contig() && (s.header_length == 0) && !reply &&
-        (ssize_t(length) <= s.ep->thresh.max_eager_short)) {
-        return am_short_step;
+    if (s.am_flags & UCP_AM_SEND_FLAG_EAGER) {
+        variant |= proto::am_variant::FORCE_EAGER;
     }
-    if ((length >= s.ep->thresh.zcopy) &&
-        zcopy::applies(req, sizeof(wire::am_first_hdr) + s.header_length)) {
-        return am_zcopy_step;
+    if (s.am_flags & UCP_AM_SEND_FLAG_RNDV) {
+        variant |= proto::am_variant::FORCE_RNDV;
     }
-    const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(uint64_t) : 0) +
-                          s.header_length;
-    if (single + length <= max_bcopy(s)) {
-        return am_single_step;
-    }
-    return am_multi_step;
+    const proto::key k{proto::operation::AM, variant, s.packer.type_class(),
+                       UCS_MEMORY_TYPE_HOST};
+    return proto::select_first(s.ep->cfg->protocols.get(k), s.packer.length(),
+                               [req](proto::protocol p) { return am_start(req, p); });
 }
 
 ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
@@ -272,7 +285,7 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
 
     /* Fast path: small, contiguous, no user header, no reply: one am_short. */
     if ((header_length == 0) && !(flags & (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV)) &&
-        (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->thresh.max_eager_short) &&
+        (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->max_eager_short) &&
         (ep->num_pending == 0) && ep->usable() &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
         ucs_status_t status = ep->am_ep->am_short(wire::AM_USER_SINGLE, short_header(id),
@@ -315,6 +328,10 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
     s.header        = header;
     s.header_length = uint32_t(header_length);
     s.step          = am_select_protocol(req);
+    if (s.step == nullptr) {
+        send_request_abort(req);
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
     return send_request_start(req, param);
 }
 

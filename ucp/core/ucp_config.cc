@@ -113,6 +113,12 @@ constexpr ucs::config::field context_fields[] = {
                      "worker's address cannot make it allocate without bound.",
                      ucs::config::type_uint),
 
+    UCS_CONFIG_FIELD(context_config, proto_info, "PROTO_INFO", "n",
+                     "Print the protocol selection table of every endpoint configuration\n"
+                     "to standard output when a worker makes it (the same table\n"
+                     "ucp_ep_print_info shows).",
+                     ucs::config::type_bool),
+
     UCS_CONFIG_FIELD(context_config, immediate_progress_interval,
                      "IMMEDIATE_PROGRESS_INTERVAL", "20us",
                      "A process that only issues operations completing inside their call\n"

@@ -43,6 +43,7 @@ struct context_config {
     unsigned                keepalive_num_eps; /* UCX_KEEPALIVE_NUM_EPS */
     double                  immediate_progress_interval; /* UCX_IMMEDIATE_PROGRESS_INTERVAL, s */
     unsigned                max_peer_eps;      /* UCX_MAX_PEER_EPS */
+    int                     proto_info;        /* UCX_PROTO_INFO */
 };
 
 extern const ucs::config::table context_config_table;

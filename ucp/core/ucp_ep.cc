@@ -71,144 +71,7 @@ void pending_purge_cb(uct::pending_req *p, void *arg)
     /* A request with an id is failed with the ones awaiting replies. */
 }
 
-size_t auto_rndv_thresh(const ucp_ep *ep)
-{
-    if (ep->rndv_lane == no_lane) {
-        return SIZE_MAX;
-    }
-    const ucp_worker *w = ep->worker;
-    unsigned tl = w->ifaces[ep->lanes[ep->rndv_lane].iface_index].tl_index;
-    /* Net peers: above this the pull overlaps the round trip; local peers:
-     * one kernel copy beats two user copies from here on. */
-    return (w->context.tls[tl].resource.type == uct::device_type::NET) ?
-           64 * 1024 : 16 * 1024;
-}
-
-/* A copy send moves the data at about one core's memcpy rate. */
-constexpr double bcopy_bandwidth_Bps = 5.8e9;
-/* What a zero-copy send costs beyond a copy send of the same size: its
- * request completes later, from the transport's completion (a callback and
- * a queue slot), instead of inside the call. With it the threshold over
- * tcp is 1740 bytes; measured there, zcopy and bcopy tie from 1 to 4 KiB
- * (tag_bw, stream_bw, tag_lat) and zcopy wins from 8 KiB on. */
-constexpr double zcopy_overhead_s = 300e-9;
-/*
- * Tag and stream zcopy fragments: the receiver copies each one out of the
- * transport's buffer anyway, so fragments that fit a receive segment (64
- * KiB, with room for headers) let it copy one while the next arrives, and
- * spare the transport assembling a larger one first.
- */
-constexpr size_t zcopy_frag_max = 63 * 1024;
-/*
- * Active messages: one fragment is handed to the application's handler
- * right in the transport's buffer, while several are reassembled (a copy):
- * up to this size a message goes in one piece.
- */
-constexpr size_t am_zcopy_frag_max = size_t(4) << 20;
-
-/*
- * UCX_ZCOPY_THRESH=auto: the size from which registering (where the md
- * needs it) and sending in place costs less than copying into a transport
- * buffer: fixed / (1/copy rate - registration cost per byte).
- */
-size_t auto_zcopy_thresh(const uct::md_attr &md)
-{
-    double fixed      = zcopy_overhead_s;
-    double saved_per_byte = 1.0 / bcopy_bandwidth_Bps;
-    if (md.flags & uct::md_flag::NEED_MEMH) {
-        fixed          += md.reg_overhead_s;
-        saved_per_byte -= md.reg_growth_s_per_byte;
-    }
-    if (saved_per_byte <= 0) {
-        return SIZE_MAX;    /* registering costs more than copying, at any size */
-    }
-    const double thresh = std::ceil(fixed / saved_per_byte);
-    return (thresh >= double(SIZE_MAX)) ? SIZE_MAX : size_t(thresh);
-}
-
-/*
- * Eager zcopy on the AM lane, if it has am_zcopy. UCX_MAX_EAGER_LANES: an
- * eager message always uses the AM lane alone (the lanes of an ep are of
- * different transports, and splitting a message over them would give up
- * the AM lane's ordering), so every value behaves as 1.
- */
-void zcopy_thresholds(ucp_ep *ep, const uct::iface_attr &attr)
-{
-    ep_thresholds &t = ep->thresh;
-    t.zcopy          = SIZE_MAX;
-    t.zcopy_frag     = 0;
-    t.am_zcopy_frag  = 0;
-    t.zcopy_max_hdr  = 0;
-    t.zcopy_max_iov  = 0;
-    const ucp_context &ctx = ep->worker->context;
-    const unsigned md_index = ep->lanes[ep->am_lane].md_index;
-    if (!(attr.flags & uct::iface_flag::AM_ZCOPY) || (attr.am.max_zcopy == 0) ||
-        (attr.am.max_iov == 0) || (md_index >= ctx.mds.size())) {
-        return;     /* no am_zcopy, or a placeholder lane (no md) */
-    }
-    const context_config &cfg = ctx.config;
-    const uct::md_attr &md    = ctx.mds[md_index].md->attr();
-    size_t thresh = (cfg.zcopy_thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) :
-                    cfg.zcopy_thresh;
-    t.zcopy         = std::max({thresh, attr.am.min_zcopy, size_t(1)});
-    t.zcopy_frag    = std::min(attr.am.max_zcopy, zcopy_frag_max);
-    t.am_zcopy_frag = std::min(attr.am.max_zcopy, am_zcopy_frag_max);
-    t.zcopy_max_hdr = attr.am.max_hdr;
-    t.zcopy_max_iov = attr.am.max_iov;
-}
-
-/*
- * Rendezvous for active messages. With UCX_RNDV_THRESH=auto on a network
- * lane with eager zcopy, a message that fits one AM zcopy fragment goes
- * eagerly: the handler reads it in place, where a rendezvous pays a round
- * trip and a copy into the receiver's buffer. Otherwise as tag sends.
- */
-size_t am_rndv_thresh(const ucp_ep *ep)
-{
-    const ep_thresholds &t = ep->thresh;
-    if ((t.rndv == SIZE_MAX) || (t.am_zcopy_frag == 0) || (t.zcopy == SIZE_MAX) ||
-        (ep->worker->context.config.rndv_thresh != ucs::config::size_auto)) {
-        return t.rndv;
-    }
-    const ucp_worker *w = ep->worker;
-    const unsigned tl   = w->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index;
-    if (w->context.tls[tl].resource.type != uct::device_type::NET) {
-        return t.rndv;
-    }
-    return std::max(t.rndv, t.am_zcopy_frag + 1);
-}
-
 } // namespace
-
-void compute_thresholds(ucp_ep *ep)
-{
-    const uct::iface_attr &attr = ep->am_ep->owner().attr();
-    ep_thresholds &t = ep->thresh;
-    t.max_eager_short = ((attr.flags & uct::iface_flag::AM_SHORT) &&
-                         (attr.am.max_short >= sizeof(ucp_tag_t))) ?
-                        ssize_t(attr.am.max_short - sizeof(ucp_tag_t)) : -1;
-    const size_t bcopy = attr.am.max_bcopy;
-    t.max_eager_only   = bcopy - sizeof(ucp_tag_t);
-    t.first_frag       = bcopy - sizeof(wire::eager_first_hdr);
-    t.sync_first_frag  = t.first_frag - sizeof(uint64_t);
-    t.middle_frag      = bcopy - sizeof(wire::eager_middle_hdr);
-
-    const context_config &cfg = ep->worker->context.config;
-    if (ep->rndv_lane == no_lane) {
-        t.rndv = SIZE_MAX;
-    } else if (cfg.rndv_thresh == ucs::config::size_auto) {
-        t.rndv = auto_rndv_thresh(ep);
-    } else {
-        t.rndv = cfg.rndv_thresh;
-    }
-    /* UCX_RNDV_THRESH below the short limit wins: from that size on, every
-     * protocol choice (and ucp_ep_print_info) says rendezvous. */
-    if ((t.rndv != SIZE_MAX) && (t.max_eager_short >= ssize_t(t.rndv))) {
-        t.max_eager_short = ssize_t(t.rndv) - 1;
-    }
-    zcopy_thresholds(ep, attr);
-    t.am_rndv = am_rndv_thresh(ep);
-}
 
 namespace {
 
@@ -410,7 +273,7 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
     ep->rndv_lane = plan.rndv;
     ep->rma_lane  = plan.rma;
     ep->am_ep     = ep->lanes[plan.am].ep;
-    compute_thresholds(ep);
+    ep_config_attach(ep);
 
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
         worker->eps_by_lane[ep->lanes[i].ep] = ep;

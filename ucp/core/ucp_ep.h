@@ -1,6 +1,7 @@
 /*
  * A UCP endpoint: the lanes (uct endpoints) that reach one peer worker and
- * the thresholds that pick a protocol per message size.
+ * the configuration (ucp_ep_config.h) whose tables pick a protocol per
+ * message size.
  *
  * Every transport we have connects to a peer's iface address, so an ep is
  * usable as soon as ucp_ep_create returns: creation never waits for the
@@ -12,6 +13,7 @@
 #ifndef UCP_CORE_UCP_EP_H
 #define UCP_CORE_UCP_EP_H
 
+#include "ucp_ep_config.h"
 #include "ucp_request.h"
 
 #include <uct/base/uct_iface.h>
@@ -22,9 +24,6 @@
 #include <sys/socket.h>
 
 namespace ucp {
-
-constexpr unsigned max_lanes = 8;
-constexpr uint8_t  no_lane   = 0xff;
 
 struct lane {
     uct::ep  *ep;
@@ -41,28 +40,6 @@ constexpr uint32_t ERR_NOTIFIED = 1u << 3;
  * placeholder that queues every send (ucp/wireup/sockaddr_ep.cc). */
 constexpr uint32_t CONNECTING   = 1u << 8;
 } // namespace ep_flag
-
-/*
- * Message-size limits of the protocols, from the AM lane and the config.
- * Per size: eager short (<= max_eager_short), eager bcopy (below zcopy),
- * eager zcopy (from zcopy), rendezvous (from rndv, which wins over zcopy).
- */
-struct ep_thresholds {
-    ssize_t max_eager_short;  /* payload bytes that fit am_short with the tag; -1: none */
-    size_t max_eager_only;    /* one bcopy fragment with the tag header */
-    size_t first_frag;        /* payload of an eager first fragment */
-    size_t middle_frag;       /* payload of an eager middle fragment */
-    size_t rndv;              /* from this size up: rendezvous (SIZE_MAX: never) */
-    size_t sync_first_frag;   /* payload of a sync first fragment */
-    /* Eager zero-copy on the AM lane (UCX_ZCOPY_THRESH); zcopy_frag == 0
-     * when the lane has no am_zcopy. */
-    size_t zcopy;             /* from this size up: eager zcopy (SIZE_MAX: never) */
-    size_t zcopy_frag;        /* payload bytes of one tag or stream zcopy fragment */
-    size_t am_zcopy_frag;     /* payload bytes of one active-message zcopy fragment */
-    size_t am_rndv;           /* active messages: from this size up, rendezvous */
-    size_t zcopy_max_hdr;     /* UCP header bytes one am_zcopy carries inline */
-    size_t zcopy_max_iov;     /* data entries of one am_zcopy */
-};
 
 } // namespace ucp
 
@@ -83,9 +60,11 @@ struct ucp_ep {
     uint8_t                   rndv_lane = ucp::no_lane;  /* get_zcopy pull */
     uint8_t                   rma_lane = ucp::no_lane;   /* put/get/atomics */
 
-    /* Fast-path copies of the AM lane and its limits. */
+    /* The configuration shared with eps of the same lanes (protocol limits
+     * and selection), and fast-path copies of the AM lane and its limits. */
+    const ucp::ep_config      *cfg = nullptr;
     uct::ep                   *am_ep = nullptr;
-    ucp::ep_thresholds        thresh{};
+    ssize_t                   max_eager_short = -1;
 
     /* Sends queued behind a busy lane; while non-zero new sends queue too. */
     unsigned                  num_pending = 0;
@@ -124,9 +103,6 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
  * wireup made for that peer, with the stream data that ep collected.
  */
 ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_length);
-
-/* Recomputes ep->thresh from the AM lane (am_ep) and the config. */
-void compute_thresholds(ucp_ep *ep);
 
 /* Destroys the lanes and frees the ep; the ep must be idle or failed. */
 void ep_destroy(ucp_ep *ep);

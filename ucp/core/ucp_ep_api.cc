@@ -243,89 +243,6 @@ ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep
     return UCS_OK;
 }
 
-void print_size_range(FILE *stream, size_t from, size_t to, const char *proto)
-{
-    if (from > to) {
-        return;
-    }
-    if (to == SIZE_MAX) {
-        std::fprintf(stream, "#   %10zu .. inf        %s\n", from, proto);
-    } else {
-        std::fprintf(stream, "#   %10zu .. %-10zu %s\n", from, to, proto);
-    }
-}
-
-/* The first tag_send size eager zcopy takes (after `next`, before
- * rendezvous); SIZE_MAX: none. */
-size_t eager_zcopy_from(const ep_thresholds &t, size_t next)
-{
-    const size_t from = std::max(t.zcopy, next);
-    return (from < t.rndv) ? from : SIZE_MAX;
-}
-
-const char *am_lane_name(const ucp_ep *ep)
-{
-    if (ep->flags & ep_flag::CONNECTING) {
-        return "the connecting lane";
-    }
-    const ucp_worker *worker = ep->worker;
-    const unsigned tl = worker->ifaces[ep->lanes[ep->am_lane].iface_index].tl_index;
-    return worker->context.tls[tl].resource.tl_name;
-}
-
-/* Eager zcopy from `from` up to rendezvous: one fragment, then several. */
-void print_eager_zcopy(const ucp_ep *ep, FILE *stream, size_t from)
-{
-    const ep_thresholds &t = ep->thresh;
-    if (from == SIZE_MAX) {
-        return;
-    }
-    const size_t to = (t.rndv == SIZE_MAX) ? SIZE_MAX : t.rndv - 1;
-    char proto[96];
-    std::snprintf(proto, sizeof(proto), "eager zcopy on %s, one fragment",
-                  am_lane_name(ep));
-    print_size_range(stream, from, std::min(t.zcopy_frag, to), proto);
-    std::snprintf(proto, sizeof(proto), "eager zcopy on %s, fragments of %zu",
-                  am_lane_name(ep), t.zcopy_frag);
-    print_size_range(stream, std::max(t.zcopy_frag + 1, from), to, proto);
-}
-
-/* What the table does not show: datatypes, stream and active messages. */
-void print_eager_notes(const ucp_ep *ep, FILE *stream)
-{
-    const ep_thresholds &t = ep->thresh;
-    if (t.zcopy_frag == 0) {
-        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
-                     "size;\n#    %s has no zero-copy active messages)\n#\n",
-                     am_lane_name(ep));
-        return;
-    }
-    if (t.zcopy == SIZE_MAX) {
-        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
-                     "size;\n#    eager zcopy is off: UCX_ZCOPY_THRESH=inf)\n#\n");
-        return;
-    }
-    const ucp_context &ctx = ep->worker->context;
-    if (ctx.mds[ep->lanes[ep->am_lane].md_index].md->attr().flags &
-        uct::md_flag::NEED_MEMH) {
-        std::fprintf(stream, "#   (non-contiguous datatypes use eager bcopy at every "
-                     "size: the\n#    zcopy buffer is registered, which takes one "
-                     "piece)\n");
-    } else {
-        std::fprintf(stream, "#   (iov datatypes of at most %zu entries use eager zcopy "
-                     "too; other\n#    non-contiguous data uses eager bcopy at every "
-                     "size)\n", t.zcopy_max_iov);
-    }
-    std::fprintf(stream, "#   stream: eager zcopy from %zu bytes, fragments of %zu\n",
-                 t.zcopy, t.zcopy_frag);
-    std::fprintf(stream, "#   active messages: eager zcopy from %zu bytes, fragments of "
-                 "%zu", t.zcopy, t.am_zcopy_frag);
-    if (t.am_rndv != SIZE_MAX) {
-        std::fprintf(stream, ", rendezvous from %zu", t.am_rndv);
-    }
-    std::fprintf(stream, "\n#\n");
-}
-
 void print_ep(ucp_ep *ep, FILE *stream)
 {
     ucp_worker *worker = ep->worker;
@@ -336,58 +253,7 @@ void print_ep(ucp_ep *ep, FILE *stream)
                  (ep->flags & ep_flag::CONNECTING) ? " (connecting to a listener)" : "");
     std::fprintf(stream, "#   error handling: %s\n",
                  (ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) ? "peer" : "none");
-    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        const uct::tl_resource &res =
-            worker->context.tls[worker->ifaces[ep->lanes[i].iface_index].tl_index].resource;
-        std::fprintf(stream, "#   lane[%u]: %s/%s%s%s%s\n", i, res.tl_name, res.dev_name,
-                     (i == ep->am_lane) ? " am" : "", (i == ep->rndv_lane) ? " rndv" : "",
-                     (i == ep->rma_lane) ? " rma" : "");
-    }
-    const ep_thresholds &t = ep->thresh;
-    std::fprintf(stream, "#\n#   tag_send protocols (message size in bytes):\n");
-    size_t next = 0;
-    if (t.max_eager_short >= 0) {
-        print_size_range(stream, 0, size_t(t.max_eager_short), "eager short");
-        next = size_t(t.max_eager_short) + 1;
-    }
-    const size_t rndv = t.rndv;
-    const size_t zcopy = eager_zcopy_from(t, next);
-    const size_t bcopy_to = std::min(zcopy, rndv);   /* first size after eager bcopy */
-    const size_t eager_end = (bcopy_to == SIZE_MAX) ? SIZE_MAX : bcopy_to - 1;
-    print_size_range(stream, next, std::min(t.max_eager_only, eager_end),
-                     "eager bcopy, one fragment");
-    print_size_range(stream, std::max(t.max_eager_only + 1, next), eager_end,
-                     "eager bcopy, multiple fragments");
-    print_eager_zcopy(ep, stream, zcopy);
-    if (rndv != SIZE_MAX) {
-        const uct::tl_resource &res =
-            worker->context.tls[worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]
-                                .tl_index].resource;
-        /* The receiver picks the scheme; shown as it would with our lanes. */
-        const context_config &cfg = worker->context.config;
-        const bool can_push = (worker->ifaces[ep->lanes[ep->rndv_lane].iface_index].iface
-                               ->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
-        size_t split = SIZE_MAX;
-        if (can_push && (cfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY)) {
-            split = rndv;
-        } else if (can_push && (cfg.rndv_scheme == RNDV_SCHEME_AUTO) &&
-                   (res.type == uct::device_type::SHM)) {
-            split = std::max(rndv, cfg.rndv_split_thresh);
-        }
-        char proto[96];
-        std::snprintf(proto, sizeof(proto), "rendezvous, receiver gets (get_zcopy) on %s",
-                      res.tl_name);
-        print_size_range(stream, rndv, (split == SIZE_MAX) ? SIZE_MAX : split - 1, proto);
-        if (split != SIZE_MAX) {
-            std::snprintf(proto, sizeof(proto), "%s on %s",
-                          (cfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY) ?
-                          "rendezvous, sender puts (put_zcopy)" :
-                          "rendezvous split, sender puts half, receiver gets half",
-                          res.tl_name);
-            print_size_range(stream, split, SIZE_MAX, proto);
-        }
-    }
-    print_eager_notes(ep, stream);
+    print_ep_config(*worker, *ep->cfg, stream);
 }
 
 /* Drives a nonblocking call to completion for the blocking compat calls. */
@@ -599,7 +465,7 @@ ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep, const ucp_ep_evaluate_perf_param_
         return (m.bandwidth_Bps > 0) ? size / m.bandwidth_Bps : 0.0;
     };
     const double am_msg = am.send_overhead_s + am.latency_s + am.recv_overhead_s;
-    if ((param->message_size < ep->thresh.rndv) || (ep->rndv_lane == ucp::no_lane)) {
+    if ((param->message_size < ep->cfg->thresh.rndv) || (ep->rndv_lane == ucp::no_lane)) {
         attr->estimated_time = am_msg + transfer(am);
     } else {
         const auto &rndv = ep->worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]

@@ -8,6 +8,7 @@
 
 #include "ucp_address.h"
 #include "ucp_context.h"
+#include "ucp_ep_config.h"
 #include "ucp_request.h"
 
 #include <ucp/rma/rma_worker.h>
@@ -144,6 +145,8 @@ struct ucp_worker {
     uint64_t                           dropped_wireups = 0;
     std::unordered_map<uint64_t, ucp_ep*> eps_by_uuid;
     std::unordered_map<const uct::ep*, ucp_ep*> eps_by_lane;
+    /* What eps with the same lanes share (ucp_ep_config.h), ep_cfg[i]. */
+    std::vector<std::unique_ptr<ucp::ep_config>> ep_configs;
 
     /* Requests a peer's reply names: index in the low 32 bits, a generation
      * in the high ones so a stale or forged id matches nothing. */

@@ -75,10 +75,11 @@ bool applies(request *req, size_t max_header_length)
 {
     send_state &s          = req->u.send;
     const ucp_ep *ep       = s.ep;
-    const ep_thresholds &t = ep->thresh;
+    const ep_thresholds &t = ep->cfg->thresh;
     const size_t length    = s.packer.length();
-    if ((t.zcopy_frag == 0) || (length < t.zcopy) || (length == 0) ||
-        (max_header_length > t.zcopy_max_hdr)) {
+    /* The selection table chose zcopy for this size; what only the message
+     * itself can rule out is checked here. */
+    if (max_header_length > t.zcopy_max_hdr) {
         return false;
     }
     uct::md &md = *req->worker->context.mds[ep->lanes[ep->am_lane].md_index].md;
@@ -123,7 +124,7 @@ ucs_status_t send(request *req, header_fn header, size_t frag_size)
     send_state &s          = req->u.send;
     zcopy_state &z         = s.zcopy;
     ucp_ep *ep             = s.ep;
-    const ep_thresholds &t = ep->thresh;
+    const ep_thresholds &t = ep->cfg->thresh;
     const size_t length    = s.packer.length();
     const size_t entries   = std::min(t.zcopy_max_iov, max_iov);
     uct::iov iov[max_iov];

@@ -8,9 +8,8 @@
  * from the transport's completion, never before: until then the buffer
  * belongs to the transport.
  *
- *   if (zcopy::applies(req, header_length)) {
- *       step = my_zcopy_step;   // calls zcopy::send(req, my_header)
- *   }
+ *   case proto::protocol::EAGER_ZCOPY:   // the table's choice
+ *       return zcopy::applies(req, header_length) ? my_zcopy_step : nullptr;
  */
 #ifndef UCP_PROTO_EAGER_ZCOPY_H
 #define UCP_PROTO_EAGER_ZCOPY_H
@@ -38,13 +37,13 @@ using header_fn = size_t (*)(request *req, size_t offset, size_t length, void *o
                              uint8_t *am_id);
 
 /*
- * Whether the send in req->u.send (ep, packer set) can go zero-copy with
- * UCP headers of at most `max_header_length` bytes: the AM lane has
- * am_zcopy, the data is contiguous (registered here when the lane's md
- * needs it) or an iov of at most the lane's max_iov entries (on mds that
- * need no registration), and the header fits. When true the request is
- * set up for send() (request_flag::ZCOPY); when false nothing changed and
- * the caller sends by copy.
+ * Whether the send in req->u.send (ep, packer set), for which the
+ * selection table (ucp/proto/select.h) chose eager zcopy, can go zero-copy
+ * with UCP headers of at most `max_header_length` bytes: the header fits,
+ * the data is contiguous (registered here when the lane's md needs it) or
+ * an iov that one fragment covers. When true the request is set up for
+ * send() (request_flag::ZCOPY); when false nothing changed and the next
+ * protocol of the table serves the message.
  */
 bool applies(request *req, size_t max_header_length);
 

@@ -84,6 +84,10 @@ struct eager_sync_hdr {
     uint64_t  sreq_id;
 };
 
+/* The largest header an eager tag fragment carries: a sync first fragment
+ * (eager_first_hdr and the sender's request id). */
+constexpr size_t eager_max_header = sizeof(eager_first_hdr) + sizeof(uint64_t);
+
 /* An acknowledgement or rendezvous completion naming the sender's request. */
 struct reply_hdr {
     uint64_t req_id;

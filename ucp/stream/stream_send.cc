@@ -11,6 +11,7 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
+#include <ucp/proto/select.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
 #include <ucs/debug/log.h>
@@ -60,7 +61,7 @@ size_t zcopy_header(request *req, size_t, size_t, void *out, uint8_t *am_id)
 
 ucs_status_t stream_zcopy_step(request *req)
 {
-    return zcopy::send(req, zcopy_header, req->u.send.ep->thresh.zcopy_frag);
+    return zcopy::send(req, zcopy_header, req->u.send.ep->cfg->thresh.zcopy_frag);
 }
 
 /* What the request-less fast path packs. */
@@ -93,7 +94,7 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
 
     /* Fast path: one fragment, contiguous, nothing queued: no request. */
     if ((dt == ucp_dt_make_contig(1)) && (count <= fragment_room(ep)) &&
-        (count < ep->thresh.zcopy) &&
+        (count < ep->cfg->thresh.zcopy) &&
         (ep->num_pending == 0) &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
         inline_send send{{worker->uuid, ep->id}, buffer, count};
@@ -121,8 +122,20 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
     s.ep     = ep;
     s.offset = 0;
     s.am_id  = wire::AM_STREAM;
-    s.step   = zcopy::applies(req, sizeof(wire::stream_hdr)) ? stream_zcopy_step :
-                                                                 stream_step;
+    const proto::key k{proto::operation::STREAM, 0, s.packer.type_class(),
+                       UCS_MEMORY_TYPE_HOST};
+    s.step = proto::select_first(ep->cfg->protocols.get(k), s.packer.length(),
+                                 [req](proto::protocol p) -> send_step_t {
+        if (p == proto::protocol::EAGER_ZCOPY) {
+            return zcopy::applies(req, sizeof(wire::stream_hdr)) ? stream_zcopy_step :
+                                                                   nullptr;
+        }
+        return stream_step;   /* one or more copied fragments */
+    });
+    if (s.step == nullptr) {
+        send_request_abort(req);
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
     return send_request_start(req, param);
 }
 

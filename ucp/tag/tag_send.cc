@@ -10,6 +10,7 @@
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
+#include <ucp/proto/select.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
 #include <ucs/debug/log.h>
@@ -101,7 +102,7 @@ size_t pack_eager_first(void *dest, void *arg)
 {
     auto *req = static_cast<request*>(arg);
     send_state &s = req->u.send;
-    const ep_thresholds &t = s.ep->thresh;
+    const ep_thresholds &t = s.ep->cfg->thresh;
     char *out = static_cast<char*>(dest);
     uint8_t am_id;
     const size_t hdr = eager_header(req, 0, false, out, &am_id);
@@ -117,7 +118,7 @@ size_t pack_eager_middle(void *dest, void *arg)
     char *out = static_cast<char*>(dest);
     uint8_t am_id;
     const size_t hdr = eager_header(req, s.offset, false, out, &am_id);
-    size_t n = s.packer.pack(out + hdr, s.offset, s.ep->thresh.middle_frag);
+    size_t n = s.packer.pack(out + hdr, s.offset, s.ep->cfg->thresh.middle_frag);
     s.offset += n;
     return hdr + n;
 }
@@ -142,41 +143,42 @@ size_t zcopy_header(request *req, size_t offset, size_t length, void *out, uint8
 
 ucs_status_t eager_zcopy_step(request *req)
 {
-    return zcopy::send(req, zcopy_header, req->u.send.ep->thresh.zcopy_frag);
+    return zcopy::send(req, zcopy_header, req->u.send.ep->cfg->thresh.zcopy_frag);
 }
-
-/* The largest header eager_header writes. */
-constexpr size_t zcopy_max_header = sizeof(wire::eager_first_hdr) + sizeof(uint64_t);
 
 } // namespace
 
 /* ---- choosing a protocol ----------------------------------------------- */
 
+namespace {
+
+/* The step of protocol `p` for this message, or nullptr if it declines. */
+send_step_t tag_start(request *req, proto::protocol p)
+{
+    switch (p) {
+    case proto::protocol::EAGER_SHORT:
+        return eager_short_step;
+    case proto::protocol::RNDV:
+        return rndv_select(req);
+    case proto::protocol::EAGER_ZCOPY:
+        return zcopy::applies(req, wire::eager_max_header) ? eager_zcopy_step : nullptr;
+    case proto::protocol::EAGER_BCOPY_SINGLE:
+        return eager_only_step;
+    default:
+        return eager_multi_step;
+    }
+}
+
+} // namespace
+
 send_step_t tag_select_protocol(request *req)
 {
-    const send_state &s   = req->u.send;
-    const ep_thresholds &t = s.ep->thresh;
-    const size_t length   = s.packer.length();
-    const bool sync       = (req->flags & request_flag::SYNC);
-    if (s.packer.is_contig()) {
-        if (!sync && (ssize_t(length) <= t.max_eager_short)) {
-            return eager_short_step;
-        }
-        if (length >= t.rndv) {
-            if (send_step_t step = rndv_select(req)) {
-                return step;
-            }
-        }
-    }
-    if ((length >= t.zcopy) && zcopy::applies(req, zcopy_max_header)) {
-        return eager_zcopy_step;
-    }
-    const size_t only = sync ? t.max_eager_only - sizeof(wire::eager_sync_hdr) +
-                               sizeof(ucp_tag_t) : t.max_eager_only;
-    if (length <= only) {
-        return eager_only_step;
-    }
-    return eager_multi_step;
+    const send_state &s = req->u.send;
+    const proto::key k{(req->flags & request_flag::SYNC) ? proto::operation::TAG_SYNC :
+                                                            proto::operation::TAG,
+                       0, s.packer.type_class(), UCS_MEMORY_TYPE_HOST};
+    return proto::select_first(s.ep->cfg->protocols.get(k), s.packer.length(),
+                               [req](proto::protocol p) { return tag_start(req, p); });
 }
 
 ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
@@ -192,7 +194,7 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
      * send) is only marked completed, as the general path would leave it,
      * without its callback (none runs inside the call). */
     const uint32_t attr = param->op_attr_mask;
-    if (!sync && (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->thresh.max_eager_short) &&
+    if (!sync && (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->max_eager_short) &&
         (ep->num_pending == 0) && ep->usable() && !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) &&
         (!(attr & UCP_OP_ATTR_FIELD_REQUEST) || (param->request != nullptr))) {
         ucs_status_t status = ep->am_ep->am_short(wire::AM_EAGER_ONLY, tag, buffer,
@@ -235,6 +237,10 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
         }
     }
     s.step = tag_select_protocol(req);
+    if (s.step == nullptr) {
+        send_request_abort(req);
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
     return send_request_start(req, param);
 }
 

@@ -87,7 +87,7 @@ ucs_status_t new_connecting_ep(ucp_worker *worker, cm &manager, ucp_ep **ep_p)
     ep->num_lanes = 1;
     ep->am_lane   = 0;
     ep->am_ep     = lane;
-    compute_thresholds(ep.get());
+    ep_config_attach(ep.get());
     ucs_status_t status = worker->ep_ids.insert(ep.get(), &ep->id);
     if (status != UCS_OK) {
         delete lane;

@@ -1,0 +1,299 @@
+/*
+ * Endpoint configurations: found or made when an ep gets its lanes, with
+ * the protocols' limits computed once (see ucp_ep_config.h).
+ */
+#include "ucp_ep_config.h"
+#include "ucp_ep.h"
+#include "ucp_worker.h"
+
+#include <ucp/proto/wire.h>
+#include <ucs/config/parser.h>
+#include <ucs/debug/log.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ucp {
+
+namespace {
+
+/* A copy send moves the data at about one core's memcpy rate. */
+constexpr double bcopy_bandwidth_Bps = 5.8e9;
+/* What a zero-copy send costs beyond a copy send of the same size: its
+ * request completes later, from the transport's completion (a callback and
+ * a queue slot), instead of inside the call. With it the threshold over
+ * tcp is 1740 bytes; measured there, zcopy and bcopy tie from 1 to 4 KiB
+ * (tag_bw, stream_bw, tag_lat) and zcopy wins from 8 KiB on. */
+constexpr double zcopy_overhead_s = 300e-9;
+/*
+ * Tag and stream zcopy fragments: the receiver copies each one out of the
+ * transport's buffer anyway, so fragments that fit a receive segment (64
+ * KiB, with room for headers) let it copy one while the next arrives, and
+ * spare the transport assembling a larger one first.
+ */
+constexpr size_t zcopy_frag_max = 63 * 1024;
+/*
+ * Active messages: one fragment is handed to the application's handler
+ * right in the transport's buffer, while several are reassembled (a copy):
+ * up to this size a message goes in one piece.
+ */
+constexpr size_t am_zcopy_frag_max = size_t(4) << 20;
+
+const uct::tl_resource &lane_resource(const ucp_worker &worker, const ep_config_key &key,
+                                      uint8_t lane)
+{
+    const unsigned tl = worker.ifaces[key.lanes[lane].iface_index].tl_index;
+    return worker.context.tls[tl].resource;
+}
+
+bool has_md(const ucp_worker &worker, const ep_config_key &key, uint8_t lane)
+{
+    return key.lanes[lane].md_index < worker.context.mds.size();
+}
+
+size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key)
+{
+    if (key.rndv_lane == no_lane) {
+        return SIZE_MAX;
+    }
+    /* Net peers: above this the pull overlaps the round trip; local peers:
+     * one kernel copy beats two user copies from here on. */
+    return (lane_resource(worker, key, key.rndv_lane).type == uct::device_type::NET) ?
+           64 * 1024 : 16 * 1024;
+}
+
+/*
+ * UCX_ZCOPY_THRESH=auto: the size from which registering (where the md
+ * needs it) and sending in place costs less than copying into a transport
+ * buffer: fixed / (1/copy rate - registration cost per byte).
+ */
+size_t auto_zcopy_thresh(const uct::md_attr &md)
+{
+    double fixed      = zcopy_overhead_s;
+    double saved_per_byte = 1.0 / bcopy_bandwidth_Bps;
+    if (md.flags & uct::md_flag::NEED_MEMH) {
+        fixed          += md.reg_overhead_s;
+        saved_per_byte -= md.reg_growth_s_per_byte;
+    }
+    if (saved_per_byte <= 0) {
+        return SIZE_MAX;    /* registering costs more than copying, at any size */
+    }
+    const double thresh = std::ceil(fixed / saved_per_byte);
+    return (thresh >= double(SIZE_MAX)) ? SIZE_MAX : size_t(thresh);
+}
+
+/*
+ * Eager zcopy on the AM lane, if it has am_zcopy. UCX_MAX_EAGER_LANES: an
+ * eager message always uses the AM lane alone (the lanes of an ep are of
+ * different transports, and splitting a message over them would give up
+ * the AM lane's ordering), so every value behaves as 1.
+ */
+void zcopy_thresholds(const ucp_worker &worker, const ep_config_key &key,
+                      const uct::iface_attr &attr, ep_thresholds &t)
+{
+    t.zcopy            = SIZE_MAX;
+    t.zcopy_frag       = 0;
+    t.am_zcopy_frag    = 0;
+    t.zcopy_max_hdr    = 0;
+    t.zcopy_max_iov    = 0;
+    t.zcopy_needs_memh = false;
+    if (!(attr.flags & uct::iface_flag::AM_ZCOPY) || (attr.am.max_zcopy == 0) ||
+        (attr.am.max_iov == 0) || !has_md(worker, key, key.am_lane)) {
+        return;     /* no am_zcopy, or a placeholder lane (no md) */
+    }
+    const context_config &cfg = worker.context.config;
+    const uct::md_attr &md    = worker.context.mds[key.lanes[key.am_lane].md_index].md->attr();
+    size_t thresh = (cfg.zcopy_thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) :
+                    cfg.zcopy_thresh;
+    t.zcopy            = std::max({thresh, attr.am.min_zcopy, size_t(1)});
+    t.zcopy_frag       = std::min(attr.am.max_zcopy, zcopy_frag_max);
+    t.am_zcopy_frag    = std::min(attr.am.max_zcopy, am_zcopy_frag_max);
+    t.zcopy_max_hdr    = attr.am.max_hdr;
+    t.zcopy_max_iov    = attr.am.max_iov;
+    t.zcopy_needs_memh = (md.flags & uct::md_flag::NEED_MEMH) != 0;
+}
+
+/*
+ * Rendezvous for active messages. With UCX_RNDV_THRESH=auto on a network
+ * lane with eager zcopy, a message that fits one AM zcopy fragment goes
+ * eagerly: the handler reads it in place, where a rendezvous pays a round
+ * trip and a copy into the receiver's buffer. Otherwise as tag sends.
+ */
+size_t am_rndv_thresh(const ucp_worker &worker, const ep_config_key &key,
+                      const ep_thresholds &t)
+{
+    if ((t.rndv == SIZE_MAX) || (t.am_zcopy_frag == 0) || (t.zcopy == SIZE_MAX) ||
+        (worker.context.config.rndv_thresh != ucs::config::size_auto)) {
+        return t.rndv;
+    }
+    if (lane_resource(worker, key, key.am_lane).type != uct::device_type::NET) {
+        return t.rndv;
+    }
+    return std::max(t.rndv, t.am_zcopy_frag + 1);
+}
+
+ep_thresholds compute_thresholds(const ucp_worker &worker, const ep_config_key &key,
+                                 const uct::iface_attr &attr)
+{
+    ep_thresholds t{};
+    t.max_eager_short = ((attr.flags & uct::iface_flag::AM_SHORT) &&
+                         (attr.am.max_short >= sizeof(ucp_tag_t))) ?
+                        ssize_t(attr.am.max_short - sizeof(ucp_tag_t)) : -1;
+    const size_t bcopy = attr.am.max_bcopy;
+    t.am_max_bcopy     = bcopy;
+    t.max_eager_only   = bcopy - sizeof(ucp_tag_t);
+    t.first_frag       = bcopy - sizeof(wire::eager_first_hdr);
+    t.sync_first_frag  = t.first_frag - sizeof(uint64_t);
+    t.middle_frag      = bcopy - sizeof(wire::eager_middle_hdr);
+
+    const context_config &cfg = worker.context.config;
+    if (key.rndv_lane == no_lane) {
+        t.rndv = SIZE_MAX;
+    } else if (cfg.rndv_thresh == ucs::config::size_auto) {
+        t.rndv = auto_rndv_thresh(worker, key);
+    } else {
+        t.rndv = cfg.rndv_thresh;
+    }
+    /* UCX_RNDV_THRESH below the short limit wins: from that size on, every
+     * protocol choice (and ucp_ep_print_info) says rendezvous. */
+    if ((t.rndv != SIZE_MAX) && (t.max_eager_short >= ssize_t(t.rndv))) {
+        t.max_eager_short = ssize_t(t.rndv) - 1;
+    }
+    zcopy_thresholds(worker, key, attr, t);
+    t.am_rndv = am_rndv_thresh(worker, key, t);
+    return t;
+}
+
+ep_config_key key_of(const ucp_ep &ep)
+{
+    ep_config_key key;
+    key.num_lanes = ep.num_lanes;
+    for (uint8_t i = 0; i < ep.num_lanes; ++i) {
+        key.lanes[i] = {ep.lanes[i].iface_index, ep.lanes[i].md_index};
+    }
+    key.am_lane   = ep.am_lane;
+    key.rndv_lane = ep.rndv_lane;
+    key.rma_lane  = ep.rma_lane;
+    return key;
+}
+
+std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &ep,
+                                       const ep_config_key &key, unsigned index)
+{
+    const ep_thresholds thresh = compute_thresholds(worker, key, ep.am_ep->owner().attr());
+    auto cfg = std::make_unique<ep_config>(ep_config{
+        index, key, thresh, {}, {}, {}, false, false,
+        proto::table({thresh, key.rndv_lane != no_lane})});
+    for (uint8_t i = 0; i < key.num_lanes; ++i) {
+        const uct::tl_resource &res = lane_resource(worker, key, i);
+        cfg->lane_names[i] = has_md(worker, key, i) ?
+                             std::string(res.tl_name) + "/" + res.dev_name :
+                             std::string("(connecting)");
+    }
+    cfg->am_tl = has_md(worker, key, key.am_lane) ?
+                 lane_resource(worker, key, key.am_lane).tl_name : "the connecting lane";
+    if (key.rndv_lane != no_lane) {
+        const worker_iface &wi = worker.ifaces[key.lanes[key.rndv_lane].iface_index];
+        cfg->rndv_tl       = lane_resource(worker, key, key.rndv_lane).tl_name;
+        cfg->rndv_can_push = (wi.iface->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
+        cfg->rndv_on_shm   = lane_resource(worker, key, key.rndv_lane).type ==
+                             uct::device_type::SHM;
+    }
+    return cfg;
+}
+
+} // namespace
+
+const ep_config *ep_config_attach(ucp_ep *ep)
+{
+    ucp_worker *worker = ep->worker;
+    const ep_config_key key = key_of(*ep);
+    const ep_config *found = nullptr;
+    for (const auto &cfg : worker->ep_configs) {
+        if (cfg->key == key) {
+            found = cfg.get();
+            break;
+        }
+    }
+    if (found == nullptr) {
+        const unsigned index = unsigned(worker->ep_configs.size());
+        worker->ep_configs.push_back(make_config(*worker, *ep, key, index));
+        found = worker->ep_configs.back().get();
+        ucs_debug("worker '%s': ep_cfg[%u] for %u lanes", worker->name.c_str(), index,
+                  key.num_lanes);
+        if (worker->context.config.proto_info) {
+            print_ep_config(*worker, *found, stdout);
+        }
+    }
+    ep->cfg             = found;
+    ep->max_eager_short = found->thresh.max_eager_short;
+    return found;
+}
+
+void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *stream)
+{
+    std::fprintf(stream, "#\n#   ep_cfg[%u] of worker '%s':\n", cfg.index,
+                 worker.name.c_str());
+    for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
+        std::fprintf(stream, "#   lane[%u]: %s%s%s%s\n", i, cfg.lane_names[i].c_str(),
+                     (i == cfg.key.am_lane) ? " am" : "",
+                     (i == cfg.key.rndv_lane) ? " rndv" : "",
+                     (i == cfg.key.rma_lane) ? " rma" : "");
+    }
+    const ep_thresholds &t = cfg.thresh;
+    if (t.zcopy_frag == 0) {
+        std::fprintf(stream, "#   eager zcopy: %s has no zero-copy active messages\n",
+                     cfg.am_tl.c_str());
+    } else if (t.zcopy == SIZE_MAX) {
+        std::fprintf(stream, "#   eager zcopy: off (UCX_ZCOPY_THRESH=inf)\n");
+    } else {
+        std::fprintf(stream, "#   eager zcopy from %zu bytes on %s%s\n", t.zcopy,
+                     cfg.am_tl.c_str(), t.zcopy_needs_memh ?
+                     " (the buffer is registered: iov data goes by copy)" : "");
+    }
+
+    /* The receiver picks the rendezvous scheme; shown as it would with our
+     * lanes at both ends. */
+    const context_config &ccfg = worker.context.config;
+    size_t push_from = SIZE_MAX;
+    if (cfg.rndv_can_push && (ccfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY)) {
+        push_from = 0;
+    } else if (cfg.rndv_can_push && (ccfg.rndv_scheme == RNDV_SCHEME_AUTO) &&
+               cfg.rndv_on_shm) {
+        push_from = ccfg.rndv_split_thresh;
+    }
+    const std::string rndv_get  = "rendezvous, receiver gets (get_zcopy) on " + cfg.rndv_tl;
+    const std::string rndv_push = ((ccfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY) ?
+                                   "rendezvous, sender puts (put_zcopy) on " :
+                                   "rendezvous split, sender puts half, receiver gets half "
+                                   "on ") + cfg.rndv_tl;
+    const proto::print_names names{cfg.am_tl.c_str(), rndv_get.c_str(), rndv_push.c_str(),
+                                   push_from};
+    using proto::operation;
+    using proto::dt_class;
+    const struct {
+        operation   op;
+        dt_class    dt;
+        const char *note;
+    } tables[] = {
+        {operation::TAG, dt_class::contig, nullptr},
+        {operation::TAG, dt_class::iov, nullptr},
+        {operation::TAG, dt_class::generic, nullptr},
+        {operation::TAG_SYNC, dt_class::contig, nullptr},
+        {operation::AM, dt_class::contig,
+         "a user header can rule out short, zcopy and one-fragment sends; "
+         "UCP_AM_SEND_FLAG_EAGER/RNDV force the choice"},
+        {operation::STREAM, dt_class::contig, nullptr},
+    };
+    for (const auto &tb : tables) {
+        std::fprintf(stream, "#\n#   %s, %s data (message size in bytes):\n",
+                     proto::operation_name(tb.op), proto::dt_class_name(tb.dt));
+        if (tb.note != nullptr) {
+            std::fprintf(stream, "#   (%s)\n", tb.note);
+        }
+        proto::print(stream, cfg.protocols, {tb.op, 0, tb.dt, UCS_MEMORY_TYPE_HOST}, names);
+    }
+    std::fprintf(stream, "#\n");
+}
+
+} // namespace ucp

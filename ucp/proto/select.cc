@@ -1,0 +1,343 @@
+/*
+ * The selection rules and the tables built from them (see select.h).
+ */
+#include "select.h"
+
+#include <ucp/proto/wire.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace ucp::proto {
+
+namespace {
+
+struct candidates {
+    uint8_t  count = 0;
+    protocol list[max_candidates];
+
+    void add(protocol p) { list[count++] = p; }
+};
+
+/* Whether eager zcopy can carry a message of this key at all (sizes aside):
+ * a lane with am_zcopy, a UCP header that fits its inline header, and data
+ * that goes by address: contiguous, or an iov when no registration is
+ * needed (one memory handle covers one buffer). */
+bool zcopy_possible(const ep_thresholds &t, dt_class dt, size_t header)
+{
+    if ((t.zcopy_frag == 0) || (t.zcopy == SIZE_MAX) || (header > t.zcopy_max_hdr)) {
+        return false;
+    }
+    return (dt == dt_class::contig) || ((dt == dt_class::iov) && !t.zcopy_needs_memh);
+}
+
+/* What a tagged send of `length` bytes may use, in order. */
+candidates tag_rules(const table_inputs &in, const key &k, size_t length)
+{
+    const ep_thresholds &t = in.thresh;
+    const bool sync   = (k.op == operation::TAG_SYNC);
+    const bool contig = (k.dt == dt_class::contig);
+    candidates c;
+    if (contig && !sync && (t.max_eager_short >= 0) && (length <= size_t(t.max_eager_short))) {
+        c.add(protocol::EAGER_SHORT);
+        return c;
+    }
+    if (contig && in.has_rndv_lane && (length >= t.rndv)) {
+        c.add(protocol::RNDV);
+    }
+    if (zcopy_possible(t, k.dt, wire::eager_max_header) && (length >= t.zcopy)) {
+        c.add(protocol::EAGER_ZCOPY);
+    }
+    const size_t only = sync ? t.max_eager_only - sizeof(wire::eager_sync_hdr) +
+                               sizeof(ucp_tag_t) : t.max_eager_only;
+    c.add((length <= only) ? protocol::EAGER_BCOPY_SINGLE : protocol::EAGER_BCOPY_MULTI);
+    return c;
+}
+
+/* An active message of `length` data bytes (its user header, known only at
+ * send time, may make the short, zcopy and one-fragment protocols decline). */
+candidates am_rules(const table_inputs &in, const key &k, size_t length)
+{
+    const ep_thresholds &t = in.thresh;
+    const bool contig = (k.dt == dt_class::contig);
+    const bool reply  = (k.variant & am_variant::REPLY);
+    candidates c;
+    if (contig && in.has_rndv_lane && !(k.variant & am_variant::FORCE_EAGER) &&
+        ((k.variant & am_variant::FORCE_RNDV) || (length >= t.am_rndv))) {
+        c.add(protocol::RNDV);
+    }
+    if (contig && !reply && (t.max_eager_short >= 0) &&
+        (length <= size_t(t.max_eager_short))) {
+        c.add(protocol::EAGER_SHORT);
+    }
+    if (zcopy_possible(t, k.dt, sizeof(wire::am_first_hdr)) && (length >= t.zcopy)) {
+        c.add(protocol::EAGER_ZCOPY);
+    }
+    const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(uint64_t) : 0);
+    if ((t.am_max_bcopy > single) && (length <= t.am_max_bcopy - single)) {
+        c.add(protocol::EAGER_BCOPY_SINGLE);
+    }
+    c.add(protocol::EAGER_BCOPY_MULTI);
+    return c;
+}
+
+/* Stream data: no short protocol (each fragment names the stream), no
+ * rendezvous (a receive takes whatever has arrived). */
+candidates stream_rules(const table_inputs &in, const key &k, size_t length)
+{
+    const ep_thresholds &t = in.thresh;
+    candidates c;
+    if (zcopy_possible(t, k.dt, sizeof(wire::stream_hdr)) && (length >= t.zcopy)) {
+        c.add(protocol::EAGER_ZCOPY);
+    }
+    const size_t room = t.am_max_bcopy - sizeof(wire::stream_hdr);
+    c.add((length <= room) ? protocol::EAGER_BCOPY_SINGLE : protocol::EAGER_BCOPY_MULTI);
+    return c;
+}
+
+candidates rules(const table_inputs &in, const key &k, size_t length)
+{
+    switch (k.op) {
+    case operation::TAG:
+    case operation::TAG_SYNC:
+        return tag_rules(in, k, length);
+    case operation::AM:
+        return am_rules(in, k, length);
+    case operation::STREAM:
+    default:
+        return stream_rules(in, k, length);
+    }
+}
+
+/* Every size at which some rule above can change its answer: the first
+ * size of a new range is always one of these. */
+std::vector<size_t> boundaries(const table_inputs &in)
+{
+    const ep_thresholds &t = in.thresh;
+    std::vector<size_t> points = {t.rndv, t.am_rndv, t.zcopy};
+    auto after = [&](size_t last) {
+        if (last != SIZE_MAX) {
+            points.push_back(last + 1);
+        }
+    };
+    if (t.max_eager_short >= 0) {
+        after(size_t(t.max_eager_short));
+    }
+    after(t.max_eager_only);
+    after(t.max_eager_only - sizeof(wire::eager_sync_hdr) + sizeof(ucp_tag_t));
+    for (size_t header : {sizeof(wire::am_hdr), sizeof(wire::am_hdr) + sizeof(uint64_t),
+                          sizeof(wire::stream_hdr)}) {
+        if (t.am_max_bcopy > header) {
+            after(t.am_max_bcopy - header);
+        }
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    points.erase(std::remove_if(points.begin(), points.end(),
+                                [](size_t p) { return (p == 0) || (p == SIZE_MAX); }),
+                 points.end());
+    return points;
+}
+
+bool same(const range &r, const candidates &c)
+{
+    return std::equal(r.candidates, r.candidates + r.count, c.list, c.list + c.count);
+}
+
+size_t key_index(const key &k)
+{
+    return ((size_t(k.op) * am_variant::count + k.variant) * num_dt_classes +
+            size_t(k.dt)) * UCS_MEMORY_TYPE_LAST + size_t(k.mem_type);
+}
+
+} // namespace
+
+void build(const table_inputs &in, const key &k, selection *out)
+{
+    out->count = 0;
+    if (k.mem_type != UCS_MEMORY_TYPE_HOST) {
+        return;     /* no transport here moves other memory yet */
+    }
+    const std::vector<size_t> points = boundaries(in);
+    size_t from = 0;
+    for (size_t i = 0; i <= points.size(); ++i) {
+        const size_t last = (i < points.size()) ? points[i] - 1 : SIZE_MAX;
+        const candidates c = rules(in, k, from);
+        if ((out->count > 0) && same(out->ranges[out->count - 1], c)) {
+            out->ranges[out->count - 1].last = last;   /* the same answer: one range */
+            from = last + 1;
+            continue;
+        }
+        range &r = out->ranges[out->count++];
+        r.last  = last;
+        r.count = c.count;
+        std::copy(c.list, c.list + c.count, r.candidates);
+        from = last + 1;
+    }
+}
+
+const selection &table::get(const key &k) const
+{
+    std::unique_ptr<selection> &slot = built_[key_index(k)];
+    if (!slot) {
+        auto s = std::make_unique<selection>();
+        build(in_, k, s.get());
+        slot = std::move(s);
+    }
+    return *slot;
+}
+
+void print_range(FILE *stream, size_t from, size_t to, const char *text)
+{
+    if (from > to) {
+        return;
+    }
+    if (to == SIZE_MAX) {
+        std::fprintf(stream, "#   %10zu .. inf        %s\n", from, text);
+    } else {
+        std::fprintf(stream, "#   %10zu .. %-10zu %s\n", from, to, text);
+    }
+}
+
+namespace {
+
+const char *eager_name(protocol p)
+{
+    switch (p) {
+    case protocol::EAGER_SHORT:
+        return "eager short";
+    case protocol::EAGER_BCOPY_SINGLE:
+        return "eager bcopy, one fragment";
+    case protocol::EAGER_BCOPY_MULTI:
+        return "eager bcopy, multiple fragments";
+    case protocol::EAGER_ZCOPY:
+        return "eager zcopy";
+    case protocol::RNDV:
+        return "rendezvous";
+    default:
+        return "?";
+    }
+}
+
+} // namespace
+
+namespace {
+
+struct line {
+    size_t      from, to;
+    std::string text;
+};
+
+/* Appends [from, to] with `text`, joined to the previous line when that
+ * says the same (ranges that differ only in what serves a declined
+ * message one step further down). */
+void add_line(std::vector<line> &lines, size_t from, size_t to, std::string text)
+{
+    if (from > to) {
+        return;
+    }
+    if (!lines.empty() && (lines.back().text == text) && (lines.back().to + 1 == from)) {
+        lines.back().to = to;
+        return;
+    }
+    lines.push_back({from, to, std::move(text)});
+}
+
+/* The family of a protocol, for "else ...": fragment counts follow from
+ * the size. */
+const char *family_name(protocol p)
+{
+    switch (p) {
+    case protocol::EAGER_SHORT:
+        return "eager short";
+    case protocol::EAGER_BCOPY_SINGLE:
+    case protocol::EAGER_BCOPY_MULTI:
+        return "eager bcopy";
+    case protocol::EAGER_ZCOPY:
+        return "eager zcopy";
+    case protocol::RNDV:
+        return "rendezvous";
+    default:
+        return "?";
+    }
+}
+
+} // namespace
+
+void print(FILE *stream, const table &t, const key &k, const print_names &names)
+{
+    const selection &sel    = t.get(k);
+    const ep_thresholds &th = t.inputs().thresh;
+    std::vector<line> lines;
+    size_t from = 0;
+    for (uint8_t i = 0; i < sel.count; ++i) {
+        const range &r = sel.ranges[i];
+        /* What serves a message the first protocol declines. */
+        const std::string suffix = (r.count > 1) ?
+                                   std::string(" | else ") + family_name(r.candidates[1]) :
+                                   std::string();
+        const std::string am_tl(names.am_tl);
+        switch (r.candidates[0]) {
+        case protocol::EAGER_ZCOPY: {
+            const size_t frag = (k.op == operation::AM) ? th.am_zcopy_frag : th.zcopy_frag;
+            add_line(lines, from, std::min(frag, r.last),
+                     "eager zcopy on " + am_tl + ", one fragment" + suffix);
+            add_line(lines, std::max(frag + 1, from), r.last,
+                     "eager zcopy on " + am_tl + ", fragments of " + std::to_string(frag) +
+                     suffix);
+            break;
+        }
+        case protocol::RNDV: {
+            const size_t push = names.rndv_push_from;
+            if (from < push) {
+                const size_t to = (push == SIZE_MAX) ? r.last : std::min(r.last, push - 1);
+                add_line(lines, from, to, names.rndv_get + suffix);
+            }
+            if ((push != SIZE_MAX) && (r.last >= push)) {
+                add_line(lines, std::max(from, push), r.last, names.rndv_push + suffix);
+            }
+            break;
+        }
+        default:
+            add_line(lines, from, r.last, eager_name(r.candidates[0]) + suffix);
+            break;
+        }
+        from = r.last + 1;
+    }
+    for (const line &l : lines) {
+        print_range(stream, l.from, l.to, l.text.c_str());
+    }
+}
+
+const char *operation_name(operation op)
+{
+    switch (op) {
+    case operation::TAG:
+        return "tag_send";
+    case operation::TAG_SYNC:
+        return "tag_send_sync";
+    case operation::AM:
+        return "am_send";
+    case operation::STREAM:
+        return "stream_send";
+    default:
+        return "?";
+    }
+}
+
+const char *dt_class_name(dt_class dt)
+{
+    switch (dt) {
+    case dt_class::contig:
+        return "contiguous";
+    case dt_class::iov:
+        return "iov";
+    case dt_class::generic:
+        return "generic";
+    default:
+        return "?";
+    }
+}
+
+} // namespace ucp::proto
