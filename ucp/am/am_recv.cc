@@ -200,6 +200,7 @@ void defer(ucp_worker *worker, am_desc *desc)
 {
     try {
         worker->am_state->deferred.push_back(desc);
+        worker->schedule(deferred::AM);
     } catch (const std::bad_alloc &) {
         ucs_error("worker '%s': no memory to hold back an active message",
                   worker->name.c_str());
@@ -436,6 +437,11 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
     std::memcpy(desc->rkey, rkey, rts.rkey_length);
     deliver_or_defer(worker, desc);
     return UCS_OK;
+}
+
+bool am_deferred_left(const ucp_worker &worker)
+{
+    return (worker.am_state != nullptr) && !worker.am_state->deferred.empty();
 }
 
 unsigned am_deferred_progress(ucp_worker *worker)

@@ -14,6 +14,7 @@
 #include <ucp/tag/tag_recv.h>
 #include <ucp/wireup/lane_select.h>
 #include <ucs/config/parser.h>
+#include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/clock.h>
 
@@ -22,6 +23,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 namespace ucp {
 
@@ -428,6 +430,7 @@ ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     worker->closed_peers.push_back(uuid);   /* acted on outside the transport */
+    worker->schedule(deferred::CLOSED_PEERS);
     return UCS_OK;
 }
 
@@ -528,12 +531,15 @@ void send_reply_to(ucp_worker *worker, uint64_t uuid, uint8_t am_id, uint64_t re
         }
     }
     worker->queued_replies.push_back({uuid, am_id, req_id, int8_t(status)});
+    worker->schedule(deferred::REPLIES);
 }
 
 ucs_status_t worker_lane_error(void *arg, uct::ep *failed, ucs_status_t status)
 {
     /* Called from inside a transport's progress: act later, outside it. */
-    static_cast<ucp_worker*>(arg)->failed_lanes.emplace_back(failed, status);
+    auto *worker = static_cast<ucp_worker*>(arg);
+    worker->failed_lanes.emplace_back(failed, status);
+    worker->schedule(deferred::FAILED_LANES);
     return UCS_OK;
 }
 
@@ -606,18 +612,51 @@ void worker_keepalive(ucp_worker *worker)
     });
 }
 
-unsigned worker_deferred_progress(ucp_worker *worker)
+namespace {
+
+/* A slot's callback: the feature's deferred work, scheduled again while
+ * some is left. */
+template <unsigned (*Work)(ucp_worker*), deferred Slot, bool (*Left)(const ucp_worker&)>
+unsigned run_deferred(void *arg)
 {
-    unsigned count = process_failed_lanes(worker);
-    count += process_closed_peers(worker);
-    count += process_pending_wireups(worker);
-    count += process_queued_replies(worker);
-    count += rndv_deferred_progress(worker);
-    count += rma_deferred_progress(worker);
-    count += flush_progress(worker);
-    count += am_deferred_progress(worker);
-    count += stream_deferred_progress(worker);
+    auto *worker = static_cast<ucp_worker*>(arg);
+    const unsigned count = Work(worker);
+    if (Left(*worker)) {
+        worker->schedule(Slot);
+    }
     return count;
+}
+
+bool lanes_left(const ucp_worker &w) { return !w.failed_lanes.empty(); }
+bool peers_left(const ucp_worker &w) { return !w.closed_peers.empty(); }
+bool wireups_left(const ucp_worker &w) { return !w.pending_wireups.empty(); }
+bool replies_left(const ucp_worker &w) { return !w.queued_replies.empty(); }
+bool rndv_left(const ucp_worker &w) { return !w.rndv_deferred.empty(); }
+bool rma_left(const ucp_worker &w) { return !w.rma.deferred.empty(); }
+bool flushes_left(const ucp_worker &w) { return !w.flush_requests.empty(); }
+bool stream_left(const ucp_worker &w) { return w.stream_attach_due; }
+
+} // namespace
+
+void register_deferred_work(ucp_worker *worker)
+{
+    using callback_t = ucs::callback_queue::callback_t;
+    const callback_t slots[] = {
+        run_deferred<process_failed_lanes, deferred::FAILED_LANES, lanes_left>,
+        run_deferred<process_closed_peers, deferred::CLOSED_PEERS, peers_left>,
+        run_deferred<process_pending_wireups, deferred::WIREUPS, wireups_left>,
+        run_deferred<process_queued_replies, deferred::REPLIES, replies_left>,
+        run_deferred<rndv_deferred_progress, deferred::RNDV, rndv_left>,
+        run_deferred<rma_deferred_progress, deferred::RMA, rma_left>,
+        run_deferred<flush_progress, deferred::FLUSH, flushes_left>,
+        run_deferred<am_deferred_progress, deferred::AM, am_deferred_left>,
+        run_deferred<stream_deferred_progress, deferred::STREAM, stream_left>,
+    };
+    static_assert(std::size(slots) == size_t(deferred::count), "one callback per slot");
+    for (size_t i = 0; i < std::size(slots); ++i) {
+        const unsigned id = worker->progress_queue.add(slots[i], worker);
+        ucs_assert(id == i);   /* schedule(deferred) names slots by index */
+    }
 }
 
 } // namespace ucp

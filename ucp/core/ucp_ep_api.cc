@@ -159,6 +159,7 @@ ucs_status_ptr_t flush_start(ucp_worker *worker, ucp_ep *ep, bool close,
 
     if (!flush_advance(req)) {
         worker->flush_requests.push_back(req);
+        worker->schedule(deferred::FLUSH);
         return req->user_ptr();
     }
     /* Done at once: no callback unless a request was asked for. */
@@ -296,6 +297,7 @@ unsigned flush_progress(ucp_worker *worker)
             ++count;
         } else {
             worker->flush_requests.push_back(req);
+        worker->schedule(deferred::FLUSH);
         }
     }
     return count;

@@ -60,7 +60,7 @@ wakeup *wakeup_of(ucp_worker *worker, const char *what)
 
 ucs_status_t arm_locked(ucp_worker *worker, wakeup *w)
 {
-    if (worker->has_deferred_work()) {
+    if (worker->progress_queue.scheduled()) {
         return UCS_ERR_BUSY;
     }
     /* A signal is consumed here, and counts as an event. */

@@ -162,6 +162,7 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
         worker->immediate_progress_interval =
                 std::max<uint64_t>(ucs::sys::time_from_sec(immediate), 1);
     }
+    ucp::register_deferred_work(worker.get());
     status = init_request_pool(*worker);
     if (status != UCS_OK) {
         return status;
@@ -396,11 +397,8 @@ inline unsigned progress_inline(ucp_worker &w)
             count += w.progress_inactive_ifaces();
         }
     }
-    if (ucs_unlikely(w.has_deferred_work())) {
-        count += ucp::worker_deferred_progress(&w);
-    }
-    if (ucs_unlikely(w.sockaddr_cm != nullptr)) {
-        count += ucp::sockaddr_progress(&w);
+    if (ucs_unlikely(!w.progress_queue.idle())) {
+        count += w.progress_queue.dispatch();
     }
     --w.progress_depth;
     w.immediate_ops = 0;

@@ -13,6 +13,7 @@
 
 #include <ucp/rma/rma_worker.h>
 #include <ucs/async/recursive_lock.h>
+#include <ucs/datastruct/callback_queue.h>
 #include <ucs/datastruct/ptr_array.h>
 #include <ucs/memory/mpool.h>
 #include <uct/base/uct_worker.h>
@@ -95,6 +96,18 @@ struct pending_wireup {
     uint16_t             client_port;   /* wire::wireup_hdr::client_port */
 };
 
+/*
+ * Work deferred out of transport callbacks, one slot of the worker's
+ * progress_queue each, registered in this order when the worker is made so
+ * that progress runs them in this order: a failed lane before its peer's
+ * wireup, wireups before the replies and messages waiting for their ep.
+ * A feature schedules its slot when it queues work, and its callback
+ * schedules it again while work is left.
+ */
+enum class deferred : unsigned {
+    FAILED_LANES, CLOSED_PEERS, WIREUPS, REPLIES, RNDV, RMA, FLUSH, AM, STREAM, count
+};
+
 /* A control reply that found its lane busy; sent again from progress. */
 struct queued_reply {
     uint64_t uuid;      /* peer worker; its ep is resolved when sending */
@@ -159,6 +172,11 @@ struct ucp_worker {
     std::unordered_map<ucp::msg_key, ucp::rx_message*, ucp::msg_key_hash> rx_unexpected;
     uint64_t                           next_msg_id = 0;
 
+    /* Deferred work (ucp::deferred) and polling features, run by progress:
+     * the extensions (triggered operations, collectives, poll sets) register
+     * their callbacks here too. */
+    ucs::callback_queue                progress_queue;
+
     /* Work deferred out of transport callbacks. */
     std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;
     std::deque<ucp::queued_reply>      queued_replies;
@@ -200,6 +218,7 @@ struct ucp_worker {
     /* Client-server connection manager, created by the first listener or
      * sockaddr ep (ucp/wireup/sockaddr_cm.h). */
     ucp::cs::cm                        *sockaddr_cm = nullptr;
+    unsigned                           sockaddr_progress_id = ucs::callback_queue::invalid_id;
 
     /* Opens an iface per context resource; on failure closes what it opened. */
     ucs_status_t open_ifaces();
@@ -226,14 +245,8 @@ struct ucp_worker {
     /* A pooled request, or nullptr when memory ran out. */
     ucp::request *get_request() { return static_cast<ucp::request*>(request_pool.get()); }
 
-    /* Work queued out of transport callbacks that progress must still do. */
-    bool has_deferred_work() const
-    {
-        return !failed_lanes.empty() || !queued_replies.empty() ||
-               !pending_wireups.empty() || !rndv_deferred.empty() ||
-               !flush_requests.empty() || !rma.deferred.empty() ||
-               !closed_peers.empty() || stream_attach_due;
-    }
+    /* The next progress runs the deferred work of this kind. */
+    void schedule(ucp::deferred work) { progress_queue.schedule(unsigned(work)); }
 
     /* Progress without taking the lock (callers hold it when they must). */
     unsigned progress_locked();

@@ -22,7 +22,8 @@ ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface);
 ucs_status_t worker_lane_error(void *arg, uct::ep *failed, ucs_status_t status);
 
 /* Runs the deferred work; returns how much was done. */
-unsigned worker_deferred_progress(ucp_worker *worker);
+/* Registers the deferred work of ucp::deferred in the worker's progress_queue. */
+void register_deferred_work(ucp_worker *worker);
 
 /* Creates eps for peers whose wireup arrived (never inside a transport). */
 unsigned process_pending_wireups(ucp_worker *worker);
@@ -51,6 +52,7 @@ unsigned flush_progress(ucp_worker *worker);
 
 /* Active messages held back until the ep answering their sender exists. */
 unsigned am_deferred_progress(ucp_worker *worker);
+bool am_deferred_left(const ucp_worker &worker);
 
 /* Stream data that arrived before the ep answering its sender existed. */
 unsigned stream_deferred_progress(ucp_worker *worker);

@@ -242,6 +242,7 @@ void reply(ucp_worker *worker, const deferred_reply &r)
             return;
         }
         queue.push_back(now);
+        worker->schedule(deferred::RMA);
         return;
     }
     queue.push_back(r);   /* behind the ones waiting already */

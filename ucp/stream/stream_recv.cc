@@ -337,6 +337,7 @@ void stream_reply_ep_changed(ucp_worker *worker, uint64_t uuid, ucp_ep *previous
      * the caller (an ep being connected). */
     if (sw->early.count(uuid)) {
         worker->stream_attach_due = true;
+        worker->schedule(deferred::STREAM);
     }
 }
 

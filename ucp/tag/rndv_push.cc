@@ -99,6 +99,7 @@ void rndv_push_continue(request *req)
                 --p.comp.count;
                 if (status == UCS_ERR_NO_RESOURCE) {
                     req->worker->rndv_deferred.push_back(req);
+                    req->worker->schedule(deferred::RNDV);
                     return;   /* the issuing count stays held */
                 }
                 uct::completion_update_status(&p.comp, status);

@@ -247,6 +247,7 @@ void rndv_continue(request *req)
         if (r.ep == nullptr) {
             if (req->worker->pending_wireups.count(r.src_uuid)) {
                 req->worker->rndv_deferred.push_back(req);
+                req->worker->schedule(deferred::RNDV);
                 return;
             }
             uct::completion_update_status(&r.comp, UCS_ERR_UNREACHABLE);
@@ -257,10 +258,12 @@ void rndv_continue(request *req)
     if ((r.ep != nullptr) && (r.push_length != 0) && !r.rtr_sent &&
         (r.comp.status == UCS_OK) && !request_push(req)) {
         req->worker->rndv_deferred.push_back(req);
+        req->worker->schedule(deferred::RNDV);
         return;
     }
     if ((r.ep != nullptr) && !rndv_issue(req)) {
         req->worker->rndv_deferred.push_back(req);
+        req->worker->schedule(deferred::RNDV);
         return;
     }
     uct::invoke_completion(&r.comp, UCS_OK);

@@ -29,9 +29,6 @@ ucs_status_t ep_create_sockaddr(ucp_worker *worker, const ucp_ep_params_t &param
 /* ucp_ep_query's LOCAL/REMOTE_SOCKADDR fields. */
 ucs_status_t ep_query_sockaddr(const ucp_ep *ep, ucp_ep_attr_t *attr);
 
-/* Worker progress hook: handshakes and listeners (when any exist). */
-unsigned sockaddr_progress(ucp_worker *worker);
-
 /* For ucp_worker_arm: UCS_ERR_BUSY when handshake work is ready. */
 ucs_status_t sockaddr_arm(ucp_worker *worker);
 

@@ -671,6 +671,12 @@ ucs_status_t get_cm(ucp_worker *worker, cm **cm_p)
             return status;
         }
         worker->sockaddr_cm = created.release();
+        /* Polled on every progress from now on (connection requests, replies). */
+        worker->sockaddr_progress_id = worker->progress_queue.add_persistent(
+                [](void *arg) -> unsigned {
+                    return static_cast<ucp_worker*>(arg)->sockaddr_cm->progress();
+                },
+                worker);
     }
     *cm_p = worker->sockaddr_cm;
     return UCS_OK;
@@ -679,11 +685,6 @@ ucs_status_t get_cm(ucp_worker *worker, cm **cm_p)
 } // namespace ucp::cs
 
 namespace ucp {
-
-unsigned sockaddr_progress(ucp_worker *worker)
-{
-    return worker->sockaddr_cm->progress();
-}
 
 ucs_status_t sockaddr_arm(ucp_worker *worker)
 {
@@ -695,6 +696,10 @@ ucs_status_t sockaddr_arm(ucp_worker *worker)
 
 void sockaddr_cleanup(ucp_worker *worker)
 {
+    if (worker->sockaddr_progress_id != ucs::callback_queue::invalid_id) {
+        worker->progress_queue.remove(worker->sockaddr_progress_id);
+        worker->sockaddr_progress_id = ucs::callback_queue::invalid_id;
+    }
     delete worker->sockaddr_cm;
     worker->sockaddr_cm = nullptr;
 }

@@ -65,6 +65,7 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
     worker->pending_wireups.emplace(hdr.src_uuid,
             pending_wireup{std::vector<uint8_t>(addr, addr + hdr.address_length),
                            uint16_t(hdr.client_port)});
+    worker->schedule(deferred::WIREUPS);
     return UCS_OK;
 }
 
