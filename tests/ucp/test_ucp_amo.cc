@@ -629,3 +629,60 @@ TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp
         }
     }
 }
+
+TEST_CASE("UCX_ATOMIC_MODE: device refuses atomics no transport applies as a device, cpu "
+          "and guess use CPU atomics here", "[ucp_amo]")
+{
+    for (const char *mode : {"cpu", "guess", "device"}) {
+        INFO("UCX_ATOMIC_MODE=" << mode);
+        ucp_test::env_guard env;
+        env.set("UCX_ATOMIC_MODE", mode);
+        ucp_test::log_capture errors;
+        for (const config &cfg : loopback_configs()) {
+            INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
+            session s;
+            REQUIRE(s.start_loopback(cfg, 4096) == UCS_OK);
+            const std::string info = ucp_test::print_to_string([&](FILE *f) {
+                ucp_worker_print_info(s.p.worker, f);
+            });
+            const bool device = (std::string(mode) == "device");
+            CHECK(info.find(device ? "atomic mode: device" : "atomic mode: cpu") !=
+                  std::string::npos);
+            s.write(0, 8, 5);
+            uint64_t one = 1, old = 0;
+            ucp_request_param_t param{};
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+            param.datatype     = ucp_dt_make_contig(8);
+            param.reply_buffer = &old;
+            const ucs_status_t status = s.p.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD,
+                                                                   &one, 1, s.base, s.rkey,
+                                                                   &param));
+            if (device) {
+                CHECK(status == UCS_ERR_UNSUPPORTED);
+                CHECK(s.read(0, 8) == 5);
+            } else {
+                CHECK(status == UCS_OK);
+                CHECK(old == 5);
+                CHECK(s.read(0, 8) == 6);
+            }
+            /* Puts do not depend on the atomic mode. */
+            uint64_t value = 42;
+            ucp_request_param_t put{};
+            CHECK(s.p.wait(ucp_put_nbx(s.p.ep, &value, sizeof(value), s.base + 8, s.rkey,
+                                       &put)) == UCS_OK);
+            CHECK(s.p.wait(ucp_worker_flush_nbx(s.p.worker, &put)) == UCS_OK);
+            CHECK(s.read(8, 8) == 42);
+        }
+        if (std::string(mode) == "device") {
+            CHECK(errors.text().find("UCX_ATOMIC_MODE=device") != std::string::npos);
+        }
+    }
+
+    ucp_test::env_guard env;
+    env.set("UCX_ATOMIC_MODE", "sometimes");
+    ucp_config_t *config = nullptr;
+    CHECK(ucp_config_read(nullptr, nullptr, &config) != UCS_OK);
+    if (config != nullptr) {
+        ucp_config_release(config);
+    }
+}

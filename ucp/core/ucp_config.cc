@@ -20,6 +20,8 @@ namespace ucp {
 const char *const rndv_scheme_names[RNDV_SCHEME_LAST] = {"auto", "get_zcopy",
                                                          "put_zcopy"};
 
+const char *const atomic_mode_names[ATOMIC_MODE_LAST] = {"cpu", "device", "guess"};
+
 namespace {
 
 constexpr ucs::config::field context_fields[] = {
@@ -118,6 +120,16 @@ constexpr ucs::config::field context_fields[] = {
                      "to standard output when a worker makes it (the same table\n"
                      "ucp_ep_print_info shows).",
                      ucs::config::type_bool),
+
+    UCS_CONFIG_FIELD(context_config, atomic_mode, "ATOMIC_MODE", "guess",
+                     "Which atomic operations a worker uses, for all its endpoints (the\n"
+                     "two kinds are not atomic with respect to each other):\n"
+                     " cpu    - CPU atomics (shared memory, and what a peer executes for us)\n"
+                     " device - the transports' device atomics only (a NIC's); none of\n"
+                     "          the transports here has them, so atomics then fail\n"
+                     " guess  - device if a transport of the worker has device atomics,\n"
+                     "          otherwise cpu",
+                     ucs::config::type_enum(atomic_mode_names)),
 
     UCS_CONFIG_FIELD(context_config, immediate_progress_interval,
                      "IMMEDIATE_PROGRESS_INTERVAL", "20us",

@@ -23,6 +23,16 @@ enum rndv_scheme : unsigned {
 
 extern const char *const rndv_scheme_names[RNDV_SCHEME_LAST];
 
+/* UCX_ATOMIC_MODE, indexed like atomic_mode_names. */
+enum atomic_mode : unsigned {
+    ATOMIC_MODE_CPU,      /* CPU atomics and transports coherent with them */
+    ATOMIC_MODE_DEVICE,   /* only the transports' device (NIC) atomics */
+    ATOMIC_MODE_GUESS,    /* device where a transport has them, else cpu */
+    ATOMIC_MODE_LAST
+};
+
+extern const char *const atomic_mode_names[ATOMIC_MODE_LAST];
+
 /* Plain settings struct of context_config_table. */
 struct context_config {
     ucs_config_allow_list_t tls;               /* UCX_TLS */
@@ -44,6 +54,7 @@ struct context_config {
     double                  immediate_progress_interval; /* UCX_IMMEDIATE_PROGRESS_INTERVAL, s */
     unsigned                max_peer_eps;      /* UCX_MAX_PEER_EPS */
     int                     proto_info;        /* UCX_PROTO_INFO */
+    unsigned                atomic_mode;       /* UCX_ATOMIC_MODE, ucp::atomic_mode */
 };
 
 extern const ucs::config::table context_config_table;

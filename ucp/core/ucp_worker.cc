@@ -135,6 +135,33 @@ ucs_status_t init_rx_message_pool(ucp_worker &worker)
     return worker.rx_message_pool.init(params);
 }
 
+} // namespace
+
+namespace ucp {
+
+atomic_mode resolve_atomic_mode(const ucp_worker &worker)
+{
+    const auto mode = static_cast<atomic_mode>(worker.context.config.atomic_mode);
+    if (mode != ATOMIC_MODE_GUESS) {
+        return mode;
+    }
+    /* Device atomics where a transport has them: those are the ones a NIC
+     * applies, and a CPU atomic on the same word would not be atomic with
+     * them. Every worker of a context sees the same resources. */
+    for (const worker_iface &wi : worker.ifaces) {
+        const uct::iface_attr &attr = wi.iface->attr();
+        if ((attr.flags & uct::iface_flag::ATOMIC_DEVICE) &&
+            ((attr.atomic32_fetch | attr.atomic64_fetch) != 0)) {
+            return ATOMIC_MODE_DEVICE;
+        }
+    }
+    return ATOMIC_MODE_CPU;
+}
+
+} // namespace ucp
+
+namespace {
+
 ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &params,
                            ucp_worker_h *worker_p)
 {
@@ -175,6 +202,7 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
     if (status != UCS_OK) {
         return status;
     }
+    worker->atomic_mode = ucp::resolve_atomic_mode(*worker);
     if (context.features & UCP_FEATURE_WAKEUP) {
         status = ucp::worker_wakeup_init(worker.get(), params);
         if (status != UCS_OK) {
@@ -547,6 +575,10 @@ void ucp_worker_print_info(ucp_worker_h worker, FILE *stream)
                      static_cast<unsigned long long>(worker->uuid));
         std::fprintf(stream, "#     thread mode: %s\n",
                      ucs_thread_mode_names[worker->thread_mode]);
+        std::fprintf(stream, "#     atomic mode: %s\n",
+                     ucp::atomic_mode_names[worker->atomic_mode]);
+        std::fprintf(stream, "#     endpoint configurations: %zu\n",
+                     worker->ep_configs.size());
         for (const ucp::worker_iface &wi : worker->ifaces) {
             const uct::tl_resource &res = worker->context.tls[wi.tl_index].resource;
             const uct::iface_attr &attr = wi.iface->attr();

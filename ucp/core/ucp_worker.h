@@ -133,6 +133,8 @@ struct ucp_worker {
     uint64_t                           flags = 0;
     size_t                             am_alignment = 1;
     uint64_t                           client_id = 0;
+    /* UCX_ATOMIC_MODE resolved (cpu or device) once from the resources. */
+    ucp::atomic_mode                   atomic_mode = ucp::ATOMIC_MODE_CPU;
 
     std::unique_ptr<uct::worker>       uct_worker;
     std::vector<ucp::worker_iface>     ifaces;
@@ -273,6 +275,9 @@ struct ucp_worker {
 };
 
 namespace ucp {
+
+/* UCX_ATOMIC_MODE for this worker: cpu or device (guess resolved). */
+atomic_mode resolve_atomic_mode(const ucp_worker &worker);
 
 /* Holds the worker lock for the scope of an API call in MULTI mode. */
 class worker_guard {

@@ -154,8 +154,20 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
             value   = load_operand(param->reply_buffer, size);
         }
         const rkey_cache &c = cache_of(ep, rkey);
-        const path how = (c.direct != nullptr) ? path::DIRECT :
-                         lane_does(c, op, size, fetch) ? path::LANE : path::EMULATED;
+        path how;
+        if (!c.amo_cpu) {
+            /* Device atomics only: a CPU atomic (direct or by the target's
+             * CPU) would not be atomic with the NIC's on the same word. */
+            if (!lane_does(c, op, size, fetch)) {
+                ucs_error("ucp_atomic_op_nbx: UCX_ATOMIC_MODE=device and no transport "
+                          "to this peer has that device atomic");
+                return UCS_ERR_UNSUPPORTED;
+            }
+            how = path::LANE;
+        } else {
+            how = (c.direct != nullptr) ? path::DIRECT :
+                  lane_does(c, op, size, fetch) ? path::LANE : path::EMULATED;
+        }
         const uint32_t attr_mask = param->op_attr_mask;
 
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {

@@ -331,8 +331,10 @@ void consider_lane(const ucp_ep *ep, const ucp_rkey *rkey, uint8_t index, rkey_c
          ((attr.flags & GET_ZCOPY) && (attr.get.max_zcopy > 0)))) {
         c->get_lane = index;
     }
-    /* Only atomics coherent with the CPU's: every other path uses those. */
-    if ((c->amo_lane == no_cached_lane) && (attr.flags & ATOMIC_CPU) &&
+    /* Only atomics of the worker's mode: in cpu mode those coherent with
+     * the CPU's (every other path uses those), in device mode the NIC's. */
+    if ((c->amo_lane == no_cached_lane) && (attr.flags & (c->amo_cpu ? ATOMIC_CPU :
+                                                                       ATOMIC_DEVICE)) &&
         ((attr.atomic32_fetch | attr.atomic64_fetch) != 0)) {
         c->amo_lane    = index;
         c->amo_post32  = uint8_t(attr.atomic32_post);
@@ -375,6 +377,7 @@ void cache_fill(const ucp_ep *ep, ucp_rkey *rkey)
         c.direct_checked = true;
     }
     c.ep          = ep;
+    c.amo_cpu     = (ep->worker->atomic_mode == ATOMIC_MODE_CPU);
     c.put_lane    = no_cached_lane;
     c.get_lane    = no_cached_lane;
     c.amo_lane    = no_cached_lane;
