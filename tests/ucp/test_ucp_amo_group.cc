@@ -34,6 +34,7 @@ namespace {
 constexpr unsigned group_size   = 4;
 constexpr unsigned lock_home    = 1;   /* process whose word is the lock */
 constexpr unsigned counter_home = 0;   /* process whose words are counted */
+constexpr uint64_t rounds       = 25;  /* lock acquisitions per process */
 
 /* Word offsets in each process's region. */
 enum : uint64_t { lock_word = 0, holders_word = 8, total_word = 16 };
@@ -218,13 +219,12 @@ int member_body(unsigned rank, int fd, const char *tls, uint64_t rounds)
 TEST_CASE("four processes: a posted atomic that was flushed is seen by a third process "
           "that takes the lock next", "[ucp_amo]")
 {
-    const uint64_t rounds = 25;
     for (const char *tls : {"tcp,self", "posix,self", "posix,cma,self"}) {
         INFO("UCX_TLS=" << tls);
         std::vector<std::unique_ptr<test::child_process>> members;
         for (unsigned r = 0; r < group_size; ++r) {
             members.push_back(std::make_unique<test::child_process>(
-                [r, tls, rounds](int fd) { return member_body(r, fd, tls, rounds); }));
+                [r, tls](int fd) { return member_body(r, fd, tls, rounds); }));
         }
         /* Every member's address, key and region base, to every member. */
         std::vector<std::vector<uint8_t>> blobs(3 * group_size);
