@@ -43,8 +43,9 @@ build() {
   ninja -C "$BUILD_DIR"
 }
 
-# clang with ASan + UBSan (every error fatal) and libFuzzer's coverage in
-# every library, plus the fuzz targets (docs/fuzzing.md). Only what the
+# clang with ASan + UBSan (every error fatal), the libraries' assertions
+# (ucs_assert: -Db_ndebug=false) and libFuzzer's coverage in every library,
+# plus the fuzz targets (docs/fuzzing.md). Only what the
 # sanitizer job runs is built: the libraries, the ucs/uct/ucp test binaries
 # and the fuzz targets.
 build_sanitized() {
@@ -52,7 +53,7 @@ build_sanitized() {
     local flags="-gline-tables-only -fno-sanitize-recover=all"
     CC=clang-14 CXX=clang++-14 meson setup "$SAN_BUILD_DIR" "$ROOT" --werror \
       -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
-      -Doptimization=2 -Ddebug=false \
+      -Doptimization=2 -Ddebug=false -Db_ndebug=false \
       -Dc_args="$flags" -Dcpp_args="$flags" \
       -Dc_link_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all
   fi

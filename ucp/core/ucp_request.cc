@@ -14,6 +14,7 @@ namespace ucp {
 
 void request_complete(request *req, ucs_status_t status)
 {
+    ucs_assert(!(req->flags & request_flag::COMPLETED));   /* completes once */
     const uint32_t flags = req->flags | request_flag::COMPLETED;
     req->status = status;
     req->flags  = flags;

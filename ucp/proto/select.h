@@ -17,6 +17,7 @@
 #define UCP_PROTO_SELECT_H
 
 #include <ucp/dt/dt.h>
+#include <ucs/debug/assert.h>
 #include <ucs/memory/memory_type.h>
 
 #include <sys/types.h>
@@ -103,6 +104,8 @@ struct selection {
     /* The range holding `length`; count != 0. */
     const range &find(size_t length) const
     {
+        /* The last range ends at SIZE_MAX: the search stops inside. */
+        ucs_assert((count > 0) && (ranges[count - 1].last == SIZE_MAX));
         const range *r = ranges.data();
         while (length > r->last) {
             ++r;

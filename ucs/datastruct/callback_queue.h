@@ -15,6 +15,8 @@
 #ifndef UCS_DATASTRUCT_CALLBACK_QUEUE_H
 #define UCS_DATASTRUCT_CALLBACK_QUEUE_H
 
+#include <ucs/debug/assert.h>
+
 #include <cstddef>
 #include <deque>
 #include <utility>
@@ -44,6 +46,7 @@ public:
     /* Unregisters; a scheduled run that did not happen yet is dropped. */
     void remove(unsigned id)
     {
+        ucs_assert(id < elements_.size());
         element &e = elements_[id];
         if (e.cb == nullptr) {
             return;
@@ -57,6 +60,7 @@ public:
     /* The next dispatch runs callback `id` (once, however often scheduled). */
     void schedule(unsigned id)
     {
+        ucs_assert(id < elements_.size());
         element &e = elements_[id];
         if (!e.due && (e.cb != nullptr)) {
             e.due = true;

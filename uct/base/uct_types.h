@@ -7,6 +7,7 @@
 #ifndef UCT_BASE_UCT_TYPES_H
 #define UCT_BASE_UCT_TYPES_H
 
+#include <ucs/debug/assert.h>
 #include <ucs/memory/memory_type.h>
 #include <ucs/type/status.h>
 
@@ -121,6 +122,7 @@ inline void completion_update_status(completion *comp, ucs_status_t status)
 
 inline void invoke_completion(completion *comp, ucs_status_t status)
 {
+    ucs_assert(comp->count > 0);   /* one call per operation counted */
     completion_update_status(comp, status);
     if (--comp->count == 0) {
         comp->func(comp);

@@ -56,6 +56,7 @@ public:
     /* A new entry with its sequence number set; the caller checked !full(). */
     fetch_op &push()
     {
+        ucs_assert(!full() && (capacity_ > 0));
         fetch_op &op = ops_[(first_ + count_) % capacity_];
         ++count_;
         op.seq = ++last_seq_;
@@ -69,7 +70,11 @@ public:
         --last_seq_;
     }
 
-    fetch_op &front() { return ops_[first_]; }
+    fetch_op &front()
+    {
+        ucs_assert(count_ > 0);
+        return ops_[first_];
+    }
     /* The newest entry (the ring is not empty). */
     fetch_op &back() { return ops_[(first_ + count_ - 1) % capacity_]; }
 
@@ -83,6 +88,7 @@ public:
 
     void pop_front()
     {
+        ucs_assert(count_ > 0);
         first_ = (first_ + 1) % capacity_;
         --count_;
     }
