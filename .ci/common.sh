@@ -11,7 +11,7 @@ SAN_BUILD_DIR=${SAN_BUILD_DIR:-$ROOT/build-san}
 # Debian's UCX 1.13 (ABI probe, benchmarks) and the MPI runtimes that must run on us.
 PACKAGES=(
   build-essential meson ninja-build pkg-config python3
-  catch2 libboost-dev
+  catch2 libboost-dev libdw-dev
   libibverbs-dev librdmacm-dev
   libucx-dev ucx-utils
   openmpi-bin libopenmpi-dev mpich libmpich-dev

@@ -111,7 +111,8 @@ TEST_CASE("print_all prints every registered table", "[config]")
     });
     CHECK(hidden.find("UCX_PROBE_DEPTH=2\n") != std::string::npos);
     CHECK(hidden.find("# A depth.\n") != std::string::npos);
-    CHECK(hidden.find(" bt     - print a backtrace and exit") != std::string::npos);
+    CHECK(hidden.find(" bt     - print \"Caught signal\" and the symbolised backtrace") !=
+          std::string::npos);
 
     /* A malformed value: reported, the other tables still printed. */
     scope.env.set("UCX_PROBE_COUNT", "twelve");
@@ -223,7 +224,7 @@ TEST_CASE("global options have their defaults", "[config]")
     CHECK(std::string(opts.log_file).empty());
     CHECK(opts.memtype_cache == 1);
     CHECK(opts.async_max_events == 1024u);
-    CHECK(opts.handle_errors == UCS_HANDLE_ERROR_BACKTRACE);
+    CHECK(opts.handle_errors == UCS_BIT(UCS_HANDLE_ERROR_BACKTRACE));
     REQUIRE(opts.error_signals.count == 4);
     CHECK(std::string(opts.error_signals.names[0]) == "ILL");
     CHECK(std::string(opts.error_signals.names[3]) == "FPE");
@@ -238,14 +239,15 @@ TEST_CASE("global options apply the log level and log file", "[config]")
     temp_file log_file;
     scope.env.set("UCX_LOG_LEVEL", "debug");
     scope.env.set("UCX_LOG_FILE", log_file.path());
-    scope.env.set("UCX_HANDLE_ERRORS", "freeze");
+    scope.env.set("UCX_HANDLE_ERRORS", "bt,freeze");
     scope.env.set("UCX_ERROR_SIGNALS", "SEGV");
     scope.env.set("UCX_ASYNC_MAX_EVENTS", "64");
 
     REQUIRE(ucs::global_opts_load() == UCS_OK);
     CHECK(ucs::g_log_level == UCS_LOG_LEVEL_DEBUG);
     CHECK(ucs::global_opts().log_level == UCS_LOG_LEVEL_DEBUG);
-    CHECK(ucs::global_opts().handle_errors == UCS_HANDLE_ERROR_FREEZE);
+    CHECK(ucs::global_opts().handle_errors ==
+          (UCS_BIT(UCS_HANDLE_ERROR_BACKTRACE) | UCS_BIT(UCS_HANDLE_ERROR_FREEZE)));
     CHECK(ucs::global_opts().error_signals.count == 1);
     CHECK(ucs::global_opts().async_max_events == 64u);
     CHECK(std::string(ucs::global_opts().log_file) == log_file.path());

@@ -3,11 +3,14 @@
  */
 #include <ucs/config/global_opts.h>
 #include <ucs/config/registry.h>
+#include <ucs/debug/error_signals.h>
 #include <ucs/debug/log.h>
 
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace ucs {
 
@@ -39,14 +42,17 @@ constexpr config::field global_fields[] = {
 
     UCS_CONFIG_FIELD(global_options, handle_errors, "HANDLE_ERRORS", "bt",
                      "What to do when the process receives one of UCX_ERROR_SIGNALS:\n"
-                     " bt     - print a backtrace and exit\n"
-                     " freeze - stop the faulting thread so a debugger can attach\n"
-                     " debug  - start a debugger on the process\n"
-                     " none   - do not install signal handlers",
-                     config::type_enum(handle_error_names)),
+                     "'none' installs no handler; otherwise a combination of\n"
+                     " bt     - print \"Caught signal\" and the symbolised backtrace\n"
+                     " freeze - print \"Process frozen...\" and wait for a debugger or a kill\n"
+                     " debug  - UCX attaches a debugger; this build prints the backtrace\n"
+                     "          instead (no debugger is started)\n"
+                     "The signal is then raised again for the previous handler.",
+                     config::type_bitmap(handle_error_names)),
 
     UCS_CONFIG_FIELD(global_options, error_signals, "ERROR_SIGNALS", "ILL,SEGV,BUS,FPE",
-                     "Signals (names without SIG) that UCX_HANDLE_ERRORS handles.",
+                     "Signals that UCX_HANDLE_ERRORS handles: names (SEGV or SIGSEGV)\n"
+                     "or numbers.",
                      config::type_string_list),
 
     UCS_CONFIG_FIELD(global_options, warn_unused_env_vars, "WARN_UNUSED_ENV_VARS", "y",
@@ -101,7 +107,13 @@ ucs_status_t global_opts_load()
 
 void global_init()
 {
-    std::call_once(init_once, [] { global_opts_load(); });
+    std::call_once(init_once, [] {
+        global_opts_load();
+        std::vector<std::string> signals(current_opts.error_signals.names,
+                                         current_opts.error_signals.names +
+                                         current_opts.error_signals.count);
+        debug::error_signals_install(current_opts.handle_errors, signals);
+    });
 }
 
 const global_options &global_opts()
@@ -119,8 +131,15 @@ ucs_status_t global_opts_status()
 
 } // namespace ucs
 
-/* Read the options when libucs is loaded, before any layer's code runs. */
+/* Read the options and install the error signal handlers when libucs is
+ * loaded, before any layer's code runs (as UCX does). */
 UCS_F_CTOR static void ucs_global_opts_ctor()
 {
     ucs::global_init();
+}
+
+/* A libucs that is unloaded leaves no handler pointing into it. */
+UCS_F_DTOR static void ucs_global_opts_dtor()
+{
+    ucs::debug::error_signals_restore();
 }
