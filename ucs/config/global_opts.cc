@@ -33,12 +33,13 @@ constexpr config::field global_fields[] = {
 
     UCS_CONFIG_FIELD(global_options, memtype_cache, "MEMTYPE_CACHE", "y",
                      "Remember the memory type (host or device) of address ranges, so\n"
-                     "that it is not detected again for every operation.",
-                     config::type_bool),
+                     "that it is not detected again for every operation (yes, no, or\n"
+                     "try as in UCX 1.13).",
+                     config::type_ternary, config::field_no_effect),
 
     UCS_CONFIG_FIELD(global_options, async_max_events, "ASYNC_MAX_EVENTS", "1024",
                      "Most events (file descriptors and timers) one async context handles.",
-                     config::type_uint),
+                     config::type_uint, config::field_no_effect),
 
     UCS_CONFIG_FIELD(global_options, handle_errors, "HANDLE_ERRORS", "bt",
                      "What to do when the process receives one of UCX_ERROR_SIGNALS:\n"
@@ -76,9 +77,21 @@ void apply(const global_options &opts, ucs_status_t &status)
 
 } // namespace
 
+/* UCX 1.13's ucs options that have no counterpart here. */
+constexpr const char *global_no_effect[] = {
+    "LOG_FILE_FILTER", "LOG_BUFFER", "LOG_DATA_SIZE", "LOG_PRINT_ENABLE",
+    "ERROR_MAIL_TO", "ERROR_MAIL_FOOTER", "GDB_COMMAND", "DEBUG_SIGNO",
+    "LOG_LEVEL_TRIGGER", "ASYNC_SIGNO", "MEMTRACK_LIMIT", "RCACHE_CHECK_PFN",
+    "MODULE_DIR", "MODULE_LOG_LEVEL", "MODULES", "TOPO_PRIO", "LOG_FILE_SIZE",
+    "LOG_FILE_ROTATE", "VFS_ENABLE", "VFS_THREAD_AFFINITY", "MEMTRACK_DEST",
+    "PROFILE_MODE", "PROFILE_FILE", "PROFILE_LOG_SIZE", "RCACHE_STAT_MIN",
+    "RCACHE_STAT_MAX", "BUILTIN_MEMCPY_MIN", "BUILTIN_MEMCPY_MAX",
+};
+
 /* constinit: the library constructor may run before dynamic initialisation. */
 constinit const config::table global_opts_table = {
-    "UCS global options", "", global_fields, sizeof(global_options)};
+    "UCS global options", "", global_fields, sizeof(global_options), {},
+    global_no_effect};
 
 UCS_CONFIG_REGISTER_TABLE(global_opts_table);
 
