@@ -144,6 +144,9 @@ struct ucp_worker {
     uint64_t                           dropped_wireups = 0;
     std::unordered_map<uint64_t, ucp_ep*> eps_by_uuid;
     std::unordered_map<const uct::ep*, ucp_ep*> eps_by_lane;
+    /* Lane configurations logged so far; the index is N of "ep_cfg[N]"
+     * (ucp/core/ep_config_log.h). */
+    std::vector<std::string>           ep_config_keys;
 
     /* Requests a peer's reply names: index in the low 32 bits, a generation
      * in the high ones so a stale or forged id matches nothing. */
