@@ -109,6 +109,17 @@ TEST_CASE("a segfault prints UCX's report with a symbolised backtrace", "[debug]
     CHECK(killed_by(run, SIGSEGV));
 }
 
+/* The handler runs on an alternate stack, so even this is reported. */
+TEST_CASE("a stack overflow is reported too", "[debug]")
+{
+    child_run run = run_helper("stack", {{"UCX_HANDLE_ERRORS", "bt"}});
+    INFO(run.output);
+    CHECK(run.output.find("] Caught signal 11 (Segmentation fault: ") != std::string::npos);
+    CHECK(run.output.find("crash_helper_recurse(unsigned long)") != std::string::npos);
+    CHECK(run.output.find("=================================\n") != std::string::npos);
+    CHECK(killed_by(run, SIGSEGV));
+}
+
 TEST_CASE("UCX_HANDLE_ERRORS=none installs no handler and prints nothing", "[debug]")
 {
     child_run query = run_helper("handler", {{"UCX_HANDLE_ERRORS", "none"}});

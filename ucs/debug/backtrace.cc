@@ -8,9 +8,12 @@
 #include <execinfo.h>
 
 #include <cinttypes>
+#include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <pthread.h>
 #include <string>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -84,6 +87,52 @@ std::string describe_frame(Dwfl *dwfl, unsigned index, void *frame)
     return head + function + "  " + where + "\n";
 }
 
+/*
+ * libdw reads the debug information of every object in the process; should
+ * that fault (malformed DWARF), the report goes on without symbols instead
+ * of ending. One report at a time (error_signals.cc lets one thread in).
+ */
+sigjmp_buf symbolise_jump;
+
+void symbolise_fault(int)
+{
+    siglongjmp(symbolise_jump, 1);
+}
+
+class fault_guard {
+public:
+    fault_guard()
+    {
+        struct sigaction action = {};
+        action.sa_handler       = symbolise_fault;
+        action.sa_flags         = SA_NODEFER | SA_ONSTACK;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGSEGV, &action, &m_old_segv);
+        sigaction(SIGBUS, &action, &m_old_bus);
+        /* Inside a SIGSEGV handler SIGSEGV is blocked, and a blocked fault
+         * would kill the process at once. */
+        sigset_t faults;
+        sigemptyset(&faults);
+        sigaddset(&faults, SIGSEGV);
+        sigaddset(&faults, SIGBUS);
+        pthread_sigmask(SIG_UNBLOCK, &faults, &m_old_mask);
+    }
+
+    ~fault_guard()
+    {
+        pthread_sigmask(SIG_SETMASK, &m_old_mask, nullptr);
+        sigaction(SIGSEGV, &m_old_segv, nullptr);
+        sigaction(SIGBUS, &m_old_bus, nullptr);
+    }
+
+    fault_guard(const fault_guard &)            = delete;
+    fault_guard &operator=(const fault_guard &) = delete;
+
+private:
+    struct sigaction m_old_segv, m_old_bus;
+    sigset_t         m_old_mask;
+};
+
 } // namespace
 
 void backtrace_prepare()
@@ -112,18 +161,27 @@ void backtrace_write(int fd, void *const *frames, size_t count)
                   static_cast<long>(syscall(SYS_gettid)));
     write_text(fd, head);
 
-    /* Without a session every frame is still listed, unsymbolised. */
-    Dwfl *dwfl = dwfl_begin(&callbacks);
-    if (dwfl != nullptr) {
-        dwfl_report_begin(dwfl);
-        if ((dwfl_linux_proc_report(dwfl, getpid()) != 0) ||
-            (dwfl_report_end(dwfl, nullptr, nullptr) != 0)) {
-            dwfl_end(dwfl);
-            dwfl = nullptr;
+    fault_guard guard;
+    Dwfl *volatile dwfl = nullptr; /* without one, frames are listed unsymbolised */
+    volatile size_t next = 0;
+    if (sigsetjmp(symbolise_jump, 1) == 0) {
+        dwfl = dwfl_begin(&callbacks);
+        if (dwfl != nullptr) {
+            dwfl_report_begin(dwfl);
+            if ((dwfl_linux_proc_report(dwfl, getpid()) != 0) ||
+                (dwfl_report_end(dwfl, nullptr, nullptr) != 0)) {
+                dwfl_end(dwfl);
+                dwfl = nullptr;
+            }
         }
+    } else {
+        /* A fault while symbolising: the session is left as it is (leaked). */
+        write_text(fd, "(fault while reading debug information: no more symbols)\n");
+        dwfl = nullptr;
     }
-    for (size_t i = 0; i < count; ++i) {
-        write_text(fd, describe_frame(dwfl, static_cast<unsigned>(i), frames[i]));
+    while (next < count) {
+        write_text(fd, describe_frame(dwfl, static_cast<unsigned>(next), frames[next]));
+        next = next + 1;
     }
     if (dwfl != nullptr) {
         dwfl_end(dwfl);

@@ -27,7 +27,9 @@ size_t backtrace_capture(void **frames, size_t max_frames);
  *     =================================
  * Frames after the first are return addresses: their line is looked up
  * one byte earlier, at the call. Symbolising allocates, so this is not
- * async-signal-safe (as in UCX); the lines are written with write(2).
+ * async-signal-safe (as in UCX); the lines are written with write(2). A fault
+ * inside libdw (malformed debug information) is caught: the remaining
+ * frames are written without symbols. Needs a few hundred KiB of stack.
  */
 void backtrace_write(int fd, void *const *frames, size_t count);
 

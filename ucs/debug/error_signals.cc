@@ -26,7 +26,8 @@ namespace {
 
 constexpr size_t   max_frames        = 64;
 constexpr unsigned watchdog_seconds  = 30;
-constexpr size_t   alt_stack_size    = 256 * 1024; /* symbolising needs room */
+/* libdw's line-table reader alone keeps ~300 KiB of arrays on the stack. */
+constexpr size_t   alt_stack_size    = 1024 * 1024;
 
 struct saved_action {
     int              signo;
@@ -261,12 +262,17 @@ void error_handler(int signo, siginfo_t *info, void *context)
     raise(signo); /* delivered to the previous action once we return */
 }
 
-/* An alternate stack for the initialising thread, so a stack overflow is reported too. */
+/*
+ * An alternate stack for the initialising thread, so that a stack overflow
+ * is reported too. One that is there already but too small for the report
+ * (a sanitizer's) is replaced.
+ */
 void set_alt_stack()
 {
     stack_t current;
-    if ((sigaltstack(nullptr, &current) != 0) || !(current.ss_flags & SS_DISABLE)) {
-        return; /* one is there already (e.g. a sanitizer's) */
+    if ((sigaltstack(nullptr, &current) != 0) || (current.ss_flags & SS_ONSTACK) ||
+        (!(current.ss_flags & SS_DISABLE) && (current.ss_size >= alt_stack_size))) {
+        return;
     }
     void *memory = mmap(nullptr, alt_stack_size, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
