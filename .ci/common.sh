@@ -56,7 +56,8 @@ build_sanitized() {
       -Dc_args="$flags" -Dcpp_args="$flags" \
       -Dc_link_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all
   fi
-  ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/ucs/crash_helper tests/uct/test_uct tests/ucp/test_ucp \
+  ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/ucs/crash_helper tests/ucs/chain_helper \
+    tests/uct/test_uct tests/ucp/test_ucp \
     tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe tests/soak/ucp_soak \
     fuzz_targets
 }

@@ -29,7 +29,7 @@ struct child_run {
  * running); bounded by a minute either way.
  */
 child_run run_helper(const char *mode, const std::map<std::string, std::string> &env,
-                     const std::string &until = "")
+                     const std::string &until = "", const char *program = CRASH_HELPER)
 {
     int pipe_fds[2];
     REQUIRE(pipe(pipe_fds) == 0);
@@ -50,7 +50,7 @@ child_run run_helper(const char *mode, const std::map<std::string, std::string> 
         for (const auto &[name, value] : env) {
             setenv(name.c_str(), value.c_str(), 1);
         }
-        execl(CRASH_HELPER, CRASH_HELPER, mode, static_cast<char*>(nullptr));
+        execl(program, program, mode, static_cast<char*>(nullptr));
         _exit(127);
     }
     close(pipe_fds[1]);
@@ -107,6 +107,20 @@ TEST_CASE("a segfault prints UCX's report with a symbolised backtrace", "[debug]
     CHECK(run.output.find("=================================\n") != std::string::npos);
     /* The signal reaches the default action afterwards: the exit status says so. */
     CHECK(killed_by(run, SIGSEGV));
+}
+
+/* As UCX: the handler that was there before libucs still runs, after the report. */
+TEST_CASE("the application's own handler runs after the report", "[debug]")
+{
+    child_run run = run_helper("", {{"UCX_HANDLE_ERRORS", "bt"}}, "", CHAIN_HELPER);
+    INFO(run.output);
+    const size_t caught = run.output.find("] Caught signal 11 (Segmentation fault: ");
+    const size_t ran    = run.output.find("application handler ran\n");
+    CHECK(caught != std::string::npos);
+    CHECK(run.output.find("chain_helper_fault_here(int volatile*)") != std::string::npos);
+    REQUIRE(ran != std::string::npos);
+    CHECK(ran > caught);
+    CHECK((WIFEXITED(run.status) && (WEXITSTATUS(run.status) == 42)));
 }
 
 /* The handler runs on an alternate stack, so even this is reported. */
