@@ -11,7 +11,7 @@ SAN_BUILD_DIR=${SAN_BUILD_DIR:-$ROOT/build-san}
 # Debian's UCX 1.13 (ABI probe, benchmarks) and the MPI runtimes that must run on us.
 PACKAGES=(
   build-essential meson ninja-build pkg-config python3
-  catch2 libboost-dev
+  catch2 libboost-dev libdw-dev
   libibverbs-dev librdmacm-dev
   libucx-dev ucx-utils
   openmpi-bin libopenmpi-dev mpich libmpich-dev
@@ -57,7 +57,8 @@ build_sanitized() {
       -Dc_args="$flags" -Dcpp_args="$flags" \
       -Dc_link_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all
   fi
-  ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/uct/test_uct tests/ucp/test_ucp \
+  ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/ucs/crash_helper tests/ucs/chain_helper \
+    tests/uct/test_uct tests/ucp/test_ucp \
     tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe tests/soak/ucp_soak \
     fuzz_targets
 }
@@ -69,4 +70,8 @@ sanitizer_env() {
   export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
   export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || true)}
+  # Our crash handler would take SIGSEGV from ASan's (as UCX's does) and re-raise
+  # it, so ASan would report the re-raise instead of the fault: keep ASan's. The
+  # [debug] tests set UCX_HANDLE_ERRORS themselves.
+  export UCX_HANDLE_ERRORS=${UCX_HANDLE_ERRORS:-none}
 }

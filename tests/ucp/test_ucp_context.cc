@@ -191,3 +191,57 @@ TEST_CASE("UCX_TLS and device lists select resources", "[ucp_context]")
         }
     }
 }
+
+/* UCX 1.13 words it "transport 'foo' is not available, please use one or more
+ * of: ..." and gives it even when other named transports remain usable. */
+TEST_CASE("a missing transport or device is named with what exists, while others work",
+          "[ucp_context]")
+{
+    env_guard env;
+
+    SECTION("transports") {
+        env.set("UCX_TLS", std::string("nosuch_a,") + fake_net_tl + ",nosuch_b");
+        log_capture log(UCS_LOG_LEVEL_WARN);
+        context_holder ctx;
+        CHECK(ctx.status == UCS_OK);
+        std::string text = log.text();
+        INFO(text);
+        CHECK(text.find("UCX  WARN  transports 'nosuch_a','nosuch_b' are not available, "
+                        "please use one or more of: ") != std::string::npos);
+        CHECK(text.find(fake_self_tl) != std::string::npos);
+    }
+    SECTION("excluded names are checked too") {
+        env.set("UCX_TLS", "^nosuch_c");
+        log_capture log(UCS_LOG_LEVEL_WARN);
+        context_holder ctx;
+        CHECK(ctx.status == UCS_OK);
+        CHECK(log.text().find("transport 'nosuch_c' is not available") != std::string::npos);
+    }
+    SECTION("network devices") {
+        env.set("UCX_NET_DEVICES", "nosuch0,fnet0");
+        log_capture log(UCS_LOG_LEVEL_WARN);
+        context_holder ctx;
+        CHECK(ctx.status == UCS_OK);
+        std::string text = log.text();
+        INFO(text);
+        CHECK(text.find("network device 'nosuch0' is not available, please use one or "
+                        "more of: ") != std::string::npos);
+        CHECK(text.find("'fnet0'(ucp_test)") != std::string::npos);
+    }
+    SECTION("UCX_WARN_INVALID_CONFIG=n silences it") {
+        env.set("UCX_TLS", std::string("nosuch_a,") + fake_net_tl);
+        env.set("UCX_WARN_INVALID_CONFIG", "n");
+        log_capture log(UCS_LOG_LEVEL_WARN);
+        context_holder ctx;
+        CHECK(ctx.status == UCS_OK);
+        CHECK(log.text().find("not available") == std::string::npos);
+    }
+    SECTION("names that exist give no warning") {
+        env.set("UCX_TLS", std::string(fake_net_tl) + "," + fake_self_tl + ",all");
+        env.set("UCX_NET_DEVICES", "fnet0");
+        log_capture log(UCS_LOG_LEVEL_WARN);
+        context_holder ctx;
+        CHECK(ctx.status == UCS_OK);
+        CHECK(log.text().find("not available") == std::string::npos);
+    }
+}

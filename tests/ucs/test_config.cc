@@ -205,7 +205,7 @@ TEST_CASE("the config file is read once until the cache is dropped", "[config]")
         filled_opts f;
         CHECK(f.opts.count == 6);
     }
-    CHECK(file_path() == file.file().path());
+    CHECK(file_paths() == std::vector<std::string>{file.file().path()});
     auto vars = file_variables();
     REQUIRE(vars.size() == 1);
     CHECK(vars[0] == "UCX_CFGTEST_COUNT");
@@ -217,7 +217,7 @@ TEST_CASE("an empty UCX_CONFIG_FILE means no file; a missing file is ignored",
     clean_env clean;
     {
         config_file_scope none;
-        CHECK(file_path().empty());
+        CHECK(file_paths().empty());
         filled_opts f;
         CHECK(f.opts.count == 4);
     }

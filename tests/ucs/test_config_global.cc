@@ -111,7 +111,8 @@ TEST_CASE("print_all prints every registered table", "[config]")
     });
     CHECK(hidden.find("UCX_PROBE_DEPTH=2\n") != std::string::npos);
     CHECK(hidden.find("# A depth.\n") != std::string::npos);
-    CHECK(hidden.find(" bt     - print a backtrace and exit") != std::string::npos);
+    CHECK(hidden.find(" bt     - print \"Caught signal\" and the symbolised backtrace") !=
+          std::string::npos);
 
     /* A malformed value: reported, the other tables still printed. */
     scope.env.set("UCX_PROBE_COUNT", "twelve");
@@ -223,7 +224,7 @@ TEST_CASE("global options have their defaults", "[config]")
     CHECK(std::string(opts.log_file).empty());
     CHECK(opts.memtype_cache == 1);
     CHECK(opts.async_max_events == 1024u);
-    CHECK(opts.handle_errors == UCS_HANDLE_ERROR_BACKTRACE);
+    CHECK(opts.handle_errors == UCS_BIT(UCS_HANDLE_ERROR_BACKTRACE));
     REQUIRE(opts.error_signals.count == 4);
     CHECK(std::string(opts.error_signals.names[0]) == "ILL");
     CHECK(std::string(opts.error_signals.names[3]) == "FPE");
@@ -238,14 +239,15 @@ TEST_CASE("global options apply the log level and log file", "[config]")
     temp_file log_file;
     scope.env.set("UCX_LOG_LEVEL", "debug");
     scope.env.set("UCX_LOG_FILE", log_file.path());
-    scope.env.set("UCX_HANDLE_ERRORS", "freeze");
+    scope.env.set("UCX_HANDLE_ERRORS", "bt,freeze");
     scope.env.set("UCX_ERROR_SIGNALS", "SEGV");
     scope.env.set("UCX_ASYNC_MAX_EVENTS", "64");
 
     REQUIRE(ucs::global_opts_load() == UCS_OK);
     CHECK(ucs::g_log_level == UCS_LOG_LEVEL_DEBUG);
     CHECK(ucs::global_opts().log_level == UCS_LOG_LEVEL_DEBUG);
-    CHECK(ucs::global_opts().handle_errors == UCS_HANDLE_ERROR_FREEZE);
+    CHECK(ucs::global_opts().handle_errors ==
+          (UCS_BIT(UCS_HANDLE_ERROR_BACKTRACE) | UCS_BIT(UCS_HANDLE_ERROR_FREEZE)));
     CHECK(ucs::global_opts().error_signals.count == 1);
     CHECK(ucs::global_opts().async_max_events == 64u);
     CHECK(std::string(ucs::global_opts().log_file) == log_file.path());
@@ -316,4 +318,93 @@ TEST_CASE("global_init is idempotent and safe from many threads", "[config]")
     const ucs::global_options *before = &ucs::global_opts();
     ucs::global_init();
     CHECK(&ucs::global_opts() == before);
+}
+
+namespace {
+
+const field compat_fields[] = {
+    UCS_CONFIG_FIELD(probe_opts, count, "COUNT", "1", "A count.", type_int),
+    UCS_CONFIG_FIELD(probe_opts, depth, "DEPTH", "2", "A depth.", type_uint,
+                     field_no_effect),
+};
+const alias compat_aliases[] = {
+    {"OLDNAME_COUNT", "CPT_COUNT"},
+    {"OTHERNAME_COUNT", "CPT_COUNT"},
+};
+const char *const compat_no_effect[] = {"OLDNAME_FEATURE"};
+const table compat_table = {"Compat options", "CPT_", compat_fields, sizeof(probe_opts),
+                            compat_aliases, compat_no_effect};
+
+} // namespace
+
+TEST_CASE("UCX 1.13 names: aliases set the field, after its own names", "[config]")
+{
+    global_opts_scope scope;
+    table_registration registration(compat_table);
+    probe_opts opts;
+
+    scope.env.set("UCX_OTHERNAME_COUNT", "8");
+    REQUIRE(fill(&opts, compat_table) == UCS_OK);
+    CHECK(opts.count == 8);
+
+    scope.env.set("UCX_OLDNAME_COUNT", "7"); /* listed first: wins over the other alias */
+    REQUIRE(fill(&opts, compat_table) == UCS_OK);
+    CHECK(opts.count == 7);
+
+    scope.env.set("UCX_CPT_COUNT", "6");     /* the field's own name wins */
+    REQUIRE(fill(&opts, compat_table) == UCS_OK);
+    CHECK(opts.count == 6);
+    scope.env.unset("UCX_CPT_COUNT");
+
+    /* With an env prefix, the prefixed alias comes first. */
+    scope.env.set("UCX_PFX_OLDNAME_COUNT", "5");
+    REQUIRE(fill(&opts, compat_table, "PFX") == UCS_OK);
+    CHECK(opts.count == 5);
+
+    /* A malformed value is named by the alias it came from. */
+    scope.env.unset("UCX_PFX_OLDNAME_COUNT");
+    scope.env.set("UCX_OLDNAME_COUNT", "seven");
+    log_capture log(UCS_LOG_LEVEL_ERROR);
+    CHECK(fill(&opts, compat_table) == UCS_ERR_INVALID_PARAM);
+    CHECK(log.text().find("Invalid value for UCX_OLDNAME_COUNT: 'seven'") != std::string::npos);
+}
+
+TEST_CASE("UCX 1.13 names with no effect: a diag note, never 'unused'", "[config]")
+{
+    global_opts_scope scope;
+    table_registration registration(compat_table);
+    scope.env.set("UCX_OLDNAME_FEATURE", "y");
+    scope.env.set("UCX_CPT_DEPTH", "3");
+    scope.env.set("UCX_OLDNAME_COUNT", "3");
+
+    auto unused = unused_env_vars();
+    CHECK_FALSE(contains(unused, "UCX_OLDNAME_FEATURE"));
+    CHECK_FALSE(contains(unused, "UCX_OLDNAME_COUNT"));
+
+    log_capture log(UCS_LOG_LEVEL_DIAG);
+    rearm_unused_env_warning();
+    warn_unused_env_vars();
+    rearm_unused_env_warning();
+    std::string text = log.text();
+    INFO(text);
+    CHECK(text.find("UCX  DIAG  ") != std::string::npos);
+    CHECK(text.find("UCX_OLDNAME_FEATURE") != std::string::npos);
+    CHECK(text.find("UCX_CPT_DEPTH") != std::string::npos);
+    CHECK(text.find("UCX 1.13 settings accepted with no effect here") != std::string::npos);
+    CHECK(text.find("unused environment variable") == std::string::npos);
+    CHECK(text.find("UCX_OLDNAME_COUNT") == std::string::npos); /* honoured: no note */
+
+    /* ucx_info -c -a -f says so too. */
+    probe_opts opts;
+    REQUIRE(fill(&opts, compat_table) == UCS_OK);
+    std::string printed = print_to_string([&](FILE *stream) {
+        print(stream, &opts, compat_table,
+              UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_DOC | UCS_CONFIG_PRINT_HIDDEN);
+    });
+    CHECK(printed.find("# also read from: UCX_COUNT, UCX_OLDNAME_COUNT, UCX_OTHERNAME_COUNT\n") !=
+          std::string::npos);
+    CHECK(printed.find("# no effect here (accepted for compatibility with UCX 1.13)") !=
+          std::string::npos);
+    CHECK(printed.find("# UCX_OLDNAME_FEATURE: accepted for compatibility with UCX 1.13, "
+                       "no effect here\n") != std::string::npos);
 }

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <regex>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -28,6 +30,18 @@ struct log_guard {
         ucs::log_set_file("stdout");
     }
 };
+
+std::string escape_regex(const std::string &text)
+{
+    std::string out;
+    for (char c : text) {
+        if (std::strchr("[](){}.*+?^$|\\", c) != nullptr) {
+            out += '\\';
+        }
+        out += c;
+    }
+    return out;
+}
 
 int side_effects = 0;
 int count_call()
@@ -92,6 +106,45 @@ TEST_CASE("messages go to the log file with host:pid and file:line", "[log]")
     CHECK(text.find("test_log.cc:") != std::string::npos);
     CHECK(text.find(" INFO ") != std::string::npos);
     CHECK(text.find(" WARN ") != std::string::npos);
+}
+
+/*
+ * UCX 1.13 prints, e.g.
+ * "[1795758584.511571] [vm:20963:0]     ucp_context.c:1849 UCX  INFO  Version 1.13.1":
+ * time, host:pid:thread number, file right-aligned in 17 columns, line
+ * left-aligned in 4, "UCX", the level padded to 5 columns, the message.
+ */
+TEST_CASE("log lines have UCX 1.13's layout", "[log]")
+{
+    log_guard guard;
+    char path[] = "/tmp/ucs_log_layout_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+
+    REQUIRE(ucs::log_set_file(path) == UCS_OK);
+    ucs::log_set_level(UCS_LOG_LEVEL_INFO);
+    ucs_error("layout %s", "check");
+    ucs_info("info line");
+    ucs::log_set_file("stdout");
+    std::string text = read_file(path);
+    unlink(path);
+
+    char pid[16];
+    std::snprintf(pid, sizeof(pid), "%-5d", static_cast<int>(getpid()));
+    std::string proc = "[";
+    proc += ucs::log_host_name();
+    proc += ':';
+    proc += pid;
+    proc += ':';
+    proc += std::to_string(ucs::log_thread_number());
+    proc += ']';
+    const std::regex error_line("\\[[0-9]+\\.[0-9]{6}\\] " + escape_regex(proc) +
+                                "       test_log.cc:[0-9][0-9 ]{3} UCX  ERROR layout check\n");
+    const std::regex info_line("       test_log.cc:[0-9][0-9 ]{3} UCX  INFO  info line\n");
+    INFO(text);
+    CHECK(std::regex_search(text, error_line));
+    CHECK(std::regex_search(text, info_line));
 }
 
 TEST_CASE("log file names expand %p to the process id", "[log]")

@@ -4,6 +4,9 @@
 #include "ucx_ng_config.h"
 #include "print_devices.h"
 
+#include <ucp/api/ucp.h>
+
+#include <ucs/config/file.h>
 #include <ucs/config/global_opts.h>
 #include <ucs/config/registry.h>
 #include <ucs/config/types.h>
@@ -11,6 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <unistd.h>
 
 namespace {
@@ -36,7 +40,11 @@ void print_version()
     std::printf("# Project version: ucx-ng %s\n", UCX_NG_VERSION);
     std::printf("# Library path: built with %s, %s build\n", UCX_NG_CXX,
                 UCX_NG_BUILD_TYPE);
-    std::printf("# Configuration file: %s\n", UCX_NG_SYSCONF_FILE);
+    /* As UCX 1.13 reads them; a later file overrides an earlier one. */
+    for (const std::string &path : ucs::config::file_paths()) {
+        std::printf("# Configuration file: %s%s\n", path.c_str(),
+                    (access(path.c_str(), R_OK) == 0) ? "" : " (not found)");
+    }
 }
 
 void print_build_config()
@@ -103,9 +111,16 @@ int main(int argc, char **argv)
     if (build) {
         print_build_config();
     }
-    if (config &&
-        (ucs::config::print_all(stdout, print_flags) != UCS_OK)) {
-        return 1;
+    if (config) {
+        /* Reading the UCP settings makes ucx_info use libucp, so the linker
+         * keeps it and its table (UCX_TLS, UCX_RNDV_*, ...) is registered. */
+        ucp_config_t *ucp_config = nullptr;
+        if (ucp_config_read(nullptr, nullptr, &ucp_config) == UCS_OK) {
+            ucp_config_release(ucp_config);
+        }
+        if (ucs::config::print_all(stdout, print_flags) != UCS_OK) {
+            return 1;
+        }
     }
     if (devices) {
         info::print_devices(stdout);

@@ -49,10 +49,16 @@ constexpr ucs::config::field context_fields[] = {
                      "Loopback devices to use, \"all\", or \"^dev\".",
                      ucs::config::type_allow_list),
 
+    UCS_CONFIG_FIELD(context_config, warn_invalid_config, "WARN_INVALID_CONFIG", "y",
+                     "Warn when UCX_TLS or a device list (UCX_NET_DEVICES, ...) names\n"
+                     "something this host does not have.",
+                     ucs::config::type_bool),
+
     UCS_CONFIG_FIELD(context_config, bcopy_thresh, "BCOPY_THRESH", "0",
                      "Message size from which a copy into a transport buffer is used\n"
                      "instead of an inline (short) send.",
-                     ucs::config::type_size),
+                     ucs::config::type_size,
+                     ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, zcopy_thresh, "ZCOPY_THRESH", "auto",
                      "Message size from which eager messages are sent zero-copy (on\n"
@@ -83,21 +89,25 @@ constexpr ucs::config::field context_fields[] = {
                      "Most transport lanes one eager message is split over. Eager\n"
                      "messages use the active-message lane only, so every value acts\n"
                      "as 1.",
-                     ucs::config::type_uint),
+                     ucs::config::type_uint,
+                     ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, max_rndv_lanes, "MAX_RNDV_LANES", "1",
                      "Most transport lanes one rendezvous transfer is split over.",
-                     ucs::config::type_uint),
+                     ucs::config::type_uint,
+                     ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, estimated_num_eps, "ESTIMATED_NUM_EPS", "1",
                      "Expected number of endpoints per worker, used to size resources;\n"
                      "ucp_params_t::estimated_num_eps overrides it.",
-                     ucs::config::type_ulong),
+                     ucs::config::type_ulong,
+                     ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, estimated_num_ppn, "ESTIMATED_NUM_PPN", "1",
                      "Expected number of processes per node, used to size shared\n"
                      "resources; ucp_params_t::estimated_num_ppn overrides it.",
-                     ucs::config::type_ulong),
+                     ucs::config::type_ulong,
+                     ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, keepalive_interval, "KEEPALIVE_INTERVAL", "20s",
                      "Time between checks that the peers of endpoints with peer error\n"
@@ -106,7 +116,8 @@ constexpr ucs::config::field context_fields[] = {
 
     UCS_CONFIG_FIELD(context_config, keepalive_num_eps, "KEEPALIVE_NUM_EPS", "128",
                      "Most endpoints checked in one keepalive round.",
-                     ucs::config::type_uint),
+                     ucs::config::type_uint,
+                     ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, max_peer_eps, "MAX_PEER_EPS", "16384",
                      "Most endpoints a worker creates by itself for peers that connected to\n"
@@ -279,8 +290,32 @@ ucs_status_t apply_file(ucp_config &config, const char *filename)
 
 } // namespace
 
+/* UCX 1.13's names of settings that exist here under another name. */
+constexpr ucs::config::alias context_aliases[] = {
+    {"MAX_EAGER_RAILS", "MAX_EAGER_LANES"},
+    {"MAX_RNDV_RAILS", "MAX_RNDV_LANES"},
+    {"NUM_EPS", "ESTIMATED_NUM_EPS"},
+    {"NUM_PPN", "ESTIMATED_NUM_PPN"},
+};
+
+/* UCX 1.13's UCP settings with no counterpart here. */
+constexpr const char *context_no_effect[] = {
+    "PROTOS", "ALLOC_PRIO", "SOCKADDR_TLS_PRIORITY", "SOCKADDR_AUX_TLS",
+    "SELECT_DISTANCE_MD", "MEMTYPE_REG_WHOLE_ALLOC_TYPES", "RNDV_MEMTYPE_DIRECT_SIZE",
+    "RNDV_SEND_NBR_THRESH", "RNDV_THRESH_FALLBACK", "RNDV_PERF_DIFF",
+    "MULTI_LANE_MAX_RATIO", "RKEY_PTR_SEG_SIZE", "BCOPY_BW", "ATOMIC_MODE",
+    "ADDRESS_DEBUG_INFO", "MAX_WORKER_NAME", "MAX_WORKER_ADDRESS_NAME", "USE_MT_MUTEX",
+    "ADAPTIVE_PROGRESS", "TM_THRESH", "TM_MAX_BB_SIZE", "TM_FORCE_THRESH", "TM_SW_RNDV",
+    "RNDV_FRAG_SIZE", "RNDV_FRAG_ALLOC_COUNT", "RNDV_FRAG_MEM_TYPE",
+    "RNDV_PIPELINE_SEND_THRESH", "RNDV_PIPELINE_SHM_ENABLE", "FLUSH_WORKER_EPS",
+    "UNIFIED_MODE", "CM_USE_ALL_DEVICES", "LISTENER_BACKLOG", "PROTO_ENABLE",
+    "RESOLVE_REMOTE_EP_ID", "PROTO_INDIRECT_ID", "RNDV_PUT_FORCE_FLUSH", "SA_DATA_VERSION",
+    "RKEY_MPOOL_MAX_MD", "RX_MPOOL_SIZES", "ADDRESS_VERSION", "RCACHE_ENABLE", "PROTO_INFO",
+};
+
 constinit const ucs::config::table context_config_table = {
-    "UCP context", "", context_fields, sizeof(context_config)};
+    "UCP context", "", context_fields, sizeof(context_config), context_aliases,
+    context_no_effect};
 
 UCS_CONFIG_REGISTER_TABLE(context_config_table);
 

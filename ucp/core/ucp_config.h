@@ -40,6 +40,7 @@ struct context_config {
     ucs_config_allow_list_t shm_devices;       /* UCX_SHM_DEVICES */
     ucs_config_allow_list_t acc_devices;       /* UCX_ACC_DEVICES */
     ucs_config_allow_list_t self_devices;      /* UCX_SELF_DEVICES */
+    int                     warn_invalid_config; /* UCX_WARN_INVALID_CONFIG */
     size_t                  bcopy_thresh;      /* UCX_BCOPY_THRESH */
     size_t                  zcopy_thresh;      /* UCX_ZCOPY_THRESH, size_auto */
     size_t                  rndv_thresh;       /* UCX_RNDV_THRESH, size_auto */

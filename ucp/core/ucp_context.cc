@@ -5,11 +5,13 @@
 #include "ucp_context.h"
 #include "ucp_guard.h"
 #include "ucp_request.h"
+#include "unavailable_report.h"
 
 #include <ucs/config/registry.h>
 #include <ucs/debug/log.h>
 
 #include <cstring>
+#include <dlfcn.h>
 #include <string>
 
 namespace {
@@ -91,6 +93,21 @@ ucs_status_t apply_params(ucp_context &ctx, const ucp_params_t &params)
     return UCS_OK;
 }
 
+/* UCX 1.13's first info line: "Version 1.13.1 (loaded from /lib/.../libucp.so.0)". */
+void log_version()
+{
+    if (!ucs::log_enabled(UCS_LOG_LEVEL_INFO)) {
+        return;
+    }
+    Dl_info info;
+    if ((dladdr(reinterpret_cast<void*>(&ucp_init_version), &info) != 0) &&
+        (info.dli_fname != nullptr)) {
+        ucs_info("Version %s (loaded from %s)", ucp_get_version_string(), info.dli_fname);
+    } else {
+        ucs_info("Version %s", ucp_get_version_string());
+    }
+}
+
 ucs_status_t create_context(unsigned api_major, unsigned api_minor,
                             const ucp_params_t &params, const ucp_config_t *config,
                             ucp_context_h *context_p)
@@ -107,6 +124,7 @@ ucs_status_t create_context(unsigned api_major, unsigned api_minor,
                  UCP_API_MINOR);
     }
 
+    log_version();
     auto ctx = std::make_unique<ucp_context>();
     ucs_status_t status;
     if (config != nullptr) {
@@ -159,6 +177,7 @@ uint64_t ucp_context::memory_types() const
 ucs_status_t ucp_context::discover_resources()
 {
     std::string seen; /* every resource found, for the error message */
+    std::vector<ucp::found_resource> found;
     for (uct::component *component : uct::components()) {
         std::vector<uct::md_resource> md_resources;
         ucs_status_t status = component->query_md_resources(&md_resources);
@@ -190,6 +209,7 @@ ucs_status_t ucp_context::discover_resources()
             for (const uct::tl_resource &res : resources) {
                 seen += seen.empty() ? "" : ", ";
                 seen += std::string(res.tl_name) + "/" + res.dev_name;
+                found.push_back({res.tl_name, res.dev_name, component->name(), res.type});
                 if (!ucp::tl_allowed(config.tls, res.tl_name)) {
                     ucs_debug("%s/%s: not in UCX_TLS", res.tl_name, res.dev_name);
                     continue;
@@ -208,6 +228,11 @@ ucs_status_t ucp_context::discover_resources()
         }
     }
 
+    /* Before the error below, as UCX: the warning says what to use instead. */
+    if (config.warn_invalid_config) {
+        ucp::warn_unavailable(config, found);
+    }
+
     if (tls.empty()) {
         ucs_error("no usable transport resource: UCX_TLS=%s, UCX_NET_DEVICES=%s, "
                   "UCX_SHM_DEVICES=%s, UCX_SELF_DEVICES=%s; available: %s",
@@ -219,24 +244,6 @@ ucs_status_t ucp_context::discover_resources()
         return UCS_ERR_NO_DEVICE;
     }
 
-    /* A transport the user named that is nowhere to be found is likely a typo. */
-    if (config.tls.mode == UCS_CONFIG_ALLOW_LIST_ALLOW) {
-        for (unsigned i = 0; i < config.tls.array.count; ++i) {
-            const char *wanted = config.tls.array.names[i];
-            ucs_config_allow_list_t one{};
-            char *names[] = {const_cast<char*>(wanted)};
-            one.array.names = names;
-            one.array.count = 1;
-            one.mode        = UCS_CONFIG_ALLOW_LIST_ALLOW;
-            bool found = false;
-            for (const ucp::tl_entry &tl : tls) {
-                found = found || ucp::tl_allowed(one, tl.resource.tl_name);
-            }
-            if (!found) {
-                ucs_diag("UCX_TLS: transport '%s' is not available", wanted);
-            }
-        }
-    }
     return UCS_OK;
 }
 

@@ -5,6 +5,7 @@
  */
 #include "ucp_ep.h"
 #include "ucp_worker.h"
+#include "ep_config_log.h"
 
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/eager_zcopy.h>
@@ -282,6 +283,7 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         worker->activate_iface(ep->lanes[i].iface_index);
     }
     set_reply_ep(ep);
+    log_ep_lanes(ep);
     return UCS_OK;
 }
 

@@ -3,6 +3,7 @@
  * the protocols' limits computed once (see ucp_ep_config.h).
  */
 #include "ucp_ep_config.h"
+#include "ep_config_log.h"
 #include "ucp_ep.h"
 #include "ucp_worker.h"
 
@@ -215,18 +216,21 @@ const ep_config *ep_config_attach(ucp_ep *ep)
             break;
         }
     }
-    if (found == nullptr) {
+    const bool made = (found == nullptr);
+    if (made) {
         const unsigned index = unsigned(worker->ep_configs.size());
         worker->ep_configs.push_back(make_config(*worker, *ep, key, index));
         found = worker->ep_configs.back().get();
-        ucs_debug("worker '%s': ep_cfg[%u] for %u lanes", worker->name.c_str(), index,
-                  key.num_lanes);
+    }
+    ep->cfg             = found;
+    ep->max_eager_short = found->thresh.max_eager_short;
+    /* A client's placeholder lane (no md) reaches no transport yet. */
+    if (made && has_md(*worker, key, key.am_lane)) {
+        log_new_ep_config(ep);
         if (worker->context.config.proto_info) {
             print_ep_config(*worker, *found, stdout);
         }
     }
-    ep->cfg             = found;
-    ep->max_eager_short = found->thresh.max_eager_short;
     return found;
 }
 

@@ -3,7 +3,7 @@
  * not search the lanes again: the lanes of the ep the key was last used
  * with whose memory domain has an entry in the key, and whether the key's
  * memory is mapped into this process (posix/sysv segments), where CPU loads,
- * stores and atomics reach it directly. Filled on first use (rma_path.cc).
+ * stores and atomics reach it directly. Filled on first use (rma_request.cc).
  */
 #ifndef UCP_RMA_RKEY_CACHE_H
 #define UCP_RMA_RKEY_CACHE_H

@@ -9,6 +9,7 @@
 #include <ucs/sys/read_file.h>
 
 #include <algorithm>
+#include <dlfcn.h>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@ namespace {
 constexpr size_t max_file_size      = 1 << 20;
 constexpr size_t max_line_length    = 4096;
 constexpr unsigned max_line_reports = 10;    /* malformed lines warned about */
+constexpr const char *file_name     = "ucx.conf";
 
 struct parsed_file {
     std::unordered_map<std::string, file_value> values;
@@ -109,29 +111,26 @@ void parse_line(const std::string &path, unsigned line_number,
     }
 }
 
-std::shared_ptr<const parsed_file> load(const std::string &path)
+/* Adds the settings of one file to parsed, overriding earlier files. */
+void load_into(const std::string &path, parsed_file *parsed)
 {
-    auto parsed = std::make_shared<parsed_file>();
-    if (path.empty()) {
-        return parsed;
-    }
 
     std::string content;
     const ucs_status_t status = ucs::sys::read_file_string(path.c_str(), &content,
                                                            max_file_size);
     if (status == UCS_ERR_NO_ELEM) {
         ucs_debug("configuration file '%s' not found", path.c_str());
-        return parsed;
+        return;
     }
     if (status != UCS_OK) {
         ucs_warn("configuration file '%s' not read: %s", path.c_str(),
                  (status == UCS_ERR_EXCEEDS_LIMIT) ? "larger than 1 MiB" :
                                                      ucs_status_string(status));
-        return parsed;
+        return;
     }
     if (content.find('\0') != content.npos) {
         ucs_warn("configuration file '%s' not read: not a text file", path.c_str());
-        return parsed;
+        return;
     }
     unsigned line_number = 0;
     for (size_t start = 0; start < content.size();) {
@@ -143,12 +142,20 @@ std::shared_ptr<const parsed_file> load(const std::string &path)
                    std::string_view(content).substr(start, end - start), *parsed);
         start = end + 1;
     }
-    if (parsed->malformed > max_line_reports) {
-        ucs_warn("%s: %u more malformed lines ignored", path.c_str(),
-                 parsed->malformed - max_line_reports);
+    ucs_debug("parsed configuration file '%s'", path.c_str());
+}
+
+std::shared_ptr<const parsed_file> load(const std::vector<std::string> &paths)
+{
+    auto parsed = std::make_shared<parsed_file>();
+    for (const std::string &path : paths) {
+        const unsigned malformed_before = parsed->malformed;
+        load_into(path, parsed.get());
+        if (parsed->malformed - malformed_before > max_line_reports) {
+            ucs_warn("%s: %u more malformed lines ignored", path.c_str(),
+                     parsed->malformed - malformed_before - max_line_reports);
+        }
     }
-    ucs_debug("read %zu settings from configuration file '%s'",
-              parsed->values.size(), path.c_str());
     return parsed;
 }
 
@@ -156,17 +163,39 @@ std::shared_ptr<const parsed_file> current_file()
 {
     std::lock_guard<std::mutex> guard(cache_lock);
     if (cache == nullptr) {
-        cache = load(file_path());
+        cache = load(file_paths());
     }
     return cache;
 }
 
 } // namespace
 
-std::string file_path()
+std::vector<std::string> file_paths()
 {
-    const char *path = std::getenv("UCX_CONFIG_FILE");
-    return (path != nullptr) ? path : UCX_NG_SYSCONF_FILE;
+    const char *only = std::getenv("UCX_CONFIG_FILE");
+    if (only != nullptr) {
+        return (*only == '\0') ? std::vector<std::string>{} :
+                                  std::vector<std::string>{only};
+    }
+
+    /* UCX 1.13's list (ucs_config_parse_config_files), in its order. */
+    std::vector<std::string> paths = {UCX_NG_SYSCONF_FILE};
+    Dl_info info;
+    if ((dladdr(reinterpret_cast<void*>(&file_paths), &info) != 0) &&
+        (info.dli_fname != nullptr)) {
+        std::string library = info.dli_fname;
+        size_t slash        = library.rfind('/');
+        std::string dir     = (slash == library.npos) ? "." : library.substr(0, slash);
+        paths.push_back(dir + "/../etc/" + file_name);
+    }
+    if (const char *home = std::getenv("HOME")) {
+        paths.push_back(std::string(home) + "/" + file_name);
+    }
+    if (const char *dir = std::getenv("UCX_CONFIG_DIR")) {
+        paths.push_back(std::string(dir) + "/" + file_name);
+    }
+    paths.push_back(std::string("./") + file_name);
+    return paths;
 }
 
 bool file_lookup(const std::string &var_name, file_value &out)

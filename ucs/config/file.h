@@ -2,9 +2,15 @@
  * The configuration file: UCX_* settings that apply when the environment
  * does not set them.
  *
- * Which file: the path in UCX_CONFIG_FILE when that variable is set (set but
- * empty: no file at all), otherwise the installed UCX_NG_SYSCONF_FILE
- * (<prefix>/etc/ucx/ucx.conf). A missing file is silently ignored.
+ * Which files: those UCX 1.13 reads, in its order, a later file overriding
+ * an earlier one's settings (the environment overrides them all):
+ *   1. <prefix>/etc/ucx/ucx.conf (UCX_NG_SYSCONF_FILE)
+ *   2. <directory of libucs>/../etc/ucx.conf
+ *   3. $HOME/ucx.conf
+ *   4. $UCX_CONFIG_DIR/ucx.conf
+ *   5. ./ucx.conf (the current directory)
+ * UCX_CONFIG_FILE (not in UCX 1.13) replaces the whole list with one file,
+ * or with none when set but empty. A missing file is silently ignored.
  *
  * Format, one setting per line:
  *     # a comment                  (also after a value: "UCX_TLS = tcp  # why")
@@ -14,7 +20,7 @@
  * Blank lines are skipped. A malformed line gives one warning naming
  * file:line and is skipped. A later line for the same name wins.
  *
- * The file is read once per process, on first use, under a lock.
+ * The files are read once per process, on first use, under a lock.
  */
 #ifndef UCS_CONFIG_FILE_H
 #define UCS_CONFIG_FILE_H
@@ -29,18 +35,20 @@ struct file_value {
     std::string location; /* "path:line", for messages */
 };
 
-/* The value of a full variable name ("UCX_TLS") in the config file. */
+/* The value of a full variable name ("UCX_TLS") in the config files. */
 bool file_lookup(const std::string &var_name, file_value &out);
 
-/* Every variable the config file sets, in file order. */
+/* Every variable the config files set, in order of first appearance. */
 std::vector<std::string> file_variables();
 
-/* The file this process would read now; "" when none. */
-std::string file_path();
+/* The files this process would read now, lowest precedence first, whether
+ * they exist or not. */
+std::vector<std::string> file_paths();
 
 /*
- * Forgets the parsed file: the next lookup reads it again, re-evaluating
- * UCX_CONFIG_FILE. For tests and tools that change the file at run time.
+ * Forgets the parsed files: the next lookup reads them again, re-evaluating
+ * UCX_CONFIG_FILE, HOME, UCX_CONFIG_DIR and the current directory. For
+ * tests and tools that change them at run time.
  */
 void drop_file_cache();
 

@@ -3,11 +3,14 @@
  */
 #include <ucs/config/global_opts.h>
 #include <ucs/config/registry.h>
+#include <ucs/debug/error_signals.h>
 #include <ucs/debug/log.h>
 
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace ucs {
 
@@ -30,23 +33,27 @@ constexpr config::field global_fields[] = {
 
     UCS_CONFIG_FIELD(global_options, memtype_cache, "MEMTYPE_CACHE", "y",
                      "Remember the memory type (host or device) of address ranges, so\n"
-                     "that it is not detected again for every operation.",
-                     config::type_bool),
+                     "that it is not detected again for every operation (yes, no, or\n"
+                     "try as in UCX 1.13).",
+                     config::type_ternary, config::field_no_effect),
 
     UCS_CONFIG_FIELD(global_options, async_max_events, "ASYNC_MAX_EVENTS", "1024",
                      "Most events (file descriptors and timers) one async context handles.",
-                     config::type_uint),
+                     config::type_uint, config::field_no_effect),
 
     UCS_CONFIG_FIELD(global_options, handle_errors, "HANDLE_ERRORS", "bt",
                      "What to do when the process receives one of UCX_ERROR_SIGNALS:\n"
-                     " bt     - print a backtrace and exit\n"
-                     " freeze - stop the faulting thread so a debugger can attach\n"
-                     " debug  - start a debugger on the process\n"
-                     " none   - do not install signal handlers",
-                     config::type_enum(handle_error_names)),
+                     "'none' installs no handler; otherwise a combination of\n"
+                     " bt     - print \"Caught signal\" and the symbolised backtrace\n"
+                     " freeze - print \"Process frozen...\" and wait for a debugger or a kill\n"
+                     " debug  - UCX attaches a debugger; this build prints the backtrace\n"
+                     "          instead (no debugger is started)\n"
+                     "The signal is then raised again for the previous handler.",
+                     config::type_bitmap(handle_error_names)),
 
     UCS_CONFIG_FIELD(global_options, error_signals, "ERROR_SIGNALS", "ILL,SEGV,BUS,FPE",
-                     "Signals (names without SIG) that UCX_HANDLE_ERRORS handles.",
+                     "Signals that UCX_HANDLE_ERRORS handles: names (SEGV or SIGSEGV)\n"
+                     "or numbers.",
                      config::type_string_list),
 
     UCS_CONFIG_FIELD(global_options, warn_unused_env_vars, "WARN_UNUSED_ENV_VARS", "y",
@@ -70,9 +77,21 @@ void apply(const global_options &opts, ucs_status_t &status)
 
 } // namespace
 
+/* UCX 1.13's ucs options that have no counterpart here. */
+constexpr const char *global_no_effect[] = {
+    "LOG_FILE_FILTER", "LOG_BUFFER", "LOG_DATA_SIZE", "LOG_PRINT_ENABLE",
+    "ERROR_MAIL_TO", "ERROR_MAIL_FOOTER", "GDB_COMMAND", "DEBUG_SIGNO",
+    "LOG_LEVEL_TRIGGER", "ASYNC_SIGNO", "MEMTRACK_LIMIT", "RCACHE_CHECK_PFN",
+    "MODULE_DIR", "MODULE_LOG_LEVEL", "MODULES", "TOPO_PRIO", "LOG_FILE_SIZE",
+    "LOG_FILE_ROTATE", "VFS_ENABLE", "VFS_THREAD_AFFINITY", "MEMTRACK_DEST",
+    "PROFILE_MODE", "PROFILE_FILE", "PROFILE_LOG_SIZE", "RCACHE_STAT_MIN",
+    "RCACHE_STAT_MAX", "BUILTIN_MEMCPY_MIN", "BUILTIN_MEMCPY_MAX",
+};
+
 /* constinit: the library constructor may run before dynamic initialisation. */
 constinit const config::table global_opts_table = {
-    "UCS global options", "", global_fields, sizeof(global_options)};
+    "UCS global options", "", global_fields, sizeof(global_options), {},
+    global_no_effect};
 
 UCS_CONFIG_REGISTER_TABLE(global_opts_table);
 
@@ -101,7 +120,13 @@ ucs_status_t global_opts_load()
 
 void global_init()
 {
-    std::call_once(init_once, [] { global_opts_load(); });
+    std::call_once(init_once, [] {
+        global_opts_load();
+        std::vector<std::string> signals(current_opts.error_signals.names,
+                                         current_opts.error_signals.names +
+                                         current_opts.error_signals.count);
+        debug::error_signals_install(current_opts.handle_errors, signals);
+    });
 }
 
 const global_options &global_opts()
@@ -119,8 +144,15 @@ ucs_status_t global_opts_status()
 
 } // namespace ucs
 
-/* Read the options when libucs is loaded, before any layer's code runs. */
+/* Read the options and install the error signal handlers when libucs is
+ * loaded, before any layer's code runs (as UCX does). */
 UCS_F_CTOR static void ucs_global_opts_ctor()
 {
     ucs::global_init();
+}
+
+/* A libucs that is unloaded leaves no handler pointing into it. */
+UCS_F_DTOR static void ucs_global_opts_dtor()
+{
+    ucs::debug::error_signals_restore();
 }

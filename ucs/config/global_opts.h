@@ -12,9 +12,9 @@ namespace ucs {
 struct global_options {
     ucs_log_level_t          log_level;            /* UCX_LOG_LEVEL */
     char                     *log_file;            /* UCX_LOG_FILE, "" = stdout */
-    int                      memtype_cache;        /* UCX_MEMTYPE_CACHE */
+    ucs_ternary_auto_value_t memtype_cache;        /* UCX_MEMTYPE_CACHE */
     unsigned                 async_max_events;     /* UCX_ASYNC_MAX_EVENTS */
-    ucs_handle_error_t       handle_errors;        /* UCX_HANDLE_ERRORS */
+    unsigned                 handle_errors;        /* UCX_HANDLE_ERRORS: bit per ucs_handle_error_t */
     ucs_config_names_array_t error_signals;        /* UCX_ERROR_SIGNALS: "SEGV", ... */
     int                      warn_unused_env_vars; /* UCX_WARN_UNUSED_ENV_VARS */
 };

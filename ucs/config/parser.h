@@ -15,6 +15,7 @@
  *   type_ternary      ucs_ternary_auto_value_t   yes/no/try/auto
  *   type_on_off_auto  ucs_on_off_auto_value_t    on/off/auto
  *   type_enum(names)  unsigned (index)    one of the names, any case
+ *   type_bitmap(names) unsigned (bit i = names[i])  "bt,freeze": any of the names
  *   type_string       char* (malloc)      never NULL once filled; "" when empty
  *   type_string_list  ucs_config_names_array_t   "shm,tcp"; "" is an empty list
  *   type_allow_list   ucs_config_allow_list_t    "all", "a,b", "^a,b" (all but a and b)
@@ -83,6 +84,7 @@ bool parse_bool(const char *, void *, const parser &);
 bool parse_ternary(const char *, void *, const parser &);
 bool parse_on_off_auto(const char *, void *, const parser &);
 bool parse_enum(const char *, void *, const parser &);
+bool parse_bitmap(const char *, void *, const parser &);
 bool parse_string(const char *, void *, const parser &);
 bool parse_string_list(const char *, void *, const parser &);
 bool parse_allow_list(const char *, void *, const parser &);
@@ -98,6 +100,7 @@ std::string print_bool(const void *, const parser &);
 std::string print_ternary(const void *, const parser &);
 std::string print_on_off_auto(const void *, const parser &);
 std::string print_enum(const void *, const parser &);
+std::string print_bitmap(const void *, const parser &);
 std::string print_string(const void *, const parser &);
 std::string print_string_list(const void *, const parser &);
 std::string print_allow_list(const void *, const parser &);
@@ -123,6 +126,7 @@ std::string syntax_bool(const parser &);
 std::string syntax_ternary(const parser &);
 std::string syntax_on_off_auto(const parser &);
 std::string syntax_enum(const parser &);
+std::string syntax_bitmap(const parser &);
 std::string syntax_string(const parser &);
 std::string syntax_string_list(const parser &);
 std::string syntax_allow_list(const parser &);
@@ -184,6 +188,16 @@ constexpr parser type_enum(const char *const (&names)[N])
 {
     return parser{detail::parse_enum, detail::print_enum, detail::clone_plain,
                   detail::release_plain, detail::syntax_enum, names, N,
+                  sizeof(unsigned), nullptr};
+}
+
+/* A set of names stored as an unsigned bit mask (at most 32 names). */
+template <size_t N>
+constexpr parser type_bitmap(const char *const (&names)[N])
+{
+    static_assert(N <= 32);
+    return parser{detail::parse_bitmap, detail::print_bitmap, detail::clone_plain,
+                  detail::release_plain, detail::syntax_bitmap, names, N,
                   sizeof(unsigned), nullptr};
 }
 

@@ -163,6 +163,54 @@ std::string syntax_enum(const parser &self)
     return text;
 }
 
+/* bitmap: a comma-separated set of the parser's names, bit i for names[i] */
+
+bool parse_bitmap(const char *text, void *dest, const parser &self)
+{
+    std::string_view rest = trim(text);
+    unsigned value        = 0;
+    while (!rest.empty()) {
+        size_t comma          = rest.find(',');
+        std::string_view word = trim(rest.substr(0, comma));
+        rest                  = (comma == rest.npos) ? "" : rest.substr(comma + 1);
+        unsigned i            = 0;
+        while ((i < self.arg_count) && !iequals(word, enum_names(self)[i])) {
+            ++i;
+        }
+        if ((i == self.arg_count) || (i >= 32)) {
+            return false;
+        }
+        value |= 1u << i;
+    }
+    store(dest, value);
+    return true;
+}
+
+std::string print_bitmap(const void *src, const parser &self)
+{
+    unsigned value = load<unsigned>(src);
+    std::string text;
+    for (unsigned i = 0; (i < self.arg_count) && (i < 32); ++i) {
+        if (value & (1u << i)) {
+            if (!text.empty()) {
+                text += ',';
+            }
+            text += enum_names(self)[i];
+        }
+    }
+    return text;
+}
+
+std::string syntax_bitmap(const parser &self)
+{
+    std::string text = "comma-separated list of: [";
+    for (unsigned i = 0; i < self.arg_count; ++i) {
+        text += (i == 0) ? "" : "|";
+        text += enum_names(self)[i];
+    }
+    return text + "]";
+}
+
 /* values that own nothing */
 
 ucs_status_t clone_plain(const void *src, void *dest, const parser &self)

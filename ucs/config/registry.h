@@ -71,8 +71,9 @@ std::vector<std::string> env_prefixes();
 /*
  * UCX_* variables in the environment that no registered field reads, each
  * with close known names: "UCX_LOG_LEVLE (maybe: UCX_LOG_LEVEL?)". A name is
- * known with or without any env prefix seen by fill() (UCX_MPI_TLS). Never
- * reported: UCX_CONFIG_FILE (it names the file, it is not a field).
+ * known with or without any env prefix seen by fill() (UCX_MPI_TLS), and so
+ * are the tables' aliases and no-effect names (table.h). Never reported:
+ * UCX_CONFIG_FILE and UCX_CONFIG_DIR (they name files, they are not fields).
  */
 std::vector<std::string> unused_env_vars();
 
@@ -80,6 +81,8 @@ std::vector<std::string> unused_env_vars();
  * Logs one warning listing unused_env_vars(), the first time it is called in
  * the process and only when UCX_WARN_UNUSED_ENV_VARS is on (the default).
  * Returns true if it logged. Call it after every layer has filled its tables.
+ * Also logs, once each and as UCX 1.13 does, the UCX_* variables in effect
+ * (info) and those that are accepted but have no effect here (diag).
  */
 bool warn_unused_env_vars();
 

@@ -66,7 +66,8 @@ struct value_source {
 };
 
 /* Variable names that may set the field, most specific first. */
-std::vector<std::string> candidate_names(const leaf &l, const std::string &env)
+std::vector<std::string> candidate_names(const table &t, const leaf &l,
+                                         const std::string &env)
 {
     std::vector<std::string> names;
     auto add = [&](const std::string &prefix) {
@@ -79,6 +80,14 @@ std::vector<std::string> candidate_names(const leaf &l, const std::string &env)
         add(env);
     }
     add("");
+    for (const alias &a : t.aliases) {
+        if (l.name == a.field_name) {
+            if (!env.empty()) {
+                names.push_back("UCX_" + env + a.ucx_name);
+            }
+            names.push_back(std::string("UCX_") + a.ucx_name);
+        }
+    }
     return names;
 }
 
@@ -91,9 +100,9 @@ value_source default_source(const leaf &l, const std::string &env)
     return src;
 }
 
-value_source find_source(const leaf &l, const std::string &env)
+value_source find_source(const table &t, const leaf &l, const std::string &env)
 {
-    std::vector<std::string> names = candidate_names(l, env);
+    std::vector<std::string> names = candidate_names(t, l, env);
     for (const std::string &name : names) {
         const char *text = std::getenv(name.c_str());
         if (text != nullptr) {
@@ -179,7 +188,7 @@ ucs_status_t fill_from(void *opts, const table &t, const char *env_prefix,
         for (; filled < leaves.size(); ++filled) {
             const leaf &l    = leaves[filled];
             value_source src = defaults_only ? default_source(l, env) :
-                                               find_source(l, env);
+                                               find_source(t, l, env);
             if (!l.f->type.parse(src.text.c_str(), member_of(opts, l), l.f->type)) {
                 log_invalid(l, src.var_name, src.text, src.location,
                             src.is_default);
@@ -315,7 +324,7 @@ std::string printed_default(const leaf &l)
     return printed;
 }
 
-void print_doc(FILE *stream, const leaf &l)
+void print_doc(FILE *stream, const table &t, const leaf &l)
 {
     std::fprintf(stream, "#\n");
     std::string_view doc = (l.f->doc != nullptr) ? l.f->doc : "";
@@ -326,8 +335,24 @@ void print_doc(FILE *stream, const leaf &l)
                      static_cast<int>(line.size()), line.data());
         doc.remove_prefix((newline == doc.npos) ? doc.size() : newline + 1);
     }
-    std::fprintf(stream, "#\n# syntax:    %s\n#\n",
+    if (l.f->flags & field_no_effect) {
+        std::fprintf(stream, "#\n# no effect here (accepted for compatibility with UCX 1.13)\n");
+    }
+    std::fprintf(stream, "#\n# syntax:    %s\n",
                  l.f->type.syntax(l.f->type).c_str());
+    std::string others;
+    for (const std::string &name : candidate_names(t, l, "")) {
+        if (name != "UCX_" + l.name) {
+            if (!others.empty()) {
+                others += ", ";
+            }
+            others += name;
+        }
+    }
+    if (!others.empty()) {
+        std::fprintf(stream, "# also read from: %s\n", others.c_str());
+    }
+    std::fprintf(stream, "#\n");
 }
 
 } // namespace
@@ -358,12 +383,18 @@ ucs_status_t print(FILE *stream, const void *opts, const table &t,
             bool comment      = (flags & UCS_CONFIG_PRINT_COMMENT_DEFAULT) &&
                                 (value == printed_default(l));
             if (flags & UCS_CONFIG_PRINT_DOC) {
-                print_doc(stream, l);
+                print_doc(stream, t, l);
             }
             std::fprintf(stream, "%sUCX_%s%s=%s\n", comment ? "#" : "",
                          env.c_str(), l.name.c_str(), value.c_str());
             if (flags & UCS_CONFIG_PRINT_DOC) {
                 std::fprintf(stream, "\n");
+            }
+        }
+        if (flags & UCS_CONFIG_PRINT_HIDDEN) {
+            for (const char *name : t.no_effect_names) {
+                std::fprintf(stream, "# UCX_%s%s: accepted for compatibility with UCX "
+                             "1.13, no effect here\n", env.c_str(), name);
             }
         }
         return std::ferror(stream) ? UCS_ERR_IO_ERROR : UCS_OK;

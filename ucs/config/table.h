@@ -34,8 +34,10 @@
  * UCX_TCP_SEG_SIZE only TCP's). Where a value comes from, first match wins:
  *   1. UCX_<ENV_PREFIX>_<P><NAME>, UCX_<ENV_PREFIX>_<NAME>  (fill's env_prefix, e.g. "MPI")
  *   2. UCX_<P><NAME>, UCX_<NAME>                            (environment)
- *   3. the same names in the configuration file (see file.h)
- *   4. the field's default value.
+ *   3. the table's aliases of the field (UCX 1.13's names), with the env
+ *      prefix and without, in the environment
+ *   4. the same names in the configuration files (see file.h)
+ *   5. the field's default value.
  *
  * None of these functions throws; failures are statuses and ERROR logs.
  */
@@ -54,7 +56,17 @@ namespace ucs::config {
 
 enum field_flags : unsigned {
     /* Internal tunable: printed only with UCS_CONFIG_PRINT_HIDDEN. */
-    field_hidden = 1u << 0,
+    field_hidden    = 1u << 0,
+    /* A UCX 1.13 setting that is parsed but changes nothing here; printed
+     * with a note saying so. */
+    field_no_effect = 1u << 1,
+};
+
+/* A UCX 1.13 variable name that sets a field of the table (site tunings
+ * written for UCX keep working): UCX_POSIX_FIFO_SIZE sets MM_FIFO_SIZE. */
+struct alias {
+    const char *ucx_name;   /* without "UCX_": "POSIX_FIFO_SIZE" */
+    const char *field_name; /* the field's full name: "MM_FIFO_SIZE" */
 };
 
 struct field {
@@ -72,6 +84,11 @@ struct table {
                                            Ignored when used as a sub-table. */
     std::span<const field> fields;
     size_t                 struct_size; /* sizeof the settings struct */
+    /* Read after the field's own names, in this order (see fill below). */
+    std::span<const alias> aliases = {};
+    /* UCX 1.13 variables of this area (without "UCX_") that mean nothing
+     * here: accepted with a diag note, never reported as unused. */
+    std::span<const char *const> no_effect_names = {};
 };
 
 /*
@@ -139,8 +156,10 @@ ucs_status_t get_value(const void *opts, const table &t, const char *name,
  * Prints a filled struct with ucs_config_print_flags_t semantics:
  *   HEADER           "#\n# <title>\n#" (title NULL: the table's title)
  *   CONFIG           one UCX_NAME=value line per field (names with env_prefix)
- *   DOC              before each line, its doc and accepted form as # comments
- *   HIDDEN           also fields marked field_hidden
+ *   DOC              before each line, its doc, accepted form and the other
+ *                    names it is read from ("# also read from: UCX_SEG_SIZE")
+ *   HIDDEN           also fields marked field_hidden, and the table's
+ *                    no_effect_names as "# UCX_<NAME>: accepted ..." lines
  *   COMMENT_DEFAULT  "#UCX_NAME=value" for values equal to the default
  */
 ucs_status_t print(FILE *stream, const void *opts, const table &t,

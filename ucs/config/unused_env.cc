@@ -22,7 +22,7 @@ namespace {
 /* Variables that are not fields (after "UCX_"). */
 const char *const non_field_vars[] = {
     "CONFIG_FILE", /* names the configuration file */
-    "MEM_EVENTS",  /* read by libucm itself (ucm/util/sys.cc), which has no table */
+    "CONFIG_DIR",  /* a directory with a ucx.conf (config/file.h) */
 };
 
 constexpr size_t max_edit_distance = 3;
@@ -30,6 +30,54 @@ constexpr size_t min_prefix_length = 3;
 constexpr size_t max_suggestions   = 3;
 
 std::atomic<bool> warned{false};
+std::atomic<bool> noted_no_effect{false};
+std::atomic<bool> logged_used{false};
+
+/* Names (without "UCX_") that are accepted but change nothing here. */
+std::set<std::string> no_effect_names()
+{
+    std::set<std::string> names;
+    for (const table *t : registered_tables()) {
+        for (const char *name : t->no_effect_names) {
+            names.insert(name);
+        }
+        for (const leaf &l : flatten(*t)) {
+            if (l.f->flags & field_no_effect) {
+                names.insert(l.name);
+            }
+        }
+    }
+    return names;
+}
+
+/* One diag line naming the UCX 1.13 settings in the environment that do nothing here. */
+void note_no_effect_env_vars()
+{
+    if (!log_enabled(UCS_LOG_LEVEL_DIAG) || noted_no_effect.exchange(true)) {
+        return;
+    }
+    try {
+        const std::set<std::string> inert = no_effect_names();
+        std::string list;
+        for (char **env = environ; (env != nullptr) && (*env != nullptr); ++env) {
+            std::string_view var = *env;
+            if (var.compare(0, 4, "UCX_") != 0) {
+                continue;
+            }
+            std::string name(var.substr(4, var.find('=') - 4));
+            if (inert.count(name) != 0) {
+                list += list.empty() ? "UCX_" : ", UCX_";
+                list += name;
+            }
+        }
+        if (!list.empty()) {
+            ucs_diag("%s: UCX 1.13 setting%s accepted with no effect here", list.c_str(),
+                     (list.find(',') != list.npos) ? "s" : "");
+        }
+    } catch (const std::exception &e) {
+        ucs_error("checking UCX_* environment variables: %s", e.what());
+    }
+}
 
 std::string to_upper(std::string_view text)
 {
@@ -101,6 +149,12 @@ known_names collect_known_names()
             if (!l.short_name.empty()) {
                 known.names.insert(l.short_name);
             }
+        }
+        for (const alias &a : t->aliases) {
+            known.names.insert(a.ucx_name);
+        }
+        for (const char *name : t->no_effect_names) {
+            known.names.insert(name);
         }
     }
     for (const char *name : non_field_vars) {
@@ -184,8 +238,42 @@ std::vector<std::string> unused_env_vars()
     return unused;
 }
 
+namespace {
+
+/* UCX 1.13's info line: "UCX_* env variables: UCX_TLS=tcp UCX_LOG_LEVEL=info". */
+void log_used_env_vars()
+{
+    if (!log_enabled(UCS_LOG_LEVEL_INFO) || logged_used.exchange(true)) {
+        return;
+    }
+    try {
+        known_names known = collect_known_names();
+        std::string list;
+        unsigned count = 0;
+        for (char **env = environ; (env != nullptr) && (*env != nullptr); ++env) {
+            std::string_view var = *env;
+            if ((var.compare(0, 4, "UCX_") == 0) &&
+                known.contains(std::string(var.substr(4, var.find('=') - 4)))) {
+                if (count++ > 0) {
+                    list += ' ';
+                }
+                list += var;
+            }
+        }
+        if (count > 0) {
+            ucs_info("UCX_* env variable%s: %s", (count > 1) ? "s" : "", list.c_str());
+        }
+    } catch (const std::exception &e) {
+        ucs_error("listing UCX_* environment variables: %s", e.what());
+    }
+}
+
+} // namespace
+
 bool warn_unused_env_vars()
 {
+    log_used_env_vars();
+    note_no_effect_env_vars();
     if (!global_opts().warn_unused_env_vars || warned.exchange(true)) {
         return false;
     }
@@ -206,7 +294,9 @@ bool warn_unused_env_vars()
 
 void rearm_unused_env_warning()
 {
-    warned = false;
+    warned          = false;
+    noted_no_effect = false;
+    logged_used     = false;
 }
 
 } // namespace ucs::config

@@ -1,12 +1,12 @@
 #include <ucs/debug/log.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -21,7 +21,7 @@ const char *const log_level_names[UCS_LOG_LEVEL_LAST] = {
 
 namespace {
 
-/* Fixed-width tags for the message prefix. */
+/* Level tags as UCX prints them (padded to 5 columns by the format). */
 const char *const level_tags[UCS_LOG_LEVEL_LAST] = {
     "FATAL", "ERROR", "WARN", "DIAG", "INFO", "DEBUG",
     "TRACE", "REQ", "DATA", "ASYNC", "FUNC", "POLL",
@@ -30,6 +30,10 @@ const char *const level_tags[UCS_LOG_LEVEL_LAST] = {
 std::mutex output_lock;      /* keeps lines from different threads whole */
 FILE *output_stream = nullptr;
 bool  output_owned  = false; /* we opened it, we close it */
+
+/* Threads are numbered in the order they first log, as UCX names them. */
+std::atomic<unsigned> thread_count{0};
+thread_local int      thread_number = -1;
 
 const char *basename_of(const char *path)
 {
@@ -63,18 +67,33 @@ FILE *log_stream()
     return output_stream ? output_stream : stdout;
 }
 
-const char *log_process_id()
+const char *log_host_name()
 {
-    static const std::string id = [] {
-        char host[256] = {};
-        gethostname(host, sizeof(host) - 1);
-        char *dot = std::strchr(host, '.');
+    static const std::string host = [] {
+        char name[256] = {};
+        gethostname(name, sizeof(name) - 1);
+        char *dot = std::strchr(name, '.');
         if (dot != nullptr) {
             *dot = '\0';
         }
-        return std::string(host) + ":" + std::to_string(getpid());
+        return std::string(name);
     }();
+    return host.c_str();
+}
+
+const char *log_process_id()
+{
+    static const std::string id = std::string(log_host_name()) + ":" +
+                                  std::to_string(getpid());
     return id.c_str();
+}
+
+unsigned log_thread_number()
+{
+    if (thread_number < 0) {
+        thread_number = static_cast<int>(thread_count.fetch_add(1));
+    }
+    return static_cast<unsigned>(thread_number);
 }
 
 bool log_level_from_string(const char *name, ucs_log_level_t *level)
@@ -114,7 +133,7 @@ ucs_status_t log_set_file(const char *path)
         std::string full = expand_path(path);
         stream = std::fopen(full.c_str(), "a");
         if (stream == nullptr) {
-            std::fprintf(stderr, "[%s] UCX ERROR cannot open log file '%s': %s\n",
+            std::fprintf(stderr, "[%s] UCX  ERROR cannot open log file '%s': %s\n",
                          log_process_id(), full.c_str(), std::strerror(errno));
             return UCS_ERR_IO_ERROR;
         }
@@ -140,13 +159,15 @@ void log_vdispatch(const char *file, unsigned line, const char *function,
     struct timeval tv;
     gettimeofday(&tv, nullptr);
     const char *tag = (level < UCS_LOG_LEVEL_LAST) ? level_tags[level] : "PRINT";
-    long tid = syscall(SYS_gettid);
 
+    /* UCX 1.13's layout, column for column, so that scripts written for its
+     * logs ("UCX  ERROR", file:line right-aligned) read ours too. */
     std::lock_guard<std::mutex> guard(output_lock);
     FILE *stream = log_stream();
-    std::fprintf(stream, "[%ld.%06ld] [%s:%ld] %s:%u UCX %s %s\n",
-                 (long)tv.tv_sec, (long)tv.tv_usec, log_process_id(), tid,
-                 basename_of(file), line, tag, message);
+    std::fprintf(stream, "[%ld.%06ld] [%s:%-5d:%u] %17s:%-4u %-4s %-5s %s\n",
+                 (long)tv.tv_sec, (long)tv.tv_usec, log_host_name(),
+                 static_cast<int>(getpid()), log_thread_number(),
+                 basename_of(file), line, "UCX", tag, message);
     std::fflush(stream);
 }
 

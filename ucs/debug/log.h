@@ -53,6 +53,12 @@ FILE *log_stream();
 /* "host:pid", computed once. */
 const char *log_process_id();
 
+/* The host name up to the first dot, as in every log line. */
+const char *log_host_name();
+
+/* This thread's number in log lines: 0 for the first thread that logs. */
+unsigned log_thread_number();
+
 } // namespace ucs
 
 #define ucs_log(_level, _fmt, ...) \

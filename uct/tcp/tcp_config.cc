@@ -141,8 +141,19 @@ const ucs::config::field tcp_fields[] = {
                      "default (about 15 minutes of retransmissions).", type_time),
 };
 
+/* UCX 1.13's tcp and tcp connection-manager settings with no counterpart here. */
+constexpr const char *tcp_no_effect[] = {
+    "TCP_AF_PRIO", "TCP_CM_FAILURE", "TCP_CM_REUSEADDR", "TCP_CM_PRIV_DATA_LEN",
+    "TCP_CM_SNDBUF", "TCP_CM_RCVBUF", "TCP_CM_SYN_CNT", "TCP_MAX_BCOPY", "TCP_ALLOC",
+    "TCP_FAILURE", "TCP_MAX_NUM_EPS", "TCP_SENDV_THRESH", "TCP_PREFER_DEFAULT",
+    "TCP_PUT_ENABLE", "TCP_CONN_NB", "TCP_MAX_CONN_RETRIES", "TCP_SYN_CNT",
+    "TCP_TX_MAX_BUFS", "TCP_TX_BUFS_GROW", "TCP_RX_MAX_BUFS", "TCP_RX_BUFS_GROW",
+    "TCP_PORT_RANGE",
+};
+
 const ucs::config::table tcp_config_table = {"TCP transport", "TCP_", tcp_fields,
-                                             sizeof(tcp_config_values)};
+                                             sizeof(tcp_config_values), {},
+                                             tcp_no_effect};
 UCS_CONFIG_REGISTER_TABLE(tcp_config_table);
 
 /* A time option in whole seconds for TCP_KEEPIDLE/TCP_KEEPINTVL: 0 for

@@ -41,9 +41,17 @@ const ucs::config::field cma_fields[] = {
                      ucs::config::type_time, ucs::config::field_hidden),
 };
 
+/* UCX 1.13's cma settings with no counterpart here. */
+constexpr const char *cma_no_effect[] = {
+    "CMA_MEMORY_INVALIDATE", "CMA_MAX_SHORT", "CMA_MAX_BCOPY", "CMA_ALLOC",
+    "CMA_FAILURE", "CMA_MAX_NUM_EPS", "CMA_SEG_SIZE", "CMA_TX_QUOTA",
+    "CMA_TX_MAX_BUFS", "CMA_TX_BUFS_GROW",
+};
+
 const ucs::config::table cma_config_table = {"CMA (cross-memory attach) transport",
                                              "CMA_", cma_fields,
-                                             sizeof(cma_config_values)};
+                                             sizeof(cma_config_values), {},
+                                             cma_no_effect};
 UCS_CONFIG_REGISTER_TABLE(cma_config_table);
 
 void apply(const cma_config_values &values, cma_config *config)

@@ -31,8 +31,29 @@ const ucs::config::field mm_fields[] = {
 
 } // namespace
 
+/* posix and sysv share one FIFO geometry here; UCX 1.13 names each
+ * transport's own (the posix name is read first when both are set). */
+constexpr ucs::config::alias mm_aliases[] = {
+    {"POSIX_FIFO_SIZE", "MM_FIFO_SIZE"},           {"SYSV_FIFO_SIZE", "MM_FIFO_SIZE"},
+    {"POSIX_FIFO_ELEM_SIZE", "MM_FIFO_ELEM_SIZE"}, {"SYSV_FIFO_ELEM_SIZE", "MM_FIFO_ELEM_SIZE"},
+    {"POSIX_SEG_SIZE", "MM_SEG_SIZE"},             {"SYSV_SEG_SIZE", "MM_SEG_SIZE"},
+    {"POSIX_FIFO_MAX_POLL", "MM_RX_MAX_POLL"},     {"SYSV_FIFO_MAX_POLL", "MM_RX_MAX_POLL"},
+};
+
+/* UCX 1.13's posix and sysv settings with no counterpart here. */
+constexpr const char *mm_no_effect[] = {
+    "POSIX_HUGETLB_MODE", "POSIX_DIR", "POSIX_USE_PROC_LINK", "POSIX_MAX_SHORT",
+    "POSIX_MAX_BCOPY", "POSIX_ALLOC", "POSIX_FAILURE", "POSIX_MAX_NUM_EPS", "POSIX_BW",
+    "POSIX_FIFO_RELEASE_FACTOR", "POSIX_RX_MAX_BUFS", "POSIX_RX_BUFS_GROW",
+    "POSIX_FIFO_HUGETLB", "POSIX_ERROR_HANDLING",
+    "SYSV_HUGETLB_MODE", "SYSV_MAX_SHORT", "SYSV_MAX_BCOPY", "SYSV_ALLOC", "SYSV_FAILURE",
+    "SYSV_MAX_NUM_EPS", "SYSV_BW", "SYSV_FIFO_RELEASE_FACTOR", "SYSV_RX_MAX_BUFS",
+    "SYSV_RX_BUFS_GROW", "SYSV_FIFO_HUGETLB", "SYSV_ERROR_HANDLING",
+};
+
 const ucs::config::table mm_config_table = {"Shared memory (posix, sysv) transport",
-                                            "MM_", mm_fields, sizeof(mm_config)};
+                                            "MM_", mm_fields, sizeof(mm_config),
+                                            mm_aliases, mm_no_effect};
 UCS_CONFIG_REGISTER_TABLE(mm_config_table);
 
 ucs_status_t read_mm_config(const char *env_prefix, mm_config *config)

@@ -50,8 +50,15 @@ const ucs::config::field self_fields[] = {
                      ucs::config::type_bw),
 };
 
+/* UCX 1.13's self settings with no counterpart here. */
+constexpr const char *self_no_effect[] = {
+    "SELF_NUM_DEVICES", "SELF_MAX_SHORT", "SELF_MAX_BCOPY", "SELF_ALLOC",
+    "SELF_FAILURE", "SELF_MAX_NUM_EPS",
+};
+
 const ucs::config::table self_config_table = {"Self (loopback) transport", "SELF_",
-                                              self_fields, sizeof(self_config_values)};
+                                              self_fields, sizeof(self_config_values),
+                                              {}, self_no_effect};
 UCS_CONFIG_REGISTER_TABLE(self_config_table);
 
 self_config to_config(const self_config_values &values)

@@ -1,0 +1,103 @@
+/*
+ * What UCX_LOG_LEVEL=info and debug show, in UCX 1.13's words: the version
+ * and library path when a context starts, "ep_cfg[N]: tag(...) ..." per lane
+ * configuration, and at debug the lanes and protocol choice of each ep.
+ */
+#include "ucp_peer.h"
+#include "ucp_test_util.h"
+
+#include <catch2/catch.hpp>
+
+#include <ucs/config/registry.h>
+
+#include <regex>
+
+using namespace ucp_test;
+
+namespace {
+
+size_t count_of(const std::string &text, const std::string &what)
+{
+    size_t count = 0;
+    for (size_t at = text.find(what); at != std::string::npos;
+         at = text.find(what, at + 1)) {
+        ++count;
+    }
+    return count;
+}
+
+} // namespace
+
+TEST_CASE("info level: the version and where libucp was loaded from", "[ucp_log]")
+{
+    env_guard env;
+    env.set("UCX_RNDV_THRESH", "64k");
+    ucs::config::rearm_unused_env_warning(); /* the UCX_* list is logged once */
+    log_capture log(UCS_LOG_LEVEL_INFO);
+    context_holder ctx;
+    REQUIRE(ctx.status == UCS_OK);
+    const std::string text = log.text();
+    INFO(text);
+    CHECK(std::regex_search(text, std::regex("ucp_context.cc:[0-9 ]{4} UCX  INFO  "
+                                             "Version 1\\.13\\.[0-9]+ .*\\(loaded from "
+                                             "/[^)]*libucp\\.so[.0-9]*\\)\n")));
+    /* And, as UCX 1.13, the UCX_* variables in effect. */
+    CHECK(std::regex_search(text, std::regex("UCX  INFO  UCX_\\* env variables?: [^\n]*"
+                                             "UCX_RNDV_THRESH=64k")));
+
+    log_capture quiet(UCS_LOG_LEVEL_WARN);
+    context_holder ctx2;
+    CHECK(quiet.text().find("Version") == std::string::npos);
+}
+
+TEST_CASE("info level: one ep_cfg line per lane configuration of a worker", "[ucp_log]")
+{
+    peer a, b;
+    REQUIRE(a.init("tcp") == UCS_OK);
+    REQUIRE(b.init("tcp") == UCS_OK);
+    log_capture log(UCS_LOG_LEVEL_INFO);
+    REQUIRE(a.connect(b.address()) == UCS_OK);
+    REQUIRE(b.connect(a.address()) == UCS_OK);
+    const std::string text = log.text();
+    INFO(text);
+
+    /* UCX 1.13: "ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: tag(tcp/lo tcp/eth0)" */
+    const std::regex line("UCX  INFO    ep_cfg\\[0\\]: tag\\(tcp/[^ )]+( tcp/[^ )]+)*\\)\n");
+    auto first = std::sregex_iterator(text.begin(), text.end(), line);
+    CHECK(std::distance(first, std::sregex_iterator()) == 2); /* each worker numbers its own */
+    CHECK(text.find("ep_cfg[1]") == std::string::npos);
+}
+
+TEST_CASE("info level: ep_cfg names the lanes of every requested operation", "[ucp_log]")
+{
+    peer p;
+    REQUIRE(p.init("self", UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64 |
+                           UCP_FEATURE_AM | UCP_FEATURE_STREAM) == UCS_OK);
+    log_capture log(UCS_LOG_LEVEL_INFO);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    const std::string text = log.text();
+    INFO(text);
+    CHECK(std::regex_search(text, std::regex("  ep_cfg\\[0\\]: tag\\(self/[^ )]+\\) "
+                                             "rma(_am)?\\(self/[^ )]+\\) "
+                                             "amo(_am)?\\(self/[^ )]+\\) "
+                                             "am\\(self/[^ )]+\\) "
+                                             "stream\\(self/[^ )]+\\)\n")));
+}
+
+TEST_CASE("debug level: lanes at wireup and the protocol chosen per size", "[ucp_log]")
+{
+    peer a, b;
+    REQUIRE(a.init("tcp") == UCS_OK);
+    REQUIRE(b.init("tcp") == UCS_OK);
+    log_capture log(UCS_LOG_LEVEL_DEBUG);
+    REQUIRE(a.connect(b.address()) == UCS_OK);
+    const std::string text = log.text();
+    INFO(text);
+    CHECK(std::regex_search(text, std::regex("UCX  DEBUG worker '[^']*' ep [0-9]+ to "
+                                             "'[^']*': lane\\[0\\] tcp/[^ ]+ am")));
+    CHECK(text.find("UCX  DEBUG #   tag_send, contiguous data (message size in bytes):") !=
+          std::string::npos);
+    CHECK(count_of(text, "eager bcopy") >= 1);
+    CHECK(count_of(text, "ep_cfg[0]: ") == 1);          /* the info line, once */
+    CHECK(count_of(text, "ep_cfg[0] of worker") == 1);  /* its table, once */
+}
