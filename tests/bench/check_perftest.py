@@ -15,6 +15,8 @@ MODE is how the tool is run and read back:
 CHECKS (after --):
   --rows N        that many results (default: 1)
   --status S      every result has this status (default: ok)
+  --tests A,B,..  the results' tests, in order (a batch file's)
+  --sizes A,B,..  the results' message sizes, in order (a batch file's)
 
 Every "ok" result must carry the iteration count and message size asked
 for, and numbers that agree with each other: positive latencies, message
@@ -143,7 +145,8 @@ def main(argv):
 
     iters = int(arg_value(rest, "-n", "1000000"))
     sizes = arg_value(rest, "-s", "8")
-    size = None if "--sweep" in rest else sum(int(s) for s in sizes.split(","))
+    size = None if ("--sweep" in rest or "-b" in rest) else sum(int(s) for s in
+                                                                 sizes.split(","))
 
     if mode == "client":
         port = str(free_port())
@@ -196,6 +199,10 @@ def main(argv):
         if expect_status == "ok":
             want_iters = iters if "--sweep" not in rest else int(r["iterations"])
             check_numbers(r, want_iters, size, output)
+    for key, field in (("--tests", "test"), ("--sizes", "size")):
+        wanted = arg_value(checks, key, None)
+        if wanted is not None and [str(r[field]) for r in rows] != wanted.split(","):
+            fail("%s %r, expected %s" % (field, [r[field] for r in rows], wanted), output)
     test = arg_value(rest, "-t", None)
     if test and mode in ("csv", "json", "client", "mpirun") and "-D" not in rest:
         for r in rows:

@@ -213,7 +213,7 @@ std::string session::allocate_buffer(int fill, uint8_t **buffer, ucp_mem_h *memh
     ucp_mem_map_params_t params = {};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.length     = buf_size_;
-    params.flags      = UCP_MEM_MAP_ALLOCATE;
+    params.flags      = UCP_MEM_MAP_ALLOCATE | map_flags();
     if (ucp_mem_map(context_, &params, memh) == UCS_OK) {
         ucp_mem_attr_t attr = {};
         attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
@@ -230,8 +230,10 @@ std::string session::allocate_buffer(int fill, uint8_t **buffer, ucp_mem_h *memh
         return "cannot allocate " + std::to_string(buf_size_) + " bytes";
     }
     *owned = true;
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.address    = *buffer;
+    params.flags      = map_flags();
     ucs_status_t status = ucp_mem_map(context_, &params, memh);
     if (status != UCS_OK) {
         *memh = nullptr;
@@ -371,6 +373,11 @@ run_status session::close(std::string *error)
         return run_status::FATAL;
     }
     return run_status::OK;
+}
+
+unsigned session::map_flags() const
+{
+    return spec_.nonblock_reg ? UCP_MEM_MAP_NONBLOCK : 0;
 }
 
 ucp_datatype_t session::send_datatype() const
