@@ -15,7 +15,7 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev
   libucx-dev ucx-utils
   openmpi-bin libopenmpi-dev mpich libmpich-dev
-  gnuplot-nox
+  gnuplot-nox doxygen
   iproute2 util-linux
   clang-14 libclang-rt-14-dev llvm-14
 )
