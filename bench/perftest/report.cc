@@ -193,6 +193,34 @@ result meter::final(const perf::timeline &tl)
     return make(tl, tl.done(), tl.end_stamp(), tl.seconds_per_tick(), 0);
 }
 
+result meter::final_threads(const std::vector<const perf::timeline*> &tls)
+{
+    result r = failure("ok", "");
+    std::vector<uint64_t> samples;
+    double rate = 0, spt = 0;
+    for (const perf::timeline *tl : tls) {
+        if (tl->done() == 0) {
+            continue;
+        }
+        std::vector<uint64_t> d = perf::durations(*tl, 0, tl->done());
+        samples.insert(samples.end(), d.begin(), d.end());
+        spt   = tl->seconds_per_tick();
+        rate += double(tl->done()) * factor_ / (double(tl->total_ticks()) * spt);
+        r.iters += tl->done();
+    }
+    if ((r.iters == 0) || (rate <= 0)) {
+        return r;
+    }
+    r.lat_percentile = double(perf::percentile(samples, rank_)) * spt / factor_ * 1e6;
+    r.rate_overall   = rate;
+    r.bw_overall     = rate * double(spec_.message_size()) / MB;
+    r.lat_overall    = double(tls.size()) / rate * 1e6;
+    r.rate_average   = r.rate_overall;
+    r.bw_average     = r.bw_overall;
+    r.lat_average    = r.lat_overall;
+    return r;
+}
+
 printer::printer(const cli &opts, bool sweep) : opts_(opts), sweep_(sweep)
 {
 }

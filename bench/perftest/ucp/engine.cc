@@ -514,13 +514,28 @@ bool engine<CMD>::phase(bool initiator, uint64_t count, perf::timeline *tl)
 }
 
 template <ucp_cmd CMD>
-run_status engine<CMD>::run(bool initiator, perf::timeline *tl)
+bool engine<CMD>::begin(bool initiator, perf::timeline *tl)
 {
     if ((CMD == ucp_cmd::AM) && !set_am_handlers(true)) {
-        return run_status::FATAL;
+        return false;
     }
     if (initiator) {
         tl->prepare(spec_.iters);
+    }
+    return true;
+}
+
+template <ucp_cmd CMD>
+bool engine<CMD>::end()
+{
+    return (CMD != ucp_cmd::AM) || set_am_handlers(false);
+}
+
+template <ucp_cmd CMD>
+run_status engine<CMD>::run(bool initiator, perf::timeline *tl)
+{
+    if (!begin(initiator, tl)) {
+        return run_status::FATAL;
     }
     if (!s_.progress_barrier()) {
         fail("the peer went away before the test");
@@ -550,10 +565,7 @@ run_status engine<CMD>::run(bool initiator, perf::timeline *tl)
         fail("the peer went away during the test");
         return run_status::FATAL;
     }
-    if ((CMD == ucp_cmd::AM) && !set_am_handlers(false)) {
-        return run_status::FATAL;
-    }
-    return run_status::OK;
+    return end() ? run_status::OK : run_status::FATAL;
 }
 
 template class engine<ucp_cmd::TAG>;

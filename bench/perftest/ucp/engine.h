@@ -44,6 +44,13 @@ public:
     /* Warm-up, then the measured run (timed into tl on the initiator). */
     run_status run(bool initiator, perf::timeline *tl);
 
+    /* The parts of run() for -T, where each thread runs its engine's
+     * phases and the caller keeps the barriers: handlers and the
+     * timeline's room, one phase, the handlers' removal. */
+    bool begin(bool initiator, perf::timeline *tl);
+    bool phase(bool initiator, uint64_t count, perf::timeline *tl);
+    bool end();
+
 private:
     static constexpr bool TWO_SIDED = !is_one_sided(CMD);
 
@@ -51,7 +58,6 @@ private:
     bool pingpong_responder(uint64_t count);
     template <bool TIMED> bool stream_initiator(uint64_t count, perf::timeline *tl);
     bool stream_responder(uint64_t count);
-    bool phase(bool initiator, uint64_t count, perf::timeline *tl);
 
     bool post_send();
     bool post_recv();
