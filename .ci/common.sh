@@ -10,12 +10,12 @@ SAN_BUILD_DIR=${SAN_BUILD_DIR:-$ROOT/build-san}
 # Build tools, test framework, libraries, and the references we compare with:
 # Debian's UCX 1.13 (ABI probe, benchmarks) and the MPI runtimes that must run on us.
 PACKAGES=(
-  build-essential meson ninja-build pkg-config python3
+  build-essential meson ninja-build pkg-config python3 cmake
   catch2 libboost-dev libdw-dev
   libibverbs-dev librdmacm-dev
   libucx-dev ucx-utils
   openmpi-bin libopenmpi-dev mpich libmpich-dev
-  gnuplot-nox
+  gnuplot-nox doxygen
   iproute2 util-linux
   clang-14 libclang-rt-14-dev llvm-14
 )

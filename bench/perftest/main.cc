@@ -3,6 +3,7 @@
  * public UCP API only (they run on UCX 1.13 too); uct tests measure one
  * transport with the code of uct_perf. See usage() and bench/README.md.
  */
+#include "batch.h"
 #include "mpi_oob.h"
 #include "options.h"
 #include "runner.h"
@@ -34,12 +35,17 @@ bool pin_to_list(const std::vector<int> &cpus)
     return sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
-std::vector<test_spec> stages_of(const cli &opts)
+/* The tests the client runs: the batch file's, the sweep's or the one. */
+bool stages_of(const cli &opts, int argc, char **argv, std::vector<test_spec> *stages)
 {
-    return opts.sweep ? sweep_stages(opts) : std::vector<test_spec>{opts.spec};
+    if (!opts.batch_file.empty()) {
+        return read_batch(opts, argc, argv, stages);
+    }
+    *stages = opts.sweep ? sweep_stages(opts) : std::vector<test_spec>{opts.spec};
+    return true;
 }
 
-int run_mpi(const cli &opts)
+int run_mpi(const cli &opts, const std::vector<test_spec> &stages)
 {
     std::string error;
     std::unique_ptr<mpi_oob> channel = mpi_oob::open(&error);
@@ -54,16 +60,16 @@ int run_mpi(const cli &opts)
     if (channel->rank() != 0) {
         return serve(*channel, nullptr);
     }
-    if (!opts.have_test && !opts.sweep) {
+    if (!opts.have_test && !opts.sweep && opts.batch_file.empty()) {
         std::fprintf(stderr, "ucx_perftest: -t TEST is required\n");
         channel->send_blob({});
         return 2;
     }
     printer out(opts, opts.sweep);
-    return run_client(*channel, stages_of(opts), opts, out, true);
+    return run_client(*channel, stages, opts, out, true);
 }
 
-int run_tcp(const cli &opts)
+int run_tcp(const cli &opts, const std::vector<test_spec> &stages)
 {
     if (!pin_to_list(opts.cpus)) {
         std::perror("ucx_perftest: sched_setaffinity");
@@ -83,7 +89,7 @@ int run_tcp(const cli &opts)
     if (server) {
         return serve(channel, &out);
     }
-    return run_client(channel, stages_of(opts), opts, out, false);
+    return run_client(channel, stages, opts, out, false);
 }
 
 } // namespace
@@ -95,15 +101,19 @@ int main(int argc, char **argv)
     if (!parse_cli(argc, argv, &opts, &exit_code)) {
         return exit_code;
     }
+    std::vector<test_spec> stages;
+    if (!stages_of(opts, argc, argv, &stages)) {
+        return 2;
+    }
     if (opts.numeric) {
         std::setlocale(LC_NUMERIC, "");
     }
     if (opts.loopback) {
         printer out(opts, opts.sweep);
-        return run_loopback(stages_of(opts), opts, out);
+        return run_loopback(stages, opts, out);
     }
     if ((launcher_rank() >= 0) && opts.host.empty()) {
-        return run_mpi(opts);
+        return run_mpi(opts, stages);
     }
-    return run_tcp(opts);
+    return run_tcp(opts, stages);
 }

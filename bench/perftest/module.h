@@ -15,6 +15,7 @@
 #include "../common/timeline.h"
 
 #include <string>
+#include <vector>
 
 namespace perftest {
 
@@ -29,6 +30,7 @@ struct run_context {
     perf::oob       *channel = nullptr;
     bool            initiator = false;
     perf::timeline  *tl = nullptr;    /* initiator: one iteration per op/round trip */
+    std::vector<perf::timeline> thread_tls; /* -T: threads 1..N-1 of the initiator */
     std::string     error;            /* why, when not OK (our side or the peer's) */
 };
 

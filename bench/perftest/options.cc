@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "mpi_oob.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -27,9 +29,6 @@ const struct option long_options[] = {
     {"help",      no_argument,       nullptr, 'h'},
     {nullptr,     0,                 nullptr, 0},
 };
-
-/* UCX options this tool does not implement: refused by name. */
-const char unsupported[] = "bAWBUr";
 
 bool parse_u64(const char *text, uint64_t *value)
 {
@@ -77,6 +76,8 @@ struct raw_args {
     std::string tl;
     std::string dev;
     bool        window_given = false;
+    bool        fc_window_given = false;   /* -W */
+    bool        async_given = false;       /* -A */
 };
 
 bool bad(const char *fmt, const char *arg)
@@ -112,19 +113,24 @@ bool parse_layouts(const std::string &text, test_spec *spec)
 bool resolve_test(const raw_args &raw, cli *out)
 {
     const test_info *test = find_test(raw.test.c_str());
-    if ((test == nullptr) && is_ucx_uct_name(raw.test.c_str())) {
+    const bool ucx_name = (test == nullptr) && is_ucx_uct_name(raw.test.c_str());
+    if (ucx_name) {
         std::string layout = raw.layout.empty() ? "short" : raw.layout;
         test = find_ucx_uct_alias(raw.test.c_str(), layout.c_str());
         if (test == nullptr) {
             std::fprintf(stderr, "ucx_perftest: UCX's uct test '%s' with -D %s is not "
-                         "implemented here; uct tests: am_short_lat, am_bcopy_lat, "
-                         "am_short_bw, am_bcopy_bw, put_zcopy_bw, get_zcopy_bw\n",
-                         raw.test.c_str(), layout.c_str());
+                         "implemented here (no such operation in ucx-ng's uct); the uct "
+                         "tests are listed by -h\n", raw.test.c_str(), layout.c_str());
             return false;
         }
     }
     if (test == nullptr) {
         return bad("unknown test '%s'", raw.test.c_str());
+    }
+    if ((test->api == api_kind::UCT) && !ucx_name && !raw.layout.empty() &&
+        !(perf::is_atomic_test(test->uct_kind) && (raw.layout == "short"))) {
+        return bad("-D %s: %s names its data layout itself (UCX's names take -D: "
+                   "am_lat, am_bw, put_lat, put_bw, get)", raw.layout.c_str());
     }
     test_spec base = out->spec;
     out->spec = make_spec(test);
@@ -144,35 +150,78 @@ bool resolve_test(const raw_args &raw, cli *out)
     s.thread_mode = base.thread_mode;
     s.responder_idle = base.responder_idle;
     s.huge_pages  = base.huge_pages;
+    s.nonblock_reg = base.nonblock_reg;
+    s.async_thread = base.async_thread;
+    s.tag_probe   = base.tag_probe;
+    s.stream_recv_data = base.stream_recv_data;
+    s.threads     = base.threads;
+    s.fc_window   = base.fc_window;
     if (raw.window_given) {
         s.window = base.window;
     }
 
     if (test->api == api_kind::UCT) {
+        const perf::test_kind kind = test->uct_kind;
         if (raw.tl.empty()) {
             return bad("-x TL is required for the uct test %s", test->name);
         }
-        if (s.iov_count != 1) {
-            return bad("%s takes one size, not a list", test->name);
+        if ((s.iov_count != 1) && (kind != perf::test_kind::AM_ZCOPY_LAT) &&
+            (kind != perf::test_kind::AM_ZCOPY_BW) &&
+            (kind != perf::test_kind::AM_SHORTIOV_LAT) &&
+            (kind != perf::test_kind::AM_SHORTIOV_BW)) {
+            return bad("%s takes one size, not a list (lists are for zcopy and short iov "
+                       "active messages)", test->name);
+        }
+        if (s.tag_probe || s.stream_recv_data || (s.threads != 1)) {
+            return bad("-U, -r and -T are for UCP tests, not %s", test->name);
+        }
+        if (raw.fc_window_given && !perf::is_am_test(kind)) {
+            return bad("-W is for the uct active-message tests, not %s", test->name);
+        }
+        if (raw.window_given) {
+            if (!perf::is_rma_test(kind)) {
+                return bad("-O is for the uct one-sided streams (put/get *_bw, add_mr, "
+                           "fadd, swap, cswap), not %s", test->name);
+            }
+            s.outstanding = s.window;
         }
         if (!copy_string(s.uct_tl, sizeof(s.uct_tl), raw.tl.c_str()) ||
             !copy_string(s.uct_dev, sizeof(s.uct_dev), raw.dev.c_str())) {
             return bad("transport or device name too long: %s", raw.tl.c_str());
         }
-        if (s.responder_idle && !perf::is_rma_test(test->uct_kind)) {
-            return bad("-o is for the one-sided tests (put_zcopy_bw, get_zcopy_bw), "
-                       "not %s", test->name);
+        if (s.responder_idle && !perf::is_rma_test(kind)) {
+            return bad("-o is for the one-sided tests (put/get *_bw, add_mr, fadd, swap, "
+                       "cswap), not %s", test->name);
         }
-        if (s.huge_pages && !perf::is_rma_test(test->uct_kind)) {
-            return bad("--huge-pages is for the one-sided uct tests (put_zcopy_bw, "
-                       "get_zcopy_bw), not %s", test->name);
+        if (s.huge_pages && !perf::is_rma_test(kind)) {
+            return bad("--huge-pages is for the one-sided uct tests (put/get *_bw, "
+                       "add_mr, fadd, swap, cswap), not %s", test->name);
+        }
+        if (perf::is_atomic_test(kind) && (s.message_size() != 4) &&
+            (s.message_size() != 8)) {
+            return bad("%s operates on 4 or 8 bytes (-s 4 or -s 8)", test->name);
         }
         s.window = 1;
         return true;
     }
-    if (s.responder_idle || s.huge_pages) {
-        return bad("%s is implemented for the uct one-sided tests only, not for UCP "
-                   "tests", s.responder_idle ? "-o" : "--huge-pages");
+    if (s.huge_pages) {
+        return bad("--huge-pages is implemented for the uct one-sided tests only, not for "
+                   "UCP tests%s", "");
+    }
+    if (raw.fc_window_given || raw.async_given) {
+        return bad("%s is for uct tests; UCP tests have no such setting",
+                   raw.fc_window_given ? "-W" : "-A");
+    }
+    if (s.responder_idle &&
+        (!is_one_sided(test->cmd) || (test->pat != pattern::STREAM_UNI))) {
+        return bad("-o is for the one-sided UCP streams (ucp_put_bw, ucp_get, ucp_add, "
+                   "ucp_fadd, ucp_swap, ucp_cswap), not %s", test->name);
+    }
+    if (s.tag_probe && (test->cmd != ucp_cmd::TAG) && (test->cmd != ucp_cmd::TAG_SYNC)) {
+        return bad("-U (receive through tag probe) is for tag tests, not %s", test->name);
+    }
+    if (s.stream_recv_data && (test->cmd != ucp_cmd::STREAM)) {
+        return bad("-r is for stream tests, not %s", test->name);
     }
 
     if (!raw.tl.empty() || !raw.dev.empty()) {
@@ -219,9 +268,10 @@ void usage(FILE *stream)
                      (t->api == api_kind::UCP) ? "UCP" : "uct (-x TL)", t->description);
     }
     std::fprintf(stream,
-"                 UCX's uct names am_lat, am_bw, put_bw, get work with -D\n"
-"                 short|bcopy|zcopy (am_lat -D bcopy is am_bcopy_lat)\n"
-"  -s <size>      message size, or a comma list of iov entry sizes (8)\n"
+"                 UCX's uct names am_lat, am_bw, put_lat, put_bw, get work with -D\n"
+"                 short|shortiov|bcopy|zcopy (am_lat -D bcopy is am_bcopy_lat)\n"
+"  -s <size>      message size, or a comma list of iov entry sizes (8); uct\n"
+"                 lists: zcopy and short iov active messages\n"
 "  -n <iters>     measured iterations (1000000)\n"
 "  -w <iters>     warm-up iterations (10000)\n"
 "  -p <port>      TCP port of the server (13337)\n"
@@ -229,7 +279,15 @@ void usage(FILE *stream)
 "  -D <layout>    UCP: contig or iov, for sender[,receiver] (contig)\n"
 "                 uct: short, bcopy or zcopy (with UCX's test names)\n"
 "  -m <mem>[,<mem>]  memory type of the buffers: host only\n"
-"  -O <count>     operations in flight in bandwidth tests (per test: 1 or 32)\n"
+"  -O <count>     operations in flight in bandwidth tests (per test: 1 or 32;\n"
+"                 uct one-sided streams: 128, fetching atomics 1)\n"
+"  -W <count>     uct active-message streams: most messages the receiver has not\n"
+"                 credited back (127)\n"
+"  -A <mode>      uct: the worker's async context: thread_spinlock or thread_mutex\n"
+"                 (both: a thread of its own); signal is not supported\n"
+"  -B             map and register buffers with the NONBLOCK flag (pages on first use)\n"
+"  -b <file>      run the tests of a file: a line per test, its name first, then\n"
+"                 its options (added to this command line's); '#' starts a comment\n"
 "  -i <stride>    distance between iov entries (0: back to back)\n"
 "  -c <cpus>      pin to these CPUs; with --loopback the first is this side's,\n"
 "                 the second the peer's\n"
@@ -237,17 +295,23 @@ void usage(FILE *stream)
 "  -d <device>    device of a uct test (default: the transport's first)\n"
 "  -H <size>      UCP AM header size (0)\n"
 "  -C             receive tags with a wildcard mask\n"
+"  -U             tag tests: receive through ucp_tag_probe_nb and\n"
+"                 ucp_tag_msg_recv_nbx, so every message arrives unexpected\n"
+"  -r <mode>      stream tests: recv (ucp_stream_recv_nbx, default) or recv_data\n"
+"                 (ucp_stream_recv_data_nb and ucp_stream_data_release)\n"
 "  -e             create endpoints with peer error handling\n"
 "  -E <mode>      wait mode: poll (default) or sleep (ucp_worker_wait when idle)\n"
 "  -I             create the context with the wakeup feature\n"
 "  -z             pass pre-registered memory handles to the operations\n"
-"  -o             uct put/get: the responder does not progress (sleeps until the\n"
-"                 end; for transports whose RMA needs no target progress)\n"
+"  -o             one-sided streams (uct and UCP): the responder does not progress\n"
+"                 (sleeps until the end; for transports whose RMA needs no target\n"
+"                 progress: a UCP test that sees no completion for 10 s says so)\n"
 "  --huge-pages   uct put/get: buffers the md does not allocate itself are on\n"
 "                 transparent huge pages (UCX's tool allocates through\n"
 "                 UCX_<TL>_ALLOC, thp by default)\n"
 "  -M <mode>      worker thread mode: single, serialized or multi (single)\n"
-"  -T <threads>   threads: 1 only\n"
+"  -T <threads>   UCP tests: threads per side, each with its own worker and\n"
+"                 endpoint (1; at most 16)\n"
 "  -R <rank>      percentile reported in the latency columns (50.0)\n"
 "  -l, --loopback fork the peer and talk to it over a socketpair\n"
 "  --sweep        latency and bandwidth (tag_lat, tag_bw, or -t) over 8 B .. 4 MiB on\n"
@@ -407,9 +471,51 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
             }
             break;
         case 'T':
-            if (!parse_u64(optarg, &value) || (value != 1)) {
-                return fail("-T %s: this tool runs one thread per side", optarg);
+            if (!parse_u64(optarg, &value) || (value == 0) || (value > MAX_THREADS)) {
+                return fail("bad thread count '%s' (1 to 16)", optarg);
             }
+            out->spec.threads = uint8_t(value);
+            break;
+        case 'W':
+            if (!parse_u64(optarg, &value) || (value == 0) || (value > 65536)) {
+                return fail("bad flow-control window '%s' (1 to 65536)", optarg);
+            }
+            out->spec.fc_window = uint32_t(value);
+            raw.fc_window_given = true;
+            break;
+        case 'A':
+            if ((std::strcmp(optarg, "thread_spinlock") == 0) ||
+                (std::strcmp(optarg, "thread_mutex") == 0) ||
+                (std::strcmp(optarg, "thread") == 0)) {
+                out->spec.async_thread = 1;
+            } else if (std::strcmp(optarg, "signal") == 0) {
+                return fail("-A signal: ucx-ng's async contexts run on a thread or are "
+                            "polled, never from a signal (use thread_spinlock)%s", "");
+            } else {
+                return fail("bad async mode '%s' (thread_spinlock or thread_mutex)", optarg);
+            }
+            raw.async_given = true;
+            break;
+        case 'B':
+            out->spec.nonblock_reg = 1;
+            break;
+        case 'U':
+            out->spec.tag_probe = 1;
+            break;
+        case 'r':
+            if (std::strcmp(optarg, "recv") == 0) {
+                out->spec.stream_recv_data = 0;
+            } else if (std::strcmp(optarg, "recv_data") == 0) {
+                out->spec.stream_recv_data = 1;
+            } else {
+                return fail("bad stream receive mode '%s' (recv or recv_data)", optarg);
+            }
+            break;
+        case 'b':
+            if (optarg[0] == '\0') {
+                return fail("-b needs a file name%s", "");
+            }
+            out->batch_file = optarg;
             break;
         case 'R': {
             char *end = nullptr;
@@ -466,9 +572,6 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
             return fail("unknown option -%s", opt);
         default:
             opt[0] = char(c);
-            if (std::strchr(unsupported, c) != nullptr) {
-                return fail("option -%s of UCX's tool is not supported here", opt);
-            }
             return fail("unknown option -%s", opt);
         }
     }
@@ -480,6 +583,16 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
     }
     if (out->loopback && !out->host.empty()) {
         return fail("--loopback takes no server host name (got '%s')", out->host.c_str());
+    }
+    if (!out->batch_file.empty()) {
+        if (out->have_test || out->sweep) {
+            return fail("-b runs the tests of its file: no -t or --sweep with it%s", "");
+        }
+        if (out->host.empty() && !out->loopback && (launcher_rank() < 0)) {
+            return fail("-b is for the client (a host name, --loopback or mpirun)%s", "");
+        }
+        *exit_code = 0;
+        return true;    /* main reads the file's tests (batch.h) */
     }
     if (out->sweep && !out->have_test) {
         raw.test = "tag_lat";  /* a placeholder: the sweep sets each stage's test */

@@ -1,6 +1,6 @@
 /*
- * ucx_perftest's command line: UCX's options (those this tool implements)
- * plus --loopback, --sweep, --csv and --json. See usage() for the list.
+ * ucx_perftest's command line: UCX 1.13's options plus --loopback, --sweep,
+ * --csv and --json. See usage() for the list.
  */
 #ifndef BENCH_PERFTEST_OPTIONS_H
 #define BENCH_PERFTEST_OPTIONS_H
@@ -35,6 +35,7 @@ struct cli {
     bool             final_only = false;   /* -f */
     bool             numeric = false;      /* -N */
     double           percentile = 50.0;    /* -R */
+    std::string      batch_file;           /* -b: the tests come from this file */
 };
 
 /* Parses argv. Returns true to run; false to exit with *exit_code (0 after

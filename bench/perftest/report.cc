@@ -1,12 +1,15 @@
 #include "report.h"
 
 #include "modules.h"
+#include "sweep_table.h"
+#include "table_cells.h"
 
 #include "../common/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 namespace perftest {
 
@@ -21,15 +24,6 @@ constexpr double MB = 1024.0 * 1024.0;
 const char *const BOX_LINE =
     "+----------------------------------------------------------------------------------------------------------+";
 
-std::string centered(const std::string &text, size_t width)
-{
-    if (text.size() >= width) {
-        return text;
-    }
-    size_t left = (width - text.size()) / 2;
-    return std::string(left, ' ') + text + std::string(width - text.size() - left, ' ');
-}
-
 std::string percentile_label(double rank)
 {
     char label[32];
@@ -43,12 +37,26 @@ std::string layout_name(const test_spec &spec)
         switch (spec.info().uct_kind) {
         case perf::test_kind::AM_SHORT_LAT:
         case perf::test_kind::AM_SHORT_BW:
+        case perf::test_kind::PUT_SHORT_LAT:
+        case perf::test_kind::PUT_SHORT_BW:
             return "short";
+        case perf::test_kind::AM_SHORTIOV_LAT:
+        case perf::test_kind::AM_SHORTIOV_BW:
+            return "shortiov";
+        case perf::test_kind::AM_ZCOPY_LAT:
+        case perf::test_kind::AM_ZCOPY_BW:
+        case perf::test_kind::PUT_ZCOPY_LAT:
         case perf::test_kind::PUT_ZCOPY_BW:
         case perf::test_kind::GET_ZCOPY_BW:
             return "zcopy";
-        default:
+        case perf::test_kind::AM_BCOPY_LAT:
+        case perf::test_kind::AM_BCOPY_BW:
+        case perf::test_kind::PUT_BCOPY_LAT:
+        case perf::test_kind::PUT_BCOPY_BW:
+        case perf::test_kind::GET_BCOPY_BW:
             return "bcopy";
+        default:
+            return "atomic";
         }
     }
     if ((spec.send_layout == layout::CONTIG) && (spec.recv_layout == layout::CONTIG)) {
@@ -107,27 +115,6 @@ const char *const CSV_HEADER =
     "test,api,transport,size,iterations,metric,percentile,latency_percentile_us,"
     "latency_average_us,latency_overall_us,bandwidth_average_mbs,bandwidth_overall_mbs,"
     "msgrate_average,msgrate_overall,status,error";
-
-/* The sweep table: transport, test, size, then UCX's eight columns. */
-struct column {
-    const char *title;
-    int        width;
-};
-
-const column sweep_columns[] = {
-    {"transport", 12}, {"test", 14}, {"size", 10}, {"# iterations", 14}, {"", 10},
-    {"average", 9}, {"overall", 9}, {"average", 10}, {"overall", 10}, {"average", 11},
-    {"overall", 11},
-};
-
-void sweep_rule()
-{
-    std::printf("+");
-    for (const column &c : sweep_columns) {
-        std::printf("%s+", std::string(size_t(c.width), '-').c_str());
-    }
-    std::printf("\n");
-}
 
 } // namespace
 
@@ -206,6 +193,34 @@ result meter::final(const perf::timeline &tl)
     return make(tl, tl.done(), tl.end_stamp(), tl.seconds_per_tick(), 0);
 }
 
+result meter::final_threads(const std::vector<const perf::timeline*> &tls)
+{
+    result r = failure("ok", "");
+    std::vector<uint64_t> samples;
+    double rate = 0, spt = 0;
+    for (const perf::timeline *tl : tls) {
+        if (tl->done() == 0) {
+            continue;
+        }
+        std::vector<uint64_t> d = perf::durations(*tl, 0, tl->done());
+        samples.insert(samples.end(), d.begin(), d.end());
+        spt   = tl->seconds_per_tick();
+        rate += double(tl->done()) * factor_ / (double(tl->total_ticks()) * spt);
+        r.iters += tl->done();
+    }
+    if ((r.iters == 0) || (rate <= 0)) {
+        return r;
+    }
+    r.lat_percentile = double(perf::percentile(samples, rank_)) * spt / factor_ * 1e6;
+    r.rate_overall   = rate;
+    r.bw_overall     = rate * double(spec_.message_size()) / MB;
+    r.lat_overall    = double(tls.size()) / rate * 1e6;
+    r.rate_average   = r.rate_overall;
+    r.bw_average     = r.bw_overall;
+    r.lat_average    = r.lat_overall;
+    return r;
+}
+
 printer::printer(const cli &opts, bool sweep) : opts_(opts), sweep_(sweep)
 {
 }
@@ -221,19 +236,7 @@ void printer::start()
     if (opts_.format == output_format::CSV) {
         std::printf("%s\n", CSV_HEADER);
     } else if (sweep_ && (opts_.format == output_format::TABLE)) {
-        sweep_rule();
-        std::printf("|%12s|%14s|%10s|%14s|%s|%s|%s|\n", "", "", "", "",
-                    centered("latency/overhead (usec)", 30).c_str(),
-                    centered("bandwidth (MB/s)", 21).c_str(),
-                    centered("message rate (msg/s)", 23).c_str());
-        std::printf("|");
-        for (const column &c : sweep_columns) {
-            std::string title = (c.title[0] == '\0') ? percentile_label(opts_.percentile)
-                                                     : c.title;
-            std::printf("%s|", centered(title, size_t(c.width)).c_str());
-        }
-        std::printf("\n");
-        sweep_rule();
+        std::printf("%s", sweep_header_text(percentile_label(opts_.percentile)).c_str());
     }
     std::fflush(stdout);
 }
@@ -292,12 +295,12 @@ void printer::begin_test(const test_spec &spec)
         std::printf("+--------------+--------------+------------------------------+"
                     "---------------------+-----------------------+\n");
         std::printf("|              |              |%s|   bandwidth (MB/s)  |  message rate "
-                    "(msg/s) |\n", centered(metric, 30).c_str());
+                    "(msg/s) |\n", centered_cell(metric, 30).c_str());
         std::printf("%s\n", rule);
         std::printf("|%s| # iterations |%s| average | overall |  average |  overall |  "
                     "average  |  overall  |\n",
-                    centered(opts_.final_only ? "Test" : "Stage", 14).c_str(),
-                    centered(percentile_label(opts_.percentile), 10).c_str());
+                    centered_cell(opts_.final_only ? "Test" : "Stage", 14).c_str(),
+                    centered_cell(percentile_label(opts_.percentile), 10).c_str());
         std::printf("%s\n", rule);
     }
     std::fflush(stdout);
@@ -305,11 +308,18 @@ void printer::begin_test(const test_spec &spec)
 
 void printer::numbers_line(const char *label, const result &r)
 {
-    const char *format = opts_.numeric
-        ? "%-10s%'18.0f%'11.3f%'10.3f%'10.3f%'12.2f%'11.2f%'12.0f%'12.0f\n"
-        : "%-10s%18.0f%11.3f%10.3f%10.3f%12.2f%11.2f%12.0f%12.0f\n";
-    std::printf(format, label, double(r.iters), r.lat_percentile, r.lat_average,
-                r.lat_overall, r.bw_average, r.bw_overall, r.rate_average, r.rate_overall);
+    /* UCX's widths; a cell keeps one space before it whatever its value. */
+    const struct { double value; int width, decimals; } cells[] = {
+        {double(r.iters), 18, 0}, {r.lat_percentile, 11, 3}, {r.lat_average, 10, 3},
+        {r.lat_overall, 10, 3},   {r.bw_average, 12, 2},     {r.bw_overall, 11, 2},
+        {r.rate_average, 12, 0},  {r.rate_overall, 12, 0},
+    };
+    std::string line = text_cell(label, 10);
+    for (const auto &c : cells) {
+        line += ' ';
+        line += number_cell(c.value, c.width - 1, c.decimals, opts_.numeric);
+    }
+    std::printf("%s\n", line.c_str());
 }
 
 void printer::csv_line(const result &r)
@@ -334,16 +344,7 @@ void printer::progress(const result &r)
 
 void printer::sweep_row(const result &r)
 {
-    std::printf("| %-11s| %-13s|%9zu |", r.transport.c_str(), r.test.c_str(), r.size);
-    if (r.status != "ok") {
-        std::printf(" %s: %s\n", r.status.c_str(), r.error.c_str());
-        return;
-    }
-    const char *format = opts_.numeric
-        ? "%'13.0f |%'9.3f |%'8.3f |%'8.3f |%'9.2f |%'9.2f |%'10.0f |%'10.0f |\n"
-        : "%13.0f |%9.3f |%8.3f |%8.3f |%9.2f |%9.2f |%10.0f |%10.0f |\n";
-    std::printf(format, double(r.iters), r.lat_percentile, r.lat_average, r.lat_overall,
-                r.bw_average, r.bw_overall, r.rate_average, r.rate_overall);
+    std::printf("%s\n", sweep_row_text(r, opts_.numeric).c_str());
 }
 
 void printer::end_test(const result &r)
@@ -383,7 +384,7 @@ void printer::end_test(const result &r)
 void printer::finish()
 {
     if (sweep_ && (opts_.format == output_format::TABLE)) {
-        sweep_rule();
+        std::printf("%s\n", sweep_rule_text().c_str());
     }
     if (opts_.format != output_format::JSON) {
         std::fflush(stdout);

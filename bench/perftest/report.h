@@ -42,6 +42,11 @@ public:
 
     result progress(const perf::timeline &tl, double seconds_per_tick);
     result final(const perf::timeline &tl);
+    /* -T: the threads' timelines together. Iterations add up, the
+     * percentile is over every thread's iterations, bandwidth and message
+     * rate add up, and the latency columns are one operation of one thread
+     * (threads / total rate). */
+    result final_threads(const std::vector<const perf::timeline*> &tls);
     /* A result that carries only the test's identity and an error. */
     result failure(const std::string &status, const std::string &error) const;
 

@@ -88,6 +88,13 @@ result run_client_test(perf::oob &channel, const test_spec &spec, const cli &opt
     ctx.tl        = &tl;
     switch (run_status(fn(&ctx))) {
     case run_status::OK:
+        if (!ctx.thread_tls.empty()) {
+            std::vector<const perf::timeline*> all{&tl};
+            for (const perf::timeline &t : ctx.thread_tls) {
+                all.push_back(&t);
+            }
+            return m.final_threads(all);
+        }
         return m.final(tl);
     case run_status::SKIPPED:
         return m.failure("skipped", ctx.error);

@@ -59,6 +59,7 @@ bool unpack_spec(const std::vector<uint8_t> &blob, test_spec *spec)
            (test_by_index(spec->test) != nullptr) && (spec->iov_count >= 1) &&
            (spec->iov_count <= MAX_IOV) && (spec->iters >= 1) && (spec->window >= 1) &&
            (unsigned(spec->send_layout) <= 1) && (unsigned(spec->recv_layout) <= 1) &&
+           (spec->threads >= 1) && (spec->threads <= MAX_THREADS) &&
            terminated(spec->tls, sizeof(spec->tls)) &&
            terminated(spec->uct_tl, sizeof(spec->uct_tl)) &&
            terminated(spec->uct_dev, sizeof(spec->uct_dev)) &&

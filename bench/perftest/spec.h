@@ -15,6 +15,9 @@
 namespace perftest {
 
 constexpr unsigned MAX_IOV = 32;
+/* -T: more threads than this on the 2 CPUs of a test machine measure the
+ * scheduler, not the library. */
+constexpr unsigned MAX_THREADS = 16;
 
 enum class layout : uint8_t { CONTIG, IOV };
 
@@ -39,6 +42,13 @@ struct test_spec {
     uint8_t  thread_mode = 0;       /* ucs_thread_mode_t of the worker (-M) */
     uint8_t  responder_idle = 0;    /* -o: uct put/get responder does not progress */
     uint8_t  huge_pages = 0;        /* --huge-pages: uct buffers on transparent huge pages */
+    uint8_t  nonblock_reg = 0;      /* -B: buffers mapped/registered with NONBLOCK */
+    uint8_t  async_thread = 0;      /* -A thread_*: uct worker's async context on a thread */
+    uint8_t  tag_probe = 0;         /* -U: tag receives through ucp_tag_probe_nb (unexpected) */
+    uint8_t  stream_recv_data = 0;  /* -r recv_data: ucp_stream_recv_data_nb */
+    uint8_t  threads = 1;           /* -T: UCP threads per side, a worker and ep each */
+    uint32_t fc_window = 127;       /* -W: uct AM streams, messages not credited back */
+    uint32_t outstanding = 0;       /* uct one-sided streams: -O; 0: the test's own */
     char     tls[256] = {};         /* UCP: UCX_TLS of this run ("": environment) */
     char     uct_tl[64] = {};       /* uct: transport (-x) */
     char     uct_dev[64] = {};      /* uct: device (-d, "": the first one) */

@@ -24,6 +24,13 @@ perf::options options_of(const perftest::test_spec &spec)
     opts.warmup         = spec.warmup;
     opts.responder_idle = spec.responder_idle != 0;
     opts.huge_pages     = spec.huge_pages != 0;
+    opts.nonblock_reg   = spec.nonblock_reg != 0;
+    opts.async_thread   = spec.async_thread != 0;
+    opts.outstanding    = spec.outstanding;
+    opts.fc_window      = spec.fc_window;
+    if (spec.iov_count > 1) {
+        opts.iov_sizes.assign(spec.sizes, spec.sizes + spec.iov_count);
+    }
     return opts;
 }
 
@@ -53,11 +60,10 @@ extern "C" int perftest_module_run(perftest::run_context *ctx)
         perf::oob &channel       = *ctx->channel;
 
         perf::transport t;
-        if (!agreed(channel, t.open(opts.tl_name, opts.dev_name),
+        if (!agreed(channel, t.open(opts.tl_name, opts.dev_name, opts.async_thread),
                     "cannot open the transport (see above)", &ctx->error)) {
             return int(run_status::SKIPPED);
         }
-        const bool am = perf::is_am_test(opts.test);
         int result;
         if (t.self_only()) {
             /* Reaches only its own iface: the initiator sends to itself. */
@@ -68,16 +74,14 @@ extern "C" int perftest_module_run(perftest::run_context *ctx)
                 ctx->error = "cannot connect (see above)";
                 return int(run_status::FATAL);
             }
-            result = am ? perf::am_self(t, opts, ctx->tl) : perf::rma_self(t, opts, ctx->tl);
+            result = perf::run_self(t, opts, ctx->tl);
         } else if (!agreed(channel, t.connect_peer(channel), "cannot connect (see above)",
                            &ctx->error)) {
             return int(run_status::SKIPPED);
         } else if (ctx->initiator) {
-            result = am ? perf::am_initiator(t, opts, channel, ctx->tl)
-                        : perf::rma_initiator(t, opts, channel, ctx->tl);
+            result = perf::run_initiator(t, opts, channel, ctx->tl);
         } else {
-            result = am ? perf::am_responder(t, opts, channel)
-                        : perf::rma_responder(t, opts, channel);
+            result = perf::run_responder(t, opts, channel);
         }
         if (result != 0) {
             ctx->error = "the uct test failed (see above)";

@@ -25,17 +25,14 @@ int run_side(const perf::options &opts, perf::oob &channel, bool initiator)
     if (!t.open(opts.tl_name, opts.dev_name) || !t.connect_peer(channel)) {
         return 1;
     }
-    const bool am = perf::is_am_test(opts.test);
     perf::timeline tl;
     int result;
     if (initiator) {
         perf::print_header(opts, t.description().c_str());
         std::fflush(stdout);
-        result = am ? perf::am_initiator(t, opts, channel, &tl)
-                    : perf::rma_initiator(t, opts, channel, &tl);
+        result = perf::run_initiator(t, opts, channel, &tl);
     } else {
-        result = am ? perf::am_responder(t, opts, channel)
-                    : perf::rma_responder(t, opts, channel);
+        result = perf::run_responder(t, opts, channel);
     }
     /* Neither side tears its endpoint down while the other still
      * progresses (a peer that vanishes is an error to tcp). */
@@ -66,8 +63,7 @@ int run_self(const perf::options &opts)
     perf::print_header(opts, (t.description() + ", to itself").c_str());
     std::fflush(stdout);
     perf::timeline tl;
-    int result = perf::is_am_test(opts.test) ? perf::am_self(t, opts, &tl)
-                                             : perf::rma_self(t, opts, &tl);
+    int result = perf::run_self(t, opts, &tl);
     if (result == 0) {
         perf::print_result(opts, tl);
     }

@@ -45,4 +45,31 @@ host_buffer::~host_buffer()
     }
 }
 
+md_buffer::md_buffer(uct::md &md, size_t size, bool huge, unsigned flags) : md_(md)
+{
+    length_ = size;
+    const uct::md_attr &a = md.attr();
+    if ((a.flags & uct::md_flag::ALLOC) &&
+        (md.mem_alloc(&length_, &address_, flags, &memh_) == UCS_OK)) {
+        allocated_ = true;
+        return;
+    }
+    length_  = size;
+    own_     = std::make_unique<host_buffer>(size, huge);
+    address_ = own_->address();
+    if ((address_ != nullptr) && (a.flags & uct::md_flag::REG) &&
+        (md.mem_reg(address_, length_, flags, &memh_) != UCS_OK)) {
+        memh_ = uct::MEM_HANDLE_NULL;
+    }
+}
+
+md_buffer::~md_buffer()
+{
+    if (allocated_) {
+        md_.mem_free(memh_);
+    } else if (memh_ != uct::MEM_HANDLE_NULL) {
+        md_.mem_dereg(memh_);
+    }
+}
+
 } // namespace perf

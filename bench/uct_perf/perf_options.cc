@@ -23,6 +23,21 @@ const test_name tests[] = {
     {"am_bcopy_bw",   test_kind::AM_BCOPY_BW,   "AM bcopy streaming: bandwidth, message rate"},
     {"put_zcopy_bw",  test_kind::PUT_ZCOPY_BW,  "put zcopy streaming: bandwidth, message rate"},
     {"get_zcopy_bw",  test_kind::GET_ZCOPY_BW,  "get zcopy streaming: bandwidth, message rate"},
+    {"am_zcopy_lat",  test_kind::AM_ZCOPY_LAT,  "AM zcopy ping-pong, one-way latency"},
+    {"am_zcopy_bw",   test_kind::AM_ZCOPY_BW,   "AM zcopy streaming: bandwidth, message rate"},
+    {"am_shortiov_lat", test_kind::AM_SHORTIOV_LAT, "AM short iov ping-pong, one-way latency"},
+    {"am_shortiov_bw", test_kind::AM_SHORTIOV_BW, "AM short iov streaming"},
+    {"put_short_lat", test_kind::PUT_SHORT_LAT, "put short ping-pong through memory"},
+    {"put_bcopy_lat", test_kind::PUT_BCOPY_LAT, "put bcopy ping-pong through memory"},
+    {"put_zcopy_lat", test_kind::PUT_ZCOPY_LAT, "put zcopy ping-pong through memory"},
+    {"put_short_bw",  test_kind::PUT_SHORT_BW,  "put short streaming"},
+    {"put_bcopy_bw",  test_kind::PUT_BCOPY_BW,  "put bcopy streaming"},
+    {"get_bcopy_bw",  test_kind::GET_BCOPY_BW,  "get bcopy streaming"},
+    {"add_lat",       test_kind::ADD_LAT,       "atomic add ping-pong through memory (-s 4|8)"},
+    {"add_mr",        test_kind::ADD_MR,        "posted atomic adds: message rate (-s 4|8)"},
+    {"fadd",          test_kind::FADD,          "fetch-and-add, one at a time (-s 4|8)"},
+    {"swap",          test_kind::SWAP,          "atomic swap, one at a time (-s 4|8)"},
+    {"cswap",         test_kind::CSWAP,         "compare-and-swap, one at a time (-s 4|8)"},
     {"cacheline_lat", test_kind::CACHELINE_LAT, "two processes ping-pong one cache line: "
                                                 "the floor of shared-memory latency"},
     {"memcpy_bw",     test_kind::MEMCPY_BW,     "memcpy of SIZE bytes between two buffers of "
@@ -190,13 +205,13 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
         return false;
     }
     if (opts->responder_idle && !is_rma_test(opts->test)) {
-        std::fprintf(stderr, "uct_perf: -o is for put_zcopy_bw and get_zcopy_bw, "
-                     "not %s\n", opts->test_name.c_str());
+        std::fprintf(stderr, "uct_perf: -o is for the one-sided streams (put/get "
+                     "*_bw, add_mr, fadd, swap, cswap), not %s\n", opts->test_name.c_str());
         return false;
     }
     if (opts->huge_pages && !is_rma_test(opts->test) &&
         (opts->test != test_kind::MEMCPY_BW)) {
-        std::fprintf(stderr, "uct_perf: -H is for put_zcopy_bw, get_zcopy_bw and "
+        std::fprintf(stderr, "uct_perf: -H is for the one-sided streams and "
                      "memcpy_bw, not %s\n", opts->test_name.c_str());
         return false;
     }

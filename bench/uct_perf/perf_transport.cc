@@ -9,12 +9,6 @@ namespace perf {
 
 const char *tool_name = "uct_perf";
 
-bool is_am_test(test_kind kind)
-{
-    return (kind == test_kind::AM_SHORT_LAT) || (kind == test_kind::AM_BCOPY_LAT) ||
-           (kind == test_kind::AM_SHORT_BW) || (kind == test_kind::AM_BCOPY_BW);
-}
-
 namespace {
 
 const char *device_type_name(uct::device_type type)
@@ -63,9 +57,19 @@ transport::~transport()
     delete md_;
 }
 
-bool transport::open(const std::string &tl_name, const std::string &dev_name)
+bool transport::open(const std::string &tl_name, const std::string &dev_name,
+                     bool async_thread)
 {
-    worker_ = std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE);
+    if (async_thread) {
+        /* What UCX's -A thread_* asks for: events handled on a thread. */
+        ucs_status_t status = ucs::async_context::create(ucs::async_mode::thread, &async_);
+        if (status != UCS_OK) {
+            std::fprintf(stderr, "%s: cannot create the async context: %s\n", tool_name,
+                         ucs_status_string(status));
+            return false;
+        }
+    }
+    worker_ = std::make_unique<uct::worker>(async_.get(), UCS_THREAD_MODE_SINGLE);
     for (uct::component *comp : uct::components()) {
         std::vector<uct::md_resource> mds;
         if (comp->query_md_resources(&mds) != UCS_OK) {

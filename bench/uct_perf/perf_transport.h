@@ -12,6 +12,7 @@
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
 #include <uct/base/uct_worker.h>
+#include <ucs/async/async_context.h>
 
 #include <memory>
 #include <string>
@@ -26,8 +27,11 @@ public:
     transport &operator=(const transport&) = delete;
     ~transport();
 
-    /* Opens tl on dev (first device if empty); prints why on failure. */
-    bool open(const std::string &tl_name, const std::string &dev_name);
+    /* Opens tl on dev (first device if empty); prints why on failure.
+     * async_thread: the worker gets an async context running its own
+     * thread (UCX's -A thread_spinlock/thread_mutex). */
+    bool open(const std::string &tl_name, const std::string &dev_name,
+              bool async_thread = false);
 
     /* Connects to a peer doing the same, exchanging addresses over `channel`. */
     bool connect_peer(oob &channel);
@@ -47,6 +51,8 @@ public:
     unsigned progress() { return worker_->progress(); }
 
 private:
+    /* Declared first: the worker and interfaces go before it. */
+    std::unique_ptr<ucs::async_context> async_;
     std::unique_ptr<uct::worker> worker_;
     uct::component               *component_ = nullptr;
     uct::md                      *md_ = nullptr;

@@ -15,6 +15,10 @@ MODE is how the tool is run and read back:
 CHECKS (after --):
   --rows N        that many results (default: 1)
   --status S      every result has this status (default: ok)
+  --tests A,B,..  the results' tests, in order (a batch file's)
+  --sizes A,B,..  the results' message sizes, in order (a batch file's)
+  --threads N     -T N: N times the iterations, and the rate is N / latency
+                  (latency is one thread's operation, the rate all of them)
 
 Every "ok" result must carry the iteration count and message size asked
 for, and numbers that agree with each other: positive latencies, message
@@ -55,7 +59,7 @@ def close(a, b, rel=0.02):
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-9)
 
 
-def check_numbers(r, iters, size, output):
+def check_numbers(r, iters, size, output, threads=1):
     name = "%s/%s" % (r["test"], r["size"])
     if int(r["iterations"]) != iters:
         fail("%s: %s iterations, asked for %d" % (name, r["iterations"], iters), output)
@@ -70,8 +74,10 @@ def check_numbers(r, iters, size, output):
         fail("%s: non-positive numbers %r" % (name, r), output)
     # Latencies are printed to 0.001 usec: allow for that rounding on tiny
     # latencies (0.015 usec is only known to within 3%).
-    if not close(rate, 1e6 / lat, max(0.02, 0.001 / lat)) and abs(rate - 1e6 / lat) > 1:
-        fail("%s: message rate %g is not 1/latency (%g us)" % (name, rate, lat), output)
+    want_rate = threads * 1e6 / lat
+    if not close(rate, want_rate, max(0.02, 0.001 / lat)) and abs(rate - want_rate) > 1:
+        fail("%s: message rate %g is not %d/latency (%g us)" % (name, rate, threads, lat),
+             output)
     expected_bw = int(r["size"]) * rate / (1 << 20)
     if not close(bw, expected_bw, 0.02) and abs(bw - expected_bw) > 0.01:
         fail("%s: bandwidth %g MB/s is not size x rate (%g)" % (name, bw, expected_bw),
@@ -140,10 +146,12 @@ def main(argv):
         rest = rest[:rest.index("--")]
     expect_rows = int(arg_value(checks, "--rows", "1"))
     expect_status = arg_value(checks, "--status", "ok")
+    threads = int(arg_value(checks, "--threads", "1"))
 
     iters = int(arg_value(rest, "-n", "1000000"))
     sizes = arg_value(rest, "-s", "8")
-    size = None if "--sweep" in rest else sum(int(s) for s in sizes.split(","))
+    size = None if ("--sweep" in rest or "-b" in rest) else sum(int(s) for s in
+                                                                 sizes.split(","))
 
     if mode == "client":
         port = str(free_port())
@@ -194,8 +202,12 @@ def main(argv):
             fail("status %r (%s), expected %r" % (r["status"], r.get("error", ""),
                                                    expect_status), output)
         if expect_status == "ok":
-            want_iters = iters if "--sweep" not in rest else int(r["iterations"])
-            check_numbers(r, want_iters, size, output)
+            want_iters = iters * threads if "--sweep" not in rest else int(r["iterations"])
+            check_numbers(r, want_iters, size, output, threads)
+    for key, field in (("--tests", "test"), ("--sizes", "size")):
+        wanted = arg_value(checks, key, None)
+        if wanted is not None and [str(r[field]) for r in rows] != wanted.split(","):
+            fail("%s %r, expected %s" % (field, [r[field] for r in rows], wanted), output)
     test = arg_value(rest, "-t", None)
     if test and mode in ("csv", "json", "client", "mpirun") and "-D" not in rest:
         for r in rows:

@@ -153,6 +153,41 @@ TEST_CASE("self am_short at boundary sizes", "[self]")
     CHECK(rec.messages.empty());
 }
 
+TEST_CASE("self am_short_iov delivers the entries back to back", "[self]")
+{
+    self_setup s;
+    recorder rec;
+    REQUIRE(s.entity.iface().set_am_handler(AM_ID, recorder::handler, &rec, 0) == UCS_OK);
+    const size_t max = s.entity.attr().am.max_short + sizeof(uint64_t);
+
+    /* Split points inside and across the 8-byte header word. */
+    for (std::vector<size_t> pieces : {std::vector<size_t>{8}, {3, 5}, {1, 7, 0, 40},
+                                       {100, max - 100}}) {
+        size_t total = std::accumulate(pieces.begin(), pieces.end(), size_t(0));
+        INFO("total " << total << " in " << pieces.size() << " entries");
+        auto bytes = pattern(total, unsigned(total));
+        std::vector<uct::iov> iovs;
+        size_t at = 0;
+        for (size_t len : pieces) {
+            iovs.push_back({bytes.data() + at, len, uct::MEM_HANDLE_NULL});
+            at += len;
+        }
+        rec.messages.clear();
+        REQUIRE(s.ep->am_short_iov(AM_ID, iovs.data(), iovs.size()) == UCS_OK);
+        REQUIRE(rec.messages.size() == 1);
+        CHECK(rec.messages[0].bytes == bytes);
+    }
+
+    /* Fewer bytes than the header word, or more than a short AM holds. */
+    rec.messages.clear();
+    auto bytes = pattern(max + 1, 3);
+    uct::iov small{bytes.data(), 7, uct::MEM_HANDLE_NULL};
+    CHECK(s.ep->am_short_iov(AM_ID, &small, 1) == UCS_ERR_INVALID_PARAM);
+    uct::iov large{bytes.data(), max + 1, uct::MEM_HANDLE_NULL};
+    CHECK(s.ep->am_short_iov(AM_ID, &large, 1) == UCS_ERR_INVALID_PARAM);
+    CHECK(rec.messages.empty());
+}
+
 TEST_CASE("self am_bcopy at boundary sizes", "[self]")
 {
     self_setup s;

@@ -120,11 +120,30 @@ void print_iface(FILE *out, const uct::tl_resource &tl, const uct::iface_attr &a
                  (attr.event_flags & uct::event_flag::FD) ? "fd" : "none");
 }
 
+void print_md(FILE *out, const char *md_name, const char *component,
+              const uct::md_attr &mattr)
+{
+    std::fprintf(out, "#\n# Memory domain: %s\n", md_name);
+    std::fprintf(out, "#     Component: %s\n", component);
+    if (mattr.flags & uct::md_flag::ALLOC) {
+        std::fprintf(out, "#             allocate: %s\n", size_text(mattr.max_alloc).c_str());
+    }
+    if (mattr.flags & uct::md_flag::REG) {
+        std::fprintf(out, "#             register: %s, cost: %.0f nsec\n",
+                     size_text(mattr.max_reg).c_str(), mattr.reg_overhead_s * 1e9);
+    }
+    std::fprintf(out, "#           remote key: %zu bytes\n", mattr.rkey_packed_size);
+    if (mattr.flags & uct::md_flag::RKEY_PTR) {
+        std::fprintf(out, "#           rkey_ptr is supported\n");
+    }
+}
+
 } // namespace
 
-unsigned print_devices(FILE *out)
+unsigned print_devices(FILE *out, const std::string &tl_filter)
 {
     unsigned count = 0;
+    std::string names;   /* every transport seen, for the -t error */
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
 
     for (uct::component *comp : uct::components()) {
@@ -135,28 +154,31 @@ unsigned print_devices(FILE *out)
         for (const auto &mdr : mds) {
             uct::md *raw_md = nullptr;
             if (comp->md_open(mdr.md_name, &raw_md) != UCS_OK) {
-                std::fprintf(out, "# < failed to open memory domain %s >\n", mdr.md_name);
+                if (tl_filter.empty()) {
+                    std::fprintf(out, "# < failed to open memory domain %s >\n",
+                                 mdr.md_name);
+                }
                 continue;
             }
             std::unique_ptr<uct::md> md(raw_md);
-            const uct::md_attr &mattr = md->attr();
-            std::fprintf(out, "#\n# Memory domain: %s\n", mdr.md_name);
-            std::fprintf(out, "#     Component: %s\n", comp->name());
-            if (mattr.flags & uct::md_flag::ALLOC) {
-                std::fprintf(out, "#             allocate: %s\n",
-                             size_text(mattr.max_alloc).c_str());
-            }
-            if (mattr.flags & uct::md_flag::REG) {
-                std::fprintf(out, "#             register: %s, cost: %.0f nsec\n",
-                             size_text(mattr.max_reg).c_str(), mattr.reg_overhead_s * 1e9);
-            }
-            std::fprintf(out, "#           remote key: %zu bytes\n", mattr.rkey_packed_size);
-            if (mattr.flags & uct::md_flag::RKEY_PTR) {
-                std::fprintf(out, "#           rkey_ptr is supported\n");
-            }
-
             std::vector<uct::tl_resource> tls;
-            if ((md->query_tl_resources(&tls) != UCS_OK) || tls.empty()) {
+            if (md->query_tl_resources(&tls) != UCS_OK) {
+                tls.clear();
+            }
+            for (const auto &tl : tls) {
+                if (names.find(std::string(" ") + tl.tl_name + ",") == std::string::npos) {
+                    names += std::string(" ") + tl.tl_name + ",";
+                }
+            }
+            /* -t: only the memory domains that carry that transport. */
+            std::erase_if(tls, [&](const uct::tl_resource &tl) {
+                return !tl_filter.empty() && (tl_filter != tl.tl_name);
+            });
+            if (!tl_filter.empty() && tls.empty()) {
+                continue;
+            }
+            print_md(out, mdr.md_name, comp->name(), md->attr());
+            if (tls.empty()) {
                 std::fprintf(out, "#   < no supported devices found >\n");
                 continue;
             }
@@ -178,7 +200,13 @@ unsigned print_devices(FILE *out)
             }
         }
     }
-    if (count == 0) {
+    if ((count == 0) && !tl_filter.empty()) {
+        if (!names.empty()) {
+            names.pop_back();
+        }
+        std::fprintf(stderr, "ucx_info: no transport '%s' here (transports:%s)\n",
+                     tl_filter.c_str(), names.c_str());
+    } else if (count == 0) {
         std::fprintf(out, "#\n# No transports found\n#\n");
     }
     return count;

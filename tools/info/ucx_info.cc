@@ -2,7 +2,11 @@
  * ucx_info: what this build is and what it can use. Flags follow UCX's tool.
  */
 #include "ucx_ng_config.h"
+#include "info_options.h"
 #include "print_devices.h"
+#include "print_system.h"
+#include "print_types.h"
+#include "print_ucp.h"
 
 #include <ucp/api/ucp.h>
 
@@ -18,20 +22,6 @@
 #include <unistd.h>
 
 namespace {
-
-void usage(FILE *out)
-{
-    std::fprintf(out,
-        "Usage: ucx_info [options]\n"
-        "At least one of the following options has to be set:\n"
-        "  -v         Show version information\n"
-        "  -d         Show devices and transports\n"
-        "  -b         Show build configuration\n"
-        "  -c         Show UCX configuration\n"
-        "  -f         Display fully decorated output (with -c: each field's documentation)\n"
-        "  -a         Show also hidden configuration\n"
-        "  -h         Show this help message\n");
-}
 
 void print_version()
 {
@@ -65,36 +55,10 @@ void print_build_config()
 
 int main(int argc, char **argv)
 {
-    bool version = false, devices = false, build = false, config = false;
-    unsigned print_flags = 0;
-    int c;
-
-    while ((c = getopt(argc, argv, "vdbcfah")) != -1) {
-        switch (c) {
-        case 'v': version = true; break;
-        case 'd': devices = true; break;
-        case 'b': build = true; break;
-        case 'c':
-            config = true;
-            print_flags |= UCS_CONFIG_PRINT_CONFIG;
-            break;
-        case 'f':
-            print_flags |= UCS_CONFIG_PRINT_DOC | UCS_CONFIG_PRINT_HEADER;
-            break;
-        case 'a':
-            print_flags |= UCS_CONFIG_PRINT_HIDDEN;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!version && !devices && !build && !config) {
-        usage(stderr);
-        return 2;
+    info::options opts;
+    int exit_code;
+    if (!info::parse_options(argc, argv, &opts, &exit_code)) {
+        return exit_code;
     }
 
     /* A malformed UCX_* value was already reported by name when libucs
@@ -105,25 +69,42 @@ int main(int argc, char **argv)
                      ucs_status_string(ucs::global_opts_status()));
         return 1;
     }
-    if (version) {
+    int result = 0;
+    if (opts.version) {
         print_version();
     }
-    if (build) {
+    if (opts.system) {
+        info::print_system(stdout);
+    }
+    if (opts.build) {
         print_build_config();
     }
-    if (config) {
+    if (opts.types) {
+        info::print_types(stdout);
+    }
+    if (opts.config_flags & UCS_CONFIG_PRINT_CONFIG) {
         /* Reading the UCP settings makes ucx_info use libucp, so the linker
          * keeps it and its table (UCX_TLS, UCX_RNDV_*, ...) is registered. */
         ucp_config_t *ucp_config = nullptr;
         if (ucp_config_read(nullptr, nullptr, &ucp_config) == UCS_OK) {
             ucp_config_release(ucp_config);
         }
-        if (ucs::config::print_all(stdout, print_flags) != UCS_OK) {
-            return 1;
+        if (ucs::config::print_all(stdout, opts.config_flags) != UCS_OK) {
+            result = 1;
         }
     }
-    if (devices) {
-        info::print_devices(stdout);
+    if (opts.devices && (info::print_devices(stdout, opts.tl_filter) == 0) &&
+        !opts.tl_filter.empty()) {
+        result = 1;
     }
-    return 0;
+    if (opts.topology) {
+        info::print_topology(stdout);
+    }
+    if (opts.memcpy_bw) {
+        info::print_memcpy_bandwidth(stdout);
+    }
+    if (opts.wants_ucp() && (info::print_ucp(opts) != 0)) {
+        result = 1;
+    }
+    return result;
 }

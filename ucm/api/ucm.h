@@ -196,12 +196,13 @@ typedef void (*ucm_event_callback_t)(ucm_event_type_t event_type,
                                      ucm_event_t *event, void *arg);
 
 
-/* Copy *ucm_opts into ucm_global_opts. */
+/** Copies *ucm_opts into ucm_global_opts (for example to turn memory events
+ *  off, as UCX_MEM_EVENTS=no does). */
 void ucm_set_global_opts(const ucm_global_config_t *ucm_opts);
 
 
-/*
- * Add a handler for the events in the mask "events" (which may also carry
+/**
+ * Adds a handler for the events in the mask "events" (which may also carry
  * UCM_EVENT_FLAG_* bits). Hooks for events not yet hooked are installed
  * now, unless the event was declared external or UCM_EVENT_FLAG_NO_INSTALL
  * is given.
@@ -214,36 +215,38 @@ void ucm_set_global_opts(const ucm_global_config_t *ucm_opts);
 ucs_status_t ucm_set_event_handler(int events, int priority,
                                    ucm_event_callback_t cb, void *arg);
 
-/*
- * Stop delivering "events" to the handler(s) registered with (cb, arg).
+/**
+ * Stops delivering "events" to the handler(s) registered with (cb, arg).
  * A handler left with no events is removed. Installed hooks stay installed.
  */
 void ucm_unset_event_handler(int events, ucm_event_callback_t cb, void *arg);
 
 
-/*
- * Declare events as delivered by the caller: setting a handler for them no
+/**
+ * Declares events as delivered by the caller: setting a handler for them no
  * longer installs hooks, and the caller reports them itself (for example
  * with ucm_vm_munmap()). Takes effect for handlers set afterwards.
  */
 void ucm_set_external_event(int events);
 
-/* Undo ucm_set_external_event() for the events in the mask. */
+/** Undoes ucm_set_external_event() for the events in the mask. */
 void ucm_unset_external_event(int events);
 
-/*
- * Check that the events are really delivered: hooks are installed if needed
+/**
+ * Checks that the events are really delivered: hooks are installed if needed
  * and exercised on a scratch mapping. Events declared external count as
  * delivered. Returns UCS_OK or UCS_ERR_UNSUPPORTED.
  */
 ucs_status_t ucm_test_events(int events);
 
-/* UCS_OK when every event in the mask was declared external, otherwise
- * UCS_ERR_UNSUPPORTED. */
+/** UCS_OK when every event in the mask was declared external, otherwise
+ *  UCS_ERR_UNSUPPORTED. */
 ucs_status_t ucm_test_external_events(int events);
 
 
-/* The system functions themselves: no events are raised. */
+/** The system function itself (mmap, munmap, mremap, shmat, shmdt, sbrk,
+ *  brk, madvise): the same arguments and result, and no event is raised. */
+/**@{*/
 void *ucm_orig_mmap(void *addr, size_t length, int prot, int flags, int fd,
                     off_t offset);
 int   ucm_orig_munmap(void *addr, size_t length);
@@ -254,11 +257,15 @@ int   ucm_orig_shmdt(const void *shmaddr);
 void *ucm_orig_sbrk(intptr_t increment);
 int   ucm_orig_brk(void *addr);
 int   ucm_orig_madvise(void *addr, size_t length, int advice);
+/**@}*/
 
 
-/* The system functions wrapped with event delivery, exactly as the hooks
- * do it. ucm_mremap() rejects MREMAP_FIXED (EINVAL): its four arguments
- * cannot carry the target address (the mremap hook itself handles it). */
+/** The system function (mmap, munmap, mremap, shmat, shmdt, sbrk, brk,
+ *  madvise) with event delivery, exactly as the hooks do it: the same
+ *  arguments and result. ucm_mremap() rejects MREMAP_FIXED (EINVAL): its
+ *  four arguments cannot carry the target address (the mremap hook itself
+ *  handles it). */
+/**@{*/
 void *ucm_mmap(void *addr, size_t length, int prot, int flags, int fd,
                off_t offset);
 int   ucm_munmap(void *addr, size_t length);
@@ -269,19 +276,23 @@ int   ucm_shmdt(const void *shmaddr);
 void *ucm_sbrk(intptr_t increment);
 int   ucm_brk(void *addr);
 int   ucm_madvise(void *addr, size_t length, int advice);
+/**@}*/
 
-/* dlopen() that also hooks the newly loaded objects. */
+/** dlopen() that also hooks the newly loaded objects. */
 void *ucm_dlopen(const char *filename, int flag);
 
 
-/* Deliver UCM_EVENT_VM_MAPPED / UCM_EVENT_VM_UNMAPPED for a range without
- * touching it (for memory mapped or released by other means). */
+/** Delivers UCM_EVENT_VM_MAPPED (ucm_vm_mmap) or UCM_EVENT_VM_UNMAPPED
+ *  (ucm_vm_munmap) for a range without touching it (for memory mapped or
+ *  released by other means). */
+/**@{*/
 void ucm_vm_mmap(void *addr, size_t length);
 void ucm_vm_munmap(void *addr, size_t length);
+/**@}*/
 
 
-/*
- * libucm extension (also exported by UCX's libucm): deliver an event to the
+/**
+ * libucm extension (also exported by UCX's libucm): delivers an event to the
  * registered handlers. Meant for external hook providers, for example a
  * device-memory module reporting UCM_EVENT_MEM_TYPE_ALLOC it declared
  * external. Native events dispatched this way also run the original call.

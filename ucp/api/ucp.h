@@ -102,33 +102,97 @@ typedef struct ucp_context_attr {
 } ucp_context_attr_t;
 
 
+/**
+ * Reports what this build of the library supports.
+ * @param attr  fields to fill, chosen by attr->field_mask
+ *              (UCP_LIB_ATTR_FIELD_MAX_THREAD_LEVEL: the highest thread mode).
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a NULL attr.
+ */
 ucs_status_t ucp_lib_query(ucp_lib_attr_t *attr);
 
-/*
- * Reads UCX_* (or env_prefix + UCX_*) variables and the config file into a
- * new configuration; release with ucp_config_release().
+/**
+ * Reads the UCP settings: UCX_* environment variables (with a prefix P,
+ * P_UCX_* first), the configuration file (UCX_CONFIG_FILE, or etc/ucx/ucx.conf
+ * of the install), then the built-in defaults.
+ * @param env_prefix  extra prefix of the variables to look at first, or NULL.
+ * @param filename    a further file of NAME = value lines applied over those
+ *                    values, or NULL.
+ * @param config_p    receives the new configuration; free it with ucp_config_release().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM when a variable holds a malformed value
+ *         (the variable is named in the log); UCS_ERR_IO_ERROR when filename
+ *         cannot be read; UCS_ERR_NO_MEMORY.
  */
 ucs_status_t ucp_config_read(const char *env_prefix, const char *filename,
                              ucp_config_t **config_p);
+
+/**
+ * Frees a configuration from ucp_config_read(). A context created from it
+ * keeps its own copy, so this may be called right after ucp_init().
+ */
 void ucp_config_release(ucp_config_t *config);
+
+/**
+ * Changes one setting of a configuration, as if the variable were set.
+ * @param config  configuration from ucp_config_read().
+ * @param name    the setting without its UCX_ prefix ("TLS", "RNDV_THRESH").
+ * @param value   its new value, in the variable's syntax.
+ * @return UCS_OK; UCS_ERR_NO_ELEM for an unknown name; UCS_ERR_INVALID_PARAM
+ *         for a value the setting does not accept.
+ */
 ucs_status_t ucp_config_modify(ucp_config_t *config, const char *name,
                                const char *value);
+
+/**
+ * Writes a configuration as UCX_NAME=value lines.
+ * @param config       configuration to print.
+ * @param stream       where to write.
+ * @param title        heading printed with UCS_CONFIG_PRINT_HEADER, or NULL.
+ * @param print_flags  ucs_config_print_flags_t bits (documentation, hidden
+ *                     settings, commented-out defaults).
+ */
 void ucp_config_print(const ucp_config_t *config, FILE *stream,
                       const char *title, ucs_config_print_flags_t print_flags);
 
-/* Version of the library actually loaded, which may differ from UCP_API_*. */
+/**
+ * The version of the library that is actually loaded, which may be newer
+ * than the UCP_API_* the caller was compiled with.
+ * @param major_version   receives the major version (1).
+ * @param minor_version   receives the minor version (13).
+ * @param release_number  receives the release number.
+ */
 void ucp_get_version(unsigned *major_version, unsigned *minor_version,
                      unsigned *release_number);
+
+/**
+ * The loaded library's version as text ("1.13.1"); a static string.
+ */
 const char *ucp_get_version_string(void);
 
-/* Creates a context; the version pair is what the caller was compiled with. */
+/**
+ * Creates a context: the transports and memory domains that provide the
+ * requested features, filtered by the configuration. Called through
+ * ucp_init(), which passes the API version the caller was built with.
+ * @param api_major_version  UCP_API_MAJOR of the caller; a newer major is refused.
+ * @param api_minor_version  UCP_API_MINOR of the caller.
+ * @param params             features and options; features must name at least
+ *                           one UCP_FEATURE_*.
+ * @param config             settings from ucp_config_read(), or NULL to read them now.
+ * @param context_p          receives the context; destroy it with ucp_cleanup().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for missing or unknown features or a
+ *         bad configuration; UCS_ERR_NO_DEVICE when no transport is left after
+ *         UCX_TLS and the device lists (the log says which exist);
+ *         UCS_ERR_UNSUPPORTED for a newer API major version.
+ */
 ucs_status_t ucp_init_version(unsigned api_major_version,
                               unsigned api_minor_version,
                               const ucp_params_t *params,
                               const ucp_config_t *config,
                               ucp_context_h *context_p);
 
-/* Inline so the caller's compile-time API version reaches the library. */
+/**
+ * Creates a context (see ucp_init_version()); inline so that the caller's
+ * compile-time API version reaches the library.
+ */
 static inline ucs_status_t ucp_init(const ucp_params_t *params,
                                     const ucp_config_t *config,
                                     ucp_context_h *context_p)
@@ -137,9 +201,27 @@ static inline ucs_status_t ucp_init(const ucp_params_t *params,
                             context_p);
 }
 
+/**
+ * Destroys a context. Its workers must have been destroyed first; memory it
+ * still maps is released.
+ */
 void ucp_cleanup(ucp_context_h context_p);
+
+/**
+ * Reports properties of a context.
+ * @param context_p  the context.
+ * @param attr       fields to fill, chosen by attr->field_mask: the request
+ *                   size UCP reserves, the thread mode, the memory types it
+ *                   can handle, its name.
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
+ */
 ucs_status_t ucp_context_query(ucp_context_h context_p,
                                ucp_context_attr_t *attr);
+
+/**
+ * Prints a context's features, thread mode, endpoint estimates, memory
+ * domains and transport resources as # comment lines (ucx_info -p).
+ */
 void ucp_context_print_info(const ucp_context_h context, FILE *stream);
 
 
@@ -207,16 +289,53 @@ typedef struct {
 } ucp_request_attr_t;
 
 
+/**
+ * Reports a request's state.
+ * @param request  a request returned by a *_nb/_nbx call.
+ * @param attr     fields to fill, chosen by attr->field_mask: its status, its
+ *                 memory type, a description written into the caller's
+ *                 debug_string buffer.
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
+ */
 ucs_status_t ucp_request_query(void *request, ucp_request_attr_t *attr);
-/* UCS_INPROGRESS until the request completes, then its final status. */
+
+/**
+ * Polls a request: UCS_INPROGRESS until it completes, then its final status.
+ */
 ucs_status_t ucp_request_check_status(void *request);
+
+/**
+ * Polls a tag receive request; when it has completed, fills info with the
+ * sender's tag and the message length.
+ * @return UCS_INPROGRESS, or the final status.
+ */
 ucs_status_t ucp_tag_recv_request_test(void *request,
                                        ucp_tag_recv_info_t *info);
+
+/**
+ * Polls a stream receive request; when it has completed, stores the received
+ * byte count in *length_p.
+ * @return UCS_INPROGRESS, or the final status.
+ */
 ucs_status_t ucp_stream_recv_request_test(void *request, size_t *length_p);
-/* Completes the request with UCS_ERR_CANCELED if it has not finished. */
+
+/**
+ * Cancels a tag receive that has not matched a message yet: it completes
+ * with UCS_ERR_CANCELED (its callback runs). Sends, and receives already
+ * matched, are left to finish.
+ */
 void ucp_request_cancel(ucp_worker_h worker, void *request);
-/* Gives the request back; a pending one is released when it completes. */
+
+/**
+ * Gives a request back to UCP. A request still in progress is released when
+ * it completes; its callback still runs.
+ */
 void ucp_request_free(void *request);
+
+/**
+ * Not implemented (as in UCX 1.13): returns NULL. Callers that want their
+ * own request memory pass it with UCP_OP_ATTR_FIELD_REQUEST.
+ */
 void *ucp_request_alloc(ucp_worker_h worker);
 
 
@@ -295,36 +414,134 @@ typedef struct ucp_worker_address_attr {
 } ucp_worker_address_attr_t;
 
 
+/**
+ * Creates a worker: the progress engine through which endpoints, listeners
+ * and handlers communicate. A thread calls into a worker according to its
+ * thread mode.
+ * @param context   the context.
+ * @param params    thread mode, wakeup events, name, client id... (field_mask).
+ * @param worker_p  receives the worker; destroy it with ucp_worker_destroy().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM; UCS_ERR_UNSUPPORTED for a thread mode
+ *         the context cannot give; UCS_ERR_NO_MEMORY; UCS_ERR_IO_ERROR when no
+ *         transport interface could be opened.
+ */
 ucs_status_t ucp_worker_create(ucp_context_h context,
                                const ucp_worker_params_t *params,
                                ucp_worker_h *worker_p);
+
+/**
+ * Destroys a worker. Close its endpoints and destroy its listeners first;
+ * what is left is released with it, and requests still in progress are
+ * dropped without completing.
+ */
 void ucp_worker_destroy(ucp_worker_h worker);
+
+/**
+ * Reports a worker's properties.
+ * @param worker  the worker.
+ * @param attr    fields to fill, chosen by attr->field_mask: thread mode, a
+ *                packed address (free it with ucp_worker_release_address()),
+ *                the largest AM header, the name, the debug string size.
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM or UCS_ERR_NO_MEMORY.
+ */
 ucs_status_t ucp_worker_query(ucp_worker_h worker, ucp_worker_attr_t *attr);
+
+/**
+ * Prints a worker's name, id, thread mode and interfaces as # comment lines
+ * (ucx_info -w).
+ */
 void ucp_worker_print_info(ucp_worker_h worker, FILE *stream);
 
-/* The address a peer passes to ucp_ep_create(); release it when sent. */
+/**
+ * Packs the worker's address: what a peer passes to ucp_ep_create() to reach
+ * it. The bytes may be copied and sent anywhere.
+ * @param worker            the worker.
+ * @param address_p         receives the address.
+ * @param address_length_p  receives its length in bytes.
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM or UCS_ERR_NO_MEMORY.
+ */
 ucs_status_t ucp_worker_get_address(ucp_worker_h worker,
                                     ucp_address_t **address_p,
                                     size_t *address_length_p);
+
+/**
+ * Frees an address from ucp_worker_get_address() or ucp_worker_query().
+ */
 void ucp_worker_release_address(ucp_worker_h worker, ucp_address_t *address);
+
+/**
+ * Reads facts out of a packed worker address (the unique id of the worker
+ * that packed it, UCP_WORKER_ADDRESS_ATTR_FIELD_UID).
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a NULL or malformed address.
+ */
 ucs_status_t ucp_worker_address_query(ucp_address_t *address,
                                       ucp_worker_address_attr_t *attr);
 
-/* Runs all pending communication; returns how many events it handled. */
+/**
+ * Moves all of the worker's communication forward: polls its transports,
+ * runs completion callbacks and handlers, retries queued sends.
+ * @return the number of events handled; 0 when there was nothing to do.
+ */
 unsigned ucp_worker_progress(ucp_worker_h worker);
 
-/* Waiting for events (UCP_FEATURE_WAKEUP). Arm returns UCS_ERR_BUSY when
- * events are already pending: progress again before sleeping on the fd. */
+/**
+ * The file descriptor that becomes readable when the worker has events
+ * (UCP_FEATURE_WAKEUP). Before sleeping on it, call ucp_worker_arm().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM without the wakeup feature;
+ *         UCS_ERR_UNSUPPORTED when the worker was given an event_fd of the
+ *         application's (its events go there).
+ */
 ucs_status_t ucp_worker_get_efd(ucp_worker_h worker, int *fd);
+
+/**
+ * Blocks until the worker has an event: arms the worker and sleeps on its
+ * file descriptor, unless events are already pending.
+ * @return UCS_OK, or an error (UCS_ERR_INVALID_PARAM without UCP_FEATURE_WAKEUP).
+ */
 ucs_status_t ucp_worker_wait(ucp_worker_h worker);
+
+/**
+ * Waits briefly for a store to the word at address (a hint: on x86 a short
+ * pause). The caller re-reads the memory afterwards and calls again.
+ */
 void ucp_worker_wait_mem(ucp_worker_h worker, void *address);
+
+/**
+ * Prepares the worker's file descriptor to signal the next event.
+ * @return UCS_OK when it is safe to sleep on the fd; UCS_ERR_BUSY when events
+ *         are already pending: call ucp_worker_progress() and try again;
+ *         UCS_ERR_INVALID_PARAM without UCP_FEATURE_WAKEUP.
+ */
 ucs_status_t ucp_worker_arm(ucp_worker_h worker);
+
+/**
+ * Wakes a thread sleeping in ucp_worker_wait() or on the worker's fd; safe
+ * from any thread.
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM without UCP_FEATURE_WAKEUP.
+ */
 ucs_status_t ucp_worker_signal(ucp_worker_h worker);
 
-/* Orders: operations before the fence complete remotely before later ones. */
+/**
+ * Orders the worker's one-sided operations: those issued before the fence
+ * complete at their targets before any issued after it.
+ * @return UCS_OK, or an error.
+ */
 ucs_status_t ucp_worker_fence(ucp_worker_h worker);
+
+/**
+ * Old form of ucp_worker_flush_nbx() with a callback without user data.
+ */
 ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags,
                                      ucp_send_callback_t cb);
+
+/**
+ * Completes every operation of the worker, on all its endpoints, at the
+ * remote side (RMA and atomics included).
+ * @param worker  the worker.
+ * @param param   callback, user data, request memory (op_attr_mask).
+ * @return NULL when everything had completed, a request to wait on, or an
+ *         error pointer.
+ */
 ucs_status_ptr_t ucp_worker_flush_nbx(ucp_worker_h worker,
                                       const ucp_request_param_t *param);
 
@@ -373,14 +590,48 @@ typedef struct ucp_conn_request_attr {
 } ucp_conn_request_attr_t;
 
 
+/**
+ * Listens on a socket address for client endpoints (client-server
+ * connections). Each incoming connection is reported to the conn_handler,
+ * which accepts it with ucp_ep_create(UCP_EP_PARAM_FIELD_CONN_REQUEST) or
+ * refuses it with ucp_listener_reject().
+ * @param worker      the worker that will own the accepted endpoints.
+ * @param params      the address (port 0: any free port) and the handler.
+ * @param listener_p  receives the listener; destroy it with ucp_listener_destroy().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM; UCS_ERR_BUSY when the port is taken;
+ *         UCS_ERR_INVALID_ADDR when the address is not one of this host's;
+ *         UCS_ERR_IO_ERROR.
+ */
 ucs_status_t ucp_listener_create(ucp_worker_h worker,
                                  const ucp_listener_params_t *params,
                                  ucp_listener_h *listener_p);
+
+/**
+ * Stops listening and closes the listening socket.
+ */
 void ucp_listener_destroy(ucp_listener_h listener);
+
+/**
+ * Reports the address the listener is bound to (with the port it chose when
+ * asked for port 0).
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
+ */
 ucs_status_t ucp_listener_query(ucp_listener_h listener,
                                 ucp_listener_attr_t *attr);
+
+/**
+ * Refuses a connection request; the client's endpoint fails with
+ * UCS_ERR_REJECTED.
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for an unknown listener or request.
+ */
 ucs_status_t ucp_listener_reject(ucp_listener_h listener,
                                  ucp_conn_request_h conn_request);
+
+/**
+ * Reports facts about a connection request: the client's address and the
+ * client id its worker sent.
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
+ */
 ucs_status_t ucp_conn_request_query(ucp_conn_request_h conn_request,
                                     ucp_conn_request_attr_t *attr);
 
@@ -456,17 +707,71 @@ typedef struct {
 } ucp_ep_evaluate_perf_attr_t;
 
 
+/**
+ * Creates an endpoint: a connection to a remote worker, given by its packed
+ * address, a socket address (client side of a listener) or a connection
+ * request (server side).
+ * @param worker  the worker that owns the endpoint.
+ * @param params  the peer and options: error handling mode, error handler,
+ *                user data, name (field_mask).
+ * @param ep_p    receives the endpoint; close it with ucp_ep_close_nbx().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM; UCS_ERR_UNREACHABLE when no transport
+ *         reaches the peer (with UCP_ERR_HANDLING_MODE_PEER: none that can
+ *         detect its failure); UCS_ERR_NO_MEMORY.
+ */
 ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
                            ucp_ep_h *ep_p);
+
+/**
+ * Old form of ucp_ep_close_nbx(): mode UCP_EP_CLOSE_MODE_FLUSH completes
+ * outstanding operations first, UCP_EP_CLOSE_MODE_FORCE drops them.
+ */
 ucs_status_ptr_t ucp_ep_close_nb(ucp_ep_h ep, unsigned mode);
+
+/**
+ * Closes an endpoint: by default after its operations completed remotely;
+ * with UCP_EP_CLOSE_FLAG_FORCE in param->flags at once, failing what is
+ * outstanding.
+ * @return NULL when closed, a request to wait on, or an error pointer.
+ */
 ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep,
                                   const ucp_request_param_t *param);
+
+/**
+ * Prints an endpoint's peer, error mode, lanes and, per message size, the
+ * protocol tag sends take (ucx_info -e).
+ */
 void ucp_ep_print_info(ucp_ep_h ep, FILE *stream);
+
+/**
+ * Reports an endpoint's name and, for client-server endpoints, the local and
+ * remote socket addresses.
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM, or UCS_ERR_NOT_CONNECTED for socket
+ *         addresses of an endpoint that has none.
+ */
 ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr);
+
+/**
+ * Old form of ucp_ep_flush_nbx() with a callback without user data.
+ */
 ucs_status_ptr_t ucp_ep_flush_nb(ucp_ep_h ep, unsigned flags,
                                  ucp_send_callback_t cb);
+
+/**
+ * Completes every operation of the endpoint at the remote side.
+ * @return NULL when everything had completed, a request to wait on, or an
+ *         error pointer.
+ */
 ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep,
                                   const ucp_request_param_t *param);
+
+/**
+ * Estimates how long one message of param->message_size bytes takes on this
+ * endpoint, from the transports' performance models and the protocol that
+ * size selects.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM without a message size;
+ *         UCS_ERR_NOT_CONNECTED for an endpoint still connecting.
+ */
 ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep,
                                   const ucp_ep_evaluate_perf_param_t *param,
                                   ucp_ep_evaluate_perf_attr_t *attr);
@@ -531,24 +836,92 @@ typedef struct ucp_mem_advise_params {
 } ucp_mem_advise_params_t;
 
 
+/**
+ * Maps memory for communication: registers the caller's buffer, or with
+ * UCP_MEM_MAP_ALLOCATE has UCP allocate it where the transports reach it
+ * best, so that it can be the target of RMA (ucp_rkey_pack()) and zero-copy
+ * transfers.
+ * @param context  the context.
+ * @param params   address, length, flags, protection, memory type (field_mask).
+ * @param memh_p   receives the handle; release it with ucp_mem_unmap().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM (no length, unknown flags);
+ *         UCS_ERR_NO_MEMORY; UCS_ERR_UNSUPPORTED for memory types not handled.
+ */
 ucs_status_t ucp_mem_map(ucp_context_h context,
                          const ucp_mem_map_params_t *params,
                          ucp_mem_h *memh_p);
+
+/**
+ * Releases a mapping from ucp_mem_map() (and frees memory UCP allocated).
+ * Remote keys packed from it must no longer be used.
+ */
 ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh);
+
+/**
+ * Reports a mapping's address, length and memory type (field_mask).
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
+ */
 ucs_status_t ucp_mem_query(const ucp_mem_h memh, ucp_mem_attr_t *attr);
+
+/**
+ * Allocates mem_size bytes as ucp_mem_map(UCP_MEM_MAP_ALLOCATE) would,
+ * prints how and where they were allocated and registered, and frees them
+ * (ucx_info -m). mem_size takes the settings' size syntax ("64k", "1m").
+ */
 void ucp_mem_print_info(const char *mem_size, ucp_context_h context,
                         FILE *stream);
+
+/**
+ * Tells UCP how a mapped range will be used: UCP_MADV_WILLNEED maps its
+ * pages now, UCP_MADV_NORMAL undoes that hint.
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM (missing fields, a range outside
+ *         the mapping).
+ */
 ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
                             ucp_mem_advise_params_t *params);
 
-/* Remote keys: pack on the owner, ship the bytes, unpack on the peer. */
+/**
+ * Packs the remote key of a mapping: the bytes a peer unpacks with
+ * ucp_ep_rkey_unpack() to access the memory.
+ * @param context        the context.
+ * @param memh           the mapping.
+ * @param rkey_buffer_p  receives the packed key; free it with ucp_rkey_buffer_release().
+ * @param size_p         receives its size.
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM or UCS_ERR_NO_MEMORY.
+ */
 ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh,
                            void **rkey_buffer_p, size_t *size_p);
+
+/**
+ * Frees a packed key from ucp_rkey_pack().
+ */
 void ucp_rkey_buffer_release(void *rkey_buffer);
+
+/**
+ * Unpacks a peer's remote key for use with this endpoint's RMA and atomics.
+ * @param ep           the endpoint to the memory's owner.
+ * @param rkey_buffer  the packed key.
+ * @param rkey_p       receives the key; destroy it with ucp_rkey_destroy().
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for a malformed key; UCS_ERR_UNREACHABLE
+ *         when no transport of the endpoint can use it.
+ */
 ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer,
                                 ucp_rkey_h *rkey_p);
-/* A local pointer to remote memory when it is directly reachable (shm). */
+
+/**
+ * A local pointer to remote memory that this process can reach directly
+ * (shared memory).
+ * @param rkey    the remote key.
+ * @param raddr   an address inside the remote region.
+ * @param addr_p  receives the local address.
+ * @return UCS_OK; UCS_ERR_INVALID_ADDR outside the region; UCS_ERR_UNREACHABLE
+ *         when no transport maps that memory into this process.
+ */
 ucs_status_t ucp_rkey_ptr(ucp_rkey_h rkey, uint64_t raddr, void **addr_p);
+
+/**
+ * Destroys a remote key from ucp_ep_rkey_unpack().
+ */
 void ucp_rkey_destroy(ucp_rkey_h rkey);
 
 
@@ -591,8 +964,19 @@ typedef struct ucp_generic_dt_ops {
     void (*finish)(void *state);
 } ucp_generic_dt_ops_t;
 
+/**
+ * Creates a datatype packed and unpacked by the application's callbacks.
+ * @param ops         the callbacks (copied).
+ * @param context     passed to start_pack / start_unpack.
+ * @param datatype_p  receives the datatype; destroy it with ucp_dt_destroy().
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM or UCS_ERR_NO_MEMORY.
+ */
 ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops,
                                    void *context, ucp_datatype_t *datatype_p);
+
+/**
+ * Destroys a generic datatype. Operations still using it must have completed.
+ */
 void ucp_dt_destroy(ucp_datatype_t datatype);
 
 
@@ -651,24 +1035,63 @@ struct ucp_am_recv_param {
 };
 
 
+/**
+ * Old form of ucp_worker_set_am_recv_handler(): sets (or with cb NULL
+ * removes) the handler of active messages with this id, sent by
+ * ucp_am_send_nb().
+ */
 ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id,
                                        ucp_am_callback_t cb, void *arg,
                                        uint32_t flags);
+
+/**
+ * Sets, or with param->cb NULL removes, the handler of active messages with
+ * param->id. The handler gets the header and the data; with
+ * UCP_AM_RECV_ATTR_FLAG_DATA it may keep the data by returning UCS_INPROGRESS
+ * (then release it with ucp_am_data_release()); with UCP_AM_RECV_ATTR_FLAG_RNDV
+ * the data is a descriptor to fetch with ucp_am_recv_data_nbx().
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
+ */
 ucs_status_t ucp_worker_set_am_recv_handler(ucp_worker_h worker,
                                             const ucp_am_handler_param_t *param);
+
+/**
+ * Old form of ucp_am_send_nbx(), without a header.
+ */
 ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id,
                                 const void *buffer, size_t count,
                                 ucp_datatype_t datatype,
                                 ucp_send_callback_t cb, unsigned flags);
+
+/**
+ * Sends an active message: a header and data delivered to the handler of
+ * id on the peer's worker.
+ * @param ep             the endpoint.
+ * @param id             the handler id.
+ * @param header         bytes passed to the handler as its header (may be NULL).
+ * @param header_length  their length (at most the worker's max_am_header).
+ * @param buffer         the data, described by param->datatype.
+ * @param count          elements of the datatype.
+ * @param param          callback, flags (UCP_AM_SEND_FLAG_*), datatype...
+ * @return NULL when sent at once, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id,
                                  const void *header, size_t header_length,
                                  const void *buffer, size_t count,
                                  const ucp_request_param_t *param);
-/* Fetches rendezvous data announced to a handler (UCP_AM_RECV_ATTR_FLAG_RNDV). */
+
+/**
+ * Fetches the data of a rendezvous active message into buffer; data_desc is
+ * what the handler received with UCP_AM_RECV_ATTR_FLAG_RNDV.
+ * @return NULL when the data is already there, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc,
                                       void *buffer, size_t count,
                                       const ucp_request_param_t *param);
-/* Releases data a handler kept by returning UCS_INPROGRESS. */
+
+/**
+ * Releases active-message data a handler kept by returning UCS_INPROGRESS.
+ */
 void ucp_am_data_release(ucp_worker_h worker, void *data);
 
 
@@ -690,26 +1113,67 @@ typedef struct ucp_stream_poll_ep {
 } ucp_stream_poll_ep_t;
 
 
-/* Lists endpoints with stream data ready; returns the count or an error. */
+/**
+ * Lists the worker's endpoints that have stream data ready to receive.
+ * @param worker    the worker.
+ * @param poll_eps  array to fill.
+ * @param max_eps   its size.
+ * @param flags     reserved, 0.
+ * @return the number of entries filled, or a negative ucs_status_t.
+ */
 ssize_t ucp_stream_worker_poll(ucp_worker_h worker,
                                ucp_stream_poll_ep_t *poll_eps, size_t max_eps,
                                unsigned flags);
+
+/**
+ * Old form of ucp_stream_send_nbx() with an explicit datatype.
+ */
 ucs_status_ptr_t ucp_stream_send_nb(ucp_ep_h ep, const void *buffer,
                                     size_t count, ucp_datatype_t datatype,
                                     ucp_send_callback_t cb, unsigned flags);
+
+/**
+ * Appends data to the endpoint's byte stream to the peer (UCP_FEATURE_STREAM).
+ * @return NULL when sent at once, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer,
                                      size_t count,
                                      const ucp_request_param_t *param);
+
+/**
+ * Old form of ucp_stream_recv_nbx() with an explicit datatype.
+ */
 ucs_status_ptr_t ucp_stream_recv_nb(ucp_ep_h ep, void *buffer, size_t count,
                                     ucp_datatype_t datatype,
                                     ucp_stream_recv_callback_t cb,
                                     size_t *length, unsigned flags);
+
+/**
+ * Receives bytes of the endpoint's stream into buffer: whatever has arrived,
+ * or with UCP_STREAM_RECV_FLAG_WAITALL exactly the buffer's size.
+ * @param ep      the endpoint.
+ * @param buffer  where the bytes go.
+ * @param count   elements of param->datatype.
+ * @param length  receives the byte count when the call completes at once.
+ * @param param   callback, flags, datatype...
+ * @return NULL when done at once, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void *buffer, size_t count,
                                      size_t *length,
                                      const ucp_request_param_t *param);
-/* Zero-copy receive: returns UCP's own buffer, given back with
- * ucp_stream_data_release(). */
+
+/**
+ * Takes stream data where UCP holds it, without a copy.
+ * @param ep      the endpoint.
+ * @param length  receives the byte count.
+ * @return a pointer to the data (give it back with ucp_stream_data_release()),
+ *         NULL when there is none, or an error pointer.
+ */
 ucs_status_ptr_t ucp_stream_recv_data_nb(ucp_ep_h ep, size_t *length);
+
+/**
+ * Gives back data obtained from ucp_stream_recv_data_nb().
+ */
 void ucp_stream_data_release(ucp_ep_h ep, void *data);
 
 
@@ -724,45 +1188,112 @@ struct ucp_tag_recv_info {
 };
 
 
+/**
+ * Old form of ucp_tag_send_nbx() with an explicit datatype and a callback
+ * without user data.
+ */
 ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
                                  ucp_datatype_t datatype, ucp_tag_t tag,
                                  ucp_send_callback_t cb);
-/* Send into a caller-provided request (req points at the user area). */
+
+/**
+ * Sends a tagged message using request memory the caller provides (req
+ * points at the user area of a request of ucp_context_attr_t::request_size).
+ * @return UCS_OK when sent at once, UCS_INPROGRESS (poll req), or an error.
+ */
 ucs_status_t ucp_tag_send_nbr(ucp_ep_h ep, const void *buffer, size_t count,
                               ucp_datatype_t datatype, ucp_tag_t tag,
                               void *req);
-/* Synchronous send: completes only after the receiver matched it. */
+
+/**
+ * Old form of ucp_tag_send_sync_nbx().
+ */
 ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void *buffer,
                                       size_t count, ucp_datatype_t datatype,
                                       ucp_tag_t tag, ucp_send_callback_t cb);
+
+/**
+ * Sends a tagged message to the endpoint's peer; it is delivered to a receive
+ * whose tag matches. The buffer may be reused when the request completes.
+ * @param ep      the endpoint.
+ * @param buffer  the data, described by param->datatype (contiguous bytes by default).
+ * @param count   elements of the datatype.
+ * @param tag     the message's tag.
+ * @param param   callback, user data, datatype, memory handle, flags...
+ * @return NULL when sent at once, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
                                   ucp_tag_t tag,
                                   const ucp_request_param_t *param);
+
+/**
+ * Sends a tagged message that completes only once a receive on the peer has
+ * matched it.
+ * @return NULL, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer,
                                        size_t count, ucp_tag_t tag,
                                        const ucp_request_param_t *param);
 
+/**
+ * Old form of ucp_tag_recv_nbx() with an explicit datatype.
+ */
 ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void *buffer,
                                  size_t count, ucp_datatype_t datatype,
                                  ucp_tag_t tag, ucp_tag_t tag_mask,
                                  ucp_tag_recv_callback_t cb);
+
+/**
+ * Receives a tagged message into request memory the caller provides.
+ * @return UCS_OK when received at once, UCS_INPROGRESS, or an error.
+ */
 ucs_status_t ucp_tag_recv_nbr(ucp_worker_h worker, void *buffer, size_t count,
                               ucp_datatype_t datatype, ucp_tag_t tag,
                               ucp_tag_t tag_mask, void *req);
+
+/**
+ * Receives the first message whose tag equals tag in the bits of tag_mask.
+ * @param worker    the worker.
+ * @param buffer    where the data goes, described by param->datatype.
+ * @param count     elements of the datatype.
+ * @param tag       tag to match.
+ * @param tag_mask  bits of the tag that must match (0: any message).
+ * @param param     callback, user data, datatype, recv_info...
+ * @return NULL when a matching message had arrived and was received at once,
+ *         a request, or an error pointer. A longer message truncates into
+ *         UCS_ERR_MESSAGE_TRUNCATED.
+ */
 ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer,
                                   size_t count, ucp_tag_t tag,
                                   ucp_tag_t tag_mask,
                                   const ucp_request_param_t *param);
 
-/* Looks for an unexpected message; with remove != 0 the returned handle
- * must be received with ucp_tag_msg_recv_nb(x). NULL when none matched. */
+/**
+ * Looks for an arrived message that matches, without receiving it.
+ * @param worker    the worker.
+ * @param tag       tag to match.
+ * @param tag_mask  bits that must match.
+ * @param remove    non-zero: take the message out of the queue; it must then
+ *                  be received with ucp_tag_msg_recv_nbx().
+ * @param info      receives its tag and length.
+ * @return a message handle, or NULL when none matched.
+ */
 ucp_tag_message_h ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag,
                                    ucp_tag_t tag_mask, int remove,
                                    ucp_tag_recv_info_t *info);
+
+/**
+ * Old form of ucp_tag_msg_recv_nbx().
+ */
 ucs_status_ptr_t ucp_tag_msg_recv_nb(ucp_worker_h worker, void *buffer,
                                      size_t count, ucp_datatype_t datatype,
                                      ucp_tag_message_h message,
                                      ucp_tag_recv_callback_t cb);
+
+/**
+ * Receives a message taken out with ucp_tag_probe_nb(remove != 0).
+ * @return NULL when done at once, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer,
                                       size_t count, ucp_tag_message_h message,
                                       const ucp_request_param_t *param);
@@ -772,21 +1303,50 @@ ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer,
  * Remote memory access and atomics
  * ====================================================================== */
 
-/* _nbi calls return UCS_OK or UCS_INPROGRESS; completion is observed
- * through a flush of the endpoint or worker. */
+/**
+ * Writes length bytes to remote memory; completion is seen through a flush.
+ * @return UCS_OK when done locally at once, UCS_INPROGRESS, or an error.
+ */
 ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
                          uint64_t remote_addr, ucp_rkey_h rkey);
+
+/**
+ * Old form of ucp_put_nbx() with a callback without user data.
+ */
 ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
                             uint64_t remote_addr, ucp_rkey_h rkey,
                             ucp_send_callback_t cb);
+
+/**
+ * Writes count bytes (contiguous) from buffer to remote_addr of the memory
+ * described by rkey. The request completes when buffer may be reused; a flush
+ * completes it remotely.
+ * @return NULL, a request, or an error pointer (UCS_ERR_INVALID_ADDR outside
+ *         the key's region).
+ */
 ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
                              uint64_t remote_addr, ucp_rkey_h rkey,
                              const ucp_request_param_t *param);
+
+/**
+ * Reads length bytes of remote memory; completion is seen through a flush.
+ * @return UCS_OK, UCS_INPROGRESS, or an error.
+ */
 ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length,
                          uint64_t remote_addr, ucp_rkey_h rkey);
+
+/**
+ * Old form of ucp_get_nbx() with a callback without user data.
+ */
 ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void *buffer, size_t length,
                             uint64_t remote_addr, ucp_rkey_h rkey,
                             ucp_send_callback_t cb);
+
+/**
+ * Reads count bytes from remote_addr of the memory described by rkey into
+ * buffer; the request completes when the data is there.
+ * @return NULL, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
                              uint64_t remote_addr, ucp_rkey_h rkey,
                              const ucp_request_param_t *param);
@@ -822,15 +1382,38 @@ typedef enum {
     UCP_ATOMIC_OP_LAST
 } ucp_atomic_op_t;
 
+/**
+ * Applies an atomic operation to remote memory without returning the old value.
+ * @param ep           the endpoint.
+ * @param opcode       add, and, or, xor.
+ * @param value        the operand.
+ * @param op_size      4 or 8 bytes.
+ * @param remote_addr  aligned to op_size.
+ * @param rkey         the remote key.
+ * @return UCS_OK, UCS_INPROGRESS or an error.
+ */
 ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode,
                              uint64_t value, size_t op_size,
                              uint64_t remote_addr, ucp_rkey_h rkey);
+
+/**
+ * Applies an atomic operation to remote memory and stores the previous value
+ * in result (for CSWAP, *result holds the swap value on entry and value is
+ * the compared one).
+ * @return NULL, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
                                      uint64_t value, void *result,
                                      size_t op_size, uint64_t remote_addr,
                                      ucp_rkey_h rkey, ucp_send_callback_t cb);
-/* buffer holds the operand (count 1); its size, 4 or 8 bytes, is the element
- * size of the contiguous datatype in param. */
+
+/**
+ * Applies an atomic operation to remote memory. The operand is at buffer
+ * (count 1), its size (4 or 8 bytes) the element size of param->datatype;
+ * with param->reply_buffer the previous value is written there (CSWAP: the
+ * reply buffer holds the swap value on entry, the operand is the compared one).
+ * @return NULL, a request, or an error pointer.
+ */
 ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode,
                                    const void *buffer, size_t count,
                                    uint64_t remote_addr, ucp_rkey_h rkey,

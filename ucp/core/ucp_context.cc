@@ -302,6 +302,8 @@ void ucp_context_print_info(const ucp_context_h context, FILE *stream)
                      features_string(context->features).c_str());
         std::fprintf(stream, "#     thread mode: %s\n",
                      ucs_thread_mode_names[context->thread_mode()]);
+        std::fprintf(stream, "#     estimated endpoints: %zu, processes per node: %zu\n",
+                     context->estimated_num_eps, context->estimated_num_ppn);
         for (size_t i = 0; i < context->mds.size(); ++i) {
             std::fprintf(stream, "#     md %zu: %s (component %s)\n", i,
                          context->mds[i].name.c_str(),

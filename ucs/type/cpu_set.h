@@ -44,6 +44,9 @@ typedef struct {
         } \
     } while (0)
 
+/**
+ * Non-zero if cpu is in the set; 0 for CPU numbers outside 0..UCS_CPU_SETSIZE-1.
+ */
 static inline int ucs_cpu_is_set(int cpu, const ucs_cpu_set_t *set)
 {
     if ((cpu < 0) || (cpu >= UCS_CPU_SETSIZE)) {
@@ -52,7 +55,9 @@ static inline int ucs_cpu_is_set(int cpu, const ucs_cpu_set_t *set)
     return (set->ucs_bits[UCS_CPUELT(cpu)] & UCS_CPUMASK(cpu)) != 0;
 }
 
-/* The lowest CPU in the set, or 0 for an empty set (as UCX). */
+/**
+ * The lowest CPU in the set, or 0 for an empty set (as UCX).
+ */
 static inline int ucs_cpu_set_find_lcs(const ucs_cpu_set_t *set)
 {
     int cpu;

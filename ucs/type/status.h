@@ -71,7 +71,10 @@ typedef void *ucs_status_ptr_t;
 #define UCS_STATUS_PTR(_status)   ((void*)(intptr_t)(_status))
 #define UCS_STATUS_IS_ERR(_status) ((_status) < 0)
 
-/* Human-readable text for a status code; never NULL. */
+/**
+ * Human-readable text for a status code ("Success", "No such device"...);
+ * never NULL, also for values outside the enum.
+ */
 const char *ucs_status_string(ucs_status_t status);
 
 END_C_DECLS

@@ -2,6 +2,8 @@
 
 #include <ucs/debug/log.h>
 
+#include <cstring>
+
 namespace uct {
 
 ucs_status_t iface::set_am_handler(am_id_t id, am_callback_t cb, void *arg,
@@ -70,6 +72,29 @@ ucs_status_t iface::event_arm(unsigned)
 ucs_status_t ep::am_short(am_id_t, uint64_t, const void *, unsigned)
 {
     return UCS_ERR_UNSUPPORTED;
+}
+
+ucs_status_t ep::am_short_iov(am_id_t id, const iov *iov, size_t iovcnt)
+{
+    /* Room for the largest short AM any transport here takes (self: 8 KiB). */
+    constexpr size_t max_gathered = 16384;
+    uint8_t gathered[max_gathered];
+    size_t length = 0;
+    for (size_t i = 0; i < iovcnt; ++i) {
+        if ((iov[i].length > max_gathered - length) ||
+            ((iov[i].length != 0) && (iov[i].buffer == nullptr))) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        std::memcpy(gathered + length, iov[i].buffer, iov[i].length);
+        length += iov[i].length;
+    }
+    uint64_t header;
+    if (length < sizeof(header)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    std::memcpy(&header, gathered, sizeof(header));
+    return am_short(id, header, gathered + sizeof(header),
+                    unsigned(length - sizeof(header)));
 }
 
 ssize_t ep::am_bcopy(am_id_t, pack_callback_t, void *, unsigned)

@@ -116,6 +116,12 @@ public:
     /* Active messages: an 8-byte header plus payload, inline. */
     virtual ucs_status_t am_short(am_id_t id, uint64_t header, const void *payload,
                                   unsigned length);
+    /* Short AM gathered from `iov`: the handler gets the entries back to
+     * back, the first 8 bytes being the header word, so the entries hold
+     * 8 to attr().am.max_short + 8 bytes in all (UCX's uct_ep_am_short_iov).
+     * The base gathers them and calls am_short; a transport may override
+     * it to copy straight into its send slot. */
+    virtual ucs_status_t am_short_iov(am_id_t id, const iov *iov, size_t iovcnt);
     /* Buffered AM: `pack` writes the payload; returns its length or an error. */
     virtual ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg,
                              unsigned flags);

@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace perftest::ucp {
@@ -82,6 +83,7 @@ template <typename Done>
 bool engine<CMD>::wait_until(Done done)
 {
     unsigned spins = 0;
+    std::chrono::steady_clock::time_point since{};
     while (!done()) {
         s_.progress();
         if (ucs_unlikely(f_.failure != UCS_OK)) {
@@ -92,9 +94,24 @@ bool engine<CMD>::wait_until(Done done)
             if (s_.channel().peer_gone()) {
                 return fail("the peer went away");
             }
+            if (spec_.responder_idle && idle_peer_stuck(&since)) {
+                return fail("nothing completed for 10 s while the responder did not "
+                            "progress (-o): these transports need the target to progress");
+            }
         }
     }
     return true;
+}
+
+/* -o: a transport that needs the idle peer's progress never completes. */
+template <ucp_cmd CMD>
+bool engine<CMD>::idle_peer_stuck(std::chrono::steady_clock::time_point *since)
+{
+    const auto now = std::chrono::steady_clock::now();
+    if (since->time_since_epoch().count() == 0) {
+        *since = now;
+    }
+    return now - *since > IDLE_PEER_TIMEOUT;
 }
 
 template <ucp_cmd CMD>
@@ -249,9 +266,65 @@ bool engine<CMD>::post_send()
     return track(request, &f_.sends);
 }
 
+/* -U: the message is left unexpected until a probe finds it. */
+template <ucp_cmd CMD>
+bool engine<CMD>::probe_recv()
+{
+    ucp_tag_message_h message = nullptr;
+    ucp_tag_recv_info_t info;
+    if (!wait_until([&] {
+            message = ucp_tag_probe_nb(worker_, DATA_TAG, recv_mask_, 1, &info);
+            return message != nullptr;
+        })) {
+        return false;
+    }
+    return track(ucp_tag_msg_recv_nbx(worker_, s_.recv_arg(), s_.recv_count(), message,
+                                      &recv_param_), &f_.recvs);
+}
+
+/* -r recv_data: takes the stream's data where UCP holds it, a message's
+ * worth, and releases it (bytes of the next message are kept for it). */
+template <ucp_cmd CMD>
+bool engine<CMD>::stream_recv_data()
+{
+    size_t need = s_.length();
+    return wait_until([&] {
+        while (need > 0) {
+            if (stream_carry_ > 0) {
+                size_t take    = std::min(stream_carry_, need);
+                stream_carry_ -= take;
+                need          -= take;
+                continue;
+            }
+            size_t length = 0;
+            ucs_status_ptr_t data = ucp_stream_recv_data_nb(ep_, &length);
+            if (data == nullptr) {
+                return false;
+            }
+            if (UCS_PTR_IS_ERR(data)) {
+                f_.failure = UCS_PTR_STATUS(data);
+                return false;
+            }
+            stream_carry_ += length;
+            ucp_stream_data_release(ep_, data);
+        }
+        return true;
+    });
+}
+
 template <ucp_cmd CMD>
 bool engine<CMD>::post_recv()
 {
+    if constexpr ((CMD == ucp_cmd::TAG) || (CMD == ucp_cmd::TAG_SYNC)) {
+        if (spec_.tag_probe) {
+            return probe_recv();
+        }
+    }
+    if constexpr (CMD == ucp_cmd::STREAM) {
+        if (spec_.stream_recv_data) {
+            return stream_recv_data();
+        }
+    }
     if (ucs_unlikely(f_.recvs >= window_) &&
         !wait_until([this] { return f_.recvs < window_; })) {
         return false;
@@ -441,23 +514,44 @@ bool engine<CMD>::phase(bool initiator, uint64_t count, perf::timeline *tl)
 }
 
 template <ucp_cmd CMD>
-run_status engine<CMD>::run(bool initiator, perf::timeline *tl)
+bool engine<CMD>::begin(bool initiator, perf::timeline *tl)
 {
     if ((CMD == ucp_cmd::AM) && !set_am_handlers(true)) {
-        return run_status::FATAL;
+        return false;
     }
     if (initiator) {
         tl->prepare(spec_.iters);
+    }
+    return true;
+}
+
+template <ucp_cmd CMD>
+bool engine<CMD>::end()
+{
+    return (CMD != ucp_cmd::AM) || set_am_handlers(false);
+}
+
+template <ucp_cmd CMD>
+run_status engine<CMD>::run(bool initiator, perf::timeline *tl)
+{
+    if (!begin(initiator, tl)) {
+        return run_status::FATAL;
     }
     if (!s_.progress_barrier()) {
         fail("the peer went away before the test");
         return run_status::FATAL;
     }
+    /* The responder waits here while the initiator runs a phase: -o makes
+     * it wait without progressing. */
+    auto barrier = [&] {
+        return (spec_.responder_idle && !initiator) ? s_.channel().barrier()
+                                                    : s_.progress_barrier();
+    };
     if (spec_.warmup > 0) {
         if (!phase(initiator, spec_.warmup, nullptr)) {
             return run_status::FATAL;
         }
-        if (!s_.progress_barrier()) {
+        if (!barrier()) {
             fail("the peer went away after the warm-up");
             return run_status::FATAL;
         }
@@ -465,10 +559,13 @@ run_status engine<CMD>::run(bool initiator, perf::timeline *tl)
     if (!phase(initiator, spec_.iters, initiator ? tl : nullptr)) {
         return run_status::FATAL;
     }
-    if ((CMD == ucp_cmd::AM) && !set_am_handlers(false)) {
+    /* -o: the idle responder must not move on to closing (and progress)
+     * before the initiator is done. */
+    if (spec_.responder_idle && !barrier()) {
+        fail("the peer went away during the test");
         return run_status::FATAL;
     }
-    return run_status::OK;
+    return end() ? run_status::OK : run_status::FATAL;
 }
 
 template class engine<ucp_cmd::TAG>;

@@ -15,6 +15,8 @@
 
 #include "session.h"
 
+#include <chrono>
+
 namespace perftest::ucp {
 
 /* Requests in flight and messages arrived, kept by UCP's callbacks. */
@@ -29,6 +31,8 @@ struct flow {
 constexpr ucp_tag_t DATA_TAG = 0x5045524654455354ull; /* "PERFTEST" */
 constexpr ucp_tag_t ACK_TAG  = 0x5045524641434b00ull;
 constexpr unsigned DATA_AM_ID = 1;
+/* -o: how long the initiator waits for a completion that needs no peer. */
+constexpr std::chrono::seconds IDLE_PEER_TIMEOUT{10};
 constexpr unsigned ACK_AM_ID  = 2;
 
 template <ucp_cmd CMD>
@@ -40,6 +44,13 @@ public:
     /* Warm-up, then the measured run (timed into tl on the initiator). */
     run_status run(bool initiator, perf::timeline *tl);
 
+    /* The parts of run() for -T, where each thread runs its engine's
+     * phases and the caller keeps the barriers: handlers and the
+     * timeline's room, one phase, the handlers' removal. */
+    bool begin(bool initiator, perf::timeline *tl);
+    bool phase(bool initiator, uint64_t count, perf::timeline *tl);
+    bool end();
+
 private:
     static constexpr bool TWO_SIDED = !is_one_sided(CMD);
 
@@ -47,10 +58,12 @@ private:
     bool pingpong_responder(uint64_t count);
     template <bool TIMED> bool stream_initiator(uint64_t count, perf::timeline *tl);
     bool stream_responder(uint64_t count);
-    bool phase(bool initiator, uint64_t count, perf::timeline *tl);
 
     bool post_send();
     bool post_recv();
+    bool probe_recv();
+    bool stream_recv_data();
+    bool idle_peer_stuck(std::chrono::steady_clock::time_point *since);
     bool wait_message();
     bool send_ack();
     bool wait_ack();
@@ -99,6 +112,7 @@ private:
     uint64_t           reply_ = 0;       /* atomics: fetched value */
     uint8_t            ack_buf_[8] = {};
     size_t             stream_length_ = 0;
+    size_t             stream_carry_ = 0;   /* -r recv_data: bytes of the next message */
     uint64_t           arrived_target_ = 0;
     uint64_t           acks_target_ = 0;
     uint8_t            sn_ = 0;

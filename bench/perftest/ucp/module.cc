@@ -3,6 +3,7 @@
  * the public UCP API only, so it runs on any libucp with UCX 1.13's ABI.
  */
 #include "engine.h"
+#include "threads.h"
 
 #include <exception>
 
@@ -42,6 +43,9 @@ run_status dispatch(perftest::ucp::session &s, perftest::run_context *ctx)
 extern "C" int perftest_module_run(perftest::run_context *ctx)
 {
     try {
+        if (ctx->spec->threads > 1) {
+            return int(perftest::ucp::run_threads(ctx));
+        }
         perftest::ucp::session s(*ctx->spec, *ctx->channel);
         run_status status = s.setup(&ctx->error);
         if (status == run_status::OK) {

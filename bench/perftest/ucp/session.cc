@@ -78,8 +78,8 @@ std::string failed(const char *what, ucs_status_t status)
     return std::string(what) + ": " + ucs_status_string(status);
 }
 
-session::session(const test_spec &spec, perf::oob &channel) :
-    spec_(spec), channel_(channel), sleep_wait_(spec.sleep_wait != 0)
+session::session(const test_spec &spec, perf::oob &channel, ucp_context_h context) :
+    spec_(spec), channel_(channel), sleep_wait_(spec.sleep_wait != 0), context_(context)
 {
 }
 
@@ -111,7 +111,7 @@ session::~session()
     if (worker_ != nullptr) {
         ucp_worker_destroy(worker_);
     }
-    if (context_ != nullptr) {
+    if (own_context_) {
         ucp_cleanup(context_);
     }
 }
@@ -132,15 +132,16 @@ bool session::agreed(bool ok_here, const std::string &why_here, std::string *err
     return ok_here && ok_there;
 }
 
-std::string session::create_worker()
+std::string create_context(const test_spec &spec, bool mt_workers_shared,
+                           ucp_context_h *context_p)
 {
     ucp_config_t *config;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
     if (status != UCS_OK) {
         return failed("ucp_config_read", status);
     }
-    if (spec_.tls[0] != '\0') {
-        status = ucp_config_modify(config, "TLS", spec_.tls);
+    if (spec.tls[0] != '\0') {
+        status = ucp_config_modify(config, "TLS", spec.tls);
         if (status != UCS_OK) {
             ucp_config_release(config);
             return failed("ucp_config_modify(TLS)", status);
@@ -148,19 +149,35 @@ std::string session::create_worker()
     }
     ucp_params_t params = {};
     params.field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-    params.features          = features_of(spec_);
+    params.features          = features_of(spec);
     params.estimated_num_eps = 1;
-    status = ucp_init(&params, config, &context_);
+    if (mt_workers_shared) {
+        /* -T: one worker per thread, the context between them. */
+        params.field_mask       |= UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+        params.mt_workers_shared = 1;
+    }
+    status = ucp_init(&params, config, context_p);
     ucp_config_release(config);
     if (status != UCS_OK) {
-        context_ = nullptr;
+        *context_p = nullptr;
         return failed("ucp_init", status);
     }
+    return {};
+}
 
+std::string session::create_worker()
+{
+    if (context_ == nullptr) {
+        std::string why = create_context(spec_, false, &context_);
+        if (!why.empty()) {
+            return why;
+        }
+        own_context_ = true;
+    }
     ucp_worker_params_t wparams = {};
     wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = ucs_thread_mode_t(spec_.thread_mode);
-    status = ucp_worker_create(context_, &wparams, &worker_);
+    ucs_status_t status = ucp_worker_create(context_, &wparams, &worker_);
     if (status != UCS_OK) {
         worker_ = nullptr;
         return failed("ucp_worker_create", status);
@@ -213,7 +230,7 @@ std::string session::allocate_buffer(int fill, uint8_t **buffer, ucp_mem_h *memh
     ucp_mem_map_params_t params = {};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.length     = buf_size_;
-    params.flags      = UCP_MEM_MAP_ALLOCATE;
+    params.flags      = UCP_MEM_MAP_ALLOCATE | map_flags();
     if (ucp_mem_map(context_, &params, memh) == UCS_OK) {
         ucp_mem_attr_t attr = {};
         attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
@@ -230,8 +247,10 @@ std::string session::allocate_buffer(int fill, uint8_t **buffer, ucp_mem_h *memh
         return "cannot allocate " + std::to_string(buf_size_) + " bytes";
     }
     *owned = true;
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.address    = *buffer;
+    params.flags      = map_flags();
     ucs_status_t status = ucp_mem_map(context_, &params, memh);
     if (status != UCS_OK) {
         *memh = nullptr;
@@ -371,6 +390,11 @@ run_status session::close(std::string *error)
         return run_status::FATAL;
     }
     return run_status::OK;
+}
+
+unsigned session::map_flags() const
+{
+    return spec_.nonblock_reg ? UCP_MEM_MAP_NONBLOCK : 0;
 }
 
 ucp_datatype_t session::send_datatype() const

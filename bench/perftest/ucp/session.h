@@ -22,7 +22,9 @@ constexpr unsigned PEER_CHECK_SPINS = 1u << 14;
 
 class session {
 public:
-    session(const test_spec &spec, perf::oob &channel);
+    /* `context`: one shared with other sessions (-T), kept by the caller;
+     * nullptr: the session creates its own. */
+    session(const test_spec &spec, perf::oob &channel, ucp_context_h context = nullptr);
     ~session();
     session(const session&) = delete;
     session &operator=(const session&) = delete;
@@ -74,11 +76,14 @@ private:
     std::string make_buffers();
     std::string allocate_buffer(int fill, uint8_t **buffer, ucp_mem_h *memh, bool *owned);
     std::string exchange_keys();
+    /* ucp_mem_map flags of the buffers (-B: NONBLOCK). */
+    unsigned map_flags() const;
 
     const test_spec &spec_;
     perf::oob       &channel_;
     bool            sleep_wait_;
     ucp_context_h   context_ = nullptr;
+    bool            own_context_ = false;
     ucp_worker_h    worker_ = nullptr;
     ucp_ep_h        ep_ = nullptr;
     uint8_t         *send_buf_ = nullptr;
@@ -93,6 +98,11 @@ private:
     uint64_t        remote_addr_ = 0;
     ucp_rkey_h      rkey_ = nullptr;
 };
+
+/* A context for the spec's test; mt_workers_shared for -T. Empty string,
+ * or why not. */
+std::string create_context(const test_spec &spec, bool mt_workers_shared,
+                           ucp_context_h *context_p);
 
 /* "what: status text" */
 std::string failed(const char *what, ucs_status_t status);
