@@ -6,6 +6,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/type/wire_reader.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -28,8 +29,13 @@ struct address_header {
     uint64_t worker_uuid;
     uint64_t node_id;
 };
+/* Frozen: changing it requires bumping address_version, which peers check. The
+ * magic and version never move: a peer of any version must be able to refuse us. */
 static_assert(sizeof(address_header) == address_header_size,
               "the header is the wire layout");
+static_assert((offsetof(address_header, version) == 4) &&
+              (offsetof(address_header, total_length) == 8) &&
+              (offsetof(address_header, worker_uuid) == 16), "address header layout");
 
 /* Sequential writer; the size was computed beforehand. */
 class writer {

@@ -49,9 +49,12 @@
 namespace ucp {
 
 constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
-/* Bumped whenever a transport's address or wire format inside changes, so
- * peers of another version refuse each other at ep creation instead of
- * failing later. 2: the tcp iface address carries its connection key. */
+/* The version two workers must share: an ep is made only to an address of
+ * this version. Bumped whenever this format, a transport's address inside
+ * it, or a UCP message header or AM id (ucp/proto/wire.h) changes, so peers
+ * of another version refuse each other at ep creation instead of failing
+ * later (docs/architecture.md, "Wire formats"). 2: the tcp iface address
+ * carries its connection key. */
 constexpr uint8_t  address_version      = 2;
 constexpr size_t   address_header_size  = 32;         /* up to name_length */
 constexpr size_t   address_max_length   = 64 * 1024;

@@ -11,6 +11,7 @@
 #include <ucs/type/wire_reader.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -34,7 +35,12 @@ struct rkey_header {
     uint64_t length;
     uint64_t secret;
 };
+/* Frozen: changing it requires bumping rkey_version, which peers check. The magic
+ * and version never move: a peer of any version must be able to refuse the key. */
 static_assert(sizeof(rkey_header) == rkey_header_size, "the header is the wire layout");
+static_assert((offsetof(rkey_header, version) == 4) &&
+              (offsetof(rkey_header, mem_type) == 12) &&
+              (offsetof(rkey_header, secret) == 32), "rkey header layout");
 
 /* An entry as found in the packed bytes (pointers into the buffer). */
 struct packed_entry {

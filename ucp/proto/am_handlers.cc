@@ -12,6 +12,8 @@
 
 namespace ucp {
 
+static_assert(wire::AM_LAST <= uct::AM_ID_MAX, "UCP's AM ids fit the transports' id space");
+
 ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
 {
     static const struct {

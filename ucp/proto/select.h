@@ -11,7 +11,7 @@
  * configuration's lanes (ep_thresholds, whose thresholds come from the
  * transports' performance models or the UCX_*_THRESH settings). Every send
  * path picks its protocol here, and ucp_ep_print_info, UCX_PROTO_INFO and
- * ucx_info print these same tables.
+ * ucx_info -e print these same tables.
  */
 #ifndef UCP_PROTO_SELECT_H
 #define UCP_PROTO_SELECT_H

@@ -10,6 +10,14 @@
  * is copied out before any of its fields is used, and a length, offset or
  * count from it is checked against the bytes that arrived, or against
  * max_message_length before it sizes an allocation.
+ *
+ * Versioning: these headers carry no version of their own. Two workers
+ * exchange them only through eps made from each other's worker address,
+ * and an address of another ucp::address_version (ucp/core/ucp_address.h)
+ * is refused at ep creation. So a change to a header's layout, or adding,
+ * removing or renumbering an AM id, requires bumping address_version. The
+ * static_asserts after each header freeze its size (and, where a field is
+ * sent or read on its own, its offset).
  */
 #ifndef UCP_PROTO_WIRE_H
 #define UCP_PROTO_WIRE_H
@@ -17,6 +25,7 @@
 #include <ucp/api/ucp_def.h>
 #include <ucs/type/wire_reader.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -36,7 +45,7 @@ enum am_id : uint8_t {
     AM_EAGER_SYNC_ONLY = 5,  /* eager_sync_hdr + whole payload */
     AM_EAGER_SYNC_FIRST= 6,  /* eager_first_hdr + sreq id (8 B) + fragment */
     AM_SYNC_ACK        = 7,  /* reply_hdr */
-    AM_RNDV_RTS        = 8,  /* rts_hdr + md name + packed rkey */
+    AM_RNDV_RTS        = 8,  /* rts_hdr (names the md) + the md's packed key */
     AM_RNDV_ATS        = 9,  /* reply_hdr */
     AM_STREAM          = 10, /* stream_hdr + payload */
     AM_USER_SINGLE     = 11, /* am_hdr [+ src uuid] + user header + data */
@@ -54,6 +63,9 @@ enum am_id : uint8_t {
     AM_RNDV_ATP        = 23, /* reply_hdr naming the receiver's request: written */
     AM_LAST
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(AM_LAST == 24, "AM ids are part of the wire format");
+static_assert(sizeof(ucp_tag_t) == 8, "the tag is the AM_EAGER_ONLY header");
 
 /* Identifies the sending worker; its replies go to an ep to that worker. */
 struct wireup_hdr {
@@ -64,6 +76,9 @@ struct wireup_hdr {
      * its ep still connecting (it makes no ep of its own then); else 0. */
     uint32_t client_port;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(wireup_hdr) == 16) && (offsetof(wireup_hdr, address_length) == 8) &&
+              (offsetof(wireup_hdr, client_port) == 12), "wireup_hdr layout");
 
 struct eager_first_hdr {
     ucp_tag_t tag;
@@ -71,18 +86,24 @@ struct eager_first_hdr {
     uint64_t  msg_id;
     uint64_t  total_length;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(eager_first_hdr) == 32, "eager_first_hdr layout");
 
 struct eager_middle_hdr {
     uint64_t src_uuid;
     uint64_t msg_id;
     uint64_t offset;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(eager_middle_hdr) == 24, "eager_middle_hdr layout");
 
 struct eager_sync_hdr {
     ucp_tag_t tag;
     uint64_t  src_uuid;
     uint64_t  sreq_id;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(eager_sync_hdr) == 24, "eager_sync_hdr layout");
 
 /* The largest header an eager tag fragment carries: a sync first fragment
  * (eager_first_hdr and the sender's request id). */
@@ -94,6 +115,10 @@ struct reply_hdr {
     int8_t   status;
     uint8_t  reserved[7];
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+/* am_short sends req_id as its 8-byte header and the status onwards as payload. */
+static_assert((sizeof(reply_hdr) == 16) && (offsetof(reply_hdr, status) == 8),
+              "reply_hdr layout");
 
 constexpr unsigned rts_md_name_max = 16;
 
@@ -108,6 +133,9 @@ struct rts_hdr {
     uint8_t   flags;                      /* rts_flag:: */
     uint8_t   reserved[3];                /* the ATS also serves sync sends */
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(rts_hdr) == 64) && (offsetof(rts_hdr, md_name) == 40) &&
+              (offsetof(rts_hdr, rkey_length) == 56), "rts_hdr layout");
 
 /* Bits of rts_hdr::flags and am_rts_hdr::flags. */
 namespace rts_flag {
@@ -132,12 +160,16 @@ struct rtr_hdr {
     uint32_t rkey_length;
     uint32_t reserved;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(rtr_hdr) == 48, "rtr_hdr layout");
 
 /* Stream bytes: the receiver appends them to its ep answering src_uuid. */
 struct stream_hdr {
     uint64_t src_uuid;
     uint64_t src_ep_id;                   /* sender's ep, for diagnostics */
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(stream_hdr) == 16, "stream_hdr layout");
 
 /* Bits of am_hdr::flags. */
 namespace am_hdr_flag {
@@ -154,6 +186,9 @@ struct am_hdr {
     uint8_t  reserved;
     uint32_t header_length;               /* user header bytes */
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(am_hdr) == sizeof(uint64_t)) && (offsetof(am_hdr, header_length) == 4),
+              "am_hdr is the am_short header");
 
 /* The first fragment of a user active message sent in several. */
 struct am_first_hdr {
@@ -162,6 +197,8 @@ struct am_first_hdr {
     uint64_t msg_id;
     uint64_t total_length;                /* data bytes, user header excluded */
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(am_first_hdr) == 32, "am_first_hdr layout");
 
 /* A rendezvous user active message: the data stays at the sender until the
  * receiver pulls it (ucp_am_recv_data_nbx); the ATS completes the send. */
@@ -176,8 +213,10 @@ struct am_rts_hdr {
     uint8_t  flags;                       /* rts_flag:: */
     uint8_t  reserved[3];
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(am_rts_hdr) == 64) && (offsetof(am_rts_hdr, md_name) == 40) &&
+              (offsetof(am_rts_hdr, rkey_length) == 56), "am_rts_hdr layout");
 
-static_assert(sizeof(am_hdr) == sizeof(uint64_t), "am_hdr is the am_short header");
 /*
  * Emulated RMA and atomics (ucp/rma): requests the target executes against
  * the regions it mapped, each answered with the status (and data), so the
@@ -194,6 +233,8 @@ struct rma_put_hdr {
     uint64_t address;
     uint64_t secret;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(rma_put_hdr) == 32, "rma_put_hdr layout");
 
 /* AM_RMA_GET_REQ: answered with AM_RMA_GET_REP fragments covering
  * [address, address + length), or one with an error status. */
@@ -204,6 +245,8 @@ struct rma_get_req_hdr {
     uint64_t length;
     uint64_t secret;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(rma_get_req_hdr) == 40, "rma_get_req_hdr layout");
 
 /* AM_RMA_GET_REP: header + the bytes at `offset` of the requested range. */
 struct rma_get_rep_hdr {
@@ -212,6 +255,8 @@ struct rma_get_rep_hdr {
     int8_t   status;
     uint8_t  reserved[7];
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(rma_get_rep_hdr) == 24, "rma_get_rep_hdr layout");
 
 /* AM_ATOMIC_REQ: op is a uct::atomic_op, size 4 or 8; answered with
  * AM_ATOMIC_REP, which carries the previous value. */
@@ -226,6 +271,9 @@ struct atomic_req_hdr {
     uint8_t  size;
     uint8_t  reserved[6];
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(atomic_req_hdr) == 56) && (offsetof(atomic_req_hdr, op) == 48),
+              "atomic_req_hdr layout");
 
 struct atomic_rep_hdr {
     uint64_t req_id;
@@ -233,6 +281,8 @@ struct atomic_rep_hdr {
     int8_t   status;
     uint8_t  reserved[7];
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(atomic_rep_hdr) == 24, "atomic_rep_hdr layout");
 
 /* A status byte from a peer's reply: an error code or UCS_OK as sent, any
  * other value (not a status) becomes UCS_ERR_IO_ERROR. */

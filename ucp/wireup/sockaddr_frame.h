@@ -47,7 +47,11 @@ struct frame_header {
     int32_t  status;      /* REJECT: the reason (a ucs_status_t); else 0 */
     uint64_t client_id;   /* CONN_REQUEST with flag CLIENT_ID; else 0 */
 };
-static_assert(sizeof(frame_header) == 24, "frame header layout");
+/* Frozen: changing it requires bumping frame_version, which peers check. The
+ * magic and version never move: a peer of any version must be able to refuse us. */
+static_assert((sizeof(frame_header) == 24) && (offsetof(frame_header, version) == 4) &&
+              (offsetof(frame_header, length) == 8) &&
+              (offsetof(frame_header, client_id) == 16), "frame header layout");
 
 /* Header + body ready to write. */
 std::vector<uint8_t> make_frame(frame_type type, ucs_status_t status, uint8_t flags,

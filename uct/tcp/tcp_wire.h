@@ -9,6 +9,16 @@
  * and the acceptor's own connection is the one both keep).
  * Peers are assumed to share byte order (as in UCX).
  *
+ * Versioning: the acceptor reads HANDSHAKE_VERSION first on every
+ * connection and closes it on a mismatch, so the frames and internal
+ * operations below are frozen by it: changing one requires bumping
+ * HANDSHAKE_VERSION. The device and iface addresses travel inside the UCP
+ * worker address instead: changing them requires bumping
+ * ucp::address_version (ucp/core/ucp_address.h). The packed remote key
+ * has no version of its own; it travels inside UCP remote keys
+ * (ucp::rkey_version) and rendezvous requests (ucp::address_version):
+ * changing it requires bumping both.
+ *
  * Authentication: every iface has a random key, published only in its
  * iface address (inside the UCP worker address). A handshake must carry
  * the acceptor's key, or the acceptor closes the connection before it
@@ -35,7 +45,8 @@ struct frame_hdr {
     uint16_t reserved;   /* zero */
     uint32_t length;     /* payload bytes after this header */
 };
-static_assert(sizeof(frame_hdr) == 8);
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
+static_assert((sizeof(frame_hdr) == 8) && (offsetof(frame_hdr, length) == 4));
 
 namespace frame_flag {
 constexpr uint8_t INTERNAL = 1u << 0;
@@ -60,6 +71,8 @@ struct put_hdr {
     uint64_t region_id;
     uint64_t address;
 };
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
+static_assert(sizeof(put_hdr) == 16);
 
 struct get_req {
     uint64_t seq;
@@ -67,6 +80,8 @@ struct get_req {
     uint64_t address;
     uint64_t length;
 };
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
+static_assert(sizeof(get_req) == 32);
 
 struct atomic_req {
     uint64_t seq;        /* 0 for ATOMIC_POST */
@@ -78,10 +93,14 @@ struct atomic_req {
     uint8_t  size;       /* 4 or 8 */
     uint8_t  reserved[6];
 };
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
+static_assert((sizeof(atomic_req) == 48) && (offsetof(atomic_req, op) == 40));
 
 struct flush_req {
     uint64_t seq;
 };
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
+static_assert(sizeof(flush_req) == 8);
 
 /* Replies come back in request order; `seq` lets the initiator check that. */
 struct reply_hdr {
@@ -89,6 +108,8 @@ struct reply_hdr {
     int32_t  status;     /* ucs_status_t */
     uint32_t reserved;
 };
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
+static_assert((sizeof(reply_hdr) == 16) && (offsetof(reply_hdr, status) == 8));
 
 /* Longest reply frame a target copies into its send buffer (an atomic's). */
 constexpr size_t MAX_REPLY_FRAME = sizeof(frame_hdr) + sizeof(reply_hdr) + sizeof(uint64_t);
@@ -102,6 +123,8 @@ struct conn_reply {
     uint8_t  flags;      /* conn_reply_flag:: */
     uint8_t  reserved[7];
 };
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
+static_assert(sizeof(conn_reply) == 8);
 
 constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078;   /* "xPCT" */
 constexpr uint16_t HANDSHAKE_VERSION = 3;
@@ -110,6 +133,8 @@ constexpr uint16_t HANDSHAKE_VERSION = 3;
 struct iface_key {
     uint8_t bytes[16];
 };
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION and ucp::address_version. */
+static_assert(sizeof(iface_key) == 16);
 
 /*
  * Who is connecting: the initiator's own listening address, and which of
@@ -130,7 +155,11 @@ struct handshake {
     iface_key acceptor_key;    /* the key of the iface connected to */
     iface_key initiator_key;   /* the initiator iface's own key */
 };
-static_assert(sizeof(handshake) == 64);
+/* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks;
+ * magic and version never move, so an acceptor of any version can refuse it. */
+static_assert((sizeof(handshake) == 64) && (offsetof(handshake, version) == 4) &&
+              (offsetof(handshake, acceptor_key) == 32) &&
+              (offsetof(handshake, initiator_key) == 48));
 
 enum class addr_family : uint8_t { IPV4 = 4, IPV6 = 6 };
 
@@ -150,7 +179,8 @@ struct device_addr_hdr {
     uint64_t host_id;    /* nonzero for loopback */
     /* followed by ip_length(family) bytes */
 };
-static_assert(sizeof(device_addr_hdr) == 16);
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(device_addr_hdr) == 16) && (offsetof(device_addr_hdr, host_id) == 8));
 
 namespace device_addr_flag {
 constexpr uint8_t LOOPBACK = 1u << 0;
@@ -162,7 +192,8 @@ struct iface_addr {
     uint8_t   reserved[6];
     iface_key key;
 };
-static_assert(sizeof(iface_addr) == 24);
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(iface_addr) == 24) && (offsetof(iface_addr, key) == 8));
 
 constexpr uint64_t RKEY_MAGIC = 0x7463702d726b6579ull;  /* "tcp-rkey" */
 
@@ -172,6 +203,8 @@ struct packed_rkey {
     uint64_t address;
     uint64_t length;
 };
+/* Frozen: changing it requires bumping ucp::rkey_version and ucp::address_version. */
+static_assert(sizeof(packed_rkey) == 32);
 
 } // namespace uct::tcp
 

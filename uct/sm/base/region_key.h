@@ -12,6 +12,7 @@
 
 #include <uct/base/uct_md.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
 #include <ucs/type/wire_reader.h>
@@ -28,7 +29,10 @@ struct packed_region_key {
     uint64_t address;
     uint64_t length;
 };
-static_assert(sizeof(packed_region_key) == 32, "packed key layout is part of the wire format");
+/* Frozen: changing it requires bumping PACKED_REGION_KEY_VERSION, which unpacking
+ * checks; magic and version never move. */
+static_assert((sizeof(packed_region_key) == 32) && (offsetof(packed_region_key, version) == 4),
+              "packed key layout is part of the wire format");
 
 constexpr uint16_t PACKED_REGION_KEY_VERSION = 1;
 

@@ -54,6 +54,7 @@ struct node_identity {
 
     bool operator==(const node_identity &) const = default;
 };
+/* Frozen (the device address): changing it requires bumping ucp::address_version. */
 static_assert(sizeof(node_identity) == 24, "device address layout");
 
 node_identity local_node_identity();

@@ -28,6 +28,7 @@ struct __attribute__((packed)) iface_address {
     uint32_t pid;
     uint64_t start_time;    /* ucs::sys::self_start_time(); 0: unknown */
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(iface_address) == 12, "iface address layout");
 
 class cma_iface final : public uct::iface {

@@ -15,6 +15,11 @@
  * as "not yet". The sender writes the payload and then stores the whole word
  * with release semantics, so the receiver learns kind, id and length from the
  * one load that tells it the element is there.
+ *
+ * Versioning: a sender reads the header and checks FIFO_VERSION before it
+ * writes anything. The header, the control block, the element word and the
+ * layout offsets are frozen by it: changing one requires bumping
+ * FIFO_VERSION.
  */
 #ifndef UCT_SM_MM_MM_FIFO_H
 #define UCT_SM_MM_MM_FIFO_H
@@ -42,6 +47,8 @@ constexpr uint64_t NOP   = 1u << 2;   /* reserved slot a failed send gave back *
 } // namespace elem_flag
 
 constexpr size_t ELEM_HEADER_SIZE = sizeof(uint64_t);
+/* Frozen, with the element word's bits: changing them requires bumping FIFO_VERSION. */
+static_assert(ELEM_HEADER_SIZE == 8, "the element word precedes the inline payload");
 
 struct alignas(CACHE_LINE) fifo_header {
     uint64_t magic;
@@ -58,7 +65,13 @@ struct alignas(CACHE_LINE) fifo_header {
                                   tells a reused pid from the owner */
 };
 
+/* Frozen: changing it requires bumping FIFO_VERSION, which senders check; magic and
+ * version never move, so a sender of any version can refuse the FIFO. */
 static_assert(sizeof(fifo_header) == CACHE_LINE, "the header is one cache line");
+static_assert((offsetof(fifo_header, version) == 8) &&
+              (offsetof(fifo_header, fifo_size) == 16) &&
+              (offsetof(fifo_header, elems_offset) == 32) &&
+              (offsetof(fifo_header, owner_start_time) == 56), "fifo header layout");
 
 struct fifo_ctl {
     fifo_header                 header;
@@ -67,6 +80,9 @@ struct fifo_ctl {
 };
 
 constexpr size_t FIFO_ELEMS_OFFSET = 4 * CACHE_LINE;
+/* Frozen: changing it requires bumping FIFO_VERSION, which senders check. */
+static_assert((offsetof(fifo_ctl, tail) == CACHE_LINE) &&
+              (offsetof(fifo_ctl, head) == 2 * CACHE_LINE), "control block layout");
 static_assert(sizeof(fifo_ctl) <= FIFO_ELEMS_OFFSET, "control block too big");
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free,
               "64-bit atomics must work across processes");

@@ -42,6 +42,8 @@ struct __attribute__((packed)) iface_address {
     uint64_t segment_id;      /* posix fd or sysv shmid */
     uint64_t segment_size;
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(iface_address) == 24, "iface address layout");
 
 class mm_iface final : public uct::iface {
 public:

@@ -6,6 +6,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/type/wire_reader.h>
 
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -27,6 +28,10 @@ struct __attribute__((packed)) packed_rkey {
     uint64_t segment_size;
     uint64_t address;         /* where the segment starts in the owner */
 };
+/* Frozen: changing it requires bumping RKEY_VERSION, which rkey_unpack checks; magic
+ * and version never move. */
+static_assert((sizeof(packed_rkey) == 48) && (offsetof(packed_rkey, version) == 4),
+              "packed key layout");
 
 constexpr uint32_t RKEY_MAGIC   = 0x6b6d6d78;  /* "xmmk" */
 constexpr uint16_t RKEY_VERSION = 1;

@@ -41,6 +41,7 @@ struct iface_address {
     uint32_t reserved;      /* zero */
     uint64_t token;         /* unique per iface within the process */
 };
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(iface_address) == 16, "iface address layout");
 
 class self_iface final : public uct::iface {
