@@ -8,9 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <ucp/core/ucp_request.h>
 #include <ucs/config/registry.h>
 
+#include <cstdio>
 #include <regex>
+#include <vector>
 
 using namespace ucp_test;
 
@@ -100,4 +103,47 @@ TEST_CASE("debug level: lanes at wireup and the protocol chosen per size", "[ucp
     CHECK(count_of(text, "eager bcopy") >= 1);
     CHECK(count_of(text, "ep_cfg[0]: ") == 1);          /* the info line, once */
     CHECK(count_of(text, "ep_cfg[0] of worker") == 1);  /* its table, once */
+}
+
+TEST_CASE("req level: a request's life from start to release", "[ucp_log]")
+{
+    peer p;
+    REQUIRE(p.init("self") == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    std::vector<uint8_t> out(64 * 1024, 3), in(out.size(), 0);   /* a rendezvous */
+    log_capture log(UCS_LOG_LEVEL_TRACE_REQ);
+    ucp_request_param_t param{};
+    void *recv = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 5, ~ucp_tag_t(0), &param);
+    void *send = ucp_tag_send_nbx(p.ep, out.data(), out.size(), 5, &param);
+    REQUIRE(UCS_PTR_IS_PTR(recv));
+    REQUIRE(UCS_PTR_IS_PTR(send));
+    CHECK(p.wait(send) == UCS_OK);
+    CHECK(p.wait(recv) == UCS_OK);
+    CHECK(in == out);
+    const std::string text = log.text();
+    INFO(text);
+    for (void *req : {send, recv}) {
+        char name[32];
+        std::snprintf(name, sizeof(name), "req %p: ",
+                      static_cast<void*>(static_cast<char*>(req) - sizeof(ucp::request)));
+        const size_t started  = text.find(std::string(name) + "started");
+        const size_t complete = text.find(std::string(name) + "completed, Success");
+        const size_t freed    = text.find(std::string(name) + "freed by the application");
+        const size_t released = text.find(std::string(name) + "released");
+        REQUIRE(started != std::string::npos);
+        REQUIRE(complete != std::string::npos);
+        REQUIRE(freed != std::string::npos);
+        REQUIRE(released != std::string::npos);
+        CHECK(started < complete);
+        CHECK(complete < freed);
+        CHECK(freed < released);
+    }
+    /* At the levels below, the same requests are not mentioned. */
+    log_capture quiet(UCS_LOG_LEVEL_TRACE);
+    recv = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 6, ~ucp_tag_t(0), &param);
+    send = ucp_tag_send_nbx(p.ep, out.data(), out.size(), 6, &param);
+    REQUIRE(UCS_PTR_IS_PTR(send));
+    CHECK(p.wait(send) == UCS_OK);
+    CHECK(p.wait(recv) == UCS_OK);
+    CHECK(quiet.text().find(": started") == std::string::npos);
 }

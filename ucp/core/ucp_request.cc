@@ -16,6 +16,9 @@ void request_complete(request *req, ucs_status_t status)
 {
     ucs_assert(!(req->flags & request_flag::COMPLETED));   /* completes once */
     const uint32_t flags = req->flags | request_flag::COMPLETED;
+    ucs_trace_req("req %p: completed, %s%s", static_cast<void*>(req),
+                  ucs_status_string(status),
+                  (flags & request_flag::CALLBACK) ? ", calling back" : "");
     req->status = status;
     req->flags  = flags;
     if (flags & request_flag::CALLBACK) {
@@ -285,6 +288,8 @@ void ucp_request_free(void *request)
         return;     /* the caller's memory */
     }
     ucp::worker_guard guard(req->worker);
+    ucs_trace_req("req %p: freed by the application%s", static_cast<void*>(req),
+                  (req->flags & request_flag::COMPLETED) ? "" : " before completing");
     if (req->flags & request_flag::COMPLETED) {
         ucp::request_put(req);
     } else {

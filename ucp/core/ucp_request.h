@@ -15,6 +15,7 @@
 #include <ucp/api/ucp.h>
 #include <ucp/dt/dt.h>
 #include <ucp/tag/tag_match.h>
+#include <ucs/debug/log.h>
 #include <ucs/memory/mpool.h>
 #include <uct/base/uct_md.h>
 
@@ -195,6 +196,8 @@ inline void request_reset(request *req, ucp_worker_h worker, uint32_t flags)
     req->cb.any    = nullptr;
     req->user_data = nullptr;
     req->worker    = worker;
+    ucs_trace_req("req %p: started%s", static_cast<void*>(req),
+                  (flags & request_flag::EXTERNAL) ? " (the caller's memory)" : "");
 }
 
 /* The caller's request (FIELD_REQUEST) of an operation that completed inside
@@ -217,6 +220,7 @@ void request_complete(request *req, ucs_status_t status);
 /* Returns a completed request to its pool (pooled ones only). */
 inline void request_put(request *req)
 {
+    ucs_trace_req("req %p: released", static_cast<void*>(req));
     if (!(req->flags & request_flag::EXTERNAL)) {
         ucs::mpool::put(req);
     }
