@@ -9,16 +9,40 @@
 #include <ucp/proto/send_common.h>
 
 #include <cstdlib>
+#include <cstring>
 
 namespace ucp {
+
+void trace_request(const request *req, const char *event)
+{
+    const char *detail = "";
+    if ((std::strcmp(event, "started") == 0) && (req->flags & request_flag::EXTERNAL)) {
+        detail = " (the caller's memory)";
+    } else if ((std::strcmp(event, "freed by the application") == 0) &&
+               !(req->flags & request_flag::COMPLETED)) {
+        detail = " before completing";
+    }
+    ucs_trace_req("req %p: %s%s", static_cast<const void*>(req), event, detail);
+}
+
+namespace {
+
+[[gnu::cold, gnu::noinline]] void trace_completed(const request *req, ucs_status_t status)
+{
+    ucs_trace_req("req %p: completed, %s%s", static_cast<const void*>(req),
+                  ucs_status_string(status),
+                  (req->flags & request_flag::CALLBACK) ? ", calling back" : "");
+}
+
+} // namespace
 
 void request_complete(request *req, ucs_status_t status)
 {
     ucs_assert(!(req->flags & request_flag::COMPLETED));   /* completes once */
+    if (ucs::log_enabled(UCS_LOG_LEVEL_TRACE_REQ)) {
+        trace_completed(req, status);   /* first: nothing else is live yet */
+    }
     const uint32_t flags = req->flags | request_flag::COMPLETED;
-    ucs_trace_req("req %p: completed, %s%s", static_cast<void*>(req),
-                  ucs_status_string(status),
-                  (flags & request_flag::CALLBACK) ? ", calling back" : "");
     req->status = status;
     req->flags  = flags;
     if (flags & request_flag::CALLBACK) {
@@ -69,6 +93,7 @@ request *send_request_get(ucp_worker *worker, const ucp_request_param_t *param)
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) {
         req->user_data = param->user_data;
     }
+    trace_request_event(req, "started");
     return req;
 }
 
@@ -287,9 +312,8 @@ void ucp_request_free(void *request)
     if (req->flags & request_flag::EXTERNAL) {
         return;     /* the caller's memory */
     }
+    ucp::trace_request_event(req, "freed by the application");
     ucp::worker_guard guard(req->worker);
-    ucs_trace_req("req %p: freed by the application%s", static_cast<void*>(req),
-                  (req->flags & request_flag::COMPLETED) ? "" : " before completing");
     if (req->flags & request_flag::COMPLETED) {
         ucp::request_put(req);
     } else {

@@ -188,6 +188,17 @@ struct request {
 
 static_assert(sizeof(request) % 16 == 0, "user area must stay 16-byte aligned");
 
+/* UCX_LOG_LEVEL=req (builds with assertions; see ucs::max_log_level):
+ * one line per event of a request's life, out of line. */
+[[gnu::cold, gnu::noinline]] void trace_request(const request *req, const char *event);
+
+inline void trace_request_event(const request *req, const char *event)
+{
+    if (ucs::log_enabled(UCS_LOG_LEVEL_TRACE_REQ)) {
+        trace_request(req, event);
+    }
+}
+
 /* The initialised internal part a new operation starts from. */
 inline void request_reset(request *req, ucp_worker_h worker, uint32_t flags)
 {
@@ -196,8 +207,6 @@ inline void request_reset(request *req, ucp_worker_h worker, uint32_t flags)
     req->cb.any    = nullptr;
     req->user_data = nullptr;
     req->worker    = worker;
-    ucs_trace_req("req %p: started%s", static_cast<void*>(req),
-                  (flags & request_flag::EXTERNAL) ? " (the caller's memory)" : "");
 }
 
 /* The caller's request (FIELD_REQUEST) of an operation that completed inside
@@ -220,7 +229,7 @@ void request_complete(request *req, ucs_status_t status);
 /* Returns a completed request to its pool (pooled ones only). */
 inline void request_put(request *req)
 {
-    ucs_trace_req("req %p: released", static_cast<void*>(req));
+    trace_request_event(req, "released");
     if (!(req->flags & request_flag::EXTERNAL)) {
         ucs::mpool::put(req);
     }

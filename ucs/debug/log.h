@@ -16,9 +16,18 @@ namespace ucs {
 /* Current threshold; messages above it are dropped before formatting. */
 extern ucs_log_level_t g_log_level;
 
+/* The most detailed level a build logs: release builds (NDEBUG) stop at
+ * debug, as UCX's do, so that the trace levels (a request's life, data,
+ * polling) cost nothing on the hot paths; debug builds log every level. */
+#ifdef NDEBUG
+inline constexpr ucs_log_level_t max_log_level = UCS_LOG_LEVEL_DEBUG;
+#else
+inline constexpr ucs_log_level_t max_log_level = UCS_LOG_LEVEL_TRACE_POLL;
+#endif
+
 inline bool log_enabled(ucs_log_level_t level)
 {
-    return ucs_unlikely(level <= g_log_level);
+    return (level <= max_log_level) && ucs_unlikely(level <= g_log_level);
 }
 
 void log_dispatch(const char *file, unsigned line, const char *function,
