@@ -2,6 +2,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include <uct/base/uct_module.h>
 
 #include <cstdio>
 
@@ -138,9 +139,7 @@ public:
 
 test_component the_component;
 
-struct registration {
-    registration() { uct::register_component(&the_component); }
-} the_registration;
+UCT_REGISTER_TRANSPORT(ucp_test, &the_component)
 
 /* ---- ucp_test_zc -------------------------------------------------------- */
 
@@ -428,9 +427,7 @@ ucs_status_t zc_ep::am_zcopy(uct::am_id_t id, const void *header, unsigned heade
 
 zc_component the_zc_component;
 
-struct zc_registration {
-    zc_registration() { uct::register_component(&the_zc_component); }
-} the_zc_registration;
+UCT_REGISTER_TRANSPORT(ucp_test_zc, &the_zc_component)
 
 } // namespace
 

@@ -8,6 +8,7 @@
 #include <ucs/config/registry.h>
 #include <ucs/config/types.h>
 #include <ucs/type/status.h>
+#include <uct/base/uct_module.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +38,10 @@ void print_version()
     std::printf("# Library path: built with %s, %s build\n", UCX_NG_CXX,
                 UCX_NG_BUILD_TYPE);
     std::printf("# Configuration file: %s\n", UCX_NG_SYSCONF_FILE);
+    /* As UCX's -v: the modules found in the module directories. */
+    for (const uct::loaded_module &m : uct::loaded_modules()) {
+        std::printf("# Module: %s (%s)\n", m.name.c_str(), m.path.c_str());
+    }
 }
 
 void print_build_config()

@@ -1,6 +1,8 @@
 /*
  * The ucs global options table and its loading at library start.
  */
+#include "ucx_ng_config.h"
+
 #include <ucs/config/global_opts.h>
 #include <ucs/config/registry.h>
 #include <ucs/debug/log.h>
@@ -52,6 +54,24 @@ constexpr config::field global_fields[] = {
     UCS_CONFIG_FIELD(global_options, warn_unused_env_vars, "WARN_UNUSED_ENV_VARS", "y",
                      "Warn once about UCX_* environment variables that no setting reads.",
                      config::type_bool),
+
+    UCS_CONFIG_FIELD(global_options, module_dir, "MODULE_DIR", UCX_NG_MODULE_DIR,
+                     "Directory to search for loadable modules (libuct_<name>.so), after\n"
+                     "the \"ucx\" directory next to the libraries themselves. A directory\n"
+                     "that does not exist is skipped.",
+                     config::type_string),
+
+    UCS_CONFIG_FIELD(global_options, modules, "MODULES", "all",
+                     "Comma-separated glob patterns of the modules to load, or \"all\";\n"
+                     "a leading '^' loads all but those. The order is not meaningful:\n"
+                     " *     - load all modules\n"
+                     " ^cu*  - do not load modules whose names begin with \"cu\"",
+                     config::type_allow_list),
+
+    UCS_CONFIG_FIELD(global_options, module_log_level, "MODULE_LOG_LEVEL", "trace",
+                     "Logging level of the messages of the module loader (which files it\n"
+                     "found, loaded or skipped). Errors are always reported.",
+                     config::type_enum(log_level_names)),
 };
 
 std::mutex     load_lock;
