@@ -17,6 +17,7 @@ std::atomic<unsigned long> fake_progress_calls{0};
 std::atomic<int>           fake_open_ifaces{0};
 std::atomic<bool>          fake_zc_enabled{false};
 std::atomic<long>          fake_zc_registrations{0};
+std::atomic<unsigned long> fake_zc_reg_calls{0};
 std::atomic<unsigned long> fake_zc_zcopy_sends{0};
 std::atomic<unsigned long> fake_zc_bad_memh{0};
 
@@ -314,6 +315,7 @@ public:
     {
         *memh_p = new zc_region{reinterpret_cast<uintptr_t>(address), length};
         ++fake_zc_registrations;
+        ++fake_zc_reg_calls;
         return UCS_OK;
     }
 

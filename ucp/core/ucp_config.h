@@ -44,6 +44,9 @@ struct context_config {
     double                  immediate_progress_interval; /* UCX_IMMEDIATE_PROGRESS_INTERVAL, s */
     unsigned                max_peer_eps;      /* UCX_MAX_PEER_EPS */
     int                     proto_info;        /* UCX_PROTO_INFO */
+    ucs_ternary_auto_value_t rcache_enable;    /* UCX_RCACHE_ENABLE */
+    unsigned long           rcache_max_regions;/* UCX_RCACHE_MAX_REGIONS, ulong_inf */
+    size_t                  rcache_max_size;   /* UCX_RCACHE_MAX_SIZE, size_inf */
 };
 
 extern const ucs::config::table context_config_table;
