@@ -7,6 +7,8 @@
 #include <ucs/debug/log.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -29,7 +31,10 @@ std::string library_dir()
         (info.dli_fname == nullptr)) {
         return {};
     }
-    std::string path = info.dli_fname;
+    /* Resolved: the loader may have found it through "$ORIGIN/../lib". */
+    char resolved[PATH_MAX];
+    std::string path = (realpath(info.dli_fname, resolved) != nullptr) ? resolved
+                                                                         : info.dli_fname;
     const size_t slash = path.rfind('/');
     return (slash == std::string::npos) ? std::string(".") : path.substr(0, slash);
 }
