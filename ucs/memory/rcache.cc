@@ -67,6 +67,14 @@ ucs_status_t rcache::create(const rcache_params &params, std::unique_ptr<rcache>
     ucs_status_t status = ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED,
                                                 params.event_priority,
                                                 rcache_events::unmapped, cache.get());
+    if (status == UCS_OK) {
+        /* The hooks exist; check that an unmap really reaches handlers. */
+        status = ucm_test_events(UCM_EVENT_VM_UNMAPPED);
+        if (status != UCS_OK) {
+            ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, rcache_events::unmapped,
+                                    cache.get());
+        }
+    }
     if (status != UCS_OK) {
         ucs_debug("rcache '%s': no memory events (%s): not caching", cache->m_name,
                   ucs_status_string(status));

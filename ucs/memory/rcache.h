@@ -114,8 +114,9 @@ class rcache {
 public:
     /*
      * UCS_ERR_UNSUPPORTED when memory events cannot be delivered
-     * (UCX_MEM_EVENTS=no): a cache that misses unmaps would hand out stale
-     * registrations, so the owner must register per operation instead.
+     * (UCX_MEM_EVENTS=no, or libucm's self-test of the unmap hooks fails):
+     * a cache that misses unmaps would hand out stale registrations, so the
+     * owner must register per operation instead.
      * UCS_ERR_INVALID_PARAM for a missing registrar or a bad alignment.
      */
     static ucs_status_t create(const rcache_params &params,
