@@ -123,7 +123,7 @@ ucs_status_t buffer_reg_get(ucp_context &ctx, unsigned md_index, const void *add
     return status;
 }
 
-void buffer_reg_release(ucp_context &ctx, unsigned md_index, buffer_reg *reg)
+void buffer_reg_put(ucp_context &ctx, unsigned md_index, buffer_reg *reg)
 {
     if (reg->region != nullptr) {
         md_cache(ctx, md_index)->put(reg->region);

@@ -52,9 +52,17 @@ ucs::rcache *md_cache(const ucp_context &ctx, unsigned md_index);
 ucs_status_t buffer_reg_get(ucp_context &ctx, unsigned md_index, const void *address,
                             size_t length, buffer_reg *reg);
 
-/* Gives the registration back (to the cache, or deregisters); *reg then
- * holds nothing. Does nothing when it holds nothing. */
-void buffer_reg_release(ucp_context &ctx, unsigned md_index, buffer_reg *reg);
+/* Gives a held registration back (to the cache, or deregisters); *reg then
+ * holds nothing. */
+void buffer_reg_put(ucp_context &ctx, unsigned md_index, buffer_reg *reg);
+
+/* buffer_reg_put if *reg holds something: every send's release calls it. */
+inline void buffer_reg_release(ucp_context &ctx, unsigned md_index, buffer_reg *reg)
+{
+    if (reg->held()) {
+        buffer_reg_put(ctx, md_index, reg);
+    }
+}
 
 } // namespace ucp
 
