@@ -15,23 +15,23 @@ namespace ucp {
  * context's workers calls it from any of their threads. */
 class md_rcache final : public ucs::rcache_registrar {
 public:
-    md_rcache(ucp_context &ctx, uct::md &md) : m_ctx(ctx), m_md(md) {}
+    md_rcache(ucp_context &ctx, uct::md &md) : ctx_(ctx), md_(md) {}
 
     ucs_status_t mem_reg(void *address, size_t length, void **handle_p) override
     {
-        auto lock = md_lock(m_ctx);
+        auto lock = md_lock(ctx_);
         uct::mem_h memh;
-        ucs_status_t status = m_md.mem_reg(address, length, 0, &memh);
+        ucs_status_t status = md_.mem_reg(address, length, 0, &memh);
         *handle_p = memh;
         return status;
     }
 
     void mem_dereg(void *handle) override
     {
-        auto lock = md_lock(m_ctx);
-        ucs_status_t status = m_md.mem_dereg(handle);
+        auto lock = md_lock(ctx_);
+        ucs_status_t status = md_.mem_dereg(handle);
         if (status != UCS_OK) {
-            ucs_warn("md %s: deregistering a cached region failed: %s", m_md.name(),
+            ucs_warn("md %s: deregistering a cached region failed: %s", md_.name(),
                      ucs_status_string(status));
         }
     }
@@ -39,8 +39,8 @@ public:
     std::unique_ptr<ucs::rcache> cache;
 
 private:
-    ucp_context &m_ctx;
-    uct::md     &m_md;
+    ucp_context &ctx_;
+    uct::md     &md_;
 };
 
 void md_rcache_deleter::operator()(md_rcache *cache) const

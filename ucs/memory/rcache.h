@@ -92,21 +92,21 @@ class rcache;
 
 class rcache_region {
 public:
-    void *handle() const { return m_handle; }
-    uintptr_t start() const { return m_start; }
-    uintptr_t end() const { return m_end; }
-    size_t length() const { return m_end - m_start; }
+    void *handle() const { return handle_; }
+    uintptr_t start() const { return start_; }
+    uintptr_t end() const { return end_; }
+    size_t length() const { return end_ - start_; }
 
 private:
     friend class rcache;
 
-    uintptr_t m_start = 0;
-    uintptr_t m_end = 0;
-    void      *m_handle = nullptr;
-    unsigned  m_refcount = 0;       /* get()s not yet put() */
-    bool      m_cached = false;     /* in the table (found by get) */
-    bool      m_unmapped = false;   /* marked by the unmap handler */
-    list_link m_link;               /* cached: in the LRU list while unused,
+    uintptr_t start_ = 0;
+    uintptr_t end_ = 0;
+    void      *handle_ = nullptr;
+    unsigned  refcount_ = 0;       /* get()s not yet put() */
+    bool      cached_ = false;     /* in the table (found by get) */
+    bool      unmapped_ = false;   /* marked by the unmap handler */
+    list_link link_;               /* cached: in the LRU list while unused,
                                        in the unmapped list once marked */
 };
 
@@ -137,11 +137,11 @@ public:
     void put(rcache_region *region);
 
     rcache_stats stats() const;
-    const char *name() const { return m_name; }
+    const char *name() const { return name_; }
 
 private:
     using table_t = std::map<uintptr_t, rcache_region*>;
-    using list_t  = intrusive_list<rcache_region, &rcache_region::m_link>;
+    using list_t  = intrusive_list<rcache_region, &rcache_region::link_>;
 
     /* Ranges the unmap handler could not apply at once. */
     static constexpr unsigned max_queued_unmaps = 64;
@@ -167,34 +167,34 @@ private:
     void lock();
     void unlock();
 
-    char               m_name[32];
-    rcache_registrar   *m_registrar;
-    size_t             m_alignment;
-    size_t             m_max_regions;
-    size_t             m_max_size;
-    bool               m_events_set = false;
+    char               name_[32];
+    rcache_registrar   *registrar_;
+    size_t             alignment_;
+    size_t             max_regions_;
+    size_t             max_size_;
+    bool               events_set_ = false;
 
-    mutable std::mutex m_lock;
-    table_t            m_table;     /* cached regions by start, never overlapping */
-    list_t             m_lru;       /* cached, unreferenced; front: least recent */
-    list_t             m_unmapped;  /* cached, marked unmapped: to remove */
-    size_t             m_live = 0;  /* regions not yet deregistered */
-    /* pthread_self() of the thread holding m_lock: the unmap handler may
+    mutable std::mutex lock_;
+    table_t            table_;     /* cached regions by start, never overlapping */
+    list_t             lru_;       /* cached, unreferenced; front: least recent */
+    list_t             unmapped_;  /* cached, marked unmapped: to remove */
+    size_t             live_ = 0;  /* regions not yet deregistered */
+    /* pthread_self() of the thread holding lock_: the unmap handler may
      * run on it (from an allocation under the lock), and must not lock. */
-    std::atomic<unsigned long> m_owner{0};
-    size_t             m_bytes = 0;
-    rcache_stats       m_stats;
+    std::atomic<unsigned long> owner_{0};
+    size_t             bytes_ = 0;
+    rcache_stats       stats_;
 
-    /* Written by the unmap handler (under m_queue_lock, a spin flag held
-     * only for a few stores), read and cleared under m_lock. */
-    std::atomic<bool>  m_unmaps_pending{false};
-    std::atomic_flag   m_queue_lock = ATOMIC_FLAG_INIT;
-    unmapped_range     m_queue[max_queued_unmaps];
-    unsigned           m_queued = 0;
+    /* Written by the unmap handler (under queue_lock_, a spin flag held
+     * only for a few stores), read and cleared under lock_. */
+    std::atomic<bool>  unmaps_pending_{false};
+    std::atomic_flag   queue_lock_ = ATOMIC_FLAG_INIT;
+    unmapped_range     queue_[max_queued_unmaps];
+    unsigned           queued_ = 0;
     /* Lowest and highest address any cached region has had: most unmaps
      * are of other memory and are dismissed without a lock. */
-    std::atomic<uintptr_t> m_low{UINTPTR_MAX};
-    std::atomic<uintptr_t> m_high{0};
+    std::atomic<uintptr_t> low_{UINTPTR_MAX};
+    std::atomic<uintptr_t> high_{0};
 };
 
 } // namespace ucs

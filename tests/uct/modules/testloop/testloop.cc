@@ -90,27 +90,27 @@ struct message {
 
 class loop_iface : public uct::iface {
 public:
-    loop_iface(uct::md &md, uint32_t id) : m_md(md), m_id(id)
+    loop_iface(uct::md &md, uint32_t id) : md_(md), id_(id)
     {
         using namespace uct::iface_flag;
-        m_attr.flags = AM_BCOPY | AM_ZCOPY | GET_ZCOPY | PUT_ZCOPY | PENDING |
+        attr_.flags = AM_BCOPY | AM_ZCOPY | GET_ZCOPY | PUT_ZCOPY | PENDING |
                        CONNECT_TO_IFACE;
-        m_attr.am.max_bcopy    = max_bcopy;
-        m_attr.am.max_zcopy    = size_t(1) << 20;
-        m_attr.am.max_iov      = max_iov;
-        m_attr.am.max_hdr      = 128;
-        m_attr.get.max_zcopy   = size_t(1) << 30;
-        m_attr.get.max_iov     = 1;
-        m_attr.put.max_zcopy   = size_t(1) << 30;
-        m_attr.put.max_iov     = 1;
-        m_attr.device_addr_len = sizeof(magic);
-        m_attr.iface_addr_len  = sizeof(m_id);
-        m_attr.perf.latency_s  = 1e-6;
-        m_attr.perf.bandwidth_Bps = 10e9;
+        attr_.am.max_bcopy    = max_bcopy;
+        attr_.am.max_zcopy    = size_t(1) << 20;
+        attr_.am.max_iov      = max_iov;
+        attr_.am.max_hdr      = 128;
+        attr_.get.max_zcopy   = size_t(1) << 30;
+        attr_.get.max_iov     = 1;
+        attr_.put.max_zcopy   = size_t(1) << 30;
+        attr_.put.max_iov     = 1;
+        attr_.device_addr_len = sizeof(magic);
+        attr_.iface_addr_len  = sizeof(id_);
+        attr_.perf.latency_s  = 1e-6;
+        attr_.perf.bandwidth_Bps = 10e9;
     }
 
-    const uct::iface_attr &attr() const override { return m_attr; }
-    uct::md &owner_md() const override { return m_md; }
+    const uct::iface_attr &attr() const override { return attr_; }
+    uct::md &owner_md() const override { return md_; }
 
     ucs_status_t get_device_address(void *buffer) const override
     {
@@ -120,16 +120,16 @@ public:
 
     ucs_status_t get_address(void *buffer) const override
     {
-        std::memcpy(buffer, &m_id, sizeof(m_id));
+        std::memcpy(buffer, &id_, sizeof(id_));
         return UCS_OK;
     }
 
     bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
                       size_t iface_addr_len) const override
     {
-        return (dev_addr_len == sizeof(magic)) && (iface_addr_len == sizeof(m_id)) &&
+        return (dev_addr_len == sizeof(magic)) && (iface_addr_len == sizeof(id_)) &&
                (std::memcmp(dev_addr, &magic, sizeof(magic)) == 0) &&
-               (std::memcmp(iface_addr, &m_id, sizeof(m_id)) == 0);
+               (std::memcmp(iface_addr, &id_, sizeof(id_)) == 0);
     }
 
     ucs_status_t ep_create_connected(const void *, size_t, const void *, size_t,
@@ -137,25 +137,25 @@ public:
 
     unsigned progress() override;
 
-    void push(message &&msg) { m_queue.push_back(std::move(msg)); }
+    void push(message &&msg) { queue_.push_back(std::move(msg)); }
     void forget(const loop_ep *ep)
     {
-        for (auto it = m_queue.begin(); it != m_queue.end();) {
-            it = (it->ep == ep) ? m_queue.erase(it) : it + 1;
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            it = (it->ep == ep) ? queue_.erase(it) : it + 1;
         }
     }
 
 private:
-    uct::md             &m_md;
-    uint32_t            m_id;
-    uct::iface_attr     m_attr;
-    std::deque<message> m_queue;
+    uct::md             &md_;
+    uint32_t            id_;
+    uct::iface_attr     attr_;
+    std::deque<message> queue_;
 };
 
 class loop_ep : public uct::ep {
 public:
-    explicit loop_ep(loop_iface &iface) : uct::ep(iface), m_iface(iface) {}
-    ~loop_ep() override { m_iface.forget(this); }
+    explicit loop_ep(loop_iface &iface) : uct::ep(iface), loop_iface_(iface) {}
+    ~loop_ep() override { loop_iface_.forget(this); }
 
     ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg,
                      unsigned) override
@@ -163,7 +163,7 @@ public:
         message msg{this, id, std::vector<uint8_t>(max_bcopy), {}, nullptr};
         msg.bytes.resize(pack(msg.bytes.data(), arg));
         const auto length = ssize_t(msg.bytes.size());
-        m_iface.push(std::move(msg));
+        loop_iface_.push(std::move(msg));
         return length;
     }
 
@@ -175,7 +175,7 @@ public:
             return UCS_ERR_INVALID_PARAM;
         }
         const auto *h = static_cast<const uint8_t*>(header);
-        m_iface.push({this, id, std::vector<uint8_t>(h, h + header_length),
+        loop_iface_.push({this, id, std::vector<uint8_t>(h, h + header_length),
                       std::vector<uct::iov>(iov, iov + iovcnt), comp});
         return UCS_INPROGRESS;
     }
@@ -221,7 +221,7 @@ private:
         return UCS_OK;
     }
 
-    loop_iface &m_iface;
+    loop_iface &loop_iface_;
 };
 
 ucs_status_t loop_iface::ep_create_connected(const void *, size_t, const void *, size_t,
@@ -234,9 +234,9 @@ ucs_status_t loop_iface::ep_create_connected(const void *, size_t, const void *,
 unsigned loop_iface::progress()
 {
     unsigned count = 0;
-    while (!m_queue.empty()) {
-        message msg = std::move(m_queue.front());
-        m_queue.pop_front();
+    while (!queue_.empty()) {
+        message msg = std::move(queue_.front());
+        queue_.pop_front();
         for (const uct::iov &e : msg.iov) {     /* read the sender's memory now */
             const auto *p = static_cast<const uint8_t*>(e.buffer);
             msg.bytes.insert(msg.bytes.end(), p, p + e.length);
@@ -252,17 +252,17 @@ unsigned loop_iface::progress()
 
 class loop_md : public uct::md {
 public:
-    explicit loop_md(uct::component &c) : m_component(c)
+    explicit loop_md(uct::component &c) : component_(c)
     {
         using namespace uct::md_flag;
-        m_attr.flags            = REG | NEED_MEMH | NEED_RKEY;
-        m_attr.max_reg          = SIZE_MAX;
-        m_attr.rkey_packed_size = sizeof(region);
-        m_attr.reg_overhead_s   = reg_cost_s() + 50e-9;
+        attr_.flags            = REG | NEED_MEMH | NEED_RKEY;
+        attr_.max_reg          = SIZE_MAX;
+        attr_.rkey_packed_size = sizeof(region);
+        attr_.reg_overhead_s   = reg_cost_s() + 50e-9;
     }
 
-    const uct::md_attr &attr() const override { return m_attr; }
-    uct::component &owner() const override { return m_component; }
+    const uct::md_attr &attr() const override { return attr_; }
+    uct::component &owner() const override { return component_; }
     const char *name() const override { return testloop::name; }
 
     ucs_status_t query_tl_resources(std::vector<uct::tl_resource> *out) override
@@ -326,8 +326,8 @@ public:
     }
 
 private:
-    uct::component &m_component;
-    uct::md_attr   m_attr;
+    uct::component &component_;
+    uct::md_attr   attr_;
 };
 
 class loop_component : public uct::component {
