@@ -524,13 +524,20 @@ TEST_CASE("rcache: concurrent gets, puts and unmaps from several threads", "[rca
             cache->put(r);
         }
     };
-    /* Maps and unmaps memory of its own, next to the cached regions. */
+    /* Maps and unmaps memory of its own, next to the cached regions (no
+     * Catch assertion here: they are not thread-safe). */
     auto unmapper = [&] {
         while (!stop.load()) {
-            mapping scratch(2);
+            void *p = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             ucs::rcache_region *r;
-            if (cache->get(scratch.at(0), page, &r) == UCS_OK) {
+            if ((p == MAP_FAILED) || (cache->get(p, page, &r) != UCS_OK)) {
+                ++bad;
+            } else {
                 cache->put(r);
+            }
+            if (p != MAP_FAILED) {
+                munmap(p, 2 * page);
             }
         }
     };
