@@ -45,9 +45,9 @@ build() {
 
 # clang with ASan + UBSan (every error fatal), the libraries' assertions
 # (ucs_assert: -Db_ndebug=false) and libFuzzer's coverage in every library,
-# plus the fuzz targets (docs/fuzzing.md). Only what the
-# sanitizer job runs is built: the libraries, the ucs/uct/ucp test binaries
-# and the fuzz targets.
+# plus the fuzz targets (docs/fuzzing.md). Only what the sanitizer job runs
+# is built: the libraries, the ucs/uct/ucp test binaries and their helpers,
+# ucx_info and the test modules (uct's modules test) and the fuzz targets.
 build_sanitized() {
   if [ ! -f "$SAN_BUILD_DIR/build.ninja" ]; then
     local flags="-gline-tables-only -fno-sanitize-recover=all"
@@ -60,6 +60,8 @@ build_sanitized() {
   ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/ucs/crash_helper tests/ucs/chain_helper \
     tests/uct/test_uct tests/ucp/test_ucp \
     tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe tests/soak/ucp_soak \
+    tools/info/ucx_info tests/uct/modules/testloop/libuct_testloop.so \
+    tests/uct/modules/bad/libuct_badabi.so tests/uct/modules/bad/libuct_noentry.so \
     fuzz_targets
 }
 

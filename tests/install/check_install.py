@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An installed ucx-ng uses its own libraries, never a system UCX.
 
-  check_install.py BUILD_DIR
+  check_install.py BUILD_DIR [MODULE]
 
 Installs BUILD_DIR into a temporary DESTDIR, then, with no LD_LIBRARY_PATH:
 - asks the dynamic loader which libuc*.so.0 each installed tool resolves
@@ -13,6 +13,9 @@ Installs BUILD_DIR into a temporary DESTDIR, then, with no LD_LIBRARY_PATH:
 Every libucp/libuct/libucs/libucm must come from the install's libdir. On a
 machine with Debian's libucx0 (as CI has), a library without RUNPATH would
 resolve its siblings from /lib instead.
+With MODULE (libuct_testloop.so of the build), copies it to the install's
+<libdir>/ucx and checks that the installed ucx_info finds it there with no
+UCX_MODULE_DIR: the libraries look for modules next to themselves.
 """
 import os
 import shutil
@@ -53,6 +56,8 @@ def fail(what):
 def clean_env():
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
+    env.pop("UCX_MODULE_DIR", None)
+    env.pop("UCX_MODULES", None)
     env["UCX_CONFIG_FILE"] = ""
     return env
 
@@ -84,9 +89,10 @@ def traced(tool, libdir):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     build = os.path.abspath(sys.argv[1])
+    module = os.path.abspath(sys.argv[2]) if len(sys.argv) == 3 else None
     with tempfile.TemporaryDirectory(prefix="ucx-ng-install-") as dest:
         subprocess.run(["meson", "install", "-C", build, "--no-rebuild", "--destdir", dest,
                         "--quiet"], check=True, stdout=subprocess.DEVNULL)
@@ -124,6 +130,21 @@ def main():
                  (run.returncode, run.stdout[-2000:], run.stderr[-2000:]))
         else:
             print("ok: installed ucx_perftest runs its UCP module")
+
+        if module is not None:
+            module_dir = os.path.join(libdir, "ucx")
+            os.makedirs(module_dir, exist_ok=True)
+            installed = os.path.join(module_dir, os.path.basename(module))
+            shutil.copy(module, installed)
+            run = subprocess.run([os.path.join(bindir, "ucx_info"), "-v", "-d"],
+                                 env=clean_env(), capture_output=True, text=True, timeout=60)
+            if (run.returncode != 0 or "Transport: testloop" not in run.stdout or
+                    "# Module: testloop (%s)" % os.path.realpath(installed) not in run.stdout):
+                fail("installed ucx_info does not find %s: exit %d\n%s%s" %
+                     (installed, run.returncode, run.stdout[-3000:], run.stderr[-2000:]))
+            else:
+                print("ok: installed ucx_info loads a module from <libdir>/ucx")
+            os.remove(installed)
 
         # A program built the way MPI libraries build against UCX.
         pc_dir = os.path.join(libdir, "pkgconfig")

@@ -2,6 +2,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include <uct/base/uct_module.h>
 
 #include <cstdio>
 
@@ -16,6 +17,7 @@ std::atomic<unsigned long> fake_progress_calls{0};
 std::atomic<int>           fake_open_ifaces{0};
 std::atomic<bool>          fake_zc_enabled{false};
 std::atomic<long>          fake_zc_registrations{0};
+std::atomic<unsigned long> fake_zc_reg_calls{0};
 std::atomic<unsigned long> fake_zc_zcopy_sends{0};
 std::atomic<unsigned long> fake_zc_bad_memh{0};
 
@@ -138,9 +140,7 @@ public:
 
 test_component the_component;
 
-struct registration {
-    registration() { uct::register_component(&the_component); }
-} the_registration;
+UCT_REGISTER_TRANSPORT(ucp_test, &the_component)
 
 /* ---- ucp_test_zc -------------------------------------------------------- */
 
@@ -315,6 +315,7 @@ public:
     {
         *memh_p = new zc_region{reinterpret_cast<uintptr_t>(address), length};
         ++fake_zc_registrations;
+        ++fake_zc_reg_calls;
         return UCS_OK;
     }
 
@@ -428,9 +429,7 @@ ucs_status_t zc_ep::am_zcopy(uct::am_id_t id, const void *header, unsigned heade
 
 zc_component the_zc_component;
 
-struct zc_registration {
-    zc_registration() { uct::register_component(&the_zc_component); }
-} the_zc_registration;
+UCT_REGISTER_TRANSPORT(ucp_test_zc, &the_zc_component)
 
 } // namespace
 

@@ -47,6 +47,7 @@ constexpr size_t      fake_zc_max_iov   = 4;
  * on all transports, never see it). */
 extern std::atomic<bool>          fake_zc_enabled;
 extern std::atomic<long>          fake_zc_registrations;  /* live memory handles */
+extern std::atomic<unsigned long> fake_zc_reg_calls;      /* mem_reg calls, ever */
 extern std::atomic<unsigned long> fake_zc_zcopy_sends;    /* am_zcopy accepted */
 extern std::atomic<unsigned long> fake_zc_bad_memh;       /* entries not covered */
 

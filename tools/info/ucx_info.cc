@@ -15,6 +15,7 @@
 #include <ucs/config/registry.h>
 #include <ucs/config/types.h>
 #include <ucs/type/status.h>
+#include <uct/base/uct_module.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,10 @@ void print_version()
     for (const std::string &path : ucs::config::file_paths()) {
         std::printf("# Configuration file: %s%s\n", path.c_str(),
                     (access(path.c_str(), R_OK) == 0) ? "" : " (not found)");
+    }
+    /* As UCX's -v: the modules found in the module directories. */
+    for (const uct::loaded_module &m : uct::loaded_modules()) {
+        std::printf("# Module: %s (%s)\n", m.name.c_str(), m.path.c_str());
     }
 }
 

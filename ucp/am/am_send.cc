@@ -194,7 +194,7 @@ size_t pack_am_rts(void *dest, void *arg)
         std::memcpy(out, s.header, s.header_length);
         out += s.header_length;
     }
-    if (md.mkey_pack(s.memh, out) != UCS_OK) {
+    if (md.mkey_pack(s.reg.memh, out) != UCS_OK) {
         return 0;
     }
     return size_t(out - static_cast<char*>(dest)) + hdr.rkey_length;
@@ -313,7 +313,7 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
     }
     send_state &s = req->u.send;
     s.bounce = nullptr;
-    s.memh   = nullptr;
+    s.reg   = {};
     ucs_status_t status = s.packer.start(dt, buffer, count);
     if (status != UCS_OK) {
         request_put(req);

@@ -152,6 +152,26 @@ constexpr ucs::config::field context_fields[] = {
                      "an OpenSHMEM PE spinning on atomic fetches of its own variable, or\n"
                      "testing a lock that lives at home. \"inf\" never does (UCX 1.13).",
                      ucs::config::type_time),
+
+    UCS_CONFIG_FIELD(context_config, rcache_enable, "RCACHE_ENABLE", "try",
+                     "Keep registrations of user buffers in a cache per memory domain, so\n"
+                     "that rendezvous and zero-copy sends from the same buffer register it\n"
+                     "once, not per message. Regions are dropped when libucm reports their\n"
+                     "memory unmapped (UCX_MEM_EVENTS). yes: fail ucp_init without memory\n"
+                     "events; try: register per message then; no: never cache. A cached\n"
+                     "region keeps the remote keys sent for it valid until it is evicted\n"
+                     "or unmapped.",
+                     ucs::config::type_ternary),
+
+    UCS_CONFIG_FIELD(context_config, rcache_max_regions, "RCACHE_MAX_REGIONS", "inf",
+                     "Most regions one registration cache keeps; beyond it, unused ones\n"
+                     "are deregistered, least recently used first.",
+                     ucs::config::type_ulong),
+
+    UCS_CONFIG_FIELD(context_config, rcache_max_size, "RCACHE_MAX_SIZE", "inf",
+                     "Most bytes of regions one registration cache keeps; beyond it,\n"
+                     "unused ones are deregistered, least recently used first.",
+                     ucs::config::type_size),
 };
 
 bool name_in(const ucs_config_names_array_t &list, std::string_view name)
@@ -310,7 +330,7 @@ constexpr const char *context_no_effect[] = {
     "RNDV_PIPELINE_SEND_THRESH", "RNDV_PIPELINE_SHM_ENABLE", "FLUSH_WORKER_EPS",
     "UNIFIED_MODE", "CM_USE_ALL_DEVICES", "LISTENER_BACKLOG", "PROTO_ENABLE",
     "RESOLVE_REMOTE_EP_ID", "PROTO_INDIRECT_ID", "RNDV_PUT_FORCE_FLUSH", "SA_DATA_VERSION",
-    "RKEY_MPOOL_MAX_MD", "RX_MPOOL_SIZES", "ADDRESS_VERSION", "RCACHE_ENABLE",
+    "RKEY_MPOOL_MAX_MD", "RX_MPOOL_SIZES", "ADDRESS_VERSION",
 };
 
 constinit const ucs::config::table context_config_table = {

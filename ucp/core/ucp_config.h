@@ -56,6 +56,9 @@ struct context_config {
     unsigned                max_peer_eps;      /* UCX_MAX_PEER_EPS */
     int                     proto_info;        /* UCX_PROTO_INFO */
     unsigned                atomic_mode;       /* UCX_ATOMIC_MODE, ucp::atomic_mode */
+    ucs_ternary_auto_value_t rcache_enable;    /* UCX_RCACHE_ENABLE */
+    unsigned long           rcache_max_regions;/* UCX_RCACHE_MAX_REGIONS, ulong_inf */
+    size_t                  rcache_max_size;   /* UCX_RCACHE_MAX_SIZE, size_inf */
 };
 
 extern const ucs::config::table context_config_table;

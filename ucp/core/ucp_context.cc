@@ -148,6 +148,10 @@ ucs_status_t create_context(unsigned api_major, unsigned api_minor,
     if (status != UCS_OK) {
         return status;
     }
+    status = ucp::create_rcaches(*ctx);
+    if (status != UCS_OK) {
+        return status;
+    }
     ucs_debug("created ucp context '%s' with %zu resources on %zu mds",
               ctx->name.c_str(), ctx->tls.size(), ctx->mds.size());
     *context_p = ctx.release();

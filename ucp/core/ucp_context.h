@@ -5,6 +5,7 @@
 #ifndef UCP_CORE_UCP_CONTEXT_H
 #define UCP_CORE_UCP_CONTEXT_H
 
+#include "ucp_buffer_reg.h"
 #include "ucp_config.h"
 
 #include <ucp/rma/region_registry.h>
@@ -21,6 +22,7 @@ struct md_entry {
     uct::component          *component;
     std::unique_ptr<uct::md> md;
     std::string             name;
+    md_rcache_ptr           rcache = {};  /* destroyed before the md */
 };
 
 /* A transport resource that passed UCX_TLS and the device lists. */

@@ -136,7 +136,7 @@ ucs_status_t send_wireup(ucp_ep *ep, uint16_t client_port)
     req->u.send.ep     = ep;
     req->u.send.step   = wireup_step;
     req->u.send.packer = dt::packer();   /* inert: a purge releases the request */
-    req->u.send.memh   = nullptr;
+    req->u.send.reg    = {};
     req->u.send.bounce = address;
     req->u.send.offset = length;
     req->u.send.msg_id = client_port;

@@ -105,10 +105,7 @@ void send_release_resources(request *req)
     send_state &s = req->u.send;
     req->worker->unregister_request(req);
     s.packer.finish();
-    if (s.memh != nullptr) {
-        req->worker->context.mds[s.rndv_md].md->mem_dereg(s.memh);
-        s.memh = nullptr;
-    }
+    buffer_reg_release(req->worker->context, s.rndv_md, &s.reg);
     if (s.bounce != nullptr) {
         std::free(s.bounce);
         s.bounce = nullptr;

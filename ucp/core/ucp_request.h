@@ -13,6 +13,7 @@
 #define UCP_CORE_UCP_REQUEST_H
 
 #include <ucp/api/ucp.h>
+#include <ucp/core/ucp_buffer_reg.h>
 #include <ucp/dt/dt.h>
 #include <ucp/tag/tag_match.h>
 #include <ucs/debug/log.h>
@@ -114,14 +115,14 @@ struct send_state {
     uint64_t        msg_id;      /* multi-fragment eager */
     send_step_t     step;
     uct::pending_req pending;
-    uct::mem_h      memh;        /* rendezvous: registration on rndv_md */
+    buffer_reg      reg;         /* rendezvous, zero-copy: the buffer on rndv_md */
     void            *bounce;     /* rendezvous of a non-contiguous buffer */
     unsigned        rndv_md;
     uint8_t         am_id;       /* stream / active-message sends */
     uint16_t        user_am_id;  /* ucp_am_send_*: the application's id */
     uint32_t        am_flags;
+    uint32_t        header_length;  /* beside am_flags: no padding */
     const void      *header;
-    uint32_t        header_length;
     union {
         rma_state   rma;         /* put/get/atomics (request_flag::RMA) */
         push_state  push;        /* rendezvous push (request_flag::PUSHING) */
@@ -147,8 +148,9 @@ struct recv_state {
     unsigned            rkey_md;
     void                *bounce;
     /* Split rendezvous: the sender writes [0, push_length) into our buffer,
-     * registered as push_memh on rkey_md; we pull from get_offset on. */
-    uct::mem_h          push_memh;
+     * registered as push_reg on rkey_md; we pull from get_offset on. */
+    buffer_reg          push_reg;
+    buffer_reg          get_reg;       /* where we pull to, if rkey_md needs a memh */
     size_t              push_length;
     uint8_t             rts_flags;     /* wire::rts_flag:: of the offer */
     bool                rtr_sent;

@@ -82,13 +82,14 @@ bool applies(request *req, size_t max_header_length)
     if (max_header_length > t.zcopy_max_hdr) {
         return false;
     }
-    uct::md &md = *req->worker->context.mds[ep->lanes[ep->am_lane].md_index].md;
-    const bool need_memh = md.attr().flags & uct::md_flag::NEED_MEMH;
-    uct::mem_h memh      = nullptr;
+    const unsigned md_index = ep->lanes[ep->am_lane].md_index;
+    ucp_context &ctx        = req->worker->context;
+    const bool need_memh    = ctx.mds[md_index].md->attr().flags & uct::md_flag::NEED_MEMH;
+    buffer_reg reg{};
     switch (s.packer.type_class()) {
     case dt::dt_class::contig:
         if (need_memh &&
-            (md.mem_reg(const_cast<void*>(s.packer.contig_buffer()), length, 0, &memh) !=
+            (buffer_reg_get(ctx, md_index, s.packer.contig_buffer(), length, &reg) !=
              UCS_OK)) {
             ucs_debug("eager zcopy: registration of %zu bytes failed, sending by copy",
                       length);
@@ -109,9 +110,9 @@ bool applies(request *req, size_t max_header_length)
     default:
         return false;   /* generic datatypes are packed by the application */
     }
-    if (memh != nullptr) {
-        s.memh    = memh;
-        s.rndv_md = ep->lanes[ep->am_lane].md_index;  /* released with the send */
+    if (reg.held()) {
+        s.reg     = reg;
+        s.rndv_md = md_index;  /* released with the send */
     }
     s.zcopy.comp    = {completed, 1, UCS_OK};
     s.zcopy.issuing = 1;
@@ -138,7 +139,7 @@ ucs_status_t send(request *req, header_fn header, size_t frag_size)
             return fail(req, UCS_ERR_IO_ERROR);   /* applies() ruled this out */
         }
         for (size_t i = 0; i < count; ++i) {
-            iov[i].memh = s.memh;
+            iov[i].memh = s.reg.memh;
         }
         uint8_t am_id;
         const size_t hdr_length = header(req, s.offset, frag, hdr, &am_id);

@@ -87,7 +87,7 @@ struct key {
     ucs_memory_type_t mem_type = UCS_MEMORY_TYPE_HOST;
 };
 
-constexpr unsigned max_candidates = 4;
+constexpr unsigned max_candidates = unsigned(protocol::last);  /* each at most once */
 constexpr unsigned max_ranges     = 12;   /* more than the rules can cut */
 
 struct range {

@@ -27,6 +27,7 @@ void account_done(request *req)
         --req->worker->rma.emulated_outstanding;
     }
     r.flags &= uint8_t(~(state_flag::COUNTED | state_flag::COUNTED_EMULATED));
+    buffer_reg_release(req->worker->context, req->u.send.rndv_md, &req->u.send.reg);
 }
 
 /*
@@ -115,6 +116,29 @@ ucs_status_t with_comp(rma_state &r, Call &&call)
     return status;
 }
 
+/* The local handle a zero-copy part needs on the lane's md: the whole
+ * buffer, registered (through the md's cache) once per operation. */
+ucs_status_t zcopy_memh(request *req, uct::mem_h *memh_p)
+{
+    send_state &s           = req->u.send;
+    const unsigned md_index = s.ep->lanes[s.rma.lane].md_index;
+    ucp_context &ctx        = req->worker->context;
+    if (!(ctx.mds[md_index].md->attr().flags & uct::md_flag::NEED_MEMH)) {
+        *memh_p = nullptr;
+        return UCS_OK;
+    }
+    if (!s.reg.held()) {
+        ucs_status_t status = buffer_reg_get(ctx, md_index, s.rma.buffer, s.rma.length,
+                                             &s.reg);
+        if (status != UCS_OK) {
+            return status;
+        }
+        s.rndv_md = md_index;
+    }
+    *memh_p = s.reg.memh;
+    return UCS_OK;
+}
+
 /* Issued `progressed` fragments, then ran out of resources. */
 ucs_status_t out_of_resources(bool progressed)
 {
@@ -147,10 +171,14 @@ ucs_status_t lane_put(request *req)
             status = (packed < 0) ? ucs_status_t(packed) : UCS_OK;
         } else if ((attr.flags & uct::iface_flag::PUT_ZCOPY) && (attr.put.max_zcopy > 0)) {
             chunk = std::min(left, attr.put.max_zcopy);
-            const uct::iov iov{source, chunk, nullptr};
-            status = with_comp(r, [&](uct::completion *comp) {
-                return ep->put_zcopy(&iov, 1, remote, rkey, comp);
-            });
+            uct::mem_h memh;
+            status = zcopy_memh(req, &memh);
+            if (status == UCS_OK) {
+                const uct::iov iov{source, chunk, memh};
+                status = with_comp(r, [&](uct::completion *comp) {
+                    return ep->put_zcopy(&iov, 1, remote, rkey, comp);
+                });
+            }
         } else {
             status = UCS_ERR_UNSUPPORTED;
         }
@@ -183,10 +211,14 @@ ucs_status_t lane_get(request *req)
         ucs_status_t status;
         if ((attr.flags & uct::iface_flag::GET_ZCOPY) && (attr.get.max_zcopy > 0)) {
             chunk = std::min(left, attr.get.max_zcopy);
-            const uct::iov iov{dest, chunk, nullptr};
-            status = with_comp(r, [&](uct::completion *comp) {
-                return ep->get_zcopy(&iov, 1, remote, rkey, comp);
-            });
+            uct::mem_h memh;
+            status = zcopy_memh(req, &memh);
+            if (status == UCS_OK) {
+                const uct::iov iov{dest, chunk, memh};
+                status = with_comp(r, [&](uct::completion *comp) {
+                    return ep->get_zcopy(&iov, 1, remote, rkey, comp);
+                });
+            }
         } else if ((attr.flags & uct::iface_flag::GET_BCOPY) && (attr.get.max_bcopy > 0)) {
             chunk  = std::min(left, attr.get.max_bcopy);
             status = with_comp(r, [&](uct::completion *comp) {
@@ -439,7 +471,7 @@ request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *
     s.packer = dt::packer();   /* inert: a purge may finish() it */
     s.offset = 0;
     s.step   = step;
-    s.memh   = nullptr;
+    s.reg   = {};
     s.bounce = nullptr;
 
     rma_state &r = s.rma;

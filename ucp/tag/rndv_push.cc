@@ -91,7 +91,7 @@ void rndv_push_continue(request *req)
         auto *src = static_cast<const uint8_t*>(s.packer.contig_buffer());
         while ((p.offset < p.length) && (p.comp.status == UCS_OK)) {
             const size_t frag = std::min(max_frag, p.length - p.offset);
-            uct::iov iov{const_cast<uint8_t*>(src) + p.offset, frag, s.memh};
+            uct::iov iov{const_cast<uint8_t*>(src) + p.offset, frag, s.reg.memh};
             ++p.comp.count;
             ucs_status_t status = l->ep->put_zcopy(&iov, 1, p.remote_addr + p.offset,
                                                    p.rkey.rkey, &p.comp);

@@ -45,7 +45,7 @@ size_t pack_rts(void *dest, void *arg)
     std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
                   w->context.mds[s.rndv_md].name.c_str());
     std::memcpy(dest, &hdr, sizeof(hdr));
-    if (md.mkey_pack(s.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
+    if (md.mkey_pack(s.reg.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
         return 0;
     }
     return sizeof(hdr) + hdr.rkey_length;
@@ -81,10 +81,8 @@ void rndv_recv_release(request *req)
         worker->context.mds[r.rkey_md].component->rkey_release(r.rkey);
         r.rkey = {};
     }
-    if (r.push_memh != nullptr) {
-        worker->context.mds[r.rkey_md].md->mem_dereg(r.push_memh);
-        r.push_memh = nullptr;
-    }
+    buffer_reg_release(worker->context, r.rkey_md, &r.push_reg);
+    buffer_reg_release(worker->context, r.rkey_md, &r.get_reg);
     worker->unregister_request(req);
 }
 
@@ -125,7 +123,7 @@ bool rndv_issue(request *req)
                                        r.unpacker.contig_buffer());
     while ((r.received < r.get_length) && (r.comp.status == UCS_OK)) {
         const size_t frag = std::min(max_frag, r.get_length - r.received);
-        uct::iov iov{dest + r.received, frag, uct::MEM_HANDLE_NULL};
+        uct::iov iov{dest + r.received, frag, r.get_reg.memh};
         ++r.comp.count;
         ucs_status_t status = l->ep->get_zcopy(&iov, 1, r.remote_addr + r.received,
                                                r.rkey.rkey, &r.comp);
@@ -192,7 +190,7 @@ size_t pack_rtr(void *dest, void *arg)
     hdr.length      = r.push_length;
     hdr.rkey_length = uint32_t(a->md->attr().rkey_packed_size);
     std::memcpy(dest, &hdr, sizeof(hdr));
-    if (a->md->mkey_pack(r.push_memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
+    if (a->md->mkey_pack(r.push_reg.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
         return 0;
     }
     return sizeof(hdr) + hdr.rkey_length;
@@ -206,12 +204,11 @@ bool request_push(request *req)
     recv_state &r = req->u.recv;
     ucp_worker *worker = req->worker;
     uct::md &md   = *worker->context.mds[r.rkey_md].md;
-    if (r.push_memh == nullptr) {
+    if (!r.push_reg.held()) {
         if ((md.attr().rkey_packed_size + sizeof(wire::rtr_hdr) >
              r.ep->am_ep->owner().attr().am.max_bcopy) ||
-            (md.mem_reg(r.unpacker.contig_buffer(), r.push_length, 0, &r.push_memh) !=
-             UCS_OK)) {
-            r.push_memh   = nullptr;
+            (buffer_reg_get(worker->context, r.rkey_md, r.unpacker.contig_buffer(),
+                            r.push_length, &r.push_reg) != UCS_OK)) {
             r.push_length = 0;
             return true;
         }
@@ -224,8 +221,7 @@ bool request_push(request *req)
     if (packed <= 0) {
         ucs_debug("worker '%s': rendezvous push request not sent (%zd): pulling all",
                   worker->name.c_str(), packed);
-        md.mem_dereg(r.push_memh);
-        r.push_memh   = nullptr;
+        buffer_reg_release(worker->context, r.rkey_md, &r.push_reg);
         r.push_length = 0;
         return true;
     }
@@ -303,12 +299,12 @@ send_step_t rndv_select(request *req)
         ep->am_ep->owner().attr().am.max_bcopy) {
         return nullptr;
     }
-    ucs_status_t status = md.mem_reg(const_cast<void*>(s.packer.contig_buffer()),
-                                     s.packer.length(), 0, &s.memh);
+    ucs_status_t status = buffer_reg_get(req->worker->context, l.md_index,
+                                         s.packer.contig_buffer(), s.packer.length(),
+                                         &s.reg);
     if (status != UCS_OK) {
         ucs_debug("rendezvous registration failed (%s): sending eagerly",
                   ucs_status_string(status));
-        s.memh = nullptr;
         return nullptr;
     }
     s.rndv_md = l.md_index;
@@ -316,8 +312,7 @@ send_step_t rndv_select(request *req)
     if (!(req->flags & request_flag::SYNC)) {
         req->flags |= request_flag::SYNC;
         if (req->worker->register_request(req) == 0) {
-            md.mem_dereg(s.memh);
-            s.memh = nullptr;
+            buffer_reg_release(req->worker->context, l.md_index, &s.reg);
             req->flags &= ~(request_flag::SYNC | request_flag::RNDV_SEND);
             return nullptr;
         }
@@ -339,7 +334,8 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     r.comp.func     = rndv_get_completed;
     r.comp.count    = 1;
     r.comp.status   = UCS_OK;
-    r.push_memh     = nullptr;
+    r.push_reg      = {};
+    r.get_reg       = {};
     r.push_length   = 0;
     r.rts_flags     = rts.flags;
     r.rtr_sent      = false;
@@ -373,6 +369,19 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
         r.bounce = std::malloc(r.get_length);
         if (r.bounce == nullptr) {
             uct::invoke_completion(&r.comp, UCS_ERR_NO_MEMORY);
+            return;
+        }
+    }
+    /* A transport that needs a local handle gets one for what we pull into. */
+    if ((r.get_length > 0) &&
+        (worker->context.mds[r.rkey_md].md->attr().flags & uct::md_flag::NEED_MEMH)) {
+        void *dest = (r.bounce != nullptr) ? r.bounce : r.unpacker.contig_buffer();
+        status = buffer_reg_get(worker->context, r.rkey_md, dest, r.get_length, &r.get_reg);
+        if (status != UCS_OK) {
+            ucs_error("worker '%s': cannot register the rendezvous receive buffer on "
+                      "md '%s': %s", worker->name.c_str(), rts.md_name,
+                      ucs_status_string(status));
+            uct::invoke_completion(&r.comp, status);
             return;
         }
     }

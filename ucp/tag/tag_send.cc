@@ -219,7 +219,7 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
     }
     send_state &s = req->u.send;
     s.bounce = nullptr;
-    s.memh   = nullptr;
+    s.reg   = {};
     ucs_status_t status = s.packer.start(dt, buffer, count);
     if (status != UCS_OK) {
         request_put(req);

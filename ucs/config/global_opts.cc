@@ -1,6 +1,8 @@
 /*
  * The ucs global options table and its loading at library start.
  */
+#include "ucx_ng_config.h"
+
 #include <ucs/config/global_opts.h>
 #include <ucs/config/registry.h>
 #include <ucs/debug/error_signals.h>
@@ -59,6 +61,24 @@ constexpr config::field global_fields[] = {
     UCS_CONFIG_FIELD(global_options, warn_unused_env_vars, "WARN_UNUSED_ENV_VARS", "y",
                      "Warn once about UCX_* environment variables that no setting reads.",
                      config::type_bool),
+
+    UCS_CONFIG_FIELD(global_options, module_dir, "MODULE_DIR", UCX_NG_MODULE_DIR,
+                     "Directory to search for loadable modules (libuct_<name>.so), after\n"
+                     "the \"ucx\" directory next to the libraries themselves. A directory\n"
+                     "that does not exist is skipped.",
+                     config::type_string),
+
+    UCS_CONFIG_FIELD(global_options, modules, "MODULES", "all",
+                     "Comma-separated glob patterns of the modules to load, or \"all\";\n"
+                     "a leading '^' loads all but those. The order is not meaningful:\n"
+                     " *     - load all modules\n"
+                     " ^cu*  - do not load modules whose names begin with \"cu\"",
+                     config::type_allow_list),
+
+    UCS_CONFIG_FIELD(global_options, module_log_level, "MODULE_LOG_LEVEL", "trace",
+                     "Logging level of the messages of the module loader (which files it\n"
+                     "found, loaded or skipped). Errors are always reported.",
+                     config::type_enum(log_level_names)),
 };
 
 std::mutex     load_lock;
@@ -82,7 +102,7 @@ constexpr const char *global_no_effect[] = {
     "LOG_FILE_FILTER", "LOG_BUFFER", "LOG_DATA_SIZE", "LOG_PRINT_ENABLE",
     "ERROR_MAIL_TO", "ERROR_MAIL_FOOTER", "GDB_COMMAND", "DEBUG_SIGNO",
     "LOG_LEVEL_TRIGGER", "ASYNC_SIGNO", "MEMTRACK_LIMIT", "RCACHE_CHECK_PFN",
-    "MODULE_DIR", "MODULE_LOG_LEVEL", "MODULES", "TOPO_PRIO", "LOG_FILE_SIZE",
+    "TOPO_PRIO", "LOG_FILE_SIZE",
     "LOG_FILE_ROTATE", "VFS_ENABLE", "VFS_THREAD_AFFINITY", "MEMTRACK_DEST",
     "PROFILE_MODE", "PROFILE_FILE", "PROFILE_LOG_SIZE", "RCACHE_STAT_MIN",
     "RCACHE_STAT_MAX", "BUILTIN_MEMCPY_MIN", "BUILTIN_MEMCPY_MAX",

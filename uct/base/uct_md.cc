@@ -1,9 +1,13 @@
 #include <uct/base/uct_md.h>
+#include <uct/base/uct_module.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/module.h>
 
 #include <algorithm>
 #include <cstring>
+#include <dlfcn.h>
+#include <mutex>
 
 namespace uct {
 
@@ -62,7 +66,58 @@ std::vector<component*> &registry()
     return list;
 }
 
+std::vector<loaded_module> &modules_kept()
+{
+    static std::vector<loaded_module> list;
+    return list;
+}
+
+std::once_flag modules_once;
+
+/* Checks a module's entry point and registers what it declares. */
+ucs_status_t init_module(const ucs::module::candidate &c, void *dl_handle)
+{
+    auto entry = reinterpret_cast<module_entry_fn>(dlsym(dl_handle, module_entry_symbol));
+    if (entry == nullptr) {
+        ucs_error("uct module %s (%s) has no %s(): not a uct module, not loaded",
+                  c.name.c_str(), c.path.c_str(), module_entry_symbol);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const module_descriptor *desc = entry();
+    if ((desc == nullptr) || (desc->abi_version != module_abi_version)) {
+        ucs_error("uct module %s (%s) was built for module ABI version %u, this libuct "
+                  "has version %u: not loaded (rebuild the module with this ucx-ng)",
+                  c.name.c_str(), c.path.c_str(),
+                  (desc != nullptr) ? desc->abi_version : 0u, module_abi_version);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if ((desc->name == nullptr) || (c.name != desc->name)) {
+        ucs_error("uct module %s (%s) calls itself '%s': not loaded", c.name.c_str(),
+                  c.path.c_str(), (desc->name != nullptr) ? desc->name : "");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    for (uint32_t i = 0; i < desc->num_components; ++i) {
+        register_component(desc->components[i]);
+    }
+    modules_kept().push_back({c.name, c.path});
+    return UCS_OK;
+}
+
 } // namespace
+
+bool register_builtin(std::initializer_list<component*> list)
+{
+    for (component *c : list) {
+        register_component(c);
+    }
+    return true;
+}
+
+std::vector<loaded_module> loaded_modules()
+{
+    components();
+    return modules_kept();
+}
 
 void copy_resource_name(char (&dest)[32], const char *src)
 {
@@ -87,6 +142,7 @@ ucs_status_t single_md_resource(const char *md_name, std::vector<md_resource> *o
 
 const std::vector<component*> &components()
 {
+    std::call_once(modules_once, [] { ucs::module::load_all("uct", init_module); });
     return registry();
 }
 

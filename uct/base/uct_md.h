@@ -118,10 +118,15 @@ void copy_resource_name(char (&dest)[32], const char *src);
 /* query_md_resources of a component with one md called `md_name`: appends it. */
 ucs_status_t single_md_resource(const char *md_name, std::vector<md_resource> *out);
 
-/* Every linked-in or loaded component, in registration order. */
+/*
+ * Every linked-in or loaded component: built-in ones in registration
+ * order, then those of the loadable modules, which the first call loads
+ * (uct_module.h).
+ */
 const std::vector<component*> &components();
 
-/* Adds a component; called from static initialisers of each transport. */
+/* Adds a component (once). Transports use UCT_REGISTER_TRANSPORT
+ * (uct_module.h) rather than calling it themselves. */
 void register_component(component *c);
 
 } // namespace uct

@@ -3,6 +3,7 @@
 #include <uct/tcp/tcp_iface.h>
 #include <uct/tcp/tcp_netif.h>
 #include <uct/tcp/tcp_wire.h>
+#include <uct/base/uct_module.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/random.h>
@@ -83,13 +84,7 @@ tcp_component &tcp_component_instance()
     return instance;
 }
 
-namespace {
-
-struct registrar {
-    registrar() { register_component(&tcp_component_instance()); }
-} register_tcp;
-
-} // namespace
+UCT_REGISTER_TRANSPORT(tcp, &tcp_component_instance())
 
 tcp_md::tcp_md()
 {

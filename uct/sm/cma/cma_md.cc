@@ -4,6 +4,8 @@
 #include <uct/sm/cma/cma_iface.h>
 #include <uct/sm/cma/cma_rkey.h>
 
+#include <uct/base/uct_module.h>
+
 #include <ucs/debug/log.h>
 
 #include <cstring>
@@ -18,15 +20,10 @@ cma_component &component_instance()
     return instance;
 }
 
-namespace {
-
-const bool registered = (uct::register_component(&component_instance()), true);
-
-} // namespace
+UCT_REGISTER_TRANSPORT(cma, &component_instance())
 
 ucs_status_t cma_component::query_md_resources(std::vector<md_resource> *out)
 {
-    (void)registered;
     return single_md_resource(MD_NAME, out);
 }
 

@@ -1,22 +1,26 @@
-/* The two mm components, registered when libuct loads. */
+/* The two mm components. */
 #include "mm_md.h"
+
+#include <uct/base/uct_module.h>
 
 namespace uct::mm {
 
 namespace {
 
-struct registrar {
-    registrar()
-    {
-        static mm_component posix("posix", posix_backend());
-        static mm_component sysv("sysv", sysv_backend());
-        register_component(&posix);
-        register_component(&sysv);
-    }
-};
+mm_component &posix()
+{
+    static mm_component instance("posix", posix_backend());
+    return instance;
+}
 
-const registrar registered;
+mm_component &sysv()
+{
+    static mm_component instance("sysv", sysv_backend());
+    return instance;
+}
 
 } // namespace
+
+UCT_REGISTER_TRANSPORT(mm, &posix(), &sysv())
 
 } // namespace uct::mm

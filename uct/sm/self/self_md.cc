@@ -3,6 +3,8 @@
 #include <uct/sm/self/self_iface.h>
 #include <uct/sm/self/self_rkey.h>
 
+#include <uct/base/uct_module.h>
+
 #include <ucs/debug/log.h>
 
 #include <cstring>
@@ -17,15 +19,10 @@ self_component &component_instance()
     return instance;
 }
 
-namespace {
-
-const bool registered = (uct::register_component(&component_instance()), true);
-
-} // namespace
+UCT_REGISTER_TRANSPORT(self, &component_instance())
 
 ucs_status_t self_component::query_md_resources(std::vector<md_resource> *out)
 {
-    (void)registered;
     return single_md_resource(MD_NAME, out);
 }
 

@@ -1,0 +1,137 @@
+/*
+ * Per-operation registrations of user buffers (see ucp_buffer_reg.h).
+ */
+#include "ucp_buffer_reg.h"
+#include "ucp_context.h"
+#include "ucp_mm.h"
+
+#include <ucs/debug/log.h>
+
+#include <new>
+
+namespace ucp {
+
+/* Registers on the md under the context's md lock: a cache shared by the
+ * context's workers calls it from any of their threads. */
+class md_rcache final : public ucs::rcache_registrar {
+public:
+    md_rcache(ucp_context &ctx, uct::md &md) : ctx_(ctx), md_(md) {}
+
+    ucs_status_t mem_reg(void *address, size_t length, void **handle_p) override
+    {
+        auto lock = md_lock(ctx_);
+        uct::mem_h memh;
+        ucs_status_t status = md_.mem_reg(address, length, 0, &memh);
+        *handle_p = memh;
+        return status;
+    }
+
+    void mem_dereg(void *handle) override
+    {
+        auto lock = md_lock(ctx_);
+        ucs_status_t status = md_.mem_dereg(handle);
+        if (status != UCS_OK) {
+            ucs_warn("md %s: deregistering a cached region failed: %s", md_.name(),
+                     ucs_status_string(status));
+        }
+    }
+
+    std::unique_ptr<ucs::rcache> cache;
+
+private:
+    ucp_context &ctx_;
+    uct::md     &md_;
+};
+
+void md_rcache_deleter::operator()(md_rcache *cache) const
+{
+    if (cache != nullptr) {
+        cache->cache.reset();   /* deregisters through the adapter */
+        delete cache;
+    }
+}
+
+namespace {
+
+/* Whether protocols register user buffers on this md per operation. */
+bool registers_per_operation(const uct::md_attr &attr)
+{
+    return (attr.flags & uct::md_flag::REG) &&
+           (attr.flags & (uct::md_flag::NEED_MEMH | uct::md_flag::NEED_RKEY));
+}
+
+} // namespace
+
+ucs_status_t create_rcaches(ucp_context &ctx)
+{
+    const ucs_ternary_auto_value_t enable = ctx.config.rcache_enable;
+    if (enable == UCS_NO) {
+        return UCS_OK;
+    }
+    for (md_entry &m : ctx.mds) {
+        if (!registers_per_operation(m.md->attr())) {
+            continue;
+        }
+        md_rcache_ptr adapter(new (std::nothrow) md_rcache(ctx, *m.md));
+        if (adapter == nullptr) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        ucs::rcache_params params;
+        params.name        = m.name.c_str();
+        params.registrar   = adapter.get();
+        params.max_regions = ctx.config.rcache_max_regions;
+        params.max_size    = ctx.config.rcache_max_size;
+        ucs_status_t status = ucs::rcache::create(params, &adapter->cache);
+        if (status == UCS_ERR_UNSUPPORTED) {
+            if (enable == UCS_YES) {
+                ucs_error("UCX_RCACHE_ENABLE=yes, but the registration cache of md %s "
+                          "needs memory events, which are disabled (UCX_MEM_EVENTS) "
+                          "or cannot be hooked", m.name.c_str());
+                return status;
+            }
+            ucs_diag("md %s: no registration cache without memory events: "
+                     "registering per operation", m.name.c_str());
+            continue;
+        }
+        if (status != UCS_OK) {
+            return status;
+        }
+        m.rcache = std::move(adapter);
+    }
+    return UCS_OK;
+}
+
+ucs::rcache *md_cache(const ucp_context &ctx, unsigned md_index)
+{
+    const md_rcache *adapter = ctx.mds[md_index].rcache.get();
+    return (adapter != nullptr) ? adapter->cache.get() : nullptr;
+}
+
+ucs_status_t buffer_reg_get(ucp_context &ctx, unsigned md_index, const void *address,
+                            size_t length, buffer_reg *reg)
+{
+    ucs::rcache *cache = md_cache(ctx, md_index);
+    if (cache == nullptr) {
+        reg->region = nullptr;
+        return mem_reg_temp(ctx, md_index, const_cast<void*>(address), length, &reg->memh);
+    }
+    ucs_status_t status = cache->get(address, length, &reg->region);
+    reg->memh = (status == UCS_OK) ? reg->region->handle() : nullptr;
+    if (status != UCS_OK) {
+        reg->region = nullptr;
+    }
+    return status;
+}
+
+void buffer_reg_put(ucp_context &ctx, unsigned md_index, buffer_reg *reg)
+{
+    if (reg->region != nullptr) {
+        md_cache(ctx, md_index)->put(reg->region);
+    } else if (reg->memh != nullptr) {
+        mem_dereg_temp(ctx, md_index, reg->memh);
+    }
+    reg->memh   = nullptr;
+    reg->region = nullptr;
+}
+
+} // namespace ucp
