@@ -1,5 +1,6 @@
 /*
- * tcp under failure: a peer killed with SIGKILL, a refused connection, and
+ * tcp under failure: a peer killed with SIGKILL, a peer that stops reading
+ * (not a failure), a refused connection, and
  * raw sockets sending garbage, oversized lengths or bad handshakes to an
  * iface. Each fault ends that one connection (and reports it to the ep's
  * owner), never the process, and never a hang.
@@ -7,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "two_process.h"
+#include "../ucs/config_test_util.h"
 #include "tcp_test_util.h"
 #include "uct_test_util.h"
 
@@ -176,6 +178,82 @@ int stalled_peer(int fd)
 }
 
 } // namespace
+
+namespace {
+
+/* A child that receives on AM_ID, then stops reading until the parent says
+ * so, then receives until it got `expected` bytes in all. */
+int pausing_peer(int fd)
+{
+    die_with_parent();
+    test::uct_entity e("tcp", "lo");
+    TEST_CHILD_CHECK(e.ok());
+    struct counter {
+        uint64_t messages = 0, bytes = 0;
+    } got;
+    auto count = [](void *arg, void *, size_t length, unsigned) {
+        auto *c = static_cast<counter*>(arg);
+        ++c->messages;
+        c->bytes += length;
+        return UCS_OK;
+    };
+    TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, count, &got, 0) == UCS_OK);
+    TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
+    TEST_CHILD_CHECK(test::poll_until([&] { return got.messages > 0; }, [&] { e.progress(); }));
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    uint64_t expected = 0;
+    TEST_CHILD_CHECK(test::recv_value(fd, &expected));   /* not reading meanwhile */
+    TEST_CHILD_CHECK(test::poll_until([&] { return got.bytes >= expected; },
+                                      [&] { e.progress(); }, std::chrono::seconds(60)));
+    TEST_CHILD_CHECK(got.bytes == expected);
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("tcp peer that stops reading for longer than the user timeout is not failed",
+          "[tcp]")
+{
+    /* Its kernel answers with a closed window. Linux's TCP_USER_TIMEOUT would
+     * end the connection after 200 ms of that; the ack watch must not. */
+    config_test::env_guard env;
+    env.set("UCX_TCP_USER_TIMEOUT", "200ms");
+    test::child_process child(pausing_peer);
+    error_record rec;
+    tcp_node n(&rec);
+    REQUIRE(n.ok());
+    test::uct_addresses peer;
+    REQUIRE(recv_peer(child.fd(), &peer));
+    uct::ep *ep = n.connect(peer);
+    REQUIRE(ep != nullptr);
+    uint64_t payload = 0x5eed;
+    REQUIRE(ep->am_short(AM_ID, 1, &payload, sizeof(payload)) == UCS_OK);
+    REQUIRE(flush_and_wait(n, ep));
+    REQUIRE(test::sync_peer(child.fd()));
+
+    /* More than both socket buffers hold: the rest waits for the window. */
+    std::vector<uint8_t> big(64 << 20, 0x3c);
+    uct::iov iov{big.data(), big.size(), nullptr};
+    counted_comp zcomp;
+    REQUIRE(ep->am_zcopy(AM_ID, nullptr, 0, &iov, 1, 0, &zcomp) == UCS_INPROGRESS);
+    /* The scenario: five user timeouts in which the peer reads nothing. */
+    const auto pause_end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (std::chrono::steady_clock::now() < pause_end) {
+        n.progress();
+    }
+    CHECK(rec.calls == 0);
+    CHECK(zcomp.fired == 0);   /* the window really stayed closed */
+
+    /* am_short delivers its 8-byte header with the payload. */
+    REQUIRE(test::send_value(child.fd(), uint64_t(8 + sizeof(payload) + big.size())));
+    REQUIRE(test::poll_until([&] { return zcomp.fired > 0; }, [&] { n.progress(); },
+                             std::chrono::seconds(60)));
+    CHECK(zcomp.last == UCS_OK);
+    REQUIRE(test::sync_peer(child.fd()));
+    CHECK(rec.calls == 0);
+    CHECK(child.wait() == 0);
+}
 
 TEST_CASE("tcp peer killed with SIGKILL: the survivor's ep fails cleanly", "[tcp]")
 {

@@ -136,9 +136,11 @@ const ucs::config::field tcp_fields[] = {
                      "default.", type_time),
     UCS_CONFIG_FIELD(tcp_config_values, user_timeout, "USER_TIMEOUT", "1s",
                      "Maximum time that transmitted data (or a keepalive probe) may "
-                     "remain unacknowledged before TCP forcibly closes the connection "
-                     "and the peer is reported failed. \"auto\" or \"inf\" keep the system "
-                     "default (about 15 minutes of retransmissions).", type_time),
+                     "remain unacknowledged before the connection is closed and the peer "
+                     "is reported failed. A peer that acknowledges but keeps its receive "
+                     "window closed (a process that does not read) is not failed. \"auto\" "
+                     "or \"inf\" set no limit (the system's ~15 minutes of retransmissions).",
+                     type_time),
 };
 
 /* UCX 1.13's tcp and tcp connection-manager settings with no counterpart here. */
@@ -169,7 +171,7 @@ int whole_seconds(double value)
     return (value > 1.0) ? int(std::ceil(value)) : 1;
 }
 
-/* TCP_USER_TIMEOUT in milliseconds; 0 ("auto", "inf") leaves the default. */
+/* The user timeout in milliseconds; 0 ("auto", "inf"): no limit. */
 unsigned user_timeout_ms(double value)
 {
     if ((value == ucs::config::time_auto) || std::isinf(value) || !(value > 0)) {

@@ -49,8 +49,9 @@ struct tcp_config {
     int      keepidle_s;          /* UCX_TCP_KEEPIDLE: TCP_KEEPIDLE (1s; 0: system default) */
     int      keepintvl_s;         /* UCX_TCP_KEEPINTVL: TCP_KEEPINTVL (1s; 0: system default) */
     int      keepcnt;             /* UCX_TCP_KEEPCNT: TCP_KEEPCNT (auto, 0 here: system default) */
-    unsigned user_timeout_ms;     /* UCX_TCP_USER_TIMEOUT: TCP_USER_TIMEOUT (1s; 0: system
-                                     default, no limit) */
+    unsigned user_timeout_ms;     /* UCX_TCP_USER_TIMEOUT: how long sent data or a probe may
+                                     go unacknowledged, applied by the ack watch and through
+                                     KEEPCNT (1s; 0: no limit, the system's) */
 };
 
 /* The defaults of the UCX_TCP_* table. */

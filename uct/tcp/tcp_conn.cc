@@ -4,12 +4,14 @@
  */
 #include <uct/tcp/tcp_conn.h>
 
+#include <uct/tcp/tcp_ack_watch.h>
 #include <uct/tcp/tcp_iface.h>
 
 #include <ucs/sys/random.h>
 #include <ucs/debug/log.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -411,8 +413,30 @@ ssize_t tcp_conn::write_vec(const struct iovec *vec, size_t n)
         if ((err != EAGAIN) && (err != EWOULDBLOCK) && (err != EINTR)) {
             io_error(boost::system::error_code(err, boost::system::system_category()), "send");
         }
+    } else if (!ack_watched_ && (ret > 0)) {
+        ack_watched_ = iface_.watch_acks();
     }
     return ret;
+}
+
+bool tcp_conn::check_acks(uint32_t timeout_ms)
+{
+    ack_state ack;
+    if (!ack_watched_ || (state_ != conn_state::CONNECTED) || !read_ack_state(fd(), &ack) ||
+        !ack_pending(ack)) {
+        ack_watched_ = false;
+        return false;
+    }
+    if (!peer_silent(ack, timeout_ms)) {
+        return true;
+    }
+    ack_watched_ = false;
+    char reason[128];
+    std::snprintf(reason, sizeof(reason),
+                  "the peer acknowledged nothing for %u ms (%u retransmissions, %u "
+                  "unanswered window probes)", ack.last_ack_ms, ack.retransmits, ack.probes);
+    schedule_failure(UCS_ERR_ENDPOINT_TIMEOUT, reason);
+    return false;
 }
 
 void tcp_conn::set_tx_blocked(bool blocked)

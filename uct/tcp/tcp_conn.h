@@ -208,6 +208,10 @@ public:
     /* A flush request could be queued now, or none is needed. */
     bool flush_ready() const;
 
+    /* Ack watch (tcp_ack_watch.h): fails the connection when its peer has
+     * gone silent; false when nothing sent waits for the peer any more. */
+    bool check_acks(uint32_t timeout_ms);
+
 private:
     unsigned tx_progress();
     void     tx_kick();
@@ -315,6 +319,7 @@ private:
     uint32_t           rx_lowat_ = 0;          /* SO_RCVLOWAT set beyond 1 (0: not) */
     bool               tx_blocked_ = false;    /* the socket took less than offered */
     bool               epoll_needed_ = false;  /* counted in the iface's epoll_need */
+    bool               ack_watched_ = false;   /* sent data the ack watch looks after */
 
     /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_). */
     std::unique_ptr<uint8_t[]> rx_;

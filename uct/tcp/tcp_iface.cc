@@ -1,4 +1,6 @@
 #include <uct/tcp/tcp_iface.h>
+
+#include <uct/tcp/tcp_ack_watch.h>
 #include <uct/tcp/tcp_sockopt.h>
 
 #include <uct/tcp/tcp_conn.h>
@@ -19,6 +21,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 namespace uct::tcp {
@@ -136,6 +139,9 @@ ucs_status_t tcp_iface::init()
         ucs_error("tcp: epoll_ctl() failed: %m");
         return UCS_ERR_IO_ERROR;
     }
+    if ((config_.user_timeout_ms > 0) && (init_ack_timer() != UCS_OK)) {
+        return UCS_ERR_IO_ERROR;
+    }
 
     handshake_.magic   = HANDSHAKE_MAGIC;
     handshake_.version = HANDSHAKE_VERSION;
@@ -215,9 +221,61 @@ tcp_iface::~tcp_iface()
     failures_.clear();
     boost::system::error_code ec;
     acceptor_.close(ec);
+    if (ack_timer_fd_ >= 0) {
+        ::close(ack_timer_fd_);
+    }
     if (epfd_ >= 0) {
         ::close(epfd_);
     }
+}
+
+ucs_status_t tcp_iface::init_ack_timer()
+{
+    ack_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (ack_timer_fd_ < 0) {
+        ucs_error("tcp: timerfd_create() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+    epoll_event ev{};
+    ev.events   = EPOLLIN;
+    ev.data.ptr = ack_timer_tag();
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, ack_timer_fd_, &ev) != 0) {
+        ucs_error("tcp: epoll_ctl() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+void tcp_iface::arm_ack_timer(bool armed)
+{
+    const long period_ns = long(ack_check_period_ms(config_.user_timeout_ms)) * 1000000L;
+    struct itimerspec spec {};
+    if (armed) {
+        spec.it_value.tv_sec     = period_ns / 1000000000L;
+        spec.it_value.tv_nsec    = period_ns % 1000000000L;
+        spec.it_interval         = spec.it_value;
+    }
+    if (timerfd_settime(ack_timer_fd_, 0, &spec, nullptr) != 0) {
+        ucs_error("tcp: timerfd_settime() failed: %m");
+        return;
+    }
+    ack_timer_armed_ = armed;
+}
+
+unsigned tcp_iface::check_acks()
+{
+    uint64_t expirations;
+    if (::read(ack_timer_fd_, &expirations, sizeof(expirations)) < 0) {
+        return 0;   /* not due (EAGAIN): another epoll round reported it */
+    }
+    bool watching = false;
+    for (size_t i = 0, n = conns_.size(); i < n; ++i) {
+        watching |= conns_[i]->check_acks(config_.user_timeout_ms);
+    }
+    if (!watching) {
+        arm_ack_timer(false);
+    }
+    return 1;
 }
 
 md &tcp_iface::owner_md() const
@@ -520,6 +578,10 @@ unsigned tcp_iface::poll_epoll()
     }
     unsigned count = 0;
     for (int i = 0; i < n; ++i) {
+        if (events[i].data.ptr == ack_timer_tag()) {
+            count += check_acks();
+            continue;
+        }
         auto *conn = static_cast<tcp_conn*>(events[i].data.ptr);
         if (conn == nullptr) {
             count += accept_connections();

@@ -86,6 +86,18 @@ public:
      * honours SO_RCVLOWAT; writability after a full socket): progress
      * asks epoll, rather than trying the sockets, while there are any. */
     void epoll_need_changed(int delta) { epoll_need_ += delta; }
+    /* A connection sent data: the ack watch looks at it until the peer has
+     * acknowledged everything. False when no user timeout is set. */
+    bool watch_acks()
+    {
+        if (ack_timer_fd_ < 0) {
+            return false;
+        }
+        if (!ack_timer_armed_) {
+            arm_ack_timer(true);
+        }
+        return true;
+    }
     /* Calls the user's error handler for `failed_ep`. */
     void report_ep_failure(ep *failed_ep, ucs_status_t status);
     /* An ep is going away: detach it from its connection (closing that
@@ -106,6 +118,12 @@ private:
     unsigned     poll_direct();
     unsigned     accept_connections();
     unsigned     handle_failures();
+    /* The ack watch's timer (a timerfd in the epoll set, so that a waiting
+     * worker wakes up for it): every connection it watches is asked. */
+    ucs_status_t init_ack_timer();
+    void         arm_ack_timer(bool armed);
+    unsigned     check_acks();
+    void        *ack_timer_tag() { return &ack_timer_fd_; }
     void         sweep_closed();
     bool         parse_peer(const void *dev_addr, size_t dev_addr_len,
                             const void *iface_addr, size_t iface_addr_len,
@@ -128,6 +146,8 @@ private:
     boost::asio::ip::tcp::acceptor          acceptor_;
     uint16_t                                port_ = 0;
     int                                     epfd_ = -1;
+    int                                     ack_timer_fd_ = -1;
+    bool                                    ack_timer_armed_ = false;
     handshake                               handshake_{};
     uint64_t                                refused_handshakes_ = 0;
 

@@ -2,6 +2,8 @@
 
 #include <ucs/debug/log.h>
 
+#include <algorithm>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -19,6 +21,23 @@ bool set_int(int fd, int level, int name, int value, const char *what)
     return true;
 }
 
+/* With a user timeout and KEEPCNT left to the system, an idle connection is
+ * dropped at the first probe time at which a probe went unanswered and
+ * nothing arrived for the timeout (what TCP_USER_TIMEOUT did to keepalive). */
+int keepalive_count(const tcp_config &c)
+{
+    if ((c.keepcnt != 0) || (c.user_timeout_ms == 0) || (c.keepidle_s == 0) ||
+        (c.keepintvl_s == 0)) {
+        return c.keepcnt;
+    }
+    const long idle_ms     = long(c.keepidle_s) * 1000;
+    const long interval_ms = long(c.keepintvl_s) * 1000;
+    const long beyond_idle = long(c.user_timeout_ms) - idle_ms;
+    const long probes      = (beyond_idle <= interval_ms) ? 1 :
+                             (beyond_idle + interval_ms - 1) / interval_ms;
+    return int(std::min(probes, 127L));   /* the kernel's range */
+}
+
 } // namespace
 
 ucs_status_t configure_socket(int fd, const tcp_config &c)
@@ -31,16 +50,14 @@ ucs_status_t configure_socket(int fd, const tcp_config &c)
               set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, c.keepidle_s, "TCP_KEEPIDLE")) &&
              ((c.keepintvl_s == 0) ||
               set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, c.keepintvl_s, "TCP_KEEPINTVL")) &&
-             ((c.keepcnt == 0) ||
-              set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, c.keepcnt, "TCP_KEEPCNT")) &&
+             ((keepalive_count(c) == 0) ||
+              set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, keepalive_count(c), "TCP_KEEPCNT")) &&
              set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
     }
-    /* Only effective once connected (tcp(7)): connection setup keeps the
-     * kernel's SYN retries. */
-    if (ok && (c.user_timeout_ms > 0)) {
-        ok = set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, int(c.user_timeout_ms),
-                     "TCP_USER_TIMEOUT");
-    }
+    /* No TCP_USER_TIMEOUT: Linux would also abort a connection whose peer
+     * keeps its window closed that long, i.e. a live process that does not
+     * read. The user timeout is applied by the iface's ack watch instead
+     * (tcp_ack_watch.h). */
     return ok ? UCS_OK : UCS_ERR_IO_ERROR;
 }
 

@@ -1,9 +1,10 @@
 /*
  * The socket options every tcp connection gets from the UCX_TCP_* settings:
  * Nagle, buffer sizes, and how long a silent peer may stay unnoticed
- * (keepalive probes while idle, TCP_USER_TIMEOUT while data is unacknowledged:
- * without them a cut cable or a vanished host is noticed after ~15 minutes
- * of retransmissions, or never on an idle connection).
+ * (keepalive probes while idle; while data is unacknowledged the iface's
+ * ack watch, tcp_ack_watch.h: without them a cut cable or a vanished host is
+ * noticed after ~15 minutes of retransmissions, or never on an idle
+ * connection).
  */
 #ifndef UCT_TCP_TCP_SOCKOPT_H
 #define UCT_TCP_TCP_SOCKOPT_H
