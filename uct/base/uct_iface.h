@@ -5,6 +5,9 @@
  * Operations return UCS_OK when done, UCS_INPROGRESS when a completion will
  * be invoked later, UCS_ERR_NO_RESOURCE when the caller should retry or
  * queue a pending request, or an error.
+ * Active messages sent on one ep, of any kind, are delivered in the order
+ * sent (UCP's AM lane relies on it). tests/uct/conform checks this contract
+ * on every transport.
  */
 #ifndef UCT_BASE_UCT_IFACE_H
 #define UCT_BASE_UCT_IFACE_H
