@@ -16,7 +16,12 @@ bool write_all(int fd, const void *data, size_t length)
 {
     auto *p = static_cast<const uint8_t*>(data);
     while (length > 0) {
-        ssize_t n = ::write(fd, p, length);
+        /* A peer that died makes this fail with EPIPE, not raise SIGPIPE,
+         * which would end the test process without a report. */
+        ssize_t n = ::send(fd, p, length, MSG_NOSIGNAL);
+        if ((n < 0) && (errno == ENOTSOCK)) {
+            n = ::write(fd, p, length);
+        }
         if (n < 0 && errno == EINTR) {
             continue;
         }

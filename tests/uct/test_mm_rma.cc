@@ -9,6 +9,7 @@
 
 #include "two_process.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace {
@@ -171,6 +172,21 @@ void rma(const char *tl)
     uct::iov huge[2] = {{d.data(), SIZE_MAX, nullptr}, {d.data(), 2, nullptr}};
     CHECK(ep->put_zcopy(huge, 2, base, rkey.rkey, nullptr) == UCS_ERR_INVALID_ADDR);
     CHECK(ep->put_short(a, sizeof(a), base, 0) == UCS_ERR_INVALID_ADDR);
+
+    /* More iov entries than the attributes allow are refused, untouched. */
+    const size_t max_iov = e.attr().put.max_iov;
+    REQUIRE(e.attr().get.max_iov == max_iov);
+    std::vector<uct::iov> many(max_iov + 1, uct::iov{d.data(), 1, nullptr});
+    CHECK(ep->put_zcopy(many.data(), many.size(), base + 4096, rkey.rkey, nullptr) ==
+          UCS_ERR_INVALID_PARAM);
+    CHECK(ep->get_zcopy(many.data(), many.size(), base + 4096, rkey.rkey, nullptr) ==
+          UCS_ERR_INVALID_PARAM);
+    std::vector<uint8_t> spread(max_iov);
+    for (size_t i = 0; i < max_iov; ++i) {
+        many[i] = uct::iov{&spread[i], 1, nullptr};
+    }
+    CHECK(ep->get_zcopy(many.data(), max_iov, base + 4096, rkey.rkey, nullptr) == UCS_OK);
+    CHECK(std::equal(spread.begin(), spread.end(), d.begin()));
 
     REQUIRE(test::sync_peer(child.fd()));
     e.component().rkey_release(rkey);

@@ -36,7 +36,8 @@ bool uct_addresses::deserialize(const std::vector<uint8_t> &blob, uct_addresses 
 }
 
 uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
-                       size_t rx_headroom, const std::string &env_prefix)
+                       size_t rx_headroom, const std::string &env_prefix,
+                       uct::error_handler_t err_handler, void *err_arg)
 {
     worker_ = std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE);
 
@@ -72,6 +73,8 @@ uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
             params.dev_name    = chosen.dev_name;
             params.rx_headroom = rx_headroom;
             params.env_prefix  = env_prefix.c_str();
+            params.err_handler     = err_handler;
+            params.err_handler_arg = err_arg;
             ucs_status_t status = md->iface_open(*worker_, params, &iface_);
             if (status != UCS_OK) {
                 error_ = std::string("iface_open(") + tl_name + "): " +

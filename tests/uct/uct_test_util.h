@@ -76,9 +76,11 @@ uct::ep *connect_to(uct::iface &iface, const uct_addresses &peer,
 class uct_entity {
 public:
     /* Opens the transport; check ok() (false with a message if unavailable).
-     * env_prefix ("MPI_") is handed to iface_open like ucp does. */
+     * env_prefix ("MPI_") is handed to iface_open like ucp does; err_handler
+     * (with err_arg) becomes the iface's error handler. */
     uct_entity(const std::string &tl_name, const std::string &dev_name = "",
-               size_t rx_headroom = 0, const std::string &env_prefix = "");
+               size_t rx_headroom = 0, const std::string &env_prefix = "",
+               uct::error_handler_t err_handler = nullptr, void *err_arg = nullptr);
     ~uct_entity();
 
     bool ok() const { return iface_ != nullptr; }

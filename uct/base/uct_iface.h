@@ -5,6 +5,9 @@
  * Operations return UCS_OK when done, UCS_INPROGRESS when a completion will
  * be invoked later, UCS_ERR_NO_RESOURCE when the caller should retry or
  * queue a pending request, or an error.
+ * Active messages sent on one ep, of any kind, are delivered in the order
+ * sent (UCP's AM lane relies on it). tests/uct/conform checks this contract
+ * on every transport.
  */
 #ifndef UCT_BASE_UCT_IFACE_H
 #define UCT_BASE_UCT_IFACE_H
@@ -113,12 +116,13 @@ public:
 
     iface &owner() const { return iface_; }
 
-    /* Active messages: an 8-byte header plus payload, inline. */
+    /* Active messages: an 8-byte header plus payload, inline; the header
+     * counts against attr().am.max_short (UCX's "total max. size"). */
     virtual ucs_status_t am_short(am_id_t id, uint64_t header, const void *payload,
                                   unsigned length);
     /* Short AM gathered from `iov`: the handler gets the entries back to
      * back, the first 8 bytes being the header word, so the entries hold
-     * 8 to attr().am.max_short + 8 bytes in all (UCX's uct_ep_am_short_iov).
+     * 8 to attr().am.max_short bytes in all (UCX's uct_ep_am_short_iov).
      * The base gathers them and calls am_short; a transport may override
      * it to copy straight into its send slot. */
     virtual ucs_status_t am_short_iov(am_id_t id, const iov *iov, size_t iovcnt);

@@ -161,7 +161,7 @@ struct perf_model {
 
 /* Size limits of one operation family (AM, put, get). */
 struct op_limits {
-    size_t max_short = 0;   /* inline payload limit, 0 if unsupported */
+    size_t max_short = 0;   /* inline limit (AM: the 8-byte header included), 0 if unsupported */
     size_t max_bcopy = 0;   /* buffered-copy limit */
     size_t min_zcopy = 0;
     size_t max_zcopy = 0;

@@ -262,6 +262,9 @@ size_t iov_total(const iov *iov, size_t iovcnt)
 ucs_status_t mm_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
                               rkey_t rkey, completion *)
 {
+    if (ucs_unlikely(iovcnt > iface_.attr().put.max_iov)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
     /* The peer's memory is mapped here: one copy, done when we return. */
     uint8_t *dest = rkey_translate(rkey, remote_addr, iov_total(iov, iovcnt));
     if (ucs_unlikely(dest == nullptr)) {
@@ -288,6 +291,9 @@ ucs_status_t mm_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t length
 ucs_status_t mm_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
                               rkey_t rkey, completion *)
 {
+    if (ucs_unlikely(iovcnt > iface_.attr().get.max_iov)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
     const uint8_t *src = rkey_translate(rkey, remote_addr, iov_total(iov, iovcnt));
     if (ucs_unlikely(src == nullptr)) {
         return UCS_ERR_INVALID_ADDR;

@@ -12,7 +12,8 @@
  * must not write more than attr().am.max_bcopy (a longer result is refused,
  * but the bytes are already written). put/get (short, bcopy, zcopy) are
  * memory copies through a key from mm_component::rkey_unpack, complete when
- * they return; any range outside the key's region is UCS_ERR_INVALID_ADDR.
+ * they return; any range outside the key's region is UCS_ERR_INVALID_ADDR,
+ * more iov entries than attr().put/get.max_iov UCS_ERR_INVALID_PARAM.
  * After the peer is found dead AM sends, pending_add() and flush() return
  * UCS_ERR_CONNECTION_RESET and pending_purge() hands back what was queued
  * (put/get still copy: the key keeps the orphaned region mapped).

@@ -15,9 +15,9 @@ namespace uct::self {
 
 struct self_config {
     /*
-     * UCX_SELF_SEG_SIZE (8k): the largest active message (am max_bcopy and
-     * max_zcopy payload; max_short is this minus the 8-byte header) and
-     * the largest put_bcopy. 64 bytes .. 1 GiB.
+     * UCX_SELF_SEG_SIZE (8k): the largest active message (am max_bcopy,
+     * max_zcopy payload, and max_short with its 8-byte header) and the
+     * largest put_bcopy. 64 bytes .. 1 GiB.
      */
     size_t seg_size;
 

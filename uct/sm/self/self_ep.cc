@@ -75,7 +75,8 @@ ucs_status_t self_ep::check_access(uint64_t remote_addr, size_t length, rkey_t r
 ucs_status_t self_ep::am_short(am_id_t id, uint64_t header, const void *payload,
                                unsigned length)
 {
-    if (ucs_unlikely((id >= AM_ID_MAX) || (length > iface().attr().am.max_short) ||
+    if (ucs_unlikely((id >= AM_ID_MAX) ||
+                     (length > iface().attr().am.max_short - sizeof(header)) ||
                      ((payload == nullptr) && (length != 0)))) {
         return UCS_ERR_INVALID_PARAM;
     }

@@ -74,7 +74,7 @@ self_iface::self_iface(self_md &md, uct::worker &worker, const iface_params &,
                   iface_flag::CONNECT_TO_IFACE | iface_flag::EP_CHECK |
                   iface_flag::CB_SYNC;
 
-    attr_.am.max_short       = seg - sizeof(uint64_t);
+    attr_.am.max_short       = seg;     /* the 8-byte header included */
     attr_.am.max_bcopy       = seg;
     attr_.am.min_zcopy       = 0;
     attr_.am.max_zcopy       = seg;
