@@ -2,6 +2,10 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include <uct/base/uct_worker.h>
+
+#include <memory>
+#include <vector>
 
 #include <cstring>
 
@@ -96,4 +100,43 @@ TEST_CASE("an ep's unsupported operations say so", "[uct_base]")
     CHECK(ep.put_zcopy(nullptr, 0, 0, 0, nullptr) == UCS_ERR_UNSUPPORTED);
     CHECK(ep.atomic_post(uct::atomic_op::ADD, 8, 1, 0, 0) == UCS_ERR_UNSUPPORTED);
     CHECK(ep.flush(0, nullptr) == UCS_OK);
+}
+
+TEST_CASE("every transport says how its eps connect", "[uct_base]")
+{
+    uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
+    unsigned opened = 0;
+    for (uct::component *c : uct::components()) {
+        std::vector<uct::md_resource> mds;
+        REQUIRE(c->query_md_resources(&mds) == UCS_OK);
+        for (const uct::md_resource &m : mds) {
+            uct::md *md = nullptr;
+            REQUIRE(c->md_open(m.md_name, &md) == UCS_OK);
+            std::unique_ptr<uct::md> md_owner(md);
+            std::vector<uct::tl_resource> tls;
+            REQUIRE(md->query_tl_resources(&tls) == UCS_OK);
+            for (const uct::tl_resource &tl : tls) {
+                uct::iface_params params;
+                params.tl_name  = tl.tl_name;
+                params.dev_name = tl.dev_name;
+                uct::iface *iface = nullptr;
+                if (md->iface_open(worker, params, &iface) != UCS_OK) {
+                    WARN(tl.tl_name << "/" << tl.dev_name << " does not open here");
+                    continue;
+                }
+                std::unique_ptr<uct::iface> iface_owner(iface);
+                ++opened;
+                INFO(tl.tl_name << "/" << tl.dev_name);
+                const uct::iface_attr &attr = iface->attr();
+                /* Every transport here connects to an iface; none to an ep. */
+                CHECK((attr.flags & uct::iface_flag::CONNECT_TO_IFACE) != 0);
+                CHECK((attr.flags & uct::iface_flag::CONNECT_TO_EP) == 0);
+                CHECK(attr.ep_addr_len == 0);
+                uct::ep *ep = nullptr;
+                CHECK(iface->ep_create(&ep) == UCS_ERR_UNSUPPORTED);
+                worker.progress_unregister(iface);
+            }
+        }
+    }
+    CHECK(opened >= 4);   /* self, posix, sysv, tcp at least */
 }

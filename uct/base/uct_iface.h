@@ -38,7 +38,16 @@ public:
     virtual ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
                                              const void *iface_addr, size_t iface_addr_len,
                                              ep **ep_p);
-    /* CONNECT_TO_EP transports: an unconnected ep, then ep::connect_to_ep(). */
+    /*
+     * CONNECT_TO_EP transports (an RC queue pair): an unconnected ep. Its
+     * address (ep::get_address, attr().ep_addr_len bytes) goes to the peer,
+     * which connects an ep of its own to it; this ep is connected to the
+     * peer's with ep::connect_to_ep. Until then every send and RMA call on
+     * it returns UCS_ERR_NO_RESOURCE; pending_add, flush and check work.
+     * A message may be sent only once the peer's ep is connected to this
+     * one too: the peer refuses (drops) messages from an ep it is not
+     * connected to, so the layer above learns that from the peer first.
+     */
     virtual ucs_status_t ep_create(ep **ep_p);
 
     /* Polls for incoming messages and completions; returns events handled. */
@@ -163,8 +172,12 @@ public:
     virtual ucs_status_t flush(unsigned flags, completion *comp);
     virtual ucs_status_t fence(unsigned flags);
 
-    /* Connection-oriented transports (CONNECT_TO_EP). */
+    /* Connection-oriented transports (CONNECT_TO_EP, see iface::ep_create):
+     * this ep's address, attr().ep_addr_len bytes. */
     virtual ucs_status_t get_address(void *buffer) const;
+    /* Connects this ep to the peer ep at `ep_addr` on the device at
+     * `dev_addr`, once (UCS_ERR_ALREADY_EXISTS after). The bytes came from
+     * the peer: `*_len` are the lengths received, checked by the transport. */
     virtual ucs_status_t connect_to_ep(const void *dev_addr, size_t dev_addr_len,
                                        const void *ep_addr, size_t ep_addr_len);
 

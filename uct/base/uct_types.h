@@ -46,6 +46,9 @@ constexpr uint64_t ATOMIC_CPU            = 1ull << 30;  /* coherent with CPU ato
 constexpr uint64_t ATOMIC_DEVICE         = 1ull << 31;  /* coherent only among transport atomics */
 constexpr uint64_t ERRHANDLE_PEER_FAILURE = 1ull << 38;
 constexpr uint64_t EP_CHECK              = 1ull << 39;
+/* How an ep reaches its peer (every transport declares one or both):
+ * ep_create_connected() to a peer iface's address, or ep_create() and then
+ * ep::connect_to_ep() to a peer ep's address (uct_iface.h). */
 constexpr uint64_t CONNECT_TO_IFACE      = 1ull << 40;
 constexpr uint64_t CONNECT_TO_EP         = 1ull << 41;
 constexpr uint64_t CONNECT_TO_SOCKADDR   = 1ull << 42;
@@ -178,7 +181,7 @@ struct iface_attr {
     uint64_t   atomic64_post = 0, atomic64_fetch = 0;
     size_t     device_addr_len = 0;
     size_t     iface_addr_len = 0;
-    size_t     ep_addr_len = 0;
+    size_t     ep_addr_len = 0;           /* CONNECT_TO_EP: ep::get_address() bytes */
     size_t     max_num_eps = SIZE_MAX;
     perf_model perf;
     double     priority = 0;        /* tie-breaker between equal models */
