@@ -17,7 +17,11 @@ struct candidates {
     uint8_t  count = 0;
     protocol list[max_candidates];
 
-    void add(protocol p) { list[count++] = p; }
+    void add(protocol p)
+    {
+        ucs_assert(count < max_candidates);   /* each protocol at most once */
+        list[count++] = p;
+    }
 };
 
 /* Whether eager zcopy can carry a message of this key at all (sizes aside):
