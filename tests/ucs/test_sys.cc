@@ -8,6 +8,7 @@
 #include <ucs/sys/sys_info.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -65,9 +66,14 @@ struct child_identity {
     uint64_t machine_id_fresh;
     uint64_t pid_ns;
     uint64_t user_ns;
+    uint64_t net_node;          /* node_id({net}) */
+    uint64_t ipc_node;          /* node_id({ipc}) */
+    int      unshare_errno;     /* a new network namespace was asked for: 0 if made */
 };
 
-child_identity identity_from_child()
+/* The child's view; with `new_net_ns` it first moves to a network
+ * namespace of its own (root only; unshare_errno says why not). */
+child_identity identity_from_child(bool new_net_ns = false)
 {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
@@ -75,10 +81,16 @@ child_identity identity_from_child()
     REQUIRE(pid >= 0);
     if (pid == 0) {
         ::close(fds[0]);
+        const int unshare_errno = !new_net_ns ? 0 :
+                                  (::unshare(CLONE_NEWNET) == 0) ? 0 : errno;
+        using ucs::sys::namespace_type;
         const child_identity mine = {ucs::sys::machine_id(),
                                      ucs::sys::compute_machine_id(),
                                      ucs::sys::pid_namespace_id(),
-                                     ucs::sys::user_namespace_id()};
+                                     ucs::sys::user_namespace_id(),
+                                     ucs::sys::node_id({namespace_type::net}),
+                                     ucs::sys::node_id({namespace_type::ipc}),
+                                     unshare_errno};
         const bool ok = ::write(fds[1], &mine, sizeof(mine)) == sizeof(mine);
         ::_exit(ok ? 0 : 1);
     }
@@ -266,6 +278,32 @@ TEST_CASE("machine id and namespaces match in a forked child", "[sys]")
     CHECK(child.machine_id_fresh == id);
     CHECK(child.pid_ns == pid_ns);
     CHECK(child.user_ns == user_ns);
+}
+
+TEST_CASE("node id narrowed by namespaces: same node only in the same ones", "[sys]")
+{
+    using ucs::sys::namespace_type;
+    const uint64_t net_node = ucs::sys::node_id({namespace_type::net});
+    const uint64_t ipc_node = ucs::sys::node_id({namespace_type::ipc});
+    CHECK(net_node != 0);
+    CHECK(ucs::sys::node_id({}) == ucs::sys::machine_id());
+    CHECK(net_node != ucs::sys::machine_id());
+    CHECK(net_node != ipc_node);
+    CHECK(ucs::sys::node_id({namespace_type::net}) == net_node);
+
+    const child_identity child = identity_from_child();
+    CHECK(child.net_node == net_node);
+    CHECK(child.ipc_node == ipc_node);
+
+    const child_identity moved = identity_from_child(true);
+    if (moved.unshare_errno != 0) {
+        WARN("skipped: a new network namespace needs root (unshare: "
+             << std::strerror(moved.unshare_errno) << ")");
+        return;
+    }
+    CHECK(moved.machine_id_cached == ucs::sys::machine_id());
+    CHECK(moved.net_node != net_node);   /* loopback tcp does not reach it */
+    CHECK(moved.ipc_node == ipc_node);   /* shared memory still could */
 }
 
 TEST_CASE("ptrace scope follows Yama", "[sys]")

@@ -4,13 +4,12 @@
 #include "ucp_address.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/identity.h>
 #include <ucs/type/wire_reader.h>
 
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <unistd.h>
 
 namespace ucp {
 
@@ -92,15 +91,6 @@ bool string_fits(const std::string &s, size_t min_len, size_t max_len)
 {
     return (s.size() >= min_len) && (s.size() <= max_len) &&
            (s.find('\0') == std::string::npos);
-}
-
-uint64_t fnv1a(uint64_t hash, const std::string &text)
-{
-    for (unsigned char c : text) {
-        hash ^= c;
-        hash *= 0x100000001b3ull;
-    }
-    return hash;
 }
 
 } // namespace
@@ -239,15 +229,7 @@ ucs_status_t unpack_address(const void *buffer, size_t length,
 
 uint64_t local_node_id()
 {
-    static const uint64_t id = [] {
-        char host[256] = {};
-        gethostname(host, sizeof(host) - 1);
-        std::string boot_id;
-        std::ifstream in("/proc/sys/kernel/random/boot_id");
-        std::getline(in, boot_id);
-        return fnv1a(fnv1a(0xcbf29ce484222325ull, host), boot_id);
-    }();
-    return id;
+    return ucs::sys::machine_id();
 }
 
 } // namespace ucp

@@ -104,7 +104,7 @@ ucs_status_t address_peek(const void *buffer, size_t length,
 ucs_status_t unpack_address(const void *buffer, size_t length,
                             unpacked_address *out);
 
-/* 64-bit id of this host's current boot: hostname and kernel boot id. */
+/* 64-bit id of this host's current boot (ucs::sys::machine_id). */
 uint64_t local_node_id();
 
 } // namespace ucp

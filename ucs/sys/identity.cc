@@ -79,6 +79,17 @@ uint64_t machine_id()
     return value;
 }
 
+uint64_t node_id(std::initializer_list<namespace_type> scope)
+{
+    uint64_t hash = machine_id();
+    for (namespace_type type : scope) {
+        uint64_t inode = 0;   /* unreadable: the same for every such process */
+        (void)namespace_inode(type, &inode);
+        hash = fnv1a(hash, std::to_string(inode));
+    }
+    return (hash != 0) ? hash : 1;
+}
+
 ucs_status_t namespace_inode(namespace_type type, uint64_t *inode)
 {
     const char *name = namespace_name(type);

@@ -9,6 +9,7 @@
 #include <ucs/type/status.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace ucs::sys {
 
@@ -23,6 +24,14 @@ uint64_t machine_id();
 uint64_t compute_machine_id();
 
 enum class namespace_type { pid, user, ipc, net, mnt, uts };
+
+/*
+ * machine_id() narrowed to the processes that also share the namespaces in
+ * `scope`: what "same node" means to a transport (shared memory needs the
+ * same ipc namespace, loopback tcp the same network namespace). Computed
+ * afresh each call (callers cache it); never 0.
+ */
+uint64_t node_id(std::initializer_list<namespace_type> scope);
 
 /* The inode number of /proc/self/ns/<type>: equal inodes, same namespace. */
 ucs_status_t namespace_inode(namespace_type type, uint64_t *inode);

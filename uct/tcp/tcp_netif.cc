@@ -1,6 +1,7 @@
 #include <uct/tcp/tcp_netif.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/identity.h>
 
 #include <cstdio>
 #include <cstring>
@@ -9,7 +10,6 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <sys/stat.h>
 
 namespace uct::tcp {
 
@@ -53,15 +53,6 @@ bool usable_ipv6(const sockaddr_in6 *sa)
 {
     return !IN6_IS_ADDR_LINKLOCAL(&sa->sin6_addr) &&
            !IN6_IS_ADDR_MULTICAST(&sa->sin6_addr);
-}
-
-uint64_t fnv1a(const void *data, size_t length, uint64_t hash)
-{
-    auto *p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < length; ++i) {
-        hash = (hash ^ p[i]) * 0x100000001b3ull;
-    }
-    return hash;
 }
 
 } // namespace
@@ -138,21 +129,7 @@ bool find_netif(const char *name, netif *out)
 
 uint64_t local_host_id()
 {
-    static const uint64_t id = [] {
-        uint64_t hash = 0xcbf29ce484222325ull;
-        char boot_id[64] = {};
-        FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r");
-        if (f != nullptr) {
-            size_t n = std::fread(boot_id, 1, sizeof(boot_id) - 1, f);
-            std::fclose(f);
-            hash = fnv1a(boot_id, n, hash);
-        }
-        struct stat st {};
-        if (stat("/proc/self/ns/net", &st) == 0) {
-            hash = fnv1a(&st.st_ino, sizeof(st.st_ino), hash);
-        }
-        return (hash == 0) ? 1 : hash;
-    }();
+    static const uint64_t id = ucs::sys::node_id({ucs::sys::namespace_type::net});
     return id;
 }
 

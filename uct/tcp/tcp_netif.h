@@ -29,7 +29,7 @@ std::vector<netif> discover_netifs();
 /* Looks `name` up; false when it is absent or down. */
 bool find_netif(const char *name, netif *out);
 
-/* Identifies this host's loopback: boot id mixed with the network namespace. */
+/* Identifies this host's loopback: the node within its network namespace. */
 uint64_t local_host_id();
 
 } // namespace uct::tcp

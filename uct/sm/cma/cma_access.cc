@@ -1,12 +1,12 @@
 #include <uct/sm/cma/cma_access.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/identity.h>
+#include <ucs/sys/read_file.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -16,98 +16,30 @@ namespace {
 
 constexpr unsigned CAP_SYS_PTRACE_BIT = 19;   /* from linux/capability.h */
 
-/* Reads a small text file; false if it cannot be opened or read. */
-bool read_small_file(const char *path, std::string *text, int *err)
-{
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        *err = errno;
-        return false;
-    }
-    char buf[4096];
-    text->clear();
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof(buf));
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        }
-        if (n < 0) {
-            *err = errno;
-            ::close(fd);
-            return false;
-        }
-        if (n == 0) {
-            break;
-        }
-        text->append(buf, size_t(n));
-        if (text->size() > (1u << 20)) {
-            break;     /* no file we read is this long: stop, the parse fails */
-        }
-    }
-    ::close(fd);
-    return true;
-}
-
-uint64_t fnv1a(const std::string &text)
-{
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (unsigned char c : text) {
-        hash = (hash ^ c) * 0x100000001b3ull;
-    }
-    return hash;
-}
-
-uint64_t ns_inode(const char *path)
-{
-    struct stat st;
-    return (::stat(path, &st) == 0) ? uint64_t(st.st_ino) : 0;
-}
-
-uint64_t node_id()
-{
-    std::string text;
-    int err;
-    if (read_small_file("/proc/sys/kernel/random/boot_id", &text, &err) &&
-        !text.empty()) {
-        return fnv1a(text);
-    }
-    char host[256] = {};
-    gethostname(host, sizeof(host) - 1);
-    return fnv1a(host) ^ uint64_t(gethostid());
-}
-
 } // namespace
 
 ucs_status_t read_ptrace_scope(const char *path, int *scope_p)
 {
-    std::string text;
-    int err = 0;
-    if (!read_small_file(path, &text, &err)) {
-        if (err == ENOENT) {
-            *scope_p = YAMA_ABSENT;
-            return UCS_OK;
-        }
-        ucs_diag("cannot read %s: %s", path, strerror(err));
+    long long value;
+    const ucs_status_t status = ucs::sys::read_file_number(path, &value);
+    if (status == UCS_ERR_NO_ELEM) {
+        *scope_p = YAMA_ABSENT;
+        return UCS_OK;
+    }
+    /* One small decimal number. */
+    if ((status != UCS_OK) || (value < 0) || (value > 999)) {
+        ucs_diag("cannot read a ptrace scope from %s: %s", path,
+                 (status != UCS_OK) ? ucs_status_string(status) : "out of range");
         return UCS_ERR_INVALID_PARAM;
     }
-    /* One small decimal number, optionally followed by a newline. */
-    while (!text.empty() && ((text.back() == '\n') || (text.back() == ' '))) {
-        text.pop_back();
-    }
-    if (text.empty() || (text.size() > 3) ||
-        (text.find_first_not_of("0123456789") != std::string::npos)) {
-        ucs_diag("unexpected content in %s", path);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    *scope_p = std::stoi(text);
+    *scope_p = int(value);
     return UCS_OK;
 }
 
 bool status_has_cap_sys_ptrace(const char *status_path)
 {
     std::string text;
-    int err;
-    if (!read_small_file(status_path, &text, &err)) {
+    if (ucs::sys::read_file_string(status_path, &text) != UCS_OK) {
         return false;
     }
     size_t pos = text.find("\nCapEff:");
@@ -174,7 +106,8 @@ bool cma_usable(const cma_config &config, std::string *reason)
 
 node_identity local_node_identity()
 {
-    return {node_id(), ns_inode("/proc/self/ns/pid"), ns_inode("/proc/self/ns/user")};
+    return {ucs::sys::machine_id(), ucs::sys::pid_namespace_id(),
+            ucs::sys::user_namespace_id()};
 }
 
 } // namespace uct::cma
