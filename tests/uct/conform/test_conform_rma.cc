@@ -105,7 +105,9 @@ void put_limits(pair &p, const pair::remote_region &r, op_kind kind,
     auto sizes = lengths_of(kind, limit, a.put.max_iov);
     size_t offset = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
-        const auto [length, iovcnt] = sizes[i];
+        /* Named copies: a lambda cannot capture structured bindings (C++17). */
+        const size_t length = sizes[i].first;
+        const size_t iovcnt = sizes[i].second;
         const bool last = (i + 1 == sizes.size());
         const size_t at = last ? r.desc.length - length : offset;
         INFO(length << " bytes in " << iovcnt << " iov at offset " << at);
@@ -157,7 +159,9 @@ void get_limits(pair &p, const pair::remote_region &r, op_kind kind,
     auto sizes = lengths_of(kind, limit, a.get.max_iov);
     size_t offset = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
-        const auto [length, iovcnt] = sizes[i];
+        /* Named copies: a lambda cannot capture structured bindings (C++17). */
+        const size_t length = sizes[i].first;
+        const size_t iovcnt = sizes[i].second;
         const bool last = (i + 1 == sizes.size());
         const size_t at = last ? r.desc.length - length : offset;
         INFO(length << " bytes in " << iovcnt << " iov from offset " << at);
