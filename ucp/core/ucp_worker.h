@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ucp {
@@ -117,6 +118,8 @@ struct queued_reply {
 };
 
 } // namespace ucp
+
+struct ucp_cntr;
 
 struct ucp_worker {
     explicit ucp_worker(ucp_context &ctx) : context(ctx) {}
@@ -217,6 +220,8 @@ struct ucp_worker {
 
     /* UCP_FEATURE_WAKEUP state (ucp_wakeup.cc), nullptr without the feature. */
     ucp::wakeup                        *wakeup = nullptr;
+    /* Counters created on this worker (ucp/ext/cntr.h). */
+    std::unordered_set<ucp_cntr*>      counters;
     /* Client-server connection manager, created by the first listener or
      * sockaddr ep (ucp/wireup/sockaddr_cm.h). */
     ucp::cs::cm                        *sockaddr_cm = nullptr;

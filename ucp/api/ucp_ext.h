@@ -1,0 +1,155 @@
+/**
+ * @file ucp_ext.h
+ * @brief Extensions beyond the UCX 1.13 API: completion counters.
+ *
+ * Nothing here changes a type or function of ucp.h: these are new objects
+ * with functions of their own, for runtimes that want libfabric-style
+ * counters (fi_cntr) on UCP. Triggered operations and deferred work queues
+ * (issue 17) will build on them.
+ *
+ * A counter lives on one worker. It holds two 64-bit values, a success
+ * value and an error value, which the application (and later, completing
+ * operations) add to and set. Values wrap modulo 2^64 on overflow.
+ * ucp_cntr_add(), ucp_cntr_set() and their _err forms may be called from
+ * any thread; the calls that progress the worker (ucp_cntr_read(),
+ * ucp_cntr_wait()) follow the worker's thread mode, and like
+ * ucp_worker_progress() must not be called from inside a UCP callback.
+ */
+#ifndef UCP_EXT_H_
+#define UCP_EXT_H_
+
+#include <ucp/api/ucp.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief A completion counter (ucp_cntr_create()). */
+typedef struct ucp_cntr *ucp_cntr_h;
+
+/** @brief Fields of ucp_cntr_params_t that are set. */
+enum ucp_cntr_params_field {
+    UCP_CNTR_PARAM_FIELD_FLAGS     = UCS_BIT(0), /**< ucp_cntr_params_t::flags */
+    UCP_CNTR_PARAM_FIELD_USER_DATA = UCS_BIT(1)  /**< ucp_cntr_params_t::user_data */
+};
+
+/** @brief What a counter counts (ucp_cntr_params_t::flags). */
+enum ucp_cntr_flags {
+    /** Operations that complete add their byte count instead of 1 (errors
+     *  still add 1 to the error value). Without it a counter counts
+     *  completions (libfabric's FI_CNTR_EVENTS_COMP and _BYTES). */
+    UCP_CNTR_FLAG_EVENTS_BYTES = UCS_BIT(0)
+};
+
+/** @brief Arguments of ucp_cntr_create(). */
+typedef struct ucp_cntr_params {
+    uint64_t field_mask; /**< ucp_cntr_params_field bits of the fields set */
+    uint64_t flags;      /**< ucp_cntr_flags bits; 0 if not set */
+    void     *user_data; /**< returned by ucp_cntr_query(); NULL if not set */
+} ucp_cntr_params_t;
+
+/** @brief Fields of ucp_cntr_attr_t to fill. */
+enum ucp_cntr_attr_field {
+    UCP_CNTR_ATTR_FIELD_FLAGS     = UCS_BIT(0), /**< ucp_cntr_attr_t::flags */
+    UCP_CNTR_ATTR_FIELD_USER_DATA = UCS_BIT(1), /**< ucp_cntr_attr_t::user_data */
+    UCP_CNTR_ATTR_FIELD_WORKER    = UCS_BIT(2)  /**< ucp_cntr_attr_t::worker */
+};
+
+/** @brief What ucp_cntr_query() reports. */
+typedef struct ucp_cntr_attr {
+    uint64_t     field_mask; /**< ucp_cntr_attr_field bits to fill */
+    uint64_t     flags;      /**< the flags the counter was created with */
+    void         *user_data; /**< the user data it was created with */
+    ucp_worker_h worker;     /**< the worker it lives on */
+} ucp_cntr_attr_t;
+
+/**
+ * @brief Creates a counter on @a worker, both values 0.
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for a NULL argument, unknown
+ *         field_mask or flags bits; UCS_ERR_NO_MEMORY; UCS_ERR_IO_ERROR
+ *         when its event fd cannot be created.
+ */
+ucs_status_t ucp_cntr_create(ucp_worker_h worker, const ucp_cntr_params_t *params,
+                             ucp_cntr_h *cntr_p);
+
+/**
+ * @brief Destroys a counter.
+ *
+ * A counter left when its worker is destroyed is destroyed with it (with a
+ * warning). @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL or a handle that
+ * is not a live counter (destroyed already); UCS_ERR_BUSY while triggered
+ * work waits on it.
+ */
+ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr);
+
+/** @brief Fills the fields of @a attr named in its field_mask.
+ *  @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL or unknown field bits. */
+ucs_status_t ucp_cntr_query(ucp_cntr_h cntr, ucp_cntr_attr_t *attr);
+
+/** @brief Progresses the counter's worker once, then returns the success
+ *  value (0 for NULL). */
+uint64_t ucp_cntr_read(ucp_cntr_h cntr);
+
+/** @brief The error value, without progress (0 for NULL). */
+uint64_t ucp_cntr_read_err(ucp_cntr_h cntr);
+
+/** @brief Adds @a value to the success value (any thread).
+ *  @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL. */
+ucs_status_t ucp_cntr_add(ucp_cntr_h cntr, uint64_t value);
+
+/** @brief Adds @a value to the error value (any thread). */
+ucs_status_t ucp_cntr_add_err(ucp_cntr_h cntr, uint64_t value);
+
+/** @brief Sets the success value (any thread). Setting it below a value it
+ *  had does not undo anything that value caused. */
+ucs_status_t ucp_cntr_set(ucp_cntr_h cntr, uint64_t value);
+
+/** @brief Sets the error value (any thread). */
+ucs_status_t ucp_cntr_set_err(ucp_cntr_h cntr, uint64_t value);
+
+/**
+ * @brief Progresses the worker until the success value is at least
+ * @a threshold.
+ *
+ * Sleeps between progress calls on the counter's fd when the worker has
+ * UCP_FEATURE_WAKEUP (woken by network events and by changes to the
+ * counter from other threads); spins on progress otherwise.
+ *
+ * @param cntr        the counter.
+ * @param threshold   the success value to wait for.
+ * @param timeout_ms  how long to wait; negative: no limit; 0: check once.
+ * @return UCS_OK when the value reached @a threshold; UCS_ERR_IO_ERROR when
+ *         the error value changed while waiting (an operation counted here
+ *         failed: read it with ucp_cntr_read_err()), checked first;
+ *         UCS_ERR_TIMED_OUT when @a timeout_ms passed first;
+ *         UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms);
+
+/**
+ * @brief A file descriptor for sleeping on the counter with poll or epoll.
+ *
+ * It becomes readable when the counter changes, and, on a worker with
+ * UCP_FEATURE_WAKEUP, when the worker has events to progress. Sleep only
+ * after ucp_cntr_arm() returned UCS_OK. The counter owns the fd.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_t ucp_cntr_get_fd(ucp_cntr_h cntr, int *fd_p);
+
+/**
+ * @brief Prepares the counter's fd for sleeping, as ucp_worker_arm() does
+ * for the worker's.
+ *
+ * @return UCS_OK: nothing is pending, sleeping on the fd is safe;
+ *         UCS_ERR_BUSY: the counter changed since the last arm, or the
+ *         worker has events: progress and check again first;
+ *         UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_t ucp_cntr_arm(ucp_cntr_h cntr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
