@@ -70,53 +70,25 @@ bool transport::open(const std::string &tl_name, const std::string &dev_name,
         }
     }
     worker_ = std::make_unique<uct::worker>(async_.get(), UCS_THREAD_MODE_SINGLE);
-    for (uct::component *comp : uct::components()) {
-        std::vector<uct::md_resource> mds;
-        if (comp->query_md_resources(&mds) != UCS_OK) {
-            continue;
-        }
-        for (const auto &mdr : mds) {
-            uct::md *md = nullptr;
-            if (comp->md_open(mdr.md_name, &md) != UCS_OK) {
-                continue;
-            }
-            std::vector<uct::tl_resource> tls;
-            const uct::tl_resource *chosen = nullptr;
-            if (md->query_tl_resources(&tls) == UCS_OK) {
-                for (const auto &tl : tls) {
-                    if ((tl_name == tl.tl_name) &&
-                        (dev_name.empty() || (dev_name == tl.dev_name))) {
-                        chosen = &tl;
-                        break;
-                    }
-                }
-            }
-            if (chosen == nullptr) {
-                delete md;
-                continue;
-            }
-            uct::iface_params params;
-            params.tl_name  = chosen->tl_name;
-            params.dev_name = chosen->dev_name;
-            ucs_status_t status = md->iface_open(*worker_, params, &iface_);
-            if (status != UCS_OK) {
-                std::fprintf(stderr, "%s: cannot open %s/%s: %s\n", tool_name,
-                             chosen->tl_name, chosen->dev_name,
-                             ucs_status_string(status));
-                iface_ = nullptr;
-                delete md;
-                return false;
-            }
-            component_   = comp;
-            md_          = md;
-            description_ = std::string(chosen->tl_name) + "/" + chosen->dev_name;
-            type_        = chosen->type;
-            return true;
-        }
+    uct::tl_resource chosen{};
+    if (uct::open_md_of(tl_name, dev_name, &component_, &md_, &chosen) != UCS_OK) {
+        std::fprintf(stderr, "%s: no transport '%s'%s%s (ucx_info -d lists them)\n", tool_name,
+                     tl_name.c_str(), dev_name.empty() ? "" : " on device ", dev_name.c_str());
+        return false;
     }
-    std::fprintf(stderr, "%s: no transport '%s'%s%s (ucx_info -d lists them)\n", tool_name, tl_name.c_str(),
-                 dev_name.empty() ? "" : " on device ", dev_name.c_str());
-    return false;
+    uct::iface_params params;
+    params.tl_name  = chosen.tl_name;
+    params.dev_name = chosen.dev_name;
+    ucs_status_t status = md_->iface_open(*worker_, params, &iface_);
+    if (status != UCS_OK) {
+        std::fprintf(stderr, "%s: cannot open %s/%s: %s\n", tool_name, chosen.tl_name,
+                     chosen.dev_name, ucs_status_string(status));
+        iface_ = nullptr;
+        return false;
+    }
+    description_ = std::string(chosen.tl_name) + "/" + chosen.dev_name;
+    type_        = chosen.type;
+    return true;
 }
 
 bool transport::connect_peer(oob &channel)

@@ -140,3 +140,27 @@ TEST_CASE("every transport says how its eps connect", "[uct_base]")
     }
     CHECK(opened >= 4);   /* self, posix, sysv, tcp at least */
 }
+
+TEST_CASE("open_md_of finds the md of a transport, on a device or any", "[uct_base]")
+{
+    uct::component *comp = nullptr;
+    uct::md *md          = nullptr;
+    uct::tl_resource resource{};
+    REQUIRE(uct::open_md_of("self", "", &comp, &md, &resource) == UCS_OK);
+    std::unique_ptr<uct::md> owned(md);
+    REQUIRE(comp != nullptr);
+    CHECK(std::strcmp(resource.tl_name, "self") == 0);
+    const std::string device = resource.dev_name;
+
+    uct::md *again = nullptr;
+    CHECK(uct::open_md_of("self", device, &comp, &again, &resource) == UCS_OK);
+    delete again;
+    CHECK(std::strcmp(resource.dev_name, device.c_str()) == 0);
+
+    uct::md *none = nullptr;
+    CHECK(uct::open_md_of("self", "no-such-device", &comp, &none, &resource) ==
+          UCS_ERR_NO_DEVICE);
+    CHECK(uct::open_md_of("no-such-transport", "", &comp, &none, &resource) ==
+          UCS_ERR_NO_DEVICE);
+    CHECK(none == nullptr);
+}

@@ -41,54 +41,23 @@ uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
 {
     worker_ = std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE);
 
-    for (uct::component *comp : uct::components()) {
-        std::vector<uct::md_resource> mds;
-        if (comp->query_md_resources(&mds) != UCS_OK) {
-            continue;
-        }
-        for (const auto &mdr : mds) {
-            uct::md *md = nullptr;
-            if (comp->md_open(mdr.md_name, &md) != UCS_OK) {
-                continue;
-            }
-            std::vector<uct::tl_resource> tls;
-            bool found = false;
-            uct::tl_resource chosen{};
-            if (md->query_tl_resources(&tls) == UCS_OK) {
-                for (const auto &tl : tls) {
-                    if ((tl_name == tl.tl_name) &&
-                        (dev_name.empty() || (dev_name == tl.dev_name))) {
-                        chosen = tl;
-                        found = true;
-                        break;
-                    }
-                }
-            }
-            if (!found) {
-                delete md;
-                continue;
-            }
-            uct::iface_params params;
-            params.tl_name     = chosen.tl_name;
-            params.dev_name    = chosen.dev_name;
-            params.rx_headroom = rx_headroom;
-            params.env_prefix  = env_prefix.c_str();
-            params.err_handler     = err_handler;
-            params.err_handler_arg = err_arg;
-            ucs_status_t status = md->iface_open(*worker_, params, &iface_);
-            if (status != UCS_OK) {
-                error_ = std::string("iface_open(") + tl_name + "): " +
-                         ucs_status_string(status);
-                iface_ = nullptr;
-                delete md;
-                return;
-            }
-            component_ = comp;
-            md_ = md;
-            return;
-        }
+    uct::tl_resource chosen{};
+    if (uct::open_md_of(tl_name, dev_name, &component_, &md_, &chosen) != UCS_OK) {
+        error_ = "transport '" + tl_name + "' not found";
+        return;
     }
-    error_ = "transport '" + tl_name + "' not found";
+    uct::iface_params params;
+    params.tl_name         = chosen.tl_name;
+    params.dev_name        = chosen.dev_name;
+    params.rx_headroom     = rx_headroom;
+    params.env_prefix      = env_prefix.c_str();
+    params.err_handler     = err_handler;
+    params.err_handler_arg = err_arg;
+    ucs_status_t status = md_->iface_open(*worker_, params, &iface_);
+    if (status != UCS_OK) {
+        error_ = std::string("iface_open(") + tl_name + "): " + ucs_status_string(status);
+        iface_ = nullptr;
+    }
 }
 
 uct_entity::~uct_entity()

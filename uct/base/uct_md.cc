@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
+#include <memory>
 #include <mutex>
 
 namespace uct {
@@ -144,6 +145,37 @@ const std::vector<component*> &components()
 {
     std::call_once(modules_once, [] { ucs::module::load_all("uct", init_module); });
     return registry();
+}
+
+ucs_status_t open_md_of(const std::string &tl_name, const std::string &dev_name,
+                        component **component_p, md **md_p, tl_resource *resource_p)
+{
+    for (component *comp : components()) {
+        std::vector<md_resource> mds;
+        if (comp->query_md_resources(&mds) != UCS_OK) {
+            continue;
+        }
+        for (const md_resource &mdr : mds) {
+            md *opened = nullptr;
+            if (comp->md_open(mdr.md_name, &opened) != UCS_OK) {
+                continue;
+            }
+            std::unique_ptr<md> owned(opened);
+            std::vector<tl_resource> tls;
+            if (owned->query_tl_resources(&tls) != UCS_OK) {
+                continue;
+            }
+            for (const tl_resource &tl : tls) {
+                if ((tl_name == tl.tl_name) && (dev_name.empty() || (dev_name == tl.dev_name))) {
+                    *component_p = comp;
+                    *md_p        = owned.release();
+                    *resource_p  = tl;
+                    return UCS_OK;
+                }
+            }
+        }
+    }
+    return UCS_ERR_NO_DEVICE;
 }
 
 void register_component(component *c)

@@ -10,6 +10,7 @@
 
 #include <uct/base/uct_types.h>
 
+#include <string>
 #include <vector>
 
 namespace uct {
@@ -124,6 +125,14 @@ ucs_status_t single_md_resource(const char *md_name, std::vector<md_resource> *o
  * (uct_module.h).
  */
 const std::vector<component*> &components();
+
+/*
+ * Opens the md that offers transport `tl_name` on `dev_name` (on any device
+ * when it is empty): the first in components() order. The caller owns
+ * *md_p. UCS_ERR_NO_DEVICE when no md offers it.
+ */
+ucs_status_t open_md_of(const std::string &tl_name, const std::string &dev_name,
+                        component **component_p, md **md_p, tl_resource *resource_p);
 
 /* Adds a component (once). Transports use UCT_REGISTER_TRANSPORT
  * (uct_module.h) rather than calling it themselves. */

@@ -13,31 +13,15 @@ namespace {
 /* The type of the resource `spec` names, false if this machine has none. */
 bool find_resource(const transport_spec &spec, uct::device_type *type)
 {
-    for (uct::component *comp : uct::components()) {
-        std::vector<uct::md_resource> mds;
-        if (comp->query_md_resources(&mds) != UCS_OK) {
-            continue;
-        }
-        for (const auto &mdr : mds) {
-            uct::md *md = nullptr;
-            if (comp->md_open(mdr.md_name, &md) != UCS_OK) {
-                continue;
-            }
-            std::unique_ptr<uct::md> owned(md);
-            std::vector<uct::tl_resource> tls;
-            if (md->query_tl_resources(&tls) != UCS_OK) {
-                continue;
-            }
-            for (const auto &tl : tls) {
-                if ((spec.tl == tl.tl_name) &&
-                    (spec.dev.empty() || (spec.dev == tl.dev_name))) {
-                    *type = tl.type;
-                    return true;
-                }
-            }
-        }
+    uct::component *comp;
+    uct::md *md;
+    uct::tl_resource resource;
+    if (uct::open_md_of(spec.tl, spec.dev, &comp, &md, &resource) != UCS_OK) {
+        return false;
     }
-    return false;
+    delete md;
+    *type = resource.type;
+    return true;
 }
 
 } // namespace
