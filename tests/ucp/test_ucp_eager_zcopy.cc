@@ -32,36 +32,6 @@ namespace {
 constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
 constexpr uint16_t  am_id     = 5;
 
-using settings = std::vector<std::pair<const char*, const char*>>;
-
-/* peer::init with extra UCP settings (ZCOPY_THRESH, RNDV_THRESH...). */
-ucs_status_t init_peer(peer &p, const char *tls, uint64_t features, const settings &extra)
-{
-    ucp_config_t *config;
-    ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
-    if (status != UCS_OK) {
-        return status;
-    }
-    status = ucp_config_modify(config, "TLS", tls);
-    for (const auto &s : extra) {
-        if (status == UCS_OK) {
-            status = ucp_config_modify(config, s.first, s.second);
-        }
-    }
-    if (status == UCS_OK) {
-        ucp_params_t params{};
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = features;
-        status = ucp_init(&params, config, &p.context);
-    }
-    ucp_config_release(config);
-    if (status != UCS_OK) {
-        return status;
-    }
-    ucp_worker_params_t wparams{};
-    return ucp_worker_create(p.context, &wparams, &p.worker);
-}
-
 /* The protocol a send used, from its request: 'z' eager zcopy, 'r'
  * rendezvous (non-sync sends only: it marks them SYNC), 'e' eager by copy. */
 char proto_of(void *request)
@@ -154,7 +124,7 @@ uint64_t tag_of(size_t i, bool sync) { return 1000 + 2 * i + (sync ? 1 : 0); }
 int tag_sender_child(int fd, const char *tls)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, tls, UCP_FEATURE_TAG, boundary_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with(tls, UCP_FEATURE_TAG, boundary_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     std::vector<std::vector<uint8_t>> buffers;
     std::vector<ucs_status_ptr_t> requests;
@@ -182,7 +152,7 @@ TEST_CASE("eager zcopy: tag sends at the bcopy/zcopy/rndv boundaries", "[ucp_zco
         for (bool unexpected : {false, true}) {
             INFO("UCX_TLS=" << tc.tls << (unexpected ? ", unexpected" : ", expected"));
             peer p;
-            REQUIRE(init_peer(p, tc.tls, UCP_FEATURE_TAG, boundary_settings) == UCS_OK);
+            REQUIRE(p.init_with(tc.tls, UCP_FEATURE_TAG, boundary_settings) == UCS_OK);
             const char *tls = tc.tls;
             test::child_process child([tls](int fd) { return tag_sender_child(fd, tls); });
             REQUIRE(p.connect_over(child.fd()));
@@ -301,7 +271,7 @@ uint64_t am_seed(size_t i, size_t h) { return 5000 + 10 * i + h; }
 int am_sender_child(int fd, const char *tls)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, tls, UCP_FEATURE_AM, boundary_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with(tls, UCP_FEATURE_AM, boundary_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     std::vector<std::vector<uint8_t>> buffers;
     std::vector<ucs_status_ptr_t> requests;
@@ -329,7 +299,7 @@ TEST_CASE("eager zcopy: active messages at the bcopy/zcopy/rndv boundaries", "[u
     for (const transport_case &tc : transports) {
         INFO("UCX_TLS=" << tc.tls);
         peer p;
-        REQUIRE(init_peer(p, tc.tls, UCP_FEATURE_AM, boundary_settings) == UCS_OK);
+        REQUIRE(p.init_with(tc.tls, UCP_FEATURE_AM, boundary_settings) == UCS_OK);
         am_inbox inbox;
         REQUIRE(set_am_inbox(p, &inbox));
         const char *tls = tc.tls;
@@ -383,7 +353,7 @@ const char am_auto_protos[]  = {'z', 'z', 'z', 'r', 'r'};
 int am_auto_sender_child(int fd)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, "tcp", UCP_FEATURE_AM, {}) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with("tcp", UCP_FEATURE_AM, {}) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     std::vector<uint8_t> protos;
     for (size_t i = 0; i < std::size(am_auto_sizes); ++i) {
@@ -407,7 +377,7 @@ TEST_CASE("eager zcopy: active messages over tcp go eagerly up to one AM fragmen
           "[ucp_zcopy]")
 {
     peer p;
-    REQUIRE(init_peer(p, "tcp", UCP_FEATURE_AM, {}) == UCS_OK);
+    REQUIRE(p.init_with("tcp", UCP_FEATURE_AM, {}) == UCS_OK);
     am_inbox inbox;
     REQUIRE(set_am_inbox(p, &inbox));
     test::child_process child([](int fd) { return am_auto_sender_child(fd); });
@@ -450,7 +420,7 @@ size_t stream_total()
 int stream_sender_child(int fd, const char *tls)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, tls, UCP_FEATURE_STREAM, boundary_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with(tls, UCP_FEATURE_STREAM, boundary_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     std::vector<uint8_t> data(stream_total());
     fill_pattern(data.data(), data.size(), 77);
@@ -494,7 +464,7 @@ TEST_CASE("eager zcopy: stream sends at the bcopy/zcopy boundary", "[ucp_zcopy]"
     for (const transport_case &tc : transports) {
         INFO("UCX_TLS=" << tc.tls);
         peer p;
-        REQUIRE(init_peer(p, tc.tls, UCP_FEATURE_STREAM, boundary_settings) == UCS_OK);
+        REQUIRE(p.init_with(tc.tls, UCP_FEATURE_STREAM, boundary_settings) == UCS_OK);
         const char *tls = tc.tls;
         test::child_process child([tls](int fd) { return stream_sender_child(fd, tls); });
         REQUIRE(p.connect_over(child.fd()));
@@ -538,7 +508,7 @@ uint64_t features_of(api a)
 int lazy_receiver_child(int fd, api a)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, "tcp", features_of(a), eager_only_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with("tcp", features_of(a), eager_only_settings) == UCS_OK);
     am_inbox inbox;
     TEST_CHILD_CHECK((a != api::AM) || set_am_inbox(p, &inbox));
     TEST_CHILD_CHECK(p.connect_over(fd));
@@ -583,7 +553,7 @@ TEST_CASE("eager zcopy: a send completes only when the transport is done with it
     for (api a : {api::TAG, api::AM, api::STREAM}) {
         INFO("api " << int(a));
         peer p;
-        REQUIRE(init_peer(p, "tcp", features_of(a), eager_only_settings) == UCS_OK);
+        REQUIRE(p.init_with("tcp", features_of(a), eager_only_settings) == UCS_OK);
         test::child_process child([a](int fd) { return lazy_receiver_child(fd, a); });
         REQUIRE(p.connect_over(child.fd()));
         std::vector<uint8_t> data(big_message);
@@ -656,7 +626,7 @@ int iov_sender_child(int fd)
 {
     peer p;
     constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM;
-    TEST_CHILD_CHECK(init_peer(p, "tcp", features, iov_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with("tcp", features, iov_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     std::vector<uint8_t> protos;
     for (bool fits : {true, false}) {
@@ -688,7 +658,7 @@ TEST_CASE("eager zcopy: iov datatypes within max_iov go zero-copy, longer ones b
 {
     small_tcp_fragments frags;
     peer p;
-    REQUIRE(init_peer(p, "tcp", UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM,
+    REQUIRE(p.init_with("tcp", UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM,
                       iov_settings) == UCS_OK);
     am_inbox inbox;
     REQUIRE(set_am_inbox(p, &inbox));
@@ -741,7 +711,7 @@ const settings order_settings = {{"ZCOPY_THRESH", "10000"}, {"RNDV_THRESH", "inf
 int order_receiver_child(int fd)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, "tcp", UCP_FEATURE_TAG, order_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with("tcp", UCP_FEATURE_TAG, order_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     uint8_t go;
     TEST_CHILD_CHECK(test::recv_value(fd, &go));   /* the sender's queues fill meanwhile */
@@ -763,7 +733,7 @@ TEST_CASE("eager zcopy keeps MPI order with bcopy and short sends queued behind 
           "[ucp_zcopy]")
 {
     peer p;
-    REQUIRE(init_peer(p, "tcp", UCP_FEATURE_TAG, order_settings) == UCS_OK);
+    REQUIRE(p.init_with("tcp", UCP_FEATURE_TAG, order_settings) == UCS_OK);
     test::child_process child([](int fd) { return order_receiver_child(fd); });
     REQUIRE(p.connect_over(child.fd()));
     std::vector<std::vector<uint8_t>> buffers;
@@ -804,7 +774,7 @@ namespace {
 int idle_child(int fd)
 {
     peer p;
-    TEST_CHILD_CHECK(init_peer(p, "tcp", UCP_FEATURE_TAG, eager_only_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.init_with("tcp", UCP_FEATURE_TAG, eager_only_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     uint8_t done;
     TEST_CHILD_CHECK(test::recv_value(fd, &done));
@@ -828,7 +798,7 @@ TEST_CASE("eager zcopy sends in flight complete when their ep is closed or its p
     for (bool kill_peer : {false, true}) {
         INFO((kill_peer ? "peer killed" : "ep force-closed"));
         peer p;
-        REQUIRE(init_peer(p, "tcp", UCP_FEATURE_TAG, eager_only_settings) == UCS_OK);
+        REQUIRE(p.init_with("tcp", UCP_FEATURE_TAG, eager_only_settings) == UCS_OK);
         test::child_process child([](int fd) { return idle_child(fd); });
         std::vector<uint8_t> remote;
         REQUIRE(test::send_blob(child.fd(), p.address()));
@@ -870,7 +840,7 @@ namespace {
 std::string ep_info_of(const char *tls, const settings &extra)
 {
     peer p;
-    if (init_peer(p, tls, UCP_FEATURE_TAG, extra) != UCS_OK) {
+    if (p.init_with(tls, UCP_FEATURE_TAG, extra) != UCS_OK) {
         return "init failed";
     }
     if (p.connect(p.address()) != UCS_OK) {
@@ -949,7 +919,7 @@ TEST_CASE("eager zcopy registers the send buffer where the md needs a memory han
 {
     fake_zc_scope scope;
     peer p;
-    REQUIRE(init_peer(p, fake_zc_tl, UCP_FEATURE_TAG | UCP_FEATURE_STREAM,
+    REQUIRE(p.init_with(fake_zc_tl, UCP_FEATURE_TAG | UCP_FEATURE_STREAM,
                       {{"RCACHE_ENABLE", "no"}}) == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
     const std::string info = print_to_string([&](FILE *f) { ucp_ep_print_info(p.ep, f); });

@@ -37,37 +37,6 @@ using namespace ucp_test;
 
 namespace {
 
-using settings = std::vector<std::pair<const char*, const char*>>;
-
-ucs_status_t init_with(peer &p, const char *tls, uint64_t features, const settings &extra,
-                       bool shared_workers = false)
-{
-    ucp_config_t *config;
-    ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
-    if (status != UCS_OK) {
-        return status;
-    }
-    status = ucp_config_modify(config, "TLS", tls);
-    for (const auto &s : extra) {
-        if (status == UCS_OK) {
-            status = ucp_config_modify(config, s.first, s.second);
-        }
-    }
-    if (status == UCS_OK) {
-        ucp_params_t params{};
-        params.field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-        params.features          = features;
-        params.mt_workers_shared = shared_workers ? 1 : 0;
-        status = ucp_init(&params, config, &p.context);
-    }
-    ucp_config_release(config);
-    if (status != UCS_OK) {
-        return status;
-    }
-    ucp_worker_params_t wparams{};
-    return ucp_worker_create(p.context, &wparams, &p.worker);
-}
-
 struct fake_zc_scope {
     fake_zc_scope() { fake_zc_enabled = true; }
     ~fake_zc_scope() { fake_zc_enabled = false; }
@@ -145,7 +114,7 @@ TEST_CASE("ucp rcache: eager zcopy from one buffer registers it once", "[ucp_rca
     const long live0 = fake_zc_registrations;
     {
         peer p;
-        REQUIRE(init_with(p, fake_zc_tl, UCP_FEATURE_TAG, zc_settings) == UCS_OK);
+        REQUIRE(p.init_with(fake_zc_tl, UCP_FEATURE_TAG, zc_settings) == UCS_OK);
         REQUIRE(p.connect(p.address()) == UCS_OK);
         pages out(zc_size), in(zc_size);
         const unsigned long regs0 = fake_zc_reg_calls;
@@ -183,7 +152,7 @@ TEST_CASE("ucp rcache: UCX_RCACHE_ENABLE=no registers per send", "[ucp_rcache]")
     peer p;
     settings s = zc_settings;
     s.emplace_back("RCACHE_ENABLE", "no");
-    REQUIRE(init_with(p, fake_zc_tl, UCP_FEATURE_TAG, s) == UCS_OK);
+    REQUIRE(p.init_with(fake_zc_tl, UCP_FEATURE_TAG, s) == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
     pages out(zc_size), in(zc_size);
     const unsigned long regs0 = fake_zc_reg_calls;
@@ -202,7 +171,7 @@ TEST_CASE("ucp rcache: UCX_RCACHE_MAX_REGIONS bounds what stays registered",
     peer p;
     settings s = zc_settings;
     s.emplace_back("RCACHE_MAX_REGIONS", "1");
-    REQUIRE(init_with(p, fake_zc_tl, UCP_FEATURE_TAG, s) == UCS_OK);
+    REQUIRE(p.init_with(fake_zc_tl, UCP_FEATURE_TAG, s) == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
     pages a(zc_size), b(zc_size), in(zc_size);
     const unsigned long regs0 = fake_zc_reg_calls;
@@ -229,11 +198,11 @@ TEST_CASE("ucp rcache: without memory events", "[ucp_rcache]")
         peer p;
         settings s = zc_settings;
         s.emplace_back("RCACHE_ENABLE", "yes");
-        CHECK(init_with(p, fake_zc_tl, UCP_FEATURE_TAG, s) == UCS_ERR_UNSUPPORTED);
+        CHECK(p.init_with(fake_zc_tl, UCP_FEATURE_TAG, s) == UCS_ERR_UNSUPPORTED);
     }
     SECTION("try (the default) registers per send") {
         peer p;
-        REQUIRE(init_with(p, fake_zc_tl, UCP_FEATURE_TAG, zc_settings) == UCS_OK);
+        REQUIRE(p.init_with(fake_zc_tl, UCP_FEATURE_TAG, zc_settings) == UCS_OK);
         REQUIRE(p.connect(p.address()) == UCS_OK);
         pages out(zc_size), in(zc_size);
         const unsigned long regs0 = fake_zc_reg_calls;
@@ -249,7 +218,7 @@ TEST_CASE("ucp rcache: two workers of a shared context send from one buffer at o
 {
     fake_zc_scope scope;
     peer first;
-    REQUIRE(init_with(first, fake_zc_tl, UCP_FEATURE_TAG, zc_settings, true) == UCS_OK);
+    REQUIRE(first.init_with(fake_zc_tl, UCP_FEATURE_TAG, zc_settings, true) == UCS_OK);
     peer second;       /* a second worker and ep on first's context (its own
                           context stays null: first cleans up) */
     ucp_worker_params_t wparams{};
@@ -309,7 +278,7 @@ bool init_loop(peer &p, const settings &extra, const testloop_counters **counter
 {
     settings s = {{"RNDV_THRESH", "65536"}, {"ZCOPY_THRESH", "4096"}};
     s.insert(s.end(), extra.begin(), extra.end());
-    const ucs_status_t status = init_with(p, "testloop", UCP_FEATURE_TAG | UCP_FEATURE_RMA, s);
+    const ucs_status_t status = p.init_with("testloop", UCP_FEATURE_TAG | UCP_FEATURE_RMA, s);
     *counters = loop_counters();
     if ((status == UCS_ERR_NO_DEVICE) || (*counters == nullptr)) {
         WARN("testloop module not loaded (UCX_MODULE_DIR must name its directory): skipped");

@@ -16,9 +16,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ucp_test {
+
+/* UCP settings by name and value, as ucp_config_modify takes them. */
+using settings = std::vector<std::pair<const char*, const char*>>;
 
 class peer {
 public:
@@ -32,17 +36,32 @@ public:
     ucs_status_t init(const char *tls, uint64_t features = UCP_FEATURE_TAG,
                       size_t request_size = 0)
     {
+        return init_with(tls, features, {}, false, request_size);
+    }
+
+    /* The same with extra UCP settings (ZCOPY_THRESH, RNDV_THRESH...), and
+     * optionally UCP_PARAM_FIELD_MT_WORKERS_SHARED set. */
+    ucs_status_t init_with(const char *tls, uint64_t features, const settings &extra,
+                           bool shared_workers = false, size_t request_size = 0)
+    {
         ucp_config_t *config;
         ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
         if (status != UCS_OK) {
             return status;
         }
         status = ucp_config_modify(config, "TLS", tls);
+        for (const auto &s : extra) {
+            if (status == UCS_OK) {
+                status = ucp_config_modify(config, s.first, s.second);
+            }
+        }
         if (status == UCS_OK) {
             ucp_params_t params{};
-            params.field_mask   = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE;
-            params.features     = features;
-            params.request_size = request_size;
+            params.field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                                       UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+            params.features          = features;
+            params.request_size      = request_size;
+            params.mt_workers_shared = shared_workers ? 1 : 0;
             status = ucp_init(&params, config, &context);
         }
         ucp_config_release(config);
