@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,6 +147,12 @@ void child_process::kill(int signal)
     if ((pid_ > 0) && !reaped_) {
         ::kill(pid_, signal);
     }
+}
+
+bool readable(int fd, int timeout_ms)
+{
+    struct pollfd pfd = {fd, POLLIN, 0};
+    return ::poll(&pfd, 1, timeout_ms) == 1;
 }
 
 bool poll_until(const std::function<bool()> &done, const std::function<void()> &step,

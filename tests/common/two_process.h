@@ -64,6 +64,9 @@ private:
     bool  reaped_ = false;
 };
 
+/* Whether `fd` becomes readable within `timeout_ms` (0: now, -1: no limit). */
+bool readable(int fd, int timeout_ms = 0);
+
 /* Calls `step` until `done` is true or the timeout passes; returns `done()`. */
 bool poll_until(const std::function<bool()> &done, const std::function<void()> &step,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30));

@@ -13,19 +13,11 @@
 #include <atomic>
 #include <thread>
 
-#include <poll.h>
-
 using namespace ucp_test;
 
 namespace {
 
 constexpr uint64_t wakeup_features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-
-bool readable(int fd)
-{
-    pollfd pfd{fd, POLLIN, 0};
-    return ::poll(&pfd, 1, 0) == 1;
-}
 
 ucp_cntr_h make_cntr(ucp_worker_h worker, uint64_t flags = 0, void *user_data = nullptr)
 {
@@ -174,12 +166,12 @@ TEST_CASE("counter fd: readable on a change, arm busy until drained", "[ucp_cntr
     REQUIRE(fd >= 0);
     REQUIRE(test::poll_until([&] { return ucp_cntr_arm(c) == UCS_OK; },
                              [&] { ucp_worker_progress(p.worker); }));
-    CHECK_FALSE(readable(fd));
+    CHECK_FALSE(test::readable(fd));
     std::thread([&] { ucp_cntr_add(c, 1); }).join();
-    CHECK(readable(fd));
+    CHECK(test::readable(fd));
     CHECK(ucp_cntr_arm(c) == UCS_ERR_BUSY);   /* the change, consumed */
     CHECK(ucp_cntr_arm(c) == UCS_OK);
-    CHECK_FALSE(readable(fd));
+    CHECK_FALSE(test::readable(fd));
     CHECK(ucp_cntr_destroy(c) == UCS_OK);
 }
 

@@ -28,13 +28,6 @@ constexpr uint64_t wakeup_features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
 
 using steady = std::chrono::steady_clock;
 
-/* Whether fd becomes readable within timeout_ms. */
-bool readable(int fd, int timeout_ms)
-{
-    pollfd pfd{fd, POLLIN, 0};
-    return ::poll(&pfd, 1, timeout_ms) == 1;
-}
-
 enum class wait_result { done, lost_wakeup, timed_out };
 
 /*
@@ -66,7 +59,7 @@ wait_result sleep_until_done(ucp_worker_h worker, int efd, void *request,
             return wait_result::timed_out;
         }
         ++*sleeps;
-        if (!readable(efd, 5000)) {
+        if (!test::readable(efd, 5000)) {
             ucp_worker_progress(worker);
             if (ucp_request_check_status(request) != UCS_INPROGRESS) {
                 return wait_result::lost_wakeup;
@@ -236,13 +229,13 @@ TEST_CASE("an idle armed worker sleeps, and signal wakes it", "[ucp_wakeup]")
         /* Nothing happens: arm ends up OK and the fd stays quiet. */
         REQUIRE(test::poll_until([&] { return ucp_worker_arm(p.worker) == UCS_OK; },
                                  [&] { ucp_worker_progress(p.worker); }));
-        CHECK_FALSE(readable(efd, 50));
+        CHECK_FALSE(test::readable(efd, 50));
         /* A signal makes it readable, and the next arm reports (consumes) it. */
         REQUIRE(ucp_worker_signal(p.worker) == UCS_OK);
-        CHECK(readable(efd, 1000));
+        CHECK(test::readable(efd, 1000));
         CHECK(ucp_worker_arm(p.worker) == UCS_ERR_BUSY);
         CHECK(ucp_worker_arm(p.worker) == UCS_OK);
-        CHECK_FALSE(readable(efd, 0));
+        CHECK_FALSE(test::readable(efd, 0));
         /* ucp_worker_wait returns at once when a signal is pending. */
         REQUIRE(ucp_worker_signal(p.worker) == UCS_OK);
         CHECK(ucp_worker_wait(p.worker) == UCS_OK);
@@ -322,7 +315,7 @@ TEST_CASE("arm is busy while a message waits, and the efd fires for one", "[ucp_
             REQUIRE(test::poll_until([&] { return ucp_worker_arm(p.worker) == UCS_OK; },
                                      [&] { ucp_worker_progress(p.worker); }));
             REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-            REQUIRE(readable(efd, 10000));
+            REQUIRE(test::readable(efd, 10000));
             /* Not progressed yet: arm must refuse to sleep. */
             CHECK(ucp_worker_arm(p.worker) == UCS_ERR_BUSY);
             uint64_t value = ~0ull;

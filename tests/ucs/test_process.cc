@@ -4,12 +4,13 @@
  */
 #include <catch2/catch.hpp>
 
+#include "two_process.h"
+
 #include <ucs/sys/process.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,12 +55,6 @@ struct blocked_child {
         reaped = true;
     }
 };
-
-bool readable(int fd, int timeout_ms)
-{
-    struct pollfd pfd = {fd, POLLIN, 0};
-    return ::poll(&pfd, 1, timeout_ms) == 1;
-}
 
 } // namespace
 
@@ -111,12 +106,12 @@ TEST_CASE("process state and pidfd follow a child through exit and reaping", "[s
         WARN("pidfd_open: " << strerror(errno) << ": the pidfd checks are skipped");
         CHECK(((errno == ENOSYS) || (errno == EPERM)));
     } else {
-        CHECK_FALSE(readable(pidfd, 0));
+        CHECK_FALSE(test::readable(pidfd, 0));
     }
 
     kill(child.pid, SIGKILL);
     if (pidfd >= 0) {
-        CHECK(readable(pidfd, 10000));      /* a zombie counts as exited */
+        CHECK(test::readable(pidfd, 10000));      /* a zombie counts as exited */
     }
     /* Waited for without reaping: a zombie, with its pid and start time. */
     siginfo_t info{};
@@ -126,7 +121,7 @@ TEST_CASE("process state and pidfd follow a child through exit and reaping", "[s
     child.reap();
     CHECK(ucs::sys::read_process_state(child.pid, &st) == UCS_ERR_NO_ELEM);
     if (pidfd >= 0) {
-        CHECK(readable(pidfd, 0));
+        CHECK(test::readable(pidfd, 0));
         ::close(pidfd);
         errno = 0;
         CHECK(ucs::sys::pidfd_open(child.pid) == -1);

@@ -30,12 +30,6 @@ int wait_forever(int fd)
     return 0;
 }
 
-bool readable(int fd, int timeout_ms)
-{
-    struct pollfd pfd = {fd, POLLIN, 0};
-    return ::poll(&pfd, 1, timeout_ms) == 1;
-}
-
 /* Waits until the child has exited, without reaping it: a zombie. */
 void wait_zombie(pid_t pid)
 {
@@ -119,7 +113,7 @@ TEST_CASE("peer_watch reports each dead peer once, and only watched ones", "[sm]
         std::vector<void*> gone;
         auto collect = [&](void *owner) { gone.push_back(owner); };
         CHECK(watch.check(collect) == 0);
-        CHECK_FALSE(readable(watch.fd(), 0));
+        CHECK_FALSE(test::readable(watch.fd(), 0));
 
         /* c is no longer watched: its death goes unreported. */
         watch.remove(&owner_c);
@@ -131,7 +125,7 @@ TEST_CASE("peer_watch reports each dead peer once, and only watched ones", "[sm]
         wait_zombie(a.pid());
         if (use_pidfd) {
             /* The set wakes a sleeper; one look finds the peer. */
-            CHECK(readable(watch.fd(), 10000));
+            CHECK(test::readable(watch.fd(), 10000));
             CHECK(watch.check(collect) == 1);
         } else {
             /* /proc is read at most every FALLBACK_INTERVAL. */
@@ -146,7 +140,7 @@ TEST_CASE("peer_watch reports each dead peer once, and only watched ones", "[sm]
         CHECK(watch.size() == 1);
         /* Reported once: the dead peer left the set. */
         CHECK(watch.check(collect) == 0);
-        CHECK_FALSE(readable(watch.fd(), 0));
+        CHECK_FALSE(test::readable(watch.fd(), 0));
         CHECK(pb.alive());
 
         /* An event source makes the set readable without being a peer. */
@@ -154,7 +148,7 @@ TEST_CASE("peer_watch reports each dead peer once, and only watched ones", "[sm]
         REQUIRE(pipe(pipe_fds) == 0);
         REQUIRE(watch.add_event_source(pipe_fds[0]) == UCS_OK);
         REQUIRE(write(pipe_fds[1], "x", 1) == 1);
-        CHECK(readable(watch.fd(), 0));
+        CHECK(test::readable(watch.fd(), 0));
         CHECK(watch.check(collect) == 0);
         ::close(pipe_fds[0]);
         ::close(pipe_fds[1]);

@@ -35,19 +35,6 @@ unsigned uct_events_of(unsigned events)
     return uct_events;
 }
 
-ucs_status_t epoll_add(int epfd, int fd, void *ptr)
-{
-    epoll_event ev{};
-    ev.events   = EPOLLIN;
-    ev.data.ptr = ptr;
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        ucs_error("wakeup: cannot add fd %d to epoll set %d: %m", fd, epfd);
-        return (errno == EBADF || errno == EINVAL) ? UCS_ERR_INVALID_PARAM :
-                                                     UCS_ERR_IO_ERROR;
-    }
-    return UCS_OK;
-}
-
 /* The wakeup state, or nullptr (with UCX's error) without UCP_FEATURE_WAKEUP. */
 wakeup *wakeup_of(ucp_worker *worker, const char *what)
 {
@@ -95,6 +82,19 @@ ucs_status_t arm_locked(ucp_worker *worker, wakeup *w)
 }
 
 } // namespace
+
+ucs_status_t epoll_add(int epfd, int fd, void *ptr)
+{
+    epoll_event ev{};
+    ev.events   = EPOLLIN;
+    ev.data.ptr = ptr;
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        ucs_error("wakeup: cannot add fd %d to epoll set %d: %m", fd, epfd);
+        return (errno == EBADF || errno == EINVAL) ? UCS_ERR_INVALID_PARAM :
+                                                     UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
 
 ucs_status_t worker_wakeup_init(ucp_worker *worker, const ucp_worker_params_t &params)
 {

@@ -29,6 +29,10 @@ struct wakeup {
     bool          warned_unarmable = false;
 };
 
+/* Adds `fd` to epoll set `epfd` for readability, `ptr` as its data
+ * (logged; UCS_ERR_INVALID_PARAM for a bad fd). */
+ucs_status_t epoll_add(int epfd, int fd, void *ptr);
+
 /* Creates the worker's wakeup state (UCP_FEATURE_WAKEUP workers only). */
 ucs_status_t worker_wakeup_init(ucp_worker *worker, const ucp_worker_params_t &params);
 void worker_wakeup_cleanup(ucp_worker *worker);

@@ -52,18 +52,11 @@ ucs_status_t open_fds(ucp_cntr &c)
         ucs_error("ucp_cntr_create: epoll_create1 failed: %m");
         return UCS_ERR_IO_ERROR;
     }
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    if (epoll_ctl(c.epfd, EPOLL_CTL_ADD, c.changed.fd(), &ev) != 0) {
-        ucs_error("ucp_cntr_create: epoll_ctl failed: %m");
-        return UCS_ERR_IO_ERROR;
+    status = epoll_add(c.epfd, c.changed.fd(), nullptr);
+    if ((status == UCS_OK) && has_wakeup(*c.worker)) {
+        status = epoll_add(c.epfd, c.worker->wakeup->epfd, nullptr);
     }
-    if (has_wakeup(*c.worker) &&
-        (epoll_ctl(c.epfd, EPOLL_CTL_ADD, c.worker->wakeup->epfd, &ev) != 0)) {
-        ucs_error("ucp_cntr_create: epoll_ctl failed: %m");
-        return UCS_ERR_IO_ERROR;
-    }
-    return UCS_OK;
+    return status;
 }
 
 /* Changes a value and wakes whoever sleeps on the counter's fd. */

@@ -224,10 +224,6 @@ const char *eager_name(protocol p)
     }
 }
 
-} // namespace
-
-namespace {
-
 struct line {
     size_t      from, to;
     std::string text;
@@ -252,19 +248,9 @@ void add_line(std::vector<line> &lines, size_t from, size_t to, std::string text
  * the size. */
 const char *family_name(protocol p)
 {
-    switch (p) {
-    case protocol::EAGER_SHORT:
-        return "eager short";
-    case protocol::EAGER_BCOPY_SINGLE:
-    case protocol::EAGER_BCOPY_MULTI:
-        return "eager bcopy";
-    case protocol::EAGER_ZCOPY:
-        return "eager zcopy";
-    case protocol::RNDV:
-        return "rendezvous";
-    default:
-        return "?";
-    }
+    const bool bcopy = (p == protocol::EAGER_BCOPY_SINGLE) ||
+                       (p == protocol::EAGER_BCOPY_MULTI);
+    return bcopy ? "eager bcopy" : eager_name(p);
 }
 
 } // namespace
