@@ -23,44 +23,9 @@ import subprocess
 import sys
 import tempfile
 
+from install_common import MAPS_PROGRAM, clean_env, fail, failures, install
+
 UCX_LIBS = ("libucp.so.0", "libuct.so.0", "libucs.so.0", "libucm.so.0")
-
-PROGRAM = r"""
-#include <ucp/api/ucp.h>
-#include <stdio.h>
-#include <string.h>
-int main(void) {
-    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                           .features = UCP_FEATURE_TAG};
-    ucp_context_h context;
-    if (ucp_init(&params, NULL, &context) != UCS_OK) { return 3; }
-    char line[4096];
-    FILE *maps = fopen("/proc/self/maps", "r");
-    while (fgets(line, sizeof(line), maps)) {
-        if (strstr(line, "/libuc")) { fputs(line, stdout); }
-    }
-    fclose(maps);
-    ucp_cleanup(context);
-    return 0;
-}
-"""
-
-failures = []
-
-
-def fail(what):
-    failures.append(what)
-    print("FAIL: " + what)
-
-
-def clean_env():
-    env = dict(os.environ)
-    env.pop("LD_LIBRARY_PATH", None)
-    env.pop("UCX_MODULE_DIR", None)
-    env.pop("UCX_MODULES", None)
-    env["UCX_CONFIG_FILE"] = ""
-    return env
-
 
 def check_paths(what, paths, libdir):
     """paths: {library name: resolved path}."""
@@ -94,13 +59,7 @@ def main():
     build = os.path.abspath(sys.argv[1])
     module = os.path.abspath(sys.argv[2]) if len(sys.argv) == 3 else None
     with tempfile.TemporaryDirectory(prefix="ucx-ng-install-") as dest:
-        subprocess.run(["meson", "install", "-C", build, "--no-rebuild", "--destdir", dest,
-                        "--quiet"], check=True, stdout=subprocess.DEVNULL)
-        prefix = subprocess.run(["meson", "introspect", "--buildoptions", build],
-                                capture_output=True, text=True, check=True).stdout
-        import json
-        opts = {o["name"]: o["value"] for o in json.loads(prefix)}
-        root = dest + opts["prefix"]
+        root, opts = install(build, dest)
         libdir = os.path.join(root, opts["libdir"])
         bindir = os.path.join(root, opts["bindir"])
 
@@ -156,7 +115,7 @@ def main():
         src = os.path.join(dest, "probe.c")
         exe = os.path.join(dest, "probe")
         with open(src, "w") as f:
-            f.write(PROGRAM)
+            f.write(MAPS_PROGRAM)
         cc = shutil.which("cc") or "gcc"
         subprocess.run([cc, src, "-o", exe] + flags + ["-Wl,-rpath," + libdir], check=True)
         run = subprocess.run([exe], env=clean_env(), capture_output=True, text=True,

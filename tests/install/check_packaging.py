@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from install_common import MAPS_PROGRAM, clean_env, fail, failures, install
+
 CMAKELISTS = """
 cmake_minimum_required(VERSION 3.13)
 project(ucx_consumer C)
@@ -27,44 +29,6 @@ message(STATUS "UCX_INCLUDE_DIRS=${UCX_INCLUDE_DIRS}")
 add_executable(probe probe.c)
 target_link_libraries(probe PRIVATE ucx::ucp)
 """
-
-PROBE = r"""
-#include <ucp/api/ucp.h>
-#include <stdio.h>
-#include <string.h>
-int main(void) {
-    unsigned major, minor, release;
-    ucp_get_version(&major, &minor, &release);
-    printf("version %u.%u\n", major, minor);
-    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                           .features = UCP_FEATURE_TAG};
-    ucp_context_h context;
-    if (ucp_init(&params, NULL, &context) != UCS_OK) { return 3; }
-    char line[4096];
-    FILE *maps = fopen("/proc/self/maps", "r");
-    while (fgets(line, sizeof(line), maps)) {
-        if (strstr(line, "/libuc")) { fputs(line, stdout); }
-    }
-    fclose(maps);
-    ucp_cleanup(context);
-    return 0;
-}
-"""
-
-failures = []
-
-
-def fail(what):
-    failures.append(what)
-    print("FAIL: " + what)
-
-
-def clean_env():
-    env = dict(os.environ)
-    env.pop("LD_LIBRARY_PATH", None)
-    env["UCX_CONFIG_FILE"] = ""
-    return env
-
 
 def run(cmd, env=None, cwd=None):
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
@@ -97,7 +61,7 @@ def cmake_project(work, name, version):
     with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
         f.write(CMAKELISTS.replace("@VERSION@", version))
     with open(os.path.join(src, "probe.c"), "w") as f:
-        f.write(PROBE)
+        f.write("#define PRINT_VERSION\n" + MAPS_PROGRAM)
     return src
 
 
@@ -150,15 +114,10 @@ def main():
     if shutil.which("cmake") is None:
         print("cmake is not installed (it is in .ci/common.sh PACKAGES): skipped")
         sys.exit(77)
-    opts = {o["name"]: o["value"] for o in json.loads(
-        run(["meson", "introspect", "--buildoptions", build]).stdout)}
     project_version = json.loads(
         run(["meson", "introspect", "--projectinfo", build]).stdout)["version"]
     with tempfile.TemporaryDirectory(prefix="ucx-ng-packaging-") as work:
-        dest = os.path.join(work, "dest")
-        subprocess.run(["meson", "install", "-C", build, "--no-rebuild", "--destdir", dest,
-                        "--quiet"], check=True, stdout=subprocess.DEVNULL)
-        root = dest + opts["prefix"]
+        root, opts = install(build, os.path.join(work, "dest"))
         libdir = os.path.join(root, opts["libdir"])
         check_pkg_config(root, libdir, project_version)
         check_cmake(root, libdir, project_version, work)
