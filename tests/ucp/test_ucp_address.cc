@@ -20,6 +20,8 @@ ucp::unpacked_address sample_address()
     addr.entries.push_back({"tcp", "tcp", uct::device_type::NET,
                             std::vector<uint8_t>(20, 0xab), {0x11, 0x22, 0x33, 0x44}});
     addr.entries.push_back({"self", "self", uct::device_type::SELF, {}, {7}});
+    addr.entries.push_back({"rc", "ib", uct::device_type::NET, {1, 2}, {3},
+                            ucp::address_entry_flag::CONNECT_TO_EP});
     return addr;
 }
 
@@ -44,7 +46,7 @@ bool same(const ucp::unpacked_address &a, const ucp::unpacked_address &b)
         const auto &x = a.entries[i], &y = b.entries[i];
         if ((x.tl_name != y.tl_name) || (x.md_name != y.md_name) ||
             (x.dev_type != y.dev_type) || (x.dev_addr != y.dev_addr) ||
-            (x.iface_addr != y.iface_addr)) {
+            (x.iface_addr != y.iface_addr) || (x.flags != y.flags)) {
             return false;
         }
     }
@@ -135,6 +137,12 @@ TEST_CASE("address limits", "[ucp_address]")
     SECTION("too many entries") {
         addr.entries.resize(ucp::address_max_entries + 1, addr.entries[2]);
     }
+    SECTION("no connection mode") {
+        addr.entries[2].flags = 0;
+    }
+    SECTION("unknown entry flag") {
+        addr.entries[2].flags = 1u << 5;
+    }
     SECTION("whole address too long") {
         addr.entries.resize(4, addr.entries[0]);
         for (auto &e : addr.entries) {
@@ -169,12 +177,19 @@ TEST_CASE("malformed addresses are refused", "[ucp_address]")
     CHECK(refused(patched(4, ucp::address_version + 1)));   /* version */
     CHECK(refused(patched(4, ucp::address_version - 1)));   /* the previous format */
     CHECK(refused(patched(5, 1)));            /* reserved flags */
-    CHECK(refused(patched(6, 4)));            /* one entry more than present */
-    CHECK(refused(patched(6, 2)));            /* one entry less: stray bytes */
+    CHECK(refused(patched(6, 5)));            /* one entry more than present */
+    CHECK(refused(patched(6, 3)));            /* one entry less: stray bytes */
     CHECK(refused(patched(12, 1)));           /* reserved */
     CHECK(refused(patched(32, 0)));           /* name length 0 (no NUL) */
     CHECK(refused(patched(33, 0)));           /* NUL inside the name */
     CHECK(refused(patched(32 + 10, 'x')));    /* name not terminated */
+    /* The first entry's flags byte: none, or one no version defines. */
+    const size_t flags_at = 33 + sizeof("host:1234") + 1 + sizeof("posix") + 1 +
+                            sizeof("posix") + 1;
+    REQUIRE(good[flags_at] == ucp::address_entry_flag::CONNECT_TO_IFACE);
+    CHECK(refused(patched(flags_at, 0)));
+    CHECK(refused(patched(flags_at, 4)));
+    CHECK(refused(patched(flags_at, 0x80)));
 
     std::vector<uint8_t> bigger = good;       /* total_length beyond the buffer */
     uint32_t total = static_cast<uint32_t>(good.size() + 1);

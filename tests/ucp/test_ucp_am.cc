@@ -841,10 +841,11 @@ TEST_CASE("malformed active-message headers are dropped", "[ucp_am]")
     put_hdr(data_id, ucp::wire::am_hdr_flag::REPLY, 0);   /* no uuid after it */
     CHECK(ucp::am_single_handler(p.worker, msg.data(), sizeof(ucp::wire::am_hdr) + 4, 0) ==
           UCS_OK);
-    put_hdr(data_id, ucp::wire::am_hdr_flag::REPLY, 0);   /* a uuid nobody knows */
+    put_hdr(data_id, ucp::wire::am_hdr_flag::REPLY, 0);   /* a uuid and ep nobody knows */
     CHECK(ucp::am_single_handler(p.worker, msg.data(), 64, 0) == UCS_OK);
+    CHECK(p.worker->dropped_bad_ep_ids == 1);
 
-    ucp::wire::am_first_hdr first{{data_id, 0, 0, 0}, 1, 2, 10};  /* fragment > total */
+    ucp::wire::am_first_hdr first{{data_id, 0, 0, 0}, 1, 2, 10, 0};  /* fragment > total */
     std::memcpy(msg.data(), &first, sizeof(first));
     CHECK(ucp::am_first_handler(p.worker, msg.data(), sizeof(first) + 20, 0) == UCS_OK);
     first.am.header_length = 5000;
@@ -853,7 +854,7 @@ TEST_CASE("malformed active-message headers are dropped", "[ucp_am]")
     CHECK(ucp::am_first_handler(p.worker, msg.data(), 3, 0) == UCS_OK);
 
     /* A first fragment, then middles outside the message and of no message. */
-    first = {{data_id, 0, 0, 0}, 1, 3, 100};
+    first = {{data_id, 0, 0, 0}, 1, 3, 100, 0};
     std::memcpy(msg.data(), &first, sizeof(first));
     CHECK(ucp::am_first_handler(p.worker, msg.data(), sizeof(first) + 40, 0) == UCS_OK);
     ucp::wire::eager_middle_hdr middle{1, 3, 90};
@@ -880,7 +881,8 @@ TEST_CASE("malformed active-message headers are dropped", "[ucp_am]")
     }
     CHECK(log.lengths.empty());
     CHECK(capture.text().find("malformed") != std::string::npos);
-    CHECK(capture.text().find("no ep to reply") != std::string::npos);
+    CHECK(capture.text().find("not an ep of ours to it (stale or forged)") !=
+          std::string::npos);
 }
 
 TEST_CASE("active-message calls refuse bad arguments", "[ucp_am]")

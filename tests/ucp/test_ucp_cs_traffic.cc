@@ -469,7 +469,7 @@ TEST_CASE("client-server eps: active-message reply eps and tag sends that need a
     }
 }
 
-TEST_CASE("a client-server ep takes over the stream an internal ep collected",
+TEST_CASE("a client-server ep and an ep by address to one peer each keep their own stream",
           "[ucp_cs_traffic]")
 {
     for (const char *tls : {"posix,cma", "tcp"}) {
@@ -480,8 +480,8 @@ TEST_CASE("a client-server ep takes over the stream an internal ep collected",
         am_log pings;
         REQUIRE(pings.install(c.worker, ping_id) == UCS_OK);
 
-        /* s reaches c by address first: c's wireup makes an ep nobody holds,
-         * which collects s's stream. */
+        /* s reaches c by address first: its wireup request makes an ep of
+         * c's nobody holds yet, paired with s.ep, which collects its stream. */
         REQUIRE(s.connect(c.address()) == UCS_OK);
         std::vector<uint8_t> before(5000);
         fill_pattern(before.data(), before.size(), 101);
@@ -501,15 +501,17 @@ TEST_CASE("a client-server ep takes over the stream an internal ep collected",
         }, [&] {
             ucp_worker_progress(c.worker);
             ucp_worker_progress(s.worker);
-            /* Hands data kept for s to the ep answering s, reporting none. */
+            /* An ep the application does not hold is not reported. */
             ucp_stream_poll_ep_t eps[2];
             reported += ucp_stream_worker_poll(c.worker, eps, 2, 0);
         }));
         CHECK(reported == 0);
         CHECK(!(internal->flags & ucp::ep_flag::USER));
+        CHECK(internal->remote_id == s.ep->local_id);
+        CHECK(s.ep->remote_id == internal->local_id);
         ucp_stream_poll_ep_t eps[2];
 
-        /* Then c connects to s's listener: that ep is c's connection to s. */
+        /* Then c connects to s's listener: a pair of eps of its own. */
         listening l;
         REQUIRE(l.listen(s.worker) == UCS_OK);
         int mark = 0;
@@ -524,29 +526,43 @@ TEST_CASE("a client-server ep takes over the stream an internal ep collected",
         fill_pattern(after.data(), after.size(), 103);
         REQUIRE(post_stream(accepted, after, 104, &sends));
         CHECK(wait_all(&sends, s.worker, c.worker));
+        CHECK(c.ep != internal);
+        CHECK(c.ep->remote_id == accepted->local_id);
 
         const ucp_stream_poll_ep_t ready = poll_ready(c.worker, s.worker);
         CHECK(ready.ep == c.ep);
         CHECK(ready.user_data == &mark);
         std::vector<uint8_t> in;
-        REQUIRE(recv_stream(c.worker, c.ep, before.size() + after.size(), 105, &in,
-                            s.worker) == "");
-        CHECK(check_pattern(in.data(), before.size(), 101));
-        CHECK(check_pattern(in.data() + before.size(), after.size(), 103));
+        REQUIRE(recv_stream(c.worker, c.ep, after.size(), 105, &in, s.worker) == "");
+        CHECK(check_pattern(in.data(), after.size(), 103));
         CHECK(ucp_stream_worker_poll(c.worker, eps, 2, 0) == 0);
 
-        /* The reply ep of s's active messages is c's ep now. */
+        /* s.ep's active messages give the ep paired with it as reply ep. */
         const uint64_t value = 7;
         CHECK(finish(send_ping(s.ep, &value), s.worker, c.worker) == UCS_OK);
         REQUIRE(test::poll_until([&] { return pings.count > 0; }, [&] {
             ucp_worker_progress(c.worker);
             ucp_worker_progress(s.worker);
         }));
-        CHECK(pings.reply_ep == c.ep);
+        CHECK(pings.reply_ep == internal);
+
+        /* c's first ep to s by address adopts that ep, with its stream. */
+        ucp_ep_h by_address;
+        ucp_ep_params_t params{};
+        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        const std::vector<uint8_t> s_address = s.address();
+        params.address    = reinterpret_cast<const ucp_address_t*>(s_address.data());
+        REQUIRE(ucp_ep_create(c.worker, &params, &by_address) == UCS_OK);
+        CHECK(by_address == internal);
+        CHECK((internal->flags & ucp::ep_flag::USER) != 0);
+        in.clear();
+        REQUIRE(recv_stream(c.worker, by_address, before.size(), 106, &in, s.worker) == "");
+        CHECK(check_pattern(in.data(), before.size(), 101));
 
         ucp_request_param_t cparam{};
         cparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         cparam.flags        = UCP_EP_CLOSE_FLAG_FORCE;
         CHECK(finish(ucp_ep_close_nbx(accepted, &cparam), s.worker, c.worker) == UCS_OK);
+        CHECK(finish(ucp_ep_close_nbx(by_address, &cparam), s.worker, c.worker) == UCS_OK);
     }
 }

@@ -165,7 +165,7 @@ TEST_CASE("active messages and rendezvous requests announcing impossible sizes a
     for (const uint64_t total : {~uint64_t(0), ~uint64_t(0) - 64,
                                  ucp::wire::max_message_length + 1}) {
         CAPTURE(total);
-        ucp::wire::am_first_hdr first{{5, 0, 0, 0}, 99, 1, total};
+        ucp::wire::am_first_hdr first{{5, 0, 0, 0}, 99, 1, total, 0};
         auto bytes = frame(first, 100);
         CHECK(ucp::am_first_handler(p.worker, bytes.data(), bytes.size(), 0) == UCS_OK);
         ucp::wire::eager_middle_hdr middle{99, 1, 1u << 16};

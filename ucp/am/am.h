@@ -2,7 +2,7 @@
  * User active messages (ucp_am_*): the receiver's AM handlers and the
  * descriptors that hold a message's data when it must outlive the
  * transport's buffer (kept by the application, reassembled from fragments,
- * held back until a reply ep exists, or announced by a rendezvous RTS).
+ * or announced by a rendezvous RTS).
  *
  * A descriptor sits right before the data pointer the application gets,
  * so ucp_am_data_release() and ucp_am_recv_data_nbx() find it from that
@@ -15,7 +15,6 @@
 #include <ucs/memory/mpool.h>
 
 #include <cstdint>
-#include <deque>
 #include <unordered_map>
 
 namespace ucp {
@@ -45,6 +44,7 @@ struct alignas(16) am_desc {
     uint8_t  rndv_flags;     /* RNDV: wire::rts_flag:: of the offer */
     uint32_t header_length;
     uint64_t src_uuid;
+    uint64_t ep_id;          /* our ep the sender named (reply ep, ATS); 0: none */
     size_t   length;         /* data bytes (EAGER) or message bytes (RNDV) */
     size_t   received;       /* EAGER being reassembled: bytes in so far */
     void     *base;          /* the allocation this lives in */
@@ -67,9 +67,6 @@ struct am_worker {
     size_t     pool_room = 0;    /* bytes a pool element has after the descriptor */
     /* Multi-fragment messages being reassembled. */
     std::unordered_map<msg_key, am_desc*, msg_key_hash> partial;
-    /* Messages waiting for the ep answering their sender, in arrival order;
-     * while any waits, later ones wait too so handlers run in order. */
-    std::deque<am_desc*> deferred;
 };
 
 /* The worker's active-message state, made on first use; nullptr: no memory. */

@@ -126,9 +126,6 @@ void am_cleanup(ucp_worker *worker)
     for (auto &entry : state->partial) {
         am_desc_free(entry.second);
     }
-    for (am_desc *desc : state->deferred) {
-        am_desc_free(desc);
-    }
     /* Descriptors the application still holds are reported by the pool. */
     delete state;
     worker->am_state = nullptr;

@@ -3,9 +3,12 @@
  * (single, first/middle fragments, rendezvous RTS), reassembly, and the
  * call into the application's handler with the reply ep it asked for.
  *
+ * A message asking for a reply ep names ours (its id, from the wireup): a
+ * stale or forged id names nothing and the message is dropped.
+ *
  * Data stays in the transport's buffer unless it must outlive the call:
  * the handler asked for persistent data, the worker's am_alignment is not
- * met, the message was reassembled, or it waits for its reply ep. Only then
+ * met, or the message was reassembled. Only then
  * the handler gets UCP_AM_RECV_ATTR_FLAG_DATA (UCP_CB_PARAM_FLAG_DATA) and
  * may keep the data by returning UCS_INPROGRESS.
  */
@@ -70,23 +73,20 @@ ucs_status_t invoke(const am_handler &h, const void *header, size_t header_lengt
                 length, &param);
 }
 
-enum class reply_state { ready, wait, unreachable };
-
-/* The reply ep a message asked for (nullptr when it asked for none). */
-reply_state resolve_reply(ucp_worker *worker, uint8_t send_flags, uint64_t uuid,
-                          ucp_ep **ep_p)
+/* The reply ep a message asked for in *ep_p (nullptr when it asked for
+ * none); false when the ep it names is not ours (the message is dropped). */
+bool resolve_reply(ucp_worker *worker, uint8_t send_flags, uint64_t uuid, uint64_t ep_id,
+                   ucp_ep **ep_p)
 {
     *ep_p = nullptr;
     if (!(send_flags & wire::am_hdr_flag::REPLY)) {
-        return reply_state::ready;
+        return true;
     }
-    *ep_p = reply_ep(worker, uuid);
-    if (*ep_p != nullptr) {
-        return reply_state::ready;
+    if (!sender_ep_valid(worker, ep_id, uuid)) {
+        return false;
     }
-    /* The sender's wireup came first on the lane: its ep is made next. */
-    return worker->pending_wireups.count(uuid) ? reply_state::wait :
-                                                 reply_state::unreachable;
+    *ep_p = worker->ep_by_id(ep_id, uuid);
+    return true;
 }
 
 void drop_desc(ucp_worker *worker, am_desc *desc, ucs_status_t status)
@@ -114,6 +114,7 @@ void legacy_rndv_pull(ucp_worker *worker, am_desc *rts)
     desc->am_id         = rts->am_id;
     desc->send_flags    = rts->send_flags;
     desc->src_uuid      = rts->src_uuid;
+    desc->ep_id         = rts->ep_id;
     desc->length        = rts->length;
     desc->header_length = rts->header_length;
     desc->header        = desc->data() + desc->length;
@@ -145,7 +146,8 @@ void legacy_pull_done(void *request, ucs_status_t status, size_t, void *user_dat
     } else if (!find_handler(worker, desc->am_id, &h)) {
         warn_unknown_id(worker, desc->am_id);
     } else {
-        ucp_ep *reply = reply_ep(worker, desc->src_uuid);
+        ucp_ep *reply;
+        resolve_reply(worker, desc->send_flags, desc->src_uuid, desc->ep_id, &reply);
         desc->state   = am_desc_state::IN_HANDLER;
         status = invoke(h, desc->header, desc->header_length, desc->data(), desc->length,
                         desc->send_flags, reply, UCP_AM_RECV_ATTR_FLAG_DATA);
@@ -196,32 +198,15 @@ void deliver_desc(ucp_worker *worker, am_desc *desc, ucp_ep *reply)
     }
 }
 
-void defer(ucp_worker *worker, am_desc *desc)
-{
-    try {
-        worker->am_state->deferred.push_back(desc);
-        worker->schedule(deferred::AM);
-    } catch (const std::bad_alloc &) {
-        ucs_error("worker '%s': no memory to hold back an active message",
-                  worker->name.c_str());
-        drop_desc(worker, desc, UCS_ERR_NO_MEMORY);
-    }
-}
-
-/* A descriptor is complete: run its handler now or after what waits. */
-void deliver_or_defer(ucp_worker *worker, am_desc *desc)
+/* A descriptor is complete: run its handler. */
+void deliver(ucp_worker *worker, am_desc *desc)
 {
     ucp_ep *reply;
-    reply_state rs = resolve_reply(worker, desc->send_flags, desc->src_uuid, &reply);
-    if (rs == reply_state::unreachable) {
-        ucs_error("worker '%s': dropping an active message with id %u: no ep to "
-                  "reply to its sender", worker->name.c_str(), desc->am_id);
+    if (!resolve_reply(worker, desc->send_flags, desc->src_uuid, desc->ep_id, &reply)) {
         drop_desc(worker, desc, UCS_ERR_UNREACHABLE);
-    } else if ((rs == reply_state::wait) || !worker->am_state->deferred.empty()) {
-        defer(worker, desc);
-    } else {
-        deliver_desc(worker, desc, reply);
+        return;
     }
+    deliver_desc(worker, desc, reply);
 }
 
 bool misaligned(const ucp_worker *worker, const void *data)
@@ -237,9 +222,9 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
     auto *worker = static_cast<ucp_worker*>(arg);
     ucs::wire_reader r(data, length);
     wire::am_hdr hdr;
-    uint64_t uuid = 0;
+    uint64_t reply_to[2] = {0, 0};     /* REPLY: the sender's uuid, our ep it names */
     const uint8_t *user_header;
-    if (!r.get(&hdr) || ((hdr.flags & wire::am_hdr_flag::REPLY) && !r.get(&uuid)) ||
+    if (!r.get(&hdr) || ((hdr.flags & wire::am_hdr_flag::REPLY) && !r.get(&reply_to)) ||
         (hdr.header_length > max_am_header) || !r.bytes(hdr.header_length, &user_header)) {
         warn_malformed(worker, "active message", length);
         return UCS_OK;
@@ -254,14 +239,10 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     ucp_ep *reply;
-    reply_state rs = resolve_reply(worker, hdr.flags, uuid, &reply);
-    if (rs == reply_state::unreachable) {
-        ucs_error("worker '%s': dropping an active message with id %u: no ep to "
-                  "reply to its sender", worker->name.c_str(), hdr.am_id);
+    if (!resolve_reply(worker, hdr.flags, reply_to[0], reply_to[1], &reply)) {
         return UCS_OK;
     }
-    const bool wait = (rs == reply_state::wait) || !worker->am_state->deferred.empty();
-    if (!wait && !(h.flags & UCP_AM_FLAG_PERSISTENT_DATA) && !misaligned(worker, p)) {
+    if (!(h.flags & UCP_AM_FLAG_PERSISTENT_DATA) && !misaligned(worker, p)) {
         /* The common case: the handler reads the transport's buffer. */
         ucs_status_t status = invoke(h, user_header, hdr.header_length, p, left,
                                      hdr.flags, reply, 0);
@@ -282,17 +263,14 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
     desc->kind          = am_desc_kind::EAGER;
     desc->am_id         = hdr.am_id;
     desc->send_flags    = hdr.flags;
-    desc->src_uuid      = uuid;
+    desc->src_uuid      = reply_to[0];
+    desc->ep_id         = reply_to[1];
     desc->length        = left;
     desc->header_length = hdr.header_length;
     desc->header        = desc->data() + left;
     std::memcpy(desc->data(), p, left);
     std::memcpy(desc->header, user_header, hdr.header_length);
-    if (wait) {
-        defer(worker, desc);
-    } else {
-        deliver_desc(worker, desc, reply);
-    }
+    deliver_desc(worker, desc, reply);
     return UCS_OK;
 }
 
@@ -335,6 +313,7 @@ ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
     desc->am_id         = hdr.am.am_id;
     desc->send_flags    = hdr.am.flags;
     desc->src_uuid      = hdr.src_uuid;
+    desc->ep_id         = hdr.ep_id;
     desc->length        = hdr.total_length;
     desc->received      = frag;
     desc->header_length = hdr.am.header_length;
@@ -342,7 +321,7 @@ ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
     std::memcpy(desc->header, user_header, hdr.am.header_length);
     std::memcpy(desc->data(), payload, frag);
     if (frag == desc->length) {
-        deliver_or_defer(worker, desc);
+        deliver(worker, desc);
         return UCS_OK;
     }
     try {
@@ -386,7 +365,7 @@ ucs_status_t am_middle_handler(void *arg, void *data, size_t length, unsigned)
     desc->received += frag;
     if (desc->received >= desc->length) {
         state->partial.erase(it);
-        deliver_or_defer(worker, desc);
+        deliver(worker, desc);
     }
     return UCS_OK;
 }
@@ -404,10 +383,13 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
         warn_malformed(worker, "rendezvous active message", length);
         return UCS_OK;
     }
+    if (!sender_ep_valid(worker, rts.ep_id, rts.src_uuid)) {
+        return UCS_OK;
+    }
     am_handler h;
     if (!find_handler(worker, rts.am.am_id, &h)) {
         warn_unknown_id(worker, rts.am.am_id);
-        send_reply_to(worker, rts.src_uuid, wire::AM_RNDV_ATS, rts.sreq_id,
+        send_reply_to(worker, rts.ep_id, rts.src_uuid, wire::AM_RNDV_ATS, rts.sreq_id,
                       UCS_ERR_INVALID_PARAM);
         return UCS_OK;
     }
@@ -415,7 +397,7 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
     if (desc == nullptr) {
         ucs_error("worker '%s': no memory for a rendezvous active message",
                   worker->name.c_str());
-        send_reply_to(worker, rts.src_uuid, wire::AM_RNDV_ATS, rts.sreq_id,
+        send_reply_to(worker, rts.ep_id, rts.src_uuid, wire::AM_RNDV_ATS, rts.sreq_id,
                       UCS_ERR_NO_MEMORY);
         return UCS_OK;
     }
@@ -423,6 +405,7 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
     desc->am_id         = rts.am.am_id;
     desc->send_flags    = rts.am.flags;
     desc->src_uuid      = rts.src_uuid;
+    desc->ep_id         = rts.ep_id;
     desc->length        = rts.length;
     desc->header_length = rts.am.header_length;
     desc->header        = desc->data();
@@ -435,45 +418,14 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
     std::memcpy(desc->md_name, rts.md_name, sizeof(rts.md_name));
     std::memcpy(desc->header, user_header, rts.am.header_length);
     std::memcpy(desc->rkey, rkey, rts.rkey_length);
-    deliver_or_defer(worker, desc);
+    deliver(worker, desc);
     return UCS_OK;
-}
-
-bool am_deferred_left(const ucp_worker &worker)
-{
-    return (worker.am_state != nullptr) && !worker.am_state->deferred.empty();
-}
-
-unsigned am_deferred_progress(ucp_worker *worker)
-{
-    am_worker *state = worker->am_state;
-    if ((state == nullptr) || state->deferred.empty()) {
-        return 0;
-    }
-    unsigned count = 0;
-    while (!state->deferred.empty()) {
-        am_desc *desc = state->deferred.front();
-        ucp_ep *reply;
-        reply_state rs = resolve_reply(worker, desc->send_flags, desc->src_uuid, &reply);
-        if (rs == reply_state::wait) {
-            break;
-        }
-        state->deferred.pop_front();
-        if (rs == reply_state::unreachable) {
-            ucs_error("worker '%s': dropping an active message with id %u: its "
-                      "sender could not be reached", worker->name.c_str(), desc->am_id);
-            drop_desc(worker, desc, UCS_ERR_UNREACHABLE);
-        } else {
-            deliver_desc(worker, desc, reply);
-        }
-        ++count;
-    }
-    return count;
 }
 
 void am_rndv_finish(ucp_worker *worker, const am_desc *desc, ucs_status_t status)
 {
-    send_reply_to(worker, desc->src_uuid, wire::AM_RNDV_ATS, desc->sreq_id, status);
+    send_reply_to(worker, desc->ep_id, desc->src_uuid, wire::AM_RNDV_ATS, desc->sreq_id,
+                  status);
 }
 
 } // namespace ucp

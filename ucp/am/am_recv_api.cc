@@ -137,6 +137,7 @@ ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer,
 
     wire::rts_hdr rts{};
     rts.src_uuid    = desc->src_uuid;
+    rts.ep_id       = desc->ep_id;
     rts.sreq_id     = desc->sreq_id;
     rts.address     = desc->address;
     rts.length      = desc->length;

@@ -84,12 +84,15 @@ size_t am_header(request *req, size_t offset, bool whole, void *out, uint8_t *am
         std::memcpy(p, &am, sizeof(am));
         p += sizeof(am);
         if (am.flags & wire::am_hdr_flag::REPLY) {
-            std::memcpy(p, &req->worker->uuid, sizeof(uint64_t));
-            p += sizeof(uint64_t);
+            const uint64_t reply[2] = {req->worker->uuid, s.ep->remote_id};
+            std::memcpy(p, reply, sizeof(reply));
+            p += sizeof(reply);
         }
         *am_id = wire::AM_USER_SINGLE;
     } else {
-        const wire::am_first_hdr hdr{am, req->worker->uuid, s.msg_id, s.packer.length()};
+        const uint64_t ep_id = (am.flags & wire::am_hdr_flag::REPLY) ? s.ep->remote_id : 0;
+        const wire::am_first_hdr hdr{am, req->worker->uuid, s.msg_id, s.packer.length(),
+                                     ep_id};
         std::memcpy(p, &hdr, sizeof(hdr));
         p += sizeof(hdr);
         *am_id = wire::AM_USER_FIRST;
@@ -185,6 +188,7 @@ size_t pack_am_rts(void *dest, void *arg)
     hdr.length      = s.packer.length();
     hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
     hdr.flags       = rndv_rts_flags(req);
+    hdr.ep_id       = s.ep->remote_id;
     std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
                   w->context.mds[s.rndv_md].name.c_str());
     char *out = static_cast<char*>(dest);
@@ -241,7 +245,7 @@ send_step_t am_start(request *req, proto::protocol p)
         return zcopy::applies(req, sizeof(wire::am_first_hdr) + s.header_length) ?
                am_zcopy_step : nullptr;
     case proto::protocol::EAGER_BCOPY_SINGLE: {
-        const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(uint64_t) : 0) +
+        const size_t single = sizeof(wire::am_hdr) + (reply ? 2 * sizeof(uint64_t) : 0) +
                               s.header_length;
         return (single + s.packer.length() <= max_bcopy(s)) ? am_single_step : nullptr;
     }
@@ -327,6 +331,9 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
     s.am_flags      = flags;
     s.header        = header;
     s.header_length = uint32_t(header_length);
+    if (flags & UCP_AM_SEND_FLAG_REPLY) {
+        req->flags |= request_flag::NAMES_PEER_EP;   /* rendezvous sets it too */
+    }
     s.step          = am_select_protocol(req);
     if (s.step == nullptr) {
         send_request_abort(req);

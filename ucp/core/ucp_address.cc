@@ -105,11 +105,12 @@ size_t address_packed_size(const unpacked_address &addr)
     for (const address_entry &e : addr.entries) {
         if (!string_fits(e.tl_name, 1, address_max_tl_name) ||
             !string_fits(e.md_name, 1, address_max_tl_name) ||
-            (static_cast<size_t>(e.dev_type) > max_dev_type) ||
+            (static_cast<size_t>(e.dev_type) > max_dev_type) || (e.flags == 0) ||
+            (e.flags & ~address_entry_flag::all) ||
             (e.dev_addr.size() > UINT16_MAX) || (e.iface_addr.size() > UINT16_MAX)) {
             return 0;
         }
-        size += 1 + e.tl_name.size() + 1 + 1 + e.md_name.size() + 1 + 1 +
+        size += 1 + e.tl_name.size() + 1 + 1 + e.md_name.size() + 1 + 1 + 1 +
                 2 + e.dev_addr.size() + 2 + e.iface_addr.size();
     }
     return (size <= address_max_length) ? size : 0;
@@ -138,6 +139,7 @@ ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
         w.string(e.tl_name);
         w.string(e.md_name);
         w.put<uint8_t>(static_cast<uint8_t>(e.dev_type));
+        w.put<uint8_t>(e.flags);
         w.put<uint16_t>(static_cast<uint16_t>(e.dev_addr.size()));
         w.bytes(e.dev_addr.data(), e.dev_addr.size());
         w.put<uint16_t>(static_cast<uint16_t>(e.iface_addr.size()));
@@ -213,7 +215,8 @@ ucs_status_t unpack_address(const void *buffer, size_t length,
         uint8_t dev_type;
         if (!read_string(r, 1, address_max_tl_name, &e.tl_name) ||
             !read_string(r, 1, address_max_tl_name, &e.md_name) || !r.get(&dev_type) ||
-            (dev_type > max_dev_type) || !read_blob(r, &e.dev_addr) ||
+            (dev_type > max_dev_type) || !r.get(&e.flags) || (e.flags == 0) ||
+            (e.flags & ~address_entry_flag::all) || !read_blob(r, &e.dev_addr) ||
             !read_blob(r, &e.iface_addr)) {
             return UCS_ERR_INVALID_PARAM;
         }

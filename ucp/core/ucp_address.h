@@ -25,6 +25,8 @@
  *          1   md_name_length   2..32, including the NUL
  *          n   md_name          the memory domain (component) name
  *          1   device_type      uct::device_type value
+ *          1   flags            address_entry_flag: how an ep connects to it
+ *                               (to the iface, to an ep, or both); no other bit
  *          2   dev_addr_length
  *          n   dev_addr         uct::iface::get_device_address() bytes
  *          2   iface_addr_length
@@ -54,13 +56,22 @@ constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
  * it, or a UCP message header or AM id (ucp/proto/wire.h) changes, so peers
  * of another version refuse each other at ep creation instead of failing
  * later (docs/architecture.md, "Wire formats"). 2: the tcp iface address
- * carries its connection key. */
-constexpr uint8_t  address_version      = 2;
+ * carries its connection key. 3: entries say how eps connect to them
+ * (connect-to-ep transports), the wireup is a request/reply/ack handshake
+ * and messages expecting an answer name the ep it goes to. */
+constexpr uint8_t  address_version      = 3;
 constexpr size_t   address_header_size  = 32;         /* up to name_length */
 constexpr size_t   address_max_length   = 64 * 1024;
 constexpr size_t   address_max_entries  = 256;
 constexpr size_t   address_max_name     = 255;        /* worker name chars */
 constexpr size_t   address_max_tl_name  = 31;         /* as uct::tl_resource */
+
+/* Bits of address_entry::flags. */
+namespace address_entry_flag {
+constexpr uint8_t CONNECT_TO_IFACE = 1u << 0;   /* uct::iface::ep_create_connected */
+constexpr uint8_t CONNECT_TO_EP    = 1u << 1;   /* uct::iface::ep_create + connect_to_ep */
+constexpr uint8_t all              = CONNECT_TO_IFACE | CONNECT_TO_EP;
+} // namespace address_entry_flag
 
 struct address_entry {
     std::string          tl_name;
@@ -68,6 +79,7 @@ struct address_entry {
     uct::device_type     dev_type = uct::device_type::NET;
     std::vector<uint8_t> dev_addr;
     std::vector<uint8_t> iface_addr;
+    uint8_t              flags = address_entry_flag::CONNECT_TO_IFACE;
 };
 
 struct unpacked_address {
@@ -98,7 +110,7 @@ ucs_status_t address_peek(const void *buffer, size_t length,
 /*
  * Unpacks and validates everything: magic, version, reserved bits, every
  * length against the bytes left and its limit, counts, string termination,
- * device types, and that the entries end exactly at total_length (which must
+ * device types, entry flags, and that the entries end exactly at total_length (which must
  * be <= length). Anything malformed: UCS_ERR_INVALID_PARAM, out untouched.
  */
 ucs_status_t unpack_address(const void *buffer, size_t length,

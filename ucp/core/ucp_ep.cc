@@ -78,82 +78,12 @@ void pending_purge_cb(uct::pending_req *p, void *arg)
 
 namespace {
 
-/* Worker-address bytes of the wireup message, freed after sending. */
-struct wireup_payload {
-    void     *address;
-    size_t   length;
-    uint64_t uuid;
-    uint16_t client_port;
-};
-
-size_t pack_wireup(void *dest, void *arg)
-{
-    auto *p = static_cast<wireup_payload*>(arg);
-    wire::wireup_hdr hdr{p->uuid, uint32_t(p->length), p->client_port};
-    std::memcpy(dest, &hdr, sizeof(hdr));
-    std::memcpy(static_cast<char*>(dest) + sizeof(hdr), p->address, p->length);
-    return sizeof(hdr) + p->length;
-}
-
-ucs_status_t wireup_step(request *req)
-{
-    ucp_ep *ep = req->u.send.ep;
-    /* bounce: the packed address, offset: its length, msg_id: the client port */
-    wireup_payload payload{req->u.send.bounce, req->u.send.offset, ep->worker->uuid,
-                           uint16_t(req->u.send.msg_id)};
-    ssize_t packed = ep->am_ep->am_bcopy(wire::AM_WIREUP, pack_wireup, &payload, 0);
-    if (packed == UCS_ERR_NO_RESOURCE) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    std::free(req->u.send.bounce);
-    req->u.send.bounce = nullptr;
-    request_complete(req, packed < 0 ? ucs_status_t(packed) : UCS_OK);
-    return UCS_OK;
-}
-
-/* Tells the peer who we are, so it can answer through an ep of its own
- * (or, `client_port` != 0, through its ep connecting from that port). */
-ucs_status_t send_wireup(ucp_ep *ep, uint16_t client_port)
-{
-    ucp_worker *worker = ep->worker;
-    void *address;
-    size_t length;
-    ucs_status_t status = pack_address(worker->address(false), &address, &length);
-    if (status != UCS_OK) {
-        return status;
-    }
-    if (sizeof(wire::wireup_hdr) + length > ep->am_ep->owner().attr().am.max_bcopy) {
-        ucs_error("worker address of %zu bytes does not fit a wireup message", length);
-        std::free(address);
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-    request *req = worker->get_request();
-    if (req == nullptr) {
-        std::free(address);
-        return UCS_ERR_NO_MEMORY;
-    }
-    request_reset(req, worker, request_flag::RELEASED);
-    req->u.send.ep     = ep;
-    req->u.send.step   = wireup_step;
-    req->u.send.packer = dt::packer();   /* inert: a purge releases the request */
-    req->u.send.reg    = {};
-    req->u.send.bounce = address;
-    req->u.send.offset = length;
-    req->u.send.msg_id = client_port;
-    status = ep_send_or_queue(ep, req);
-    return (status == UCS_INPROGRESS) ? UCS_OK : status;
-}
-
 /* Fails everything on the ep: queued sends and requests awaiting replies
  * or zero-copy completions. */
 void purge_requests(ucp_ep *ep, ucs_status_t status, bool lanes_gone)
 {
     purge_reason why{status, lanes_gone};
-    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        if (ep->lanes[i].ep != nullptr) {
-            ep->lanes[i].ep->pending_purge(pending_purge_cb, &why);
-        }
-    }
+    ep_for_each_uct_ep(ep, [&](uct::ep *e) { e->pending_purge(pending_purge_cb, &why); });
     std::vector<request*> waiting;
     ep->worker->req_ids.for_each([&](unsigned, request *req) {
         ucp_ep *owner = (req->flags & request_flag::RECV) ? req->u.recv.ep :
@@ -171,54 +101,46 @@ void purge_requests(ucp_ep *ep, ucs_status_t status, bool lanes_gone)
     }
 }
 
-/*
- * Makes `ep` the one answering its peer worker when none does yet, or when
- * the one that does is internal (made for the peer's wireup) and `ep` is
- * the application's: its stream then moves to `ep`, as does the reply ep
- * of later active messages. The internal ep stays, unused, until the peer
- * goes away.
- */
-void set_reply_ep(ucp_ep *ep)
+} // namespace
+
+namespace {
+
+void destroy_lanes(ucp_ep *ep)
 {
-    ucp_worker *worker = ep->worker;
-    auto [it, inserted] = worker->eps_by_uuid.try_emplace(ep->remote_uuid, ep);
-    ucp_ep *previous = nullptr;
-    if (!inserted) {
-        if (!(ep->flags & ep_flag::USER) || (it->second->flags & ep_flag::USER)) {
-            return;
-        }
-        previous   = it->second;
-        it->second = ep;
-        ucs_debug("worker '%s': ep %u takes the peer '%s' over from internal ep %u",
-                  worker->name.c_str(), ep->id, ep->peer_name.c_str(), previous->id);
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        delete ep->lanes[i].ep;
+        ep->lanes[i].ep = nullptr;
     }
-    stream_reply_ep_changed(worker, ep->remote_uuid, previous);
+    ep->num_lanes = 0;
+    delete ep->aux_ep;
+    ep->aux_ep = nullptr;
+    ep->p2p_dev_addrs.clear();
 }
 
-void forget_reply_ep(ucp_ep *ep)
+/* A lane that can carry the wireup: connects to an iface, has am_bcopy. */
+bool carries_wireup(const ucp_worker *worker, const lane &l)
 {
-    ucp_worker *worker = ep->worker;
-    auto it = worker->eps_by_uuid.find(ep->remote_uuid);
-    if ((it == worker->eps_by_uuid.end()) || (it->second != ep)) {
-        return;
-    }
-    worker->eps_by_uuid.erase(it);
-    /* Another working ep to the same worker takes over the replies, the
-     * application's rather than an internal one. */
-    ucp_ep *next = nullptr;
-    worker->ep_ids.for_each([&](unsigned, ucp_ep *other) {
-        if ((other != ep) && (other->remote_uuid == ep->remote_uuid) && other->usable() &&
-            ((next == nullptr) ||
-             ((other->flags & ep_flag::USER) && !(next->flags & ep_flag::USER)))) {
-            next = other;
-        }
-    });
-    if (next != nullptr) {
-        worker->eps_by_uuid[ep->remote_uuid] = next;
-    }
+    return !l.p2p &&
+           (worker->ifaces[l.iface_index].iface->attr().flags & uct::iface_flag::AM_BCOPY);
 }
 
 } // namespace
+
+uct::ep *ep_wireup_lane(const ucp_ep *ep)
+{
+    if (ep->aux_ep != nullptr) {
+        return ep->aux_ep;
+    }
+    if ((ep->am_lane < ep->num_lanes) && carries_wireup(ep->worker, ep->lanes[ep->am_lane])) {
+        return ep->lanes[ep->am_lane].ep;
+    }
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        if (carries_wireup(ep->worker, ep->lanes[i])) {
+            return ep->lanes[i].ep;
+        }
+    }
+    return ep->am_ep;   /* a client-server ep's placeholder: never sends */
+}
 
 ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_length)
 {
@@ -248,26 +170,61 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         return status;
     }
 
+    bool p2p = false;
     for (const lane_candidate &c : plan.lanes) {
         const address_entry &e = *c.entry;
-        uct::ep *uct_ep = nullptr;
-        status = worker->ifaces[c.iface_index].iface->ep_create_connected(
-                     e.dev_addr.data(), e.dev_addr.size(), e.iface_addr.data(),
-                     e.iface_addr.size(), &uct_ep);
+        uct::iface *iface      = worker->ifaces[c.iface_index].iface;
+        uct::ep *uct_ep        = nullptr;
+        status = c.p2p ? iface->ep_create(&uct_ep) :
+                         iface->ep_create_connected(e.dev_addr.data(), e.dev_addr.size(),
+                                                    e.iface_addr.data(), e.iface_addr.size(),
+                                                    &uct_ep);
         if (status != UCS_OK) {
             ucs_error("ucp_ep_create: %s lane to '%s' failed: %s", e.tl_name.c_str(),
                       remote.worker_name.c_str(), ucs_status_string(status));
-            for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-                delete ep->lanes[i].ep;
-                ep->lanes[i].ep = nullptr;
-            }
-            ep->num_lanes = 0;
+            destroy_lanes(ep);
             return status;
         }
         unsigned tl = worker->ifaces[c.iface_index].tl_index;
-        ep->lanes[ep->num_lanes++] = {uct_ep, c.iface_index,
-                                      worker->context.tls[tl].md_index};
+        if (c.p2p) {
+            ep->p2p_dev_addrs.resize(ep->num_lanes + 1);
+            ep->p2p_dev_addrs[ep->num_lanes] = e.dev_addr;
+            p2p = true;
+        }
+        ep->lanes[ep->num_lanes++] = {uct_ep, c.iface_index, worker->context.tls[tl].md_index,
+                                      c.p2p, uint16_t(c.entry_index)};
     }
+
+    /* Every lane connects to an ep: the wireup needs a lane of its own. */
+    bool has_wireup_lane = !p2p;
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        has_wireup_lane |= carries_wireup(worker, ep->lanes[i]);
+    }
+    if (!has_wireup_lane && (remote.worker_uuid != worker->uuid)) {
+        lane_candidate aux;
+        status = select_aux(*worker, remote, &aux);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ep_create: the lanes of worker '%s' to '%s' connect to eps, and no "
+                      "transport connecting to an iface reaches it to carry their wireup (allow "
+                      "one in UCX_TLS: tcp, shared memory or self)", worker->name.c_str(),
+                      remote.worker_name.c_str());
+            destroy_lanes(ep);
+            return status;
+        }
+        const address_entry &e = *aux.entry;
+        status = worker->ifaces[aux.iface_index].iface->ep_create_connected(
+                     e.dev_addr.data(), e.dev_addr.size(), e.iface_addr.data(),
+                     e.iface_addr.size(), &ep->aux_ep);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ep_create: %s wireup lane to '%s' failed: %s", e.tl_name.c_str(),
+                      remote.worker_name.c_str(), ucs_status_string(status));
+            ep->aux_ep = nullptr;
+            destroy_lanes(ep);
+            return status;
+        }
+        ep->aux_iface_index = aux.iface_index;
+    }
+
     ep->remote_uuid = remote.worker_uuid;
     if (ep->peer_name.empty()) {
         ep->peer_name = remote.worker_name;
@@ -282,19 +239,21 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         worker->eps_by_lane[ep->lanes[i].ep] = ep;
         worker->activate_iface(ep->lanes[i].iface_index);
     }
-    set_reply_ep(ep);
+    if (ep->aux_ep != nullptr) {
+        worker->eps_by_lane[ep->aux_ep] = ep;
+        worker->activate_iface(ep->aux_iface_index);
+    }
     log_ep_lanes(ep);
     return UCS_OK;
 }
 
 ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
-                                  size_t max_length, uint32_t flags, ucp_ep **ep_p,
-                                  uint16_t client_port)
+                                  size_t max_length, uint32_t flags, ucp_ep **ep_p)
 {
     auto ep = std::make_unique<ucp_ep>();
     ep->worker = worker;
     ep->flags  = flags;
-    ucs_status_t status = worker->ep_ids.insert(ep.get(), &ep->id);
+    ucs_status_t status = worker->register_ep(ep.get());
     if (status != UCS_OK) {
         return status;
     }
@@ -308,16 +267,10 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
     if (!(flags & ep_flag::USER)) {
         ++worker->num_peer_eps;
     }
-    if ((flags & ep_flag::USER) && (raw->remote_uuid != worker->uuid)) {
-        status = send_wireup(raw, client_port);
-        if (status != UCS_OK) {
-            ep_destroy(raw);
-            return status;
-        }
-    }
-    ucs_debug("worker '%s': ep %u to '%s': %u lanes, am lane %u, rndv lane %d",
+    ucs_debug("worker '%s': ep %u to '%s': %u lanes, am lane %u, rndv lane %d%s",
               worker->name.c_str(), raw->id, raw->peer_name.c_str(), raw->num_lanes,
-              raw->am_lane, raw->rndv_lane == no_lane ? -1 : int(raw->rndv_lane));
+              raw->am_lane, raw->rndv_lane == no_lane ? -1 : int(raw->rndv_lane),
+              (raw->aux_ep != nullptr) ? ", an aux lane for the wireup" : "");
     *ep_p = raw;
     return UCS_OK;
 }
@@ -330,14 +283,18 @@ void ep_destroy(ucp_ep *ep)
     }
     purge_requests(ep, UCS_ERR_CANCELED, true);
     stream_ep_destroy(ep);
-    forget_reply_ep(ep);
+    wireup::ep_forget(ep);
     worker->ep_ids.remove(ep->id);
+    ep_for_each_uct_ep(ep, [worker](uct::ep *e) { worker->eps_by_lane.erase(e); });
+    bool proxy_in_lanes = false;
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        worker->eps_by_lane.erase(ep->lanes[i].ep);
-        delete ep->lanes[i].ep;
-        ep->lanes[i].ep = nullptr;
+        proxy_in_lanes |= (ep->lanes[i].ep == ep->proxy);
     }
-    ep->num_lanes = 0;
+    if (!proxy_in_lanes) {
+        delete ep->proxy;
+    }
+    ep->proxy = nullptr;
+    destroy_lanes(ep);
     delete ep;
 }
 
@@ -360,7 +317,7 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
     }
     ep->flags  |= ep_flag::FAILED;
     ep->status  = status;
-    forget_reply_ep(ep);
+    wireup::ep_forget(ep);
     purge_requests(ep, status, false);
     stream_ep_fail(ep, status);
     if (!peer_reachable(ep->worker, ep->remote_uuid)) {
@@ -400,6 +357,9 @@ bool ep_notify_closed(ucp_ep *ep)
         (ep->flags & ep_flag::CONNECTING)) {
         return true;
     }
+    /* Not wired up: the proxy holds nothing (the flush emptied it), and the
+     * notice goes out of the wireup lane. */
+    uct::ep *lane = ep->held() ? ep_wireup_lane(ep) : ep->am_ep;
     /* Only the last ep to that worker: the peer fails all of its eps to us. */
     bool other = false;
     worker->ep_ids.for_each([&](unsigned, ucp_ep *e) {
@@ -409,10 +369,10 @@ bool ep_notify_closed(ucp_ep *ep)
     if (other) {
         return true;
     }
-    ucs_status_t status = ep->am_ep->am_short(wire::AM_EP_CLOSED, worker->uuid, nullptr, 0);
+    ucs_status_t status = lane->am_short(wire::AM_EP_CLOSED, worker->uuid, nullptr, 0);
     if ((status == UCS_ERR_UNSUPPORTED) || (status == UCS_ERR_INVALID_PARAM)) {
         const uint64_t uuid = worker->uuid;
-        ssize_t packed = ep->am_ep->am_bcopy(wire::AM_EP_CLOSED,
+        ssize_t packed = lane->am_bcopy(wire::AM_EP_CLOSED,
                                              [](void *dest, void *arg) -> size_t {
             std::memcpy(dest, arg, sizeof(uint64_t));
             return sizeof(uint64_t);
@@ -469,7 +429,11 @@ ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
     if (ucs_unlikely(!ep->usable())) {
         return ep->status;
     }
-    if (ep->num_pending == 0) {
+    if (ucs_unlikely(!(ep->flags & ep_flag::READY)) &&
+        (req->flags & request_flag::NAMES_PEER_EP)) {
+        ep_hold_sends(ep);      /* until the REPLY tells us the peer's ep */
+    }
+    if ((ep->num_pending == 0) && !ep->held()) {
         ucs_status_t status = req->u.send.step(req);
         if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
             return status;
@@ -485,6 +449,35 @@ ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
             return status;
         }
         /* Resources came back meanwhile: try again ourselves. */
+        status = req->u.send.step(req);
+        if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
+            return status;
+        }
+    }
+    req->flags |= request_flag::PENDING;
+    ++ep->num_pending;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t ep_send_wireup(ucp_ep *ep, request *req)
+{
+    if (ucs_unlikely(!ep->usable())) {
+        return ep->status;
+    }
+    uct::ep *lane = ep_wireup_lane(ep);
+    ucs_status_t status = req->u.send.step(req);
+    if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
+        return status;
+    }
+    req->u.send.pending.func = pending_dispatch;
+    for (;;) {
+        status = lane->pending_add(&req->u.send.pending, 0);
+        if (status == UCS_OK) {
+            break;
+        }
+        if (status != UCS_ERR_BUSY) {
+            return status;
+        }
         status = req->u.send.step(req);
         if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
             return status;
@@ -517,22 +510,37 @@ bool try_send_reply(ucp_ep *ep, uint8_t am_id, uint64_t req_id, int8_t status)
 
 } // namespace
 
-ucp_ep *reply_ep(ucp_worker *worker, uint64_t uuid)
+bool sender_ep_valid(ucp_worker *worker, uint64_t ep_id, uint64_t uuid)
 {
-    auto it = worker->eps_by_uuid.find(uuid);
-    return (it == worker->eps_by_uuid.end()) ? nullptr : it->second;
+    if (ucs_likely(worker->ep_by_id(ep_id, uuid) != nullptr)) {
+        return true;
+    }
+    if (worker->dropped_bad_ep_ids++ == 0) {
+        ucs_warn("worker '%s': dropping a message of worker 0x%llx naming ep 0x%llx, which is "
+                 "not an ep of ours to it (stale or forged)", worker->name.c_str(),
+                 static_cast<unsigned long long>(uuid), static_cast<unsigned long long>(ep_id));
+    } else {
+        ucs_debug("worker '%s': dropping a message naming unknown ep 0x%llx",
+                  worker->name.c_str(), static_cast<unsigned long long>(ep_id));
+    }
+    return false;
 }
 
-void send_reply_to(ucp_worker *worker, uint64_t uuid, uint8_t am_id, uint64_t req_id,
-                   ucs_status_t status)
+void send_reply_to(ucp_worker *worker, uint64_t ep_id, uint64_t uuid, uint8_t am_id,
+                   uint64_t req_id, ucs_status_t status)
 {
     if (worker->queued_replies.empty()) {
-        ucp_ep *ep = reply_ep(worker, uuid);
-        if ((ep != nullptr) && try_send_reply(ep, am_id, req_id, int8_t(status))) {
+        ucp_ep *ep = worker->ep_by_id(ep_id, uuid);
+        if (ep == nullptr) {
+            ucs_debug("worker '%s': dropping a reply to a gone ep of worker 0x%llx",
+                      worker->name.c_str(), static_cast<unsigned long long>(uuid));
+            return;
+        }
+        if (try_send_reply(ep, am_id, req_id, int8_t(status))) {
             return;
         }
     }
-    worker->queued_replies.push_back({uuid, am_id, req_id, int8_t(status)});
+    worker->queued_replies.push_back({ep_id, uuid, am_id, req_id, int8_t(status)});
     worker->schedule(deferred::REPLIES);
 }
 
@@ -575,12 +583,9 @@ unsigned process_queued_replies(ucp_worker *worker)
     auto &q = worker->queued_replies;
     while (!q.empty()) {
         queued_reply r = q.front();
-        ucp_ep *ep = reply_ep(worker, r.uuid);
+        ucp_ep *ep = worker->ep_by_id(r.ep_id, r.uuid);
         if (ep == nullptr) {
-            if (worker->pending_wireups.count(r.uuid)) {
-                break;      /* its ep is created next round */
-            }
-            ucs_debug("dropping a reply to unknown worker 0x%llx",
+            ucs_debug("dropping a reply to a gone ep of worker 0x%llx",
                       static_cast<unsigned long long>(r.uuid));
         } else if (!try_send_reply(ep, r.am_id, r.req_id, r.status)) {
             break;
@@ -631,12 +636,10 @@ unsigned run_deferred(void *arg)
 
 bool lanes_left(const ucp_worker &w) { return !w.failed_lanes.empty(); }
 bool peers_left(const ucp_worker &w) { return !w.closed_peers.empty(); }
-bool wireups_left(const ucp_worker &w) { return !w.pending_wireups.empty(); }
 bool replies_left(const ucp_worker &w) { return !w.queued_replies.empty(); }
 bool rndv_left(const ucp_worker &w) { return !w.rndv_deferred.empty(); }
 bool rma_left(const ucp_worker &w) { return !w.rma.deferred.empty(); }
 bool flushes_left(const ucp_worker &w) { return !w.flush_requests.empty(); }
-bool stream_left(const ucp_worker &w) { return w.stream_attach_due; }
 
 } // namespace
 
@@ -646,13 +649,11 @@ void register_deferred_work(ucp_worker *worker)
     const callback_t slots[] = {
         run_deferred<process_failed_lanes, deferred::FAILED_LANES, lanes_left>,
         run_deferred<process_closed_peers, deferred::CLOSED_PEERS, peers_left>,
-        run_deferred<process_pending_wireups, deferred::WIREUPS, wireups_left>,
+        run_deferred<wireup::progress, deferred::WIREUPS, wireup::messages_left>,
         run_deferred<process_queued_replies, deferred::REPLIES, replies_left>,
         run_deferred<rndv_deferred_progress, deferred::RNDV, rndv_left>,
         run_deferred<rma_deferred_progress, deferred::RMA, rma_left>,
         run_deferred<flush_progress, deferred::FLUSH, flushes_left>,
-        run_deferred<am_deferred_progress, deferred::AM, am_deferred_left>,
-        run_deferred<stream_deferred_progress, deferred::STREAM, stream_left>,
     };
     static_assert(std::size(slots) == size_t(deferred::count), "one callback per slot");
     for (size_t i = 0; i < std::size(slots); ++i) {

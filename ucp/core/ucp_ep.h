@@ -3,12 +3,15 @@
  * the configuration (ucp_ep_config.h) whose tables pick a protocol per
  * message size.
  *
- * Every transport we have connects to a peer's iface address, so an ep is
- * usable as soon as ucp_ep_create returns: creation never waits for the
- * peer. The first message on the AM lane is a wireup message carrying our
- * worker address, so the peer can reply (sync acks, rendezvous) through an
- * ep of its own; it reaches the peer before anything else we send because
- * the AM lane keeps order.
+ * Each ep is paired with one ep of the peer by the wireup handshake
+ * (ucp/wireup/wireup.h): the REQUEST tells the peer our ep id and worker
+ * address, its REPLY tells us its ep id (remote_id), which every message
+ * expecting an answer names. Lanes of connect-to-iface transports work
+ * from creation, so an ep of only such lanes sends at once; only a message
+ * that names the peer's ep waits, with everything after it, for the REPLY.
+ * Lanes of connect-to-ep transports (p2p) work only once both sides
+ * connected their uct eps to each other's: until then the ep's sends queue
+ * in its wireup proxy (ucp/wireup/proxy_ep.h), in order.
  */
 #ifndef UCP_CORE_UCP_EP_H
 #define UCP_CORE_UCP_EP_H
@@ -16,6 +19,7 @@
 #include "ucp_ep_config.h"
 #include "ucp_request.h"
 
+#include <ucp/wireup/proxy_ep.h>
 #include <uct/base/uct_iface.h>
 
 #include <string>
@@ -29,6 +33,10 @@ struct lane {
     uct::ep  *ep;
     unsigned iface_index;   /* into ucp_worker::ifaces */
     unsigned md_index;      /* into ucp_context::mds */
+    /* A connect-to-ep lane: its uct ep connects to the peer's ep on the
+     * peer's address entry `remote_entry`, in the wireup. */
+    bool     p2p;
+    uint16_t remote_entry;
 };
 
 namespace ep_flag {
@@ -39,6 +47,20 @@ constexpr uint32_t ERR_NOTIFIED = 1u << 3;
 /* Client-server ep waiting for the server's address: its only lane is a
  * placeholder that queues every send (ucp/wireup/sockaddr_ep.cc). */
 constexpr uint32_t CONNECTING   = 1u << 8;
+/* Wireup (ucp/wireup/wireup.h). */
+constexpr uint32_t REQ_SENT     = 1u << 9;   /* our REQUEST is out */
+constexpr uint32_t LOCAL_CONNECTED = 1u << 10; /* our p2p lanes are connected */
+/* Every lane may be used: the peer's ep is known and its p2p lanes are
+ * connected to ours. Until then sends that need the peer queue. */
+constexpr uint32_t READY        = 1u << 11;
+/* An ep made for a peer's REQUEST, not the application's yet: a later
+ * ucp_ep_create to that peer with the same conn_sn adopts it. */
+constexpr uint32_t UNEXPECTED   = 1u << 12;
+/* Our REQUEST waits for the peer's REPLY, or a REQUEST of the peer's with
+ * our conn_sn (both sides connecting at once). */
+constexpr uint32_t EXPECTED     = 1u << 13;
+/* The client's ep of a client-server connection (sockaddr_ep.cc). */
+constexpr uint32_t CLIENT       = 1u << 14;
 } // namespace ep_flag
 
 } // namespace ucp
@@ -48,6 +70,12 @@ struct ucp_ep {
     uint64_t                  remote_uuid = 0;
     std::string               peer_name;
     unsigned                  id = 0;               /* in worker->ep_ids */
+    /* What the peer names us by (id and a generation, ucp_worker::ep_by_id),
+     * and its ep paired with us; 0 until the wireup told it. */
+    uint64_t                  local_id = 0;
+    uint64_t                  remote_id = 0;
+    /* The n-th ep this worker made to the peer by address (ep matching). */
+    uint32_t                  conn_sn = 0;
     uint32_t                  flags = 0;
     ucs_status_t              status = UCS_OK;
     ucp_err_handling_mode_t   err_mode = UCP_ERR_HANDLING_MODE_NONE;
@@ -59,6 +87,15 @@ struct ucp_ep {
     uint8_t                   am_lane = ucp::no_lane;
     uint8_t                   rndv_lane = ucp::no_lane;  /* get_zcopy pull */
     uint8_t                   rma_lane = ucp::no_lane;   /* put/get/atomics */
+    /* The ep's wireup messages go out of a connect-to-iface lane, or of
+     * this ep when every lane connects to an ep (not a lane: no role). */
+    uct::ep                   *aux_ep = nullptr;
+    unsigned                  aux_iface_index = 0;
+    /* Queues the ep's sends until it is READY (am_ep points to it then). */
+    ucp::proxy_ep             *proxy = nullptr;
+    /* Until the p2p lanes are connected: the peer's device address of each
+     * (by lane index), from its worker address. */
+    std::vector<std::vector<uint8_t>> p2p_dev_addrs;
 
     /* The configuration shared with eps of the same lanes (protocol limits
      * and selection), and fast-path copies of the AM lane and its limits. */
@@ -78,29 +115,29 @@ struct ucp_ep {
     uint32_t                  rma_outstanding = 0;
 
     bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
+    /* Sends go to the proxy's queue: the ep is not READY yet. */
+    bool held() const { return (proxy != nullptr) && (am_ep == proxy); }
 };
 
 namespace ucp {
 
 /*
- * Creates an ep to the worker whose packed address is `address`, of which
- * at most `max_length` bytes are readable (SIZE_MAX: the caller only has a
- * pointer, as in ucp_ep_create; the header's length is trusted then).
- * A USER ep sends the peer our wireup; `client_port` != 0 marks it as the
- * answer to the client-server connection from that port of the peer.
+ * Creates an ep with lanes to the worker whose packed address is
+ * `address`, of which at most `max_length` bytes are readable (SIZE_MAX:
+ * the caller only has a pointer, as in ucp_ep_create; the header's length
+ * is trusted then). Nothing is sent: ucp/wireup/wireup.h starts the
+ * handshake (wireup::connect).
  */
 ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
-                                  size_t max_length, uint32_t flags, ucp_ep **ep_p,
-                                  uint16_t client_port = 0);
+                                  size_t max_length, uint32_t flags, ucp_ep **ep_p);
 
 /*
  * Gives `ep`, which has no lanes yet, lanes to the worker at `address` (at
- * most `max_length` readable bytes), its thresholds, and the worker's
- * lookups by lane and peer. Nothing is sent. On failure the ep is unchanged.
- *
- * One ep answers each peer worker (eps_by_uuid: replies, stream data, AM
- * reply eps): the first, except that a USER ep takes over from an ep our
- * wireup made for that peer, with the stream data that ep collected.
+ * most `max_length` readable bytes): connect-to-iface lanes connected,
+ * connect-to-ep ones created unconnected (and the proxy holding sends),
+ * an aux ep for the wireup when no lane connects to an iface, the
+ * thresholds, and the worker's lookup by lane. Nothing is sent. On failure
+ * the ep is unchanged.
  */
 ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_length);
 
@@ -123,9 +160,38 @@ bool ep_notify_closed(ucp_ep *ep);
 /*
  * Sends on the AM lane, or queues `req` behind the ones already waiting
  * (order is kept). `req->u.send.step` is retried from the pending queue.
+ * A request flagged NAMES_PEER_EP on an ep that does not know the peer's
+ * ep yet holds the ep's sends (wireup proxy) until the REPLY.
  * Returns what the step returned, or UCS_INPROGRESS when queued.
  */
 ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req);
+
+/* Sends `req` (a wireup message) on the ep's wireup lane, ahead of the
+ * sends the proxy holds; queued on that lane when it is busy. */
+ucs_status_t ep_send_wireup(ucp_ep *ep, request *req);
+
+/* The uct ep wireup messages go out of: the aux ep, or the AM lane. */
+uct::ep *ep_wireup_lane(const ucp_ep *ep);
+
+/* Every uct ep of the ep (lanes, aux ep, proxy), once each. */
+template <typename Fn> void ep_for_each_uct_ep(ucp_ep *ep, Fn &&fn)
+{
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        if (ep->lanes[i].ep != nullptr) {
+            fn(ep->lanes[i].ep);
+        }
+    }
+    if (ep->aux_ep != nullptr) {
+        fn(ep->aux_ep);
+    }
+    bool proxy_in_lanes = false;
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        proxy_in_lanes |= (ep->lanes[i].ep == ep->proxy);
+    }
+    if ((ep->proxy != nullptr) && !proxy_in_lanes) {
+        fn(static_cast<uct::ep*>(ep->proxy));
+    }
+}
 
 
 } // namespace ucp

@@ -12,6 +12,7 @@
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/wireup/sockaddr.h>
+#include <ucp/wireup/wireup.h>
 #include <ucs/debug/log.h>
 
 #include <algorithm>
@@ -219,25 +220,11 @@ ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep
     if (status != UCS_OK) {
         return status;
     }
-    uint64_t uuid;
-    status = address_peek(params.address, address_header_size, nullptr, &uuid);
-    if (status != UCS_OK) {
-        ucs_error("ucp_ep_create: not a worker address");
-        return status;
-    }
-
-    /* A peer that connected to us first left an ep nobody holds: adopt it. */
+    /* Adopts the ep a matching REQUEST of the peer made, or makes one. */
     ucp_ep *ep = nullptr;
-    if (auto it = worker->eps_by_uuid.find(uuid); (it != worker->eps_by_uuid.end()) &&
-        !(it->second->flags & ep_flag::USER) && it->second->usable()) {
-        ep = it->second;
-        ep->flags |= ep_flag::USER;
-        --worker->num_peer_eps;
-    } else {
-        status = ep_create_to_address(worker, params.address, SIZE_MAX, ep_flag::USER, &ep);
-        if (status != UCS_OK) {
-            return status;
-        }
+    status = wireup::connect(worker, params.address, SIZE_MAX, 0, &ep);
+    if (status != UCS_OK) {
+        return status;
     }
     apply_ep_params(ep, params);
     *ep_p = ep;
@@ -254,6 +241,25 @@ void print_ep(ucp_ep *ep, FILE *stream)
                  (ep->flags & ep_flag::CONNECTING) ? " (connecting to a listener)" : "");
     std::fprintf(stream, "#   error handling: %s\n",
                  (ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) ? "peer" : "none");
+    std::fprintf(stream, "#   wireup: %s, ep id 0x%llx, peer ep id 0x%llx%s\n",
+                 wireup::state_name(ep), static_cast<unsigned long long>(ep->local_id),
+                 static_cast<unsigned long long>(ep->remote_id),
+                 ep->held() ? ", sends held until then" : "");
+    if (!(ep->flags & ep_flag::CONNECTING)) {
+        for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+            const lane &l = ep->lanes[i];
+            const uct::tl_resource &res =
+                    worker->context.tls[worker->ifaces[l.iface_index].tl_index].resource;
+            std::fprintf(stream, "#   lane[%u]: %s/%s, connects to the peer's %s\n", i,
+                         res.tl_name, res.dev_name, l.p2p ? "ep" : "iface");
+        }
+        if (ep->aux_ep != nullptr) {
+            const uct::tl_resource &res =
+                    worker->context.tls[worker->ifaces[ep->aux_iface_index].tl_index].resource;
+            std::fprintf(stream, "#   wireup lane: %s/%s (aux, connects to the peer's iface)\n",
+                         res.tl_name, res.dev_name);
+        }
+    }
     print_ep_config(*worker, *ep->cfg, stream);
 }
 

@@ -46,6 +46,9 @@ constexpr uint32_t PUSHING    = 1u << 17; /* rendezvous send writing its part: s
 constexpr uint32_t PUSH_FAILED= 1u << 18; /* the ep failed during the push: finish when it ends */
 constexpr uint32_t AWAIT_PUSH = 1u << 19; /* rendezvous receive waiting for the sender's ATP */
 constexpr uint32_t ZCOPY      = 1u << 20; /* eager zero-copy send: send.zcopy is valid */
+constexpr uint32_t WIREUP     = 1u << 21; /* a wireup message: never held by the proxy */
+/* Its messages name the peer's ep (remote_id): waits for the wireup REPLY. */
+constexpr uint32_t NAMES_PEER_EP = 1u << 22;
 } // namespace request_flag
 
 struct request;
@@ -94,6 +97,7 @@ struct push_state {
     size_t           offset;       /* bytes issued */
     uint64_t         rreq_id;      /* what the ATP names */
     uint64_t         dest_uuid;    /* the receiver's worker */
+    uint64_t         dest_ep_id;   /* our ep the RTR named: the ATP goes out of it */
 };
 
 /*
@@ -140,6 +144,7 @@ struct recv_state {
     /* Rendezvous pull. */
     ucp_ep              *ep;
     uint64_t            src_uuid;
+    uint64_t            src_ep_id;     /* our ep the sender named: RTR and ATS go out of it */
     uint64_t            remote_req_id;
     uint64_t            remote_addr;
     size_t              get_length;    /* bytes to pull (<= capacity) */

@@ -284,11 +284,18 @@ ucs_status_t ucp_worker::open_ifaces()
 
 ucp::unpacked_address ucp_worker::address(bool net_only) const
 {
+    return address(net_only, nullptr);
+}
+
+ucp::unpacked_address ucp_worker::address(bool net_only,
+                                          std::vector<unsigned> *iface_of_entry) const
+{
     ucp::unpacked_address addr;
     addr.worker_uuid = uuid;
     addr.node_id     = ucp::local_node_id();
     addr.worker_name = name;
-    for (const ucp::worker_iface &wi : ifaces) {
+    for (unsigned i = 0; i < ifaces.size(); ++i) {
+        const ucp::worker_iface &wi = ifaces[i];
         const ucp::tl_entry &tl = context.tls[wi.tl_index];
         if (net_only && (tl.resource.type != uct::device_type::NET)) {
             continue;
@@ -298,6 +305,13 @@ ucp::unpacked_address ucp_worker::address(bool net_only) const
         e.md_name  = context.mds[tl.md_index].name;
         e.dev_type = tl.resource.type;
         const uct::iface_attr &attr = wi.iface->attr();
+        e.flags    = ((attr.flags & uct::iface_flag::CONNECT_TO_IFACE) ?
+                      ucp::address_entry_flag::CONNECT_TO_IFACE : 0) |
+                     ((attr.flags & uct::iface_flag::CONNECT_TO_EP) ?
+                      ucp::address_entry_flag::CONNECT_TO_EP : 0);
+        if (e.flags == 0) {
+            continue;      /* nothing can connect to it */
+        }
         e.dev_addr.resize(attr.device_addr_len);
         e.iface_addr.resize(attr.iface_addr_len);
         ucs_status_t status = wi.iface->get_device_address(e.dev_addr.data());
@@ -311,8 +325,33 @@ ucp::unpacked_address ucp_worker::address(bool net_only) const
             continue;
         }
         addr.entries.push_back(std::move(e));
+        if (iface_of_entry != nullptr) {
+            iface_of_entry->push_back(i);
+        }
     }
     return addr;
+}
+
+ucs_status_t ucp_worker::register_ep(ucp_ep *ep)
+{
+    ucs_status_t status = ep_ids.insert(ep, &ep->id);
+    if (status != UCS_OK) {
+        return status;
+    }
+    ep->local_id = (uint64_t(ep_generation++) << 32) | ep->id;
+    if (ep_generation == 0) {
+        ep_generation = 1;     /* 0 never names an ep */
+    }
+    return UCS_OK;
+}
+
+ucp_ep *ucp_worker::ep_by_id(uint64_t id, uint64_t peer_uuid) const
+{
+    ucp_ep *ep = ep_ids.lookup(uint32_t(id));
+    if ((ep == nullptr) || (ep->local_id != id) || (ep->remote_uuid != peer_uuid)) {
+        return nullptr;
+    }
+    return ep;
 }
 
 uint64_t ucp_worker::register_request(ucp::request *req)

@@ -12,6 +12,7 @@
 #include "ucp_request.h"
 
 #include <ucp/rma/rma_worker.h>
+#include <ucp/wireup/wireup.h>
 #include <ucs/async/recursive_lock.h>
 #include <ucs/datastruct/callback_queue.h>
 #include <ucs/datastruct/ptr_array.h>
@@ -91,27 +92,26 @@ struct msg_key_hash {
     }
 };
 
-/* A peer's wireup (its worker address) waiting for us to make an ep. */
-struct pending_wireup {
-    std::vector<uint8_t> address;
-    uint16_t             client_port;   /* wire::wireup_hdr::client_port */
-};
+/* An ep's place in ep matching: the peer worker and the ep's conn_sn. */
+using conn_key      = msg_key;
+using conn_key_hash = msg_key_hash;
 
 /*
  * Work deferred out of transport callbacks, one slot of the worker's
  * progress_queue each, registered in this order when the worker is made so
  * that progress runs them in this order: a failed lane before its peer's
- * wireup, wireups before the replies and messages waiting for their ep.
+ * wireup, wireups before the replies waiting for their ep to be ready.
  * A feature schedules its slot when it queues work, and its callback
  * schedules it again while work is left.
  */
 enum class deferred : unsigned {
-    FAILED_LANES, CLOSED_PEERS, WIREUPS, REPLIES, RNDV, RMA, FLUSH, AM, STREAM, count
+    FAILED_LANES, CLOSED_PEERS, WIREUPS, REPLIES, RNDV, RMA, FLUSH, count
 };
 
 /* A control reply that found its lane busy; sent again from progress. */
 struct queued_reply {
-    uint64_t uuid;      /* peer worker; its ep is resolved when sending */
+    uint64_t ep_id;     /* our ep the request named; resolved when sending */
+    uint64_t uuid;      /* the peer worker that ep must reach */
     uint8_t  am_id;
     uint64_t req_id;
     int8_t   status;
@@ -155,14 +155,22 @@ struct ucp_worker {
     /* Descriptors of small unexpected messages (tag/tag_recv.h). */
     ucs::mpool                         rx_message_pool;
 
-    /* Endpoints by id; the first ep to each peer worker answers its replies. */
+    /* Endpoints by index; ep_by_id() checks the generation of an id. */
     ucs::ptr_array<ucp_ep>             ep_ids;
-    /* Live eps this worker made for peers that wired up to it (no USER
-     * flag), bounded by UCX_MAX_PEER_EPS with the wireups still pending. */
+    uint32_t                           ep_generation = 1;
+    /* Live eps this worker made for peers' REQUESTs (no USER flag),
+     * bounded by UCX_MAX_PEER_EPS with the REQUESTs still queued. */
     unsigned                           num_peer_eps = 0;
     uint64_t                           dropped_wireups = 0;
-    std::unordered_map<uint64_t, ucp_ep*> eps_by_uuid;
+    /* Messages dropped because the ep they named is not ours (stale, forged). */
+    uint64_t                           dropped_bad_ep_ids = 0;
     std::unordered_map<const uct::ep*, ucp_ep*> eps_by_lane;
+    /* Ep matching (ucp/wireup/wireup.h): eps made to each peer by address
+     * so far, our REQUESTs not answered yet, and eps made for the peer's
+     * REQUESTs not adopted by the application yet, by (peer, conn_sn). */
+    std::unordered_map<uint64_t, uint32_t> conn_sn_next;
+    std::unordered_map<ucp::conn_key, ucp_ep*, ucp::conn_key_hash> eps_expected;
+    std::unordered_map<ucp::conn_key, ucp_ep*, ucp::conn_key_hash> eps_unexpected;
     /* What eps with the same lanes share (ucp_ep_config.h), ep_cfg[i]. */
     std::vector<std::unique_ptr<ucp::ep_config>> ep_configs;
 
@@ -185,11 +193,10 @@ struct ucp_worker {
     /* Work deferred out of transport callbacks. */
     std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;
     std::deque<ucp::queued_reply>      queued_replies;
-    /* Worker addresses of peers that wired up before we had an ep to them;
-     * held while the wireup answers an ep of ours still connecting. */
-    std::unordered_map<uint64_t, ucp::pending_wireup> pending_wireups;
-    /* Stream data waits for an ep that answers its sender now. */
-    bool                               stream_attach_due = false;
+    /* Wireup messages checked by the handler, acted on from progress; a
+     * REQUEST for a client-server ep still connecting waits here. */
+    std::deque<ucp::wireup::message>   wireup_msgs;
+    unsigned                           queued_requests = 0;   /* REQUESTs among them */
     /* Peer workers that closed their ep to us: our eps to them fail. */
     std::vector<uint64_t>              closed_peers;
     /* Rendezvous receives waiting for an ep to their sender or a free lane. */
@@ -243,6 +250,15 @@ struct ucp_worker {
 
     /* This worker's address, NET entries only when net_only. */
     ucp::unpacked_address address(bool net_only) const;
+
+    /* This worker's address, and for each of its entries the iface index. */
+    ucp::unpacked_address address(bool net_only, std::vector<unsigned> *iface_of_entry) const;
+
+    /* Gives `ep` its id (index in ep_ids and a generation). */
+    ucs_status_t register_ep(ucp_ep *ep);
+    /* The live ep a peer's message names by `id` if it reaches worker
+     * `uuid`; nullptr for a stale or forged id (or another peer's ep). */
+    ucp_ep *ep_by_id(uint64_t id, uint64_t uuid) const;
 
     /* Request ids for replies. */
     uint64_t register_request(ucp::request *req);

@@ -9,6 +9,7 @@
 #include <ucp/rma/rma.h>
 #include <ucp/tag/rndv.h>
 #include <ucp/tag/tag_recv.h>
+#include <ucp/wireup/wireup.h>
 
 namespace ucp {
 

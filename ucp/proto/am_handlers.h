@@ -1,8 +1,8 @@
 /*
  * Glue between the protocols and the worker: the AM handlers every iface
  * gets, and the work the worker defers out of transport callbacks
- * (failed lanes, endpoints for peers that wired up to us, replies that
- * found their lane busy, flushes).
+ * (failed lanes, wireup messages, replies that found their lane busy,
+ * flushes).
  */
 #ifndef UCP_PROTO_AM_HANDLERS_H
 #define UCP_PROTO_AM_HANDLERS_H
@@ -25,15 +25,21 @@ ucs_status_t worker_lane_error(void *arg, uct::ep *failed, ucs_status_t status);
 /* Registers the deferred work of ucp::deferred in the worker's progress_queue. */
 void register_deferred_work(ucp_worker *worker);
 
-/* Creates eps for peers whose wireup arrived (never inside a transport). */
-unsigned process_pending_wireups(ucp_worker *worker);
+/*
+ * Whether `ep_id`, from a message of worker `uuid` that expects an answer
+ * (or carries data for an ep), names a live ep of ours to that worker. If
+ * not (stale or forged), the message is to be dropped: this logs it and
+ * counts it in ucp_worker::dropped_bad_ep_ids.
+ */
+bool sender_ep_valid(ucp_worker *worker, uint64_t ep_id, uint64_t uuid);
 
-/* The ep that answers a peer worker, or nullptr while there is none yet. */
-ucp_ep *reply_ep(ucp_worker *worker, uint64_t uuid);
-
-/* Sends (or queues) a reply to a peer worker, resolving its ep late. */
-void send_reply_to(ucp_worker *worker, uint64_t uuid, uint8_t am_id, uint64_t req_id,
-                   ucs_status_t status);
+/*
+ * Sends (or queues) a reply naming the peer's request `req_id` out of our
+ * ep `ep_id`, the one the peer's message named, which must reach worker
+ * `uuid`; resolved again when a queued reply goes out (a gone ep: dropped).
+ */
+void send_reply_to(ucp_worker *worker, uint64_t ep_id, uint64_t uuid, uint8_t am_id,
+                   uint64_t req_id, ucs_status_t status);
 
 /* Restarts rendezvous receives that waited for an ep or resources. */
 unsigned rndv_deferred_progress(ucp_worker *worker);
@@ -49,18 +55,6 @@ ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned fl
 
 /* Advances flush and close requests. */
 unsigned flush_progress(ucp_worker *worker);
-
-/* Active messages held back until the ep answering their sender exists. */
-unsigned am_deferred_progress(ucp_worker *worker);
-bool am_deferred_left(const ucp_worker &worker);
-
-/* Stream data that arrived before the ep answering its sender existed. */
-unsigned stream_deferred_progress(ucp_worker *worker);
-
-/* eps_by_uuid[uuid] changed to a new ep (from `previous`, or from none):
- * the stream data kept for that peer, and what `previous` holds, go to the
- * new one from the next progress on, in order. */
-void stream_reply_ep_changed(ucp_worker *worker, uint64_t uuid, ucp_ep *previous);
 
 /* The ep's stream receives complete with `status` (the ep failed). */
 void stream_ep_fail(ucp_ep *ep, ucs_status_t status);

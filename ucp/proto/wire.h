@@ -18,6 +18,14 @@
  * removing or renumbering an AM id, requires bumping address_version. The
  * static_asserts after each header freeze its size (and, where a field is
  * sent or read on its own, its offset).
+ *
+ * Ep ids: a message that expects an answer (a sync ack, a rendezvous ATS,
+ * RTR or ATP, an emulated RMA reply, a user AM's reply ep) or data for an
+ * ep (stream) names the receiver's ep that the answer goes out of, learnt
+ * in the wireup (`ep_id`). The receiver looks it up with its generation
+ * and checks it reaches the sending worker (ucp_worker::ep_by_id): a stale
+ * or forged id names nothing and the message is dropped. So answers never
+ * depend on which lane the wireup took or on the order of lanes.
  */
 #ifndef UCP_PROTO_WIRE_H
 #define UCP_PROTO_WIRE_H
@@ -38,7 +46,7 @@ namespace ucp::wire {
 constexpr uint64_t max_message_length = uint64_t(1) << 56;
 
 enum am_id : uint8_t {
-    AM_WIREUP          = 1,  /* wireup_hdr + sender's worker address */
+    AM_WIREUP          = 1,  /* wireup_hdr [+ worker address] [+ ep addresses] */
     AM_EAGER_ONLY      = 2,  /* tag (8 B) + whole payload */
     AM_EAGER_FIRST     = 3,  /* eager_first_hdr + first fragment */
     AM_EAGER_MIDDLE    = 4,  /* eager_middle_hdr + fragment */
@@ -67,18 +75,51 @@ enum am_id : uint8_t {
 static_assert(AM_LAST == 24, "AM ids are part of the wire format");
 static_assert(sizeof(ucp_tag_t) == 8, "the tag is the AM_EAGER_ONLY header");
 
-/* Identifies the sending worker; its replies go to an ep to that worker. */
+/* wireup_hdr::type: the handshake of ucp/wireup/wireup.cc. */
+namespace wireup_type {
+constexpr uint8_t REQUEST = 1;   /* + worker address + ep addresses of our p2p lanes */
+constexpr uint8_t REPLY   = 2;   /* + ep addresses of our p2p lanes */
+constexpr uint8_t ACK     = 3;   /* nothing: our p2p lanes are connected to yours */
+} // namespace wireup_type
+
+/*
+ * The wireup handshake's messages. A REQUEST pairs the sender's ep with
+ * one of ours (a new one, or ours to the sender with the same conn_sn, or
+ * the client-server ep connecting from client_port); REPLY and ACK name
+ * the ep they are for (dst_ep_id), which the REQUEST's answer told.
+ */
 struct wireup_hdr {
+    uint8_t  type;                        /* wireup_type:: */
+    uint8_t  reserved8;
+    uint16_t num_ep_addrs;                /* wireup_ep_addr records at the end */
+    uint32_t conn_sn;                     /* REQUEST: the sender's n-th ep to us */
     uint64_t src_uuid;
-    uint32_t address_length;
+    uint64_t src_ep_id;                   /* the sender's ep: answers name it */
+    uint64_t dst_ep_id;                   /* REPLY, ACK: the receiver's ep; else 0 */
+    uint32_t address_length;              /* REQUEST: worker address bytes; else 0 */
     /* From a server's ep accepting a client-server connection: the client's
-     * port of that connection, so the client knows the wireup belongs to
+     * port of that connection, so the client knows the request belongs to
      * its ep still connecting (it makes no ep of its own then); else 0. */
-    uint32_t client_port;
+    uint16_t client_port;
+    uint16_t reserved16;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert((sizeof(wireup_hdr) == 16) && (offsetof(wireup_hdr, address_length) == 8) &&
-              (offsetof(wireup_hdr, client_port) == 12), "wireup_hdr layout");
+static_assert((sizeof(wireup_hdr) == 40) && (offsetof(wireup_hdr, conn_sn) == 4) &&
+              (offsetof(wireup_hdr, dst_ep_id) == 24) &&
+              (offsetof(wireup_hdr, address_length) == 32), "wireup_hdr layout");
+
+/* The address of the sender's ep on a connect-to-ep lane: for the entry of
+ * the sender's worker address whose iface it belongs to; `length` bytes of
+ * uct::ep::get_address follow. */
+struct wireup_ep_addr {
+    uint16_t entry;
+    uint16_t length;
+};
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(wireup_ep_addr) == 4, "wireup_ep_addr layout");
+
+/* Longest ep address a wireup message may carry (an RC QP's is ~ 10 bytes). */
+constexpr size_t wireup_max_ep_addr = 256;
 
 struct eager_first_hdr {
     ucp_tag_t tag;
@@ -97,17 +138,26 @@ struct eager_middle_hdr {
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(eager_middle_hdr) == 24, "eager_middle_hdr layout");
 
-struct eager_sync_hdr {
-    ucp_tag_t tag;
-    uint64_t  src_uuid;
-    uint64_t  sreq_id;
+/* What a message expecting an answer carries: the sender's request the
+ * answer completes, and the receiver's ep the answer goes out of. */
+struct request_hdr {
+    uint64_t req_id;
+    uint64_t ep_id;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(sizeof(eager_sync_hdr) == 24, "eager_sync_hdr layout");
+static_assert(sizeof(request_hdr) == 16, "request_hdr layout");
+
+struct eager_sync_hdr {
+    ucp_tag_t   tag;
+    uint64_t    src_uuid;
+    request_hdr req;
+};
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(eager_sync_hdr) == 32, "eager_sync_hdr layout");
 
 /* The largest header an eager tag fragment carries: a sync first fragment
- * (eager_first_hdr and the sender's request id). */
-constexpr size_t eager_max_header = sizeof(eager_first_hdr) + sizeof(uint64_t);
+ * (eager_first_hdr and a request_hdr). */
+constexpr size_t eager_max_header = sizeof(eager_first_hdr) + sizeof(request_hdr);
 
 /* An acknowledgement or rendezvous completion naming the sender's request. */
 struct reply_hdr {
@@ -132,10 +182,12 @@ struct rts_hdr {
     uint32_t  rkey_length;                /* packed rkey bytes after the header */
     uint8_t   flags;                      /* rts_flag:: */
     uint8_t   reserved[3];                /* the ATS also serves sync sends */
+    uint64_t  ep_id;                      /* the receiver's ep: RTR and ATS go out of it */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert((sizeof(rts_hdr) == 64) && (offsetof(rts_hdr, md_name) == 40) &&
-              (offsetof(rts_hdr, rkey_length) == 56), "rts_hdr layout");
+static_assert((sizeof(rts_hdr) == 72) && (offsetof(rts_hdr, md_name) == 40) &&
+              (offsetof(rts_hdr, rkey_length) == 56) && (offsetof(rts_hdr, ep_id) == 64),
+              "rts_hdr layout");
 
 /* Bits of rts_hdr::flags and am_rts_hdr::flags. */
 namespace rts_flag {
@@ -154,26 +206,28 @@ constexpr uint8_t CAN_PUSH = 1u << 0;
 struct rtr_hdr {
     uint64_t sreq_id;
     uint64_t rreq_id;
-    uint64_t src_uuid;                    /* the receiver's worker: the ATP goes there */
+    uint64_t src_uuid;                    /* the receiver's worker */
+    uint64_t ep_id;                       /* the sender's ep the ATP goes out of */
     uint64_t address;
     uint64_t length;
     uint32_t rkey_length;
     uint32_t reserved;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(sizeof(rtr_hdr) == 48, "rtr_hdr layout");
+static_assert(sizeof(rtr_hdr) == 56, "rtr_hdr layout");
 
-/* Stream bytes: the receiver appends them to its ep answering src_uuid. */
+/* Stream bytes: the receiver appends them to the stream of its ep dst_ep_id. */
 struct stream_hdr {
     uint64_t src_uuid;
-    uint64_t src_ep_id;                   /* sender's ep, for diagnostics */
+    uint64_t dst_ep_id;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(stream_hdr) == 16, "stream_hdr layout");
 
 /* Bits of am_hdr::flags. */
 namespace am_hdr_flag {
-constexpr uint8_t REPLY = 1u << 0;        /* src uuid follows: give a reply ep */
+constexpr uint8_t REPLY = 1u << 0;        /* give a reply ep: single: src uuid and ep id
+                                             follow; first: am_first_hdr::ep_id */
 } // namespace am_hdr_flag
 
 /*
@@ -196,9 +250,10 @@ struct am_first_hdr {
     uint64_t src_uuid;
     uint64_t msg_id;
     uint64_t total_length;                /* data bytes, user header excluded */
+    uint64_t ep_id;                       /* REPLY: the receiver's ep to give; else 0 */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(sizeof(am_first_hdr) == 32, "am_first_hdr layout");
+static_assert(sizeof(am_first_hdr) == 40, "am_first_hdr layout");
 
 /* A rendezvous user active message: the data stays at the sender until the
  * receiver pulls it (ucp_am_recv_data_nbx); the ATS completes the send. */
@@ -212,10 +267,12 @@ struct am_rts_hdr {
     uint32_t rkey_length;                 /* after the user header */
     uint8_t  flags;                       /* rts_flag:: */
     uint8_t  reserved[3];
+    uint64_t ep_id;                       /* the receiver's ep: ATS (and reply ep) */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert((sizeof(am_rts_hdr) == 64) && (offsetof(am_rts_hdr, md_name) == 40) &&
-              (offsetof(am_rts_hdr, rkey_length) == 56), "am_rts_hdr layout");
+static_assert((sizeof(am_rts_hdr) == 72) && (offsetof(am_rts_hdr, md_name) == 40) &&
+              (offsetof(am_rts_hdr, rkey_length) == 56) &&
+              (offsetof(am_rts_hdr, ep_id) == 64), "am_rts_hdr layout");
 
 /*
  * Emulated RMA and atomics (ucp/rma): requests the target executes against
@@ -232,9 +289,10 @@ struct rma_put_hdr {
     uint64_t req_id;
     uint64_t address;
     uint64_t secret;
+    uint64_t ep_id;       /* the target's ep the answer goes out of */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(sizeof(rma_put_hdr) == 32, "rma_put_hdr layout");
+static_assert(sizeof(rma_put_hdr) == 40, "rma_put_hdr layout");
 
 /* AM_RMA_GET_REQ: answered with AM_RMA_GET_REP fragments covering
  * [address, address + length), or one with an error status. */
@@ -244,9 +302,10 @@ struct rma_get_req_hdr {
     uint64_t address;
     uint64_t length;
     uint64_t secret;
+    uint64_t ep_id;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(sizeof(rma_get_req_hdr) == 40, "rma_get_req_hdr layout");
+static_assert(sizeof(rma_get_req_hdr) == 48, "rma_get_req_hdr layout");
 
 /* AM_RMA_GET_REP: header + the bytes at `offset` of the requested range. */
 struct rma_get_rep_hdr {
@@ -267,12 +326,13 @@ struct atomic_req_hdr {
     uint64_t value;       /* CSWAP: the value swapped in */
     uint64_t compare;     /* CSWAP only */
     uint64_t secret;
+    uint64_t ep_id;
     uint8_t  op;
     uint8_t  size;
     uint8_t  reserved[6];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert((sizeof(atomic_req_hdr) == 56) && (offsetof(atomic_req_hdr, op) == 48),
+static_assert((sizeof(atomic_req_hdr) == 64) && (offsetof(atomic_req_hdr, op) == 56),
               "atomic_req_hdr layout");
 
 struct atomic_rep_hdr {

@@ -98,7 +98,7 @@ ucs_status_t emulated_put(request *req)
     while (offset < r.length) {
         const size_t chunk = std::min(r.length - offset, room);
         const wire::rma_put_hdr hdr{req->worker->uuid, req->id, r.remote_addr + offset,
-                                    r.rkey->secret};
+                                    r.rkey->secret, ep->remote_id};
         ucs_status_t status = send_awaited(req, [&]() {
             return send_header_and_data(am, wire::AM_RMA_PUT, &hdr, sizeof(hdr),
                                         r.buffer + offset, chunk);
@@ -120,7 +120,7 @@ ucs_status_t emulated_get(request *req)
 {
     const rma_state &r = req->u.send.rma;
     const wire::rma_get_req_hdr hdr{req->worker->uuid, req->id, r.remote_addr, r.length,
-                                    r.rkey->secret};
+                                    r.rkey->secret, req->u.send.ep->remote_id};
     ucs_status_t status = send_awaited(req, [&]() {
         return send_header(req->u.send.ep->am_ep, wire::AM_RMA_GET_REQ, hdr);
     });
@@ -144,6 +144,7 @@ ucs_status_t emulated_amo(request *req)
     hdr.value    = r.value;
     hdr.compare  = r.compare;
     hdr.secret   = r.rkey->secret;
+    hdr.ep_id    = req->u.send.ep->remote_id;
     hdr.op       = r.amo_op;
     hdr.size     = r.size;
     ucs_status_t status = send_awaited(req, [&]() {
@@ -200,15 +201,12 @@ bool send_get_data(ucp_worker *worker, uct::ep *am, deferred_reply &r)
     }
 }
 
-/* Sends a reply now; false when it must wait (no room, no ep yet). */
+/* Sends a reply now; false when it must wait (no room, ep not wired up). */
 bool try_send(ucp_worker *worker, deferred_reply &r)
 {
-    ucp_ep *ep = reply_ep(worker, r.uuid);
+    ucp_ep *ep = worker->ep_by_id(r.ep_id, r.uuid);
     if (ep == nullptr) {
-        if (worker->pending_wireups.count(r.uuid)) {
-            return false;   /* its ep is created by deferred progress */
-        }
-        ucs_debug("worker '%s': dropping an RMA reply to unknown worker 0x%llx",
+        ucs_debug("worker '%s': dropping an RMA reply to a gone ep of worker 0x%llx",
                   worker->name.c_str(), static_cast<unsigned long long>(r.uuid));
         return true;
     }
@@ -302,6 +300,9 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
         ucs_warn("worker '%s': dropping a short RMA put", worker->name.c_str());
         return UCS_OK;
     }
+    if (!sender_ep_valid(worker, hdr.ep_id, hdr.src_uuid)) {
+        return UCS_OK;
+    }
     const size_t size   = r.left();
     ucs_status_t status = UCS_OK;
     if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret)) {
@@ -311,7 +312,7 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
     } else if (size != 0) {
         std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
     }
-    rma::reply(worker, deferred_reply{hdr.src_uuid, hdr.req_id, wire::AM_CMPL,
+    rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id, wire::AM_CMPL,
                                       int8_t(status), 0, 0, 0, 0, 0});
     return UCS_OK;
 }
@@ -325,6 +326,9 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
         ucs_warn("worker '%s': dropping a short RMA get", worker->name.c_str());
         return UCS_OK;
     }
+    if (!sender_ep_valid(worker, hdr.ep_id, hdr.src_uuid)) {
+        return UCS_OK;
+    }
     ucs_status_t status = UCS_OK;
     if ((hdr.length == 0) ||
         !worker->context.mapped_regions.contains(hdr.address, hdr.length, hdr.secret)) {
@@ -333,9 +337,9 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
                   static_cast<unsigned long long>(hdr.length));
         status = UCS_ERR_INVALID_ADDR;
     }
-    rma::reply(worker, deferred_reply{hdr.src_uuid, hdr.req_id, wire::AM_RMA_GET_REP,
-                                      int8_t(status), 0, hdr.address, hdr.length, 0,
-                                      hdr.secret});
+    rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id,
+                                      wire::AM_RMA_GET_REP, int8_t(status), 0, hdr.address,
+                                      hdr.length, 0, hdr.secret});
     return UCS_OK;
 }
 
@@ -346,6 +350,9 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
     wire::atomic_req_hdr hdr;
     if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short atomic request", worker->name.c_str());
+        return UCS_OK;
+    }
+    if (!sender_ep_valid(worker, hdr.ep_id, hdr.src_uuid)) {
         return UCS_OK;
     }
     ucs_status_t status = UCS_OK;
@@ -366,8 +373,8 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
                                  reinterpret_cast<void*>(hdr.address), hdr.value,
                                  hdr.compare, &old);
     }
-    rma::reply(worker, deferred_reply{hdr.src_uuid, hdr.req_id, wire::AM_ATOMIC_REP,
-                                      int8_t(status), old, 0, 0, 0, 0});
+    rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id,
+                                      wire::AM_ATOMIC_REP, int8_t(status), old, 0, 0, 0, 0});
     return UCS_OK;
 }
 

@@ -475,6 +475,9 @@ request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *
     s.bounce = nullptr;
 
     rma_state &r = s.rma;
+    if (how == path::EMULATED) {
+        req->flags |= request_flag::NAMES_PEER_EP;   /* the target answers to our ep */
+    }
     r.comp     = {part_done, 1, UCS_OK};
     r.kind     = uint8_t(kind);
     r.path     = uint8_t(how);

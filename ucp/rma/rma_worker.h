@@ -1,7 +1,7 @@
 /*
  * Per-worker state of RMA and atomics: what ucp_worker_fence waits for, and
  * the target side's replies to emulated operations that found no room on
- * their lane (or no ep to the requester yet), sent again from progress.
+ * their lane (or their ep not wired up yet), sent again from progress.
  */
 #ifndef UCP_RMA_RMA_WORKER_H
 #define UCP_RMA_RMA_WORKER_H
@@ -15,6 +15,7 @@ namespace ucp::rma {
 
 /* A reply the target owes a requester. */
 struct deferred_reply {
+    uint64_t ep_id;     /* our ep the request named: the reply goes out of it */
     uint64_t uuid;      /* requester worker */
     uint64_t req_id;
     uint8_t  am_id;     /* wire::AM_CMPL, AM_ATOMIC_REP or AM_RMA_GET_REP */

@@ -1,14 +1,12 @@
 /*
  * Streams (ucp_stream_*): ordered bytes per endpoint, no message
  * boundaries. The sender cuts a send into AM_STREAM fragments on the ep's
- * AM lane (which keeps order); the receiver appends each fragment to the
- * stream of its ep that answers the sending worker (reply_ep semantics):
- * first into posted receives, in post order, and what is left into
- * segments that later receives, ucp_stream_recv_data_nb and
- * ucp_stream_worker_poll see.
- *
- * Data that arrives before the receiver has an ep to its sender waits per
- * sender uuid and is attached, in order, once that ep exists.
+ * AM lane (which keeps order), each naming the receiver's ep paired with
+ * the sender's in the wireup; the receiver appends each fragment to that
+ * ep's stream: first into posted receives, in post order, and what is left
+ * into segments that later receives, ucp_stream_recv_data_nb and
+ * ucp_stream_worker_poll see. An ep made for a peer's wireup request keeps
+ * what arrives until the application's ucp_ep_create adopts it.
  */
 #ifndef UCP_STREAM_STREAM_H
 #define UCP_STREAM_STREAM_H
@@ -54,21 +52,13 @@ struct stream_worker {
     size_t         pool_room = 0;
     /* Eps with data, for ucp_stream_worker_poll. */
     ucs::intrusive_list<stream_ep, &stream_ep::ready_link> ready;
-    /* Data from senders the worker has no ep to yet, by sender uuid. */
-    std::unordered_map<uint64_t, stream_seg_queue> early;
 };
 
 /* The worker's stream state, made on first use; nullptr: no memory. */
 stream_worker *stream_worker_get(ucp_worker *worker);
 
-/*
- * The stream state of `ep`, made on first use, with data that arrived for
- * it before it existed appended first. nullptr: no memory.
- */
+/* The stream state of `ep`, made on first use. nullptr: no memory. */
 stream_ep *stream_ep_attach(ucp_worker *worker, ucp_ep *ep);
-
-/* Attaches waiting data to every ep that exists now; returns how many. */
-unsigned stream_attach_early(ucp_worker *worker);
 
 /* Puts the ep on the ready list while it has data, takes it off when not. */
 void stream_ep_update_ready(stream_worker *sw, stream_ep *se);

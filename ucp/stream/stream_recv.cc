@@ -229,39 +229,7 @@ stream_ep *stream_ep_attach(ucp_worker *worker, ucp_ep *ep)
         ucs::list_ops::init_head(se->recvs);
         ep->stream = se;
     }
-    /* Only the ep that answers the sender owns what it sent. */
-    if (!sw->early.empty() && (reply_ep(worker, ep->remote_uuid) == ep)) {
-        auto it = sw->early.find(ep->remote_uuid);
-        if (it != sw->early.end()) {
-            stream_seg_queue waiting = std::move(it->second);
-            sw->early.erase(it);
-            while (stream_seg *seg = waiting.pull_front()) {
-                stream_deliver(sw, se, seg->data() + seg->offset, seg->left(), seg);
-            }
-        }
-    }
     return se;
-}
-
-unsigned stream_attach_early(ucp_worker *worker)
-{
-    stream_worker *sw = worker->stream_state;
-    if ((sw == nullptr) || sw->early.empty()) {
-        return 0;
-    }
-    std::vector<ucp_ep*> eps;
-    for (const auto &entry : sw->early) {
-        if (ucp_ep *ep = reply_ep(worker, entry.first)) {
-            eps.push_back(ep);
-        }
-    }
-    for (ucp_ep *ep : eps) {
-        if (stream_ep_attach(worker, ep) == nullptr) {
-            ucs_error("worker '%s': no memory to attach stream data to an ep",
-                      worker->name.c_str());
-        }
-    }
-    return unsigned(eps.size());
 }
 
 ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
@@ -279,25 +247,12 @@ ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
     if (size == 0) {
         return UCS_OK;
     }
-    stream_worker *sw = stream_worker_get(worker);
-    ucp_ep *ep        = reply_ep(worker, hdr.src_uuid);
-    if (ep == nullptr) {
-        /* Before our ep to the sender exists: keep it for that ep. */
-        stream_seg *seg = (sw != nullptr) ? seg_alloc(sw, size) : nullptr;
-        if (seg != nullptr) {
-            std::memcpy(seg->data(), payload, size);
-            try {
-                sw->early[hdr.src_uuid].push_back(*seg);
-                return UCS_OK;
-            } catch (const std::bad_alloc &) {
-                stream_seg_free(seg);
-            }
-        }
-        ucs_error("worker '%s': no memory for stream data from ep %llu of a new peer",
-                  worker->name.c_str(), static_cast<unsigned long long>(hdr.src_ep_id));
+    if (!sender_ep_valid(worker, hdr.dst_ep_id, hdr.src_uuid)) {
         return UCS_OK;
     }
-    stream_ep *se = stream_ep_attach(worker, ep);
+    stream_worker *sw = stream_worker_get(worker);
+    ucp_ep *ep        = worker->ep_by_id(hdr.dst_ep_id, hdr.src_uuid);
+    stream_ep *se     = stream_ep_attach(worker, ep);
     if (se == nullptr) {
         ucs_error("worker '%s': no memory for a stream of ep to '%s'",
                   worker->name.c_str(), ep->peer_name.c_str());
@@ -305,40 +260,6 @@ ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
     }
     stream_deliver(sw, se, payload, size, nullptr);
     return UCS_OK;
-}
-
-unsigned stream_deferred_progress(ucp_worker *worker)
-{
-    worker->stream_attach_due = false;
-    return stream_attach_early(worker);
-}
-
-void stream_reply_ep_changed(ucp_worker *worker, uint64_t uuid, ucp_ep *previous)
-{
-    stream_worker *sw = worker->stream_state;
-    if (sw == nullptr) {
-        return;
-    }
-    auto *se = (previous != nullptr) ? static_cast<stream_ep*>(previous->stream) : nullptr;
-    if ((se != nullptr) && !se->segs.empty()) {
-        /* What the previous ep holds came before anything kept since. */
-        try {
-            stream_seg_queue &early = sw->early[uuid];
-            stream_seg_queue later  = std::move(early);
-            early.splice_back(se->segs);
-            early.splice_back(later);
-        } catch (const std::bad_alloc &) {
-            ucs_error("worker '%s': no memory to move stream data to ep of '%s'",
-                      worker->name.c_str(), previous->peer_name.c_str());
-        }
-        stream_ep_update_ready(sw, se);
-    }
-    /* Delivered from progress: posted receives complete there, not inside
-     * the caller (an ep being connected). */
-    if (sw->early.count(uuid)) {
-        worker->stream_attach_due = true;
-        worker->schedule(deferred::STREAM);
-    }
 }
 
 void stream_ep_fail(ucp_ep *ep, ucs_status_t status)
@@ -368,11 +289,6 @@ void stream_cleanup(ucp_worker *worker)
     stream_worker *sw = worker->stream_state;
     if (sw == nullptr) {
         return;
-    }
-    for (auto &entry : sw->early) {
-        while (stream_seg *seg = entry.second.pull_front()) {
-            stream_seg_free(seg);
-        }
     }
     /* Segments the application still holds are reported by the pool. */
     delete sw;

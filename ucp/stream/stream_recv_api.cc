@@ -217,7 +217,6 @@ ssize_t ucp_stream_worker_poll(ucp_worker_h worker, ucp_stream_poll_ep_t *poll_e
     if (sw == nullptr) {
         return 0;
     }
-    ucp::stream_attach_early(worker);
     size_t count = 0;
     for (ucp::stream_ep &se : sw->ready.safe()) {
         if (count == max_eps) {

@@ -1,6 +1,6 @@
 /*
  * Stream sends: the bytes go out in fragments of the AM lane, each with a
- * stream_hdr naming the sending worker and ep: copied (bcopy) below the
+ * stream_hdr naming the sending worker and the peer's ep: copied (bcopy) below the
  * ep's zcopy threshold, sent from the application's buffer (eager zcopy,
  * in large fragments) from it. No rendezvous: the receiver has no buffer
  * to pull into until the application asks.
@@ -31,7 +31,7 @@ size_t pack_fragment(void *dest, void *arg)
 {
     auto *req     = static_cast<request*>(arg);
     send_state &s = req->u.send;
-    const wire::stream_hdr hdr{req->worker->uuid, s.ep->id};
+    const wire::stream_hdr hdr{req->worker->uuid, s.ep->remote_id};
     char *out = static_cast<char*>(dest);
     std::memcpy(out, &hdr, sizeof(hdr));
     size_t n = s.packer.pack(out + sizeof(hdr), s.offset, fragment_room(s.ep));
@@ -53,7 +53,7 @@ ucs_status_t stream_step(request *req)
 /* Every zcopy fragment carries the same header as a bcopy one. */
 size_t zcopy_header(request *req, size_t, size_t, void *out, uint8_t *am_id)
 {
-    const wire::stream_hdr hdr{req->worker->uuid, req->u.send.ep->id};
+    const wire::stream_hdr hdr{req->worker->uuid, req->u.send.ep->remote_id};
     std::memcpy(out, &hdr, sizeof(hdr));
     *am_id = wire::AM_STREAM;
     return sizeof(hdr);
@@ -92,12 +92,13 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
         return UCS_STATUS_PTR(ep->status);
     }
 
-    /* Fast path: one fragment, contiguous, nothing queued: no request. */
+    /* Fast path: one fragment, contiguous, nothing queued, wired up (the
+     * data names the peer's ep): no request. */
     if ((dt == ucp_dt_make_contig(1)) && (count <= fragment_room(ep)) &&
         (count < ep->cfg->thresh.zcopy) &&
-        (ep->num_pending == 0) &&
+        (ep->num_pending == 0) && (ep->flags & ep_flag::READY) &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
-        inline_send send{{worker->uuid, ep->id}, buffer, count};
+        inline_send send{{worker->uuid, ep->remote_id}, buffer, count};
         ssize_t packed = ep->am_ep->am_bcopy(wire::AM_STREAM, pack_inline, &send, 0);
         if (ucs_likely(packed >= 0)) {
             return nullptr;
@@ -122,6 +123,7 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
     s.ep     = ep;
     s.offset = 0;
     s.am_id  = wire::AM_STREAM;
+    req->flags |= request_flag::NAMES_PEER_EP;
     const proto::key k{proto::operation::STREAM, 0, s.packer.type_class(),
                        UCS_MEMORY_TYPE_HOST};
     s.step = proto::select_first(ep->cfg->protocols.get(k), s.packer.length(),

@@ -4,6 +4,7 @@
  * put_zcopy, then sends an ATP naming the receiver's request. The send
  * itself still completes on the receiver's ATS, which comes after the ATP.
  */
+#include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
@@ -41,7 +42,8 @@ void push_done(uct::completion *comp)
         send_request_finish(req, req->status);
         return;
     }
-    send_reply_to(worker, s.push.dest_uuid, wire::AM_RNDV_ATP, s.push.rreq_id, status);
+    send_reply_to(worker, s.push.dest_ep_id, s.push.dest_uuid, wire::AM_RNDV_ATP,
+                  s.push.rreq_id, status);
     if ((req->flags & request_flag::ACKED) && (req->flags & request_flag::SEND_DONE)) {
         send_request_finish(req, req->status);   /* the ATS overtook our ATP */
     }
@@ -52,7 +54,7 @@ void refuse_rtr(ucp_worker *worker, const wire::rtr_hdr &rtr, ucs_status_t statu
 {
     ucs_debug("worker '%s': refusing a rendezvous push request: %s",
               worker->name.c_str(), ucs_status_string(status));
-    send_reply_to(worker, rtr.src_uuid, wire::AM_RNDV_ATP, rtr.rreq_id, status);
+    send_reply_to(worker, rtr.ep_id, rtr.src_uuid, wire::AM_RNDV_ATP, rtr.rreq_id, status);
 }
 
 } // namespace
@@ -81,6 +83,11 @@ void rndv_push_continue(request *req)
     send_state &s   = req->u.send;
     push_state &p   = s.push;
     const lane *l   = rndv_lane_with(s.ep, s.rndv_md, uct::iface_flag::PUT_ZCOPY);
+    if ((l != nullptr) && !(s.ep->flags & ep_flag::READY)) {
+        req->worker->rndv_deferred.push_back(req);   /* its p2p lanes wait for the wireup */
+        req->worker->schedule(deferred::RNDV);
+        return;
+    }
     if (l == nullptr) {   /* the lane went away (ep failure) */
         uct::completion_update_status(&p.comp, UCS_ERR_UNREACHABLE);
         p.offset = p.length;
@@ -135,9 +142,13 @@ ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
                  worker->name.c_str());
         return UCS_OK;
     }
+    if (!sender_ep_valid(worker, rtr.ep_id, rtr.src_uuid)) {
+        return UCS_OK;
+    }
     request *req = worker->lookup_request(rtr.sreq_id);
     if ((req == nullptr) || (req->flags & request_flag::RECV) ||
         !(req->flags & request_flag::RNDV_SEND) ||
+        (req->u.send.ep->local_id != rtr.ep_id) ||
         (req->flags & (request_flag::PUSHING | request_flag::ACKED))) {
         refuse_rtr(worker, rtr, UCS_ERR_INVALID_PARAM);
         return UCS_OK;
@@ -168,6 +179,7 @@ ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
     p.offset      = 0;
     p.rreq_id     = rtr.rreq_id;
     p.dest_uuid   = rtr.src_uuid;
+    p.dest_ep_id  = rtr.ep_id;
     req->flags   |= request_flag::PUSHING;
     rndv_push_continue(req);
     return UCS_OK;

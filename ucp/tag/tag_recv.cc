@@ -96,7 +96,8 @@ void store_unexpected(ucp_worker *worker, rx_message *msg)
 
 /* Eager message in one piece (`hdr_length` bytes of header before it). */
 ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payload,
-                          size_t length, bool sync, uint64_t src_uuid, uint64_t sreq_id)
+                          size_t length, bool sync, uint64_t src_uuid,
+                          const wire::request_hdr &rhdr)
 {
     request *req = take_receive(worker, tag);
     if (req != nullptr) {
@@ -104,7 +105,8 @@ ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payl
         req->u.recv.info.length     = length;
         recv_place(req, payload, 0, length);
         if (sync) {
-            send_reply_to(worker, src_uuid, wire::AM_SYNC_ACK, sreq_id, UCS_OK);
+            send_reply_to(worker, rhdr.ep_id, src_uuid, wire::AM_SYNC_ACK, rhdr.req_id,
+                          UCS_OK);
         }
         recv_finish(req, req->u.recv.data_status);
         return UCS_OK;
@@ -117,7 +119,8 @@ ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payl
     }
     msg->sync     = sync;
     msg->src_uuid = src_uuid;
-    msg->sreq_id  = sreq_id;
+    msg->sreq_id  = rhdr.req_id;
+    msg->ep_id    = rhdr.ep_id;
     msg->total    = length;
     msg->received = length;
     std::memcpy(msg->data, payload, length);
@@ -129,9 +132,12 @@ ucs_status_t eager_first(ucp_worker *worker, const void *data, size_t length, bo
 {
     ucs::wire_reader r(data, length);
     wire::eager_first_hdr hdr;
-    uint64_t sreq_id = 0;
-    if (!r.get(&hdr) || (sync && !r.get(&sreq_id))) {
+    wire::request_hdr rhdr{};
+    if (!r.get(&hdr) || (sync && !r.get(&rhdr))) {
         ucs_warn("worker '%s': dropping a short eager fragment", worker->name.c_str());
+        return UCS_OK;
+    }
+    if (sync && !sender_ep_valid(worker, rhdr.ep_id, hdr.src_uuid)) {
         return UCS_OK;
     }
     const uint8_t *payload = r.pos();
@@ -155,7 +161,8 @@ ucs_status_t eager_first(ucp_worker *worker, const void *data, size_t length, bo
         recv_place(req, payload, 0, frag);
         req->u.recv.received = frag;
         if (sync) {
-            send_reply_to(worker, hdr.src_uuid, wire::AM_SYNC_ACK, sreq_id, UCS_OK);
+            send_reply_to(worker, rhdr.ep_id, hdr.src_uuid, wire::AM_SYNC_ACK, rhdr.req_id,
+                          UCS_OK);
         }
         if (frag == hdr.total_length) {
             recv_finish(req, req->u.recv.data_status);
@@ -173,7 +180,8 @@ ucs_status_t eager_first(ucp_worker *worker, const void *data, size_t length, bo
     }
     msg->sync     = sync;
     msg->src_uuid = hdr.src_uuid;
-    msg->sreq_id  = sreq_id;
+    msg->sreq_id  = rhdr.req_id;
+    msg->ep_id    = rhdr.ep_id;
     msg->msg_id   = hdr.msg_id;
     msg->total    = hdr.total_length;
     msg->received = frag;
@@ -196,7 +204,8 @@ void deliver_unexpected(ucp_worker *worker, request *req, rx_message *msg)
         return;
     }
     if (msg->sync) {
-        send_reply_to(worker, msg->src_uuid, wire::AM_SYNC_ACK, msg->sreq_id, UCS_OK);
+        send_reply_to(worker, msg->ep_id, msg->src_uuid, wire::AM_SYNC_ACK, msg->sreq_id,
+                      UCS_OK);
     }
     recv_place(req, msg->data, 0, msg->received);
     req->u.recv.received = msg->received;
@@ -231,7 +240,7 @@ ucs_status_t eager_only_handler(void *arg, void *data, size_t length, unsigned)
         ucs_warn("worker '%s': dropping a short eager message", worker->name.c_str());
         return UCS_OK;
     }
-    return eager_single(worker, tag, r.pos(), r.left(), false, 0, 0);
+    return eager_single(worker, tag, r.pos(), r.left(), false, 0, {});
 }
 
 ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsigned)
@@ -243,8 +252,10 @@ ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsig
         ucs_warn("worker '%s': dropping a short sync message", worker->name.c_str());
         return UCS_OK;
     }
-    return eager_single(worker, hdr.tag, r.pos(), r.left(), true, hdr.src_uuid,
-                        hdr.sreq_id);
+    if (!sender_ep_valid(worker, hdr.req.ep_id, hdr.src_uuid)) {
+        return UCS_OK;
+    }
+    return eager_single(worker, hdr.tag, r.pos(), r.left(), true, hdr.src_uuid, hdr.req);
 }
 
 ucs_status_t eager_first_handler(void *arg, void *data, size_t length, unsigned)
@@ -317,6 +328,9 @@ ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
                  worker->name.c_str());
         return UCS_OK;
     }
+    if (!sender_ep_valid(worker, rts.ep_id, rts.src_uuid)) {
+        return UCS_OK;
+    }
     request *req = take_receive(worker, rts.tag);
     if (req != nullptr) {
         req->u.recv.info.sender_tag = rts.tag;
@@ -333,6 +347,7 @@ ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
     msg->rndv     = true;
     msg->src_uuid = rts.src_uuid;
     msg->sreq_id  = rts.sreq_id;
+    msg->ep_id    = rts.ep_id;
     msg->total    = rts.length;
     msg->rts      = rts;
     std::memcpy(msg->data, rkey, rts.rkey_length);

@@ -20,6 +20,7 @@ struct rx_message {
     bool          sync;
     uint64_t      src_uuid;
     uint64_t      sreq_id;
+    uint64_t      ep_id;       /* sync: our ep the sender named, the ack goes out of it */
     uint64_t      msg_id;
     size_t        total;       /* message length */
     size_t        received;    /* eager bytes stored so far */
@@ -43,7 +44,6 @@ ucs_status_t eager_sync_first_handler(void *arg, void *data, size_t length,
 ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned flags);
-ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned flags);
 
 /* Frees unexpected messages at worker destruction. */
 void tag_recv_cleanup(ucp_worker *worker);

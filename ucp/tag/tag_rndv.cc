@@ -42,6 +42,7 @@ size_t pack_rts(void *dest, void *arg)
     hdr.length      = s.packer.length();
     hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
     hdr.flags       = rndv_rts_flags(req);
+    hdr.ep_id       = s.ep->remote_id;
     std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
                   w->context.mds[s.rndv_md].name.c_str());
     std::memcpy(dest, &hdr, sizeof(hdr));
@@ -99,7 +100,8 @@ void rndv_recv_done(request *req)
         }
     }
     rndv_recv_release(req);
-    send_reply_to(worker, r.src_uuid, wire::AM_RNDV_ATS, r.remote_req_id, transfer);
+    send_reply_to(worker, r.src_ep_id, r.src_uuid, wire::AM_RNDV_ATS, r.remote_req_id,
+                  transfer);
     recv_finish(req, (transfer != UCS_OK) ? transfer : r.data_status);
 }
 
@@ -186,6 +188,7 @@ size_t pack_rtr(void *dest, void *arg)
     hdr.sreq_id     = r.remote_req_id;
     hdr.rreq_id     = req->id;
     hdr.src_uuid    = req->worker->uuid;
+    hdr.ep_id       = r.ep->remote_id;
     hdr.address     = reinterpret_cast<uintptr_t>(r.unpacker.contig_buffer());
     hdr.length      = r.push_length;
     hdr.rkey_length = uint32_t(a->md->attr().rkey_packed_size);
@@ -239,17 +242,19 @@ void rndv_continue(request *req)
 {
     recv_state &r = req->u.recv;
     if (r.ep == nullptr) {
-        r.ep = reply_ep(req->worker, r.src_uuid);
+        r.ep = req->worker->ep_by_id(r.src_ep_id, r.src_uuid);
         if (r.ep == nullptr) {
-            if (req->worker->pending_wireups.count(r.src_uuid)) {
-                req->worker->rndv_deferred.push_back(req);
-                req->worker->schedule(deferred::RNDV);
-                return;
-            }
             uct::completion_update_status(&r.comp, UCS_ERR_UNREACHABLE);
         } else {
             r.push_length = push_length_for(req);
         }
+    }
+    if ((r.ep != nullptr) && !(r.ep->flags & ep_flag::READY) && r.ep->usable()) {
+        /* Our lanes to the sender wait for the wireup to finish (a message
+         * of the sender's may overtake its REQUEST's processing or ACK). */
+        req->worker->rndv_deferred.push_back(req);
+        req->worker->schedule(deferred::RNDV);
+        return;
     }
     if ((r.ep != nullptr) && (r.push_length != 0) && !r.rtr_sent &&
         (r.comp.status == UCS_OK) && !request_push(req)) {
@@ -317,6 +322,7 @@ send_step_t rndv_select(request *req)
             return nullptr;
         }
     }
+    req->flags |= request_flag::NAMES_PEER_EP;
     return rts_step;
 }
 
@@ -325,6 +331,7 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
 {
     recv_state &r   = req->u.recv;
     r.src_uuid      = rts.src_uuid;
+    r.src_ep_id     = rts.ep_id;
     r.remote_req_id = rts.sreq_id;
     r.remote_addr   = rts.address;
     r.received      = 0;

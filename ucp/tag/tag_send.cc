@@ -47,7 +47,7 @@ size_t eager_header(request *req, size_t offset, bool whole, void *out, uint8_t 
     char *p = static_cast<char*>(out);
     if (whole) {
         if (sync) {
-            const wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, req->id};
+            const wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, {req->id, s.ep->remote_id}};
             std::memcpy(p, &hdr, sizeof(hdr));
             *am_id = wire::AM_EAGER_SYNC_ONLY;
             return sizeof(hdr);
@@ -64,9 +64,10 @@ size_t eager_header(request *req, size_t offset, bool whole, void *out, uint8_t 
             *am_id = wire::AM_EAGER_FIRST;
             return sizeof(hdr);
         }
-        std::memcpy(p + sizeof(hdr), &req->id, sizeof(req->id));
+        const wire::request_hdr rhdr{req->id, s.ep->remote_id};
+        std::memcpy(p + sizeof(hdr), &rhdr, sizeof(rhdr));
         *am_id = wire::AM_EAGER_SYNC_FIRST;
-        return sizeof(hdr) + sizeof(req->id);
+        return sizeof(hdr) + sizeof(rhdr);
     }
     const wire::eager_middle_hdr hdr{req->worker->uuid, s.msg_id, offset};
     std::memcpy(p, &hdr, sizeof(hdr));
@@ -230,7 +231,7 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
     s.offset = 0;
     s.msg_id = worker->next_msg_id++;
     if (sync) {
-        req->flags |= request_flag::SYNC;
+        req->flags |= request_flag::SYNC | request_flag::NAMES_PEER_EP;
         if (worker->register_request(req) == 0) {
             send_request_abort(req);
             return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);

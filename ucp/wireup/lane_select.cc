@@ -30,7 +30,54 @@ bool better_bulk(const uct::iface_attr &a, const uct::iface_attr &b)
     return better_am(a, b);
 }
 
+/* The first entry of `remote` that iface `i` reaches, and how. */
+bool find_entry(const ucp_worker &worker, unsigned i, const unpacked_address &remote,
+                lane_candidate *out)
+{
+    const ucp_context &ctx = worker.context;
+    const worker_iface &wi = worker.ifaces[i];
+    const tl_entry &tl     = ctx.tls[wi.tl_index];
+    const uint64_t flags   = wi.iface->attr().flags;
+    for (unsigned n = 0; n < remote.entries.size(); ++n) {
+        const address_entry &e = remote.entries[n];
+        if ((e.tl_name != tl.resource.tl_name) || (e.md_name != ctx.mds[tl.md_index].name)) {
+            continue;
+        }
+        const bool to_iface = (flags & uct::iface_flag::CONNECT_TO_IFACE) &&
+                              (e.flags & address_entry_flag::CONNECT_TO_IFACE);
+        const bool to_ep    = (flags & uct::iface_flag::CONNECT_TO_EP) &&
+                              (e.flags & address_entry_flag::CONNECT_TO_EP);
+        if ((to_iface || to_ep) &&
+            wi.iface->is_reachable(e.dev_addr.data(), e.dev_addr.size(),
+                                   e.iface_addr.data(), e.iface_addr.size())) {
+            *out = {i, &e, n, !to_iface};
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace
+
+ucs_status_t select_aux(const ucp_worker &worker, const unpacked_address &remote,
+                        lane_candidate *aux)
+{
+    bool found = false;
+    for (unsigned i = 0; i < worker.ifaces.size(); ++i) {
+        const uct::iface_attr &attr = worker.ifaces[i].iface->attr();
+        lane_candidate c;
+        if (!(attr.flags & uct::iface_flag::AM_BCOPY) || !find_entry(worker, i, remote, &c) ||
+            c.p2p) {
+            continue;
+        }
+        if (!found ||
+            better_am(attr, worker.ifaces[aux->iface_index].iface->attr())) {
+            *aux  = c;
+            found = true;
+        }
+    }
+    return found ? UCS_OK : UCS_ERR_UNREACHABLE;
+}
 
 ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remote,
                           lane_plan *plan)
@@ -38,24 +85,9 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
     const ucp_context &ctx = worker.context;
     /* One candidate per local iface: the first peer entry it reaches. */
     for (unsigned i = 0; i < worker.ifaces.size(); ++i) {
-        const worker_iface &wi = worker.ifaces[i];
-        const tl_entry &tl     = ctx.tls[wi.tl_index];
-        const uct::iface_attr &attr = wi.iface->attr();
-        if (!(attr.flags & uct::iface_flag::CONNECT_TO_IFACE)) {
-            continue;
-        }
-        for (const address_entry &e : remote.entries) {
-            if ((e.tl_name != tl.resource.tl_name) ||
-                (e.md_name != ctx.mds[tl.md_index].name)) {
-                continue;
-            }
-            if (wi.iface->is_reachable(e.dev_addr.data(), e.dev_addr.size(),
-                                       e.iface_addr.data(), e.iface_addr.size())) {
-                if (plan->lanes.size() < max_lanes) {
-                    plan->lanes.push_back({i, &e});
-                }
-                break;
-            }
+        lane_candidate c;
+        if (find_entry(worker, i, remote, &c) && (plan->lanes.size() < max_lanes)) {
+            plan->lanes.push_back(c);
         }
     }
     if (plan->lanes.empty()) {

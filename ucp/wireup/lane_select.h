@@ -3,6 +3,8 @@
  * active messages, rendezvous pulls and RMA. Chosen from the transports'
  * performance models, so shared memory wins for a peer on this node, tcp
  * for one elsewhere, and self for this very worker, without naming them.
+ * An iface connects to the peer's iface where both can, else to a peer ep
+ * (connect-to-ep transports: the lane is p2p, connected in the wireup).
  */
 #ifndef UCP_WIREUP_LANE_SELECT_H
 #define UCP_WIREUP_LANE_SELECT_H
@@ -17,6 +19,8 @@ namespace ucp {
 struct lane_candidate {
     unsigned            iface_index;   /* into ucp_worker::ifaces */
     const address_entry *entry;        /* the peer's matching address entry */
+    unsigned            entry_index;   /* its index in the peer's address */
+    bool                p2p;           /* connects to an ep of the peer */
 };
 
 struct lane_plan {
@@ -33,6 +37,14 @@ struct lane_plan {
 /* UCS_ERR_UNREACHABLE when no local iface reaches any entry of `remote`. */
 ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remote,
                           lane_plan *plan);
+
+/*
+ * The iface to carry the wireup of an ep whose lanes all connect to eps:
+ * the connect-to-iface one with am_bcopy and the lowest AM cost that
+ * reaches the peer. UCS_ERR_UNREACHABLE when there is none.
+ */
+ucs_status_t select_aux(const ucp_worker &worker, const unpacked_address &remote,
+                        lane_candidate *aux);
 
 } // namespace ucp
 

@@ -95,56 +95,6 @@ ucs_status_t connect_errno_status(int err)
     }
 }
 
-/* ---- placeholder lane ------------------------------------------------ */
-
-placeholder_iface::placeholder_iface(uct::md &md) : md_(md)
-{
-    attr_.flags = uct::iface_flag::AM_BCOPY | uct::iface_flag::PENDING;
-    /* Smaller than any transport's bcopy limit: a protocol chosen while
-     * connecting (eager fragments, read at send time) fits the real lane. */
-    attr_.am.max_bcopy = 64;
-}
-
-placeholder_ep::~placeholder_ep()
-{
-    if (alive != nullptr) {
-        *alive = false;
-    }
-    if (conn_id != 0) {
-        cm_.forget_client(conn_id);
-    }
-}
-
-ucs_status_t placeholder_ep::pending_add(uct::pending_req *req, unsigned)
-{
-    queue_.push_back(req);
-    return UCS_OK;
-}
-
-void placeholder_ep::pending_purge(uct::pending_purge_callback_t cb, void *arg)
-{
-    std::deque<uct::pending_req*> queue;
-    queue.swap(queue_);
-    for (uct::pending_req *req : queue) {
-        cb(req, arg);
-    }
-}
-
-ucs_status_t placeholder_ep::flush(unsigned flags, uct::completion *)
-{
-    if (flags & uct::flush_flag::CANCEL) {
-        return UCS_OK;
-    }
-    return queue_.empty() ? UCS_OK : UCS_ERR_NO_RESOURCE;
-}
-
-uct::pending_req *placeholder_ep::queue_pop()
-{
-    uct::pending_req *req = queue_.front();
-    queue_.pop_front();
-    return req;
-}
-
 /* ---- connection manager ---------------------------------------------- */
 
 cm::cm(ucp_worker *worker) : worker_(worker), request_timeout_(std::chrono::seconds(10))
@@ -186,7 +136,7 @@ ucs_status_t cm::init()
     if (worker_->context.mds.empty()) {
         return UCS_ERR_NO_DEVICE;
     }
-    placeholder_ = std::make_unique<placeholder_iface>(*worker_->context.mds.front().md);
+    placeholder_ = std::make_unique<proxy_iface>(*worker_->context.mds.front().md);
     ucs_status_t status = ucs::async_context::create(ucs::async_mode::poll, &async_);
     if (status != UCS_OK) {
         ucs_error("client-server: cannot create an async context: %s",
@@ -538,7 +488,7 @@ void cm::client_failed(conn *c, ucs_status_t status)
     if (ep == nullptr) {
         return;
     }
-    static_cast<placeholder_ep*>(ep->lanes[0].ep)->conn_id = 0;
+    ep->proxy->on_destroy = nullptr;    /* the handshake is over */
     ep->flags &= ~ucp::ep_flag::CONNECTING;
     ucp::ep_set_failed(ep, status);   /* may run the user's error handler */
 }

@@ -22,6 +22,7 @@
 #ifndef UCP_WIREUP_SOCKADDR_CM_H
 #define UCP_WIREUP_SOCKADDR_CM_H
 
+#include "proxy_ep.h"
 #include "sockaddr_frame.h"
 
 #include <ucp/core/ucp_listener.h>
@@ -78,80 +79,10 @@ struct conn {
     ucp_ep               *ep = nullptr;
 };
 
-/*
- * The lane of a client ep until the server answers: every send finds no
- * resources and queues here, in order; the queue moves to the real lanes.
- */
-class placeholder_iface final : public uct::iface {
-public:
-    explicit placeholder_iface(uct::md &md);
-    const uct::iface_attr &attr() const override { return attr_; }
-    uct::md &owner_md() const override { return md_; }
-    ucs_status_t get_device_address(void *) const override { return UCS_ERR_UNSUPPORTED; }
-    ucs_status_t get_address(void *) const override { return UCS_ERR_UNSUPPORTED; }
-    bool is_reachable(const void *, size_t, const void *, size_t) const override
-    {
-        return false;
-    }
-    unsigned progress() override { return 0; }
-
-private:
-    uct::md         &md_;
-    uct::iface_attr attr_;
-};
-
 class cm;
 
-/*
- * The lane of a client ep until the server answers (at lanes[0], md_index
- * no_md): every send finds no resources and queues here, in order. When the
- * real lanes exist the queue drains onto them through this same object
- * (forward_to set, see client_connected), so that sends issued meanwhile
- * by completion callbacks still queue behind the earlier ones.
- */
-class placeholder_ep final : public uct::ep {
-public:
-    placeholder_ep(placeholder_iface &iface, cm &owner) : uct::ep(iface), cm_(owner) {}
-    ~placeholder_ep() override;
-
-    ucs_status_t am_short(uct::am_id_t id, uint64_t header, const void *payload,
-                          unsigned length) override
-    {
-        return (forward_to != nullptr) ? forward_to->am_short(id, header, payload, length) :
-                                         UCS_ERR_NO_RESOURCE;
-    }
-    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg,
-                     unsigned flags) override
-    {
-        return (forward_to != nullptr) ? forward_to->am_bcopy(id, pack, arg, flags) :
-                                         ssize_t(UCS_ERR_NO_RESOURCE);
-    }
-    ucs_status_t am_zcopy(uct::am_id_t id, const void *header, unsigned header_length,
-                          const uct::iov *iov, size_t iovcnt, unsigned flags,
-                          uct::completion *comp) override
-    {
-        return (forward_to != nullptr) ?
-               forward_to->am_zcopy(id, header, header_length, iov, iovcnt, flags, comp) :
-               UCS_ERR_NO_RESOURCE;
-    }
-    ucs_status_t pending_add(uct::pending_req *req, unsigned) override;
-    void pending_purge(uct::pending_purge_callback_t cb, void *arg) override;
-    ucs_status_t flush(unsigned flags, uct::completion *) override;
-    ucs_status_t check(unsigned, uct::completion *) override { return UCS_OK; }
-
-    bool queue_empty() const { return queue_.empty(); }
-    uct::pending_req *queue_pop();
-
-    uint64_t conn_id     = 0;        /* 0: no handshake to cancel */
-    uct::ep  *forward_to = nullptr;  /* the real AM lane while draining */
-    bool     *alive      = nullptr;  /* cleared when destroyed */
-
-private:
-    cm                            &cm_;
-    std::deque<uct::pending_req*> queue_;
-};
-
-/* md_index of the placeholder lane: matches no memory domain. */
+/* md_index of a connecting client's placeholder lane (a wireup proxy,
+ * ucp/wireup/proxy_ep.h): matches no memory domain. */
 constexpr unsigned no_md = ~0u;
 
 class cm {
@@ -183,7 +114,7 @@ public:
     /* Sends the answer of a request (ACCEPT or REJECT frame) and closes. */
     void answer(uint64_t conn_id, std::vector<uint8_t> frame);
 
-    placeholder_iface &placeholder() { return *placeholder_; }
+    proxy_iface &placeholder() { return *placeholder_; }
     void set_request_timeout(double seconds);
 
 private:
@@ -212,7 +143,7 @@ private:
     std::unordered_map<uint64_t, std::unique_ptr<conn>> conns_;
     std::vector<uint64_t>                            dead_;
     std::vector<uint64_t>                            failed_;   /* clients to fail */
-    std::unique_ptr<placeholder_iface>               placeholder_;
+    std::unique_ptr<proxy_iface>                     placeholder_;
     steady::duration                                  request_timeout_;
     unsigned                                         tick_ = 0;
     bool                                             poll_now_ = false;

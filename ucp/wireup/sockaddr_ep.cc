@@ -2,15 +2,17 @@
  * Endpoints of client-server connections.
  *
  * Client: ucp_ep_create(SOCK_ADDR) starts a non-blocking TCP connect and
- * returns at once an ep whose only lane is a placeholder (flag CONNECTING):
- * sends find no resources there and queue in order. When the server's
- * address arrives, the real lanes replace the placeholder and the queue
- * moves to them; a refused or rejected connection fails the ep instead
+ * returns at once an ep whose only lane is a wireup proxy (flag CONNECTING,
+ * ucp/wireup/proxy_ep.h): sends find no resources there and queue in order.
+ * When the server's address arrives, the real lanes replace the placeholder
+ * lane, and the sends stay held until the server's wireup REQUEST is
+ * answered (ucp/wireup/wireup.h): the client's ep is the passive side of
+ * the handshake. A refused or rejected connection fails the ep instead
  * (error handler, queued sends complete with the error).
  *
  * Server: ucp_ep_create(CONN_REQUEST) creates the ep from the client's
- * address at once (sending our wireup on its AM lane), then answers the
- * client with our address.
+ * address at once (sending its wireup REQUEST, naming the client's port),
+ * then answers the client with our address.
  */
 #include "sockaddr.h"
 #include "sockaddr_cm.h"
@@ -18,6 +20,7 @@
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_listener.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/wireup/wireup.h>
 #include <ucs/debug/log.h>
 
 #include <netinet/in.h>
@@ -69,26 +72,21 @@ ucs_status_t address_frame(ucp_worker *worker, frame_type type, uint8_t flags,
     return UCS_OK;
 }
 
-request *request_of_pending(uct::pending_req *p)
-{
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(p) -
-                                      offsetof(request, u.send.pending));
-}
-
 /* A client ep: its placeholder lane, its id, thresholds from the placeholder. */
 ucs_status_t new_connecting_ep(ucp_worker *worker, cm &manager, ucp_ep **ep_p)
 {
     auto ep = std::make_unique<ucp_ep>();
     ep->worker = worker;
-    ep->flags  = ep_flag::USER | ep_flag::CONNECTING;
-    auto *lane = new placeholder_ep(manager.placeholder(), manager);
+    ep->flags  = ep_flag::USER | ep_flag::CONNECTING | ep_flag::CLIENT;
+    auto *lane = new proxy_ep(manager.placeholder());
     /* iface 0: code that looks a lane's iface up finds a real one. */
-    ep->lanes[0]  = {lane, 0, no_md};
+    ep->lanes[0]  = {lane, 0, no_md, false, 0};
     ep->num_lanes = 1;
     ep->am_lane   = 0;
     ep->am_ep     = lane;
+    ep->proxy     = lane;
     ep_config_attach(ep.get());
-    ucs_status_t status = worker->ep_ids.insert(ep.get(), &ep->id);
+    ucs_status_t status = worker->register_ep(ep.get());
     if (status != UCS_OK) {
         delete lane;
         return status;
@@ -164,65 +162,21 @@ ucs_status_t create_client_ep(ucp_worker *worker, const ucp_ep_params_t &params,
     ep->peer_name       = to_string(remote);   /* until the server's name is known */
     socklen_t len = sizeof(ep->local_sockaddr);
     (void)getsockname(fd, reinterpret_cast<sockaddr*>(&ep->local_sockaddr), &len);
-    static_cast<placeholder_ep*>(ep->am_ep)->conn_id =
-            manager->start_client(ep, fd, connect_errno, std::move(request));
+    const uint64_t conn_id = manager->start_client(ep, fd, connect_errno, std::move(request));
+    ep->proxy->on_destroy  = [manager, conn_id] { manager->forget_client(conn_id); };
     ucs_debug("worker '%s': ep %u connecting to a listener", worker->name.c_str(), ep->id);
     *ep_p = ep;
     return UCS_OK;
-}
-
-/*
- * Sends the queued requests on the real lanes, in order: each runs at once
- * until one finds no resources; it and the rest then go to the AM lane's
- * own pending queue. `gate` stays the ep's AM lane meanwhile, so a send
- * made by a completion callback queues behind the ones not moved yet.
- * Returns false if a callback destroyed the ep.
- */
-bool drain_queue(ucp_ep *ep, placeholder_ep *gate, uct::ep *real)
-{
-    bool alive  = true;
-    gate->alive = &alive;
-    bool lane_queued = false;
-    while (alive && !gate->queue_empty()) {
-        uct::pending_req *p = gate->queue_pop();
-        /* p->func is the core's dispatcher: it runs the send step and, once
-         * the send is done (or failed), settles the ep's pending count. */
-        if (!lane_queued && (p->func(p) == UCS_OK)) {
-            continue;
-        }
-        while (alive) {
-            ucs_status_t status = real->pending_add(p, 0);
-            if (status == UCS_OK) {
-                lane_queued = true;
-                break;
-            }
-            if (status == UCS_ERR_BUSY) {    /* room again: send it ourselves */
-                if (p->func(p) == UCS_OK) {
-                    break;
-                }
-                continue;
-            }
-            request *req = request_of_pending(p);
-            req->flags &= ~request_flag::PENDING;
-            --ep->num_pending;
-            request_complete(req, status);
-            break;
-        }
-    }
-    if (alive) {
-        gate->alive = nullptr;
-    }
-    return alive;
 }
 
 } // namespace
 
 void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address)
 {
-    auto *gate = static_cast<placeholder_ep*>(ep->lanes[0].ep);
+    proxy_ep *gate = ep->proxy;
     const lane placeholder_lane = ep->lanes[0];
-    gate->conn_id = 0;
-    ep->flags    &= ~ep_flag::CONNECTING;
+    gate->on_destroy = nullptr;       /* the handshake is over */
+    ep->flags       &= ~ep_flag::CONNECTING;
     const std::string address_name = to_string(ep->remote_sockaddr);
     if (ep->peer_name == address_name) {
         ep->peer_name.clear();   /* not named by the application: take the server's */
@@ -232,6 +186,7 @@ void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address)
     ep->num_lanes = 0;
     ep->am_lane   = no_lane;
     ep->am_ep     = nullptr;
+    ep->proxy     = nullptr;
     ucs_status_t status = ep_connect_to_address(ep, server_address.data(),
                                                 server_address.size());
     if (status != UCS_OK) {
@@ -240,32 +195,21 @@ void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address)
         ep->num_lanes = 1;
         ep->am_lane   = 0;
         ep->am_ep     = gate;
+        ep->proxy     = gate;
         if (ep->peer_name.empty()) {
             ep->peer_name = address_name;
         }
         ep_set_failed(ep, status);
         return;
     }
-    ucs_debug("worker '%s': client ep %u connected to '%s'", ep->worker->name.c_str(),
-              ep->id, ep->peer_name.c_str());
-    if (gate->queue_empty() || (ep->num_lanes == max_lanes)) {
-        delete gate;   /* (lane selection never fills every lane) */
-        return;
-    }
-    /* While draining the placeholder is an extra lane: closing or failing
-     * the ep from a callback purges what is still queued on it. */
-    uct::ep *real = ep->am_ep;
-    const uint8_t gate_index = ep->num_lanes;
-    ep->lanes[ep->num_lanes++] = placeholder_lane;
-    gate->forward_to = real;
-    ep->am_ep        = gate;
-    if (!drain_queue(ep, gate, real)) {
-        return;        /* the ep was destroyed, and the placeholder with it */
-    }
-    ep->am_ep = real;
-    ep->lanes[gate_index] = {};
-    --ep->num_lanes;
-    delete gate;
+    ucs_debug("worker '%s': client ep %u connected to '%s', waiting for its wireup",
+              ep->worker->name.c_str(), ep->id, ep->peer_name.c_str());
+    /* Held until the server's REQUEST is answered, by a proxy of the real
+     * AM lane now; the REQUEST may be here already. */
+    ep->proxy = gate;
+    ep->am_ep = gate;
+    ep_rehome_proxy(ep);
+    ep->worker->schedule(deferred::WIREUPS);
 }
 
 ucs_status_t accept_request(ucp_worker *worker, ucp_conn_request *req, ucp_ep **ep_p)
@@ -273,12 +217,11 @@ ucs_status_t accept_request(ucp_worker *worker, ucp_conn_request *req, ucp_ep **
     ucp_worker *owner = req->worker;      /* holds the bootstrap connection */
     const uint64_t conn_id = req->conn_id;
     ucp_ep *ep = nullptr;
-    /* Our wireup names the client's port: its ep, still waiting for the
-     * answer below, takes it as its own instead of making another ep. */
-    ucs_status_t status = ep_create_to_address(worker, req->client_address.data(),
-                                               req->client_address.size(),
-                                               ep_flag::USER, &ep,
-                                               port_of(req->client_sockaddr));
+    /* Our wireup request names the client's port: its ep, still waiting
+     * for the answer below, takes it as its own instead of making another. */
+    ucs_status_t status = wireup::connect(worker, req->client_address.data(),
+                                          req->client_address.size(),
+                                          port_of(req->client_sockaddr), &ep);
     std::vector<uint8_t> answer;
     if (status == UCS_OK) {
         ep->local_sockaddr  = req->local_sockaddr;
