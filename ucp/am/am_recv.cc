@@ -222,7 +222,7 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
     auto *worker = static_cast<ucp_worker*>(arg);
     ucs::wire_reader r(data, length);
     wire::am_hdr hdr;
-    uint64_t reply_to[2] = {0, 0};     /* REPLY: the sender's uuid, our ep it names */
+    wire::am_reply_hdr reply_to{};     /* REPLY: the sender, our ep it names */
     const uint8_t *user_header;
     if (!r.get(&hdr) || ((hdr.flags & wire::am_hdr_flag::REPLY) && !r.get(&reply_to)) ||
         (hdr.header_length > max_am_header) || !r.bytes(hdr.header_length, &user_header)) {
@@ -239,7 +239,7 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     ucp_ep *reply;
-    if (!resolve_reply(worker, hdr.flags, reply_to[0], reply_to[1], &reply)) {
+    if (!resolve_reply(worker, hdr.flags, reply_to.src_uuid, reply_to.ep_id, &reply)) {
         return UCS_OK;
     }
     if (!(h.flags & UCP_AM_FLAG_PERSISTENT_DATA) && !misaligned(worker, p)) {
@@ -263,8 +263,8 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
     desc->kind          = am_desc_kind::EAGER;
     desc->am_id         = hdr.am_id;
     desc->send_flags    = hdr.flags;
-    desc->src_uuid      = reply_to[0];
-    desc->ep_id         = reply_to[1];
+    desc->src_uuid      = reply_to.src_uuid;
+    desc->ep_id         = reply_to.ep_id;
     desc->length        = left;
     desc->header_length = hdr.header_length;
     desc->header        = desc->data() + left;

@@ -84,8 +84,8 @@ size_t am_header(request *req, size_t offset, bool whole, void *out, uint8_t *am
         std::memcpy(p, &am, sizeof(am));
         p += sizeof(am);
         if (am.flags & wire::am_hdr_flag::REPLY) {
-            const uint64_t reply[2] = {req->worker->uuid, s.ep->remote_id};
-            std::memcpy(p, reply, sizeof(reply));
+            const wire::am_reply_hdr reply{req->worker->uuid, s.ep->remote_id};
+            std::memcpy(p, &reply, sizeof(reply));
             p += sizeof(reply);
         }
         *am_id = wire::AM_USER_SINGLE;
@@ -245,7 +245,7 @@ send_step_t am_start(request *req, proto::protocol p)
         return zcopy::applies(req, sizeof(wire::am_first_hdr) + s.header_length) ?
                am_zcopy_step : nullptr;
     case proto::protocol::EAGER_BCOPY_SINGLE: {
-        const size_t single = sizeof(wire::am_hdr) + (reply ? 2 * sizeof(uint64_t) : 0) +
+        const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(wire::am_reply_hdr) : 0) +
                               s.header_length;
         return (single + s.packer.length() <= max_bcopy(s)) ? am_single_step : nullptr;
     }

@@ -144,7 +144,7 @@ ep_thresholds compute_thresholds(const ucp_worker &worker, const ep_config_key &
     t.am_max_bcopy     = bcopy;
     t.max_eager_only   = bcopy - sizeof(ucp_tag_t);
     t.first_frag       = bcopy - sizeof(wire::eager_first_hdr);
-    t.sync_first_frag  = t.first_frag - sizeof(uint64_t);
+    t.sync_first_frag  = t.first_frag - sizeof(wire::request_hdr);
     t.middle_frag      = bcopy - sizeof(wire::eager_middle_hdr);
 
     const context_config &cfg = worker.context.config;

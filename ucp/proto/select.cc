@@ -78,7 +78,7 @@ candidates am_rules(const table_inputs &in, const key &k, size_t length)
     if (zcopy_possible(t, k.dt, sizeof(wire::am_first_hdr)) && (length >= t.zcopy)) {
         c.add(protocol::EAGER_ZCOPY);
     }
-    const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(uint64_t) : 0);
+    const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(wire::am_reply_hdr) : 0);
     if ((t.am_max_bcopy > single) && (length <= t.am_max_bcopy - single)) {
         c.add(protocol::EAGER_BCOPY_SINGLE);
     }
@@ -130,7 +130,7 @@ std::vector<size_t> boundaries(const table_inputs &in)
     }
     after(t.max_eager_only);
     after(t.max_eager_only - sizeof(wire::eager_sync_hdr) + sizeof(ucp_tag_t));
-    for (size_t header : {sizeof(wire::am_hdr), sizeof(wire::am_hdr) + sizeof(uint64_t),
+    for (size_t header : {sizeof(wire::am_hdr), sizeof(wire::am_hdr) + sizeof(wire::am_reply_hdr),
                           sizeof(wire::stream_hdr)}) {
         if (t.am_max_bcopy > header) {
             after(t.am_max_bcopy - header);

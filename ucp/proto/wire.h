@@ -230,6 +230,15 @@ constexpr uint8_t REPLY = 1u << 0;        /* give a reply ep: single: src uuid a
                                              follow; first: am_first_hdr::ep_id */
 } // namespace am_hdr_flag
 
+/* What follows an AM_USER_SINGLE's am_hdr when it has the REPLY flag: the
+ * sender's worker and the receiver's ep that the reply ep is. */
+struct am_reply_hdr {
+    uint64_t src_uuid;
+    uint64_t ep_id;
+};
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(am_reply_hdr) == 16, "am_reply_hdr layout");
+
 /*
  * A user active message in one piece. It fits the 8-byte am_short header,
  * so a small message without user header or reply goes out inline.

@@ -159,7 +159,7 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
     req->u.send.ep     = ep;
     req->u.send.step   = message_step;
     req->u.send.packer = dt::packer();   /* inert: a purge releases the request */
-    req->u.send.memh   = nullptr;
+    req->u.send.reg    = {};
     req->u.send.bounce = copy;
     req->u.send.offset = bytes.size();
     ucs_debug("worker '%s': ep %u sends a wireup %s to '%s'", worker->name.c_str(), ep->id,
