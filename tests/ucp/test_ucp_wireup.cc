@@ -1,0 +1,452 @@
+/*
+ * UCP's wireup over connect-to-ep lanes (ucp/wireup/wireup.h), between
+ * real processes on the test transport ucp_test_rc (rc_transport.h): its
+ * eps are RC queue pairs, so every lane must be connected to the peer's ep
+ * before anything is sent on it, and tcp only carries the handshake.
+ *  - tag (short, bcopy, multi-fragment, rendezvous, sync), stream, active
+ *    messages with a reply ep, put/get/atomics all go over the rc lanes,
+ *    whether the peer makes its ep before or after our first message, or
+ *    both sides connect at once;
+ *  - no message ever reaches an rc ep not connected to its sender
+ *    (rc_dropped_unconnected stays 0: the passive side waits for the ACK);
+ *  - several eps from each side to the other pair in creation order;
+ *  - an ep to its own worker pairs with itself.
+ */
+#include "rc_transport.h"
+#include "rma_test_util.h"
+#include "ucp_peer.h"
+#include "ucp_test_util.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using ucp_test::check_pattern;
+using ucp_test::fill_pattern;
+using ucp_test::peer;
+using ucp_test::rc_enable_guard;
+
+constexpr const char *tls = "ucp_test_rc,tcp";
+constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
+                              UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
+/* Short, single bcopy, several fragments, rendezvous (over rc zcopy). */
+const size_t tag_sizes[]  = {8, 1000, 20000, 200000};
+constexpr size_t stream_size = 30000;
+const size_t am_sizes[]   = {100, 20000};
+constexpr uint16_t am_request = 7, am_answer = 8;
+constexpr size_t region_size = 65536;
+
+/* What a process reports at the end: the rc transport's counters. */
+struct rc_counters {
+    unsigned long connected;
+    unsigned long delivered;
+    unsigned long dropped;
+};
+
+rc_counters counters_now()
+{
+    return {ucp_test::rc_eps_connected.load(), ucp_test::rc_delivered_am.load(),
+            ucp_test::rc_dropped_unconnected.load()};
+}
+
+/* What happened since `before` (a forked child inherits its parent's counts). */
+rc_counters counters_since(const rc_counters &before)
+{
+    const rc_counters now = counters_now();
+    return {now.connected - before.connected, now.delivered - before.delivered,
+            now.dropped - before.dropped};
+}
+
+ucp_tag_t tag_of(size_t i, bool sync) { return (i << 1) | (sync ? 1 : 0); }
+
+ucs_status_t tag_send(peer &p, ucp_ep_h ep, const void *buffer, size_t length,
+                      ucp_tag_t tag, bool sync)
+{
+    ucp_request_param_t param{};
+    return p.wait(sync ? ucp_tag_send_sync_nbx(ep, buffer, length, tag, &param) :
+                         ucp_tag_send_nbx(ep, buffer, length, tag, &param));
+}
+
+/* Receives every tag size (and its sync twin) and checks the bytes. */
+bool recv_tags(peer &p, uint64_t seed)
+{
+    for (size_t i = 0; i < std::size(tag_sizes); ++i) {
+        for (bool sync : {false, true}) {
+            std::vector<uint8_t> buffer(tag_sizes[i]);
+            ucp_tag_recv_info_t info{};
+            if ((p.recv(buffer.data(), buffer.size(), tag_of(i, sync), ~ucp_tag_t(0),
+                        &info) != UCS_OK) ||
+                (info.length != tag_sizes[i]) ||
+                !check_pattern(buffer.data(), buffer.size(), seed + i)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+bool send_tags(peer &p, uint64_t seed)
+{
+    for (size_t i = 0; i < std::size(tag_sizes); ++i) {
+        std::vector<uint8_t> buffer(tag_sizes[i]);
+        fill_pattern(buffer.data(), buffer.size(), seed + i);
+        for (bool sync : {false, true}) {
+            if (tag_send(p, p.ep, buffer.data(), buffer.size(), tag_of(i, sync), sync) !=
+                UCS_OK) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+ucs_status_t stream_send(peer &p, ucp_ep_h ep, const void *buffer, size_t length)
+{
+    ucp_request_param_t param{};
+    return p.wait(ucp_stream_send_nbx(ep, buffer, length, &param));
+}
+
+/* Receives exactly `length` stream bytes of `ep`. */
+ucs_status_t stream_recv(peer &p, ucp_ep_h ep, void *buffer, size_t length)
+{
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
+    size_t received    = 0;
+    ucs_status_ptr_t req = ucp_stream_recv_nbx(ep, buffer, length, &received, &param);
+    return (req == nullptr) ? UCS_OK : p.wait(req);
+}
+
+/* Active messages: the target answers every request on its reply ep with
+ * the same bytes; the initiator collects the answers. */
+struct am_state {
+    std::vector<std::vector<uint8_t>> answers;
+    unsigned                          requests = 0;
+    bool                              failed   = false;
+};
+
+ucs_status_t on_am_request(void *arg, const void *, size_t, void *data, size_t length,
+                           const ucp_am_recv_param_t *param)
+{
+    auto *st = static_cast<am_state*>(arg);
+    ++st->requests;
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        st->failed = true;
+        return UCS_OK;
+    }
+    /* The answer is sent from the handler, as applications do: eager
+     * (it is copied before returning) or failed. */
+    ucp_request_param_t sp{};
+    sp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    sp.flags        = UCP_AM_SEND_FLAG_EAGER;
+    ucs_status_ptr_t req = ucp_am_send_nbx(param->reply_ep, am_answer, nullptr, 0, data,
+                                           length, &sp);
+    if (UCS_PTR_IS_ERR(req)) {
+        st->failed = true;
+    } else if (req != nullptr) {
+        ucp_request_free(req);    /* completes by itself: the data is copied or held */
+    }
+    return UCS_OK;
+}
+
+ucs_status_t on_am_answer(void *arg, const void *, size_t, void *data, size_t length,
+                          const ucp_am_recv_param_t *param)
+{
+    auto *st = static_cast<am_state*>(arg);
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        st->failed = true;
+        return UCS_OK;
+    }
+    const auto *p = static_cast<const uint8_t*>(data);
+    st->answers.emplace_back(p, p + length);
+    return UCS_OK;
+}
+
+bool set_am_handler(peer &p, uint16_t id, ucp_am_recv_callback_t cb, am_state *st)
+{
+    ucp_am_handler_param_t param{};
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    param.id         = id;
+    param.cb         = cb;
+    param.arg        = st;
+    return ucp_worker_set_am_recv_handler(p.worker, &param) == UCS_OK;
+}
+
+std::string lanes_of(ucp_ep_h ep)
+{
+    return ucp_test::print_to_string([&](FILE *f) { ucp_ep_print_info(ep, f); });
+}
+
+enum class when { after_first_message, at_once };
+
+/*
+ * The child: exposes a region, makes its ep to the parent (after the
+ * parent's first message arrived, or at once), then answers the parent's
+ * traffic of every kind; its counters go back at the end.
+ */
+int traffic_child(int fd, when connect_when)
+{
+    const rc_counters start = counters_now();
+    rc_enable_guard rc;
+    peer c;
+    TEST_CHILD_CHECK(c.init_with(tls, features, {}) == UCS_OK);
+    rma_test::region region;
+    TEST_CHILD_CHECK(region.map(c.context, rma_test::memory::registered, region_size) ==
+                     UCS_OK);
+    am_state am;
+    TEST_CHILD_CHECK(set_am_handler(c, am_request, on_am_request, &am));
+    std::vector<uint8_t> remote;
+    TEST_CHILD_CHECK(test::send_blob(fd, c.address()) && test::recv_blob(fd, &remote));
+    TEST_CHILD_CHECK(test::send_blob(fd, region.key()) &&
+                     test::send_value(fd, region.address()));
+    if (connect_when == when::after_first_message) {
+        TEST_CHILD_CHECK(c.wait_unexpected(tag_of(0, false)));
+    }
+    TEST_CHILD_CHECK(c.connect(remote) == UCS_OK);
+    TEST_CHILD_CHECK(recv_tags(c, 100));
+    TEST_CHILD_CHECK(send_tags(c, 200));
+
+    std::vector<uint8_t> bytes(stream_size);
+    TEST_CHILD_CHECK(stream_recv(c, c.ep, bytes.data(), bytes.size()) == UCS_OK);
+    TEST_CHILD_CHECK(check_pattern(bytes.data(), bytes.size(), 300));
+    fill_pattern(bytes.data(), bytes.size(), 400);
+    TEST_CHILD_CHECK(stream_send(c, c.ep, bytes.data(), bytes.size()) == UCS_OK);
+
+    /* The parent's AMs and RMA need our progress until it says done. */
+    uint32_t done = 0;
+    TEST_CHILD_CHECK(c.recv_value_progress(fd, &done));
+    TEST_CHILD_CHECK(!am.failed && (am.requests == std::size(am_sizes)));
+    TEST_CHILD_CHECK(check_pattern(region.data(), region_size / 2, 500));
+    TEST_CHILD_CHECK(test::send_value(fd, counters_since(start)));
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
+void run_traffic(when connect_when)
+{
+    const rc_counters start = counters_now();
+    rc_enable_guard rc;
+    peer p;
+    REQUIRE(p.init_with(tls, features, {}) == UCS_OK);
+    am_state am;
+    REQUIRE(set_am_handler(p, am_answer, on_am_answer, &am));
+    test::child_process child([connect_when](int fd) { return traffic_child(fd, connect_when); });
+    std::vector<uint8_t> remote, key;
+    uint64_t remote_address = 0;
+    REQUIRE(test::send_blob(child.fd(), p.address()));
+    REQUIRE(test::recv_blob(child.fd(), &remote));
+    REQUIRE(test::recv_blob(child.fd(), &key));
+    REQUIRE(test::recv_value(child.fd(), &remote_address));
+    REQUIRE(p.connect(remote) == UCS_OK);
+
+    const std::string lanes = lanes_of(p.ep);
+    INFO(lanes);
+    CHECK(lanes.find(ucp_test::rc_tl) != std::string::npos);
+
+    REQUIRE(send_tags(p, 100));
+    REQUIRE(recv_tags(p, 200));
+
+    std::vector<uint8_t> bytes(stream_size);
+    fill_pattern(bytes.data(), bytes.size(), 300);
+    REQUIRE(stream_send(p, p.ep, bytes.data(), bytes.size()) == UCS_OK);
+    REQUIRE(stream_recv(p, p.ep, bytes.data(), bytes.size()) == UCS_OK);
+    CHECK(check_pattern(bytes.data(), bytes.size(), 400));
+
+    for (size_t i = 0; i < std::size(am_sizes); ++i) {
+        std::vector<uint8_t> data(am_sizes[i]);
+        fill_pattern(data.data(), data.size(), 600 + i);
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+        REQUIRE(p.wait(ucp_am_send_nbx(p.ep, am_request, nullptr, 0, data.data(), data.size(),
+                                       &param)) == UCS_OK);
+    }
+    REQUIRE(test::poll_until([&] { return am.failed || (am.answers.size() == 2); },
+                             [&] { ucp_worker_progress(p.worker); }));
+    REQUIRE(!am.failed);
+    for (size_t i = 0; i < std::size(am_sizes); ++i) {
+        CHECK(am.answers[i].size() == am_sizes[i]);
+        CHECK(check_pattern(am.answers[i].data(), am.answers[i].size(), 600 + i));
+    }
+
+    ucp_rkey_h rkey;
+    REQUIRE(ucp_ep_rkey_unpack(p.ep, key.data(), &rkey) == UCS_OK);
+    std::vector<uint8_t> out(region_size / 2), in(region_size / 2);
+    fill_pattern(out.data(), out.size(), 500);
+    ucp_request_param_t param{};
+    CHECK(p.wait(ucp_put_nbx(p.ep, out.data(), out.size(), remote_address, rkey, &param)) ==
+          UCS_OK);
+    CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
+    CHECK(p.wait(ucp_get_nbx(p.ep, in.data(), in.size(), remote_address, rkey, &param)) ==
+          UCS_OK);
+    CHECK(in == out);
+    uint64_t add = 5, before = 0;
+    const uint64_t word_address = remote_address + region_size - sizeof(uint64_t);
+    ucp_request_param_t amo{};
+    amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    amo.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
+    amo.reply_buffer = &before;
+    for (uint64_t i = 0; i < 3; ++i) {
+        CHECK(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &add, 1, word_address, rkey,
+                                       &amo)) == UCS_OK);
+        CHECK(before == 5 * i);
+    }
+    ucp_rkey_destroy(rkey);
+
+    REQUIRE(test::send_value(child.fd(), uint32_t(1)));
+    rc_counters theirs{};
+    REQUIRE(p.recv_value_progress(child.fd(), &theirs));
+    const rc_counters ours = counters_since(start);
+    /* Our ep and theirs each connected their rc lanes, and carried the
+     * traffic over them; nothing reached an rc ep before it was connected. */
+    CHECK(ours.connected >= 1);
+    CHECK(theirs.connected >= 1);
+    CHECK(ours.delivered > std::size(tag_sizes));
+    CHECK(theirs.delivered > std::size(tag_sizes));
+    CHECK(ours.dropped == 0);
+    CHECK(theirs.dropped == 0);
+    REQUIRE(test::sync_peer(child.fd()));
+    CHECK(child.wait() == 0);
+}
+
+} // namespace
+
+TEST_CASE("wireup over connect-to-ep lanes: the peer connects after our first message",
+          "[ucp_wireup]")
+{
+    run_traffic(when::after_first_message);
+}
+
+TEST_CASE("wireup over connect-to-ep lanes: both sides connect at once", "[ucp_wireup]")
+{
+    run_traffic(when::at_once);
+}
+
+/* ---- several eps to one peer ------------------------------------------- */
+
+namespace {
+
+constexpr unsigned num_eps = 3;
+
+/* Makes num_eps eps to `remote`, at once, before any progress. */
+bool connect_several(peer &p, const std::vector<uint8_t> &remote, std::vector<ucp_ep_h> *eps)
+{
+    for (unsigned i = 0; i < num_eps; ++i) {
+        ucp_ep_params_t params{};
+        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+        ucp_ep_h ep;
+        if (ucp_ep_create(p.worker, &params, &ep) != UCS_OK) {
+            return false;
+        }
+        eps->push_back(ep);
+    }
+    return true;
+}
+
+void close_all(peer &p, std::vector<ucp_ep_h> &eps)
+{
+    for (ucp_ep_h ep : eps) {
+        ucp_request_param_t param{};
+        p.wait(ucp_ep_close_nbx(ep, &param));
+    }
+    eps.clear();
+}
+
+/* Each side sends its ep index on the stream of each of its eps, and reads
+ * the peer's on each: the i-th eps of the two sides are a pair. */
+bool exchange_indices(peer &p, const std::vector<ucp_ep_h> &eps, uint32_t offset)
+{
+    for (uint32_t i = 0; i < eps.size(); ++i) {
+        const uint32_t value = offset + i;
+        if (stream_send(p, eps[i], &value, sizeof(value)) != UCS_OK) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < eps.size(); ++i) {
+        uint32_t value = 0;
+        if ((stream_recv(p, eps[i], &value, sizeof(value)) != UCS_OK) ||
+            (value != (offset ^ 0x100) + i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int several_child(int fd)
+{
+    const rc_counters start = counters_now();
+    rc_enable_guard rc;
+    peer c;
+    TEST_CHILD_CHECK(c.init_with(tls, UCP_FEATURE_STREAM, {}) == UCS_OK);
+    std::vector<uint8_t> remote;
+    TEST_CHILD_CHECK(test::send_blob(fd, c.address()) && test::recv_blob(fd, &remote));
+    std::vector<ucp_ep_h> eps;
+    TEST_CHILD_CHECK(connect_several(c, remote, &eps));
+    TEST_CHILD_CHECK(exchange_indices(c, eps, 0x100));
+    uint32_t done;
+    TEST_CHILD_CHECK(c.recv_value_progress(fd, &done));
+    TEST_CHILD_CHECK(test::send_value(fd, counters_since(start)));
+    close_all(c, eps);
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("wireup over connect-to-ep lanes: several eps to one peer pair in creation order",
+          "[ucp_wireup]")
+{
+    const rc_counters start = counters_now();
+    rc_enable_guard rc;
+    peer p;
+    REQUIRE(p.init_with(tls, UCP_FEATURE_STREAM, {}) == UCS_OK);
+    test::child_process child(several_child);
+    std::vector<uint8_t> remote;
+    REQUIRE(test::send_blob(child.fd(), p.address()));
+    REQUIRE(test::recv_blob(child.fd(), &remote));
+    std::vector<ucp_ep_h> eps;
+    REQUIRE(connect_several(p, remote, &eps));
+    CHECK(exchange_indices(p, eps, 0));
+    REQUIRE(test::send_value(child.fd(), uint32_t(1)));
+    rc_counters theirs{};
+    REQUIRE(p.recv_value_progress(child.fd(), &theirs));
+    /* One rc connection per pair on each side, no more (a simultaneous
+     * connect makes no extra pair), and nothing refused. */
+    const rc_counters ours = counters_since(start);
+    CHECK(ours.connected == num_eps);
+    CHECK(theirs.connected == num_eps);
+    CHECK(ours.dropped == 0);
+    CHECK(theirs.dropped == 0);
+    close_all(p, eps);
+    CHECK(child.wait() == 0);
+}
+
+TEST_CASE("wireup over connect-to-ep lanes: an ep to our own worker pairs with itself",
+          "[ucp_wireup]")
+{
+    rc_enable_guard rc;
+    peer p;
+    REQUIRE(p.init_with(tls, features, {}) == UCS_OK);
+    const rc_counters start = counters_now();
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    for (size_t i = 0; i < std::size(tag_sizes); ++i) {
+        std::vector<uint8_t> out(tag_sizes[i]), in(tag_sizes[i]);
+        fill_pattern(out.data(), out.size(), i);
+        ucp_request_param_t param{};
+        ucs_status_ptr_t sreq = ucp_tag_send_nbx(p.ep, out.data(), out.size(), tag_of(i, false),
+                                                 &param);
+        ucp_tag_recv_info_t info{};
+        REQUIRE(p.recv(in.data(), in.size(), tag_of(i, false), ~ucp_tag_t(0), &info) == UCS_OK);
+        REQUIRE(p.wait(sreq) == UCS_OK);
+        CHECK(in == out);
+    }
+    INFO(lanes_of(p.ep));
+    CHECK(counters_since(start).connected >= 1);
+    CHECK(counters_since(start).dropped == 0);
+}
