@@ -56,6 +56,7 @@ struct pair {
     ucp_context_h context = nullptr;
     ucp_worker_h  a = nullptr, b = nullptr;
     ucp_ep_h      ab = nullptr;
+    ucp_ep_h      ba = nullptr;                /* b's ep to a: adopts the wireup's */
     ucp_mem_h     memh = nullptr;              /* b's region */
     std::unique_ptr<record::fifo_tap> tap_a, tap_b;
     std::vector<void*> am_kept;                /* b's kept AM data */
@@ -163,6 +164,12 @@ void run_scenarios(pair &p, bool over_tcp)
     ucp_worker_release_address(p.b, b_address);
     p.wait({ucp_tag_send_nbx(p.ab, send_buf, 8, 1, &none),
             ucp_tag_recv_nbx(p.b, recv_buf, sizeof(recv_buf), 1, ~ucp_tag_t(0), &none)});
+    ucp_address_t *a_address;
+    size_t a_length;
+    check(ucp_worker_get_address(p.a, &a_address, &a_length) == UCS_OK, "a address");
+    ep_params.address = a_address;
+    check(ucp_ep_create(p.b, &ep_params, &p.ba) == UCS_OK, "ep b->a");
+    ucp_worker_release_address(p.a, a_address);
 
     struct tag_case {
         const char *name;
@@ -197,7 +204,7 @@ void run_scenarios(pair &p, bool over_tcp)
     record::scenario = "stream";
     size_t stream_length;
     p.wait({ucp_stream_send_nbx(p.ab, send_buf, 100, &none),
-            ucp_stream_recv_nbx(p.b->eps_by_uuid.at(p.a->uuid), recv_buf, 100,
+            ucp_stream_recv_nbx(p.ba, recv_buf, 100,
                                 &stream_length, &none)});
 
     ucp_am_handler_param_t hp{};
@@ -273,6 +280,15 @@ void run_scenarios(pair &p, bool over_tcp)
     p.wait({ucp_ep_close_nbx(p.ab, &close)});
     p.ab = nullptr;
     p.settle();
+    /* b's ep failed when a closed its end: forced, its status does not matter. */
+    ucp_request_param_t force{};
+    force.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    force.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t closing = ucp_ep_close_nbx(p.ba, &force);
+    if (!UCS_PTR_IS_ERR(closing)) {
+        p.wait({closing});
+    }
+    p.ba = nullptr;
 
     if (!over_tcp) {
         return;
