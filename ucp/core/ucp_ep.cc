@@ -424,16 +424,13 @@ unsigned process_closed_peers(ucp_worker *worker)
 
 } // namespace
 
-ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
+namespace {
+
+/* Sends now when `try_now` and the lane takes it, else queues the request
+ * on `lane` until it has resources. */
+ucs_status_t send_or_pend(ucp_ep *ep, uct::ep *lane, request *req, bool try_now)
 {
-    if (ucs_unlikely(!ep->usable())) {
-        return ep->status;
-    }
-    if (ucs_unlikely(!(ep->flags & ep_flag::READY)) &&
-        (req->flags & request_flag::NAMES_PEER_EP)) {
-        ep_hold_sends(ep);      /* until the REPLY tells us the peer's ep */
-    }
-    if ((ep->num_pending == 0) && !ep->held()) {
+    if (try_now) {
         ucs_status_t status = req->u.send.step(req);
         if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
             return status;
@@ -441,7 +438,7 @@ ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
     }
     req->u.send.pending.func = pending_dispatch;
     for (;;) {
-        ucs_status_t status = ep->am_ep->pending_add(&req->u.send.pending, 0);
+        ucs_status_t status = lane->pending_add(&req->u.send.pending, 0);
         if (status == UCS_OK) {
             break;
         }
@@ -459,33 +456,27 @@ ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
     return UCS_INPROGRESS;
 }
 
+} // namespace
+
+ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
+{
+    if (ucs_unlikely(!ep->usable())) {
+        return ep->status;
+    }
+    if (ucs_unlikely(!(ep->flags & ep_flag::READY)) &&
+        (req->flags & request_flag::NAMES_PEER_EP)) {
+        ep_hold_sends(ep);      /* until the REPLY tells us the peer's ep */
+    }
+    return send_or_pend(ep, ep->am_ep, req, (ep->num_pending == 0) && !ep->held());
+}
+
 ucs_status_t ep_send_wireup(ucp_ep *ep, request *req)
 {
     if (ucs_unlikely(!ep->usable())) {
         return ep->status;
     }
-    uct::ep *lane = ep_wireup_lane(ep);
-    ucs_status_t status = req->u.send.step(req);
-    if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
-        return status;
-    }
-    req->u.send.pending.func = pending_dispatch;
-    for (;;) {
-        status = lane->pending_add(&req->u.send.pending, 0);
-        if (status == UCS_OK) {
-            break;
-        }
-        if (status != UCS_ERR_BUSY) {
-            return status;
-        }
-        status = req->u.send.step(req);
-        if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
-            return status;
-        }
-    }
-    req->flags |= request_flag::PENDING;
-    ++ep->num_pending;
-    return UCS_INPROGRESS;
+    /* Ahead of the sends an ep holds until the wireup is done. */
+    return send_or_pend(ep, ep_wireup_lane(ep), req, true);
 }
 
 namespace {
