@@ -253,19 +253,6 @@ ucs_status_t reply_handler(void *arg, const void *, size_t, void *data, size_t l
     return UCS_OK;
 }
 
-ucs_status_t set_v2_handler(ucp_worker_h worker, uint16_t id, ucp_am_recv_callback_t cb,
-                            void *arg, uint32_t flags = 0)
-{
-    ucp_am_handler_param_t param{};
-    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-    param.id         = id;
-    param.cb         = cb;
-    param.arg        = arg;
-    param.flags      = flags;
-    return ucp_worker_set_am_recv_handler(worker, &param);
-}
-
 /* Connects to the parent only: the parent answers through the ep its
  * worker makes for us when our wireup arrives. */
 bool connect_to_parent(peer &p, int fd)
@@ -293,7 +280,7 @@ int v2_sender_child(int fd, const char *tls)
     TEST_CHILD_CHECK(p.init(tls, UCP_FEATURE_AM) == UCS_OK);
     reply_log replies;
     replies.seen.assign(am_count, 0);
-    TEST_CHILD_CHECK(set_v2_handler(p.worker, reply_id, reply_handler, &replies) == UCS_OK);
+    TEST_CHILD_CHECK(ucp_test::set_am_handler(p.worker, reply_id, reply_handler, &replies) == UCS_OK);
     TEST_CHILD_CHECK(connect_to_parent(p, fd));
 
     std::vector<std::vector<uint8_t>> headers(am_count), buffers(am_count);
@@ -351,7 +338,7 @@ TEST_CASE("v2 active messages of every size class with header, reply ep and rend
         am_receiver r(am_count);
         r.worker      = p.worker;
         r.expect_rndv = has_rndv(tls);
-        REQUIRE(set_v2_handler(p.worker, data_id, v2_handler, &r) == UCS_OK);
+        REQUIRE(ucp_test::set_am_handler(p.worker, data_id, v2_handler, &r) == UCS_OK);
         test::child_process child([tls](int fd) { return v2_sender_child(fd, tls); });
         REQUIRE(test::send_blob(child.fd(), p.address()));
 
@@ -646,7 +633,7 @@ TEST_CASE("persistent data, am_alignment and rendezvous in loopback", "[ucp_am]"
         loop_log log;
         log.alignment = 64;
         log.keep      = true;
-        REQUIRE(set_v2_handler(p.worker, data_id, loop_handler, &log,
+        REQUIRE(ucp_test::set_am_handler(p.worker, data_id, loop_handler, &log,
                                UCP_AM_FLAG_PERSISTENT_DATA) == UCS_OK);
         std::vector<std::vector<uint8_t>> buffers(count);
         std::vector<uint64_t> headers(count);
@@ -739,7 +726,7 @@ TEST_CASE("legacy handler gets rendezvous data whole; v2 handler drops unfetched
         /* A v2 handler that neither fetches nor keeps: the send completes. */
         loop_log log;
         CHECK(r.kept.empty());
-        REQUIRE(set_v2_handler(p.worker, data_id, [](void *arg, const void *, size_t, void *,
+        REQUIRE(ucp_test::set_am_handler(p.worker, data_id, [](void *arg, const void *, size_t, void *,
                                                       size_t length,
                                                       const ucp_am_recv_param_t *prm) {
             auto *l = static_cast<loop_log*>(arg);
@@ -799,7 +786,7 @@ TEST_CASE("active messages to an unknown id are logged and dropped", "[ucp_am]")
         peer p;
         REQUIRE(p.init(tls, UCP_FEATURE_AM) == UCS_OK);
         std::vector<uint64_t> got;
-        REQUIRE(set_v2_handler(p.worker, data_id, [](void *arg, const void *, size_t,
+        REQUIRE(ucp_test::set_am_handler(p.worker, data_id, [](void *arg, const void *, size_t,
                                                       void *data, size_t length,
                                                       const ucp_am_recv_param_t *) {
             uint64_t v = 0;
@@ -823,7 +810,7 @@ TEST_CASE("malformed active-message headers are dropped", "[ucp_am]")
     peer p;
     loopback(p, "self", 1);
     loop_log log;
-    REQUIRE(set_v2_handler(p.worker, data_id, loop_handler, &log) == UCS_OK);
+    REQUIRE(ucp_test::set_am_handler(p.worker, data_id, loop_handler, &log) == UCS_OK);
     log_capture capture;
 
     std::vector<uint8_t> msg(1024, 0);
@@ -952,7 +939,7 @@ TEST_CASE("active-message send completion: immediate, NO_IMM_CMPL, request memor
     peer p;
     loopback(p, "self", 1);
     size_t received = 0;
-    REQUIRE(set_v2_handler(p.worker, data_id, [](void *arg, const void *, size_t, void *,
+    REQUIRE(ucp_test::set_am_handler(p.worker, data_id, [](void *arg, const void *, size_t, void *,
                                                   size_t, const ucp_am_recv_param_t *) {
         ++*static_cast<size_t*>(arg);
         return UCS_OK;

@@ -215,13 +215,7 @@ TEST_CASE("counter wait progresses the worker: messages from another process",
             });
             REQUIRE(p.connect_over(child.fd()));
             ucp_cntr_h c = make_cntr(p.worker);
-            ucp_am_handler_param_t hp{};
-            hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                            UCP_AM_HANDLER_PARAM_FIELD_ARG;
-            hp.id  = am_id;
-            hp.cb  = count_message;
-            hp.arg = c;
-            REQUIRE(ucp_worker_set_am_recv_handler(p.worker, &hp) == UCS_OK);
+            REQUIRE(ucp_test::set_am_handler(p.worker, am_id, count_message, c) == UCS_OK);
             REQUIRE(test::send_value(child.fd(), uint8_t(1)));
             /* Nothing but the wait progresses this worker. */
             CHECK(ucp_cntr_wait(c, messages, 60000) == UCS_OK);

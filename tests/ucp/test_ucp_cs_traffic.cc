@@ -353,13 +353,7 @@ struct am_log {
 
     ucs_status_t install(ucp_worker_h worker, uint16_t id)
     {
-        ucp_am_handler_param_t param{};
-        param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                           UCP_AM_HANDLER_PARAM_FIELD_ARG;
-        param.id         = id;
-        param.cb         = handler;
-        param.arg        = this;
-        return ucp_worker_set_am_recv_handler(worker, &param);
+        return ucp_test::set_am_handler(worker, id, handler, this);
     }
 };
 

@@ -257,13 +257,7 @@ bool set_am_inbox(peer &p, am_inbox *inbox)
 {
     inbox->worker = p.worker;
     inbox->messages.reserve(256);   /* the rendezvous callbacks keep pointers */
-    ucp_am_handler_param_t param{};
-    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    param.id  = am_id;
-    param.cb  = am_arrived;
-    param.arg = inbox;
-    return ucp_worker_set_am_recv_handler(p.worker, &param) == UCS_OK;
+    return ucp_test::set_am_handler(p.worker, am_id, am_arrived, inbox) == UCS_OK;
 }
 
 uint64_t am_seed(size_t i, size_t h) { return 5000 + 10 * i + h; }

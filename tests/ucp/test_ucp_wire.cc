@@ -150,17 +150,13 @@ TEST_CASE("active messages and rendezvous requests announcing impossible sizes a
     self_loopback(p);
     log_capture capture;
     std::vector<size_t> delivered;
-    ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hp.id         = 5;
-    hp.arg        = &delivered;
-    hp.cb         = [](void *arg, const void *, size_t, void *, size_t length,
-                       const ucp_am_recv_param_t *) -> ucs_status_t {
+    const ucp_am_recv_callback_t record_length =
+        [](void *arg, const void *, size_t, void *, size_t length,
+           const ucp_am_recv_param_t *) -> ucs_status_t {
         static_cast<std::vector<size_t>*>(arg)->push_back(length);
         return UCS_OK;
     };
-    REQUIRE(ucp_worker_set_am_recv_handler(p.worker, &hp) == UCS_OK);
+    REQUIRE(ucp_test::set_am_handler(p.worker, 5, record_length, &delivered) == UCS_OK);
 
     for (const uint64_t total : {~uint64_t(0), ~uint64_t(0) - 64,
                                  ucp::wire::max_message_length + 1}) {

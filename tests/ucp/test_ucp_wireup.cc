@@ -167,17 +167,6 @@ ucs_status_t on_am_answer(void *arg, const void *, size_t, void *data, size_t le
     return UCS_OK;
 }
 
-bool set_am_handler(peer &p, uint16_t id, ucp_am_recv_callback_t cb, am_state *st)
-{
-    ucp_am_handler_param_t param{};
-    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    param.id         = id;
-    param.cb         = cb;
-    param.arg        = st;
-    return ucp_worker_set_am_recv_handler(p.worker, &param) == UCS_OK;
-}
-
 std::string lanes_of(ucp_ep_h ep)
 {
     return ucp_test::print_to_string([&](FILE *f) { ucp_ep_print_info(ep, f); });
@@ -200,7 +189,7 @@ int traffic_child(int fd, when connect_when)
     TEST_CHILD_CHECK(region.map(c.context, rma_test::memory::registered, region_size) ==
                      UCS_OK);
     am_state am;
-    TEST_CHILD_CHECK(set_am_handler(c, am_request, on_am_request, &am));
+    TEST_CHILD_CHECK(ucp_test::set_am_handler(c.worker, am_request, on_am_request, &am) == UCS_OK);
     std::vector<uint8_t> remote;
     TEST_CHILD_CHECK(test::send_blob(fd, c.address()) && test::recv_blob(fd, &remote));
     TEST_CHILD_CHECK(test::send_blob(fd, region.key()) &&
@@ -235,7 +224,7 @@ void run_traffic(when connect_when)
     peer p;
     REQUIRE(p.init_with(tls, features, {}) == UCS_OK);
     am_state am;
-    REQUIRE(set_am_handler(p, am_answer, on_am_answer, &am));
+    REQUIRE(ucp_test::set_am_handler(p.worker, am_answer, on_am_answer, &am) == UCS_OK);
     test::child_process child([connect_when](int fd) { return traffic_child(fd, connect_when); });
     std::vector<uint8_t> remote, key;
     uint64_t remote_address = 0;

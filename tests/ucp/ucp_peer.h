@@ -204,6 +204,20 @@ public:
     ucp_ep_h      ep      = nullptr;
 };
 
+/* Installs (cb != nullptr) or clears a UCP AM handler for `id`. */
+inline ucs_status_t set_am_handler(ucp_worker_h worker, uint16_t id, ucp_am_recv_callback_t cb,
+                                   void *arg, uint32_t flags = 0)
+{
+    ucp_am_handler_param_t param{};
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    param.id         = id;
+    param.cb         = cb;
+    param.arg        = arg;
+    param.flags      = flags;
+    return ucp_worker_set_am_recv_handler(worker, &param);
+}
+
 /* Deterministic bytes of message `seed`, so the receiver can check them. */
 inline void fill_pattern(uint8_t *buffer, size_t length, uint64_t seed)
 {

@@ -10,6 +10,8 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/core/ucp_request.h>
 
+#include <cstring>
+
 namespace ucp {
 
 /* A private op_attr_mask bit: the callback has the pre-nbx signature. */
@@ -20,6 +22,20 @@ constexpr uint32_t param_legacy_callback = 1u << 31;
 template <typename To, typename From> To callback_cast(From f)
 {
     return reinterpret_cast<To>(reinterpret_cast<void (*)()>(f));
+}
+
+/* Bytes a bcopy packs as they are: `arg` of pack_span. */
+struct byte_span {
+    const void *data;
+    size_t     length;
+};
+
+/* uct::pack_callback_t copying a byte_span. */
+inline size_t pack_span(void *dest, void *arg)
+{
+    const auto *span = static_cast<const byte_span*>(arg);
+    std::memcpy(dest, span->data, span->length);
+    return span->length;
 }
 
 /* A NULL buffer with data to move is an error, except for generic datatypes

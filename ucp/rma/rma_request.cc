@@ -86,18 +86,6 @@ uct::rkey_t lane_rkey(const request *req)
     return r.rkey->find(req->u.send.ep->lanes[r.lane].md_index)->bundle.rkey;
 }
 
-struct copy_arg {
-    const uint8_t *source;
-    size_t        length;
-};
-
-size_t pack_copy(void *dest, void *arg)
-{
-    auto *a = static_cast<copy_arg*>(arg);
-    std::memcpy(dest, a->source, a->length);
-    return a->length;
-}
-
 void unpack_copy(void *arg, const void *data, size_t length)
 {
     std::memcpy(arg, data, length);
@@ -166,8 +154,8 @@ ucs_status_t lane_put(request *req)
                    ((left <= attr.put.max_bcopy) ||
                     !(attr.flags & uct::iface_flag::PUT_ZCOPY) || (attr.put.max_zcopy == 0))) {
             chunk = std::min(left, attr.put.max_bcopy);
-            copy_arg arg{source, chunk};
-            ssize_t packed = ep->put_bcopy(pack_copy, &arg, remote, rkey);
+            byte_span arg{source, chunk};
+            ssize_t packed = ep->put_bcopy(pack_span, &arg, remote, rkey);
             status = (packed < 0) ? ucs_status_t(packed) : UCS_OK;
         } else if ((attr.flags & uct::iface_flag::PUT_ZCOPY) && (attr.put.max_zcopy > 0)) {
             chunk = std::min(left, attr.put.max_zcopy);

@@ -40,24 +40,12 @@ const char *type_name(uint8_t type)
 
 /* ---- sending ---------------------------------------------------------- */
 
-struct packed_message {
-    const void *data;
-    size_t     length;
-};
-
-size_t pack_bytes(void *dest, void *arg)
-{
-    auto *m = static_cast<packed_message*>(arg);
-    std::memcpy(dest, m->data, m->length);
-    return m->length;
-}
-
 /* bounce: the message, offset: its length. */
 ucs_status_t message_step(request *req)
 {
     ucp_ep *ep = req->u.send.ep;
-    packed_message m{req->u.send.bounce, req->u.send.offset};
-    ssize_t packed = ep_wireup_lane(ep)->am_bcopy(wire::AM_WIREUP, pack_bytes, &m, 0);
+    byte_span m{req->u.send.bounce, req->u.send.offset};
+    ssize_t packed = ep_wireup_lane(ep)->am_bcopy(wire::AM_WIREUP, pack_span, &m, 0);
     if (packed == UCS_ERR_NO_RESOURCE) {
         return UCS_ERR_NO_RESOURCE;
     }
