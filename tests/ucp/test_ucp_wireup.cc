@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -438,4 +439,77 @@ TEST_CASE("wireup over connect-to-ep lanes: an ep to our own worker pairs with i
     INFO(lanes_of(p.ep));
     CHECK(counters_since(start).connected >= 1);
     CHECK(counters_since(start).dropped == 0);
+}
+
+/* ---- peer failure on rc lanes ------------------------------------------ */
+
+namespace {
+
+struct error_seen {
+    unsigned     calls  = 0;
+    ucs_status_t status = UCS_OK;
+};
+
+void on_error(void *arg, ucp_ep_h, ucs_status_t status)
+{
+    auto *e = static_cast<error_seen*>(arg);
+    ++e->calls;
+    e->status = status;
+}
+
+/* Connects, answers one message, then waits to be killed. */
+int doomed_child(int fd)
+{
+    rc_enable_guard rc;
+    peer c;
+    TEST_CHILD_CHECK(c.init_with(tls, UCP_FEATURE_TAG, {}) == UCS_OK);
+    std::vector<uint8_t> remote;
+    TEST_CHILD_CHECK(test::send_blob(fd, c.address()) && test::recv_blob(fd, &remote));
+    TEST_CHILD_CHECK(c.connect(remote, UCP_ERR_HANDLING_MODE_PEER) == UCS_OK);
+    uint64_t value = 0;
+    ucp_tag_recv_info_t info{};
+    TEST_CHILD_CHECK(c.recv(&value, sizeof(value), 1, ~ucp_tag_t(0), &info) == UCS_OK);
+    TEST_CHILD_CHECK(c.send(&value, sizeof(value), 2) == UCS_OK);
+    uint8_t never;
+    c.recv_value_progress(fd, &never);    /* until killed */
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("wireup over connect-to-ep lanes: a killed peer fails the ep once, sends fail",
+          "[ucp_wireup]")
+{
+    rc_enable_guard rc;
+    peer p;
+    REQUIRE(p.init_with(tls, UCP_FEATURE_TAG, {}) == UCS_OK);
+    test::child_process child(doomed_child);
+    std::vector<uint8_t> remote;
+    REQUIRE(test::send_blob(child.fd(), p.address()));
+    REQUIRE(test::recv_blob(child.fd(), &remote));
+    error_seen errors;
+    REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_error, &errors) == UCS_OK);
+    uint64_t value = 42;
+    REQUIRE(p.send(&value, sizeof(value), 1) == UCS_OK);
+    ucp_tag_recv_info_t info{};
+    REQUIRE(p.recv(&value, sizeof(value), 2, ~ucp_tag_t(0), &info) == UCS_OK);
+    CHECK(value == 42);
+    CHECK(lanes_of(p.ep).find(ucp_test::rc_tl) != std::string::npos);
+
+    child.kill(SIGKILL);
+    CHECK(child.wait() == 128 + SIGKILL);
+    /* Sends find the dead peer (the rc socket is gone) and fail the ep. */
+    ucs_status_t status = UCS_OK;
+    REQUIRE(test::poll_until([&] {
+        if (errors.calls > 0) {
+            return true;
+        }
+        status = p.send(&value, sizeof(value), 3);
+        return status != UCS_OK;
+    }, [&] { ucp_worker_progress(p.worker); }));
+    REQUIRE(test::poll_until([&] { return errors.calls > 0; },
+                             [&] { ucp_worker_progress(p.worker); }));
+    CHECK(errors.calls == 1);
+    CHECK(errors.status != UCS_OK);
+    CHECK(p.send(&value, sizeof(value), 4) != UCS_OK);
 }
