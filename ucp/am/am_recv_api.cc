@@ -8,6 +8,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/ext/op_cntr.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/tag/tag_recv.h>
@@ -207,6 +208,9 @@ ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc, void
 {
     if ((worker == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (ucp::ext::wants_counting(param)) {
+        return UCS_STATUS_PTR(ucp::ext::refuse_counting("ucp_am_recv_data_nbx"));
     }
     ucp::worker_guard guard(worker);
     ucp::am_desc *desc = ucp::am_desc_of(data_desc);

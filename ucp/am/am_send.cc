@@ -9,6 +9,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/ext/op_cntr.h>
 #include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/select.h>
@@ -371,6 +372,13 @@ ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header,
                                  size_t header_length, const void *buffer, size_t count,
                                  const ucp_request_param_t *param)
 {
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
+                                 ucp::ext::send_bytes(buffer, count, param),
+                                 [&](const ucp_request_param_t *base) {
+            return ucp::am_send_checked(ep, id, header, header_length, buffer, count, base);
+        });
+    }
     return ucp::am_send_checked(ep, id, header, header_length, buffer, count, param);
 }
 

@@ -1,15 +1,17 @@
 /**
  * @file ucp_ext.h
- * @brief Extensions beyond the UCX 1.13 API: completion counters.
+ * @brief Extensions beyond the UCX 1.13 API: completion counters, and
+ * operations that count their completion on them.
  *
  * Nothing here changes a type or function of ucp.h: these are new objects
  * with functions of their own, for runtimes that want libfabric-style
- * counters (fi_cntr) on UCP. Triggered operations and deferred work queues
- * (issue 17) will build on them.
+ * counters (fi_cntr) on UCP, and for operations that count their
+ * completion on them (ucp_ext_request_param_t). Triggered operations and
+ * deferred work queues (issue 17) will build on them.
  *
  * A counter lives on one worker. It holds two 64-bit values, a success
- * value and an error value, which the application (and later, completing
- * operations) add to and set. Values wrap modulo 2^64 on overflow.
+ * value and an error value, which the application adds to and sets, and
+ * completing operations add to. Values wrap modulo 2^64 on overflow.
  * ucp_cntr_add(), ucp_cntr_set() and their _err forms may be called from
  * any thread; the calls that progress the worker (ucp_cntr_read(),
  * ucp_cntr_wait()) follow the worker's thread mode, and like
@@ -78,8 +80,8 @@ ucs_status_t ucp_cntr_create(ucp_worker_h worker, const ucp_cntr_params_t *param
  *
  * A counter left when its worker is destroyed is destroyed with it (with a
  * warning). @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL or a handle that
- * is not a live counter (destroyed already); UCS_ERR_BUSY while triggered
- * work waits on it.
+ * is not a live counter (destroyed already); UCS_ERR_BUSY while operations
+ * counting on it (ucp_ext_request_param_t) are in flight.
  */
 ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr);
 
@@ -147,6 +149,50 @@ ucs_status_t ucp_cntr_get_fd(ucp_cntr_h cntr, int *fd_p);
  *         UCS_ERR_INVALID_PARAM for NULL.
  */
 ucs_status_t ucp_cntr_arm(ucp_cntr_h cntr);
+
+/* ----------------------------------------------------------------------
+ * Operations that count their completion on counters
+ * ---------------------------------------------------------------------- */
+
+/**
+ * @brief A bit of ucp_request_param_t::op_attr_mask that UCX 1.13 leaves
+ * unused: the param handed to an nbx call is the @a base of a
+ * ucp_ext_request_param_t.
+ *
+ * Taken by ucp_tag_send_nbx(), ucp_tag_send_sync_nbx(), ucp_tag_recv_nbx(),
+ * ucp_tag_msg_recv_nbx(), ucp_stream_send_nbx(), ucp_stream_recv_nbx(),
+ * ucp_am_send_nbx(), ucp_put_nbx(), ucp_get_nbx() and ucp_atomic_op_nbx().
+ * ucp_am_recv_data_nbx(), the flush calls and ucp_ep_close_nbx() refuse it
+ * (UCS_ERR_UNSUPPORTED) rather than drop the counters silently.
+ */
+#define UCP_OP_ATTR_FIELD_EXT UCS_BIT(30)
+
+/** @brief Fields of ucp_ext_request_param_t that are set. */
+enum ucp_ext_request_param_field {
+    UCP_EXT_PARAM_FIELD_CNTR     = UCS_BIT(0), /**< ucp_ext_request_param_t::cntr */
+    UCP_EXT_PARAM_FIELD_ERR_CNTR = UCS_BIT(1)  /**< ucp_ext_request_param_t::err_cntr */
+};
+
+/**
+ * @brief An nbx call's parameters with extension fields after them.
+ *
+ * When the operation completes, successfully or not, inside the call or
+ * later, exactly once and before the user's callback runs:
+ *  - success adds to @a cntr 1, or with UCP_CNTR_FLAG_EVENTS_BYTES the bytes
+ *    moved (sent, received, read, written; an atomic's operand size);
+ *  - failure adds 1 to the error value of @a err_cntr, or of @a cntr when
+ *    no @a err_cntr is given.
+ * Counters must live on the worker of the operation.
+ */
+typedef struct ucp_ext_request_param {
+    ucp_request_param_t base;           /**< UCX 1.13's parameters; set
+                                             UCP_OP_ATTR_FIELD_EXT in
+                                             base.op_attr_mask */
+    uint64_t            ext_field_mask; /**< ucp_ext_request_param_field bits */
+    ucp_cntr_h          cntr;           /**< counts successes (and errors
+                                             when no err_cntr) */
+    ucp_cntr_h          err_cntr;       /**< counts failures */
+} ucp_ext_request_param_t;
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include "ucp_rkey.h"
 #include "ucp_worker.h"
 
+#include <ucp/ext/op_cntr.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/wireup/sockaddr.h>
@@ -330,6 +331,9 @@ ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
     if ((ep == nullptr) || (param == nullptr) || (ep->flags & ucp::ep_flag::CLOSED)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
+    if (ucp::ext::wants_counting(param)) {
+        return UCS_STATUS_PTR(ucp::ext::refuse_counting("ucp_ep_close_nbx"));
+    }
     ucp_worker *worker = ep->worker;
     ucp::worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
@@ -375,6 +379,9 @@ ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
     if ((ep == nullptr) || (param == nullptr)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
+    if (ucp::ext::wants_counting(param)) {
+        return UCS_STATUS_PTR(ucp::ext::refuse_counting("ucp_ep_flush_nbx"));
+    }
     ucp::worker_guard guard(ep->worker);
     if (!ep->usable()) {
         return UCS_STATUS_PTR(ep->status);
@@ -406,6 +413,9 @@ ucs_status_ptr_t ucp_worker_flush_nbx(ucp_worker_h worker, const ucp_request_par
 {
     if ((worker == nullptr) || (param == nullptr)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (ucp::ext::wants_counting(param)) {
+        return UCS_STATUS_PTR(ucp::ext::refuse_counting("ucp_worker_flush_nbx"));
     }
     ucp::worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;

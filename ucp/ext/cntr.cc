@@ -135,7 +135,7 @@ ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr)
     }
     ucp::worker_guard guard(cntr->worker);
     if (cntr->pending_work != 0) {
-        ucs_error("ucp_cntr_destroy: %u triggered operations still wait on counter %p",
+        ucs_error("ucp_cntr_destroy: %u operations in flight still count on counter %p",
                   cntr->pending_work, static_cast<void*>(cntr));
         return UCS_ERR_BUSY;
     }

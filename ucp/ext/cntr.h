@@ -22,7 +22,7 @@ struct ucp_cntr {
     std::atomic<uint64_t> error{0};
     ucs::event_fd         changed;          /* signalled by add and set */
     int                   epfd = -1;        /* ucp_cntr_get_fd */
-    unsigned              pending_work = 0; /* triggered work waiting on it */
+    unsigned              pending_work = 0; /* operations in flight counting on it */
 
     ~ucp_cntr();
 };

@@ -9,6 +9,7 @@
 #include "rma_api.h"
 
 #include <ucp/core/ucp_guard.h>
+#include <ucp/ext/op_cntr.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/c_enum.h>
@@ -256,6 +257,14 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const vo
                                    const ucp_request_param_t *param)
 {
     /* A C caller may pass any int: read it as one. */
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
+                                 ucp::ext::send_bytes(buffer, count, param),
+                                 [&](const ucp_request_param_t *base) {
+            return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer, count, remote_addr,
+                                       rkey, base);
+        });
+    }
     return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer, count, remote_addr, rkey,
                                param);
 }

@@ -6,6 +6,7 @@
 #include "rma_api.h"
 
 #include <ucp/core/ucp_guard.h>
+#include <ucp/ext/op_cntr.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
 
@@ -206,6 +207,14 @@ ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
                              uint64_t remote_addr, ucp_rkey_h rkey,
                              const ucp_request_param_t *param)
 {
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
+                                 ucp::ext::send_bytes(buffer, count, param),
+                                 [&](const ucp_request_param_t *base) {
+            return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer), count,
+                                     remote_addr, rkey, base);
+        });
+    }
     return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer), count,
                              remote_addr, rkey, param);
 }
@@ -214,6 +223,13 @@ ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
                              uint64_t remote_addr, ucp_rkey_h rkey,
                              const ucp_request_param_t *param)
 {
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
+                                 ucp::ext::send_bytes(buffer, count, param),
+                                 [&](const ucp_request_param_t *base) {
+            return ucp::rma::put_get(op_kind::GET, ep, buffer, count, remote_addr, rkey, base);
+        });
+    }
     return ucp::rma::put_get(op_kind::GET, ep, buffer, count, remote_addr, rkey, param);
 }
 

@@ -8,6 +8,7 @@
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/ext/op_cntr.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
@@ -516,6 +517,12 @@ ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t coun
                                   ucp_tag_t tag, ucp_tag_t tag_mask,
                                   const ucp_request_param_t *param)
 {
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, 0,
+                                 [&](const ucp_request_param_t *base) {
+            return ucp::recv_checked(worker, buffer, count, tag, tag_mask, base, nullptr);
+        });
+    }
     return ucp::recv_checked(worker, buffer, count, tag, tag_mask, param, nullptr);
 }
 
@@ -573,6 +580,13 @@ ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer, size_t 
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     auto *msg = reinterpret_cast<ucp::rx_message*>(message);
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, 0,
+                                 [&](const ucp_request_param_t *base) {
+            return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0),
+                                     base, msg);
+        });
+    }
     return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0),
                              param, msg);
 }

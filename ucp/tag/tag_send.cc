@@ -7,6 +7,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/ext/op_cntr.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
@@ -280,12 +281,26 @@ extern "C" {
 ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
                                   ucp_tag_t tag, const ucp_request_param_t *param)
 {
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
+                                 ucp::ext::send_bytes(buffer, count, param),
+                                 [&](const ucp_request_param_t *base) {
+            return send_checked(ep, buffer, count, tag, base, false);
+        });
+    }
     return send_checked(ep, buffer, count, tag, param, false);
 }
 
 ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t count,
                                        ucp_tag_t tag, const ucp_request_param_t *param)
 {
+    if (ucs_unlikely(ucp::ext::wants_counting(param))) {
+        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
+                                 ucp::ext::send_bytes(buffer, count, param),
+                                 [&](const ucp_request_param_t *base) {
+            return send_checked(ep, buffer, count, tag, base, true);
+        });
+    }
     return send_checked(ep, buffer, count, tag, param, true);
 }
 
