@@ -6,6 +6,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include <uct/base/uct_module.h>
 #include <uct/base/uct_worker.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/identity.h>
@@ -203,6 +204,9 @@ private:
                           bool queue_if_full);
     ucs_status_t send_status(ssize_t rc);
     ucs_status_t put(const frame_hdr &h, const iovec *parts, size_t count);
+    /* The bcopy forms: packs into tx_ and sends it with `h` (a put
+     * through put()). Returns the packed length or an error. */
+    ssize_t send_packed(const frame_hdr &h, uct::pack_callback_t pack, void *arg);
     ucs_status_t start_get(uint64_t remote_addr, uct::rkey_t rkey, get_op op);
     void reply(uint8_t op, uint64_t token, int64_t status, const void *data, size_t length);
     void complete_flushes(uint64_t upto, ucs_status_t status);
@@ -440,7 +444,7 @@ ucs_status_t rc_ep::am_short(uct::am_id_t id, uint64_t header_word, const void *
     return transmit(h, parts, 2, true);
 }
 
-ssize_t rc_ep::am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg, unsigned)
+ssize_t rc_ep::send_packed(const frame_hdr &h, uct::pack_callback_t pack, void *arg)
 {
     ucs_status_t status = ready();
     if (status != UCS_OK) {
@@ -450,11 +454,16 @@ ssize_t rc_ep::am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg, u
     if (length > rc_max_bcopy) {
         return UCS_ERR_INVALID_PARAM;
     }
+    const iovec part{tx_.data(), length};
+    status = (h.op == OP_PUT) ? put(h, &part, 1) : transmit(h, &part, 1, true);
+    return (status == UCS_OK) ? ssize_t(length) : ssize_t(status);
+}
+
+ssize_t rc_ep::am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg, unsigned)
+{
     frame_hdr h = header(OP_AM);
     h.am_id     = id;
-    const iovec part{tx_.data(), length};
-    status = transmit(h, &part, 1, true);
-    return (status == UCS_OK) ? ssize_t(length) : ssize_t(status);
+    return send_packed(h, pack, arg);
 }
 
 ucs_status_t rc_ep::am_zcopy(uct::am_id_t id, const void *header_data, unsigned header_length,
@@ -508,20 +517,10 @@ ucs_status_t rc_ep::put_short(const void *buffer, unsigned length, uint64_t remo
 ssize_t rc_ep::put_bcopy(uct::pack_callback_t pack, void *arg, uint64_t remote_addr,
                          uct::rkey_t rkey)
 {
-    ucs_status_t status = ready();
-    if (status != UCS_OK) {
-        return status;
-    }
-    const size_t length = pack(tx_.data(), arg);
-    if (length > rc_max_bcopy) {
-        return UCS_ERR_INVALID_PARAM;
-    }
     frame_hdr h = header(OP_PUT);
     h.address   = remote_addr;
     h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
-    const iovec part{tx_.data(), length};
-    status = put(h, &part, 1);
-    return (status == UCS_OK) ? ssize_t(length) : ssize_t(status);
+    return send_packed(h, pack, arg);
 }
 
 ucs_status_t rc_ep::put_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remote_addr,
@@ -1148,10 +1147,8 @@ public:
 
 rc_component the_rc_component;
 
-struct rc_registration {
-    rc_registration() { uct::register_component(&the_rc_component); }
-} the_rc_registration;
-
 } // namespace
+
+UCT_REGISTER_TRANSPORT(ucp_test_rc, &the_rc_component)
 
 } // namespace ucp_test

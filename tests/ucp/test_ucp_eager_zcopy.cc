@@ -775,15 +775,6 @@ int idle_child(int fd)
     return 0;
 }
 
-struct error_seen {
-    ucs_status_t status = UCS_OK;
-};
-
-void on_error(void *arg, ucp_ep_h, ucs_status_t status)
-{
-    static_cast<error_seen*>(arg)->status = status;
-}
-
 } // namespace
 
 TEST_CASE("eager zcopy sends in flight complete when their ep is closed or its peer dies",
@@ -797,8 +788,9 @@ TEST_CASE("eager zcopy sends in flight complete when their ep is closed or its p
         std::vector<uint8_t> remote;
         REQUIRE(test::send_blob(child.fd(), p.address()));
         REQUIRE(test::recv_blob(child.fd(), &remote));
-        error_seen seen;
-        REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_error, &seen) == UCS_OK);
+        ucp_test::ep_errors seen;
+        REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ucp_test::ep_errors::record,
+                          &seen) == UCS_OK);
         std::vector<uint8_t> data(big_message);
         ucp_request_param_t param = send_param();
         ucs_status_ptr_t req = ucp_tag_send_nbx(p.ep, data.data(), data.size(), 1, &param);

@@ -497,18 +497,6 @@ TEST_CASE("request memory, request_init and immediate completion", "[ucp_tag_ops
 
 namespace {
 
-struct error_state {
-    int          calls = 0;
-    ucs_status_t status = UCS_OK;
-};
-
-void on_peer_error(void *arg, ucp_ep_h, ucs_status_t status)
-{
-    auto *state   = static_cast<error_state*>(arg);
-    state->calls++;
-    state->status = status;
-}
-
 /* Where the error callbacks of the user-data test record their arg. */
 std::vector<void*> *current = nullptr;
 
@@ -536,9 +524,9 @@ TEST_CASE("a killed peer fails outstanding requests and calls the handler",
         std::vector<uint8_t> remote;
         REQUIRE(test::send_blob(child.fd(), p.address()));
         REQUIRE(test::recv_blob(child.fd(), &remote));
-        error_state errors;
-        REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_peer_error, &errors) ==
-                UCS_OK);
+        ucp_test::ep_errors errors;
+        REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ucp_test::ep_errors::record,
+                          &errors) == UCS_OK);
         REQUIRE(test::sync_peer(child.fd()));
 
         /* A rendezvous send and a sync send wait for the peer forever. */

@@ -445,18 +445,6 @@ TEST_CASE("wireup over connect-to-ep lanes: an ep to our own worker pairs with i
 
 namespace {
 
-struct error_seen {
-    unsigned     calls  = 0;
-    ucs_status_t status = UCS_OK;
-};
-
-void on_error(void *arg, ucp_ep_h, ucs_status_t status)
-{
-    auto *e = static_cast<error_seen*>(arg);
-    ++e->calls;
-    e->status = status;
-}
-
 /* Connects, answers one message, then waits to be killed. */
 int doomed_child(int fd)
 {
@@ -487,8 +475,9 @@ TEST_CASE("wireup over connect-to-ep lanes: a killed peer fails the ep once, sen
     std::vector<uint8_t> remote;
     REQUIRE(test::send_blob(child.fd(), p.address()));
     REQUIRE(test::recv_blob(child.fd(), &remote));
-    error_seen errors;
-    REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_error, &errors) == UCS_OK);
+    ucp_test::ep_errors errors;
+    REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ucp_test::ep_errors::record,
+                      &errors) == UCS_OK);
     uint64_t value = 42;
     REQUIRE(p.send(&value, sizeof(value), 1) == UCS_OK);
     ucp_tag_recv_info_t info{};

@@ -204,6 +204,20 @@ public:
     ucp_ep_h      ep      = nullptr;
 };
 
+/* What an ep's error handler saw: how often it ran, and the last status. */
+struct ep_errors {
+    unsigned     calls  = 0;
+    ucs_status_t status = UCS_OK;
+
+    /* An ucp_err_handler_cb_t whose `arg` is the ep_errors. */
+    static void record(void *arg, ucp_ep_h, ucs_status_t status)
+    {
+        auto *errors = static_cast<ep_errors*>(arg);
+        ++errors->calls;
+        errors->status = status;
+    }
+};
+
 /* Installs (cb != nullptr) or clears a UCP AM handler for `id`. */
 inline ucs_status_t set_am_handler(ucp_worker_h worker, uint16_t id, ucp_am_recv_callback_t cb,
                                    void *arg, uint32_t flags = 0)
