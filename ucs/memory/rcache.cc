@@ -175,7 +175,10 @@ void rcache::mark_unmapped(uintptr_t start, uintptr_t end)
  * cache. */
 void rcache::apply_unmaps()
 {
-    if (!unmaps_pending_.exchange(false, std::memory_order_acquire)) {
+    /* A plain load first: the common case (nothing unmapped) costs no
+     * read-modify-write per get and put. */
+    if (!unmaps_pending_.load(std::memory_order_acquire) ||
+        !unmaps_pending_.exchange(false, std::memory_order_acquire)) {
         return;
     }
     unmapped_range ranges[max_queued_unmaps];
@@ -190,7 +193,9 @@ void rcache::apply_unmaps()
     for (unsigned i = 0; i < count; ++i) {
         mark_unmapped(ranges[i].start, ranges[i].end);
     }
-    unmaps_pending_.store(false, std::memory_order_relaxed);
+    /* The flag stays as it is now: clearing it here would lose an unmap
+     * another thread queued after the copy above (the next get or put
+     * would then hand out its stale region). At worst one empty pass. */
     while (rcache_region *region = unmapped_.front()) {
         ucs_trace("rcache '%s': region 0x%lx..0x%lx unmapped (%u users)", name_,
                   region->start_, region->end_, region->refcount_);
