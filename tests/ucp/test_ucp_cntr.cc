@@ -156,6 +156,40 @@ TEST_CASE("counter wait: met, timed out, error counted meanwhile", "[ucp_cntr]")
     }
 }
 
+namespace {
+
+/* An AM handler that sends itself again: the worker always has work. */
+ucs_status_t echo_forever(void *arg, const void *, size_t, void *, size_t,
+                          const ucp_am_recv_param_t *)
+{
+    ucp_request_param_t param{};
+    ucs_status_ptr_t r = ucp_am_send_nbx(static_cast<ucp_ep_h>(arg), 3, nullptr, 0, nullptr, 0,
+                                         &param);
+    if (UCS_PTR_IS_PTR(r)) {
+        ucp_request_free(r);
+    }
+    return UCS_OK;
+}
+
+} // namespace
+
+TEST_CASE("counter wait keeps its timeout while the worker is busy with other work",
+          "[ucp_cntr]")
+{
+    peer p;
+    REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    REQUIRE(set_am_handler(p.worker, 3, echo_forever, p.ep) == UCS_OK);
+    ucp_request_param_t param{};
+    REQUIRE(p.wait(ucp_am_send_nbx(p.ep, 3, nullptr, 0, nullptr, 0, &param)) == UCS_OK);
+    REQUIRE(ucp_worker_progress(p.worker) != 0);      /* busy from now on */
+    ucp_cntr_h c = make_cntr(p.worker);
+    CHECK(ucp_cntr_wait(c, 1, 0) == UCS_ERR_TIMED_OUT);
+    CHECK(ucp_cntr_wait(c, 1, 50) == UCS_ERR_TIMED_OUT);
+    CHECK(ucp_cntr_destroy(c) == UCS_OK);
+    REQUIRE(set_am_handler(p.worker, 3, nullptr, nullptr) == UCS_OK);
+}
+
 TEST_CASE("counter fd: readable on a change, arm busy until drained", "[ucp_cntr]")
 {
     peer p;

@@ -239,10 +239,10 @@ ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms)
         if (cntr->value.load(std::memory_order_acquire) >= threshold) {
             return UCS_OK;
         }
-        if (ucp_worker_progress(cntr->worker) != 0) {
-            continue;
-        }
+        const unsigned progressed = ucp_worker_progress(cntr->worker);
         int left_ms = -1;
+        /* Checked on every round: a worker busy with other traffic must
+         * not keep a wait past its timeout. */
         if (timeout_ms >= 0) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - clock::now());
@@ -252,6 +252,9 @@ ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms)
                        UCS_OK : UCS_ERR_TIMED_OUT;
             }
             left_ms = int(left.count());
+        }
+        if (progressed != 0) {
+            continue;
         }
         if (can_sleep && (ucp_cntr_arm(cntr) == UCS_OK)) {
             pollfd pfd{cntr->epfd, POLLIN, 0};

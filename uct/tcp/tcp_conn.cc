@@ -419,16 +419,16 @@ ssize_t tcp_conn::write_vec(const struct iovec *vec, size_t n)
     return ret;
 }
 
-bool tcp_conn::check_acks(uint32_t timeout_ms)
+tcp_conn::ack_check tcp_conn::check_acks(uint32_t timeout_ms)
 {
     ack_state ack;
     if (!ack_watched_ || (state_ != conn_state::CONNECTED) || !read_ack_state(fd(), &ack) ||
         !ack_pending(ack)) {
         ack_watched_ = false;
-        return false;
+        return ack_check::IDLE;
     }
     if (!peer_silent(ack, timeout_ms)) {
-        return true;
+        return ack_check::WATCHING;
     }
     ack_watched_ = false;
     char reason[128];
@@ -436,7 +436,7 @@ bool tcp_conn::check_acks(uint32_t timeout_ms)
                   "the peer acknowledged nothing for %u ms (%u retransmissions, %u "
                   "unanswered window probes)", ack.last_ack_ms, ack.retransmits, ack.probes);
     schedule_failure(UCS_ERR_ENDPOINT_TIMEOUT, reason);
-    return false;
+    return ack_check::FAILED;
 }
 
 void tcp_conn::set_tx_blocked(bool blocked)

@@ -208,9 +208,12 @@ public:
     /* A flush request could be queued now, or none is needed. */
     bool flush_ready() const;
 
-    /* Ack watch (tcp_ack_watch.h): fails the connection when its peer has
-     * gone silent; false when nothing sent waits for the peer any more. */
-    bool check_acks(uint32_t timeout_ms);
+    /* What one look of the ack watch (tcp_ack_watch.h) found. */
+    enum class ack_check { IDLE, WATCHING, FAILED };
+    /* IDLE: nothing sent waits for the peer any more; WATCHING: data waits,
+     * the peer still answers; FAILED: it went silent, the connection's
+     * failure is scheduled. */
+    ack_check check_acks(uint32_t timeout_ms);
 
 private:
     unsigned tx_progress();

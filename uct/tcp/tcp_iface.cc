@@ -268,14 +268,19 @@ unsigned tcp_iface::check_acks()
     if (::read(ack_timer_fd_, &expirations, sizeof(expirations)) < 0) {
         return 0;   /* not due (EAGAIN): another epoll round reported it */
     }
-    bool watching = false;
+    bool watching  = false;
+    unsigned failed = 0;
     for (size_t i = 0, n = conns_.size(); i < n; ++i) {
-        watching |= conns_[i]->check_acks(config_.user_timeout_ms);
+        const tcp_conn::ack_check found = conns_[i]->check_acks(config_.user_timeout_ms);
+        watching |= (found == tcp_conn::ack_check::WATCHING);
+        failed   += (found == tcp_conn::ack_check::FAILED);
     }
     if (!watching) {
         arm_ack_timer(false);
     }
-    return 1;
+    /* A tick that only found live peers is no event for the caller (a
+     * progress loop waiting for something real must not see one). */
+    return failed;
 }
 
 md &tcp_iface::owner_md() const
