@@ -219,6 +219,29 @@ TEST_CASE("counted operations: at once, with the caller's callback, and failures
         CHECK(ucp_cntr_read(ok) == 1);
     }
 
+    SECTION("a receive done inside the call is counted, with or without the caller's info") {
+        ucp_cntr_h bytes = new_cntr(p.worker, UCP_CNTR_FLAG_EVENTS_BYTES);
+        REQUIRE(bytes != nullptr);
+        for (bool null_info : {false, true}) {
+            uint64_t value = 7;
+            ucp_request_param_t plain{};
+            CHECK(p.wait(ucp_tag_send_nbx(p.ep, &value, sizeof(value), 5, &plain)) == UCS_OK);
+            REQUIRE(p.wait_unexpected(5));
+            ucp_tag_recv_info_t info{};
+            ucp_ext_request_param_t ext = counted_by(bytes);
+            ext.base.op_attr_mask      |= UCP_OP_ATTR_FIELD_RECV_INFO;
+            ext.base.recv_info.tag_info = null_info ? nullptr : &info;
+            value = 0;
+            ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &value, sizeof(value), 5,
+                                                  ~ucp_tag_t(0), &ext.base);
+            CHECK(r == nullptr);
+            CHECK(value == 7);
+            CHECK(info.length == (null_info ? 0 : sizeof(value)));
+        }
+        CHECK(ucp_cntr_read(bytes) == 2 * sizeof(uint64_t));
+        CHECK(ucp_cntr_destroy(bytes) == UCS_OK);
+    }
+
     SECTION("UCP_OP_ATTR_FLAG_NO_IMM_CMPL: the callback counts, once, with the caller's data") {
         uint64_t value = 7;
         callback_seen seen;

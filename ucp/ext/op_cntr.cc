@@ -27,19 +27,36 @@ struct counted_op {
 
 namespace {
 
+/* Under the worker's guard. The worker's own set answers both questions
+ * (live, and ours); the process-wide registry only words the error. */
 bool live_on(ucp_cntr *cntr, ucp_worker_h worker, const char *field)
 {
+    if (ucs_likely(worker->counters.count(cntr) != 0)) {
+        return true;
+    }
     if (!live_handles<ucp_cntr>::instance().contains(cntr)) {
         ucs_error("UCP_OP_ATTR_FIELD_EXT: %s %p is not a live counter", field,
                   static_cast<void*>(cntr));
-        return false;
-    }
-    if (cntr->worker != worker) {
+    } else {
         ucs_error("UCP_OP_ATTR_FIELD_EXT: %s %p lives on another worker than the operation",
                   field, static_cast<void*>(cntr));
-        return false;
     }
-    return true;
+    return false;
+}
+
+/* The bytes a send of `count` items of the param's datatype moves (a
+ * generic datatype: its packed size, through one more start_pack). */
+size_t send_bytes(const void *buffer, size_t count, const ucp_request_param_t *param)
+{
+    const ucp_datatype_t datatype = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
+                                    param->datatype : ucp_dt_make_contig(1);
+    dt::packer packer;
+    if (packer.start(datatype, buffer, count) != UCS_OK) {
+        return 0;       /* the operation refuses it */
+    }
+    const size_t bytes = packer.length();
+    packer.finish();
+    return bytes;
 }
 
 void count(counted_op *op, ucs_status_t status, size_t bytes)
@@ -115,8 +132,8 @@ void on_stream_recv(void *request, ucs_status_t status, size_t length, void *arg
 } // namespace
 
 ucs_status_t counted_begin(ucp_worker_h worker, const ucp_request_param_t *param,
-                           op_kind kind, size_t bytes, ucp_request_param_t *base,
-                           counted_op **op_p)
+                           op_kind kind, const void *buffer, size_t count,
+                           ucp_request_param_t *base, counted_op **op_p)
 {
     const auto *ext   = reinterpret_cast<const ucp_ext_request_param_t*>(param);
     const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR;
@@ -136,6 +153,11 @@ ucs_status_t counted_begin(ucp_worker_h worker, const ucp_request_param_t *param
         ((err_cntr != nullptr) && !live_on(err_cntr, worker, "err_cntr"))) {
         return UCS_ERR_INVALID_PARAM;
     }
+    /* A send's size only where it is counted (a generic datatype's packing
+     * callbacks run once more for it). */
+    const bool wants_bytes = (kind == op_kind::SEND) && (cntr != nullptr) &&
+                             (cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES);
+    const size_t bytes     = wants_bytes ? send_bytes(buffer, count, &ext->base) : 0;
     auto *op = new (std::nothrow) counted_op{worker, cntr, err_cntr, kind, bytes, ext->base, {},
                                              nullptr, true, false};
     if (op == nullptr) {
@@ -156,7 +178,10 @@ ucs_status_t counted_begin(ucp_worker_h worker, const ucp_request_param_t *param
         break;
     case op_kind::TAG_RECV:
         base->cb.recv = on_tag_recv;
-        op->info_p    = (base->op_attr_mask & UCP_OP_ATTR_FIELD_RECV_INFO) ?
+        /* The caller's info if it gave one (it may give NULL), else ours:
+         * a receive done inside the call counts its length from it. */
+        op->info_p    = ((base->op_attr_mask & UCP_OP_ATTR_FIELD_RECV_INFO) &&
+                         (base->recv_info.tag_info != nullptr)) ?
                         base->recv_info.tag_info : &op->info;
         base->op_attr_mask      |= UCP_OP_ATTR_FIELD_RECV_INFO;
         base->recv_info.tag_info = op->info_p;
@@ -204,19 +229,6 @@ ucs_status_t refuse_counting(const char *call)
 {
     ucs_error("%s: UCP_OP_ATTR_FIELD_EXT is not supported: it counts no completion", call);
     return UCS_ERR_UNSUPPORTED;
-}
-
-size_t send_bytes(const void *buffer, size_t count, const ucp_request_param_t *param)
-{
-    const ucp_datatype_t datatype = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                                    param->datatype : ucp_dt_make_contig(1);
-    dt::packer packer;
-    if (packer.start(datatype, buffer, count) != UCS_OK) {
-        return 0;
-    }
-    const size_t bytes = packer.length();
-    packer.finish();
-    return bytes;
 }
 
 } // namespace ucp::ext

@@ -21,7 +21,7 @@ namespace ucp::ext {
 /* Which callback of ucp_request_param_t the operation completes with, and
  * where its byte count comes from. */
 enum class op_kind {
-    SEND,         /* cb.send; the bytes given to counted() */
+    SEND,         /* cb.send; the bytes of counted()'s buffer and count */
     TAG_RECV,     /* cb.recv; ucp_tag_recv_info_t::length */
     STREAM_RECV   /* cb.recv_stream; the length received */
 };
@@ -34,23 +34,26 @@ inline bool wants_counting(const ucp_request_param_t *param)
 struct counted_op;
 
 /* Checks the ext fields of `param` (counters live, on `worker`); fills
- * *base with the caller's parameters completing through *op. */
+ * *base with the caller's parameters completing through *op. `buffer` and
+ * `count`: a SEND's data (its size is counted with EVENTS_BYTES). */
 ucs_status_t counted_begin(ucp_worker_h worker, const ucp_request_param_t *param,
-                           op_kind kind, size_t bytes, ucp_request_param_t *base,
-                           counted_op **op);
+                           op_kind kind, const void *buffer, size_t count,
+                           ucp_request_param_t *base, counted_op **op);
 
 /* The nbx call's result: what completed inside the call is counted now.
  * `length`: a stream receive's length output, else nullptr. */
 ucs_status_ptr_t counted_end(counted_op *op, ucs_status_ptr_t result, const size_t *length);
 
-/* Runs `start(const ucp_request_param_t*)`, counted. */
+/* Runs `start(const ucp_request_param_t*)`, counted; `buffer` and `count`
+ * as for counted_begin. */
 template <typename Start>
 ucs_status_ptr_t counted(ucp_worker_h worker, const ucp_request_param_t *param, op_kind kind,
-                         size_t bytes, Start &&start, const size_t *length = nullptr)
+                         const void *buffer, size_t count, Start &&start,
+                         const size_t *length = nullptr)
 {
     ucp_request_param_t base;
     counted_op *op;
-    ucs_status_t status = counted_begin(worker, param, kind, bytes, &base, &op);
+    ucs_status_t status = counted_begin(worker, param, kind, buffer, count, &base, &op);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
     }
@@ -62,10 +65,6 @@ ucp_worker_h worker_of(ucp_ep_h ep);
 
 /* UCS_ERR_UNSUPPORTED for calls that do not count (and say so). */
 ucs_status_t refuse_counting(const char *call);
-
-/* The bytes a send of `count` items of `datatype` moves (generic: its
- * packed size); 0 where the arguments are invalid (the call refuses them). */
-size_t send_bytes(const void *buffer, size_t count, const ucp_request_param_t *param);
 
 } // namespace ucp::ext
 

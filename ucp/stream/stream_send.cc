@@ -168,7 +168,7 @@ ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer, size_t cou
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
         return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
-                                 ucp::ext::send_bytes(buffer, count, param),
+                                 buffer, count,
                                  [&](const ucp_request_param_t *base) {
             return ucp::send_checked(ep, buffer, count, base);
         });

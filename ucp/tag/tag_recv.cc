@@ -518,7 +518,7 @@ ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t coun
                                   const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, 0,
+        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, buffer, count,
                                  [&](const ucp_request_param_t *base) {
             return ucp::recv_checked(worker, buffer, count, tag, tag_mask, base, nullptr);
         });
@@ -581,7 +581,7 @@ ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer, size_t 
     }
     auto *msg = reinterpret_cast<ucp::rx_message*>(message);
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, 0,
+        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, buffer, count,
                                  [&](const ucp_request_param_t *base) {
             return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0),
                                      base, msg);

@@ -283,7 +283,7 @@ ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
         return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
-                                 ucp::ext::send_bytes(buffer, count, param),
+                                 buffer, count,
                                  [&](const ucp_request_param_t *base) {
             return send_checked(ep, buffer, count, tag, base, false);
         });
@@ -296,7 +296,7 @@ ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t c
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
         return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
-                                 ucp::ext::send_bytes(buffer, count, param),
+                                 buffer, count,
                                  [&](const ucp_request_param_t *base) {
             return send_checked(ep, buffer, count, tag, base, true);
         });
