@@ -30,12 +30,6 @@ namespace ucp {
 
 namespace {
 
-request *request_of_pending(uct::pending_req *p)
-{
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(p) -
-                                      offsetof(request, u.send.pending));
-}
-
 ucs_status_t pending_dispatch(uct::pending_req *p)
 {
     request *req      = request_of_pending(p);
@@ -58,23 +52,32 @@ struct purge_reason {
     bool         lanes_gone;   /* the lanes are destroyed next */
 };
 
-void pending_purge_cb(uct::pending_req *p, void *arg)
+void settle_pending(uct::pending_req *p, const purge_reason &why)
 {
-    const auto *why = static_cast<const purge_reason*>(arg);
     request *req = request_of_pending(p);
     req->flags  &= ~request_flag::PENDING;
     --req->u.send.ep->num_pending;
     if (req->flags & request_flag::ZCOPY) {
-        zcopy::abort(req, why->status, why->lanes_gone);
+        zcopy::abort(req, why.status, why.lanes_gone);
     } else if (!(req->flags & request_flag::HAS_ID)) {
         /* Its resources go too: a wireup's packed address, a bounce
          * buffer, a registration, a generic datatype's state. */
-        send_request_finish(req, why->status);
+        send_request_finish(req, why.status);
     }
     /* A request with an id is failed with the ones awaiting replies. */
 }
 
+void pending_purge_cb(uct::pending_req *p, void *arg)
+{
+    settle_pending(p, *static_cast<const purge_reason*>(arg));
+}
+
 } // namespace
+
+void ep_fail_pending(uct::pending_req *p, ucs_status_t status)
+{
+    settle_pending(p, purge_reason{status, false});
+}
 
 namespace {
 

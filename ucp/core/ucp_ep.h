@@ -166,6 +166,10 @@ bool ep_notify_closed(ucp_ep *ep);
  */
 ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req);
 
+/* Settles a queued send that a lane refused to take (it failed): as a
+ * purge does; a request awaiting a reply fails with the ep. */
+void ep_fail_pending(uct::pending_req *p, ucs_status_t status);
+
 /* Sends `req` (a wireup message) on the ep's wireup lane, ahead of the
  * sends the proxy holds; queued on that lane when it is busy. */
 ucs_status_t ep_send_wireup(ucp_ep *ep, request *req);

@@ -20,6 +20,7 @@
 #include <ucs/memory/mpool.h>
 #include <uct/base/uct_md.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ucp {
@@ -214,6 +215,13 @@ inline void request_reset(request *req, ucp_worker_h worker, uint32_t flags)
     req->cb.any    = nullptr;
     req->user_data = nullptr;
     req->worker    = worker;
+}
+
+/* The request whose send waits in a pending queue as `p`. */
+inline request *request_of_pending(uct::pending_req *p)
+{
+    return reinterpret_cast<request*>(reinterpret_cast<char*>(p) -
+                                      offsetof(request, u.send.pending));
 }
 
 /* The caller's request (FIELD_REQUEST) of an operation that completed inside

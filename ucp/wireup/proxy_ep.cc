@@ -8,18 +8,11 @@
 #include <ucp/core/ucp_worker.h>
 #include <ucs/debug/log.h>
 
-#include <cstddef>
 #include <vector>
 
 namespace ucp {
 
 namespace {
-
-request *request_of_pending(uct::pending_req *p)
-{
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(p) -
-                                      offsetof(request, u.send.pending));
-}
 
 /*
  * Sends the queued requests on the real lane, in order: each runs at once
@@ -28,7 +21,7 @@ request *request_of_pending(uct::pending_req *p)
  * by a completion callback queues behind the ones not moved yet. Returns
  * false if a callback destroyed the ep.
  */
-bool drain(ucp_ep *ep, proxy_ep *proxy, uct::ep *real)
+bool drain(proxy_ep *proxy, uct::ep *real)
 {
     bool alive   = true;
     proxy->alive = &alive;
@@ -52,10 +45,7 @@ bool drain(ucp_ep *ep, proxy_ep *proxy, uct::ep *real)
                 }
                 continue;
             }
-            request *req = request_of_pending(p);
-            req->flags &= ~request_flag::PENDING;
-            --ep->num_pending;
-            request_complete(req, status);
+            ep_fail_pending(p, status);
             break;
         }
     }
@@ -150,8 +140,13 @@ void ep_hold_sends(ucp_ep *ep)
     moved_requests moved{proxy, {}};
     real->pending_purge(move_to_proxy, &moved);
     for (uct::pending_req *p : moved.wireup) {
-        while (real->pending_add(p, 0) == UCS_ERR_BUSY) {
-            if (p->func(p) == UCS_OK) {
+        for (;;) {
+            const ucs_status_t status = real->pending_add(p, 0);
+            if ((status == UCS_OK) || ((status == UCS_ERR_BUSY) && (p->func(p) == UCS_OK))) {
+                break;
+            }
+            if (status != UCS_ERR_BUSY) {
+                ep_fail_pending(p, status);     /* the lane failed meanwhile */
                 break;
             }
         }
@@ -174,7 +169,7 @@ bool ep_release_sends(ucp_ep *ep)
         return true;
     }
     proxy->forward_to = real;
-    if (!drain(ep, proxy, real)) {
+    if (!drain(proxy, real)) {
         return false;       /* the ep was destroyed, and the proxy with it */
     }
     ep->am_ep = real;

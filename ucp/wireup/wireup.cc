@@ -153,7 +153,11 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
     ucs_debug("worker '%s': ep %u sends a wireup %s to '%s'", worker->name.c_str(), ep->id,
               type_name(type), ep->peer_name.c_str());
     status = ep_send_wireup(ep, req);
-    return (status == UCS_INPROGRESS) ? UCS_OK : status;
+    if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
+        send_request_abort(req);      /* never sent nor queued: its copy goes too */
+        return status;
+    }
+    return UCS_OK;
 }
 
 /* ---- the handshake ---------------------------------------------------- */
@@ -378,7 +382,7 @@ ucs_status_t pair_with_itself(ucp_ep *ep)
     return UCS_OK;
 }
 
-bool read_message(ucp_worker *worker, const void *data, size_t length, message *msg)
+bool read_message(const void *data, size_t length, message *msg)
 {
     ucs::wire_reader r(data, length);
     wire::wireup_hdr &hdr = msg->hdr;
@@ -405,11 +409,6 @@ bool read_message(ucp_worker *worker, const void *data, size_t length, message *
         if ((hdr.dst_ep_id == 0) || (hdr.address_length != 0) || (hdr.client_port != 0) ||
             ((hdr.type == wire::wireup_type::ACK) && (hdr.num_ep_addrs != 0))) {
             return false;
-        }
-        if (worker->ep_by_id(hdr.dst_ep_id, hdr.src_uuid) == nullptr) {
-            ucs_debug("worker '%s': a wireup %s names no ep of ours to its sender: dropped",
-                      worker->name.c_str(), type_name(hdr.type));
-            return true;      /* well formed, and stale: nothing to do */
         }
         break;
     default:
@@ -485,11 +484,15 @@ ucs_status_t connect(ucp_worker *worker, const void *address, size_t max_length,
     }
     const bool by_sn = (client_port == 0) && (uuid != worker->uuid);
     uint32_t sn      = 0;
+    /* The sn is taken only by an ep that exists and whose REQUEST is out:
+     * a failed ucp_ep_create must not shift our later eps against the
+     * peer's. */
     if (by_sn) {
-        sn = worker->conn_sn_next[uuid]++;
+        sn = worker->conn_sn_next[uuid];
         /* The peer's n-th ep to us made one of ours already: ours it is. */
         auto it = worker->eps_unexpected.find({uuid, sn});
         if ((it != worker->eps_unexpected.end()) && it->second->usable()) {
+            ++worker->conn_sn_next[uuid];
             ucp_ep *ep = it->second;
             worker->eps_unexpected.erase(it);
             ep->flags = (ep->flags & ~ep_flag::UNEXPECTED) | ep_flag::USER;
@@ -530,6 +533,9 @@ ucs_status_t connect(ucp_worker *worker, const void *address, size_t max_length,
         return status;
     }
     ep->flags |= ep_flag::REQ_SENT;
+    if (by_sn) {
+        ++worker->conn_sn_next[uuid];
+    }
     *ep_p = ep;
     return UCS_OK;
 }
@@ -575,13 +581,15 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
     wireup::message msg;
-    if (!wireup::read_message(worker, data, length, &msg)) {
+    if (!wireup::read_message(data, length, &msg)) {
         ucs_warn("worker '%s': dropping a malformed wireup message (%zu bytes)",
                  worker->name.c_str(), length);
         return UCS_OK;
     }
     if ((msg.hdr.type != wire::wireup_type::REQUEST) &&
         (worker->ep_by_id(msg.hdr.dst_ep_id, msg.hdr.src_uuid) == nullptr)) {
+        ucs_debug("worker '%s': a wireup %s names no ep of ours to its sender: dropped",
+                  worker->name.c_str(), wireup::type_name(msg.hdr.type));
         return UCS_OK;       /* stale: its ep is gone */
     }
     if (wireup::makes_new_ep(worker, msg.hdr) &&
@@ -594,9 +602,12 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
         }
         return UCS_OK;
     }
-    if (worker->wireup_msgs.size() >= wireup::max_queued_messages) {
-        ucs_warn("worker '%s': %zu wireup messages wait already: dropping one",
-                 worker->name.c_str(), worker->wireup_msgs.size());
+    /* Only REQUESTs are bounded here: a REPLY or ACK names a live ep of
+     * ours (checked above), and dropping one would hold that ep forever. */
+    if ((msg.hdr.type == wire::wireup_type::REQUEST) &&
+        (worker->queued_requests >= wireup::max_queued_messages)) {
+        ucs_warn("worker '%s': %u wireup requests wait already: dropping one",
+                 worker->name.c_str(), worker->queued_requests);
         return UCS_OK;
     }
     if (msg.hdr.type == wire::wireup_type::REQUEST) {

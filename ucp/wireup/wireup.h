@@ -67,7 +67,7 @@ struct message {
     std::vector<ep_address> ep_addrs;
 };
 
-/* Most wireup messages that wait for progress at once. */
+/* Most wireup REQUESTs that wait for progress at once. */
 constexpr size_t max_queued_messages = 4096;
 
 /*
