@@ -11,28 +11,27 @@
 
 namespace ucp {
 
-/* Registers on the md under the context's md lock: a cache shared by the
- * context's workers calls it from any of their threads. */
+/* Registers on the md as every per-operation registration does
+ * (mem_reg_temp: under the context's md lock, since a cache shared by the
+ * context's workers calls it from any of their threads). */
 class md_rcache final : public ucs::rcache_registrar {
 public:
-    md_rcache(ucp_context &ctx, uct::md &md) : ctx_(ctx), md_(md) {}
+    md_rcache(ucp_context &ctx, unsigned md_index) : ctx_(ctx), md_index_(md_index) {}
 
     ucs_status_t mem_reg(void *address, size_t length, void **handle_p) override
     {
-        auto lock = md_lock(ctx_);
-        uct::mem_h memh;
-        ucs_status_t status = md_.mem_reg(address, length, 0, &memh);
+        uct::mem_h memh     = nullptr;
+        ucs_status_t status = mem_reg_temp(ctx_, md_index_, address, length, &memh);
         *handle_p = memh;
         return status;
     }
 
     void mem_dereg(void *handle) override
     {
-        auto lock = md_lock(ctx_);
-        ucs_status_t status = md_.mem_dereg(handle);
+        ucs_status_t status = mem_dereg_temp(ctx_, md_index_, handle);
         if (status != UCS_OK) {
-            ucs_warn("md %s: deregistering a cached region failed: %s", md_.name(),
-                     ucs_status_string(status));
+            ucs_warn("md %s: deregistering a cached region failed: %s",
+                     ctx_.mds[md_index_].name.c_str(), ucs_status_string(status));
         }
     }
 
@@ -40,7 +39,7 @@ public:
 
 private:
     ucp_context &ctx_;
-    uct::md     &md_;
+    unsigned    md_index_;
 };
 
 void md_rcache_deleter::operator()(md_rcache *cache) const
@@ -68,11 +67,12 @@ ucs_status_t create_rcaches(ucp_context &ctx)
     if (enable == UCS_NO) {
         return UCS_OK;
     }
-    for (md_entry &m : ctx.mds) {
+    for (unsigned md_index = 0; md_index < ctx.mds.size(); ++md_index) {
+        md_entry &m = ctx.mds[md_index];
         if (!registers_per_operation(m.md->attr())) {
             continue;
         }
-        md_rcache_ptr adapter(new (std::nothrow) md_rcache(ctx, *m.md));
+        md_rcache_ptr adapter(new (std::nothrow) md_rcache(ctx, md_index));
         if (adapter == nullptr) {
             return UCS_ERR_NO_MEMORY;
         }

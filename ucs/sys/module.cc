@@ -129,8 +129,10 @@ unsigned load_all(const char *framework, const init_fn &init)
         void *handle = dlopen(c.path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (handle == nullptr) {
             const char *why = dlerror();
-            ucs_error("module %s (%s) cannot be loaded: %s", c.name.c_str(),
-                      c.path.c_str(), (why != nullptr) ? why : "unknown error");
+            /* Expected where its dependencies are missing (no rdma-core, no
+             * CUDA driver): said at UCX_MODULE_LOG_LEVEL, as UCX does. */
+            ucs_module_log("%s (%s) cannot be loaded: %s", c.name.c_str(), c.path.c_str(),
+                           (why != nullptr) ? why : "unknown error");
             continue;
         }
         if (init(c, handle) != UCS_OK) {
