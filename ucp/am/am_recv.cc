@@ -82,11 +82,8 @@ bool resolve_reply(ucp_worker *worker, uint8_t send_flags, uint64_t uuid, uint64
     if (!(send_flags & wire::am_hdr_flag::REPLY)) {
         return true;
     }
-    if (!sender_ep_valid(worker, ep_id, uuid)) {
-        return false;
-    }
-    *ep_p = worker->ep_by_id(ep_id, uuid);
-    return true;
+    *ep_p = sender_ep(worker, ep_id, uuid);
+    return *ep_p != nullptr;
 }
 
 void drop_desc(ucp_worker *worker, am_desc *desc, ucs_status_t status)
@@ -383,7 +380,7 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
         warn_malformed(worker, "rendezvous active message", length);
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, rts.ep_id, rts.src_uuid)) {
+    if (sender_ep(worker, rts.ep_id, rts.src_uuid) == nullptr) {
         return UCS_OK;
     }
     am_handler h;

@@ -289,12 +289,8 @@ void ep_destroy(ucp_ep *ep)
     wireup::ep_forget(ep);
     worker->ep_ids.remove(ep->id);
     ep_for_each_uct_ep(ep, [worker](uct::ep *e) { worker->eps_by_lane.erase(e); });
-    bool proxy_in_lanes = false;
-    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        proxy_in_lanes |= (ep->lanes[i].ep == ep->proxy);
-    }
-    if (!proxy_in_lanes) {
-        delete ep->proxy;
+    if (!ep_proxy_is_lane(ep)) {
+        delete ep->proxy;       /* a lane one goes with the lanes */
     }
     ep->proxy = nullptr;
     destroy_lanes(ep);
@@ -504,10 +500,11 @@ bool try_send_reply(ucp_ep *ep, uint8_t am_id, uint64_t req_id, int8_t status)
 
 } // namespace
 
-bool sender_ep_valid(ucp_worker *worker, uint64_t ep_id, uint64_t uuid)
+ucp_ep *sender_ep(ucp_worker *worker, uint64_t ep_id, uint64_t uuid)
 {
-    if (ucs_likely(worker->ep_by_id(ep_id, uuid) != nullptr)) {
-        return true;
+    ucp_ep *ep = worker->ep_by_id(ep_id, uuid);
+    if (ucs_likely(ep != nullptr)) {
+        return ep;
     }
     if (worker->dropped_bad_ep_ids++ == 0) {
         ucs_warn("worker '%s': dropping a message of worker 0x%llx naming ep 0x%llx, which is "
@@ -517,7 +514,7 @@ bool sender_ep_valid(ucp_worker *worker, uint64_t ep_id, uint64_t uuid)
         ucs_debug("worker '%s': dropping a message naming unknown ep 0x%llx",
                   worker->name.c_str(), static_cast<unsigned long long>(ep_id));
     }
-    return false;
+    return nullptr;
 }
 
 void send_reply_to(ucp_worker *worker, uint64_t ep_id, uint64_t uuid, uint8_t am_id,

@@ -177,6 +177,18 @@ ucs_status_t ep_send_wireup(ucp_ep *ep, request *req);
 /* The uct ep wireup messages go out of: the aux ep, or the AM lane. */
 uct::ep *ep_wireup_lane(const ucp_ep *ep);
 
+/* Whether the ep's proxy stands in its lanes (a client-server ep's only
+ * lane before the server answered) rather than beside them. */
+inline bool ep_proxy_is_lane(const ucp_ep *ep)
+{
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        if (ep->lanes[i].ep == ep->proxy) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Every uct ep of the ep (lanes, aux ep, proxy), once each. */
 template <typename Fn> void ep_for_each_uct_ep(ucp_ep *ep, Fn &&fn)
 {
@@ -188,11 +200,7 @@ template <typename Fn> void ep_for_each_uct_ep(ucp_ep *ep, Fn &&fn)
     if (ep->aux_ep != nullptr) {
         fn(ep->aux_ep);
     }
-    bool proxy_in_lanes = false;
-    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        proxy_in_lanes |= (ep->lanes[i].ep == ep->proxy);
-    }
-    if ((ep->proxy != nullptr) && !proxy_in_lanes) {
+    if ((ep->proxy != nullptr) && !ep_proxy_is_lane(ep)) {
         fn(static_cast<uct::ep*>(ep->proxy));
     }
 }

@@ -26,12 +26,12 @@ ucs_status_t worker_lane_error(void *arg, uct::ep *failed, ucs_status_t status);
 void register_deferred_work(ucp_worker *worker);
 
 /*
- * Whether `ep_id`, from a message of worker `uuid` that expects an answer
- * (or carries data for an ep), names a live ep of ours to that worker. If
- * not (stale or forged), the message is to be dropped: this logs it and
- * counts it in ucp_worker::dropped_bad_ep_ids.
+ * The live ep of ours to worker `uuid` that `ep_id` names, from a message
+ * of that worker that expects an answer (or carries data for an ep). If
+ * there is none (stale or forged), the message is to be dropped: this
+ * logs it, counts it in ucp_worker::dropped_bad_ep_ids and returns nullptr.
  */
-bool sender_ep_valid(ucp_worker *worker, uint64_t ep_id, uint64_t uuid);
+ucp_ep *sender_ep(ucp_worker *worker, uint64_t ep_id, uint64_t uuid);
 
 /*
  * Sends (or queues) a reply naming the peer's request `req_id` out of our

@@ -300,7 +300,7 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
         ucs_warn("worker '%s': dropping a short RMA put", worker->name.c_str());
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, hdr.ep_id, hdr.src_uuid)) {
+    if (sender_ep(worker, hdr.ep_id, hdr.src_uuid) == nullptr) {
         return UCS_OK;
     }
     const size_t size   = r.left();
@@ -326,7 +326,7 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
         ucs_warn("worker '%s': dropping a short RMA get", worker->name.c_str());
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, hdr.ep_id, hdr.src_uuid)) {
+    if (sender_ep(worker, hdr.ep_id, hdr.src_uuid) == nullptr) {
         return UCS_OK;
     }
     ucs_status_t status = UCS_OK;
@@ -352,7 +352,7 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
         ucs_warn("worker '%s': dropping a short atomic request", worker->name.c_str());
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, hdr.ep_id, hdr.src_uuid)) {
+    if (sender_ep(worker, hdr.ep_id, hdr.src_uuid) == nullptr) {
         return UCS_OK;
     }
     ucs_status_t status = UCS_OK;

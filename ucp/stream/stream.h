@@ -17,7 +17,6 @@
 #include <ucs/memory/mpool.h>
 
 #include <cstdint>
-#include <unordered_map>
 
 namespace ucp {
 

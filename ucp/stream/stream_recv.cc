@@ -16,7 +16,6 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <vector>
 
 namespace ucp {
 
@@ -247,11 +246,11 @@ ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
     if (size == 0) {
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, hdr.dst_ep_id, hdr.src_uuid)) {
+    ucp_ep *ep = sender_ep(worker, hdr.dst_ep_id, hdr.src_uuid);
+    if (ep == nullptr) {
         return UCS_OK;
     }
     stream_worker *sw = stream_worker_get(worker);
-    ucp_ep *ep        = worker->ep_by_id(hdr.dst_ep_id, hdr.src_uuid);
     stream_ep *se     = stream_ep_attach(worker, ep);
     if (se == nullptr) {
         ucs_error("worker '%s': no memory for a stream of ep to '%s'",

@@ -142,7 +142,7 @@ ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
                  worker->name.c_str());
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, rtr.ep_id, rtr.src_uuid)) {
+    if (sender_ep(worker, rtr.ep_id, rtr.src_uuid) == nullptr) {
         return UCS_OK;
     }
     request *req = worker->lookup_request(rtr.sreq_id);

@@ -138,7 +138,7 @@ ucs_status_t eager_first(ucp_worker *worker, const void *data, size_t length, bo
         ucs_warn("worker '%s': dropping a short eager fragment", worker->name.c_str());
         return UCS_OK;
     }
-    if (sync && !sender_ep_valid(worker, rhdr.ep_id, hdr.src_uuid)) {
+    if (sync && (sender_ep(worker, rhdr.ep_id, hdr.src_uuid) == nullptr)) {
         return UCS_OK;
     }
     const uint8_t *payload = r.pos();
@@ -253,7 +253,7 @@ ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsig
         ucs_warn("worker '%s': dropping a short sync message", worker->name.c_str());
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, hdr.req.ep_id, hdr.src_uuid)) {
+    if (sender_ep(worker, hdr.req.ep_id, hdr.src_uuid) == nullptr) {
         return UCS_OK;
     }
     return eager_single(worker, hdr.tag, r.pos(), r.left(), true, hdr.src_uuid, hdr.req);
@@ -329,7 +329,7 @@ ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
                  worker->name.c_str());
         return UCS_OK;
     }
-    if (!sender_ep_valid(worker, rts.ep_id, rts.src_uuid)) {
+    if (sender_ep(worker, rts.ep_id, rts.src_uuid) == nullptr) {
         return UCS_OK;
     }
     request *req = take_receive(worker, rts.tag);

@@ -30,7 +30,6 @@
 #include <ucs/async/async_context.h>
 
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>

@@ -24,6 +24,17 @@ namespace ucp::wireup {
 
 namespace {
 
+/* Whether some lane of the ep connects to an ep. */
+bool has_p2p_lanes(const ucp_ep *ep)
+{
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        if (ep->lanes[i].p2p) {
+            return true;
+        }
+    }
+    return false;
+}
+
 const char *type_name(uint8_t type)
 {
     switch (type) {
@@ -434,16 +445,6 @@ bool makes_new_ep(const ucp_worker *worker, const wire::wireup_hdr &hdr)
 }
 
 } // namespace
-
-bool has_p2p_lanes(const ucp_ep *ep)
-{
-    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        if (ep->lanes[i].p2p) {
-            return true;
-        }
-    }
-    return false;
-}
 
 const char *state_name(const ucp_ep *ep)
 {

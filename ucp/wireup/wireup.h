@@ -86,9 +86,6 @@ bool messages_left(const ucp_worker &worker);
 /* The ep leaves ep matching (failed or destroyed). */
 void ep_forget(ucp_ep *ep);
 
-/* Whether some lane of the ep connects to an ep. */
-bool has_p2p_lanes(const ucp_ep *ep);
-
 /* What print_info says about the ep's wireup. */
 const char *state_name(const ucp_ep *ep);
 
