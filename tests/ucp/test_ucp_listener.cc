@@ -134,17 +134,7 @@ struct server {
 };
 
 /* Error-handler record of a client ep. */
-struct failure_log {
-    unsigned     calls = 0;
-    ucs_status_t status = UCS_OK;
-
-    static void handler(void *arg, ucp_ep_h, ucs_status_t status)
-    {
-        auto *self = static_cast<failure_log*>(arg);
-        ++self->calls;
-        self->status = status;
-    }
-};
+using failure_log = ucp_test::ep_errors;
 
 /* Creates a client ep to `addr` (returns at once). */
 ucs_status_t connect_to(ucp_worker_h worker, const sockaddr *addr, socklen_t addrlen,
@@ -159,7 +149,7 @@ ucs_status_t connect_to(ucp_worker_h worker, const sockaddr *addr, socklen_t add
     params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
     if (log != nullptr) {
         params.field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.err_handler.cb  = failure_log::handler;
+        params.err_handler.cb  = failure_log::record;
         params.err_handler.arg = log;
     }
     return ucp_ep_create(worker, &params, ep_p);
