@@ -8,6 +8,7 @@
  * calls that do not count refused, and a counter busy while operations
  * counting on it are in flight.
  */
+#include "ext_test_util.h"
 #include "rma_test_util.h"
 #include "ucp_peer.h"
 
@@ -27,26 +28,6 @@ constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE
 /* Short, bcopy, multi-fragment and rendezvous sizes. */
 const size_t sizes[] = {8, 1500, 20000, 300000};
 constexpr uint16_t am_id = 11;
-
-ucp_cntr_h new_cntr(ucp_worker_h worker, uint64_t flags = 0)
-{
-    ucp_cntr_params_t params{};
-    params.field_mask = UCP_CNTR_PARAM_FIELD_FLAGS;
-    params.flags      = flags;
-    ucp_cntr_h cntr   = nullptr;
-    return (ucp_cntr_create(worker, &params, &cntr) == UCS_OK) ? cntr : nullptr;
-}
-
-ucp_ext_request_param_t counted_by(ucp_cntr_h cntr, ucp_cntr_h err_cntr = nullptr)
-{
-    ucp_ext_request_param_t ext{};
-    ext.base.op_attr_mask = UCP_OP_ATTR_FIELD_EXT;
-    ext.ext_field_mask    = UCP_EXT_PARAM_FIELD_CNTR |
-                            ((err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
-    ext.cntr              = cntr;
-    ext.err_cntr          = err_cntr;
-    return ext;
-}
 
 size_t total_bytes() { return std::accumulate(std::begin(sizes), std::end(sizes), size_t(0)); }
 

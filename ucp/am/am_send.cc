@@ -373,9 +373,9 @@ ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header,
                                  const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
-                                 buffer, count,
-                                 [&](const ucp_request_param_t *base) {
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
+                                  count, ep}, param,
+                                 [=](const ucp_request_param_t *base) {
             return ucp::am_send_checked(ep, id, header, header_length, buffer, count, base);
         });
     }

@@ -6,8 +6,9 @@
  * Nothing here changes a type or function of ucp.h: these are new objects
  * with functions of their own, for runtimes that want libfabric-style
  * counters (fi_cntr) on UCP, and for operations that count their
- * completion on them (ucp_ext_request_param_t). Triggered operations and
- * deferred work queues (issue 17) will build on them.
+ * completion on them (ucp_ext_request_param_t), triggered operations that
+ * start when a counter reaches a threshold, and the worker's deferred work
+ * queue of them (ucp_dwq_cancel(), ucp_dwq_flush()).
  *
  * A counter lives on one worker. It holds two 64-bit values, a success
  * value and an error value, which the application adds to and sets, and
@@ -81,7 +82,8 @@ ucs_status_t ucp_cntr_create(ucp_worker_h worker, const ucp_cntr_params_t *param
  * A counter left when its worker is destroyed is destroyed with it (with a
  * warning). @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL or a handle that
  * is not a live counter (destroyed already); UCS_ERR_BUSY while operations
- * counting on it (ucp_ext_request_param_t) are in flight.
+ * counting on it (ucp_ext_request_param_t) are in flight, while triggered
+ * operations wait for it, or from a callback run by its firing.
  */
 ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr);
 
@@ -170,7 +172,10 @@ ucs_status_t ucp_cntr_arm(ucp_cntr_h cntr);
 /** @brief Fields of ucp_ext_request_param_t that are set. */
 enum ucp_ext_request_param_field {
     UCP_EXT_PARAM_FIELD_CNTR     = UCS_BIT(0), /**< ucp_ext_request_param_t::cntr */
-    UCP_EXT_PARAM_FIELD_ERR_CNTR = UCS_BIT(1)  /**< ucp_ext_request_param_t::err_cntr */
+    UCP_EXT_PARAM_FIELD_ERR_CNTR = UCS_BIT(1), /**< ucp_ext_request_param_t::err_cntr */
+    /** ucp_ext_request_param_t::trigger_cntr and trigger_threshold: a
+     *  triggered operation (below). */
+    UCP_EXT_PARAM_FIELD_TRIGGER  = UCS_BIT(2)
 };
 
 /**
@@ -192,7 +197,110 @@ typedef struct ucp_ext_request_param {
     ucp_cntr_h          cntr;           /**< counts successes (and errors
                                              when no err_cntr) */
     ucp_cntr_h          err_cntr;       /**< counts failures */
+    ucp_cntr_h          trigger_cntr;   /**< UCP_EXT_PARAM_FIELD_TRIGGER: the
+                                             counter whose success value starts
+                                             the operation */
+    uint64_t            trigger_threshold; /**< ... when it is at least this */
 } ucp_ext_request_param_t;
+
+/* ----------------------------------------------------------------------
+ * Triggered operations and the deferred work queue
+ * ---------------------------------------------------------------------- */
+
+/*
+ * An nbx call whose ucp_ext_request_param_t sets UCP_EXT_PARAM_FIELD_TRIGGER
+ * is a triggered operation: it is checked and queued now, and started later
+ * by the worker's progress, once the success value of trigger_cntr is at
+ * least trigger_threshold (unsigned 64-bit comparison; the error value
+ * never triggers). Taken by ucp_tag_send_nbx(), ucp_tag_send_sync_nbx(),
+ * ucp_tag_recv_nbx(), ucp_stream_send_nbx(), ucp_am_send_nbx(),
+ * ucp_put_nbx(), ucp_get_nbx(), ucp_atomic_op_nbx() and ucp_cntr_op_nbx();
+ * ucp_stream_recv_nbx() and ucp_tag_msg_recv_nbx() refuse it
+ * (UCS_ERR_UNSUPPORTED).
+ *
+ * - The call returns a request (or NULL/an error when the threshold was met
+ *   at the call and nothing queued before it on that counter is still
+ *   due: it started at once, as the plain call does). The request completes,
+ *   with the user's callback and counters, when the started operation does;
+ *   ucp_request_check_status(), ucp_request_test() and ucp_request_free()
+ *   work on it as on any request.
+ * - UCP_OP_ATTR_FIELD_REQUEST gives the memory of that request, as for any
+ *   operation; UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL makes a post that cannot
+ *   start at once return UCS_ERR_NO_RESOURCE instead of queueing it.
+ * - Buffers, headers, datatypes and reply buffers are read when the
+ *   operation starts, not when it is posted: the application may fill them
+ *   in meanwhile, and must keep them valid until the request completes.
+ * - Order: a counter that passes several thresholds at once starts their
+ *   operations in threshold order, equal thresholds in posting order. An
+ *   operation that finds no transport resources when started waits in its
+ *   endpoint's queue, still ahead of the operations started after it.
+ * - Operations start from ucp_worker_progress() (and from calls that
+ *   progress: ucp_cntr_read(), ucp_cntr_wait()), never inside
+ *   ucp_cntr_add() or a completion that adds to a counter. Setting a counter
+ *   below a value it had does not undo operations already started.
+ * - Endpoints and remote keys must stay valid until the operation starts.
+ *   Closing or losing the endpoint completes its queued operations with
+ *   UCS_ERR_CANCELED or the endpoint's error; a remote key destroyed first
+ *   fails the operation with UCS_ERR_INVALID_PARAM when it fires.
+ * - A queued operation that is cancelled (ucp_dwq_cancel(), ucp_dwq_flush(),
+ *   ucp_request_cancel(), its endpoint going) completes with that status and
+ *   counts as a failure: 1 on the error value of err_cntr (or cntr), so
+ *   that an application waiting on a chain of counters unwinds.
+ */
+
+/** @brief What ucp_cntr_op_nbx() does to its counter. */
+typedef enum ucp_cntr_op {
+    UCP_CNTR_OP_ADD,     /**< ucp_cntr_add() */
+    UCP_CNTR_OP_SET,     /**< ucp_cntr_set() */
+    UCP_CNTR_OP_ADD_ERR, /**< ucp_cntr_add_err() */
+    UCP_CNTR_OP_SET_ERR  /**< ucp_cntr_set_err() */
+} ucp_cntr_op_t;
+
+/**
+ * @brief A counter update as an operation, so that it can be triggered
+ * (libfabric's FI_OP_CNTR_ADD and FI_OP_CNTR_SET): chains of counters and
+ * operations are built from it.
+ *
+ * Without a trigger it is done at once and returns NULL. @a param may be
+ * NULL; an ucp_ext_request_param_t may give only UCP_EXT_PARAM_FIELD_TRIGGER
+ * (the update is its own effect: cntr and err_cntr are refused). The
+ * trigger counter must live on @a cntr's worker.
+ *
+ * @return NULL when done, a request when queued (completes when done, with
+ *         the callback of @a param), or UCS_ERR_INVALID_PARAM (NULL or dead
+ *         counter, unknown op, counters given).
+ */
+ucs_status_ptr_t ucp_cntr_op_nbx(ucp_cntr_h cntr, ucp_cntr_op_t op, uint64_t value,
+                                 const ucp_request_param_t *param);
+
+/**
+ * @brief Cancels one queued triggered operation (libfabric's
+ * FI_CANCEL_WORK).
+ *
+ * @param worker  the worker it was posted on.
+ * @param request what its nbx call returned.
+ * @return UCS_OK: it was still queued and is completed now with
+ *         UCS_ERR_CANCELED (its callback has run, its error counted);
+ *         UCS_ERR_BUSY: it has started already (it runs on; a receive can
+ *         still be cancelled with ucp_request_cancel());
+ *         UCS_ERR_INVALID_PARAM: NULL, or not a triggered operation of
+ *         @a worker that is queued or running (completed already, say).
+ */
+ucs_status_t ucp_dwq_cancel(ucp_worker_h worker, void *request);
+
+/**
+ * @brief Cancels every queued triggered operation of @a worker, or those
+ * waiting for @a trigger_cntr (libfabric's FI_FLUSH_WORK), as
+ * ucp_dwq_cancel() does each; started ones run on.
+ *
+ * @param worker        the worker.
+ * @param trigger_cntr  NULL: all; else only operations it triggers.
+ * @param cancelled_p   if not NULL, how many were cancelled.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for a NULL worker or a counter that
+ *         is not a live counter of @a worker.
+ */
+ucs_status_t ucp_dwq_flush(ucp_worker_h worker, ucp_cntr_h trigger_cntr,
+                           size_t *cancelled_p);
 
 #ifdef __cplusplus
 }

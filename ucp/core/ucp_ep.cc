@@ -7,6 +7,7 @@
 #include "ucp_worker.h"
 #include "ep_config_log.h"
 
+#include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/eager_zcopy.h>
 #include <ucp/proto/send_common.h>
@@ -284,6 +285,7 @@ void ep_destroy(ucp_ep *ep)
     if (!(ep->flags & ep_flag::USER)) {
         --worker->num_peer_eps;
     }
+    ext::triggers_ep_gone(ep, UCS_ERR_CANCELED);
     purge_requests(ep, UCS_ERR_CANCELED, true);
     stream_ep_destroy(ep);
     wireup::ep_forget(ep);
@@ -317,6 +319,7 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
     ep->flags  |= ep_flag::FAILED;
     ep->status  = status;
     wireup::ep_forget(ep);
+    ext::triggers_ep_gone(ep, status);
     purge_requests(ep, status, false);
     stream_ep_fail(ep, status);
     if (!peer_reachable(ep->worker, ep->remote_uuid)) {

@@ -273,7 +273,11 @@ ucs_status_t ucp_request_query(void *request, ucp_request_attr_t *attr)
         } else {
             std::snprintf(state, sizeof(state), "in progress");
         }
-        if (flags & request_flag::STREAM) {
+        if (flags & request_flag::TRIGGERED) {
+            std::snprintf(attr->debug_string, attr->debug_string_size,
+                          "triggered %s, %s", (flags & request_flag::RECV) ? "tag receive" :
+                          "operation", state);
+        } else if (flags & request_flag::STREAM) {
             std::snprintf(attr->debug_string, attr->debug_string_size,
                           "stream receive, %zu bytes received, %s",
                           req->u.recv.info.length, state);

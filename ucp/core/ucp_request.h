@@ -50,6 +50,8 @@ constexpr uint32_t ZCOPY      = 1u << 20; /* eager zero-copy send: send.zcopy is
 constexpr uint32_t WIREUP     = 1u << 21; /* a wireup message: never held by the proxy */
 /* Its messages name the peer's ep (remote_id): waits for the wireup REPLY. */
 constexpr uint32_t NAMES_PEER_EP = 1u << 22;
+/* What a triggered operation's caller holds (ucp/ext/trigger.h). */
+constexpr uint32_t TRIGGERED  = 1u << 23;
 } // namespace request_flag
 
 struct request;

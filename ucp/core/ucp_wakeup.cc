@@ -6,6 +6,7 @@
 #include "ucp_guard.h"
 #include "ucp_worker.h"
 
+#include <ucp/ext/trigger.h>
 #include <ucp/wireup/sockaddr.h>
 #include <ucs/debug/log.h>
 
@@ -47,7 +48,7 @@ wakeup *wakeup_of(ucp_worker *worker, const char *what)
 
 ucs_status_t arm_locked(ucp_worker *worker, wakeup *w)
 {
-    if (worker->progress_queue.scheduled()) {
+    if (worker->progress_queue.scheduled() || ext::triggers_due(*worker)) {
         return UCS_ERR_BUSY;
     }
     /* A signal is consumed here, and counts as an event. */

@@ -7,6 +7,7 @@
 #include "ucp_wakeup.h"
 
 #include <ucp/ext/cntr.h>
+#include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/tag/tag_recv.h>
 #include <ucp/wireup/sockaddr.h>
@@ -238,6 +239,7 @@ ucp_worker::~ucp_worker()
     ucp::tag_recv_cleanup(this);
     ucp::am_cleanup(this);
     ucp::stream_cleanup(this);
+    ucp::ext::triggers_cleanup(this);   /* what the cleanups above did not complete */
     ucp::cntr_cleanup(this);   /* their fds hold the wakeup fd */
     for (auto it = ifaces.rbegin(); it != ifaces.rend(); ++it) {
         uct_worker->progress_unregister(it->iface);

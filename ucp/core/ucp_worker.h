@@ -120,6 +120,9 @@ struct queued_reply {
 } // namespace ucp
 
 struct ucp_cntr;
+namespace ucp::ext {
+struct trigger_state;
+}
 
 struct ucp_worker {
     explicit ucp_worker(ucp_context &ctx) : context(ctx) {}
@@ -229,6 +232,8 @@ struct ucp_worker {
     ucp::wakeup                        *wakeup = nullptr;
     /* Counters created on this worker (ucp/ext/cntr.h). */
     std::unordered_set<ucp_cntr*>      counters;
+    /* Triggered operations (ucp/ext/trigger.h), made by the first one. */
+    ucp::ext::trigger_state            *triggers = nullptr;
     /* Client-server connection manager, created by the first listener or
      * sockaddr ep (ucp/wireup/sockaddr_cm.h). */
     ucp::cs::cm                        *sockaddr_cm = nullptr;

@@ -2,6 +2,7 @@
  * ucp_cntr_*: completion counters (see cntr.h and ucp/api/ucp_ext.h).
  */
 #include "cntr.h"
+#include "trigger.h"
 
 #include <ucp/core/live_handles.h>
 #include <ucp/core/ucp_guard.h>
@@ -67,12 +68,18 @@ ucs_status_t update(ucp_cntr *c, Change &&change)
         return UCS_ERR_INVALID_PARAM;
     }
     change(*c);
+    /* Operations wait for it: a worker asleep in ucp_worker_wait must
+     * progress to start them (an update from another thread). */
+    if (c->has_triggers.load(std::memory_order_relaxed) && (c->worker->wakeup != nullptr)) {
+        (void)c->worker->wakeup->signal.signal();
+    }
     /* A saturated eventfd is already readable: signal() never fails then. */
     return c->changed.signal();
 }
 
 void destroy(ucp_cntr *c)
 {
+    ext::triggers_forget_cntr(c);
     c->worker->counters.erase(c);
     live_cntrs::instance().remove(c);
     delete c;
@@ -135,7 +142,7 @@ ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr)
     }
     ucp::worker_guard guard(cntr->worker);
     if (cntr->pending_work != 0) {
-        ucs_error("ucp_cntr_destroy: %u operations in flight still count on counter %p",
+        ucs_error("ucp_cntr_destroy: %u operations in flight or triggered still use counter %p",
                   cntr->pending_work, static_cast<void*>(cntr));
         return UCS_ERR_BUSY;
     }
@@ -217,7 +224,8 @@ ucs_status_t ucp_cntr_arm(ucp_cntr_h cntr)
     if (cntr == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (cntr->changed.drain() != 0) {
+    ucp::worker_guard guard(cntr->worker);
+    if ((cntr->changed.drain() != 0) || ucp::ext::triggers_due(*cntr->worker)) {
         return UCS_ERR_BUSY;
     }
     return ucp::has_wakeup(*cntr->worker) ? ucp_worker_arm(cntr->worker) : UCS_OK;

@@ -13,6 +13,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+
+namespace ucp::ext {
+struct trigger_op;
+/* Triggered operations waiting for a counter, by threshold; equal
+ * thresholds in posting order (ucp/ext/trigger.h). */
+using cntr_trigger_queue = std::multimap<uint64_t, trigger_op*>;
+} // namespace ucp::ext
 
 struct ucp_cntr {
     ucp_worker            *worker = nullptr;
@@ -22,7 +30,13 @@ struct ucp_cntr {
     std::atomic<uint64_t> error{0};
     ucs::event_fd         changed;          /* signalled by add and set */
     int                   epfd = -1;        /* ucp_cntr_get_fd */
-    unsigned              pending_work = 0; /* operations in flight counting on it */
+    /* Operations in flight counting on it, and triggered operations
+     * waiting for it, counting on it or updating it. */
+    unsigned              pending_work = 0;
+    ucp::ext::cntr_trigger_queue triggers;
+    /* In the worker's list of counters with queued operations; read by
+     * updates from any thread, which then wake the worker. */
+    std::atomic<bool>     has_triggers{false};
 
     ~ucp_cntr();
 };

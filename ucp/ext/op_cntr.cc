@@ -25,24 +25,48 @@ struct counted_op {
     bool                completed;      /* counted inside the call, by the callback */
 };
 
-namespace {
-
 /* Under the worker's guard. The worker's own set answers both questions
  * (live, and ours); the process-wide registry only words the error. */
-bool live_on(ucp_cntr *cntr, ucp_worker_h worker, const char *field)
+bool cntr_live_on(ucp_cntr *cntr, ucp_worker_h worker, const char *field)
 {
     if (ucs_likely(worker->counters.count(cntr) != 0)) {
         return true;
     }
     if (!live_handles<ucp_cntr>::instance().contains(cntr)) {
-        ucs_error("UCP_OP_ATTR_FIELD_EXT: %s %p is not a live counter", field,
-                  static_cast<void*>(cntr));
+        ucs_error("%s: %p is not a live counter", field, static_cast<void*>(cntr));
     } else {
-        ucs_error("UCP_OP_ATTR_FIELD_EXT: %s %p lives on another worker than the operation",
-                  field, static_cast<void*>(cntr));
+        ucs_error("%s: counter %p lives on another worker", field, static_cast<void*>(cntr));
     }
     return false;
 }
+
+ucs_status_t ext_counters(const ucp_ext_request_param_t *ext, ucp_worker_h worker,
+                          uint64_t known, ucp_cntr **cntr, ucp_cntr **err_cntr)
+{
+    if (ext->ext_field_mask & ~known) {
+        ucs_error("UCP_OP_ATTR_FIELD_EXT: unknown ext_field_mask bits 0x%llx",
+                  static_cast<unsigned long long>(ext->ext_field_mask & ~known));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    *cntr     = (ext->ext_field_mask & UCP_EXT_PARAM_FIELD_CNTR) ? ext->cntr : nullptr;
+    *err_cntr = (ext->ext_field_mask & UCP_EXT_PARAM_FIELD_ERR_CNTR) ? ext->err_cntr : nullptr;
+    if (((*cntr != nullptr) && !cntr_live_on(*cntr, worker, "UCP_OP_ATTR_FIELD_EXT: cntr")) ||
+        ((*err_cntr != nullptr) &&
+         !cntr_live_on(*err_cntr, worker, "UCP_OP_ATTR_FIELD_EXT: err_cntr"))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+void count_failure(ucp_cntr *cntr, ucp_cntr *err_cntr)
+{
+    ucp_cntr *target = (err_cntr != nullptr) ? err_cntr : cntr;
+    if (target != nullptr) {
+        ucp_cntr_add_err(target, 1);
+    }
+}
+
+namespace {
 
 /* The bytes a send of `count` items of the param's datatype moves (a
  * generic datatype: its packed size, through one more start_pack). */
@@ -66,10 +90,7 @@ void count(counted_op *op, ucs_status_t status, size_t bytes)
             ucp_cntr_add(op->cntr, (op->cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES) ? bytes : 1);
         }
     } else {
-        ucp_cntr *target = (op->err_cntr != nullptr) ? op->err_cntr : op->cntr;
-        if (target != nullptr) {
-            ucp_cntr_add_err(target, 1);
-        }
+        count_failure(op->cntr, op->err_cntr);
     }
     for (ucp_cntr *c : {op->cntr, op->err_cntr}) {
         if (c != nullptr) {
@@ -131,33 +152,28 @@ void on_stream_recv(void *request, ucs_status_t status, size_t length, void *arg
 
 } // namespace
 
-ucs_status_t counted_begin(ucp_worker_h worker, const ucp_request_param_t *param,
-                           op_kind kind, const void *buffer, size_t count,
+ucs_status_t counted_begin(const op_desc &desc, const ucp_request_param_t *param,
                            ucp_request_param_t *base, counted_op **op_p)
 {
     const auto *ext   = reinterpret_cast<const ucp_ext_request_param_t*>(param);
     const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR;
+    ucp_worker_h worker  = desc.worker;
+    const op_kind kind   = desc.kind;
     if (worker == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (ext->ext_field_mask & ~known) {
-        ucs_error("UCP_OP_ATTR_FIELD_EXT: unknown ext_field_mask bits 0x%llx",
-                  static_cast<unsigned long long>(ext->ext_field_mask & ~known));
-        return UCS_ERR_INVALID_PARAM;
-    }
-    ucp_cntr *cntr     = (ext->ext_field_mask & UCP_EXT_PARAM_FIELD_CNTR) ? ext->cntr : nullptr;
-    ucp_cntr *err_cntr = (ext->ext_field_mask & UCP_EXT_PARAM_FIELD_ERR_CNTR) ? ext->err_cntr :
-                                                                               nullptr;
     worker_guard guard(worker);
-    if (((cntr != nullptr) && !live_on(cntr, worker, "cntr")) ||
-        ((err_cntr != nullptr) && !live_on(err_cntr, worker, "err_cntr"))) {
-        return UCS_ERR_INVALID_PARAM;
+    ucp_cntr *cntr, *err_cntr;
+    ucs_status_t status = ext_counters(ext, worker, known, &cntr, &err_cntr);
+    if (status != UCS_OK) {
+        return status;
     }
     /* A send's size only where it is counted (a generic datatype's packing
      * callbacks run once more for it). */
     const bool wants_bytes = (kind == op_kind::SEND) && (cntr != nullptr) &&
                              (cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES);
-    const size_t bytes     = wants_bytes ? send_bytes(buffer, count, &ext->base) : 0;
+    const size_t bytes     = wants_bytes ? send_bytes(desc.buffer, desc.count, &ext->base) :
+                                           0;
     auto *op = new (std::nothrow) counted_op{worker, cntr, err_cntr, kind, bytes, ext->base, {},
                                              nullptr, true, false};
     if (op == nullptr) {

@@ -7,7 +7,9 @@
  * inside the call (NULL or an error pointer) is counted at once, a later one
  * in the callback; then the caller's own callback runs with its own user
  * data. Each counter's pending_work counts the operations in flight on it,
- * so it cannot be destroyed under them.
+ * so it cannot be destroyed under them. A param that also names a trigger
+ * (UCP_EXT_PARAM_FIELD_TRIGGER) makes it a triggered operation instead
+ * (trigger.h): the same start, kept by value and run later.
  */
 #ifndef UCP_EXT_OP_CNTR_H
 #define UCP_EXT_OP_CNTR_H
@@ -15,6 +17,7 @@
 #include <ucp/api/ucp_ext.h>
 
 #include <cstddef>
+#include <functional>
 
 namespace ucp::ext {
 
@@ -31,34 +34,69 @@ inline bool wants_counting(const ucp_request_param_t *param)
     return (param != nullptr) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_EXT);
 }
 
+/* What a counted operation is, beyond its parameters. */
+struct op_desc {
+    ucp_worker_h worker;
+    op_kind      kind;
+    const void   *buffer;        /* a SEND's data: its size is counted with EVENTS_BYTES */
+    size_t       count;
+    ucp_ep_h     ep     = nullptr;  /* a triggered one is cancelled when the ep goes */
+    ucp_rkey_h   rkey   = nullptr;  /* a triggered one checks it is live when it fires */
+    const size_t *length = nullptr; /* a stream receive's length output */
+    bool         can_trigger = true;
+    ucp_cntr     *updates = nullptr; /* ucp_cntr_op_nbx: held until a triggered one fires */
+};
+
 struct counted_op;
 
-/* Checks the ext fields of `param` (counters live, on `worker`); fills
- * *base with the caller's parameters completing through *op. `buffer` and
- * `count`: a SEND's data (its size is counted with EVENTS_BYTES). */
-ucs_status_t counted_begin(ucp_worker_h worker, const ucp_request_param_t *param,
-                           op_kind kind, const void *buffer, size_t count,
+/* Checks the ext fields of `param` (counters live, on the worker); fills
+ * *base with the caller's parameters completing through *op. */
+ucs_status_t counted_begin(const op_desc &desc, const ucp_request_param_t *param,
                            ucp_request_param_t *base, counted_op **op);
 
-/* The nbx call's result: what completed inside the call is counted now.
- * `length`: a stream receive's length output, else nullptr. */
+/* The nbx call's result: what completed inside the call is counted now. */
 ucs_status_ptr_t counted_end(counted_op *op, ucs_status_ptr_t result, const size_t *length);
 
-/* Runs `start(const ucp_request_param_t*)`, counted; `buffer` and `count`
- * as for counted_begin. */
+/* How a stored operation is started again: with the parameters it gets. */
+using start_fn = std::function<ucs_status_ptr_t(const ucp_request_param_t*)>;
+
+/* The ext param asks for a trigger (UCP_EXT_PARAM_FIELD_TRIGGER). */
+bool wants_trigger(const ucp_request_param_t *param);
+
+/* Queues `start` until its trigger counter reaches the threshold (or starts
+ * it now); ucp/ext/trigger.cc. */
+ucs_status_ptr_t post_triggered(const op_desc &desc, const ucp_request_param_t *param,
+                                start_fn start);
+
+/* Runs `start(const ucp_request_param_t*)` counted, or triggered when the
+ * param asks for it. `start` is kept by value for a triggered operation:
+ * it must capture what it uses by value. */
 template <typename Start>
-ucs_status_ptr_t counted(ucp_worker_h worker, const ucp_request_param_t *param, op_kind kind,
-                         const void *buffer, size_t count, Start &&start,
-                         const size_t *length = nullptr)
+ucs_status_ptr_t counted(const op_desc &desc, const ucp_request_param_t *param, Start start)
 {
+    if (wants_trigger(param)) {
+        return post_triggered(desc, param, start_fn(std::move(start)));
+    }
     ucp_request_param_t base;
     counted_op *op;
-    ucs_status_t status = counted_begin(worker, param, kind, buffer, count, &base, &op);
+    ucs_status_t status = counted_begin(desc, param, &base, &op);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
     }
-    return counted_end(op, start(&base), length);
+    return counted_end(op, start(&base), desc.length);
 }
+
+/* Checks that `cntr` lives on `worker` (says which field is wrong). */
+bool cntr_live_on(ucp_cntr *cntr, ucp_worker_h worker, const char *field);
+
+/* The counters of `ext` (fields in `known` only), checked live on `worker`
+ * (caller holds its guard); nullptr where not given. */
+ucs_status_t ext_counters(const ucp_ext_request_param_t *ext, ucp_worker_h worker,
+                          uint64_t known, ucp_cntr **cntr, ucp_cntr **err_cntr);
+
+/* Counts a failure of an operation with these counters (cancelled before
+ * it started): 1 on err_cntr's error value, or cntr's. */
+void count_failure(ucp_cntr *cntr, ucp_cntr *err_cntr);
 
 /* The worker of `ep`; nullptr for a NULL ep (counted() refuses it). */
 ucp_worker_h worker_of(ucp_ep_h ep);

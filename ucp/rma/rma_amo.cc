@@ -258,9 +258,9 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const vo
 {
     /* A C caller may pass any int: read it as one. */
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
-                                 buffer, count,
-                                 [&](const ucp_request_param_t *base) {
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
+                                  count, ep, rkey}, param,
+                                 [=](const ucp_request_param_t *base) {
             return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer, count, remote_addr,
                                        rkey, base);
         });

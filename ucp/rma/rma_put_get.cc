@@ -208,9 +208,9 @@ ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
                              const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
-                                 buffer, count,
-                                 [&](const ucp_request_param_t *base) {
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
+                                  count, ep, rkey}, param,
+                                 [=](const ucp_request_param_t *base) {
             return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer), count,
                                      remote_addr, rkey, base);
         });
@@ -224,9 +224,9 @@ ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
                              const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::SEND,
-                                 buffer, count,
-                                 [&](const ucp_request_param_t *base) {
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
+                                  count, ep, rkey}, param,
+                                 [=](const ucp_request_param_t *base) {
             return ucp::rma::put_get(op_kind::GET, ep, buffer, count, remote_addr, rkey, base);
         });
     }

@@ -157,11 +157,12 @@ ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void *buffer, size_t count,
                                      size_t *length, const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(ucp::ext::worker_of(ep), param, ucp::ext::op_kind::STREAM_RECV,
-                                 buffer, count,
-                                 [&](const ucp_request_param_t *base) {
+        /* Not triggered: the length output belongs to the call. */
+        const ucp::ext::op_desc desc{ucp::ext::worker_of(ep), ucp::ext::op_kind::STREAM_RECV,
+                                     buffer, count, ep, nullptr, length, false};
+        return ucp::ext::counted(desc, param, [=](const ucp_request_param_t *base) {
             return ucp::recv_checked(ep, buffer, count, length, base);
-        }, length);
+        });
     }
     return ucp::recv_checked(ep, buffer, count, length, param);
 }

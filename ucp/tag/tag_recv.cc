@@ -9,6 +9,7 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/ext/op_cntr.h>
+#include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
@@ -518,8 +519,8 @@ ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t coun
                                   const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, buffer, count,
-                                 [&](const ucp_request_param_t *base) {
+        return ucp::ext::counted({worker, ucp::ext::op_kind::TAG_RECV, buffer, count}, param,
+                                 [=](const ucp_request_param_t *base) {
             return ucp::recv_checked(worker, buffer, count, tag, tag_mask, base, nullptr);
         });
     }
@@ -581,8 +582,10 @@ ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer, size_t 
     }
     auto *msg = reinterpret_cast<ucp::rx_message*>(message);
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted(worker, param, ucp::ext::op_kind::TAG_RECV, buffer, count,
-                                 [&](const ucp_request_param_t *base) {
+        /* Not triggered: the message handle is valid only until received. */
+        ucp::ext::op_desc desc{worker, ucp::ext::op_kind::TAG_RECV, buffer, count};
+        desc.can_trigger = false;
+        return ucp::ext::counted(desc, param, [=](const ucp_request_param_t *base) {
             return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0),
                                      base, msg);
         });
@@ -611,6 +614,10 @@ void ucp_request_cancel(ucp_worker_h worker, void *request)
     }
     ucp::worker_guard guard(worker);
     ucp::request *req = ucp::request::from_user(request);
+    if (req->flags & ucp::request_flag::TRIGGERED) {
+        ucp::ext::trigger_request_cancel(worker, req);
+        return;
+    }
     if ((req->flags & ucp::request_flag::EXPECTED) &&
         !(req->flags & ucp::request_flag::COMPLETED)) {
         worker->tag_matcher.remove_expected(&req->u.recv.expected);

@@ -1,0 +1,543 @@
+/*
+ * Triggered operations, ucp_cntr_op_nbx and the deferred work queue (see
+ * trigger.h and ucp/api/ucp_ext.h).
+ */
+#include "trigger.h"
+
+#include "cntr.h"
+#include "op_cntr.h"
+
+#include <ucp/core/live_handles.h>
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_guard.h>
+#include <ucp/core/ucp_request.h>
+#include <ucp/core/ucp_rkey.h>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/proto/send_common.h>
+#include <ucs/debug/log.h>
+#include <ucs/type/c_enum.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+namespace ucp::ext {
+
+/* A queued or started triggered operation. */
+struct trigger_op {
+    op_desc             desc;
+    start_fn            start;
+    ucp_request_param_t user;        /* the caller's parameters */
+    ucp_cntr            *cntr;       /* completion counters */
+    ucp_cntr            *err_cntr;
+    ucp_cntr            *updates;    /* ucp_cntr_op_nbx: the counter it changes */
+    ucp_cntr            *trigger;
+    uint64_t            threshold;
+    request             *outer;      /* what the caller holds */
+    void                *inner;      /* the started operation's request */
+    cntr_trigger_queue::iterator pos;
+    uint64_t            seq;         /* tells it from a later one in the same request */
+    bool                started;
+};
+
+struct trigger_state {
+    /* Counters with queued operations (has_triggers set); nullptr where one
+     * was destroyed while firing ran. */
+    std::vector<ucp_cntr*>                            armed;
+    /* Queued and started operations, by the request their caller holds. */
+    std::unordered_map<const request*, trigger_op*>   ops;
+    unsigned                                          progress_id =
+            ucs::callback_queue::invalid_id;
+    uint64_t                                          next_seq = 0;
+    bool                                              firing = false;
+};
+
+namespace {
+
+/* A firing pass that keeps starting operations (counter updates that meet
+ * further thresholds) runs again, up to this many times per progress. */
+constexpr unsigned max_firing_passes = 64;
+
+trigger_state &state_of(ucp_worker *worker)
+{
+    if (worker->triggers == nullptr) {
+        worker->triggers = new trigger_state;
+    }
+    return *worker->triggers;
+}
+
+bool due(const ucp_cntr *c)
+{
+    return !c->triggers.empty() &&
+           (c->value.load(std::memory_order_acquire) >= c->triggers.begin()->first);
+}
+
+/* Holds (or lets go of) the counters an operation names. */
+void hold_counters(const trigger_op *op, int delta)
+{
+    for (ucp_cntr *c : {op->cntr, op->err_cntr, op->updates, op->trigger}) {
+        if (c != nullptr) {
+            c->pending_work += unsigned(delta);
+        }
+    }
+}
+
+void finish(trigger_op *op, ucs_status_t status)
+{
+    request *outer = op->outer;
+    op->outer->worker->triggers->ops.erase(outer);
+    delete op;
+    request_complete(outer, status);
+}
+
+void on_started_send(void *request, ucs_status_t status, void *arg)
+{
+    auto *op = static_cast<trigger_op*>(arg);
+    ucp_request_free(request);
+    op->inner = nullptr;
+    finish(op, status);
+}
+
+void on_started_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                     void *arg)
+{
+    auto *op = static_cast<trigger_op*>(arg);
+    if ((info != nullptr) && (info != &op->outer->u.recv.info)) {
+        op->outer->u.recv.info = *info;
+    }
+    ucp_request_free(request);
+    op->inner = nullptr;
+    finish(op, status);
+}
+
+ucs_status_ptr_t rkey_gone(const ucp_request_param_t *)
+{
+    return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+}
+
+/* Starts a queued operation (taken off its counter's queue already). */
+void start(trigger_op *op)
+{
+    op->started = true;
+    ucp_ext_request_param_t p{};
+    p.base               = op->user;
+    p.base.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
+    p.base.op_attr_mask |= UCP_OP_ATTR_FIELD_EXT | UCP_OP_ATTR_FIELD_CALLBACK |
+                           UCP_OP_ATTR_FIELD_USER_DATA;
+    p.base.user_data     = op;
+    if (op->desc.kind == op_kind::TAG_RECV) {
+        p.base.cb.recv                = on_started_recv;
+        p.base.op_attr_mask          |= UCP_OP_ATTR_FIELD_RECV_INFO;
+        p.base.recv_info.tag_info     = &op->outer->u.recv.info;
+    } else {
+        p.base.cb.send = on_started_send;
+    }
+    p.ext_field_mask = ((op->cntr != nullptr) ? UCP_EXT_PARAM_FIELD_CNTR : 0) |
+                       ((op->err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
+    p.cntr     = op->cntr;
+    p.err_cntr = op->err_cntr;
+    ucs_status_ptr_t result;
+    if ((op->desc.rkey != nullptr) &&
+        !live_handles<ucp_rkey>::instance().contains(op->desc.rkey)) {
+        ucs_error("triggered operation %p: its remote key %p was destroyed before it "
+                  "started", op->outer->user_ptr(), static_cast<void*>(op->desc.rkey));
+        result = counted(op->desc, &p.base, rkey_gone);
+    } else {
+        result = counted(op->desc, &p.base, op->start);
+    }
+    /* counted() holds the completion counters itself from here; the
+     * trigger was let go when the operation left its queue. */
+    op->trigger = nullptr;
+    hold_counters(op, -1);
+    if (UCS_PTR_IS_PTR(result)) {
+        op->inner = result;     /* finishes in on_started_* */
+        return;
+    }
+    finish(op, UCS_PTR_STATUS(result));
+}
+
+/* A queued operation that will not start: completes with `status`. */
+void cancel(trigger_op *op, ucs_status_t status)
+{
+    op->trigger->triggers.erase(op->pos);
+    count_failure(op->cntr, op->err_cntr);
+    hold_counters(op, -1);
+    finish(op, status);
+}
+
+/* Drops armed counters whose queues are empty; the progress callback goes
+ * with the last. */
+void disarm_idle(ucp_worker *worker, trigger_state &st)
+{
+    auto idle = [](ucp_cntr *c) {
+        if ((c != nullptr) && c->triggers.empty()) {
+            c->has_triggers.store(false, std::memory_order_relaxed);
+            return true;
+        }
+        return c == nullptr;
+    };
+    st.armed.erase(std::remove_if(st.armed.begin(), st.armed.end(), idle), st.armed.end());
+    if (st.armed.empty() && (st.progress_id != ucs::callback_queue::invalid_id)) {
+        worker->progress_queue.remove(st.progress_id);
+        st.progress_id = ucs::callback_queue::invalid_id;
+    }
+}
+
+/* The worker's progress callback: starts what is due, counter by counter
+ * in threshold order. Not re-entered: a callback that progresses (a fence)
+ * leaves firing to the outer call. */
+unsigned fire_due(void *arg)
+{
+    auto *worker      = static_cast<ucp_worker*>(arg);
+    trigger_state &st = *worker->triggers;
+    if (st.firing) {
+        return 0;
+    }
+    st.firing        = true;
+    unsigned started = 0;
+    for (unsigned pass = 0; pass < max_firing_passes; ++pass) {
+        const unsigned before = started;
+        /* By index: operations started here may arm more counters. */
+        for (size_t i = 0; i < st.armed.size(); ++i) {
+            ucp_cntr *c = st.armed[i];
+            if (c == nullptr) {
+                continue;
+            }
+            ++c->pending_work;      /* not destroyed by a callback meanwhile */
+            while (due(c)) {
+                trigger_op *op = c->triggers.begin()->second;
+                c->triggers.erase(c->triggers.begin());
+                --c->pending_work;  /* its hold as trigger */
+                start(op);
+                ++started;
+            }
+            --c->pending_work;
+        }
+        if (started == before) {
+            break;
+        }
+    }
+    disarm_idle(worker, st);
+    st.firing = false;
+    return started;
+}
+
+void arm(ucp_worker *worker, trigger_state &st, ucp_cntr *c)
+{
+    if (!c->has_triggers.load(std::memory_order_relaxed)) {
+        st.armed.push_back(c);
+        c->has_triggers.store(true, std::memory_order_relaxed);
+    }
+    if (st.progress_id == ucs::callback_queue::invalid_id) {
+        st.progress_id = worker->progress_queue.add_persistent(fire_due, worker);
+    }
+}
+
+/* The request the caller holds for a queued operation. */
+request *outer_request(ucp_worker *worker, const ucp_request_param_t *param, op_kind kind)
+{
+    request *req = send_request_get(worker, param);
+    if (req == nullptr) {
+        return nullptr;
+    }
+    req->flags |= request_flag::TRIGGERED;
+    if (kind == op_kind::TAG_RECV) {
+        req->flags         |= request_flag::RECV;
+        req->cb.recv        = (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) ?
+                              param->cb.recv : nullptr;
+        req->u.recv.info    = {};
+    }
+    return req;
+}
+
+trigger_op *find(ucp_worker *worker, const request *req)
+{
+    if (worker->triggers == nullptr) {
+        return nullptr;
+    }
+    auto it = worker->triggers->ops.find(req);
+    return (it != worker->triggers->ops.end()) ? it->second : nullptr;
+}
+
+/* A queued operation named so that it is found again only if still there. */
+struct queued_ref {
+    const request *req;
+    uint64_t      seq;
+};
+
+/* The queued operations waiting for `trigger` (all when nullptr). */
+std::vector<queued_ref> queued(ucp_worker *worker, ucp_cntr *trigger)
+{
+    std::vector<queued_ref> refs;
+    if (worker->triggers == nullptr) {
+        return refs;
+    }
+    for (ucp_cntr *c : worker->triggers->armed) {
+        if ((c != nullptr) && ((trigger == nullptr) || (c == trigger))) {
+            for (const auto &entry : c->triggers) {
+                refs.push_back({entry.second->outer, entry.second->seq});
+            }
+        }
+    }
+    return refs;
+}
+
+/* Cancels each operation of `refs` still queued that `pred` selects (the
+ * callbacks of the cancelled ones may post, start or cancel others). */
+template <typename Pred>
+size_t cancel_queued(ucp_worker *worker, const std::vector<queued_ref> &refs,
+                     ucs_status_t status, Pred &&pred)
+{
+    size_t cancelled = 0;
+    for (const queued_ref &ref : refs) {
+        trigger_op *op = find(worker, ref.req);
+        if ((op != nullptr) && (op->seq == ref.seq) && !op->started && pred(*op)) {
+            cancel(op, status);
+            ++cancelled;
+        }
+    }
+    return cancelled;
+}
+
+/* The trigger and completion counters of a post, checked (caller holds
+ * the worker's guard). */
+ucs_status_t check_ext_fields(const ucp_ext_request_param_t *ext, ucp_worker *worker,
+                              ucp_cntr **cntr, ucp_cntr **err_cntr)
+{
+    const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR |
+                           UCP_EXT_PARAM_FIELD_TRIGGER;
+    ucs_status_t status = ext_counters(ext, worker, known, cntr, err_cntr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (ext->trigger_cntr == nullptr) {
+        ucs_error("UCP_EXT_PARAM_FIELD_TRIGGER: trigger_cntr is NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return cntr_live_on(ext->trigger_cntr, worker, "UCP_EXT_PARAM_FIELD_TRIGGER: trigger_cntr") ?
+           UCS_OK : UCS_ERR_INVALID_PARAM;
+}
+
+ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t *ext,
+                             start_fn &&start_op)
+{
+    ucp_worker *worker = desc.worker;
+    ucp_cntr *cntr, *err_cntr;
+    ucs_status_t status = check_ext_fields(ext, worker, &cntr, &err_cntr);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
+    }
+    ucp_cntr *trigger = ext->trigger_cntr;
+    /* Met already, and nothing due before it: the plain call, now. */
+    if ((trigger->value.load(std::memory_order_acquire) >= ext->trigger_threshold) &&
+        !due(trigger)) {
+        ucp_ext_request_param_t now = *ext;
+        now.ext_field_mask &= ~uint64_t(UCP_EXT_PARAM_FIELD_TRIGGER);
+        return counted(desc, &now.base, std::move(start_op));
+    }
+    if (ext->base.op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);     /* it cannot start now */
+    }
+    if ((ext->base.op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) && (ext->base.request == nullptr)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    trigger_state &st = state_of(worker);
+    request *outer    = outer_request(worker, &ext->base, desc.kind);
+    if (outer == nullptr) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    auto *op = new trigger_op{desc, std::move(start_op), ext->base, cntr, err_cntr,
+                              desc.updates, trigger, ext->trigger_threshold, outer, nullptr,
+                              {}, st.next_seq++, false};
+    op->user.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_EXT);
+    st.ops.emplace(outer, op);
+    /* After the equal thresholds already there: posting order. */
+    op->pos = trigger->triggers.emplace(ext->trigger_threshold, op);
+    hold_counters(op, +1);
+    arm(worker, st, trigger);
+    return outer->user_ptr();
+}
+
+} // namespace
+
+bool wants_trigger(const ucp_request_param_t *param)
+{
+    return wants_counting(param) &&
+           (reinterpret_cast<const ucp_ext_request_param_t*>(param)->ext_field_mask &
+            UCP_EXT_PARAM_FIELD_TRIGGER);
+}
+
+ucs_status_ptr_t post_triggered(const op_desc &desc, const ucp_request_param_t *param,
+                                start_fn start_op)
+{
+    if (!desc.can_trigger) {
+        ucs_error("UCP_EXT_PARAM_FIELD_TRIGGER: this call cannot be triggered");
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
+    if (desc.worker == nullptr) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    worker_guard guard(desc.worker);
+    ucs_status_ptr_t result = nullptr;
+    const ucs_status_t status = guarded("triggered operation", [&]() {
+        result = post_locked(desc, reinterpret_cast<const ucp_ext_request_param_t*>(param),
+                             std::move(start_op));
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+bool triggers_due(const ucp_worker &worker)
+{
+    if (worker.triggers == nullptr) {
+        return false;
+    }
+    return std::any_of(worker.triggers->armed.begin(), worker.triggers->armed.end(),
+                       [](const ucp_cntr *c) { return (c != nullptr) && due(c); });
+}
+
+void triggers_ep_gone(ucp_ep *ep, ucs_status_t status)
+{
+    cancel_queued(ep->worker, queued(ep->worker, nullptr), status,
+                  [ep](const trigger_op &op) { return op.desc.ep == ep; });
+}
+
+void triggers_forget_cntr(ucp_cntr *cntr)
+{
+    trigger_state *st = cntr->worker->triggers;
+    if ((st == nullptr) || !cntr->has_triggers.load(std::memory_order_relaxed)) {
+        return;
+    }
+    auto it = std::find(st->armed.begin(), st->armed.end(), cntr);
+    if (it == st->armed.end()) {
+        return;
+    }
+    if (st->firing) {
+        *it = nullptr;          /* the firing loop walks the vector */
+    } else {
+        st->armed.erase(it);
+    }
+}
+
+void trigger_request_cancel(ucp_worker_h worker, request *req)
+{
+    trigger_op *op = find(worker, req);
+    if (op == nullptr) {
+        return;
+    }
+    if (!op->started) {
+        cancel(op, UCS_ERR_CANCELED);
+    } else if (op->inner != nullptr) {
+        ucp_request_cancel(worker, op->inner);
+    }
+}
+
+void triggers_cleanup(ucp_worker *worker)
+{
+    trigger_state *st = worker->triggers;
+    if (st == nullptr) {
+        return;
+    }
+    if (!st->ops.empty()) {
+        ucs_warn("worker '%s' destroyed with %zu triggered operations not completed",
+                 worker->name.c_str(), st->ops.size());
+    }
+    for (ucp_cntr *c : st->armed) {
+        if (c != nullptr) {
+            c->triggers.clear();
+            c->has_triggers.store(false, std::memory_order_relaxed);
+        }
+    }
+    for (auto &entry : st->ops) {
+        hold_counters(entry.second, -1);
+        delete entry.second;
+    }
+    if (st->progress_id != ucs::callback_queue::invalid_id) {
+        worker->progress_queue.remove(st->progress_id);
+    }
+    delete st;
+    worker->triggers = nullptr;
+}
+
+} // namespace ucp::ext
+
+using ucp::ext::trigger_op;
+
+extern "C" {
+
+ucs_status_ptr_t ucp_cntr_op_nbx(ucp_cntr_h cntr, ucp_cntr_op_t op, uint64_t value,
+                                 const ucp_request_param_t *param)
+{
+    if ((cntr == nullptr) || !ucp::live_handles<ucp_cntr>::instance().contains(cntr)) {
+        ucs_error("ucp_cntr_op_nbx: %p is not a live counter", static_cast<void*>(cntr));
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    /* A C caller may pass any int: read it as one. */
+    const int raw_op = ucs::raw_enum(op);
+    if ((raw_op < UCP_CNTR_OP_ADD) || (raw_op > UCP_CNTR_OP_SET_ERR)) {
+        ucs_error("ucp_cntr_op_nbx: unknown operation %d", raw_op);
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    auto apply = [cntr, raw_op, value](const ucp_request_param_t *) -> ucs_status_ptr_t {
+        switch (raw_op) {
+        case UCP_CNTR_OP_ADD:     return UCS_STATUS_PTR(ucp_cntr_add(cntr, value));
+        case UCP_CNTR_OP_SET:     return UCS_STATUS_PTR(ucp_cntr_set(cntr, value));
+        case UCP_CNTR_OP_ADD_ERR: return UCS_STATUS_PTR(ucp_cntr_add_err(cntr, value));
+        default:                  return UCS_STATUS_PTR(ucp_cntr_set_err(cntr, value));
+        }
+    };
+    if (!ucp::ext::wants_counting(param)) {
+        return apply(param);
+    }
+    const auto *ext = reinterpret_cast<const ucp_ext_request_param_t*>(param);
+    if (ext->ext_field_mask & (UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR)) {
+        ucs_error("ucp_cntr_op_nbx: a counter update takes no completion counters");
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (!ucp::ext::wants_trigger(param)) {
+        return apply(param);
+    }
+    ucp::ext::op_desc desc{cntr->worker, ucp::ext::op_kind::SEND, nullptr, 0};
+    desc.updates = cntr;
+    return ucp::ext::post_triggered(desc, param, apply);
+}
+
+ucs_status_t ucp_dwq_cancel(ucp_worker_h worker, void *request)
+{
+    if ((worker == nullptr) || (request == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp::worker_guard guard(worker);
+    trigger_op *op = ucp::ext::find(worker, ucp::request::from_user(request));
+    if (op == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (op->started) {
+        return UCS_ERR_BUSY;
+    }
+    ucp::ext::cancel(op, UCS_ERR_CANCELED);
+    return UCS_OK;
+}
+
+ucs_status_t ucp_dwq_flush(ucp_worker_h worker, ucp_cntr_h trigger_cntr, size_t *cancelled_p)
+{
+    if (worker == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp::worker_guard guard(worker);
+    if ((trigger_cntr != nullptr) &&
+        !ucp::ext::cntr_live_on(trigger_cntr, worker, "ucp_dwq_flush")) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* What is queued now: operations the callbacks of the cancelled ones
+     * post stay queued. */
+    const size_t cancelled = ucp::ext::cancel_queued(
+            worker, ucp::ext::queued(worker, trigger_cntr), UCS_ERR_CANCELED,
+            [](const trigger_op &) { return true; });
+    if (cancelled_p != nullptr) {
+        *cancelled_p = cancelled;
+    }
+    return UCS_OK;
+}
+
+} // extern "C"
