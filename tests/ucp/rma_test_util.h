@@ -119,6 +119,16 @@ public:
         return UCS_OK;
     }
 
+    /* Unmaps now (the destructor then only frees the memory). */
+    void unmap()
+    {
+        if (memh_ != nullptr) {
+            ucp_mem_unmap(context_, memh_);
+            memh_ = nullptr;
+        }
+    }
+
+    ucp_mem_h memh() const { return memh_; }
     uint8_t *data() const { return data_; }
     uint64_t address() const { return reinterpret_cast<uintptr_t>(data_); }
     size_t length() const { return length_; }

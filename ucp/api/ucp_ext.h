@@ -204,6 +204,47 @@ typedef struct ucp_ext_request_param {
 } ucp_ext_request_param_t;
 
 /* ----------------------------------------------------------------------
+ * Target-side counting: operations of peers on a memory region
+ * ---------------------------------------------------------------------- */
+
+/** @brief Which operations of peers on a region count (ucp_mem_bind_cntr()),
+ *  as libfabric's FI_REMOTE_WRITE / FI_REMOTE_READ counters. */
+enum ucp_mem_cntr_events {
+    UCP_MEM_CNTR_REMOTE_WRITE  = UCS_BIT(0), /**< puts into the region */
+    UCP_MEM_CNTR_REMOTE_READ   = UCS_BIT(1), /**< gets from it */
+    UCP_MEM_CNTR_REMOTE_ATOMIC = UCS_BIT(2)  /**< atomics on it */
+};
+
+/**
+ * @brief Counts peers' operations on a region on @a cntr, here, at the
+ * target.
+ *
+ * Each put, get or atomic of a peer on the region adds 1 to the success
+ * value (the bytes with UCP_CNTR_FLAG_EVENTS_BYTES) once it is done here:
+ * a put's data, or an atomic's result, is in the region before the counter
+ * shows it, so ucp_cntr_wait() on it tells the target that data landed.
+ * Refused operations (out of bounds, bad key) add nothing.
+ *
+ * Only keys packed (ucp_rkey_pack()) after the binding say that the region
+ * is counted; peers then reach it through this process's CPU in its
+ * progress (as for registered memory over tcp), never with direct stores or
+ * cma, so that it can count: binding makes the region slower to reach.
+ * Keys packed before the binding, and peers of a version that does not
+ * know counted keys (they refuse them), do not count. The atomics go
+ * through the CPU, so UCX_ATOMIC_MODE=device refuses them.
+ *
+ * @param memh    a mapped region of host memory.
+ * @param cntr    the counter, on any worker of the region's context; NULL
+ *                unbinds.
+ * @param events  ucp_mem_cntr_events bits; 0 unbinds.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for a NULL or dead handle, a dead
+ *         counter, a counter of another context, unknown bits, or memory
+ *         that is not host memory. A bound counter cannot be destroyed
+ *         (UCS_ERR_BUSY) until unbound or the region unmapped.
+ */
+ucs_status_t ucp_mem_bind_cntr(ucp_mem_h memh, ucp_cntr_h cntr, uint64_t events);
+
+/* ----------------------------------------------------------------------
  * Triggered operations and the deferred work queue
  * ---------------------------------------------------------------------- */
 

@@ -59,7 +59,7 @@ constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
  * carries its connection key. 3: entries say how eps connect to them
  * (connect-to-ep transports), the wireup is a request/reply/ack handshake
  * and messages expecting an answer name the ep it goes to. */
-constexpr uint8_t  address_version      = 3;
+constexpr uint8_t  address_version      = 4;
 constexpr size_t   address_header_size  = 32;         /* up to name_length */
 constexpr size_t   address_max_length   = 64 * 1024;
 constexpr size_t   address_max_entries  = 256;

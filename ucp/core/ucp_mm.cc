@@ -7,6 +7,8 @@
 #include "live_handles.h"
 #include "ucp_guard.h"
 
+#include <ucp/ext/mem_cntr.h>
+
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/random.h>
@@ -489,6 +491,7 @@ ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
     }
     ucp::live_handles<ucp_mem>::instance().remove(memh);
     return ucp::guarded("ucp_mem_unmap", [&]() {
+        ucp::ext::mem_unbind_cntr(memh);
         if ((memh->length > 0) && (memh->mem_type == UCS_MEMORY_TYPE_HOST)) {
             context->mapped_regions.remove(reinterpret_cast<uintptr_t>(memh->address),
                                            memh->length, memh->secret);

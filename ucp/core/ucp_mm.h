@@ -85,6 +85,8 @@ ucs_status_t mem_dereg_temp(ucp_context &ctx, unsigned md_index, uct::mem_h memh
 
 } // namespace ucp
 
+struct ucp_cntr;
+
 struct ucp_mem {
     ucp_context            *context = nullptr;
     void                   *address = nullptr;
@@ -99,6 +101,10 @@ struct ucp_mem {
     /* Random, never 0: packed into its remote keys; a peer's emulated put,
      * get or atomic must present it (region_registry). */
     uint64_t               secret = 0;
+    /* ucp_mem_bind_cntr: the counter peers' operations count on here
+     * (its keys then say so), and which ones (UCP_MEM_CNTR_REMOTE_*). */
+    ucp_cntr               *cntr = nullptr;
+    uint64_t               cntr_events = 0;
 
     /* The uct handle of this memory on md `md_index`, null if none. */
     uct::mem_h uct_memh(unsigned md_index) const

@@ -180,6 +180,7 @@ ucs_status_t rkey_pack(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_
     header.address       = address;
     header.length        = length;
     header.secret        = memh.secret;
+    header.flags         = (memh.cntr != nullptr) ? rkey_flag::COUNTED : 0;
 
     auto *bytes   = static_cast<uint8_t*>(buffer);
     size_t offset = rkey_header_size;
@@ -221,7 +222,7 @@ ucs_status_t rkey_peek(const void *buffer, size_t length, size_t *total_length_p
     ucs::wire_reader(buffer, length).get(&header);
     uint64_t end;
     if ((header.magic != rkey_magic) || (header.version != rkey_version) ||
-        (header.flags != 0) || (header.reserved != 0) ||
+        (header.flags & ~rkey_flag::ALL) || (header.reserved != 0) ||
         (header.num_entries > rkey_max_entries) ||
         (header.total_length < rkey_header_size) ||
         (header.total_length > rkey_max_length) ||
@@ -254,6 +255,7 @@ ucs_status_t unpack(ucp_context &ctx, const void *buffer, size_t length,
     rkey->mem_type      = ucs_memory_type_t(header.mem_type);
     rkey->remote_access = header.remote_access;
     rkey->secret        = header.secret;
+    rkey->counted       = header.flags & rkey_flag::COUNTED;
     rkey->entries.reserve(packed.size());
     for (const packed_entry &entry : packed) {
         const int md_index = find_md(ctx, entry);

@@ -11,7 +11,7 @@
  *   offset size
  *    0     4   magic            rkey_magic ("UCPK")
  *    4     1   version          rkey_version
- *    5     1   flags            0 (reserved)
+ *    5     1   flags            rkey_flag bits (others 0)
  *    6     2   num_entries      <= rkey_max_entries
  *    8     4   total_length     bytes of the whole key, header included,
  *                               rkey_header_size..rkey_max_length
@@ -61,6 +61,16 @@ constexpr size_t   rkey_header_size  = 40;
 constexpr size_t   rkey_max_length   = 64 * 1024;
 constexpr size_t   rkey_max_entries  = max_mds;
 constexpr size_t   rkey_max_name     = 31;         /* name chars, without the NUL */
+
+/* rkey header flags. A key with a flag a peer does not know is refused
+ * there (rkey_peek), never misread. */
+namespace rkey_flag {
+/* A counter at the owner counts operations on the region
+ * (ucp_mem_bind_cntr): every operation goes to the owner's CPU (emulated),
+ * which counts it after the data is in place. */
+constexpr uint8_t COUNTED = 1u << 0;
+constexpr uint8_t ALL     = COUNTED;
+} // namespace rkey_flag
 
 /* What the owner lets peers do (from UCP_MEM_MAP_PROT_REMOTE_*). Advisory:
  * protocols may refuse an operation the key does not allow. */
@@ -134,6 +144,7 @@ struct ucp_rkey {
     ucs_memory_type_t            mem_type = UCS_MEMORY_TYPE_HOST;
     uint8_t                      remote_access = 0;  /* ucp::rkey_access */
     uint64_t                     secret = 0;    /* the owner's mapping secret; 0 opens nothing */
+    bool                         counted = false;  /* rkey_flag::COUNTED: emulated only */
     uint64_t                     md_map = 0;    /* bit per md index with an entry */
     std::vector<ucp::rkey_entry> entries;       /* ascending md_index, one per bit */
     ucp::rma::rkey_cache         rma_cache;     /* ucp/rma's choices for this key */

@@ -2,6 +2,7 @@
  * ucp_cntr_*: completion counters (see cntr.h and ucp/api/ucp_ext.h).
  */
 #include "cntr.h"
+#include "mem_cntr.h"
 #include "trigger.h"
 
 #include <ucp/core/live_handles.h>
@@ -80,6 +81,7 @@ ucs_status_t update(ucp_cntr *c, Change &&change)
 void destroy(ucp_cntr *c)
 {
     ext::triggers_forget_cntr(c);
+    ext::cntr_unbind_all(c);
     c->worker->counters.erase(c);
     live_cntrs::instance().remove(c);
     delete c;
@@ -141,6 +143,11 @@ ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr)
         return UCS_ERR_INVALID_PARAM;
     }
     ucp::worker_guard guard(cntr->worker);
+    if (!cntr->bound_regions.empty()) {
+        ucs_error("ucp_cntr_destroy: counter %p counts operations on %zu mapped regions "
+                  "(ucp_mem_bind_cntr)", static_cast<void*>(cntr), cntr->bound_regions.size());
+        return UCS_ERR_BUSY;
+    }
     if (cntr->pending_work != 0) {
         ucs_error("ucp_cntr_destroy: %u operations in flight or triggered still use counter %p",
                   cntr->pending_work, static_cast<void*>(cntr));

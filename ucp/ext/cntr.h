@@ -14,6 +14,9 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <vector>
+
+struct ucp_mem;
 
 namespace ucp::ext {
 struct trigger_op;
@@ -37,6 +40,8 @@ struct ucp_cntr {
     /* In the worker's list of counters with queued operations; read by
      * updates from any thread, which then wake the worker. */
     std::atomic<bool>     has_triggers{false};
+    /* Regions whose peers' operations count here (ucp_mem_bind_cntr). */
+    std::vector<ucp_mem*> bound_regions;
 
     ~ucp_cntr();
 };

@@ -292,6 +292,13 @@ static_assert((sizeof(am_rts_hdr) == 72) && (offsetof(am_rts_hdr, md_name) == 40
 /* Every request names the secret of the remote key it was made with: the
  * target serves it only inside a region mapped with that secret. */
 
+/* rma_put_hdr::flags */
+namespace rma_put_flag {
+/* The put's last fragment (fragments travel in order on the AM lane): a
+ * region with a counter counts the put's completion on it. */
+constexpr uint8_t LAST = 1u << 0;
+} // namespace rma_put_flag
+
 /* AM_RMA_PUT: header + data; answered with AM_CMPL (reply_hdr). */
 struct rma_put_hdr {
     uint64_t src_uuid;
@@ -299,9 +306,12 @@ struct rma_put_hdr {
     uint64_t address;
     uint64_t secret;
     uint64_t ep_id;       /* the target's ep the answer goes out of */
+    uint64_t length;      /* bytes of the whole put (for EVENTS_BYTES counters) */
+    uint8_t  flags;       /* rma_put_flag */
+    uint8_t  reserved[7];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(sizeof(rma_put_hdr) == 40, "rma_put_hdr layout");
+static_assert(sizeof(rma_put_hdr) == 56, "rma_put_hdr layout");
 
 /* AM_RMA_GET_REQ: answered with AM_RMA_GET_REP fragments covering
  * [address, address + length), or one with an error status. */

@@ -13,24 +13,39 @@ namespace ucp {
 void region_registry::add(uintptr_t address, size_t length, uint64_t secret)
 {
     auto guard = lock();
-    regions_.emplace(address, region{length, secret});
+    regions_.emplace(address, region{length, secret, {}});
     max_length_ = std::max(max_length_, length);
 }
 
-bool region_registry::remove(uintptr_t address, size_t length, uint64_t secret)
+template <typename Action>
+bool region_registry::with_instance(uintptr_t address, size_t length, uint64_t secret,
+                                    Action &&action)
 {
     auto guard = lock();
     auto range = regions_.equal_range(address);
     for (auto it = range.first; it != range.second; ++it) {
         if ((it->second.length == length) && (it->second.secret == secret)) {
-            regions_.erase(it);
+            action(it);
             return true;
         }
     }
     return false;
 }
 
-bool region_registry::contains(uint64_t address, size_t length, uint64_t secret) const
+bool region_registry::remove(uintptr_t address, size_t length, uint64_t secret)
+{
+    return with_instance(address, length, secret, [this](auto it) { regions_.erase(it); });
+}
+
+bool region_registry::bind(uintptr_t address, size_t length, uint64_t secret,
+                           region_counter counter)
+{
+    return with_instance(address, length, secret,
+                         [counter](auto it) { it->second.counter = counter; });
+}
+
+bool region_registry::contains(uint64_t address, size_t length, uint64_t secret,
+                               region_counter *counter) const
 {
     auto guard = lock();
     /* Candidates start at or before `address`, and no earlier than the
@@ -44,6 +59,9 @@ bool region_registry::contains(uint64_t address, size_t length, uint64_t secret)
         }
         if (ucs::range_inside(address, length, start, it->second.length) &&
             ucs::sys::secret_equal(&secret, &it->second.secret, sizeof(secret))) {
+            if (counter != nullptr) {
+                *counter = it->second.counter;
+            }
             return true;
         }
     }

@@ -18,7 +18,15 @@
 #include <map>
 #include <mutex>
 
+struct ucp_cntr;
+
 namespace ucp {
+
+/* A counter bound to a region (ucp_mem_bind_cntr): what it counts there. */
+struct region_counter {
+    ucp_cntr *cntr   = nullptr;
+    uint64_t events  = 0;       /* UCP_MEM_CNTR_REMOTE_* */
+};
 
 class region_registry {
 public:
@@ -32,20 +40,30 @@ public:
     bool remove(uintptr_t address, size_t length, uint64_t secret);
 
     /* [address, address + length) lies inside a region with this secret
-     * (overflow-safe). */
-    bool contains(uint64_t address, size_t length, uint64_t secret) const;
+     * (overflow-safe); *counter (if given) is what counts there. */
+    bool contains(uint64_t address, size_t length, uint64_t secret,
+                  region_counter *counter = nullptr) const;
+
+    /* Binds `counter` to the instance with this range and secret (a null
+     * counter unbinds); false if none. */
+    bool bind(uintptr_t address, size_t length, uint64_t secret, region_counter counter);
 
     size_t size() const;
 
 private:
+    /* Runs action(iterator) on the instance with this range and secret. */
+    template <typename Action>
+    bool with_instance(uintptr_t address, size_t length, uint64_t secret, Action &&action);
+
     std::unique_lock<std::mutex> lock() const
     {
         return shared_ ? std::unique_lock<std::mutex>(mutex_) : std::unique_lock<std::mutex>();
     }
 
     struct region {
-        size_t   length;
-        uint64_t secret;
+        size_t         length;
+        uint64_t       secret;
+        region_counter counter;
     };
 
     /* start -> region; several entries may share a start. */

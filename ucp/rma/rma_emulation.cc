@@ -8,6 +8,7 @@
  */
 #include "rma.h"
 
+#include <ucp/ext/mem_cntr.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/wire.h>
 #include <ucs/debug/log.h>
@@ -97,8 +98,9 @@ ucs_status_t emulated_put(request *req)
     bool progressed = false;
     while (offset < r.length) {
         const size_t chunk = std::min(r.length - offset, room);
+        const uint8_t flags = (offset + chunk == r.length) ? wire::rma_put_flag::LAST : 0;
         const wire::rma_put_hdr hdr{req->worker->uuid, req->id, r.remote_addr + offset,
-                                    r.rkey->secret, ep->remote_id};
+                                    r.rkey->secret, ep->remote_id, r.length, flags, {}};
         ucs_status_t status = send_awaited(req, [&]() {
             return send_header_and_data(am, wire::AM_RMA_PUT, &hdr, sizeof(hdr),
                                         r.buffer + offset, chunk);
@@ -167,9 +169,11 @@ bool send_get_data(ucp_worker *worker, uct::ep *am, deferred_reply &r)
 {
     for (;;) {
         wire::rma_get_rep_hdr hdr{r.req_id, r.offset, r.status, {}};
+        region_counter counter;
         /* Checked again each time: a deferred reply reads the memory later. */
         if ((r.status == UCS_OK) &&
-            !worker->context.mapped_regions.contains(r.address, r.length, r.secret)) {
+            !worker->context.mapped_regions.contains(r.address, r.length, r.secret,
+                                                     &counter)) {
             r.status = hdr.status = int8_t(UCS_ERR_INVALID_ADDR);
         }
         if (r.status != UCS_OK) {
@@ -196,6 +200,8 @@ bool send_get_data(ucp_worker *worker, uct::ep *am, deferred_reply &r)
         r.offset  += chunk;
         r.length  -= chunk;
         if (r.length == 0) {
+            /* Every byte is read (copied into the replies): counted now. */
+            ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_READ, r.offset);
             return true;
         }
     }
@@ -305,12 +311,19 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
     }
     const size_t size   = r.left();
     ucs_status_t status = UCS_OK;
-    if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret)) {
+    region_counter counter;
+    if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret, &counter)) {
         ucs_error("worker '%s': refused a put to 0x%llx+%zu outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address), size);
         status = UCS_ERR_INVALID_ADDR;
-    } else if (size != 0) {
-        std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
+    } else {
+        if (size != 0) {
+            std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
+        }
+        /* Fragments arrive in order: at the last one the whole put landed. */
+        if (hdr.flags & wire::rma_put_flag::LAST) {
+            ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_WRITE, hdr.length);
+        }
     }
     rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id, wire::AM_CMPL,
                                       int8_t(status), 0, 0, 0, 0, 0});
@@ -357,6 +370,7 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
     }
     ucs_status_t status = UCS_OK;
     uint64_t old        = 0;
+    region_counter counter;
     if ((hdr.op >= uint8_t(uct::atomic_op::LAST)) ||
         ((hdr.size != sizeof(uint32_t)) && (hdr.size != sizeof(uint64_t))) ||
         (hdr.address % hdr.size != 0)) {
@@ -364,7 +378,8 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
                   worker->name.c_str(), hdr.op, hdr.size,
                   static_cast<unsigned long long>(hdr.address));
         status = UCS_ERR_INVALID_PARAM;
-    } else if (!worker->context.mapped_regions.contains(hdr.address, hdr.size, hdr.secret)) {
+    } else if (!worker->context.mapped_regions.contains(hdr.address, hdr.size, hdr.secret,
+                                                        &counter)) {
         ucs_error("worker '%s': refused an atomic on 0x%llx outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address));
         status = UCS_ERR_INVALID_ADDR;
@@ -372,6 +387,9 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
         status = rma::cpu_atomic(uct::atomic_op(hdr.op), hdr.size,
                                  reinterpret_cast<void*>(hdr.address), hdr.value,
                                  hdr.compare, &old);
+        if (status == UCS_OK) {
+            ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_ATOMIC, hdr.size);
+        }
     }
     rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id,
                                       wire::AM_ATOMIC_REP, int8_t(status), old, 0, 0, 0, 0});

@@ -393,7 +393,8 @@ void cache_fill(const ucp_ep *ep, ucp_rkey *rkey)
 {
     rkey_cache &c = rkey->rma_cache;
     if (!c.direct_checked) {
-        c.direct         = find_direct(rkey);
+        /* A counted region is reached only through its owner's CPU. */
+        c.direct         = rkey->counted ? nullptr : find_direct(rkey);
         c.direct_checked = true;
     }
     c.ep          = ep;
@@ -402,6 +403,9 @@ void cache_fill(const ucp_ep *ep, ucp_rkey *rkey)
     c.get_lane    = no_cached_lane;
     c.amo_lane    = no_cached_lane;
     c.amo_post32  = c.amo_fetch32 = c.amo_post64 = c.amo_fetch64 = 0;
+    if (rkey->counted) {
+        return;     /* no lane: every operation is emulated, and counted there */
+    }
     /* The ep's RMA lane first: the best one where the key has an entry. */
     if (ep->rma_lane < ep->num_lanes) {
         consider_lane(ep, rkey, ep->rma_lane, &c);
