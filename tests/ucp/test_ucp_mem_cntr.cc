@@ -167,6 +167,12 @@ TEST_CASE("target-side counting: bad arguments, and a counter gone with its work
     CHECK(ucp_cntr_destroy(foreign) == UCS_OK);
     CHECK(ucp_mem_bind_cntr(region.memh(), foreign, UCP_MEM_CNTR_REMOTE_WRITE) ==
           UCS_ERR_INVALID_PARAM);                          /* destroyed */
+    /* The key says whether the region counts (header byte 5, rkey_flag::COUNTED). */
+    CHECK(packed_key(p.context, region.memh()).at(5) == 0);
+    CHECK(ucp_mem_bind_cntr(region.memh(), cntr, UCP_MEM_CNTR_REMOTE_WRITE) == UCS_OK);
+    CHECK(packed_key(p.context, region.memh()).at(5) == 1);
+    CHECK(ucp_mem_bind_cntr(region.memh(), cntr, 0) == UCS_OK);
+    CHECK(packed_key(p.context, region.memh()).at(5) == 0);
     /* Rebinding replaces; the first counter is free again. */
     ucp_cntr_h second = new_cntr(p.worker);
     REQUIRE(second != nullptr);

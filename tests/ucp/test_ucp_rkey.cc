@@ -452,7 +452,8 @@ TEST_CASE("malformed keys are refused with INVALID_PARAM", "[ucp_rkey]")
     refused([](wire_key &x) { x.version = 3; });
     refused([](wire_key &x) { x.version = 1; });   /* the format before secrets */
     refused([](wire_key &x) { x.version = 0; });
-    refused([](wire_key &x) { x.flags = 1; });
+    refused([](wire_key &x) { x.flags = 2; });     /* a flag this version does not know */
+    refused([](wire_key &x) { x.flags = 0x80; });
     refused([](wire_key &x) { x.reserved = 4; });
     refused([](wire_key &x) { x.mem_type = UCS_MEMORY_TYPE_LAST; });
     refused([](wire_key &x) { x.mem_type = 0xff; });

@@ -116,9 +116,10 @@ ucs_status_t ucp_cntr_set_err(ucp_cntr_h cntr, uint64_t value);
  * @brief Progresses the worker until the success value is at least
  * @a threshold.
  *
- * Sleeps between progress calls on the counter's fd when the worker has
- * UCP_FEATURE_WAKEUP (woken by network events and by changes to the
- * counter from other threads); spins on progress otherwise.
+ * When progress finds nothing, on a worker with UCP_FEATURE_WAKEUP it
+ * yields the core (sched_yield) for up to 50 us, then sleeps on the
+ * counter's fd (woken by network events and by changes to the counter from
+ * other threads); without the feature it spins on progress.
  *
  * @param cntr        the counter.
  * @param threshold   the success value to wait for.
@@ -134,9 +135,11 @@ ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms);
 /**
  * @brief A file descriptor for sleeping on the counter with poll or epoll.
  *
- * It becomes readable when the counter changes, and, on a worker with
- * UCP_FEATURE_WAKEUP, when the worker has events to progress. Sleep only
- * after ucp_cntr_arm() returned UCS_OK. The counter owns the fd.
+ * After ucp_cntr_arm() returned UCS_OK, it becomes readable at the next
+ * change of the counter, and, on a worker with UCP_FEATURE_WAKEUP, when the
+ * worker has events to progress. Sleep on it only then: changes made while
+ * it is not armed do not signal it (they cost no system call). The counter
+ * owns the fd.
  * @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL.
  */
 ucs_status_t ucp_cntr_get_fd(ucp_cntr_h cntr, int *fd_p);

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -37,6 +38,15 @@ constexpr uint64_t known_attr_fields  = UCP_CNTR_ATTR_FIELD_FLAGS |
                                         UCP_CNTR_ATTR_FIELD_USER_DATA |
                                         UCP_CNTR_ATTR_FIELD_WORKER;
 constexpr uint64_t known_flags        = UCP_CNTR_FLAG_EVENTS_BYTES;
+
+} // namespace
+
+/* How long ucp_cntr_wait yields the core before it sleeps on the fd: a
+ * wake-up through the fd costs tens of microseconds, a yield to a process
+ * that answers at once a few. */
+constexpr std::chrono::microseconds yield_before_sleep{50};
+
+namespace {
 
 bool has_wakeup(const ucp_worker &worker)
 {
@@ -69,10 +79,14 @@ ucs_status_t update(ucp_cntr *c, Change &&change)
         return UCS_ERR_INVALID_PARAM;
     }
     change(*c);
+    c->changes.fetch_add(1, std::memory_order_seq_cst);
     /* Operations wait for it: a worker asleep in ucp_worker_wait must
      * progress to start them (an update from another thread). */
     if (c->has_triggers.load(std::memory_order_relaxed) && (c->worker->wakeup != nullptr)) {
         (void)c->worker->wakeup->signal.signal();
+    }
+    if (!c->armed.exchange(false, std::memory_order_seq_cst)) {
+        return UCS_OK;      /* nobody sleeps on the fd */
     }
     /* A saturated eventfd is already readable: signal() never fails then. */
     return c->changed.signal();
@@ -232,7 +246,11 @@ ucs_status_t ucp_cntr_arm(ucp_cntr_h cntr)
         return UCS_ERR_INVALID_PARAM;
     }
     ucp::worker_guard guard(cntr->worker);
-    if ((cntr->changed.drain() != 0) || ucp::ext::triggers_due(*cntr->worker)) {
+    cntr->armed.store(true, std::memory_order_seq_cst);
+    cntr->changed.drain();      /* signals of changes the check below sees */
+    const uint64_t changes = cntr->changes.load(std::memory_order_seq_cst);
+    if ((cntr->seen_changes.exchange(changes, std::memory_order_relaxed) != changes) ||
+        ucp::ext::triggers_due(*cntr->worker)) {
         return UCS_ERR_BUSY;
     }
     return ucp::has_wakeup(*cntr->worker) ? ucp_worker_arm(cntr->worker) : UCS_OK;
@@ -247,6 +265,7 @@ ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms)
     const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
     const bool can_sleep = ucp::has_wakeup(*cntr->worker);
     const uint64_t error = cntr->error.load(std::memory_order_acquire);
+    clock::time_point idle_since{};   /* progress has found nothing since */
     for (;;) {
         if (cntr->error.load(std::memory_order_acquire) != error) {
             return UCS_ERR_IO_ERROR;
@@ -269,11 +288,24 @@ ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms)
             left_ms = int(left.count());
         }
         if (progressed != 0) {
+            idle_since = clock::time_point{};
             continue;
         }
-        if (can_sleep && (ucp_cntr_arm(cntr) == UCS_OK)) {
+        if (!can_sleep) {
+            continue;
+        }
+        /* Idle: yield the core for a while first (a peer sharing it may be
+         * about to answer), then sleep until the fd says there is work. */
+        const auto now = clock::now();
+        if (idle_since == clock::time_point{}) {
+            idle_since = now;
+        }
+        if (now - idle_since < ucp::yield_before_sleep) {
+            sched_yield();
+        } else if (ucp_cntr_arm(cntr) == UCS_OK) {
             pollfd pfd{cntr->epfd, POLLIN, 0};
             (void)::poll(&pfd, 1, left_ms);
+            idle_since = clock::time_point{};
         }
     }
 }

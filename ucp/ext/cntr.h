@@ -1,9 +1,15 @@
 /*
  * Completion counters (ucp/api/ucp_ext.h): two 64-bit values and an
- * eventfd signalled on every change, so that a thread sleeping on the
- * counter's fd wakes up when another thread adds to it. The fd handed out
- * is an epoll set of that eventfd and, on a UCP_FEATURE_WAKEUP worker, the
- * worker's own wakeup fd.
+ * eventfd, so that a thread sleeping on the counter's fd wakes up when
+ * another thread adds to it. The fd handed out is an epoll set of that
+ * eventfd and, on a UCP_FEATURE_WAKEUP worker, the worker's own wakeup fd.
+ *
+ * The eventfd is written only while a thread may sleep on it: ucp_cntr_arm
+ * sets `armed`, and the first change after that signals and clears it. A
+ * change counts `changes` first, and arm compares it after setting `armed`
+ * (both sequentially consistent): either arm sees the change and answers
+ * busy, or the change sees `armed` and signals. So a change costs two
+ * atomic operations, not a write(2), while nobody sleeps.
  */
 #ifndef UCP_EXT_CNTR_H
 #define UCP_EXT_CNTR_H
@@ -31,7 +37,10 @@ struct ucp_cntr {
     void                  *user_data = nullptr;
     std::atomic<uint64_t> value{0};
     std::atomic<uint64_t> error{0};
-    ucs::event_fd         changed;          /* signalled by add and set */
+    ucs::event_fd         changed;          /* signalled by a change while armed */
+    std::atomic<uint64_t> changes{0};       /* adds and sets so far */
+    std::atomic<uint64_t> seen_changes{0};  /* `changes` at the last arm */
+    std::atomic<bool>     armed{false};     /* a thread may sleep on the fd */
     int                   epfd = -1;        /* ucp_cntr_get_fd */
     /* Operations in flight counting on it, and triggered operations
      * waiting for it, counting on it or updating it. */

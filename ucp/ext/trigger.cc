@@ -14,11 +14,11 @@
 #include <ucp/core/ucp_rkey.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/send_common.h>
+#include <ucs/datastruct/intrusive_list.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/c_enum.h>
 
 #include <algorithm>
-#include <unordered_map>
 #include <vector>
 
 namespace ucp::ext {
@@ -36,20 +36,27 @@ struct trigger_op {
     request             *outer;      /* what the caller holds */
     void                *inner;      /* the started operation's request */
     cntr_trigger_queue::iterator pos;
-    uint64_t            seq;         /* tells it from a later one in the same request */
+    ucs::list_link      link;        /* in trigger_state::ops */
     bool                started;
+    bool                finished;    /* completed; kept until a cancel batch ends */
 };
 
 struct trigger_state {
     /* Counters with queued operations (has_triggers set); nullptr where one
      * was destroyed while firing ran. */
     std::vector<ucp_cntr*>                            armed;
-    /* Queued and started operations, by the request their caller holds. */
-    std::unordered_map<const request*, trigger_op*>   ops;
+    /* Queued and started operations (the request their caller holds names
+     * its own in request::id). */
+    ucs::intrusive_list<trigger_op, &trigger_op::link> ops;
+    /* Cancel batches running: operations finished meanwhile stay allocated
+     * (graveyard) so the batch can tell them from live ones. */
+    unsigned                                          batch = 0;
+    std::vector<trigger_op*>                          graveyard;
     unsigned                                          progress_id =
             ucs::callback_queue::invalid_id;
-    uint64_t                                          next_seq = 0;
     bool                                              firing = false;
+    /* A queue may have emptied by a cancel: the next firing call tidies. */
+    bool                                              maybe_idle = false;
 };
 
 namespace {
@@ -84,9 +91,15 @@ void hold_counters(const trigger_op *op, int delta)
 
 void finish(trigger_op *op, ucs_status_t status)
 {
-    request *outer = op->outer;
-    op->outer->worker->triggers->ops.erase(outer);
-    delete op;
+    request *outer    = op->outer;
+    trigger_state &st = *outer->worker->triggers;
+    st.ops.remove(*op);
+    if (st.batch != 0) {
+        op->finished = true;
+        st.graveyard.push_back(op);
+    } else {
+        delete op;
+    }
     request_complete(outer, status);
 }
 
@@ -142,6 +155,9 @@ void start(trigger_op *op)
         ucs_error("triggered operation %p: its remote key %p was destroyed before it "
                   "started", op->outer->user_ptr(), static_cast<void*>(op->desc.rkey));
         result = counted(op->desc, &p.base, rkey_gone);
+    } else if (p.ext_field_mask == 0) {
+        p.base.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_EXT);
+        result               = op->start(&p.base);      /* nothing to count */
     } else {
         result = counted(op->desc, &p.base, op->start);
     }
@@ -160,6 +176,7 @@ void start(trigger_op *op)
 void cancel(trigger_op *op, ucs_status_t status)
 {
     op->trigger->triggers.erase(op->pos);
+    op->outer->worker->triggers->maybe_idle = true;
     count_failure(op->cntr, op->err_cntr);
     hold_counters(op, -1);
     finish(op, status);
@@ -190,9 +207,11 @@ unsigned fire_due(void *arg)
 {
     auto *worker      = static_cast<ucp_worker*>(arg);
     trigger_state &st = *worker->triggers;
-    if (st.firing) {
+    /* The common call (every progress while operations wait): nothing due. */
+    if (st.firing || (!st.maybe_idle && !triggers_due(*worker))) {
         return 0;
     }
+    st.maybe_idle = false;
     st.firing        = true;
     unsigned started = 0;
     for (unsigned pass = 0; pass < max_firing_passes; ++pass) {
@@ -250,57 +269,64 @@ request *outer_request(ucp_worker *worker, const ucp_request_param_t *param, op_
     return req;
 }
 
+/* The live triggered operation whose caller holds `req`, or nullptr (not
+ * a triggered operation's request, or completed). Reads the request as the
+ * other ucp_request_* calls do. */
 trigger_op *find(ucp_worker *worker, const request *req)
 {
-    if (worker->triggers == nullptr) {
+    if ((worker->triggers == nullptr) || !(req->flags & request_flag::TRIGGERED) ||
+        (req->flags & request_flag::COMPLETED) || (req->worker != worker)) {
         return nullptr;
     }
-    auto it = worker->triggers->ops.find(req);
-    return (it != worker->triggers->ops.end()) ? it->second : nullptr;
+    auto *op = reinterpret_cast<trigger_op*>(uintptr_t(req->id));
+    return ((op != nullptr) && (op->outer == req) && !op->finished) ? op : nullptr;
 }
 
-/* A queued operation named so that it is found again only if still there. */
-struct queued_ref {
-    const request *req;
-    uint64_t      seq;
-};
-
 /* The queued operations waiting for `trigger` (all when nullptr). */
-std::vector<queued_ref> queued(ucp_worker *worker, ucp_cntr *trigger)
+std::vector<trigger_op*> queued(ucp_worker *worker, ucp_cntr *trigger)
 {
-    std::vector<queued_ref> refs;
+    std::vector<trigger_op*> ops;
     if (worker->triggers == nullptr) {
-        return refs;
+        return ops;
     }
     for (ucp_cntr *c : worker->triggers->armed) {
         if ((c != nullptr) && ((trigger == nullptr) || (c == trigger))) {
             for (const auto &entry : c->triggers) {
-                refs.push_back({entry.second->outer, entry.second->seq});
+                ops.push_back(entry.second);
             }
         }
     }
-    return refs;
+    return ops;
 }
 
-/* Cancels each operation of `refs` still queued that `pred` selects (the
- * callbacks of the cancelled ones may post, start or cancel others). */
+/* Cancels each operation of `ops` still queued that `pred` selects. The
+ * callbacks of the cancelled may post, start or cancel others: records
+ * finished meanwhile stay allocated until the batch ends. */
 template <typename Pred>
-size_t cancel_queued(ucp_worker *worker, const std::vector<queued_ref> &refs,
+size_t cancel_queued(ucp_worker *worker, const std::vector<trigger_op*> &ops,
                      ucs_status_t status, Pred &&pred)
 {
-    size_t cancelled = 0;
-    for (const queued_ref &ref : refs) {
-        trigger_op *op = find(worker, ref.req);
-        if ((op != nullptr) && (op->seq == ref.seq) && !op->started && pred(*op)) {
+    if (ops.empty()) {
+        return 0;
+    }
+    trigger_state &st = *worker->triggers;
+    size_t cancelled  = 0;
+    ++st.batch;
+    for (trigger_op *op : ops) {
+        if (!op->finished && !op->started && pred(*op)) {
             cancel(op, status);
             ++cancelled;
         }
     }
+    if (--st.batch == 0) {
+        for (trigger_op *op : st.graveyard) {
+            delete op;
+        }
+        st.graveyard.clear();
+    }
     return cancelled;
 }
 
-/* The trigger and completion counters of a post, checked (caller holds
- * the worker's guard). */
 ucs_status_t check_ext_fields(const ucp_ext_request_param_t *ext, ucp_worker *worker,
                               ucp_cntr **cntr, ucp_cntr **err_cntr)
 {
@@ -348,9 +374,10 @@ ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t 
     }
     auto *op = new trigger_op{desc, std::move(start_op), ext->base, cntr, err_cntr,
                               desc.updates, trigger, ext->trigger_threshold, outer, nullptr,
-                              {}, st.next_seq++, false};
+                              {}, {}, false, false};
     op->user.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_EXT);
-    st.ops.emplace(outer, op);
+    outer->id = uintptr_t(op);      /* no HAS_ID: the field is free */
+    st.ops.push_back(*op);
     /* After the equal thresholds already there: posting order. */
     op->pos = trigger->triggers.emplace(ext->trigger_threshold, op);
     hold_counters(op, +1);
@@ -440,7 +467,7 @@ void triggers_cleanup(ucp_worker *worker)
     }
     if (!st->ops.empty()) {
         ucs_warn("worker '%s' destroyed with %zu triggered operations not completed",
-                 worker->name.c_str(), st->ops.size());
+                 worker->name.c_str(), size_t(st->ops.size()));
     }
     for (ucp_cntr *c : st->armed) {
         if (c != nullptr) {
@@ -448,9 +475,10 @@ void triggers_cleanup(ucp_worker *worker)
             c->has_triggers.store(false, std::memory_order_relaxed);
         }
     }
-    for (auto &entry : st->ops) {
-        hold_counters(entry.second, -1);
-        delete entry.second;
+    for (trigger_op &op : st->ops.safe()) {
+        st->ops.remove(op);
+        hold_counters(&op, -1);
+        delete &op;
     }
     if (st->progress_id != ucs::callback_queue::invalid_id) {
         worker->progress_queue.remove(st->progress_id);
