@@ -362,6 +362,44 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         CHECK(cancelled == 0);
     }
 
+    SECTION("a flush from the callback of an operation that just started, in the same "
+            "firing pass") {
+        /* Thresholds 1..4 on one counter; the first one's callback flushes
+         * the counter's queue while the others are due in the same pass. */
+        struct flusher {
+            ucp_worker_h worker;
+            ucp_cntr_h   trigger;
+            size_t       cancelled = 0;
+            static void cb(void *, ucs_status_t, void *arg)
+            {
+                auto *f = static_cast<flusher*>(arg);
+                ucp_dwq_flush(f->worker, f->trigger, &f->cancelled);
+            }
+        } f{p.worker, trigger};
+        std::vector<ucs_status_ptr_t> requests;
+        for (uint64_t i = 1; i <= 4; ++i) {
+            ucp_ext_request_param_t ext = triggered_by(trigger, i, done);
+            if (i == 1) {
+                ext.base.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK |
+                                         UCP_OP_ATTR_FIELD_USER_DATA;
+                ext.base.cb.send       = flusher::cb;
+                ext.base.user_data     = &f;
+            }
+            requests.push_back(ucp_tag_send_nbx(p.ep, &value, sizeof(value), i, &ext.base));
+            REQUIRE(UCS_PTR_IS_PTR(requests.back()));
+        }
+        CHECK(ucp_cntr_set(trigger, 4) == UCS_OK);
+        CHECK(p.wait(requests[0]) == UCS_OK);
+        CHECK(f.cancelled == 3);
+        for (size_t i = 1; i < requests.size(); ++i) {
+            CHECK(p.wait(requests[i]) == UCS_ERR_CANCELED);
+        }
+        CHECK(drain_tags(p, 1) == std::vector<ucp_tag_t>{1});
+        CHECK(nothing_unexpected(p));
+        CHECK(ucp_cntr_read(done) == 1);
+        CHECK(ucp_cntr_read_err(done) == 3);
+    }
+
     SECTION("counters waited for, counted on or updated cannot be destroyed") {
         ucp_ext_request_param_t ext = triggered_by(trigger, 1);
         ucs_status_ptr_t r = ucp_cntr_op_nbx(other, UCP_CNTR_OP_ADD, 1, &ext.base);
