@@ -498,6 +498,35 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         CHECK(p.wait(rr) == UCS_ERR_CANCELED);
     }
 
+    SECTION("flushes: triggered, and counted when they complete") {
+        rma_test::region region;
+        REQUIRE(region.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
+        ucp_rkey_h rkey;
+        REQUIRE(ucp_ep_rkey_unpack(p.ep, region.key().data(), &rkey) == UCS_OK);
+        ucp_ext_request_param_t put = triggered_by(trigger, 1, done);
+        ucp_ext_request_param_t ep_flush = triggered_by(trigger, 1, done);
+        ucp_ext_request_param_t worker_flush = triggered_by(trigger, 2, done);
+        ucs_status_ptr_t r1 = ucp_put_nbx(p.ep, &value, sizeof(value), region.address(), rkey,
+                                          &put.base);
+        ucs_status_ptr_t r2 = ucp_ep_flush_nbx(p.ep, &ep_flush.base);
+        ucs_status_ptr_t r3 = ucp_worker_flush_nbx(p.worker, &worker_flush.base);
+        for (ucs_status_ptr_t r : {r1, r2, r3}) {
+            REQUIRE(UCS_PTR_IS_PTR(r));
+        }
+        CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
+        CHECK(p.wait(r1) == UCS_OK);
+        CHECK(p.wait(r2) == UCS_OK);
+        CHECK(ucp_cntr_read(done) == 2);          /* the put and the ep flush */
+        uint64_t landed;
+        std::memcpy(&landed, region.data(), sizeof(landed));
+        CHECK(landed == value);
+        CHECK(ucp_request_check_status(r3) == UCS_INPROGRESS);
+        CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
+        CHECK(p.wait(r3) == UCS_OK);
+        CHECK(ucp_cntr_read(done) == 3);
+        ucp_rkey_destroy(rkey);
+    }
+
     SECTION("a remote key destroyed before the put starts fails it") {
         rma_test::region region;
         REQUIRE(region.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);

@@ -166,8 +166,9 @@ ucs_status_t ucp_cntr_arm(ucp_cntr_h cntr);
  *
  * Taken by ucp_tag_send_nbx(), ucp_tag_send_sync_nbx(), ucp_tag_recv_nbx(),
  * ucp_tag_msg_recv_nbx(), ucp_stream_send_nbx(), ucp_stream_recv_nbx(),
- * ucp_am_send_nbx(), ucp_put_nbx(), ucp_get_nbx() and ucp_atomic_op_nbx().
- * ucp_am_recv_data_nbx(), the flush calls and ucp_ep_close_nbx() refuse it
+ * ucp_am_send_nbx(), ucp_put_nbx(), ucp_get_nbx(), ucp_atomic_op_nbx(),
+ * ucp_ep_flush_nbx() and ucp_worker_flush_nbx() (a flush counts 1 when it
+ * completes). ucp_am_recv_data_nbx() and ucp_ep_close_nbx() refuse it
  * (UCS_ERR_UNSUPPORTED) rather than drop the counters silently.
  */
 #define UCP_OP_ATTR_FIELD_EXT UCS_BIT(30)
@@ -258,8 +259,10 @@ ucs_status_t ucp_mem_bind_cntr(ucp_mem_h memh, ucp_cntr_h cntr, uint64_t events)
  * least trigger_threshold (unsigned 64-bit comparison; the error value
  * never triggers). Taken by ucp_tag_send_nbx(), ucp_tag_send_sync_nbx(),
  * ucp_tag_recv_nbx(), ucp_stream_send_nbx(), ucp_am_send_nbx(),
- * ucp_put_nbx(), ucp_get_nbx(), ucp_atomic_op_nbx() and ucp_cntr_op_nbx();
- * ucp_stream_recv_nbx() and ucp_tag_msg_recv_nbx() refuse it
+ * ucp_put_nbx(), ucp_get_nbx(), ucp_atomic_op_nbx(), ucp_ep_flush_nbx(),
+ * ucp_worker_flush_nbx() (it flushes what was outstanding when it starts)
+ * and ucp_cntr_op_nbx(); ucp_stream_recv_nbx() and ucp_tag_msg_recv_nbx()
+ * refuse it
  * (UCS_ERR_UNSUPPORTED).
  *
  * - The call returns a request (or NULL/an error when the threshold was met

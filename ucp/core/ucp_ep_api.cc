@@ -376,14 +376,10 @@ void ucp_ep_destroy(ucp_ep_h ep)
     ucp::wait_request(worker, ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH));
 }
 
-ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
+namespace {
+
+ucs_status_ptr_t ep_flush(ucp_ep_h ep, const ucp_request_param_t *param)
 {
-    if ((ep == nullptr) || (param == nullptr)) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-    if (ucp::ext::wants_counting(param)) {
-        return UCS_STATUS_PTR(ucp::ext::refuse_counting("ucp_ep_flush_nbx"));
-    }
     ucp::worker_guard guard(ep->worker);
     if (!ep->usable()) {
         return UCS_STATUS_PTR(ep->status);
@@ -394,6 +390,33 @@ ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
         return UCS_OK;
     });
     return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+ucs_status_ptr_t worker_flush(ucp_worker_h worker, const ucp_request_param_t *param)
+{
+    ucp::worker_guard guard(worker);
+    ucs_status_ptr_t result = nullptr;
+    ucs_status_t status = guarded("ucp_worker_flush", [&]() {
+        result = ucp::flush_start(worker, nullptr, false, param);
+        return UCS_OK;
+    });
+    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+} // namespace
+
+ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
+{
+    if ((ep == nullptr) || (param == nullptr)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (ucp::ext::wants_counting(param)) {
+        return ucp::ext::counted({ep->worker, ucp::ext::op_kind::SEND, nullptr, 0, ep}, param,
+                                 [=](const ucp_request_param_t *base) {
+            return ep_flush(ep, base);
+        });
+    }
+    return ep_flush(ep, param);
 }
 
 ucs_status_ptr_t ucp_ep_flush_nb(ucp_ep_h ep, unsigned, ucp_send_callback_t cb)
@@ -417,15 +440,12 @@ ucs_status_ptr_t ucp_worker_flush_nbx(ucp_worker_h worker, const ucp_request_par
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     if (ucp::ext::wants_counting(param)) {
-        return UCS_STATUS_PTR(ucp::ext::refuse_counting("ucp_worker_flush_nbx"));
+        return ucp::ext::counted({worker, ucp::ext::op_kind::SEND, nullptr, 0}, param,
+                                 [=](const ucp_request_param_t *base) {
+            return worker_flush(worker, base);
+        });
     }
-    ucp::worker_guard guard(worker);
-    ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_worker_flush", [&]() {
-        result = ucp::flush_start(worker, nullptr, false, param);
-        return UCS_OK;
-    });
-    return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+    return worker_flush(worker, param);
 }
 
 ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned, ucp_send_callback_t cb)
