@@ -3,11 +3,13 @@
  * created from a socket address (non-blocking: sends queue until the
  * server answers), rejection, refusal, hostile bytes on the listening port,
  * many clients at once, and tag traffic over the lanes chosen afterwards
- * (tcp or shared memory: the socket address only bootstraps).
+ * (tcp or shared memory: the socket address only bootstraps); the
+ * connection manager's timers wake a sleeping worker and a wait set.
  */
 #include "ucp_peer.h"
 #include "ucp_test_util.h"
 
+#include <ucp/api/ucp_ext.h>
 #include <ucp/wireup/sockaddr.h>
 #include <ucp/wireup/sockaddr_cm.h>
 #include <ucp/wireup/sockaddr_frame.h>
@@ -715,6 +717,45 @@ TEST_CASE("a server asleep on its event fd still drops a client that sends no re
     CHECK(waited >= std::chrono::milliseconds(250));   /* not before its time */
     CHECK(waited < std::chrono::seconds(3));
     CHECK(s.callbacks == 0);
+}
+
+TEST_CASE("a server asleep in a wait set still drops a client that sends no request",
+          "[ucp_listener]")
+{
+    /* The same, asleep in ucp_waitset_wait (ucp_ext.h): the connection
+     * manager's timer must wake a wait set that holds the worker. */
+    server s;
+    REQUIRE(s.p.init("tcp", UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP) == UCS_OK);
+    REQUIRE(s.listen() == UCS_OK);
+    ucp::sockaddr_set_request_timeout(s.p.worker, 0.3);
+    ucp_waitset_h set;
+    REQUIRE(ucp_waitset_create(s.p.context, UCP_WAIT_FD, &set) == UCS_OK);
+    const ucp_object_t worker{UCP_OBJECT_WORKER, s.p.worker};
+    REQUIRE(ucp_waitset_add(set, &worker) == UCS_OK);
+    const int fd = raw_connect(s.port());
+    REQUIRE(fd >= 0);
+
+    const auto start    = std::chrono::steady_clock::now();
+    const auto deadline = start + std::chrono::seconds(5);
+    bool closed = false;
+    while (!closed && (std::chrono::steady_clock::now() < deadline)) {
+        while (ucp_worker_progress(s.p.worker) != 0) {
+        }
+        uint8_t byte;
+        const ssize_t got = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+        closed = (got == 0) || ((got < 0) && (errno != EAGAIN) && (errno != EWOULDBLOCK));
+        if (!closed) {
+            /* Asleep until the set says the worker has something. */
+            (void)ucp_waitset_wait(set, 5000);
+        }
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    ::close(fd);
+    CHECK(closed);
+    CHECK(waited >= std::chrono::milliseconds(250));   /* not before its time */
+    CHECK(waited < std::chrono::seconds(3));
+    CHECK(ucp_waitset_remove(set, &worker) == UCS_OK);
+    CHECK(ucp_waitset_destroy(set) == UCS_OK);
 }
 
 TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on",

@@ -8,7 +8,8 @@
  * counters (fi_cntr) on UCP, and for operations that count their
  * completion on them (ucp_ext_request_param_t), triggered operations that
  * start when a counter reaches a threshold, and the worker's deferred work
- * queue of them (ucp_dwq_cancel(), ucp_dwq_flush()).
+ * queue of them (ucp_dwq_cancel(), ucp_dwq_flush()); poll sets and wait sets
+ * over many workers and counters, with ucp_trywait().
  *
  * A counter lives on one worker. It holds two 64-bit values, a success
  * value and an error value, which the application adds to and sets, and
@@ -22,6 +23,8 @@
 #define UCP_EXT_H_
 
 #include <ucp/api/ucp.h>
+
+#include <poll.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -348,6 +351,175 @@ ucs_status_t ucp_dwq_cancel(ucp_worker_h worker, void *request);
  */
 ucs_status_t ucp_dwq_flush(ucp_worker_h worker, ucp_cntr_h trigger_cntr,
                            size_t *cancelled_p);
+
+/* ----------------------------------------------------------------------
+ * Poll sets, wait sets and trywait
+ * ---------------------------------------------------------------------- */
+
+/** @brief A poll set (ucp_pollset_create()). */
+typedef struct ucp_pollset *ucp_pollset_h;
+
+/** @brief A wait set (ucp_waitset_create()). */
+typedef struct ucp_waitset *ucp_waitset_h;
+
+/** @brief What a ucp_object_t names. */
+typedef enum ucp_object_type {
+    UCP_OBJECT_WORKER  = 1, /**< a ucp_worker_h */
+    UCP_OBJECT_CNTR    = 2, /**< a ucp_cntr_h */
+    UCP_OBJECT_WAITSET = 3  /**< a ucp_waitset_h (ucp_trywait() only) */
+} ucp_object_type_t;
+
+/** @brief An object that poll sets, wait sets and ucp_trywait() take. */
+typedef struct ucp_object {
+    ucp_object_type_t type;   /**< what @a handle is */
+    void              *handle; /**< the worker, counter or wait set */
+} ucp_object_t;
+
+/**
+ * @brief Creates an empty poll set for objects of @a context (libfabric's
+ * fi_poll_open).
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL; UCS_ERR_NO_MEMORY.
+ */
+ucs_status_t ucp_pollset_create(ucp_context_h context, ucp_pollset_h *set_p);
+
+/** @brief Destroys a poll set. @return UCS_OK; UCS_ERR_BUSY while it has
+ *  members; UCS_ERR_INVALID_PARAM for NULL or a set destroyed already. */
+ucs_status_t ucp_pollset_destroy(ucp_pollset_h set);
+
+/**
+ * @brief Adds a worker or a counter of the set's context, with the user
+ * data ucp_pollset_poll() returns for it.
+ *
+ * @return UCS_OK; UCS_ERR_ALREADY_EXISTS when it is a member already;
+ *         UCS_ERR_INVALID_PARAM for NULL, another type, a dead counter or
+ *         an object of another context.
+ */
+ucs_status_t ucp_pollset_add(ucp_pollset_h set, const ucp_object_t *object, void *user_data);
+
+/** @brief Removes a member. @return UCS_OK; UCS_ERR_NO_ELEM when it is not
+ *  a member; UCS_ERR_INVALID_PARAM for NULL. */
+ucs_status_t ucp_pollset_remove(ucp_pollset_h set, const ucp_object_t *object);
+
+/**
+ * @brief Progresses every member and returns the user data of those with
+ * events (libfabric's fi_poll).
+ *
+ * A worker has events when its progress did something (completions,
+ * incoming messages); a counter when its success or error value changed
+ * since it was last reported. There may be false positives, never false
+ * negatives: a member with events that did not fit in @a count is reported
+ * by the next call.
+ *
+ * @param set        the poll set.
+ * @param user_data  room for @a count user data.
+ * @param count      how many fit.
+ * @return how many were written (0: nothing happened), or a negative
+ *         ucs_status_t (UCS_ERR_INVALID_PARAM for NULL or a negative count).
+ */
+int ucp_pollset_poll(ucp_pollset_h set, void **user_data, int count);
+
+/** @brief The native object a wait set sleeps on (libfabric's wait_obj). */
+typedef enum ucp_wait_obj {
+    UCP_WAIT_UNSPEC = 0, /**< the library's choice: UCP_WAIT_FD here */
+    UCP_WAIT_FD,         /**< one fd, for select, poll or epoll (ucp_waitset_get_fd()) */
+    UCP_WAIT_POLLFD,     /**< the members' own fds (ucp_waitset_get_pollfd()) */
+    UCP_WAIT_YIELD       /**< no fd: ucp_waitset_wait() checks and yields the core */
+} ucp_wait_obj_t;
+
+/**
+ * @brief Creates an empty wait set for objects of @a context.
+ *
+ * Members are added and removed at any time, also while another thread
+ * waits (unlike libfabric, where they join at creation).
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for NULL or an unknown kind;
+ *         UCS_ERR_IO_ERROR when the fds cannot be made.
+ */
+ucs_status_t ucp_waitset_create(ucp_context_h context, ucp_wait_obj_t wait_obj,
+                                ucp_waitset_h *set_p);
+
+/** @brief Destroys a wait set. @return UCS_OK; UCS_ERR_BUSY while it has
+ *  members; UCS_ERR_INVALID_PARAM for NULL or a set destroyed already. */
+ucs_status_t ucp_waitset_destroy(ucp_waitset_h set);
+
+/**
+ * @brief Adds a worker (created with UCP_FEATURE_WAKEUP in its context) or
+ * a counter of the set's context. A waiting thread sees it from its next
+ * round (the set is signalled).
+ *
+ * @return UCS_OK; UCS_ERR_ALREADY_EXISTS; UCS_ERR_UNSUPPORTED for a worker
+ *         without UCP_FEATURE_WAKEUP; UCS_ERR_INVALID_PARAM for NULL,
+ *         another type, a dead counter or an object of another context.
+ */
+ucs_status_t ucp_waitset_add(ucp_waitset_h set, const ucp_object_t *object);
+
+/** @brief Removes a member. @return UCS_OK; UCS_ERR_NO_ELEM when it is not
+ *  a member; UCS_ERR_INVALID_PARAM for NULL. */
+ucs_status_t ucp_waitset_remove(ucp_waitset_h set, const ucp_object_t *object);
+
+/**
+ * @brief Sleeps until a member may have work, the set is signalled, or
+ * @a timeout_ms passes (libfabric's fi_wait).
+ *
+ * It does not progress the members: it returns so that the caller does
+ * (ucp_pollset_poll(), ucp_worker_progress()). Every round first checks the
+ * members as ucp_trywait() does, so an event that came before the sleep is
+ * never slept through.
+ *
+ * @return UCS_OK: a member may have work or the set was signalled;
+ *         UCS_ERR_TIMED_OUT; UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_t ucp_waitset_wait(ucp_waitset_h set, int timeout_ms);
+
+/** @brief Wakes a thread in ucp_waitset_wait() (or makes the next one
+ *  return at once); any thread. @return UCS_OK; UCS_ERR_INVALID_PARAM. */
+ucs_status_t ucp_waitset_signal(ucp_waitset_h set);
+
+/**
+ * @brief The one fd of a UCP_WAIT_FD (or UNSPEC) set: readable when a member
+ * may have work or the set was signalled. Sleep on it only after
+ * ucp_trywait() on the set returned UCS_OK. The set owns the fd.
+ *
+ * @return UCS_OK; UCS_ERR_UNSUPPORTED for another kind of set;
+ *         UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_t ucp_waitset_get_fd(ucp_waitset_h set, int *fd_p);
+
+/** @brief The fds of a UCP_WAIT_POLLFD set (libfabric's fi_wait_pollfd). */
+typedef struct ucp_waitset_pollfd {
+    uint64_t      change_index; /**< out: moves whenever the set of fds changes */
+    size_t        nfds;         /**< in: room in @a fds; out: how many there are */
+    struct pollfd *fds;         /**< out: fd and POLLIN of each */
+} ucp_waitset_pollfd_t;
+
+/**
+ * @brief Fills @a pollfd with the set's fds: its members' own (a worker's
+ * ucp_worker_get_efd(), a counter's ucp_cntr_get_fd()) and its signal fd.
+ *
+ * A caller keeps the array while change_index stays the same (nfds = 0 asks
+ * for the index alone) and, like the FD kind, sleeps on it only after
+ * ucp_trywait() on the set returned UCS_OK.
+ *
+ * @return UCS_OK; UCS_ERR_BUFFER_TOO_SMALL with nfds set to the number
+ *         needed (change_index filled too); UCS_ERR_UNSUPPORTED for
+ *         another kind of set; UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_t ucp_waitset_get_pollfd(ucp_waitset_h set, ucp_waitset_pollfd_t *pollfd);
+
+/**
+ * @brief Says whether sleeping on the objects' fds is safe now (libfabric's
+ * fi_trywait; ucp_worker_arm() for many workers and counters at once).
+ *
+ * Workers are armed (ucp_worker_arm()), counters armed (ucp_cntr_arm()), and
+ * a wait set checks its members and consumes its signal.
+ *
+ * @return UCS_OK: nothing pending, sleep; UCS_ERR_BUSY: some object has work
+ *         (or a set was signalled): progress and call again before
+ *         sleeping; UCS_ERR_INVALID_PARAM for NULL, an unknown type or a
+ *         worker without UCP_FEATURE_WAKEUP.
+ */
+ucs_status_t ucp_trywait(const ucp_object_t *objects, size_t count);
 
 #ifdef __cplusplus
 }

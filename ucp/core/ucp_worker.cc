@@ -7,6 +7,7 @@
 #include "ucp_wakeup.h"
 
 #include <ucp/ext/cntr.h>
+#include <ucp/ext/event_set.h>
 #include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/tag/tag_recv.h>
@@ -222,6 +223,8 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
 
 ucp_worker::~ucp_worker()
 {
+    /* Out of every poll and wait set first: their epoll sets hold our fd. */
+    ucp::ext::member_gone({UCP_OBJECT_WORKER, this}, &event_sets);
     /* Endpoints first: they hold uct eps of the ifaces below. */
     std::vector<ucp_ep*> eps;
     for (unsigned i = 0; i < ep_ids.size(); ++i) {

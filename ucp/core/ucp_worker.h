@@ -122,6 +122,7 @@ struct queued_reply {
 struct ucp_cntr;
 namespace ucp::ext {
 struct trigger_state;
+class event_set;
 }
 
 struct ucp_worker {
@@ -234,6 +235,8 @@ struct ucp_worker {
     std::unordered_set<ucp_cntr*>      counters;
     /* Triggered operations (ucp/ext/trigger.h), made by the first one. */
     ucp::ext::trigger_state            *triggers = nullptr;
+    /* Poll and wait sets the worker is in (ucp/ext/event_set.h). */
+    std::vector<ucp::ext::event_set*>  event_sets;
     /* Client-server connection manager, created by the first listener or
      * sockaddr ep (ucp/wireup/sockaddr_cm.h). */
     ucp::cs::cm                        *sockaddr_cm = nullptr;

@@ -2,6 +2,7 @@
  * ucp_cntr_*: completion counters (see cntr.h and ucp/api/ucp_ext.h).
  */
 #include "cntr.h"
+#include "event_set.h"
 #include "mem_cntr.h"
 #include "trigger.h"
 
@@ -96,6 +97,7 @@ void destroy(ucp_cntr *c)
 {
     ext::triggers_forget_cntr(c);
     ext::cntr_unbind_all(c);
+    ext::member_gone({UCP_OBJECT_CNTR, c}, &c->event_sets);
     c->worker->counters.erase(c);
     live_cntrs::instance().remove(c);
     delete c;
@@ -157,6 +159,11 @@ ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr)
         return UCS_ERR_INVALID_PARAM;
     }
     ucp::worker_guard guard(cntr->worker);
+    if (!cntr->event_sets.empty()) {
+        ucs_error("ucp_cntr_destroy: counter %p is in %zu poll or wait sets",
+                  static_cast<void*>(cntr), cntr->event_sets.size());
+        return UCS_ERR_BUSY;
+    }
     if (!cntr->bound_regions.empty()) {
         ucs_error("ucp_cntr_destroy: counter %p counts operations on %zu mapped regions "
                   "(ucp_mem_bind_cntr)", static_cast<void*>(cntr), cntr->bound_regions.size());

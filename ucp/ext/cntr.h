@@ -26,6 +26,7 @@ struct ucp_mem;
 
 namespace ucp::ext {
 struct trigger_op;
+class event_set;
 /* Triggered operations waiting for a counter, by threshold; equal
  * thresholds in posting order (ucp/ext/trigger.h). */
 using cntr_trigger_queue = std::multimap<uint64_t, trigger_op*>;
@@ -51,6 +52,8 @@ struct ucp_cntr {
     std::atomic<bool>     has_triggers{false};
     /* Regions whose peers' operations count here (ucp_mem_bind_cntr). */
     std::vector<ucp_mem*> bound_regions;
+    /* Poll and wait sets it is in (ucp/ext/event_set.h). */
+    std::vector<ucp::ext::event_set*> event_sets;
 
     ~ucp_cntr();
 };
