@@ -4,7 +4,10 @@
  * a counter when a value moved since it was last reported. A member with
  * events that found no room stays pending and is reported first next time,
  * so nothing is lost when `count` is small; the next poll also starts one
- * member further, so a small `count` does not starve the last members.
+ * member further, so a small `count` does not starve the last members. A
+ * counter's check progresses its worker: what that progress finds makes
+ * the worker pending when it is a member too (a worker polled before its
+ * counter would miss it otherwise).
  */
 #include "event_set.h"
 
@@ -60,9 +63,16 @@ bool check(ucp_pollset &set, const ucp_object_t &object)
         ucp_pollset::member *m = set.find(object);
         return (m != nullptr) && (progressed || m->pending);
     }
-    auto *cntr           = static_cast<ucp_cntr*>(object.handle);
-    const uint64_t value = ucp_cntr_read(cntr);     /* progresses its worker */
-    const uint64_t error = ucp_cntr_read_err(cntr);
+    auto *cntr = static_cast<ucp_cntr*>(object.handle);
+    /* ucp_cntr_read's progress, done here: what it finds belongs to the
+     * worker, which must not miss it if it is a member too. */
+    if (ucp_worker_progress(cntr->worker) != 0) {
+        if (ucp_pollset::member *w = set.find({UCP_OBJECT_WORKER, cntr->worker})) {
+            w->pending = true;
+        }
+    }
+    const uint64_t value = cntr->value.load(std::memory_order_acquire);
+    const uint64_t error = cntr->error.load(std::memory_order_acquire);
     ucp_pollset::member *m = set.find(object);      /* a callback may have removed it */
     return (m != nullptr) && (m->pending || (value != m->value) || (error != m->error));
 }
