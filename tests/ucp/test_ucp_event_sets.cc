@@ -431,8 +431,10 @@ TEST_CASE("wait sets: no lost wake-up, 100000 messages from another process", "[
 
 TEST_CASE("wait sets: a waiting thread uses no CPU", "[ucp_sets]")
 {
+    const char *tls = GENERATE("self", "posix,self", "tcp,self");
+    CAPTURE(tls);
     peer p;
-    REQUIRE(p.init("self", features) == UCS_OK);
+    REQUIRE(p.init(tls, features) == UCS_OK);
     ucp_waitset_h set;
     REQUIRE(ucp_waitset_create(p.context, UCP_WAIT_FD, &set) == UCS_OK);
     ucp_cntr_h cntr = new_cntr(p.worker);
