@@ -15,7 +15,7 @@ event_fd::~event_fd()
 }
 
 event_fd::event_fd(event_fd &&other) noexcept :
-    m_fd(std::exchange(other.m_fd, -1))
+    m_fd(std::exchange(other.m_fd, -1)), m_pending(other.m_pending.exchange(false))
 {
 }
 
@@ -24,6 +24,7 @@ event_fd &event_fd::operator=(event_fd &&other) noexcept
     if (this != &other) {
         close();
         m_fd = std::exchange(other.m_fd, -1);
+        m_pending.store(other.m_pending.exchange(false));
     }
     return *this;
 }
@@ -60,12 +61,14 @@ ucs_status_t event_fd::signal() const
     for (;;) {
         const ssize_t ret = ::write(m_fd, &one, sizeof(one));
         if (ret == static_cast<ssize_t>(sizeof(one))) {
+            m_pending.store(true, std::memory_order_release);   /* after the write */
             return UCS_OK;
         }
         if (errno == EINTR) {
             continue;
         }
         if (errno == EAGAIN) {
+            m_pending.store(true, std::memory_order_release);
             return UCS_OK; /* counter saturated: the fd is readable anyway */
         }
         ucs_error("eventfd %d write failed: %m", m_fd);
@@ -75,7 +78,7 @@ ucs_status_t event_fd::signal() const
 
 uint64_t event_fd::drain() const
 {
-    if (!is_open()) {
+    if (!is_open() || !m_pending.exchange(false, std::memory_order_acq_rel)) {
         return 0;
     }
 

@@ -8,6 +8,7 @@
 
 #include <ucs/type/status.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace ucs {
@@ -42,11 +43,15 @@ public:
      * readable, so that case is a success too. */
     ucs_status_t signal() const;
 
-    /* Consumes all pending signals; returns how many there were (0 if none). */
+    /* Consumes all pending signals; returns how many there were (0 if none).
+     * Without a signal() since the last drain it returns 0 without a system
+     * call: signal() writes first and then sets a flag, so a drain that
+     * misses a signal in flight leaves the fd readable for the next one. */
     uint64_t drain() const;
 
 private:
-    int m_fd = -1;
+    int                       m_fd = -1;
+    mutable std::atomic<bool> m_pending{false};   /* signal() since the last drain */
 };
 
 } // namespace ucs
