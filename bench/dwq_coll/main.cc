@@ -23,6 +23,8 @@
  * Every sum is checked. Rank 0 prints "barrier_us X" and "allreduce8_us Y":
  * the median over blocks of 100 operations of the time per operation.
  */
+#include "../common/oob.h"
+
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ext.h>
 
@@ -31,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,50 +45,6 @@ namespace {
 
 constexpr unsigned block = 100;
 constexpr ucp_tag_t barrier_tag = 0xba00000000000000ull;
-
-bool write_all(int fd, const void *data, size_t length)
-{
-    auto *p = static_cast<const char*>(data);
-    while (length > 0) {
-        const ssize_t n = ::write(fd, p, length);
-        if (n <= 0) {
-            return false;
-        }
-        p += n;
-        length -= size_t(n);
-    }
-    return true;
-}
-
-bool read_all(int fd, void *data, size_t length)
-{
-    auto *p = static_cast<char*>(data);
-    while (length > 0) {
-        const ssize_t n = ::read(fd, p, length);
-        if (n <= 0) {
-            return false;
-        }
-        p += n;
-        length -= size_t(n);
-    }
-    return true;
-}
-
-bool send_blob(int fd, const std::vector<uint8_t> &blob)
-{
-    const uint64_t length = blob.size();
-    return write_all(fd, &length, sizeof(length)) && write_all(fd, blob.data(), blob.size());
-}
-
-bool recv_blob(int fd, std::vector<uint8_t> *blob)
-{
-    uint64_t length;
-    if (!read_all(fd, &length, sizeof(length)) || (length > (1u << 20))) {
-        return false;
-    }
-    blob->resize(length);
-    return read_all(fd, blob->data(), length);
-}
 
 #define CHECK(_cond, _what) \
     do { \
@@ -135,7 +94,7 @@ struct rank_state {
 };
 
 int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tls, bool sleep,
-             int sock)
+             perf::oob &sock)
 {
     rank_state s;
     ucp_config_t *config;
@@ -164,7 +123,7 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
     std::vector<uint8_t> mine(reinterpret_cast<uint8_t*>(address),
                               reinterpret_cast<uint8_t*>(address) + length);
     ucp_worker_release_address(s.worker, address);
-    CHECK(send_blob(sock, mine), "cannot send the address");
+    CHECK(sock.send_blob(mine), "cannot send the address");
     for (int p = 0; p < 2; ++p) {
         s.slots[p].assign(iterations / 2 + 1, 0);
         ucp_mem_map_params_t mp{};
@@ -184,11 +143,11 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
         const uint64_t base = reinterpret_cast<uintptr_t>(s.slots[p].data());
         std::vector<uint8_t> base_blob(reinterpret_cast<const uint8_t*>(&base),
                                        reinterpret_cast<const uint8_t*>(&base) + sizeof(base));
-        CHECK(send_blob(sock, blob) && send_blob(sock, base_blob), "cannot send a key");
+        CHECK(sock.send_blob(blob) && sock.send_blob(base_blob), "cannot send a key");
     }
     for (unsigned r = 0; r < nranks; ++r) {
         std::vector<uint8_t> remote;
-        CHECK(recv_blob(sock, &remote), "no address");
+        CHECK(sock.recv_blob(&remote), "no address");
         ucp_ep_params_t ep_params{};
         ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         ep_params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
@@ -197,7 +156,7 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
         s.eps.push_back(ep);
         for (int p = 0; p < 2; ++p) {
             std::vector<uint8_t> key, base;
-            CHECK(recv_blob(sock, &key) && recv_blob(sock, &base) &&
+            CHECK(sock.recv_blob(&key) && sock.recv_blob(&base) &&
                   (base.size() == sizeof(uint64_t)), "no key");
             ucp_rkey_h rkey;
             CHECK(ucp_ep_rkey_unpack(ep, key.data(), &rkey) == UCS_OK, "bad key");
@@ -209,7 +168,7 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
     }
     /* Everyone connected before the clock starts. */
     uint8_t go;
-    CHECK(write_all(sock, "r", 1) && read_all(sock, &go, 1), "no start");
+    CHECK(sock.send_byte('r') && sock.recv_byte(&go), "no start");
 
     unsigned nrounds = 0;
     while ((1u << nrounds) < nranks) {
@@ -277,7 +236,7 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
         std::fflush(stdout);
     }
     /* Everyone done before anyone closes. */
-    CHECK(write_all(sock, "d", 1) && read_all(sock, &go, 1), "no end");
+    CHECK(sock.send_byte('d') && sock.recv_byte(&go), "no end");
     for (int p = 0; p < 2; ++p) {
         for (ucp_rkey_h rkey : s.rkeys[p]) {
             ucp_rkey_destroy(rkey);
@@ -328,7 +287,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "ucp_dwq_coll: 2 to 64 ranks, at least %u iterations\n", block);
         return 2;
     }
-    std::vector<int> socks;
+    /* The parent leads each channel; a child follows on its end. */
+    std::vector<std::unique_ptr<perf::fd_oob>> socks;
     std::vector<pid_t> pids;
     for (unsigned r = 0; r < nranks; ++r) {
         int pair[2];
@@ -338,14 +298,13 @@ int main(int argc, char **argv)
         }
         const pid_t pid = fork();
         if (pid == 0) {
-            for (int fd : socks) {
-                ::close(fd);
-            }
+            socks.clear();      /* the other ranks' channels are not ours */
             ::close(pair[0]);
-            _exit(run_rank(r, nranks, iterations, tls, sleep, pair[1]));
+            perf::fd_oob channel(pair[1], false);
+            _exit(run_rank(r, nranks, iterations, tls, sleep, channel));
         }
         ::close(pair[1]);
-        socks.push_back(pair[0]);
+        socks.push_back(std::make_unique<perf::fd_oob>(pair[0], true));
         pids.push_back(pid);
     }
     /* Address, key 0, base 0, key 1, base 1 of every rank, to every rank. */
@@ -353,25 +312,25 @@ int main(int argc, char **argv)
     std::vector<std::vector<uint8_t>> blobs(5 * nranks);
     for (unsigned r = 0; r < nranks; ++r) {
         for (unsigned j = 0; j < 5; ++j) {
-            ok = ok && recv_blob(socks[r], &blobs[5 * r + j]);
+            ok = ok && socks[r]->recv_blob(&blobs[5 * r + j]);
         }
     }
     for (unsigned r = 0; ok && (r < nranks); ++r) {
         for (const auto &blob : blobs) {
-            ok = ok && send_blob(socks[r], blob);
+            ok = ok && socks[r]->send_blob(blob);
         }
     }
-    for (const char step : {'r', 'd'}) {
-        for (int fd : socks) {
-            char c;
-            ok = ok && read_all(fd, &c, 1) && (c == step);
+    for (const uint8_t step : {uint8_t('r'), uint8_t('d')}) {
+        for (auto &sock : socks) {
+            uint8_t c;
+            ok = ok && sock->recv_byte(&c) && (c == step);
         }
-        for (int fd : socks) {
-            ok = ok && write_all(fd, "g", 1);
+        for (auto &sock : socks) {
+            ok = ok && sock->send_byte('g');
         }
     }
+    socks.clear();
     for (unsigned r = 0; r < nranks; ++r) {
-        ::close(socks[r]);
         int status;
         ok = (waitpid(pids[r], &status, 0) == pids[r]) && WIFEXITED(status) &&
              (WEXITSTATUS(status) == 0) && ok;
