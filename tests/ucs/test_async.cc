@@ -160,6 +160,15 @@ TEST_CASE("event_fd signals and drains", "[async]")
     CHECK_FALSE(fd_is_readable(efd.fd()));
     CHECK(efd.drain() == 0);
 
+    /* drain_signalled: only after a signal, and then it drains. */
+    CHECK(efd.drain_signalled());           /* the signals above, already read */
+    CHECK_FALSE(efd.drain_signalled());
+    CHECK(efd.signal() == UCS_OK);
+    CHECK(efd.signal() == UCS_OK);
+    CHECK(efd.drain_signalled());
+    CHECK_FALSE(fd_is_readable(efd.fd()));
+    CHECK_FALSE(efd.drain_signalled());
+
     const int fd        = efd.fd();
     ucs::event_fd moved = std::move(efd);
     CHECK(moved.fd() == fd);

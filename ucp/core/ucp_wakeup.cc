@@ -52,7 +52,7 @@ ucs_status_t arm_locked(ucp_worker *worker, wakeup *w)
         return UCS_ERR_BUSY;
     }
     /* A signal is consumed here, and counts as an event. */
-    if (w->signal.drain() != 0) {
+    if (w->signal.drain_signalled()) {
         return UCS_ERR_BUSY;
     }
     /* Every iface, progressed on each call or not: a peer may reach us

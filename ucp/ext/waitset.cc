@@ -112,7 +112,7 @@ ucs_status_t waitset_trywait(ucp_waitset *set)
 {
     bool signalled = set->signalled.exchange(false, std::memory_order_acq_rel);
     if (set->signal.is_open()) {
-        signalled |= (set->signal.drain() != 0);
+        signalled |= set->signal.drain_signalled();
     }
     if (signalled) {
         return UCS_ERR_BUSY;

@@ -15,7 +15,7 @@ event_fd::~event_fd()
 }
 
 event_fd::event_fd(event_fd &&other) noexcept :
-    m_fd(std::exchange(other.m_fd, -1)), m_pending(other.m_pending.exchange(false))
+    m_fd(std::exchange(other.m_fd, -1)), m_signalled(other.m_signalled.exchange(false))
 {
 }
 
@@ -24,7 +24,7 @@ event_fd &event_fd::operator=(event_fd &&other) noexcept
     if (this != &other) {
         close();
         m_fd = std::exchange(other.m_fd, -1);
-        m_pending.store(other.m_pending.exchange(false));
+        m_signalled.store(other.m_signalled.exchange(false));
     }
     return *this;
 }
@@ -60,16 +60,13 @@ ucs_status_t event_fd::signal() const
     const uint64_t one = 1;
     for (;;) {
         const ssize_t ret = ::write(m_fd, &one, sizeof(one));
-        if (ret == static_cast<ssize_t>(sizeof(one))) {
-            m_pending.store(true, std::memory_order_release);   /* after the write */
+        if ((ret == static_cast<ssize_t>(sizeof(one))) || (errno == EAGAIN)) {
+            /* Written, or the counter saturated (readable anyway). */
+            m_signalled.store(true, std::memory_order_release);
             return UCS_OK;
         }
         if (errno == EINTR) {
             continue;
-        }
-        if (errno == EAGAIN) {
-            m_pending.store(true, std::memory_order_release);
-            return UCS_OK; /* counter saturated: the fd is readable anyway */
         }
         ucs_error("eventfd %d write failed: %m", m_fd);
         return UCS_ERR_IO_ERROR;
@@ -78,7 +75,7 @@ ucs_status_t event_fd::signal() const
 
 uint64_t event_fd::drain() const
 {
-    if (!is_open() || !m_pending.exchange(false, std::memory_order_acq_rel)) {
+    if (!is_open()) {
         return 0;
     }
 
@@ -97,6 +94,15 @@ uint64_t event_fd::drain() const
         }
         return 0;
     }
+}
+
+bool event_fd::drain_signalled() const
+{
+    if (!m_signalled.exchange(false, std::memory_order_acq_rel)) {
+        return false;
+    }
+    drain();
+    return true;
 }
 
 } // namespace ucs

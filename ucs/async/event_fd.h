@@ -43,15 +43,19 @@ public:
      * readable, so that case is a success too. */
     ucs_status_t signal() const;
 
-    /* Consumes all pending signals; returns how many there were (0 if none).
-     * Without a signal() since the last drain it returns 0 without a system
-     * call: signal() writes first and then sets a flag, so a drain that
-     * misses a signal in flight leaves the fd readable for the next one. */
+    /* Consumes all pending signals; returns how many there were (0 if none). */
     uint64_t drain() const;
+
+    /* drain(), but only when signal() ran since the last call: otherwise a
+     * flag says so and no system call is made. signal() sets the flag after
+     * its write, so a call between the two misses that signal: only for a
+     * caller that then sleeps on the fd itself, where the write is seen
+     * (ucp_worker_arm, a wait set). Returns whether there was a signal. */
+    bool drain_signalled() const;
 
 private:
     int                       m_fd = -1;
-    mutable std::atomic<bool> m_pending{false};   /* signal() since the last drain */
+    mutable std::atomic<bool> m_signalled{false};   /* signal() since drain_signalled() */
 };
 
 } // namespace ucs
