@@ -297,16 +297,28 @@ namespace ucp {
 
 using rma::deferred_reply;
 
+namespace {
+
+/* The fixed header of a peer's request, sent from an ep we know (a stale
+ * or forged one is dropped); false when the request is to be dropped. */
+template <typename Header>
+bool read_request(ucp_worker *worker, ucs::wire_reader &r, Header *hdr, const char *what)
+{
+    if (!r.get(hdr)) {
+        ucs_warn("worker '%s': dropping a short %s", worker->name.c_str(), what);
+        return false;
+    }
+    return sender_ep(worker, hdr->ep_id, hdr->src_uuid) != nullptr;
+}
+
+} // namespace
+
 ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
     ucs::wire_reader r(data, length);
     wire::rma_put_hdr hdr;
-    if (!r.get(&hdr)) {
-        ucs_warn("worker '%s': dropping a short RMA put", worker->name.c_str());
-        return UCS_OK;
-    }
-    if (sender_ep(worker, hdr.ep_id, hdr.src_uuid) == nullptr) {
+    if (!read_request(worker, r, &hdr, "RMA put")) {
         return UCS_OK;
     }
     const size_t size   = r.left();
@@ -335,11 +347,7 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
     auto *worker = static_cast<ucp_worker*>(arg);
     ucs::wire_reader r(data, length);
     wire::rma_get_req_hdr hdr;
-    if (!r.get(&hdr)) {
-        ucs_warn("worker '%s': dropping a short RMA get", worker->name.c_str());
-        return UCS_OK;
-    }
-    if (sender_ep(worker, hdr.ep_id, hdr.src_uuid) == nullptr) {
+    if (!read_request(worker, r, &hdr, "RMA get")) {
         return UCS_OK;
     }
     ucs_status_t status = UCS_OK;
@@ -361,11 +369,7 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
     auto *worker = static_cast<ucp_worker*>(arg);
     ucs::wire_reader r(data, length);
     wire::atomic_req_hdr hdr;
-    if (!r.get(&hdr)) {
-        ucs_warn("worker '%s': dropping a short atomic request", worker->name.c_str());
-        return UCS_OK;
-    }
-    if (sender_ep(worker, hdr.ep_id, hdr.src_uuid) == nullptr) {
+    if (!read_request(worker, r, &hdr, "atomic request")) {
         return UCS_OK;
     }
     ucs_status_t status = UCS_OK;
