@@ -149,6 +149,12 @@ void start(trigger_op *op)
                        ((op->err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
     p.cntr     = op->cntr;
     p.err_cntr = op->err_cntr;
+    /* Let go after the call (counted() holds the completion counters itself
+     * from its start; the trigger was let go when the operation left its
+     * queue), from copies: a call never runs its callback inside, but the
+     * record is not read after it unless the call returned a request. */
+    ucp_cntr *const held[] = {op->cntr, op->err_cntr, op->updates};
+    op->trigger            = nullptr;
     ucs_status_ptr_t result;
     if ((op->desc.rkey != nullptr) &&
         !live_handles<ucp_rkey>::instance().contains(op->desc.rkey)) {
@@ -161,10 +167,11 @@ void start(trigger_op *op)
     } else {
         result = counted(op->desc, &p.base, op->start);
     }
-    /* counted() holds the completion counters itself from here; the
-     * trigger was let go when the operation left its queue. */
-    op->trigger = nullptr;
-    hold_counters(op, -1);
+    for (ucp_cntr *c : held) {
+        if (c != nullptr) {
+            --c->pending_work;
+        }
+    }
     if (UCS_PTR_IS_PTR(result)) {
         op->inner = result;     /* finishes in on_started_* */
         return;
