@@ -77,6 +77,17 @@ bool check(ucp_pollset &set, const ucp_object_t &object)
     return (m != nullptr) && (m->pending || (value != m->value) || (error != m->error));
 }
 
+void report(ucp_pollset::member *m, void **user_data, int *found)
+{
+    user_data[(*found)++] = m->user_data;
+    m->pending            = false;
+    if (m->object.type == UCP_OBJECT_CNTR) {
+        auto *cntr = static_cast<ucp_cntr*>(m->object.handle);
+        m->value   = cntr->value.load(std::memory_order_acquire);
+        m->error   = cntr->error.load(std::memory_order_acquire);
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -174,12 +185,14 @@ int ucp_pollset_poll(ucp_pollset_h set, void **user_data, int count)
             m->pending = true;      /* reported by the next poll */
             continue;
         }
-        user_data[found++] = m->user_data;
-        m->pending         = false;
-        if (object.type == UCP_OBJECT_CNTR) {
-            auto *cntr = static_cast<ucp_cntr*>(object.handle);
-            m->value   = cntr->value.load(std::memory_order_acquire);
-            m->error   = cntr->error.load(std::memory_order_acquire);
+        report(m, user_data, &found);
+    }
+    /* A worker whose event a later member's check found (its counter) is
+     * reported now if there is room: a poll that returns 0 must mean that
+     * nothing is pending, or the caller may go to sleep over it. */
+    for (ucp_pollset::member &m : set->members) {
+        if (m.pending && (found < count)) {
+            report(&m, user_data, &found);
         }
     }
     return found;
