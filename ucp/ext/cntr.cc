@@ -86,7 +86,10 @@ ucs_status_t update(ucp_cntr *c, Change &&change)
     if (c->has_triggers.load(std::memory_order_relaxed) && (c->worker->wakeup != nullptr)) {
         (void)c->worker->wakeup->signal.signal();
     }
-    if (!c->armed.exchange(false, std::memory_order_seq_cst)) {
+    /* A load first: the common update finds nobody armed and writes
+     * nothing (both sequentially consistent, as arm's store and load). */
+    if (!c->armed.load(std::memory_order_seq_cst) ||
+        !c->armed.exchange(false, std::memory_order_seq_cst)) {
         return UCS_OK;      /* nobody sleeps on the fd */
     }
     /* A saturated eventfd is already readable: signal() never fails then. */

@@ -32,6 +32,15 @@ struct ucp_pollset final : public ucp::ext::event_set {
 
     using event_set::event_set;
 
+    /* The member of `object`: at index `hint` unless members moved. */
+    member *lookup(const ucp_object_t &object, size_t hint)
+    {
+        if ((hint < members.size()) && ucp::ext::same_object(members[hint].object, object)) {
+            return &members[hint];
+        }
+        return find(object);
+    }
+
     member *find(const ucp_object_t &object)
     {
         auto it = std::find_if(members.begin(), members.end(), [&](const member &m) {
@@ -47,21 +56,30 @@ struct ucp_pollset final : public ucp::ext::event_set {
         }), members.end());
     }
 
+    /* A poll's snapshot of the members: an object and its index then. */
+    struct slot {
+        ucp_object_t object;
+        size_t       index;
+    };
+
     std::vector<member> members;
     size_t              next = 0;   /* the member the next poll starts with */
+    std::vector<slot>   scratch;    /* the snapshot's room, kept between polls */
 };
 
 namespace {
 
 using live_pollsets = ucp::live_handles<ucp_pollset>;
 
-/* Progresses the member's object; whether it has events to report. */
-bool check(ucp_pollset &set, const ucp_object_t &object)
+/* Progresses the slot's object; its member if it has events to report,
+ * else nullptr (also when a callback removed it meanwhile). */
+ucp_pollset::member *check(ucp_pollset &set, const ucp_pollset::slot &s)
 {
+    const ucp_object_t &object = s.object;
     if (object.type == UCP_OBJECT_WORKER) {
         const bool progressed = ucp_worker_progress(static_cast<ucp_worker*>(object.handle)) != 0;
-        ucp_pollset::member *m = set.find(object);
-        return (m != nullptr) && (progressed || m->pending);
+        ucp_pollset::member *m = set.lookup(object, s.index);
+        return ((m != nullptr) && (progressed || m->pending)) ? m : nullptr;
     }
     auto *cntr = static_cast<ucp_cntr*>(object.handle);
     /* ucp_cntr_read's progress, done here: what it finds belongs to the
@@ -73,8 +91,9 @@ bool check(ucp_pollset &set, const ucp_object_t &object)
     }
     const uint64_t value = cntr->value.load(std::memory_order_acquire);
     const uint64_t error = cntr->error.load(std::memory_order_acquire);
-    ucp_pollset::member *m = set.find(object);      /* a callback may have removed it */
-    return (m != nullptr) && (m->pending || (value != m->value) || (error != m->error));
+    ucp_pollset::member *m = set.lookup(object, s.index);
+    return ((m != nullptr) && (m->pending || (value != m->value) || (error != m->error))) ?
+           m : nullptr;
 }
 
 void report(ucp_pollset::member *m, void **user_data, int *found)
@@ -169,18 +188,21 @@ int ucp_pollset_poll(ucp_pollset_h set, void **user_data, int count)
     if (size == 0) {
         return 0;
     }
-    std::vector<ucp_object_t> objects;
-    objects.reserve(size);
+    /* The set's room (a nested poll from a callback finds it taken and
+     * makes its own). */
+    std::vector<ucp_pollset::slot> slots = std::move(set->scratch);
+    slots.clear();
     const size_t start = set->next++ % size;
     for (size_t i = 0; i < size; ++i) {
-        objects.push_back(set->members[(start + i) % size].object);
+        const size_t index = (start + i) % size;
+        slots.push_back({set->members[index].object, index});
     }
     int found = 0;
-    for (const ucp_object_t &object : objects) {
-        if (!check(*set, object)) {
+    for (const ucp_pollset::slot &s : slots) {
+        ucp_pollset::member *m = check(*set, s);
+        if (m == nullptr) {
             continue;
         }
-        ucp_pollset::member *m = set->find(object);
         if (found == count) {
             m->pending = true;      /* reported by the next poll */
             continue;
@@ -195,6 +217,7 @@ int ucp_pollset_poll(ucp_pollset_h set, void **user_data, int count)
             report(&m, user_data, &found);
         }
     }
+    set->scratch = std::move(slots);
     return found;
 }
 

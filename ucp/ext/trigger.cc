@@ -334,39 +334,32 @@ size_t cancel_queued(ucp_worker *worker, const std::vector<trigger_op*> &ops,
     return cancelled;
 }
 
-ucs_status_t check_ext_fields(const ucp_ext_request_param_t *ext, ucp_worker *worker,
-                              ucp_cntr **cntr, ucp_cntr **err_cntr)
-{
-    const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR |
-                           UCP_EXT_PARAM_FIELD_TRIGGER;
-    ucs_status_t status = ext_counters(ext, worker, known, cntr, err_cntr);
-    if (status != UCS_OK) {
-        return status;
-    }
-    if (ext->trigger_cntr == nullptr) {
-        ucs_error("UCP_EXT_PARAM_FIELD_TRIGGER: trigger_cntr is NULL");
-        return UCS_ERR_INVALID_PARAM;
-    }
-    return cntr_live_on(ext->trigger_cntr, worker, "UCP_EXT_PARAM_FIELD_TRIGGER: trigger_cntr") ?
-           UCS_OK : UCS_ERR_INVALID_PARAM;
-}
-
 ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t *ext,
                              start_fn &&start_op)
 {
     ucp_worker *worker = desc.worker;
-    ucp_cntr *cntr, *err_cntr;
-    ucs_status_t status = check_ext_fields(ext, worker, &cntr, &err_cntr);
-    if (status != UCS_OK) {
-        return UCS_STATUS_PTR(status);
+    ucp_cntr *trigger  = ext->trigger_cntr;
+    if (trigger == nullptr) {
+        ucs_error("UCP_EXT_PARAM_FIELD_TRIGGER: trigger_cntr is NULL");
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    ucp_cntr *trigger = ext->trigger_cntr;
-    /* Met already, and nothing due before it: the plain call, now. */
+    if (!cntr_live_on(trigger, worker, "UCP_EXT_PARAM_FIELD_TRIGGER: trigger_cntr")) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    /* Met already, and nothing due before it: the plain call, now (which
+     * checks the other ext fields itself). */
     if ((trigger->value.load(std::memory_order_acquire) >= ext->trigger_threshold) &&
         !due(trigger)) {
         ucp_ext_request_param_t now = *ext;
         now.ext_field_mask &= ~uint64_t(UCP_EXT_PARAM_FIELD_TRIGGER);
         return counted(desc, &now.base, std::move(start_op));
+    }
+    ucp_cntr *cntr, *err_cntr;
+    const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR |
+                           UCP_EXT_PARAM_FIELD_TRIGGER;
+    ucs_status_t status  = ext_counters(ext, worker, known, &cntr, &err_cntr);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
     }
     if (ext->base.op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
         return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);     /* it cannot start now */
