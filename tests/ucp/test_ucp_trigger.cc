@@ -20,8 +20,10 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 using namespace ucp_test;
@@ -398,6 +400,41 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         CHECK(nothing_unexpected(p));
         CHECK(ucp_cntr_read(done) == 1);
         CHECK(ucp_cntr_read_err(done) == 3);
+    }
+
+    SECTION("a counter changed by another thread starts what waits for it, 1000 times") {
+        /* Each round's post arms the counter afresh (the last round's
+         * operation emptied its queue) while the other thread adds to it:
+         * a change that neither side noticed would leave the operation
+         * queued for ever. */
+        constexpr uint64_t rounds = 1000;
+        std::atomic<uint64_t> posted{0};
+        std::thread adder([&] {
+            for (uint64_t i = 1; i <= rounds; ++i) {
+                while (posted.load() < i) {
+                }
+                ucp_cntr_add(trigger, 1);
+            }
+        });
+        bool all_started = true;
+        for (uint64_t i = 1; i <= rounds; ++i) {
+            ucp_ext_request_param_t ext = triggered_by(trigger, i);
+            ucs_status_ptr_t r = ucp_cntr_op_nbx(other, UCP_CNTR_OP_ADD, 1, &ext.base);
+            posted.store(i);
+            all_started = all_started && !UCS_PTR_IS_ERR(r) &&
+                          test::poll_until([&] {
+                              return (r == nullptr) ||
+                                     (ucp_request_check_status(r) != UCS_INPROGRESS);
+                          }, [&] { ucp_worker_progress(p.worker); },
+                          std::chrono::seconds(10));
+            if (UCS_PTR_IS_PTR(r)) {
+                ucp_request_free(r);
+            }
+        }
+        posted.store(rounds);
+        adder.join();
+        CHECK(all_started);
+        CHECK(ucp_cntr_read(other) == rounds);
     }
 
     SECTION("counters waited for, counted on or updated cannot be destroyed") {

@@ -81,10 +81,17 @@ ucs_status_t update(ucp_cntr *c, Change &&change)
     }
     change(*c);
     c->changes.fetch_add(1, std::memory_order_seq_cst);
-    /* Operations wait for it: a worker asleep in ucp_worker_wait must
-     * progress to start them (an update from another thread). */
-    if (c->has_triggers.load(std::memory_order_relaxed) && (c->worker->wakeup != nullptr)) {
-        (void)c->worker->wakeup->signal.signal();
+    /* Operations wait for it: the worker's progress looks for those due,
+     * and a worker asleep in ucp_worker_wait must wake up to progress (an
+     * update from another thread). The change and this load, and a first
+     * post's store of has_triggers and its look at the value (trigger.cc,
+     * arm), are all sequentially consistent: one of the two sees the other,
+     * so no operation due stays unnoticed. */
+    if (c->has_triggers.load(std::memory_order_seq_cst)) {
+        ext::triggers_counter_changed(c);
+        if (c->worker->wakeup != nullptr) {
+            (void)c->worker->wakeup->signal.signal();
+        }
     }
     /* A load first: the common update finds nobody armed and writes
      * nothing (both sequentially consistent, as arm's store and load). */
@@ -216,28 +223,28 @@ uint64_t ucp_cntr_read_err(ucp_cntr_h cntr)
 ucs_status_t ucp_cntr_add(ucp_cntr_h cntr, uint64_t value)
 {
     return ucp::update(cntr, [value](ucp_cntr &c) {
-        c.value.fetch_add(value, std::memory_order_acq_rel);
+        c.value.fetch_add(value, std::memory_order_seq_cst);
     });
 }
 
 ucs_status_t ucp_cntr_add_err(ucp_cntr_h cntr, uint64_t value)
 {
     return ucp::update(cntr, [value](ucp_cntr &c) {
-        c.error.fetch_add(value, std::memory_order_acq_rel);
+        c.error.fetch_add(value, std::memory_order_seq_cst);
     });
 }
 
 ucs_status_t ucp_cntr_set(ucp_cntr_h cntr, uint64_t value)
 {
     return ucp::update(cntr, [value](ucp_cntr &c) {
-        c.value.store(value, std::memory_order_release);
+        c.value.store(value, std::memory_order_seq_cst);
     });
 }
 
 ucs_status_t ucp_cntr_set_err(ucp_cntr_h cntr, uint64_t value)
 {
     return ucp::update(cntr, [value](ucp_cntr &c) {
-        c.error.store(value, std::memory_order_release);
+        c.error.store(value, std::memory_order_seq_cst);
     });
 }
 

@@ -19,6 +19,7 @@
 #include <ucs/type/c_enum.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 namespace ucp::ext {
@@ -57,6 +58,10 @@ struct trigger_state {
     bool                                              firing = false;
     /* A queue may have emptied by a cancel: the next firing call tidies. */
     bool                                              maybe_idle = false;
+    /* A counter with queued operations changed (any thread), or a post
+     * queued behind due ones: the next firing call looks. Otherwise the
+     * call every progress makes while operations wait returns at once. */
+    std::atomic<bool>                                 maybe_due{false};
 };
 
 namespace {
@@ -76,7 +81,7 @@ trigger_state &state_of(ucp_worker *worker)
 bool due(const ucp_cntr *c)
 {
     return !c->triggers.empty() &&
-           (c->value.load(std::memory_order_acquire) >= c->triggers.begin()->first);
+           (c->value.load(std::memory_order_seq_cst) >= c->triggers.begin()->first);
 }
 
 /* Holds (or lets go of) the counters an operation names. */
@@ -214,8 +219,10 @@ unsigned fire_due(void *arg)
 {
     auto *worker      = static_cast<ucp_worker*>(arg);
     trigger_state &st = *worker->triggers;
-    /* The common call (every progress while operations wait): nothing due. */
-    if (st.firing || (!st.maybe_idle && !triggers_due(*worker))) {
+    /* The common call (every progress while operations wait): nothing
+     * changed, nothing due. */
+    if (st.firing ||
+        (!st.maybe_idle && !st.maybe_due.exchange(false, std::memory_order_acq_rel))) {
         return 0;
     }
     st.maybe_idle = false;
@@ -243,6 +250,9 @@ unsigned fire_due(void *arg)
             break;
         }
     }
+    if (triggers_due(*worker)) {
+        st.maybe_due.store(true, std::memory_order_release);   /* passes ran out */
+    }
     disarm_idle(worker, st);
     st.firing = false;
     return started;
@@ -252,10 +262,14 @@ void arm(ucp_worker *worker, trigger_state &st, ucp_cntr *c)
 {
     if (!c->has_triggers.load(std::memory_order_relaxed)) {
         st.armed.push_back(c);
-        c->has_triggers.store(true, std::memory_order_relaxed);
+        c->has_triggers.store(true, std::memory_order_seq_cst);   /* see cntr.cc, update */
     }
     if (st.progress_id == ucs::callback_queue::invalid_id) {
         st.progress_id = worker->progress_queue.add_persistent(fire_due, worker);
+    }
+    /* Posted behind operations already due: the next firing call looks. */
+    if (due(c)) {
+        st.maybe_due.store(true, std::memory_order_release);
     }
 }
 
@@ -412,6 +426,11 @@ ucs_status_ptr_t post_triggered(const op_desc &desc, const ucp_request_param_t *
         return UCS_OK;
     });
     return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
+}
+
+void triggers_counter_changed(ucp_cntr *cntr)
+{
+    cntr->worker->triggers->maybe_due.store(true, std::memory_order_release);
 }
 
 bool triggers_due(const ucp_worker &worker)

@@ -31,6 +31,10 @@ namespace ucp::ext {
 struct trigger_op;
 struct trigger_state;
 
+/* `cntr`, which has operations queued (has_triggers), changed: any thread.
+ * The worker's next progress looks for operations due. */
+void triggers_counter_changed(ucp_cntr *cntr);
+
 /* Some counter of `worker` has reached the threshold of an operation still
  * queued: ucp_worker_arm must not let the caller sleep. */
 bool triggers_due(const ucp_worker &worker);
