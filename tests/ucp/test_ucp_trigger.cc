@@ -577,6 +577,32 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
         CHECK(p.wait(r) == UCS_ERR_INVALID_PARAM);
         CHECK(ucp_cntr_read_err(done) == 1);
+        /* A key destroyed already is refused at post. */
+        ext = triggered_by(trigger, 2, done);
+        CHECK(UCS_PTR_STATUS(ucp_put_nbx(p.ep, &value, sizeof(value), region.address(), rkey,
+                                         &ext.base)) == UCS_ERR_INVALID_PARAM);
+    }
+
+    SECTION("another key destroyed meanwhile: the put's own key is looked up, and it goes") {
+        rma_test::region region;
+        REQUIRE(region.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
+        ucp_rkey_h rkey, other;
+        REQUIRE(ucp_ep_rkey_unpack(p.ep, region.key().data(), &rkey) == UCS_OK);
+        REQUIRE(ucp_ep_rkey_unpack(p.ep, region.key().data(), &other) == UCS_OK);
+        ucp_ext_request_param_t ext = triggered_by(trigger, 1, done);
+        const uint64_t pattern = 0x1122334455667788;
+        ucs_status_ptr_t r = ucp_put_nbx(p.ep, &pattern, sizeof(pattern), region.address(),
+                                         rkey, &ext.base);
+        REQUIRE(UCS_PTR_IS_PTR(r));
+        ucp_rkey_destroy(other);
+        CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
+        CHECK(p.wait(r) == UCS_OK);
+        CHECK(ucp_cntr_read(done) == 1);
+        CHECK(ucp_cntr_read_err(done) == 0);
+        uint64_t landed;
+        std::memcpy(&landed, region.data(), sizeof(landed));
+        CHECK(landed == pattern);
+        ucp_rkey_destroy(rkey);
     }
 
     SECTION("ucp_worker_arm says busy while an operation is due") {

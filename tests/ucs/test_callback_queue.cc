@@ -154,3 +154,47 @@ TEST_CASE("a persistent callback may remove itself from inside dispatch", "[data
     CHECK(q.dispatch() == 0);
     CHECK(r.calls == std::vector<std::string>{"gone"});
 }
+
+namespace {
+
+struct adder {
+    ucs::callback_queue *queue = nullptr;
+    tagged              added{nullptr, "added"};
+    unsigned            ids_added = 0;
+};
+
+/* Registers 100 callbacks (the queue grows and moves its elements while
+ * this one runs), each scheduled at once. */
+unsigned add_many(void *arg)
+{
+    auto *a = static_cast<adder*>(arg);
+    for (int i = 0; i < 100; ++i) {
+        a->queue->schedule(a->queue->add(note, &a->added));
+        ++a->ids_added;
+    }
+    return 1;
+}
+
+} // namespace
+
+TEST_CASE("a callback that registers many others while dispatching: they run in the same "
+          "pass, after it", "[datastruct]")
+{
+    ucs::callback_queue q;
+    recorder r;
+    adder a;
+    a.queue    = &q;
+    a.added.r  = &r;
+    tagged first{&r, "first"};
+    const unsigned first_id = q.add(note, &first);
+    const unsigned adder_id = q.add(add_many, &a);
+    q.schedule(first_id);
+    q.schedule(adder_id);
+    /* first, the adder, and the 100 it scheduled behind itself. */
+    CHECK(q.dispatch() == 102);
+    CHECK(a.ids_added == 100);
+    REQUIRE(r.calls.size() == 101);
+    CHECK(r.calls.front() == "first");
+    CHECK(r.calls.back() == "added");
+    CHECK(q.idle());
+}

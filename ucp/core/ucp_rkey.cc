@@ -11,6 +11,7 @@
 #include <ucs/type/wire_reader.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -133,6 +134,8 @@ int find_md(const ucp_context &ctx, const packed_entry &entry)
 }
 
 using live_rkeys = live_handles<ucp_rkey>;
+
+std::atomic<uint64_t> destroyed_rkeys{0};
 
 ucp_rkey_h hand_out(std::unique_ptr<ucp_rkey> rkey)
 {
@@ -321,6 +324,11 @@ ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, ucp_rkey_h *rkey_
     return rkey_unpack(ctx, buffer, total_length, rkey_p);
 }
 
+uint64_t rkeys_destroyed()
+{
+    return destroyed_rkeys.load(std::memory_order_seq_cst);
+}
+
 } // namespace ucp
 
 extern "C" {
@@ -392,6 +400,7 @@ void ucp_rkey_destroy(ucp_rkey_h rkey)
                  "ignored", static_cast<void*>(rkey));
         return;
     }
+    ucp::destroyed_rkeys.fetch_add(1, std::memory_order_seq_cst);
     ucp::release_entries(*rkey);
     delete rkey;
 }

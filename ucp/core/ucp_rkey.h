@@ -136,6 +136,14 @@ constexpr uint8_t ucx_empty_key[9] = {};
  */
 ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, ucp_rkey_h *rkey_p);
 
+/*
+ * How many remote keys ucp_rkey_destroy has released so far. Something that
+ * keeps a key to use later (a triggered operation) notes it and checks the
+ * key against the live-handle registry (a lock and a lookup) only when a
+ * key was destroyed meanwhile.
+ */
+uint64_t rkeys_destroyed();
+
 } // namespace ucp
 
 struct ucp_rkey {

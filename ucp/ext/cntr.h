@@ -16,20 +16,25 @@
 
 #include <ucp/api/ucp_ext.h>
 #include <ucs/async/event_fd.h>
+#include <ucs/datastruct/intrusive_list.h>
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <vector>
 
 struct ucp_mem;
 
 namespace ucp::ext {
-struct trigger_op;
 class event_set;
+/* A triggered operation's place in its counter's queue (the record,
+ * ucp/ext/trigger.cc, starts with it). */
+struct trigger_entry {
+    ucs::list_link link;
+    uint64_t       threshold;
+};
 /* Triggered operations waiting for a counter, by threshold; equal
  * thresholds in posting order (ucp/ext/trigger.h). */
-using cntr_trigger_queue = std::multimap<uint64_t, trigger_op*>;
+using cntr_trigger_queue = ucs::intrusive_list<trigger_entry, &trigger_entry::link>;
 } // namespace ucp::ext
 
 struct ucp_cntr {

@@ -17,7 +17,8 @@
 #include <ucp/api/ucp_ext.h>
 
 #include <cstddef>
-#include <functional>
+#include <new>
+#include <type_traits>
 
 namespace ucp::ext {
 
@@ -57,8 +58,39 @@ ucs_status_t counted_begin(const op_desc &desc, const ucp_request_param_t *param
 /* The nbx call's result: what completed inside the call is counted now. */
 ucs_status_ptr_t counted_end(counted_op *op, ucs_status_ptr_t result, const size_t *length);
 
-/* How a stored operation is started again: with the parameters it gets. */
-using start_fn = std::function<ucs_status_ptr_t(const ucp_request_param_t*)>;
+/*
+ * How a stored operation is started again: with the parameters it gets.
+ * The entry points' lambdas capture a few pointers and sizes by value; they
+ * are kept inside this object (no heap block per triggered operation, and
+ * the start lies in the record it is queued with). A capture that does not
+ * fit, or is not plain data, does not compile.
+ */
+class start_fn {
+public:
+    static constexpr std::size_t capacity = 64;
+
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, start_fn>>>
+    start_fn(F f) noexcept      /* NOLINT: converts like std::function */
+    {
+        static_assert(sizeof(F) <= capacity, "start_fn: the capture is too big");
+        static_assert(alignof(F) <= alignof(std::max_align_t), "start_fn: over-aligned");
+        static_assert(std::is_trivially_copyable_v<F> && std::is_trivially_destructible_v<F>,
+                      "start_fn: capture plain values only");
+        new (m_storage) F(f);
+        m_call = [](const void *storage, const ucp_request_param_t *param) {
+            return (*static_cast<const F*>(storage))(param);
+        };
+    }
+
+    ucs_status_ptr_t operator()(const ucp_request_param_t *param) const
+    {
+        return m_call(m_storage, param);
+    }
+
+private:
+    alignas(std::max_align_t) unsigned char m_storage[capacity];
+    ucs_status_ptr_t (*m_call)(const void*, const ucp_request_param_t*);
+};
 
 /* The ext param asks for a trigger (UCP_EXT_PARAM_FIELD_TRIGGER). */
 bool wants_trigger(const ucp_request_param_t *param);
@@ -75,7 +107,7 @@ template <typename Start>
 ucs_status_ptr_t counted(const op_desc &desc, const ucp_request_param_t *param, Start start)
 {
     if (wants_trigger(param)) {
-        return post_triggered(desc, param, start_fn(std::move(start)));
+        return post_triggered(desc, param, start_fn(start));
     }
     ucp_request_param_t base;
     counted_op *op;

@@ -18,14 +18,20 @@
 #include <ucs/debug/log.h>
 #include <ucs/type/c_enum.h>
 
+#include <ucs/memory/mpool.h>
+
 #include <algorithm>
 #include <atomic>
+#include <iterator>
+#include <memory>
 #include <vector>
 
 namespace ucp::ext {
 
-/* A queued or started triggered operation. */
-struct trigger_op {
+/* A queued or started triggered operation (its trigger_entry: the place in
+ * its trigger counter's queue, and the threshold). From the worker's pool
+ * of records: a post allocates nothing else but the caller's request. */
+struct trigger_op : trigger_entry {
     op_desc             desc;
     start_fn            start;
     ucp_request_param_t user;        /* the caller's parameters */
@@ -33,13 +39,12 @@ struct trigger_op {
     ucp_cntr            *err_cntr;
     ucp_cntr            *updates;    /* ucp_cntr_op_nbx: the counter it changes */
     ucp_cntr            *trigger;
-    uint64_t            threshold;
+    uint64_t            rkeys_destroyed; /* at post: desc.rkey is live while unchanged */
     request             *outer;      /* what the caller holds */
-    void                *inner;      /* the started operation's request */
-    cntr_trigger_queue::iterator pos;
-    ucs::list_link      link;        /* in trigger_state::ops */
-    bool                started;
-    bool                finished;    /* completed; kept until a cancel batch ends */
+    void                *inner    = nullptr; /* the started operation's request */
+    ucs::list_link      ops_link;    /* in trigger_state::ops */
+    bool                started   = false;
+    bool                finished  = false;   /* completed; kept until a cancel batch ends */
 };
 
 struct trigger_state {
@@ -48,7 +53,8 @@ struct trigger_state {
     std::vector<ucp_cntr*>                            armed;
     /* Queued and started operations (the request their caller holds names
      * its own in request::id). */
-    ucs::intrusive_list<trigger_op, &trigger_op::link> ops;
+    ucs::intrusive_list<trigger_op, &trigger_op::ops_link> ops;
+    ucs::mpool                                        records;    /* of trigger_op */
     /* Cancel batches running: operations finished meanwhile stay allocated
      * (graveyard) so the batch can tell them from live ones. */
     unsigned                                          batch = 0;
@@ -70,18 +76,59 @@ namespace {
  * further thresholds) runs again, up to this many times per progress. */
 constexpr unsigned max_firing_passes = 64;
 
-trigger_state &state_of(ucp_worker *worker)
+/* nullptr when out of memory. */
+trigger_state *state_of(ucp_worker *worker)
 {
     if (worker->triggers == nullptr) {
-        worker->triggers = new trigger_state;
+        auto st = std::make_unique<trigger_state>();
+        ucs::mpool_params params;
+        params.name            = "ucp_trigger_ops";
+        params.elem_size       = sizeof(trigger_op);
+        params.alignment       = alignof(trigger_op);
+        params.elems_per_chunk = 64;
+        if (st->records.init(params) != UCS_OK) {
+            return nullptr;
+        }
+        worker->triggers = st.release();
     }
-    return *worker->triggers;
+    return worker->triggers;
 }
 
-bool due(const ucp_cntr *c)
+void release(trigger_op *op)
+{
+    op->~trigger_op();
+    ucs::mpool::put(op);
+}
+
+trigger_op *first_queued(ucp_cntr *c)
+{
+    return static_cast<trigger_op*>(c->triggers.front());
+}
+
+bool due(ucp_cntr *c)
 {
     return !c->triggers.empty() &&
-           (c->value.load(std::memory_order_seq_cst) >= c->triggers.begin()->first);
+           (c->value.load(std::memory_order_seq_cst) >= c->triggers.front()->threshold);
+}
+
+/* Behind the operations of its counter with a lower or equal threshold
+ * (posting order among equals). Thresholds mostly come in increasing
+ * order, and then the walk from the back stops at once. */
+void enqueue(ucp_cntr *c, trigger_op *op)
+{
+    auto pos = c->triggers.end();
+    while (pos != c->triggers.begin()) {
+        auto before = std::prev(pos);
+        if (before->threshold <= op->threshold) {
+            break;
+        }
+        pos = before;
+    }
+    if (pos == c->triggers.end()) {
+        c->triggers.push_back(*op);
+    } else {
+        cntr_trigger_queue::insert_before(*pos, *op);
+    }
 }
 
 /* Holds (or lets go of) the counters an operation names. */
@@ -103,7 +150,7 @@ void finish(trigger_op *op, ucs_status_t status)
         op->finished = true;
         st.graveyard.push_back(op);
     } else {
-        delete op;
+        release(op);
     }
     request_complete(outer, status);
 }
@@ -137,40 +184,44 @@ ucs_status_ptr_t rkey_gone(const ucp_request_param_t *)
 void start(trigger_op *op)
 {
     op->started = true;
-    ucp_ext_request_param_t p{};
-    p.base               = op->user;
-    p.base.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
-    p.base.op_attr_mask |= UCP_OP_ATTR_FIELD_EXT | UCP_OP_ATTR_FIELD_CALLBACK |
-                           UCP_OP_ATTR_FIELD_USER_DATA;
-    p.base.user_data     = op;
+    ucp_request_param_t base = op->user;
+    base.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
+    base.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    base.user_data     = op;
     if (op->desc.kind == op_kind::TAG_RECV) {
-        p.base.cb.recv                = on_started_recv;
-        p.base.op_attr_mask          |= UCP_OP_ATTR_FIELD_RECV_INFO;
-        p.base.recv_info.tag_info     = &op->outer->u.recv.info;
+        base.cb.recv                = on_started_recv;
+        base.op_attr_mask          |= UCP_OP_ATTR_FIELD_RECV_INFO;
+        base.recv_info.tag_info     = &op->outer->u.recv.info;
     } else {
-        p.base.cb.send = on_started_send;
+        base.cb.send = on_started_send;
     }
-    p.ext_field_mask = ((op->cntr != nullptr) ? UCP_EXT_PARAM_FIELD_CNTR : 0) |
-                       ((op->err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
-    p.cntr     = op->cntr;
-    p.err_cntr = op->err_cntr;
     /* Let go after the call (counted() holds the completion counters itself
      * from its start; the trigger was let go when the operation left its
      * queue), from copies: a call never runs its callback inside, but the
      * record is not read after it unless the call returned a request. */
     ucp_cntr *const held[] = {op->cntr, op->err_cntr, op->updates};
     op->trigger            = nullptr;
+    const bool rkey_dead   = (op->desc.rkey != nullptr) &&
+                             (rkeys_destroyed() != op->rkeys_destroyed) &&
+                             !live_handles<ucp_rkey>::instance().contains(op->desc.rkey);
     ucs_status_ptr_t result;
-    if ((op->desc.rkey != nullptr) &&
-        !live_handles<ucp_rkey>::instance().contains(op->desc.rkey)) {
-        ucs_error("triggered operation %p: its remote key %p was destroyed before it "
-                  "started", op->outer->user_ptr(), static_cast<void*>(op->desc.rkey));
-        result = counted(op->desc, &p.base, rkey_gone);
-    } else if (p.ext_field_mask == 0) {
-        p.base.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_EXT);
-        result               = op->start(&p.base);      /* nothing to count */
+    if (!rkey_dead && (op->cntr == nullptr) && (op->err_cntr == nullptr)) {
+        result = op->start(&base);      /* nothing to count */
     } else {
-        result = counted(op->desc, &p.base, op->start);
+        ucp_ext_request_param_t p{};
+        p.base               = base;
+        p.base.op_attr_mask |= UCP_OP_ATTR_FIELD_EXT;
+        p.ext_field_mask     = ((op->cntr != nullptr) ? UCP_EXT_PARAM_FIELD_CNTR : 0) |
+                               ((op->err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
+        p.cntr               = op->cntr;
+        p.err_cntr           = op->err_cntr;
+        if (rkey_dead) {
+            ucs_error("triggered operation %p: its remote key %p was destroyed before it "
+                      "started", op->outer->user_ptr(), static_cast<void*>(op->desc.rkey));
+            result = counted(op->desc, &p.base, rkey_gone);
+        } else {
+            result = counted(op->desc, &p.base, op->start);
+        }
     }
     for (ucp_cntr *c : held) {
         if (c != nullptr) {
@@ -187,7 +238,7 @@ void start(trigger_op *op)
 /* A queued operation that will not start: completes with `status`. */
 void cancel(trigger_op *op, ucs_status_t status)
 {
-    op->trigger->triggers.erase(op->pos);
+    cntr_trigger_queue::remove(*op);
     op->outer->worker->triggers->maybe_idle = true;
     count_failure(op->cntr, op->err_cntr);
     hold_counters(op, -1);
@@ -212,24 +263,15 @@ void disarm_idle(ucp_worker *worker, trigger_state &st)
     }
 }
 
-/* The worker's progress callback: starts what is due, counter by counter
- * in threshold order. Not re-entered: a callback that progresses (a fence)
- * leaves firing to the outer call. */
-unsigned fire_due(void *arg)
+/* The worker's progress callback (fire_due): starts what is due, counter
+ * by counter in threshold order. Not re-entered: a callback that progresses
+ * (a fence) leaves firing to the outer call. */
+__attribute__((noinline)) unsigned fire_due_slow(ucp_worker *worker, trigger_state &st)
 {
-    auto *worker      = static_cast<ucp_worker*>(arg);
-    trigger_state &st = *worker->triggers;
-    /* The common call (every progress while operations wait): nothing
-     * changed, nothing due. */
-    if (st.firing ||
-        (!st.maybe_idle && !st.maybe_due.exchange(false, std::memory_order_acq_rel))) {
-        return 0;
-    }
-    st.maybe_idle = false;
     st.firing        = true;
     unsigned started = 0;
-    for (unsigned pass = 0; pass < max_firing_passes; ++pass) {
-        const unsigned before = started;
+    unsigned pass    = 0;
+    for (;;) {
         /* By index: operations started here may arm more counters. */
         for (size_t i = 0; i < st.armed.size(); ++i) {
             ucp_cntr *c = st.armed[i];
@@ -238,24 +280,46 @@ unsigned fire_due(void *arg)
             }
             ++c->pending_work;      /* not destroyed by a callback meanwhile */
             while (due(c)) {
-                trigger_op *op = c->triggers.begin()->second;
-                c->triggers.erase(c->triggers.begin());
+                trigger_op *op = first_queued(c);
+                cntr_trigger_queue::remove(*op);
                 --c->pending_work;  /* its hold as trigger */
+                st.maybe_idle |= c->triggers.empty();
                 start(op);
                 ++started;
             }
             --c->pending_work;
         }
-        if (started == before) {
+        /* Again only if what started (or another thread) changed a counter
+         * with queued operations, or posted behind due ones. */
+        if (!st.maybe_due.load(std::memory_order_relaxed)) {
             break;
         }
+        if (++pass == max_firing_passes) {
+            break;                  /* the flag stays: the next progress goes on */
+        }
+        st.maybe_due.exchange(false, std::memory_order_acq_rel);
     }
-    if (triggers_due(*worker)) {
-        st.maybe_due.store(true, std::memory_order_release);   /* passes ran out */
+    if (st.maybe_idle) {
+        st.maybe_idle = false;
+        disarm_idle(worker, st);
     }
-    disarm_idle(worker, st);
     st.firing = false;
     return started;
+}
+
+unsigned fire_due(void *arg)
+{
+    auto *worker      = static_cast<ucp_worker*>(arg);
+    trigger_state &st = *worker->triggers;
+    /* The common call (every progress of a spinning application while
+     * operations wait): nothing changed, nothing due. A plain load first:
+     * no locked instruction (a full barrier) on each poll. */
+    if (st.firing || (!st.maybe_idle && (!st.maybe_due.load(std::memory_order_relaxed) ||
+                                         !st.maybe_due.exchange(false,
+                                                                std::memory_order_acq_rel)))) {
+        return 0;
+    }
+    return fire_due_slow(worker, st);
 }
 
 void arm(ucp_worker *worker, trigger_state &st, ucp_cntr *c)
@@ -312,8 +376,8 @@ std::vector<trigger_op*> queued(ucp_worker *worker, ucp_cntr *trigger)
     }
     for (ucp_cntr *c : worker->triggers->armed) {
         if ((c != nullptr) && ((trigger == nullptr) || (c == trigger))) {
-            for (const auto &entry : c->triggers) {
-                ops.push_back(entry.second);
+            for (trigger_entry &entry : c->triggers) {
+                ops.push_back(static_cast<trigger_op*>(&entry));
             }
         }
     }
@@ -341,7 +405,7 @@ size_t cancel_queued(ucp_worker *worker, const std::vector<trigger_op*> &ops,
     }
     if (--st.batch == 0) {
         for (trigger_op *op : st.graveyard) {
-            delete op;
+            release(op);
         }
         st.graveyard.clear();
     }
@@ -349,7 +413,7 @@ size_t cancel_queued(ucp_worker *worker, const std::vector<trigger_op*> &ops,
 }
 
 ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t *ext,
-                             start_fn &&start_op)
+                             const start_fn &start_op)
 {
     ucp_worker *worker = desc.worker;
     ucp_cntr *trigger  = ext->trigger_cntr;
@@ -360,13 +424,21 @@ ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t 
     if (!cntr_live_on(trigger, worker, "UCP_EXT_PARAM_FIELD_TRIGGER: trigger_cntr")) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
+    /* Live now, so that starting needs to look again only if some key was
+     * destroyed meanwhile (trigger_op::rkeys_destroyed). */
+    const uint64_t rkeys_before = rkeys_destroyed();
+    if ((desc.rkey != nullptr) && !live_handles<ucp_rkey>::instance().contains(desc.rkey)) {
+        ucs_error("triggered operation: remote key %p is not live",
+                  static_cast<void*>(desc.rkey));
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
     /* Met already, and nothing due before it: the plain call, now (which
      * checks the other ext fields itself). */
     if ((trigger->value.load(std::memory_order_acquire) >= ext->trigger_threshold) &&
         !due(trigger)) {
         ucp_ext_request_param_t now = *ext;
         now.ext_field_mask &= ~uint64_t(UCP_EXT_PARAM_FIELD_TRIGGER);
-        return counted(desc, &now.base, std::move(start_op));
+        return counted(desc, &now.base, start_op);
     }
     ucp_cntr *cntr, *err_cntr;
     const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR |
@@ -381,21 +453,25 @@ ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t 
     if ((ext->base.op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) && (ext->base.request == nullptr)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    trigger_state &st = state_of(worker);
-    request *outer    = outer_request(worker, &ext->base, desc.kind);
-    if (outer == nullptr) {
+    trigger_state *st = state_of(worker);
+    void *record      = (st != nullptr) ? st->records.get() : nullptr;
+    if (record == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
-    auto *op = new trigger_op{desc, std::move(start_op), ext->base, cntr, err_cntr,
-                              desc.updates, trigger, ext->trigger_threshold, outer, nullptr,
-                              {}, {}, false, false};
+    request *outer = outer_request(worker, &ext->base, desc.kind);
+    if (outer == nullptr) {
+        ucs::mpool::put(record);
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    auto *op = new (record) trigger_op{{{}, ext->trigger_threshold}, desc, start_op,
+                                       ext->base, cntr, err_cntr, desc.updates, trigger,
+                                       rkeys_before, outer, nullptr, {}, false, false};
     op->user.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_EXT);
     outer->id = uintptr_t(op);      /* no HAS_ID: the field is free */
-    st.ops.push_back(*op);
-    /* After the equal thresholds already there: posting order. */
-    op->pos = trigger->triggers.emplace(ext->trigger_threshold, op);
+    st->ops.push_back(*op);
+    enqueue(trigger, op);
     hold_counters(op, +1);
-    arm(worker, st, trigger);
+    arm(worker, *st, trigger);
     return outer->user_ptr();
 }
 
@@ -422,7 +498,7 @@ ucs_status_ptr_t post_triggered(const op_desc &desc, const ucp_request_param_t *
     ucs_status_ptr_t result = nullptr;
     const ucs_status_t status = guarded("triggered operation", [&]() {
         result = post_locked(desc, reinterpret_cast<const ucp_ext_request_param_t*>(param),
-                             std::move(start_op));
+                             start_op);
         return UCS_OK;
     });
     return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
@@ -439,7 +515,7 @@ bool triggers_due(const ucp_worker &worker)
         return false;
     }
     return std::any_of(worker.triggers->armed.begin(), worker.triggers->armed.end(),
-                       [](const ucp_cntr *c) { return (c != nullptr) && due(c); });
+                       [](ucp_cntr *c) { return (c != nullptr) && due(c); });
 }
 
 void triggers_ep_gone(ucp_ep *ep, ucs_status_t status)
@@ -490,14 +566,14 @@ void triggers_cleanup(ucp_worker *worker)
     }
     for (ucp_cntr *c : st->armed) {
         if (c != nullptr) {
-            c->triggers.clear();
+            c->triggers = cntr_trigger_queue();
             c->has_triggers.store(false, std::memory_order_relaxed);
         }
     }
     for (trigger_op &op : st->ops.safe()) {
         st->ops.remove(op);
         hold_counters(&op, -1);
-        delete &op;
+        release(&op);
     }
     if (st->progress_id != ucs::callback_queue::invalid_id) {
         worker->progress_queue.remove(st->progress_id);

@@ -95,7 +95,13 @@ public:
             } else if (!e.persistent) {
                 continue;
             }
-            count += elements_[i].cb(elements_[i].arg);
+            /* Copies: the callback may add (and move the elements). */
+            const callback_t cb = e.cb;
+            void *const arg     = e.arg;
+            count += cb(arg);
+        }
+        if (oneshots_.empty()) {
+            return count;
         }
         for (size_t n = oneshots_.size(); n > 0; --n) {
             const auto [cb, arg] = oneshots_.front();
@@ -127,8 +133,10 @@ private:
         return unsigned(elements_.size() - 1);
     }
 
-    /* A deque: elements stay where they are while dispatch() walks them. */
-    std::deque<element>                       elements_;
+    /* A vector: the walk on every progress is a pointer increment (a
+     * deque's indexing costs a division per element). dispatch() walks by
+     * index and keeps no reference across a callback. */
+    std::vector<element>                      elements_;
     std::vector<unsigned>                     free_;
     std::deque<std::pair<callback_t, void*>>  oneshots_;
     unsigned                                  busy_ = 0;   /* due + persistent + one-shot */
