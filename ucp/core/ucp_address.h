@@ -58,8 +58,10 @@ constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
  * later (docs/architecture.md, "Wire formats"). 2: the tcp iface address
  * carries its connection key. 3: entries say how eps connect to them
  * (connect-to-ep transports), the wireup is a request/reply/ack handshake
- * and messages expecting an answer name the ep it goes to. */
-constexpr uint8_t  address_version      = 4;
+ * and messages expecting an answer name the ep it goes to. 4: the rkey
+ * header says a region counts what peers do to it (rma_put_hdr's length).
+ * 5: put and get with completion ids (AM_PWC, AM_PWC_CREDIT). */
+constexpr uint8_t  address_version      = 5;
 constexpr size_t   address_header_size  = 32;         /* up to name_length */
 constexpr size_t   address_max_length   = 64 * 1024;
 constexpr size_t   address_max_entries  = 256;

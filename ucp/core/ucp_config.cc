@@ -172,6 +172,23 @@ constexpr ucs::config::field context_fields[] = {
                      "Most bytes of regions one registration cache keeps; beyond it,\n"
                      "unused ones are deregistered, least recently used first.",
                      ucs::config::type_size),
+
+    UCS_CONFIG_FIELD(context_config, pwc_max_id_size, "PWC_MAX_ID_SIZE", "64",
+                     "Longest completion id payload of ucp_pwc_put/ucp_pwc_get (ucp_pwc.h):\n"
+                     "a longer one is refused. Ids of 8 bytes by value need none.",
+                     ucs::config::type_size),
+
+    UCS_CONFIG_FIELD(context_config, pwc_credits, "PWC_CREDITS", "128",
+                     "Remote completion ids one endpoint may have waiting at its target\n"
+                     "that the target's application has not probed; beyond it the\n"
+                     "operations wait at the initiator (ucp_pwc.h).",
+                     ucs::config::type_uint),
+
+    UCS_CONFIG_FIELD(context_config, pwc_packed_max, "PWC_PACKED_MAX", "8k",
+                     "Largest put with completion sent as one message with its id (when\n"
+                     "it fits one of the active-message lane); larger ones are a put and\n"
+                     "then a notification.",
+                     ucs::config::type_size),
 };
 
 bool name_in(const ucs_config_names_array_t &list, std::string_view name)

@@ -59,6 +59,9 @@ struct context_config {
     ucs_ternary_auto_value_t rcache_enable;    /* UCX_RCACHE_ENABLE */
     unsigned long           rcache_max_regions;/* UCX_RCACHE_MAX_REGIONS, ulong_inf */
     size_t                  rcache_max_size;   /* UCX_RCACHE_MAX_SIZE, size_inf */
+    size_t                  pwc_max_id_size;   /* UCX_PWC_MAX_ID_SIZE */
+    unsigned                pwc_credits;       /* UCX_PWC_CREDITS */
+    size_t                  pwc_packed_max;    /* UCX_PWC_PACKED_MAX */
 };
 
 extern const ucs::config::table context_config_table;

@@ -7,6 +7,7 @@
 #include "ucp_worker.h"
 #include "ep_config_log.h"
 
+#include <ucp/ext/pwc.h>
 #include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/eager_zcopy.h>
@@ -286,7 +287,9 @@ void ep_destroy(ucp_ep *ep)
         --worker->num_peer_eps;
     }
     ext::triggers_ep_gone(ep, UCS_ERR_CANCELED);
+    ext::pwc_ep_gone(ep, UCS_ERR_CANCELED);
     purge_requests(ep, UCS_ERR_CANCELED, true);
+    ext::pwc_ep_destroyed(ep);
     stream_ep_destroy(ep);
     wireup::ep_forget(ep);
     worker->ep_ids.remove(ep->id);
@@ -320,6 +323,7 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
     ep->status  = status;
     wireup::ep_forget(ep);
     ext::triggers_ep_gone(ep, status);
+    ext::pwc_ep_gone(ep, status);
     purge_requests(ep, status, false);
     stream_ep_fail(ep, status);
     if (!peer_reachable(ep->worker, ep->remote_uuid)) {

@@ -65,6 +65,10 @@ constexpr uint32_t CLIENT       = 1u << 14;
 
 } // namespace ucp
 
+namespace ucp::ext {
+struct pwc_peer;
+}
+
 struct ucp_ep {
     ucp_worker                *worker = nullptr;
     uint64_t                  remote_uuid = 0;
@@ -113,6 +117,8 @@ struct ucp_ep {
     sockaddr_storage          remote_sockaddr{};
     /* RMA and atomic requests not complete yet (ucp/rma): flush waits. */
     uint32_t                  rma_outstanding = 0;
+    /* Put and get with completion ids (ucp/ext/pwc.h), made by the first. */
+    ucp::ext::pwc_peer        *pwc = nullptr;
 
     bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
     /* Sends go to the proxy's queue: the ep is not READY yet. */

@@ -10,6 +10,7 @@
 #include "ucp_worker.h"
 
 #include <ucp/ext/op_cntr.h>
+#include <ucp/ext/pwc.h>
 #include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
@@ -341,6 +342,7 @@ ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
     ucs_status_t status = guarded("ucp_ep_close", [&]() {
         ep->flags |= ucp::ep_flag::CLOSED;
         ucp::ext::triggers_ep_gone(ep, UCS_ERR_CANCELED);
+        ucp::ext::pwc_ep_gone(ep, UCS_ERR_CANCELED);
         const bool force = (param->op_attr_mask & UCP_OP_ATTR_FIELD_FLAGS) &&
                            (param->flags & UCP_EP_CLOSE_FLAG_FORCE);
         if (force || !ep->usable()) {

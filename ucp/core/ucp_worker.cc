@@ -8,6 +8,7 @@
 
 #include <ucp/ext/cntr.h>
 #include <ucp/ext/event_set.h>
+#include <ucp/ext/pwc.h>
 #include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/tag/tag_recv.h>
@@ -243,6 +244,7 @@ ucp_worker::~ucp_worker()
     ucp::am_cleanup(this);
     ucp::stream_cleanup(this);
     ucp::ext::triggers_cleanup(this);   /* what the cleanups above did not complete */
+    ucp::ext::pwc_cleanup(this);
     ucp::cntr_cleanup(this);   /* their fds hold the wakeup fd */
     for (auto it = ifaces.rbegin(); it != ifaces.rend(); ++it) {
         uct_worker->progress_unregister(it->iface);

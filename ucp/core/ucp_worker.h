@@ -122,6 +122,7 @@ struct queued_reply {
 struct ucp_cntr;
 namespace ucp::ext {
 struct trigger_state;
+struct pwc_state;
 class event_set;
 }
 
@@ -235,6 +236,9 @@ struct ucp_worker {
     std::unordered_set<ucp_cntr*>      counters;
     /* Triggered operations (ucp/ext/trigger.h), made by the first one. */
     ucp::ext::trigger_state            *triggers = nullptr;
+    /* Put and get with completion ids (ucp/ext/pwc.h), made by the first
+     * call or message. */
+    ucp::ext::pwc_state                *pwc = nullptr;
     /* Poll and wait sets the worker is in (ucp/ext/event_set.h). */
     std::vector<ucp::ext::event_set*>  event_sets;
     /* Client-server connection manager, created by the first listener or

@@ -5,6 +5,7 @@
 #include "wire.h"
 
 #include <ucp/am/am.h>
+#include <ucp/ext/pwc.h>
 #include <ucp/stream/stream.h>
 #include <ucp/rma/rma.h>
 #include <ucp/tag/rndv.h>
@@ -44,6 +45,8 @@ ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
         {wire::AM_ATOMIC_REQ,       atomic_req_handler},
         {wire::AM_ATOMIC_REP,       atomic_rep_handler},
         {wire::AM_CMPL,             rma_cmpl_handler},
+        {wire::AM_PWC,              pwc_handler},
+        {wire::AM_PWC_CREDIT,       pwc_credit_handler},
     };
     for (const auto &h : handlers) {
         ucs_status_t status = iface->set_am_handler(h.id, h.cb, worker, 0);

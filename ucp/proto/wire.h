@@ -69,10 +69,12 @@ enum am_id : uint8_t {
     AM_EP_CLOSED       = 21, /* header: sender's worker uuid; it closed its ep to us */
     AM_RNDV_RTR        = 22, /* rtr_hdr + packed rkey: the sender writes a part */
     AM_RNDV_ATP        = 23, /* reply_hdr naming the receiver's request: written */
+    AM_PWC             = 24, /* pwc_hdr + id bytes [+ data]: a put/get with completion */
+    AM_PWC_CREDIT      = 25, /* pwc_credit_hdr: the target took ids, send more */
     AM_LAST
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(AM_LAST == 24, "AM ids are part of the wire format");
+static_assert(AM_LAST == 26, "AM ids are part of the wire format");
 static_assert(sizeof(ucp_tag_t) == 8, "the tag is the AM_EAGER_ONLY header");
 
 /* wireup_hdr::type: the handshake of ucp/wireup/wireup.cc. */
@@ -362,6 +364,45 @@ struct atomic_rep_hdr {
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(atomic_rep_hdr) == 24, "atomic_rep_hdr layout");
+
+/*
+ * Put and get with completion ids (ucp/ext/pwc.cc). AM_PWC carries a remote
+ * id: alone (a notification, sent once the data is at the target: after a
+ * put's flush, after a get's data arrived), or with the put's data (the
+ * packed path of small puts), which the target writes first, inside the
+ * regions the key's secret opens.
+ */
+namespace pwc_flag {
+constexpr uint8_t DATA        = 1u << 0; /* `length` bytes follow the id: write them */
+constexpr uint8_t NO_RCE      = 1u << 1; /* ... and queue no id (a packed put without one) */
+constexpr uint8_t REMOTE_CNTR = 1u << 2; /* count on the bound counter instead of queueing */
+constexpr uint8_t GET         = 1u << 3; /* a get's notification */
+constexpr uint8_t ALL         = DATA | NO_RCE | REMOTE_CNTR | GET;
+} // namespace pwc_flag
+
+struct pwc_hdr {
+    uint64_t src_uuid;
+    uint64_t ep_id;       /* the target's ep to us: it names the source */
+    uint64_t address;     /* DATA: where it goes */
+    uint64_t secret;      /* DATA: the key's */
+    uint64_t length;      /* DATA: bytes after the id */
+    uint64_t cid;         /* the id when id_size is 0 */
+    uint32_t id_size;     /* bytes of id payload after the header */
+    uint8_t  flags;       /* pwc_flag */
+    uint8_t  reserved[3];
+};
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert((sizeof(pwc_hdr) == 56) && (offsetof(pwc_hdr, id_size) == 48), "pwc_hdr layout");
+
+/* AM_PWC_CREDIT: the application took `credits` ids the receiver sent. */
+struct pwc_credit_hdr {
+    uint64_t src_uuid;
+    uint64_t ep_id;       /* the receiver's ep to us */
+    uint32_t credits;
+    uint32_t reserved;
+};
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(pwc_credit_hdr) == 24, "pwc_credit_hdr layout");
 
 /* A status byte from a peer's reply: an error code or UCS_OK as sent, any
  * other value (not a status) becomes UCS_ERR_IO_ERROR. */

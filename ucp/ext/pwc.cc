@@ -1,0 +1,443 @@
+/*
+ * Put and get with completion ids: the initiator's side (see pwc.h).
+ */
+#include "pwc.h"
+
+#include "cntr.h"
+#include "op_cntr.h"
+
+#include <ucp/core/live_handles.h>
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_guard.h>
+#include <ucp/core/ucp_request.h>
+#include <ucp/core/ucp_rkey.h>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/proto/send_common.h>
+#include <ucp/proto/wire.h>
+#include <ucs/debug/log.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace ucp::ext {
+
+enum class pwc_kind : uint8_t { PUT, GET };
+
+/* One put or get with completion ids, from its call to its local completion. */
+struct pwc_op {
+    ucp_worker           *worker;
+    ucp_ep               *ep;
+    pwc_kind             kind;
+    uint8_t              *buffer;
+    size_t               length;
+    uint64_t             remote_addr;
+    ucp_rkey             *rkey;
+    uint64_t             secret;         /* the key's, for the packed path */
+    ucp_cid_t            local_cid;
+    uint64_t             remote_u64;
+    std::vector<uint8_t> remote_payload; /* an id of bytes, copied at the call */
+    unsigned             flags;          /* ucp_pwc_flags */
+    bool                 takes_credit;   /* the target queues its id */
+    bool                 credit_taken = false;
+    bool                 packed;         /* the data travels with the id */
+};
+
+namespace {
+
+bool wants_remote(const pwc_op *op)
+{
+    return !(op->flags & UCP_PWC_FLAG_NO_RCE);
+}
+
+void start_waiting(ucp_ep *ep);
+
+void complete(pwc_op *op, ucs_status_t status)
+{
+    std::unique_ptr<pwc_op> owned(op);
+    ucp_ep *ep     = op->ep;
+    pwc_peer *peer = ep->pwc;
+    --peer->pending;
+    --op->worker->pwc->pending;
+    if (!(op->flags & UCP_PWC_FLAG_NO_LCE) || (status != UCS_OK)) {
+        pwc_push_local(op->worker, ep, op->local_cid,
+                       (op->kind == pwc_kind::GET) ? unsigned(UCP_PWC_COMPLETION_GET) : 0u, status);
+    }
+    /* The id goes out last: a failed operation's never reached the target,
+     * so its credit comes back. */
+    if ((status != UCS_OK) && op->credit_taken) {
+        peer->credits = std::min(peer->credits + 1, op->worker->pwc->window);
+        if (ep->usable()) {
+            start_waiting(ep);
+        }
+    }
+}
+
+/* ---- the AM_PWC message ---- */
+
+size_t pack_pwc(void *dest, void *arg)
+{
+    auto *req = static_cast<request*>(arg);
+    auto *op  = static_cast<pwc_op*>(req->user_data);
+    wire::pwc_hdr hdr{};
+    hdr.src_uuid = op->worker->uuid;
+    hdr.ep_id    = op->ep->remote_id;
+    hdr.cid      = op->remote_u64;
+    hdr.id_size  = uint32_t(op->remote_payload.size());
+    hdr.flags    = (wants_remote(op) ? 0 : wire::pwc_flag::NO_RCE) |
+                   ((op->flags & UCP_PWC_FLAG_REMOTE_CNTR) ? wire::pwc_flag::REMOTE_CNTR : 0) |
+                   ((op->kind == pwc_kind::GET) ? wire::pwc_flag::GET : 0);
+    if (op->packed) {
+        hdr.flags   |= wire::pwc_flag::DATA;
+        hdr.address  = op->remote_addr;
+        hdr.secret   = op->secret;
+        hdr.length   = op->length;
+    }
+    auto *out = static_cast<uint8_t*>(dest);
+    std::memcpy(out, &hdr, sizeof(hdr));
+    size_t size = sizeof(hdr);
+    if (!op->remote_payload.empty()) {
+        std::memcpy(out + size, op->remote_payload.data(), op->remote_payload.size());
+        size += op->remote_payload.size();
+    }
+    if (op->packed) {
+        std::memcpy(out + size, op->buffer, op->length);
+        size += op->length;
+    }
+    return size;
+}
+
+ucs_status_t pwc_step(request *req)
+{
+    const ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_PWC, pack_pwc, req, 0);
+    if (packed < 0) {
+        return ucs_status_t(packed);    /* NO_RESOURCE: retried from the pending queue */
+    }
+    send_done(req);
+    return UCS_OK;
+}
+
+void on_message_sent(void *, ucs_status_t status, void *arg)
+{
+    complete(static_cast<pwc_op*>(arg), status);
+}
+
+/* The AM_PWC, through a send request of the ep (queued behind a busy lane
+ * or an ep not wired up yet; failed with the ep). */
+void send_message(pwc_op *op)
+{
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = on_message_sent;
+    param.user_data    = op;
+    request *req       = send_request_get(op->worker, &param);
+    if (req == nullptr) {
+        complete(op, UCS_ERR_NO_MEMORY);
+        return;
+    }
+    send_state &s = req->u.send;
+    s.ep          = op->ep;
+    s.bounce      = nullptr;
+    s.reg         = {};
+    s.offset      = 0;
+    s.am_id       = wire::AM_PWC;
+    (void)s.packer.start(ucp_dt_make_contig(1), nullptr, 0);
+    s.step        = pwc_step;
+    req->flags   |= request_flag::NAMES_PEER_EP;   /* the header names the peer's ep */
+    const ucs_status_ptr_t result = send_request_start(req, &param);
+    if (UCS_PTR_IS_PTR(result)) {
+        ucp_request_free(result);       /* the callback completes the operation */
+    } else {
+        complete(op, UCS_PTR_STATUS(result));
+    }
+}
+
+/* ---- the put and get steps ---- */
+
+using next_step = void (*)(pwc_op *op, ucs_status_t status);
+
+/* Runs `next` when the nbx call's operation is over: now, or from its callback. */
+void then(pwc_op *op, ucs_status_ptr_t result, next_step next)
+{
+    if (UCS_PTR_IS_PTR(result)) {
+        ucp_request_free(result);
+        return;
+    }
+    next(op, UCS_PTR_STATUS(result));
+}
+
+template <next_step Next> void call_next(void *, ucs_status_t status, void *arg)
+{
+    Next(static_cast<pwc_op*>(arg), status);
+}
+
+template <next_step Next> ucp_request_param_t param_for(pwc_op *op)
+{
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = call_next<Next>;
+    param.user_data    = op;
+    return param;
+}
+
+void after_flush(pwc_op *op, ucs_status_t status)
+{
+    if (status != UCS_OK) {
+        complete(op, status);
+    } else {
+        send_message(op);       /* the data is at the target: the id follows */
+    }
+}
+
+void after_data(pwc_op *op, ucs_status_t status)
+{
+    if ((status != UCS_OK) || !wants_remote(op)) {
+        complete(op, status);
+        return;
+    }
+    if (op->kind == pwc_kind::GET) {
+        send_message(op);       /* the data left the target: it may reuse it */
+        return;
+    }
+    /* A put completes when its source may be reused; the flush, when the
+     * data is in the target's memory. */
+    const ucp_request_param_t param = param_for<after_flush>(op);
+    then(op, ucp_ep_flush_nbx(op->ep, &param), after_flush);
+}
+
+void start(pwc_op *op)
+{
+    if (op->takes_credit) {
+        --op->ep->pwc->credits;
+        op->credit_taken = true;
+    }
+    if (op->packed || (op->length == 0)) {
+        if ((op->length == 0) && !wants_remote(op)) {
+            complete(op, UCS_OK);       /* nothing to move, nobody to tell */
+        } else {
+            send_message(op);
+        }
+        return;
+    }
+    const ucp_request_param_t param = param_for<after_data>(op);
+    if (op->kind == pwc_kind::PUT) {
+        then(op, ucp_put_nbx(op->ep, op->buffer, op->length, op->remote_addr, op->rkey, &param),
+             after_data);
+    } else {
+        then(op, ucp_get_nbx(op->ep, op->buffer, op->length, op->remote_addr, op->rkey, &param),
+             after_data);
+    }
+}
+
+/* Starts waiting operations while credits last (or until one needs none
+ * and others wait behind it: order is kept). */
+void start_waiting(ucp_ep *ep)
+{
+    pwc_peer *peer = ep->pwc;
+    while (!peer->waiting.empty()) {
+        pwc_op *op = peer->waiting.front();
+        if (op->takes_credit && (peer->credits == 0)) {
+            return;
+        }
+        peer->waiting.pop_front();
+        start(op);
+    }
+}
+
+/* The checks of a call's arguments that need no state. */
+ucs_status_t check_args(pwc_kind kind, const void *buffer, size_t length, uint64_t remote_addr,
+                        ucp_rkey *rkey, const ucp_cid_t *remote_cid, unsigned flags)
+{
+    const unsigned known = UCP_PWC_FLAG_NO_LCE | UCP_PWC_FLAG_NO_RCE | UCP_PWC_FLAG_REMOTE_CNTR;
+    if (flags & ~known) {
+        ucs_error("pwc: unknown flags 0x%x", flags & ~known);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((remote_cid != nullptr) && (remote_cid->size != 0) && (remote_cid->data == nullptr)) {
+        ucs_error("pwc: a remote id of %zu bytes at NULL", remote_cid->size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((kind == pwc_kind::GET) && (length == 0)) {
+        ucs_error("ucp_pwc_get: a get of 0 bytes");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (length == 0) {
+        return UCS_OK;
+    }
+    if ((buffer == nullptr) || (rkey == nullptr)) {
+        ucs_error("pwc: %zu bytes with a NULL %s", length, (buffer == nullptr) ? "buffer" : "rkey");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!live_handles<ucp_rkey>::instance().contains(rkey)) {
+        ucs_error("pwc: remote key %p is not live", static_cast<void*>(rkey));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!rkey->covers(remote_addr, length)) {
+        ucs_error("pwc: 0x%llx+%zu is outside the remote key's region",
+                  static_cast<unsigned long long>(remote_addr), length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const uint8_t access = (kind == pwc_kind::PUT) ? rkey_access::WRITE : rkey_access::READ;
+    if (!rkey->allows(access)) {
+        ucs_error("pwc: the remote key does not allow remote %s",
+                  (kind == pwc_kind::PUT) ? "writes" : "reads");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
+                         uint64_t remote_addr, ucp_rkey *rkey, const ucp_cid_t *local_cid,
+                         const ucp_cid_t *remote_cid, unsigned flags)
+{
+    if (!ep->usable()) {
+        return ep->status;
+    }
+    pwc_state *st = pwc_state_of(ep->worker);
+    if (st == nullptr) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    const bool remote = !(flags & UCP_PWC_FLAG_NO_RCE);
+    if (remote && (remote_cid != nullptr) && (remote_cid->size > st->max_id_size)) {
+        ucs_error("pwc: a remote id of %zu bytes; UCX_PWC_MAX_ID_SIZE is %zu",
+                  remote_cid->size, st->max_id_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    pwc_peer *peer = pwc_peer_of(ep);
+    if (peer == nullptr) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    auto op = std::make_unique<pwc_op>();
+    op->worker      = ep->worker;
+    op->ep          = ep;
+    op->kind        = kind;
+    op->buffer      = static_cast<uint8_t*>(buffer);
+    op->length      = length;
+    op->remote_addr = remote_addr;
+    op->rkey        = rkey;
+    op->secret      = (rkey != nullptr) ? rkey->secret : 0;
+    op->local_cid   = (local_cid != nullptr) ? *local_cid : ucp_cid_t{};
+    op->flags       = flags;
+    if (remote && (remote_cid != nullptr)) {
+        op->remote_u64 = remote_cid->u64;
+        if (remote_cid->size != 0) {
+            const auto *bytes = static_cast<const uint8_t*>(remote_cid->data);
+            op->remote_payload.assign(bytes, bytes + remote_cid->size);
+        }
+    }
+    /* A remote id counted on the target's counter takes no place in its
+     * queue (one queued there for want of a counter gives no credit back). */
+    op->takes_credit = remote && !(flags & UCP_PWC_FLAG_REMOTE_CNTR);
+    const size_t message = sizeof(wire::pwc_hdr) + op->remote_payload.size() + length;
+    op->packed = (kind == pwc_kind::PUT) && (length != 0) && (length <= st->packed_max) &&
+                 (message <= ep->am_ep->owner().attr().am.max_bcopy);
+    const bool must_wait = !peer->waiting.empty() || (op->takes_credit && (peer->credits == 0));
+    if (must_wait && (peer->waiting.size() >= st->window)) {
+        return UCS_ERR_NO_RESOURCE;     /* the target's queue and ours are full */
+    }
+    ++peer->pending;
+    ++st->pending;
+    pwc_op *raw = op.release();
+    if (must_wait) {
+        peer->waiting.push_back(raw);
+    } else {
+        start(raw);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t post(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length, uint64_t remote_addr,
+                  ucp_rkey *rkey, const ucp_cid_t *local_cid, const ucp_cid_t *remote_cid,
+                  unsigned flags)
+{
+    if (ep == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucs_status_t status = check_args(kind, buffer, length, remote_addr, rkey, remote_cid, flags);
+    if (status != UCS_OK) {
+        return status;
+    }
+    worker_guard guard(ep->worker);
+    return guarded((kind == pwc_kind::PUT) ? "ucp_pwc_put" : "ucp_pwc_get", [&]() {
+        return post_locked(ep, kind, buffer, length, remote_addr, rkey, local_cid, remote_cid,
+                           flags);
+    });
+}
+
+} // namespace
+
+pwc_state *pwc_state_of(ucp_worker *worker)
+{
+    if (worker->pwc == nullptr) {
+        auto *st        = new (std::nothrow) pwc_state;
+        if (st == nullptr) {
+            return nullptr;
+        }
+        const auto &cfg = worker->context.config;
+        st->max_id_size = cfg.pwc_max_id_size;
+        st->window      = std::max(cfg.pwc_credits, 1u);
+        st->packed_max  = cfg.pwc_packed_max;
+        worker->pwc     = st;
+    }
+    return worker->pwc;
+}
+
+pwc_peer *pwc_peer_of(ucp_ep *ep)
+{
+    if (ep->pwc == nullptr) {
+        pwc_state *st = pwc_state_of(ep->worker);
+        if (st == nullptr) {
+            return nullptr;
+        }
+        ep->pwc = new (std::nothrow) pwc_peer;
+        if (ep->pwc != nullptr) {
+            ep->pwc->credits = st->window;
+        }
+    }
+    return ep->pwc;
+}
+
+void pwc_credits_returned(ucp_ep *ep, unsigned credits)
+{
+    pwc_peer *peer = pwc_peer_of(ep);
+    if (peer == nullptr) {
+        return;
+    }
+    /* More than we spent would be a peer's error: a window at most. */
+    peer->credits = std::min(peer->credits + credits, ep->worker->pwc->window);
+    start_waiting(ep);
+}
+
+void pwc_ep_gone(ucp_ep *ep, ucs_status_t status)
+{
+    if (ep->pwc == nullptr) {
+        return;
+    }
+    std::deque<pwc_op*> waiting;
+    waiting.swap(ep->pwc->waiting);
+    for (pwc_op *op : waiting) {
+        complete(op, status);
+    }
+}
+
+} // namespace ucp::ext
+
+extern "C" {
+
+ucs_status_t ucp_pwc_put(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey, const ucp_cid_t *local_cid,
+                         const ucp_cid_t *remote_cid, unsigned flags)
+{
+    return ucp::ext::post(ep, ucp::ext::pwc_kind::PUT, const_cast<void*>(buffer), length,
+                          remote_addr, rkey, local_cid, remote_cid, flags);
+}
+
+ucs_status_t ucp_pwc_get(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey, const ucp_cid_t *local_cid,
+                         const ucp_cid_t *remote_cid, unsigned flags)
+{
+    return ucp::ext::post(ep, ucp::ext::pwc_kind::GET, buffer, length, remote_addr, rkey,
+                          local_cid, remote_cid, flags);
+}
+
+} // extern "C"

@@ -1,0 +1,344 @@
+/*
+ * Put and get with completion ids: the target's side, the completion
+ * queues and ucp_pwc_probe (see pwc.h).
+ */
+#include "pwc.h"
+
+#include "cntr.h"
+#include "mem_cntr.h"
+#include "op_cntr.h"
+
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_guard.h>
+#include <ucp/core/ucp_request.h>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/proto/am_handlers.h>
+#include <ucp/proto/send_common.h>
+#include <ucp/proto/wire.h>
+#include <ucs/debug/log.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ucp::ext {
+
+namespace {
+
+/* A remote id taken from the peer's queue that it counted against its
+ * credits (one it asked to count on a counter we do not have did not). */
+constexpr unsigned entry_credited = 1u << 31;
+
+size_t pack_credit(void *dest, void *arg)
+{
+    auto *req  = static_cast<request*>(arg);
+    ucp_ep *ep = req->u.send.ep;
+    /* What is owed when it goes out: grants asked meanwhile ride along. */
+    const wire::pwc_credit_hdr hdr{req->worker->uuid, ep->remote_id, ep->pwc->owed, 0};
+    ep->pwc->owed = 0;
+    std::memcpy(dest, &hdr, sizeof(hdr));
+    return sizeof(hdr);
+}
+
+ucs_status_t credit_step(request *req)
+{
+    const ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_PWC_CREDIT, pack_credit,
+                                                           req, 0);
+    if (packed < 0) {
+        return ucs_status_t(packed);
+    }
+    req->u.send.ep->pwc->granting = false;
+    send_done(req);
+    return UCS_OK;
+}
+
+/* Gives the peer its credits back, through a send request of the ep. */
+void send_credits(ucp_ep *ep)
+{
+    ucp_request_param_t param{};
+    request *req = send_request_get(ep->worker, &param);
+    if (req == nullptr) {
+        return;         /* the next id taken tries again */
+    }
+    send_state &s = req->u.send;
+    s.ep          = ep;
+    s.bounce      = nullptr;
+    s.reg         = {};
+    s.offset      = 0;
+    s.am_id       = wire::AM_PWC_CREDIT;
+    (void)s.packer.start(ucp_dt_make_contig(1), nullptr, 0);
+    s.step        = credit_step;
+    req->flags   |= request_flag::NAMES_PEER_EP;
+    ep->pwc->granting = true;
+    const ucs_status_ptr_t result = send_request_start(req, &param);
+    if (UCS_PTR_IS_PTR(result)) {
+        ucp_request_free(result);
+    } else if (result != nullptr) {
+        ep->pwc->granting = false;      /* the ep failed: nobody to give them to */
+    }
+}
+
+/* Whether `entry` is one the probe takes. */
+bool selected(const pwc_entry &entry, const ucp_ep *ep)
+{
+    return (ep == nullptr) || (entry.completion.ep == ep);
+}
+
+/* Moves up to `max` selected entries of `queue` to `out`, in order. */
+void take(std::deque<pwc_entry> &queue, const ucp_ep *ep, size_t max,
+          std::vector<pwc_entry> *out)
+{
+    if (ep == nullptr) {
+        while (!queue.empty() && (out->size() < max)) {
+            out->push_back(std::move(queue.front()));
+            queue.pop_front();
+        }
+        return;
+    }
+    auto keep = queue.begin();
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if ((out->size() < max) && selected(*it, ep)) {
+            out->push_back(std::move(*it));
+        } else {
+            *keep++ = std::move(*it);
+        }
+    }
+    queue.erase(keep, queue.end());
+}
+
+ucs_status_t probe_locked(ucp_worker *worker, unsigned flags, ucp_ep *ep,
+                          ucp_pwc_handler_t handler, void *arg,
+                          ucp_pwc_completion_t *completions, size_t max, size_t *count_p,
+                          size_t *pending_p)
+{
+    worker->progress_locked();
+    pwc_state *st = worker->pwc;
+    *count_p      = 0;
+    if (pending_p != nullptr) {
+        *pending_p = (st == nullptr) ? 0 :
+                     (ep == nullptr) ? st->pending :
+                     (ep->pwc != nullptr) ? ep->pwc->pending : 0;
+    }
+    if (st == nullptr) {
+        return UCS_OK;
+    }
+    st->handed_out.clear();
+    std::vector<pwc_entry> taken;
+    if (flags & UCP_PWC_PROBE_LOCAL) {
+        take(st->local, ep, max, &taken);
+    }
+    const size_t local_count = taken.size();
+    if (flags & UCP_PWC_PROBE_REMOTE) {
+        take(st->remote, ep, max, &taken);
+    }
+    /* Credits first, then the application's code (which may post more). */
+    for (size_t i = local_count; i < taken.size(); ++i) {
+        ucp_pwc_completion_t &c = taken[i].completion;
+        if ((c.flags & entry_credited) && (c.ep != nullptr)) {
+            pwc_ids_taken(c.ep, 1);
+        }
+        c.flags &= ~entry_credited;
+        if (!taken[i].payload.empty()) {
+            st->handed_out.push_back(std::move(taken[i].payload));
+            c.cid.data = st->handed_out.back().data();
+            c.cid.size = st->handed_out.back().size();
+        }
+    }
+    for (size_t i = 0; i < taken.size(); ++i) {
+        if (completions != nullptr) {
+            completions[i] = taken[i].completion;
+        }
+        if (handler != nullptr) {
+            handler(&taken[i].completion, arg);
+        }
+    }
+    *count_p = taken.size();
+    return UCS_OK;
+}
+
+} // namespace
+
+void pwc_push_local(ucp_worker *worker, ucp_ep *ep, const ucp_cid_t &cid, unsigned flags,
+                    ucs_status_t status)
+{
+    pwc_entry entry;
+    entry.completion = {UCP_PWC_COMPLETION_LOCAL | flags, status, ep, cid};
+    worker->pwc->local.push_back(std::move(entry));
+}
+
+void pwc_ids_taken(ucp_ep *ep, unsigned count)
+{
+    pwc_peer *peer = pwc_peer_of(ep);
+    if (peer == nullptr) {
+        return;
+    }
+    peer->owed += count;
+    if (!peer->granting && ep->usable() &&
+        (peer->owed >= std::max(ep->worker->pwc->window / 2, 1u))) {
+        send_credits(ep);
+    }
+}
+
+void pwc_ep_destroyed(ucp_ep *ep)
+{
+    pwc_state *st = ep->worker->pwc;
+    if (st != nullptr) {
+        for (auto *queue : {&st->local, &st->remote}) {
+            for (pwc_entry &entry : *queue) {
+                if (entry.completion.ep == ep) {
+                    entry.completion.ep = nullptr;
+                }
+            }
+        }
+    }
+    delete ep->pwc;
+    ep->pwc = nullptr;
+}
+
+void pwc_cleanup(ucp_worker *worker)
+{
+    pwc_state *st = worker->pwc;
+    if (st == nullptr) {
+        return;
+    }
+    if (st->remote_cntr != nullptr) {
+        --st->remote_cntr->pending_work;
+    }
+    delete st;
+    worker->pwc = nullptr;
+}
+
+} // namespace ucp::ext
+
+namespace ucp {
+
+ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
+{
+    auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
+    wire::pwc_hdr hdr;
+    if (!r.get(&hdr)) {
+        ucs_warn("worker '%s': dropping a short put with completion", worker->name.c_str());
+        return UCS_OK;
+    }
+    ucp_ep *ep = sender_ep(worker, hdr.ep_id, hdr.src_uuid);
+    ext::pwc_state *st = ext::pwc_state_of(worker);
+    if ((ep == nullptr) || (st == nullptr)) {
+        return UCS_OK;
+    }
+    const bool credited = !(hdr.flags & (wire::pwc_flag::NO_RCE | wire::pwc_flag::REMOTE_CNTR));
+    const uint8_t *id;
+    if ((hdr.flags & ~wire::pwc_flag::ALL) || (hdr.id_size > st->max_id_size) ||
+        !r.bytes(hdr.id_size, &id) ||
+        ((hdr.flags & wire::pwc_flag::DATA) ? (r.left() != hdr.length) : !r.at_end())) {
+        ucs_error("worker '%s': dropping a malformed put with completion (flags 0x%x, id of "
+                  "%u bytes, %zu bytes after it, UCX_PWC_MAX_ID_SIZE %zu)", worker->name.c_str(),
+                  hdr.flags, hdr.id_size, r.left(), st->max_id_size);
+        return UCS_OK;
+    }
+    if (hdr.flags & wire::pwc_flag::DATA) {
+        region_counter counter;
+        if (!worker->context.mapped_regions.contains(hdr.address, hdr.length, hdr.secret,
+                                                     &counter)) {
+            ucs_error("worker '%s': refused a put with completion to 0x%llx+%llu outside the "
+                      "regions its key opens", worker->name.c_str(),
+                      static_cast<unsigned long long>(hdr.address),
+                      static_cast<unsigned long long>(hdr.length));
+            if (credited) {
+                ext::pwc_ids_taken(ep, 1);      /* no id queued: its credit goes back */
+            }
+            return UCS_OK;
+        }
+        if (hdr.length != 0) {
+            std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), hdr.length);
+        }
+        ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_WRITE, hdr.length);
+    }
+    if (hdr.flags & wire::pwc_flag::NO_RCE) {
+        return UCS_OK;
+    }
+    if ((hdr.flags & wire::pwc_flag::REMOTE_CNTR) && (st->remote_cntr != nullptr)) {
+        ucp_cntr_add(st->remote_cntr, 1);
+        return UCS_OK;
+    }
+    ext::pwc_entry entry;
+    entry.completion = {UCP_PWC_COMPLETION_REMOTE |
+                        ((hdr.flags & wire::pwc_flag::GET) ? unsigned(UCP_PWC_COMPLETION_GET) : 0u) |
+                        (credited ? ext::entry_credited : 0u),
+                        UCS_OK, ep, {hdr.cid, nullptr, 0}};
+    entry.payload.assign(id, id + hdr.id_size);
+    st->remote.push_back(std::move(entry));
+    return UCS_OK;
+}
+
+ucs_status_t pwc_credit_handler(void *arg, void *data, size_t length, unsigned)
+{
+    auto *worker = static_cast<ucp_worker*>(arg);
+    ucs::wire_reader r(data, length);
+    wire::pwc_credit_hdr hdr;
+    if (!r.get(&hdr)) {
+        ucs_warn("worker '%s': dropping a short credit grant", worker->name.c_str());
+        return UCS_OK;
+    }
+    ucp_ep *ep = sender_ep(worker, hdr.ep_id, hdr.src_uuid);
+    if (ep != nullptr) {
+        ext::pwc_credits_returned(ep, hdr.credits);
+    }
+    return UCS_OK;
+}
+
+} // namespace ucp
+
+extern "C" {
+
+ucs_status_t ucp_pwc_probe(ucp_worker_h worker, const ucp_pwc_probe_params_t *params,
+                           ucp_pwc_completion_t *completions, size_t max, size_t *count_p,
+                           size_t *pending_p)
+{
+    const uint64_t known = UCP_PWC_PROBE_FIELD_FLAGS | UCP_PWC_PROBE_FIELD_EP |
+                           UCP_PWC_PROBE_FIELD_HANDLER;
+    const uint64_t fields = (params != nullptr) ? params->field_mask : 0;
+    const unsigned flags  = (fields & UCP_PWC_PROBE_FIELD_FLAGS) ? params->flags : 0;
+    ucp_ep *ep            = (fields & UCP_PWC_PROBE_FIELD_EP) ? params->ep : nullptr;
+    const auto handler    = (fields & UCP_PWC_PROBE_FIELD_HANDLER) ? params->handler : nullptr;
+    void *arg             = (fields & UCP_PWC_PROBE_FIELD_HANDLER) ? params->arg : nullptr;
+    if ((worker == nullptr) || (count_p == nullptr) || (fields & ~known) ||
+        (flags & ~unsigned(UCP_PWC_PROBE_LOCAL | UCP_PWC_PROBE_REMOTE)) ||
+        ((max > 0) && (completions == nullptr) && (handler == nullptr)) ||
+        ((fields & UCP_PWC_PROBE_FIELD_EP) && ((ep == nullptr) || (ep->worker != worker)))) {
+        ucs_error("ucp_pwc_probe: invalid arguments");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const unsigned which = (flags != 0) ? flags : (UCP_PWC_PROBE_LOCAL | UCP_PWC_PROBE_REMOTE);
+    ucp::worker_guard guard(worker);
+    return ucp::guarded("ucp_pwc_probe", [&]() {
+        return ucp::ext::probe_locked(worker, which, ep, handler, arg, completions, max, count_p,
+                                      pending_p);
+    });
+}
+
+ucs_status_t ucp_pwc_bind_cntr(ucp_worker_h worker, ucp_cntr_h cntr)
+{
+    if (worker == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp::worker_guard guard(worker);
+    return ucp::guarded("ucp_pwc_bind_cntr", [&]() {
+        if ((cntr != nullptr) && !ucp::ext::cntr_live_on(cntr, worker, "ucp_pwc_bind_cntr")) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        ucp::ext::pwc_state *st = ucp::ext::pwc_state_of(worker);
+        if (st == nullptr) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        if (st->remote_cntr != nullptr) {
+            --st->remote_cntr->pending_work;
+        }
+        st->remote_cntr = cntr;
+        if (cntr != nullptr) {
+            ++cntr->pending_work;       /* not destroyed while bound */
+        }
+        return UCS_OK;
+    });
+}
+
+} // extern "C"
