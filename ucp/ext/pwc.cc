@@ -6,7 +6,6 @@
 #include "cntr.h"
 #include "op_cntr.h"
 
-#include <ucp/core/live_handles.h>
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
 #include <ucp/core/ucp_request.h>
@@ -14,9 +13,11 @@
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
+#include <ucp/rma/rma.h>
 #include <ucs/debug/log.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -73,38 +74,84 @@ void complete(pwc_op *op, ucs_status_t status)
     }
 }
 
+/* Puts up to this size travel with their id even where the target's memory
+ * is mapped here (measured on shared memory: one message of the data and the
+ * id beats a copy and a message up to about there). */
+constexpr size_t packed_over_direct = 128;
+
+/* Where `remote_addr` is mapped in this process, or nullptr (a posix or
+ * sysv segment of the peer: a CPU copy reaches it, visible at once). */
+uint8_t *direct_target(ucp_ep *ep, ucp_rkey *rkey, uint64_t remote_addr)
+{
+    return (rma::cache_of(ep, rkey).direct != nullptr) ?
+           rma::direct_address(rkey, remote_addr) : nullptr;
+}
+
+/* The ep sends now: wired up, nothing queued before. */
+bool lane_free(const ucp_ep *ep)
+{
+    return (ep->flags & ep_flag::READY) && (ep->num_pending == 0) && !ep->held();
+}
+
 /* ---- the AM_PWC message ---- */
 
-size_t pack_pwc(void *dest, void *arg)
+/* What an AM_PWC carries, from an operation or from a call's arguments. */
+struct message {
+    wire::pwc_hdr hdr;
+    const void    *id;       /* hdr.id_size bytes */
+    const void    *data;     /* DATA: `length` bytes */
+    size_t        length;
+};
+
+uint8_t wire_flags(unsigned flags, pwc_kind kind, bool packed)
 {
-    auto *req = static_cast<request*>(arg);
-    auto *op  = static_cast<pwc_op*>(req->user_data);
-    wire::pwc_hdr hdr{};
-    hdr.src_uuid = op->worker->uuid;
-    hdr.ep_id    = op->ep->remote_id;
-    hdr.cid      = op->remote_u64;
-    hdr.id_size  = uint32_t(op->remote_payload.size());
-    hdr.flags    = (wants_remote(op) ? 0 : wire::pwc_flag::NO_RCE) |
-                   ((op->flags & UCP_PWC_FLAG_REMOTE_CNTR) ? wire::pwc_flag::REMOTE_CNTR : 0) |
-                   ((op->kind == pwc_kind::GET) ? wire::pwc_flag::GET : 0);
-    if (op->packed) {
-        hdr.flags   |= wire::pwc_flag::DATA;
-        hdr.address  = op->remote_addr;
-        hdr.secret   = op->secret;
-        hdr.length   = op->length;
+    return ((flags & UCP_PWC_FLAG_NO_RCE) ? wire::pwc_flag::NO_RCE : 0) |
+           ((flags & UCP_PWC_FLAG_REMOTE_CNTR) ? wire::pwc_flag::REMOTE_CNTR : 0) |
+           ((kind == pwc_kind::GET) ? wire::pwc_flag::GET : 0) |
+           (packed ? wire::pwc_flag::DATA : 0);
+}
+
+size_t pack_message(void *dest, void *arg)
+{
+    const auto *m = static_cast<const message*>(arg);
+    auto *out     = static_cast<uint8_t*>(dest);
+    std::memcpy(out, &m->hdr, sizeof(m->hdr));
+    size_t size = sizeof(m->hdr);
+    if (m->hdr.id_size != 0) {
+        std::memcpy(out + size, m->id, m->hdr.id_size);
+        size += m->hdr.id_size;
     }
-    auto *out = static_cast<uint8_t*>(dest);
-    std::memcpy(out, &hdr, sizeof(hdr));
-    size_t size = sizeof(hdr);
-    if (!op->remote_payload.empty()) {
-        std::memcpy(out + size, op->remote_payload.data(), op->remote_payload.size());
-        size += op->remote_payload.size();
-    }
-    if (op->packed) {
-        std::memcpy(out + size, op->buffer, op->length);
-        size += op->length;
+    if (m->hdr.flags & wire::pwc_flag::DATA) {
+        std::memcpy(out + size, m->data, m->length);
+        size += m->length;
     }
     return size;
+}
+
+/* The AM_PWC of operation `arg`. */
+size_t pack_op(void *dest, void *arg)
+{
+    auto *op = static_cast<pwc_op*>(arg);
+    message m{};
+    m.hdr.src_uuid = op->worker->uuid;
+    m.hdr.ep_id    = op->ep->remote_id;
+    m.hdr.cid      = op->remote_u64;
+    m.hdr.id_size  = uint32_t(op->remote_payload.size());
+    m.hdr.flags    = wire_flags(op->flags, op->kind, op->packed);
+    m.id           = op->remote_payload.data();
+    if (op->packed) {
+        m.hdr.address = op->remote_addr;
+        m.hdr.secret  = op->secret;
+        m.length      = op->length;
+        m.data        = op->buffer;
+    }
+    return pack_message(dest, &m);
+}
+
+/* The same from its send request (whose user data is the operation). */
+size_t pack_pwc(void *dest, void *arg)
+{
+    return pack_op(dest, static_cast<request*>(arg)->user_data);
 }
 
 ucs_status_t pwc_step(request *req)
@@ -126,6 +173,13 @@ void on_message_sent(void *, ucs_status_t status, void *arg)
  * or an ep not wired up yet; failed with the ep). */
 void send_message(pwc_op *op)
 {
+    if (lane_free(op->ep)) {
+        const ssize_t sent = op->ep->am_ep->am_bcopy(wire::AM_PWC, pack_op, op, 0);
+        if (sent != UCS_ERR_NO_RESOURCE) {
+            complete(op, (sent < 0) ? ucs_status_t(sent) : UCS_OK);
+            return;
+        }
+    }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = on_message_sent;
@@ -219,6 +273,15 @@ void start(pwc_op *op)
         }
         return;
     }
+    if (op->kind == pwc_kind::PUT) {
+        if (uint8_t *direct = direct_target(op->ep, op->rkey, op->remote_addr)) {
+            std::memcpy(direct, op->buffer, op->length);
+            std::atomic_thread_fence(std::memory_order_release);    /* data before id */
+            op->length = 0;
+            after_data(op, UCS_OK);
+            return;
+        }
+    }
     const ucp_request_param_t param = param_for<after_data>(op);
     if (op->kind == pwc_kind::PUT) {
         then(op, ucp_put_nbx(op->ep, op->buffer, op->length, op->remote_addr, op->rkey, &param),
@@ -268,10 +331,6 @@ ucs_status_t check_args(pwc_kind kind, const void *buffer, size_t length, uint64
         ucs_error("pwc: %zu bytes with a NULL %s", length, (buffer == nullptr) ? "buffer" : "rkey");
         return UCS_ERR_INVALID_PARAM;
     }
-    if (!live_handles<ucp_rkey>::instance().contains(rkey)) {
-        ucs_error("pwc: remote key %p is not live", static_cast<void*>(rkey));
-        return UCS_ERR_INVALID_PARAM;
-    }
     if (!rkey->covers(remote_addr, length)) {
         ucs_error("pwc: 0x%llx+%zu is outside the remote key's region",
                   static_cast<unsigned long long>(remote_addr), length);
@@ -307,6 +366,68 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     if (peer == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
+    const size_t id_size = (remote && (remote_cid != nullptr)) ? remote_cid->size : 0;
+    /* A remote id counted on the target's counter takes no place in its
+     * queue (one queued there for want of a counter gives no credit back). */
+    const bool takes_credit = remote && !(flags & UCP_PWC_FLAG_REMOTE_CNTR);
+    const size_t message_size = sizeof(wire::pwc_hdr) + id_size + length;
+    /* The target's memory mapped here: a copy into it, then the id. Small
+     * puts still travel with the id (one message beats a copy and one). */
+    uint8_t *direct = ((kind == pwc_kind::PUT) && (length != 0)) ?
+                      direct_target(ep, rkey, remote_addr) : nullptr;
+    const bool packed = (kind == pwc_kind::PUT) && (length != 0) && (length <= st->packed_max) &&
+                        ((direct == nullptr) || (length <= packed_over_direct)) &&
+                        (message_size <= ep->am_ep->owner().attr().am.max_bcopy);
+    const bool must_wait = !peer->waiting.empty() || (takes_credit && (peer->credits == 0));
+    if (must_wait && (peer->waiting.size() >= st->window)) {
+        return UCS_ERR_NO_RESOURCE;     /* the target's queue and ours are full */
+    }
+    /* The common small case: one message now, no record (its local part is
+     * done when the lane took a copy). */
+    const bool copies_now = (direct != nullptr) && !packed;
+    if (!must_wait && (packed || copies_now || ((length == 0) && remote)) && lane_free(ep)) {
+        if (copies_now) {
+            std::memcpy(direct, buffer, length);
+            std::atomic_thread_fence(std::memory_order_release);    /* data before id */
+            if (!remote) {
+                if (!(flags & UCP_PWC_FLAG_NO_LCE)) {
+                    pwc_push_local(ep->worker, ep,
+                                   (local_cid != nullptr) ? *local_cid : ucp_cid_t{}, 0, UCS_OK);
+                }
+                return UCS_OK;
+            }
+            length = 0;         /* what is left is the id */
+        }
+        message m{};
+        m.hdr.src_uuid = ep->worker->uuid;
+        m.hdr.ep_id    = ep->remote_id;
+        m.hdr.cid      = (remote && (remote_cid != nullptr)) ? remote_cid->u64 : 0;
+        m.hdr.id_size  = uint32_t(id_size);
+        m.hdr.flags    = wire_flags(flags, kind, packed);
+        m.id           = (id_size != 0) ? remote_cid->data : nullptr;
+        if (packed) {
+            m.hdr.address = remote_addr;
+            m.hdr.secret  = rkey->secret;
+            m.length      = length;
+            m.data        = buffer;
+        }
+        const ssize_t sent = ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, &m, 0);
+        if (sent >= 0) {
+            if (takes_credit) {
+                --peer->credits;
+            }
+            if (!(flags & UCP_PWC_FLAG_NO_LCE)) {
+                pwc_push_local(ep->worker, ep, (local_cid != nullptr) ? *local_cid : ucp_cid_t{},
+                               0, UCS_OK);
+            }
+            return UCS_OK;
+        }
+        if ((sent != UCS_ERR_NO_RESOURCE) && !copies_now) {
+            return ucs_status_t(sent);
+        }
+        /* The data is in place already: the id goes as an operation (which
+         * also reports a failure). */
+    }
     auto op = std::make_unique<pwc_op>();
     op->worker      = ep->worker;
     op->ep          = ep;
@@ -320,21 +441,13 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     op->flags       = flags;
     if (remote && (remote_cid != nullptr)) {
         op->remote_u64 = remote_cid->u64;
-        if (remote_cid->size != 0) {
+        if (id_size != 0) {
             const auto *bytes = static_cast<const uint8_t*>(remote_cid->data);
-            op->remote_payload.assign(bytes, bytes + remote_cid->size);
+            op->remote_payload.assign(bytes, bytes + id_size);
         }
     }
-    /* A remote id counted on the target's counter takes no place in its
-     * queue (one queued there for want of a counter gives no credit back). */
-    op->takes_credit = remote && !(flags & UCP_PWC_FLAG_REMOTE_CNTR);
-    const size_t message = sizeof(wire::pwc_hdr) + op->remote_payload.size() + length;
-    op->packed = (kind == pwc_kind::PUT) && (length != 0) && (length <= st->packed_max) &&
-                 (message <= ep->am_ep->owner().attr().am.max_bcopy);
-    const bool must_wait = !peer->waiting.empty() || (op->takes_credit && (peer->credits == 0));
-    if (must_wait && (peer->waiting.size() >= st->window)) {
-        return UCS_ERR_NO_RESOURCE;     /* the target's queue and ours are full */
-    }
+    op->takes_credit = takes_credit;
+    op->packed       = packed;
     ++peer->pending;
     ++st->pending;
     pwc_op *raw = op.release();

@@ -83,17 +83,10 @@ bool selected(const pwc_entry &entry, const ucp_ep *ep)
     return (ep == nullptr) || (entry.completion.ep == ep);
 }
 
-/* Moves up to `max` selected entries of `queue` to `out`, in order. */
+/* Moves up to `max` entries of `ep` from `queue` to `out`, in order. */
 void take(std::deque<pwc_entry> &queue, const ucp_ep *ep, size_t max,
           std::vector<pwc_entry> *out)
 {
-    if (ep == nullptr) {
-        while (!queue.empty() && (out->size() < max)) {
-            out->push_back(std::move(queue.front()));
-            queue.pop_front();
-        }
-        return;
-    }
     auto keep = queue.begin();
     for (auto it = queue.begin(); it != queue.end(); ++it) {
         if ((out->size() < max) && selected(*it, ep)) {
@@ -105,6 +98,64 @@ void take(std::deque<pwc_entry> &queue, const ucp_ep *ep, size_t max,
     queue.erase(keep, queue.end());
 }
 
+/* Hands one completion to the caller: credits first (a remote one taken
+ * lets its peer send more), its id's bytes kept until the next probe. */
+void hand_out(pwc_state *st, pwc_entry &&entry, ucp_pwc_completion_t *out,
+              ucp_pwc_handler_t handler, void *arg)
+{
+    ucp_pwc_completion_t c = entry.completion;
+    if ((c.flags & entry_credited) && (c.ep != nullptr)) {
+        pwc_ids_taken(c.ep, 1);
+    }
+    c.flags &= ~entry_credited;
+    if (!entry.payload.empty()) {
+        st->handed_out.push_back(std::move(entry.payload));
+        c.cid.data = st->handed_out.back().data();
+        c.cid.size = st->handed_out.back().size();
+    }
+    if (out != nullptr) {
+        *out = c;
+    }
+    if (handler != nullptr) {
+        handler(&c, arg);       /* may post: the entry is off its queue */
+    }
+}
+
+/* Takes up to `max` completions (some are queued). Out of line: the
+ * spinning caller's call stays small. */
+__attribute__((noinline)) size_t take_completions(pwc_state *st, unsigned flags, ucp_ep *ep,
+                                                  ucp_pwc_handler_t handler, void *arg,
+                                                  ucp_pwc_completion_t *completions,
+                                                  size_t max)
+{
+    size_t count = 0;
+    st->handed_out.clear();
+    for (auto *queue : {(flags & UCP_PWC_PROBE_LOCAL) ? &st->local : nullptr,
+                        (flags & UCP_PWC_PROBE_REMOTE) ? &st->remote : nullptr}) {
+        if (queue == nullptr) {
+            continue;
+        }
+        if (ep == nullptr) {
+            while ((count < max) && !queue->empty()) {
+                pwc_entry entry = std::move(queue->front());
+                queue->pop_front();
+                hand_out(st, std::move(entry),
+                         (completions != nullptr) ? &completions[count] : nullptr, handler, arg);
+                ++count;
+            }
+            continue;
+        }
+        std::vector<pwc_entry> taken;
+        take(*queue, ep, max - count, &taken);
+        for (pwc_entry &entry : taken) {
+            hand_out(st, std::move(entry),
+                     (completions != nullptr) ? &completions[count] : nullptr, handler, arg);
+            ++count;
+        }
+    }
+    return count;
+}
+
 ucs_status_t probe_locked(ucp_worker *worker, unsigned flags, ucp_ep *ep,
                           ucp_pwc_handler_t handler, void *arg,
                           ucp_pwc_completion_t *completions, size_t max, size_t *count_p,
@@ -112,46 +163,14 @@ ucs_status_t probe_locked(ucp_worker *worker, unsigned flags, ucp_ep *ep,
 {
     worker->progress_locked();
     pwc_state *st = worker->pwc;
-    *count_p      = 0;
+    /* The spinning caller's common case: nothing came. */
+    *count_p = ((st != nullptr) && (max != 0) && (!st->local.empty() || !st->remote.empty())) ?
+               take_completions(st, flags, ep, handler, arg, completions, max) : 0;
     if (pending_p != nullptr) {
         *pending_p = (st == nullptr) ? 0 :
                      (ep == nullptr) ? st->pending :
                      (ep->pwc != nullptr) ? ep->pwc->pending : 0;
     }
-    if (st == nullptr) {
-        return UCS_OK;
-    }
-    st->handed_out.clear();
-    std::vector<pwc_entry> taken;
-    if (flags & UCP_PWC_PROBE_LOCAL) {
-        take(st->local, ep, max, &taken);
-    }
-    const size_t local_count = taken.size();
-    if (flags & UCP_PWC_PROBE_REMOTE) {
-        take(st->remote, ep, max, &taken);
-    }
-    /* Credits first, then the application's code (which may post more). */
-    for (size_t i = local_count; i < taken.size(); ++i) {
-        ucp_pwc_completion_t &c = taken[i].completion;
-        if ((c.flags & entry_credited) && (c.ep != nullptr)) {
-            pwc_ids_taken(c.ep, 1);
-        }
-        c.flags &= ~entry_credited;
-        if (!taken[i].payload.empty()) {
-            st->handed_out.push_back(std::move(taken[i].payload));
-            c.cid.data = st->handed_out.back().data();
-            c.cid.size = st->handed_out.back().size();
-        }
-    }
-    for (size_t i = 0; i < taken.size(); ++i) {
-        if (completions != nullptr) {
-            completions[i] = taken[i].completion;
-        }
-        if (handler != nullptr) {
-            handler(&taken[i].completion, arg);
-        }
-    }
-    *count_p = taken.size();
     return UCS_OK;
 }
 
@@ -228,30 +247,28 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
     const bool credited = !(hdr.flags & (wire::pwc_flag::NO_RCE | wire::pwc_flag::REMOTE_CNTR));
     const uint8_t *id;
     if ((hdr.flags & ~wire::pwc_flag::ALL) || (hdr.id_size > st->max_id_size) ||
-        !r.bytes(hdr.id_size, &id) ||
-        ((hdr.flags & wire::pwc_flag::DATA) ? (r.left() != hdr.length) : !r.at_end())) {
+        !r.bytes(hdr.id_size, &id) || (!(hdr.flags & wire::pwc_flag::DATA) && !r.at_end())) {
         ucs_error("worker '%s': dropping a malformed put with completion (flags 0x%x, id of "
                   "%u bytes, %zu bytes after it, UCX_PWC_MAX_ID_SIZE %zu)", worker->name.c_str(),
                   hdr.flags, hdr.id_size, r.left(), st->max_id_size);
         return UCS_OK;
     }
     if (hdr.flags & wire::pwc_flag::DATA) {
+        const size_t size = r.left();
         region_counter counter;
-        if (!worker->context.mapped_regions.contains(hdr.address, hdr.length, hdr.secret,
-                                                     &counter)) {
-            ucs_error("worker '%s': refused a put with completion to 0x%llx+%llu outside the "
+        if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret, &counter)) {
+            ucs_error("worker '%s': refused a put with completion to 0x%llx+%zu outside the "
                       "regions its key opens", worker->name.c_str(),
-                      static_cast<unsigned long long>(hdr.address),
-                      static_cast<unsigned long long>(hdr.length));
+                      static_cast<unsigned long long>(hdr.address), size);
             if (credited) {
                 ext::pwc_ids_taken(ep, 1);      /* no id queued: its credit goes back */
             }
             return UCS_OK;
         }
-        if (hdr.length != 0) {
-            std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), hdr.length);
+        if (size != 0) {
+            std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
         }
-        ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_WRITE, hdr.length);
+        ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_WRITE, size);
     }
     if (hdr.flags & wire::pwc_flag::NO_RCE) {
         return UCS_OK;

@@ -373,26 +373,27 @@ static_assert(sizeof(atomic_rep_hdr) == 24, "atomic_rep_hdr layout");
  * regions the key's secret opens.
  */
 namespace pwc_flag {
-constexpr uint8_t DATA        = 1u << 0; /* `length` bytes follow the id: write them */
+constexpr uint8_t DATA        = 1u << 0; /* the bytes after the id: write them */
 constexpr uint8_t NO_RCE      = 1u << 1; /* ... and queue no id (a packed put without one) */
 constexpr uint8_t REMOTE_CNTR = 1u << 2; /* count on the bound counter instead of queueing */
 constexpr uint8_t GET         = 1u << 3; /* a get's notification */
 constexpr uint8_t ALL         = DATA | NO_RCE | REMOTE_CNTR | GET;
 } // namespace pwc_flag
 
+/* 48 bytes: with 8 bytes of data, the message and the shared-memory FIFO's
+ * element header fill one cache line. */
 struct pwc_hdr {
     uint64_t src_uuid;
     uint64_t ep_id;       /* the target's ep to us: it names the source */
-    uint64_t address;     /* DATA: where it goes */
+    uint64_t address;     /* DATA: where the bytes after the id go */
     uint64_t secret;      /* DATA: the key's */
-    uint64_t length;      /* DATA: bytes after the id */
     uint64_t cid;         /* the id when id_size is 0 */
     uint32_t id_size;     /* bytes of id payload after the header */
     uint8_t  flags;       /* pwc_flag */
     uint8_t  reserved[3];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert((sizeof(pwc_hdr) == 56) && (offsetof(pwc_hdr, id_size) == 48), "pwc_hdr layout");
+static_assert((sizeof(pwc_hdr) == 48) && (offsetof(pwc_hdr, id_size) == 40), "pwc_hdr layout");
 
 /* AM_PWC_CREDIT: the application took `credits` ids the receiver sent. */
 struct pwc_credit_hdr {
