@@ -24,6 +24,7 @@
 #include "tcp_requests.h"
 
 #include <ucp/api/ucp.h>
+#include <ucp/api/ucp_pwc.h>
 #include <ucp/core/ucp_context.h>
 #include <ucp/core/ucp_mm.h>
 #include <ucp/core/ucp_rkey.h>
@@ -271,6 +272,47 @@ void run_scenarios(pair &p, bool over_tcp)
                 ucp_atomic_op_nbx(p.ab, UCP_ATOMIC_OP_CSWAP, &compare, 1, base + 144, rkey,
                                   &fetch),
                 flush(p.ab)});
+        ucp_rkey_destroy(rkey);
+    }
+
+    /* Put and get with completion ids: a packed put with an id by value, a
+     * larger one with an id of bytes, a get, then enough notifications that
+     * b's probe gives credits back (AM_PWC_CREDIT). */
+    record::scenario = "pwc";
+    {
+        ucp_rkey_h rkey;
+        check(ucp_ep_rkey_unpack(p.ab, rkey_buffer, &rkey) == UCS_OK, "rkey unpack");
+        const uint64_t base = fuzz::region_address;
+        const uint8_t id_bytes[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+        const ucp_cid_t by_value{7, nullptr, 0}, of_bytes{0, id_bytes, sizeof(id_bytes)};
+        check(ucp_pwc_put(p.ab, send_buf, 64, base + 256, rkey, nullptr, &by_value, 0) ==
+              UCS_OK, "pwc put");
+        check(ucp_pwc_put(p.ab, send_buf, 3000, base + 4096, rkey, nullptr, &of_bytes, 0) ==
+              UCS_OK, "large pwc put");
+        check(ucp_pwc_get(p.ab, recv_buf, 64, base + 64, rkey, nullptr, &by_value, 0) ==
+              UCS_OK, "pwc get");
+        constexpr unsigned notes = 70;     /* more than half of UCX_PWC_CREDITS */
+        unsigned sent = 0, taken = 0;
+        size_t pending = 1;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while ((taken < notes + 3) || (pending != 0)) {
+            check(std::chrono::steady_clock::now() < deadline, "pwc does not complete");
+            if ((sent < notes) && (ucp_pwc_put(p.ab, nullptr, 0, 0, nullptr, nullptr, &by_value,
+                                               UCP_PWC_FLAG_NO_LCE) == UCS_OK)) {
+                ++sent;
+            }
+            size_t count;
+            ucp_pwc_completion_t out[16];
+            if (p.tap_b) {
+                p.tap_b->look();
+            }
+            check(ucp_pwc_probe(p.b, nullptr, out, 16, &count, nullptr) == UCS_OK, "probe b");
+            taken += unsigned(count);
+            if (p.tap_a) {
+                p.tap_a->look();
+            }
+            check(ucp_pwc_probe(p.a, nullptr, out, 16, &count, &pending) == UCS_OK, "probe a");
+        }
         ucp_rkey_destroy(rkey);
     }
     ucp_rkey_buffer_release(rkey_buffer);
