@@ -12,7 +12,7 @@
  * calls return a status, and completions are found by probing.
  *
  * An id is 8 bytes by value (ucp_cid_t::size 0), or up to
- * UCX_PWC_MAX_ID_SIZE bytes of payload (::data, ::size) that the library
+ * UCX_PWC_MAX_ID_SIZE bytes of payload (ucp_cid_t::data, ucp_cid_t::size) that the library
  * copies at the call. A local id is handed back as it was given (the library
  * keeps the pointer and size, not the bytes).
  *
@@ -121,9 +121,10 @@ typedef void (*ucp_pwc_handler_t)(const ucp_pwc_completion_t *completion, void *
 
 /** @brief Fields of ucp_pwc_probe_params_t that are set. */
 enum ucp_pwc_probe_field {
-    UCP_PWC_PROBE_FIELD_FLAGS   = UCS_BIT(0), /**< ::flags */
-    UCP_PWC_PROBE_FIELD_EP      = UCS_BIT(1), /**< ::ep */
-    UCP_PWC_PROBE_FIELD_HANDLER = UCS_BIT(2)  /**< ::handler and ::arg */
+    UCP_PWC_PROBE_FIELD_FLAGS   = UCS_BIT(0), /**< ucp_pwc_probe_params_t::flags */
+    UCP_PWC_PROBE_FIELD_EP      = UCS_BIT(1), /**< ucp_pwc_probe_params_t::ep */
+    UCP_PWC_PROBE_FIELD_HANDLER = UCS_BIT(2)  /**< ucp_pwc_probe_params_t::handler and
+                                                   ucp_pwc_probe_params_t::arg */
 };
 
 /** @brief ucp_pwc_probe_params_t::flags: which completions to take. */
@@ -152,6 +153,12 @@ typedef struct ucp_pwc_probe_params {
  * (it gives credits back), so an application that only probes never blocks
  * its peers for good.
  *
+ * @param worker         the worker.
+ * @param params         what to take; NULL: every completion, no handler.
+ * @param [out] completions  where the taken ones are copied (may be NULL with
+ *                       a handler).
+ * @param max            most completions to take; 0 only progresses (and
+ *                       counts what is pending).
  * @param [out] count_p    how many were taken
  * @param [out] pending_p  if not NULL: operations of this worker (on the ep
  *                         if one is set) not completed yet
