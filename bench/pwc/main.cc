@@ -10,7 +10,9 @@
  *   pwc      ucp_pwc_put with a remote id; the target probes for it
  *            (ucx-ng only);
  *   pattern  ucp_put_nbx, ucp_worker_fence, then ucp_am_send_nbx carrying
- *            the id, which the target's AM handler records (UCX 1.13 too).
+ *            the id, which the target's AM handler records (UCX 1.13 too);
+ *   note     the AM with the id alone, no data: the floor of any
+ *            notification (UCX 1.13 too).
  * Bandwidth modes, ITERATIONS puts of SIZE bytes one way:
  *   bw-pwc   ucp_pwc_put with both ids, until every local completion came
  *            and the target probed every remote one;
@@ -39,7 +41,7 @@
 
 namespace {
 
-enum class mode { PWC, PATTERN, BW_PWC, BW_PUT };
+enum class mode { PWC, PATTERN, NOTE_ONLY, BW_PWC, BW_PUT };
 
 struct options {
     mode       m       = mode::PWC;
@@ -128,7 +130,7 @@ public:
             return "ucp_ep_rkey_unpack failed";
         }
         source_.resize(opts_.size);
-        if (opts_.m == mode::PATTERN) {
+        if ((opts_.m == mode::PATTERN) || (opts_.m == mode::NOTE_ONLY)) {
             ucp_am_handler_param_t hp{};
             hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                             UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -151,6 +153,7 @@ public:
         switch (opts_.m) {
         case mode::PWC:
         case mode::PATTERN:
+        case mode::NOTE_ONLY:
             return ping_pong();
         case mode::BW_PWC:
         case mode::BW_PUT:
@@ -187,15 +190,17 @@ private:
                             UCP_PWC_FLAG_NO_LCE) == UCS_OK;
         }
         ucp_request_param_t param{};
-        ucs_status_ptr_t put = ucp_put_nbx(pair_.ep, source_.data(), opts_.size, remote_, rkey_,
-                                           &param);
-        if (UCS_PTR_IS_ERR(put)) {
-            return false;
-        }
-        /* The put completes locally only: the fence orders the note after it. */
-        release(put);
-        if (ucp_worker_fence(pair_.worker) != UCS_OK) {
-            return false;
+        if (opts_.m == mode::PATTERN) {
+            ucs_status_ptr_t put = ucp_put_nbx(pair_.ep, source_.data(), opts_.size, remote_,
+                                               rkey_, &param);
+            if (UCS_PTR_IS_ERR(put)) {
+                return false;
+            }
+            /* The put completes locally only: the fence orders the note after it. */
+            release(put);
+            if (ucp_worker_fence(pair_.worker) != UCS_OK) {
+                return false;
+            }
         }
         ucs_status_ptr_t note = ucp_am_send_nbx(pair_.ep, notify_am_id, &round, sizeof(round),
                                                 nullptr, 0, &param);
@@ -270,7 +275,8 @@ private:
                 std::chrono::steady_clock::now() - start).count();
         /* Both ended with the other's last message in place, and their own
          * last one gone (its steps need our progress: a flush, the id). */
-        if (!region_holds(opts_.iters) || !drain() || !channel_.barrier()) {
+        if (((opts_.m != mode::NOTE_ONLY) && !region_holds(opts_.iters)) || !drain() ||
+            !channel_.barrier()) {
             return -1;
         }
         return seconds * 1e6 / (2.0 * opts_.iters);
@@ -343,7 +349,9 @@ private:
     double target_side()
     {
         unsigned ids = 0;
-        while (!channel_.ready()) {
+        /* The channel is a socket: looking at it is a system call, so only
+         * now and then. */
+        for (unsigned spin = 0; ((++spin % 256) != 0) || !channel_.ready();) {
             if (opts_.m == mode::BW_PWC) {
                 ucp_pwc_completion_t batch[64];
                 size_t count;
@@ -422,6 +430,8 @@ bool parse(int argc, char **argv, options *opts)
                 opts->m = mode::PWC;
             } else if (value == "pattern") {
                 opts->m = mode::PATTERN;
+            } else if (value == "note") {
+                opts->m = mode::NOTE_ONLY;
             } else if (value == "bw-pwc") {
                 opts->m = mode::BW_PWC;
             } else if (value == "bw-put") {
@@ -448,7 +458,7 @@ int main(int argc, char **argv)
 {
     options opts;
     if (!parse(argc, argv, &opts)) {
-        std::fprintf(stderr, "usage: ucp_pwc_lat [-m pwc|pattern|bw-pwc|bw-put] [-x TLS] "
+        std::fprintf(stderr, "usage: ucp_pwc_lat [-m pwc|pattern|note|bw-pwc|bw-put] [-x TLS] "
                              "[-s SIZE] [-n ITERATIONS]\n");
         return 2;
     }

@@ -130,7 +130,16 @@ int target_child(int fd, const char *tls, size_t length, const settings &extra, 
     TEST_CHILD_CHECK(t.connect_over(fd));
     TEST_CHILD_CHECK(test::send_blob(fd, r.key()));
     TEST_CHILD_CHECK(test::send_value(fd, r.address()));
-    return body(t, r);
+    const int rc = body(t, r);
+    if (rc != 0) {
+        return rc;
+    }
+    /* Checked: the initiator learns it, and we stay (progressing) until it
+     * is done with us. */
+    TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
+    uint8_t done;
+    TEST_CHILD_CHECK(t.recv_value_progress(fd, &done));
+    return 0;
 }
 
 /* The initiator's side of target_child: connected, the key unpacked. */
@@ -159,6 +168,14 @@ struct initiator {
         std::vector<uint8_t> key;
         return test::recv_blob(fd, &key) && p.recv_value_progress(fd, &address) &&
                (ucp_ep_rkey_unpack(p.ep, key.data(), &rkey) == UCS_OK);
+    }
+
+    /* The target checked what it got (and says so); then it may go. */
+    bool finish(test::child_process &child)
+    {
+        uint8_t checked;
+        const bool ok = p.recv_value_progress(child.fd(), &checked);
+        return test::send_value(child.fd(), uint8_t(1)) && (child.wait() == 0) && ok;
     }
 
     ~initiator()
@@ -201,9 +218,6 @@ TEST_CASE("put with completion: every remote id comes after its data, 1 B .. 16 
                 seen.insert(index);
             }
             TEST_CHILD_CHECK(seen.size() == count);
-            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
-            uint8_t done;
-            TEST_CHILD_CHECK(t.recv_value_progress(fd, &done));
             return 0;
         });
     });
@@ -233,10 +247,7 @@ TEST_CASE("put with completion: every remote id comes after its data, 1 B .. 16 
     }
     CHECK(local_ids.size() == count);
     CHECK(pending_of(in.p.worker) == 0);
-    uint8_t checked;
-    CHECK(in.p.recv_value_progress(child.fd(), &checked));
-    REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-    CHECK(child.wait() == 0);
+    CHECK(in.finish(child));
 }
 
 TEST_CASE("put with completion: no local, no remote completion, and size 0", "[ucp_pwc]")
@@ -257,9 +268,6 @@ TEST_CASE("put with completion: no local, no remote completion, and size 0", "[u
             /* The fire-and-forget put landed too. */
             TEST_CHILD_CHECK(check_pattern(r.data() + 256, 64, 4));
             TEST_CHILD_CHECK(check_pattern(r.data() + 128, 64, 2));
-            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
-            uint8_t done;
-            TEST_CHILD_CHECK(t.recv_value_progress(fd, &done));
             return 0;
         });
     });
@@ -300,15 +308,12 @@ TEST_CASE("put with completion: no local, no remote completion, and size 0", "[u
     }
     std::sort(local.begin(), local.end());
     CHECK((local == std::vector<uint64_t>{101, 103, 110, 120}));
-    uint8_t checked;
-    CHECK(in.p.recv_value_progress(child.fd(), &checked));
+    CHECK(in.finish(child));
     /* Nothing more came than asked for. */
     size_t more = 1;
     ucp_pwc_completion_t extra[4];
     CHECK(ucp_pwc_probe(in.p.worker, nullptr, extra, 4, &more, nullptr) == UCS_OK);
     CHECK(more == 0);
-    REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-    CHECK(child.wait() == 0);
 }
 
 TEST_CASE("get with completion: the local id when the data landed, the target's after",
@@ -330,9 +335,6 @@ TEST_CASE("get with completion: the local id when the data landed, the target's 
                 ids.insert(c.completion.cid.u64);
             }
             TEST_CHILD_CHECK((ids == std::set<uint64_t>{70, 71, 72}));
-            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
-            uint8_t done;
-            TEST_CHILD_CHECK(t.recv_value_progress(fd, &done));
             return 0;
         });
     });
@@ -355,10 +357,7 @@ TEST_CASE("get with completion: the local id when the data landed, the target's 
         /* Landed when reported. */
         CHECK(check_pattern(dest[i].data(), sizes[i], 50 + i));
     }
-    uint8_t checked;
-    CHECK(in.p.recv_value_progress(child.fd(), &checked));
-    REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-    CHECK(child.wait() == 0);
+    CHECK(in.finish(child));
 }
 
 TEST_CASE("put with completion: a target that does not probe stops the initiator, and "
@@ -387,9 +386,6 @@ TEST_CASE("put with completion: a target that does not probe stops the initiator
                 ids.insert(i);
             }
             TEST_CHILD_CHECK(ids.size() == total);
-            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
-            uint8_t done;
-            TEST_CHILD_CHECK(t.recv_value_progress(fd, &done));
             return 0;
         });
     });
@@ -432,12 +428,9 @@ TEST_CASE("put with completion: a target that does not probe stops the initiator
         REQUIRE(ucp_pwc_probe(in.p.worker, nullptr, nullptr, 0, &count, nullptr) == UCS_OK);
     }
     CHECK(next == total);
-    uint8_t checked;
-    CHECK(in.p.recv_value_progress(child.fd(), &checked));
-    CHECK(pending_of(in.p.worker) == 0);
     INFO("calls refused after the first stop: " << refused);
-    REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-    CHECK(child.wait() == 0);
+    CHECK(in.finish(child));
+    CHECK(pending_of(in.p.worker) == 0);
 }
 
 TEST_CASE("put with completion: remote completions counted on the target's counter",
@@ -470,9 +463,6 @@ TEST_CASE("put with completion: remote completions counted on the target's count
             TEST_CHILD_CHECK((got.size() == 1) && (got[0].completion.cid.u64 == 777));
             TEST_CHILD_CHECK(ucp_cntr_read(landed) == puts);
             TEST_CHILD_CHECK(ucp_cntr_destroy(landed) == UCS_OK);
-            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
-            uint8_t done;
-            TEST_CHILD_CHECK(t.recv_value_progress(fd, &done));
             return 0;
         });
     });
@@ -493,10 +483,7 @@ TEST_CASE("put with completion: remote completions counted on the target's count
     const ucp_cid_t id = by_value(777);
     REQUIRE(ucp_pwc_put(in.p.ep, nullptr, 0, 0, nullptr, nullptr, &id,
                         UCP_PWC_FLAG_NO_LCE | UCP_PWC_FLAG_REMOTE_CNTR) == UCS_OK);
-    uint8_t checked;
-    CHECK(in.p.recv_value_progress(child.fd(), &checked));
-    REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-    CHECK(child.wait() == 0);
+    CHECK(in.finish(child));
 }
 
 TEST_CASE("put with completion: a peer killed with operations sent and waiting", "[ucp_pwc]")

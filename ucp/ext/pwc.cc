@@ -3,8 +3,6 @@
  */
 #include "pwc.h"
 
-#include "cntr.h"
-#include "op_cntr.h"
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
@@ -79,6 +77,9 @@ void complete(pwc_op *op, ucs_status_t status)
  * id beats a copy and a message up to about there). */
 constexpr size_t packed_over_direct = 128;
 
+/* Largest message sent inline from the stack (a FIFO element's worth). */
+constexpr size_t max_inline_message = 128;
+
 /* Where `remote_addr` is mapped in this process, or nullptr (a posix or
  * sysv segment of the peer: a CPU copy reaches it, visible at once). */
 uint8_t *direct_target(ucp_ep *ep, ucp_rkey *rkey, uint64_t remote_addr)
@@ -126,6 +127,23 @@ size_t pack_message(void *dest, void *arg)
         size += m->length;
     }
     return size;
+}
+
+/* Sends `m` (`size` bytes packed) now: inline when the lane takes it, else
+ * copied by the lane. >= 0 when sent. */
+ssize_t send_now(ucp_ep *ep, const message &m, size_t size)
+{
+    const uct::iface_attr &attr = ep->am_ep->owner().attr();
+    if ((attr.flags & uct::iface_flag::AM_SHORT) && (size <= attr.am.max_short) &&
+        (size <= max_inline_message)) {
+        uint8_t packed[max_inline_message];
+        pack_message(packed, const_cast<message*>(&m));
+        uint64_t first;
+        std::memcpy(&first, packed, sizeof(first));
+        return ep->am_ep->am_short(wire::AM_PWC, first, packed + sizeof(first),
+                                   unsigned(size - sizeof(first)));
+    }
+    return ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, const_cast<message*>(&m), 0);
 }
 
 /* The AM_PWC of operation `arg`. */
@@ -184,21 +202,7 @@ void send_message(pwc_op *op)
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = on_message_sent;
     param.user_data    = op;
-    request *req       = send_request_get(op->worker, &param);
-    if (req == nullptr) {
-        complete(op, UCS_ERR_NO_MEMORY);
-        return;
-    }
-    send_state &s = req->u.send;
-    s.ep          = op->ep;
-    s.bounce      = nullptr;
-    s.reg         = {};
-    s.offset      = 0;
-    s.am_id       = wire::AM_PWC;
-    (void)s.packer.start(ucp_dt_make_contig(1), nullptr, 0);
-    s.step        = pwc_step;
-    req->flags   |= request_flag::NAMES_PEER_EP;   /* the header names the peer's ep */
-    const ucs_status_ptr_t result = send_request_start(req, &param);
+    const ucs_status_ptr_t result = pwc_send_request(op->ep, wire::AM_PWC, pwc_step, &param);
     if (UCS_PTR_IS_PTR(result)) {
         ucp_request_free(result);       /* the callback completes the operation */
     } else {
@@ -278,7 +282,11 @@ void start(pwc_op *op)
             std::memcpy(direct, op->buffer, op->length);
             std::atomic_thread_fence(std::memory_order_release);    /* data before id */
             op->length = 0;
-            after_data(op, UCS_OK);
+            if (wants_remote(op)) {
+                send_message(op);       /* visible already: no flush */
+            } else {
+                complete(op, UCS_OK);
+            }
             return;
         }
     }
@@ -373,7 +381,7 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     const size_t message_size = sizeof(wire::pwc_hdr) + id_size + length;
     /* The target's memory mapped here: a copy into it, then the id. Small
      * puts still travel with the id (one message beats a copy and one). */
-    uint8_t *direct = ((kind == pwc_kind::PUT) && (length != 0)) ?
+    uint8_t *direct = ((kind == pwc_kind::PUT) && (length > packed_over_direct)) ?
                       direct_target(ep, rkey, remote_addr) : nullptr;
     const bool packed = (kind == pwc_kind::PUT) && (length != 0) && (length <= st->packed_max) &&
                         ((direct == nullptr) || (length <= packed_over_direct)) &&
@@ -411,7 +419,7 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
             m.length      = length;
             m.data        = buffer;
         }
-        const ssize_t sent = ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, &m, 0);
+        const ssize_t sent = send_now(ep, m, message_size - (copies_now ? length : 0));
         if (sent >= 0) {
             if (takes_credit) {
                 --peer->credits;
@@ -479,6 +487,25 @@ ucs_status_t post(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length, uint64
 
 } // namespace
 
+ucs_status_ptr_t pwc_send_request(ucp_ep *ep, uint8_t am_id, send_step_t step,
+                                  const ucp_request_param_t *param)
+{
+    request *req = send_request_get(ep->worker, param);
+    if (req == nullptr) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    send_state &s = req->u.send;
+    s.ep          = ep;
+    s.bounce      = nullptr;
+    s.reg         = {};
+    s.offset      = 0;
+    s.am_id       = am_id;
+    (void)s.packer.start(ucp_dt_make_contig(1), nullptr, 0);
+    s.step        = step;
+    req->flags   |= request_flag::NAMES_PEER_EP;   /* the header names the peer's ep */
+    return send_request_start(req, param);
+}
+
 pwc_state *pwc_state_of(ucp_worker *worker)
 {
     if (worker->pwc == nullptr) {
@@ -489,6 +516,7 @@ pwc_state *pwc_state_of(ucp_worker *worker)
         const auto &cfg = worker->context.config;
         st->max_id_size = cfg.pwc_max_id_size;
         st->window      = std::max(cfg.pwc_credits, 1u);
+        st->grant_batch = std::max(st->window / 2, 1u);
         st->packed_max  = cfg.pwc_packed_max;
         worker->pwc     = st;
     }

@@ -26,6 +26,7 @@
 #define UCP_EXT_PWC_H
 
 #include <ucp/api/ucp_pwc.h>
+#include <ucp/core/ucp_request.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -64,8 +65,15 @@ struct pwc_state {
     ucp_cntr                          *remote_cntr = nullptr;  /* ucp_pwc_bind_cntr */
     size_t                            max_id_size;
     unsigned                          window;          /* credits per ep */
+    unsigned                          grant_batch;     /* credits given back at once */
     size_t                            packed_max;
 };
+
+/* An AM of the ep with no data of its own: `step` packs and sends it (the
+ * request's user data is the param's), queued behind a busy lane or an ep
+ * not wired up yet. The nbx result of send_request_start. */
+ucs_status_ptr_t pwc_send_request(ucp_ep *ep, uint8_t am_id, send_step_t step,
+                                  const ucp_request_param_t *param);
 
 /* The worker's state, made on first use; nullptr when out of memory. */
 pwc_state *pwc_state_of(ucp_worker *worker);

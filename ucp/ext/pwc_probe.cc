@@ -54,26 +54,15 @@ ucs_status_t credit_step(request *req)
 /* Gives the peer its credits back, through a send request of the ep. */
 void send_credits(ucp_ep *ep)
 {
-    ucp_request_param_t param{};
-    request *req = send_request_get(ep->worker, &param);
-    if (req == nullptr) {
-        return;         /* the next id taken tries again */
-    }
-    send_state &s = req->u.send;
-    s.ep          = ep;
-    s.bounce      = nullptr;
-    s.reg         = {};
-    s.offset      = 0;
-    s.am_id       = wire::AM_PWC_CREDIT;
-    (void)s.packer.start(ucp_dt_make_contig(1), nullptr, 0);
-    s.step        = credit_step;
-    req->flags   |= request_flag::NAMES_PEER_EP;
+    const ucp_request_param_t param{};
     ep->pwc->granting = true;
-    const ucs_status_ptr_t result = send_request_start(req, &param);
+    const ucs_status_ptr_t result = pwc_send_request(ep, wire::AM_PWC_CREDIT, credit_step,
+                                                     &param);
     if (UCS_PTR_IS_PTR(result)) {
         ucp_request_free(result);
     } else if (result != nullptr) {
-        ep->pwc->granting = false;      /* the ep failed: nobody to give them to */
+        /* No memory (the next id taken tries again) or the ep failed. */
+        ep->pwc->granting = false;
     }
 }
 
@@ -186,13 +175,12 @@ void pwc_push_local(ucp_worker *worker, ucp_ep *ep, const ucp_cid_t &cid, unsign
 
 void pwc_ids_taken(ucp_ep *ep, unsigned count)
 {
-    pwc_peer *peer = pwc_peer_of(ep);
+    pwc_peer *peer = (ep->pwc != nullptr) ? ep->pwc : pwc_peer_of(ep);
     if (peer == nullptr) {
         return;
     }
     peer->owed += count;
-    if (!peer->granting && ep->usable() &&
-        (peer->owed >= std::max(ep->worker->pwc->window / 2, 1u))) {
+    if ((peer->owed >= ep->worker->pwc->grant_batch) && !peer->granting && ep->usable()) {
         send_credits(ep);
     }
 }
@@ -240,7 +228,7 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     ucp_ep *ep = sender_ep(worker, hdr.ep_id, hdr.src_uuid);
-    ext::pwc_state *st = ext::pwc_state_of(worker);
+    ext::pwc_state *st = (worker->pwc != nullptr) ? worker->pwc : ext::pwc_state_of(worker);
     if ((ep == nullptr) || (st == nullptr)) {
         return UCS_OK;
     }
