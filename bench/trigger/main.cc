@@ -18,6 +18,7 @@
  * 17's goal). Extension API: runs on ucx-ng only.
  */
 #include "../common/peer.h"
+#include "../common/ucp_pair.h"
 
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ext.h>
@@ -56,61 +57,17 @@ public:
         if (got_ != nullptr) {
             ucp_cntr_destroy(got_);
         }
-        if (ep_ != nullptr) {
-            ucp_request_param_t param{};
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-            wait(ucp_ep_close_nbx(ep_, &param));
-        }
-        if (worker_ != nullptr) {
-            ucp_worker_destroy(worker_);
-        }
-        if (context_ != nullptr) {
-            ucp_cleanup(context_);
-        }
     }
 
     /* Empty on success, else why not. */
     std::string setup()
     {
-        ucp_config_t *config;
-        if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) {
-            return "ucp_config_read failed";
-        }
-        if (opts_.tls != nullptr) {
-            ucp_config_modify(config, "TLS", opts_.tls);
-        }
-        ucp_params_t params{};
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG;
-        ucs_status_t status = ucp_init(&params, config, &context_);
-        ucp_config_release(config);
-        if (status != UCS_OK) {
-            return "ucp_init failed";
-        }
-        ucp_worker_params_t wp{};
-        if (ucp_worker_create(context_, &wp, &worker_) != UCS_OK) {
-            return "ucp_worker_create failed";
-        }
-        ucp_address_t *address;
-        size_t length;
-        if (ucp_worker_get_address(worker_, &address, &length) != UCS_OK) {
-            return "ucp_worker_get_address failed";
-        }
-        std::vector<uint8_t> mine(reinterpret_cast<uint8_t*>(address),
-                                  reinterpret_cast<uint8_t*>(address) + length), theirs;
-        ucp_worker_release_address(worker_, address);
-        if (!channel_.exchange(mine, &theirs)) {
-            return "address exchange failed";
-        }
-        ucp_ep_params_t ep_params{};
-        ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        ep_params.address    = reinterpret_cast<const ucp_address_t*>(theirs.data());
-        if (ucp_ep_create(worker_, &ep_params, &ep_) != UCS_OK) {
-            return "ucp_ep_create failed";
+        std::string why = pair_.setup(channel_, opts_.tls, UCP_FEATURE_TAG);
+        if (!why.empty()) {
+            return why;
         }
         ucp_cntr_params_t cp{};
-        if (ucp_cntr_create(worker_, &cp, &got_) != UCS_OK) {
+        if (ucp_cntr_create(pair_.worker, &cp, &got_) != UCS_OK) {
             return "ucp_cntr_create failed (not ucx-ng?)";
         }
         send_.assign(opts_.size, 0x5a);
@@ -129,7 +86,7 @@ public:
         counted.ext_field_mask    = UCP_EXT_PARAM_FIELD_CNTR;
         counted.cntr              = got_;
         for (unsigned i = 0; i < opts_.iters; ++i) {
-            if (!posted(ucp_tag_recv_nbx(worker_, recv_.data(), recv_.size(), ping_tag,
+            if (!posted(ucp_tag_recv_nbx(pair_.worker, recv_.data(), recv_.size(), ping_tag,
                                          ~ucp_tag_t(0), &counted.base))) {
                 return -1;
             }
@@ -147,7 +104,7 @@ public:
                 t.ext_field_mask     = UCP_EXT_PARAM_FIELD_TRIGGER;
                 t.trigger_cntr       = got_;
                 t.trigger_threshold  = base + i + lag;
-                if (!posted(ucp_tag_send_nbx(ep_, send_.data(), send_.size(), ping_tag,
+                if (!posted(ucp_tag_send_nbx(pair_.ep, send_.data(), send_.size(), ping_tag,
                                              &t.base))) {
                     return -1;
                 }
@@ -162,7 +119,7 @@ public:
             while (ucp_cntr_read(got_) < base + i + lag) {
             }
             if (((m == DIRECT) || (i < first_triggered)) &&
-                !posted(ucp_tag_send_nbx(ep_, send_.data(), send_.size(), ping_tag, &plain))) {
+                !posted(ucp_tag_send_nbx(pair_.ep, send_.data(), send_.size(), ping_tag, &plain))) {
                 return -1;
             }
         }
@@ -187,21 +144,9 @@ private:
         return true;
     }
 
-    void wait(ucs_status_ptr_t r)
-    {
-        if (UCS_PTR_IS_PTR(r)) {
-            while (ucp_request_check_status(r) == UCS_INPROGRESS) {
-                ucp_worker_progress(worker_);
-            }
-            ucp_request_free(r);
-        }
-    }
-
     const options        &opts_;
     perf::oob            &channel_;
-    ucp_context_h        context_ = nullptr;
-    ucp_worker_h         worker_  = nullptr;
-    ucp_ep_h             ep_      = nullptr;
+    perf::ucp_pair       pair_;
     ucp_cntr_h           got_     = nullptr;
     std::vector<uint8_t> send_, recv_;
 };
