@@ -16,8 +16,14 @@
 #include "ext_test_util.h"
 #include "rma_test_util.h"
 #include "ucp_peer.h"
+#include "ucp_test_util.h"
 
 #include <ucp/api/ucp_pwc.h>
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_rkey.h>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/ext/pwc.h>
+#include <ucp/proto/wire.h>
 
 #include <catch2/catch.hpp>
 
@@ -759,4 +765,125 @@ TEST_CASE("probe with a handler: called for each completion taken", "[ucp_pwc]")
     }
     std::sort(seen.begin(), seen.end());
     CHECK((seen == std::vector<uint64_t>{0, 1, 2, 3, 4, 100, 101, 102, 103, 104}));
+}
+
+namespace {
+
+/* An AM_PWC as a peer would send it: header, id bytes, data. */
+std::vector<uint8_t> pwc_frame(const ucp::wire::pwc_hdr &hdr, const std::vector<uint8_t> &id,
+                               const std::vector<uint8_t> &data)
+{
+    std::vector<uint8_t> bytes(sizeof(hdr) + id.size() + data.size());
+    std::memcpy(bytes.data(), &hdr, sizeof(hdr));
+    std::copy(id.begin(), id.end(), bytes.begin() + sizeof(hdr));
+    std::copy(data.begin(), data.end(), bytes.begin() + sizeof(hdr) + id.size());
+    return bytes;
+}
+
+size_t remote_queued(peer &p)
+{
+    ucp_pwc_probe_params_t params{};
+    params.field_mask = UCP_PWC_PROBE_FIELD_FLAGS;
+    params.flags      = UCP_PWC_PROBE_REMOTE;
+    ucp_pwc_completion_t c[16];
+    size_t count = 0;
+    return (ucp_pwc_probe(p.worker, &params, c, 16, &count, nullptr) == UCS_OK) ? count :
+                                                                                 SIZE_MAX;
+}
+
+} // namespace
+
+TEST_CASE("forged AM_PWC and AM_PWC_CREDIT messages are dropped, and the region is untouched",
+          "[ucp_pwc]")
+{
+    peer p;
+    REQUIRE(p.init_with("self", features, {{"PWC_MAX_ID_SIZE", "16"}}) == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    rma_test::region r;
+    REQUIRE(r.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
+    ucp_rkey_h rkey;
+    REQUIRE(ucp_ep_rkey_unpack(p.ep, r.key().data(), &rkey) == UCS_OK);
+    /* A real one first: the ep is wired up, its id known. */
+    const uint64_t value = 0x1234;
+    const ucp_cid_t id = by_value(5);
+    REQUIRE(ucp_pwc_put(p.ep, &value, sizeof(value), r.address(), rkey, nullptr, &id,
+                        UCP_PWC_FLAG_NO_LCE) == UCS_OK);
+    REQUIRE(probe_for(p.worker, UCP_PWC_PROBE_REMOTE, 1).size() == 1);
+
+    ucp::wire::pwc_hdr good{};
+    good.src_uuid = p.worker->uuid;
+    good.ep_id    = p.ep->remote_id;
+    good.address  = r.address() + 64;
+    good.secret   = rkey->secret;
+    good.cid      = 77;
+    good.flags    = ucp::wire::pwc_flag::DATA;
+    const std::vector<uint8_t> data(32, 0xee), none;
+    log_capture capture;
+    auto deliver = [&](const std::vector<uint8_t> &bytes) {
+        std::vector<uint8_t> copy = bytes;  /* the handler may not keep it */
+        return ucp::pwc_handler(p.worker, copy.data(), copy.size(), 0);
+    };
+    std::vector<std::vector<uint8_t>> forged;
+    /* Too short for the header. */
+    forged.push_back(std::vector<uint8_t>(sizeof(good) - 1, 0));
+    /* Another worker's uuid, or an ep id that names nothing. */
+    auto hdr = good;
+    hdr.src_uuid ^= 1;
+    forged.push_back(pwc_frame(hdr, none, data));
+    hdr = good;
+    hdr.ep_id += 1000;
+    forged.push_back(pwc_frame(hdr, none, data));
+    /* An id longer than UCX_PWC_MAX_ID_SIZE, one longer than what came. */
+    hdr = good;
+    hdr.id_size = 17;
+    forged.push_back(pwc_frame(hdr, std::vector<uint8_t>(17, 1), data));
+    hdr.id_size = 8;
+    forged.push_back(pwc_frame(hdr, std::vector<uint8_t>(4, 1), none));
+    /* Unknown flags; a notification with bytes after it. */
+    hdr = good;
+    hdr.flags |= 0x80;
+    forged.push_back(pwc_frame(hdr, none, data));
+    hdr.flags = 0;
+    forged.push_back(pwc_frame(hdr, none, data));
+    /* Outside the region, across its end, with another secret. */
+    hdr = good;
+    hdr.address = r.address() + 8192;
+    forged.push_back(pwc_frame(hdr, none, data));
+    hdr.address = r.address() + 4096 - 16;
+    forged.push_back(pwc_frame(hdr, none, data));
+    hdr = good;
+    hdr.secret ^= 1;
+    forged.push_back(pwc_frame(hdr, none, data));
+    for (const auto &bytes : forged) {
+        CHECK(deliver(bytes) == UCS_OK);
+    }
+    CHECK(remote_queued(p) == 0);
+    CHECK(std::all_of(r.data() + 64, r.data() + 4096, [](uint8_t b) { return b == 0; }));
+    CHECK(capture.text().find("malformed") != std::string::npos);
+    CHECK(capture.text().find("refused") != std::string::npos);
+    /* The well-formed one lands. */
+    CHECK(deliver(pwc_frame(good, none, data)) == UCS_OK);
+    const std::vector<taken> got = probe_for(p.worker, UCP_PWC_PROBE_REMOTE, 1);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].completion.cid.u64 == 77);
+    CHECK(std::equal(data.begin(), data.end(), r.data() + 64));
+
+    /* Credit grants: short, from nobody, or more than a window (kept at one). */
+    std::vector<uint8_t> short_grant(sizeof(ucp::wire::pwc_credit_hdr) - 1, 0);
+    CHECK(ucp::pwc_credit_handler(p.worker, short_grant.data(), short_grant.size(), 0) ==
+          UCS_OK);
+    ucp::wire::pwc_credit_hdr grant{p.worker->uuid, p.ep->remote_id + 1000, 5, 0};
+    CHECK(ucp::pwc_credit_handler(p.worker, &grant, sizeof(grant), 0) == UCS_OK);
+    grant = {p.worker->uuid, p.ep->remote_id, 1u << 30, 0};
+    CHECK(ucp::pwc_credit_handler(p.worker, &grant, sizeof(grant), 0) == UCS_OK);
+    /* Still a window: 128 go, 128 wait, then the call says stop. */
+    unsigned accepted = 0;
+    const ucp_cid_t note = by_value(1);
+    while ((accepted < 1000) && (ucp_pwc_put(p.ep, nullptr, 0, 0, nullptr, nullptr, &note,
+                                             UCP_PWC_FLAG_NO_LCE) == UCS_OK)) {
+        ++accepted;     /* nobody probes meanwhile: over self they queue here */
+    }
+    CHECK(accepted == 256);
+    CHECK(probe_for(p.worker, UCP_PWC_PROBE_REMOTE, 256).size() == 256);
+    ucp_rkey_destroy(rkey);
 }
