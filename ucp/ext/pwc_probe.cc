@@ -150,7 +150,6 @@ ucs_status_t probe_locked(ucp_worker *worker, unsigned flags, ucp_ep *ep,
                           ucp_pwc_completion_t *completions, size_t max, size_t *count_p,
                           size_t *pending_p)
 {
-    worker->progress_locked();
     pwc_state *st = worker->pwc;
     /* The spinning caller's common case: nothing came. */
     *count_p = ((st != nullptr) && (max != 0) && (!st->local.empty() || !st->remote.empty())) ?
@@ -314,6 +313,8 @@ ucs_status_t ucp_pwc_probe(ucp_worker_h worker, const ucp_pwc_probe_params_t *pa
         return UCS_ERR_INVALID_PARAM;
     }
     const unsigned which = (flags != 0) ? flags : (UCP_PWC_PROBE_LOCAL | UCP_PWC_PROBE_REMOTE);
+    /* The application's progress call (inlined there), then the queues. */
+    ucp_worker_progress(worker);
     ucp::worker_guard guard(worker);
     return ucp::guarded("ucp_pwc_probe", [&]() {
         return ucp::ext::probe_locked(worker, which, ep, handler, arg, completions, max, count_p,
