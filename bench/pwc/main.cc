@@ -356,6 +356,21 @@ private:
         return double(opts_.size) * opts_.iters / seconds / 1e6;
     }
 
+    /* One probe for remote ids; adds how many came to *ids. */
+    bool take_ids(unsigned *ids)
+    {
+        ucp_pwc_completion_t batch[64];
+        size_t count;
+        ucp_pwc_probe_params_t params{};
+        params.field_mask = UCP_PWC_PROBE_FIELD_FLAGS;
+        params.flags      = UCP_PWC_PROBE_REMOTE;
+        if (api_.probe(pair_.worker, &params, batch, 64, &count, nullptr) != UCS_OK) {
+            return false;
+        }
+        *ids += unsigned(count);
+        return true;
+    }
+
     /* Progresses (and with pwc, probes every id) until the leader is done. */
     double target_side()
     {
@@ -363,18 +378,10 @@ private:
         /* The channel is a socket: looking at it is a system call, so only
          * now and then. */
         for (unsigned spin = 0; ((++spin % 256) != 0) || !channel_.ready();) {
-            if (opts_.m == mode::BW_PWC) {
-                ucp_pwc_completion_t batch[64];
-                size_t count;
-                ucp_pwc_probe_params_t params{};
-                params.field_mask = UCP_PWC_PROBE_FIELD_FLAGS;
-                params.flags      = UCP_PWC_PROBE_REMOTE;
-                if (api_.probe(pair_.worker, &params, batch, 64, &count, nullptr) != UCS_OK) {
-                    return -1;
-                }
-                ids += unsigned(count);
-            } else {
+            if (opts_.m != mode::BW_PWC) {
                 ucp_worker_progress(pair_.worker);
+            } else if (!take_ids(&ids)) {
+                return -1;
             }
         }
         uint8_t done;
@@ -384,15 +391,9 @@ private:
         /* The leader's local completions come after the ids went out: the
          * last ones may still be on their way. */
         while ((opts_.m == mode::BW_PWC) && (ids < warmup_puts + opts_.iters)) {
-            ucp_pwc_completion_t batch[64];
-            size_t count;
-            ucp_pwc_probe_params_t params{};
-            params.field_mask = UCP_PWC_PROBE_FIELD_FLAGS;
-            params.flags      = UCP_PWC_PROBE_REMOTE;
-            if (api_.probe(pair_.worker, &params, batch, 64, &count, nullptr) != UCS_OK) {
+            if (!take_ids(&ids)) {
                 return -1;
             }
-            ids += unsigned(count);
         }
         const bool ok = region_holds(1) &&
                         ((opts_.m != mode::BW_PWC) || (ids == warmup_puts + opts_.iters));

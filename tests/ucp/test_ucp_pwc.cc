@@ -682,15 +682,26 @@ TEST_CASE("put with completion: four processes, probed from one source and from 
     }
 }
 
+namespace {
+
+/* One process over self, an ep to itself, a region of 4 KiB and its key;
+ * ids of bytes up to 16. */
+void self_with_region(peer &p, rma_test::region &r, ucp_rkey_h *rkey)
+{
+    REQUIRE(p.init_with("self", features, {{"PWC_MAX_ID_SIZE", "16"}}) == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    REQUIRE(r.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
+    REQUIRE(ucp_ep_rkey_unpack(p.ep, r.key().data(), rkey) == UCS_OK);
+}
+
+} // namespace
+
 TEST_CASE("put with completion: bad arguments are refused", "[ucp_pwc]")
 {
     peer p;
-    REQUIRE(p.init_with("self", features, {{"PWC_MAX_ID_SIZE", "16"}}) == UCS_OK);
-    REQUIRE(p.connect(p.address()) == UCS_OK);
     rma_test::region r;
-    REQUIRE(r.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
     ucp_rkey_h rkey;
-    REQUIRE(ucp_ep_rkey_unpack(p.ep, r.key().data(), &rkey) == UCS_OK);
+    self_with_region(p, r, &rkey);
     uint8_t data[64] = {};
     const ucp_cid_t id = by_value(1);
     const uint8_t big[17] = {};
@@ -797,12 +808,9 @@ TEST_CASE("forged AM_PWC and AM_PWC_CREDIT messages are dropped, and the region 
           "[ucp_pwc]")
 {
     peer p;
-    REQUIRE(p.init_with("self", features, {{"PWC_MAX_ID_SIZE", "16"}}) == UCS_OK);
-    REQUIRE(p.connect(p.address()) == UCS_OK);
     rma_test::region r;
-    REQUIRE(r.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
     ucp_rkey_h rkey;
-    REQUIRE(ucp_ep_rkey_unpack(p.ep, r.key().data(), &rkey) == UCS_OK);
+    self_with_region(p, r, &rkey);
     /* A real one first: the ep is wired up, its id known. */
     const uint64_t value = 0x1234;
     const ucp_cid_t id = by_value(5);
