@@ -4,8 +4,9 @@
  * ucp/api/ucp_ext.h).
  *
  * A triggered operation is its nbx call kept by value (op_cntr.h's
- * start_fn) with the caller's parameters, queued on its trigger counter in
- * a multimap by threshold (equal thresholds stay in posting order). The
+ * start_fn) with the caller's parameters, in a record from the worker's
+ * pool, queued on its trigger counter in an intrusive list kept in
+ * threshold order (equal thresholds stay in posting order). The
  * caller holds an "outer" request of ours. A persistent callback in the
  * worker's progress queue, registered while some counter has queued
  * operations, starts those whose threshold the counter reached: through
