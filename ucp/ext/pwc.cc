@@ -129,10 +129,16 @@ size_t pack_message(void *dest, void *arg)
     return size;
 }
 
-/* Sends `m` (`size` bytes packed) now: inline when the lane takes it, else
- * copied by the lane. >= 0 when sent. */
-ssize_t send_now(ucp_ep *ep, const message &m, size_t size)
+size_t packed_size(const message &m)
 {
+    return sizeof(m.hdr) + m.hdr.id_size + ((m.hdr.flags & wire::pwc_flag::DATA) ? m.length : 0);
+}
+
+/* Sends `m` now: inline when the lane takes it, else copied by the lane.
+ * >= 0 when sent. */
+ssize_t send_now(ucp_ep *ep, const message &m)
+{
+    const size_t size           = packed_size(m);
     const uct::iface_attr &attr = ep->am_ep->owner().attr();
     if ((attr.flags & uct::iface_flag::AM_SHORT) && (size <= attr.am.max_short) &&
         (size <= max_inline_message)) {
@@ -146,10 +152,9 @@ ssize_t send_now(ucp_ep *ep, const message &m, size_t size)
     return ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, const_cast<message*>(&m), 0);
 }
 
-/* The AM_PWC of operation `arg`. */
-size_t pack_op(void *dest, void *arg)
+/* The AM_PWC of an operation. */
+message message_of(const pwc_op *op)
 {
-    auto *op = static_cast<pwc_op*>(arg);
     message m{};
     m.hdr.src_uuid = op->worker->uuid;
     m.hdr.ep_id    = op->ep->remote_id;
@@ -163,13 +168,14 @@ size_t pack_op(void *dest, void *arg)
         m.length      = op->length;
         m.data        = op->buffer;
     }
-    return pack_message(dest, &m);
+    return m;
 }
 
-/* The same from its send request (whose user data is the operation). */
+/* The AM_PWC of a send request (whose user data is the operation). */
 size_t pack_pwc(void *dest, void *arg)
 {
-    return pack_op(dest, static_cast<request*>(arg)->user_data);
+    message m = message_of(static_cast<const pwc_op*>(static_cast<request*>(arg)->user_data));
+    return pack_message(dest, &m);
 }
 
 ucs_status_t pwc_step(request *req)
@@ -192,7 +198,7 @@ void on_message_sent(void *, ucs_status_t status, void *arg)
 void send_message(pwc_op *op)
 {
     if (lane_free(op->ep)) {
-        const ssize_t sent = op->ep->am_ep->am_bcopy(wire::AM_PWC, pack_op, op, 0);
+        const ssize_t sent = send_now(op->ep, message_of(op));
         if (sent != UCS_ERR_NO_RESOURCE) {
             complete(op, (sent < 0) ? ucs_status_t(sent) : UCS_OK);
             return;
@@ -378,7 +384,7 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     /* A remote id counted on the target's counter takes no place in its
      * queue (one queued there for want of a counter gives no credit back). */
     const bool takes_credit = remote && !(flags & UCP_PWC_FLAG_REMOTE_CNTR);
-    const size_t message_size = sizeof(wire::pwc_hdr) + id_size + length;
+    const size_t message_size = sizeof(wire::pwc_hdr) + id_size + length;  /* if packed */
     /* The target's memory mapped here: a copy into it, then the id. Small
      * puts still travel with the id (one message beats a copy and one). */
     uint8_t *direct = ((kind == pwc_kind::PUT) && (length > packed_over_direct)) ?
@@ -419,7 +425,7 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
             m.length      = length;
             m.data        = buffer;
         }
-        const ssize_t sent = send_now(ep, m, message_size - (copies_now ? length : 0));
+        const ssize_t sent = send_now(ep, m);
         if (sent >= 0) {
             if (takes_credit) {
                 --peer->credits;
@@ -506,7 +512,7 @@ ucs_status_ptr_t pwc_send_request(ucp_ep *ep, uint8_t am_id, send_step_t step,
     return send_request_start(req, param);
 }
 
-pwc_state *pwc_state_of(ucp_worker *worker)
+pwc_state *pwc_state_make(ucp_worker *worker)
 {
     if (worker->pwc == nullptr) {
         auto *st        = new (std::nothrow) pwc_state;
@@ -523,7 +529,7 @@ pwc_state *pwc_state_of(ucp_worker *worker)
     return worker->pwc;
 }
 
-pwc_peer *pwc_peer_of(ucp_ep *ep)
+pwc_peer *pwc_peer_make(ucp_ep *ep)
 {
     if (ep->pwc == nullptr) {
         pwc_state *st = pwc_state_of(ep->worker);

@@ -26,15 +26,15 @@
 #define UCP_EXT_PWC_H
 
 #include <ucp/api/ucp_pwc.h>
+#include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_request.h>
+#include <ucp/core/ucp_worker.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <vector>
 
-struct ucp_ep;
-struct ucp_worker;
 struct ucp_cntr;
 
 namespace ucp::ext {
@@ -75,11 +75,21 @@ struct pwc_state {
 ucs_status_ptr_t pwc_send_request(ucp_ep *ep, uint8_t am_id, send_step_t step,
                                   const ucp_request_param_t *param);
 
-/* The worker's state, made on first use; nullptr when out of memory. */
-pwc_state *pwc_state_of(ucp_worker *worker);
+/* Make the states below on first use; nullptr when out of memory. */
+pwc_state *pwc_state_make(ucp_worker *worker);
+pwc_peer *pwc_peer_make(ucp_ep *ep);
 
-/* The ep's flow-control state, made on first use. */
-pwc_peer *pwc_peer_of(ucp_ep *ep);
+/* The worker's state (every message and call looks it up). */
+inline pwc_state *pwc_state_of(ucp_worker *worker)
+{
+    return (worker->pwc != nullptr) ? worker->pwc : pwc_state_make(worker);
+}
+
+/* The ep's flow-control state. */
+inline pwc_peer *pwc_peer_of(ucp_ep *ep)
+{
+    return (ep->pwc != nullptr) ? ep->pwc : pwc_peer_make(ep);
+}
 
 /* The ep failed or closes: operations waiting for credits fail with
  * `status` (the running ones fail through their requests). */

@@ -66,19 +66,13 @@ void send_credits(ucp_ep *ep)
     }
 }
 
-/* Whether `entry` is one the probe takes. */
-bool selected(const pwc_entry &entry, const ucp_ep *ep)
-{
-    return (ep == nullptr) || (entry.completion.ep == ep);
-}
-
 /* Moves up to `max` entries of `ep` from `queue` to `out`, in order. */
 void take(std::deque<pwc_entry> &queue, const ucp_ep *ep, size_t max,
           std::vector<pwc_entry> *out)
 {
     auto keep = queue.begin();
     for (auto it = queue.begin(); it != queue.end(); ++it) {
-        if ((out->size() < max) && selected(*it, ep)) {
+        if ((out->size() < max) && (it->completion.ep == ep)) {
             out->push_back(std::move(*it));
         } else {
             *keep++ = std::move(*it);
@@ -174,7 +168,7 @@ void pwc_push_local(ucp_worker *worker, ucp_ep *ep, const ucp_cid_t &cid, unsign
 
 void pwc_ids_taken(ucp_ep *ep, unsigned count)
 {
-    pwc_peer *peer = (ep->pwc != nullptr) ? ep->pwc : pwc_peer_of(ep);
+    pwc_peer *peer = pwc_peer_of(ep);
     if (peer == nullptr) {
         return;
     }
@@ -227,7 +221,7 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     ucp_ep *ep = sender_ep(worker, hdr.ep_id, hdr.src_uuid);
-    ext::pwc_state *st = (worker->pwc != nullptr) ? worker->pwc : ext::pwc_state_of(worker);
+    ext::pwc_state *st = ext::pwc_state_of(worker);
     if ((ep == nullptr) || (st == nullptr)) {
         return UCS_OK;
     }
