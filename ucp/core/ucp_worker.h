@@ -159,6 +159,9 @@ struct ucp_worker {
     ucs::mpool                         request_pool;
     /* Descriptors of small unexpected messages (tag/tag_recv.h). */
     ucs::mpool                         rx_message_pool;
+    /* Records of operations counted on counters (ucp/ext/op_cntr.cc), set
+     * up by the first one. */
+    ucs::mpool                         counted_op_pool;
 
     /* Endpoints by index; ep_by_id() checks the generation of an id. */
     ucs::ptr_array<ucp_ep>             ep_ids;

@@ -8,6 +8,10 @@
 #include <ucp/core/ucp_worker.h>
 #include <ucp/dt/dt.h>
 #include <ucs/debug/log.h>
+#include <ucs/memory/mpool.h>
+
+#include <new>
+#include <type_traits>
 
 namespace ucp::ext {
 
@@ -99,13 +103,37 @@ void count(counted_op *op, ucs_status_t status, size_t bytes)
     }
 }
 
+/* A record from the worker's pool (under its guard); nullptr: no memory. */
+counted_op *new_record(ucp_worker *worker)
+{
+    ucs::mpool &pool = worker->counted_op_pool;
+    if (!pool.is_initialized()) {
+        ucs::mpool_params params;
+        params.name            = "ucp_counted_ops";
+        params.elem_size       = sizeof(counted_op);
+        params.alignment       = alignof(counted_op);
+        params.elems_per_chunk = 64;
+        if (pool.init(params) != UCS_OK) {
+            return nullptr;
+        }
+    }
+    return static_cast<counted_op*>(pool.get());
+}
+
+/* Gives a record back (under the worker's guard). */
+void release(counted_op *op)
+{
+    static_assert(std::is_trivially_destructible_v<counted_op>, "pooled as plain memory");
+    ucs::mpool::put(op);
+}
+
 /* The callback ran: counted; the record goes unless the call still uses it. */
 void done_in_callback(counted_op *op)
 {
     if (op->in_call) {
         op->completed = true;
     } else {
-        delete op;
+        release(op);
     }
 }
 
@@ -174,11 +202,12 @@ ucs_status_t counted_begin(const op_desc &desc, const ucp_request_param_t *param
                              (cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES);
     const size_t bytes     = wants_bytes ? send_bytes(desc.buffer, desc.count, &ext->base) :
                                            0;
-    auto *op = new (std::nothrow) counted_op{worker, cntr, err_cntr, kind, bytes, ext->base, {},
-                                             nullptr, true, false};
-    if (op == nullptr) {
+    void *record = new_record(worker);
+    if (record == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
+    auto *op = new (record) counted_op{worker, cntr, err_cntr, kind, bytes, ext->base, {},
+                                       nullptr, true, false};
     for (ucp_cntr *c : {cntr, err_cntr}) {
         if (c != nullptr) {
             ++c->pending_work;
@@ -214,7 +243,8 @@ ucs_status_ptr_t counted_end(counted_op *op, ucs_status_ptr_t result, const size
 {
     op->in_call = false;
     if (op->completed) {
-        delete op;           /* the callback counted it (UCP_OP_ATTR_FLAG_NO_IMM_CMPL) */
+        worker_guard guard(op->worker);
+        release(op);         /* the callback counted it (UCP_OP_ATTR_FLAG_NO_IMM_CMPL) */
         return result;
     }
     if (UCS_PTR_IS_PTR(result)) {
@@ -228,11 +258,9 @@ ucs_status_ptr_t counted_end(counted_op *op, ucs_status_ptr_t result, const size
             bytes = *length;
         }
     }
-    {
-        worker_guard guard(op->worker);
-        count(op, UCS_PTR_STATUS(result), bytes);
-    }
-    delete op;
+    worker_guard guard(op->worker);
+    count(op, UCS_PTR_STATUS(result), bytes);
+    release(op);
     return result;
 }
 
