@@ -43,7 +43,7 @@ ucp::proto::table_inputs inputs(ssize_t max_short, size_t bcopy, size_t zcopy, s
     t.zcopy_max_hdr    = 128;
     t.zcopy_max_iov    = 6;
     t.zcopy_needs_memh = needs_memh;
-    return {t, has_rndv};
+    return {t, has_rndv ? (1ull << UCS_MEMORY_TYPE_HOST) : 0};
 }
 
 std::vector<ucp::proto::key> every_host_key()
@@ -181,7 +181,8 @@ TEST_CASE("the selection follows the thresholds: short, bcopy, zcopy, rendezvous
     forced.variant = ucp::proto::am_variant::REPLY;
     CHECK(first_at(table, forced, 50) == protocol::EAGER_BCOPY_SINGLE);
 
-    /* Other memory types: nothing moves them yet. */
+    /* Other memory types: nothing here copies them (no module registered a
+     * copier; test_ucp_memtype.cc covers one that did). */
     CHECK(table.get({operation::TAG, 0, ucp::dt::dt_class::contig,
                      UCS_MEMORY_TYPE_CUDA}).count == 0);
 }

@@ -9,6 +9,7 @@ ucx_info -d in a fresh process (modules load once per process) and checks
 what it lists and says.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -41,6 +42,13 @@ def lists_testloop(output):
     return "Transport: testloop" in output and "Component: testloop" in output
 
 
+def refused_newer_abi(output):
+    """badabi is built for the version after libuct's: both are named."""
+    m = re.search(r"built for module ABI version (\d+), this libuct has version (\d+): "
+                  r"not loaded", output)
+    return m is not None and int(m.group(1)) == int(m.group(2)) + 1
+
+
 def main():
     ucx_info, good, bad = sys.argv[1:4]
 
@@ -66,9 +74,7 @@ def main():
 
     rc, out = run(ucx_info, {"UCX_MODULE_DIR": bad})
     check("a module of another ABI version is refused, with both versions named",
-          rc == 0 and "uct module badabi" in out and
-          "built for module ABI version 2, this libuct has version 1: not loaded" in out,
-          out)
+          rc == 0 and "uct module badabi" in out and refused_newer_abi(out), out)
     check("a shared object with no entry point is refused",
           "uct module noentry" in out and "has no uct_module_descriptor()" in out, out)
     check("refused modules leave the built-in transports working",

@@ -8,6 +8,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/ext/op_cntr.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
@@ -87,7 +88,8 @@ ucs_status_ptr_t eager_recv(ucp_worker *worker, am_desc *desc, void *buffer, siz
                             const ucp_request_param_t *param)
 {
     dt::unpacker unpacker;
-    ucs_status_t status = unpacker.start(param_datatype(param), buffer, count);
+    ucs_status_t status = dt::start_in_memory_type(unpacker, param, param_datatype(param),
+                                                       buffer, count);
     size_t length = 0;
     if (status == UCS_OK) {
         length = std::min(desc->length, unpacker.capacity());
@@ -117,7 +119,8 @@ ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer,
     request *req = recv_data_request(worker, param);
     ucs_status_t status = (req == nullptr) ? no_request_status(param) : UCS_OK;
     if (status == UCS_OK) {
-        status = req->u.recv.unpacker.start(param_datatype(param), buffer, count);
+        status = dt::start_in_memory_type(req->u.recv.unpacker, param,
+                                          param_datatype(param), buffer, count);
         if (status != UCS_OK) {
             request_put(req);
         }

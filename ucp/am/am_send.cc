@@ -9,6 +9,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/ext/op_cntr.h>
 #include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
@@ -222,7 +223,11 @@ ucs_status_t am_rts_step(request *req)
 send_step_t am_rndv_start(request *req)
 {
     send_state &s = req->u.send;
-    const lane &l = s.ep->lanes[s.ep->rndv_lane];
+    const uint8_t lane_index = s.ep->rndv_lane_for(s.packer.memory_type());
+    if (lane_index == no_lane) {
+        return nullptr;
+    }
+    const lane &l = s.ep->lanes[lane_index];
     const size_t rkey_size = req->worker->context.mds[l.md_index].md->attr().rkey_packed_size;
     if (sizeof(wire::am_rts_hdr) + s.header_length + rkey_size > max_bcopy(s)) {
         return nullptr;
@@ -269,7 +274,7 @@ send_step_t am_select_protocol(request *req)
         variant |= proto::am_variant::FORCE_RNDV;
     }
     const proto::key k{proto::operation::AM, variant, s.packer.type_class(),
-                       UCS_MEMORY_TYPE_HOST};
+                       s.packer.memory_type()};
     return proto::select_first(s.ep->cfg->protocols.get(k), s.packer.length(),
                                [req](proto::protocol p) { return am_start(req, p); });
 }
@@ -292,7 +297,8 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
     if ((header_length == 0) && !(flags & (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV)) &&
         (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->max_eager_short) &&
         (ep->num_pending == 0) && ep->usable() &&
-        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
+        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
+        dt::surely_host(param)) {
         ucs_status_t status = ep->am_ep->am_short(wire::AM_USER_SINGLE, short_header(id),
                                                   buffer, unsigned(count));
         if (ucs_likely(status == UCS_OK)) {
@@ -316,14 +322,11 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
     if (req == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
-    send_state &s = req->u.send;
-    s.bounce = nullptr;
-    s.reg   = {};
-    ucs_status_t status = s.packer.start(dt, buffer, count);
+    ucs_status_t status = send_packer_start(req, ep, param, dt, buffer, count);
     if (status != UCS_OK) {
-        request_put(req);
         return UCS_STATUS_PTR(status);
     }
+    send_state &s = req->u.send;
     s.ep            = ep;
     s.offset        = 0;
     s.msg_id        = worker->next_msg_id++;

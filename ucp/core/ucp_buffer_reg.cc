@@ -52,11 +52,15 @@ void md_rcache_deleter::operator()(md_rcache *cache) const
 
 namespace {
 
-/* Whether protocols register user buffers on this md per operation. */
-bool registers_per_operation(const uct::md_attr &attr)
+/* Whether protocols register user buffers on this md per operation, and
+ * host memory among them: the cache learns of unmapped host memory from
+ * libucm, and of freed device memory from nothing (cuda_ipc registers per
+ * operation and keeps its own cache, keyed by allocation). */
+bool registers_host_per_operation(const uct::md_attr &attr)
 {
     return (attr.flags & uct::md_flag::REG) &&
-           (attr.flags & (uct::md_flag::NEED_MEMH | uct::md_flag::NEED_RKEY));
+           (attr.flags & (uct::md_flag::NEED_MEMH | uct::md_flag::NEED_RKEY)) &&
+           (attr.reg_mem_types & (1ull << UCS_MEMORY_TYPE_HOST));
 }
 
 } // namespace
@@ -69,7 +73,7 @@ ucs_status_t create_rcaches(ucp_context &ctx)
     }
     for (unsigned md_index = 0; md_index < ctx.mds.size(); ++md_index) {
         md_entry &m = ctx.mds[md_index];
-        if (!registers_per_operation(m.md->attr())) {
+        if (!registers_host_per_operation(m.md->attr())) {
             continue;
         }
         md_rcache_ptr adapter(new (std::nothrow) md_rcache(ctx, md_index));

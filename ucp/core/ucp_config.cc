@@ -206,11 +206,15 @@ const char *const *alias_members(std::string_view alias)
 {
     static const char *const shm[] = {"posix", "sysv", "cma", nullptr};
     static const char *const mm[]  = {"posix", "sysv", nullptr};
+    static const char *const cuda[] = {"cuda_copy", "cuda_ipc", nullptr};
     if ((alias == "sm") || (alias == "shm")) {
         return shm;
     }
     if (alias == "mm") {
         return mm;
+    }
+    if (alias == "cuda") {
+        return cuda;
     }
     return nullptr;
 }

@@ -237,6 +237,7 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
     ep->am_lane   = plan.am;
     ep->rndv_lane = plan.rndv;
     ep->rma_lane  = plan.rma;
+    ep->mem_rndv_lane = plan.mem_rndv;
     ep->am_ep     = ep->lanes[plan.am].ep;
     ep_config_attach(ep);
 

@@ -91,6 +91,14 @@ struct ucp_ep {
     uint8_t                   am_lane = ucp::no_lane;
     uint8_t                   rndv_lane = ucp::no_lane;  /* get_zcopy pull */
     uint8_t                   rma_lane = ucp::no_lane;   /* put/get/atomics */
+    /* Rendezvous of non-host memory (cuda_ipc); no_lane: it goes eagerly. */
+    uint8_t                   mem_rndv_lane = ucp::no_lane;
+
+    /* The rendezvous lane for data in memory of `type`. */
+    uint8_t rndv_lane_for(ucs_memory_type_t type) const
+    {
+        return (type == UCS_MEMORY_TYPE_HOST) ? rndv_lane : mem_rndv_lane;
+    }
     /* The ep's wireup messages go out of a connect-to-iface lane, or of
      * this ep when every lane connects to an ep (not a lane: no role). */
     uct::ep                   *aux_ep = nullptr;

@@ -175,6 +175,7 @@ ep_config_key key_of(const ucp_ep &ep)
     key.am_lane   = ep.am_lane;
     key.rndv_lane = ep.rndv_lane;
     key.rma_lane  = ep.rma_lane;
+    key.mem_rndv_lane = ep.mem_rndv_lane;
     return key;
 }
 
@@ -182,9 +183,14 @@ std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &e
                                        const ep_config_key &key, unsigned index)
 {
     const ep_thresholds thresh = compute_thresholds(worker, key, ep.am_ep->owner().attr());
+    uint64_t rndv_mem_types = (key.rndv_lane != no_lane) ? (1ull << UCS_MEMORY_TYPE_HOST) : 0;
+    if (key.mem_rndv_lane != no_lane) {
+        rndv_mem_types |= worker.context.mds[key.lanes[key.mem_rndv_lane].md_index]
+                                  .md->attr().reg_mem_types & ~(1ull << UCS_MEMORY_TYPE_HOST);
+    }
     auto cfg = std::make_unique<ep_config>(ep_config{
-        index, key, thresh, {}, {}, {}, false, false,
-        proto::table({thresh, key.rndv_lane != no_lane})});
+        index, key, thresh, {}, {}, {}, false, false, {},
+        proto::table({thresh, rndv_mem_types})});
     for (uint8_t i = 0; i < key.num_lanes; ++i) {
         const uct::tl_resource &res = lane_resource(worker, key, i);
         cfg->lane_names[i] = has_md(worker, key, i) ?
@@ -199,6 +205,9 @@ std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &e
         cfg->rndv_can_push = (wi.iface->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
         cfg->rndv_on_shm   = lane_resource(worker, key, key.rndv_lane).type ==
                              uct::device_type::SHM;
+    }
+    if (key.mem_rndv_lane != no_lane) {
+        cfg->mem_rndv_tl = lane_resource(worker, key, key.mem_rndv_lane).tl_name;
     }
     return cfg;
 }
@@ -239,10 +248,11 @@ void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *strea
     std::fprintf(stream, "#\n#   ep_cfg[%u] of worker '%s':\n", cfg.index,
                  worker.name.c_str());
     for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
-        std::fprintf(stream, "#   lane[%u]: %s%s%s%s\n", i, cfg.lane_names[i].c_str(),
+        std::fprintf(stream, "#   lane[%u]: %s%s%s%s%s\n", i, cfg.lane_names[i].c_str(),
                      (i == cfg.key.am_lane) ? " am" : "",
                      (i == cfg.key.rndv_lane) ? " rndv" : "",
-                     (i == cfg.key.rma_lane) ? " rma" : "");
+                     (i == cfg.key.rma_lane) ? " rma" : "",
+                     (i == cfg.key.mem_rndv_lane) ? " rndv(device memory)" : "");
     }
     const ep_thresholds &t = cfg.thresh;
     if (t.zcopy_frag == 0) {

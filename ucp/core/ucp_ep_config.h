@@ -33,6 +33,7 @@ struct ep_config_key {
     uint8_t  am_lane   = no_lane;
     uint8_t  rndv_lane = no_lane;
     uint8_t  rma_lane  = no_lane;
+    uint8_t  mem_rndv_lane = no_lane;
     bool operator==(const ep_config_key &) const = default;
 };
 
@@ -47,6 +48,7 @@ struct ep_config {
     std::string    rndv_tl;
     bool           rndv_can_push = false;
     bool           rndv_on_shm   = false;
+    std::string    mem_rndv_tl;   /* empty: no rendezvous of non-host memory */
     proto::table   protocols;
 };
 

@@ -108,7 +108,7 @@ std::vector<unsigned> alloc_candidates(const ucp_context &ctx, const mem_map_req
             if ((rkey_ptr == want_rkey_ptr) && (req.md_map & md_bit(i)) &&
                 (attr.flags & uct::md_flag::ALLOC) &&
                 (!(req.flags & UCP_MEM_MAP_FIXED) || (attr.flags & uct::md_flag::FIXED)) &&
-                (attr.access_mem_types & type_bit(type)) && (req.length <= attr.max_alloc)) {
+                (attr.alloc_mem_types & type_bit(type)) && (req.length <= attr.max_alloc)) {
                 order.push_back(i);
             }
         }
@@ -175,7 +175,8 @@ ucs_status_t allocate(ucp_context &ctx, const mem_map_request &req, ucp_mem &mem
         ucs_status_t status;
         {
             auto lock = md_lock(ctx);
-            status    = ctx.mds[md_index].md->mem_alloc(&length, &address, flags, &memh);
+            status    = ctx.mds[md_index].md->mem_alloc_of_type(mem.mem_type, &length,
+                                                                  &address, flags, &memh);
         }
         if (status == UCS_OK) {
             mem.address                = address;
@@ -184,7 +185,8 @@ ucs_status_t allocate(ucp_context &ctx, const mem_map_request &req, ucp_mem &mem
             mem.alloc_md_index         = md_index;
             mem.uct_memhs[md_index]    = memh;
             mem.md_map                |= md_bit(md_index);
-            return finish_md_alloc(req, mem);
+            /* Device memory has no pages of ours to protect or populate. */
+            return (mem.mem_type == UCS_MEMORY_TYPE_HOST) ? finish_md_alloc(req, mem) : UCS_OK;
         }
         if (fixed && (status == UCS_ERR_ALREADY_EXISTS)) {
             ucs_error("ucp_mem_map: %p+%zu is already mapped; UCP_MEM_MAP_FIXED "

@@ -6,8 +6,10 @@
 #include "ucp_ep.h"
 #include "ucp_worker.h"
 
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/proto/send_common.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -65,6 +67,48 @@ void request_complete(request *req, ucs_status_t status)
     if (flags & request_flag::RELEASED) {
         request_put(req);
     }
+}
+
+namespace {
+
+/* Copies a small non-host message into a host bounce buffer and points the
+ * packer there. */
+ucs_status_t stage_whole(send_state &s)
+{
+    const size_t length = s.packer.length();
+    s.bounce = std::malloc(std::max<size_t>(length, 1));
+    if (s.bounce == nullptr) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (s.packer.pack(s.bounce, 0, length) != length) {
+        return UCS_ERR_IO_ERROR;   /* the memory type's copier failed */
+    }
+    s.packer.finish();
+    return s.packer.start(ucp_dt_make_contig(1), s.bounce, length);
+}
+
+} // namespace
+
+ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
+                               const ucp_request_param_t *param, ucp_datatype_t dt,
+                               const void *buffer, size_t count)
+{
+    send_state &s = req->u.send;
+    s.bounce = nullptr;
+    s.reg    = {};
+    ucs_status_t status = dt::start_in_memory_type(s.packer, param, dt, buffer, count);
+    if ((status == UCS_OK) && (s.packer.memory_type() != UCS_MEMORY_TYPE_HOST)) {
+        const size_t fragment = (ep->cfg != nullptr) ? ep->cfg->thresh.am_max_bcopy : 0;
+        if (s.packer.length() <= fragment) {
+            status = stage_whole(s);
+        }
+    }
+    if (status != UCS_OK) {
+        std::free(s.bounce);
+        s.bounce = nullptr;
+        request_put(req);
+    }
+    return status;
 }
 
 request *send_request_get(ucp_worker *worker, const ucp_request_param_t *param)

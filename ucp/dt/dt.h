@@ -5,6 +5,9 @@
  * offset, so every protocol (short, bcopy, zcopy, rendezvous, out-of-order
  * fragments) uses the same two objects. They are trivially copyable and
  * small, because they live inside a request, and allocate nothing.
+ * A contig or iov buffer in memory the CPU cannot touch (set_memory_type:
+ * CUDA) is copied through the memory type's copier (ucs memtype registry):
+ * the staging copy of the bcopy protocols.
  *
  *   ucp::dt::packer p;
  *   if (p.start(datatype, buffer, count) != UCS_OK) { ... }
@@ -17,6 +20,7 @@
 #define UCP_DT_DT_H
 
 #include <ucp/api/ucp.h>
+#include <ucs/memory/memtype_registry.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/type/status.h>
 #include <uct/base/uct_types.h>
@@ -240,10 +244,15 @@ public:
 
     dt_class type_class() const noexcept { return m_class; }
 
+    /* Where a contig or iov buffer lives (HOST unless set after start()). */
+    void set_memory_type(ucs_memory_type_t type) noexcept { m_mem_type = type; }
+    ucs_memory_type_t memory_type() const noexcept { return m_mem_type; }
+
     /*
      * Copies min(max_length, length() - offset) bytes of the stream starting
      * at `offset` into `dest` and returns how many (generic: what ops.pack
-     * returned, capped at that). Any offset order works.
+     * returned, capped at that). Any offset order works. 0 when the
+     * staging copy of a non-host buffer failed.
      */
     size_t pack(void *dest, size_t offset, size_t max_length) noexcept
     {
@@ -256,15 +265,21 @@ public:
         }
         switch (m_class) {
         case dt_class::contig:
+            if (ucs_unlikely(m_mem_type != UCS_MEMORY_TYPE_HOST)) {
+                return staged_copy(dest, static_cast<const char*>(m_buffer) + offset,
+                                   n) ? n : 0;
+            }
             std::memcpy(dest, static_cast<const char*>(m_buffer) + offset, n);
             return n;
-        case dt_class::iov:
+        case dt_class::iov: {
+            bool ok = true;
             m_cursor.walk(iov(), m_iov_count, offset, n,
-                          [dest](const char *entry, size_t done, size_t len) {
-                              std::memcpy(static_cast<char*>(dest) + done,
-                                          entry, len);
+                          [this, dest, &ok](const char *entry, size_t done, size_t len) {
+                              ok = ok && staged_copy(static_cast<char*>(dest) + done,
+                                                     entry, len);
                           });
-            return n;
+            return ok ? n : 0;
+        }
         case dt_class::generic:
             if (ucs_unlikely(!m_active)) {
                 return 0; /* finished: the state is gone */
@@ -346,6 +361,16 @@ private:
      * only handed back to the user's callbacks. */
     void *state() const noexcept { return const_cast<void*>(m_buffer); }
 
+    bool staged_copy(void *dest, const void *src, size_t length) const noexcept
+    {
+        if (ucs_likely(m_mem_type == UCS_MEMORY_TYPE_HOST)) {
+            std::memcpy(dest, src, length);
+            return true;
+        }
+        return ucs::memtype::copy(dest, UCS_MEMORY_TYPE_HOST, src, m_mem_type, length) ==
+               UCS_OK;
+    }
+
     const void       *m_buffer  = nullptr; /* contig data, iov array or generic state */
     const generic_dt *m_generic = nullptr;
     size_t           m_length    = 0;
@@ -354,6 +379,7 @@ private:
     mutable detail::iov_cursor m_cursor;
     dt_class         m_class  = dt_class::contig;
     bool             m_active = false; /* generic state awaits finish() */
+    ucs_memory_type_t m_mem_type = UCS_MEMORY_TYPE_HOST;
 };
 
 /*
@@ -408,11 +434,16 @@ public:
 
     dt_class type_class() const noexcept { return m_class; }
 
+    /* Where a contig or iov buffer lives (HOST unless set after start()). */
+    void set_memory_type(ucs_memory_type_t type) noexcept { m_mem_type = type; }
+    ucs_memory_type_t memory_type() const noexcept { return m_mem_type; }
+
     /*
      * Writes stream bytes [offset, offset + length) from `src`. The part
      * beyond capacity() is dropped and UCS_ERR_MESSAGE_TRUNCATED returned
      * (the part that fits is still written). generic: an error from
-     * ops.unpack is returned as is.
+     * ops.unpack is returned as is; a failed staging copy into a non-host
+     * buffer returns the copier's status.
      */
     ucs_status_t unpack(const void *src, size_t offset, size_t length) noexcept
     {
@@ -423,16 +454,21 @@ public:
         if (fit > 0) {
             switch (m_class) {
             case dt_class::contig:
+                if (ucs_unlikely(m_mem_type != UCS_MEMORY_TYPE_HOST)) {
+                    status = staged_copy(static_cast<char*>(m_buffer) + offset, src, fit);
+                    break;
+                }
                 std::memcpy(static_cast<char*>(m_buffer) + offset, src, fit);
                 break;
             case dt_class::iov:
                 m_cursor.walk(static_cast<const ucp_dt_iov_t*>(m_buffer),
                               m_iov_count, offset, fit,
-                              [src](char *entry, size_t done, size_t len) {
-                                  std::memcpy(entry,
-                                              static_cast<const char*>(src) +
-                                                      done,
+                              [this, src, &status](char *entry, size_t done, size_t len) {
+                                  if (status == UCS_OK) {
+                                      status = staged_copy(
+                                              entry, static_cast<const char*>(src) + done,
                                               len);
+                                  }
                               });
                 break;
             case dt_class::generic:
@@ -461,6 +497,15 @@ public:
     }
 
 private:
+    ucs_status_t staged_copy(void *dest, const void *src, size_t length) const noexcept
+    {
+        if (ucs_likely(m_mem_type == UCS_MEMORY_TYPE_HOST)) {
+            std::memcpy(dest, src, length);
+            return UCS_OK;
+        }
+        return ucs::memtype::copy(dest, m_mem_type, src, UCS_MEMORY_TYPE_HOST, length);
+    }
+
     void             *m_buffer    = nullptr; /* contig data, iov array or generic state */
     const generic_dt *m_generic   = nullptr;
     size_t           m_capacity   = 0;
@@ -468,6 +513,7 @@ private:
     detail::iov_cursor m_cursor;
     dt_class         m_class  = dt_class::contig;
     bool             m_active = false;
+    ucs_memory_type_t m_mem_type = UCS_MEMORY_TYPE_HOST;
 };
 
 static_assert(std::is_trivially_copyable_v<packer> && (sizeof(packer) <= 64),

@@ -4,6 +4,7 @@
 #include "select.h"
 
 #include <ucp/proto/wire.h>
+#include <ucs/memory/memtype_registry.h>
 
 #include <algorithm>
 #include <string>
@@ -37,20 +38,32 @@ bool zcopy_possible(const ep_thresholds &t, dt_class dt, size_t header)
 }
 
 /* What a tagged send of `length` bytes may use, in order. */
+/* Whether the data can go in place (short, zcopy): the CPU reaches it. */
+bool host(const key &k)
+{
+    return k.mem_type == UCS_MEMORY_TYPE_HOST;
+}
+
+bool can_rndv(const table_inputs &in, const key &k)
+{
+    return (k.dt == dt_class::contig) && (in.rndv_mem_types & (1ull << k.mem_type));
+}
+
 candidates tag_rules(const table_inputs &in, const key &k, size_t length)
 {
     const ep_thresholds &t = in.thresh;
     const bool sync   = (k.op == operation::TAG_SYNC);
     const bool contig = (k.dt == dt_class::contig);
     candidates c;
-    if (contig && !sync && (t.max_eager_short >= 0) && (length <= size_t(t.max_eager_short))) {
+    if (contig && host(k) && !sync && (t.max_eager_short >= 0) &&
+        (length <= size_t(t.max_eager_short))) {
         c.add(protocol::EAGER_SHORT);
         return c;
     }
-    if (contig && in.has_rndv_lane && (length >= t.rndv)) {
+    if (can_rndv(in, k) && (length >= t.rndv)) {
         c.add(protocol::RNDV);
     }
-    if (zcopy_possible(t, k.dt, wire::eager_max_header) && (length >= t.zcopy)) {
+    if (host(k) && zcopy_possible(t, k.dt, wire::eager_max_header) && (length >= t.zcopy)) {
         c.add(protocol::EAGER_ZCOPY);
     }
     const size_t only = sync ? t.max_eager_only - sizeof(wire::eager_sync_hdr) +
@@ -67,15 +80,16 @@ candidates am_rules(const table_inputs &in, const key &k, size_t length)
     const bool contig = (k.dt == dt_class::contig);
     const bool reply  = (k.variant & am_variant::REPLY);
     candidates c;
-    if (contig && in.has_rndv_lane && !(k.variant & am_variant::FORCE_EAGER) &&
+    if (can_rndv(in, k) && !(k.variant & am_variant::FORCE_EAGER) &&
         ((k.variant & am_variant::FORCE_RNDV) || (length >= t.am_rndv))) {
         c.add(protocol::RNDV);
     }
-    if (contig && !reply && (t.max_eager_short >= 0) &&
+    if (contig && host(k) && !reply && (t.max_eager_short >= 0) &&
         (length <= size_t(t.max_eager_short))) {
         c.add(protocol::EAGER_SHORT);
     }
-    if (zcopy_possible(t, k.dt, sizeof(wire::am_first_hdr)) && (length >= t.zcopy)) {
+    if (host(k) && zcopy_possible(t, k.dt, sizeof(wire::am_first_hdr)) &&
+        (length >= t.zcopy)) {
         c.add(protocol::EAGER_ZCOPY);
     }
     const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(wire::am_reply_hdr) : 0);
@@ -92,7 +106,7 @@ candidates stream_rules(const table_inputs &in, const key &k, size_t length)
 {
     const ep_thresholds &t = in.thresh;
     candidates c;
-    if (zcopy_possible(t, k.dt, sizeof(wire::stream_hdr)) && (length >= t.zcopy)) {
+    if (host(k) && zcopy_possible(t, k.dt, sizeof(wire::stream_hdr)) && (length >= t.zcopy)) {
         c.add(protocol::EAGER_ZCOPY);
     }
     const size_t room = t.am_max_bcopy - sizeof(wire::stream_hdr);
@@ -160,8 +174,8 @@ size_t key_index(const key &k)
 void build(const table_inputs &in, const key &k, selection *out)
 {
     out->count = 0;
-    if (k.mem_type != UCS_MEMORY_TYPE_HOST) {
-        return;     /* no transport here moves other memory yet */
+    if (!ucs::memtype::can_copy(k.mem_type)) {
+        return;     /* nothing loaded can stage this memory */
     }
     const std::vector<size_t> points = boundaries(in);
     size_t from = 0;

@@ -117,7 +117,7 @@ struct selection {
 /* What the tables of a configuration are built from. */
 struct table_inputs {
     ep_thresholds thresh;
-    bool          has_rndv_lane;
+    uint64_t      rndv_mem_types;   /* bit per memory type a rendezvous lane moves */
 };
 
 /* The selection tables of one endpoint configuration, built on first use. */
@@ -139,7 +139,11 @@ private:
 /*
  * The step of the first protocol of the range holding `length` that takes
  * the message: `start(p)` returns its step, or nullptr when p declines.
- * nullptr: no protocol serves the key (a memory type nothing moves yet).
+ * nullptr: no protocol serves the key (a memory type nothing moves).
+ *
+ * Memory the CPU cannot touch (CUDA) has no short or zero-copy eager
+ * protocol: bcopy fragments are staged through the memory type's copier
+ * (dt.h), and a rendezvous needs a lane for that memory (cuda_ipc).
  */
 template <typename Start>
 auto select_first(const selection &sel, size_t length, Start &&start)

@@ -57,6 +57,19 @@ request *send_request_get(ucp_worker *worker, const ucp_request_param_t *param);
 void send_request_abort(request *req);
 
 /*
+ * Starts the packer of a request from send_request_get on the caller's
+ * buffer, in its memory type (dt/dt_memtype.h), with no registration yet.
+ * A message in memory the CPU cannot touch that fits one bcopy fragment of
+ * `ep` is staged whole into a host bounce buffer first (one copy, and a
+ * failed copy fails the call rather than a fragment already on its way);
+ * larger ones are staged per fragment, or go by a rendezvous lane for that
+ * memory. On failure the request is given back.
+ */
+ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
+                               const ucp_request_param_t *param, ucp_datatype_t dt,
+                               const void *buffer, size_t count);
+
+/*
  * Runs the first step (req->u.send.step) or queues it, and turns the
  * outcome into the nbx return value: NULL when done at once (no callback
  * then, unless UCP_OP_ATTR_FLAG_NO_IMM_CMPL asks for a request), an error

@@ -8,6 +8,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/ext/op_cntr.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
@@ -73,7 +74,7 @@ ucs_status_ptr_t recv_common(ucp_ep *ep, void *buffer, size_t count, size_t *len
         req->cb.stream = param->cb.recv_stream;
     }
     recv_state &r = req->u.recv;
-    ucs_status_t status = r.unpacker.start(dt, buffer, count);
+    ucs_status_t status = dt::start_in_memory_type(r.unpacker, param, dt, buffer, count);
     if (status != UCS_OK) {
         request_put(req);
         return UCS_STATUS_PTR(status);

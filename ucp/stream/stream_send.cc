@@ -9,6 +9,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/ext/op_cntr.h>
 #include <ucp/proto/bcopy_fragments.h>
 #include <ucp/proto/eager_zcopy.h>
@@ -98,7 +99,8 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
     if ((dt == ucp_dt_make_contig(1)) && (count <= fragment_room(ep)) &&
         (count < ep->cfg->thresh.zcopy) &&
         (ep->num_pending == 0) && (ep->flags & ep_flag::READY) &&
-        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL))) {
+        !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
+        dt::surely_host(param)) {
         inline_send send{{worker->uuid, ep->remote_id}, buffer, count};
         ssize_t packed = ep->am_ep->am_bcopy(wire::AM_STREAM, pack_inline, &send, 0);
         if (ucs_likely(packed >= 0)) {
@@ -113,20 +115,17 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
     if (req == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
-    send_state &s = req->u.send;
-    s.bounce = nullptr;
-    s.reg   = {};
-    ucs_status_t status = s.packer.start(dt, buffer, count);
+    ucs_status_t status = send_packer_start(req, ep, param, dt, buffer, count);
     if (status != UCS_OK) {
-        request_put(req);
         return UCS_STATUS_PTR(status);
     }
+    send_state &s = req->u.send;
     s.ep     = ep;
     s.offset = 0;
     s.am_id  = wire::AM_STREAM;
     req->flags |= request_flag::NAMES_PEER_EP;
     const proto::key k{proto::operation::STREAM, 0, s.packer.type_class(),
-                       UCS_MEMORY_TYPE_HOST};
+                       s.packer.memory_type()};
     s.step = proto::select_first(ep->cfg->protocols.get(k), s.packer.length(),
                                  [req](proto::protocol p) -> send_step_t {
         if (p == proto::protocol::EAGER_ZCOPY) {

@@ -8,6 +8,7 @@
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_guard.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/ext/op_cntr.h>
 #include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
@@ -442,7 +443,7 @@ ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count,
                               UCS_ERR_INVALID_PARAM : UCS_ERR_NO_MEMORY);
     }
     recv_state &r = req->u.recv;
-    ucs_status_t status = r.unpacker.start(dt, buffer, count);
+    ucs_status_t status = dt::start_in_memory_type(r.unpacker, param, dt, buffer, count);
     if (status != UCS_OK) {
         request_put(req);
         return UCS_STATUS_PTR(status);

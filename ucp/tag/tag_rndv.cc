@@ -298,7 +298,11 @@ send_step_t rndv_select(request *req)
 {
     send_state &s  = req->u.send;
     ucp_ep *ep     = s.ep;
-    const lane &l  = ep->lanes[ep->rndv_lane];
+    const uint8_t lane_index = ep->rndv_lane_for(s.packer.memory_type());
+    if (lane_index == no_lane) {
+        return nullptr;
+    }
+    const lane &l  = ep->lanes[lane_index];
     uct::md &md    = *req->worker->context.mds[l.md_index].md;
     if (md.attr().rkey_packed_size + sizeof(wire::rts_hdr) >
         ep->am_ep->owner().attr().am.max_bcopy) {
@@ -372,7 +376,12 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
         uct::invoke_completion(&r.comp, status);
         return;
     }
-    if (!r.unpacker.is_contig() && (r.get_length > 0)) {
+    /* Pulled through a bounce buffer: data the unpacker scatters, or a
+     * buffer in memory the lane's transport cannot write (a host transport
+     * into CUDA memory: the unpacker's copier moves it). */
+    const uint64_t reachable = worker->context.mds[r.rkey_md].md->attr().access_mem_types;
+    if ((!r.unpacker.is_contig() || !(reachable & (1ull << r.unpacker.memory_type()))) &&
+        (r.get_length > 0)) {
         r.bounce = std::malloc(r.get_length);
         if (r.bounce == nullptr) {
             uct::invoke_completion(&r.comp, UCS_ERR_NO_MEMORY);

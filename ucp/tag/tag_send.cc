@@ -7,6 +7,7 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/ext/op_cntr.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/bcopy_fragments.h>
@@ -178,7 +179,7 @@ send_step_t tag_select_protocol(request *req)
     const send_state &s = req->u.send;
     const proto::key k{(req->flags & request_flag::SYNC) ? proto::operation::TAG_SYNC :
                                                             proto::operation::TAG,
-                       0, s.packer.type_class(), UCS_MEMORY_TYPE_HOST};
+                       0, s.packer.type_class(), s.packer.memory_type()};
     return proto::select_first(s.ep->cfg->protocols.get(k), s.packer.length(),
                                [req](proto::protocol p) { return tag_start(req, p); });
 }
@@ -198,7 +199,8 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
     const uint32_t attr = param->op_attr_mask;
     if (!sync && (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->max_eager_short) &&
         (ep->num_pending == 0) && ep->usable() && !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) &&
-        (!(attr & UCP_OP_ATTR_FIELD_REQUEST) || (param->request != nullptr))) {
+        (!(attr & UCP_OP_ATTR_FIELD_REQUEST) || (param->request != nullptr)) &&
+        dt::surely_host(param)) {
         ucs_status_t status = ep->am_ep->am_short(wire::AM_EAGER_ONLY, tag, buffer,
                                                   unsigned(count));
         if (ucs_likely(status == UCS_OK)) {
@@ -219,14 +221,11 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
     if (req == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
-    send_state &s = req->u.send;
-    s.bounce = nullptr;
-    s.reg   = {};
-    ucs_status_t status = s.packer.start(dt, buffer, count);
+    ucs_status_t status = send_packer_start(req, ep, param, dt, buffer, count);
     if (status != UCS_OK) {
-        request_put(req);
         return UCS_STATUS_PTR(status);
     }
+    send_state &s = req->u.send;
     s.ep  = ep;
     s.tag = tag;
     s.offset = 0;

@@ -102,8 +102,31 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
         return ctx.mds[ctx.tls[tl].md_index].md->attr().flags;
     };
 
+    auto type_of = [&](uint8_t lane) {
+        return ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
+    };
+    auto md_attr_of = [&](uint8_t lane) -> const uct::md_attr & {
+        unsigned tl = worker.ifaces[plan->lanes[lane].iface_index].tl_index;
+        return ctx.mds[ctx.tls[tl].md_index].md->attr();
+    };
+    /* Accelerator transports (cuda_copy, cuda_ipc) move accelerator memory
+     * only: they take no host role below. */
     for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
         const uct::iface_attr &attr = attr_of(lane);
+        constexpr uint64_t host_types = 1ull << UCS_MEMORY_TYPE_HOST;
+        if ((type_of(lane) == uct::device_type::ACC) &&
+            (attr.flags & uct::iface_flag::GET_ZCOPY) &&
+            (md_flags_of(lane) & uct::md_flag::REG) &&
+            (md_attr_of(lane).reg_mem_types & ~host_types) &&
+            ((plan->mem_rndv == no_lane) || better_bulk(attr, attr_of(plan->mem_rndv)))) {
+            plan->mem_rndv = lane;
+        }
+    }
+    for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
+        const uct::iface_attr &attr = attr_of(lane);
+        if (type_of(lane) == uct::device_type::ACC) {
+            continue;
+        }
         if ((attr.flags & uct::iface_flag::AM_BCOPY) &&
             ((plan->am == no_lane) || better_am(attr, attr_of(plan->am)))) {
             plan->am = lane;
@@ -121,7 +144,8 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
         const uct::device_type type =
             ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
         const bool local_scope = (am_type != uct::device_type::NET);
-        if (local_scope && (type == uct::device_type::NET)) {
+        if ((local_scope && (type == uct::device_type::NET)) ||
+            (type == uct::device_type::ACC)) {
             continue;
         }
         if ((attr.flags & uct::iface_flag::GET_ZCOPY) &&
@@ -162,6 +186,7 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
             const uct::device_type type =
                 ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
             if (((am_type != uct::device_type::NET) && (type == uct::device_type::NET)) ||
+                (type == uct::device_type::ACC) ||
                 !(attr_of(lane).flags & put_get) || !(md_flags_of(lane) & uct::md_flag::REG) ||
                 md_taken(md_of(lane))) {
                 continue;
@@ -189,6 +214,7 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
     keep(plan->am);
     keep(plan->rndv);
     keep(plan->rma);
+    keep(plan->mem_rndv);
     for (uint8_t &extra : plan->rma_extra) {
         keep(extra);
     }

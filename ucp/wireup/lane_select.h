@@ -28,6 +28,9 @@ struct lane_plan {
     uint8_t am   = no_lane;
     uint8_t rndv = no_lane;
     uint8_t rma  = no_lane;
+    /* Rendezvous of memory the host lanes cannot reach (CUDA): an
+     * accelerator transport whose md registers it (cuda_ipc). */
+    uint8_t mem_rndv = no_lane;
     /* More RMA lanes, one per memory domain that registers memory and is
      * not on a lane above: a key of registered memory (no shared segment)
      * then still finds a lane whose md it has an entry for (ucp/rma). */

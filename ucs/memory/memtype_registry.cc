@@ -2,6 +2,7 @@
 
 #include <ucs/debug/log.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -24,6 +25,7 @@ struct detector_table {
 
 std::atomic<const detector_table *> g_table{nullptr};
 std::mutex                          g_update_lock;
+std::atomic<copier>                 g_copiers[UCS_MEMORY_TYPE_LAST];
 
 /*
  * Readers use a snapshot without any lock or reference count, so a replaced
@@ -141,6 +143,50 @@ ucs_status_t unregister_detector(ucs_memory_type_t type)
 
     ucs_debug("unregistered %s memory detector", ucs_memory_type_names[type]);
     return UCS_OK;
+}
+
+ucs_status_t register_copier(ucs_memory_type_t type, copier fn)
+{
+    if (!is_detectable_type(type) || (fn == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    copier none = nullptr;
+    if (!g_copiers[type].compare_exchange_strong(none, fn, std::memory_order_acq_rel)) {
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+    ucs_debug("registered %s memory copier", ucs_memory_type_names[type]);
+    return UCS_OK;
+}
+
+ucs_status_t unregister_copier(ucs_memory_type_t type)
+{
+    if (!is_detectable_type(type)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return (g_copiers[type].exchange(nullptr, std::memory_order_acq_rel) != nullptr)
+                   ? UCS_OK : UCS_ERR_NO_ELEM;
+}
+
+bool can_copy(ucs_memory_type_t type) noexcept
+{
+    return (type == UCS_MEMORY_TYPE_HOST) ||
+           (is_detectable_type(type) &&
+            (g_copiers[type].load(std::memory_order_acquire) != nullptr));
+}
+
+ucs_status_t copy(void *dest, ucs_memory_type_t dest_type, const void *src,
+                  ucs_memory_type_t src_type, size_t length) noexcept
+{
+    if ((dest_type == UCS_MEMORY_TYPE_HOST) && (src_type == UCS_MEMORY_TYPE_HOST)) {
+        std::memcpy(dest, src, length);
+        return UCS_OK;
+    }
+    const ucs_memory_type_t type = (dest_type != UCS_MEMORY_TYPE_HOST) ? dest_type : src_type;
+    if (!is_detectable_type(type)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    copier fn = g_copiers[type].load(std::memory_order_acquire);
+    return (fn != nullptr) ? fn(dest, dest_type, src, src_type, length) : UCS_ERR_UNSUPPORTED;
 }
 
 } // namespace ucs::memtype

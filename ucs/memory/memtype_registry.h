@@ -42,6 +42,37 @@ ucs_status_t register_detector(ucs_memory_type_t type, detector fn);
 /* UCS_ERR_NO_ELEM if the type has no detector. */
 ucs_status_t unregister_detector(ucs_memory_type_t type);
 
+/*
+ * Copies `length` bytes between memory of the copier's type and any other
+ * memory the module can reach (host, or its own type), each side's type
+ * given: the staging copy of the UCP protocols for buffers the CPU cannot
+ * touch. Synchronous: the data is in place when it returns.
+ */
+using copier = ucs_status_t (*)(void *dest, ucs_memory_type_t dest_type, const void *src,
+                                ucs_memory_type_t src_type, size_t length);
+
+/*
+ * One copier per memory type, kept for the life of the process (a module
+ * that registers one stays loaded). UCS_ERR_INVALID_PARAM for HOST, an
+ * invalid type or nullptr; UCS_ERR_ALREADY_EXISTS if the type has one.
+ */
+ucs_status_t register_copier(ucs_memory_type_t type, copier fn);
+
+/* UCS_ERR_NO_ELEM if the type has none. A copy already running may still
+ * call the old copier: its code must stay loaded. */
+ucs_status_t unregister_copier(ucs_memory_type_t type);
+
+/* Whether memory of `type` can be copied: HOST, or a type with a copier. */
+bool can_copy(ucs_memory_type_t type) noexcept;
+
+/*
+ * Copies between `dest` (of dest_type) and `src` (of src_type): memcpy for
+ * host to host, else the copier of the non-host type (the destination's if
+ * both are). UCS_ERR_UNSUPPORTED when that type has no copier.
+ */
+ucs_status_t copy(void *dest, ucs_memory_type_t dest_type, const void *src,
+                  ucs_memory_type_t src_type, size_t length) noexcept;
+
 inline bool have_detectors() noexcept
 {
     return detail::g_have_detectors.load(std::memory_order_relaxed);

@@ -27,6 +27,15 @@ ucs_status_t md::mem_alloc(size_t *, void **, unsigned, mem_h *)
     return UCS_ERR_UNSUPPORTED;
 }
 
+ucs_status_t md::mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p,
+                                   void **address_p, unsigned flags, mem_h *memh_p)
+{
+    if (type != UCS_MEMORY_TYPE_HOST) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return mem_alloc(length_p, address_p, flags, memh_p);
+}
+
 ucs_status_t md::mem_free(mem_h)
 {
     return UCS_ERR_UNSUPPORTED;

@@ -39,6 +39,7 @@ struct md_attr {
     size_t   max_reg = 0;
     size_t   rkey_packed_size = 0;      /* bytes mkey_pack writes */
     uint64_t reg_mem_types = 1ull << UCS_MEMORY_TYPE_HOST;
+    uint64_t alloc_mem_types = 1ull << UCS_MEMORY_TYPE_HOST;   /* with md_flag::ALLOC */
     uint64_t access_mem_types = 1ull << UCS_MEMORY_TYPE_HOST;
     uint64_t detect_mem_types = 0;
     double   reg_overhead_s = 0;        /* registration cost model */
@@ -81,6 +82,10 @@ public:
      */
     virtual ucs_status_t mem_alloc(size_t *length_p, void **address_p,
                                    unsigned flags, mem_h *memh_p);
+    /* mem_alloc of memory of `type` (one of attr().alloc_mem_types); the
+     * default serves HOST through mem_alloc. */
+    virtual ucs_status_t mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p,
+                                           void **address_p, unsigned flags, mem_h *memh_p);
     virtual ucs_status_t mem_free(mem_h memh);
 
     /* Writes attr().rkey_packed_size bytes describing `memh` for a peer. */

@@ -27,7 +27,7 @@
 
 namespace uct {
 
-constexpr uint32_t module_abi_version = 1;
+constexpr uint32_t module_abi_version = 2;
 
 /* What a module's entry point returns. abi_version stays the first field
  * in every version, so that any libuct can read it. */
