@@ -8,6 +8,9 @@
 #include <cstring>
 #include <getopt.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace perftest {
 
 namespace {
@@ -75,6 +78,7 @@ struct raw_args {
     std::string layout;
     std::string tl;
     std::string dev;
+    std::string mem;                      /* -m */
     bool        window_given = false;
     bool        fc_window_given = false;   /* -W */
     bool        async_given = false;       /* -A */
@@ -106,6 +110,28 @@ bool parse_layouts(const std::string &text, test_spec *spec)
     }
     spec->send_layout = l[0];
     spec->recv_layout = (parts.size() == 2) ? l[1] : l[0];
+    return true;
+}
+
+/* -m <send>[,<recv>]: UCX's memory type names, as ucs_memory_type_t values. */
+bool parse_memory_types(const std::string &text, test_spec *spec)
+{
+    static const char *const names[] = {"host", "cuda", "cuda-managed", "rocm",
+                                        "rocm-managed"};
+    std::vector<std::string> parts = split(text.c_str(), ',');
+    if (parts.empty() || (parts.size() > 2)) {
+        return false;
+    }
+    uint8_t types[2] = {0, 0};
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const auto *found = std::find(std::begin(names), std::end(names), parts[i]);
+        if (found == std::end(names)) {
+            return false;
+        }
+        types[i] = uint8_t(found - std::begin(names));
+    }
+    spec->send_mem = types[0];
+    spec->recv_mem = (parts.size() == 2) ? types[1] : types[0];
     return true;
 }
 
@@ -155,6 +181,8 @@ bool resolve_test(const raw_args &raw, cli *out)
     s.tag_probe   = base.tag_probe;
     s.stream_recv_data = base.stream_recv_data;
     s.threads     = base.threads;
+    s.send_mem    = base.send_mem;
+    s.recv_mem    = base.recv_mem;
     s.fc_window   = base.fc_window;
     if (raw.window_given) {
         s.window = base.window;
@@ -162,6 +190,10 @@ bool resolve_test(const raw_args &raw, cli *out)
 
     if (test->api == api_kind::UCT) {
         const perf::test_kind kind = test->uct_kind;
+        if (!raw.mem.empty() && (!parse_memory_types(raw.mem, &s) || (s.send_mem != 0) ||
+                                 (s.recv_mem != 0))) {
+            return bad("-m %s: the uct tests use host memory", raw.mem.c_str());
+        }
         if (raw.tl.empty()) {
             return bad("-x TL is required for the uct test %s", test->name);
         }
@@ -228,6 +260,13 @@ bool resolve_test(const raw_args &raw, cli *out)
         std::fprintf(stderr, "ucx_perftest: -x/-d are for uct tests; UCP tests use "
                      "UCX_TLS and UCX_*_DEVICES (ignored)\n");
     }
+    if (!raw.mem.empty() && !parse_memory_types(raw.mem, &s)) {
+        return bad("bad memory type '%s' (host, cuda, cuda-managed[,...])", raw.mem.c_str());
+    }
+    if (is_one_sided(test->cmd) && ((s.send_mem != 0) || (s.recv_mem != 0))) {
+        return bad("%s: RMA and atomics on device memory are not supported yet (-m host)",
+                   test->name);
+    }
     if (!raw.layout.empty() && !parse_layouts(raw.layout, &s)) {
         return bad("bad data layout '%s' (contig or iov[,contig or iov])",
                    raw.layout.c_str());
@@ -278,7 +317,8 @@ void usage(FILE *stream)
 "  -6             use IPv6 for the connection to the server\n"
 "  -D <layout>    UCP: contig or iov, for sender[,receiver] (contig)\n"
 "                 uct: short, bcopy or zcopy (with UCX's test names)\n"
-"  -m <mem>[,<mem>]  memory type of the buffers: host only\n"
+"  -m <mem>[,<mem>]  memory type of the send[,receive] buffers of UCP tests:\n"
+"                 host, cuda, cuda-managed (GPU memory needs the cuda module)\n"
 "  -O <count>     operations in flight in bandwidth tests (per test: 1 or 32;\n"
 "                 uct one-sided streams: 128, fetching atomics 1)\n"
 "  -W <count>     uct active-message streams: most messages the receiver has not\n"
@@ -392,11 +432,7 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
             raw.layout = optarg;
             break;
         case 'm':
-            for (const std::string &m : split(optarg, ',')) {
-                if (m != "host") {
-                    return fail("memory type '%s' is not supported (host only)", optarg);
-                }
-            }
+            raw.mem = optarg;
             break;
         case 'O':
             if (!parse_u64(optarg, &value) || (value == 0) || (value > 1000000)) {

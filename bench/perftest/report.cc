@@ -271,8 +271,13 @@ void printer::info_box(const test_spec &spec, bool closed)
         }
     }
     line("Data layout:", layout_name(spec));
-    line("Send memory:", "host");
-    line("Recv memory:", "host");
+    static const char *const mem_names[] = {"host", "cuda", "cuda-managed", "rocm",
+                                            "rocm-managed"};
+    auto mem_name = [](uint8_t type) {
+        return (type < std::size(mem_names)) ? mem_names[type] : "?";
+    };
+    line("Send memory:", mem_name(spec.send_mem));
+    line("Recv memory:", mem_name(spec.recv_mem));
     line("Message size:", size);
     if (closed) {
         std::printf("%s\n", BOX_LINE);

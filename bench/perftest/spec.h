@@ -47,6 +47,8 @@ struct test_spec {
     uint8_t  tag_probe = 0;         /* -U: tag receives through ucp_tag_probe_nb (unexpected) */
     uint8_t  stream_recv_data = 0;  /* -r recv_data: ucp_stream_recv_data_nb */
     uint8_t  threads = 1;           /* -T: UCP threads per side, a worker and ep each */
+    uint8_t  send_mem = 0;          /* -m: ucs_memory_type_t of the send buffers */
+    uint8_t  recv_mem = 0;          /* -m: ... and of the receive buffers */
     uint32_t fc_window = 127;       /* -W: uct AM streams, messages not credited back */
     uint32_t outstanding = 0;       /* uct one-sided streams: -O; 0: the test's own */
     char     tls[256] = {};         /* UCP: UCX_TLS of this run ("": environment) */

@@ -32,6 +32,11 @@ engine<CMD>::engine(session &s, const test_spec &spec, std::string *error) :
         send_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
         send_param_.memh          = s.send_memh();
     }
+    /* GPU buffers are named, as UCX's tool does, sparing the detection. */
+    if (spec.send_mem != UCS_MEMORY_TYPE_HOST) {
+        send_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        send_param_.memory_type   = ucs_memory_type_t(spec.send_mem);
+    }
 
     recv_param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                                UCP_OP_ATTR_FIELD_DATATYPE;
@@ -43,6 +48,10 @@ engine<CMD>::engine(session &s, const test_spec &spec, std::string *error) :
         recv_param_.cb.recv_stream = stream_recv_done;
     } else {
         recv_param_.cb.recv = tag_recv_done;
+    }
+    if (spec.recv_mem != UCS_MEMORY_TYPE_HOST) {
+        recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        recv_param_.memory_type   = ucs_memory_type_t(spec.recv_mem);
     }
     am_recv_param_              = recv_param_;
     am_recv_param_.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_FLAGS);
@@ -60,7 +69,8 @@ engine<CMD>::engine(session &s, const test_spec &spec, std::string *error) :
     ack_send_param_.user_data    = &f_;
     ack_recv_param_              = recv_param_;
     ack_recv_param_.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_DATATYPE |
-                                              UCP_OP_ATTR_FIELD_MEMH);
+                                              UCP_OP_ATTR_FIELD_MEMH |
+                                              UCP_OP_ATTR_FIELD_MEMORY_TYPE);
 }
 
 template <ucp_cmd CMD>

@@ -224,13 +224,33 @@ std::string session::connect()
 /* UCP allocates the buffer, as UCX's tool has it do: the transports can then
  * reach it best (shared memory directly, where user memory would need CMA
  * or emulation). Failing that, ours, mapped for remote access if UCP can. */
-std::string session::allocate_buffer(int fill, uint8_t **buffer, ucp_mem_h *memh,
-                                     bool *owned)
+std::string session::allocate_buffer(int fill, uint8_t mem_type, uint8_t **buffer,
+                                     ucp_mem_h *memh, bool *owned)
 {
     ucp_mem_map_params_t params = {};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.length     = buf_size_;
     params.flags      = UCP_MEM_MAP_ALLOCATE | map_flags();
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        /* GPU memory: UCP allocates it (the cuda module), or the test cannot
+         * run. Its content is not looked at: no fill. */
+        params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+        params.memory_type = ucs_memory_type_t(mem_type);
+        ucs_status_t status = ucp_mem_map(context_, &params, memh);
+        ucp_mem_attr_t attr = {};
+        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        if ((status == UCS_OK) && ((status = ucp_mem_query(*memh, &attr)) != UCS_OK)) {
+            ucp_mem_unmap(context_, *memh);
+        }
+        if (status != UCS_OK) {
+            *memh = nullptr;
+            const std::string what = std::string("ucp_mem_map of ") +
+                                     ucs_memory_type_names[mem_type] + " memory";
+            return failed(what.c_str(), status);
+        }
+        *buffer = static_cast<uint8_t*>(attr.address);
+        return {};
+    }
     if (ucp_mem_map(context_, &params, memh) == UCS_OK) {
         ucp_mem_attr_t attr = {};
         attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
@@ -265,13 +285,14 @@ std::string session::make_buffers()
 {
     length_   = spec_.message_size();
     buf_size_ = std::max<size_t>(spec_.buffer_size(), 1);
-    std::string why = allocate_buffer(0x5a, &send_buf_, &send_memh_, &send_owned_);
+    std::string why = allocate_buffer(0x5a, spec_.send_mem, &send_buf_, &send_memh_,
+                                      &send_owned_);
     if (!why.empty()) {
         return why;
     }
     /* All ones: the put latency test reads the last byte as a sequence
      * number, and no iteration uses 0xff. */
-    why = allocate_buffer(0xff, &recv_buf_, &recv_memh_, &recv_owned_);
+    why = allocate_buffer(0xff, spec_.recv_mem, &recv_buf_, &recv_memh_, &recv_owned_);
     if (!why.empty()) {
         return why;
     }

@@ -74,7 +74,8 @@ private:
     std::string create_worker();
     std::string connect();
     std::string make_buffers();
-    std::string allocate_buffer(int fill, uint8_t **buffer, ucp_mem_h *memh, bool *owned);
+    std::string allocate_buffer(int fill, uint8_t mem_type, uint8_t **buffer, ucp_mem_h *memh,
+                                bool *owned);
     std::string exchange_keys();
     /* ucp_mem_map flags of the buffers (-B: NONBLOCK). */
     unsigned map_flags() const;
