@@ -206,6 +206,112 @@ int tag_receiver(int fd)
     return 0;
 }
 
+/* Maps device memory and gives its address and key to the peer, which
+ * puts into it and reads it back; checks what landed. */
+int rma_target(int fd)
+{
+    CHILD_CUDA(cudaSetDevice(0));
+    peer p;
+    if (int rc = connect_through_parent(fd, p, UCP_FEATURE_RMA)) {
+        return rc;
+    }
+    constexpr size_t size = 4 << 20;
+    device_buffer region(size);
+    CHILD_CUDA(cudaMemset(region.ptr, 0, size));
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address    = region.ptr;
+    mp.length     = size;
+    ucp_mem_h memh;
+    TEST_CHILD_CHECK(ucp_mem_map(p.context, &mp, &memh) == UCS_OK);
+    void *packed;
+    size_t packed_size;
+    TEST_CHILD_CHECK(ucp_rkey_pack(p.context, memh, &packed, &packed_size) == UCS_OK);
+    std::vector<uint8_t> blob(sizeof(uint64_t) + packed_size);
+    const uint64_t address = reinterpret_cast<uintptr_t>(region.ptr);
+    std::memcpy(blob.data(), &address, sizeof(address));
+    std::memcpy(blob.data() + sizeof(address), packed, packed_size);
+    ucp_rkey_buffer_release(packed);
+    TEST_CHILD_CHECK(test::send_blob(fd, blob));
+    uint8_t done = 0;
+    TEST_CHILD_CHECK(p.recv_value_progress(fd, &done));   /* the peer put and flushed */
+    TEST_CHILD_CHECK(check_device(region.ptr, size / 2, 21));
+    TEST_CHILD_CHECK(check_device(region.data() + size / 2, 8, 22));
+    TEST_CHILD_CHECK(ucp_mem_unmap(p.context, memh) == UCS_OK);
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
+int rma_origin(int fd)
+{
+    CHILD_CUDA(cudaSetDevice(0));
+    peer p;
+    if (int rc = connect_through_parent(fd, p, UCP_FEATURE_RMA)) {
+        return rc;
+    }
+    std::vector<uint8_t> blob;
+    TEST_CHILD_CHECK(test::recv_blob(fd, &blob) && (blob.size() > sizeof(uint64_t)));
+    uint64_t address;
+    std::memcpy(&address, blob.data(), sizeof(address));
+    ucp_rkey_h rkey;
+    TEST_CHILD_CHECK(ucp_ep_rkey_unpack(p.ep, blob.data() + sizeof(address), &rkey) == UCS_OK);
+    constexpr size_t half = 2 << 20;
+    std::vector<uint8_t> host(half);
+    fill_pattern(host.data(), half, 21);
+    device_buffer mine(half);
+    TEST_CHILD_CHECK(fill_device(mine.ptr, 8, 22));
+    ucp_request_param_t param{};
+    /* Host memory to the peer's GPU, and 8 bytes GPU to GPU. */
+    TEST_CHILD_CHECK(p.wait(ucp_put_nbx(p.ep, host.data(), half, address, rkey, &param)) ==
+                     UCS_OK);
+    TEST_CHILD_CHECK(p.wait(ucp_put_nbx(p.ep, mine.ptr, 8, address + half, rkey, &param)) ==
+                     UCS_OK);
+    TEST_CHILD_CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
+    /* Read it back into device memory. */
+    CHILD_CUDA(cudaMemset(mine.ptr, 0, half));
+    TEST_CHILD_CHECK(p.wait(ucp_get_nbx(p.ep, mine.ptr, half, address, rkey, &param)) ==
+                     UCS_OK);
+    TEST_CHILD_CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
+    TEST_CHILD_CHECK(check_device(mine.ptr, half, 21));
+    /* Atomics on device memory have no transport: refused. */
+    uint64_t value = 1;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype     = ucp_dt_make_contig(8);
+    TEST_CHILD_CHECK(UCS_PTR_STATUS(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &value, 1, address,
+                                                      rkey, &param)) == UCS_ERR_UNSUPPORTED);
+    ucp_rkey_destroy(rkey);
+    TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
+/* Runs two children that reach each other through this process: their
+ * UCP addresses, then one blob from the first to the second, then a byte
+ * back; then both are released together. */
+void run_pair(int (*first)(int), int (*second)(int), bool relay_blob)
+{
+    test::child_process a(first);
+    test::child_process b(second);
+    std::vector<uint8_t> addr_a, addr_b, blob;
+    REQUIRE(test::recv_blob(a.fd(), &addr_a));
+    REQUIRE(test::recv_blob(b.fd(), &addr_b));
+    REQUIRE(test::send_blob(a.fd(), addr_b));
+    REQUIRE(test::send_blob(b.fd(), addr_a));
+    if (relay_blob) {
+        REQUIRE(test::recv_blob(a.fd(), &blob));
+        REQUIRE(test::send_blob(b.fd(), blob));
+        uint8_t done = 0;
+        REQUIRE(test::recv_value(b.fd(), &done));
+        REQUIRE(test::send_value(a.fd(), done));
+    }
+    REQUIRE(test::readable(a.fd(), 240000));
+    REQUIRE(test::readable(b.fd(), 240000));
+    REQUIRE(test::sync_peer(a.fd()));
+    REQUIRE(test::sync_peer(b.fd()));
+    CHECK(a.wait(std::chrono::seconds(60)) == 0);
+    CHECK(b.wait(std::chrono::seconds(60)) == 0);
+}
+
 bool gpu_present()
 {
     return in_child([](int) {
@@ -340,20 +446,12 @@ TEST_CASE("cuda_copy and cuda_ipc move data on the copy engine", "[cuda]")
 TEST_CASE("tagged messages with device buffers between two processes on one GPU",
           "[cuda]")
 {
-    test::child_process sender(tag_sender);
-    test::child_process receiver(tag_receiver);
-    std::vector<uint8_t> a, b;
-    REQUIRE(test::recv_blob(sender.fd(), &a));
-    REQUIRE(test::recv_blob(receiver.fd(), &b));
-    REQUIRE(test::send_blob(sender.fd(), b));
-    REQUIRE(test::send_blob(receiver.fd(), a));
-    /* Each finishes, then both are released together. */
-    REQUIRE(test::readable(sender.fd(), 240000));
-    REQUIRE(test::readable(receiver.fd(), 240000));
-    REQUIRE(test::sync_peer(sender.fd()));
-    REQUIRE(test::sync_peer(receiver.fd()));
-    CHECK(sender.wait(std::chrono::seconds(60)) == 0);
-    CHECK(receiver.wait(std::chrono::seconds(60)) == 0);
+    run_pair(tag_sender, tag_receiver, false);
+}
+
+TEST_CASE("put and get into another process's GPU memory (cuda_ipc)", "[cuda]")
+{
+    run_pair(rma_target, rma_origin, true);
 }
 
 TEST_CASE("stream and active messages with device buffers", "[cuda]")

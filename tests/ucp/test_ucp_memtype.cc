@@ -365,3 +365,60 @@ TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous o
     CHECK(first(host | cuda, 1 << 20) == protocol::RNDV);         /* a lane for device memory */
     CHECK(first(host | cuda, 8) == protocol::EAGER_BCOPY_SINGLE);
 }
+
+TEST_CASE("put and get with device memory need a transport that moves it", "[ucp_memtype]")
+{
+    emulated_device dev(device_size);
+    REQUIRE(dev.installed());
+    peer p;
+    REQUIRE(p.init("posix,cma", UCP_FEATURE_RMA) == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+
+    /* A key of device memory: no transport here reaches it. */
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address    = dev.device(receiver_area);
+    mp.length     = 4096;
+    ucp_mem_h memh;
+    REQUIRE(ucp_mem_map(p.context, &mp, &memh) == UCS_OK);
+    ucp_mem_attr_t attr{};
+    attr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
+    REQUIRE(ucp_mem_query(memh, &attr) == UCS_OK);
+    CHECK(attr.mem_type == UCS_MEMORY_TYPE_CUDA);
+    void *packed;
+    size_t packed_size;
+    REQUIRE(ucp_rkey_pack(p.context, memh, &packed, &packed_size) == UCS_OK);
+    ucp_rkey_h device_key;
+    REQUIRE(ucp_ep_rkey_unpack(p.ep, packed, &device_key) == UCS_OK);
+    ucp_rkey_buffer_release(packed);
+
+    std::vector<uint8_t> host(4096, 3);
+    const auto device_addr = reinterpret_cast<uint64_t>(dev.device(receiver_area));
+    ucp_request_param_t param{};
+    CHECK(UCS_PTR_STATUS(ucp_put_nbx(p.ep, host.data(), 64, device_addr, device_key,
+                                     &param)) == UCS_ERR_UNSUPPORTED);
+    CHECK(UCS_PTR_STATUS(ucp_get_nbx(p.ep, host.data(), 64, device_addr, device_key,
+                                     &param)) == UCS_ERR_UNSUPPORTED);
+
+    /* Host memory, reached directly or by cma: from a device buffer, refused;
+     * from host memory, done. */
+    ucp_mem_h host_memh;
+    mp.address = host.data();
+    REQUIRE(ucp_mem_map(p.context, &mp, &host_memh) == UCS_OK);
+    REQUIRE(ucp_rkey_pack(p.context, host_memh, &packed, &packed_size) == UCS_OK);
+    ucp_rkey_h host_key;
+    REQUIRE(ucp_ep_rkey_unpack(p.ep, packed, &host_key) == UCS_OK);
+    ucp_rkey_buffer_release(packed);
+    const auto host_addr = reinterpret_cast<uint64_t>(host.data());
+    CHECK(UCS_PTR_STATUS(ucp_put_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
+                                     &param)) == UCS_ERR_UNSUPPORTED);
+    std::vector<uint8_t> other(64, 9);
+    CHECK(p.wait(ucp_put_nbx(p.ep, other.data(), 64, host_addr, host_key, &param)) == UCS_OK);
+    CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
+    CHECK(std::equal(other.begin(), other.end(), host.begin()));
+
+    ucp_rkey_destroy(host_key);
+    ucp_rkey_destroy(device_key);
+    CHECK(ucp_mem_unmap(p.context, host_memh) == UCS_OK);
+    CHECK(ucp_mem_unmap(p.context, memh) == UCS_OK);
+}

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <sched.h>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@
 #include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <thread>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
 
@@ -115,6 +117,33 @@ struct detector_cleanup {
             ucs::memtype::unregister_detector(static_cast<ucs_memory_type_t>(t));
         }
     }
+};
+
+/* Memory outside the malloc heap (which detect() answers as host without
+ * asking any detector): the stand-in for device memory. */
+class mapped_region {
+public:
+    explicit mapped_region(size_t size) : size_(size)
+    {
+        void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                       0);
+        data_   = (p == MAP_FAILED) ? nullptr : static_cast<char*>(p);
+    }
+    ~mapped_region()
+    {
+        if (data_ != nullptr) {
+            munmap(data_, size_);
+        }
+    }
+    mapped_region(const mapped_region &) = delete;
+    mapped_region &operator=(const mapped_region &) = delete;
+
+    char *data() const { return data_; }
+    size_t size() const { return size_; }
+
+private:
+    size_t size_;
+    char   *data_;
 };
 
 ucs::memtype::detector range_detector(const void *start, size_t size)
@@ -466,7 +495,7 @@ TEST_CASE("a registered detector claims its range; unregister restores host",
           "[sys]")
 {
     detector_cleanup cleanup;
-    std::vector<char> device(4096), managed(4096), host(4096);
+    mapped_region device(4096), managed(4096), host(4096);
 
     REQUIRE(ucs::memtype::register_detector(
                     UCS_MEMORY_TYPE_CUDA,
@@ -545,7 +574,7 @@ TEST_CASE("memory type registry rejects bad input", "[sys]")
 TEST_CASE("memory type detection races registration safely", "[sys]")
 {
     detector_cleanup cleanup;
-    std::vector<char> device(4096);
+    mapped_region device(4096);
 
     std::atomic<bool> stop{false}, started{false};
     std::atomic<long> host_answers{0}, cuda_answers{0}, other_answers{0};
@@ -595,4 +624,30 @@ TEST_CASE("memory type detection races registration safely", "[sys]")
     CHECK(cuda_answers > 0);
     CHECK(host_answers > 0);
     CHECK(ucs::memtype::detect(device.data(), 16) == UCS_MEMORY_TYPE_HOST);
+}
+
+TEST_CASE("malloc heap memory is host without asking the detectors", "[sys]")
+{
+    detector_cleanup cleanup;
+    static std::atomic<int> calls{0};
+    calls = 0;
+    REQUIRE(ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA, [](const void *, size_t) {
+                ++calls;
+                return true;
+            }) == UCS_OK);
+    /* A small block comes from the heap (the program break grows for it). */
+    std::unique_ptr<char[]> small(new char[64]);
+    const bool on_heap = (reinterpret_cast<uintptr_t>(small.get()) <
+                          reinterpret_cast<uintptr_t>(sbrk(0)));
+    if (on_heap) {
+        CHECK(ucs::memtype::detect(small.get(), 64) == UCS_MEMORY_TYPE_HOST);
+        CHECK(calls == 0);
+    } else {
+        WARN("malloc gave a block outside the program break: the heap shortcut is not "
+             "exercised");
+    }
+    /* Mapped memory is asked about. */
+    mapped_region mapped(4096);
+    CHECK(ucs::memtype::detect(mapped.data(), 64) == UCS_MEMORY_TYPE_CUDA);
+    CHECK(calls == 1);
 }

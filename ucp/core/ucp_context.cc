@@ -226,7 +226,13 @@ ucs_status_t ucp_context::discover_resources()
                 tls.push_back({res, md_index});
                 used = true;
             }
-            if (used) {
+            /* An md that detects or allocates accelerator memory serves
+             * ucp_mem_map and the staging copies even when UCX_TLS leaves
+             * its transports out. */
+            constexpr uint64_t host_bit = 1ull << UCS_MEMORY_TYPE_HOST;
+            const uct::md_attr &attr    = md->attr();
+            if (used || (attr.detect_mem_types != 0) ||
+                ((attr.flags & uct::md_flag::ALLOC) && (attr.alloc_mem_types & ~host_bit))) {
                 mds.push_back({component, std::move(md), md_res.md_name});
             }
         }

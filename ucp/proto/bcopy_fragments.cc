@@ -25,8 +25,9 @@ ucs_status_t send_bcopy_fragments(request *req, const bcopy_fragments &how)
             return ucs_status_t(packed);
         }
         if ((s.offset == before) && (before < length)) {
-            ucs_error("%s: the datatype packed no bytes at offset %zu of %zu", how.operation,
-                      before, length);
+            ucs_error("%s: no bytes packed at offset %zu of %zu (a generic datatype's pack "
+                      "returned 0, or the staging copy of device memory failed)",
+                      how.operation, before, length);
             return UCS_ERR_IO_ERROR;
         }
         progressed = true;

@@ -6,6 +6,7 @@
 #include "rma_api.h"
 
 #include <ucp/core/ucp_guard.h>
+#include <ucp/dt/dt_memtype.h>
 #include <ucp/ext/op_cntr.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
@@ -34,15 +35,22 @@ ucs_status_t data_length(const ucp_request_param_t *param, size_t count, size_t 
     if (__builtin_mul_overflow(count, element, length_p)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) {
-        int type;   /* a C caller may store any int in the enum */
-        std::memcpy(&type, &param->memory_type, sizeof(type));
-        if ((type != UCS_MEMORY_TYPE_HOST) && (type != UCS_MEMORY_TYPE_UNKNOWN)) {
-            ucs_error("put/get: only host memory is supported (memory type %d)", type);
-            return UCS_ERR_UNSUPPORTED;
-        }
-    }
     return UCS_OK;
+}
+
+/*
+ * Memory the CPU cannot touch, on either side, moves only on a transport
+ * lane whose md reaches the local buffer's memory too (cuda_ipc between
+ * GPU processes of a node: its copy engine reads and writes host and
+ * device memory). No direct or emulated path touches it.
+ */
+bool lane_moves(const ucp_ep *ep, path how, uint8_t lane, ucs_memory_type_t local_type)
+{
+    if (how != path::LANE) {
+        return false;
+    }
+    const uct::md &md = *ep->worker->context.mds[ep->lanes[lane].md_index].md;
+    return (md.attr().access_mem_types & (1ull << local_type)) != 0;
 }
 
 /* memcpy, with the sizes of single values inlined (no library call). */
@@ -102,6 +110,11 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
     if ((buffer == nullptr) && (length != 0)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
+    ucs_memory_type_t local_type = UCS_MEMORY_TYPE_HOST;
+    status = dt::param_memory_type(param, ucp_dt_make_contig(1), buffer, length, &local_type);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
+    }
 
     ucp_worker *worker = ep->worker;
     worker_guard guard(worker);
@@ -120,9 +133,6 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
                      static_cast<unsigned long long>(rkey->length));
             return UCS_ERR_INVALID_ADDR;
         }
-        if (rkey->mem_type != UCS_MEMORY_TYPE_HOST) {
-            return UCS_ERR_UNSUPPORTED;
-        }
         if (!ep->usable()) {
             return ep->status;
         }
@@ -130,6 +140,15 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         const uint8_t lane  = (kind == op_kind::PUT) ? c.put_lane : c.get_lane;
         const path how      = (c.direct != nullptr) ? path::DIRECT :
                               (lane != no_cached_lane) ? path::LANE : path::EMULATED;
+        if (((rkey->mem_type != UCS_MEMORY_TYPE_HOST) || (local_type != UCS_MEMORY_TYPE_HOST)) &&
+            !lane_moves(ep, how, lane, local_type)) {
+            ucs_diag("%s: no transport here moves %s memory to %s memory", name,
+                     ucs_memory_type_names[(kind == op_kind::PUT) ? local_type :
+                                                                   rkey->mem_type],
+                     ucs_memory_type_names[(kind == op_kind::PUT) ? rkey->mem_type :
+                                                                   local_type]);
+            return UCS_ERR_UNSUPPORTED;
+        }
 
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
             ucs_status_t now = try_now(kind, ep, rkey, how, lane, buffer, length,

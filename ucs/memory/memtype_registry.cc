@@ -3,6 +3,7 @@
 #include <ucs/debug/log.h>
 
 #include <cstring>
+#include <unistd.h>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -52,12 +53,31 @@ void publish(std::unique_ptr<detector_table> table)
     detail::g_have_detectors.store(non_empty, std::memory_order_release);
 }
 
+/*
+ * The program break when this library loaded. Memory between it and the
+ * current break is the malloc heap: host memory whatever the detectors
+ * would say, and said without asking them (a driver call each). Where
+ * most small buffers live, this spares host traffic the detection cost.
+ */
+const uintptr_t g_heap_floor = reinterpret_cast<uintptr_t>(sbrk(0));
+
+bool in_heap(const void *address, size_t length) noexcept
+{
+    const auto start = reinterpret_cast<uintptr_t>(address);
+    const auto brk   = reinterpret_cast<uintptr_t>(sbrk(0));   /* no system call */
+    return (g_heap_floor != uintptr_t(-1)) && (start >= g_heap_floor) && (start < brk) &&
+           (length <= brk - start);
+}
+
 } // namespace
 
 namespace detail {
 
 ucs_memory_type_t detect_slow(const void *address, size_t length) noexcept
 {
+    if (in_heap(address, length)) {
+        return UCS_MEMORY_TYPE_HOST;
+    }
     const detector_table *table = g_table.load(std::memory_order_acquire);
     if (table == nullptr) {
         return UCS_MEMORY_TYPE_HOST;
