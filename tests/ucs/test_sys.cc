@@ -651,3 +651,29 @@ TEST_CASE("malloc heap memory is host without asking the detectors", "[sys]")
     CHECK(ucs::memtype::detect(mapped.data(), 64) == UCS_MEMORY_TYPE_CUDA);
     CHECK(calls == 1);
 }
+
+TEST_CASE("a remembered region answers its memory type until forgotten", "[sys]")
+{
+    detector_cleanup cleanup;
+    static std::atomic<int> calls{0};
+    calls = 0;
+    REQUIRE(ucs::memtype::register_detector(UCS_MEMORY_TYPE_ROCM, [](const void *, size_t) {
+                ++calls;
+                return true;
+            }) == UCS_OK);
+    mapped_region outer(8192), inner(4096);
+    ucs::memtype::remember(outer.data(), outer.size(), UCS_MEMORY_TYPE_HOST);
+    ucs::memtype::remember(inner.data(), inner.size(), UCS_MEMORY_TYPE_CUDA_MANAGED);
+    CHECK(ucs::memtype::detect(outer.data() + 100, 64) == UCS_MEMORY_TYPE_HOST);
+    CHECK(ucs::memtype::detect(inner.data(), 4096) == UCS_MEMORY_TYPE_CUDA_MANAGED);
+    CHECK(calls == 0);
+    /* Running past the region's end: the detectors answer. */
+    CHECK(ucs::memtype::detect(inner.data() + 4000, 200) == UCS_MEMORY_TYPE_ROCM);
+    CHECK(calls == 1);
+    ucs::memtype::forget(inner.data(), inner.size());
+    CHECK(ucs::memtype::detect(inner.data(), 64) == UCS_MEMORY_TYPE_ROCM);
+    CHECK(calls == 2);
+    ucs::memtype::forget(outer.data(), outer.size());
+    CHECK(ucs::memtype::detect(outer.data(), 64) == UCS_MEMORY_TYPE_ROCM);
+    CHECK(calls == 3);
+}

@@ -387,6 +387,8 @@ ucs_status_t mem_map(ucp_context &ctx, const mem_map_request &req, ucp_mem **mem
             return status;
         }
     }
+    /* Operations on this memory need not ask the detectors what it is. */
+    ucs::memtype::remember(mem->address, mem->length, mem->mem_type);
     ucs_debug("mapped %p+%zu (%s, %s) on md map 0x%llx", mem->address, mem->length,
               ucs_memory_type_names[mem->mem_type],
               mem_alloc_method_name(mem->alloc_method),
@@ -397,6 +399,7 @@ ucs_status_t mem_map(ucp_context &ctx, const mem_map_request &req, ucp_mem **mem
 
 ucs_status_t mem_unmap(ucp_context &ctx, ucp_mem *memh)
 {
+    ucs::memtype::forget(memh->address, memh->length);
     ucs_status_t status = release(ctx, *memh);
     delete memh;
     return status;

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <unistd.h>
 #include <memory>
+#include <algorithm>
 #include <mutex>
+#include <shared_mutex>
 #include <utility>
 #include <vector>
 
@@ -69,7 +71,72 @@ bool in_heap(const void *address, size_t length) noexcept
            (length <= brk - start);
 }
 
+struct known_region {
+    uintptr_t         start;
+    uintptr_t         end;
+    ucs_memory_type_t type;
+};
+
+/* Remembered regions, by start; read under the shared lock on every
+ * detection once one exists. */
+std::shared_mutex          g_known_lock;
+std::vector<known_region>  g_known;
+std::atomic<bool>          g_have_known{false};
+
+bool find_known(const void *address, size_t length, ucs_memory_type_t *type)
+{
+    if (!g_have_known.load(std::memory_order_acquire)) {
+        return false;
+    }
+    const auto start = reinterpret_cast<uintptr_t>(address);
+    std::shared_lock<std::shared_mutex> guard(g_known_lock);
+    /* The regions starting at or before `start`, nearest first. */
+    auto it = std::upper_bound(g_known.begin(), g_known.end(), start,
+                               [](uintptr_t a, const known_region &r) { return a < r.start; });
+    /* Overlaps are rare: the few nearest starts hold the answer if any does. */
+    for (int step = 0; (step < 4) && (it != g_known.begin()); ++step) {
+        --it;
+        if ((start < it->end) && (length <= it->end - start)) {
+            *type = it->type;
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace
+
+void remember(const void *address, size_t length, ucs_memory_type_t type)
+{
+    const auto start = reinterpret_cast<uintptr_t>(address);
+    if ((length == 0) || (start + length < start) || (type >= UCS_MEMORY_TYPE_LAST)) {
+        return;
+    }
+    std::unique_lock<std::shared_mutex> guard(g_known_lock);
+    try {
+        auto pos = std::upper_bound(g_known.begin(), g_known.end(), start,
+                                    [](uintptr_t a, const known_region &r) {
+                                        return a < r.start;
+                                    });
+        g_known.insert(pos, {start, start + length, type});
+        g_have_known.store(true, std::memory_order_release);
+    } catch (const std::bad_alloc &) {
+        /* Not remembered: the detectors answer for it. */
+    }
+}
+
+void forget(const void *address, size_t length)
+{
+    const auto start = reinterpret_cast<uintptr_t>(address);
+    std::unique_lock<std::shared_mutex> guard(g_known_lock);
+    auto it = std::find_if(g_known.begin(), g_known.end(), [&](const known_region &r) {
+        return (r.start == start) && (r.end == start + length);
+    });
+    if (it != g_known.end()) {
+        g_known.erase(it);
+    }
+    g_have_known.store(!g_known.empty(), std::memory_order_release);
+}
 
 namespace detail {
 
@@ -77,6 +144,10 @@ ucs_memory_type_t detect_slow(const void *address, size_t length) noexcept
 {
     if (in_heap(address, length)) {
         return UCS_MEMORY_TYPE_HOST;
+    }
+    ucs_memory_type_t known;
+    if (find_known(address, length, &known)) {
+        return known;
     }
     const detector_table *table = g_table.load(std::memory_order_acquire);
     if (table == nullptr) {

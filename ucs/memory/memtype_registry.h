@@ -2,7 +2,9 @@
  * Which memory type a buffer lives in. Modules that know a memory type (the
  * CUDA module) register a detector for it; detect() asks them in memory-type
  * order and answers HOST when none claims the buffer. With no detector
- * registered, detect() is one load and one branch.
+ * registered, detect() is one load and one branch. Before the detectors
+ * (each a driver call), memory of the malloc heap is host, and a region
+ * remembered with its type answers that type.
  *
  * detect() takes no lock and may run on any thread, concurrently with
  * register/unregister. A detect() that started before unregister_detector()
@@ -41,6 +43,15 @@ ucs_status_t register_detector(ucs_memory_type_t type, detector fn);
 
 /* UCS_ERR_NO_ELEM if the type has no detector. */
 ucs_status_t unregister_detector(ucs_memory_type_t type);
+
+/*
+ * Regions whose memory type is known without asking the detectors (UCP
+ * remembers what ucp_mem_map mapped, until ucp_mem_unmap): detect() of a
+ * range inside one answers its type. Overlapping regions are allowed;
+ * forget() removes one remembered with the same bounds.
+ */
+void remember(const void *address, size_t length, ucs_memory_type_t type);
+void forget(const void *address, size_t length);
 
 /*
  * Copies `length` bytes between memory of the copier's type and any other
