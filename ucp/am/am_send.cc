@@ -298,7 +298,7 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
         (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->max_eager_short) &&
         (ep->num_pending == 0) && ep->usable() &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
-        dt::surely_host(param)) {
+        dt::host_buffer(param, buffer, count)) {
         ucs_status_t status = ep->am_ep->am_short(wire::AM_USER_SINGLE, short_header(id),
                                                   buffer, unsigned(count));
         if (ucs_likely(status == UCS_OK)) {

@@ -92,16 +92,20 @@ ucs_status_t start_in_memory_type(Stream &stream, const ucp_request_param_t *par
     return status;
 }
 
-/* Whether an inline fast path may read the buffer directly, before any
- * detection: no detector is registered, or the caller said HOST. */
-inline bool surely_host(const ucp_request_param_t *param) noexcept
+/* Whether an inline fast path may read the contiguous `buffer` directly:
+ * the caller said HOST, or said nothing and it is (no detector registered:
+ * one load; else the detection, heap and remembered regions first). */
+inline bool host_buffer(const ucp_request_param_t *param, const void *buffer,
+                        size_t length) noexcept
 {
     if (ucs_likely(!(param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE))) {
-        return !ucs::memtype::have_detectors();
+        return ucs::memtype::detect(buffer, length) == UCS_MEMORY_TYPE_HOST;
     }
     int raw;
     std::memcpy(&raw, &param->memory_type, sizeof(raw));
-    return raw == int(UCS_MEMORY_TYPE_HOST);
+    return (raw == int(UCS_MEMORY_TYPE_HOST)) ||
+           ((raw == int(UCS_MEMORY_TYPE_UNKNOWN)) &&
+            (ucs::memtype::detect(buffer, length) == UCS_MEMORY_TYPE_HOST));
 }
 
 } // namespace ucp::dt

@@ -100,7 +100,7 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
         (count < ep->cfg->thresh.zcopy) &&
         (ep->num_pending == 0) && (ep->flags & ep_flag::READY) &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
-        dt::surely_host(param)) {
+        dt::host_buffer(param, buffer, count)) {
         inline_send send{{worker->uuid, ep->remote_id}, buffer, count};
         ssize_t packed = ep->am_ep->am_bcopy(wire::AM_STREAM, pack_inline, &send, 0);
         if (ucs_likely(packed >= 0)) {

@@ -200,7 +200,7 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
     if (!sync && (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->max_eager_short) &&
         (ep->num_pending == 0) && ep->usable() && !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) &&
         (!(attr & UCP_OP_ATTR_FIELD_REQUEST) || (param->request != nullptr)) &&
-        dt::surely_host(param)) {
+        dt::host_buffer(param, buffer, count)) {
         ucs_status_t status = ep->am_ep->am_short(wire::AM_EAGER_ONLY, tag, buffer,
                                                   unsigned(count));
         if (ucs_likely(status == UCS_OK)) {
