@@ -406,6 +406,23 @@ TEST_CASE("cuda_copy and cuda_ipc move data on the copy engine", "[cuda]")
                                           [&] { copy.progress(); }));
         TEST_CHILD_CHECK(back == host);
 
+        /* Operations spread over the iface's streams; a flush waits for all. */
+        CHILD_CUDA(cudaMemset(dev.ptr, 0, size));
+        constexpr size_t chunk = size / 8;
+        for (size_t i = 0; i < 8; ++i) {
+            uct::iov piece{host.data() + i * chunk, chunk, uct::MEM_HANDLE_NULL};
+            status = ep->put_zcopy(&piece, 1, reinterpret_cast<uint64_t>(dev.data() + i * chunk),
+                                   0, nullptr);
+            TEST_CHILD_CHECK(status == UCS_INPROGRESS);
+        }
+        test::counted_comp flushed;
+        status = copy.iface().flush(0, &flushed);
+        TEST_CHILD_CHECK(status == UCS_INPROGRESS);
+        TEST_CHILD_CHECK(test::poll_until([&] { return flushed.fired == 1; },
+                                          [&] { copy.progress(); }));
+        TEST_CHILD_CHECK(check_device(dev.ptr, size, 3));
+        TEST_CHILD_CHECK(copy.iface().flush(0, &flushed) == UCS_OK);
+
         /* cuda_ipc: a key of our own device memory; get through it, and a
          * range outside the allocation is refused. */
         test::uct_entity ipc("cuda_ipc", "cuda");

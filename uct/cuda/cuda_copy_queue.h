@@ -1,11 +1,14 @@
 /*
- * Asynchronous copies of one iface: cuMemcpyAsync on the iface's own
- * stream, and an event recorded after each operation's copies. progress()
- * completes operations in order as their events fire. The stream is an
- * ordinary one, ordered after the legacy default stream's work (see
- * cuda_memtype.h). Created lazily (the
- * stream needs a current context, which the application may make current
- * only after the worker exists).
+ * Asynchronous copies of one iface: cuMemcpyAsync on the iface's streams,
+ * and an event recorded after each operation's copies. Operations take the
+ * streams in turn, so the copy engines overlap copies of different
+ * operations; progress() completes each stream's operations in order as
+ * their events fire. A fence orders what follows after everything before
+ * it; a flush completes once every stream has drained what it holds.
+ *
+ * The streams are ordinary ones, ordered after the legacy default stream's
+ * work (see cuda_memtype.h). Created lazily: they need a current context,
+ * which the application may make current only after the worker exists.
  */
 #ifndef UCT_CUDA_CUDA_COPY_QUEUE_H
 #define UCT_CUDA_CUDA_COPY_QUEUE_H
@@ -13,6 +16,7 @@
 #include <uct/base/uct_types.h>
 #include <uct/cuda/cuda_driver.h>
 
+#include <array>
 #include <deque>
 #include <vector>
 
@@ -23,19 +27,22 @@ public:
     copy_queue() = default;
     copy_queue(const copy_queue &) = delete;
     copy_queue &operator=(const copy_queue &) = delete;
-    /* Waits for the copies still in flight, then frees the stream and events. */
+    /* Waits for the copies still in flight, then frees streams and events. */
     ~copy_queue();
 
-    /* Queues one copy on the stream. */
+    /* Queues one copy of the current operation. */
     ucs_status_t copy(void *dest, const void *src, size_t length);
 
     /*
-     * Ends an operation whose copies were queued: records an event, after
+     * Ends the current operation: records an event after its copies, after
      * which `comp` (may be nullptr: a flush waits for it) is invoked from
      * progress(). Returns UCS_INPROGRESS, or an error if the event could
      * not be recorded (the copies may then still land).
      */
     ucs_status_t end_operation(completion *comp);
+
+    /* The next operation's copies start after every copy queued so far. */
+    void fence() { fenced_ = true; }
 
     /* UCS_OK when nothing is in flight; else `comp` is invoked once all
      * that is in flight now has landed, and UCS_INPROGRESS returned. */
@@ -44,19 +51,30 @@ public:
     /* Completes the operations whose events fired; returns how many. */
     unsigned progress();
 
-    bool idle() const { return pending_.empty(); }
+    bool idle() const;
 
 private:
+    static constexpr unsigned num_streams = 4;
+
     struct pending_op {
         CUevent    event;
         completion *comp;
     };
 
-    ucs_status_t ready();
+    struct lane {
+        CUstream               stream = nullptr;
+        std::deque<pending_op> pending;
+    };
 
-    CUstream               stream_ = nullptr;
-    std::deque<pending_op> pending_;
-    std::vector<CUevent>   free_events_;
+    ucs_status_t ready();
+    ucs_status_t record(lane &l, completion *comp);
+    ucs_status_t wait_for_others(unsigned target);
+
+    std::array<lane, num_streams> lanes_;
+    unsigned                      current_ = 0;     /* the current operation's stream */
+    bool                          started_ = false; /* the streams exist */
+    bool                          fenced_  = false;
+    std::vector<CUevent>          free_events_;
 };
 
 } // namespace uct::cuda

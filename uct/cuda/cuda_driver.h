@@ -34,6 +34,7 @@ namespace uct::cuda {
     _fn(cuStreamCreate) \
     _fn(cuStreamDestroy) \
     _fn(cuStreamSynchronize) \
+    _fn(cuStreamWaitEvent) \
     _fn(cuEventCreate) \
     _fn(cuEventDestroy) \
     _fn(cuEventRecord) \

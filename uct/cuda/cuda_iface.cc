@@ -124,7 +124,11 @@ ucs_status_t cuda_iface::flush(unsigned flags, completion *comp)
     if ((comp == nullptr) || (flags & flush_flag::CANCEL)) {
         return UCS_INPROGRESS;   /* copies cannot be taken back: poll again */
     }
-    return end_operation(comp);
+    ucs_status_t status = queue_.flush(comp);
+    if (status == UCS_INPROGRESS) {
+        worker_.progress_register(this);
+    }
+    return status;
 }
 
 char *cuda_ep::target(uint64_t remote_addr, size_t length, rkey_t rkey) const
@@ -204,7 +208,8 @@ ucs_status_t cuda_ep::flush(unsigned flags, completion *comp)
 
 ucs_status_t cuda_ep::fence(unsigned)
 {
-    return UCS_OK;   /* one stream: copies land in the order issued */
+    iface_.queue().fence();
+    return UCS_OK;
 }
 
 } // namespace uct::cuda

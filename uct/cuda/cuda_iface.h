@@ -6,7 +6,7 @@
  *   cuda_ipc:  processes of this node; the remote address lies in a peer's
  *              device allocation, mapped here through its IPC handle (the
  *              remote key, cuda_ipc.h).
- * Zero-copy operations run as cuMemcpyAsync on the iface's stream and
+ * Zero-copy operations run as cuMemcpyAsync on the iface's streams and
  * complete from progress() (copy_queue); the iface registers itself with
  * the worker's progress only while copies are in flight.
  */
