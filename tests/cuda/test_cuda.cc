@@ -125,9 +125,11 @@ struct buffers {
     }
 };
 
-/* Both children: a context and an ep to the other, addresses through the parent. */
+/* Both children: the GPU, a context and an ep to the other, addresses
+ * through the parent. */
 int connect_through_parent(int fd, peer &p, uint64_t features)
 {
+    CHILD_CUDA(cudaSetDevice(0));
     TEST_CHILD_CHECK(p.init(tls, features) == UCS_OK);
     std::vector<uint8_t> remote;
     TEST_CHILD_CHECK(test::send_blob(fd, p.address()));
@@ -138,7 +140,6 @@ int connect_through_parent(int fd, peer &p, uint64_t features)
 
 int tag_sender(int fd)
 {
-    CHILD_CUDA(cudaSetDevice(0));
     peer p;
     if (int rc = connect_through_parent(fd, p, UCP_FEATURE_TAG)) {
         return rc;
@@ -164,7 +165,6 @@ int tag_sender(int fd)
 
 int tag_receiver(int fd)
 {
-    CHILD_CUDA(cudaSetDevice(0));
     peer p;
     if (int rc = connect_through_parent(fd, p, UCP_FEATURE_TAG)) {
         return rc;
@@ -210,7 +210,6 @@ int tag_receiver(int fd)
  * puts into it and reads it back; checks what landed. */
 int rma_target(int fd)
 {
-    CHILD_CUDA(cudaSetDevice(0));
     peer p;
     if (int rc = connect_through_parent(fd, p, UCP_FEATURE_RMA)) {
         return rc;
@@ -244,7 +243,6 @@ int rma_target(int fd)
 
 int rma_origin(int fd)
 {
-    CHILD_CUDA(cudaSetDevice(0));
     peer p;
     if (int rc = connect_through_parent(fd, p, UCP_FEATURE_RMA)) {
         return rc;

@@ -1,5 +1,6 @@
 #include <uct/cuda/cuda_copy.h>
 
+#include <uct/cuda/cuda_component.h>
 #include <uct/cuda/cuda_iface.h>
 #include <uct/cuda/cuda_ipc.h>
 #include <uct/cuda/cuda_memtype.h>
@@ -22,25 +23,12 @@ UCT_REGISTER_TRANSPORT(cuda, &copy_component_instance(), &ipc_component_instance
 
 ucs_status_t copy_component::query_md_resources(std::vector<md_resource> *out)
 {
-    if (driver() == nullptr) {
-        return UCS_OK;   /* no GPU here: no memory domain */
-    }
-    return single_md_resource(COPY_MD_NAME, out);
+    return gpu_md_resource(COPY_MD_NAME, out);
 }
 
 ucs_status_t copy_component::md_open(const char *md_name, uct::md **md_p)
 {
-    if ((md_name == nullptr) || (std::strcmp(md_name, COPY_MD_NAME) != 0) ||
-        (driver() == nullptr)) {
-        return UCS_ERR_NO_DEVICE;
-    }
-    auto *md = new (std::nothrow) copy_md();
-    if (md == nullptr) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    register_memtype_services();
-    *md_p = md;
-    return UCS_OK;
+    return open_gpu_md<copy_md>(md_name, COPY_MD_NAME, md_p);
 }
 
 copy_md::copy_md()
