@@ -366,7 +366,8 @@ TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous o
     CHECK(first(host | cuda, 8) == protocol::EAGER_BCOPY_SINGLE);
 }
 
-TEST_CASE("put and get with device memory need a transport that moves it", "[ucp_memtype]")
+TEST_CASE("put and get with device memory: staged puts, and only transports that move it",
+          "[ucp_memtype]")
 {
     emulated_device dev(device_size);
     REQUIRE(dev.installed());
@@ -400,8 +401,8 @@ TEST_CASE("put and get with device memory need a transport that moves it", "[ucp
     CHECK(UCS_PTR_STATUS(ucp_get_nbx(p.ep, host.data(), 64, device_addr, device_key,
                                      &param)) == UCS_ERR_UNSUPPORTED);
 
-    /* Host memory, reached directly or by cma: from a device buffer, refused;
-     * from host memory, done. */
+    /* Host memory, reached directly or by cma: a put from a device buffer is
+     * staged through a host copy; a get into one is refused. */
     ucp_mem_h host_memh;
     mp.address = host.data();
     REQUIRE(ucp_mem_map(p.context, &mp, &host_memh) == UCS_OK);
@@ -410,7 +411,12 @@ TEST_CASE("put and get with device memory need a transport that moves it", "[ucp
     REQUIRE(ucp_ep_rkey_unpack(p.ep, packed, &host_key) == UCS_OK);
     ucp_rkey_buffer_release(packed);
     const auto host_addr = reinterpret_cast<uint64_t>(host.data());
-    CHECK(UCS_PTR_STATUS(ucp_put_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
+    fill_pattern(reinterpret_cast<uint8_t*>(dev.shadow(dev.device(sender_area))), 64, 12);
+    CHECK(p.wait(ucp_put_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
+                             &param)) == UCS_OK);
+    CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
+    CHECK(check_pattern(host.data(), 64, 12));
+    CHECK(UCS_PTR_STATUS(ucp_get_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
                                      &param)) == UCS_ERR_UNSUPPORTED);
     std::vector<uint8_t> other(64, 9);
     CHECK(p.wait(ucp_put_nbx(p.ep, other.data(), 64, host_addr, host_key, &param)) == UCS_OK);

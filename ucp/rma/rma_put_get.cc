@@ -11,7 +11,9 @@
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 
 namespace ucp::rma {
 
@@ -140,6 +142,24 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         const uint8_t lane  = (kind == op_kind::PUT) ? c.put_lane : c.get_lane;
         const path how      = (c.direct != nullptr) ? path::DIRECT :
                               (lane != no_cached_lane) ? path::LANE : path::EMULATED;
+        /* A put from device memory into host memory reached by a host
+         * path: the source staged whole into a host bounce buffer (owned by
+         * the request, or freed when the put completes in the call). */
+        std::unique_ptr<void, decltype(&std::free)> staged(nullptr, &std::free);
+        if ((kind == op_kind::PUT) && (local_type != UCS_MEMORY_TYPE_HOST) &&
+            (rkey->mem_type == UCS_MEMORY_TYPE_HOST) && !lane_moves(ep, how, lane, local_type)) {
+            staged.reset(std::malloc(length));
+            if (staged == nullptr) {
+                return UCS_ERR_NO_MEMORY;
+            }
+            ucs_status_t copied = ucs::memtype::copy(staged.get(), UCS_MEMORY_TYPE_HOST, buffer,
+                                                     local_type, length);
+            if (copied != UCS_OK) {
+                return copied;
+            }
+            buffer     = staged.get();
+            local_type = UCS_MEMORY_TYPE_HOST;
+        }
         if (((rkey->mem_type != UCS_MEMORY_TYPE_HOST) || (local_type != UCS_MEMORY_TYPE_HOST)) &&
             !lane_moves(ep, how, lane, local_type)) {
             ucs_diag("%s: no transport here moves %s memory to %s memory", name,
@@ -166,6 +186,7 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         if (req == nullptr) {
             return UCS_ERR_NO_MEMORY;
         }
+        req->u.send.bounce = staged.release();   /* freed with the request */
         rma_state &r  = req->u.send.rma;
         r.buffer      = static_cast<uint8_t*>(buffer);
         r.length      = length;

@@ -9,6 +9,7 @@
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace ucp::rma {
@@ -28,6 +29,8 @@ void account_done(request *req)
     }
     r.flags &= uint8_t(~(state_flag::COUNTED | state_flag::COUNTED_EMULATED));
     buffer_reg_release(req->worker->context, req->u.send.rndv_md, &req->u.send.reg);
+    std::free(req->u.send.bounce);   /* a staged copy of device memory */
+    req->u.send.bounce = nullptr;
 }
 
 /*
