@@ -150,6 +150,24 @@ ucs_status_t single_md_resource(const char *md_name, std::vector<md_resource> *o
     return UCS_OK;
 }
 
+ucs_status_t single_tl_resource(const char *tl_name, const char *dev_name, device_type type,
+                                std::vector<tl_resource> *out)
+{
+    if (out == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    try {
+        tl_resource res{};
+        copy_resource_name(res.tl_name, tl_name);
+        copy_resource_name(res.dev_name, dev_name);
+        res.type = type;
+        out->push_back(res);
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
+
 const std::vector<component*> &components()
 {
     std::call_once(modules_once, [] { ucs::module::load_all("uct", init_module); });

@@ -124,6 +124,10 @@ void copy_resource_name(char (&dest)[32], const char *src);
 /* query_md_resources of a component with one md called `md_name`: appends it. */
 ucs_status_t single_md_resource(const char *md_name, std::vector<md_resource> *out);
 
+/* query_tl_resources of an md with one transport on one device: appends it. */
+ucs_status_t single_tl_resource(const char *tl_name, const char *dev_name, device_type type,
+                                std::vector<tl_resource> *out);
+
 /*
  * Every linked-in or loaded component: built-in ones in registration
  * order, then those of the loadable modules, which the first call loads

@@ -45,16 +45,7 @@ copy_md::copy_md()
 
 ucs_status_t copy_md::query_tl_resources(std::vector<tl_resource> *out)
 {
-    try {
-        tl_resource res{};
-        copy_resource_name(res.tl_name, COPY_TL_NAME);
-        copy_resource_name(res.dev_name, DEV_NAME);
-        res.type = device_type::ACC;
-        out->push_back(res);
-    } catch (...) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    return UCS_OK;
+    return single_tl_resource(COPY_TL_NAME, DEV_NAME, device_type::ACC, out);
 }
 
 ucs_status_t copy_md::iface_open(uct::worker &worker, const iface_params &,

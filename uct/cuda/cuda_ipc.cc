@@ -209,16 +209,7 @@ ipc_md::~ipc_md() = default;
 
 ucs_status_t ipc_md::query_tl_resources(std::vector<tl_resource> *out)
 {
-    try {
-        tl_resource res{};
-        copy_resource_name(res.tl_name, IPC_NAME);
-        copy_resource_name(res.dev_name, DEV_NAME);
-        res.type = device_type::ACC;
-        out->push_back(res);
-    } catch (...) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    return UCS_OK;
+    return single_tl_resource(IPC_NAME, DEV_NAME, device_type::ACC, out);
 }
 
 ucs_status_t ipc_md::iface_open(uct::worker &worker, const iface_params &, uct::iface **iface_p)

@@ -66,16 +66,7 @@ ucs_status_t cma_md::query_tl_resources(std::vector<tl_resource> *out)
         ucs_diag("cma transport is not usable: %s", reason.c_str());
         return UCS_OK;     /* no resources: nothing to offer, nothing broken */
     }
-    try {
-        tl_resource res{};
-        copy_resource_name(res.tl_name, TL_NAME);
-        copy_resource_name(res.dev_name, DEV_NAME);
-        res.type = device_type::SHM;
-        out->push_back(res);
-    } catch (...) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    return UCS_OK;
+    return single_tl_resource(TL_NAME, DEV_NAME, device_type::SHM, out);
 }
 
 ucs_status_t cma_md::iface_open(uct::worker &worker, const iface_params &params,

@@ -60,16 +60,7 @@ self_md::self_md()
 
 ucs_status_t self_md::query_tl_resources(std::vector<tl_resource> *out)
 {
-    try {
-        tl_resource res{};
-        copy_resource_name(res.tl_name, TL_NAME);
-        copy_resource_name(res.dev_name, DEV_NAME);
-        res.type = device_type::SELF;
-        out->push_back(res);
-    } catch (...) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    return UCS_OK;
+    return single_tl_resource(TL_NAME, DEV_NAME, device_type::SELF, out);
 }
 
 ucs_status_t self_md::iface_open(uct::worker &worker, const iface_params &params,
