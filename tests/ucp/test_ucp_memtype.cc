@@ -324,8 +324,8 @@ TEST_CASE("a failing staging copy fails the operation, not the process", "[ucp_m
     CHECK(in == host);
 }
 
-TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous only on a "
-          "lane for it", "[ucp_memtype]")
+TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous on a lane "
+          "for it or staged whole over a host one", "[ucp_memtype]")
 {
     using ucp::proto::operation;
     using ucp::proto::protocol;
@@ -361,7 +361,8 @@ TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous o
     CHECK(first(host, 8) == protocol::EAGER_BCOPY_SINGLE);
     CHECK(first(host, 4000) == protocol::EAGER_BCOPY_SINGLE);
     CHECK(first(host, 9000) == protocol::EAGER_BCOPY_MULTI);
-    CHECK(first(host, 1 << 20) == protocol::EAGER_BCOPY_MULTI);   /* host rendezvous lane */
+    CHECK(first(0, 1 << 20) == protocol::EAGER_BCOPY_MULTI);      /* no rendezvous lane */
+    CHECK(first(host, 1 << 20) == protocol::RNDV);                /* staged, host lane */
     CHECK(first(host | cuda, 1 << 20) == protocol::RNDV);         /* a lane for device memory */
     CHECK(first(host | cuda, 8) == protocol::EAGER_BCOPY_SINGLE);
 }

@@ -223,7 +223,7 @@ ucs_status_t am_rts_step(request *req)
 send_step_t am_rndv_start(request *req)
 {
     send_state &s = req->u.send;
-    const uint8_t lane_index = s.ep->rndv_lane_for(s.packer.memory_type());
+    const uint8_t lane_index = rndv_lane_of(req);
     if (lane_index == no_lane) {
         return nullptr;
     }

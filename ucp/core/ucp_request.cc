@@ -69,11 +69,7 @@ void request_complete(request *req, ucs_status_t status)
     }
 }
 
-namespace {
-
-/* Copies a small non-host message into a host bounce buffer and points the
- * packer there. */
-ucs_status_t stage_whole(send_state &s)
+ucs_status_t send_stage_whole(send_state &s)
 {
     const size_t length = s.packer.length();
     s.bounce = std::malloc(std::max<size_t>(length, 1));
@@ -87,8 +83,6 @@ ucs_status_t stage_whole(send_state &s)
     return s.packer.start(ucp_dt_make_contig(1), s.bounce, length);
 }
 
-} // namespace
-
 ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
                                const ucp_request_param_t *param, ucp_datatype_t dt,
                                const void *buffer, size_t count)
@@ -100,7 +94,7 @@ ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
     if ((status == UCS_OK) && (s.packer.memory_type() != UCS_MEMORY_TYPE_HOST)) {
         const size_t fragment = (ep->cfg != nullptr) ? ep->cfg->thresh.am_max_bcopy : 0;
         if (s.packer.length() <= fragment) {
-            status = stage_whole(s);
+            status = send_stage_whole(s);
         }
     }
     if (status != UCS_OK) {

@@ -44,9 +44,13 @@ bool host(const key &k)
     return k.mem_type == UCS_MEMORY_TYPE_HOST;
 }
 
+/* A rendezvous lane for the memory, or a host one that a staged copy of
+ * the whole message goes over (tag_rndv.cc, rndv_lane_of). */
 bool can_rndv(const table_inputs &in, const key &k)
 {
-    return (k.dt == dt_class::contig) && (in.rndv_mem_types & (1ull << k.mem_type));
+    constexpr uint64_t host = 1ull << UCS_MEMORY_TYPE_HOST;
+    return (k.dt == dt_class::contig) &&
+           (in.rndv_mem_types & ((1ull << k.mem_type) | host));
 }
 
 candidates tag_rules(const table_inputs &in, const key &k, size_t length)

@@ -69,6 +69,11 @@ ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
                                const ucp_request_param_t *param, ucp_datatype_t dt,
                                const void *buffer, size_t count);
 
+/* Copies the whole message of a non-host packer into a host bounce buffer
+ * (send_state::bounce, freed with the request) and points the packer there.
+ * UCS_ERR_IO_ERROR when the memory type's copier fails. */
+ucs_status_t send_stage_whole(send_state &s);
+
 /*
  * Runs the first step (req->u.send.step) or queues it, and turns the
  * outcome into the nbx return value: NULL when done at once (no callback

@@ -21,6 +21,14 @@ namespace ucp {
  * (GET_ZCOPY to pull, PUT_ZCOPY to push); nullptr if none. */
 const lane *rndv_lane_with(const ucp_ep *ep, unsigned md_index, uint64_t iface_flag);
 
+/*
+ * The rendezvous lane of a send: the ep's lane for its memory type, or,
+ * for device memory with no such lane (no cuda_ipc to this peer), the host
+ * lane once the message is staged whole into a host bounce buffer (the
+ * receiver then pulls host memory). no_lane: no rendezvous.
+ */
+uint8_t rndv_lane_of(request *req);
+
 /* wire::rts_flag bits the RTS of a rendezvous send carries. */
 uint8_t rndv_rts_flags(const request *req);
 

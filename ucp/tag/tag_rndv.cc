@@ -294,11 +294,25 @@ ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned)
     return UCS_OK;
 }
 
+uint8_t rndv_lane_of(request *req)
+{
+    send_state &s = req->u.send;
+    const ucs_memory_type_t type = s.packer.memory_type();
+    const uint8_t lane = s.ep->rndv_lane_for(type);
+    if ((lane != no_lane) || (type == UCS_MEMORY_TYPE_HOST) || (s.ep->rndv_lane == no_lane)) {
+        return lane;
+    }
+    if (send_stage_whole(s) != UCS_OK) {
+        return no_lane;   /* the eager protocols say why */
+    }
+    return s.ep->rndv_lane;
+}
+
 send_step_t rndv_select(request *req)
 {
     send_state &s  = req->u.send;
     ucp_ep *ep     = s.ep;
-    const uint8_t lane_index = ep->rndv_lane_for(s.packer.memory_type());
+    const uint8_t lane_index = rndv_lane_of(req);
     if (lane_index == no_lane) {
         return nullptr;
     }
