@@ -367,13 +367,15 @@ TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous o
     CHECK(first(host | cuda, 8) == protocol::EAGER_BCOPY_SINGLE);
 }
 
-TEST_CASE("put and get with device memory: staged puts, and only transports that move it",
+TEST_CASE("put and get with device memory: staged through host, or on a transport that moves it",
           "[ucp_memtype]")
 {
     emulated_device dev(device_size);
     REQUIRE(dev.installed());
+    const char *tls = GENERATE("posix,cma", "tcp");
+    INFO("UCX_TLS=" << tls);
     peer p;
-    REQUIRE(p.init("posix,cma", UCP_FEATURE_RMA) == UCS_OK);
+    REQUIRE(p.init(tls, UCP_FEATURE_RMA) == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
 
     /* A key of device memory: no transport here reaches it. */
@@ -402,8 +404,8 @@ TEST_CASE("put and get with device memory: staged puts, and only transports that
     CHECK(UCS_PTR_STATUS(ucp_get_nbx(p.ep, host.data(), 64, device_addr, device_key,
                                      &param)) == UCS_ERR_UNSUPPORTED);
 
-    /* Host memory, reached directly or by cma: a put from a device buffer is
-     * staged through a host copy; a get into one is refused. */
+    /* Host memory, reached directly or by cma: a put from a device buffer
+     * and a get into one go through a host bounce buffer. */
     ucp_mem_h host_memh;
     mp.address = host.data();
     REQUIRE(ucp_mem_map(p.context, &mp, &host_memh) == UCS_OK);
@@ -417,8 +419,12 @@ TEST_CASE("put and get with device memory: staged puts, and only transports that
                              &param)) == UCS_OK);
     CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
     CHECK(check_pattern(host.data(), 64, 12));
-    CHECK(UCS_PTR_STATUS(ucp_get_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
-                                     &param)) == UCS_ERR_UNSUPPORTED);
+    std::memset(dev.shadow(dev.device(sender_area)), 0, 64);
+    fill_pattern(host.data(), 64, 13);
+    CHECK(p.wait(ucp_get_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
+                             &param)) == UCS_OK);
+    CHECK(check_pattern(reinterpret_cast<uint8_t*>(dev.shadow(dev.device(sender_area))), 64,
+                        13));
     std::vector<uint8_t> other(64, 9);
     CHECK(p.wait(ucp_put_nbx(p.ep, other.data(), 64, host_addr, host_key, &param)) == UCS_OK);
     CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);

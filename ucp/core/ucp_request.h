@@ -72,7 +72,12 @@ struct rma_state {
     size_t          length;
     uint64_t        remote_addr;
     ucp_rkey        *rkey;
-    uint64_t        value;         /* atomic operand (CSWAP: the swap value) */
+    union {
+        uint64_t    value;         /* atomic operand (CSWAP: the swap value) */
+        /* A get into device memory over a host path lands in a host bounce
+         * buffer (send_state::bounce); at completion it is copied here. */
+        uint8_t     *staged_for;
+    };
     uint64_t        compare;       /* CSWAP: the compare value; else where the
                                       result of an unfetched swap lands */
     union {
@@ -85,6 +90,7 @@ struct rma_state {
     uint8_t         amo_op;        /* uct::atomic_op */
     uint8_t         size;          /* atomic operand bytes */
     uint8_t         flags;         /* ucp::rma::state_flag */
+    uint8_t         staged_type;   /* ucs_memory_type_t of staged_for */
 };
 
 /*

@@ -142,24 +142,30 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         const uint8_t lane  = (kind == op_kind::PUT) ? c.put_lane : c.get_lane;
         const path how      = (c.direct != nullptr) ? path::DIRECT :
                               (lane != no_cached_lane) ? path::LANE : path::EMULATED;
-        /* A put from device memory into host memory reached by a host
-         * path: the source staged whole into a host bounce buffer (owned by
-         * the request, or freed when the put completes in the call). */
+        /* Device memory on our side, host memory reached by a host path
+         * (mapped segment, cma, tcp, emulation): through a host bounce
+         * buffer, owned by the request or freed when done in the call. A put
+         * copies the source there first; a get copies it out at completion. */
         std::unique_ptr<void, decltype(&std::free)> staged(nullptr, &std::free);
-        if ((kind == op_kind::PUT) && (local_type != UCS_MEMORY_TYPE_HOST) &&
-            (rkey->mem_type == UCS_MEMORY_TYPE_HOST) && !lane_moves(ep, how, lane, local_type)) {
+        const ucs_memory_type_t user_type = local_type;
+        void *const user_buffer           = buffer;
+        if ((local_type != UCS_MEMORY_TYPE_HOST) && (rkey->mem_type == UCS_MEMORY_TYPE_HOST) &&
+            !lane_moves(ep, how, lane, local_type)) {
             staged.reset(std::malloc(length));
             if (staged == nullptr) {
                 return UCS_ERR_NO_MEMORY;
             }
-            ucs_status_t copied = ucs::memtype::copy(staged.get(), UCS_MEMORY_TYPE_HOST, buffer,
-                                                     local_type, length);
-            if (copied != UCS_OK) {
-                return copied;
+            if (kind == op_kind::PUT) {
+                ucs_status_t copied = ucs::memtype::copy(staged.get(), UCS_MEMORY_TYPE_HOST,
+                                                         buffer, local_type, length);
+                if (copied != UCS_OK) {
+                    return copied;
+                }
             }
             buffer     = staged.get();
             local_type = UCS_MEMORY_TYPE_HOST;
         }
+        const bool stage_out = (staged != nullptr) && (kind == op_kind::GET);
         if (((rkey->mem_type != UCS_MEMORY_TYPE_HOST) || (local_type != UCS_MEMORY_TYPE_HOST)) &&
             !lane_moves(ep, how, lane, local_type)) {
             ucs_diag("%s: no transport here moves %s memory to %s memory", name,
@@ -173,6 +179,10 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
             ucs_status_t now = try_now(kind, ep, rkey, how, lane, buffer, length,
                                        remote_addr);
+            if ((now == UCS_OK) && stage_out) {
+                now = ucs::memtype::copy(user_buffer, user_type, buffer, UCS_MEMORY_TYPE_HOST,
+                                         length);
+            }
             if (now != UCS_ERR_NO_RESOURCE) {
                 result    = UCS_STATUS_PTR(now);   /* nullptr when done */
                 immediate = (now == UCS_OK);
@@ -188,6 +198,8 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         }
         req->u.send.bounce = staged.release();   /* freed with the request */
         rma_state &r  = req->u.send.rma;
+        r.staged_for  = stage_out ? static_cast<uint8_t*>(user_buffer) : nullptr;
+        r.staged_type = uint8_t(user_type);
         r.buffer      = static_cast<uint8_t*>(buffer);
         r.length      = length;
         r.remote_addr = remote_addr;

@@ -8,6 +8,7 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
+#include <ucs/memory/memtype_registry.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -38,11 +39,25 @@ void account_done(request *req)
  * completes it (ours, a purge of the ep's pending queue, a failed peer), so
  * the counts stay right; then the application's callback runs.
  */
+/* The end of every request that moved data, in the call or later: a get
+ * into device memory leaves its bounce buffer first; then account_done. */
+ucs_status_t finish_transfer(request *req, ucs_status_t status)
+{
+    rma_state &r = req->u.send.rma;
+    if ((op_kind(r.kind) == op_kind::GET) && (r.staged_for != nullptr) && (status == UCS_OK)) {
+        status = ucs::memtype::copy(r.staged_for, ucs_memory_type_t(r.staged_type),
+                                    req->u.send.bounce, UCS_MEMORY_TYPE_HOST, r.length);
+    }
+    account_done(req);
+    return status;
+}
+
 void completed_cb(void *user, ucs_status_t status, void *user_data)
 {
     request *req = request::from_user(user);
-    account_done(req);
     rma_state &r = req->u.send.rma;
+    status       = finish_transfer(req, status);
+    req->status  = status;
     if ((status != UCS_OK) && (req->flags & request_flag::RELEASED)) {
         /* An _nbi or post operation: nobody else will hear of it. */
         ucs_error("worker '%s': %s to 0x%llx failed: %s", req->worker->name.c_str(),
@@ -477,6 +492,8 @@ request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *
     r.kind     = uint8_t(kind);
     r.path     = uint8_t(how);
     r.flags    = 0;
+    r.staged_for  = nullptr;
+    r.staged_type = 0;
     if ((param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) && (param->cb.send != nullptr)) {
         r.user_cb.nbx = param->cb.send;
         r.flags      |= state_flag::USER_CB;
@@ -524,7 +541,7 @@ ucs_status_ptr_t request_start(request *req, const ucp_request_param_t *param)
         request_complete(req, status);   /* the caller asked for the callback */
         return req->user_ptr();
     }
-    account_done(req);
+    status = finish_transfer(req, status);
     request_put(req);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
