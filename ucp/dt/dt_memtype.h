@@ -9,8 +9,7 @@
 #include <ucp/dt/dt.h>
 #include <ucs/memory/memtype_registry.h>
 #include <ucs/sys/compiler_def.h>
-
-#include <cstring>
+#include <ucs/type/c_enum.h>
 
 namespace ucp::dt {
 
@@ -51,9 +50,7 @@ inline ucs_status_t param_memory_type(const ucp_request_param_t *param, ucp_data
 {
     ucs_memory_type_t type = UCS_MEMORY_TYPE_UNKNOWN;
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) {
-        int raw;
-        static_assert(sizeof(raw) == sizeof(param->memory_type), "enum size");
-        std::memcpy(&raw, &param->memory_type, sizeof(raw));   /* any int may come in */
+        const int raw = ucs::raw_enum(param->memory_type);   /* any int may come in */
         if ((raw < 0) || (raw > int(UCS_MEMORY_TYPE_UNKNOWN))) {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -101,8 +98,7 @@ inline bool host_buffer(const ucp_request_param_t *param, const void *buffer,
     if (ucs_likely(!(param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE))) {
         return ucs::memtype::detect(buffer, length) == UCS_MEMORY_TYPE_HOST;
     }
-    int raw;
-    std::memcpy(&raw, &param->memory_type, sizeof(raw));
+    const int raw = ucs::raw_enum(param->memory_type);
     return (raw == int(UCS_MEMORY_TYPE_HOST)) ||
            ((raw == int(UCS_MEMORY_TYPE_UNKNOWN)) &&
             (ucs::memtype::detect(buffer, length) == UCS_MEMORY_TYPE_HOST));
