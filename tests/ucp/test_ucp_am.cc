@@ -10,6 +10,7 @@
 #include "ucp_test_util.h"
 
 #include <ucp/am/am.h>
+#include <ucp/api/ucp_ext.h>
 #include <ucp/proto/wire.h>
 
 #include <catch2/catch.hpp>
@@ -970,4 +971,131 @@ TEST_CASE("active-message send completion: immediate, NO_IMM_CMPL, request memor
     ucp_request_free(req);
     REQUIRE(test::poll_until([&] { return received == 2; },
                              [&] { ucp_worker_progress(p.worker); }));
+}
+
+namespace {
+
+/* Counts messages and their total size by handler. */
+struct id_log {
+    unsigned count  = 0;
+    size_t   bytes  = 0;
+    bool     rndv   = false;
+    ucp_worker_h worker = nullptr;
+};
+
+ucs_status_t id_log_handler(void *arg, const void *, size_t, void *data, size_t length,
+                            const ucp_am_recv_param_t *param)
+{
+    auto *log = static_cast<id_log*>(arg);
+    ++log->count;
+    log->bytes += length;
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        log->rndv = true;
+        ucp_am_data_release(log->worker, data);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t set_handler_32(ucp_worker_h worker, unsigned id, id_log *log)
+{
+    ucp_am_handler_param_t param{};
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    param.id  = id;
+    param.cb  = id_log_handler;
+    param.arg = log;
+    return ucp_worker_set_am_recv_handler(worker, &param);
+}
+
+} // namespace
+
+TEST_CASE("layered active-message ids reach only their own handlers", "[ucp_am]")
+{
+    for (const char *tls : {"self", "posix,cma", "tcp"}) {
+        INFO("UCX_TLS=" << tls);
+        peer p;
+        loopback(p, tls, 1);
+        id_log app, layered;
+        app.worker = layered.worker = p.worker;
+        const unsigned layered_id = UCP_EXT_AM_ID_LAYERED + 7;
+        REQUIRE(set_handler_32(p.worker, 7, &app) == UCS_OK);
+        REQUIRE(set_handler_32(p.worker, layered_id, &layered) == UCS_OK);
+        /* Past the layered range, and just before it past 16 bits: refused. */
+        id_log none;
+        CHECK(set_handler_32(p.worker, UCP_EXT_AM_ID_LAYERED + UCP_EXT_AM_ID_LAYERED_COUNT,
+                             &none) == UCS_ERR_INVALID_PARAM);
+        uint64_t value = 1;
+        ucp_request_param_t param{};
+        CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, UCP_EXT_AM_ID_LAYERED +
+                                             UCP_EXT_AM_ID_LAYERED_COUNT, nullptr, 0, &value,
+                                             sizeof(value), &param)) == UCS_ERR_INVALID_PARAM);
+        /* Short, with a header, and rendezvous, to each id. */
+        std::vector<uint8_t> big(300000, 3);
+        uint64_t header = 5;
+        std::vector<void*> requests;
+        for (unsigned id : {7u, layered_id}) {
+            requests.push_back(ucp_am_send_nbx(p.ep, id, nullptr, 0, &value, sizeof(value),
+                                               &param));
+            requests.push_back(ucp_am_send_nbx(p.ep, id, &header, sizeof(header), &value,
+                                               sizeof(value), &param));
+            ucp_request_param_t rndv{};
+            rndv.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            rndv.flags        = UCP_AM_SEND_FLAG_RNDV;
+            requests.push_back(ucp_am_send_nbx(p.ep, id, nullptr, 0, big.data(), big.size(),
+                                               &rndv));
+        }
+        REQUIRE(test::poll_until([&] { return (app.count == 3) && (layered.count == 3); },
+                                 [&] { ucp_worker_progress(p.worker); }));
+        for (void *req : requests) {
+            CHECK(p.wait(static_cast<ucs_status_ptr_t>(req)) == UCS_OK);
+        }
+        CHECK(app.bytes == 2 * sizeof(value) + big.size());
+        CHECK(layered.bytes == app.bytes);
+        CHECK(app.rndv);
+        CHECK(layered.rndv);
+    }
+}
+
+TEST_CASE("worker callbacks run from progress when scheduled", "[ucp_am]")
+{
+    peer p;
+    loopback(p, "self", 1);
+    struct state {
+        unsigned runs = 0;
+        unsigned again = 0;    /* schedule itself this many more times */
+        ucp_worker_h worker = nullptr;
+        unsigned id = 0;
+    } s;
+    s.worker = p.worker;
+    auto cb = [](void *arg) -> unsigned {
+        auto *st = static_cast<state*>(arg);
+        ++st->runs;
+        if (st->again > 0) {
+            --st->again;
+            ucp_worker_callback_schedule(st->worker, st->id);
+        }
+        return 1;
+    };
+    REQUIRE(ucp_worker_callback_add(p.worker, cb, &s, &s.id) == UCS_OK);
+    ucp_worker_progress(p.worker);
+    CHECK(s.runs == 0);                           /* registered, not scheduled */
+    CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
+    CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
+    CHECK(ucp_worker_progress(p.worker) >= 1);
+    CHECK(s.runs == 1);                           /* once, however often scheduled */
+    s.again = 2;
+    CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
+    for (int i = 0; i < 5; ++i) {
+        ucp_worker_progress(p.worker);
+    }
+    CHECK(s.runs == 4);
+    /* Ids this API did not give are refused (the worker's own live there). */
+    CHECK(ucp_worker_callback_schedule(p.worker, s.id + 100) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_worker_callback_remove(p.worker, s.id + 100) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_worker_callback_add(p.worker, nullptr, &s, &s.id) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
+    CHECK(ucp_worker_callback_remove(p.worker, s.id) == UCS_OK);   /* drops the run */
+    ucp_worker_progress(p.worker);
+    CHECK(s.runs == 4);
+    CHECK(ucp_worker_callback_remove(p.worker, s.id) == UCS_ERR_INVALID_PARAM);
 }

@@ -11,7 +11,9 @@
 #ifndef UCP_AM_AM_H
 #define UCP_AM_AM_H
 
+#include <ucp/api/ucp_ext.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/proto/wire.h>
 #include <ucs/memory/mpool.h>
 
 #include <cstdint>
@@ -68,6 +70,35 @@ struct am_worker {
     /* Multi-fragment messages being reassembled. */
     std::unordered_map<msg_key, am_desc*, msg_key_hash> partial;
 };
+
+/*
+ * AM ids: the application's are 16-bit, as on the wire; a layered id of
+ * <ucp/api/ucp_ext.h> (UCP_EXT_AM_ID_LAYERED + n) travels as n with
+ * wire::am_hdr_flag::LAYERED, so no application id can reach its handler.
+ * False: `id` is neither.
+ */
+inline bool am_id_to_wire(unsigned id, uint16_t *wire_id, uint8_t *hdr_flags)
+{
+    if (id <= UINT16_MAX) {
+        *wire_id   = uint16_t(id);
+        *hdr_flags = 0;
+        return true;
+    }
+    if ((id >= UCP_EXT_AM_ID_LAYERED) &&
+        (id < UCP_EXT_AM_ID_LAYERED + UCP_EXT_AM_ID_LAYERED_COUNT)) {
+        *wire_id   = uint16_t(id - UCP_EXT_AM_ID_LAYERED);
+        *hdr_flags = wire::am_hdr_flag::LAYERED;
+        return true;
+    }
+    return false;
+}
+
+/* The handler table of a wire id with these header flags. */
+inline std::vector<am_handler> &am_handler_table(ucp_worker *worker, uint8_t hdr_flags)
+{
+    return (hdr_flags & wire::am_hdr_flag::LAYERED) ? worker->layered_am_handlers :
+                                                       worker->am_handlers;
+}
 
 /* The worker's active-message state, made on first use; nullptr: no memory. */
 am_worker *am_worker_get(ucp_worker *worker);

@@ -27,12 +27,13 @@ namespace ucp {
 namespace {
 
 /* A copy of the handler of `id`: a handler may replace handlers as it runs. */
-bool find_handler(const ucp_worker *worker, uint16_t id, am_handler *out)
+bool find_handler(ucp_worker *worker, uint16_t id, uint8_t send_flags, am_handler *out)
 {
-    if (id >= worker->am_handlers.size()) {
+    const std::vector<am_handler> &table = am_handler_table(worker, send_flags);
+    if (id >= table.size()) {
         return false;
     }
-    const am_handler &h = worker->am_handlers[id];
+    const am_handler &h = table[id];
     if ((h.cb == nullptr) && (h.legacy_cb == nullptr)) {
         return false;
     }
@@ -40,10 +41,11 @@ bool find_handler(const ucp_worker *worker, uint16_t id, am_handler *out)
     return true;
 }
 
-void warn_unknown_id(const ucp_worker *worker, uint16_t id)
+void warn_unknown_id(const ucp_worker *worker, uint16_t id, uint8_t send_flags)
 {
     ucs_warn("worker '%s': dropping an active message with id %u: no handler is set",
-             worker->name.c_str(), id);
+             worker->name.c_str(),
+             (send_flags & wire::am_hdr_flag::LAYERED) ? UCP_EXT_AM_ID_LAYERED + id : id);
 }
 
 void warn_malformed(const ucp_worker *worker, const char *what, size_t length)
@@ -140,8 +142,8 @@ void legacy_pull_done(void *request, ucs_status_t status, size_t, void *user_dat
     if (status != UCS_OK) {
         ucs_error("worker '%s': fetching a rendezvous active message failed: %s",
                   worker->name.c_str(), ucs_status_string(status));
-    } else if (!find_handler(worker, desc->am_id, &h)) {
-        warn_unknown_id(worker, desc->am_id);
+    } else if (!find_handler(worker, desc->am_id, desc->send_flags, &h)) {
+        warn_unknown_id(worker, desc->am_id, desc->send_flags);
     } else {
         ucp_ep *reply;
         resolve_reply(worker, desc->send_flags, desc->src_uuid, desc->ep_id, &reply);
@@ -160,8 +162,8 @@ void legacy_pull_done(void *request, ucs_status_t status, size_t, void *user_dat
 void deliver_desc(ucp_worker *worker, am_desc *desc, ucp_ep *reply)
 {
     am_handler h;
-    if (!find_handler(worker, desc->am_id, &h)) {
-        warn_unknown_id(worker, desc->am_id);
+    if (!find_handler(worker, desc->am_id, desc->send_flags, &h)) {
+        warn_unknown_id(worker, desc->am_id, desc->send_flags);
         drop_desc(worker, desc, UCS_ERR_INVALID_PARAM);
         return;
     }
@@ -231,8 +233,8 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
     const size_t left = r.left();
 
     am_handler h;
-    if (!find_handler(worker, hdr.am_id, &h)) {
-        warn_unknown_id(worker, hdr.am_id);
+    if (!find_handler(worker, hdr.am_id, hdr.flags, &h)) {
+        warn_unknown_id(worker, hdr.am_id, hdr.flags);
         return UCS_OK;
     }
     ucp_ep *reply;
@@ -289,8 +291,8 @@ ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     am_handler h;
-    if (!find_handler(worker, hdr.am.am_id, &h)) {
-        warn_unknown_id(worker, hdr.am.am_id);   /* its other fragments find nothing */
+    if (!find_handler(worker, hdr.am.am_id, hdr.am.flags, &h)) {
+        warn_unknown_id(worker, hdr.am.am_id, hdr.am.flags);   /* its other fragments find nothing */
         return UCS_OK;
     }
     am_worker *state = worker->am_state;
@@ -384,8 +386,8 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     am_handler h;
-    if (!find_handler(worker, rts.am.am_id, &h)) {
-        warn_unknown_id(worker, rts.am.am_id);
+    if (!find_handler(worker, rts.am.am_id, rts.am.flags, &h)) {
+        warn_unknown_id(worker, rts.am.am_id, rts.am.flags);
         send_reply_to(worker, rts.ep_id, rts.src_uuid, wire::AM_RNDV_ATS, rts.sreq_id,
                       UCS_ERR_INVALID_PARAM);
         return UCS_OK;

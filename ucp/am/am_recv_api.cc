@@ -26,18 +26,20 @@ constexpr uint32_t handler_flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTEN
 /* The wire carries 16-bit ids, as UCX does. */
 constexpr unsigned max_am_id = UINT16_MAX;
 
-ucs_status_t set_handler(ucp_worker *worker, unsigned id, const am_handler &h)
+ucs_status_t set_handler(ucp_worker *worker, uint16_t id, uint8_t hdr_flags,
+                         const am_handler &h)
 {
     if (am_worker_get(worker) == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
-    if (id >= worker->am_handlers.size()) {
+    std::vector<am_handler> &table = am_handler_table(worker, hdr_flags);
+    if (id >= table.size()) {
         if ((h.cb == nullptr) && (h.legacy_cb == nullptr)) {
             return UCS_OK;   /* removing what was never set */
         }
-        worker->am_handlers.resize(size_t(id) + 1);
+        table.resize(size_t(id) + 1);
     }
-    worker->am_handlers[id] = h;
+    table[id] = h;
     return UCS_OK;
 }
 
@@ -174,7 +176,7 @@ ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id,
         h.legacy_cb = cb;
         h.arg       = arg;
         h.flags     = flags;
-        return ucp::set_handler(worker, id, h);
+        return ucp::set_handler(worker, id, 0, h);
     });
 }
 
@@ -185,10 +187,12 @@ ucs_status_t ucp_worker_set_am_recv_handler(ucp_worker_h worker,
         return UCS_ERR_INVALID_PARAM;
     }
     const uint64_t mask = param->field_mask;
+    uint16_t wire_id;
+    uint8_t hdr_flags;
     if (!(mask & UCP_AM_HANDLER_PARAM_FIELD_ID) || !(mask & UCP_AM_HANDLER_PARAM_FIELD_CB) ||
-        (param->id > ucp::max_am_id)) {
-        ucs_error("ucp_worker_set_am_recv_handler: an id up to %u and a callback "
-                  "field are required", ucp::max_am_id);
+        !ucp::am_id_to_wire(param->id, &wire_id, &hdr_flags)) {
+        ucs_error("ucp_worker_set_am_recv_handler: an id up to %u (or a layered id of "
+                  "ucp_ext.h) and a callback field are required", ucp::max_am_id);
         return UCS_ERR_INVALID_PARAM;
     }
     const uint32_t flags = (mask & UCP_AM_HANDLER_PARAM_FIELD_FLAGS) ? param->flags : 0;
@@ -202,7 +206,7 @@ ucs_status_t ucp_worker_set_am_recv_handler(ucp_worker_h worker,
         h.cb    = param->cb;
         h.arg   = (mask & UCP_AM_HANDLER_PARAM_FIELD_ARG) ? param->arg : nullptr;
         h.flags = flags;
-        return ucp::set_handler(worker, param->id, h);
+        return ucp::set_handler(worker, wire_id, hdr_flags, h);
     });
 }
 

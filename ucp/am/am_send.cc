@@ -27,19 +27,25 @@ namespace {
 
 constexpr uint32_t send_flags_mask = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER |
                                      UCP_AM_SEND_FLAG_RNDV;
+/* send_state::am_flags: the id is layered (am_id_to_wire); no public flag uses it. */
+constexpr uint32_t send_flag_layered = 1u << 31;
+static_assert(!(send_flags_mask & send_flag_layered), "a free bit");
 
 wire::am_hdr make_hdr(const send_state &s)
 {
     wire::am_hdr hdr{};
     hdr.am_id         = s.user_am_id;
-    hdr.flags         = (s.am_flags & UCP_AM_SEND_FLAG_REPLY) ? wire::am_hdr_flag::REPLY : 0;
+    hdr.flags         = uint8_t(((s.am_flags & UCP_AM_SEND_FLAG_REPLY) ?
+                                 wire::am_hdr_flag::REPLY : 0) |
+                                ((s.am_flags & send_flag_layered) ?
+                                 wire::am_hdr_flag::LAYERED : 0));
     hdr.header_length = s.header_length;
     return hdr;
 }
 
-uint64_t short_header(uint16_t id)
+uint64_t short_header(uint16_t id, uint8_t hdr_flags)
 {
-    wire::am_hdr hdr{id, 0, 0, 0};
+    wire::am_hdr hdr{id, hdr_flags, 0, 0};
     uint64_t value;
     std::memcpy(&value, &hdr, sizeof(value));
     return value;
@@ -56,7 +62,8 @@ ucs_status_t am_short_step(request *req)
 {
     send_state &s = req->u.send;
     ucs_status_t status = s.ep->am_ep->am_short(wire::AM_USER_SINGLE,
-                                                short_header(s.user_am_id),
+                                                short_header(s.user_am_id,
+                                                             make_hdr(s).flags),
                                                 s.packer.contig_buffer(),
                                                 unsigned(s.packer.length()));
     if (status != UCS_OK) {
@@ -279,7 +286,8 @@ send_step_t am_select_protocol(request *req)
                                [req](proto::protocol p) { return am_start(req, p); });
 }
 
-ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
+ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, uint8_t hdr_flags,
+                                const void *header,
                                 size_t header_length, const void *buffer, size_t count,
                                 const ucp_request_param_t *param)
 {
@@ -299,7 +307,8 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
         (ep->num_pending == 0) && ep->usable() &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
         dt::host_buffer(param, buffer, count)) {
-        ucs_status_t status = ep->am_ep->am_short(wire::AM_USER_SINGLE, short_header(id),
+        ucs_status_t status = ep->am_ep->am_short(wire::AM_USER_SINGLE,
+                                                  short_header(id, hdr_flags),
                                                   buffer, unsigned(count));
         if (ucs_likely(status == UCS_OK)) {
             return nullptr;
@@ -332,7 +341,8 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, const void *header,
     s.msg_id        = worker->next_msg_id++;
     s.am_id         = wire::AM_USER_SINGLE;
     s.user_am_id    = id;
-    s.am_flags      = flags;
+    s.am_flags      = flags | ((hdr_flags & wire::am_hdr_flag::LAYERED) ?
+                                   send_flag_layered : 0);
     s.header        = header;
     s.header_length = uint32_t(header_length);
     if (flags & UCP_AM_SEND_FLAG_REPLY) {
@@ -350,7 +360,9 @@ ucs_status_ptr_t am_send_checked(ucp_ep_h ep, unsigned id, const void *header,
                                  size_t header_length, const void *buffer, size_t count,
                                  const ucp_request_param_t *param)
 {
-    if ((ep == nullptr) || (param == nullptr) || (id > UINT16_MAX) ||
+    uint16_t wire_id;
+    uint8_t hdr_flags;
+    if ((ep == nullptr) || (param == nullptr) || !am_id_to_wire(id, &wire_id, &hdr_flags) ||
         (header_length > max_am_header) || ((header == nullptr) && (header_length != 0)) ||
         !buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
@@ -358,8 +370,8 @@ ucs_status_ptr_t am_send_checked(ucp_ep_h ep, unsigned id, const void *header,
     worker_guard guard(ep->worker);
     ucs_status_ptr_t result = nullptr;
     ucs_status_t status = guarded("ucp_am_send", [&]() {
-        result = am_send_common(ep, uint16_t(id), header, header_length, buffer, count,
-                                param);
+        result = am_send_common(ep, wire_id, hdr_flags, header, header_length, buffer,
+                                count, param);
         return UCS_OK;
     });
     return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);

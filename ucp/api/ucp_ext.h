@@ -521,6 +521,56 @@ ucs_status_t ucp_waitset_get_pollfd(ucp_waitset_h set, ucp_waitset_pollfd_t *pol
  */
 ucs_status_t ucp_trywait(const ucp_object_t *objects, size_t count);
 
+/**
+ * @brief Active-message ids for libraries layered over UCP (collectives):
+ * UCP_EXT_AM_ID_LAYERED + n, n < UCP_EXT_AM_ID_LAYERED_COUNT.
+ *
+ * ucp_worker_set_am_recv_handler() and ucp_am_send_nbx() take them as they
+ * take an application's id. UCX 1.13's ids are 16-bit: an application's id
+ * never equals a layered one, so a layer's messages reach only its own
+ * handlers, and the application's never reach them.
+ */
+#define UCP_EXT_AM_ID_LAYERED       0x10000u
+/** @brief How many layered active-message ids there are. */
+#define UCP_EXT_AM_ID_LAYERED_COUNT 256u
+
+/**
+ * @brief Work that a worker's progress runs when it is scheduled: returns
+ * how much it did (counted in ucp_worker_progress()'s result).
+ */
+typedef unsigned (*ucp_worker_callback_t)(void *arg);
+
+/**
+ * @brief Registers a callback on the worker's progress queue (UCX's
+ * callbackq), for libraries layered over UCP: ucp_worker_callback_schedule()
+ * makes the next ucp_worker_progress() run it once. The callback runs
+ * inside progress, so it may start operations (unlike a completion
+ * callback, it is not nested in another UCP call); work left over is
+ * scheduled again by the callback. A scheduled callback keeps
+ * ucp_worker_arm() from reporting the worker idle.
+ *
+ * @return UCS_OK with the id in *id_p; UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_t ucp_worker_callback_add(ucp_worker_h worker, ucp_worker_callback_t cb,
+                                     void *arg, unsigned *id_p);
+
+/**
+ * @brief Makes the next progress of the worker run callback `id` once,
+ * however often it was scheduled meanwhile. Follows the worker's thread
+ * mode; may be called from a UCP callback.
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for an id this API did not give.
+ */
+ucs_status_t ucp_worker_callback_schedule(ucp_worker_h worker, unsigned id);
+
+/**
+ * @brief Unregisters callback `id`; a scheduled run that did not happen
+ * yet is dropped.
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for an id this API did not give.
+ */
+ucs_status_t ucp_worker_callback_remove(ucp_worker_h worker, unsigned id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -152,6 +152,8 @@ struct ucp_worker {
     ucs::recursive_lock                lock;
 
     std::vector<ucp::am_handler>       am_handlers;  /* indexed by AM id */
+    /* Indexed by layered id - UCP_EXT_AM_ID_LAYERED (<ucp/api/ucp_ext.h>). */
+    std::vector<ucp::am_handler>       layered_am_handlers;
     ucp::am_worker                     *am_state = nullptr;
     ucp::stream_worker                 *stream_state = nullptr;
 
@@ -197,6 +199,7 @@ struct ucp_worker {
      * the extensions (triggered operations, collectives, poll sets) register
      * their callbacks here too. */
     ucs::callback_queue                progress_queue;
+    std::vector<unsigned>              api_callback_ids;  /* ucp_worker_callback_add */
 
     /* Work deferred out of transport callbacks. */
     std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;

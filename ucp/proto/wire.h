@@ -230,6 +230,8 @@ static_assert(sizeof(stream_hdr) == 16, "stream_hdr layout");
 namespace am_hdr_flag {
 constexpr uint8_t REPLY = 1u << 0;        /* give a reply ep: single: src uuid and ep id
                                              follow; first: am_first_hdr::ep_id */
+constexpr uint8_t LAYERED = 1u << 1;      /* am_id is a layered id (UCP_EXT_AM_ID_LAYERED
+                                             + am_id): handlers of libraries over UCP */
 } // namespace am_hdr_flag
 
 /* What follows an AM_USER_SINGLE's am_hdr when it has the REPLY flag: the
