@@ -1,0 +1,466 @@
+/*
+ * The schedules of the collectives. Ranks are often taken relative to the
+ * root (v = rank - root mod size) so that trees hang from it. Every rank of
+ * a team builds the same number of rounds for a collective, empty ones
+ * included, because messages are named by their round.
+ *
+ * Reductions keep operand order: the lower ranks' partial result is `lo`
+ * (reduce.h), so both partners of an exchange compute the same bits.
+ */
+#include "algorithms.h"
+
+#include <ucs/debug/log.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace coll {
+
+namespace {
+
+void add_send(round &rd, unsigned peer, const void *buf, size_t bytes)
+{
+    rd.sends.push_back(send_op{peer, buf, bytes, {}});
+}
+
+void add_recv(round &rd, unsigned peer, void *buf, size_t bytes)
+{
+    rd.recvs.push_back(recv_op{peer, buf, bytes});
+}
+
+unsigned ceil_log2(unsigned n)
+{
+    unsigned k = 0;
+    while ((1u << k) < n) {
+        ++k;
+    }
+    return k;
+}
+
+/* count elements cut into n nearly equal blocks (the last ones may be short
+ * or empty): block i is elements [offset(i), offset(i) + length(i)). */
+struct blocks {
+    size_t count;
+    size_t per;
+
+    blocks(size_t count_, unsigned n) : count(count_), per((count_ + n - 1) / n) {}
+    size_t offset(unsigned i) const { return std::min(size_t(i) * per, count); }
+    size_t length(unsigned i) const { return std::min(per, count - offset(i)); }
+};
+
+uint8_t *at(const void *base, size_t bytes)
+{
+    return static_cast<uint8_t*>(const_cast<void*>(base)) + bytes;
+}
+
+/* A rank relative to the root, and back. */
+struct rooted {
+    unsigned n, root;
+    unsigned rel(unsigned rank) const { return (rank + n - root) % n; }
+    unsigned real(unsigned v) const { return (v + root) % n; }
+};
+
+/* ---- barrier ------------------------------------------------------------ */
+
+/* Dissemination: in round k every rank tells rank + 2^k and hears from
+ * rank - 2^k; after ceil(log2 n) rounds each has heard from all. */
+void barrier_dissemination(task &t, const call &c)
+{
+    for (unsigned dist = 1; dist < c.size; dist <<= 1) {
+        round &rd = t.add_round();
+        add_send(rd, (c.rank + dist) % c.size, nullptr, 0);
+        add_recv(rd, (c.rank + c.size - dist) % c.size, nullptr, 0);
+    }
+}
+
+/* ---- bcast -------------------------------------------------------------- */
+
+/* Binomial tree: in the round of mask m, ranks below m send to v + m. */
+void bcast_binomial(task &t, const call &c)
+{
+    const rooted rt{c.size, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const size_t bytes = c.args.count * c.esize;
+    for (unsigned mask = 1; mask < c.size; mask <<= 1) {
+        round &rd = t.add_round();
+        if ((v < mask) && (v + mask < c.size)) {
+            add_send(rd, rt.real(v + mask), c.args.rbuf, bytes);
+        } else if ((v >= mask) && (v < 2 * mask)) {
+            add_recv(rd, rt.real(v - mask), c.args.rbuf, bytes);
+        }
+    }
+}
+
+/* Van de Geijn: a binomial scatter of n blocks, then a ring allgather of
+ * them: about 2x the message on every link instead of log2(n)x. */
+void bcast_scatter_allgather(task &t, const call &c)
+{
+    const unsigned n = c.size;
+    const rooted rt{n, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const blocks b(c.args.count, n);
+    const size_t es = c.esize;
+    void *buf = c.args.rbuf;
+    for (unsigned k = ceil_log2(n); k-- > 0;) {
+        const unsigned mask = 1u << k;
+        round &rd = t.add_round();
+        if ((v % (2 * mask) == 0) && (v + mask < n)) {
+            const unsigned lo = v + mask, hi = std::min(v + 2 * mask, n);
+            add_send(rd, rt.real(lo), at(buf, b.offset(lo) * es),
+                     (b.offset(hi - 1) + b.length(hi - 1) - b.offset(lo)) * es);
+        } else if (v % (2 * mask) == mask) {
+            const unsigned hi = std::min(v + mask, n);
+            add_recv(rd, rt.real(v - mask), at(buf, b.offset(v) * es),
+                     (b.offset(hi - 1) + b.length(hi - 1) - b.offset(v)) * es);
+        }
+    }
+    const unsigned right = rt.real((v + 1) % n), left = rt.real((v + n - 1) % n);
+    for (unsigned s = 0; s + 1 < n; ++s) {
+        round &rd = t.add_round();
+        const unsigned sb = (v + n - s) % n, rb = (v + 2 * n - s - 1) % n;
+        add_send(rd, right, at(buf, b.offset(sb) * es), b.length(sb) * es);
+        add_recv(rd, left, at(buf, b.offset(rb) * es), b.length(rb) * es);
+    }
+}
+
+/* ---- reduce ------------------------------------------------------------- */
+
+/* Binomial tree toward the root: in the round of mask m a rank with bit m
+ * sends its partial result to v - m and is done; the others take v + m's. */
+void reduce_binomial(task &t, const call &c)
+{
+    const rooted rt{c.size, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const size_t count = c.args.count, bytes = count * c.esize;
+    const bool root = (v == 0);
+    const bool has_children = (c.size > 1) && ((v & 1) == 0) && (v + 1 < c.size);
+    uint8_t *scratch = t.make_scratch((has_children && !root) ? 2 * bytes : bytes);
+    uint8_t *tmp = scratch;
+    const void *input = (root && c.in_place) ? c.args.rbuf : c.args.sbuf;
+    void *acc = root ? c.args.rbuf : (has_children ? scratch + bytes : nullptr);
+    if ((acc != nullptr) && (acc != input)) {
+        std::memcpy(acc, input, bytes);
+    }
+    const reduce_fn fn = c.reduce;
+    for (unsigned mask = 1; mask < c.size; mask <<= 1) {
+        round &rd = t.add_round();
+        if (v & mask) {
+            add_send(rd, rt.real(v - mask), has_children ? acc : input, bytes);
+            break;
+        }
+        if (v + mask < c.size) {
+            add_recv(rd, rt.real(v + mask), tmp, bytes);
+            rd.after = [fn, acc, tmp, count]() {
+                fn(acc, acc, tmp, count);
+                return UCS_OK;
+            };
+        }
+    }
+}
+
+/* ---- allreduce ---------------------------------------------------------- */
+
+/* Recursive doubling over the largest power of two p <= n; the first
+ * 2(n - p) ranks fold in pairs first (even into odd) and get the result
+ * back at the end (libfabric's coll provider does the same). */
+void allreduce_recursive_doubling(task &t, const call &c)
+{
+    const unsigned n = c.size, r = c.rank;
+    const size_t count = c.args.count, bytes = count * c.esize;
+    void *acc = c.args.rbuf;
+    if (!c.in_place) {
+        std::memcpy(acc, c.args.sbuf, bytes);
+    }
+    uint8_t *tmp = t.make_scratch(bytes);
+    const reduce_fn fn = c.reduce;
+    unsigned p2 = 1;
+    while (p2 * 2 <= n) {
+        p2 *= 2;
+    }
+    const unsigned rem = n - p2;
+    if (rem > 0) {
+        round &rd = t.add_round();
+        if (r < 2 * rem) {
+            if ((r & 1) == 0) {
+                add_send(rd, r + 1, acc, bytes);
+            } else {
+                add_recv(rd, r - 1, tmp, bytes);
+                rd.after = [fn, acc, tmp, count]() {
+                    fn(acc, tmp, acc, count);
+                    return UCS_OK;
+                };
+            }
+        }
+    }
+    const int nr = (r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem);
+    auto real = [rem](unsigned x) { return (x < rem) ? 2 * x + 1 : x + rem; };
+    for (unsigned mask = 1; mask < p2; mask <<= 1) {
+        round &rd = t.add_round();
+        if (nr < 0) {
+            continue;
+        }
+        const unsigned partner = unsigned(nr) ^ mask;
+        add_send(rd, real(partner), acc, bytes);
+        add_recv(rd, real(partner), tmp, bytes);
+        const bool partner_lower = partner < unsigned(nr);
+        rd.after = [fn, acc, tmp, count, partner_lower]() {
+            if (partner_lower) {
+                fn(acc, tmp, acc, count);
+            } else {
+                fn(acc, acc, tmp, count);
+            }
+            return UCS_OK;
+        };
+    }
+    if (rem > 0) {
+        round &rd = t.add_round();
+        if (r < 2 * rem) {
+            if (r & 1) {
+                add_send(rd, r - 1, acc, bytes);
+            } else {
+                add_recv(rd, r + 1, acc, bytes);
+            }
+        }
+    }
+}
+
+/* The ring reduce-scatter over `work` (n blocks of b): after it, rank r
+ * holds block (r + shift) mod n fully reduced. Each block is reduced once,
+ * along the ring, so every rank ends up with the same bits. */
+void ring_reduce_scatter(task &t, const call &c, uint8_t *work, const blocks &b,
+                         unsigned shift, uint8_t *tmp)
+{
+    const unsigned n = c.size, r = c.rank;
+    const unsigned right = (r + 1) % n, left = (r + n - 1) % n;
+    const size_t es = c.esize;
+    const reduce_fn fn = c.reduce;
+    for (unsigned s = 0; s + 1 < n; ++s) {
+        round &rd = t.add_round();
+        const unsigned sb = (r + shift + 2 * n - s - 1) % n;
+        const unsigned rb = (r + shift + 2 * n - s - 2) % n;
+        add_send(rd, right, work + b.offset(sb) * es, b.length(sb) * es);
+        add_recv(rd, left, tmp, b.length(rb) * es);
+        uint8_t *dst = work + b.offset(rb) * es;
+        const size_t len = b.length(rb);
+        rd.after = [fn, dst, tmp, len]() {
+            fn(dst, tmp, dst, len);
+            return UCS_OK;
+        };
+    }
+}
+
+/* The ring allgather of n blocks when rank r holds block (r + shift). */
+void ring_allgather(task &t, const call &c, uint8_t *buf, const blocks &b, unsigned shift)
+{
+    const unsigned n = c.size, r = c.rank;
+    const unsigned right = (r + 1) % n, left = (r + n - 1) % n;
+    const size_t es = c.esize;
+    for (unsigned s = 0; s + 1 < n; ++s) {
+        round &rd = t.add_round();
+        const unsigned sb = (r + shift + n - s) % n, rb = (r + shift + 2 * n - s - 1) % n;
+        add_send(rd, right, buf + b.offset(sb) * es, b.length(sb) * es);
+        add_recv(rd, left, buf + b.offset(rb) * es, b.length(rb) * es);
+    }
+}
+
+/* Reduce-scatter then allgather on a ring: each rank sends 2(n-1)/n of the
+ * message instead of log2(n) whole ones. */
+void allreduce_ring(task &t, const call &c)
+{
+    const size_t count = c.args.count;
+    uint8_t *acc = static_cast<uint8_t*>(c.args.rbuf);
+    if (!c.in_place) {
+        std::memcpy(acc, c.args.sbuf, count * c.esize);
+    }
+    const blocks b(count, c.size);
+    uint8_t *tmp = t.make_scratch(b.per * c.esize);
+    ring_reduce_scatter(t, c, acc, b, 1, tmp);
+    ring_allgather(t, c, acc, b, 1);
+}
+
+/* ---- reduce_scatter ----------------------------------------------------- */
+
+void reduce_scatter_ring(task &t, const call &c)
+{
+    const size_t count = c.args.count, bb = count * c.esize;
+    uint8_t *scratch = t.make_scratch(bb + (c.in_place ? 0 : c.size * bb));
+    uint8_t *tmp = scratch;
+    uint8_t *work = c.in_place ? static_cast<uint8_t*>(c.args.rbuf) : scratch + bb;
+    if (!c.in_place) {
+        std::memcpy(work, c.args.sbuf, c.size * bb);
+    }
+    const blocks b(count * c.size, c.size);   /* blocks of exactly count */
+    ring_reduce_scatter(t, c, work, b, 0, tmp);
+    round &rd = t.add_round();
+    void *out = c.args.rbuf;
+    const uint8_t *mine = work + c.rank * bb;
+    rd.after = [out, mine, bb]() {
+        std::memmove(out, mine, bb);
+        return UCS_OK;
+    };
+}
+
+/* ---- allgather ---------------------------------------------------------- */
+
+void allgather_ring(task &t, const call &c)
+{
+    const size_t bb = c.args.count * c.esize;
+    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    if (!c.in_place) {
+        std::memcpy(out + c.rank * bb, c.args.sbuf, bb);
+    }
+    ring_allgather(t, c, out, blocks(c.args.count * c.size, c.size), 0);
+}
+
+/* ---- alltoall ----------------------------------------------------------- */
+
+/* Pairwise exchange: in round s, send to rank + s and take from rank - s. */
+void alltoall_pairwise(task &t, const call &c)
+{
+    const unsigned n = c.size, r = c.rank;
+    const size_t bb = c.args.count * c.esize;
+    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    const uint8_t *in = static_cast<const uint8_t*>(c.args.sbuf);
+    if (c.in_place) {
+        uint8_t *copy = t.make_scratch(n * bb);
+        std::memcpy(copy, out, n * bb);
+        in = copy;
+    } else {
+        std::memcpy(out + r * bb, in + r * bb, bb);
+    }
+    for (unsigned s = 1; s < n; ++s) {
+        round &rd = t.add_round();
+        const unsigned to = (r + s) % n, from = (r + n - s) % n;
+        add_send(rd, to, in + to * bb, bb);
+        add_recv(rd, from, out + from * bb, bb);
+    }
+}
+
+/* ---- scatter / gather --------------------------------------------------- */
+
+/* Binomial: the root holds the blocks in rank order relative to itself;
+ * each node receives its subtree's blocks and passes on the halves. */
+void scatter_binomial(task &t, const call &c)
+{
+    const unsigned n = c.size;
+    const rooted rt{n, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const size_t bb = c.args.count * c.esize;
+    const uint8_t *sbuf = static_cast<const uint8_t*>(c.args.sbuf);
+    uint8_t *buf;
+    if (v == 0) {
+        if (c.args.root == 0) {
+            buf = const_cast<uint8_t*>(sbuf);
+        } else {
+            buf = t.make_scratch(n * bb);
+            for (unsigned i = 0; i < n; ++i) {
+                std::memcpy(buf + i * bb, sbuf + rt.real(i) * bb, bb);
+            }
+        }
+    } else {
+        const unsigned lowbit = v & (~v + 1);
+        buf = t.make_scratch(std::min(lowbit, n - v) * bb);
+    }
+    for (unsigned k = ceil_log2(n); k-- > 0;) {
+        const unsigned mask = 1u << k;
+        round &rd = t.add_round();
+        if ((v % (2 * mask) == 0) && (v + mask < n)) {
+            add_send(rd, rt.real(v + mask), buf + mask * bb, std::min(mask, n - v - mask) * bb);
+        } else if (v % (2 * mask) == mask) {
+            add_recv(rd, rt.real(v - mask), buf, std::min(mask, n - v) * bb);
+        }
+    }
+    round &rd = t.add_round();
+    if (!((v == 0) && c.in_place)) {
+        void *out = c.args.rbuf;
+        rd.after = [out, buf, bb]() {
+            std::memcpy(out, buf, bb);
+            return UCS_OK;
+        };
+    }
+}
+
+/* Linear: every rank sends its block to the root in one round. */
+void gather_linear(task &t, const call &c)
+{
+    const size_t bb = c.args.count * c.esize;
+    round &rd = t.add_round();
+    const unsigned root = c.args.root;
+    if (c.rank != root) {
+        add_send(rd, root, c.args.sbuf, bb);
+        return;
+    }
+    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    if (!c.in_place) {
+        std::memcpy(out + root * bb, c.args.sbuf, bb);
+    }
+    for (unsigned i = 0; i < c.size; ++i) {
+        if (i != root) {
+            add_recv(rd, i, out + i * bb, bb);
+        }
+    }
+}
+
+constexpr algorithm barrier_algs[]   = {{"dissemination", barrier_dissemination}};
+constexpr algorithm bcast_algs[]     = {{"binomial", bcast_binomial},
+                                        {"scatter_allgather", bcast_scatter_allgather}};
+constexpr algorithm alltoall_algs[]  = {{"pairwise", alltoall_pairwise}};
+constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
+                                        {"ring", allreduce_ring}};
+constexpr algorithm allgather_algs[] = {{"ring", allgather_ring}};
+constexpr algorithm reduce_scatter_algs[] = {{"ring", reduce_scatter_ring}};
+constexpr algorithm reduce_algs[]    = {{"binomial", reduce_binomial}};
+constexpr algorithm scatter_algs[]   = {{"binomial", scatter_binomial}};
+constexpr algorithm gather_algs[]    = {{"linear", gather_linear}};
+
+constexpr const char *coll_names[UCP_COLL_LAST] = {
+    "barrier", "bcast", "alltoall", "allreduce", "allgather", "reduce_scatter", "reduce",
+    "scatter", "gather",
+};
+
+} // namespace
+
+std::span<const algorithm> algorithms_of(ucp_coll_type_t coll)
+{
+    switch (coll) {
+    case UCP_COLL_BARRIER:        return barrier_algs;
+    case UCP_COLL_BCAST:          return bcast_algs;
+    case UCP_COLL_ALLTOALL:       return alltoall_algs;
+    case UCP_COLL_ALLREDUCE:      return allreduce_algs;
+    case UCP_COLL_ALLGATHER:      return allgather_algs;
+    case UCP_COLL_REDUCE_SCATTER: return reduce_scatter_algs;
+    case UCP_COLL_REDUCE:         return reduce_algs;
+    case UCP_COLL_SCATTER:        return scatter_algs;
+    case UCP_COLL_GATHER:         return gather_algs;
+    default:                      return {};
+    }
+}
+
+const char *coll_name(ucp_coll_type_t coll)
+{
+    return (unsigned(coll) < UCP_COLL_LAST) ? coll_names[coll] : "?";
+}
+
+void build_team_check(task &t, unsigned size, unsigned rank, uint64_t *check)
+{
+    /* check[0..1]: ours; check[2 + 2k ..]: round k's peer's. */
+    unsigned k = 0;
+    for (unsigned dist = 1; dist < size; dist <<= 1, ++k) {
+        round &rd = t.add_round();
+        add_send(rd, (rank + dist) % size, check, 2 * sizeof(uint64_t));
+        uint64_t *theirs = check + 2 + 2 * k;
+        add_recv(rd, (rank + size - dist) % size, theirs, 2 * sizeof(uint64_t));
+        rd.after = [check, theirs]() {
+            if ((theirs[0] != check[0]) || (theirs[1] != check[1])) {
+                ucs_error("team 0x%lx: a member made it with size %lu and key 0x%lx, this "
+                          "process with size %lu", (unsigned long)check[1],
+                          (unsigned long)theirs[0], (unsigned long)theirs[1],
+                          (unsigned long)check[0]);
+                return UCS_ERR_INVALID_PARAM;
+            }
+            return UCS_OK;
+        };
+    }
+}
+
+} // namespace coll

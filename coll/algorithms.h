@@ -1,0 +1,45 @@
+/*
+ * The algorithms: each builds the schedule of one collective (schedule.h)
+ * for this rank. Which one runs is chosen by select.h.
+ */
+#ifndef COLL_ALGORITHMS_H
+#define COLL_ALGORITHMS_H
+
+#include "reduce.h"
+#include "schedule.h"
+
+#include <span>
+
+namespace coll {
+
+/* What an algorithm needs to know of the call. */
+struct call {
+    const ucp_coll_args_t &args;
+    unsigned              size;    /* team size */
+    unsigned              rank;
+    size_t                esize;   /* bytes of an element */
+    reduce_fn             reduce;  /* reductions */
+    bool                  in_place;
+};
+
+using builder_fn = void (*)(task &t, const call &c);
+
+struct algorithm {
+    const char *name;
+    builder_fn build;
+};
+
+/* The algorithms of a collective; the first is the default for small
+ * messages. */
+std::span<const algorithm> algorithms_of(ucp_coll_type_t coll);
+
+/* The team's creation: a dissemination exchange of (size, key) so that
+ * every member knows all others made the team alike. `check` holds this
+ * rank's values and room for a peer's per round. */
+void build_team_check(task &t, unsigned size, unsigned rank, uint64_t *check);
+
+const char *coll_name(ucp_coll_type_t coll);
+
+} // namespace coll
+
+#endif

@@ -1,0 +1,453 @@
+/*
+ * Running schedules (context.h): the AM handler of collective messages, the
+ * ready list, and each task's rounds.
+ */
+#include "context.h"
+
+#include <ucs/debug/log.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace coll {
+
+namespace {
+
+void mark_ready(task *t)
+{
+    ucp_coll_context *ctx = t->team->ctx;
+    if (!t->queued) {
+        t->queued = true;
+        ctx->ready.push_back(t);
+    }
+    ucp_worker_callback_schedule(ctx->worker, ctx->callback_id);
+}
+
+/* Receives the task posted that will not come now that it failed. */
+void drop_posted(task *t)
+{
+    ucp_coll_context *ctx = t->team->ctx;
+    for (auto it = ctx->posted.begin(); it != ctx->posted.end();) {
+        if (it->second.t == t) {
+            it = ctx->posted.erase(it);
+            --t->pending;
+        } else {
+            ++it;
+        }
+    }
+}
+
+void fail(task *t, ucs_status_t status)
+{
+    if (t->error == UCS_OK) {
+        t->error = status;
+        ucs_debug("team 0x%lx collective %lu (%s): %s", (unsigned long)t->team->key,
+                  (unsigned long)t->seq, t->algorithm, ucs_status_string(status));
+    }
+    drop_posted(t);
+}
+
+/* One of the round's operations is done. */
+void op_done(task *t, ucs_status_t status)
+{
+    --t->pending;
+    if (status != UCS_OK) {
+        fail(t, status);
+    }
+    if (t->pending == 0) {
+        mark_ready(t);
+    }
+}
+
+void send_done(void *request, ucs_status_t status, void *user_data)
+{
+    ucp_request_free(request);
+    op_done(static_cast<task*>(user_data), status);
+}
+
+void recv_data_done(void *request, ucs_status_t status, size_t, void *user_data)
+{
+    ucp_request_free(request);
+    op_done(static_cast<task*>(user_data), status);
+}
+
+ucs_status_t check_length(task *t, size_t length, size_t expected)
+{
+    if (length == expected) {
+        return UCS_OK;
+    }
+    ucs_error("team 0x%lx collective %lu (%s): a %zu-byte message where %zu were expected",
+              (unsigned long)t->team->key, (unsigned long)t->seq, t->algorithm, length,
+              expected);
+    return UCS_ERR_MESSAGE_TRUNCATED;
+}
+
+/* Pulls a rendezvous message into buf; pending counts it while in flight. */
+void pull(task *t, void *desc, void *buf, size_t bytes)
+{
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.recv_am   = recv_data_done;
+    param.user_data    = t;
+    ucs_status_ptr_t sp = ucp_am_recv_data_nbx(t->team->ctx->worker, desc, buf, bytes, &param);
+    if (UCS_PTR_IS_ERR(sp)) {
+        fail(t, UCS_PTR_STATUS(sp));
+    } else if (sp != nullptr) {
+        ++t->pending;
+    }
+}
+
+/* A message that waited for its round meets its receive. */
+void deliver(task *t, const recv_op &recv, const arrival &a)
+{
+    ucp_worker_h worker = t->team->ctx->worker;
+    const ucs_status_t status = check_length(t, a.length, recv.bytes);
+    if (status != UCS_OK) {
+        fail(t, status);
+        if (a.held || a.rndv) {
+            ucp_am_data_release(worker, a.data);
+        } else {
+            std::free(a.data);
+        }
+    } else if (a.rndv) {
+        pull(t, a.data, recv.buf, recv.bytes);
+    } else {
+        if (a.length != 0) {
+            std::memcpy(recv.buf, a.data, a.length);
+        }
+        if (a.held) {
+            ucp_am_data_release(worker, a.data);
+        } else {
+            std::free(a.data);
+        }
+    }
+}
+
+void start_round(task *t)
+{
+    ucp_team *team = t->team;
+    ucp_coll_context *ctx = team->ctx;
+    round &rd = t->rounds[t->current];
+    const uint32_t index = uint32_t(t->current);
+    for (const recv_op &recv : rd.recvs) {
+        const msg_key key{team->key, t->seq, recv.peer, index};
+        auto it = ctx->unexpected.find(key);
+        if (it != ctx->unexpected.end()) {
+            const arrival a = it->second;
+            ctx->unexpected.erase(it);
+            deliver(t, recv, a);
+        } else {
+            ctx->posted.emplace(key, posted_recv{t, recv.buf, recv.bytes});
+            ++t->pending;
+        }
+    }
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = send_done;
+    param.user_data    = t;
+    for (send_op &send : rd.sends) {
+        if (t->error != UCS_OK) {
+            break;
+        }
+        send.hdr = wire_hdr{team->key, t->seq, team->rank, index};
+        ucs_status_ptr_t sp = ucp_am_send_nbx(team->eps[send.peer], am_id, &send.hdr,
+                                              sizeof(send.hdr), send.buf, send.bytes, &param);
+        if (UCS_PTR_IS_ERR(sp)) {
+            fail(t, UCS_PTR_STATUS(sp));
+        } else if (sp != nullptr) {
+            ++t->pending;
+        }
+    }
+}
+
+void notify(task *t)
+{
+    if (t->cb != nullptr) {
+        t->cb(t, t->status, t->user_data);
+    }
+    if (t->user_freed) {
+        t->magic = 0;
+        delete t;
+    }
+}
+
+/* Tells the other members this collective failed here. */
+void send_aborts(task *t)
+{
+    ucp_team *team = t->team;
+    ucp_request_param_t param{};
+    for (unsigned peer = 0; peer < team->size(); ++peer) {
+        if (peer == team->rank) {
+            continue;
+        }
+        team->abort_hdrs.push_back(wire_hdr{team->key, t->seq, team->rank, abort_round});
+        ucs_status_ptr_t sp = ucp_am_send_nbx(team->eps[peer], am_id, &team->abort_hdrs.back(),
+                                              sizeof(wire_hdr), nullptr, 0, &param);
+        if ((sp != nullptr) && !UCS_PTR_IS_ERR(sp)) {
+            ucp_request_free(sp);   /* the header lives with the team */
+        }
+    }
+}
+
+void finish(task *t)
+{
+    t->status = t->error;
+    --t->team->active;
+    t->team->running.erase(t->seq);
+    if ((t->status != UCS_OK) && !t->peer_aborted && (t->seq != 0)) {
+        send_aborts(t);
+    }
+    if (t->on_done) {
+        t->on_done(t->status);
+    }
+}
+
+/* Runs rounds until one waits; true when the task finished. */
+bool advance(task *t, bool started)
+{
+    while (t->pending == 0) {
+        if (started) {
+            round &rd = t->rounds[t->current];
+            if ((t->error == UCS_OK) && rd.after) {
+                const ucs_status_t status = rd.after();
+                if (status != UCS_OK) {
+                    fail(t, status);
+                }
+            }
+            ++t->current;
+        }
+        if ((t->error != UCS_OK) || (t->current == t->rounds.size())) {
+            finish(t);
+            return true;
+        }
+        start_round(t);
+        started = true;
+    }
+    return false;
+}
+
+unsigned progress(void *arg)
+{
+    ucp_coll_context *ctx = static_cast<ucp_coll_context*>(arg);
+    unsigned count = 0;
+    while (!ctx->ready.empty()) {
+        task *t = ctx->ready.front();
+        ctx->ready.pop_front();
+        t->queued = false;
+        ++count;
+        if ((t->status != UCS_INPROGRESS) || advance(t, true)) {
+            notify(t);
+        }
+    }
+    return count;
+}
+
+void release_arrival(ucp_worker_h worker, const arrival &a)
+{
+    if (a.held || a.rndv) {
+        ucp_am_data_release(worker, a.data);
+    } else {
+        std::free(a.data);
+    }
+}
+
+/* A member failed collective hdr.seq of a team. */
+void peer_aborted(ucp_coll_context *ctx, const wire_hdr &hdr)
+{
+    auto team_it = ctx->teams.find(hdr.team_key);
+    if (team_it == ctx->teams.end()) {
+        return;
+    }
+    ucp_team *team = team_it->second;
+    auto it = team->running.find(hdr.seq);
+    if (it == team->running.end()) {
+        if (hdr.seq >= team->next_seq) {
+            team->aborted.insert(hdr.seq);    /* fails when it starts here */
+        }
+        return;
+    }
+    task *t = it->second;
+    if (t->error == UCS_OK) {
+        ucs_diag("team 0x%lx collective %lu: rank %u reports it failed",
+                 (unsigned long)team->key, (unsigned long)hdr.seq, hdr.src);
+        t->peer_aborted = true;
+    }
+    fail(t, UCS_ERR_REJECTED);
+    if (t->pending == 0) {
+        mark_ready(t);
+    }
+}
+
+uint64_t now_ns()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+constexpr uint64_t probe_interval_ns = 100000000;   /* 100 ms */
+
+} // namespace
+
+void task_probe_peers(task *t)
+{
+    if (t->status != UCS_INPROGRESS) {
+        return;
+    }
+    const uint64_t now = now_ns();
+    if (now - t->last_probe_ns < probe_interval_ns) {
+        return;
+    }
+    t->last_probe_ns = now;
+    ucp_team *team = t->team;
+    ucp_request_param_t param{};
+    for (const auto &entry : team->ctx->posted) {
+        if (entry.second.t != t) {
+            continue;
+        }
+        /* A flush fails at once on an endpoint UCP found failed. */
+        ucs_status_ptr_t sp = ucp_ep_flush_nbx(team->eps[entry.first.src], &param);
+        if (UCS_PTR_IS_ERR(sp)) {
+            ucs_diag("team 0x%lx collective %lu: rank %u is unreachable: %s",
+                     (unsigned long)team->key, (unsigned long)t->seq, entry.first.src,
+                     ucs_status_string(UCS_PTR_STATUS(sp)));
+            fail(t, UCS_PTR_STATUS(sp));
+            if (t->pending == 0) {
+                mark_ready(t);
+            }
+            return;
+        }
+        if (sp != nullptr) {
+            ucp_request_free(sp);
+        }
+    }
+}
+
+ucs_status_t am_handler(void *arg, const void *header, size_t header_length, void *data,
+                        size_t length, const ucp_am_recv_param_t *param)
+{
+    ucp_coll_context *ctx = static_cast<ucp_coll_context*>(arg);
+    if (header_length != sizeof(wire_hdr)) {
+        ucs_warn("collectives: dropping a message with a %zu-byte header", header_length);
+        return UCS_OK;
+    }
+    wire_hdr hdr;
+    std::memcpy(&hdr, header, sizeof(hdr));
+    const msg_key key{hdr.team_key, hdr.seq, hdr.src, hdr.round};
+    if (hdr.round == abort_round) {
+        peer_aborted(ctx, hdr);
+        return UCS_OK;
+    }
+    const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+
+    auto it = ctx->posted.find(key);
+    if (it != ctx->posted.end()) {
+        const posted_recv pr = it->second;
+        ctx->posted.erase(it);
+        const ucs_status_t status = check_length(pr.t, length, pr.bytes);
+        if (status != UCS_OK) {
+            op_done(pr.t, status);
+            return UCS_OK;
+        }
+        if (rndv) {
+            pull(pr.t, data, pr.buf, pr.bytes);   /* counted while in flight */
+        } else if (length != 0) {
+            std::memcpy(pr.buf, data, length);
+        }
+        op_done(pr.t, UCS_OK);
+        return UCS_OK;
+    }
+
+    if (ctx->unexpected.count(key) != 0) {
+        ucs_warn("collectives: dropping a second message of team 0x%lx collective %lu from "
+                 "rank %u round %u", (unsigned long)hdr.team_key, (unsigned long)hdr.seq,
+                 hdr.src, hdr.round);
+        return UCS_OK;
+    }
+    arrival a;
+    a.length = length;
+    if (rndv || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA)) {
+        a.data = data;
+        a.rndv = rndv;
+        a.held = !rndv;
+        ctx->unexpected.emplace(key, a);
+        return UCS_INPROGRESS;
+    }
+    a.data = std::malloc(length == 0 ? 1 : length);
+    if (a.data == nullptr) {
+        ucs_error("collectives: no memory for an early %zu-byte message", length);
+        return UCS_OK;
+    }
+    std::memcpy(a.data, data, length);
+    ctx->unexpected.emplace(key, a);
+    return UCS_OK;
+}
+
+unsigned progress_callback(void *arg)
+{
+    return progress(arg);
+}
+
+bool task_start(task *t)
+{
+    ++t->team->active;
+    t->team->running.emplace(t->seq, t);
+    if (t->team->aborted.erase(t->seq) != 0) {
+        t->peer_aborted = true;
+        fail(t, UCS_ERR_REJECTED);
+    }
+    const bool done = advance(t, false);
+    t->notify = true;
+    return done;
+}
+
+void task_set_callback(task *t, const ucp_request_param_t *param)
+{
+    if (param == nullptr) {
+        return;
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
+        t->cb = param->cb.send;
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) {
+        t->user_data = param->user_data;
+    }
+}
+
+ucs_status_ptr_t task_result(task *t, const ucp_request_param_t *param)
+{
+    if (t->status == UCS_INPROGRESS) {
+        return t;
+    }
+    if ((param != nullptr) && (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) {
+        mark_ready(t);    /* the callback runs from progress, as a request's would */
+        return t;
+    }
+    const ucs_status_t status = t->status;
+    t->magic = 0;
+    delete t;
+    return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
+}
+
+void forget_team_messages(ucp_coll_context *ctx, uint64_t team_key)
+{
+    for (auto it = ctx->unexpected.begin(); it != ctx->unexpected.end();) {
+        if (it->first.team_key == team_key) {
+            release_arrival(ctx->worker, it->second);
+            it = ctx->unexpected.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void forget_all_messages(ucp_coll_context *ctx)
+{
+    for (auto &entry : ctx->unexpected) {
+        release_arrival(ctx->worker, entry.second);
+    }
+    ctx->unexpected.clear();
+}
+
+} // namespace coll

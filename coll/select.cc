@@ -1,0 +1,205 @@
+/*
+ * Algorithm selection and UCX_COLL_TUNE (select.h).
+ */
+#include "select.h"
+
+#include "algorithms.h"
+
+#include <ucs/config/registry.h>
+#include <ucs/config/table.h>
+#include <ucs/debug/log.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace coll {
+
+namespace {
+
+/* Defaults, from measurements on one node (bench/results): latency-bound
+ * trees up to these sizes, bandwidth-bound rings above. */
+constexpr size_t allreduce_ring_from = 16384;
+constexpr size_t bcast_scatter_from  = 65536;
+
+unsigned default_algorithm(ucp_coll_type_t coll, size_t bytes, unsigned team_size)
+{
+    switch (coll) {
+    case UCP_COLL_ALLREDUCE:
+        /* A ring sends 2(n-1)/n of the message in 2(n-1) rounds, recursive
+         * doubling log2(n) whole ones: the same for two ranks. */
+        return ((team_size > 2) && (bytes >= allreduce_ring_from)) ? 1 : 0;
+    case UCP_COLL_BCAST:
+        return ((team_size > 2) && (bytes >= bcast_scatter_from)) ? 1 : 0;
+    default:
+        return 0;
+    }
+}
+
+bool parse_size(const std::string &text, size_t *value)
+{
+    if (text == "inf") {
+        *value = SIZE_MAX;
+        return true;
+    }
+    return ucs::config::type_size.parse(text.c_str(), value, ucs::config::type_size) &&
+           (*value != ucs::config::size_auto);
+}
+
+bool parse_token(const std::string &token, tune_rule *rule)
+{
+    const size_t first = token.find(':');
+    const size_t last  = token.rfind(':');
+    if ((first == std::string::npos) || (token.compare(last + 1, 1, "@") != 0)) {
+        return false;
+    }
+    const std::string name = token.substr(0, first);
+    const std::string alg  = token.substr(last + 2);
+    unsigned coll = 0;
+    while ((coll < UCP_COLL_LAST) && (name != coll_name(ucp_coll_type_t(coll)))) {
+        ++coll;
+    }
+    if (coll == UCP_COLL_LAST) {
+        return false;
+    }
+    rule->coll  = ucp_coll_type_t(coll);
+    rule->start = 0;
+    rule->end   = SIZE_MAX;
+    if (first != last) {
+        const std::string range = token.substr(first + 1, last - first - 1);
+        const size_t dash = range.find('-');
+        if ((dash == std::string::npos) || !parse_size(range.substr(0, dash), &rule->start) ||
+            !parse_size(range.substr(dash + 1), &rule->end) || (rule->start >= rule->end)) {
+            return false;
+        }
+    }
+    const std::span<const algorithm> algs = algorithms_of(rule->coll);
+    for (unsigned i = 0; i < algs.size(); ++i) {
+        if (alg == algs[i].name) {
+            rule->alg = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string size_text(size_t bytes)
+{
+    if (bytes == SIZE_MAX) {
+        return "inf";
+    }
+    if ((bytes != 0) && (bytes % 1024 == 0)) {
+        return std::to_string(bytes / 1024) + "k";
+    }
+    return std::to_string(bytes);
+}
+
+struct coll_opts {
+    char *tune;
+};
+
+const ucs::config::field coll_fields[] = {
+    UCS_CONFIG_FIELD(coll_opts, tune, "TUNE", "",
+                     "Algorithms of the collectives of libucp_coll, by message size:\n"
+                     "coll[:start-end]:@algorithm tokens separated by '#', e.g.\n"
+                     "allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring.\n"
+                     "Sizes are one rank's bytes; later tokens win. Algorithms:\n"
+                     "barrier: dissemination; bcast: binomial, scatter_allgather;\n"
+                     "alltoall: pairwise; allreduce: recursive_doubling, ring;\n"
+                     "allgather, reduce_scatter: ring; reduce: binomial;\n"
+                     "scatter: binomial; gather: linear.",
+                     ucs::config::type_string),
+};
+
+const ucs::config::table coll_table{"Collectives (libucp_coll)", "COLL_", coll_fields,
+                                    sizeof(coll_opts)};
+UCS_CONFIG_REGISTER_TABLE(coll_table);
+
+} // namespace
+
+bool parse_tuning(const char *text, tuning *out)
+{
+    out->rules.clear();
+    const std::string all = (text == nullptr) ? "" : text;
+    size_t begin = 0;
+    while (begin < all.size()) {
+        size_t end = all.find('#', begin);
+        if (end == std::string::npos) {
+            end = all.size();
+        }
+        const std::string token = all.substr(begin, end - begin);
+        tune_rule rule{};
+        if (!token.empty()) {
+            if (!parse_token(token, &rule)) {
+                ucs_error("UCX_COLL_TUNE: bad token '%s' (coll[:start-end]:@algorithm)",
+                          token.c_str());
+                out->rules.clear();
+                return false;
+            }
+            out->rules.push_back(rule);
+        }
+        begin = end + 1;
+    }
+    return true;
+}
+
+const algorithm &select_algorithm(const tuning &tune, ucp_coll_type_t coll, size_t bytes,
+                                  unsigned team_size)
+{
+    unsigned alg = default_algorithm(coll, bytes, team_size);
+    for (const tune_rule &rule : tune.rules) {
+        if ((rule.coll == coll) && (bytes >= rule.start) && (bytes < rule.end)) {
+            alg = rule.alg;
+        }
+    }
+    return algorithms_of(coll)[alg];
+}
+
+std::vector<std::string> describe_tuning(const tuning &tune)
+{
+    std::vector<std::string> lines;
+    for (unsigned coll = 0; coll < UCP_COLL_LAST; ++coll) {
+        std::string line(coll_name(ucp_coll_type_t(coll)));
+        line.append(":");
+        /* Defaults switch at the sizes above; rules at their edges. */
+        std::vector<size_t> edges = {0, allreduce_ring_from, bcast_scatter_from};
+        for (const tune_rule &rule : tune.rules) {
+            if (rule.coll == ucp_coll_type_t(coll)) {
+                edges.push_back(rule.start);
+                if (rule.end != SIZE_MAX) {
+                    edges.push_back(rule.end);
+                }
+            }
+        }
+        std::sort(edges.begin(), edges.end());
+        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+        for (unsigned team_size : {2u, 3u}) {
+            std::string ranges;
+            const char *previous = nullptr;
+            for (size_t i = 0; i < edges.size(); ++i) {
+                const char *name = select_algorithm(tune, ucp_coll_type_t(coll), edges[i],
+                                                    team_size).name;
+                if ((previous == nullptr) || (std::strcmp(previous, name) != 0)) {
+                    ranges.append(" ").append(size_text(edges[i])).append("-:").append(name);
+                    previous = name;
+                }
+            }
+            line.append(team_size == 2 ? " [2 ranks]" : " [3+ ranks]").append(ranges);
+        }
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+bool read_tuning(tuning *out)
+{
+    coll_opts opts{};
+    if (ucs::config::fill(&opts, coll_table) != UCS_OK) {
+        return false;
+    }
+    const bool ok = parse_tuning(opts.tune, out);
+    ucs::config::release(&opts, coll_table);
+    return ok;
+}
+
+} // namespace coll

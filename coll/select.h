@@ -1,0 +1,53 @@
+/*
+ * Which algorithm runs a collective: a default by message size and team
+ * size, overridden by UCX_COLL_TUNE, in the spirit of UCC's tuning strings:
+ *
+ *   UCX_COLL_TUNE=allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring#bcast:@binomial
+ *
+ * Tokens are separated by '#'; each is coll[:start-end]:@algorithm, the
+ * range in bytes of one rank's message (count * element size; sizes take
+ * k/m/g suffixes, "inf" is no limit, the end is exclusive); without a range
+ * the token covers every size. Later tokens win where ranges overlap.
+ * UCX_LOG_LEVEL=info prints the resolved table when a context is made.
+ */
+#ifndef COLL_SELECT_H
+#define COLL_SELECT_H
+
+#include <coll/api/ucp_coll.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace coll {
+
+struct algorithm;
+
+struct tune_rule {
+    ucp_coll_type_t coll;
+    size_t          start;   /* bytes, inclusive */
+    size_t          end;     /* bytes, exclusive; SIZE_MAX: no limit */
+    unsigned        alg;     /* index in algorithms_of(coll) */
+};
+
+struct tuning {
+    std::vector<tune_rule> rules;   /* in the order given */
+};
+
+/* Parses a UCX_COLL_TUNE value; false (with an error logged) if it is bad. */
+bool parse_tuning(const char *text, tuning *out);
+
+/* The algorithm for a collective of `bytes` per rank on `team_size` ranks. */
+const algorithm &select_algorithm(const tuning &tune, ucp_coll_type_t coll, size_t bytes,
+                                  unsigned team_size);
+
+/* The resolved table, one line per collective (for UCX_LOG_LEVEL=info). */
+std::vector<std::string> describe_tuning(const tuning &tune);
+
+/* Reads UCX_COLL_TUNE (through the UCS configuration: files and the
+ * environment); false if its value is bad. */
+bool read_tuning(tuning *out);
+
+} // namespace coll
+
+#endif
