@@ -80,7 +80,10 @@ typedef struct ucp_team_params {
  * sub-team is made by its members only; the parent's ranks outside it do
  * not take part.
  *
- * @param [in] param  callback (cb.send) and user_data as for ucp_*_nbx.
+ * @param [in]  context  the collectives of this process's worker.
+ * @param [in]  params   the members (ucp_team_params_t).
+ * @param [out] team_p   the team, set when the call returns (see below).
+ * @param [in]  param    callback (cb.send) and user_data as for ucp_*_nbx.
  * @return NULL when done at once; a request (ucp_coll_request_check_status(),
  *         ucp_coll_request_free()); or an error: UCS_ERR_INVALID_PARAM for
  *         bad parameters (this process not in a sub-range, a key with the
@@ -189,12 +192,14 @@ typedef struct ucp_coll_args {
 /**
  * @brief Starts a collective on a team.
  *
+ * @param [in] team  a team whose creation completed.
+ * @param [in] args  the collective, its buffers, count, type, op and root. *
  * Floating-point results are the same bits on every rank: each element is
  * reduced once, in an order fixed by the algorithm and the ranks, and the
  * result is what travels. (Different algorithms, chosen by size or
  * UCX_COLL_TUNE, may round differently.)
  *
- * @param [in] param  cb.send, user_data, UCP_OP_ATTR_FLAG_NO_IMM_CMPL.
+ * @param [in] param cb.send, user_data, UCP_OP_ATTR_FLAG_NO_IMM_CMPL.
  * @return NULL when done at once; a request; or an error status:
  *         UCS_ERR_INVALID_PARAM (bad root, buffers, type), UCS_ERR_UNSUPPORTED
  *         for a (datatype, op) pair that has no meaning (ucp_coll_query()).

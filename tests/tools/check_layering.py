@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Checks the layering rule: ucp -> uct -> ucs, no upward includes.
+"""Checks the layering rule: coll -> ucp -> uct -> ucs, no upward includes.
 
 ucs/ must not include uct/ or ucp/ headers, uct/ must not include ucp/
 headers, and ucm/ (which libucs links, never the reverse) must not
-include uct/ or ucp/ headers either. Both forms are checked: <uct/x.h>
+include uct/ or ucp/ headers either. coll/ (collectives, a layer over
+the public UCP API) may include ucp/api/ and ucs/ only, and nothing
+below it includes coll/. Both forms are checked: <uct/x.h>
 and "x.h" or "../../ucp/x.h", resolved as the compiler would (the
 including file's folder first, then the source root).
 
@@ -17,12 +19,24 @@ import sys
 import tempfile
 
 # Layer -> the layers its sources must not include.
+# 'ucp_api' is ucp/api/, the public C API, apart from the rest of ucp/.
 FORBIDDEN = {
-    'ucs': ('uct', 'ucp'),
-    'ucm': ('uct', 'ucp'),
-    'uct': ('ucp',),
+    'ucs': ('uct', 'ucp', 'ucp_api', 'coll'),
+    'ucm': ('uct', 'ucp', 'ucp_api', 'coll'),
+    'uct': ('ucp', 'ucp_api', 'coll'),
+    'ucp': ('coll',),
+    'coll': ('uct', 'ucp'),
 }
-LAYERS = ('ucs', 'ucm', 'uct', 'ucp')
+LAYERS = ('ucs', 'ucm', 'uct', 'ucp', 'coll')
+
+
+def layer_of_path(rel):
+    parts = os.path.normpath(rel).split(os.sep)
+    if parts[0] not in LAYERS:
+        return None
+    if parts[:2] == ['ucp', 'api']:
+        return 'ucp_api'
+    return parts[0]
 SOURCE_SUFFIXES = ('.h', '.hpp', '.c', '.cc', '.cpp', '.inl')
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -32,11 +46,8 @@ def layer_of_include(root, including_dir, delimiter, name):
     if delimiter == '"':
         local = os.path.normpath(os.path.join(including_dir, name))
         if os.path.exists(local):
-            rel = os.path.relpath(local, root)
-            top = rel.split(os.sep)[0]
-            return top if top in LAYERS else None
-    top = os.path.normpath(name).split(os.sep)[0]
-    return top if top in LAYERS else None
+            return layer_of_path(os.path.relpath(local, root))
+    return layer_of_path(name)
 
 
 def violations(root):
@@ -83,9 +94,13 @@ def self_test():
         'uct/tcp/bad.h': '#include <ucp/proto/wire.h>\n',
         'ucp/core/x.h': '',
         'ucp/core/ok.cc': '#include <uct/base/uct_iface.h>\n#include <ucs/type/status.h>\n',
+        'ucp/core/bad_coll.cc': '#include <coll/api/ucp_coll.h>\n',
+        'coll/ok.cc': '#include <ucp/api/ucp.h>\n#include <ucs/debug/log.h>\n',
+        'coll/bad.cc': '#include <ucp/core/ucp_worker.h>\n',
     }
     expected = {('ucs/a/bad_angle.h', 'uct'), ('ucs/a/bad_relative.cc', 'ucp'),
-                ('ucm/bad.cc', 'ucp'), ('uct/tcp/bad.h', 'ucp')}
+                ('ucm/bad.cc', 'ucp_api'), ('uct/tcp/bad.h', 'ucp'),
+                ('ucp/core/bad_coll.cc', 'coll'), ('coll/bad.cc', 'ucp')}
     with tempfile.TemporaryDirectory() as root:
         for rel, text in tree.items():
             path = os.path.join(root, rel)
