@@ -6,6 +6,7 @@
 #include "context.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/type/c_enum.h>
 
 #include <memory>
 #include <mutex>
@@ -35,8 +36,9 @@ bool has_root(ucp_coll_type_t coll)
 ucs_status_t check_args(const ucp_team &team, const ucp_coll_args_t &a, call *c)
 {
     const uint64_t mask = a.field_mask;
-    if (unsigned(a.coll) >= UCP_COLL_LAST) {
-        ucs_error("ucp_coll_nbx: unknown collective %d", int(a.coll));
+    /* Values a C caller stored: checked as ints before they are read as enums. */
+    if (unsigned(ucs::raw_enum(a.coll)) >= UCP_COLL_LAST) {
+        ucs_error("ucp_coll_nbx: unknown collective %d", ucs::raw_enum(a.coll));
         return UCS_ERR_INVALID_PARAM;
     }
     const char *name = coll_name(a.coll);
@@ -49,11 +51,11 @@ ucs_status_t check_args(const ucp_team &team, const ucp_coll_args_t &a, call *c)
         return UCS_ERR_INVALID_PARAM;
     }
     if (a.coll != UCP_COLL_BARRIER) {
-        c->esize = dt_size(a.dt);
-        if (c->esize == 0) {
-            ucs_error("ucp_coll_nbx: %s of unknown datatype %d", name, int(a.dt));
+        if (unsigned(ucs::raw_enum(a.dt)) >= UCP_COLL_DT_LAST) {
+            ucs_error("ucp_coll_nbx: %s of unknown datatype %d", name, ucs::raw_enum(a.dt));
             return UCS_ERR_INVALID_PARAM;
         }
+        c->esize = dt_size(a.dt);
         if (a.count > SIZE_MAX / c->esize / team.size()) {
             ucs_error("ucp_coll_nbx: %s of %zu elements is too large", name, a.count);
             return UCS_ERR_INVALID_PARAM;
@@ -64,8 +66,8 @@ ucs_status_t check_args(const ucp_team &team, const ucp_coll_args_t &a, call *c)
             ucs_error("ucp_coll_nbx: %s needs an op", name);
             return UCS_ERR_INVALID_PARAM;
         }
-        if (unsigned(a.op) >= UCP_COLL_OP_LAST) {
-            ucs_error("ucp_coll_nbx: %s of unknown op %d", name, int(a.op));
+        if (unsigned(ucs::raw_enum(a.op)) >= UCP_COLL_OP_LAST) {
+            ucs_error("ucp_coll_nbx: %s of unknown op %d", name, ucs::raw_enum(a.op));
             return UCS_ERR_INVALID_PARAM;
         }
         c->reduce = reduce_function(a.dt, a.op);
@@ -225,7 +227,8 @@ void ucp_coll_request_free(void *request)
 
 ucs_status_t ucp_coll_query(ucp_team_h team, ucp_coll_attr_t *attr)
 {
-    if ((team == nullptr) || (attr == nullptr) || (unsigned(attr->coll) >= UCP_COLL_LAST)) {
+    if ((team == nullptr) || (attr == nullptr) ||
+        (unsigned(ucs::raw_enum(attr->coll)) >= UCP_COLL_LAST)) {
         return UCS_ERR_INVALID_PARAM;
     }
     attr->max_members = UINT32_MAX;
@@ -234,11 +237,11 @@ ucs_status_t ucp_coll_query(ucp_team_h team, ucp_coll_attr_t *attr)
         attr->max_count = 0;
         return UCS_OK;
     }
-    const size_t esize = dt_size(attr->dt);
-    if ((esize == 0) ||
-        (is_reduction(attr->coll) && (unsigned(attr->op) >= UCP_COLL_OP_LAST))) {
+    if ((unsigned(ucs::raw_enum(attr->dt)) >= UCP_COLL_DT_LAST) ||
+        (is_reduction(attr->coll) && (unsigned(ucs::raw_enum(attr->op)) >= UCP_COLL_OP_LAST))) {
         return UCS_ERR_INVALID_PARAM;
     }
+    const size_t esize = dt_size(attr->dt);
     attr->supported = !is_reduction(attr->coll) ||
                       (reduce_function(attr->dt, attr->op) != nullptr);
     attr->max_count = attr->supported ? SIZE_MAX / esize / team->size() : 0;

@@ -530,7 +530,9 @@ int bad_arguments(member &m)
     ucp_coll_args_t a = make_args(UCP_COLL_BCAST, nullptr, &x, 1, UCP_COLL_DT_INT32, m.size);
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_coll_nbx(m.team, &a, nullptr)) == UCS_ERR_INVALID_PARAM,
                  "root");
-    a = make_args(UCP_COLL_ALLREDUCE, &x, &y, 1, ucp_coll_dt_t(99));
+    a = make_args(UCP_COLL_ALLREDUCE, &x, &y, 1, UCP_COLL_DT_INT32);
+    const int bad_value = 99;    /* what a C caller may store */
+    std::memcpy(&a.dt, &bad_value, sizeof(bad_value));
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_coll_nbx(m.team, &a, nullptr)) == UCS_ERR_INVALID_PARAM,
                  "datatype");
     a = make_args(UCP_COLL_ALLREDUCE, &x, &y, 1, UCP_COLL_DT_INT32);
@@ -540,9 +542,13 @@ int bad_arguments(member &m)
     a = make_args(UCP_COLL_ALLREDUCE, nullptr, &y, 1, UCP_COLL_DT_INT32);
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_coll_nbx(m.team, &a, nullptr)) == UCS_ERR_INVALID_PARAM,
                  "no buffer");
-    a.coll = ucp_coll_type_t(42);
+    std::memcpy(&a.coll, &bad_value, sizeof(bad_value));
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_coll_nbx(m.team, &a, nullptr)) == UCS_ERR_INVALID_PARAM,
                  "collective");
+    ucp_coll_attr_t attr{};
+    std::memcpy(&attr.op, &bad_value, sizeof(bad_value));
+    attr.coll = UCP_COLL_ALLREDUCE;
+    MEMBER_CHECK(ucp_coll_query(m.team, &attr) == UCS_ERR_INVALID_PARAM, "query op");
     MEMBER_CHECK(ucp_coll_request_check_status(&x) == UCS_ERR_INVALID_PARAM, "stray request");
     ucp_coll_context_h again;
     MEMBER_CHECK(ucp_coll_context_create(m.p.worker, &again) == UCS_ERR_ALREADY_EXISTS,
