@@ -20,7 +20,7 @@ namespace {
 
 void add_send(round &rd, unsigned peer, const void *buf, size_t bytes)
 {
-    rd.sends.push_back(send_op{peer, buf, bytes, {}});
+    rd.sends.push_back(send_op{peer, buf, bytes, {}, {}});
 }
 
 void add_recv(round &rd, unsigned peer, void *buf, size_t bytes)

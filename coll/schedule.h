@@ -33,11 +33,16 @@ struct wire_hdr {
 };
 static_assert(sizeof(wire_hdr) == 24, "wire_hdr layout");
 
+/* Messages up to this size travel with their header in the data (no user
+ * header), so UCP can send them on its short path. */
+constexpr size_t inline_max = 104;
+
 struct send_op {
     unsigned   peer;
     const void *buf;
     size_t     bytes;
     wire_hdr   hdr;    /* filled when sent; lives until the send completes */
+    uint8_t    packed[sizeof(wire_hdr) + inline_max];   /* hdr + data, when inline */
 };
 
 struct recv_op {
@@ -71,6 +76,7 @@ struct task {
     bool                    notify = false;  /* call cb when done (not done in the call) */
     bool                    peer_aborted = false;   /* a member said it failed */
     uint64_t                last_probe_ns = 0;
+    unsigned                polls = 0;    /* status checks since the last clock read */
     ucp_send_nbx_callback_t cb = nullptr;
     void                    *user_data = nullptr;
     std::unique_ptr<uint8_t[]> scratch;      /* the algorithm's own buffers */
