@@ -9,24 +9,12 @@
  */
 #include "algorithms.h"
 
-#include <ucs/debug/log.h>
-
 #include <algorithm>
 #include <cstring>
 
 namespace coll {
 
 namespace {
-
-void add_send(round &rd, unsigned peer, const void *buf, size_t bytes)
-{
-    rd.sends.push_back(send_op{peer, buf, bytes, {}, {}});
-}
-
-void add_recv(round &rd, unsigned peer, void *buf, size_t bytes)
-{
-    rd.recvs.push_back(recv_op{peer, buf, bytes});
-}
 
 unsigned ceil_log2(unsigned n)
 {
@@ -68,8 +56,8 @@ void barrier_dissemination(task &t, const call &c)
 {
     for (unsigned dist = 1; dist < c.size; dist <<= 1) {
         round &rd = t.add_round();
-        add_send(rd, (c.rank + dist) % c.size, nullptr, 0);
-        add_recv(rd, (c.rank + c.size - dist) % c.size, nullptr, 0);
+        t.send(rd, (c.rank + dist) % c.size, nullptr, 0);
+        t.recv(rd, (c.rank + c.size - dist) % c.size, nullptr, 0);
     }
 }
 
@@ -84,9 +72,9 @@ void bcast_binomial(task &t, const call &c)
     for (unsigned mask = 1; mask < c.size; mask <<= 1) {
         round &rd = t.add_round();
         if ((v < mask) && (v + mask < c.size)) {
-            add_send(rd, rt.real(v + mask), c.args.rbuf, bytes);
+            t.send(rd, rt.real(v + mask), c.args.rbuf, bytes);
         } else if ((v >= mask) && (v < 2 * mask)) {
-            add_recv(rd, rt.real(v - mask), c.args.rbuf, bytes);
+            t.recv(rd, rt.real(v - mask), c.args.rbuf, bytes);
         }
     }
 }
@@ -106,11 +94,11 @@ void bcast_scatter_allgather(task &t, const call &c)
         round &rd = t.add_round();
         if ((v % (2 * mask) == 0) && (v + mask < n)) {
             const unsigned lo = v + mask, hi = std::min(v + 2 * mask, n);
-            add_send(rd, rt.real(lo), at(buf, b.offset(lo) * es),
+            t.send(rd, rt.real(lo), at(buf, b.offset(lo) * es),
                      (b.offset(hi - 1) + b.length(hi - 1) - b.offset(lo)) * es);
         } else if (v % (2 * mask) == mask) {
             const unsigned hi = std::min(v + mask, n);
-            add_recv(rd, rt.real(v - mask), at(buf, b.offset(v) * es),
+            t.recv(rd, rt.real(v - mask), at(buf, b.offset(v) * es),
                      (b.offset(hi - 1) + b.length(hi - 1) - b.offset(v)) * es);
         }
     }
@@ -118,8 +106,8 @@ void bcast_scatter_allgather(task &t, const call &c)
     for (unsigned s = 0; s + 1 < n; ++s) {
         round &rd = t.add_round();
         const unsigned sb = (v + n - s) % n, rb = (v + 2 * n - s - 1) % n;
-        add_send(rd, right, at(buf, b.offset(sb) * es), b.length(sb) * es);
-        add_recv(rd, left, at(buf, b.offset(rb) * es), b.length(rb) * es);
+        t.send(rd, right, at(buf, b.offset(sb) * es), b.length(sb) * es);
+        t.recv(rd, left, at(buf, b.offset(rb) * es), b.length(rb) * es);
     }
 }
 
@@ -145,15 +133,12 @@ void reduce_binomial(task &t, const call &c)
     for (unsigned mask = 1; mask < c.size; mask <<= 1) {
         round &rd = t.add_round();
         if (v & mask) {
-            add_send(rd, rt.real(v - mask), has_children ? acc : input, bytes);
+            t.send(rd, rt.real(v - mask), has_children ? acc : input, bytes);
             break;
         }
         if (v + mask < c.size) {
-            add_recv(rd, rt.real(v + mask), tmp, bytes);
-            rd.after = [fn, acc, tmp, count]() {
-                fn(acc, acc, tmp, count);
-                return UCS_OK;
-            };
+            t.recv(rd, rt.real(v + mask), tmp, bytes);
+            rd.after = step::reduce(fn, acc, acc, tmp, count);
         }
     }
 }
@@ -182,13 +167,10 @@ void allreduce_recursive_doubling(task &t, const call &c)
         round &rd = t.add_round();
         if (r < 2 * rem) {
             if ((r & 1) == 0) {
-                add_send(rd, r + 1, acc, bytes);
+                t.send(rd, r + 1, acc, bytes);
             } else {
-                add_recv(rd, r - 1, tmp, bytes);
-                rd.after = [fn, acc, tmp, count]() {
-                    fn(acc, tmp, acc, count);
-                    return UCS_OK;
-                };
+                t.recv(rd, r - 1, tmp, bytes);
+                rd.after = step::reduce(fn, acc, tmp, acc, count);
             }
         }
     }
@@ -200,25 +182,101 @@ void allreduce_recursive_doubling(task &t, const call &c)
             continue;
         }
         const unsigned partner = unsigned(nr) ^ mask;
-        add_send(rd, real(partner), acc, bytes);
-        add_recv(rd, real(partner), tmp, bytes);
-        const bool partner_lower = partner < unsigned(nr);
-        rd.after = [fn, acc, tmp, count, partner_lower]() {
-            if (partner_lower) {
-                fn(acc, tmp, acc, count);
-            } else {
-                fn(acc, acc, tmp, count);
-            }
-            return UCS_OK;
-        };
+        t.send(rd, real(partner), acc, bytes);
+        t.recv(rd, real(partner), tmp, bytes);
+        rd.after = (partner < unsigned(nr)) ? step::reduce(fn, acc, tmp, acc, count) :
+                                              step::reduce(fn, acc, acc, tmp, count);
     }
     if (rem > 0) {
         round &rd = t.add_round();
         if (r < 2 * rem) {
             if (r & 1) {
-                add_send(rd, r - 1, acc, bytes);
+                t.send(rd, r - 1, acc, bytes);
             } else {
-                add_recv(rd, r + 1, acc, bytes);
+                t.recv(rd, r + 1, acc, bytes);
+            }
+        }
+    }
+}
+
+/* Rabenseifner: the fold of recursive doubling, then a reduce-scatter by
+ * recursive halving and an allgather by recursive doubling among the
+ * largest power of two p of ranks: 2 log2(p) rounds that each move half the
+ * data of the one before, so about twice the message in all, in fewer
+ * rounds than a ring. Each block is reduced along one tree and then copied
+ * to all, so every rank gets the same bits. */
+void allreduce_rabenseifner(task &t, const call &c)
+{
+    const unsigned n = c.size, r = c.rank;
+    const size_t count = c.args.count, es = c.esize, bytes = count * es;
+    uint8_t *acc = static_cast<uint8_t*>(c.args.rbuf);
+    if (!c.in_place) {
+        std::memcpy(acc, c.args.sbuf, bytes);
+    }
+    uint8_t *tmp = t.make_scratch(bytes);
+    const reduce_fn fn = c.reduce;
+    unsigned p2 = 1;
+    while (p2 * 2 <= n) {
+        p2 *= 2;
+    }
+    const unsigned rem = n - p2;
+    if (rem > 0) {
+        round &rd = t.add_round();
+        if (r < 2 * rem) {
+            if ((r & 1) == 0) {
+                t.send(rd, r + 1, acc, bytes);
+            } else {
+                t.recv(rd, r - 1, tmp, bytes);
+                rd.after = step::reduce(fn, acc, tmp, acc, count);
+            }
+        }
+    }
+    const int nr = (r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem);
+    auto real = [rem](unsigned x) { return (x < rem) ? 2 * x + 1 : x + rem; };
+    const blocks b(count, p2);
+    auto range_at = [&](unsigned lo) { return acc + b.offset(lo) * es; };
+    auto range_bytes = [&](unsigned lo, unsigned hi) {
+        return (b.offset(hi) - b.offset(lo)) * es;
+    };
+    /* Reduce-scatter: halve the range held, keeping the half of our bit. */
+    unsigned lo = 0, hi = p2;
+    for (unsigned mask = p2 / 2; mask >= 1; mask /= 2) {
+        round &rd = t.add_round();
+        if (nr < 0) {
+            continue;
+        }
+        const unsigned partner = unsigned(nr) ^ mask;
+        const unsigned mid = lo + (hi - lo) / 2;
+        const bool keep_low = (unsigned(nr) & mask) == 0;
+        const unsigned klo = keep_low ? lo : mid, khi = keep_low ? mid : hi;
+        const unsigned slo = keep_low ? mid : lo, shi = keep_low ? hi : mid;
+        t.send(rd, real(partner), range_at(slo), range_bytes(slo, shi));
+        t.recv(rd, real(partner), tmp, range_bytes(klo, khi));
+        uint8_t *kept = range_at(klo);
+        const size_t kcount = b.offset(khi) - b.offset(klo);
+        rd.after = (partner < unsigned(nr)) ? step::reduce(fn, kept, tmp, kept, kcount) :
+                                              step::reduce(fn, kept, kept, tmp, kcount);
+        lo = klo;
+        hi = khi;
+    }
+    /* Allgather: double the range held, the partner's half straight into acc. */
+    for (unsigned mask = 1; mask < p2; mask *= 2) {
+        round &rd = t.add_round();
+        if (nr < 0) {
+            continue;
+        }
+        const unsigned partner = unsigned(nr) ^ mask;
+        const unsigned base = unsigned(nr) & ~(mask - 1), pbase = partner & ~(mask - 1);
+        t.send(rd, real(partner), range_at(base), range_bytes(base, base + mask));
+        t.recv(rd, real(partner), range_at(pbase), range_bytes(pbase, pbase + mask));
+    }
+    if (rem > 0) {
+        round &rd = t.add_round();
+        if (r < 2 * rem) {
+            if (r & 1) {
+                t.send(rd, r - 1, acc, bytes);
+            } else {
+                t.recv(rd, r + 1, acc, bytes);
             }
         }
     }
@@ -238,14 +296,10 @@ void ring_reduce_scatter(task &t, const call &c, uint8_t *work, const blocks &b,
         round &rd = t.add_round();
         const unsigned sb = (r + shift + 2 * n - s - 1) % n;
         const unsigned rb = (r + shift + 2 * n - s - 2) % n;
-        add_send(rd, right, work + b.offset(sb) * es, b.length(sb) * es);
-        add_recv(rd, left, tmp, b.length(rb) * es);
+        t.send(rd, right, work + b.offset(sb) * es, b.length(sb) * es);
+        t.recv(rd, left, tmp, b.length(rb) * es);
         uint8_t *dst = work + b.offset(rb) * es;
-        const size_t len = b.length(rb);
-        rd.after = [fn, dst, tmp, len]() {
-            fn(dst, tmp, dst, len);
-            return UCS_OK;
-        };
+        rd.after = step::reduce(fn, dst, tmp, dst, b.length(rb));
     }
 }
 
@@ -258,8 +312,8 @@ void ring_allgather(task &t, const call &c, uint8_t *buf, const blocks &b, unsig
     for (unsigned s = 0; s + 1 < n; ++s) {
         round &rd = t.add_round();
         const unsigned sb = (r + shift + n - s) % n, rb = (r + shift + 2 * n - s - 1) % n;
-        add_send(rd, right, buf + b.offset(sb) * es, b.length(sb) * es);
-        add_recv(rd, left, buf + b.offset(rb) * es, b.length(rb) * es);
+        t.send(rd, right, buf + b.offset(sb) * es, b.length(sb) * es);
+        t.recv(rd, left, buf + b.offset(rb) * es, b.length(rb) * es);
     }
 }
 
@@ -292,12 +346,7 @@ void reduce_scatter_ring(task &t, const call &c)
     const blocks b(count * c.size, c.size);   /* blocks of exactly count */
     ring_reduce_scatter(t, c, work, b, 0, tmp);
     round &rd = t.add_round();
-    void *out = c.args.rbuf;
-    const uint8_t *mine = work + c.rank * bb;
-    rd.after = [out, mine, bb]() {
-        std::memmove(out, mine, bb);
-        return UCS_OK;
-    };
+    rd.after = step::copy(c.args.rbuf, work + c.rank * bb, bb);
 }
 
 /* ---- allgather ---------------------------------------------------------- */
@@ -331,8 +380,8 @@ void alltoall_pairwise(task &t, const call &c)
     for (unsigned s = 1; s < n; ++s) {
         round &rd = t.add_round();
         const unsigned to = (r + s) % n, from = (r + n - s) % n;
-        add_send(rd, to, in + to * bb, bb);
-        add_recv(rd, from, out + from * bb, bb);
+        t.send(rd, to, in + to * bb, bb);
+        t.recv(rd, from, out + from * bb, bb);
     }
 }
 
@@ -365,18 +414,14 @@ void scatter_binomial(task &t, const call &c)
         const unsigned mask = 1u << k;
         round &rd = t.add_round();
         if ((v % (2 * mask) == 0) && (v + mask < n)) {
-            add_send(rd, rt.real(v + mask), buf + mask * bb, std::min(mask, n - v - mask) * bb);
+            t.send(rd, rt.real(v + mask), buf + mask * bb, std::min(mask, n - v - mask) * bb);
         } else if (v % (2 * mask) == mask) {
-            add_recv(rd, rt.real(v - mask), buf, std::min(mask, n - v) * bb);
+            t.recv(rd, rt.real(v - mask), buf, std::min(mask, n - v) * bb);
         }
     }
     round &rd = t.add_round();
     if (!((v == 0) && c.in_place)) {
-        void *out = c.args.rbuf;
-        rd.after = [out, buf, bb]() {
-            std::memcpy(out, buf, bb);
-            return UCS_OK;
-        };
+        rd.after = step::copy(c.args.rbuf, buf, bb);
     }
 }
 
@@ -387,7 +432,7 @@ void gather_linear(task &t, const call &c)
     round &rd = t.add_round();
     const unsigned root = c.args.root;
     if (c.rank != root) {
-        add_send(rd, root, c.args.sbuf, bb);
+        t.send(rd, root, c.args.sbuf, bb);
         return;
     }
     uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
@@ -396,7 +441,7 @@ void gather_linear(task &t, const call &c)
     }
     for (unsigned i = 0; i < c.size; ++i) {
         if (i != root) {
-            add_recv(rd, i, out + i * bb, bb);
+            t.recv(rd, i, out + i * bb, bb);
         }
     }
 }
@@ -406,6 +451,7 @@ constexpr algorithm bcast_algs[]     = {{"binomial", bcast_binomial},
                                         {"scatter_allgather", bcast_scatter_allgather}};
 constexpr algorithm alltoall_algs[]  = {{"pairwise", alltoall_pairwise}};
 constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
+                                        {"rabenseifner", allreduce_rabenseifner},
                                         {"ring", allreduce_ring}};
 constexpr algorithm allgather_algs[] = {{"ring", allgather_ring}};
 constexpr algorithm reduce_scatter_algs[] = {{"ring", reduce_scatter_ring}};
@@ -447,19 +493,12 @@ void build_team_check(task &t, unsigned size, unsigned rank, uint64_t *check)
     unsigned k = 0;
     for (unsigned dist = 1; dist < size; dist <<= 1, ++k) {
         round &rd = t.add_round();
-        add_send(rd, (rank + dist) % size, check, 2 * sizeof(uint64_t));
+        t.send(rd, (rank + dist) % size, check, 2 * sizeof(uint64_t));
         uint64_t *theirs = check + 2 + 2 * k;
-        add_recv(rd, (rank + size - dist) % size, theirs, 2 * sizeof(uint64_t));
-        rd.after = [check, theirs]() {
-            if ((theirs[0] != check[0]) || (theirs[1] != check[1])) {
-                ucs_error("team 0x%lx: a member made it with size %lu and key 0x%lx, this "
-                          "process with size %lu", (unsigned long)check[1],
-                          (unsigned long)theirs[0], (unsigned long)theirs[1],
-                          (unsigned long)check[0]);
-                return UCS_ERR_INVALID_PARAM;
-            }
-            return UCS_OK;
-        };
+        t.recv(rd, (rank + size - dist) % size, theirs, 2 * sizeof(uint64_t));
+        rd.after.kind = step::TEAM_CHECK;
+        rd.after.lo   = check;
+        rd.after.hi   = theirs;
     }
 }
 

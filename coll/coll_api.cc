@@ -128,6 +128,8 @@ ucs_status_t ucp_coll_context_create(ucp_worker_h worker, ucp_coll_context_h *co
     hp.id    = am_id;
     hp.cb    = am_handler;
     hp.arg   = ctx.get();
+    /* PERSISTENT_DATA: a message that comes before its round is kept in
+     * UCP's (pooled) descriptor instead of copied out here. */
     hp.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
     ucs_status_t status = ucp_worker_set_am_recv_handler(worker, &hp);
     if (status == UCS_OK) {
@@ -155,7 +157,7 @@ ucs_status_t ucp_coll_context_destroy(ucp_coll_context_h ctx)
     if (ctx == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (!ctx->teams.empty()) {
+    if (!ctx->teams.empty() || (ctx->live_tasks != 0)) {
         return UCS_ERR_BUSY;
     }
     ucp_am_handler_param_t hp{};
@@ -165,6 +167,7 @@ ucs_status_t ucp_coll_context_destroy(ucp_coll_context_h ctx)
     ucp_worker_set_am_recv_handler(ctx->worker, &hp);
     ucp_worker_callback_remove(ctx->worker, ctx->callback_id);
     forget_all_messages(ctx);
+    task_pool_clear(ctx);
     {
         std::lock_guard<std::mutex> lock(workers_lock);
         workers_with_context.erase(ctx->worker);
@@ -190,15 +193,13 @@ ucs_status_ptr_t ucp_coll_nbx(ucp_team_h team, const ucp_coll_args_t *args,
     }
     const algorithm &alg = select_algorithm(team->ctx->tune, a.coll,
                                             message_bytes(a, c.esize), team->size());
-    auto t = std::make_unique<task>();
-    t->team      = team;
+    task *t = task_get(team->ctx, team);
     t->seq       = team->next_seq++;
     t->algorithm = alg.name;
     alg.build(*t, c);
-    task_set_callback(t.get(), param);
-    task *running = t.release();
-    task_start(running);
-    return task_result(running, param);
+    task_set_callback(t, param);
+    task_start(t);
+    return task_result(t, param);
 }
 
 ucs_status_t ucp_coll_request_check_status(void *request)
@@ -218,11 +219,10 @@ void ucp_coll_request_free(void *request)
         return;
     }
     if ((t->status == UCS_INPROGRESS) || t->queued) {
-        t->user_freed = true;    /* freed when it finishes (or is notified) */
+        t->user_freed = true;    /* released when it finishes (or is notified) */
         return;
     }
-    t->magic = 0;
-    delete t;
+    task_put(t->team->ctx, t);
 }
 
 ucs_status_t ucp_coll_query(ucp_team_h team, ucp_coll_attr_t *attr)

@@ -1,11 +1,18 @@
 /*
  * Running schedules (context.h): the AM handler of collective messages, the
- * ready list, and each task's rounds.
+ * ready list, each task's rounds, failures and the task pool.
+ *
+ * Where a message goes: the running task of its team and collective number,
+ * if that task's current round started and has a receive from the sender
+ * that is still open; otherwise it waits in `unexpected` until its round
+ * starts. pending counts a round's receives still open, pulls in flight and
+ * sends not completed.
  */
 #include "context.h"
 
 #include <ucs/debug/log.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -13,6 +20,8 @@
 namespace coll {
 
 namespace {
+
+constexpr size_t max_pooled_tasks = 64;
 
 void mark_ready(task *t)
 {
@@ -24,16 +33,27 @@ void mark_ready(task *t)
     ucp_worker_callback_schedule(ctx->worker, ctx->callback_id);
 }
 
-/* Receives the task posted that will not come now that it failed. */
-void drop_posted(task *t)
+/* The current round's receives, if it started. */
+recv_op *current_recvs(task *t, uint32_t *count)
 {
-    ucp_coll_context *ctx = t->team->ctx;
-    for (auto it = ctx->posted.begin(); it != ctx->posted.end();) {
-        if (it->second.t == t) {
-            it = ctx->posted.erase(it);
+    if (!t->started) {
+        *count = 0;
+        return nullptr;
+    }
+    const round &rd = t->rounds[t->current];
+    *count = rd.nrecvs;
+    return t->recvs.data() + rd.first_recv;
+}
+
+/* The receives that will not come now that the task failed. */
+void drop_open_recvs(task *t)
+{
+    uint32_t count;
+    recv_op *recvs = current_recvs(t, &count);
+    for (uint32_t i = 0; i < count; ++i) {
+        if (!recvs[i].done) {
+            recvs[i].done = true;
             --t->pending;
-        } else {
-            ++it;
         }
     }
 }
@@ -45,7 +65,7 @@ void fail(task *t, ucs_status_t status)
         ucs_debug("team 0x%lx collective %lu (%s): %s", (unsigned long)t->team->key,
                   (unsigned long)t->seq, t->algorithm, ucs_status_string(status));
     }
-    drop_posted(t);
+    drop_open_recvs(t);
 }
 
 /* One of the round's operations is done. */
@@ -98,29 +118,31 @@ void pull(task *t, void *desc, void *buf, size_t bytes)
     }
 }
 
+void release_arrival(ucp_worker_h worker, const arrival &a)
+{
+    if (a.held || a.rndv) {
+        ucp_am_data_release(worker, a.data);
+    } else {
+        std::free(a.data);
+    }
+}
+
 /* A message that waited for its round meets its receive. */
-void deliver(task *t, const recv_op &recv, const arrival &a)
+void deliver(task *t, recv_op &recv, const arrival &a)
 {
     ucp_worker_h worker = t->team->ctx->worker;
+    recv.done = true;
     const ucs_status_t status = check_length(t, a.length, recv.bytes);
     if (status != UCS_OK) {
         fail(t, status);
-        if (a.held || a.rndv) {
-            ucp_am_data_release(worker, a.data);
-        } else {
-            std::free(a.data);
-        }
+        release_arrival(worker, a);
     } else if (a.rndv) {
         pull(t, a.data, recv.buf, recv.bytes);
     } else {
         if (a.length != 0) {
             std::memcpy(recv.buf, static_cast<const uint8_t*>(a.data) + a.offset, a.length);
         }
-        if (a.held) {
-            ucp_am_data_release(worker, a.data);
-        } else {
-            std::free(a.data);
-        }
+        release_arrival(worker, a);
     }
 }
 
@@ -130,31 +152,33 @@ void start_round(task *t)
     ucp_coll_context *ctx = team->ctx;
     round &rd = t->rounds[t->current];
     const uint32_t index = uint32_t(t->current);
-    for (const recv_op &recv : rd.recvs) {
-        const msg_key key{team->key, t->seq, recv.peer, index};
-        auto it = ctx->unexpected.find(key);
-        if (it != ctx->unexpected.end()) {
-            const arrival a = it->second;
-            ctx->unexpected.erase(it);
-            deliver(t, recv, a);
-        } else {
-            ctx->posted.emplace(key, posted_recv{t, recv.buf, recv.bytes});
-            ++t->pending;
+    t->started = true;
+    recv_op *recvs = t->recvs.data() + rd.first_recv;
+    for (uint32_t i = 0; i < rd.nrecvs; ++i) {
+        recv_op &recv = recvs[i];
+        if (!ctx->unexpected.empty()) {
+            auto it = ctx->unexpected.find(msg_key{team->key, t->seq, recv.peer, index});
+            if (it != ctx->unexpected.end()) {
+                const arrival a = it->second;
+                ctx->unexpected.erase(it);
+                deliver(t, recv, a);
+                continue;
+            }
         }
+        ++t->pending;     /* open until its message comes */
     }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = send_done;
     param.user_data    = t;
-    for (send_op &send : rd.sends) {
-        if (t->error != UCS_OK) {
-            break;
-        }
+    send_op *sends = t->sends.data() + rd.first_send;
+    for (uint32_t i = 0; (i < rd.nsends) && (t->error == UCS_OK); ++i) {
+        send_op &send = sends[i];
         send.hdr = wire_hdr{team->key, t->seq, team->rank, index};
         ucs_status_ptr_t sp;
         if (send.bytes <= inline_max) {
             /* Header and data in one buffer and no user header: UCP's short
-             * path when they fit it. The buffer lives with the round. */
+             * path when they fit it. The buffer lives with the task. */
             std::memcpy(send.packed, &send.hdr, sizeof(wire_hdr));
             if (send.bytes != 0) {
                 std::memcpy(send.packed + sizeof(wire_hdr), send.buf, send.bytes);
@@ -173,14 +197,31 @@ void start_round(task *t)
     }
 }
 
-void notify(task *t)
+ucs_status_t run_step(const step &s)
 {
-    if (t->cb != nullptr) {
-        t->cb(t, t->status, t->user_data);
+    switch (s.kind) {
+    case step::REDUCE:
+        s.fn(s.dst, s.lo, s.hi, s.count);
+        return UCS_OK;
+    case step::COPY:
+        if (s.dst != s.lo) {
+            std::memmove(s.dst, s.lo, s.count);
+        }
+        return UCS_OK;
+    case step::TEAM_CHECK: {
+        const uint64_t *ours = static_cast<const uint64_t*>(s.lo);
+        const uint64_t *theirs = static_cast<const uint64_t*>(s.hi);
+        if ((ours[0] != theirs[0]) || (ours[1] != theirs[1])) {
+            ucs_error("team 0x%lx: a member made it with size %lu and key 0x%lx, this "
+                      "process with size %lu", (unsigned long)ours[1],
+                      (unsigned long)theirs[0], (unsigned long)theirs[1],
+                      (unsigned long)ours[0]);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        return UCS_OK;
     }
-    if (t->user_freed) {
-        t->magic = 0;
-        delete t;
+    default:
+        return UCS_OK;
     }
 }
 
@@ -204,39 +245,53 @@ void send_aborts(task *t)
 
 void finish(task *t)
 {
+    ucp_team *team = t->team;
     t->status = t->error;
-    --t->team->active;
-    t->team->running.erase(t->seq);
+    --team->active;
+    auto it = std::find(team->running.begin(), team->running.end(), t);
+    if (it != team->running.end()) {
+        team->running.erase(it);
+    }
     if ((t->status != UCS_OK) && !t->peer_aborted && (t->seq != 0)) {
         send_aborts(t);
     }
-    if (t->on_done) {
-        t->on_done(t->status);
+    if (t->seq == 0) {
+        team->ready = (t->status == UCS_OK);    /* the team's creation */
     }
 }
 
 /* Runs rounds until one waits; true when the task finished. */
-bool advance(task *t, bool started)
+bool advance(task *t)
 {
     while (t->pending == 0) {
-        if (started) {
-            round &rd = t->rounds[t->current];
-            if ((t->error == UCS_OK) && rd.after) {
-                const ucs_status_t status = rd.after();
+        if (t->started) {
+            const round &rd = t->rounds[t->current];
+            if (t->error == UCS_OK) {
+                const ucs_status_t status = run_step(rd.after);
                 if (status != UCS_OK) {
                     fail(t, status);
                 }
             }
             ++t->current;
+            t->started = false;
         }
         if ((t->error != UCS_OK) || (t->current == t->rounds.size())) {
             finish(t);
             return true;
         }
         start_round(t);
-        started = true;
     }
     return false;
+}
+
+void notify(task *t)
+{
+    if (t->cb != nullptr) {
+        t->cb(t, t->status, t->user_data);
+    }
+    if (t->user_freed) {
+        task_put(t->team->ctx, t);
+    }
 }
 
 unsigned progress(void *arg)
@@ -248,20 +303,11 @@ unsigned progress(void *arg)
         ctx->ready.pop_front();
         t->queued = false;
         ++count;
-        if ((t->status != UCS_INPROGRESS) || advance(t, true)) {
+        if ((t->status != UCS_INPROGRESS) || advance(t)) {
             notify(t);
         }
     }
     return count;
-}
-
-void release_arrival(ucp_worker_h worker, const arrival &a)
-{
-    if (a.held || a.rndv) {
-        ucp_am_data_release(worker, a.data);
-    } else {
-        std::free(a.data);
-    }
 }
 
 /* A member failed collective hdr.seq of a team. */
@@ -272,14 +318,13 @@ void peer_aborted(ucp_coll_context *ctx, const wire_hdr &hdr)
         return;
     }
     ucp_team *team = team_it->second;
-    auto it = team->running.find(hdr.seq);
-    if (it == team->running.end()) {
+    task *t = team->running_task(hdr.seq);
+    if (t == nullptr) {
         if (hdr.seq >= team->next_seq) {
             team->aborted.insert(hdr.seq);    /* fails when it starts here */
         }
         return;
     }
-    task *t = it->second;
     if (t->error == UCS_OK) {
         ucs_diag("team 0x%lx collective %lu: rank %u reports it failed",
                  (unsigned long)team->key, (unsigned long)hdr.seq, hdr.src);
@@ -289,6 +334,28 @@ void peer_aborted(ucp_coll_context *ctx, const wire_hdr &hdr)
     if (t->pending == 0) {
         mark_ready(t);
     }
+}
+
+/* The open receive of a message, or nullptr. */
+recv_op *open_recv(ucp_coll_context *ctx, const wire_hdr &hdr, task **t_p)
+{
+    auto team_it = ctx->teams.find(hdr.team_key);
+    if (team_it == ctx->teams.end()) {
+        return nullptr;
+    }
+    task *t = team_it->second->running_task(hdr.seq);
+    if ((t == nullptr) || (t->current != hdr.round)) {
+        return nullptr;
+    }
+    uint32_t count;
+    recv_op *recvs = current_recvs(t, &count);
+    for (uint32_t i = 0; i < count; ++i) {
+        if ((recvs[i].peer == hdr.src) && !recvs[i].done) {
+            *t_p = t;
+            return &recvs[i];
+        }
+    }
+    return nullptr;
 }
 
 uint64_t now_ns()
@@ -318,15 +385,17 @@ void task_probe_peers(task *t)
     t->last_probe_ns = now;
     ucp_team *team = t->team;
     ucp_request_param_t param{};
-    for (const auto &entry : team->ctx->posted) {
-        if (entry.second.t != t) {
+    uint32_t count;
+    const recv_op *recvs = current_recvs(t, &count);
+    for (uint32_t i = 0; i < count; ++i) {
+        if (recvs[i].done) {
             continue;
         }
         /* A flush fails at once on an endpoint UCP found failed. */
-        ucs_status_ptr_t sp = ucp_ep_flush_nbx(team->eps[entry.first.src], &param);
+        ucs_status_ptr_t sp = ucp_ep_flush_nbx(team->eps[recvs[i].peer], &param);
         if (UCS_PTR_IS_ERR(sp)) {
             ucs_diag("team 0x%lx collective %lu: rank %u is unreachable: %s",
-                     (unsigned long)team->key, (unsigned long)t->seq, entry.first.src,
+                     (unsigned long)team->key, (unsigned long)t->seq, recvs[i].peer,
                      ucs_status_string(UCS_PTR_STATUS(sp)));
             fail(t, UCS_PTR_STATUS(sp));
             if (t->pending == 0) {
@@ -344,45 +413,44 @@ ucs_status_t am_handler(void *arg, const void *header, size_t header_length, voi
                         size_t length, const ucp_am_recv_param_t *param)
 {
     ucp_coll_context *ctx = static_cast<ucp_coll_context*>(arg);
+    const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
     wire_hdr hdr;
     size_t offset = 0;     /* of the payload in data */
     if (header_length == sizeof(wire_hdr)) {
         std::memcpy(&hdr, header, sizeof(hdr));
-    } else if ((header_length == 0) && (length >= sizeof(wire_hdr)) &&
-               !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    } else if ((header_length == 0) && (length >= sizeof(wire_hdr)) && !rndv) {
         std::memcpy(&hdr, data, sizeof(hdr));    /* an inline message */
         offset = sizeof(wire_hdr);
     } else {
         ucs_warn("collectives: dropping a message with a %zu-byte header", header_length);
         return UCS_OK;
     }
-    void *payload = static_cast<uint8_t*>(data) + offset;
-    length -= offset;
-    const msg_key key{hdr.team_key, hdr.seq, hdr.src, hdr.round};
     if (hdr.round == abort_round) {
         peer_aborted(ctx, hdr);
         return UCS_OK;
     }
-    const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    void *payload = static_cast<uint8_t*>(data) + offset;
+    length -= offset;
 
-    auto it = ctx->posted.find(key);
-    if (it != ctx->posted.end()) {
-        const posted_recv pr = it->second;
-        ctx->posted.erase(it);
-        const ucs_status_t status = check_length(pr.t, length, pr.bytes);
+    task *t = nullptr;
+    recv_op *recv = open_recv(ctx, hdr, &t);
+    if (recv != nullptr) {
+        recv->done = true;
+        const ucs_status_t status = check_length(t, length, recv->bytes);
         if (status != UCS_OK) {
-            op_done(pr.t, status);
+            op_done(t, status);
             return UCS_OK;
         }
         if (rndv) {
-            pull(pr.t, data, pr.buf, pr.bytes);   /* counted while in flight */
+            pull(t, data, recv->buf, recv->bytes);   /* counted while in flight */
         } else if (length != 0) {
-            std::memcpy(pr.buf, payload, length);
+            std::memcpy(recv->buf, payload, length);
         }
-        op_done(pr.t, UCS_OK);
+        op_done(t, UCS_OK);
         return UCS_OK;
     }
 
+    const msg_key key{hdr.team_key, hdr.seq, hdr.src, hdr.round};
     if (ctx->unexpected.count(key) != 0) {
         ucs_warn("collectives: dropping a second message of team 0x%lx collective %lu from "
                  "rank %u round %u", (unsigned long)hdr.team_key, (unsigned long)hdr.seq,
@@ -414,15 +482,50 @@ unsigned progress_callback(void *arg)
     return progress(arg);
 }
 
+task *task_get(ucp_coll_context *ctx, ucp_team *team)
+{
+    task *t;
+    if (ctx->free_tasks.empty()) {
+        t = new task();
+    } else {
+        t = ctx->free_tasks.back();
+        ctx->free_tasks.pop_back();
+        t->reset();
+    }
+    t->team = team;
+    ++ctx->live_tasks;
+    return t;
+}
+
+void task_put(ucp_coll_context *ctx, task *t)
+{
+    t->magic = 0;      /* a stale request is told from a live one */
+    --ctx->live_tasks;
+    if (ctx->free_tasks.size() < max_pooled_tasks) {
+        ctx->free_tasks.push_back(t);
+    } else {
+        delete t;
+    }
+}
+
+void task_pool_clear(ucp_coll_context *ctx)
+{
+    for (task *t : ctx->free_tasks) {
+        delete t;
+    }
+    ctx->free_tasks.clear();
+}
+
 bool task_start(task *t)
 {
-    ++t->team->active;
-    t->team->running.emplace(t->seq, t);
-    if (t->team->aborted.erase(t->seq) != 0) {
+    ucp_team *team = t->team;
+    ++team->active;
+    team->running.push_back(t);
+    if (team->aborted.erase(t->seq) != 0) {
         t->peer_aborted = true;
         fail(t, UCS_ERR_REJECTED);
     }
-    const bool done = advance(t, false);
+    const bool done = advance(t);
     t->notify = true;
     return done;
 }
@@ -450,8 +553,7 @@ ucs_status_ptr_t task_result(task *t, const ucp_request_param_t *param)
         return t;
     }
     const ucs_status_t status = t->status;
-    t->magic = 0;
-    delete t;
+    task_put(t->team->ctx, t);
     return (status == UCS_OK) ? nullptr : UCS_STATUS_PTR(status);
 }
 

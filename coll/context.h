@@ -63,13 +63,6 @@ struct arrival {
     bool   held = false;      /* data is UCP's: ucp_am_data_release() */
 };
 
-/* A receive waiting for its message. */
-struct posted_recv {
-    task   *t;
-    void   *buf;
-    size_t bytes;
-};
-
 } // namespace coll
 
 struct ucp_coll_context {
@@ -77,9 +70,13 @@ struct ucp_coll_context {
     unsigned     callback_id = 0;
     coll::tuning tune;
     std::unordered_map<uint64_t, ucp_team*> teams;   /* by key */
+    /* Messages that came before their round started (a running task's
+     * current round is where a message looks first: no table of posted
+     * receives). */
     std::unordered_map<coll::msg_key, coll::arrival, coll::msg_key_hash> unexpected;
-    std::unordered_map<coll::msg_key, coll::posted_recv, coll::msg_key_hash> posted;
     std::deque<coll::task*> ready;
+    std::vector<coll::task*> free_tasks;   /* pooled for the next collectives */
+    size_t live_tasks = 0;                 /* taken from the pool, not released */
 };
 
 struct ucp_team {
@@ -90,16 +87,35 @@ struct ucp_team {
     uint64_t              next_seq = 1;     /* 0 is the creation */
     unsigned              active = 0;       /* tasks not finished */
     bool                  ready = false;    /* its creation finished well */
-    std::unordered_map<uint64_t, coll::task*> running;   /* by collective number */
+    std::vector<coll::task*> running;       /* started, not finished: a few */
     std::unordered_set<uint64_t> aborted;   /* numbers a member failed, not started here */
     std::deque<coll::wire_hdr> abort_hdrs;  /* of abort messages in flight */
     /* Sub-teams made of a range, counted per range: their keys. */
     std::map<std::tuple<unsigned, unsigned, unsigned>, uint64_t> subteams_made;
 
     unsigned size() const { return unsigned(eps.size()); }
+
+    coll::task *running_task(uint64_t seq) const
+    {
+        for (coll::task *t : running) {
+            if (t->seq == seq) {
+                return t;
+            }
+        }
+        return nullptr;
+    }
 };
 
 namespace coll {
+
+/* A task from the context's pool, reset, for `team`. */
+task *task_get(ucp_coll_context *ctx, ucp_team *team);
+
+/* Back to the pool (or freed when the pool is full). */
+void task_put(ucp_coll_context *ctx, task *t);
+
+/* Frees the pooled tasks (the context goes away). */
+void task_pool_clear(ucp_coll_context *ctx);
 
 /* Starts a built task: runs what can run now. Done in the call: true. */
 bool task_start(task *t);

@@ -1,7 +1,9 @@
 /*
  * A collective as a schedule: rounds of sends and receives, each round
  * started when the one before it finished (its messages sent and received,
- * and its local step, a reduction or a copy, done). The algorithms
+ * and its local step, a reduction or a copy, done). A round's local step
+ * is data (struct step), not a closure: building a schedule allocates
+ * nothing once the task's arrays have grown. The algorithms
  * (algorithms.cc) only build schedules; context.cc runs them.
  *
  * A message is named by (team key, collective number, sender rank, round
@@ -12,11 +14,12 @@
 #ifndef COLL_SCHEDULE_H
 #define COLL_SCHEDULE_H
 
+#include "reduce.h"
+
 #include <coll/api/ucp_coll.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,22 +46,57 @@ struct send_op {
     size_t     bytes;
     wire_hdr   hdr;    /* filled when sent; lives until the send completes */
     uint8_t    packed[sizeof(wire_hdr) + inline_max];   /* hdr + data, when inline */
+
+    /* packed is written when the message goes out: not zeroed here. */
+    send_op(unsigned peer_, const void *buf_, size_t bytes_) :
+        peer(peer_), buf(buf_), bytes(bytes_), hdr{}
+    {
+    }
 };
 
 struct recv_op {
     unsigned peer;
     void     *buf;
     size_t   bytes;
+    bool     done;     /* its message came (a rendezvous one may still be pulled) */
 };
 
+/* What a round does locally once its messages are done. */
+struct step {
+    enum kind_t : uint8_t {
+        NONE,
+        REDUCE,       /* dst = fn(lo, hi), count elements */
+        COPY,         /* memmove(dst, lo, count bytes) */
+        TEAM_CHECK    /* the two words at hi (a peer's) equal those at lo (ours) */
+    };
+    kind_t     kind = NONE;
+    reduce_fn  fn = nullptr;
+    void       *dst = nullptr;
+    const void *lo = nullptr;
+    const void *hi = nullptr;
+    size_t     count = 0;
+
+    static step reduce(reduce_fn f, void *d, const void *l, const void *h, size_t n)
+    {
+        return step{REDUCE, f, d, l, h, n};
+    }
+    static step copy(void *d, const void *from, size_t bytes)
+    {
+        return step{COPY, nullptr, d, from, nullptr, bytes};
+    }
+};
+
+/* A round: its sends and receives are ranges of the task's arrays. */
 struct round {
-    std::vector<send_op>  sends;
-    std::vector<recv_op>  recvs;
-    /* Run when the round's messages are done; an error fails the task. */
-    std::function<ucs_status_t()> after;
+    uint32_t first_send;
+    uint32_t nsends;
+    uint32_t first_recv;
+    uint32_t nrecvs;
+    step     after;
 };
 
-/* A running collective; the request the application holds. */
+/* A running collective; the request the application holds. Tasks are
+ * pooled by their context: once warm, starting one allocates nothing. */
 struct task {
     static constexpr uint32_t live_magic = 0xc011ec71u;
 
@@ -67,7 +105,10 @@ struct task {
     uint64_t                seq = 0;
     const char              *algorithm = "";
     std::vector<round>      rounds;
+    std::vector<send_op>    sends;
+    std::vector<recv_op>    recvs;
     size_t                  current = 0;     /* the round running */
+    bool                    started = false; /* its messages were posted */
     unsigned                pending = 0;     /* its operations not done yet */
     bool                    queued = false;  /* on the context's ready list */
     ucs_status_t            status = UCS_INPROGRESS;   /* UCS_INPROGRESS until finished */
@@ -80,14 +121,57 @@ struct task {
     ucp_send_nbx_callback_t cb = nullptr;
     void                    *user_data = nullptr;
     std::unique_ptr<uint8_t[]> scratch;      /* the algorithm's own buffers */
-    std::function<void(ucs_status_t)> on_done;   /* team creation */
+    size_t                  scratch_size = 0;
 
-    round &add_round() { return rounds.emplace_back(); }
+    /* Ready for another collective; keeps the arrays' and scratch's room. */
+    void reset()
+    {
+        magic = live_magic;
+        team = nullptr;
+        seq = 0;
+        algorithm = "";
+        rounds.clear();
+        sends.clear();
+        recvs.clear();
+        current = 0;
+        started = false;
+        pending = 0;
+        queued = false;
+        status = UCS_INPROGRESS;
+        error = UCS_OK;
+        user_freed = notify = peer_aborted = false;
+        last_probe_ns = 0;
+        polls = 0;
+        cb = nullptr;
+        user_data = nullptr;
+    }
 
-    /* Scratch of `bytes`, made once per task (algorithms ask once). */
+    round &add_round()
+    {
+        return rounds.emplace_back(round{uint32_t(sends.size()), 0, uint32_t(recvs.size()), 0,
+                                         step{}});
+    }
+
+    /* Sends and receives of `rd`, the last round added. */
+    void send(round &rd, unsigned peer, const void *buf, size_t bytes)
+    {
+        sends.emplace_back(peer, buf, bytes);
+        ++rd.nsends;
+    }
+
+    void recv(round &rd, unsigned peer, void *buf, size_t bytes)
+    {
+        recvs.push_back(recv_op{peer, buf, bytes, false});
+        ++rd.nrecvs;
+    }
+
+    /* Scratch of at least `bytes` (algorithms ask once per collective). */
     uint8_t *make_scratch(size_t bytes)
     {
-        scratch.reset(new uint8_t[bytes == 0 ? 1 : bytes]);
+        if (bytes > scratch_size) {
+            scratch.reset(new uint8_t[bytes]);
+            scratch_size = bytes;
+        }
         return scratch.get();
     }
 };

@@ -18,17 +18,19 @@ namespace coll {
 namespace {
 
 /* Defaults, from measurements on one node (bench/results): latency-bound
- * trees up to these sizes, bandwidth-bound rings above. */
-constexpr size_t allreduce_ring_from = 16384;
+ * trees up to these sizes, bandwidth-bound schedules above. */
+constexpr size_t allreduce_large_from = 16384;
 constexpr size_t bcast_scatter_from  = 65536;
 
 unsigned default_algorithm(ucp_coll_type_t coll, size_t bytes, unsigned team_size)
 {
     switch (coll) {
     case UCP_COLL_ALLREDUCE:
-        /* A ring sends 2(n-1)/n of the message in 2(n-1) rounds, recursive
-         * doubling log2(n) whole ones: the same for two ranks. */
-        return ((team_size > 2) && (bytes >= allreduce_ring_from)) ? 1 : 0;
+        /* Rabenseifner sends about twice the message in 2 log2(n) rounds
+         * and reduces each element once; recursive doubling sends log2(n)
+         * whole messages and reduces all of them at every rank. */
+        (void)team_size;
+        return (bytes >= allreduce_large_from) ? 1 : 0;
     case UCP_COLL_BCAST:
         return ((team_size > 2) && (bytes >= bcast_scatter_from)) ? 1 : 0;
     default:
@@ -105,7 +107,8 @@ const ucs::config::field coll_fields[] = {
                      "allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring.\n"
                      "Sizes are one rank's bytes; later tokens win. Algorithms:\n"
                      "barrier: dissemination; bcast: binomial, scatter_allgather;\n"
-                     "alltoall: pairwise; allreduce: recursive_doubling, ring;\n"
+                     "alltoall: pairwise; allreduce: recursive_doubling,\n"
+                     "rabenseifner, ring;\n"
                      "allgather, reduce_scatter: ring; reduce: binomial;\n"
                      "scatter: binomial; gather: linear.",
                      ucs::config::type_string),
@@ -162,7 +165,7 @@ std::vector<std::string> describe_tuning(const tuning &tune)
         std::string line(coll_name(ucp_coll_type_t(coll)));
         line.append(":");
         /* Defaults switch at the sizes above; rules at their edges. */
-        std::vector<size_t> edges = {0, allreduce_ring_from, bcast_scatter_from};
+        std::vector<size_t> edges = {0, allreduce_large_from, bcast_scatter_from};
         for (const tune_rule &rule : tune.rules) {
             if (rule.coll == ucp_coll_type_t(coll)) {
                 edges.push_back(rule.start);

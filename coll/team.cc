@@ -126,8 +126,7 @@ ucs_status_ptr_t ucp_team_create_nbx(ucp_coll_context_h ctx, const ucp_team_para
                                                          params->count)];
     }
     team->ctx = ctx;
-    auto t = std::make_unique<task>();
-    t->team      = team.get();
+    task *t = task_get(ctx, team.get());
     t->seq       = 0;
     t->algorithm = "team creation";
     unsigned rounds = 0;
@@ -140,13 +139,11 @@ ucs_status_ptr_t ucp_team_create_nbx(ucp_coll_context_h ctx, const ucp_team_para
     check[1] = team->key;
     build_team_check(*t, team->size(), team->rank, check);
     ucp_team *raw = team.get();
-    t->on_done = [raw](ucs_status_t done) { raw->ready = (done == UCS_OK); };
-    task_set_callback(t.get(), param);
+    task_set_callback(t, param);
     ctx->teams.emplace(raw->key, raw);
     *team_p = team.release();
-    task *running = t.release();
-    task_start(running);
-    ucs_status_ptr_t result = task_result(running, param);
+    task_start(t);
+    ucs_status_ptr_t result = task_result(t, param);
     if (UCS_PTR_IS_ERR(result)) {
         ucp_team_destroy(raw);    /* failed in the call: nothing is left to the caller */
         *team_p = nullptr;

@@ -2,14 +2,14 @@
  * ucp_coll_bench: the collectives of libucp_coll timed per operation, at the
  * operations and sizes of coll_sizes.h (as mpi_coll_bench times MPI's).
  *
- *   ucp_coll_bench [-n RANKS] [-i ITERATIONS] [-x TLS] [-y]
+ *   ucp_coll_bench [-n RANKS] [-i ITERATIONS] [-x TLS] [-y] [-o OPERATION] [-s BYTES]
  *
  * Forks RANKS processes (the parent only passes worker addresses around),
  * which make a team and run each collective: a warm-up block, then 5
  * blocks; rank 0 prints "<operation> <bytes> <us>", the median block's time
  * per operation. -y: yield the core when progress finds nothing (more ranks
- * than cores, as Open MPI does under --oversubscribe). The allreduce sum is
- * checked.
+ * than cores, as Open MPI does under --oversubscribe). -o and -s time only
+ * that operation and size (for profiles). The allreduce sum is checked.
  */
 #include "coll_sizes.h"
 
@@ -89,8 +89,13 @@ ucp_coll_args_t args_of(int op, const double *sbuf, double *rbuf, size_t bytes)
     return a;
 }
 
+struct selection {
+    const char *op   = nullptr;    /* nullptr: all */
+    long       bytes = -1;         /* -1: all */
+};
+
 int run_rank(unsigned rank, unsigned nranks, unsigned base, const char *tls, bool yield,
-             perf::oob &sock)
+             const selection &only, perf::oob &sock)
 {
     rank_state s;
     s.yield = yield;
@@ -140,6 +145,10 @@ int run_rank(unsigned rank, unsigned nranks, unsigned base, const char *tls, boo
     for (int op = 0; op < BENCH_OPS; ++op) {
         for (size_t si = 0; si < BENCH_COLL_NSIZES; ++si) {
             const size_t bytes = (op == BENCH_BARRIER) ? 0 : bench_coll_sizes[si];
+            if (((only.op != nullptr) && (std::strcmp(only.op, bench_coll_names[op]) != 0)) ||
+                ((only.bytes >= 0) && (op != BENCH_BARRIER) && (size_t(only.bytes) != bytes))) {
+                continue;
+            }
             const unsigned iters = bench_coll_iterations(bytes, base);
             const ucp_coll_args_t a = args_of(op, sbuf.data(), rbuf.data(), bytes);
             double block_us[6];
@@ -194,8 +203,9 @@ int main(int argc, char **argv)
     unsigned nranks = 2, base = 1000;
     const char *tls = nullptr;
     bool yield = false;
+    selection only;
     int opt;
-    while ((opt = getopt(argc, argv, "n:i:x:y")) != -1) {
+    while ((opt = getopt(argc, argv, "n:i:x:yo:s:")) != -1) {
         if (opt == 'n') {
             nranks = unsigned(std::atoi(optarg));
         } else if (opt == 'i') {
@@ -204,9 +214,13 @@ int main(int argc, char **argv)
             tls = optarg;
         } else if (opt == 'y') {
             yield = true;
+        } else if (opt == 'o') {
+            only.op = optarg;
+        } else if (opt == 's') {
+            only.bytes = std::atol(optarg);
         } else {
             std::fprintf(stderr, "usage: ucp_coll_bench [-n RANKS] [-i ITERATIONS] [-x TLS] "
-                                 "[-y]\n");
+                                 "[-y] [-o OPERATION] [-s BYTES]\n");
             return 2;
         }
     }
@@ -227,7 +241,7 @@ int main(int argc, char **argv)
             socks.clear();
             ::close(pair[0]);
             perf::fd_oob channel(pair[1], false);
-            _exit(run_rank(r, nranks, base, tls, yield, channel));
+            _exit(run_rank(r, nranks, base, tls, yield, only, channel));
         }
         ::close(pair[1]);
         socks.push_back(std::make_unique<perf::fd_oob>(pair[0], true));

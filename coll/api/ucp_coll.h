@@ -42,7 +42,8 @@ ucs_status_t ucp_coll_context_create(ucp_worker_h worker, ucp_coll_context_h *co
 
 /**
  * @brief Tears down a context.
- * @return UCS_OK; UCS_ERR_BUSY while it has teams.
+ * @return UCS_OK; UCS_ERR_BUSY while it has teams or requests not released
+ *         with ucp_coll_request_free().
  */
 ucs_status_t ucp_coll_context_destroy(ucp_coll_context_h context);
 

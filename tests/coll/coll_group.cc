@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include <sched.h>
+#include <stdlib.h>
 
 #include <memory>
 
@@ -43,6 +44,9 @@ int member_main(unsigned rank, unsigned size, int fd, const group_options &optio
     m.rank   = rank;
     m.size   = size;
     m.shared = shared;
+    for (const auto &var : options.env) {
+        setenv(var.first, var.second, 1);
+    }
     TEST_CHILD_CHECK(m.p.init_with(options.tls, UCP_FEATURE_AM | UCP_FEATURE_TAG, options.extra) == UCS_OK);
     /* Before the address leaves: a peer may send as soon as it has it. */
     TEST_CHILD_CHECK(ucp_coll_context_create(m.p.worker, &m.ctx) == UCS_OK);

@@ -42,6 +42,7 @@ struct group_options {
     ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_NONE;
     uint64_t                team_key = 1;
     bool                    teardown = true;    /* false: members just exit after body */
+    ucp_test::settings      env;                /* set in each member before anything */
 };
 
 /* Forks the members, runs body(member) in each; returns one exit code per

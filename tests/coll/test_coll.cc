@@ -673,3 +673,61 @@ TEST_CASE("collectives: a member dies: the others get an error, not a hang", "[c
     run_group(3, options, member_dies, &codes);
     require_all_passed(codes);
 }
+
+namespace {
+
+/* The reductions and data movement of a few types at sizes that reach
+ * every round of the forced algorithm. */
+int forced_algorithm(member &m)
+{
+    for (size_t count : {size_t(1), size_t(5), size_t(33), size_t(4099)}) {
+        for (const auto &pair : {std::make_pair(UCP_COLL_DT_DOUBLE, UCP_COLL_OP_SUM),
+                                 std::make_pair(UCP_COLL_DT_INT16, UCP_COLL_OP_MIN),
+                                 std::make_pair(UCP_COLL_DT_FLOAT_COMPLEX, UCP_COLL_OP_PROD)}) {
+            const int code = reductions(m, pair.first, pair.second, count, (count % 2) == 1);
+            if (code != 0) {
+                std::fprintf(stderr, "rank %u: dt %u op %u count %zu\n", m.rank, pair.first,
+                             pair.second, count);
+                return code;
+            }
+        }
+        const int code = movement(m, UCP_COLL_DT_UINT8, count, (count % 2) == 0);
+        if (code != 0) {
+            return code;
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
+{
+    const char *tune = GENERATE("allreduce:@recursive_doubling#bcast:@binomial",
+                                "allreduce:@rabenseifner#bcast:@scatter_allgather",
+                                "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather");
+    const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u);
+    CAPTURE(tune, size);
+    group_options options;
+    options.extra = small_rndv;
+    options.env   = {{"UCX_COLL_TUNE", tune}};
+    std::vector<int> codes;
+    run_group(size, options, forced_algorithm, &codes);
+    require_all_passed(codes);
+}
+
+TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "[coll]")
+{
+    for (const char *bad : {"allreduce:@nosuch", "nosuch:@ring", "allreduce:8k-1k:@ring",
+                            "allreduce:1k:@ring", "allreduce"}) {
+        CAPTURE(bad);
+        ucp_test::peer p;
+        REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
+        setenv("UCX_COLL_TUNE", bad, 1);
+        ucp_coll_context_h ctx = nullptr;
+        CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_ERR_INVALID_PARAM);
+        unsetenv("UCX_COLL_TUNE");
+        CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
+        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
+    }
+}
