@@ -361,6 +361,31 @@ void allgather_ring(task &t, const call &c)
     ring_allgather(t, c, out, blocks(c.args.count * c.size, c.size), 0);
 }
 
+/* Bruck: ceil(log2 n) rounds for any n. Rank r gathers the blocks of
+ * r, r+1, ... in that order in a scratch buffer (round k: the first
+ * min(2^k, n - 2^k) blocks it has go to r - 2^k, and as many come from
+ * r + 2^k), then rotates them into place: fewer rounds than a ring for
+ * small blocks. */
+void allgather_bruck(task &t, const call &c)
+{
+    const unsigned n = c.size, r = c.rank;
+    const size_t bb = c.args.count * c.esize;
+    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    uint8_t *tmp = t.make_scratch(n * bb);
+    std::memcpy(tmp, c.in_place ? out + r * bb : c.args.sbuf, bb);
+    for (unsigned dist = 1; dist < n; dist <<= 1) {
+        round &rd = t.add_round();
+        const unsigned blocks_now = std::min(dist, n - dist);
+        t.send(rd, (r + n - dist) % n, tmp, blocks_now * bb);
+        t.recv(rd, (r + dist) % n, tmp + dist * bb, blocks_now * bb);
+    }
+    /* tmp[i] is rank (r + i) mod n's block. */
+    round &first = t.add_round();
+    first.after = step::copy(out + r * bb, tmp, (n - r) * bb);
+    round &second = t.add_round();
+    second.after = step::copy(out, tmp + (n - r) * bb, r * bb);
+}
+
 /* ---- alltoall ----------------------------------------------------------- */
 
 /* Pairwise exchange: in round s, send to rank + s and take from rank - s. */
@@ -425,6 +450,43 @@ void scatter_binomial(task &t, const call &c)
     }
 }
 
+/* Binomial: the reverse of the scatter; each node gathers its subtree's
+ * blocks (in rank order relative to the root) and passes them up. */
+void gather_binomial(task &t, const call &c)
+{
+    const unsigned n = c.size;
+    const rooted rt{n, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const size_t bb = c.args.count * c.esize;
+    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    const unsigned lowbit = (v == 0) ? n : (v & (~v + 1));
+    const unsigned held = std::min(lowbit, n - v);      /* blocks of my subtree */
+    const bool direct = (v == 0) && (c.args.root == 0);  /* the root's order is rbuf's */
+    uint8_t *buf = direct ? out : t.make_scratch(held * bb);
+    const void *mine = ((v == 0) && c.in_place) ? out + c.args.root * bb : c.args.sbuf;
+    if (buf != mine) {
+        std::memmove(buf, mine, bb);
+    }
+    for (unsigned mask = 1; mask < n; mask <<= 1) {
+        round &rd = t.add_round();
+        if (v & mask) {
+            t.send(rd, rt.real(v - mask), buf, held * bb);
+            break;
+        }
+        if (v + mask < n) {
+            t.recv(rd, rt.real(v + mask), buf + mask * bb, std::min(mask, n - v - mask) * bb);
+        }
+    }
+    if ((v == 0) && !direct) {
+        /* buf[i] is rank (root + i) mod n's block. */
+        const unsigned root = c.args.root;
+        round &first = t.add_round();
+        first.after = step::copy(out + root * bb, buf, (n - root) * bb);
+        round &second = t.add_round();
+        second.after = step::copy(out, buf + (n - root) * bb, root * bb);
+    }
+}
+
 /* Linear: every rank sends its block to the root in one round. */
 void gather_linear(task &t, const call &c)
 {
@@ -453,11 +515,12 @@ constexpr algorithm alltoall_algs[]  = {{"pairwise", alltoall_pairwise}};
 constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
                                         {"rabenseifner", allreduce_rabenseifner},
                                         {"ring", allreduce_ring}};
-constexpr algorithm allgather_algs[] = {{"ring", allgather_ring}};
+constexpr algorithm allgather_algs[] = {{"bruck", allgather_bruck}, {"ring", allgather_ring}};
 constexpr algorithm reduce_scatter_algs[] = {{"ring", reduce_scatter_ring}};
 constexpr algorithm reduce_algs[]    = {{"binomial", reduce_binomial}};
 constexpr algorithm scatter_algs[]   = {{"binomial", scatter_binomial}};
-constexpr algorithm gather_algs[]    = {{"linear", gather_linear}};
+constexpr algorithm gather_algs[]    = {{"binomial", gather_binomial},
+                                        {"linear", gather_linear}};
 
 constexpr const char *coll_names[UCP_COLL_LAST] = {
     "barrier", "bcast", "alltoall", "allreduce", "allgather", "reduce_scatter", "reduce",

@@ -21,6 +21,10 @@ namespace {
  * trees up to these sizes, bandwidth-bound schedules above. */
 constexpr size_t allreduce_large_from = 16384;
 constexpr size_t bcast_scatter_from  = 65536;
+/* Per-rank blocks from which a ring allgather and a linear gather beat the
+ * log2(n) rounds that pass growing parts of the whole around. */
+constexpr size_t allgather_ring_from = 8192;
+constexpr size_t gather_linear_from  = 8192;
 
 unsigned default_algorithm(ucp_coll_type_t coll, size_t bytes, unsigned team_size)
 {
@@ -33,6 +37,10 @@ unsigned default_algorithm(ucp_coll_type_t coll, size_t bytes, unsigned team_siz
         return (bytes >= allreduce_large_from) ? 1 : 0;
     case UCP_COLL_BCAST:
         return ((team_size > 2) && (bytes >= bcast_scatter_from)) ? 1 : 0;
+    case UCP_COLL_ALLGATHER:
+        return (bytes >= allgather_ring_from) ? 1 : 0;
+    case UCP_COLL_GATHER:
+        return (bytes >= gather_linear_from) ? 1 : 0;
     default:
         return 0;
     }
@@ -109,8 +117,8 @@ const ucs::config::field coll_fields[] = {
                      "barrier: dissemination; bcast: binomial, scatter_allgather;\n"
                      "alltoall: pairwise; allreduce: recursive_doubling,\n"
                      "rabenseifner, ring;\n"
-                     "allgather, reduce_scatter: ring; reduce: binomial;\n"
-                     "scatter: binomial; gather: linear.",
+                     "allgather: bruck, ring; reduce_scatter: ring;\n"
+                     "reduce: binomial; scatter: binomial; gather: binomial, linear.",
                      ucs::config::type_string),
 };
 
@@ -165,7 +173,8 @@ std::vector<std::string> describe_tuning(const tuning &tune)
         std::string line(coll_name(ucp_coll_type_t(coll)));
         line.append(":");
         /* Defaults switch at the sizes above; rules at their edges. */
-        std::vector<size_t> edges = {0, allreduce_large_from, bcast_scatter_from};
+        std::vector<size_t> edges = {0, allgather_ring_from, allreduce_large_from,
+                                     bcast_scatter_from};
         for (const tune_rule &rule : tune.rules) {
             if (rule.coll == ucp_coll_type_t(coll)) {
                 edges.push_back(rule.start);

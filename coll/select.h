@@ -4,6 +4,8 @@
  *
  *   UCX_COLL_TUNE=allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring#bcast:@binomial
  *
+ * (the algorithms' names are in algorithms.cc and docs/collectives.md)
+ *
  * Tokens are separated by '#'; each is coll[:start-end]:@algorithm, the
  * range in bytes of one rank's message (count * element size; sizes take
  * k/m/g suffixes, "inf" is no limit, the end is exclusive); without a range

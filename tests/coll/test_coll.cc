@@ -703,9 +703,10 @@ int forced_algorithm(member &m)
 
 TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
 {
-    const char *tune = GENERATE("allreduce:@recursive_doubling#bcast:@binomial",
-                                "allreduce:@rabenseifner#bcast:@scatter_allgather",
-                                "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather");
+    const char *tune = GENERATE(
+            "allreduce:@recursive_doubling#bcast:@binomial#allgather:@bruck#gather:@binomial",
+            "allreduce:@rabenseifner#bcast:@scatter_allgather#allgather:@ring#gather:@linear",
+            "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather");
     const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u);
     CAPTURE(tune, size);
     group_options options;
