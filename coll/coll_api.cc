@@ -128,9 +128,10 @@ ucs_status_t ucp_coll_context_create(ucp_worker_h worker, ucp_coll_context_h *co
     hp.id    = am_id;
     hp.cb    = am_handler;
     hp.arg   = ctx.get();
-    /* PERSISTENT_DATA: a message that comes before its round is kept in
-     * UCP's (pooled) descriptor instead of copied out here. */
-    hp.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
+    /* No UCP_AM_FLAG_PERSISTENT_DATA: with it UCP copies every message into
+     * a descriptor; without it only one that comes before its round is
+     * copied, here (8 B allreduce on 2 ranks: 0.25 -> 0.21 us). */
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
     ucs_status_t status = ucp_worker_set_am_recv_handler(worker, &hp);
     if (status == UCS_OK) {
         status = ucp_worker_callback_add(worker, progress_callback, ctx.get(),

@@ -68,16 +68,31 @@ void fail(task *t, ucs_status_t status)
     drop_open_recvs(t);
 }
 
-/* One of the round's operations is done. */
+ucs_status_t run_step(const step &s);
+void finish(task *t);
+
+/* One of the round's operations is done. When that ends the last round of
+ * a task that is fine, nobody waits for a callback and no send follows, the
+ * task finishes here, inside UCP's callback: its local step and the
+ * bookkeeping call nothing of UCP, and the progress queue is spared. */
 void op_done(task *t, ucs_status_t status)
 {
     --t->pending;
     if (status != UCS_OK) {
         fail(t, status);
     }
-    if (t->pending == 0) {
-        mark_ready(t);
+    if (t->pending != 0) {
+        return;
     }
+    if (!t->advancing && t->started && (t->error == UCS_OK) &&
+        (t->current + 1 == t->rounds.size()) && (t->cb == nullptr) && !t->user_freed &&
+        (run_step(t->rounds[t->current].after) == UCS_OK)) {
+        ++t->current;
+        t->started = false;
+        finish(t);
+        return;
+    }
+    mark_ready(t);
 }
 
 void send_done(void *request, ucs_status_t status, void *user_data)
@@ -260,8 +275,8 @@ void finish(task *t)
     }
 }
 
-/* Runs rounds until one waits; true when the task finished. */
-bool advance(task *t)
+/* The loop of advance(). */
+bool advance_rounds(task *t)
 {
     while (t->pending == 0) {
         if (t->started) {
@@ -282,6 +297,15 @@ bool advance(task *t)
         start_round(t);
     }
     return false;
+}
+
+/* Runs rounds until one waits; true when the task finished. */
+bool advance(task *t)
+{
+    t->advancing = true;
+    const bool done = advance_rounds(t);
+    t->advancing = false;
+    return done;
 }
 
 void notify(task *t)
@@ -521,13 +545,11 @@ bool task_start(task *t)
     ucp_team *team = t->team;
     ++team->active;
     team->running.push_back(t);
-    if (team->aborted.erase(t->seq) != 0) {
+    if (!team->aborted.empty() && (team->aborted.erase(t->seq) != 0)) {
         t->peer_aborted = true;
         fail(t, UCS_ERR_REJECTED);
     }
-    const bool done = advance(t);
-    t->notify = true;
-    return done;
+    return advance(t);
 }
 
 void task_set_callback(task *t, const ucp_request_param_t *param)

@@ -111,10 +111,10 @@ struct task {
     bool                    started = false; /* its messages were posted */
     unsigned                pending = 0;     /* its operations not done yet */
     bool                    queued = false;  /* on the context's ready list */
+    bool                    advancing = false;   /* advance() runs it: no finishing inline */
     ucs_status_t            status = UCS_INPROGRESS;   /* UCS_INPROGRESS until finished */
     ucs_status_t            error = UCS_OK;            /* the first failure */
     bool                    user_freed = false;
-    bool                    notify = false;  /* call cb when done (not done in the call) */
     bool                    peer_aborted = false;   /* a member said it failed */
     uint64_t                last_probe_ns = 0;
     unsigned                polls = 0;    /* status checks since the last clock read */
@@ -137,9 +137,10 @@ struct task {
         started = false;
         pending = 0;
         queued = false;
+        advancing = false;
         status = UCS_INPROGRESS;
         error = UCS_OK;
-        user_freed = notify = peer_aborted = false;
+        user_freed = peer_aborted = false;
         last_probe_ns = 0;
         polls = 0;
         cb = nullptr;
