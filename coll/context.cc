@@ -71,9 +71,9 @@ void fail(task *t, ucs_status_t status)
 ucs_status_t run_step(const step &s);
 void finish(task *t);
 
-/* One of the round's operations is done. When that ends the last round of
- * a task that is fine, nobody waits for a callback and no send follows, the
- * task finishes here, inside UCP's callback: its local step and the
+/* One of the round's operations is done. When that ends the last round with
+ * messages of a task that is fine and nobody waits for a callback, the task
+ * finishes here, inside UCP's callback: the local steps left and the
  * bookkeeping call nothing of UCP, and the progress queue is spared. */
 void op_done(task *t, ucs_status_t status)
 {
@@ -85,10 +85,17 @@ void op_done(task *t, ucs_status_t status)
         return;
     }
     if (!t->advancing && t->started && (t->error == UCS_OK) &&
-        (t->current + 1 == t->rounds.size()) && (t->cb == nullptr) && !t->user_freed &&
-        (run_step(t->rounds[t->current].after) == UCS_OK)) {
-        ++t->current;
+        (t->current >= t->last_message_round) && (t->cb == nullptr) && !t->user_freed) {
+        /* The rounds left have local steps only (a rotation, a copy out). */
+        ucs_status_t step_status = UCS_OK;
+        while ((t->current < t->rounds.size()) && (step_status == UCS_OK)) {
+            step_status = run_step(t->rounds[t->current].after);
+            ++t->current;
+        }
         t->started = false;
+        if (step_status != UCS_OK) {
+            fail(t, step_status);
+        }
         finish(t);
         return;
     }
@@ -545,6 +552,13 @@ bool task_start(task *t)
     ucp_team *team = t->team;
     ++team->active;
     team->running.push_back(t);
+    t->last_message_round = 0;
+    for (size_t i = t->rounds.size(); i-- > 0;) {
+        if ((t->rounds[i].nsends != 0) || (t->rounds[i].nrecvs != 0)) {
+            t->last_message_round = i;
+            break;
+        }
+    }
     if (!team->aborted.empty() && (team->aborted.erase(t->seq) != 0)) {
         t->peer_aborted = true;
         fail(t, UCS_ERR_REJECTED);

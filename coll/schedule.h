@@ -108,6 +108,7 @@ struct task {
     std::vector<send_op>    sends;
     std::vector<recv_op>    recvs;
     size_t                  current = 0;     /* the round running */
+    size_t                  last_message_round = 0;   /* rounds after it: steps only */
     bool                    started = false; /* its messages were posted */
     unsigned                pending = 0;     /* its operations not done yet */
     bool                    queued = false;  /* on the context's ready list */
@@ -134,6 +135,7 @@ struct task {
         sends.clear();
         recvs.clear();
         current = 0;
+        last_message_round = 0;
         started = false;
         pending = 0;
         queued = false;

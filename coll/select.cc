@@ -20,7 +20,7 @@ namespace {
 /* Defaults, from measurements on one node (bench/results): latency-bound
  * trees up to these sizes, bandwidth-bound schedules above. */
 constexpr size_t allreduce_large_from = 16384;
-constexpr size_t bcast_scatter_from  = 65536;
+constexpr size_t bcast_scatter_from  = 262144;
 /* Per-rank blocks from which a ring allgather and a linear gather beat the
  * log2(n) rounds that pass growing parts of the whole around. */
 constexpr size_t allgather_ring_from = 8192;
