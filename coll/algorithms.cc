@@ -210,9 +210,10 @@ void allreduce_rabenseifner(task &t, const call &c)
     const unsigned n = c.size, r = c.rank;
     const size_t count = c.args.count, es = c.esize, bytes = count * es;
     uint8_t *acc = static_cast<uint8_t*>(c.args.rbuf);
-    if (!c.in_place) {
-        std::memcpy(acc, c.args.sbuf, bytes);
-    }
+    /* The input is read where it is: the first reduction writes acc, so no
+     * copy of the whole message into acc first (a quarter of the time of a
+     * 1 MiB allreduce on two ranks). */
+    const uint8_t *input = c.in_place ? acc : static_cast<const uint8_t*>(c.args.sbuf);
     uint8_t *tmp = t.make_scratch(bytes);
     const reduce_fn fn = c.reduce;
     unsigned p2 = 1;
@@ -220,25 +221,31 @@ void allreduce_rabenseifner(task &t, const call &c)
         p2 *= 2;
     }
     const unsigned rem = n - p2;
+    if ((p2 == 1) && (input != acc)) {
+        std::memcpy(acc, input, bytes);     /* one rank: nothing to reduce with */
+    }
+    const uint8_t *cur = input;             /* where this rank's partial result is */
     if (rem > 0) {
         round &rd = t.add_round();
         if (r < 2 * rem) {
             if ((r & 1) == 0) {
-                t.send(rd, r + 1, acc, bytes);
+                t.send(rd, r + 1, input, bytes);
             } else {
                 t.recv(rd, r - 1, tmp, bytes);
-                rd.after = step::reduce(fn, acc, tmp, acc, count);
+                rd.after = step::reduce(fn, acc, tmp, input, count);
+                cur = acc;
             }
         }
     }
     const int nr = (r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem);
     auto real = [rem](unsigned x) { return (x < rem) ? 2 * x + 1 : x + rem; };
     const blocks b(count, p2);
-    auto range_at = [&](unsigned lo) { return acc + b.offset(lo) * es; };
+    auto offset_of = [&](unsigned lo) { return b.offset(lo) * es; };
     auto range_bytes = [&](unsigned lo, unsigned hi) {
         return (b.offset(hi) - b.offset(lo)) * es;
     };
-    /* Reduce-scatter: halve the range held, keeping the half of our bit. */
+    /* Reduce-scatter: halve the range held, keeping the half of our bit;
+     * the kept half's result goes to acc, read from cur. */
     unsigned lo = 0, hi = p2;
     for (unsigned mask = p2 / 2; mask >= 1; mask /= 2) {
         round &rd = t.add_round();
@@ -250,12 +257,14 @@ void allreduce_rabenseifner(task &t, const call &c)
         const bool keep_low = (unsigned(nr) & mask) == 0;
         const unsigned klo = keep_low ? lo : mid, khi = keep_low ? mid : hi;
         const unsigned slo = keep_low ? mid : lo, shi = keep_low ? hi : mid;
-        t.send(rd, real(partner), range_at(slo), range_bytes(slo, shi));
+        t.send(rd, real(partner), cur + offset_of(slo), range_bytes(slo, shi));
         t.recv(rd, real(partner), tmp, range_bytes(klo, khi));
-        uint8_t *kept = range_at(klo);
+        uint8_t *kept = acc + offset_of(klo);
+        const uint8_t *mine = cur + offset_of(klo);
         const size_t kcount = b.offset(khi) - b.offset(klo);
-        rd.after = (partner < unsigned(nr)) ? step::reduce(fn, kept, tmp, kept, kcount) :
-                                              step::reduce(fn, kept, kept, tmp, kcount);
+        rd.after = (partner < unsigned(nr)) ? step::reduce(fn, kept, tmp, mine, kcount) :
+                                              step::reduce(fn, kept, mine, tmp, kcount);
+        cur = acc;
         lo = klo;
         hi = khi;
     }
@@ -267,8 +276,8 @@ void allreduce_rabenseifner(task &t, const call &c)
         }
         const unsigned partner = unsigned(nr) ^ mask;
         const unsigned base = unsigned(nr) & ~(mask - 1), pbase = partner & ~(mask - 1);
-        t.send(rd, real(partner), range_at(base), range_bytes(base, base + mask));
-        t.recv(rd, real(partner), range_at(pbase), range_bytes(pbase, pbase + mask));
+        t.send(rd, real(partner), acc + offset_of(base), range_bytes(base, base + mask));
+        t.recv(rd, real(partner), acc + offset_of(pbase), range_bytes(pbase, pbase + mask));
     }
     if (rem > 0) {
         round &rd = t.add_round();
