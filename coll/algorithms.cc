@@ -419,6 +419,83 @@ void alltoall_pairwise(task &t, const call &c)
     }
 }
 
+/* Bruck's packing: the blocks i (0 < i < n) whose bit `dist` is set, in
+ * order, between the rotated array and a contiguous buffer. */
+size_t bruck_blocks(unsigned n, unsigned dist)
+{
+    size_t k = 0;
+    for (unsigned i = 1; i < n; ++i) {
+        k += (i & dist) ? 1 : 0;
+    }
+    return k;
+}
+
+} // namespace
+
+void bruck_pack(uint8_t *packed, const uint8_t *blocks, unsigned n, unsigned dist, size_t bb)
+{
+    for (unsigned i = 1; i < n; ++i) {
+        if (i & dist) {
+            std::memcpy(packed, blocks + i * bb, bb);
+            packed += bb;
+        }
+    }
+}
+
+void bruck_unpack(uint8_t *blocks, const uint8_t *packed, unsigned n, unsigned dist, size_t bb)
+{
+    for (unsigned i = 1; i < n; ++i) {
+        if (i & dist) {
+            std::memcpy(blocks + i * bb, packed, bb);
+            packed += bb;
+        }
+    }
+}
+
+namespace {
+
+/* Bruck: ceil(log2 n) rounds instead of n - 1. The blocks are rotated so
+ * that block i is for rank r + i; in round `dist` the blocks whose index
+ * has that bit go, packed, to r + dist, and as many come from r - dist;
+ * at the end block i came from rank r - i. Each block travels up to
+ * log2(n) times: for small blocks. */
+void alltoall_bruck(task &t, const call &c)
+{
+    const unsigned n = c.size, r = c.rank;
+    const size_t bb = c.args.count * c.esize;
+    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    const uint8_t *in = c.in_place ? out : static_cast<const uint8_t*>(c.args.sbuf);
+    const size_t most = bruck_blocks(n, 1) + 1;      /* no round moves more blocks */
+    uint8_t *tmp = t.make_scratch((n + 2 * most) * bb);
+    uint8_t *packed = tmp + n * bb, *received = packed + most * bb;
+    for (unsigned i = 0; i < n; ++i) {
+        std::memcpy(tmp + i * bb, in + ((r + i) % n) * bb, bb);
+    }
+    if (n > 1) {
+        bruck_pack(packed, tmp, n, 1, bb);
+    }
+    for (unsigned dist = 1; dist < n; dist <<= 1) {
+        round &rd = t.add_round();
+        const size_t bytes = bruck_blocks(n, dist) * bb;
+        t.send(rd, (r + dist) % n, packed, bytes);
+        t.recv(rd, (r + n - dist) % n, received, bytes);
+        rd.after.kind  = step::BRUCK_SHUFFLE;
+        rd.after.dst   = tmp;
+        rd.after.lo    = received;
+        rd.after.hi    = packed;
+        rd.after.count = bb;
+        rd.after.ranks = n;
+        rd.after.dist  = dist;
+    }
+    round &rd = t.add_round();
+    rd.after.kind  = step::BRUCK_ROTATE;
+    rd.after.dst   = out;
+    rd.after.lo    = tmp;
+    rd.after.count = bb;
+    rd.after.ranks = n;
+    rd.after.rank  = r;
+}
+
 /* ---- scatter / gather --------------------------------------------------- */
 
 /* Binomial: the root holds the blocks in rank order relative to itself;
@@ -520,7 +597,8 @@ void gather_linear(task &t, const call &c)
 constexpr algorithm barrier_algs[]   = {{"dissemination", barrier_dissemination}};
 constexpr algorithm bcast_algs[]     = {{"binomial", bcast_binomial},
                                         {"scatter_allgather", bcast_scatter_allgather}};
-constexpr algorithm alltoall_algs[]  = {{"pairwise", alltoall_pairwise}};
+constexpr algorithm alltoall_algs[]  = {{"bruck", alltoall_bruck},
+                                        {"pairwise", alltoall_pairwise}};
 constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
                                         {"rabenseifner", allreduce_rabenseifner},
                                         {"ring", allreduce_ring}};

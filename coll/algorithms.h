@@ -40,6 +40,11 @@ void build_team_check(task &t, unsigned size, unsigned rank, uint64_t *check);
 
 const char *coll_name(ucp_coll_type_t coll);
 
+/* Bruck's alltoall: the blocks i (0 < i < n) with bit `dist`, in order,
+ * from the rotated blocks into a contiguous buffer, and back. */
+void bruck_pack(uint8_t *packed, const uint8_t *blocks, unsigned n, unsigned dist, size_t bb);
+void bruck_unpack(uint8_t *blocks, const uint8_t *packed, unsigned n, unsigned dist, size_t bb);
+
 } // namespace coll
 
 #endif

@@ -10,6 +10,8 @@
  */
 #include "context.h"
 
+#include "algorithms.h"
+
 #include <ucs/debug/log.h>
 
 #include <algorithm>
@@ -239,6 +241,24 @@ ucs_status_t run_step(const step &s)
                       (unsigned long)theirs[0], (unsigned long)theirs[1],
                       (unsigned long)ours[0]);
             return UCS_ERR_INVALID_PARAM;
+        }
+        return UCS_OK;
+    }
+    case step::BRUCK_SHUFFLE: {
+        uint8_t *blocks = static_cast<uint8_t*>(s.dst);
+        bruck_unpack(blocks, static_cast<const uint8_t*>(s.lo), s.ranks, s.dist, s.count);
+        if (2 * s.dist < s.ranks) {
+            bruck_pack(static_cast<uint8_t*>(const_cast<void*>(s.hi)), blocks, s.ranks,
+                       2 * s.dist, s.count);
+        }
+        return UCS_OK;
+    }
+    case step::BRUCK_ROTATE: {
+        uint8_t *out = static_cast<uint8_t*>(s.dst);
+        const uint8_t *blocks = static_cast<const uint8_t*>(s.lo);
+        for (uint32_t i = 0; i < s.ranks; ++i) {
+            std::memcpy(out + ((s.rank + s.ranks - i) % s.ranks) * s.count, blocks + i * s.count,
+                        s.count);
         }
         return UCS_OK;
     }

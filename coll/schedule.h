@@ -67,22 +67,29 @@ struct step {
         NONE,
         REDUCE,       /* dst = fn(lo, hi), count elements */
         COPY,         /* memmove(dst, lo, count bytes) */
-        TEAM_CHECK    /* the two words at hi (a peer's) equal those at lo (ours) */
+        TEAM_CHECK,   /* the two words at hi (a peer's) equal those at lo (ours) */
+        BRUCK_SHUFFLE,/* Bruck's alltoall: unpack round `dist`'s blocks (lo) into dst,
+                         then pack those of round 2 * dist into hi (none: dist 0) */
+        BRUCK_ROTATE  /* Bruck's alltoall: block i of lo to block (rank - i) mod
+                         ranks of dst */
     };
     kind_t     kind = NONE;
     reduce_fn  fn = nullptr;
     void       *dst = nullptr;
     const void *lo = nullptr;
     const void *hi = nullptr;
-    size_t     count = 0;
+    size_t     count = 0;        /* BRUCK_*: bytes of a block */
+    uint32_t   ranks = 0;        /* BRUCK_* */
+    uint32_t   rank = 0;         /* BRUCK_ROTATE */
+    uint32_t   dist = 0;         /* BRUCK_SHUFFLE */
 
     static step reduce(reduce_fn f, void *d, const void *l, const void *h, size_t n)
     {
-        return step{REDUCE, f, d, l, h, n};
+        return step{REDUCE, f, d, l, h, n, 0, 0, 0};
     }
     static step copy(void *d, const void *from, size_t bytes)
     {
-        return step{COPY, nullptr, d, from, nullptr, bytes};
+        return step{COPY, nullptr, d, from, nullptr, bytes, 0, 0, 0};
     }
 };
 

@@ -25,6 +25,10 @@ constexpr size_t bcast_scatter_from  = 262144;
  * log2(n) rounds that pass growing parts of the whole around. */
 constexpr size_t allgather_ring_from = 8192;
 constexpr size_t gather_linear_from  = 8192;
+/* Per-rank blocks from which pairwise exchange beats Bruck (which moves
+ * each block up to log2(n) times); UCC switches near 129 bytes per rank of
+ * the team, here a fixed size. */
+constexpr size_t alltoall_pairwise_from = 1024;
 
 unsigned default_algorithm(ucp_coll_type_t coll, size_t bytes, unsigned team_size)
 {
@@ -41,6 +45,8 @@ unsigned default_algorithm(ucp_coll_type_t coll, size_t bytes, unsigned team_siz
         return (bytes >= allgather_ring_from) ? 1 : 0;
     case UCP_COLL_GATHER:
         return (bytes >= gather_linear_from) ? 1 : 0;
+    case UCP_COLL_ALLTOALL:
+        return ((team_size <= 2) || (bytes >= alltoall_pairwise_from)) ? 1 : 0;
     default:
         return 0;
     }
@@ -115,7 +121,7 @@ const ucs::config::field coll_fields[] = {
                      "allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring.\n"
                      "Sizes are one rank's bytes; later tokens win. Algorithms:\n"
                      "barrier: dissemination; bcast: binomial, scatter_allgather;\n"
-                     "alltoall: pairwise; allreduce: recursive_doubling,\n"
+                     "alltoall: bruck, pairwise; allreduce: recursive_doubling,\n"
                      "rabenseifner, ring;\n"
                      "allgather: bruck, ring; reduce_scatter: ring;\n"
                      "reduce: binomial; scatter: binomial; gather: binomial, linear.",
@@ -173,8 +179,8 @@ std::vector<std::string> describe_tuning(const tuning &tune)
         std::string line(coll_name(ucp_coll_type_t(coll)));
         line.append(":");
         /* Defaults switch at the sizes above; rules at their edges. */
-        std::vector<size_t> edges = {0, allgather_ring_from, allreduce_large_from,
-                                     bcast_scatter_from};
+        std::vector<size_t> edges = {0, alltoall_pairwise_from, allgather_ring_from,
+                                     allreduce_large_from, bcast_scatter_from};
         for (const tune_rule &rule : tune.rules) {
             if (rule.coll == ucp_coll_type_t(coll)) {
                 edges.push_back(rule.start);

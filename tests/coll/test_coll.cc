@@ -704,8 +704,10 @@ int forced_algorithm(member &m)
 TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
 {
     const char *tune = GENERATE(
-            "allreduce:@recursive_doubling#bcast:@binomial#allgather:@bruck#gather:@binomial",
-            "allreduce:@rabenseifner#bcast:@scatter_allgather#allgather:@ring#gather:@linear",
+            "allreduce:@recursive_doubling#bcast:@binomial#allgather:@bruck#gather:@binomial"
+            "#alltoall:@bruck",
+            "allreduce:@rabenseifner#bcast:@scatter_allgather#allgather:@ring#gather:@linear"
+            "#alltoall:@pairwise",
             "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather");
     const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u);
     CAPTURE(tune, size);
