@@ -145,49 +145,56 @@ void reduce_binomial(task &t, const call &c)
 
 /* ---- allreduce ---------------------------------------------------------- */
 
-/* Recursive doubling over the largest power of two p <= n; the first
- * 2(n - p) ranks fold in pairs first (even into odd) and get the result
- * back at the end (libfabric's coll provider does the same). */
-void allreduce_recursive_doubling(task &t, const call &c)
-{
-    const unsigned n = c.size, r = c.rank;
-    const size_t count = c.args.count, bytes = count * c.esize;
-    void *acc = c.args.rbuf;
-    if (!c.in_place) {
-        std::memcpy(acc, c.args.sbuf, bytes);
-    }
-    uint8_t *tmp = t.make_scratch(bytes);
-    const reduce_fn fn = c.reduce;
+/* The non-power-of-two fold of recursive doubling and Rabenseifner: of
+ * the largest power of two p <= n, the first 2(n - p) ranks pair up (even
+ * into odd) before, and the odd ones hand the result back after; the
+ * others and the odd ones take part as ranks 0..p-1 (libfabric's coll
+ * provider does the same). */
+struct fold {
     unsigned p2 = 1;
-    while (p2 * 2 <= n) {
-        p2 *= 2;
-    }
-    const unsigned rem = n - p2;
-    if (rem > 0) {
-        round &rd = t.add_round();
-        if (r < 2 * rem) {
-            if ((r & 1) == 0) {
-                t.send(rd, r + 1, acc, bytes);
-            } else {
-                t.recv(rd, r - 1, tmp, bytes);
-                rd.after = step::reduce(fn, acc, tmp, acc, count);
-            }
+    unsigned rem;
+    int      nr;      /* the rank among p; -1: an even rank of the pairs */
+
+    fold(unsigned n, unsigned r)
+    {
+        while (p2 * 2 <= n) {
+            p2 *= 2;
         }
+        rem = n - p2;
+        nr  = (r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem);
     }
-    const int nr = (r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem);
-    auto real = [rem](unsigned x) { return (x < rem) ? 2 * x + 1 : x + rem; };
-    for (unsigned mask = 1; mask < p2; mask <<= 1) {
-        round &rd = t.add_round();
-        if (nr < 0) {
-            continue;
+
+    unsigned real(unsigned x) const { return (x < rem) ? 2 * x + 1 : x + rem; }
+
+    /* The first round: an even rank sends `input`, the odd one reduces it
+     * with its own into acc. True when this rank wrote acc. */
+    bool add_fold_round(task &t, const call &c, unsigned r, const void *input, void *acc,
+                        uint8_t *tmp) const
+    {
+        if (rem == 0) {
+            return false;
         }
-        const unsigned partner = unsigned(nr) ^ mask;
-        t.send(rd, real(partner), acc, bytes);
-        t.recv(rd, real(partner), tmp, bytes);
-        rd.after = (partner < unsigned(nr)) ? step::reduce(fn, acc, tmp, acc, count) :
-                                              step::reduce(fn, acc, acc, tmp, count);
+        const size_t bytes = c.args.count * c.esize;
+        round &rd = t.add_round();
+        if (r >= 2 * rem) {
+            return false;
+        }
+        if ((r & 1) == 0) {
+            t.send(rd, r + 1, input, bytes);
+            return false;
+        }
+        t.recv(rd, r - 1, tmp, bytes);
+        rd.after = step::reduce(c.reduce, acc, tmp, input, c.args.count);
+        return true;
     }
-    if (rem > 0) {
+
+    /* The last round: the odd ranks of the pairs hand acc to the even. */
+    void add_unfold_round(task &t, const call &c, unsigned r, void *acc) const
+    {
+        if (rem == 0) {
+            return;
+        }
+        const size_t bytes = c.args.count * c.esize;
         round &rd = t.add_round();
         if (r < 2 * rem) {
             if (r & 1) {
@@ -197,6 +204,35 @@ void allreduce_recursive_doubling(task &t, const call &c)
             }
         }
     }
+};
+
+/* Recursive doubling over the largest power of two p <= n; the first
+ * 2(n - p) ranks fold in pairs first (even into odd) and get the result
+ * back at the end (libfabric's coll provider does the same). */
+void allreduce_recursive_doubling(task &t, const call &c)
+{
+    const unsigned r = c.rank;
+    const size_t count = c.args.count, bytes = count * c.esize;
+    void *acc = c.args.rbuf;
+    if (!c.in_place) {
+        std::memcpy(acc, c.args.sbuf, bytes);
+    }
+    uint8_t *tmp = t.make_scratch(bytes);
+    const reduce_fn fn = c.reduce;
+    const fold f(c.size, r);
+    f.add_fold_round(t, c, r, acc, acc, tmp);
+    for (unsigned mask = 1; mask < f.p2; mask <<= 1) {
+        round &rd = t.add_round();
+        if (f.nr < 0) {
+            continue;
+        }
+        const unsigned partner = unsigned(f.nr) ^ mask;
+        t.send(rd, f.real(partner), acc, bytes);
+        t.recv(rd, f.real(partner), tmp, bytes);
+        rd.after = (partner < unsigned(f.nr)) ? step::reduce(fn, acc, tmp, acc, count) :
+                                                step::reduce(fn, acc, acc, tmp, count);
+    }
+    f.add_unfold_round(t, c, r, acc);
 }
 
 /* Rabenseifner: the fold of recursive doubling, then a reduce-scatter by
@@ -207,7 +243,7 @@ void allreduce_recursive_doubling(task &t, const call &c)
  * to all, so every rank gets the same bits. */
 void allreduce_rabenseifner(task &t, const call &c)
 {
-    const unsigned n = c.size, r = c.rank;
+    const unsigned r = c.rank;
     const size_t count = c.args.count, es = c.esize, bytes = count * es;
     uint8_t *acc = static_cast<uint8_t*>(c.args.rbuf);
     /* The input is read where it is: the first reduction writes acc, so no
@@ -216,29 +252,15 @@ void allreduce_rabenseifner(task &t, const call &c)
     const uint8_t *input = c.in_place ? acc : static_cast<const uint8_t*>(c.args.sbuf);
     uint8_t *tmp = t.make_scratch(bytes);
     const reduce_fn fn = c.reduce;
-    unsigned p2 = 1;
-    while (p2 * 2 <= n) {
-        p2 *= 2;
-    }
-    const unsigned rem = n - p2;
-    if ((p2 == 1) && (input != acc)) {
+    const fold f(c.size, r);
+    if ((c.size == 1) && (input != acc)) {
         std::memcpy(acc, input, bytes);     /* one rank: nothing to reduce with */
     }
-    const uint8_t *cur = input;             /* where this rank's partial result is */
-    if (rem > 0) {
-        round &rd = t.add_round();
-        if (r < 2 * rem) {
-            if ((r & 1) == 0) {
-                t.send(rd, r + 1, input, bytes);
-            } else {
-                t.recv(rd, r - 1, tmp, bytes);
-                rd.after = step::reduce(fn, acc, tmp, input, count);
-                cur = acc;
-            }
-        }
-    }
-    const int nr = (r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem);
-    auto real = [rem](unsigned x) { return (x < rem) ? 2 * x + 1 : x + rem; };
+    /* Where this rank's partial result is. */
+    const uint8_t *cur = f.add_fold_round(t, c, r, input, acc, tmp) ? acc : input;
+    const int nr = f.nr;
+    const unsigned p2 = f.p2;
+    auto real = [&f](unsigned x) { return f.real(x); };
     const blocks b(count, p2);
     auto offset_of = [&](unsigned lo) { return b.offset(lo) * es; };
     auto range_bytes = [&](unsigned lo, unsigned hi) {
@@ -279,16 +301,7 @@ void allreduce_rabenseifner(task &t, const call &c)
         t.send(rd, real(partner), acc + offset_of(base), range_bytes(base, base + mask));
         t.recv(rd, real(partner), acc + offset_of(pbase), range_bytes(pbase, pbase + mask));
     }
-    if (rem > 0) {
-        round &rd = t.add_round();
-        if (r < 2 * rem) {
-            if (r & 1) {
-                t.send(rd, r - 1, acc, bytes);
-            } else {
-                t.recv(rd, r + 1, acc, bytes);
-            }
-        }
-    }
+    f.add_unfold_round(t, c, r, acc);
 }
 
 /* The ring reduce-scatter over `work` (n blocks of b): after it, rank r

@@ -13,7 +13,7 @@
  */
 #include "coll_sizes.h"
 
-#include "../common/oob.h"
+#include "../common/forked_ranks.h"
 
 #include <coll/api/ucp_coll.h>
 
@@ -22,12 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include <sched.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -228,41 +225,10 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "ucp_coll_bench: 1 to 64 ranks, at least 1 iteration\n");
         return 2;
     }
-    std::vector<std::unique_ptr<perf::fd_oob>> socks;
-    std::vector<pid_t> pids;
-    for (unsigned r = 0; r < nranks; ++r) {
-        int pair[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) {
-            std::perror("socketpair");
-            return 1;
-        }
-        const pid_t pid = fork();
-        if (pid == 0) {
-            socks.clear();
-            ::close(pair[0]);
-            perf::fd_oob channel(pair[1], false);
-            _exit(run_rank(r, nranks, base, tls, yield, only, channel));
-        }
-        ::close(pair[1]);
-        socks.push_back(std::make_unique<perf::fd_oob>(pair[0], true));
-        pids.push_back(pid);
-    }
-    bool ok = true;
-    std::vector<std::vector<uint8_t>> addresses(nranks);
-    for (unsigned r = 0; r < nranks; ++r) {
-        ok = ok && socks[r]->recv_blob(&addresses[r]);
-    }
-    for (unsigned r = 0; ok && (r < nranks); ++r) {
-        for (const auto &address : addresses) {
-            ok = ok && socks[r]->send_blob(address);
-        }
-    }
-    socks.clear();
-    for (unsigned r = 0; r < nranks; ++r) {
-        int status;
-        ok = (waitpid(pids[r], &status, 0) == pids[r]) && WIFEXITED(status) &&
-             (WEXITSTATUS(status) == 0) && ok;
-    }
+    const bool ok = perf::run_forked_ranks(nranks, 1, {},
+                                           [&](unsigned r, perf::oob &channel) {
+        return run_rank(r, nranks, base, tls, yield, only, channel);
+    });
     if (!ok) {
         std::fprintf(stderr, "ucp_coll_bench: a rank failed\n");
         return 1;

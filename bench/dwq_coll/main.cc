@@ -23,7 +23,7 @@
  * Every sum is checked. Rank 0 prints "barrier_us X" and "allreduce8_us Y":
  * the median over blocks of 100 operations of the time per operation.
  */
-#include "../common/oob.h"
+#include "../common/forked_ranks.h"
 
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ext.h>
@@ -33,12 +33,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -287,54 +284,12 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "ucp_dwq_coll: 2 to 64 ranks, at least %u iterations\n", block);
         return 2;
     }
-    /* The parent leads each channel; a child follows on its end. */
-    std::vector<std::unique_ptr<perf::fd_oob>> socks;
-    std::vector<pid_t> pids;
-    for (unsigned r = 0; r < nranks; ++r) {
-        int pair[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) {
-            std::perror("socketpair");
-            return 1;
-        }
-        const pid_t pid = fork();
-        if (pid == 0) {
-            socks.clear();      /* the other ranks' channels are not ours */
-            ::close(pair[0]);
-            perf::fd_oob channel(pair[1], false);
-            _exit(run_rank(r, nranks, iterations, tls, sleep, channel));
-        }
-        ::close(pair[1]);
-        socks.push_back(std::make_unique<perf::fd_oob>(pair[0], true));
-        pids.push_back(pid);
-    }
-    /* Address, key 0, base 0, key 1, base 1 of every rank, to every rank. */
-    bool ok = true;
-    std::vector<std::vector<uint8_t>> blobs(5 * nranks);
-    for (unsigned r = 0; r < nranks; ++r) {
-        for (unsigned j = 0; j < 5; ++j) {
-            ok = ok && socks[r]->recv_blob(&blobs[5 * r + j]);
-        }
-    }
-    for (unsigned r = 0; ok && (r < nranks); ++r) {
-        for (const auto &blob : blobs) {
-            ok = ok && socks[r]->send_blob(blob);
-        }
-    }
-    for (const uint8_t step : {uint8_t('r'), uint8_t('d')}) {
-        for (auto &sock : socks) {
-            uint8_t c;
-            ok = ok && sock->recv_byte(&c) && (c == step);
-        }
-        for (auto &sock : socks) {
-            ok = ok && sock->send_byte('g');
-        }
-    }
-    socks.clear();
-    for (unsigned r = 0; r < nranks; ++r) {
-        int status;
-        ok = (waitpid(pids[r], &status, 0) == pids[r]) && WIFEXITED(status) &&
-             (WEXITSTATUS(status) == 0) && ok;
-    }
+    /* Address, key 0, base 0, key 1, base 1 of every rank, to every rank;
+     * then everyone connected ('r') and everyone done ('d'). */
+    const bool ok = perf::run_forked_ranks(nranks, 5, {uint8_t('r'), uint8_t('d')},
+                                           [&](unsigned r, perf::oob &channel) {
+        return run_rank(r, nranks, iterations, tls, sleep, channel);
+    });
     if (!ok) {
         std::fprintf(stderr, "ucp_dwq_coll: a rank failed\n");
         return 1;
