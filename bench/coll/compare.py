@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Collectives of libucp_coll against Open MPI's and MPICH's on the same machine.
 
-  bench/coll/compare.py [--build DIR] [--rounds N] [--iters N] [--ranks 2,4]
+  bench/coll/compare.py [--build DIR] [--rounds N] [--iters N] [--ranks 2,4] [--out DIR]
 
 For each rank count, round after round (A B C D ...):
   A  ucp_coll_bench: libucp_coll on ucx-ng;
@@ -15,10 +15,14 @@ barrier, bcast, allreduce, allgather and alltoall at 8 B, 64 KiB and 1 MiB,
 with the ratios A/B and A/C (below 1: ours is faster). With more ranks than
 cores every variant yields the core when idle (ours -y, Open MPI under
 --oversubscribe, MPICH's default); the numbers then measure the scheduler
-as much as the libraries.
+as much as the libraries. --out DIR also writes, per rank count and
+operation, the medians (<date>-coll-<N>ranks-<op>.dat) and a log-log plot of
+them (.png, .svg) when gnuplot is there.
 """
 import argparse
+import datetime
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,12 +55,42 @@ def run(cmd, env):
     return values, None
 
 
+def plot(out_dir, n, op, variants, rows):
+    """rows: [(bytes, [median or None per variant])]; the image names made."""
+    stem = "%s-coll-%dranks-%s" % (datetime.date.today().isoformat(), n, op)
+    data = os.path.join(out_dir, stem + ".dat")
+    with open(data, "w") as f:
+        f.write("# bytes " + " ".join('"%s"' % v for v in variants) + "\n")
+        for size, medians in rows:
+            f.write("%d %s\n" % (size, " ".join("%g" % m if m is not None else "NaN"
+                                                 for m in medians)))
+    made = []
+    if shutil.which("gnuplot") is None:
+        return made
+    for ext, terminal in (("png", "pngcairo noenhanced size 800,500"),
+                          ("svg", "svg noenhanced size 800,500")):
+        image = os.path.join(out_dir, stem + "." + ext)
+        series = ", ".join("'%s' using 1:%d with linespoints title '%s'" % (data, i + 2, v)
+                           for i, v in enumerate(variants))
+        script = "\n".join([
+            "set terminal " + terminal, "set output '%s'" % image, "set logscale xy",
+            "set grid", "set key left top",
+            "set title '%s on %d ranks: microseconds per operation'" % (op, n),
+            "set xlabel 'bytes per rank'", "set ylabel 'us (median)'",
+            "set datafile missing 'NaN'", "plot " + series])
+        proc = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+        if proc.returncode == 0 and os.path.exists(image):
+            made.append(os.path.basename(image))
+    return made
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--ranks", default="2,4")
+    ap.add_argument("--out", help="write .dat files and plots here")
     args = ap.parse_args()
     bench = os.path.join(args.build, "bench")
     ours = os.path.join(bench, "ucp_coll_bench")
@@ -95,6 +129,7 @@ def main():
         "".join(" ours / %s |" % r for r in ratio_names)))
     print("| --- | --- | ---: |%s%s" % (" ---: |" * len(variants), " ---: |" * len(ratio_names)))
     failures = []
+    images = []
     for n in [int(x) for x in args.ranks.split(",")]:
         samples = [dict() for _ in variants]
         for _ in range(args.rounds):
@@ -110,14 +145,23 @@ def main():
                     samples[i].setdefault(key, []).append(value)
         keys = sorted(samples[0], key=lambda k: (["barrier", "bcast", "allreduce", "allgather",
                                                   "alltoall"].index(k[0]), k[1]))
+        by_op = {}
         for key in keys:
             medians = [statistics.median(s[key]) if key in s else None for s in samples]
+            by_op.setdefault(key[0], []).append((key[1], medians))
             cells = ["%.2f" % m if m is not None else "-" for m in medians]
             ratios = ["%.2f" % (medians[0] / m) if m else "-" for m in medians[1:3]]
             print("| %d | %s | %d | %s |%s" % (n, key[0], key[1], " | ".join(cells),
                                                "".join(" %s |" % r for r in ratios)))
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            for op, rows in by_op.items():
+                if len(rows) > 1:       # the barrier is one point
+                    images.extend(plot(args.out, n, op, [v[0] for v in variants], rows))
     for f in sorted(set(failures)):
         print("- %s" % f)
+    if images:
+        print("\nplots: " + ", ".join(images))
 
 
 if __name__ == "__main__":
