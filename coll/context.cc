@@ -144,6 +144,9 @@ void pull(task *t, void *desc, void *buf, size_t bytes)
 
 void release_arrival(ucp_worker_h worker, const arrival &a)
 {
+    if (a.small) {
+        return;
+    }
     if (a.held || a.rndv) {
         ucp_am_data_release(worker, a.data);
     } else {
@@ -164,7 +167,7 @@ void deliver(task *t, recv_op &recv, const arrival &a)
         pull(t, a.data, recv.buf, recv.bytes);
     } else {
         if (a.length != 0) {
-            std::memcpy(recv.buf, static_cast<const uint8_t*>(a.data) + a.offset, a.length);
+            std::memcpy(recv.buf, a.payload(), a.length);
         }
         release_arrival(worker, a);
     }
@@ -183,9 +186,8 @@ void start_round(task *t)
         if (!ctx->unexpected.empty()) {
             auto it = ctx->unexpected.find(msg_key{team->key, t->seq, recv.peer, index});
             if (it != ctx->unexpected.end()) {
-                const arrival a = it->second;
+                deliver(t, recv, it->second);
                 ctx->unexpected.erase(it);
-                deliver(t, recv, a);
                 continue;
             }
         }
@@ -508,23 +510,27 @@ ucs_status_t am_handler(void *arg, const void *header, size_t header_length, voi
                  hdr.src, hdr.round);
         return UCS_OK;
     }
-    arrival a;
+    arrival &a = ctx->unexpected[key];
     a.length = length;
+    if (!rndv && (length <= inline_max)) {
+        a.small = true;                   /* the common early message: no allocation */
+        std::memcpy(a.copy, payload, length);
+        return UCS_OK;
+    }
     if (rndv || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA)) {
         a.data   = data;
         a.offset = offset;
         a.rndv   = rndv;
         a.held   = !rndv;
-        ctx->unexpected.emplace(key, a);
         return UCS_INPROGRESS;
     }
     a.data = std::malloc(length == 0 ? 1 : length);
     if (a.data == nullptr) {
+        ctx->unexpected.erase(key);
         ucs_error("collectives: no memory for an early %zu-byte message", length);
         return UCS_OK;
     }
     std::memcpy(a.data, payload, length);
-    ctx->unexpected.emplace(key, a);
     return UCS_OK;
 }
 

@@ -56,11 +56,18 @@ struct msg_key_hash {
 
 /* A message that came before its receive was posted. */
 struct arrival {
-    void   *data = nullptr;   /* UCP's descriptor (held), or our copy */
-    size_t offset = 0;        /* of the payload in a held descriptor (inline header) */
-    size_t length = 0;        /* of the payload */
-    bool   rndv = false;      /* data is a rendezvous descriptor */
-    bool   held = false;      /* data is UCP's: ucp_am_data_release() */
+    void    *data = nullptr;   /* UCP's descriptor (held), or our copy */
+    size_t  offset = 0;        /* of the payload in a held descriptor (inline header) */
+    size_t  length = 0;        /* of the payload */
+    bool    rndv = false;      /* data is a rendezvous descriptor */
+    bool    held = false;      /* data is UCP's: ucp_am_data_release() */
+    bool    small = false;     /* the payload is in `copy` (no allocation) */
+    uint8_t copy[inline_max];
+
+    const uint8_t *payload() const
+    {
+        return small ? copy : static_cast<const uint8_t*>(data) + offset;
+    }
 };
 
 } // namespace coll
