@@ -31,14 +31,18 @@ constexpr uint32_t send_flags_mask = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_E
 constexpr uint32_t send_flag_layered = 1u << 31;
 static_assert(!(send_flags_mask & send_flag_layered), "a free bit");
 
+/* The header flag of the id's space (am_id_to_wire). */
+uint8_t id_hdr_flags(const send_state &s)
+{
+    return (s.am_flags & send_flag_layered) ? wire::am_hdr_flag::LAYERED : 0;
+}
+
 wire::am_hdr make_hdr(const send_state &s)
 {
     wire::am_hdr hdr{};
     hdr.am_id         = s.user_am_id;
     hdr.flags         = uint8_t(((s.am_flags & UCP_AM_SEND_FLAG_REPLY) ?
-                                 wire::am_hdr_flag::REPLY : 0) |
-                                ((s.am_flags & send_flag_layered) ?
-                                 wire::am_hdr_flag::LAYERED : 0));
+                                 wire::am_hdr_flag::REPLY : 0) | id_hdr_flags(s));
     hdr.header_length = s.header_length;
     return hdr;
 }
@@ -63,7 +67,7 @@ ucs_status_t am_short_step(request *req)
     send_state &s = req->u.send;
     ucs_status_t status = s.ep->am_ep->am_short(wire::AM_USER_SINGLE,
                                                 short_header(s.user_am_id,
-                                                             make_hdr(s).flags),
+                                                             id_hdr_flags(s)),
                                                 s.packer.contig_buffer(),
                                                 unsigned(s.packer.length()));
     if (status != UCS_OK) {

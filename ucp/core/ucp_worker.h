@@ -199,7 +199,8 @@ struct ucp_worker {
      * the extensions (triggered operations, collectives, poll sets) register
      * their callbacks here too. */
     ucs::callback_queue                progress_queue;
-    std::vector<unsigned>              api_callback_ids;  /* ucp_worker_callback_add */
+    /* By progress_queue id: 1 if ucp_worker_callback_add gave it. */
+    std::vector<uint8_t>               api_callbacks;
 
     /* Work deferred out of transport callbacks. */
     std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;

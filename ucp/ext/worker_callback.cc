@@ -8,14 +8,12 @@
 #include <ucp/core/ucp_guard.h>
 #include <ucp/core/ucp_worker.h>
 
-#include <algorithm>
-
 namespace {
 
+/* One lookup: schedule runs for every collective that finishes in progress. */
 bool given_by_api(const ucp_worker *worker, unsigned id)
 {
-    const std::vector<unsigned> &ids = worker->api_callback_ids;
-    return std::find(ids.begin(), ids.end(), id) != ids.end();
+    return (id < worker->api_callbacks.size()) && worker->api_callbacks[id];
 }
 
 } // namespace
@@ -30,9 +28,16 @@ ucs_status_t ucp_worker_callback_add(ucp_worker_h worker, ucp_worker_callback_t 
     }
     ucp::worker_guard guard(worker);
     return ucp::guarded("ucp_worker_callback_add", [&]() {
-        worker->api_callback_ids.reserve(worker->api_callback_ids.size() + 1);
         const unsigned id = worker->progress_queue.add(cb, arg);
-        worker->api_callback_ids.push_back(id);
+        if (id >= worker->api_callbacks.size()) {
+            try {
+                worker->api_callbacks.resize(size_t(id) + 1, 0);
+            } catch (...) {
+                worker->progress_queue.remove(id);   /* as if never added */
+                throw;
+            }
+        }
+        worker->api_callbacks[id] = 1;
         *id_p = id;
         return UCS_OK;
     });
@@ -57,12 +62,10 @@ ucs_status_t ucp_worker_callback_remove(ucp_worker_h worker, unsigned id)
         return UCS_ERR_INVALID_PARAM;
     }
     ucp::worker_guard guard(worker);
-    std::vector<unsigned> &ids = worker->api_callback_ids;
-    auto it = std::find(ids.begin(), ids.end(), id);
-    if (it == ids.end()) {
+    if (!given_by_api(worker, id)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    ids.erase(it);
+    worker->api_callbacks[id] = 0;
     worker->progress_queue.remove(id);
     return UCS_OK;
 }
