@@ -58,7 +58,7 @@ build_sanitized() {
       -Dc_link_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all
   fi
   ninja -C "$SAN_BUILD_DIR" tests/ucs/test_ucs tests/ucs/crash_helper tests/ucs/chain_helper \
-    tests/uct/test_uct tests/ucp/test_ucp \
+    tests/uct/test_uct tests/ucp/test_ucp tests/coll/test_coll \
     tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe tests/soak/ucp_soak \
     tools/info/ucx_info tests/uct/modules/testloop/libuct_testloop.so \
     tests/uct/modules/bad/libuct_badabi.so tests/uct/modules/bad/libuct_noentry.so \
