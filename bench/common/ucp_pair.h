@@ -10,7 +10,9 @@
 
 #include <ucp/api/ucp.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace perf {
 
@@ -30,6 +32,8 @@ public:
     ucp_context_h context = nullptr;
     ucp_worker_h  worker  = nullptr;
     ucp_ep_h      ep      = nullptr;
+    /* The peer worker's address, for more endpoints to it. */
+    std::vector<uint8_t> remote_address;
 };
 
 } // namespace perf
