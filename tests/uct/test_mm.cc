@@ -9,8 +9,10 @@
 
 #include "two_process.h"
 
+#include <cstdio>
 #include <cstring>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <unistd.h>
@@ -656,6 +658,115 @@ void killed_peer(const char *tl)
 
 MM_TEST_CASE("a peer killed with SIGKILL is reported, nothing hangs or leaks",
              killed_peer)
+
+/* -------------------------------------------------------------------------- */
+
+/* Lines of /proc/self/maps: each mapping of a peer's segment is one. */
+size_t mapping_count()
+{
+    FILE *maps = std::fopen("/proc/self/maps", "r");
+    size_t lines = 0;
+    for (int c; (maps != nullptr) && ((c = std::fgetc(maps)) != EOF);) {
+        lines += (c == '\n');
+    }
+    if (maps != nullptr) {
+        std::fclose(maps);
+    }
+    return lines;
+}
+
+size_t open_fd_count()
+{
+    size_t n = 0;
+    for (int fd = 0; fd < 4096; ++fd) {
+        n += (fcntl(fd, F_GETFD) != -1);
+    }
+    return n;
+}
+
+void shared_remote(const char *tl)
+{
+    constexpr uint64_t EPS = 64;
+    test::child_process child([tl](int fd) {
+        test::mm_entity e(tl);
+        TEST_CHILD_CHECK(e.ok());
+        /* Message k carries k in its header: each ep sends its own index. */
+        struct counter {
+            std::vector<uint64_t> seen;
+            static ucs_status_t handler(void *arg, void *data, size_t, unsigned)
+            {
+                uint64_t k;
+                std::memcpy(&k, data, sizeof(k));
+                static_cast<counter*>(arg)->seen.push_back(k);
+                return UCS_OK;
+            }
+        } got;
+        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, counter::handler, &got, 0) == UCS_OK);
+        TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
+        TEST_CHILD_CHECK(test::poll_until([&] { return got.seen.size() >= EPS + 1; },
+                                          [&] { progress_or_yield(e); }));
+        std::vector<uint64_t> expected(EPS);
+        for (uint64_t k = 0; k < EPS; ++k) {
+            expected[k] = k;
+        }
+        expected.push_back(EPS - 1);   /* from the one ep left */
+        TEST_CHILD_CHECK(got.seen == expected);
+        TEST_CHILD_CHECK(test::sync_peer(fd));
+        uint8_t never;
+        test::recv_value(fd, &never);   /* killed here */
+        return 0;
+    });
+
+    test::mm_entity e(tl);
+    REQUIRE(e.ok());
+    test::uct_addresses peer;
+    REQUIRE(receive_address(child.fd(), &peer));
+    const size_t maps_before = mapping_count(), fds_before = open_fd_count();
+    std::vector<uct::ep*> eps;
+    for (uint64_t k = 0; k < EPS; ++k) {
+        uct::ep *ep = e.connect(peer);
+        REQUIRE(ep != nullptr);
+        eps.push_back(ep);
+    }
+    /* One mapping of the peer's segment and one descriptor for its process,
+     * however many eps reach it. */
+    CHECK(mapping_count() <= maps_before + 1);
+    CHECK(open_fd_count() <= fds_before + 1);
+    for (uint64_t k = 0; k < EPS; ++k) {
+        REQUIRE(send_retry(e, [&] { return eps[k]->am_short(AM_ID, k, nullptr, 0); }) ==
+                UCS_OK);
+    }
+    /* The others closed, the last one still reaches the peer. */
+    for (uint64_t k = 0; k + 1 < EPS; ++k) {
+        e.destroy_ep(eps[k]);
+    }
+    REQUIRE(send_retry(e, [&] { return eps.back()->am_short(AM_ID, EPS - 1, nullptr, 0); }) ==
+            UCS_OK);
+    REQUIRE(test::sync_peer(child.fd()));
+
+    /* A second ep joins the shared remote, then the peer dies: both fail. */
+    uct::ep *second = e.connect(peer);
+    REQUIRE(second != nullptr);
+    CHECK(mapping_count() <= maps_before + 1);
+    child.kill(SIGKILL);
+    CHECK(child.wait() == 128 + SIGKILL);
+    CHECK(test::poll_until([&] { return e.failures().size() >= 2; },
+                           [&] { e.iface().check_peers(); e.progress(); }));
+    REQUIRE(e.failures().size() == 2);
+    CHECK(((e.failures()[0].ep == eps.back()) || (e.failures()[1].ep == eps.back())));
+    CHECK(((e.failures()[0].ep == second) || (e.failures()[1].ep == second)));
+    /* A dead peer's remote takes no new ep. */
+    ucs_status_t status = UCS_OK;
+    CHECK(e.connect(peer, &status) == nullptr);
+    CHECK(status != UCS_OK);
+    e.destroy_ep(second);
+    e.destroy_ep(eps.back());
+    CHECK(mapping_count() == maps_before);
+    CHECK(open_fd_count() == fds_before);
+}
+
+MM_TEST_CASE("eps to one peer share its mapping and pidfd; its death fails them all",
+             shared_remote)
 
 /* -------------------------------------------------------------------------- */
 

@@ -4,7 +4,6 @@
 
 #include <ucs/debug/log.h>
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -36,10 +35,7 @@ ucs_status_t mm_ep::create(mm_iface &iface, const iface_address &address, mm_ep 
     if (ep == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
-    ucs_status_t status = ep->connect(address);
-    if (status == UCS_OK) {
-        status = iface.ep_attach(ep);
-    }
+    ucs_status_t status = iface.ep_attach(ep, address);
     if (status != UCS_OK) {
         delete ep;
         return status;
@@ -48,78 +44,27 @@ ucs_status_t mm_ep::create(mm_iface &iface, const iface_address &address, mm_ep 
     return UCS_OK;
 }
 
-ucs_status_t mm_ep::connect(const iface_address &address)
+void mm_ep::join(mm_remote *remote)
 {
-    if ((address.owner_pid == 0) || (address.segment_size < FIFO_ELEMS_OFFSET) ||
-        (address.segment_size > iface_.seg_backend().max_size())) {
-        ucs_debug("mm: bad iface address (pid %u, %lu bytes)", address.owner_pid,
-                  (unsigned long)address.segment_size);
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    /* Hold the owner first, so the segment we map is the live owner's. */
-    ucs_status_t status = peer_.open(pid_t(address.owner_pid));
-    if (status != UCS_OK) {
-        return (status == UCS_ERR_INVALID_PARAM) ? UCS_ERR_INVALID_ADDR : status;
-    }
-
-    segment_ref ref{address.owner_pid, address.segment_id, address.segment_size};
-    status = iface_.seg_backend().attach(ref, &segment_);
-    if (status != UCS_OK) {
-        return (status == UCS_ERR_INVALID_PARAM) ? UCS_ERR_INVALID_ADDR : status;
-    }
-    segment_size_ = address.segment_size;
-
-    /* Copy the header once and trust only the copy. */
-    fifo_header hdr;
-    std::memcpy(&hdr, segment_, sizeof(hdr));
-    uint64_t fifo_size = hdr.fifo_size, elem_size = hdr.elem_size;
-    bool ok = (hdr.magic == FIFO_MAGIC) && (hdr.version == FIFO_VERSION) &&
-              (hdr.owner_pid == address.owner_pid) &&
-              std::has_single_bit(fifo_size) && (fifo_size >= 2) &&
-              (fifo_size <= 65536) && std::has_single_bit(elem_size) &&
-              (elem_size >= CACHE_LINE) && (elem_size <= 4096) &&
-              (hdr.seg_size % CACHE_LINE == 0) && (hdr.seg_size <= (1u << 20)) &&
-              (hdr.elems_offset == FIFO_ELEMS_OFFSET) &&
-              (hdr.bufs_offset == fifo_bufs_offset(fifo_size, elem_size)) &&
-              (hdr.total_size == fifo_total_size(fifo_size, elem_size, hdr.seg_size)) &&
-              (hdr.total_size <= segment_size_);
-    if (!ok) {
-        ucs_debug("mm: peer %u's segment has no valid FIFO header", address.owner_pid);
-        return UCS_ERR_INVALID_ADDR;
-    }
-    /* The segment is the one its owner made, and the owner is still the
-     * process we hold (not one that got its pid after it died). */
-    status = peer_.verify_start_time(hdr.owner_start_time);
-    if ((status == UCS_OK) && !peer_.alive()) {
-        status = UCS_ERR_UNREACHABLE;
-    }
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    auto *ctl     = static_cast<fifo_ctl*>(segment_);
-    auto *base    = static_cast<uint8_t*>(segment_);
-    tail_         = &ctl->tail;
-    head_         = &ctl->head;
-    elems_        = base + hdr.elems_offset;
-    bufs_         = base + hdr.bufs_offset;
-    fifo_mask_    = fifo_size - 1;
-    fifo_shift_   = uint8_t(std::countr_zero(fifo_size));
-    elem_shift_   = uint8_t(std::countr_zero(elem_size));
-    max_inline_   = uint32_t(elem_size - ELEM_HEADER_SIZE);
-    seg_size_     = hdr.seg_size;
-    capacity_     = fifo_size;
-    cached_head_  = shared_word(*head_).load(std::memory_order_acquire);
-    wakeup_       = wakeup_address::make(address.owner_pid, address.wakeup_id);
-    return UCS_OK;
+    const fifo_geometry &g = remote->geometry();
+    remote_      = remote;
+    tail_        = g.tail;
+    head_        = g.head;
+    elems_       = g.elems;
+    bufs_        = g.bufs;
+    fifo_mask_   = g.fifo_mask;
+    fifo_shift_  = g.fifo_shift;
+    elem_shift_  = g.elem_shift;
+    max_inline_  = g.max_inline;
+    seg_size_    = g.seg_size;
+    capacity_    = g.capacity;
+    cached_head_ = shared_word(*head_).load(std::memory_order_acquire);
 }
 
 mm_ep::~mm_ep()
 {
-    iface_.ep_detach(this);
-    if (segment_ != nullptr) {
-        iface_.seg_backend().detach(segment_, segment_size_);
+    if (remote_ != nullptr) {
+        iface_.ep_detach(this);
     }
 }
 
@@ -181,7 +126,7 @@ UCS_F_NOINLINE ucs_status_t mm_ep::full_status()
     auto now = std::chrono::steady_clock::now();
     if (now >= next_peer_check_) {
         next_peer_check_ = now + PEER_CHECK_INTERVAL;
-        if (!peer_.alive()) {
+        if (!remote_->peer().alive()) {
             fail(UCS_ERR_CONNECTION_RESET);
             return status_;
         }
@@ -191,7 +136,7 @@ UCS_F_NOINLINE ucs_status_t mm_ep::full_status()
 
 UCS_F_NOINLINE void mm_ep::wake_peer()
 {
-    wakeup_send(iface_.wakeup_fd(), wakeup_);
+    wakeup_send(iface_.wakeup_fd(), remote_->wakeup());
 }
 
 void mm_ep::fail(ucs_status_t status)
@@ -199,7 +144,7 @@ void mm_ep::fail(ucs_status_t status)
     if (status_ != UCS_OK) {
         return;
     }
-    ucs_debug("mm: peer %d of ep %p is gone: %s", int(peer_.pid()), this,
+    ucs_debug("mm: peer %d of ep %p is gone: %s", int(remote_->peer().pid()), this,
               ucs_status_string(status));
     status_   = status;
     capacity_ = 0;      /* every send now takes the slow path and sees status_ */
@@ -383,7 +328,7 @@ ucs_status_t mm_ep::flush(unsigned flags, completion *)
 
 ucs_status_t mm_ep::check(unsigned, completion *)
 {
-    if ((status_ == UCS_OK) && !peer_.alive()) {
+    if ((status_ == UCS_OK) && !remote_->peer().alive()) {
         fail(UCS_ERR_CONNECTION_RESET);     /* reported from progress() */
     }
     return UCS_OK;

@@ -23,11 +23,9 @@
 
 #include "mm_fifo.h"
 #include "mm_iface.h"
-#include "mm_peer.h"
+#include "mm_remote.h"
 
 #include <uct/base/uct_iface.h>
-#include <uct/sm/base/peer_process.h>
-
 #include <chrono>
 
 namespace uct::mm {
@@ -69,7 +67,8 @@ private:
     friend class mm_iface;
 
     explicit mm_ep(mm_iface &iface);
-    ucs_status_t connect(const iface_address &address);
+    /* Joins `remote` (the iface calls it): its geometry into our cache line. */
+    void join(mm_remote *remote);
 
     /* Reserves the next index; false when the FIFO is full. */
     bool reserve(uint64_t *index_p, bool *armed_p)
@@ -138,10 +137,7 @@ private:
 
     mm_iface       &iface_;
     ucs_status_t   status_ = UCS_OK;
-    void           *segment_ = nullptr;
-    size_t         segment_size_ = 0;
-    sm::peer_process peer_;
-    wakeup_address wakeup_{};
+    mm_remote      *remote_ = nullptr;   /* the peer's FIFO, shared with its other eps */
     std::chrono::steady_clock::time_point next_peer_check_{};
 
     /* Pending requests: singly linked through pending_req::priv. */

@@ -363,15 +363,19 @@ ucs_status_t mm_iface::event_arm(unsigned events)
 
 bool mm_iface::look_for_dead_peers()
 {
-    return peer_watch_.check([](void *owner) {
-        static_cast<mm_ep*>(owner)->fail(UCS_ERR_CONNECTION_RESET);
+    return peer_watch_.check([this](void *owner) {
+        remote_failed(static_cast<mm_remote*>(owner));
     }) != 0;
 }
 
 unsigned mm_iface::check_peers()
 {
-    std::vector<mm_ep*> dead;
-    peer_watch_.check([&dead](void *owner) { dead.push_back(static_cast<mm_ep*>(owner)); });
+    std::vector<mm_remote*> dead;
+    peer_watch_.check([&dead](void *owner) {
+        auto *remote = static_cast<mm_remote*>(owner);
+        ++remote->holds;     /* progress() below may close its last ep */
+        dead.push_back(remote);
+    });
     unsigned count = 0;
     if (!dead.empty()) {
         /* What they published before dying is delivered before their eps
@@ -384,34 +388,97 @@ unsigned mm_iface::check_peers()
             n     += got;
             count += got;
         }
-        for (mm_ep *ep : dead) {
-            if (std::find(eps_.begin(), eps_.end(), ep) != eps_.end()) {
-                ep->fail(UCS_ERR_CONNECTION_RESET);
-            }
+        for (mm_remote *remote : dead) {
+            remote_failed(remote);
+            --remote->holds;
+            remote_release(remote);
         }
     }
     return count + ((failed_eps_ != 0) ? report_failed_eps() : 0);
 }
 
-ucs_status_t mm_iface::ep_attach(mm_ep *ep)
+ucs_status_t mm_iface::remote_get(const iface_address &address, mm_remote **remote_p)
 {
-    ucs_status_t status = peer_watch_.add(ep->peer_, ep);
+    auto it = remotes_.find(mm_remote::key_of(address));
+    if (it != remotes_.end()) {
+        mm_remote *remote = it->second;
+        if (!remote->same_fifo(address)) {
+            return UCS_ERR_INVALID_ADDR;
+        }
+        /* A pid can name a new process once the old one is gone: a remote
+         * whose owner died is never joined, even before the watch says so. */
+        if (remote->peer().alive()) {
+            *remote_p = remote;
+            return UCS_OK;
+        }
+        remote_failed(remote);
+    }
+    auto remote = std::make_unique<mm_remote>(backend_, address);
+    ucs_status_t status = remote->connect();
+    if (status == UCS_OK) {
+        status = peer_watch_.add(remote->peer(), remote.get());
+    }
     if (status != UCS_OK) {
         return status;
     }
+    const mm_remote::key_type key = remote->key();
+    *remote_p = remote.release();
+    remotes_.emplace(key, *remote_p);
+    return UCS_OK;
+}
+
+void mm_iface::remote_failed(mm_remote *remote)
+{
+    if (!remote->dead) {
+        remote->dead = true;
+        peer_watch_.remove(remote);
+        auto it = remotes_.find(remote->key());
+        if ((it != remotes_.end()) && (it->second == remote)) {
+            remotes_.erase(it);
+        }
+    }
+    for (mm_ep *ep : remote->eps) {
+        ep->fail(UCS_ERR_CONNECTION_RESET);
+    }
+}
+
+void mm_iface::remote_release(mm_remote *remote)
+{
+    if (!remote->eps.empty() || (remote->holds != 0)) {
+        return;
+    }
+    if (!remote->dead) {
+        peer_watch_.remove(remote);
+        remotes_.erase(remote->key());
+    }
+    delete remote;
+}
+
+ucs_status_t mm_iface::ep_attach(mm_ep *ep, const iface_address &address)
+{
+    mm_remote *remote;
+    ucs_status_t status = remote_get(address, &remote);
+    if (status != UCS_OK) {
+        return status;
+    }
+    remote->eps.push_back(ep);
+    ep->join(remote);
     eps_.push_back(ep);
     return UCS_OK;
 }
 
 void mm_iface::ep_detach(mm_ep *ep)
 {
-    peer_watch_.remove(ep);
     pending_ep_unlink(ep);
     if (ep->error_queued_) {
         ep->error_queued_ = false;
         --failed_eps_;
     }
     eps_.erase(std::remove(eps_.begin(), eps_.end(), ep), eps_.end());
+    mm_remote *remote = ep->remote_;
+    remote->eps.erase(std::remove(remote->eps.begin(), remote->eps.end(), ep),
+                      remote->eps.end());
+    remote_release(remote);
 }
 
 void mm_iface::pending_ep_link(mm_ep *ep)

@@ -19,14 +19,17 @@
 #ifndef UCT_SM_MM_MM_IFACE_H
 #define UCT_SM_MM_MM_IFACE_H
 
+#include "mm_address.h"
 #include "mm_config.h"
 #include "mm_fifo.h"
+#include "mm_remote.h"
 #include "mm_segment.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>
 #include <uct/sm/base/peer_watch.h>
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -35,15 +38,6 @@ namespace uct::mm {
 class mm_md;
 class mm_ep;
 
-/* What a peer needs to reach this iface. Packed: it travels as bytes. */
-struct __attribute__((packed)) iface_address {
-    uint32_t owner_pid;
-    uint32_t wakeup_id;       /* names the owner's abstract wakeup socket */
-    uint64_t segment_id;      /* posix fd or sysv shmid */
-    uint64_t segment_size;
-};
-/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(sizeof(iface_address) == 24, "iface address layout");
 
 class mm_iface final : public uct::iface {
 public:
@@ -73,7 +67,9 @@ public:
     const backend &seg_backend() const { return backend_; }
     int wakeup_fd() const { return wakeup_fd_; }
     uint8_t *bounce_buffer() const { return bounce_.get(); }
-    ucs_status_t ep_attach(mm_ep *ep);
+    /* Connects `ep` to the FIFO at `address`, shared with the iface's other
+     * eps to it. */
+    ucs_status_t ep_attach(mm_ep *ep, const iface_address &address);
     void ep_detach(mm_ep *ep);
     void pending_ep_link(mm_ep *ep);
     void pending_ep_unlink(mm_ep *ep);
@@ -89,6 +85,12 @@ private:
     unsigned report_failed_eps();
     /* Fails the eps whose peer the watch found gone; true if any. */
     bool look_for_dead_peers();
+    /* The live remote for `address`, mapped on first use. */
+    ucs_status_t remote_get(const iface_address &address, mm_remote **remote_p);
+    /* Its owner is gone: no new ep joins it, its eps fail. */
+    void remote_failed(mm_remote *remote);
+    /* Frees it once no ep and no holder uses it. */
+    void remote_release(mm_remote *remote);
 
     /* Receive path state, read on every progress() call: keep together. */
     uint8_t     *elems_ = nullptr;
@@ -119,6 +121,7 @@ private:
     int             wakeup_fd_ = -1;
     uint32_t        wakeup_id_ = 0;
     std::vector<mm_ep*> eps_;
+    std::map<mm_remote::key_type, mm_remote*> remotes_;   /* live ones, by owner */
     sm::peer_watch  peer_watch_;        /* also the event fd */
     std::unique_ptr<uint8_t[]> bounce_;  /* put_bcopy near a region's end */
 };
