@@ -308,11 +308,23 @@ TEST_CASE("tcp md registers regions and unpacks only valid keys", "[tcp]")
     CHECK(md.region_ptr(reinterpret_cast<uintptr_t>(memh), base, 8) == nullptr);
 }
 
+/* The pool an iface gives its connections' send queues, `bytes` each. */
+static void init_buffer_pool(ucs::mpool &pool, size_t bytes)
+{
+    ucs::mpool_params params;
+    params.elem_size       = bytes;
+    params.elems_per_chunk = 2;
+    REQUIRE(pool.init(params) == UCS_OK);
+}
+
 TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "[tcp]")
 {
+    ucs::mpool pool;
+    init_buffer_pool(pool, 64);
     uct::tcp::tx_queue q;
-    REQUIRE(q.init(64, 2, 4) == UCS_OK);
+    REQUIRE(q.init(pool, 64, 2, 4) == UCS_OK);
     CHECK(q.empty());
+    CHECK_FALSE(q.holds_buffer());   /* taken only when a send needs it */
 
     auto put = [&](const char *s) {
         size_t n   = std::strlen(s);
@@ -338,6 +350,7 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     uct::iov iovs[2] = {{zc1, 4, nullptr}, {zc2, 4, nullptr}};
 
     put("head-");
+    REQUIRE(q.zcopy_room());
     uint64_t ticket = q.push_zcopy(iovs, 2, nullptr);
     CHECK(q.set_zcopy_comp(ticket, &comp));
     put("-tail");
@@ -369,9 +382,13 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     CHECK(done[0] == &comp);
     CHECK_FALSE(q.set_zcopy_comp(ticket, &comp));   /* already written */
     CHECK(flatten() == "-tail");
+    CHECK(q.holds_buffer());
     q.consume(5, done, &ndone);
     CHECK(q.empty());
     CHECK(q.bytes_sent() == 18);
+    /* All written: the buffer is back in the pool for other connections. */
+    CHECK_FALSE(q.holds_buffer());
+    CHECK(pool.num_free() == pool.num_elems());
 
     /* Full buffer, then room again after compaction. */
     CHECK(q.reserve(65) == nullptr);
@@ -384,20 +401,26 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
 
     /* Slots run out; clear hands back what was not written. */
     counted_comp c1, c2;
+    REQUIRE(q.zcopy_room());
     q.push_zcopy(iovs, 1, &c1);
+    REQUIRE(q.zcopy_room());
     q.push_zcopy(iovs, 0, &c2);
     CHECK(q.zcopy_full());
+    CHECK_FALSE(q.zcopy_room());
     ndone = 0;
     q.clear(done, &ndone);
     CHECK(ndone == 2);
     CHECK(q.empty());
+    CHECK_FALSE(q.holds_buffer());
 }
 
 TEST_CASE("tcp tx queue keeps room for replies that sends cannot take", "[tcp]")
 {
     /* 64 bytes and 1 zero-copy slot for sends, 40 bytes and 2 slots for replies. */
+    ucs::mpool pool;
+    init_buffer_pool(pool, 64 + 40);
     uct::tcp::tx_queue q;
-    REQUIRE(q.init(64, 1, 2, 2, 40) == UCS_OK);
+    REQUIRE(q.init(pool, 64, 1, 2, 2, 40) == UCS_OK);
     const char data[] = "0123456789abcdef";
     uct::iov v{data, 16, nullptr};
     uct::completion *done[uct::tcp::tx_queue::MAX_ZCOPY_SLOTS];
@@ -408,6 +431,7 @@ TEST_CASE("tcp tx queue keeps room for replies that sends cannot take", "[tcp]")
     q.commit(64);
     CHECK(q.reserve(1) == nullptr);
     CHECK(q.send_room() == 0);
+    REQUIRE(q.zcopy_room());
     q.push_zcopy(&v, 1, nullptr);
     CHECK(q.zcopy_full());
     CHECK_FALSE(q.reply_zcopy_full());
@@ -417,9 +441,11 @@ TEST_CASE("tcp tx queue keeps room for replies that sends cannot take", "[tcp]")
     REQUIRE(p != nullptr);
     std::memset(p, 'r', 24);
     q.commit(24);
+    REQUIRE(q.zcopy_room(true));
     q.push_zcopy(&v, 1, nullptr, true);
     REQUIRE(q.reserve_reply(16) != nullptr);
     q.commit(16);
+    REQUIRE(q.zcopy_room(true));
     q.push_zcopy(&v, 1, nullptr, true);
     CHECK(q.reply_zcopy_full());
     CHECK(q.reserve_reply(1) == nullptr);    /* the reply room is spent too */

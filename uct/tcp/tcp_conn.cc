@@ -67,16 +67,12 @@ tcp_conn::~tcp_conn()
 
 ucs_status_t tcp_conn::init()
 {
-    rx_.reset(new (std::nothrow) uint8_t[config_.rx_seg_size]);
-    if (!rx_) {
-        return UCS_ERR_NO_MEMORY;
-    }
     rx_cap_ = config_.rx_seg_size;
     /* Room for a reply to every request the peer may have in flight, if it
      * keeps to the same window (UCX_TCP_RMA_OUTSTANDING) as this side; the
      * requests of a peer with a larger window wait in the receive buffer
      * for replies to go out, which stalls only if both peers do it. */
-    return tx_.init(config_.tx_buf_size, config_.zcopy_inflight, config_.max_iov,
+    return tx_.init(iface_.tx_buffers(), config_.tx_buf_size, config_.zcopy_inflight, config_.max_iov,
                     config_.rma_outstanding, size_t(config_.rma_outstanding) * MAX_REPLY_FRAME);
 }
 
@@ -838,6 +834,8 @@ void tcp_conn::close()
     fence_seq_ = 0;
     pending_.reset();
     sink_.kind = sink_kind::NONE;
+    rx_head_ = rx_tail_ = 0;
+    rx_release_if_empty();
 }
 
 } // namespace uct::tcp

@@ -153,7 +153,8 @@ public:
         }
     }
 
-    bool zcopy_full() const { return tx_.zcopy_full(); }
+    /* A zero-copy send may be queued now (see tx_queue::zcopy_room). */
+    bool zcopy_room() { return tx_.zcopy_room(); }
 
     /*
      * Queues a frame header (already reserved, `hdr_length` bytes) and the
@@ -268,6 +269,10 @@ private:
     void     rx_error(const boost::system::error_code &ec);
     /* After a failed read: rx_error() unless errno only means "no data now". */
     void     rx_failed(ssize_t result);
+    /* The receive buffer for a read; false (failure scheduled) without one. */
+    bool     rx_acquire();
+    /* Gives the receive buffer back when nothing waits in it. */
+    void     rx_release_if_empty();
     bool     large_reserve(size_t length);
 
     /* ---- frames read straight into their destination (tcp_conn_rx.cc) ---- */
@@ -324,8 +329,9 @@ private:
     bool               epoll_needed_ = false;  /* counted in the iface's epoll_need */
     bool               ack_watched_ = false;   /* sent data the ack watch looks after */
 
-    /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_). */
-    std::unique_ptr<uint8_t[]> rx_;
+    /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_);
+     * taken from the iface's pool for a read, given back once empty. */
+    uint8_t            *rx_ = nullptr;
     size_t             rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
 
     /* The payload of the frame being read straight into its destination:

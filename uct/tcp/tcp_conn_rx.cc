@@ -76,7 +76,7 @@ unsigned tcp_conn::rx_progress()
 {
     if (((state_ != conn_state::CONNECTED) && (state_ != conn_state::HANDSHAKE) &&
          (state_ != conn_state::WAIT_ACCEPT)) ||
-        rx_blocked_ || in_rx_) {
+        rx_blocked_ || in_rx_ || !rx_acquire()) {
         return 0;
     }
     in_rx_ = true;
@@ -92,7 +92,7 @@ unsigned tcp_conn::rx_progress()
         /* As much as the socket has, up to the buffer: one read takes many
          * small frames. */
         size_t  want = rx_cap_ - rx_tail_;
-        ssize_t got  = ::recv(fd(), rx_.get() + rx_tail_, want, 0);
+        ssize_t got  = ::recv(fd(), rx_ + rx_tail_, want, 0);
         if (got <= 0) {
             rx_failed(got);
             break;
@@ -106,11 +106,33 @@ unsigned tcp_conn::rx_progress()
     }
 
     in_rx_ = false;
+    rx_release_if_empty();
     if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
         tx_progress();   /* replies and sends queued by the handlers */
     }
     update_events();
     return count;
+}
+
+bool tcp_conn::rx_acquire()
+{
+    if (ucs_likely(rx_ != nullptr)) {
+        return true;
+    }
+    rx_ = static_cast<uint8_t*>(iface_.rx_buffers().get());
+    if (rx_ == nullptr) {
+        schedule_failure(UCS_ERR_NO_MEMORY, "no receive buffer");
+        return false;
+    }
+    return true;
+}
+
+void tcp_conn::rx_release_if_empty()
+{
+    if ((rx_ != nullptr) && (rx_head_ == rx_tail_) && !in_rx_) {
+        ucs::mpool::put(rx_);
+        rx_ = nullptr;
+    }
 }
 
 bool tcp_conn::sink_read(unsigned *count)
@@ -133,14 +155,14 @@ bool tcp_conn::sink_read(unsigned *count)
     int          n    = 0;
     size_t       want = 0;
     if (sink_.kind == sink_kind::DISCARD) {
-        vec[n++] = {rx_.get(), std::min(sink_.left, rx_cap_)};
+        vec[n++] = {rx_, std::min(sink_.left, rx_cap_)};
         want     = vec[0].iov_len;
     } else {
         for (unsigned i = sink_.first; i < sink_.count; ++i) {
             vec[n++] = sink_.iov[i];
             want    += sink_.iov[i].iov_len;
         }
-        vec[n++] = {rx_.get(), rx_cap_};
+        vec[n++] = {rx_, rx_cap_};
         want    += rx_cap_;
     }
     ssize_t got = ::readv(fd(), vec, n);
@@ -183,7 +205,7 @@ bool tcp_conn::sink_read(unsigned *count)
 
 bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
 {
-    const uint8_t *payload = rx_.get() + rx_head_ + FRAME_HDR;
+    const uint8_t *payload = rx_ + rx_head_ + FRAME_HDR;
     const size_t  have     = avail - FRAME_HDR;
     sink_.hdr       = hdr;
     sink_.first     = 0;
@@ -398,6 +420,7 @@ void tcp_conn::resume_rx()
         /* Blocked again, but the replies it queued all went out: the room
          * it waits for is free already, and no event would say so. */
     } while (rx_blocked_ && tx_.empty() && (state_ == conn_state::CONNECTED));
+    rx_release_if_empty();
     update_events();
 }
 
@@ -411,7 +434,7 @@ void tcp_conn::protocol_error(const char *what)
 bool tcp_conn::parse_handshake()
 {
     handshake hs;
-    ucs::wire_reader(rx_.get() + rx_head_, rx_tail_ - rx_head_).get(&hs);
+    ucs::wire_reader(rx_ + rx_head_, rx_tail_ - rx_head_).get(&hs);
     if ((hs.magic != HANDSHAKE_MAGIC) || (hs.version != HANDSHAKE_VERSION) ||
         ((hs.family != uint8_t(addr_family::IPV4)) &&
          (hs.family != uint8_t(addr_family::IPV6)))) {
@@ -460,8 +483,8 @@ bool tcp_conn::parse_conn_reply()
     }
     frame_hdr  hdr;
     conn_reply reply;
-    std::memcpy(&hdr, rx_.get() + rx_head_, sizeof(hdr));
-    std::memcpy(&reply, rx_.get() + rx_head_ + sizeof(hdr), sizeof(reply));
+    std::memcpy(&hdr, rx_ + rx_head_, sizeof(hdr));
+    std::memcpy(&reply, rx_ + rx_head_ + sizeof(hdr), sizeof(reply));
     if ((hdr.flags != frame_flag::INTERNAL) || (hdr.reserved != 0) ||
         (hdr.length != sizeof(conn_reply)) ||
         ((hdr.id != uint8_t(internal_op::CONN_ACCEPT)) &&
@@ -545,7 +568,7 @@ bool tcp_conn::parse_frames()
 
     while (rx_tail_ - rx_head_ >= FRAME_HDR) {
         frame_hdr hdr;
-        std::memcpy(&hdr, rx_.get() + rx_head_, FRAME_HDR);
+        std::memcpy(&hdr, rx_ + rx_head_, FRAME_HDR);
         if (ucs_unlikely(!valid_frame(hdr))) {
             protocol_error("malformed frame header");
             return false;
@@ -553,7 +576,7 @@ bool tcp_conn::parse_frames()
         size_t total = FRAME_HDR + size_t(hdr.length);
         size_t avail = rx_tail_ - rx_head_;
         if (avail >= total) {
-            if (!dispatch(hdr, rx_.get() + rx_head_ + FRAME_HDR)) {
+            if (!dispatch(hdr, rx_ + rx_head_ + FRAME_HDR)) {
                 rx_blocked_ = true;   /* retried when send room returns */
                 return false;
             }
@@ -575,7 +598,7 @@ bool tcp_conn::parse_frames()
         rx_head_ = rx_tail_ = 0;
     } else if (rx_head_ > 0) {
         /* Keep a partial frame at the front, so the next read completes it. */
-        std::memmove(rx_.get(), rx_.get() + rx_head_, rx_tail_ - rx_head_);
+        std::memmove(rx_, rx_ + rx_head_, rx_tail_ - rx_head_);
         rx_tail_ -= rx_head_;
         rx_head_  = 0;
     }
@@ -718,7 +741,7 @@ bool tcp_conn::handle_get_req(const get_req &req)
         tx_send(FRAME_HDR + sizeof(reply));
     } else {
         /* Sent straight from the registered memory, as RDMA would read it. */
-        if (tx_.reply_zcopy_full()) {
+        if (!tx_.zcopy_room(true)) {
             return false;   /* the peer went beyond its window: wait */
         }
         p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data, sizeof(reply));

@@ -128,7 +128,7 @@ ucs_status_t tcp_ep::am_zcopy(am_id_t id, const void *header, unsigned header_le
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (ucs_unlikely(conn_->zcopy_full())) {
+    if (ucs_unlikely(!conn_->zcopy_room())) {
         return UCS_ERR_NO_RESOURCE;
     }
     uint8_t *p = conn_->tx_reserve(FRAME_HDR + header_length);
@@ -220,7 +220,7 @@ ucs_status_t tcp_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_ad
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (ucs_unlikely(conn_->zcopy_full())) {
+    if (ucs_unlikely(!conn_->zcopy_room())) {
         return UCS_ERR_NO_RESOURCE;
     }
     uint8_t *p = conn_->tx_reserve(FRAME_HDR + sizeof(put_hdr));

@@ -100,6 +100,25 @@ ucs_status_t tcp_iface::init()
         return UCS_ERR_NO_MEMORY;
     }
 
+    /* Send and receive buffers, pooled: a connection holds one only while
+     * data waits in it. A few per chunk, so an iface with one busy
+     * connection maps little. */
+    ucs::mpool_params buffers;
+    buffers.alignment       = 64;
+    buffers.elems_per_chunk = 2;
+    buffers.name            = "tcp_rx_buffers";
+    buffers.elem_size       = config_.rx_seg_size;
+    ucs_status_t status     = rx_buffers_.init(buffers);
+    if (status != UCS_OK) {
+        return status;
+    }
+    buffers.name      = "tcp_tx_buffers";
+    buffers.elem_size = config_.tx_buf_size + size_t(config_.rma_outstanding) * MAX_REPLY_FRAME;
+    status            = tx_buffers_.init(buffers);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) {
         ucs_error("tcp: epoll_create1() failed: %m");

@@ -19,6 +19,8 @@
 #include <uct/tcp/tcp_netif.h>
 #include <uct/tcp/tcp_wire.h>
 
+#include <ucs/memory/mpool.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -56,6 +58,9 @@ public:
     /* ---- for connections and eps ---- */
     const tcp_config &config() const { return config_; }
     tcp_md &regions() const { return md_; }
+    /* Connections take these buffers only while data waits in them. */
+    ucs::mpool &rx_buffers() { return rx_buffers_; }
+    ucs::mpool &tx_buffers() { return tx_buffers_; }
     uint16_t port() const { return port_; }
     /* This iface's handshake (conn_sn 0). */
     const handshake &local_handshake() const { return handshake_; }
@@ -151,6 +156,8 @@ private:
     handshake                               handshake_{};
     uint64_t                                refused_handshakes_ = 0;
 
+    ucs::mpool                              rx_buffers_;   /* before conns_: outlive them */
+    ucs::mpool                              tx_buffers_;
     std::vector<std::unique_ptr<tcp_conn>>  conns_;
     std::vector<tcp_conn*>                  failures_;
     /* Eps created so far towards each peer iface (pairing serial numbers). */

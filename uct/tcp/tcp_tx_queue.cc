@@ -7,36 +7,47 @@
 
 namespace uct::tcp {
 
-ucs_status_t tx_queue::init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov,
-                            unsigned reply_slots, size_t reply_bytes)
+ucs_status_t tx_queue::init(ucs::mpool &pool, size_t buffer_size, unsigned zcopy_slots,
+                            size_t max_iov, unsigned reply_slots, size_t reply_bytes)
 {
     if ((buffer_size == 0) || (zcopy_slots == 0) || (zcopy_slots > MAX_ZCOPY_SLOTS) ||
         (max_iov == 0) || (reply_slots > UINT_MAX - zcopy_slots) ||
         (reply_bytes > SIZE_MAX - buffer_size)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    /* Replies need a single iov; the slots are shared, so each gets max_iov. */
-    const unsigned slots = zcopy_slots + reply_slots;
-    buf_.reset(new (std::nothrow) uint8_t[buffer_size + reply_bytes]);
-    zc_.reset(new (std::nothrow) zcopy_seg[slots]);
-    zc_iovs_.reset(new (std::nothrow) iov[size_t(slots) * max_iov]);
-    if (!buf_ || !zc_ || !zc_iovs_) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    for (unsigned i = 0; i < slots; ++i) {
-        zc_[i].iovs = &zc_iovs_[size_t(i) * max_iov];
-    }
+    pool_           = &pool;
     capacity_       = buffer_size + reply_bytes;
     send_capacity_  = buffer_size;
-    zc_capacity_    = slots;
+    zc_capacity_    = zcopy_slots + reply_slots;
     zc_send_limit_  = zcopy_slots;
     zc_reply_limit_ = reply_slots;
     max_iov_        = max_iov;
     return UCS_OK;
 }
 
+bool tx_queue::alloc_zcopy_slots()
+{
+    /* Replies need a single iov; the slots are shared, so each gets max_iov. */
+    zc_.reset(new (std::nothrow) zcopy_seg[zc_capacity_]);
+    zc_iovs_.reset(new (std::nothrow) iov[size_t(zc_capacity_) * max_iov_]);
+    if (!zc_ || !zc_iovs_) {
+        zc_.reset();
+        zc_iovs_.reset();
+        return false;
+    }
+    for (unsigned i = 0; i < zc_capacity_; ++i) {
+        zc_[i].iovs = &zc_iovs_[size_t(i) * max_iov_];
+    }
+    return true;
+}
+
 uint8_t *tx_queue::reserve_slow(size_t length, size_t limit)
 {
+    if (buf_ == nullptr) {
+        /* Empty (head_ == tail_ == 0): a buffer from the pool takes it all. */
+        buf_ = static_cast<uint8_t*>(pool_->get());
+        return ((buf_ != nullptr) && (length <= limit)) ? buf_ : nullptr;
+    }
     /* With head_ == 0 nothing can move: the caller's check was final. */
     size_t used = tail_ - head_;
     if ((head_ == 0) || (used > limit) || (limit - used < length)) {
@@ -44,10 +55,10 @@ uint8_t *tx_queue::reserve_slow(size_t length, size_t limit)
     }
     /* Slide the unsent bytes to the front; zero-copy insertion points are
      * stream positions, so they stay valid. */
-    std::memmove(buf_.get(), buf_.get() + head_, used);
+    std::memmove(buf_, buf_ + head_, used);
     head_ = 0;
     tail_ = used;
-    return buf_.get() + tail_;
+    return buf_ + tail_;
 }
 
 uint64_t tx_queue::push_zcopy(const iov *iov, size_t iovcnt, completion *comp, bool reply)
@@ -98,7 +109,7 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total,
                 return n;
             }
             size_t len = size_t(z.insert_at - pos);
-            out[n++] = {buf_.get() + off, len};
+            out[n++] = {buf_ + off, len};
             bytes += len;
             off   += len;
             pos    = z.insert_at;
@@ -121,7 +132,7 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total,
     }
 
     if ((off < tail_) && (n < max) && (bytes < max_bytes)) {
-        out[n++] = {buf_.get() + off, tail_ - off};
+        out[n++] = {buf_ + off, tail_ - off};
         bytes   += tail_ - off;
     }
     *total = bytes;
@@ -182,6 +193,7 @@ void tx_queue::consume(size_t length, completion **done, unsigned *ndone)
     }
     if (head_ == tail_) {
         head_ = tail_ = 0;
+        release_buffer();
     }
 }
 
@@ -195,6 +207,7 @@ void tx_queue::clear(completion **done, unsigned *ndone)
     zc_first_ = zc_count_ = zc_sends_ = 0;
     buf_consumed_ += tail_ - head_;
     head_ = tail_ = 0;
+    release_buffer();
 }
 
 } // namespace uct::tcp

@@ -6,6 +6,11 @@
  * took. Zero-copy segments reference the caller's buffers until they are
  * fully written.
  *
+ * The buffer is taken from the iface's pool when a send needs it and goes
+ * back as soon as everything in it was written: an idle connection holds
+ * none, so thousands of connections cost only as many buffers as are busy
+ * at once.
+ *
  * Replies to the peer's requests have room of their own, beyond what sends
  * may fill: `reply_slots` zero-copy segments and `reply_bytes` of buffer.
  * A peer never has more requests in flight than that (its window), so a
@@ -17,6 +22,8 @@
 #define UCT_TCP_TCP_TX_QUEUE_H
 
 #include <uct/base/uct_types.h>
+
+#include <ucs/memory/mpool.h>
 
 #include <sys/uio.h>
 
@@ -35,12 +42,31 @@ public:
     /* Most scatter entries gathered for one write. */
     static constexpr size_t MAX_GATHER = 64;
 
-    ucs_status_t init(size_t buffer_size, unsigned zcopy_slots, size_t max_iov,
-                      unsigned reply_slots = 0, size_t reply_bytes = 0);
+    /* `pool`'s elements hold buffer_size + reply_bytes; it outlives the queue. */
+    ucs_status_t init(ucs::mpool &pool, size_t buffer_size, unsigned zcopy_slots,
+                      size_t max_iov, unsigned reply_slots = 0, size_t reply_bytes = 0);
+
+    tx_queue() = default;
+    ~tx_queue() { release_buffer(); }
+    tx_queue(const tx_queue&) = delete;
+    tx_queue &operator=(const tx_queue&) = delete;
+
+    /* Holds a buffer now (for tests and diagnostics). */
+    bool holds_buffer() const { return buf_ != nullptr; }
 
     bool empty() const { return (head_ == tail_) && (zc_count_ == 0); }
     /* No zero-copy send may be queued now. */
     bool zcopy_full() const { return zc_sends_ == zc_send_limit_; }
+    /* A zero-copy send (or reply) may be queued now: not full, and the
+     * segment slots exist (made at the first one, so a connection that never
+     * sends zero-copy never holds them). */
+    bool zcopy_room(bool reply = false)
+    {
+        if (reply ? reply_zcopy_full() : zcopy_full()) {
+            return false;
+        }
+        return ucs_likely(zc_ != nullptr) || alloc_zcopy_slots();
+    }
     /* No zero-copy reply may be queued now (only a peer beyond its window). */
     bool reply_zcopy_full() const { return zc_count_ - zc_sends_ == zc_reply_limit_; }
     /* Zero-copy sends queued: they reference the caller's memory. */
@@ -64,8 +90,8 @@ public:
      */
     uint8_t *reserve(size_t length)
     {
-        if (ucs_likely(tail_ + length <= send_capacity_)) {
-            return buf_.get() + tail_;
+        if (ucs_likely((buf_ != nullptr) && (tail_ + length <= send_capacity_))) {
+            return buf_ + tail_;
         }
         return reserve_slow(length, send_capacity_);
     }
@@ -73,8 +99,8 @@ public:
     /* The same for a reply, which may use the room kept for replies too. */
     uint8_t *reserve_reply(size_t length)
     {
-        if (ucs_likely(capacity_ - tail_ >= length)) {
-            return buf_.get() + tail_;
+        if (ucs_likely((buf_ != nullptr) && (capacity_ - tail_ >= length))) {
+            return buf_ + tail_;
         }
         return reserve_slow(length, capacity_);
     }
@@ -83,7 +109,7 @@ public:
 
     /*
      * Queues the caller's buffers after everything committed so far; the
-     * caller checked !zcopy_full() (a reply: !reply_zcopy_full(), and no
+     * caller checked zcopy_room() (a reply: zcopy_room(true), and no
      * completion) and iovcnt <= max_iov. Returns a ticket for
      * set_zcopy_comp().
      */
@@ -121,6 +147,15 @@ private:
     };
 
     uint8_t *reserve_slow(size_t length, size_t limit);
+    bool     alloc_zcopy_slots();
+    /* Back to the pool: nothing buffered refers to it any more. */
+    void release_buffer()
+    {
+        if (buf_ != nullptr) {
+            ucs::mpool::put(buf_);
+            buf_ = nullptr;
+        }
+    }
     void     drop_zc_front();
     zcopy_seg &zc_at(unsigned i) const
     {
@@ -129,7 +164,8 @@ private:
     /* Buffered-stream position of buf_[head_]. */
     uint64_t buffered_pos() const { return buf_consumed_; }
 
-    std::unique_ptr<uint8_t[]>   buf_;
+    ucs::mpool                   *pool_ = nullptr;
+    uint8_t                      *buf_ = nullptr;    /* held while bytes are buffered */
     size_t                       capacity_ = 0;      /* replies included */
     size_t                       send_capacity_ = 0; /* what sends may fill */
     size_t                       head_ = 0, tail_ = 0;
