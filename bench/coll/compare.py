@@ -22,12 +22,13 @@ them (.png, .svg) when gnuplot is there.
 import argparse
 import datetime
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+import gnuplot  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TIMEOUT = 600
 
@@ -58,30 +59,8 @@ def run(cmd, env):
 def plot(out_dir, n, op, variants, rows):
     """rows: [(bytes, [median or None per variant])]; the image names made."""
     stem = "%s-coll-%dranks-%s" % (datetime.date.today().isoformat(), n, op)
-    data = os.path.join(out_dir, stem + ".dat")
-    with open(data, "w") as f:
-        f.write("# bytes " + " ".join('"%s"' % v for v in variants) + "\n")
-        for size, medians in rows:
-            f.write("%d %s\n" % (size, " ".join("%g" % m if m is not None else "NaN"
-                                                 for m in medians)))
-    made = []
-    if shutil.which("gnuplot") is None:
-        return made
-    for ext, terminal in (("png", "pngcairo noenhanced size 800,500"),
-                          ("svg", "svg noenhanced size 800,500")):
-        image = os.path.join(out_dir, stem + "." + ext)
-        series = ", ".join("'%s' using 1:%d with linespoints title '%s'" % (data, i + 2, v)
-                           for i, v in enumerate(variants))
-        script = "\n".join([
-            "set terminal " + terminal, "set output '%s'" % image, "set logscale xy",
-            "set grid", "set key left top",
-            "set title '%s on %d ranks: microseconds per operation'" % (op, n),
-            "set xlabel 'bytes per rank'", "set ylabel 'us (median)'",
-            "set datafile missing 'NaN'", "plot " + series])
-        proc = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
-        if proc.returncode == 0 and os.path.exists(image):
-            made.append(os.path.basename(image))
-    return made
+    return gnuplot.plot(out_dir, stem, "%s on %d ranks: microseconds per operation" % (op, n),
+                        "bytes per rank", "us (median)", variants, rows)
 
 
 def main():

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -166,6 +167,15 @@ bool poll_until(const std::function<bool()> &done, const std::function<void()> &
         step();
     }
     return true;
+}
+
+size_t open_fd_count()
+{
+    size_t n = 0;
+    for (int fd = 0; fd < 4096; ++fd) {
+        n += (fcntl(fd, F_GETFD) != -1);
+    }
+    return n;
 }
 
 } // namespace test

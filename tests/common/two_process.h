@@ -71,6 +71,9 @@ bool readable(int fd, int timeout_ms = 0);
 bool poll_until(const std::function<bool()> &done, const std::function<void()> &step,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+/* Descriptors this process has open (of the first 4096). */
+size_t open_fd_count();
+
 /* For child bodies: prints a failure and returns the code to exit with. */
 #define TEST_CHILD_CHECK(_cond) \
     do { \

@@ -417,6 +417,87 @@ TEST_CASE("wireup over connect-to-ep lanes: several eps to one peer pair in crea
     CHECK(child.wait() == 0);
 }
 
+/* ---- closing some of several eps to one peer ------------------------------ */
+
+namespace {
+
+constexpr unsigned extra_eps = 8;
+
+/* Receives a sync message per ep, reports its descriptors, then waits for
+ * the parent's closes to free as many, and says whether they did. */
+int closing_child(int fd)
+{
+    peer c;
+    TEST_CHILD_CHECK(c.init("tcp,self") == UCS_OK);
+    std::vector<uint8_t> remote;
+    TEST_CHILD_CHECK(test::send_blob(fd, c.address()) && test::recv_blob(fd, &remote));
+    uint64_t value;
+    ucp_tag_recv_info_t info{};
+    TEST_CHILD_CHECK(c.recv(&value, sizeof(value), 1, ~ucp_tag_t(0), &info) == UCS_OK);
+    const uint64_t before = test::open_fd_count();
+    TEST_CHILD_CHECK(test::send_value(fd, before));
+    for (unsigned i = 0; i < extra_eps; ++i) {
+        TEST_CHILD_CHECK(c.recv(&value, sizeof(value), 2, ~ucp_tag_t(0), &info) == UCS_OK);
+    }
+    TEST_CHILD_CHECK(test::send_value(fd, uint64_t(test::open_fd_count())));
+    uint8_t closed;
+    TEST_CHILD_CHECK(c.recv_value_progress(fd, &closed));
+    const bool freed = test::poll_until([&] { return test::open_fd_count() <= before; },
+                                        [&] { ucp_worker_progress(c.worker); },
+                                        std::chrono::seconds(10));
+    TEST_CHILD_CHECK(test::send_value(fd, uint8_t(freed)));
+    /* The first ep still works. */
+    TEST_CHILD_CHECK(c.recv(&value, sizeof(value), 3, ~ucp_tag_t(0), &info) == UCS_OK);
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("closing some of several eps to one peer frees their connections on both sides",
+          "[ucp_wireup]")
+{
+    peer p;
+    REQUIRE(p.init("tcp,self") == UCS_OK);
+    test::child_process child(closing_child);
+    std::vector<uint8_t> remote;
+    REQUIRE(test::send_blob(child.fd(), p.address()));
+    REQUIRE(test::recv_blob(child.fd(), &remote));
+    REQUIRE(p.connect(remote) == UCS_OK);
+    const uint64_t value = 42;
+    REQUIRE(tag_send(p, p.ep, &value, sizeof(value), 1, true) == UCS_OK);
+    uint64_t child_before = 0, child_grown = 0;
+    REQUIRE(p.recv_value_progress(child.fd(), &child_before));
+    const size_t before = test::open_fd_count();
+
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+    std::vector<ucp_ep_h> eps(extra_eps);
+    for (ucp_ep_h &ep : eps) {
+        REQUIRE(ucp_ep_create(p.worker, &params, &ep) == UCS_OK);
+        REQUIRE(tag_send(p, ep, &value, sizeof(value), 2, true) == UCS_OK);
+    }
+    REQUIRE(p.recv_value_progress(child.fd(), &child_grown));
+    /* A connection per ep on each side. */
+    CHECK(test::open_fd_count() >= before + extra_eps);
+    CHECK(child_grown >= child_before + extra_eps);
+
+    ucp_request_param_t close_param{};   /* flush mode */
+    for (ucp_ep_h ep : eps) {
+        REQUIRE(p.wait(ucp_ep_close_nbx(ep, &close_param)) == UCS_OK);
+    }
+    REQUIRE(test::send_value(child.fd(), uint8_t(1)));
+    /* Both sides give the closed eps' connections back, at once. */
+    CHECK(test::poll_until([&] { return test::open_fd_count() <= before; },
+                           [&] { ucp_worker_progress(p.worker); },
+                           std::chrono::seconds(10)));
+    uint8_t child_freed = 0;
+    REQUIRE(p.recv_value_progress(child.fd(), &child_freed));
+    CHECK(child_freed == 1);
+    REQUIRE(tag_send(p, p.ep, &value, sizeof(value), 3, false) == UCS_OK);
+    CHECK(child.wait() == 0);
+}
+
 TEST_CASE("wireup over connect-to-ep lanes: an ep to our own worker pairs with itself",
           "[ucp_wireup]")
 {

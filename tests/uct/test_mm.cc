@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <unistd.h>
@@ -675,15 +674,6 @@ size_t mapping_count()
     return lines;
 }
 
-size_t open_fd_count()
-{
-    size_t n = 0;
-    for (int fd = 0; fd < 4096; ++fd) {
-        n += (fcntl(fd, F_GETFD) != -1);
-    }
-    return n;
-}
-
 void shared_remote(const char *tl)
 {
     constexpr uint64_t EPS = 64;
@@ -721,7 +711,7 @@ void shared_remote(const char *tl)
     REQUIRE(e.ok());
     test::uct_addresses peer;
     REQUIRE(receive_address(child.fd(), &peer));
-    const size_t maps_before = mapping_count(), fds_before = open_fd_count();
+    const size_t maps_before = mapping_count(), fds_before = test::open_fd_count();
     std::vector<uct::ep*> eps;
     for (uint64_t k = 0; k < EPS; ++k) {
         uct::ep *ep = e.connect(peer);
@@ -731,7 +721,7 @@ void shared_remote(const char *tl)
     /* One mapping of the peer's segment and one descriptor for its process,
      * however many eps reach it. */
     CHECK(mapping_count() <= maps_before + 1);
-    CHECK(open_fd_count() <= fds_before + 1);
+    CHECK(test::open_fd_count() <= fds_before + 1);
     for (uint64_t k = 0; k < EPS; ++k) {
         REQUIRE(send_retry(e, [&] { return eps[k]->am_short(AM_ID, k, nullptr, 0); }) ==
                 UCS_OK);
@@ -762,7 +752,7 @@ void shared_remote(const char *tl)
     e.destroy_ep(second);
     e.destroy_ep(eps.back());
     CHECK(mapping_count() == maps_before);
-    CHECK(open_fd_count() == fds_before);
+    CHECK(test::open_fd_count() == fds_before);
 }
 
 MM_TEST_CASE("eps to one peer share its mapping and pidfd; its death fails them all",

@@ -60,8 +60,9 @@ constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
  * (connect-to-ep transports), the wireup is a request/reply/ack handshake
  * and messages expecting an answer name the ep it goes to. 4: the rkey
  * header says a region counts what peers do to it (rma_put_hdr's length).
- * 5: put and get with completion ids (AM_PWC, AM_PWC_CREDIT). */
-constexpr uint8_t  address_version      = 5;
+ * 5: put and get with completion ids (AM_PWC, AM_PWC_CREDIT). 6: AM_EP_CLOSED
+ * may name the one ep of the receiver that the closed ep was paired with. */
+constexpr uint8_t  address_version      = 6;
 constexpr size_t   address_header_size  = 32;         /* up to name_length */
 constexpr size_t   address_max_length   = 64 * 1024;
 constexpr size_t   address_max_entries  = 256;

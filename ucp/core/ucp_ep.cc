@@ -367,23 +367,34 @@ bool ep_notify_closed(ucp_ep *ep)
     /* Not wired up: the proxy holds nothing (the flush emptied it), and the
      * notice goes out of the wireup lane. */
     uct::ep *lane = ep->held() ? ep_wireup_lane(ep) : ep->am_ep;
-    /* Only the last ep to that worker: the peer fails all of its eps to us. */
+    /* The last ep to that worker: the peer fails all of its eps to us.
+     * Otherwise the one paired with this ep: the peer drops it if it made
+     * it for us (its user never sees it), with its connections. */
     bool other = false;
     worker->ep_ids.for_each([&](unsigned, ucp_ep *e) {
         other |= (e != ep) && (e->remote_uuid == ep->remote_uuid) &&
                  (e->flags & ep_flag::USER) && !(e->flags & ep_flag::CLOSED);
     });
-    if (other) {
-        return true;
+    const uint64_t notice[2] = {worker->uuid, other ? ep->remote_id : 0};
+    if (other && (ep->remote_id == 0)) {
+        return true;    /* its pair is not known to us: nothing to name */
     }
-    ucs_status_t status = lane->am_short(wire::AM_EP_CLOSED, worker->uuid, nullptr, 0);
+    const size_t length = other ? sizeof(notice) : sizeof(notice[0]);
+    ucs_status_t status = (length == sizeof(notice[0])) ?
+                          lane->am_short(wire::AM_EP_CLOSED, notice[0], nullptr, 0) :
+                          lane->am_short(wire::AM_EP_CLOSED, notice[0], &notice[1],
+                                         sizeof(notice[1]));
     if ((status == UCS_ERR_UNSUPPORTED) || (status == UCS_ERR_INVALID_PARAM)) {
-        const uint64_t uuid = worker->uuid;
+        struct packed_notice {
+            const uint64_t *words;
+            size_t         length;
+        } arg{notice, length};
         ssize_t packed = lane->am_bcopy(wire::AM_EP_CLOSED,
-                                             [](void *dest, void *arg) -> size_t {
-            std::memcpy(dest, arg, sizeof(uint64_t));
-            return sizeof(uint64_t);
-        }, const_cast<uint64_t*>(&uuid), 0);
+                                        [](void *dest, void *a) -> size_t {
+            auto *n = static_cast<packed_notice*>(a);
+            std::memcpy(dest, n->words, n->length);
+            return n->length;
+        }, &arg, 0);
         status = (packed >= 0) ? UCS_OK : ucs_status_t(packed);
     }
     return status != UCS_ERR_NO_RESOURCE;
@@ -393,12 +404,13 @@ ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
     ucs::wire_reader r(data, length);
-    uint64_t uuid;
-    if (!r.get(&uuid)) {
-        ucs_warn("worker '%s': dropping a short close notice", worker->name.c_str());
+    uint64_t uuid, ep_id = 0;
+    if (!r.get(&uuid) || ((length > sizeof(uuid)) && (!r.get(&ep_id) || (ep_id == 0)))) {
+        ucs_warn("worker '%s': dropping a malformed close notice (%zu bytes)",
+                 worker->name.c_str(), length);
         return UCS_OK;
     }
-    worker->closed_peers.push_back(uuid);   /* acted on outside the transport */
+    worker->closed_peers.emplace_back(uuid, ep_id);   /* acted on outside the transport */
     worker->schedule(deferred::CLOSED_PEERS);
     return UCS_OK;
 }
@@ -409,8 +421,19 @@ unsigned process_closed_peers(ucp_worker *worker)
 {
     unsigned count = 0;
     while (!worker->closed_peers.empty()) {
-        const uint64_t uuid = worker->closed_peers.back();
+        const auto [uuid, ep_id] = worker->closed_peers.back();
         worker->closed_peers.pop_back();
+        if (ep_id != 0) {
+            /* One ep of the peer went: ours paired with it goes too if the
+             * wireup made it (a user's ep stays the user's to close). The id
+             * came from the peer: ep_by_id checks it names an ep to it. */
+            ucp_ep *ep = worker->ep_by_id(ep_id, uuid);
+            if ((ep != nullptr) && !(ep->flags & ep_flag::USER)) {
+                ep_destroy(ep);
+                ++count;
+            }
+            continue;
+        }
         std::vector<ucp_ep*> eps;
         worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) {
             if ((ep->remote_uuid == uuid) && ep->usable()) {

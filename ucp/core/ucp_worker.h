@@ -209,8 +209,10 @@ struct ucp_worker {
      * REQUEST for a client-server ep still connecting waits here. */
     std::deque<ucp::wireup::message>   wireup_msgs;
     unsigned                           queued_requests = 0;   /* REQUESTs among them */
-    /* Peer workers that closed their ep to us: our eps to them fail. */
-    std::vector<uint64_t>              closed_peers;
+    /* Close notices: (peer worker uuid, our ep id). Id 0: the peer closed
+     * its last ep to us, and all our eps to it fail; else the peer's ep
+     * paired with that one of ours closed, which goes if it is internal. */
+    std::vector<std::pair<uint64_t, uint64_t>> closed_peers;
     /* Rendezvous receives waiting for an ep to their sender or a free lane. */
     std::vector<ucp::request*>         rndv_deferred;
     std::vector<ucp::request*>         flush_requests;

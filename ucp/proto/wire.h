@@ -66,7 +66,8 @@ enum am_id : uint8_t {
     AM_ATOMIC_REP      = 18,
     AM_CMPL            = 19,
     AM_USER_RTS        = 20, /* am_rts_hdr + user header + packed rkey */
-    AM_EP_CLOSED       = 21, /* header: sender's worker uuid; it closed its ep to us */
+    AM_EP_CLOSED       = 21, /* sender's worker uuid [+ our ep id]: it closed its last ep
+                                to us [its ep paired with that one of ours] */
     AM_RNDV_RTR        = 22, /* rtr_hdr + packed rkey: the sender writes a part */
     AM_RNDV_ATP        = 23, /* reply_hdr naming the receiver's request: written */
     AM_PWC             = 24, /* pwc_hdr + id bytes [+ data]: a put/get with completion */

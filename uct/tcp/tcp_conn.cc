@@ -63,6 +63,9 @@ tcp_conn::~tcp_conn()
 {
     close();
     std::free(large_.buf);
+    if (rx_ != nullptr) {
+        ucs::mpool::put(rx_);   /* closed inside rx_progress(): still held */
+    }
 }
 
 ucs_status_t tcp_conn::init()

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""How a worker's costs grow with its endpoints: ucx-ng against UCX 1.13.
+
+  bench/growth/compare.py [--build DIR] [--rounds N] [--eps 1,64,1024,4096]
+                          [--iters N] [--out DIR]
+
+For shared memory (posix,self) and tcp (tcp,self), round after round, runs
+ucp_ep_growth (bench/growth/ep_growth.cc) on Debian's UCX 1.13 and on
+ucx-ng, and prints, per endpoint count, the medians over the rounds of:
+the time to create and connect an endpoint, the resident memory an
+endpoint costs on the side that creates it and on its peer, the file
+descriptors each holds, and the one-way latency of an 8-byte tag ping-pong
+with that many endpoints connected (and its ratio to one endpoint: issue
+23's goal is <= 1.1 at 4096), then the descriptors left once all but one
+endpoint were closed. --out DIR also writes the curves (.dat) and plots.
+"""
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+import gnuplot  # noqa: E402
+
+UCX_LIBDIR = "/usr/lib/x86_64-linux-gnu"
+COLUMNS = ["eps", "connect_us", "kb_per_ep", "kb_per_ep_pr", "fds", "fds_peer",
+           "one_way_us", "vs_1ep"]
+
+
+def run(tool, args, libdir):
+    """{eps: {column: value}} and the descriptors left after closing."""
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+    env.pop("UCX_CONFIG_FILE", None)
+    proc = subprocess.run([tool] + args, capture_output=True, text=True, env=env, timeout=900)
+    rows, after = {}, None
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if line.startswith("after closing"):
+            after = (int(parts[-3].rstrip(",")), int(parts[-1]))
+        elif len(parts) == len(COLUMNS) and parts[0].isdigit():
+            rows[int(parts[0])] = dict(zip(COLUMNS, map(float, parts)))
+    if proc.returncode != 0 or not rows or after is None:
+        sys.exit("failed: %s %s\n%s%s" % (tool, " ".join(args), proc.stdout,
+                                           proc.stderr[-2000:]))
+    return rows, after
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--eps", default="1,64,1024,4096")
+    ap.add_argument("--iters", type=int, default=10000)
+    ap.add_argument("--out", help="write .dat files and plots here")
+    args = ap.parse_args()
+    tool = os.path.join(args.build, "bench", "ucp_ep_growth")
+    ours = ":".join(os.path.join(args.build, d) for d in ("ucp", "ucs", "uct", "ucm"))
+    counts = [int(x) for x in args.eps.split(",")]
+    libraries = [("UCX 1.13", UCX_LIBDIR), ("ucx-ng", ours)]
+    curves = {"one_way_us": [], "kb_per_ep": []}
+    variants = []
+
+    print("| transport | eps | library | connect us/ep | KB/ep | KB/ep at the peer | fds | "
+          "fds at the peer | one-way us | / 1 ep |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    closing = []
+    for tls in ("posix,self", "tcp,self"):
+        name = tls.split(",")[0]
+        samples = {lib: [] for lib, _ in libraries}
+        for _ in range(args.rounds):
+            for lib, libdir in libraries:
+                samples[lib].append(run(tool, ["-x", tls, "-e", args.eps,
+                                               "-n", str(args.iters)], libdir))
+        for lib, _ in libraries:
+            variants.append("%s %s" % (name, lib))
+            medians = {}
+            for n in counts:
+                medians[n] = {c: statistics.median(r[n][c] for r, _ in samples[lib])
+                              for c in COLUMNS}
+            for n in counts:
+                m = medians[n]
+                print("| %s | %d | %s | %.1f | %.2f | %.2f | %d | %d | %.3f | %.3f |" %
+                      (name, n, lib, m["connect_us"], m["kb_per_ep"], m["kb_per_ep_pr"],
+                       m["fds"], m["fds_peer"], m["one_way_us"],
+                       m["one_way_us"] / medians[counts[0]]["one_way_us"]))
+            for key in curves:
+                curves[key].append([medians[n][key] for n in counts])
+            after = samples[lib][-1][1]
+            closing.append("%s %s: %d here, %d at the peer" % (name, lib, after[0], after[1]))
+    print("\nDescriptors left right after closing all but one endpoint (last round): " +
+          "; ".join(closing))
+
+    if args.out:
+        stem = datetime.date.today().isoformat() + "-growth-"
+        images = []
+        for key, title, ylabel, scale in (
+                ("one_way_us", "8-byte tag latency with N endpoints connected", "one-way us",
+                 "x"),
+                ("kb_per_ep", "resident memory per endpoint", "KB per endpoint", "x")):
+            rows = [(n, [curve[i] if (key != "kb_per_ep" or n != counts[0]) else None
+                         for curve in curves[key]])
+                    for i, n in enumerate(counts)]
+            images += gnuplot.plot(args.out, stem + key, title, "endpoints", ylabel,
+                                   variants, rows, logscale=scale)
+        if images:
+            print("plots: " + ", ".join(images))
+
+
+if __name__ == "__main__":
+    main()
