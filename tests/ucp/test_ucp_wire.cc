@@ -10,6 +10,8 @@
 #include "ucp_test_util.h"
 
 #include <ucp/am/am.h>
+#include <ucp/core/ucp_ep.h>
+#include <ucp/proto/am_handlers.h>
 #include <ucp/core/ucp_address.h>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/wire.h>
@@ -186,6 +188,39 @@ TEST_CASE("active messages and rendezvous requests announcing impossible sizes a
     }
     CHECK(delivered.empty());
     CHECK(capture.text().find("malformed") != std::string::npos);
+    check_still_receives(p);
+}
+
+TEST_CASE("forged or malformed close notices are dropped; a user's ep is never destroyed",
+          "[ucp_wire]")
+{
+    peer p;
+    self_loopback(p);
+    log_capture capture;
+    const uint64_t uuid = p.worker->uuid;
+    const uint64_t user_ep_id = p.ep->local_id;
+    /* Wrong lengths, and an ep id of 0 in the per-ep form. */
+    for (const std::vector<uint64_t> &words :
+         std::vector<std::vector<uint64_t>>{{}, {uuid, 0}, {uuid, user_ep_id, 1}}) {
+        std::vector<uint8_t> bytes(words.size() * sizeof(uint64_t));
+        std::memcpy(bytes.data(), words.data(), bytes.size());
+        CHECK(ucp::ep_closed_handler(p.worker, bytes.data(), bytes.size(), 0) == UCS_OK);
+    }
+    uint8_t odd[12] = {};
+    CHECK(ucp::ep_closed_handler(p.worker, odd, sizeof(odd), 0) == UCS_OK);
+    CHECK(p.worker->closed_peers.empty());
+    CHECK(capture.text().find("malformed close notice") != std::string::npos);
+    /* Well formed, naming the user's own ep, or an id of another worker:
+     * nothing is destroyed. */
+    for (const uint64_t from : {uuid, uuid + 1}) {
+        const uint64_t words[2] = {from, user_ep_id};
+        CHECK(ucp::ep_closed_handler(p.worker, const_cast<uint64_t*>(words), sizeof(words),
+                                     0) == UCS_OK);
+    }
+    for (int i = 0; i < 10; ++i) {
+        ucp_worker_progress(p.worker);
+    }
+    CHECK(p.worker->ep_by_id(user_ep_id, uuid) == p.ep);
     check_still_receives(p);
 }
 

@@ -405,7 +405,8 @@ ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned)
     auto *worker = static_cast<ucp_worker*>(arg);
     ucs::wire_reader r(data, length);
     uint64_t uuid, ep_id = 0;
-    if (!r.get(&uuid) || ((length > sizeof(uuid)) && (!r.get(&ep_id) || (ep_id == 0)))) {
+    if (((length != sizeof(uuid)) && (length != 2 * sizeof(uuid))) || !r.get(&uuid) ||
+        ((length > sizeof(uuid)) && (!r.get(&ep_id) || (ep_id == 0)))) {
         ucs_warn("worker '%s': dropping a malformed close notice (%zu bytes)",
                  worker->name.c_str(), length);
         return UCS_OK;
