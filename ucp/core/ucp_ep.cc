@@ -422,7 +422,9 @@ unsigned process_closed_peers(ucp_worker *worker)
 {
     unsigned count = 0;
     while (!worker->closed_peers.empty()) {
-        const auto [uuid, ep_id] = worker->closed_peers.back();
+        /* Plain copies: clang 14 cannot capture structured bindings. */
+        const uint64_t uuid  = worker->closed_peers.back().first;
+        const uint64_t ep_id = worker->closed_peers.back().second;
         worker->closed_peers.pop_back();
         if (ep_id != 0) {
             /* One ep of the peer went: ours paired with it goes too if the
