@@ -12,7 +12,10 @@ endpoint costs on the side that creates it and on its peer, the file
 descriptors each holds, and the one-way latency of an 8-byte tag ping-pong
 with that many endpoints connected (and its ratio to one endpoint: issue
 23's goal is <= 1.1 at 4096), then the descriptors left once all but one
-endpoint were closed. --out DIR also writes the curves (.dat) and plots.
+endpoint were closed. Then ucp_tag_match_growth (bench/growth/tag_match.cc)
+on both libraries: nanoseconds per tag match with 1, 100 and 10000 other
+receives posted or messages unmatched, exact and wildcard. --out DIR also
+writes the curves (.dat) and plots.
 """
 import argparse
 import datetime
@@ -47,6 +50,33 @@ def run(tool, args, libdir):
         sys.exit("failed: %s %s\n%s%s" % (tool, " ".join(args), proc.stdout,
                                            proc.stderr[-2000:]))
     return rows, after
+
+
+def tag_match_table(build, libraries, rounds):
+    """Medians of ucp_tag_match_growth's ns per match, per library and N."""
+    tool = os.path.join(build, "bench", "ucp_tag_match_growth")
+    samples = {lib: [] for lib, _ in libraries}
+    columns = None
+    for _ in range(rounds):
+        for lib, libdir in libraries:
+            env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+            env.pop("UCX_CONFIG_FILE", None)
+            proc = subprocess.run([tool], capture_output=True, text=True, env=env,
+                                  timeout=900)
+            lines = [l.split() for l in proc.stdout.splitlines() if not l.startswith("#")]
+            if proc.returncode != 0 or len(lines) < 2:
+                sys.exit("failed: %s\n%s%s" % (tool, proc.stdout, proc.stderr[-2000:]))
+            columns = lines[0][1:]
+            samples[lib].append({int(l[0]): [float(v) for v in l[1:]] for l in lines[1:]})
+    print("\nTag matching: ns per 8-byte message and its receive (UCX_TLS=self), with N "
+          "other receives posted or N other messages unmatched")
+    print("| library | N | " + " | ".join(columns) + " |")
+    print("| --- | ---: |" + " ---: |" * len(columns))
+    for lib, _ in libraries:
+        for n in sorted(samples[lib][0]):
+            values = [statistics.median(r[n][i] for r in samples[lib])
+                      for i in range(len(columns))]
+            print("| %s | %d | %s |" % (lib, n, " | ".join("%.1f" % v for v in values)))
 
 
 def main():
@@ -93,6 +123,8 @@ def main():
             closing.append("%s %s: %d here, %d at the peer" % (name, lib, after[0], after[1]))
     print("\nDescriptors left right after closing all but one endpoint (last round): " +
           "; ".join(closing))
+
+    tag_match_table(args.build, libraries, args.rounds)
 
     if args.out:
         stem = datetime.date.today().isoformat() + "-growth-"
