@@ -14,20 +14,25 @@ with that many endpoints connected (and its ratio to one endpoint: issue
 23's goal is <= 1.1 at 4096), then the descriptors left once all but one
 endpoint were closed. Then ucp_tag_match_growth (bench/growth/tag_match.cc)
 on both libraries: nanoseconds per tag match with 1, 100 and 10000 other
-receives posted or messages unmatched, exact and wildcard. --out DIR also
-writes the curves (.dat) and plots.
+receives posted or messages unmatched, exact and wildcard. Then MPI_Init
+and MPI_Finalize of 2 and 4 ranks (mpi_init_time, every pair connected in
+between) under Open MPI and MPICH on both libraries, with the launcher's
+whole run. --out DIR also writes the curves (.dat) and plots.
 """
 import argparse
 import datetime
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
 import gnuplot  # noqa: E402
+import mpi_launch  # noqa: E402
 
 UCX_LIBDIR = "/usr/lib/x86_64-linux-gnu"
 COLUMNS = ["eps", "connect_us", "kb_per_ep", "kb_per_ep_pr", "fds", "fds_peer",
@@ -79,6 +84,46 @@ def tag_match_table(build, libraries, rounds):
             print("| %s | %d | %s |" % (lib, n, " | ".join("%.1f" % v for v in values)))
 
 
+def mpi_init_table(build, libraries, rounds):
+    """Medians of MPI_Init, MPI_Finalize and the launcher's wall time."""
+    base = dict(os.environ)
+    base.pop("LD_LIBRARY_PATH", None)
+    rows = []
+    for (runtime, launcher), binary in zip(mpi_launch.RUNTIMES,
+                                           ("mpi_init_time", "mpi_init_time_mpich")):
+        binary = os.path.join(build, "bench", binary)
+        if not os.access(binary, os.X_OK) or shutil.which(launcher) is None:
+            print("\nMPI_Init (%s): not built or no %s" % (runtime, launcher))
+            continue
+        for nprocs in (2, 4):
+            for lib, libdir in libraries:
+                libs = None if libdir == UCX_LIBDIR else libdir
+                cmd, env = mpi_launch.command(runtime, launcher, nprocs, [binary], libs, base,
+                                              oversubscribe=True)
+                init, fin, wall = [], [], []
+                for _ in range(rounds):
+                    start = time.monotonic()
+                    proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                                          timeout=300)
+                    wall.append((time.monotonic() - start) * 1e3)
+                    fields = proc.stdout.split()
+                    if proc.returncode != 0 or "init_ms" not in fields:
+                        sys.exit("failed: %s\n%s%s" % (" ".join(cmd), proc.stdout,
+                                                         proc.stderr[-2000:]))
+                    init.append(float(fields[fields.index("init_ms") + 1]))
+                    fin.append(float(fields[fields.index("finalize_ms") + 1]))
+                rows.append((runtime, nprocs, lib, statistics.median(init),
+                             statistics.median(fin), statistics.median(wall)))
+    if rows:
+        print("\nMPI_Init and MPI_Finalize (ms; every pair of ranks connected in between; "
+              "4 ranks on 2 cores are oversubscribed)")
+        print("| runtime | ranks | library | MPI_Init (slowest rank) | MPI_Finalize (rank 0) | "
+              "launcher, whole run |")
+        print("| --- | ---: | --- | ---: | ---: | ---: |")
+        for r in rows:
+            print("| %s | %d | %s | %.1f | %.1f | %.0f |" % r)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -125,6 +170,7 @@ def main():
           "; ".join(closing))
 
     tag_match_table(args.build, libraries, args.rounds)
+    mpi_init_table(args.build, libraries, args.rounds)
 
     if args.out:
         stem = datetime.date.today().isoformat() + "-growth-"
