@@ -202,9 +202,12 @@ TEST_CASE("forged or malformed close notices are dropped; a user's ep is never d
     /* Wrong lengths, and an ep id of 0 in the per-ep form. */
     for (const std::vector<uint64_t> &words :
          std::vector<std::vector<uint64_t>>{{}, {uuid, 0}, {uuid, user_ep_id, 1}}) {
-        std::vector<uint8_t> bytes(words.size() * sizeof(uint64_t));
-        std::memcpy(bytes.data(), words.data(), bytes.size());
-        CHECK(ucp::ep_closed_handler(p.worker, bytes.data(), bytes.size(), 0) == UCS_OK);
+        const size_t length = words.size() * sizeof(uint64_t);
+        std::vector<uint8_t> bytes(length + 1);   /* never empty: data() is not null */
+        if (length > 0) {
+            std::memcpy(bytes.data(), words.data(), length);
+        }
+        CHECK(ucp::ep_closed_handler(p.worker, bytes.data(), length, 0) == UCS_OK);
     }
     uint8_t odd[12] = {};
     CHECK(ucp::ep_closed_handler(p.worker, odd, sizeof(odd), 0) == UCS_OK);
