@@ -150,15 +150,17 @@ void check_buckets(const matcher &m, const reference &ref,
     }
 }
 
-void model_check(uint64_t seed, size_t max_tag_buckets, int operations)
+void model_check(uint64_t seed, size_t max_tag_buckets, int operations,
+                 unsigned max_mask_groups = matcher::MAX_MASK_GROUPS)
 {
-    INFO("seed " << seed << " max_tag_buckets " << max_tag_buckets);
+    INFO("seed " << seed << " max_tag_buckets " << max_tag_buckets << " max_mask_groups "
+                 << max_mask_groups);
     std::mt19937_64 rng(seed);
     auto pick = [&rng](size_t n) {
         return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
     };
 
-    matcher m(max_tag_buckets);
+    matcher m(max_tag_buckets, max_mask_groups);
     reference ref;
     arena objs;
     size_t matched_on_post = 0, matched_on_arrival = 0;
@@ -275,6 +277,44 @@ TEST_CASE("matching stays correct past the bucket limit", "[ucp_tag_match]")
     /* Entries that find no bucket go unindexed; results must not change. */
     model_check(0x7a63, 2, 30000);
     model_check(0x7a64, 0, 20000);
+}
+
+TEST_CASE("wildcard receives indexed per mask keep MPI order, past the mask limit too",
+          "[ucp_tag_match]")
+{
+    /* mask_set has 5 wildcard masks: all indexed, some, none. */
+    model_check(0x7a65, SIZE_MAX, 40000, matcher::MAX_MASK_GROUPS);
+    model_check(0x7a66, SIZE_MAX, 30000, 2);
+    model_check(0x7a67, SIZE_MAX, 20000, 0);
+    model_check(0x7a68, 2, 20000, 3);
+}
+
+TEST_CASE("10000 wildcard receives of one mask: the match is the earliest posted, exact or not",
+          "[ucp_tag_match]")
+{
+    /* 10000 wildcard receives of one mask that the message does not match,
+     * then one that it does: found through the mask's bucket. */
+    matcher m;
+    arena objs;
+    const ucp_tag_t mask = 0xffffffff00000000ull;
+    for (uint64_t i = 0; i < 10000; ++i) {
+        m.add_expected(&objs.new_recv((i + 1) << 32, mask).entry);
+    }
+    recv_obj &target = objs.new_recv(uint64_t(20000) << 32, mask);
+    m.add_expected(&target.entry);
+    recv_obj &exact_later = objs.new_recv((uint64_t(20000) << 32) | 5, exact_mask);
+    m.add_expected(&exact_later.entry);
+    /* The earlier-posted wildcard wins over the later exact receive. */
+    CHECK(id_of(m.take_expected((uint64_t(20000) << 32) | 5)) == target.id);
+    CHECK(id_of(m.take_expected((uint64_t(20000) << 32) | 5)) == exact_later.id);
+    CHECK(m.take_expected((uint64_t(20000) << 32) | 5) == nullptr);
+    CHECK(m.num_expected() == 10000);
+    /* Cancelling them all leaves nothing behind. */
+    for (uint64_t i = 0; i < 10000; ++i) {
+        m.remove_expected(&objs.recvs[i].entry);
+    }
+    CHECK(m.num_expected() == 0);
+    CHECK(m.take_expected(uint64_t(1) << 32) == nullptr);
 }
 
 TEST_CASE("an empty matcher matches nothing", "[ucp_tag_match]")

@@ -9,8 +9,12 @@
  * exact tag are also indexed by tag in a hash map, so the common
  * exact-tag case does not walk the queues; the map allocates only when it
  * grows (first use of more distinct tags than ever before), and a bucket is
- * erased as soon as it is empty. No locking: the owner (the worker)
- * serializes calls.
+ * erased as soon as it is empty. Wildcard receives are indexed the same way
+ * per mask (up to max_mask_groups distinct masks, by tag & mask), so a
+ * message looks at one bucket per mask in use instead of walking every
+ * wildcard receive posted before its match (MPI's ANY_SOURCE and ANY_TAG
+ * are two masks); receives of further masks wait in a list, in post order.
+ * No locking: the owner (the worker) serializes calls.
  *
  *   ucp::tag::matcher m;
  *   m.add_expected(&req->recv.entry);                  // ucp_tag_recv_nb
@@ -25,6 +29,7 @@
 #include <ucs/datastruct/intrusive_list.h>
 #include <ucs/sys/compiler_def.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -46,8 +51,12 @@ struct expected_entry {
     ucp_tag_t      tag;
     ucp_tag_t      tag_mask;
     uint64_t       sn;        /* post order, assigned by add_expected() */
-    bool           in_bucket; /* queued in its tag's bucket, not the wildcard list */
+    uint8_t        queue;     /* IN_EXACT, IN_WILD_LIST, or its mask group */
 };
+
+/* expected_entry::queue: where the matcher keeps it. */
+constexpr uint8_t IN_EXACT     = 0xff;   /* its tag's bucket */
+constexpr uint8_t IN_WILD_LIST = 0xfe;   /* the list of unindexed wildcards */
 
 /* Embedded in a message descriptor. The caller sets tag. */
 struct unexpected_entry {
@@ -64,8 +73,12 @@ public:
      * queue; entries past it (or when the map cannot grow) are queued
      * unindexed, which keeps results correct and only costs a walk.
      */
-    explicit matcher(size_t max_tag_buckets = SIZE_MAX) noexcept :
-        m_max_tag_buckets(max_tag_buckets)
+    static constexpr unsigned MAX_MASK_GROUPS = 8;
+
+    explicit matcher(size_t max_tag_buckets = SIZE_MAX,
+                     unsigned max_mask_groups = MAX_MASK_GROUPS) noexcept :
+        m_max_tag_buckets(max_tag_buckets),
+        m_max_mask_groups(std::min(max_mask_groups, MAX_MASK_GROUPS))
     {
     }
 
@@ -79,12 +92,19 @@ public:
         ++m_num_expected;
         if (e->tag_mask == exact_mask) {
             if (expected_list *bucket = bucket_for(m_expected_buckets, e->tag)) {
-                e->in_bucket = true;
+                e->queue = IN_EXACT;
+                bucket->push_back(*e);
+                return;
+            }
+        } else if (mask_group *g = group_for(e->tag_mask)) {
+            if (expected_list *bucket = bucket_for(g->buckets, e->tag & g->mask)) {
+                e->queue = uint8_t(g - m_groups);
+                ++g->count;
                 bucket->push_back(*e);
                 return;
             }
         }
-        e->in_bucket = false;
+        e->queue = IN_WILD_LIST;
         m_expected_wild.push_back(*e);
     }
 
@@ -92,12 +112,22 @@ public:
      * nullptr if none does. */
     expected_entry *take_expected(ucp_tag_t tag) noexcept
     {
-        expected_entry *best   = nullptr;
-        expected_list  *bucket = nullptr;
+        expected_entry *best = nullptr;
         if (!m_expected_buckets.empty()) {
-            bucket = m_expected_buckets.find(tag);
+            expected_list *bucket = m_expected_buckets.find(tag);
             if (bucket != nullptr) {
                 best = bucket->front(); /* buckets are never empty */
+            }
+        }
+        /* Each mask in use: the earliest receive of the bucket `tag` falls in. */
+        for (unsigned i = 0; ucs_unlikely(i < m_num_groups); ++i) {
+            mask_group &g = m_groups[i];
+            if (g.count == 0) {
+                continue;
+            }
+            expected_list *bucket = g.buckets.find(tag & g.mask);
+            if ((bucket != nullptr) && ((best == nullptr) || (bucket->front()->sn < best->sn))) {
+                best = bucket->front();
             }
         }
 
@@ -113,13 +143,8 @@ public:
             }
         }
 
-        if (best == nullptr) {
-            return nullptr;
-        }
-        --m_num_expected;
-        expected_list::remove(*best);
-        if (best->in_bucket && bucket->empty()) {
-            m_expected_buckets.erase(tag);
+        if (best != nullptr) {
+            remove_expected(best);
         }
         return best;
     }
@@ -129,8 +154,16 @@ public:
     {
         --m_num_expected;
         expected_list::remove(*e);
-        if (e->in_bucket && unlinked_last(e->link)) {
-            m_expected_buckets.erase(e->tag);
+        if (e->queue == IN_EXACT) {
+            if (unlinked_last(e->link)) {
+                m_expected_buckets.erase(e->tag);
+            }
+        } else if (e->queue != IN_WILD_LIST) {
+            mask_group &g = m_groups[e->queue];
+            --g.count;
+            if (unlinked_last(e->link)) {
+                g.buckets.erase(e->tag & g.mask);
+            }
         }
     }
 
@@ -251,6 +284,16 @@ public:
             }
         }
         m_expected_buckets.clear();
+        for (unsigned i = 0; i < m_num_groups; ++i) {
+            for (auto bucket : m_groups[i].buckets) {
+                while (expected_entry *e = bucket.value.pop_front()) {
+                    --m_num_expected;
+                    f(e);
+                }
+            }
+            m_groups[i].buckets.clear();
+            m_groups[i].count = 0;
+        }
         while (expected_entry *e = m_expected_wild.pop_front()) {
             --m_num_expected;
             f(e);
@@ -264,6 +307,35 @@ private:
                                               &unexpected_entry::tag_link>;
     using arrival_list  = ucs::intrusive_list<unexpected_entry,
                                               &unexpected_entry::arrival_link>;
+
+    /* Wildcard receives of one mask, by their tag & mask. */
+    struct mask_group {
+        ucp_tag_t                               mask  = 0;
+        size_t                                  count = 0;   /* receives queued */
+        ucs::hash_map<ucp_tag_t, expected_list> buckets;
+    };
+
+    /* The group of `mask`: its own, else an empty one (re)assigned to it, or
+     * nullptr when max_mask_groups other masks have receives queued. */
+    mask_group *group_for(ucp_tag_t mask) noexcept
+    {
+        mask_group *empty = nullptr;
+        for (unsigned i = 0; i < m_num_groups; ++i) {
+            if (m_groups[i].mask == mask) {
+                return &m_groups[i];
+            }
+            if ((m_groups[i].count == 0) && (empty == nullptr)) {
+                empty = &m_groups[i];
+            }
+        }
+        if ((empty == nullptr) && (m_num_groups < m_max_mask_groups)) {
+            empty = &m_groups[m_num_groups++];
+        }
+        if (empty != nullptr) {
+            empty->mask = mask;   /* its buckets are all gone with its receives */
+        }
+        return empty;
+    }
 
     /* The bucket of `tag`, made if missing and allowed; nullptr if not. */
     template <typename List>
@@ -291,6 +363,9 @@ private:
     size_t                                  m_num_unexpected = 0;
     size_t                                  m_num_unindexed = 0; /* unexpected, not in a bucket */
     size_t                                  m_max_tag_buckets;
+    unsigned                                m_max_mask_groups;
+    unsigned                                m_num_groups = 0;   /* ever assigned */
+    mask_group                              m_groups[MAX_MASK_GROUPS];
 };
 
 } // namespace ucp::tag
