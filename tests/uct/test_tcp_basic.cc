@@ -21,9 +21,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -309,17 +311,14 @@ TEST_CASE("tcp md registers regions and unpacks only valid keys", "[tcp]")
 }
 
 /* The pool an iface gives its connections' send queues, `bytes` each. */
-static void init_buffer_pool(ucs::mpool &pool, size_t bytes)
+static void init_buffer_pool(uct::tcp::buffer_pool &pool, size_t bytes)
 {
-    ucs::mpool_params params;
-    params.elem_size       = bytes;
-    params.elems_per_chunk = 2;
-    REQUIRE(pool.init(params) == UCS_OK);
+    REQUIRE(pool.init("test_tx_buffers", bytes) == UCS_OK);
 }
 
 TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "[tcp]")
 {
-    ucs::mpool pool;
+    uct::tcp::buffer_pool pool;
     init_buffer_pool(pool, 64);
     uct::tcp::tx_queue q;
     REQUIRE(q.init(pool, 64, 2, 4) == UCS_OK);
@@ -388,7 +387,7 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     CHECK(q.bytes_sent() == 18);
     /* All written: the buffer is back in the pool for other connections. */
     CHECK_FALSE(q.holds_buffer());
-    CHECK(pool.num_free() == pool.num_elems());
+    CHECK(pool.in_use() == 0);
 
     /* Full buffer, then room again after compaction. */
     CHECK(q.reserve(65) == nullptr);
@@ -414,10 +413,43 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     CHECK_FALSE(q.holds_buffer());
 }
 
+TEST_CASE("tcp buffer pool keeps 16 idle buffers and unmaps the others", "[tcp]")
+{
+    constexpr size_t size = 64 * 1024 + 100;
+    const unsigned keep   = uct::tcp::buffer_pool::KEEP_IDLE;
+    uct::tcp::buffer_pool pool;
+    REQUIRE(pool.init("test_buffers", size) == UCS_OK);
+    CHECK(pool.size() >= size);
+    std::vector<uint8_t*> buffers;
+    for (unsigned i = 0; i < keep + 4; ++i) {
+        uint8_t *b = pool.get();
+        REQUIRE(b != nullptr);
+        std::memset(b, 0x5a, size);
+        buffers.push_back(b);
+    }
+    CHECK(pool.in_use() == keep + 4);
+    for (uint8_t *b : buffers) {
+        pool.put(b);
+    }
+    CHECK(pool.in_use() == 0);
+    CHECK(pool.idle() == keep);
+    /* The first `keep` returned wait in the pool, the later ones are gone:
+     * mincore() on an unmapped range fails with ENOMEM. */
+    unsigned char vec[32];
+    for (unsigned i = 0; i < keep + 4; ++i) {
+        CHECK((mincore(buffers[i], 4096, vec) == 0) == (i < keep));
+    }
+    /* Taken again: the last one that stayed. */
+    uint8_t *again = pool.get();
+    CHECK(again == buffers[keep - 1]);
+    std::memset(again, 1, size);
+    pool.put(again);
+}
+
 TEST_CASE("tcp tx queue keeps room for replies that sends cannot take", "[tcp]")
 {
     /* 64 bytes and 1 zero-copy slot for sends, 40 bytes and 2 slots for replies. */
-    ucs::mpool pool;
+    uct::tcp::buffer_pool pool;
     init_buffer_pool(pool, 64 + 40);
     uct::tcp::tx_queue q;
     REQUIRE(q.init(pool, 64, 1, 2, 2, 40) == UCS_OK);

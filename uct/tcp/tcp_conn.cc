@@ -64,7 +64,7 @@ tcp_conn::~tcp_conn()
     close();
     std::free(large_.buf);
     if (rx_ != nullptr) {
-        ucs::mpool::put(rx_);   /* closed inside rx_progress(): still held */
+        iface_.rx_buffers().put(rx_);   /* closed inside rx_progress(): still held */
     }
 }
 

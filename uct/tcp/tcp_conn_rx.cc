@@ -119,7 +119,7 @@ bool tcp_conn::rx_acquire()
     if (ucs_likely(rx_ != nullptr)) {
         return true;
     }
-    rx_ = static_cast<uint8_t*>(iface_.rx_buffers().get());
+    rx_ = iface_.rx_buffers().get();
     if (rx_ == nullptr) {
         schedule_failure(UCS_ERR_NO_MEMORY, "no receive buffer");
         return false;
@@ -130,7 +130,7 @@ bool tcp_conn::rx_acquire()
 void tcp_conn::rx_release_if_empty()
 {
     if ((rx_ != nullptr) && (rx_head_ == rx_tail_) && !in_rx_) {
-        ucs::mpool::put(rx_);
+        iface_.rx_buffers().put(rx_);
         rx_ = nullptr;
     }
 }

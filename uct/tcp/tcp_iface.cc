@@ -101,20 +101,13 @@ ucs_status_t tcp_iface::init()
     }
 
     /* Send and receive buffers, pooled: a connection holds one only while
-     * data waits in it. A few per chunk, so an iface with one busy
-     * connection maps little. */
-    ucs::mpool_params buffers;
-    buffers.alignment       = 64;
-    buffers.elems_per_chunk = 2;
-    buffers.name            = "tcp_rx_buffers";
-    buffers.elem_size       = config_.rx_seg_size;
-    ucs_status_t status     = rx_buffers_.init(buffers);
+     * data waits in it (tcp_buffers.h). */
+    ucs_status_t status = rx_buffers_.init("tcp_rx_buffers", config_.rx_seg_size);
     if (status != UCS_OK) {
         return status;
     }
-    buffers.name      = "tcp_tx_buffers";
-    buffers.elem_size = config_.tx_buf_size + size_t(config_.rma_outstanding) * MAX_REPLY_FRAME;
-    status            = tx_buffers_.init(buffers);
+    status = tx_buffers_.init("tcp_tx_buffers", config_.tx_buf_size +
+                                      size_t(config_.rma_outstanding) * MAX_REPLY_FRAME);
     if (status != UCS_OK) {
         return status;
     }

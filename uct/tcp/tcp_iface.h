@@ -14,12 +14,11 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>
+#include <uct/tcp/tcp_buffers.h>
 #include <uct/tcp/tcp_config.h>
 #include <uct/tcp/tcp_conn.h>
 #include <uct/tcp/tcp_netif.h>
 #include <uct/tcp/tcp_wire.h>
-
-#include <ucs/memory/mpool.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -59,8 +58,8 @@ public:
     const tcp_config &config() const { return config_; }
     tcp_md &regions() const { return md_; }
     /* Connections take these buffers only while data waits in them. */
-    ucs::mpool &rx_buffers() { return rx_buffers_; }
-    ucs::mpool &tx_buffers() { return tx_buffers_; }
+    buffer_pool &rx_buffers() { return rx_buffers_; }
+    buffer_pool &tx_buffers() { return tx_buffers_; }
     uint16_t port() const { return port_; }
     /* This iface's handshake (conn_sn 0). */
     const handshake &local_handshake() const { return handshake_; }
@@ -156,8 +155,8 @@ private:
     handshake                               handshake_{};
     uint64_t                                refused_handshakes_ = 0;
 
-    ucs::mpool                              rx_buffers_;   /* before conns_: outlive them */
-    ucs::mpool                              tx_buffers_;
+    buffer_pool                             rx_buffers_;   /* before conns_: outlive them */
+    buffer_pool                             tx_buffers_;
     std::vector<std::unique_ptr<tcp_conn>>  conns_;
     std::vector<tcp_conn*>                  failures_;
     /* Eps created so far towards each peer iface (pairing serial numbers). */

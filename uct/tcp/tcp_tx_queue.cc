@@ -7,7 +7,7 @@
 
 namespace uct::tcp {
 
-ucs_status_t tx_queue::init(ucs::mpool &pool, size_t buffer_size, unsigned zcopy_slots,
+ucs_status_t tx_queue::init(buffer_pool &pool, size_t buffer_size, unsigned zcopy_slots,
                             size_t max_iov, unsigned reply_slots, size_t reply_bytes)
 {
     if ((buffer_size == 0) || (zcopy_slots == 0) || (zcopy_slots > MAX_ZCOPY_SLOTS) ||
@@ -45,7 +45,7 @@ uint8_t *tx_queue::reserve_slow(size_t length, size_t limit)
 {
     if (buf_ == nullptr) {
         /* Empty (head_ == tail_ == 0): a buffer from the pool takes it all. */
-        buf_ = static_cast<uint8_t*>(pool_->get());
+        buf_ = pool_->get();
         return ((buf_ != nullptr) && (length <= limit)) ? buf_ : nullptr;
     }
     /* With head_ == 0 nothing can move: the caller's check was final. */

@@ -23,7 +23,7 @@
 
 #include <uct/base/uct_types.h>
 
-#include <ucs/memory/mpool.h>
+#include <uct/tcp/tcp_buffers.h>
 
 #include <sys/uio.h>
 
@@ -42,8 +42,8 @@ public:
     /* Most scatter entries gathered for one write. */
     static constexpr size_t MAX_GATHER = 64;
 
-    /* `pool`'s elements hold buffer_size + reply_bytes; it outlives the queue. */
-    ucs_status_t init(ucs::mpool &pool, size_t buffer_size, unsigned zcopy_slots,
+    /* `pool`'s buffers hold buffer_size + reply_bytes; it outlives the queue. */
+    ucs_status_t init(buffer_pool &pool, size_t buffer_size, unsigned zcopy_slots,
                       size_t max_iov, unsigned reply_slots = 0, size_t reply_bytes = 0);
 
     tx_queue() = default;
@@ -152,7 +152,7 @@ private:
     void release_buffer()
     {
         if (buf_ != nullptr) {
-            ucs::mpool::put(buf_);
+            pool_->put(buf_);
             buf_ = nullptr;
         }
     }
@@ -164,7 +164,7 @@ private:
     /* Buffered-stream position of buf_[head_]. */
     uint64_t buffered_pos() const { return buf_consumed_; }
 
-    ucs::mpool                   *pool_ = nullptr;
+    buffer_pool                  *pool_ = nullptr;
     uint8_t                      *buf_ = nullptr;    /* held while bytes are buffered */
     size_t                       capacity_ = 0;      /* replies included */
     size_t                       send_capacity_ = 0; /* what sends may fill */
