@@ -65,7 +65,7 @@ std::string ucp_pair::setup(oob &channel, const char *tls, uint64_t features)
     return "";
 }
 
-ucs_status_t ucp_pair::wait(ucs_status_ptr_t request)
+ucs_status_t wait_request(ucp_worker_h worker, ucs_status_ptr_t request)
 {
     if (!UCS_PTR_IS_PTR(request)) {
         return UCS_PTR_STATUS(request);
@@ -76,6 +76,11 @@ ucs_status_t ucp_pair::wait(ucs_status_ptr_t request)
     }
     ucp_request_free(request);
     return status;
+}
+
+ucs_status_t ucp_pair::wait(ucs_status_ptr_t request)
+{
+    return wait_request(worker, request);
 }
 
 } // namespace perf

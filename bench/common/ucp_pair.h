@@ -16,6 +16,10 @@
 
 namespace perf {
 
+/* Progresses `worker` until `request` (a ucp call's result) completes,
+ * frees it and returns its status (NULL: done; an error pointer: its status). */
+ucs_status_t wait_request(ucp_worker_h worker, ucs_status_ptr_t request);
+
 class ucp_pair {
 public:
     ucp_pair() = default;

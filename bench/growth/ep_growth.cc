@@ -101,15 +101,7 @@ ucs_status_t wait_all(ucp_worker_h worker, std::vector<ucs_status_ptr_t> &reques
 {
     ucs_status_t result = UCS_OK;
     for (ucs_status_ptr_t request : requests) {
-        ucs_status_t status;
-        if (!UCS_PTR_IS_PTR(request)) {
-            status = UCS_PTR_STATUS(request);
-        } else {
-            while ((status = ucp_request_check_status(request)) == UCS_INPROGRESS) {
-                ucp_worker_progress(worker);
-            }
-            ucp_request_free(request);
-        }
+        const ucs_status_t status = perf::wait_request(worker, request);
         if ((status != UCS_OK) && (result == UCS_OK)) {
             result = status;
         }

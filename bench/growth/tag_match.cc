@@ -14,6 +14,8 @@
  * Public UCX 1.13 API only: bench/growth/compare.py runs it on both
  * libraries.
  */
+#include "../common/ucp_pair.h"
+
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
@@ -48,18 +50,7 @@ bool fail(const char *what, ucs_status_t status)
     return false;
 }
 
-ucs_status_t wait(ucp_worker_h worker, ucs_status_ptr_t request)
-{
-    if (!UCS_PTR_IS_PTR(request)) {
-        return UCS_PTR_STATUS(request);
-    }
-    ucs_status_t status;
-    while ((status = ucp_request_check_status(request)) == UCS_INPROGRESS) {
-        ucp_worker_progress(worker);
-    }
-    ucp_request_free(request);
-    return status;
-}
+using perf::wait_request;
 
 bool setup(context &c, const char *tls)
 {
@@ -100,7 +91,7 @@ void teardown(context &c)
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-        wait(c.worker, ucp_ep_close_nbx(c.ep, &param));
+        wait_request(c.worker, ucp_ep_close_nbx(c.ep, &param));
     }
     if (c.worker != nullptr) {
         ucp_worker_destroy(c.worker);
@@ -130,7 +121,7 @@ bool measure(context &c, mode m, unsigned others, unsigned iterations, double *n
             if (UCS_PTR_IS_ERR(other_reqs.back())) {
                 return fail("ucp_tag_recv_nbx", UCS_PTR_STATUS(other_reqs.back()));
             }
-        } else if (wait(c.worker, ucp_tag_send_nbx(c.ep, &payload, sizeof(payload), tag,
+        } else if (wait_request(c.worker, ucp_tag_send_nbx(c.ep, &payload, sizeof(payload), tag,
                                                    &param)) != UCS_OK) {
             return fail("ucp_tag_send_nbx", UCS_ERR_IO_ERROR);
         }
@@ -151,13 +142,13 @@ bool measure(context &c, mode m, unsigned others, unsigned iterations, double *n
                 recv = ucp_tag_recv_nbx(c.worker, &sink, sizeof(sink), tag, mask, &param);
             }
             send = ucp_tag_send_nbx(c.ep, &payload, sizeof(payload), tag, &param);
-            if (wait(c.worker, send) != UCS_OK) {
+            if (wait_request(c.worker, send) != UCS_OK) {
                 return fail("ucp_tag_send_nbx", UCS_ERR_IO_ERROR);
             }
             if (!posted) {
                 recv = ucp_tag_recv_nbx(c.worker, &sink, sizeof(sink), tag, mask, &param);
             }
-            if (wait(c.worker, recv) != UCS_OK) {
+            if (wait_request(c.worker, recv) != UCS_OK) {
                 return fail("ucp_tag_recv_nbx", UCS_ERR_IO_ERROR);
             }
         }
@@ -174,12 +165,12 @@ bool measure(context &c, mode m, unsigned others, unsigned iterations, double *n
     for (ucs_status_ptr_t req : other_reqs) {
         if (UCS_PTR_IS_PTR(req)) {
             ucp_request_cancel(c.worker, req);
-            wait(c.worker, req);
+            wait_request(c.worker, req);
         }
     }
     if (!posted) {
         for (unsigned i = 0; i < others; ++i) {
-            if (wait(c.worker, ucp_tag_recv_nbx(c.worker, &sink, sizeof(sink),
+            if (wait_request(c.worker, ucp_tag_recv_nbx(c.worker, &sink, sizeof(sink),
                                                 OTHER_FAMILY | i, ~ucp_tag_t(0),
                                                 &param)) != UCS_OK) {
                 return fail("draining the others", UCS_ERR_IO_ERROR);
