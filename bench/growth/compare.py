@@ -17,7 +17,11 @@ on both libraries: nanoseconds per tag match with 1, 100 and 10000 other
 receives posted or messages unmatched, exact and wildcard. Then MPI_Init
 and MPI_Finalize of 2 and 4 ranks (mpi_init_time, every pair connected in
 between) under Open MPI and MPICH on both libraries, with the launcher's
-whole run. --out DIR also writes the curves (.dat) and plots.
+whole run. Then 1, 2 and 4 pairs of processes (2, 4, 8 processes) running
+ucx_perftest --loopback at once, over shared memory and tcp: the median of
+the pairs' 8-byte tag latency and the sum of their 1 MiB tag bandwidth (on
+2 cores, 4 and 8 processes are oversubscribed: the numbers are reported,
+nothing is tuned to them). --out DIR also writes the curves (.dat) and plots.
 """
 import argparse
 import datetime
@@ -124,6 +128,57 @@ def mpi_init_table(build, libraries, rounds):
             print("| %s | %d | %s | %.1f | %.1f | %.0f |" % r)
 
 
+def concurrent_pairs(tool, env, test, size, iters, pairs):
+    """Starts `pairs` ucx_perftest --loopback runs at once; their Final lines'
+    numbers, or None if one failed or timed out."""
+    procs = [subprocess.Popen([tool, "--loopback", "-t", test, "-s", str(size), "-n",
+                               str(iters), "-w", str(max(10, iters // 10))],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env)
+             for _ in range(pairs)]
+    results = []
+    for proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            results.append(None)
+            continue
+        final = [l.split() for l in out.splitlines() if l.startswith("Final:")]
+        results.append([float(v) for v in final[-1][1:]]
+                       if proc.returncode == 0 and final else None)
+    return None if None in results else results
+
+
+def concurrent_table(build, libraries, rounds, lat_iters, bw_iters):
+    """2, 4 and 8 processes (1, 2, 4 loopback pairs) sending at once."""
+    tool = os.path.join(build, "bench", "perftest", "ucx_perftest")
+    print("\nProcesses sending at once: pairs of ucx_perftest --loopback (our tool on both "
+          "libraries); 8-byte tag_lat one-way us (median of the pairs' medians) and 1 MiB "
+          "tag_bw MB/s (sum over the pairs); on 2 cores, 4 and 8 processes are "
+          "oversubscribed")
+    print("| transport | processes | library | 8 B latency us | 1 MiB bandwidth MB/s |")
+    print("| --- | ---: | --- | ---: | ---: |")
+    for tls in ("posix,self", "tcp,self"):
+        for pairs in (1, 2, 4):
+            for lib, libdir in libraries:
+                env = dict(os.environ, LD_LIBRARY_PATH=libdir, UCX_TLS=tls)
+                env.pop("UCX_CONFIG_FILE", None)
+                lat, bw = [], []
+                for _ in range(rounds):
+                    r = concurrent_pairs(tool, env, "tag_lat", 8, lat_iters // pairs, pairs)
+                    if r is not None:
+                        lat.append(statistics.median(x[1] for x in r))
+                    r = concurrent_pairs(tool, env, "tag_bw", 1 << 20, bw_iters // pairs, pairs)
+                    if r is not None:
+                        bw.append(sum(x[5] for x in r))
+                print("| %s | %d | %s | %s | %s |" % (
+                    tls.split(",")[0], 2 * pairs, lib,
+                    "%.3f" % statistics.median(lat) if lat else "failed",
+                    "%.0f" % statistics.median(bw) if bw else "failed"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -171,6 +226,7 @@ def main():
 
     tag_match_table(args.build, libraries, args.rounds)
     mpi_init_table(args.build, libraries, args.rounds)
+    concurrent_table(args.build, libraries, args.rounds, args.iters, 200)
 
     if args.out:
         stem = datetime.date.today().isoformat() + "-growth-"
