@@ -7,6 +7,8 @@
 
 #include "test_mm_util.h"
 
+#include <uct/sm/mm/mm_address.h>
+
 #include "two_process.h"
 
 #include <cstdio>
@@ -757,6 +759,72 @@ void shared_remote(const char *tl)
 
 MM_TEST_CASE("eps to one peer share its mapping and pidfd; its death fails them all",
              shared_remote)
+
+/* -------------------------------------------------------------------------- */
+
+/* The peer replaces its iface; the new segment gets the old one's id (the
+ * lowest free fd) while our ep to the old one is still open. */
+void replaced_iface(const char *tl)
+{
+    test::child_process child([tl](int fd) {
+        struct counter {
+            unsigned got = 0;
+            static ucs_status_t handler(void *arg, void *, size_t, unsigned)
+            {
+                ++static_cast<counter*>(arg)->got;
+                return UCS_OK;
+            }
+        };
+        counter first, second;
+        {
+            test::mm_entity a(tl);
+            TEST_CHILD_CHECK(a.ok());
+            TEST_CHILD_CHECK(a.iface().set_am_handler(AM_ID, counter::handler, &first, 0) ==
+                             UCS_OK);
+            TEST_CHILD_CHECK(test::send_blob(fd, a.addresses().serialize()));
+            TEST_CHILD_CHECK(test::poll_until([&] { return first.got == 1; },
+                                              [&] { progress_or_yield(a); }));
+        }
+        test::mm_entity b(tl);
+        TEST_CHILD_CHECK(b.ok());
+        TEST_CHILD_CHECK(b.iface().set_am_handler(AM_ID, counter::handler, &second, 0) ==
+                         UCS_OK);
+        TEST_CHILD_CHECK(test::send_blob(fd, b.addresses().serialize()));
+        TEST_CHILD_CHECK(test::poll_until([&] { return second.got == 1; },
+                                          [&] { progress_or_yield(b); }));
+        return 0;
+    });
+
+    test::mm_entity e(tl);
+    REQUIRE(e.ok());
+    test::uct_addresses first, second;
+    REQUIRE(receive_address(child.fd(), &first));
+    uct::ep *old_ep = e.connect(first);
+    REQUIRE(old_ep != nullptr);
+    REQUIRE(send_retry(e, [&] { return old_ep->am_short(AM_ID, 1, nullptr, 0); }) == UCS_OK);
+    REQUIRE(receive_address(child.fd(), &second));
+    uct::mm::iface_address a, b;
+    REQUIRE(first.iface.size() == sizeof(a));
+    REQUIRE(second.iface.size() == sizeof(b));
+    std::memcpy(&a, first.iface.data(), sizeof(a));
+    std::memcpy(&b, second.iface.data(), sizeof(b));
+    INFO("segment ids " << a.segment_id << " and " << b.segment_id);
+    if (std::string(tl) == "posix") {
+        CHECK(a.segment_id == b.segment_id);   /* the fd number came back */
+    }
+    /* The old ep is still open: the new iface is reached all the same. */
+    ucs_status_t status = UCS_OK;
+    uct::ep *new_ep = e.connect(second, &status);
+    INFO(ucs_status_string(status));
+    REQUIRE(new_ep != nullptr);
+    REQUIRE(send_retry(e, [&] { return new_ep->am_short(AM_ID, 2, nullptr, 0); }) == UCS_OK);
+    CHECK(child.wait() == 0);
+    e.destroy_ep(old_ep);
+    e.destroy_ep(new_ep);
+}
+
+MM_TEST_CASE("a peer's new iface with its old segment's id is reached while the old ep lives",
+             replaced_iface)
 
 /* -------------------------------------------------------------------------- */
 

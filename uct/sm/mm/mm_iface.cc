@@ -403,15 +403,18 @@ ucs_status_t mm_iface::remote_get(const iface_address &address, mm_remote **remo
     if (it != remotes_.end()) {
         mm_remote *remote = it->second;
         if (!remote->same_fifo(address)) {
-            return UCS_ERR_INVALID_ADDR;
-        }
-        /* A pid can name a new process once the old one is gone: a remote
-         * whose owner died is never joined, even before the watch says so. */
-        if (remote->peer().alive()) {
+            /* The owner made a new iface whose segment got the old one's id
+             * (a reused fd number): the old remote's eps keep it, new eps
+             * get their own. */
+            unindex(remote);
+        } else if (remote->peer().alive()) {
             *remote_p = remote;
             return UCS_OK;
+        } else {
+            /* A pid can name a new process once the old one is gone: a remote
+             * whose owner died is never joined, even before the watch says so. */
+            remote_failed(remote);
         }
-        remote_failed(remote);
     }
     auto remote = std::make_unique<mm_remote>(backend_, address);
     ucs_status_t status = remote->connect();
@@ -427,15 +430,20 @@ ucs_status_t mm_iface::remote_get(const iface_address &address, mm_remote **remo
     return UCS_OK;
 }
 
+void mm_iface::unindex(mm_remote *remote)
+{
+    auto it = remotes_.find(remote->key());
+    if ((it != remotes_.end()) && (it->second == remote)) {
+        remotes_.erase(it);
+    }
+}
+
 void mm_iface::remote_failed(mm_remote *remote)
 {
     if (!remote->dead) {
         remote->dead = true;
         peer_watch_.remove(remote);
-        auto it = remotes_.find(remote->key());
-        if ((it != remotes_.end()) && (it->second == remote)) {
-            remotes_.erase(it);
-        }
+        unindex(remote);
     }
     for (mm_ep *ep : remote->eps) {
         ep->fail(UCS_ERR_CONNECTION_RESET);
@@ -449,7 +457,7 @@ void mm_iface::remote_release(mm_remote *remote)
     }
     if (!remote->dead) {
         peer_watch_.remove(remote);
-        remotes_.erase(remote->key());
+        unindex(remote);
     }
     delete remote;
 }

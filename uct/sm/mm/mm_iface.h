@@ -87,6 +87,8 @@ private:
     bool look_for_dead_peers();
     /* The live remote for `address`, mapped on first use. */
     ucs_status_t remote_get(const iface_address &address, mm_remote **remote_p);
+    /* No new ep joins it (its eps keep using it). */
+    void unindex(mm_remote *remote);
     /* Its owner is gone: no new ep joins it, its eps fail. */
     void remote_failed(mm_remote *remote);
     /* Frees it once no ep and no holder uses it. */
@@ -121,7 +123,7 @@ private:
     int             wakeup_fd_ = -1;
     uint32_t        wakeup_id_ = 0;
     std::vector<mm_ep*> eps_;
-    std::map<mm_remote::key_type, mm_remote*> remotes_;   /* live ones, by owner */
+    std::map<mm_remote::key_type, mm_remote*> remotes_;   /* the ones new eps join */
     sm::peer_watch  peer_watch_;        /* also the event fd */
     std::unique_ptr<uint8_t[]> bounce_;  /* put_bcopy near a region's end */
 };
