@@ -65,7 +65,7 @@ void progress_both()
     ucp_worker_progress(g_ranks->worker[1]);
 }
 
-/* Progresses until `request` of rank `r`'s collectives is over; its status. */
+/* Progresses both ranks until a collectives `request` is over; its status. */
 ucs_status_t wait_coll(ucs_status_ptr_t request)
 {
     if (!UCS_PTR_IS_PTR(request)) {

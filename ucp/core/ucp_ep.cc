@@ -375,15 +375,15 @@ bool ep_notify_closed(ucp_ep *ep)
         other |= (e != ep) && (e->remote_uuid == ep->remote_uuid) &&
                  (e->flags & ep_flag::USER) && !(e->flags & ep_flag::CLOSED);
     });
-    const uint64_t notice[2] = {worker->uuid, other ? ep->remote_id : 0};
     if (other && (ep->remote_id == 0)) {
         return true;    /* its pair is not known to us: nothing to name */
     }
+    /* The uuid, and the id of the peer's ep paired with this one when it
+     * is not the last. */
+    const uint64_t notice[2] = {worker->uuid, ep->remote_id};
     const size_t length = other ? sizeof(notice) : sizeof(notice[0]);
-    ucs_status_t status = (length == sizeof(notice[0])) ?
-                          lane->am_short(wire::AM_EP_CLOSED, notice[0], nullptr, 0) :
-                          lane->am_short(wire::AM_EP_CLOSED, notice[0], &notice[1],
-                                         sizeof(notice[1]));
+    ucs_status_t status = lane->am_short(wire::AM_EP_CLOSED, notice[0], &notice[1],
+                                         unsigned(length - sizeof(notice[0])));
     if ((status == UCS_ERR_UNSUPPORTED) || (status == UCS_ERR_INVALID_PARAM)) {
         struct packed_notice {
             const uint64_t *words;

@@ -75,8 +75,9 @@ ucs_status_t tcp_conn::init()
      * keeps to the same window (UCX_TCP_RMA_OUTSTANDING) as this side; the
      * requests of a peer with a larger window wait in the receive buffer
      * for replies to go out, which stalls only if both peers do it. */
-    return tx_.init(iface_.tx_buffers(), config_.tx_buf_size, config_.zcopy_inflight, config_.max_iov,
-                    config_.rma_outstanding, size_t(config_.rma_outstanding) * MAX_REPLY_FRAME);
+    return tx_.init(iface_.tx_buffers(), config_.tx_buf_size, config_.zcopy_inflight,
+                    config_.max_iov, config_.rma_outstanding,
+                    size_t(config_.rma_outstanding) * MAX_REPLY_FRAME);
 }
 
 void tcp_conn::set_state(conn_state state)

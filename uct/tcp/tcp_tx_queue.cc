@@ -44,9 +44,13 @@ bool tx_queue::alloc_zcopy_slots()
 uint8_t *tx_queue::reserve_slow(size_t length, size_t limit)
 {
     if (buf_ == nullptr) {
-        /* Empty (head_ == tail_ == 0): a buffer from the pool takes it all. */
+        /* Empty (head_ == tail_ == 0): a buffer from the pool takes it all,
+         * unless it is too long for any (then no buffer is taken). */
+        if (length > limit) {
+            return nullptr;
+        }
         buf_ = pool_->get();
-        return ((buf_ != nullptr) && (length <= limit)) ? buf_ : nullptr;
+        return buf_;
     }
     /* With head_ == 0 nothing can move: the caller's check was final. */
     size_t used = tail_ - head_;

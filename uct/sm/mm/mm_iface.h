@@ -38,7 +38,6 @@ namespace uct::mm {
 class mm_md;
 class mm_ep;
 
-
 class mm_iface final : public uct::iface {
 public:
     static ucs_status_t open(mm_md &md, uct::worker &worker, const iface_params &params,
