@@ -215,6 +215,10 @@ TEST_CASE("ucp_test_rc: eps connect to eps, refuse strangers, keep order, RMA an
         REQUIRE(status == UCS_OK);
     }
 
+    /* The last messages may wait in our ep's backlog (the child's queue was
+     * full): progress sends them while the child has not answered. */
+    REQUIRE(side.progress_until([&] { return test::readable(child.fd()); }));
+
     /* Put into the child's registered buffer, flush, read it back. */
     std::vector<uint8_t> rkey;
     uintptr_t address = 0;
