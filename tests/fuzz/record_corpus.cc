@@ -29,6 +29,7 @@
 #include <ucp/core/ucp_mm.h>
 #include <ucp/core/ucp_rkey.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/proto/select.h>
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
 #include <uct/base/uct_worker.h>
@@ -206,6 +207,12 @@ void run_scenarios(pair &p, bool over_tcp)
     size_t stream_length;
     p.wait({ucp_stream_send_nbx(p.ab, send_buf, 100, &none),
             ucp_stream_recv_nbx(p.ba, recv_buf, 100,
+                                &stream_length, &none)});
+    record::scenario = "stream_rndv";
+    std::vector<uint8_t> stream_out(ucp::proto::stream_rndv_min, 5),
+                         stream_in(stream_out.size());
+    p.wait({ucp_stream_send_nbx(p.ab, stream_out.data(), stream_out.size(), &none),
+            ucp_stream_recv_nbx(p.ba, stream_in.data(), stream_in.size(),
                                 &stream_length, &none)});
 
     ucp_am_handler_param_t hp{};

@@ -14,6 +14,7 @@
 #include "ucp_test_util.h"
 
 #include <ucp/core/ucp_request.h>
+#include <ucp/proto/select.h>
 
 #include <catch2/catch.hpp>
 
@@ -401,7 +402,7 @@ TEST_CASE("eager zcopy: active messages over tcp go eagerly up to one AM fragmen
 
 namespace {
 
-/* One byte sequence of every boundary size in turn (no rendezvous). */
+/* One byte sequence of every boundary size in turn. */
 size_t stream_total()
 {
     size_t total = 0;
@@ -470,9 +471,10 @@ TEST_CASE("eager zcopy: stream sends at the bcopy/zcopy boundary", "[ucp_zcopy]"
         REQUIRE(protos.size() == std::size(boundary_sizes));
         for (size_t i = 0; i < std::size(boundary_sizes); ++i) {
             INFO("size " << boundary_sizes[i]);
-            /* Streams have no rendezvous. */
+            /* Streams go by rendezvous from stream_rndv_min at the earliest. */
             CHECK(char(protos[i]) ==
-                  expected_proto(boundary_sizes[i], tc.zcopy, zcopy_thresh, SIZE_MAX));
+                  expected_proto(boundary_sizes[i], tc.zcopy, zcopy_thresh,
+                                 std::max(rndv_thresh, ucp::proto::stream_rndv_min)));
         }
         REQUIRE(test::sync_peer(child.fd()));
         CHECK(child.wait() == 0);

@@ -162,11 +162,19 @@ TEST_CASE("the selection follows the thresholds: short, bcopy, zcopy, rendezvous
                                UCS_MEMORY_TYPE_HOST};
     CHECK(first_at(table, sync, 0) == protocol::EAGER_BCOPY_SINGLE);
 
-    /* Streams have neither short sends nor rendezvous. */
+    /* Streams have no short sends, and a rendezvous only from
+     * stream_rndv_min (above this table's rendezvous threshold). */
     const ucp::proto::key stream{operation::STREAM, 0, ucp::dt::dt_class::contig,
                                  UCS_MEMORY_TYPE_HOST};
+    static_assert(ucp::proto::stream_rndv_min > 100000);
     CHECK(first_at(table, stream, 0) == protocol::EAGER_BCOPY_SINGLE);
-    CHECK(first_at(table, stream, SIZE_MAX) == protocol::EAGER_ZCOPY);
+    CHECK(first_at(table, stream, 100000) == protocol::EAGER_ZCOPY);
+    CHECK(first_at(table, stream, ucp::proto::stream_rndv_min - 1) == protocol::EAGER_ZCOPY);
+    CHECK(first_at(table, stream, ucp::proto::stream_rndv_min) == protocol::RNDV);
+    CHECK(first_at(table, stream, SIZE_MAX) == protocol::RNDV);
+    const ucp::proto::table late(inputs(100, 8192, 2000, 1u << 20, true));
+    CHECK(first_at(late, stream, (1u << 20) - 1) == protocol::EAGER_ZCOPY);
+    CHECK(first_at(late, stream, 1u << 20) == protocol::RNDV);
 
     /* Active messages: the flags force or forbid a rendezvous. */
     const ucp::proto::key am{operation::AM, 0, ucp::dt::dt_class::contig,

@@ -9,6 +9,8 @@
 #include "ucp_peer.h"
 #include "ucp_test_util.h"
 
+#include <ucp/core/ucp_ep.h>
+#include <ucp/proto/select.h>
 #include <ucp/proto/wire.h>
 #include <ucp/stream/stream.h>
 
@@ -177,9 +179,25 @@ std::string recv_pieces(peer &p, size_t total, uint64_t seed, size_t max_piece,
 }
 
 constexpr size_t stream_total = (3u << 20) / 2 + 7;
-constexpr size_t max_piece    = 100000;
+/* Below the stream rendezvous, and across it (proto::stream_rndv_min):
+ * pulled pieces between eager ones, into receives and into segments. */
+constexpr size_t max_pieces[] = {100000, 700000};
 
-int stream_child(int fd, const char *tls)
+/* Rendezvous pulls of the worker's streams so far. */
+uint64_t pulls(const peer &p)
+{
+    const ucp::stream_worker *sw = p.worker->stream_state;
+    return (sw != nullptr) ? sw->pulls_direct + sw->pulls_staged : 0;
+}
+
+/* Whether pieces up to `max_piece` go by rendezvous: large enough, and the
+ * ep has a lane to pull with (not sysv alone). */
+bool pulled(const peer &p, size_t max_piece)
+{
+    return (max_piece >= ucp::proto::stream_rndv_min) && (p.ep->rndv_lane != ucp::no_lane);
+}
+
+int stream_child(int fd, const char *tls, size_t max_piece)
 {
     peer p;
     TEST_CHILD_CHECK(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
@@ -209,11 +227,13 @@ int stream_child(int fd, const char *tls)
 TEST_CASE("stream bytes keep their order for any split of sends and receives",
           "[ucp_stream]")
 {
-    for (const char *tls : transports) {
-        INFO("UCX_TLS=" << tls);
+    for (const char *tls : transports) for (size_t max_piece : max_pieces) {
+        INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
         peer p;
         REQUIRE(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
-        test::child_process child([tls](int fd) { return stream_child(fd, tls); });
+        test::child_process child([tls, max_piece](int fd) {
+            return stream_child(fd, tls, max_piece);
+        });
         REQUIRE(p.connect_over(child.fd()));
         const ucp_datatype_t generic = make_identity_generic();
         REQUIRE(generic != 0);
@@ -221,6 +241,7 @@ TEST_CASE("stream bytes keep their order for any split of sends and receives",
         std::vector<uint8_t> in;
         CHECK(recv_pieces(p, stream_total, 22, max_piece, generic, &in) == "");
         CHECK(check_pattern(in.data(), in.size(), 11));
+        CHECK((pulls(p) != 0) == pulled(p, max_piece));
         CHECK(g_generic.unpacks > 0);
 
         std::vector<uint8_t> out(stream_total / 3);
@@ -234,19 +255,21 @@ TEST_CASE("stream bytes keep their order for any split of sends and receives",
 
 TEST_CASE("stream in loopback for any split", "[ucp_stream]")
 {
-    for (const char *tls : {"self", "posix,cma", "tcp"}) {
-        INFO("UCX_TLS=" << tls);
+    for (const char *tls : {"self", "posix,cma", "tcp"}) for (size_t max_piece : max_pieces) {
+        INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
         peer p;
         REQUIRE(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
         REQUIRE(p.connect(p.address()) == UCS_OK);
         const ucp_datatype_t generic = make_identity_generic();
         REQUIRE(generic != 0);
-        /* Sends complete locally, so all of them go first, then the receives. */
-        std::vector<uint8_t> out(300000 + 3);
+        /* Sends complete with no receive posted (a rendezvous once its wait
+         * for one is over), so all of them go first, then the receives. */
+        std::vector<uint8_t> out(3 * max_piece + 3);
         fill_pattern(out.data(), out.size(), 5);
-        REQUIRE(send_pieces(p, out, 6, 20000, generic));
+        REQUIRE(send_pieces(p, out, 6, max_piece, generic));
         std::vector<uint8_t> in;
-        CHECK(recv_pieces(p, out.size(), 7, 20000, generic, &in) == "");
+        CHECK(recv_pieces(p, out.size(), 7, max_piece, generic, &in) == "");
+        CHECK((pulls(p) != 0) == pulled(p, max_piece));
         CHECK(in == out);
         ucp_dt_destroy(generic);
     }

@@ -61,8 +61,9 @@ constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
  * and messages expecting an answer name the ep it goes to. 4: the rkey
  * header says a region counts what peers do to it (rma_put_hdr's length).
  * 5: put and get with completion ids (AM_PWC, AM_PWC_CREDIT). 6: AM_EP_CLOSED
- * may name the one ep of the receiver that the closed ep was paired with. */
-constexpr uint8_t  address_version      = 6;
+ * may name the one ep of the receiver that the closed ep was paired with.
+ * 7: stream rendezvous (AM_STREAM_RTS). */
+constexpr uint8_t  address_version      = 7;
 constexpr size_t   address_header_size  = 32;         /* up to name_length */
 constexpr size_t   address_max_length   = 64 * 1024;
 constexpr size_t   address_max_entries  = 256;

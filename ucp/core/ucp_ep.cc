@@ -289,6 +289,7 @@ void ep_destroy(ucp_ep *ep)
     }
     ext::triggers_ep_gone(ep, UCS_ERR_CANCELED);
     ext::pwc_ep_gone(ep, UCS_ERR_CANCELED);
+    stream_ep_closing(ep);
     purge_requests(ep, UCS_ERR_CANCELED, true);
     ext::pwc_ep_destroyed(ep);
     stream_ep_destroy(ep);
@@ -677,6 +678,7 @@ void register_deferred_work(ucp_worker *worker)
         run_deferred<wireup::progress, deferred::WIREUPS, wireup::messages_left>,
         run_deferred<process_queued_replies, deferred::REPLIES, replies_left>,
         run_deferred<rndv_deferred_progress, deferred::RNDV, rndv_left>,
+        run_deferred<stream_deferred_progress, deferred::STREAM, stream_deferred_left>,
         run_deferred<rma_deferred_progress, deferred::RMA, rma_left>,
         run_deferred<flush_progress, deferred::FLUSH, flushes_left>,
     };

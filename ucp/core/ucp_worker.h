@@ -105,7 +105,7 @@ using conn_key_hash = msg_key_hash;
  * schedules it again while work is left.
  */
 enum class deferred : unsigned {
-    FAILED_LANES, CLOSED_PEERS, WIREUPS, REPLIES, RNDV, RMA, FLUSH, count
+    FAILED_LANES, CLOSED_PEERS, WIREUPS, REPLIES, RNDV, STREAM, RMA, FLUSH, count
 };
 
 /* A control reply that found its lane busy; sent again from progress. */

@@ -35,6 +35,7 @@ ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
         {wire::AM_RNDV_ATP,         rndv_atp_handler},
         {wire::AM_EP_CLOSED,        ep_closed_handler},
         {wire::AM_STREAM,           stream_am_handler},
+        {wire::AM_STREAM_RTS,       stream_rts_handler},
         {wire::AM_USER_SINGLE,      am_single_handler},
         {wire::AM_USER_FIRST,       am_first_handler},
         {wire::AM_USER_MIDDLE,      am_middle_handler},

@@ -62,6 +62,14 @@ void stream_ep_fail(ucp_ep *ep, ucs_status_t status);
 /* Frees the ep's stream state; its receives complete as canceled. */
 void stream_ep_destroy(ucp_ep *ep);
 
+/* Before an ep's requests are purged on its destruction: its stream starts
+ * no rendezvous pull any more. */
+void stream_ep_closing(ucp_ep *ep);
+
+/* Stages rendezvous stream data no receive took (stream_rndv.cc). */
+unsigned stream_deferred_progress(ucp_worker *worker);
+bool stream_deferred_left(const ucp_worker &worker);
+
 /* Frees the worker's active-message and stream state. */
 void am_cleanup(ucp_worker *worker);
 void stream_cleanup(ucp_worker *worker);

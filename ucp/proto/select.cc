@@ -104,12 +104,16 @@ candidates am_rules(const table_inputs &in, const key &k, size_t length)
     return c;
 }
 
-/* Stream data: no short protocol (each fragment names the stream), no
- * rendezvous (a receive takes whatever has arrived). */
+/* Stream data: no short protocol (each fragment names the stream); the
+ * rendezvous from the tag threshold, and no smaller than stream_rndv_min
+ * (the receiver pulls it whole: ucp/stream/stream.h). */
 candidates stream_rules(const table_inputs &in, const key &k, size_t length)
 {
     const ep_thresholds &t = in.thresh;
     candidates c;
+    if (can_rndv(in, k) && (length >= std::max(t.rndv, stream_rndv_min))) {
+        c.add(protocol::RNDV);
+    }
     if (host(k) && zcopy_possible(t, k.dt, sizeof(wire::stream_hdr)) && (length >= t.zcopy)) {
         c.add(protocol::EAGER_ZCOPY);
     }
@@ -137,7 +141,8 @@ candidates rules(const table_inputs &in, const key &k, size_t length)
 std::vector<size_t> boundaries(const table_inputs &in)
 {
     const ep_thresholds &t = in.thresh;
-    std::vector<size_t> points = {t.rndv, t.am_rndv, t.zcopy};
+    std::vector<size_t> points = {t.rndv, t.am_rndv, t.zcopy,
+                                  std::max(t.rndv, stream_rndv_min)};
     auto after = [&](size_t last) {
         if (last != SIZE_MAX) {
             points.push_back(last + 1);

@@ -56,6 +56,11 @@ struct ep_thresholds {
 
 namespace proto {
 
+/* Streams go by rendezvous from here (and the rendezvous threshold):
+ * smaller sends gain little from one copy less, and a send waiting for a
+ * receive or the stage delay (ucp/stream/stream.h) costs more. */
+constexpr size_t stream_rndv_min = 128 * 1024;
+
 enum class operation : uint8_t { TAG, TAG_SYNC, AM, STREAM, last };
 
 /* Active-message send flags that change the choice (the key's variant). */

@@ -72,10 +72,11 @@ enum am_id : uint8_t {
     AM_RNDV_ATP        = 23, /* reply_hdr naming the receiver's request: written */
     AM_PWC             = 24, /* pwc_hdr + id bytes [+ data]: a put/get with completion */
     AM_PWC_CREDIT      = 25, /* pwc_credit_hdr: the target took ids, send more */
+    AM_STREAM_RTS      = 26, /* rts_hdr (tag unused) + packed key: stream bytes to pull */
     AM_LAST
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
-static_assert(AM_LAST == 26, "AM ids are part of the wire format");
+static_assert(AM_LAST == 27, "AM ids are part of the wire format");
 static_assert(sizeof(ucp_tag_t) == 8, "the tag is the AM_EAGER_ONLY header");
 
 /* wireup_hdr::type: the handshake of ucp/wireup/wireup.cc. */

@@ -30,7 +30,9 @@ request *request_of_link(ucs::list_link *link)
                                       offsetof(request, u.recv.expected.link));
 }
 
-stream_seg *seg_alloc(stream_worker *sw, size_t length)
+} // namespace
+
+stream_seg *stream_seg_alloc(stream_worker *sw, size_t length)
 {
     void *mem;
     const bool pooled = (length <= sw->pool_room);
@@ -52,6 +54,8 @@ stream_seg *seg_alloc(stream_worker *sw, size_t length)
     return seg;
 }
 
+namespace {
+
 /*
  * Places bytes on the stream of `se`: into the posted receives in order,
  * the rest into a segment (`seg` itself when the bytes are already in one).
@@ -64,7 +68,8 @@ void stream_deliver(stream_worker *sw, stream_ep *se, const uint8_t *data, size_
     ucs::list_link done;
     ucs::list_ops::init_head(done);
     size_t offset = 0;
-    while ((offset < length) && !ucs::list_ops::is_empty(se->recvs)) {
+    while ((offset < length) && !ucs::list_ops::is_empty(se->recvs) &&
+           !stream_must_queue(se)) {
         request *req = request_of_link(se->recvs.next);
         offset += stream_recv_fill(req, data + offset, length - offset);
         if (!stream_recv_can_complete(req)) {
@@ -76,7 +81,7 @@ void stream_deliver(stream_worker *sw, stream_ep *se, const uint8_t *data, size_
 
     if (offset < length) {
         if (seg == nullptr) {
-            seg = seg_alloc(sw, length - offset);
+            seg = stream_seg_alloc(sw, length - offset);
             if (seg == nullptr) {
                 ucs_error("stream: no memory for %zu received bytes; the stream of "
                           "ep to '%s' lost them", length - offset,
@@ -154,6 +159,9 @@ stream_worker *stream_worker_get(ucp_worker *worker)
 
 void stream_seg_free(stream_seg *seg)
 {
+    if (seg->remote && (remote_of(seg)->staged != nullptr)) {
+        stream_seg_free(remote_of(seg)->staged);
+    }
     const bool pooled = seg->pooled;
     seg->magic = 0;    /* a second release finds no segment */
     seg->~stream_seg();
@@ -268,6 +276,13 @@ void stream_ep_fail(ucp_ep *ep, ucs_status_t status)
     }
 }
 
+void stream_ep_closing(ucp_ep *ep)
+{
+    if (auto *se = static_cast<stream_ep*>(ep->stream)) {
+        se->closing = true;
+    }
+}
+
 void stream_ep_destroy(ucp_ep *ep)
 {
     auto *se = static_cast<stream_ep*>(ep->stream);
@@ -275,6 +290,7 @@ void stream_ep_destroy(ucp_ep *ep)
         return;
     }
     fail_receives(se, UCS_ERR_CANCELED);
+    stream_rndv_ep_gone(ep->worker->stream_state, se);
     while (stream_seg *seg = se->segs.pull_front()) {
         stream_seg_free(seg);
     }

@@ -19,11 +19,13 @@ namespace ucp {
 
 namespace {
 
-/* Takes queued bytes into a new receive while it has room. */
+/* Takes queued bytes into a new receive while it has room, up to a
+ * rendezvous (stream_drain pulls it once the receive is posted). */
 void consume_segments(stream_worker *sw, stream_ep *se, request *req)
 {
     const recv_state &r = req->u.recv;
-    while ((r.received < r.unpacker.capacity()) && !se->segs.empty()) {
+    while ((r.received < r.unpacker.capacity()) && !se->segs.empty() &&
+           !se->segs.front()->remote) {
         stream_seg *seg = se->segs.front();
         seg->offset += stream_recv_fill(req, seg->data() + seg->offset, seg->left());
         if (seg->left() != 0) {
@@ -97,9 +99,15 @@ ucs_status_ptr_t recv_common(ucp_ep *ep, void *buffer, size_t count, size_t *len
     } else if (!ep->usable()) {
         stream_recv_complete(req, ep->status);
     } else {
+        const bool first = ucs::list_ops::is_empty(se->recvs);
         ucs::list_ops::insert_between(&r.expected.link, se->recvs.prev, &se->recvs);
-        req->flags |= cb_flag;
-        return req->user_ptr();
+        if (first && stream_must_queue(se)) {
+            stream_drain(sw, se, false);    /* a rendezvous at the head: pull it */
+        }
+        if (!(req->flags & request_flag::COMPLETED)) {
+            req->flags |= cb_flag;
+            return req->user_ptr();
+        }
     }
 
     if (length != nullptr) {
@@ -131,7 +139,11 @@ ucs_status_ptr_t recv_data(ucp_ep *ep, size_t *length)
     if (se == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
-    stream_seg *seg = se->segs.pull_front();
+    if (!se->segs.empty() && se->segs.front()->remote) {
+        stream_drain(sw, se, true);     /* stages it: done at once over shared memory */
+    }
+    stream_seg *seg = se->segs.empty() || se->segs.front()->remote ? nullptr :
+                      se->segs.pull_front();
     stream_ep_update_ready(sw, se);
     if (seg == nullptr) {
         return ep->usable() ? nullptr : UCS_STATUS_PTR(ep->status);

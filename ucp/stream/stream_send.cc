@@ -2,8 +2,9 @@
  * Stream sends: the bytes go out in fragments of the AM lane, each with a
  * stream_hdr naming the sending worker and the peer's ep: copied (bcopy) below the
  * ep's zcopy threshold, sent from the application's buffer (eager zcopy,
- * in large fragments) from it. No rendezvous: the receiver has no buffer
- * to pull into until the application asks.
+ * in large fragments) from it; from the rendezvous threshold a contiguous
+ * send goes as an AM_STREAM_RTS that the receiver pulls (stream_rndv.cc),
+ * and completes with its ATS.
  */
 #include "stream.h"
 
@@ -16,6 +17,7 @@
 #include <ucp/proto/select.h>
 #include <ucp/proto/send_common.h>
 #include <ucp/proto/wire.h>
+#include <ucp/tag/rndv.h>
 #include <ucs/debug/log.h>
 
 #include <cstring>
@@ -59,6 +61,11 @@ size_t zcopy_header(request *req, size_t, size_t, void *out, uint8_t *am_id)
     std::memcpy(out, &hdr, sizeof(hdr));
     *am_id = wire::AM_STREAM;
     return sizeof(hdr);
+}
+
+ucs_status_t stream_rts_step(request *req)
+{
+    return rndv_send_rts(req, wire::AM_STREAM_RTS);
 }
 
 ucs_status_t stream_zcopy_step(request *req)
@@ -123,11 +130,15 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
     s.ep     = ep;
     s.offset = 0;
     s.am_id  = wire::AM_STREAM;
+    s.tag    = 0;     /* a stream RTS carries none */
     req->flags |= request_flag::NAMES_PEER_EP;
     const proto::key k{proto::operation::STREAM, 0, s.packer.type_class(),
                        s.packer.memory_type()};
     s.step = proto::select_first(ep->cfg->protocols.get(k), s.packer.length(),
                                  [req](proto::protocol p) -> send_step_t {
+        if (p == proto::protocol::RNDV) {
+            return (rndv_select(req) != nullptr) ? stream_rts_step : nullptr;
+        }
         if (p == proto::protocol::EAGER_ZCOPY) {
             return zcopy::applies(req, sizeof(wire::stream_hdr)) ? stream_zcopy_step :
                                                                    nullptr;

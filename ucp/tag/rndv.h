@@ -1,7 +1,8 @@
 /*
  * Rendezvous internals shared by the receiver's pull (tag_rndv.cc) and the
  * sender's push (rndv_push.cc). Tag and active-message rendezvous both use
- * them: only the RTS differs.
+ * them: only the RTS differs. A stream rendezvous (ucp/stream/stream_rndv.cc)
+ * pulls with the same receive.
  *
  * A split rendezvous moves a message with both processes copying at once:
  * the receiver answers the RTS with an RTR asking the sender to write the
@@ -31,6 +32,15 @@ uint8_t rndv_lane_of(request *req);
 
 /* wire::rts_flag bits the RTS of a rendezvous send carries. */
 uint8_t rndv_rts_flags(const request *req);
+
+/* Sender: the RTS of a rendezvous send (rndv_select made it one): rts_hdr
+ * and the packed key of its registration; returns the bytes packed, 0 if the
+ * key could not be packed. */
+size_t rndv_pack_rts(request *req, void *dest);
+
+/* Sender: sends the RTS under `am_id` (tag or stream) and marks every byte
+ * handed over; the ATS completes the request. */
+ucs_status_t rndv_send_rts(request *req, uint8_t am_id);
 
 /* Sender: an RTR asked it to write part of the message. */
 ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned flags);

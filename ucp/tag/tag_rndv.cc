@@ -30,39 +30,12 @@ namespace {
 
 size_t pack_rts(void *dest, void *arg)
 {
-    auto *req       = static_cast<request*>(arg);
-    send_state &s   = req->u.send;
-    ucp_worker *w   = req->worker;
-    uct::md &md     = *w->context.mds[s.rndv_md].md;
-    wire::rts_hdr hdr{};
-    hdr.tag         = s.tag;
-    hdr.src_uuid    = w->uuid;
-    hdr.sreq_id     = req->id;
-    hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
-    hdr.length      = s.packer.length();
-    hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
-    hdr.flags       = rndv_rts_flags(req);
-    hdr.ep_id       = s.ep->remote_id;
-    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
-                  w->context.mds[s.rndv_md].name.c_str());
-    std::memcpy(dest, &hdr, sizeof(hdr));
-    if (md.mkey_pack(s.reg.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
-        return 0;
-    }
-    return sizeof(hdr) + hdr.rkey_length;
+    return rndv_pack_rts(static_cast<request*>(arg), dest);
 }
 
 ucs_status_t rts_step(request *req)
 {
-    ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_RNDV_RTS, pack_rts, req, 0);
-    if (packed < 0) {
-        return ucs_status_t(packed);
-    }
-    if (packed == 0) {
-        return UCS_ERR_IO_ERROR;   /* the key could not be packed */
-    }
-    send_done(req);
-    return UCS_OK;
+    return rndv_send_rts(req, wire::AM_RNDV_RTS);
 }
 
 request *request_of_comp(uct::completion *comp)
@@ -271,6 +244,42 @@ void rndv_continue(request *req)
 }
 
 } // namespace
+
+size_t rndv_pack_rts(request *req, void *dest)
+{
+    send_state &s   = req->u.send;
+    ucp_worker *w   = req->worker;
+    uct::md &md     = *w->context.mds[s.rndv_md].md;
+    wire::rts_hdr hdr{};
+    hdr.tag         = s.tag;
+    hdr.src_uuid    = w->uuid;
+    hdr.sreq_id     = req->id;
+    hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
+    hdr.length      = s.packer.length();
+    hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
+    hdr.flags       = rndv_rts_flags(req);
+    hdr.ep_id       = s.ep->remote_id;
+    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
+                  w->context.mds[s.rndv_md].name.c_str());
+    std::memcpy(dest, &hdr, sizeof(hdr));
+    if (md.mkey_pack(s.reg.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
+        return 0;
+    }
+    return sizeof(hdr) + hdr.rkey_length;
+}
+
+ucs_status_t rndv_send_rts(request *req, uint8_t am_id)
+{
+    ssize_t packed = req->u.send.ep->am_ep->am_bcopy(am_id, pack_rts, req, 0);
+    if (packed < 0) {
+        return ucs_status_t(packed);
+    }
+    if (packed == 0) {
+        return UCS_ERR_IO_ERROR;   /* the key could not be packed */
+    }
+    send_done(req);
+    return UCS_OK;
+}
 
 ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned)
 {
