@@ -102,13 +102,27 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
     }
 
     /* Fast path: one fragment, contiguous, nothing queued, wired up (the
-     * data names the peer's ep): no request. */
+     * data names the peer's ep): no request. Inline in the transport's
+     * slot (am_short, the header's first word as its header) where it
+     * fits: over shared memory the receiver then reads one cache line. */
     if ((dt == ucp_dt_make_contig(1)) && (count <= fragment_room(ep)) &&
         (count < ep->cfg->thresh.zcopy) &&
         (ep->num_pending == 0) && (ep->flags & ep_flag::READY) &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
         dt::host_buffer(param, buffer, count)) {
-        inline_send send{{worker->uuid, ep->remote_id}, buffer, count};
+        const wire::stream_hdr hdr{worker->uuid, ep->remote_id};
+        /* max_eager_short counts the payload after an 8-byte word. */
+        if (ssize_t(sizeof(hdr) - sizeof(uint64_t) + count) <= ep->max_eager_short) {
+            const uct::iov iov[] = {{&hdr, sizeof(hdr), nullptr}, {buffer, count, nullptr}};
+            ucs_status_t status = ep->am_ep->am_short_iov(wire::AM_STREAM, iov, 2);
+            if (ucs_likely(status == UCS_OK)) {
+                return nullptr;
+            }
+            if (status != UCS_ERR_NO_RESOURCE) {
+                return UCS_STATUS_PTR(status);
+            }
+        }
+        inline_send send{hdr, buffer, count};
         ssize_t packed = ep->am_ep->am_bcopy(wire::AM_STREAM, pack_inline, &send, 0);
         if (ucs_likely(packed >= 0)) {
             return nullptr;
