@@ -95,6 +95,33 @@ ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, path how, uint8_t
     return UCS_ERR_NO_RESOURCE;
 }
 
+/*
+ * The common case without the general path's checks, lambdas and guard:
+ * host memory on both sides (no memory type given, none to detect), a key
+ * already mapped here for this ep, nothing queued, a single-threaded
+ * worker and no flags: a copy, done in the call. Whether it applied.
+ */
+inline bool direct_now(op_kind kind, ucp_ep *ep, void *buffer, size_t length,
+                       uint64_t remote_addr, const ucp_rkey *rkey, uint32_t attr_mask)
+{
+    constexpr uint32_t plain = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                               UCP_OP_ATTR_FIELD_DATATYPE;
+    const rkey_cache &c = rkey->rma_cache;
+    if ((attr_mask & ~plain) || (c.ep != ep) || (c.direct == nullptr) || (length == 0) ||
+        (buffer == nullptr) || (rkey->mem_type != UCS_MEMORY_TYPE_HOST) ||
+        (ep->num_pending != 0) || !ep->usable() || ep->worker->multi_threaded() ||
+        ucs::memtype::have_detectors() || !rkey->covers(remote_addr, length)) {
+        return false;
+    }
+    uint8_t *local = direct_address(rkey, remote_addr);
+    if (kind == op_kind::PUT) {
+        copy(local, buffer, length);
+    } else {
+        copy(buffer, local, length);
+    }
+    return true;
+}
+
 ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
                          uint64_t remote_addr, ucp_rkey *rkey,
                          const ucp_request_param_t *param)
@@ -111,6 +138,10 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
     }
     if ((buffer == nullptr) && (length != 0)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (direct_now(kind, ep, buffer, length, remote_addr, rkey, param->op_attr_mask)) {
+        ep->worker->completed_in_call();
+        return nullptr;
     }
     ucs_memory_type_t local_type = UCS_MEMORY_TYPE_HOST;
     status = dt::param_memory_type(param, ucp_dt_make_contig(1), buffer, length, &local_type);
