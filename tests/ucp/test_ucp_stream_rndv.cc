@@ -205,11 +205,7 @@ TEST_CASE("stream rendezvous: an ep closed with data not pulled; malformed reque
     REQUIRE(!UCS_PTR_IS_ERR(send));
     REQUIRE(p.worker->stream_state != nullptr);
     CHECK(streams(p).pulls_direct + streams(p).pulls_staged == 0);
-    ucp_request_param_t cparam{};
-    cparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    cparam.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    CHECK(p.wait(ucp_ep_close_nbx(p.ep, &cparam)) == UCS_OK);
-    p.ep = nullptr;
+    CHECK(p.close_ep() == UCS_OK);
     CHECK(ucp_request_check_status(send) == UCS_ERR_CANCELED);
     ucp_request_free(send);
     for (int i = 0; i < 100; ++i) {

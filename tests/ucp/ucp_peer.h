@@ -180,14 +180,21 @@ public:
         return wait(ucp_tag_send_nbx(ep, buffer, length, tag, &param));
     }
 
+    /* Closes the ep at once (UCP_EP_CLOSE_FLAG_FORCE); the close's status. */
+    ucs_status_t close_ep()
+    {
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        ucs_status_t status = wait(ucp_ep_close_nbx(ep, &param));
+        ep = nullptr;
+        return status;
+    }
+
     void close()
     {
         if (ep != nullptr) {
-            ucp_request_param_t param{};
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-            wait(ucp_ep_close_nbx(ep, &param));
-            ep = nullptr;
+            close_ep();
         }
         if (worker != nullptr) {
             ucp_worker_destroy(worker);

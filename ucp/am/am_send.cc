@@ -191,19 +191,10 @@ size_t pack_am_rts(void *dest, void *arg)
 {
     auto *req     = static_cast<request*>(arg);
     send_state &s = req->u.send;
-    ucp_worker *w = req->worker;
-    uct::md &md   = *w->context.mds[s.rndv_md].md;
+    uct::md &md   = *req->worker->context.mds[s.rndv_md].md;
     wire::am_rts_hdr hdr{};
     hdr.am          = make_hdr(s);
-    hdr.src_uuid    = w->uuid;
-    hdr.sreq_id     = req->id;
-    hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
-    hdr.length      = s.packer.length();
-    hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
-    hdr.flags       = rndv_rts_flags(req);
-    hdr.ep_id       = s.ep->remote_id;
-    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
-                  w->context.mds[s.rndv_md].name.c_str());
+    rndv_fill_rts(hdr, req);
     char *out = static_cast<char*>(dest);
     std::memcpy(out, &hdr, sizeof(hdr));
     out += sizeof(hdr);

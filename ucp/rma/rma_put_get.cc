@@ -71,17 +71,24 @@ inline void copy(void *dest, const void *src, size_t length)
     }
 }
 
+/* A put or get through the key's mapping here (cache.direct set). */
+inline void copy_direct(op_kind kind, const ucp_rkey *rkey, uint64_t remote_addr,
+                        void *buffer, size_t length)
+{
+    uint8_t *local = direct_address(rkey, remote_addr);
+    if (kind == op_kind::PUT) {
+        copy(local, buffer, length);
+    } else {
+        copy(buffer, local, length);
+    }
+}
+
 /* Tries to finish at once without a request; UCS_ERR_NO_RESOURCE: use one. */
 ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, path how, uint8_t lane,
                      void *buffer, size_t length, uint64_t remote_addr)
 {
     if (how == path::DIRECT) {
-        uint8_t *local = direct_address(rkey, remote_addr);
-        if (kind == op_kind::PUT) {
-            copy(local, buffer, length);
-        } else {
-            copy(buffer, local, length);
-        }
+        copy_direct(kind, rkey, remote_addr, buffer, length);
         return UCS_OK;
     }
     if ((how == path::LANE) && (kind == op_kind::PUT)) {
@@ -113,12 +120,7 @@ inline bool direct_now(op_kind kind, ucp_ep *ep, void *buffer, size_t length,
         ucs::memtype::have_detectors() || !rkey->covers(remote_addr, length)) {
         return false;
     }
-    uint8_t *local = direct_address(rkey, remote_addr);
-    if (kind == op_kind::PUT) {
-        copy(local, buffer, length);
-    } else {
-        copy(buffer, local, length);
-    }
+    copy_direct(kind, rkey, remote_addr, buffer, length);
     return true;
 }
 

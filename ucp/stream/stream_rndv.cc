@@ -25,6 +25,7 @@
 #include <ucp/dt/dt_memtype.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
+#include <ucp/tag/rndv.h>
 #include <ucp/tag/tag_recv.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/clock.h>
@@ -303,12 +304,9 @@ void stream_drain(stream_worker *sw, stream_ep *se, bool staging)
 ucs_status_t stream_rts_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
-    ucs::wire_reader r(data, length);
     wire::rts_hdr rts;
     const uint8_t *rkey;
-    if (!r.get(&rts) || !r.bytes(rts.rkey_length, &rkey) ||
-        (rts.md_name[wire::rts_md_name_max - 1] != '\0') || (rts.length == 0) ||
-        (rts.length > wire::max_message_length)) {
+    if (!rndv_read_rts(data, length, &rts, &rkey) || (rts.length == 0)) {
         ucs_warn("worker '%s': dropping a malformed stream rendezvous request",
                  worker->name.c_str());
         return UCS_OK;

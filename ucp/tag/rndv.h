@@ -15,6 +15,9 @@
 
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_request.h>
+#include <ucp/core/ucp_worker.h>
+
+#include <cstdio>
 
 namespace ucp {
 
@@ -33,6 +36,24 @@ uint8_t rndv_lane_of(request *req);
 /* wire::rts_flag bits the RTS of a rendezvous send carries. */
 uint8_t rndv_rts_flags(const request *req);
 
+/* Sender: the fields the tag (rts_hdr) and active-message (am_rts_hdr) RTS
+ * share, from a rendezvous send (rndv_select made it one). */
+template <typename Hdr>
+void rndv_fill_rts(Hdr &hdr, const request *req)
+{
+    const send_state &s = req->u.send;
+    const ucp_worker *w = req->worker;
+    hdr.src_uuid    = w->uuid;
+    hdr.sreq_id     = req->id;
+    hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
+    hdr.length      = s.packer.length();
+    hdr.rkey_length = uint32_t(w->context.mds[s.rndv_md].md->attr().rkey_packed_size);
+    hdr.flags       = rndv_rts_flags(req);
+    hdr.ep_id       = s.ep->remote_id;
+    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
+                  w->context.mds[s.rndv_md].name.c_str());
+}
+
 /* Sender: the RTS of a rendezvous send (rndv_select made it one): rts_hdr
  * and the packed key of its registration; returns the bytes packed, 0 if the
  * key could not be packed. */
@@ -41,6 +62,12 @@ size_t rndv_pack_rts(request *req, void *dest);
 /* Sender: sends the RTS under `am_id` (tag or stream) and marks every byte
  * handed over; the ATS completes the request. */
 ucs_status_t rndv_send_rts(request *req, uint8_t am_id);
+
+/* Receiver: an RTS from a peer (tag or stream): the header and the packed key
+ * after it, checked (the key's length, the md name's end, the length).
+ * false: malformed. */
+bool rndv_read_rts(const void *data, size_t length, wire::rts_hdr *rts,
+                   const uint8_t **rkey);
 
 /* Sender: an RTR asked it to write part of the message. */
 ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned flags);

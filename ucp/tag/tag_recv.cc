@@ -13,6 +13,7 @@
 #include <ucp/ext/trigger.h>
 #include <ucp/proto/am_handlers.h>
 #include <ucp/proto/send_common.h>
+#include <ucp/tag/rndv.h>
 #include <ucs/debug/log.h>
 
 #include <cstddef>
@@ -321,12 +322,9 @@ ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned
 ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
 {
     auto *worker = static_cast<ucp_worker*>(arg);
-    ucs::wire_reader r(data, length);
     wire::rts_hdr rts;
     const uint8_t *rkey;
-    if (!r.get(&rts) || !r.bytes(rts.rkey_length, &rkey) ||
-        (rts.md_name[wire::rts_md_name_max - 1] != '\0') ||
-        (rts.length > wire::max_message_length)) {
+    if (!rndv_read_rts(data, length, &rts, &rkey)) {
         ucs_warn("worker '%s': dropping a malformed rendezvous request",
                  worker->name.c_str());
         return UCS_OK;

@@ -248,24 +248,24 @@ void rndv_continue(request *req)
 size_t rndv_pack_rts(request *req, void *dest)
 {
     send_state &s   = req->u.send;
-    ucp_worker *w   = req->worker;
-    uct::md &md     = *w->context.mds[s.rndv_md].md;
+    uct::md &md     = *req->worker->context.mds[s.rndv_md].md;
     wire::rts_hdr hdr{};
     hdr.tag         = s.tag;
-    hdr.src_uuid    = w->uuid;
-    hdr.sreq_id     = req->id;
-    hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
-    hdr.length      = s.packer.length();
-    hdr.rkey_length = uint32_t(md.attr().rkey_packed_size);
-    hdr.flags       = rndv_rts_flags(req);
-    hdr.ep_id       = s.ep->remote_id;
-    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
-                  w->context.mds[s.rndv_md].name.c_str());
+    rndv_fill_rts(hdr, req);
     std::memcpy(dest, &hdr, sizeof(hdr));
     if (md.mkey_pack(s.reg.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
         return 0;
     }
     return sizeof(hdr) + hdr.rkey_length;
+}
+
+bool rndv_read_rts(const void *data, size_t length, wire::rts_hdr *rts,
+                   const uint8_t **rkey)
+{
+    ucs::wire_reader r(data, length);
+    return r.get(rts) && r.bytes(rts->rkey_length, rkey) &&
+           (rts->md_name[wire::rts_md_name_max - 1] == '\0') &&
+           (rts->length <= wire::max_message_length);
 }
 
 ucs_status_t rndv_send_rts(request *req, uint8_t am_id)
