@@ -35,12 +35,20 @@ copy_queue::~copy_queue()
     for (lane &l : lanes_) {
         api->cuStreamSynchronize(l.stream);
         for (const pending_op &op : l.pending) {
-            api->cuEventDestroy(op.event);
+            if (op.event != nullptr) {
+                api->cuEventDestroy(op.event);
+            }
+        }
+        if (l.fence_event != nullptr) {
+            api->cuEventDestroy(l.fence_event);
         }
         api->cuStreamDestroy(l.stream);
     }
     for (CUevent event : free_events_) {
         api->cuEventDestroy(event);
+    }
+    if (markers_ != nullptr) {
+        api->cuMemFreeHost(markers_);
     }
 }
 
@@ -63,15 +71,47 @@ ucs_status_t copy_queue::ready()
     for (lane &l : lanes_) {
         status = check(driver()->cuStreamCreate(&l.stream, CU_STREAM_DEFAULT),
                        "cuStreamCreate");
+        if (status == UCS_OK) {
+            status = check(driver()->cuEventCreate(&l.fence_event, CU_EVENT_DISABLE_TIMING),
+                           "cuEventCreate");
+        }
         if (status != UCS_OK) {
             return status;   /* the ones made are freed with the queue */
         }
     }
+    setup_markers();
     started_ = true;
     return UCS_OK;
 }
 
-ucs_status_t copy_queue::record(lane &l, completion *comp)
+/* One cache line of pinned, device-mapped memory per lane for its marker;
+ * without it (an old driver, no mapping) the lanes use events. */
+void copy_queue::setup_markers()
+{
+    const driver_api *api = driver();
+    constexpr size_t line = 64;
+    if ((api->cuStreamWriteValue32 == nullptr) || (api->cuMemHostGetDevicePointer == nullptr) ||
+        (api->cuMemHostAlloc(&markers_, line * num_streams, CU_MEMHOSTALLOC_DEVICEMAP) !=
+         CUDA_SUCCESS)) {
+        markers_ = nullptr;
+        return;
+    }
+    CUdeviceptr base = 0;
+    if (api->cuMemHostGetDevicePointer(&base, markers_, 0) != CUDA_SUCCESS) {
+        api->cuMemFreeHost(markers_);
+        markers_ = nullptr;
+        return;
+    }
+    for (unsigned i = 0; i < num_streams; ++i) {
+        lanes_[i].marker     = reinterpret_cast<uint32_t*>(static_cast<char*>(markers_) +
+                                                           (i * line));
+        *lanes_[i].marker    = 0;
+        lanes_[i].marker_dev = base + (i * line);
+    }
+    use_markers_ = true;
+}
+
+ucs_status_t copy_queue::record_event(lane &l, completion *comp)
 {
     const driver_api *api = driver();
     CUevent event;
@@ -91,7 +131,7 @@ ucs_status_t copy_queue::record(lane &l, completion *comp)
         return status;
     }
     try {
-        l.pending.push_back({event, comp});
+        l.pending.push_back({event, 0, comp});
     } catch (...) {
         api->cuStreamSynchronize(l.stream);   /* nothing may wait on it later */
         free_events_.push_back(event);
@@ -100,18 +140,54 @@ ucs_status_t copy_queue::record(lane &l, completion *comp)
     return UCS_OK;
 }
 
+ucs_status_t copy_queue::record(lane &l, completion *comp)
+{
+    if (!use_markers_) {
+        return record_event(l, comp);
+    }
+    const driver_api *api = driver();
+    /* The default flags fence the write after the stream's copies. */
+    if (api->cuStreamWriteValue32(l.stream, l.marker_dev, l.issued + 1, 0) != CUDA_SUCCESS) {
+        ucs_debug("cuda: the driver cannot write stream markers: completing by events");
+        use_markers_ = false;   /* markers already queued still land */
+        return record_event(l, comp);
+    }
+    ++l.issued;
+    try {
+        l.pending.push_back({nullptr, l.issued, comp});
+    } catch (...) {
+        api->cuStreamSynchronize(l.stream);
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
+
+/* Whether `op` of lane `l` is done; *result says how for an event. */
+bool copy_queue::landed(const lane &l, const pending_op &op, CUresult *result) const
+{
+    if (op.event != nullptr) {
+        *result = driver()->cuEventQuery(op.event);
+        return *result != CUDA_ERROR_NOT_READY;
+    }
+    *result = CUDA_SUCCESS;
+    /* Wraps around: a marker at or past seq (by less than half the range). */
+    return int32_t(__atomic_load_n(l.marker, __ATOMIC_ACQUIRE) - op.seq) >= 0;
+}
+
 /* Makes the target stream wait for what the others hold. */
 ucs_status_t copy_queue::wait_for_others(unsigned target)
 {
+    const driver_api *api = driver();
     for (unsigned i = 0; i < num_streams; ++i) {
         lane &other = lanes_[i];
         if ((i == target) || other.pending.empty()) {
             continue;
         }
-        ucs_status_t status = record(other, nullptr);
+        /* Re-recording the event later leaves this wait as it was. */
+        ucs_status_t status = check(api->cuEventRecord(other.fence_event, other.stream),
+                                    "cuEventRecord");
         if (status == UCS_OK) {
-            status = check(driver()->cuStreamWaitEvent(lanes_[target].stream,
-                                                       other.pending.back().event, 0),
+            status = check(api->cuStreamWaitEvent(lanes_[target].stream, other.fence_event, 0),
                            "cuStreamWaitEvent");
         }
         if (status != UCS_OK) {
@@ -185,17 +261,18 @@ ucs_status_t copy_queue::flush(completion *comp)
 
 unsigned copy_queue::progress()
 {
-    unsigned count        = 0;
-    const driver_api *api = driver();
+    unsigned count = 0;
     for (lane &l : lanes_) {
         while (!l.pending.empty()) {
-            pending_op op   = l.pending.front();
-            CUresult result = api->cuEventQuery(op.event);
-            if (result == CUDA_ERROR_NOT_READY) {
+            const pending_op op = l.pending.front();
+            CUresult result;
+            if (!landed(l, op, &result)) {
                 break;
             }
             l.pending.pop_front();
-            free_events_.push_back(op.event);
+            if (op.event != nullptr) {
+                free_events_.push_back(op.event);
+            }
             if (op.comp != nullptr) {
                 invoke_completion(op.comp, check(result, "cuEventQuery"));
             }

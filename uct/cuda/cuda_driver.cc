@@ -30,6 +30,10 @@ const driver_api *load()
     }
     UCT_CUDA_DRIVER_FUNCTIONS(UCT_CUDA_LOAD)
 #undef UCT_CUDA_LOAD
+#define UCT_CUDA_LOAD_OPTIONAL(_name) \
+    api._name = reinterpret_cast<decltype(api._name)>(dlsym(lib, UCT_CUDA_SYMBOL(_name)));
+    UCT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(UCT_CUDA_LOAD_OPTIONAL)
+#undef UCT_CUDA_LOAD_OPTIONAL
     /* The library stays open: the table points into it. */
     CUresult result = api.cuInit(0);
     if (result != CUDA_SUCCESS) {

@@ -41,11 +41,18 @@ namespace uct::cuda {
     _fn(cuEventQuery) \
     _fn(cuIpcGetMemHandle) \
     _fn(cuIpcOpenMemHandle) \
-    _fn(cuIpcCloseMemHandle)
+    _fn(cuIpcCloseMemHandle) \
+    _fn(cuMemFreeHost)
+
+/* Entry points the module does without (nullptr when the driver lacks them). */
+#define UCT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(_fn) \
+    _fn(cuMemHostGetDevicePointer) \
+    _fn(cuStreamWriteValue32)
 
 struct driver_api {
 #define UCT_CUDA_DECLARE(_name) decltype(&::_name) _name = nullptr;
     UCT_CUDA_DRIVER_FUNCTIONS(UCT_CUDA_DECLARE)
+    UCT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(UCT_CUDA_DECLARE)
 #undef UCT_CUDA_DECLARE
     int device_count = 0;
 };
