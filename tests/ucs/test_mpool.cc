@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <ucs/debug/log.h>
+#include <ucs/memory/block_cache.h>
 #include <ucs/memory/mpool.h>
 
 #include <cstdint>
@@ -526,4 +527,103 @@ TEST_CASE("mpool: can be initialized again after cleanup", "[mpool]")
     REQUIRE(obj != nullptr);
     CHECK(pool.num_elems() == 2);
     ucs::mpool::put(obj);
+}
+
+/* ---- block_cache: slow blocks kept for reuse, within a total ---------- */
+
+namespace {
+
+/* What the cache asked for: blocks got and given back, by size. */
+struct block_source {
+    static inline std::map<void*, size_t> live;
+    static inline int gets     = 0;
+    static inline int releases = 0;
+    static inline bool fail    = false;
+
+    static void *get(size_t size)
+    {
+        if (fail) {
+            return nullptr;
+        }
+        ++gets;
+        void *block = std::malloc(size);
+        live[block] = size;
+        return block;
+    }
+
+    static void release(void *block, size_t size)
+    {
+        ++releases;
+        CHECK(live.at(block) == size);
+        live.erase(block);
+        std::free(block);
+    }
+
+    static void reset()
+    {
+        CHECK(live.empty());
+        gets = releases = 0;
+        fail = false;
+    }
+};
+
+} // namespace
+
+TEST_CASE("block cache: reuse by size class, a bounded total, idle blocks of other sizes "
+          "give room", "[mpool]")
+{
+    block_source::reset();
+    constexpr size_t KiB = 1024;
+    {
+        ucs::block_cache cache(block_source::get, block_source::release,
+                               {64 * KiB, 1024 * KiB, 1024 * KiB});
+        /* Outside the limits: no block, nothing asked of the source. */
+        CHECK(cache.get(100) == nullptr);
+        CHECK(cache.get(2048 * KiB) == nullptr);
+        CHECK(block_source::gets == 0);
+
+        /* A window of four 200 KiB blocks (class 256 KiB): got once, reused. */
+        for (int round = 0; round < 3; ++round) {
+            std::vector<void*> window;
+            for (int i = 0; i < 4; ++i) {
+                window.push_back(cache.get(200 * KiB));
+                REQUIRE(window.back() != nullptr);
+                std::memset(window.back(), i, 200 * KiB);
+            }
+            CHECK(cache.get(200 * KiB) == nullptr);   /* 1 MiB in use: the total */
+            for (void *block : window) {
+                cache.put(block, 200 * KiB);
+            }
+        }
+        CHECK(block_source::gets == 4);
+        CHECK(block_source::releases == 0);
+        CHECK(cache.total() == 1024 * KiB);
+
+        /* Another size: idle blocks make room, in use ones do not. */
+        void *held = cache.get(256 * KiB);       /* an idle 256 KiB block */
+        void *big  = cache.get(512 * KiB);       /* two idle ones give way */
+        REQUIRE(big != nullptr);
+        CHECK(block_source::releases == 2);
+        CHECK(cache.get(512 * KiB) == nullptr);  /* one idle 256 KiB left: not enough, */
+        CHECK(block_source::releases == 2);      /* so it stays */
+        CHECK(cache.total() == 1024 * KiB);
+        void *again = cache.get(200 * KiB);      /* and serves its size */
+        CHECK(again != nullptr);
+        CHECK(block_source::gets == 5);          /* the four, and the big one */
+        cache.put(again, 200 * KiB);
+
+        /* A failing source: nothing reserved for it. */
+        cache.put(held, 256 * KiB);
+        held = nullptr;
+        block_source::fail = true;
+        CHECK(cache.get(128 * KiB) == nullptr);  /* makes room, then gets nothing */
+        CHECK(block_source::releases == 3);
+        CHECK(cache.total() == 768 * KiB);
+        block_source::fail = false;
+
+        cache.put(big, 512 * KiB);
+    }
+    /* Destroyed: every idle block went back. */
+    CHECK(block_source::releases == block_source::gets);
+    block_source::reset();
 }

@@ -571,6 +571,115 @@ TEST_CASE("memory type registry rejects bad input", "[sys]")
     CHECK(ucs::memtype::detect(&local, sizeof(local)) == UCS_MEMORY_TYPE_HOST);
 }
 
+namespace {
+
+/* A provider that hands out blocks of its own and counts them. */
+std::atomic<int> g_provided{0};
+alignas(64) char g_block[1024];
+
+void *provide(size_t length)
+{
+    if (length > sizeof(g_block) || (g_provided.load() != 0)) {
+        return nullptr;   /* one block at a time; the rest is malloc'ed */
+    }
+    ++g_provided;
+    return g_block;
+}
+
+void take_back(void *block, size_t length)
+{
+    CHECK(block == g_block);
+    CHECK(length == 100);
+    --g_provided;
+}
+
+constexpr ucs::memtype::host_allocator counting_provider = {provide, take_back};
+
+std::vector<int> g_landed;   /* what the deferred copier has written */
+
+ucs_status_t defer_start(void *dest, ucs_memory_type_t, const void *src, ucs_memory_type_t,
+                         size_t length)
+{
+    g_landed.push_back(int(length));
+    (void)dest;
+    (void)src;
+    return UCS_OK;
+}
+
+ucs_status_t defer_finish()
+{
+    g_landed.push_back(-1);
+    return UCS_OK;
+}
+
+constexpr ucs::memtype::async_copier deferring_copier = {defer_start, defer_finish};
+
+} // namespace
+
+TEST_CASE("bounce buffers come from the registered provider, else malloc, and go back to "
+          "whoever gave them", "[sys]")
+{
+    /* No provider: malloc'ed, writable, freed. */
+    auto *plain = static_cast<char*>(ucs::memtype::bounce_alloc(100));
+    REQUIRE(plain != nullptr);
+    std::memset(plain, 1, 100);
+    ucs::memtype::bounce_free(plain);
+    ucs::memtype::bounce_free(nullptr);
+
+    CHECK(ucs::memtype::register_bounce_allocator(nullptr) == UCS_ERR_INVALID_PARAM);
+    REQUIRE(ucs::memtype::register_bounce_allocator(&counting_provider) == UCS_OK);
+    CHECK(ucs::memtype::register_bounce_allocator(&counting_provider) ==
+          UCS_ERR_ALREADY_EXISTS);
+    void *provided = ucs::memtype::bounce_alloc(100);   /* the provider's block */
+    void *fallback = ucs::memtype::bounce_alloc(100);   /* it has none left: malloc */
+    void *big      = ucs::memtype::bounce_alloc(4096);  /* too big for it: malloc */
+    CHECK(g_provided.load() == 1);
+    CHECK(provided == g_block);   /* asked for exactly the length: no header */
+    std::memset(fallback, 2, 100);
+    std::memset(big, 3, 4096);
+    /* Unregistered while a block is out: it still goes back to its provider. */
+    CHECK(ucs::memtype::unregister_bounce_allocator() == UCS_OK);
+    CHECK(ucs::memtype::unregister_bounce_allocator() == UCS_ERR_NO_ELEM);
+    ucs::memtype::bounce_free(fallback);
+    ucs::memtype::bounce_free(big);
+    ucs::memtype::bounce_free(provided);
+    CHECK(g_provided.load() == 0);
+}
+
+TEST_CASE("asynchronous copies: the type's pair when registered, else an immediate copy",
+          "[sys]")
+{
+    char host[8] = "abcdefg", other[8] = {};
+    /* No pair: copy_start copies host memory at once; finish has nothing to do. */
+    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_HOST, host, UCS_MEMORY_TYPE_HOST,
+                                   sizeof(host)) == UCS_OK);
+    CHECK(std::memcmp(other, host, sizeof(host)) == 0);
+    CHECK(ucs::memtype::copy_finish(UCS_MEMORY_TYPE_CUDA) == UCS_OK);
+    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_CUDA, host, UCS_MEMORY_TYPE_HOST,
+                                   1) == UCS_ERR_UNSUPPORTED);
+
+    CHECK(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_HOST, &deferring_copier) ==
+          UCS_ERR_INVALID_PARAM);
+    ucs::memtype::async_copier half = {defer_start, nullptr};
+    CHECK(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &half) ==
+          UCS_ERR_INVALID_PARAM);
+    REQUIRE(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &deferring_copier) ==
+            UCS_OK);
+    CHECK(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &deferring_copier) ==
+          UCS_ERR_ALREADY_EXISTS);
+    g_landed.clear();
+    /* Either side of the device type picks its pair. */
+    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_CUDA, host, UCS_MEMORY_TYPE_HOST,
+                                   3) == UCS_OK);
+    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_HOST, host, UCS_MEMORY_TYPE_CUDA,
+                                   5) == UCS_OK);
+    CHECK(ucs::memtype::copy_finish(UCS_MEMORY_TYPE_CUDA) == UCS_OK);
+    CHECK(ucs::memtype::copy_finish(UCS_MEMORY_TYPE_ROCM) == UCS_OK);   /* no pair: none */
+    CHECK(g_landed == std::vector<int>{3, 5, -1});
+    CHECK(ucs::memtype::unregister_async_copier(UCS_MEMORY_TYPE_CUDA) == UCS_OK);
+    CHECK(ucs::memtype::unregister_async_copier(UCS_MEMORY_TYPE_CUDA) == UCS_ERR_NO_ELEM);
+}
+
 TEST_CASE("memory type detection races registration safely", "[sys]")
 {
     detector_cleanup cleanup;

@@ -2,11 +2,13 @@
 
 #include <ucs/debug/log.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 #include <memory>
 #include <algorithm>
 #include <mutex>
+#include <unordered_map>
 #include <shared_mutex>
 #include <utility>
 #include <vector>
@@ -29,6 +31,19 @@ struct detector_table {
 std::atomic<const detector_table *> g_table{nullptr};
 std::mutex                          g_update_lock;
 std::atomic<copier>                 g_copiers[UCS_MEMORY_TYPE_LAST];
+std::atomic<const async_copier *>   g_async_copiers[UCS_MEMORY_TYPE_LAST];
+std::atomic<const host_allocator *> g_bounce_allocator{nullptr};
+
+/* Bounce buffers a provider gave, with what bounce_free needs; malloc'ed
+ * ones are not listed. Kept aside, not in front of the buffer, so that a
+ * provider is asked for exactly the length (its size classes fit). */
+struct provided_block {
+    size_t               length;
+    const host_allocator *owner;
+};
+std::mutex                                  g_bounce_lock;
+std::unordered_map<void*, provided_block>   g_provided_blocks;
+std::atomic<bool>                           g_blocks_provided{false};
 
 /*
  * Readers use a snapshot without any lock or reference count, so a replaced
@@ -278,6 +293,110 @@ ucs_status_t copy(void *dest, ucs_memory_type_t dest_type, const void *src,
     }
     copier fn = g_copiers[type].load(std::memory_order_acquire);
     return (fn != nullptr) ? fn(dest, dest_type, src, src_type, length) : UCS_ERR_UNSUPPORTED;
+}
+
+ucs_status_t register_async_copier(ucs_memory_type_t type, const async_copier *fns)
+{
+    if (!is_detectable_type(type) || (fns == nullptr) || (fns->start == nullptr) ||
+        (fns->finish == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const async_copier *none = nullptr;
+    if (!g_async_copiers[type].compare_exchange_strong(none, fns, std::memory_order_acq_rel)) {
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t unregister_async_copier(ucs_memory_type_t type)
+{
+    if (!is_detectable_type(type)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return (g_async_copiers[type].exchange(nullptr, std::memory_order_acq_rel) != nullptr)
+                   ? UCS_OK : UCS_ERR_NO_ELEM;
+}
+
+ucs_status_t copy_start(void *dest, ucs_memory_type_t dest_type, const void *src,
+                        ucs_memory_type_t src_type, size_t length) noexcept
+{
+    const ucs_memory_type_t type = (dest_type != UCS_MEMORY_TYPE_HOST) ? dest_type : src_type;
+    if (is_detectable_type(type)) {
+        const async_copier *fns = g_async_copiers[type].load(std::memory_order_acquire);
+        if (fns != nullptr) {
+            return fns->start(dest, dest_type, src, src_type, length);
+        }
+    }
+    return copy(dest, dest_type, src, src_type, length);
+}
+
+ucs_status_t copy_finish(ucs_memory_type_t type) noexcept
+{
+    if (!is_detectable_type(type)) {
+        return UCS_OK;
+    }
+    const async_copier *fns = g_async_copiers[type].load(std::memory_order_acquire);
+    return (fns != nullptr) ? fns->finish() : UCS_OK;
+}
+
+ucs_status_t register_bounce_allocator(const host_allocator *allocator)
+{
+    if ((allocator == nullptr) || (allocator->alloc == nullptr) ||
+        (allocator->release == nullptr)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const host_allocator *none = nullptr;
+    return g_bounce_allocator.compare_exchange_strong(none, allocator,
+                                                      std::memory_order_acq_rel)
+                   ? UCS_OK : UCS_ERR_ALREADY_EXISTS;
+}
+
+ucs_status_t unregister_bounce_allocator()
+{
+    return (g_bounce_allocator.exchange(nullptr, std::memory_order_acq_rel) != nullptr)
+                   ? UCS_OK : UCS_ERR_NO_ELEM;
+}
+
+void *bounce_alloc(size_t length) noexcept
+{
+    const host_allocator *provider = g_bounce_allocator.load(std::memory_order_acquire);
+    if (provider != nullptr) {
+        void *block = provider->alloc(length);
+        if (block != nullptr) {
+            try {
+                std::lock_guard<std::mutex> guard(g_bounce_lock);
+                g_provided_blocks.emplace(block, provided_block{length, provider});
+                g_blocks_provided.store(true, std::memory_order_relaxed);
+                return block;
+            } catch (...) {
+                provider->release(block, length);   /* no memory to list it */
+            }
+        }
+    }
+    return std::malloc(length);
+}
+
+void bounce_free(void *buffer) noexcept
+{
+    if (buffer == nullptr) {
+        return;
+    }
+    if (g_blocks_provided.load(std::memory_order_relaxed)) {
+        provided_block block{};
+        {
+            std::lock_guard<std::mutex> guard(g_bounce_lock);
+            auto it = g_provided_blocks.find(buffer);
+            if (it != g_provided_blocks.end()) {
+                block = it->second;
+                g_provided_blocks.erase(it);
+            }
+        }
+        if (block.owner != nullptr) {
+            block.owner->release(buffer, block.length);
+            return;
+        }
+    }
+    std::free(buffer);
 }
 
 } // namespace ucs::memtype

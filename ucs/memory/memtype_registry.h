@@ -84,6 +84,49 @@ bool can_copy(ucs_memory_type_t type) noexcept;
 ucs_status_t copy(void *dest, ucs_memory_type_t dest_type, const void *src,
                   ucs_memory_type_t src_type, size_t length) noexcept;
 
+/*
+ * Copies that may land later, for a pipeline of staging copies: start
+ * queues a copy as the copier would make it (`src` must stay as it is until
+ * finish returns) and finish returns once every copy the process started
+ * has landed, with the first error of any. Registered with the copier by the
+ * module, as one constant pair; a type without them copies in copy_start.
+ */
+struct async_copier {
+    copier       start;
+    ucs_status_t (*finish)();
+};
+
+/* UCS_ERR_INVALID_PARAM for HOST, an invalid type or an incomplete pair;
+ * UCS_ERR_ALREADY_EXISTS if the type has one. Kept like a copier. */
+ucs_status_t register_async_copier(ucs_memory_type_t type, const async_copier *fns);
+ucs_status_t unregister_async_copier(ucs_memory_type_t type);
+
+/* copy(), possibly landing only at copy_finish() of the non-host type. */
+ucs_status_t copy_start(void *dest, ucs_memory_type_t dest_type, const void *src,
+                        ucs_memory_type_t src_type, size_t length) noexcept;
+
+/* Waits for the copies copy_start queued for `type`; UCS_OK when none. */
+ucs_status_t copy_finish(ucs_memory_type_t type) noexcept;
+
+/*
+ * Host buffers that staging copies go through (the protocols' bounce
+ * buffers). A module may provide memory its copier moves fastest (page-
+ * locked, for CUDA) and keep freed buffers for reuse; otherwise, or when it
+ * has none to give, they are malloc'ed. bounce_free takes any pointer
+ * bounce_alloc returned, whoever provided it, and ignores nullptr.
+ */
+struct host_allocator {
+    void *(*alloc)(size_t length);               /* nullptr: none to give */
+    void (*release)(void *buffer, size_t length);
+};
+
+/* One allocator in the process (a module that registers one stays loaded). */
+ucs_status_t register_bounce_allocator(const host_allocator *allocator);
+ucs_status_t unregister_bounce_allocator();
+
+void *bounce_alloc(size_t length) noexcept;
+void bounce_free(void *buffer) noexcept;
+
 inline bool have_detectors() noexcept
 {
     return detail::g_have_detectors.load(std::memory_order_relaxed);
