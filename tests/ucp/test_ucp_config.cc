@@ -145,6 +145,19 @@ TEST_CASE("modify", "[ucp_config]")
     }
     CHECK(cfg.config->values.rndv_thresh == 8192); /* old value kept */
 
+    /* UCX's per-memory-type fragment sizes: the host entry counts. */
+    CHECK(cfg.config->values.rndv_frag_size == 512 * 1024);
+    CHECK(ucp_config_modify(cfg.config, "RNDV_FRAG_SIZE", "cuda:8M,host:256K") == UCS_OK);
+    CHECK(cfg.config->values.rndv_frag_size == 256 * 1024);
+    CHECK(ucp_config_modify(cfg.config, "RNDV_FRAG_SIZE", "1m") == UCS_OK);
+    CHECK(cfg.config->values.rndv_frag_size == 1024 * 1024);
+    for (const char *bad : {"gpu:1m", "host:", "0", "host:1m,", "cuda:lots"}) {
+        INFO(bad);
+        log_capture log(UCS_LOG_LEVEL_ERROR);
+        CHECK(ucp_config_modify(cfg.config, "RNDV_FRAG_SIZE", bad) == UCS_ERR_INVALID_PARAM);
+    }
+    CHECK(cfg.config->values.rndv_frag_size == 1024 * 1024);
+
     CHECK(ucp_config_modify(nullptr, "TLS", "tcp") == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_config_modify(cfg.config, nullptr, "tcp") == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_config_modify(cfg.config, "TLS", nullptr) == UCS_ERR_INVALID_PARAM);

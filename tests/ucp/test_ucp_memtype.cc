@@ -147,6 +147,77 @@ TEST_CASE("tagged messages between device and host buffers, staged through the c
 
 namespace {
 
+constexpr size_t piece_size = 128 * 1024;
+const settings piece_settings = {{"RNDV_FRAG_SIZE", "host:128K,cuda:4M"}};
+
+/* The receiving child of the pieces test: each message into device memory;
+ * back go whether it arrived whole with every bounce buffer given back, and
+ * how many asynchronous copies moved it on. */
+int receive_in_pieces(int fd, const char *tls, emulated_device &dev,
+                      const std::vector<size_t> &sizes)
+{
+    peer p;
+    TEST_CHILD_CHECK(p.init_with(tls, UCP_FEATURE_TAG, piece_settings) == UCS_OK);
+    TEST_CHILD_CHECK(p.connect_over(fd));
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        char *dest = dev.device(receiver_area);
+        auto *view = reinterpret_cast<uint8_t*>(dev.shadow(dest));
+        std::memset(view, 0, sizes[i]);
+        const unsigned started = emulated_device::copies_started();
+        ucp_tag_recv_info_t info{};
+        const ucs_status_t status = p.recv(dest, sizes[i], i, ~ucp_tag_t(0), &info);
+        const uint32_t pieces = emulated_device::copies_started() - started;
+        const uint8_t good = (status == UCS_OK) && check_pattern(view, sizes[i], i) &&
+                             (emulated_device::bounces_held() == 0);
+        TEST_CHILD_CHECK(test::send_value(fd, good) && test::send_value(fd, pieces));
+    }
+    TEST_CHILD_CHECK(test::sync_peer(fd));
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("a rendezvous into device memory over a host transport moves on to the device in "
+          "pieces of UCX_RNDV_FRAG_SIZE, each while the next is pulled", "[ucp_memtype]")
+{
+    emulated_device dev(device_size);
+    REQUIRE(dev.installed());
+    /* Whole pieces, a short last one, and fewer than three. */
+    const std::vector<size_t> sizes = {size_t(1) << 20, (size_t(1) << 20) - 12345, 300000};
+    for (const char *tls : {"posix,cma", "tcp"}) {
+        INFO("UCX_TLS=" << tls);
+        peer p;
+        REQUIRE(p.init_with(tls, UCP_FEATURE_TAG, piece_settings) == UCS_OK);
+        test::child_process child([tls, &dev, &sizes](int fd) {
+            return receive_in_pieces(fd, tls, dev, sizes);
+        });
+        REQUIRE(p.connect_over(child.fd()));
+        std::vector<char> host(size_t(1) << 20);
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            /* From device memory (staged whole into a bounce buffer) and from host. */
+            const bool from_device = (i % 2) == 0;
+            INFO("message " << i << ": " << sizes[i] << " bytes from "
+                            << (from_device ? "device" : "host"));
+            char *src  = from_device ? dev.device(sender_area) : host.data();
+            char *view = from_device ? dev.shadow(src) : src;
+            fill_pattern(reinterpret_cast<uint8_t*>(view), sizes[i], i);
+            ucp_request_param_t param{};
+            CHECK(p.wait(ucp_tag_send_nbx(p.ep, src, sizes[i], i, &param)) == UCS_OK);
+            CHECK(emulated_device::bounces_held() == 0);
+            uint8_t good    = 0;
+            uint32_t pieces = 0;
+            REQUIRE(p.recv_value_progress(child.fd(), &good));
+            REQUIRE(p.recv_value_progress(child.fd(), &pieces));
+            CHECK(good == 1);
+            CHECK(pieces == (sizes[i] + piece_size - 1) / piece_size);
+        }
+        REQUIRE(test::sync_peer(child.fd()));
+        CHECK(child.wait() == 0);
+    }
+}
+
+namespace {
+
 struct am_log {
     ucp_worker_h          worker = nullptr;
     char                  *dest  = nullptr;   /* rendezvous data goes here */

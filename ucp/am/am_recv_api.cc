@@ -139,6 +139,7 @@ ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer,
     r.data_status   = UCS_OK;
     r.ep            = nullptr;
     r.bounce        = nullptr;
+    r.pieces        = nullptr;
     r.rkey          = {};
 
     wire::rts_hdr rts{};

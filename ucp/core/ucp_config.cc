@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace ucp {
@@ -23,6 +24,62 @@ const char *const rndv_scheme_names[RNDV_SCHEME_LAST] = {"auto", "get_zcopy",
 const char *const atomic_mode_names[ATOMIC_MODE_LAST] = {"cpu", "device", "guess"};
 
 namespace {
+
+/* UCX_RNDV_FRAG_SIZE: "512k", or sizes per memory type of the fragments,
+ * as UCX writes it ("host:512K,cuda:4M"). Fragments are host memory here:
+ * the value is the host size (512 KiB when the list names none). */
+constexpr size_t default_frag_size = 512 * 1024;
+
+bool parse_frag_size(const char *text, void *dest, const ucs::config::parser &)
+{
+    size_t host_size = default_frag_size;
+    std::string_view rest(text);
+    for (bool more = true; more;) {
+        const size_t comma = rest.find(',');
+        std::string_view entry = rest.substr(0, comma);
+        more = (comma != std::string_view::npos);
+        rest = more ? rest.substr(comma + 1) : std::string_view();
+        const size_t colon = entry.find(':');
+        bool host = true;
+        if (colon != std::string_view::npos) {
+            const std::string_view type = entry.substr(0, colon);
+            unsigned t = 0;
+            while ((t < UCS_MEMORY_TYPE_LAST) && (type != ucs_memory_type_names[t])) {
+                ++t;
+            }
+            if (t == UCS_MEMORY_TYPE_LAST) {
+                return false;
+            }
+            host  = (t == UCS_MEMORY_TYPE_HOST);
+            entry = entry.substr(colon + 1);
+        }
+        size_t size = 0;
+        const std::string number(entry);
+        if (!ucs::config::detail::parse_size(number.c_str(), &size, ucs::config::type_size) ||
+            (size == 0) || (size >= ucs::config::size_auto)) {
+            return false;
+        }
+        if (host) {
+            host_size = size;
+        }
+    }
+    std::memcpy(dest, &host_size, sizeof(host_size));
+    return true;
+}
+
+std::string print_frag_size(const void *value, const ucs::config::parser &)
+{
+    return "host:" + ucs::config::detail::print_size(value, ucs::config::type_size);
+}
+
+std::string syntax_frag_size(const ucs::config::parser &)
+{
+    return "size, or <memory type>:<size>,... (the host size is used)";
+}
+
+constexpr ucs::config::parser type_frag_size = {
+    parse_frag_size, print_frag_size, ucs::config::detail::clone_plain,
+    ucs::config::detail::release_plain, syntax_frag_size, nullptr, 0, sizeof(size_t)};
 
 constexpr ucs::config::field context_fields[] = {
     UCS_CONFIG_FIELD(context_config, tls, "TLS", "all",
@@ -84,6 +141,13 @@ constexpr ucs::config::field context_fields[] = {
                      "the sender writes the first half while the receiver reads the\n"
                      "second. \"inf\" turns it off.",
                      ucs::config::type_size),
+
+    UCS_CONFIG_FIELD(context_config, rndv_frag_size, "RNDV_FRAG_SIZE", "host:512K,cuda:4M",
+                     "Pieces of a rendezvous that goes through host bounce buffers (device\n"
+                     "memory over a host transport): the receiver moves each piece on to\n"
+                     "the device while it pulls the next. Per memory type of the pieces,\n"
+                     "as in UCX; they are host memory here, so the host size counts.",
+                     type_frag_size),
 
     UCS_CONFIG_FIELD(context_config, max_eager_lanes, "MAX_EAGER_LANES", "1",
                      "Most transport lanes one eager message is split over. Eager\n"
@@ -347,7 +411,7 @@ constexpr const char *context_no_effect[] = {
     "MULTI_LANE_MAX_RATIO", "RKEY_PTR_SEG_SIZE", "BCOPY_BW",
     "ADDRESS_DEBUG_INFO", "MAX_WORKER_NAME", "MAX_WORKER_ADDRESS_NAME", "USE_MT_MUTEX",
     "ADAPTIVE_PROGRESS", "TM_THRESH", "TM_MAX_BB_SIZE", "TM_FORCE_THRESH", "TM_SW_RNDV",
-    "RNDV_FRAG_SIZE", "RNDV_FRAG_ALLOC_COUNT", "RNDV_FRAG_MEM_TYPE",
+    "RNDV_FRAG_ALLOC_COUNT", "RNDV_FRAG_MEM_TYPE",
     "RNDV_PIPELINE_SEND_THRESH", "RNDV_PIPELINE_SHM_ENABLE", "FLUSH_WORKER_EPS",
     "UNIFIED_MODE", "CM_USE_ALL_DEVICES", "LISTENER_BACKLOG", "PROTO_ENABLE",
     "RESOLVE_REMOTE_EP_ID", "PROTO_INDIRECT_ID", "RNDV_PUT_FORCE_FLUSH", "SA_DATA_VERSION",

@@ -46,6 +46,7 @@ struct context_config {
     size_t                  rndv_thresh;       /* UCX_RNDV_THRESH, size_auto */
     unsigned                rndv_scheme;       /* UCX_RNDV_SCHEME, ucp::rndv_scheme */
     size_t                  rndv_split_thresh; /* UCX_RNDV_SPLIT_THRESH */
+    size_t                  rndv_frag_size;    /* UCX_RNDV_FRAG_SIZE, the host entry */
     unsigned                max_eager_lanes;   /* UCX_MAX_EAGER_LANES */
     unsigned                max_rndv_lanes;    /* UCX_MAX_RNDV_LANES */
     unsigned long           estimated_num_eps; /* UCX_ESTIMATED_NUM_EPS */

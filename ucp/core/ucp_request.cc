@@ -72,7 +72,7 @@ void request_complete(request *req, ucs_status_t status)
 ucs_status_t send_stage_whole(send_state &s)
 {
     const size_t length = s.packer.length();
-    s.bounce = std::malloc(std::max<size_t>(length, 1));
+    s.bounce = ucs::memtype::bounce_alloc(std::max<size_t>(length, 1));
     if (s.bounce == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -98,7 +98,7 @@ ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
         }
     }
     if (status != UCS_OK) {
-        std::free(s.bounce);
+        ucs::memtype::bounce_free(s.bounce);
         s.bounce = nullptr;
         request_put(req);
     }
@@ -145,7 +145,7 @@ void send_release_resources(request *req)
     s.packer.finish();
     buffer_reg_release(req->worker->context, s.rndv_md, &s.reg);
     if (s.bounce != nullptr) {
-        std::free(s.bounce);
+        ucs::memtype::bounce_free(s.bounce);
         s.bounce = nullptr;
     }
 }

@@ -143,6 +143,8 @@ struct send_state {
     };
 };
 
+struct rndv_pieces;
+
 struct recv_state {
     tag::expected_entry expected;
     dt::unpacker        unpacker;
@@ -159,13 +161,14 @@ struct recv_state {
     size_t              get_length;    /* bytes to pull (<= capacity) */
     uct::completion     comp;
     uct::rkey_bundle    rkey;
-    unsigned            rkey_md;
-    void                *bounce;
+    void                *bounce;       /* from ucs::memtype::bounce_alloc */
+    rndv_pieces         *pieces;       /* a bounce pull in pieces (tag_rndv.cc) */
     /* Split rendezvous: the sender writes [0, push_length) into our buffer,
      * registered as push_reg on rkey_md; we pull from get_offset on. */
     buffer_reg          push_reg;
     buffer_reg          get_reg;       /* where we pull to, if rkey_md needs a memh */
     size_t              push_length;
+    unsigned            rkey_md;       /* beside the flags: no padding */
     uint8_t             rts_flags;     /* wire::rts_flag:: of the offer */
     bool                rtr_sent;
 };

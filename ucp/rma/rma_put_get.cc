@@ -10,6 +10,7 @@
 #include <ucp/ext/op_cntr.h>
 #include <ucp/proto/send_common.h>
 #include <ucs/debug/log.h>
+#include <ucs/memory/memtype_registry.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -179,12 +180,13 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
          * (mapped segment, cma, tcp, emulation): through a host bounce
          * buffer, owned by the request or freed when done in the call. A put
          * copies the source there first; a get copies it out at completion. */
-        std::unique_ptr<void, decltype(&std::free)> staged(nullptr, &std::free);
+        std::unique_ptr<void, decltype(&ucs::memtype::bounce_free)> staged(
+                nullptr, &ucs::memtype::bounce_free);
         const ucs_memory_type_t user_type = local_type;
         void *const user_buffer           = buffer;
         if ((local_type != UCS_MEMORY_TYPE_HOST) && (rkey->mem_type == UCS_MEMORY_TYPE_HOST) &&
             !lane_moves(ep, how, lane, local_type)) {
-            staged.reset(std::malloc(length));
+            staged.reset(ucs::memtype::bounce_alloc(length));
             if (staged == nullptr) {
                 return UCS_ERR_NO_MEMORY;
             }

@@ -30,7 +30,7 @@ void account_done(request *req)
     }
     r.flags &= uint8_t(~(state_flag::COUNTED | state_flag::COUNTED_EMULATED));
     buffer_reg_release(req->worker->context, req->u.send.rndv_md, &req->u.send.reg);
-    std::free(req->u.send.bounce);   /* a staged copy of device memory */
+    ucs::memtype::bounce_free(req->u.send.bounce);   /* a staged copy of device memory */
     req->u.send.bounce = nullptr;
 }
 

@@ -138,6 +138,7 @@ void start_pull(stream_worker *sw, stream_ep *se, stream_seg *seg, request *recv
     r.data_status   = UCS_OK;
     r.ep            = nullptr;
     r.bounce        = nullptr;
+    r.pieces        = nullptr;
     r.rkey          = {};
     se->pull        = pull;
     ++((recv != nullptr) ? sw->pulls_direct : sw->pulls_staged);

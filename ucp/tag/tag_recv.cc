@@ -451,6 +451,7 @@ ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count,
     r.data_status = UCS_OK;
     r.ep          = nullptr;
     r.bounce      = nullptr;
+    r.pieces      = nullptr;
     r.rkey        = {};
 
     /* As for sends: no callback from inside the call unless asked. */

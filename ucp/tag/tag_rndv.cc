@@ -9,6 +9,12 @@
  * receiver first sends an RTR asking the sender to write the head of the
  * message into its buffer (rndv_push.cc), pulls the tail itself, and sends
  * the ATS once both its gets and the sender's ATP are in.
+ *
+ * Into memory the CPU cannot touch, over a lane that writes only host
+ * memory, the pull lands in a host bounce buffer. A contiguous destination
+ * is pulled in pieces of UCX_RNDV_FRAG_SIZE (rndv_pieces): each piece, once
+ * in, moves on to the destination by an asynchronous staging copy while
+ * the next is pulled, so the copy to the device overlaps the transfer.
  */
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_worker.h>
@@ -18,11 +24,14 @@
 #include <ucp/tag/rndv.h>
 #include <ucp/tag/tag_recv.h>
 #include <ucs/debug/log.h>
+#include <ucs/memory/memtype_registry.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <vector>
 
 namespace ucp {
 
@@ -44,12 +53,93 @@ request *request_of_comp(uct::completion *comp)
                                       offsetof(request, u.recv.comp));
 }
 
+} // namespace
+
+/* One piece of a bounce pull: its get's completion, and where it goes. */
+struct rndv_piece {
+    uct::completion comp;   /* first: the get completes this */
+    request         *req;
+    size_t          offset;
+    size_t          length;
+};
+
+struct rndv_pieces {
+    std::vector<rndv_piece> piece;
+    size_t                  size;             /* of every piece but the last */
+    bool                    copying = false;  /* copies started: finish before the
+                                                 bounce buffer goes */
+};
+
+namespace {
+
+/* A piece is in the bounce buffer: start its copy to the destination. */
+ucs_status_t piece_move_on(request *req, const rndv_piece &p)
+{
+    recv_state &r = req->u.recv;
+    r.pieces->copying = true;
+    return ucs::memtype::copy_start(static_cast<uint8_t*>(r.unpacker.contig_buffer()) + p.offset,
+                                    r.unpacker.memory_type(),
+                                    static_cast<uint8_t*>(r.bounce) + p.offset,
+                                    UCS_MEMORY_TYPE_HOST, p.length);
+}
+
+void piece_get_completed(uct::completion *comp)
+{
+    auto *p            = reinterpret_cast<rndv_piece*>(comp);
+    ucs_status_t status = comp->status;
+    if (status == UCS_OK) {
+        status = piece_move_on(p->req, *p);
+    }
+    uct::invoke_completion(&p->req->u.recv.comp, status);
+}
+
+/* Pieces of `size` over a contiguous destination; nullptr: one whole copy
+ * at the end (one piece, or no memory for the list). */
+rndv_pieces *make_pieces(request *req, size_t size)
+{
+    recv_state &r = req->u.recv;
+    if (!r.unpacker.is_contig() || (size == 0) || (r.get_length <= size)) {
+        return nullptr;
+    }
+    auto *pieces = new (std::nothrow) rndv_pieces();
+    if (pieces == nullptr) {
+        return nullptr;
+    }
+    try {
+        pieces->piece.reserve((r.get_length + size - 1) / size);
+        for (size_t offset = 0; offset < r.get_length; offset += size) {
+            pieces->piece.push_back({{piece_get_completed, 1, UCS_OK}, req, offset,
+                                     std::min(size, r.get_length - offset)});
+        }
+    } catch (...) {
+        delete pieces;
+        return nullptr;
+    }
+    pieces->size = size;
+    return pieces;
+}
+
+/* Copies the pieces started must land before their source goes. */
+void release_pieces(request *req)
+{
+    recv_state &r = req->u.recv;
+    if (r.pieces == nullptr) {
+        return;
+    }
+    if (r.pieces->copying) {
+        ucs::memtype::copy_finish(r.unpacker.memory_type());
+    }
+    delete r.pieces;
+    r.pieces = nullptr;
+}
+
 /* The sender's key, our registration and the bounce buffer. */
 void rndv_recv_release(request *req)
 {
     recv_state &r      = req->u.recv;
     ucp_worker *worker = req->worker;
-    std::free(r.bounce);
+    release_pieces(req);
+    ucs::memtype::bounce_free(r.bounce);
     r.bounce = nullptr;
     if (r.rkey.handle != nullptr || r.rkey.rkey != 0) {
         worker->context.mds[r.rkey_md].component->rkey_release(r.rkey);
@@ -67,7 +157,13 @@ void rndv_recv_done(request *req)
     ucp_worker *worker = req->worker;
     ucs_status_t transfer = r.comp.status;
     if ((r.bounce != nullptr) && (transfer == UCS_OK)) {
-        ucs_status_t st = r.unpacker.unpack(r.bounce, 0, r.get_length);
+        ucs_status_t st;
+        if (r.pieces != nullptr) {
+            st = ucs::memtype::copy_finish(r.unpacker.memory_type());
+            r.pieces->copying = false;
+        } else {
+            st = r.unpacker.unpack(r.bounce, 0, r.get_length);
+        }
         if ((st != UCS_OK) && (r.data_status == UCS_OK)) {
             r.data_status = st;
         }
@@ -94,14 +190,26 @@ bool rndv_issue(request *req)
     }
     const uct::iface_attr &attr = r.ep->worker->ifaces[l->iface_index].iface->attr();
     const size_t max_frag = std::max<size_t>(attr.get.max_zcopy, 1);
+    if ((r.bounce != nullptr) && (r.pieces == nullptr) && (r.received == 0)) {
+        r.pieces = make_pieces(req, std::min(max_frag,
+                                             req->worker->context.config.rndv_frag_size));
+    }
     auto *dest = static_cast<uint8_t*>(r.bounce != nullptr ? r.bounce :
                                        r.unpacker.contig_buffer());
     while ((r.received < r.get_length) && (r.comp.status == UCS_OK)) {
-        const size_t frag = std::min(max_frag, r.get_length - r.received);
+        size_t frag           = std::min(max_frag, r.get_length - r.received);
+        uct::completion *comp = &r.comp;
+        rndv_piece *piece     = nullptr;
+        if (r.pieces != nullptr) {
+            piece = &r.pieces->piece[r.received / r.pieces->size];
+            frag  = piece->length;
+            comp  = &piece->comp;
+            *comp = {piece_get_completed, 1, UCS_OK};
+        }
         uct::iov iov{dest + r.received, frag, r.get_reg.memh};
         ++r.comp.count;
         ucs_status_t status = l->ep->get_zcopy(&iov, 1, r.remote_addr + r.received,
-                                               r.rkey.rkey, &r.comp);
+                                               r.rkey.rkey, comp);
         if (status == UCS_INPROGRESS) {
             r.received += frag;
             continue;
@@ -109,6 +217,9 @@ bool rndv_issue(request *req)
         --r.comp.count;
         if (status == UCS_ERR_NO_RESOURCE) {
             return false;
+        }
+        if ((piece != nullptr) && (status == UCS_OK)) {
+            status = piece_move_on(req, *piece);   /* the get is done already */
         }
         uct::completion_update_status(&r.comp, status);
         r.received += frag;
@@ -363,6 +474,7 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     r.remote_addr   = rts.address;
     r.received      = 0;
     r.bounce        = nullptr;
+    r.pieces        = nullptr;
     r.rkey          = {};
     r.ep            = nullptr;
     r.comp.func     = rndv_get_completed;
@@ -405,7 +517,7 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     const uint64_t reachable = worker->context.mds[r.rkey_md].md->attr().access_mem_types;
     if ((!r.unpacker.is_contig() || !(reachable & (1ull << r.unpacker.memory_type()))) &&
         (r.get_length > 0)) {
-        r.bounce = std::malloc(r.get_length);
+        r.bounce = ucs::memtype::bounce_alloc(r.get_length);
         if (r.bounce == nullptr) {
             uct::invoke_completion(&r.comp, UCS_ERR_NO_MEMORY);
             return;

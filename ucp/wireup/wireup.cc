@@ -15,6 +15,7 @@
 #include <ucp/proto/send_common.h>
 #include <ucp/wireup/sockaddr_cm.h>
 #include <ucs/debug/log.h>
+#include <ucs/memory/memtype_registry.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -60,7 +61,7 @@ ucs_status_t message_step(request *req)
     if (packed == UCS_ERR_NO_RESOURCE) {
         return UCS_ERR_NO_RESOURCE;
     }
-    std::free(req->u.send.bounce);
+    ucs::memtype::bounce_free(req->u.send.bounce);
     req->u.send.bounce = nullptr;
     request_complete(req, (packed < 0) ? ucs_status_t(packed) : UCS_OK);
     return UCS_OK;
@@ -147,10 +148,11 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
                   lane->owner().attr().am.max_bcopy);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    void *copy = std::malloc(bytes.size());
+    /* send_state::bounce: freed by whoever ends the request. */
+    void *copy = ucs::memtype::bounce_alloc(bytes.size());
     request *req = (copy != nullptr) ? worker->get_request() : nullptr;
     if (req == nullptr) {
-        std::free(copy);
+        ucs::memtype::bounce_free(copy);
         return UCS_ERR_NO_MEMORY;
     }
     std::memcpy(copy, bytes.data(), bytes.size());
