@@ -81,6 +81,8 @@ int in_child(std::function<int(int)> body)
 }
 
 const char *const tls = "posix,cma,cuda_copy,cuda_ipc";
+/* What the tagged-message children connect over (forked: they inherit it). */
+const char *g_tag_tls = tls;
 
 enum class kind : uint8_t { host, device, managed };
 
@@ -127,10 +129,10 @@ struct buffers {
 
 /* Both children: the GPU, a context and an ep to the other, addresses
  * through the parent. */
-int connect_through_parent(int fd, peer &p, uint64_t features)
+int connect_through_parent(int fd, peer &p, uint64_t features, const char *with = tls)
 {
     CHILD_CUDA(cudaSetDevice(0));
-    TEST_CHILD_CHECK(p.init(tls, features) == UCS_OK);
+    TEST_CHILD_CHECK(p.init(with, features) == UCS_OK);
     std::vector<uint8_t> remote;
     TEST_CHILD_CHECK(test::send_blob(fd, p.address()));
     TEST_CHILD_CHECK(test::recv_blob(fd, &remote));
@@ -141,7 +143,7 @@ int connect_through_parent(int fd, peer &p, uint64_t features)
 int tag_sender(int fd)
 {
     peer p;
-    if (int rc = connect_through_parent(fd, p, UCP_FEATURE_TAG)) {
+    if (int rc = connect_through_parent(fd, p, UCP_FEATURE_TAG, g_tag_tls)) {
         return rc;
     }
     buffers b;
@@ -156,9 +158,10 @@ int tag_sender(int fd)
         }
         TEST_CHILD_CHECK(p.send(src, t.size, i) == UCS_OK);
     }
-    /* Device-to-device rendezvous has a cuda_ipc lane. */
+    /* Device-to-device rendezvous has a cuda_ipc lane where it may. */
     const std::string info = ep_info(p.ep);
-    TEST_CHILD_CHECK(info.find("cuda_ipc") != std::string::npos);
+    TEST_CHILD_CHECK((info.find("cuda_ipc") != std::string::npos) ==
+                     (std::strstr(g_tag_tls, "cuda_ipc") != nullptr));
     TEST_CHILD_CHECK(test::sync_peer(fd));
     return 0;
 }
@@ -166,7 +169,7 @@ int tag_sender(int fd)
 int tag_receiver(int fd)
 {
     peer p;
-    if (int rc = connect_through_parent(fd, p, UCP_FEATURE_TAG)) {
+    if (int rc = connect_through_parent(fd, p, UCP_FEATURE_TAG, g_tag_tls)) {
         return rc;
     }
     buffers b;
@@ -461,7 +464,16 @@ TEST_CASE("cuda_copy and cuda_ipc move data on the copy engine", "[cuda]")
 TEST_CASE("tagged messages with device buffers between two processes on one GPU",
           "[cuda]")
 {
+    g_tag_tls = tls;
     run_pair(tag_sender, tag_receiver, false);
+}
+
+TEST_CASE("tagged messages with device buffers over host transports only: staged through "
+          "pinned bounce buffers, received in pieces", "[cuda]")
+{
+    g_tag_tls = "posix,cma,cuda_copy";
+    run_pair(tag_sender, tag_receiver, false);
+    g_tag_tls = tls;
 }
 
 TEST_CASE("put and get into another process's GPU memory (cuda_ipc)", "[cuda]")

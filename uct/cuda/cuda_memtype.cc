@@ -3,6 +3,7 @@
 #include <uct/cuda/cuda_driver.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/memory/block_cache.h>
 #include <ucs/memory/memtype_registry.h>
 
 #include <cstdint>
@@ -80,6 +81,50 @@ ucs_status_t copy_and_wait(CUstream stream, void *dest, const void *src, size_t 
     return check(api->cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
+void *pin_block(size_t size)
+{
+    void *block = nullptr;
+    if (driver()->cuMemHostAlloc(&block, size, 0) != CUDA_SUCCESS) {
+        ucs_debug("cuda: no pinned bounce buffer of %zu bytes", size);
+        return nullptr;
+    }
+    return block;
+}
+
+void unpin_block(void *block, size_t)
+{
+    driver()->cuMemFreeHost(block);
+}
+
+/*
+ * Pinned bounce buffers from 64 KiB (below, pinning costs more than it
+ * saves) to 64 MiB, at most 128 MiB pinned per process: a window of sends
+ * that each hold a staged copy reuses the same blocks (the first version
+ * pinned and unpinned one per message beyond 64 MiB idle, and 4 MiB staged
+ * sends fell from 3.9 to 1.2 GB/s).
+ */
+ucs::block_cache &the_pinned_blocks()
+{
+    static auto *blocks = new ucs::block_cache(   /* outlives every bounce buffer */
+            pin_block, unpin_block,
+            {64 * 1024, 64 * 1024 * 1024, 128 * 1024 * 1024});
+    return *blocks;
+}
+
+void *pinned_alloc(size_t length)
+{
+    return (ensure_context() == UCS_OK) ? the_pinned_blocks().get(length) : nullptr;
+}
+
+void pinned_release(void *block, size_t length)
+{
+    the_pinned_blocks().put(block, length);
+}
+
+constexpr ucs::memtype::host_allocator pinned_allocator = {pinned_alloc, pinned_release};
+constexpr ucs::memtype::async_copier   async_staged_copy = {staged_copy_start,
+                                                            staged_copy_finish};
+
 } // namespace
 
 ucs_memory_type_t pointer_memory_type(const void *address)
@@ -140,6 +185,41 @@ ucs_status_t staged_copy(void *dest, ucs_memory_type_t dest_type, const void *sr
     return status;
 }
 
+ucs_status_t staged_copy_start(void *dest, ucs_memory_type_t dest_type, const void *src,
+                               ucs_memory_type_t src_type, size_t length)
+{
+    /* Small copies gain nothing from overlap: the pinned path waits. */
+    if (length <= pinned_size) {
+        return staged_copy(dest, dest_type, src, src_type, length);
+    }
+    ucs_status_t status = ensure_context();
+    if (status != UCS_OK) {
+        return status;
+    }
+    stager &s = the_stager();
+    if (s.status != UCS_OK) {
+        return s.status;
+    }
+    std::lock_guard<std::mutex> guard(s.lock);
+    return check(driver()->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dest),
+                                         reinterpret_cast<CUdeviceptr>(src), length, s.stream),
+                 "cuMemcpyAsync");
+}
+
+ucs_status_t staged_copy_finish()
+{
+    ucs_status_t status = ensure_context();
+    if (status != UCS_OK) {
+        return status;
+    }
+    stager &s = the_stager();
+    if (s.status != UCS_OK) {
+        return s.status;
+    }
+    std::lock_guard<std::mutex> guard(s.lock);
+    return check(driver()->cuStreamSynchronize(s.stream), "cuStreamSynchronize");
+}
+
 void register_memtype_services()
 {
     static std::once_flag once;
@@ -165,6 +245,18 @@ void register_memtype_services()
                 ucs_diag("cuda: %s memory service not registered: %s",
                          ucs_memory_type_names[type], ucs_status_string(status));
             }
+        }
+        for (auto type : {UCS_MEMORY_TYPE_CUDA, UCS_MEMORY_TYPE_CUDA_MANAGED}) {
+            ucs_status_t status = ucs::memtype::register_async_copier(type, &async_staged_copy);
+            if (status != UCS_OK) {
+                ucs_diag("cuda: %s asynchronous copier not registered: %s",
+                         ucs_memory_type_names[type], ucs_status_string(status));
+            }
+        }
+        ucs_status_t status = ucs::memtype::register_bounce_allocator(&pinned_allocator);
+        if (status != UCS_OK) {
+            ucs_diag("cuda: pinned bounce buffers not registered: %s",
+                     ucs_status_string(status));
         }
     });
 }
