@@ -5,7 +5,9 @@
 #   bench/cuda/compare.sh [BIN_DIR]
 # BIN_DIR holds ucx_perftest (with its perftest_ucp.so) and cuda_floor
 # (default: the build tree's); UCX_MODULE_DIR must name libuct_cuda.so's
-# directory unless it is installed.
+# directory unless it is installed. MPS=1 (as root, where the driver has
+# nvidia-cuda-mps-control) also measures the 8-byte latencies with the MPS
+# daemon running: it starts one and quits it at the end.
 set -u
 BIN=${1:-}
 perftest=${BIN:+$BIN/}ucx_perftest
@@ -48,5 +50,28 @@ for m in cuda,host host,cuda; do
     l=$(perf -t tag_lat -m "$m" -s 8 -n 5000 | cut -d' ' -f1)
     echo "| tag_lat $m, usec | 8 | $l | | | | |"
 done
+# Staged through host memory (no cuda_ipc, as between nodes): against the
+# slower copy-engine stage; the host copy between the stages is a third.
+for size in 1048576 4194304 16777216; do
+    bw=$(UCX_TLS=^cuda_ipc perf -t tag_bw -m cuda -s "$size" -n $(( (1 << 30) / size )) |
+         cut -d' ' -f2)
+    fl=$(awk -v a="$(figure dtoh_pinned "$size")" -v b="$(figure htod_pinned "$size")" \
+         'BEGIN { print (a < b) ? a : b }')
+    echo "| tag_bw staged through host (UCX_TLS=^cuda_ipc), MB/s | $size | $bw | $fl | pinned cudaMemcpy, the slower way | $(ratio "$bw" "$fl") | |"
+done
+if [ "${MPS:-0}" = 1 ] && command -v nvidia-cuda-mps-control > /dev/null &&
+   nvidia-cuda-mps-control -d; then
+    # The daemon takes a moment to accept clients: the first client waits.
+    lat=$(perf -t tag_lat -m cuda -s 8 -n 5000 | cut -d' ' -f1)
+    for f in rtt rtt_pinned; do
+        fl=$(figure "$f" 8)
+        echo "| tag_lat device to device with MPS, usec | 8 | $lat | $fl | cudaMemcpyAsync round trip ($f) | $(ratio "$lat" "$fl") | <= 1.2 |"
+    done
+    for m in cuda,host host,cuda; do
+        l=$(perf -t tag_lat -m "$m" -s 8 -n 5000 | cut -d' ' -f1)
+        echo "| tag_lat $m with MPS, usec | 8 | $l | | | | |"
+    done
+    echo quit | nvidia-cuda-mps-control
+fi
 echo
 echo "floors: $(tr '\n' ';' <<<"$floors")"

@@ -3,12 +3,19 @@
  * the GPU this runs on:
  *   d2d  SIZE: cudaMemcpy device to device, MB/s (2^20 bytes per second,
  *              bytes copied once: as ucx_perftest counts a message);
+ *   dtoh_pinned / htod_pinned SIZE: cudaMemcpy between device memory and
+ *              pinned host memory, MB/s: the stages of a message staged
+ *              through host memory (the host copy between them is the
+ *              third, measured by bench/compare's memcpy floor);
  *   rtt  8:    a cudaMemcpyAsync round trip of 8 bytes, host to device and
  *              back on one stream, then a stream synchronize, in usec.
- *   turn_htod / turn_dtoh 8: two processes on the GPU taking turns, each
- *              turn one 8-byte copy (pinned host memory) and a pipe hop to
- *              the other, in usec per turn: the floor of a staged ping-pong
- *              between processes (each one-way pays the receiver's copy).
+ *   turn_<kind> SIZE: two processes on the GPU taking turns, each turn one
+ *              copy and a pipe hop to the other, in usec per turn: the floor
+ *              of a ping-pong between processes (each one-way pays the
+ *              receiver's copy). Kinds: htod and dtoh (pinned host memory),
+ *              d2d (within the process's device memory), htod_mapped (from
+ *              pinned host memory through its device address, as a device
+ *              to device copy).
  * One line per figure: "<name> <size> <value>". The two-process figures
  * come first: a process that has used CUDA cannot fork a CUDA user.
  */
@@ -38,24 +45,53 @@ bool ok(cudaError_t e, const char *what)
     return true;
 }
 
+enum class turn_kind { htod, dtoh, d2d, htod_mapped };
+
+struct turn_case {
+    turn_kind  kind;
+    const char *name;
+    size_t     size;
+};
+
+constexpr turn_case turn_cases[] = {
+    {turn_kind::htod, "htod", 8},        {turn_kind::dtoh, "dtoh", 8},
+    {turn_kind::d2d, "d2d", 8},          {turn_kind::htod_mapped, "htod_mapped", 8},
+    {turn_kind::htod, "htod", 65536},
+};
+
 /* One side of the two-process turns: copy, tell the other, wait for it. */
-void take_turns(int in, int out, bool first, bool to_device, int iters, double *usec)
+void take_turns(int in, int out, bool first, const turn_case &tc, int iters, double *usec)
 {
     cudaSetDevice(0);
-    void *dev = nullptr, *pinned = nullptr;
+    constexpr size_t buffer_size = 1 << 20;
+    char *dev = nullptr, *pinned = nullptr, *pinned_dev = nullptr;
     cudaStream_t stream;
-    if (!ok(cudaMalloc(&dev, 4096), "cudaMalloc") ||
-        !ok(cudaMallocHost(&pinned, 4096), "cudaMallocHost") ||
+    if (!ok(cudaMalloc(&dev, buffer_size), "cudaMalloc") ||
+        !ok(cudaHostAlloc(&pinned, buffer_size, cudaHostAllocMapped), "cudaHostAlloc") ||
+        !ok(cudaHostGetDevicePointer(&pinned_dev, pinned, 0), "cudaHostGetDevicePointer") ||
         !ok(cudaStreamCreate(&stream), "cudaStreamCreate")) {
         _exit(1);
     }
     auto copy = [&] {
-        if (to_device) {
-            cudaMemcpyAsync(dev, pinned, 8, cudaMemcpyHostToDevice, stream);
-        } else {
-            cudaMemcpyAsync(pinned, dev, 8, cudaMemcpyDeviceToHost, stream);
+        cudaError_t e = cudaSuccess;
+        switch (tc.kind) {
+        case turn_kind::htod:
+            e = cudaMemcpyAsync(dev, pinned, tc.size, cudaMemcpyHostToDevice, stream);
+            break;
+        case turn_kind::dtoh:
+            e = cudaMemcpyAsync(pinned, dev, tc.size, cudaMemcpyDeviceToHost, stream);
+            break;
+        case turn_kind::d2d:
+            e = cudaMemcpyAsync(dev, dev + (buffer_size / 2), tc.size,
+                                cudaMemcpyDeviceToDevice, stream);
+            break;
+        case turn_kind::htod_mapped:
+            e = cudaMemcpyAsync(dev, pinned_dev, tc.size, cudaMemcpyDeviceToDevice, stream);
+            break;
         }
-        cudaStreamSynchronize(stream);
+        if (!ok(e, tc.name) || !ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) {
+            _exit(1);
+        }
     };
     char token = 0;
     auto start = std::chrono::steady_clock::now();
@@ -77,7 +113,7 @@ void take_turns(int in, int out, bool first, bool to_device, int iters, double *
  * (a child forked after it did could not); the first reports the figure. */
 void two_process_turns()
 {
-    for (bool to_device : {true, false}) {
+    for (const turn_case &tc : turn_cases) {
         int ab[2], ba[2], result[2];
         if ((pipe(ab) != 0) || (pipe(ba) != 0) || (pipe(result) != 0)) {
             return;
@@ -93,11 +129,11 @@ void two_process_turns()
                 close((side == 0) ? ba[1] : ab[1]);
                 double usec = 0;
                 if (side == 0) {
-                    take_turns(ba[0], ab[1], true, to_device, iters, &usec);
+                    take_turns(ba[0], ab[1], true, tc, iters, &usec);
                     ssize_t n = write(result[1], &usec, sizeof(usec));
                     _exit((n == ssize_t(sizeof(usec))) ? 0 : 1);
                 }
-                take_turns(ab[0], ba[1], false, to_device, iters, &usec);
+                take_turns(ab[0], ba[1], false, tc, iters, &usec);
                 _exit(0);
             }
         }
@@ -107,7 +143,7 @@ void two_process_turns()
         }
         double usec = 0;
         if (read(result[0], &usec, sizeof(usec)) == ssize_t(sizeof(usec))) {
-            std::printf("%s 8 %.3f\n", to_device ? "turn_htod" : "turn_dtoh", usec);
+            std::printf("turn_%s %zu %.3f\n", tc.name, tc.size, usec);
         }
         close(result[0]);
         for (pid_t pid : pids) {
@@ -126,7 +162,7 @@ int main()
     constexpr size_t max_size = size_t(64) << 20;
     void *a = nullptr, *b = nullptr, *pinned = nullptr;
     if (!ok(cudaMalloc(&a, max_size), "cudaMalloc") || !ok(cudaMalloc(&b, max_size), "cudaMalloc") ||
-        !ok(cudaMallocHost(&pinned, 8), "cudaMallocHost")) {
+        !ok(cudaMallocHost(&pinned, max_size), "cudaMallocHost")) {
         return 1;
     }
     for (size_t size : {size_t(1) << 20, size_t(4) << 20, size_t(16) << 20, max_size}) {
@@ -140,6 +176,23 @@ int main()
         cudaDeviceSynchronize();
         const double secs = seconds_since(start);
         std::printf("d2d %zu %.1f\n", size, double(size) * iters / secs / (1 << 20));
+    }
+    for (size_t size : {size_t(1) << 20, size_t(4) << 20, size_t(16) << 20}) {
+        const int iters = int(std::max<size_t>(20, (size_t(1) << 30) / size));
+        for (bool to_device : {false, true}) {
+            auto copy = [&] {
+                cudaMemcpy(to_device ? a : pinned, to_device ? pinned : a, size,
+                           to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+            };
+            copy();   /* warm-up */
+            auto start = std::chrono::steady_clock::now();
+            for (int i = 0; i < iters; ++i) {
+                copy();
+            }
+            const double secs = seconds_since(start);
+            std::printf("%s %zu %.1f\n", to_device ? "htod_pinned" : "dtoh_pinned", size,
+                        double(size) * iters / secs / (1 << 20));
+        }
     }
 
     cudaStream_t stream;
