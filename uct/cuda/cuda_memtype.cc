@@ -68,6 +68,18 @@ stager &the_stager()
     return s;
 }
 
+/* The stager, in a current context; nullptr (why in *status) if none. */
+stager *ready_stager(ucs_status_t *status)
+{
+    *status = ensure_context();
+    if (*status != UCS_OK) {
+        return nullptr;
+    }
+    stager &s = the_stager();
+    *status   = s.status;
+    return (s.status == UCS_OK) ? &s : nullptr;
+}
+
 ucs_status_t copy_and_wait(CUstream stream, void *dest, const void *src, size_t length)
 {
     const driver_api *api = driver();
@@ -156,14 +168,12 @@ ucs_status_t staged_copy(void *dest, ucs_memory_type_t dest_type, const void *sr
     if (length == 0) {
         return UCS_OK;
     }
-    ucs_status_t status = ensure_context();
-    if (status != UCS_OK) {
+    ucs_status_t status;
+    stager *ready = ready_stager(&status);
+    if (ready == nullptr) {
         return status;
     }
-    stager &s = the_stager();
-    if (s.status != UCS_OK) {
-        return s.status;
-    }
+    stager &s = *ready;
     std::lock_guard<std::mutex> guard(s.lock);
     const bool to_device   = (src_type == UCS_MEMORY_TYPE_HOST) &&
                              (dest_type != UCS_MEMORY_TYPE_HOST) &&
@@ -192,32 +202,26 @@ ucs_status_t staged_copy_start(void *dest, ucs_memory_type_t dest_type, const vo
     if (length <= pinned_size) {
         return staged_copy(dest, dest_type, src, src_type, length);
     }
-    ucs_status_t status = ensure_context();
-    if (status != UCS_OK) {
+    ucs_status_t status;
+    stager *s = ready_stager(&status);
+    if (s == nullptr) {
         return status;
     }
-    stager &s = the_stager();
-    if (s.status != UCS_OK) {
-        return s.status;
-    }
-    std::lock_guard<std::mutex> guard(s.lock);
+    std::lock_guard<std::mutex> guard(s->lock);
     return check(driver()->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dest),
-                                         reinterpret_cast<CUdeviceptr>(src), length, s.stream),
+                                         reinterpret_cast<CUdeviceptr>(src), length, s->stream),
                  "cuMemcpyAsync");
 }
 
 ucs_status_t staged_copy_finish()
 {
-    ucs_status_t status = ensure_context();
-    if (status != UCS_OK) {
+    ucs_status_t status;
+    stager *s = ready_stager(&status);
+    if (s == nullptr) {
         return status;
     }
-    stager &s = the_stager();
-    if (s.status != UCS_OK) {
-        return s.status;
-    }
-    std::lock_guard<std::mutex> guard(s.lock);
-    return check(driver()->cuStreamSynchronize(s.stream), "cuStreamSynchronize");
+    std::lock_guard<std::mutex> guard(s->lock);
+    return check(driver()->cuStreamSynchronize(s->stream), "cuStreamSynchronize");
 }
 
 void register_memtype_services()
