@@ -79,6 +79,30 @@ void bcast_binomial(task &t, const call &c)
     }
 }
 
+/* Radix of the knomial trees: UCC's default for small messages. */
+constexpr unsigned knomial_radix = 4;
+
+/* Knomial tree: in the round of distance d (1, k, k^2, ...), the ranks
+ * below d that have the message send it to v + j d (0 < j < k); a rank in
+ * [d, k d) hears from v mod d. log_k(n) rounds instead of log2(n), each
+ * root sending up to k - 1 messages at once. */
+void bcast_knomial(task &t, const call &c)
+{
+    const rooted rt{c.size, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const size_t bytes = c.args.count * c.esize;
+    for (uint64_t d = 1; d < c.size; d *= knomial_radix) {
+        round &rd = t.add_round();
+        if (v < d) {
+            for (uint64_t j = 1; (j < knomial_radix) && (v + j * d < c.size); ++j) {
+                t.send(rd, rt.real(unsigned(v + j * d)), c.args.rbuf, bytes);
+            }
+        } else if (v < knomial_radix * d) {
+            t.recv(rd, rt.real(unsigned(v % d)), c.args.rbuf, bytes);
+        }
+    }
+}
+
 /* Van de Geijn: a binomial scatter of n blocks, then a ring allgather of
  * them: about 2x the message on every link instead of log2(n)x. */
 void bcast_scatter_allgather(task &t, const call &c)
@@ -139,6 +163,52 @@ void reduce_binomial(task &t, const call &c)
         if (v + mask < c.size) {
             t.recv(rd, rt.real(v + mask), tmp, bytes);
             rd.after = step::reduce(fn, acc, acc, tmp, count);
+        }
+    }
+}
+
+/* Knomial tree toward the root, the mirror of bcast_knomial: in the round
+ * of distance d a rank whose base-k digit at d is j > 0 sends its partial
+ * result to v - j d and is done; one whose digit is 0 takes its children's
+ * (v + j d) at once, then adds them in rank order, one per round (rounds
+ * that carry only a reduction, on every rank still in the tree, so that
+ * rounds keep the same numbers everywhere). */
+void reduce_knomial(task &t, const call &c)
+{
+    constexpr unsigned k = knomial_radix;
+    const rooted rt{c.size, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const size_t count = c.args.count, bytes = count * c.esize;
+    const bool root = (v == 0);
+    const bool has_children = (c.size > 1) && ((v % k) == 0) && (v + 1 < c.size);
+    /* k - 1 children's partials, and the accumulator of an inner rank. */
+    uint8_t *tmp = t.make_scratch((k - 1 + ((has_children && !root) ? 1 : 0)) * bytes);
+    const void *input = (root && c.in_place) ? c.args.rbuf : c.args.sbuf;
+    void *acc = root ? c.args.rbuf : (has_children ? tmp + (k - 1) * bytes : nullptr);
+    if ((acc != nullptr) && (acc != input)) {
+        std::memcpy(acc, input, bytes);
+    }
+    const reduce_fn fn = c.reduce;
+    for (uint64_t d = 1; d < c.size; d *= k) {
+        round &rd = t.add_round();
+        const unsigned digit = unsigned((v / d) % k);
+        if (digit != 0) {
+            t.send(rd, rt.real(unsigned(v - digit * d)), has_children ? acc : input, bytes);
+            break;
+        }
+        unsigned children = 0;
+        while ((children + 1 < k) && (v + (children + 1) * d < c.size)) {
+            ++children;
+            t.recv(rd, rt.real(unsigned(v + children * d)), tmp + (children - 1) * bytes, bytes);
+        }
+        if (children > 0) {
+            rd.after = step::reduce(fn, acc, acc, tmp, count);
+        }
+        for (unsigned j = 2; j < k; ++j) {
+            round &sr = t.add_round();
+            if (j <= children) {
+                sr.after = step::reduce(fn, acc, acc, tmp + (j - 1) * bytes, count);
+            }
         }
     }
 }
@@ -608,8 +678,9 @@ void gather_linear(task &t, const call &c)
 }
 
 constexpr algorithm barrier_algs[]   = {{"dissemination", barrier_dissemination}};
-constexpr algorithm bcast_algs[]     = {{"binomial", bcast_binomial},
-                                        {"scatter_allgather", bcast_scatter_allgather}};
+constexpr algorithm bcast_algs[]     = {{"knomial", bcast_knomial},
+                                        {"scatter_allgather", bcast_scatter_allgather},
+                                        {"binomial", bcast_binomial}};
 constexpr algorithm alltoall_algs[]  = {{"bruck", alltoall_bruck},
                                         {"pairwise", alltoall_pairwise}};
 constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
@@ -617,7 +688,8 @@ constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursi
                                         {"ring", allreduce_ring}};
 constexpr algorithm allgather_algs[] = {{"bruck", allgather_bruck}, {"ring", allgather_ring}};
 constexpr algorithm reduce_scatter_algs[] = {{"ring", reduce_scatter_ring}};
-constexpr algorithm reduce_algs[]    = {{"binomial", reduce_binomial}};
+constexpr algorithm reduce_algs[]    = {{"knomial", reduce_knomial},
+                                        {"binomial", reduce_binomial}};
 constexpr algorithm scatter_algs[]   = {{"binomial", scatter_binomial}};
 constexpr algorithm gather_algs[]    = {{"binomial", gather_binomial},
                                         {"linear", gather_linear}};

@@ -708,8 +708,11 @@ TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
             "#alltoall:@bruck",
             "allreduce:@rabenseifner#bcast:@scatter_allgather#allgather:@ring#gather:@linear"
             "#alltoall:@pairwise",
-            "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather");
-    const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u);
+            "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather"
+            "#reduce:@binomial",
+            "bcast:@knomial#reduce:@knomial");
+    /* 17: a knomial tree (radix 4) with a full level and a partial one. */
+    const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u, 17u);
     CAPTURE(tune, size);
     group_options options;
     options.extra = small_rndv;
