@@ -10,6 +10,7 @@
 #include <ucs/debug/log.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 
@@ -62,6 +63,33 @@ bool parse_size(const std::string &text, size_t *value)
            (*value != ucs::config::size_auto);
 }
 
+/* "[min-max]": team sizes, both ends included; max may be "inf". */
+bool parse_team_range(const std::string &field, tune_rule *rule)
+{
+    const size_t dash = field.find('-');
+    if ((field.size() < 5) || (field.front() != '[') || (field.back() != ']') ||
+        (dash == std::string::npos)) {
+        return false;
+    }
+    size_t low = 0, high = 0;
+    if (!parse_size(field.substr(1, dash - 1), &low) ||
+        !parse_size(field.substr(dash + 1, field.size() - dash - 2), &high) ||
+        (low == SIZE_MAX) || (low > high) || ((high != SIZE_MAX) && (high > UINT_MAX))) {
+        return false;
+    }
+    rule->team_min = unsigned(std::max<size_t>(low, 1));
+    rule->team_max = (high == SIZE_MAX) ? UINT_MAX : unsigned(high);
+    return true;
+}
+
+/* "start-end": one rank's bytes, the end excluded. */
+bool parse_size_range(const std::string &field, tune_rule *rule)
+{
+    const size_t dash = field.find('-');
+    return (dash != std::string::npos) && parse_size(field.substr(0, dash), &rule->start) &&
+           parse_size(field.substr(dash + 1), &rule->end) && (rule->start < rule->end);
+}
+
 bool parse_token(const std::string &token, tune_rule *rule)
 {
     const size_t first = token.find(':');
@@ -78,16 +106,24 @@ bool parse_token(const std::string &token, tune_rule *rule)
     if (coll == UCP_COLL_LAST) {
         return false;
     }
-    rule->coll  = ucp_coll_type_t(coll);
-    rule->start = 0;
-    rule->end   = SIZE_MAX;
-    if (first != last) {
-        const std::string range = token.substr(first + 1, last - first - 1);
-        const size_t dash = range.find('-');
-        if ((dash == std::string::npos) || !parse_size(range.substr(0, dash), &rule->start) ||
-            !parse_size(range.substr(dash + 1), &rule->end) || (rule->start >= rule->end)) {
+    rule->coll     = ucp_coll_type_t(coll);
+    rule->start    = 0;
+    rule->end      = SIZE_MAX;
+    rule->team_min = 1;
+    rule->team_max = UINT_MAX;
+    /* The fields between the name and the algorithm, each kind at most once
+     * (none when first == last: `last` is a colon, so each search stops there). */
+    bool sizes = false, teams = false;
+    for (size_t begin = first + 1; begin <= last;) {
+        const size_t colon       = token.find(':', begin);
+        const std::string field  = token.substr(begin, colon - begin);
+        const bool team          = !field.empty() && (field.front() == '[');
+        if (team ? (teams || !parse_team_range(field, rule)) :
+                   (sizes || !parse_size_range(field, rule))) {
             return false;
         }
+        (team ? teams : sizes) = true;
+        begin = colon + 1;
     }
     const std::span<const algorithm> algs = algorithms_of(rule->coll);
     for (unsigned i = 0; i < algs.size(); ++i) {
@@ -116,15 +152,18 @@ struct coll_opts {
 
 const ucs::config::field coll_fields[] = {
     UCS_CONFIG_FIELD(coll_opts, tune, "TUNE", "",
-                     "Algorithms of the collectives of libucp_coll, by message size:\n"
-                     "coll[:start-end]:@algorithm tokens separated by '#', e.g.\n"
-                     "allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring.\n"
-                     "Sizes are one rank's bytes; later tokens win. Algorithms:\n"
-                     "barrier: dissemination; bcast: binomial, scatter_allgather;\n"
+                     "Algorithms of the collectives of libucp_coll, by message size and\n"
+                     "team size: coll[:start-end][:[min-max]]:@algorithm tokens separated\n"
+                     "by '#', e.g. allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring\n"
+                     "or bcast:[2-4]:@binomial. Sizes are one rank's bytes (end excluded),\n"
+                     "team sizes in brackets (both ends included); later tokens win.\n"
+                     "Algorithms: barrier: dissemination; bcast: knomial,\n"
+                     "scatter_allgather, binomial;\n"
                      "alltoall: bruck, pairwise; allreduce: recursive_doubling,\n"
                      "rabenseifner, ring;\n"
                      "allgather: bruck, ring; reduce_scatter: ring;\n"
-                     "reduce: binomial; scatter: binomial; gather: binomial, linear.",
+                     "reduce: knomial, binomial; scatter: binomial; gather: binomial,\n"
+                     "linear.",
                      ucs::config::type_string),
 };
 
@@ -148,8 +187,8 @@ bool parse_tuning(const char *text, tuning *out)
         tune_rule rule{};
         if (!token.empty()) {
             if (!parse_token(token, &rule)) {
-                ucs_error("UCX_COLL_TUNE: bad token '%s' (coll[:start-end]:@algorithm)",
-                          token.c_str());
+                ucs_error("UCX_COLL_TUNE: bad token '%s' "
+                          "(coll[:start-end][:[min-max]]:@algorithm)", token.c_str());
                 out->rules.clear();
                 return false;
             }
@@ -165,7 +204,8 @@ const algorithm &select_algorithm(const tuning &tune, ucp_coll_type_t coll, size
 {
     unsigned alg = default_algorithm(coll, bytes, team_size);
     for (const tune_rule &rule : tune.rules) {
-        if ((rule.coll == coll) && (bytes >= rule.start) && (bytes < rule.end)) {
+        if ((rule.coll == coll) && (bytes >= rule.start) && (bytes < rule.end) &&
+            (team_size >= rule.team_min) && (team_size <= rule.team_max)) {
             alg = rule.alg;
         }
     }
@@ -191,7 +231,21 @@ std::vector<std::string> describe_tuning(const tuning &tune)
         }
         std::sort(edges.begin(), edges.end());
         edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-        for (unsigned team_size : {2u, 3u}) {
+        /* Team sizes from which the choice may change: the defaults' (2, 3)
+         * and the rules' edges; one group of lines per span. */
+        std::vector<unsigned> teams = {1, 2, 3};
+        for (const tune_rule &rule : tune.rules) {
+            if (rule.coll == ucp_coll_type_t(coll)) {
+                teams.push_back(rule.team_min);
+                if (rule.team_max != UINT_MAX) {
+                    teams.push_back(rule.team_max + 1);
+                }
+            }
+        }
+        std::sort(teams.begin(), teams.end());
+        teams.erase(std::unique(teams.begin(), teams.end()), teams.end());
+        for (size_t t = 0; t < teams.size(); ++t) {
+            const unsigned team_size = teams[t];
             std::string ranges;
             const char *previous = nullptr;
             for (size_t i = 0; i < edges.size(); ++i) {
@@ -202,7 +256,10 @@ std::vector<std::string> describe_tuning(const tuning &tune)
                     previous = name;
                 }
             }
-            line.append(team_size == 2 ? " [2 ranks]" : " [3+ ranks]").append(ranges);
+            const std::string upto = (t + 1 < teams.size()) ?
+                                     std::to_string(teams[t + 1] - 1) : std::string("inf");
+            line.append(" [").append(std::to_string(team_size)).append("-").append(upto)
+                .append(" ranks]").append(ranges);
         }
         lines.push_back(line);
     }

@@ -3,13 +3,15 @@
  * size, overridden by UCX_COLL_TUNE, in the spirit of UCC's tuning strings:
  *
  *   UCX_COLL_TUNE=allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring#bcast:@binomial
+ *   UCX_COLL_TUNE=bcast:[2-4]:@binomial#allreduce:64k-inf:[9-inf]:@ring
  *
  * (the algorithms' names are in algorithms.cc and docs/collectives.md)
  *
- * Tokens are separated by '#'; each is coll[:start-end]:@algorithm, the
- * range in bytes of one rank's message (count * element size; sizes take
- * k/m/g suffixes, "inf" is no limit, the end is exclusive); without a range
- * the token covers every size. Later tokens win where ranges overlap.
+ * Tokens are separated by '#'; each is coll[:start-end][:[min-max]]:@algorithm,
+ * the range in bytes of one rank's message (count * element size; sizes take
+ * k/m/g suffixes, "inf" is no limit, the end is exclusive) and, in brackets
+ * as in UCC, the range of team sizes (both ends included, "inf" no limit);
+ * a range left out covers everything. Later tokens win where they overlap.
  * UCX_LOG_LEVEL=info prints the resolved table when a context is made.
  */
 #ifndef COLL_SELECT_H
@@ -29,6 +31,8 @@ struct tune_rule {
     ucp_coll_type_t coll;
     size_t          start;   /* bytes, inclusive */
     size_t          end;     /* bytes, exclusive; SIZE_MAX: no limit */
+    unsigned        team_min;   /* team sizes, both included */
+    unsigned        team_max;   /* UINT_MAX: no limit */
     unsigned        alg;     /* index in algorithms_of(coll) */
 };
 

@@ -11,6 +11,7 @@
  * library, in 64-bit integers, then stored in the element type.
  */
 #include "coll_group.h"
+#include "config_test_util.h"
 
 #include <catch2/catch.hpp>
 
@@ -710,7 +711,8 @@ TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
             "#alltoall:@pairwise",
             "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather"
             "#reduce:@binomial",
-            "bcast:@knomial#reduce:@knomial");
+            "bcast:@knomial#reduce:@knomial",
+            "bcast:[1-5]:@binomial#bcast:[6-inf]:@knomial#reduce:0-64:[3-8]:@binomial");
     /* 17: a knomial tree (radix 4) with a full level and a partial one. */
     const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u, 17u);
     CAPTURE(tune, size);
@@ -725,7 +727,10 @@ TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
 TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "[coll]")
 {
     for (const char *bad : {"allreduce:@nosuch", "nosuch:@ring", "allreduce:8k-1k:@ring",
-                            "allreduce:1k:@ring", "allreduce"}) {
+                            "allreduce:1k:@ring", "allreduce", "bcast:[4-2]:@binomial",
+                            "bcast:[x-4]:@binomial", "bcast:[2-4:@binomial",
+                            "bcast:[2-4]:[5-6]:@binomial", "bcast:1k-2k:3k-4k:@binomial",
+                            "bcast::@binomial", "bcast:[inf-inf]:@binomial"}) {
         CAPTURE(bad);
         ucp_test::peer p;
         REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
@@ -736,4 +741,28 @@ TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "
         CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
         CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
     }
+}
+
+TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info level",
+          "[coll]")
+{
+    ucp_test::peer p;
+    REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
+    setenv("UCX_COLL_TUNE", "bcast:[2-4]:@binomial#bcast:64k-inf:[5-inf]:@scatter_allgather",
+           1);
+    std::string table;
+    {
+        config_test::log_capture log(UCS_LOG_LEVEL_INFO);
+        ucp_coll_context_h ctx = nullptr;
+        REQUIRE(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
+        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
+        table = log.text();
+    }
+    unsetenv("UCX_COLL_TUNE");
+    CAPTURE(table);
+    /* One rank: the default; 2 to 4: the rule; from 5: the default below
+     * 64 KiB, the rule from there. */
+    CHECK(table.find("bcast: [1-1 ranks] 0-:knomial [2-2 ranks] 0-:binomial "
+                     "[3-4 ranks] 0-:binomial [5-inf ranks] 0-:knomial 64k-:scatter_allgather") !=
+          std::string::npos);
 }
