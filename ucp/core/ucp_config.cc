@@ -4,6 +4,7 @@
 #include "ucp_config.h"
 #include "ucp_guard.h"
 
+#include <ucs/config/parser_util.h>
 #include <ucs/config/registry.h>
 #include <ucs/debug/log.h>
 
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ucp {
 
@@ -32,13 +34,12 @@ constexpr size_t default_frag_size = 512 * 1024;
 
 bool parse_frag_size(const char *text, void *dest, const ucs::config::parser &)
 {
+    std::vector<std::string_view> entries;
+    if (!ucs::config::detail::split_list(text, entries) || entries.empty()) {
+        return false;
+    }
     size_t host_size = default_frag_size;
-    std::string_view rest(text);
-    for (bool more = true; more;) {
-        const size_t comma = rest.find(',');
-        std::string_view entry = rest.substr(0, comma);
-        more = (comma != std::string_view::npos);
-        rest = more ? rest.substr(comma + 1) : std::string_view();
+    for (std::string_view entry : entries) {
         const size_t colon = entry.find(':');
         bool host = true;
         if (colon != std::string_view::npos) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <strings.h>
 
 namespace ucs::config::detail {
@@ -49,6 +50,10 @@ inline bool iequals(std::string_view a, std::string_view b)
     return (a.size() == b.size()) &&
            (a.empty() || (strncasecmp(a.data(), b.data(), a.size()) == 0));
 }
+
+/* "a,b,c" -> items (each trimmed); "" -> none; false for an empty item
+ * ("a,,b", "a,"). The items point into text. */
+bool split_list(std::string_view text, std::vector<std::string_view> &items);
 
 /* Shortest "%g" text that reads back as the same double. */
 std::string format_double(double value);

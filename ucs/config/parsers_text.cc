@@ -55,26 +55,6 @@ bool make_names(const std::vector<std::string_view> &items,
     return true;
 }
 
-/* "a,b,c" -> items; "" -> none; false for an empty item ("a,,b", "a,"). */
-bool split_list(std::string_view text, std::vector<std::string_view> &items)
-{
-    items.clear();
-    if (text.empty()) {
-        return true;
-    }
-    for (;;) {
-        size_t comma          = text.find(',');
-        std::string_view item = trim(text.substr(0, comma));
-        if (item.empty()) {
-            return false;
-        }
-        items.push_back(item);
-        if (comma == text.npos) {
-            return true;
-        }
-        text.remove_prefix(comma + 1);
-    }
-}
 
 std::string join_names(const ucs_config_names_array_t &array)
 {
@@ -94,6 +74,26 @@ bool clone_names(const ucs_config_names_array_t &src,
 }
 
 } // namespace
+
+bool split_list(std::string_view text, std::vector<std::string_view> &items)
+{
+    items.clear();
+    if (text.empty()) {
+        return true;
+    }
+    for (;;) {
+        size_t comma          = text.find(',');
+        std::string_view item = trim(text.substr(0, comma));
+        if (item.empty()) {
+            return false;
+        }
+        items.push_back(item);
+        if (comma == text.npos) {
+            return true;
+        }
+        text.remove_prefix(comma + 1);
+    }
+}
 
 /* string */
 
