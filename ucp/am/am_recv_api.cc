@@ -133,14 +133,8 @@ ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer,
         am_desc_consume(desc);
         return UCS_STATUS_PTR(status);
     }
-    recv_state &r   = req->u.recv;
-    r.info          = {0, std::min(desc->length, r.unpacker.capacity())};
-    r.received      = 0;
-    r.data_status   = UCS_OK;
-    r.ep            = nullptr;
-    r.bounce        = nullptr;
-    r.pieces        = nullptr;
-    r.rkey          = {};
+    recv_state &r = req->u.recv;
+    r.start({0, std::min(desc->length, r.unpacker.capacity())});
 
     wire::rts_hdr rts{};
     rts.src_uuid    = desc->src_uuid;

@@ -171,6 +171,18 @@ struct recv_state {
     unsigned            rkey_md;       /* beside the flags: no padding */
     uint8_t             rts_flags;     /* wire::rts_flag:: of the offer */
     bool                rtr_sent;
+
+    /* A receive starts: nothing placed, no error, no pull under way. */
+    void start(const ucp_tag_recv_info_t &what)
+    {
+        info        = what;
+        received    = 0;
+        data_status = UCS_OK;
+        ep          = nullptr;
+        bounce      = nullptr;
+        pieces      = nullptr;
+        rkey        = {};
+    }
 };
 
 struct flush_state {

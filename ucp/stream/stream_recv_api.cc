@@ -81,9 +81,7 @@ ucs_status_ptr_t recv_common(ucp_ep *ep, void *buffer, size_t count, size_t *len
         request_put(req);
         return UCS_STATUS_PTR(status);
     }
-    r.info        = {0, 0};
-    r.received    = 0;
-    r.data_status = UCS_OK;
+    r.start({0, 0});
     r.ep          = ep;
     r.elem_size   = ((dt & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) ?
                     dt::contig_elem_size(dt) : 1;

@@ -132,15 +132,8 @@ void start_pull(stream_worker *sw, stream_ep *se, stream_seg *seg, request *recv
         return;
     }
     req->flags |= request_flag::RECV;
-    recv_state &r   = req->u.recv;
-    r.info          = {0, seg->length};
-    r.received      = 0;
-    r.data_status   = UCS_OK;
-    r.ep            = nullptr;
-    r.bounce        = nullptr;
-    r.pieces        = nullptr;
-    r.rkey          = {};
-    se->pull        = pull;
+    req->u.recv.start({0, seg->length});
+    se->pull = pull;
     ++((recv != nullptr) ? sw->pulls_direct : sw->pulls_staged);
     ucs_debug("worker '%s': pulling %zu stream bytes from '%s' into %s",
                    worker->name.c_str(), seg->length, se->ep->peer_name.c_str(),

@@ -446,13 +446,7 @@ ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count,
         request_put(req);
         return UCS_STATUS_PTR(status);
     }
-    r.info        = {tag, 0};
-    r.received    = 0;
-    r.data_status = UCS_OK;
-    r.ep          = nullptr;
-    r.bounce      = nullptr;
-    r.pieces      = nullptr;
-    r.rkey        = {};
+    r.start({tag, 0});
 
     /* As for sends: no callback from inside the call unless asked. */
     const uint32_t cb_flag = req->flags & request_flag::CALLBACK;

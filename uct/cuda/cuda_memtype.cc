@@ -93,10 +93,13 @@ ucs_status_t copy_and_wait(CUstream stream, void *dest, const void *src, size_t 
     return check(api->cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
+/* Only a new block needs a context: a small bounce buffer (a wireup
+ * message) never makes one in a process that does not use the GPU. */
 void *pin_block(size_t size)
 {
     void *block = nullptr;
-    if (driver()->cuMemHostAlloc(&block, size, 0) != CUDA_SUCCESS) {
+    if ((ensure_context() != UCS_OK) ||
+        (driver()->cuMemHostAlloc(&block, size, 0) != CUDA_SUCCESS)) {
         ucs_debug("cuda: no pinned bounce buffer of %zu bytes", size);
         return nullptr;
     }
@@ -105,7 +108,9 @@ void *pin_block(size_t size)
 
 void unpin_block(void *block, size_t)
 {
-    driver()->cuMemFreeHost(block);
+    if (ensure_context() == UCS_OK) {   /* the thread may have none current */
+        driver()->cuMemFreeHost(block);
+    }
 }
 
 /*
@@ -125,7 +130,7 @@ ucs::block_cache &the_pinned_blocks()
 
 void *pinned_alloc(size_t length)
 {
-    return (ensure_context() == UCS_OK) ? the_pinned_blocks().get(length) : nullptr;
+    return the_pinned_blocks().get(length);
 }
 
 void pinned_release(void *block, size_t length)
