@@ -61,6 +61,12 @@ bool is_detectable_type(ucs_memory_type_t type)
     return (type > UCS_MEMORY_TYPE_HOST) && (type < UCS_MEMORY_TYPE_LAST);
 }
 
+/* Whose copier moves a copy: the destination's type unless it is host. */
+ucs_memory_type_t copier_type(ucs_memory_type_t dest_type, ucs_memory_type_t src_type)
+{
+    return (dest_type != UCS_MEMORY_TYPE_HOST) ? dest_type : src_type;
+}
+
 /* Called with g_update_lock held. */
 void publish(std::unique_ptr<detector_table> table)
 {
@@ -287,7 +293,7 @@ ucs_status_t copy(void *dest, ucs_memory_type_t dest_type, const void *src,
         std::memcpy(dest, src, length);
         return UCS_OK;
     }
-    const ucs_memory_type_t type = (dest_type != UCS_MEMORY_TYPE_HOST) ? dest_type : src_type;
+    const ucs_memory_type_t type = copier_type(dest_type, src_type);
     if (!is_detectable_type(type)) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -320,7 +326,7 @@ ucs_status_t unregister_async_copier(ucs_memory_type_t type)
 ucs_status_t copy_start(void *dest, ucs_memory_type_t dest_type, const void *src,
                         ucs_memory_type_t src_type, size_t length) noexcept
 {
-    const ucs_memory_type_t type = (dest_type != UCS_MEMORY_TYPE_HOST) ? dest_type : src_type;
+    const ucs_memory_type_t type = copier_type(dest_type, src_type);
     if (is_detectable_type(type)) {
         const async_copier *fns = g_async_copiers[type].load(std::memory_order_acquire);
         if (fns != nullptr) {
