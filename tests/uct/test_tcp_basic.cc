@@ -10,7 +10,7 @@
 #include <uct/tcp/tcp_config.h>
 #include <uct/tcp/tcp_iface.h>
 #include <uct/tcp/tcp_md.h>
-#include <uct/tcp/tcp_pending.h>
+#include <uct/base/pending_queue.h>
 #include <uct/tcp/tcp_tx_queue.h>
 #include <uct/tcp/tcp_wire.h>
 #include <ucs/debug/log.h>
@@ -503,7 +503,7 @@ TEST_CASE("tcp tx queue keeps room for replies that sends cannot take", "[tcp]")
 
 TEST_CASE("tcp pending queue is FIFO through the requests' own bytes", "[tcp]")
 {
-    uct::tcp::pending_queue q;
+    uct::pending_queue q;
     uct::pending_req r[3];
     CHECK(q.empty());
     CHECK(q.pop_front() == nullptr);

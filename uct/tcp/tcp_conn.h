@@ -18,7 +18,7 @@
 
 #include <uct/tcp/tcp_config.h>
 #include <uct/tcp/tcp_fetch_ring.h>
-#include <uct/tcp/tcp_pending.h>
+#include <uct/base/pending_queue.h>
 #include <uct/tcp/tcp_tx_queue.h>
 #include <uct/tcp/tcp_wire.h>
 

@@ -2,14 +2,14 @@
  * A FIFO of pending requests linked through their own priv bytes: adding
  * and dispatching allocate nothing.
  */
-#ifndef UCT_TCP_TCP_PENDING_H
-#define UCT_TCP_TCP_PENDING_H
+#ifndef UCT_BASE_PENDING_QUEUE_H
+#define UCT_BASE_PENDING_QUEUE_H
 
 #include <uct/base/uct_types.h>
 
 #include <cstring>
 
-namespace uct::tcp {
+namespace uct {
 
 class pending_queue {
 public:
@@ -71,6 +71,6 @@ private:
     pending_req *tail_ = nullptr;
 };
 
-} // namespace uct::tcp
+} // namespace uct
 
 #endif
