@@ -76,6 +76,14 @@ ucs_status_t create_rcaches(ucp_context &ctx)
         if (!registers_host_per_operation(m.md->attr())) {
             continue;
         }
+        /* libucm misses the unmaps glibc makes itself (free of a large
+         * block): a pinning md's cache is used only when asked for. */
+        if ((m.md->attr().flags & uct::md_flag::REG_PINS) && (enable != UCS_YES)) {
+            ucs_diag("md %s pins what it registers and unmaps inside glibc are not "
+                     "seen: registering per operation (UCX_RCACHE_ENABLE=yes caches)",
+                     m.name.c_str());
+            continue;
+        }
         md_rcache_ptr adapter(new (std::nothrow) md_rcache(ctx, md_index));
         if (adapter == nullptr) {
             return UCS_ERR_NO_MEMORY;

@@ -272,6 +272,10 @@ const char *const *alias_members(std::string_view alias)
     static const char *const shm[] = {"posix", "sysv", "cma", nullptr};
     static const char *const mm[]  = {"posix", "sysv", nullptr};
     static const char *const cuda[] = {"cuda_copy", "cuda_ipc", nullptr};
+    static const char *const rc[]   = {"rc_verbs", nullptr};
+    if ((alias == "rc") || (alias == "rc_v") || (alias == "ib")) {
+        return rc;
+    }
     if ((alias == "sm") || (alias == "shm")) {
         return shm;
     }

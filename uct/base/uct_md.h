@@ -24,6 +24,9 @@ constexpr uint64_t ADVISE    = 1ull << 4;
 constexpr uint64_t FIXED     = 1ull << 5;  /* can allocate at a fixed address */
 constexpr uint64_t RKEY_PTR  = 1ull << 6;  /* remote memory directly addressable */
 constexpr uint64_t SOCKADDR  = 1ull << 7;
+/* A registration holds the physical pages it found (ibv_reg_mr): after an
+ * unmap the cache never sees, a cached region moves stale pages. */
+constexpr uint64_t REG_PINS  = 1ull << 8;
 } // namespace md_flag
 
 /* Flags of md::mem_reg and md::mem_alloc (values as UCX's UCT_MD_MEM_FLAG_*). */
