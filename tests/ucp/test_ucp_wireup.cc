@@ -18,6 +18,7 @@
 #include "ucp_test_util.h"
 
 #include <catch2/catch.hpp>
+#include <uct/base/uct_md.h>
 
 #include <csignal>
 #include <cstring>
@@ -32,6 +33,17 @@ using ucp_test::peer;
 using ucp_test::rc_enable_guard;
 
 constexpr const char *tls = "ucp_test_rc,tcp";
+
+/* The connect-to-ep transport a traffic run goes over: the test transport
+ * (whose counters say what reached its eps), or rc_verbs on a verbs device
+ * (the emulated one on CI: meson test ucp_rc_verbs). */
+struct rc_kind {
+    const char *tls;
+    const char *tl_name;
+    bool        counted;
+};
+constexpr rc_kind test_rc{tls, ucp_test::rc_tl, true};
+constexpr rc_kind rc_verbs{"rc_verbs,tcp", "rc_verbs", false};
 constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
                               UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 /* Short, single bcopy, several fragments, rendezvous (over rc zcopy). */
@@ -175,17 +187,31 @@ std::string lanes_of(ucp_ep_h ep)
 
 enum class when { after_first_message, at_once };
 
+/* Whether a verbs device offers rc_verbs here (the module and a device, or the
+ * emulated device of tests/verbs_emu). */
+bool rc_verbs_available()
+{
+    uct::component *component = nullptr;
+    uct::md *md = nullptr;
+    uct::tl_resource resource;
+    if (uct::open_md_of("rc_verbs", "", &component, &md, &resource) != UCS_OK) {
+        return false;
+    }
+    delete md;
+    return true;
+}
+
 /*
  * The child: exposes a region, makes its ep to the parent (after the
  * parent's first message arrived, or at once), then answers the parent's
  * traffic of every kind; its counters go back at the end.
  */
-int traffic_child(int fd, when connect_when)
+int traffic_child(int fd, when connect_when, const rc_kind &kind)
 {
     const rc_counters start = counters_now();
     rc_enable_guard rc;
     peer c;
-    TEST_CHILD_CHECK(c.init_with(tls, features, {}) == UCS_OK);
+    TEST_CHILD_CHECK(c.init_with(kind.tls, features, {}) == UCS_OK);
     rma_test::region region;
     TEST_CHILD_CHECK(region.map(c.context, rma_test::memory::registered, region_size) ==
                      UCS_OK);
@@ -218,15 +244,17 @@ int traffic_child(int fd, when connect_when)
     return 0;
 }
 
-void run_traffic(when connect_when)
+void run_traffic(when connect_when, const rc_kind &kind = test_rc)
 {
     const rc_counters start = counters_now();
     rc_enable_guard rc;
     peer p;
-    REQUIRE(p.init_with(tls, features, {}) == UCS_OK);
+    REQUIRE(p.init_with(kind.tls, features, {}) == UCS_OK);
     am_state am;
     REQUIRE(ucp_test::set_am_handler(p.worker, am_answer, on_am_answer, &am) == UCS_OK);
-    test::child_process child([connect_when](int fd) { return traffic_child(fd, connect_when); });
+    test::child_process child([connect_when, &kind](int fd) {
+        return traffic_child(fd, connect_when, kind);
+    });
     std::vector<uint8_t> remote, key;
     uint64_t remote_address = 0;
     REQUIRE(test::send_blob(child.fd(), p.address()));
@@ -237,7 +265,7 @@ void run_traffic(when connect_when)
 
     const std::string lanes = lanes_of(p.ep);
     INFO(lanes);
-    CHECK(lanes.find(ucp_test::rc_tl) != std::string::npos);
+    CHECK(lanes.find(kind.tl_name) != std::string::npos);
 
     REQUIRE(send_tags(p, 100));
     REQUIRE(recv_tags(p, 200));
@@ -293,6 +321,11 @@ void run_traffic(when connect_when)
     rc_counters theirs{};
     REQUIRE(p.recv_value_progress(child.fd(), &theirs));
     const rc_counters ours = counters_since(start);
+    if (!kind.counted) {
+        REQUIRE(test::sync_peer(child.fd()));
+        CHECK(child.wait() == 0);
+        return;
+    }
     /* Our ep and theirs each connected their rc lanes, and carried the
      * traffic over them; nothing reached an rc ep before it was connected. */
     CHECK(ours.connected >= 1);
@@ -316,6 +349,25 @@ TEST_CASE("wireup over connect-to-ep lanes: the peer connects after our first me
 TEST_CASE("wireup over connect-to-ep lanes: both sides connect at once", "[ucp_wireup]")
 {
     run_traffic(when::at_once);
+}
+
+/* The same traffic over rc_verbs queue pairs (tcp carries the wireup). */
+TEST_CASE("ucp over rc_verbs: tag, stream, AM, RMA and atomics between processes",
+          "[ucp_rc_verbs]")
+{
+    if (!rc_verbs_available()) {
+        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
+             "on the emulated device");
+        return;
+    }
+    SECTION("the peer connects after our first message")
+    {
+        run_traffic(when::after_first_message, rc_verbs);
+    }
+    SECTION("both sides connect at once")
+    {
+        run_traffic(when::at_once, rc_verbs);
+    }
 }
 
 /* ---- several eps to one peer ------------------------------------------- */

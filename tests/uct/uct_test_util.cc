@@ -101,4 +101,15 @@ uct::ep *uct_entity::connect(const uct_addresses &peer)
     return connect_to(*iface_, peer, &eps_);
 }
 
+uct::ep *uct_entity::create_ep(std::vector<uint8_t> *ep_address)
+{
+    uct::ep *ep = nullptr;
+    if (iface_->ep_create(&ep) != UCS_OK) {
+        return nullptr;
+    }
+    eps_.push_back(ep);
+    ep_address->resize(iface_->attr().ep_addr_len);
+    return (ep->get_address(ep_address->data()) == UCS_OK) ? ep : nullptr;
+}
+
 } // namespace test

@@ -96,6 +96,9 @@ public:
 
     /* An ep to the peer with these addresses (CONNECT_TO_IFACE transports). */
     uct::ep *connect(const uct_addresses &peer);
+    /* An unconnected ep, owned like connect()'s (CONNECT_TO_EP transports),
+     * and its address; null on failure. */
+    uct::ep *create_ep(std::vector<uint8_t> *ep_address);
 
     unsigned progress() { return worker_->progress(); }
 

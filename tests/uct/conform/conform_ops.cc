@@ -112,13 +112,46 @@ size_t get_limit(const uct::iface_attr &attr, op_kind kind)
     return limit(attr.get, kind);
 }
 
+namespace {
+
+/* The open registration scope's md and what it registered. */
+uct::md                 *scope_md = nullptr;
+std::vector<uct::mem_h> scope_memhs;
+
+uct::mem_h register_entry(const uint8_t *buffer, size_t length)
+{
+    uct::mem_h memh = uct::MEM_HANDLE_NULL;
+    if ((scope_md == nullptr) || (length == 0) ||
+        (scope_md->mem_reg(const_cast<uint8_t*>(buffer), length, 0, &memh) != UCS_OK)) {
+        return uct::MEM_HANDLE_NULL;
+    }
+    scope_memhs.push_back(memh);
+    return memh;
+}
+
+} // namespace
+
+registration_scope::registration_scope(uct::md &md)
+{
+    scope_md = (md.attr().flags & uct::md_flag::NEED_MEMH) ? &md : nullptr;
+}
+
+registration_scope::~registration_scope()
+{
+    for (uct::mem_h memh : scope_memhs) {
+        scope_md->mem_dereg(memh);
+    }
+    scope_memhs.clear();
+    scope_md = nullptr;
+}
+
 std::vector<uct::iov> split_iov(const uint8_t *buffer, size_t length, size_t iovcnt)
 {
     std::vector<uct::iov> iov;
     const size_t piece = (iovcnt == 0) ? 0 : length / iovcnt;
     for (size_t i = 0, at = 0; i < iovcnt; ++i) {
         size_t len = (i + 1 == iovcnt) ? length - at : piece;
-        iov.push_back({buffer + at, len, uct::MEM_HANDLE_NULL});
+        iov.push_back({buffer + at, len, register_entry(buffer + at, len)});
         at += len;
     }
     return iov;

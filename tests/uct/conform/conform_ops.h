@@ -36,8 +36,23 @@ size_t am_limit(const uct::iface_attr &attr, op_kind kind);
 size_t put_limit(const uct::iface_attr &attr, op_kind kind);
 size_t get_limit(const uct::iface_attr &attr, op_kind kind);
 
-/* Bytes split into `iovcnt` entries (the last takes the remainder). */
+/* Bytes split into `iovcnt` entries (the last takes the remainder), each
+ * registered when a registration scope is open. */
 std::vector<uct::iov> split_iov(const uint8_t *buffer, size_t length, size_t iovcnt);
+
+/*
+ * While it lives, zcopy entries made by split_iov carry a memory handle of
+ * `md` (for mds that need one: NEED_MEMH). Every entry is registered anew,
+ * never reused (a freed buffer's address may come back), and all are
+ * deregistered when the scope ends.
+ */
+class registration_scope {
+public:
+    explicit registration_scope(uct::md &md);
+    ~registration_scope();
+    registration_scope(const registration_scope&) = delete;
+    registration_scope &operator=(const registration_scope&) = delete;
+};
 
 /*
  * Sends `bytes` as one active message on AM id `id` so that the handler

@@ -47,14 +47,25 @@ pair::pair(const transport_spec &spec) : spec_(spec)
                                            this);
     INFO(entity_->error());
     REQUIRE(entity_->ok());
+    registrations_ = std::make_unique<registration_scope>(entity_->md());
     if (type == uct::device_type::SELF) {
         peer_ = make_local_peer(*entity_);
     }
-    /* Every transport here connects to an iface; a CONNECT_TO_EP one needs
-     * an ep address exchange added to the peer protocol first. */
-    REQUIRE((attr().flags & uct::iface_flag::CONNECT_TO_IFACE) != 0);
-    ep_ = entity_->connect(peer_->addresses());
+    if (attr().flags & uct::iface_flag::CONNECT_TO_IFACE) {
+        ep_ = entity_->connect(peer_->addresses());
+        REQUIRE(ep_ != nullptr);
+        return;
+    }
+    /* Connect-to-ep (an RC queue pair): each side makes an ep and connects
+     * it to the other's. */
+    REQUIRE((attr().flags & uct::iface_flag::CONNECT_TO_EP) != 0);
+    std::vector<uint8_t> own, theirs;
+    ep_ = entity_->create_ep(&own);
     REQUIRE(ep_ != nullptr);
+    REQUIRE(peer_->connect_ep(entity_->addresses().device, own, &theirs));
+    const std::vector<uint8_t> &device = peer_->addresses().device;
+    REQUIRE(ep_->connect_to_ep(device.data(), device.size(), theirs.data(), theirs.size()) ==
+            UCS_OK);
 }
 
 pair::~pair()

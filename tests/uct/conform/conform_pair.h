@@ -9,6 +9,7 @@
 #define TESTS_UCT_CONFORM_CONFORM_PAIR_H
 
 #include "conform_list.h"
+#include "conform_ops.h"
 #include "peer.h"
 
 #include "../uct_test_util.h"
@@ -77,6 +78,8 @@ private:
     std::string                   why_;
     std::vector<failure>          failures_;
     std::unique_ptr<uct_entity>   entity_;
+    /* Zcopy entries' registrations; released before the md closes. */
+    std::unique_ptr<registration_scope> registrations_;
     std::unique_ptr<conform::peer> peer_;
     uct::ep                       *ep_ = nullptr;
 };

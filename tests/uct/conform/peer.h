@@ -43,6 +43,12 @@ public:
     /* The peer's iface addresses, to connect an ep to. */
     virtual const uct_addresses &addresses() const = 0;
     virtual bool in_process() const = 0;
+    /* CONNECT_TO_EP transports: the peer makes an ep connected to ours (at
+     * `ep_address`, on our device at `device_address`) and gives its
+     * ep's address back. */
+    virtual bool connect_ep(const std::vector<uint8_t> &device_address,
+                            const std::vector<uint8_t> &ep_address,
+                            std::vector<uint8_t> *peer_ep_address) = 0;
 
     /* At least `length` bytes exposed through the peer's md, holding
      * pattern(length, seed). */

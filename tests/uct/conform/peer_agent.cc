@@ -90,6 +90,8 @@ private:
             serialize(sink_.take(req.b), &blob);
             return answer(arrived, blob);
         }
+        case command::CONNECT:
+            return connect_ep();
         case command::KEEP:
             sink_.keep(req.a != 0);
             return answer(true, {});
@@ -107,6 +109,23 @@ private:
         default:
             return answer(false, {});
         }
+    }
+
+    /* The parent's ep address travels as the iface part of uct_addresses. */
+    bool connect_ep()
+    {
+        std::vector<uint8_t> blob, own;
+        uct_addresses theirs;
+        if (!recv_blob(fd_, &blob)) {
+            return false;
+        }
+        uct::ep *ep = nullptr;
+        const bool ok = uct_addresses::deserialize(blob, &theirs) &&
+                        ((ep = entity_.create_ep(&own)) != nullptr) &&
+                        (ep->connect_to_ep(theirs.device.data(), theirs.device.size(),
+                                           theirs.iface.data(), theirs.iface.size()) ==
+                         UCS_OK);
+        return answer(ok, own);
     }
 
     bool expose(size_t length, uint64_t seed)

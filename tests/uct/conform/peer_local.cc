@@ -32,6 +32,11 @@ public:
 
     const uct_addresses &addresses() const override { return addresses_; }
     bool in_process() const override { return true; }
+    bool connect_ep(const std::vector<uint8_t> &, const std::vector<uint8_t> &,
+                    std::vector<uint8_t> *) override
+    {
+        return false;     /* self connects to its iface */
+    }
 
     bool expose(size_t length, uint64_t seed, region_desc *out) override
     {

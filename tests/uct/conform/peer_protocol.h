@@ -20,6 +20,8 @@ enum class command : uint32_t {
     TAKE_AMS,      /* a = count, b = max bytes each; answer: serialized records */
     KEEP,          /* a = 1 to keep descriptors, 0 to stop */
     RELEASE_KEPT,  /* answer: kept_report */
+    CONNECT,       /* blob = our ep's address (CONNECT_TO_EP): the peer makes an ep,
+                      connects it to ours; answer: its ep's address */
     HOLD,          /* stop progressing until RESUME */
     RESUME,
     EXIT,

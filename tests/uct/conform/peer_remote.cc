@@ -59,6 +59,15 @@ public:
     const uct_addresses &addresses() const override { return addresses_; }
     bool in_process() const override { return false; }
 
+    bool connect_ep(const std::vector<uint8_t> &device_address,
+                    const std::vector<uint8_t> &ep_address,
+                    std::vector<uint8_t> *peer_ep_address) override
+    {
+        uct_addresses ours{device_address, ep_address};
+        const std::vector<uint8_t> blob = ours.serialize();
+        return call({command::CONNECT, 0, 0, 0}, &blob, peer_ep_address);
+    }
+
     bool expose(size_t length, uint64_t seed, region_desc *out) override
     {
         std::vector<uint8_t> blob;
