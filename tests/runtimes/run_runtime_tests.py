@@ -6,7 +6,9 @@ The programs (built by tests/runtimes/meson.build) are named
 pml/osc ucx (launcher "ompi"), mpich_* under mpiexec.mpich with ch4:ucx
 ("mpich"), oshmem_* under oshrun with spml/atomic/osc ucx twice: with the
 default symmetric heap ("oshmem") and with sshmem ucx ("oshmem-sshmem-ucx").
-"ompi-tcp", "mpich-tcp" and "oshmem-tcp" run them again with UCX_TLS=tcp,self.
+"ompi-tcp", "mpich-tcp" and "oshmem-tcp" run them again with UCX_TLS=tcp,self,
+"ompi-rc" and "oshmem-rc" with UCX_TLS=rc_verbs,tcp,self (a verbs device, or the
+emulated one through --preload).
 LD_LIBRARY_PATH is set to the --libdir directories, and each program checks
 from /proc/self/maps that libucp.so.0 is mapped from --expect-ucp-dir (the
 first --libdir holding libucp.so.0 by default). A run passes when the launcher exits 0 within --timeout seconds
@@ -46,6 +48,10 @@ LAUNCHERS = {
     # OpenSHMEM with shared memory only (no cma: every transfer to the data
     # segment is emulated and needs the target's progress).
     "oshmem-posix": "oshmem",
+    # Over rc_verbs queue pairs (tcp carries the wireup): on CI the emulated
+    # verbs device, given with --preload (tests/verbs_emu).
+    "ompi-rc": "ompi",
+    "oshmem-rc": "oshmem",
 }
 
 # launcher -> UCX_TLS it sets (the others leave the environment's)
@@ -54,6 +60,8 @@ LAUNCHER_TLS = {
     "mpich-tcp": "tcp,self",
     "oshmem-tcp": "tcp,self",
     "oshmem-posix": "posix,self",
+    "ompi-rc": "rc_verbs,tcp,self",
+    "oshmem-rc": "rc_verbs,tcp,self",
 }
 
 # (launcher, program) -> why Debian's UCX 1.13 fails it (not the runtime's
@@ -190,7 +198,7 @@ def run_one(args, launcher, program, np):
         env["UCX_TLS"] = LAUNCHER_TLS[launcher]
     forwarded = ["LD_LIBRARY_PATH", "RUNTIME_TEST_UCP_DIR", "RUNTIME_TEST_UCX_DIRS",
                  "RUNTIME_TEST_VERBOSE", "RUNTIME_TEST_SKIP_UCX113_BUGS"]
-    forwarded += sorted(k for k in env if k.startswith(("UCX_", "UCP_TRACE_")))
+    forwarded += sorted(k for k in env if k.startswith(("UCX_", "UCP_TRACE_", "VERBS_EMU_")))
     cmd = launcher_command(launcher, np, exe, forwarded, args.preload)
 
     start = time.monotonic()

@@ -29,7 +29,8 @@ bool buffer_pool::grow()
         ucs_error("ib: cannot map %zu bytes of %s buffers: %m", length, name_);
         return false;
     }
-    ibv_mr *mr = ibv_reg_mr(pd_, memory, length, IBV_ACCESS_LOCAL_WRITE);
+    constexpr int access = IBV_ACCESS_LOCAL_WRITE;   /* an int: the macro masks it */
+    ibv_mr *mr = ibv_reg_mr(pd_, memory, length, access);
     if (mr == nullptr) {
         ucs_error("ib: cannot register %zu bytes of %s buffers: %m", length, name_);
         ::munmap(memory, length);
