@@ -149,13 +149,32 @@ atomic_mode resolve_atomic_mode(const ucp_worker &worker)
     if (mode != ATOMIC_MODE_GUESS) {
         return mode;
     }
-    /* Device atomics where a transport has them: those are the ones a NIC
-     * applies, and a CPU atomic on the same word would not be atomic with
-     * them. Every worker of a context sees the same resources. */
+    /* Device atomics where a transport has every operation the context's
+     * features ask for (as UCX guesses): in device mode a CPU atomic on the
+     * same word would not be atomic with the NIC's, so none may be missing.
+     * A device with some of them (verbs: 64-bit add and compare-swap) leaves
+     * the context in cpu mode, where its peers' CPUs apply what comes.
+     * Every worker of a context sees the same resources. */
+    using uct::atomic_op;
+    using uct::atomic_op_bit;
+    const uint64_t post  = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
+                           atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
+    const uint64_t fetch = post | atomic_op_bit(atomic_op::SWAP) |
+                           atomic_op_bit(atomic_op::CSWAP);
+    const uint64_t features = worker.context.features;
+    const bool need32 = (features & UCP_FEATURE_AMO32) != 0;
+    const bool need64 = (features & UCP_FEATURE_AMO64) != 0;
+    if (!need32 && !need64) {
+        return ATOMIC_MODE_CPU;
+    }
     for (const worker_iface &wi : worker.ifaces) {
         const uct::iface_attr &attr = wi.iface->attr();
-        if ((attr.flags & uct::iface_flag::ATOMIC_DEVICE) &&
-            ((attr.atomic32_fetch | attr.atomic64_fetch) != 0)) {
+        const bool has32 = ((attr.atomic32_post & post) == post) &&
+                           ((attr.atomic32_fetch & fetch) == fetch);
+        const bool has64 = ((attr.atomic64_post & post) == post) &&
+                           ((attr.atomic64_fetch & fetch) == fetch);
+        if ((attr.flags & uct::iface_flag::ATOMIC_DEVICE) && (!need32 || has32) &&
+            (!need64 || has64)) {
             return ATOMIC_MODE_DEVICE;
         }
     }
