@@ -51,8 +51,9 @@ void print_build_config()
     std::printf("#define MODULE_DIR        \"%s\"\n", UCX_NG_MODULE_DIR);
     std::printf("#define HAVE_VERBS        %d\n", HAVE_VERBS);
     std::printf("#define HAVE_CUDA         %d\n", HAVE_CUDA);
-    std::printf("# rdma-core %s at build time (no verbs transport is built yet); CUDA "
-                "headers %s (%s)\n", HAVE_RDMA_CORE_FOUND ? "found" : "not found",
+    std::printf("# rdma-core %s at build time (%s); CUDA headers %s (%s)\n",
+                HAVE_RDMA_CORE_FOUND ? "found" : "not found",
+                HAVE_VERBS ? "the ib module is built" : "no ib module",
                 HAVE_CUDA_TOOLKIT_FOUND ? "found" : "not found",
                 HAVE_CUDA ? "the cuda module is built" : "no cuda module");
 }
