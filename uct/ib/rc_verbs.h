@@ -122,6 +122,11 @@ private:
     ucs_status_t post_rdma(ibv_wr_opcode opcode, ibv_sge *sge, int num_sge, size_t length,
                            uint64_t remote_addr, rkey_t rkey, const tx_op *op,
                            unsigned flags);
+    /* A fetch-add or compare-swap of 8 bytes; the old value goes to `result`
+     * (with `comp`) when given, else nowhere. */
+    ucs_status_t post_atomic(ibv_wr_opcode opcode, uint64_t compare_add, uint64_t swap,
+                             uint64_t remote_addr, rkey_t rkey, void *result,
+                             completion *comp);
     void finish(const tx_op &op, ucs_status_t status);
     /* The iov as gather entries (empty ones left out); UCS_ERR_INVALID_PARAM
      * past max_iov or max_bytes, or for an entry with no memory handle. */

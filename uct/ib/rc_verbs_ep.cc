@@ -469,55 +469,10 @@ ucs_status_t rc_verbs_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remo
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
-ucs_status_t rc_verbs_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value,
-                                       uint64_t compare, void *result, uint64_t remote_addr,
-                                       rkey_t rkey, completion *comp)
+ucs_status_t rc_verbs_ep::post_atomic(ibv_wr_opcode opcode, uint64_t compare_add,
+                                      uint64_t swap, uint64_t remote_addr, rkey_t rkey,
+                                      void *result, completion *comp)
 {
-    const uint64_t listed = iface_.attr().atomic64_fetch;
-    if ((size != 8) || !(listed & atomic_op_bit(op))) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-    const remote_key &key = remote_key_of(rkey);
-    if ((remote_addr % 8 != 0) || (result == nullptr) || !key.covers(remote_addr, 8)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    ucs_status_t status = ready();
-    if (status != UCS_OK) {
-        return status;
-    }
-    uint8_t *buffer = iface_.tx_buffers().get();
-    if (buffer == nullptr) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), 8, buffer_pool::lkey(buffer)};
-    ibv_send_wr wr{};
-    wr.sg_list               = &sge;
-    wr.num_sge               = 1;
-    wr.wr.atomic.remote_addr = remote_addr;
-    wr.wr.atomic.rkey        = key.rkey;
-    if (op == atomic_op::ADD) {
-        wr.opcode                = IBV_WR_ATOMIC_FETCH_AND_ADD;
-        wr.wr.atomic.compare_add = value;
-    } else {
-        wr.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
-        wr.wr.atomic.compare_add = compare;
-        wr.wr.atomic.swap        = value;
-    }
-    const tx_op record{0, op_kind::ATOMIC, buffer, comp, nullptr, result, 8};
-    status = post(wr, false, &record);
-    if (status != UCS_OK) {
-        iface_.tx_buffers().put(buffer);
-        return status;
-    }
-    return UCS_INPROGRESS;
-}
-
-ucs_status_t rc_verbs_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,
-                                      uint64_t remote_addr, rkey_t rkey)
-{
-    if ((size != 8) || !(iface_.attr().atomic64_post & atomic_op_bit(op))) {
-        return UCS_ERR_UNSUPPORTED;
-    }
     const remote_key &key = remote_key_of(rkey);
     if ((remote_addr % 8 != 0) || !key.covers(remote_addr, 8)) {
         return UCS_ERR_INVALID_PARAM;
@@ -526,25 +481,58 @@ ucs_status_t rc_verbs_ep::atomic_post(atomic_op op, unsigned size, uint64_t valu
     if (status != UCS_OK) {
         return status;
     }
-    /* The device writes the old value somewhere: a buffer released on completion. */
+    /* The device writes the old value into a registered buffer; it goes to
+     * `result` (if any) on completion. */
     uint8_t *buffer = iface_.tx_buffers().get();
     if (buffer == nullptr) {
         return UCS_ERR_NO_RESOURCE;
     }
     ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), 8, buffer_pool::lkey(buffer)};
     ibv_send_wr wr{};
-    wr.opcode                = IBV_WR_ATOMIC_FETCH_AND_ADD;
+    wr.opcode                = opcode;
     wr.sg_list               = &sge;
     wr.num_sge               = 1;
     wr.wr.atomic.remote_addr = remote_addr;
     wr.wr.atomic.rkey        = key.rkey;
-    wr.wr.atomic.compare_add = value;
-    const tx_op record{0, op_kind::RELEASE, buffer, nullptr, nullptr, nullptr, 0};
+    wr.wr.atomic.compare_add = compare_add;
+    wr.wr.atomic.swap        = swap;
+    const tx_op record = (result != nullptr) ?
+            tx_op{0, op_kind::ATOMIC, buffer, comp, nullptr, result, 8} :
+            tx_op{0, op_kind::RELEASE, buffer, nullptr, nullptr, nullptr, 0};
     status = post(wr, false, &record);
     if (status != UCS_OK) {
         iface_.tx_buffers().put(buffer);
     }
     return status;
+}
+
+ucs_status_t rc_verbs_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value,
+                                       uint64_t compare, void *result, uint64_t remote_addr,
+                                       rkey_t rkey, completion *comp)
+{
+    if ((size != 8) || !(iface_.attr().atomic64_fetch & atomic_op_bit(op))) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (result == nullptr) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const ucs_status_t status =
+            (op == atomic_op::ADD) ?
+            post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0, remote_addr, rkey, result,
+                        comp) :
+            post_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, compare, value, remote_addr, rkey, result,
+                        comp);
+    return (status == UCS_OK) ? UCS_INPROGRESS : status;
+}
+
+ucs_status_t rc_verbs_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,
+                                      uint64_t remote_addr, rkey_t rkey)
+{
+    if ((size != 8) || !(iface_.attr().atomic64_post & atomic_op_bit(op))) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0, remote_addr, rkey, nullptr,
+                       nullptr);
 }
 
 void rc_verbs_ep::finish(const tx_op &op, ucs_status_t status)
