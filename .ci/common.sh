@@ -47,7 +47,17 @@ build() {
 # (ucs_assert: -Db_ndebug=false) and libFuzzer's coverage in every library,
 # plus the fuzz targets (docs/fuzzing.md). Only what the sanitizer job runs
 # is built: the libraries, the ucs/uct/ucp test binaries and their helpers,
-# ucx_info and the test modules (uct's modules test) and the fuzz targets.
+# ucx_info and the test modules (uct's modules test), the verbs module and
+# the emulated verbs device its tests run on, and the fuzz targets.
+# The verbs module and the emulated device of its tests, where the build has
+# them (rdma-core found).
+verbs_targets() {
+  if [ -f "$1/uct/ib/libuct_ib.so" ] || grep -q "libuct_ib.so" "$1/build.ninja" 2>/dev/null; then
+    echo uct/ib/libuct_ib.so tests/verbs_emu/libverbs_emu.so \
+      tests/verbs_emu/libverbs_emu_probe.so tests/verbs_emu/test_verbs_emu
+  fi
+}
+
 build_sanitized() {
   if [ ! -f "$SAN_BUILD_DIR/build.ninja" ]; then
     local flags="-gline-tables-only -fno-sanitize-recover=all"
@@ -62,7 +72,7 @@ build_sanitized() {
     tests/progress/ucp_progress_probe tests/probes/ucp_bad_input_probe tests/soak/ucp_soak \
     tools/info/ucx_info tests/uct/modules/testloop/libuct_testloop.so \
     tests/uct/modules/bad/libuct_badabi.so tests/uct/modules/bad/libuct_noentry.so \
-    fuzz_targets
+    $(verbs_targets "$SAN_BUILD_DIR") fuzz_targets
 }
 
 # Sanitizer settings of the tests run on that build: every report stops

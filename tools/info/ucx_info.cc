@@ -96,6 +96,8 @@ int main(int argc, char **argv)
         if (ucp_config_read(nullptr, nullptr, &ucp_config) == UCS_OK) {
             ucp_config_release(ucp_config);
         }
+        /* The loadable modules' tables (UCX_RC_VERBS_*, ...) too. */
+        uct::components();
         if (ucs::config::print_all(stdout, opts.config_flags) != UCS_OK) {
             result = 1;
         }
