@@ -31,6 +31,7 @@ if ! "$info" -d -t rc_verbs 2>/dev/null | grep -q "Transport: rc_verbs"; then
     echo "# not InfiniBand or RoCE, and say nothing of the transport's speed on hardware."
     export LD_PRELOAD=$emulator
     export VERBS_EMU_FABRIC=/verbs_emu.bench.$$
+    trap 'rm -f "/dev/shm$VERBS_EMU_FABRIC"' EXIT    # the emulator's table of this run
 fi
 device=$("$info" -d -t rc_verbs | sed -n 's/^# *Device: //p' | head -1)
 
