@@ -2,7 +2,8 @@
  * What only rc_verbs has (the conformance suite covers the interface
  * contract): UCX_RC_VERBS_* reaching the iface, connecting a QP (address
  * checks, once only, nothing sent before), ranges outside a remote key
- * refused early, a remote access error failing the ep once, and wakeup
+ * refused early, a remote access error failing the ep once, the send CQ
+ * never overrun (also by a failed QP's flushed requests), and wakeup
  * through the completion channel. Runs on a verbs
  * device: on CI the emulated one (tests/verbs_emu, meson test rc_verbs);
  * without a device each test skips with a message.
@@ -15,6 +16,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -263,6 +265,121 @@ TEST_CASE("rc_verbs: a range outside the key is refused, a dead key fails the ep
     }
     CHECK(l.errors.reports.size() == 1);
     l.entity.component().rkey_release(rkey);
+}
+
+TEST_CASE("rc_verbs never overruns a small send CQ, also after a QP failed", "[rc_verbs]")
+{
+    if (!have_rc_verbs()) {
+        return;
+    }
+    config_file_scope no_file;
+    env_guard env;
+    env.set("UCX_RC_VERBS_TX_CQ_LEN", "4");
+    log_capture log{UCS_LOG_LEVEL_ERROR};
+    loopback l;
+    l.connect();
+
+    /* A QP fails with unsignaled requests queued: the device completes
+     * them all with errors, which took no CQ entry when posted. */
+    std::vector<uint8_t> region(4096, 0);
+    uct::mem_h memh = nullptr;
+    REQUIRE(l.entity.md().mem_reg(region.data(), region.size(), 0, &memh) == UCS_OK);
+    std::vector<uint8_t> packed(l.entity.md().attr().rkey_packed_size);
+    REQUIRE(l.entity.md().mkey_pack(memh, packed.data()) == UCS_OK);
+    uct::rkey_bundle rkey;
+    REQUIRE(l.entity.component().rkey_unpack(packed.data(), packed.size(), &rkey) == UCS_OK);
+    REQUIRE(l.entity.md().mem_dereg(memh) == UCS_OK);
+    const uint64_t base = uint64_t(uintptr_t(region.data()));
+    unsigned posted = 0;
+    for (; posted < 20; ++posted) {
+        const uint64_t value = posted;
+        if (l.a->put_short(&value, sizeof(value), base + 8 * (posted % 8), rkey.rkey) !=
+            UCS_OK) {
+            break;      /* the CQ's 4 entries are taken */
+        }
+    }
+    CHECK(posted >= 2);
+    REQUIRE(l.progress_until([&] { return !l.errors.reports.empty(); }));
+    for (int i = 0; i < 100; ++i) {
+        l.entity.progress();
+    }
+
+    /* Two more eps of the same iface carry 500 messages through the
+     * 4-entry CQ, each one signaled (a completion waits for it). */
+    uct::ep *c = nullptr, *d = nullptr;
+    REQUIRE(l.entity.iface().ep_create(&c) == UCS_OK);
+    REQUIRE(l.entity.iface().ep_create(&d) == UCS_OK);
+    std::unique_ptr<uct::ep> own_c(c), own_d(d);
+    const auto dev = l.device_address();
+    const auto ec = loopback::ep_address(l.entity, c), ed = loopback::ep_address(l.entity, d);
+    REQUIRE(c->connect_to_ep(dev.data(), dev.size(), ed.data(), ed.size()) == UCS_OK);
+    REQUIRE(d->connect_to_ep(dev.data(), dev.size(), ec.data(), ec.size()) == UCS_OK);
+    am_counter sink;
+    REQUIRE(l.entity.iface().set_am_handler(6, am_counter::on_am, &sink, 0) == UCS_OK);
+    std::vector<uint8_t> payload(64, 0x5a);
+    std::vector<uint8_t> header(8, 0);
+    test::counted_comp done(500);
+    std::vector<uct::iov> none;
+    unsigned sent = 0;
+    REQUIRE(l.progress_until([&] {
+        while (sent < 500) {
+            const ucs_status_t status = c->am_zcopy(6, header.data(), 8, nullptr, 0, 0, &done);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                return false;
+            }
+            REQUIRE(status == UCS_INPROGRESS);
+            ++sent;
+        }
+        return (done.fired == 1) && (sink.messages.size() == 500);
+    }));
+    CHECK(done.last == UCS_OK);
+    CHECK(log.text().find("overran") == std::string::npos);
+    l.entity.component().rkey_release(rkey);
+}
+
+TEST_CASE("rc_verbs: an ep waiting for send CQ entries gets those another ep's "
+          "unsignaled requests hold", "[rc_verbs]")
+{
+    if (!have_rc_verbs()) {
+        return;
+    }
+    config_file_scope no_file;
+    env_guard env;
+    env.set("UCX_RC_VERBS_TX_CQ_LEN", "4");
+    loopback l;
+    l.connect();
+    am_counter sink;
+    REQUIRE(l.entity.iface().set_am_handler(6, am_counter::on_am, &sink, 0) == UCS_OK);
+
+    /* Three unsignaled sends of a hold all four entries (one for the
+     * signaled request that will close their batch). */
+    for (int i = 0; i < 3; ++i) {
+        REQUIRE(l.a->am_short(6, uint64_t(i), nullptr, 0) == UCS_OK);
+    }
+    std::vector<uint8_t> header(8, 1);
+    test::counted_comp done;
+    REQUIRE(l.b->am_zcopy(6, header.data(), 8, nullptr, 0, 0, &done) == UCS_ERR_NO_RESOURCE);
+
+    /* b queues; nothing more is sent on a, yet b's request goes out. */
+    struct retry_req : uct::pending_req {
+        uct::ep             *ep;
+        std::vector<uint8_t> *header;
+        test::counted_comp  *comp;
+        bool                sent = false;
+    } req;
+    req.func = [](uct::pending_req *self) {
+        auto *r = static_cast<retry_req*>(self);
+        ucs_status_t status = r->ep->am_zcopy(6, r->header->data(), 8, nullptr, 0, 0, r->comp);
+        r->sent = (status == UCS_INPROGRESS);
+        return (status == UCS_ERR_NO_RESOURCE) ? status : UCS_OK;
+    };
+    req.ep     = l.b;
+    req.header = &header;
+    req.comp   = &done;
+    REQUIRE(l.b->pending_add(&req, 0) == UCS_OK);
+    REQUIRE(l.progress_until([&] { return (done.fired == 1) && (sink.messages.size() == 4); }));
+    CHECK(req.sent);
+    CHECK(done.last == UCS_OK);
 }
 
 TEST_CASE("rc_verbs wakes a sleeping worker through its completion channel", "[rc_verbs]")

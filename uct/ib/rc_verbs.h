@@ -86,7 +86,8 @@ public:
 
     /* For the iface. */
     uint32_t qpn() const { return qp_->qp_num; }
-    /* A signaled request completed: retires it and every earlier one. */
+    /* A completion of request `sn` (its work request id): retires it and
+     * every earlier one. */
     void complete(uint64_t sn, ucs_status_t status);
     /* Whether a flush could be issued now (the iface's all-or-nothing flush). */
     bool flush_ready() const;
@@ -95,6 +96,9 @@ public:
     unsigned dispatch_pending();
     /* Fails every outstanding operation and reports the ep (once). */
     void fail(ucs_status_t status);
+    /* Posts a signaled request if unsignaled ones are outstanding, so that
+     * they complete and give their send CQ entries back; true if posted. */
+    bool close_batch();
 
 private:
     enum class op_kind : uint8_t { RELEASE, COMP, GET_BCOPY, ATOMIC, FLUSH };
@@ -112,6 +116,8 @@ private:
 
     /* UCS_OK when a request can be posted now. */
     ucs_status_t ready() const;
+    /* Unsignaled requests posted since the last signaled one (none after a failure). */
+    bool batch_is_open() const { return (failed_ == UCS_OK) && (posted_sn_ != signaled_sn_); }
     /* Posts one request; `signal` forces a completion. Records `op` (its sn
      * filled in) when given. */
     ucs_status_t post(ibv_send_wr &wr, bool signal, const tx_op *op);
@@ -148,8 +154,11 @@ private:
     uint64_t             posted_sn_ = 0;
     uint64_t             completed_sn_ = 0;
     uint64_t             signaled_sn_ = 0;    /* last signaled request */
+    /* Requests up to here gave their send CQ entry back. Every request holds
+     * one while outstanding: a QP in error completes even the unsignaled
+     * ones (flush errors), and those must find room in the CQ. */
+    uint64_t             cq_returned_sn_ = 0;
     unsigned             unsignaled_ = 0;
-    unsigned             signaled_outstanding_ = 0;
     std::deque<tx_op>    ops_;
     pending_queue        pending_;
 };
@@ -185,16 +194,18 @@ public:
     ibv_srq *srq() const { return srq_; }
     size_t max_inline() const { return max_inline_; }
     buffer_pool &tx_buffers() { return tx_pool_; }
-    /* A signaled request takes a send CQ entry; false when none is left. */
-    bool take_cq_entry()
+    /* Send CQ entries for requests (see rc_verbs_ep::post); false, taking
+     * none, when fewer than `count` are left. */
+    bool take_cq_entries(unsigned count)
     {
-        if (tx_cq_available_ == 0) {
+        if (tx_cq_available_ < count) {
             return false;
         }
-        --tx_cq_available_;
+        tx_cq_available_ -= count;
         return true;
     }
     void return_cq_entries(unsigned count) { tx_cq_available_ += count; }
+    bool has_cq_entries() const { return tx_cq_available_ > 0; }
     void add_ep(rc_verbs_ep *ep);
     void remove_ep(rc_verbs_ep *ep);
     void schedule_pending(rc_verbs_ep *ep);
@@ -212,6 +223,7 @@ private:
     /* A posted receive: the AM id byte, a zcopy header and SEG_SIZE - 1 bytes. */
     size_t rx_segment_size() const { return config_.seg_size + config_.max_am_hdr; }
     void drain_channel();
+    void report_poll_failure(const char *which, int rc);
 
     struct flush_waiter {
         completion inner;        /* first: the eps' flushes count it down */
@@ -235,6 +247,7 @@ private:
     buffer_pool             rx_pool_;
     buffer_pool             tx_pool_;
     unsigned                rx_posted_ = 0;
+    bool                    poll_failure_reported_ = false;
     unsigned                tx_cq_available_;
     std::unordered_map<uint32_t, rc_verbs_ep*> eps_;   /* by QP number */
     std::vector<rc_verbs_ep*>                  pending_eps_;

@@ -38,7 +38,10 @@ rc_verbs_ep::~rc_verbs_ep()
             iface_.tx_buffers().put(op.buffer);
         }
     }
-    iface_.return_cq_entries(signaled_outstanding_);
+    /* Completions of this QP not polled yet will not be counted: the CQ's
+     * slack (one send queue) covers them. */
+    iface_.return_cq_entries(unsigned(posted_sn_ - cq_returned_sn_) +
+                             (batch_is_open() ? 1 : 0));
     ibv_destroy_qp(qp_);
 }
 
@@ -151,8 +154,11 @@ ucs_status_t rc_verbs_ep::ready() const
     if (ucs_unlikely(failed_ != UCS_OK)) {
         return failed_;
     }
+    /* Room in the send queue, and a send CQ entry (an open batch holds
+     * one for the request that closes it). */
     if (ucs_unlikely(!connected_ ||
                      (posted_sn_ - completed_sn_ >= iface_.config().tx_queue_len) ||
+                     (!iface_.has_cq_entries() && !batch_is_open()) ||
                      (!pending_.empty() && !dispatching_))) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -166,8 +172,17 @@ ucs_status_t rc_verbs_ep::post(ibv_send_wr &wr, bool signal, const tx_op *op)
      * enough that the send queue never fills with unsignaled ones. */
     const unsigned period = std::max(1u, std::min(cfg.tx_cq_moderation, cfg.tx_queue_len / 2));
     signal = signal || (op != nullptr) || (unsignaled_ + 1 >= period);
-    if (signal && !iface_.take_cq_entry()) {
-        return UCS_ERR_NO_RESOURCE;
+    /* Send CQ entries: one per request, and one held while a batch of
+     * unsignaled requests is open, for the signaled request that will
+     * close it (it never waits for an entry, so no batch is stuck open). */
+    const bool batch_open = batch_is_open();
+    unsigned need = signal ? (batch_open ? 0 : 1) : (batch_open ? 1 : 2);
+    if (!iface_.take_cq_entries(need)) {
+        need = batch_open ? 0 : 1;      /* close the batch instead, or send alone */
+        if (signal || !iface_.take_cq_entries(need)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        signal = true;
     }
     wr.wr_id       = posted_sn_ + 1;
     wr.next        = nullptr;
@@ -175,9 +190,7 @@ ucs_status_t rc_verbs_ep::post(ibv_send_wr &wr, bool signal, const tx_op *op)
     ibv_send_wr *bad = nullptr;
     const int rc = ibv_post_send(qp_, &wr, &bad);
     if (ucs_unlikely(rc != 0)) {
-        if (signal) {
-            iface_.return_cq_entries(1);
-        }
+        iface_.return_cq_entries(need);
         if (rc == ENOMEM) {
             return UCS_ERR_NO_RESOURCE;
         }
@@ -190,7 +203,6 @@ ucs_status_t rc_verbs_ep::post(ibv_send_wr &wr, bool signal, const tx_op *op)
     if (signal) {
         unsignaled_   = 0;
         signaled_sn_  = posted_sn_;
-        ++signaled_outstanding_;
     } else {
         ++unsignaled_;
     }
@@ -199,6 +211,11 @@ ucs_status_t rc_verbs_ep::post(ibv_send_wr &wr, bool signal, const tx_op *op)
         ops_.back().sn = posted_sn_;
     }
     return UCS_OK;
+}
+
+bool rc_verbs_ep::close_batch()
+{
+    return batch_is_open() && (ready() == UCS_OK) && (post_nop() == UCS_OK);
 }
 
 ucs_status_t rc_verbs_ep::post_send(am_id_t, const ibv_sge *sge, int num_sge, unsigned flags,
@@ -561,18 +578,23 @@ void rc_verbs_ep::finish(const tx_op &op, ucs_status_t status)
 
 void rc_verbs_ep::complete(uint64_t sn, ucs_status_t status)
 {
+    if ((sn > cq_returned_sn_) && (sn <= posted_sn_)) {
+        /* A successful completion retires the unsignaled requests before it
+         * (they leave no entry); after a failure each request leaves one. */
+        iface_.return_cq_entries(unsigned((failed_ == UCS_OK) ? sn - cq_returned_sn_ : 1));
+        cq_returned_sn_ = (failed_ == UCS_OK) ? sn : cq_returned_sn_ + 1;
+    }
     if ((sn <= completed_sn_) || (sn > posted_sn_)) {
         return;        /* flushed after a failure already handled, or stale */
     }
-    if (signaled_outstanding_ > 0) {
-        --signaled_outstanding_;
-    }
     completed_sn_ = sn;
     const std::shared_ptr<bool> alive = alive_;
+    /* RC completes in order: everything before `sn` succeeded, even when
+     * `sn` itself failed. */
     while (!ops_.empty() && (ops_.front().sn <= sn)) {
         const tx_op op = ops_.front();
         ops_.pop_front();
-        finish(op, status);
+        finish(op, (op.sn == sn) ? status : UCS_OK);
         if (!*alive) {
             return;
         }
@@ -591,7 +613,11 @@ void rc_verbs_ep::fail(ucs_status_t status)
     if (failed_ != UCS_OK) {
         return;
     }
+    const bool batch_was_open = batch_is_open();
     failed_ = status;
+    if (batch_was_open) {
+        iface_.return_cq_entries(1);   /* no request will close the batch */
+    }
     /* The device flushes what is left; nothing of it will be waited for. */
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_ERR;

@@ -90,7 +90,10 @@ ucs_status_t rc_verbs_iface::init()
         ucs_error("rc_verbs: cannot make the completion channel non-blocking: %m");
         return UCS_ERR_IO_ERROR;
     }
-    send_cq_ = ibv_create_cq(ctx, int(config_.tx_cq_len), nullptr, channel_, 0);
+    /* TX_CQ_LEN requests in flight, and one send queue of slack for the
+     * completions of a QP destroyed before they were polled. */
+    send_cq_ = ibv_create_cq(ctx, int(config_.tx_cq_len + config_.tx_queue_len), nullptr,
+                             channel_, 0);
     recv_cq_ = ibv_create_cq(ctx, int(config_.rx_queue_len), nullptr, channel_, 0);
     if ((send_cq_ == nullptr) || (recv_cq_ == nullptr)) {
         ucs_error("rc_verbs: ibv_create_cq failed: %m");
@@ -316,6 +319,9 @@ unsigned rc_verbs_iface::poll_recv()
     }
     ibv_wc wc[POLL_BATCH];
     const int n = ibv_poll_cq(recv_cq_, int(std::min(config_.rx_max_poll, POLL_BATCH)), wc);
+    if (ucs_unlikely(n < 0)) {
+        report_poll_failure("receive", n);
+    }
     for (int i = 0; i < n; ++i) {
         handle_recv(wc[i]);
     }
@@ -338,16 +344,27 @@ unsigned rc_verbs_iface::poll_send()
         n  = int(stash.size());
     } else {
         n = ibv_poll_cq(send_cq_, int(std::min(config_.tx_max_poll, POLL_BATCH)), polled);
+        if (ucs_unlikely(n < 0)) {
+            report_poll_failure("send", n);
+        }
     }
     for (int i = 0; i < n; ++i) {
         auto it = eps_.find(wc[i].qp_num);
         if (it == eps_.end()) {
             continue;     /* its ep is gone: it gave the CQ entries back */
         }
-        return_cq_entries(1);
         it->second->complete(wc[i].wr_id, wc_status_to_ucs(wc[i].status));
     }
     return unsigned(std::max(n, 0));
+}
+
+void rc_verbs_iface::report_poll_failure(const char *which, int rc)
+{
+    /* A CQ overrun: the device lost completions, nothing here recovers it. */
+    if (!poll_failure_reported_) {
+        poll_failure_reported_ = true;
+        ucs_error("rc_verbs: polling the %s CQ failed (%d): the CQ overran", which, rc);
+    }
 }
 
 unsigned rc_verbs_iface::dispatch_pending()
@@ -372,6 +389,13 @@ unsigned rc_verbs_iface::progress()
 {
     unsigned count = poll_send() + poll_recv();
     if (!pending_eps_.empty()) {
+        if (tx_cq_available_ == 0) {
+            /* Requests wait for send CQ entries that open batches of
+             * unsignaled requests hold: close them. */
+            for (const auto &[qpn, ep] : eps_) {
+                count += ep->close_batch() ? 1 : 0;
+            }
+        }
         count += dispatch_pending();
     }
     if (ucs_unlikely(!errors_.empty())) {
