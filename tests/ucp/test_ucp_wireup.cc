@@ -351,6 +351,105 @@ TEST_CASE("wireup over connect-to-ep lanes: both sides connect at once", "[ucp_w
     run_traffic(when::at_once);
 }
 
+/* UCX_ATOMIC_MODE=device over rc_verbs: the NIC's 64-bit fetch-add and
+ * compare-swap, from both processes at once on one word, come out exact;
+ * what the device lacks is refused, never done by a CPU beside it. */
+int device_atomics_child(int fd)
+{
+    rc_enable_guard rc;
+    peer c;
+    TEST_CHILD_CHECK(c.init_with(rc_verbs.tls, UCP_FEATURE_AMO64 | UCP_FEATURE_TAG,
+                                 {{"ATOMIC_MODE", "device"}}) == UCS_OK);
+    std::vector<uint8_t> remote, key;
+    uint64_t address = 0;
+    TEST_CHILD_CHECK(test::recv_blob(fd, &remote) && test::recv_blob(fd, &key) &&
+                     test::recv_value(fd, &address));
+    TEST_CHILD_CHECK(c.connect(remote) == UCS_OK);
+    ucp_rkey_h rkey;
+    TEST_CHILD_CHECK(ucp_ep_rkey_unpack(c.ep, key.data(), &rkey) == UCS_OK);
+    uint64_t one = 1, old = 0;
+    ucp_request_param_t amo{};
+    amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    amo.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
+    amo.reply_buffer = &old;
+    for (int i = 0; i < 300; ++i) {
+        TEST_CHILD_CHECK(c.wait(ucp_atomic_op_nbx(c.ep, UCP_ATOMIC_OP_ADD, &one, 1, address,
+                                                  rkey, &amo)) == UCS_OK);
+    }
+    ucp_rkey_destroy(rkey);
+    TEST_CHILD_CHECK(test::send_value(fd, uint32_t(1)));
+    uint32_t done = 0;
+    TEST_CHILD_CHECK(c.recv_value_progress(fd, &done));
+    return 0;
+}
+
+TEST_CASE("ucp over rc_verbs: device atomics are the NIC's, exact under contention",
+          "[ucp_rc_verbs]")
+{
+    if (!rc_verbs_available()) {
+        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
+             "on the emulated device");
+        return;
+    }
+    rc_enable_guard rc;
+    peer p;
+    REQUIRE(p.init_with(rc_verbs.tls, UCP_FEATURE_AMO64 | UCP_FEATURE_AMO32 | UCP_FEATURE_TAG,
+                        {{"ATOMIC_MODE", "device"}}) == UCS_OK);
+    rma_test::region region;
+    REQUIRE(region.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
+    std::memset(region.data(), 0, 4096);
+    test::child_process child([](int fd) { return device_atomics_child(fd); });
+    REQUIRE(test::send_blob(child.fd(), p.address()));
+    REQUIRE(test::send_blob(child.fd(), region.key()));
+    REQUIRE(test::send_value(child.fd(), region.address()));
+    /* Our own atomics on our memory go through the NIC too: an ep to
+     * ourselves (a QP connected to a QP of this worker). */
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    ucp_rkey_h rkey;
+    REQUIRE(ucp_ep_rkey_unpack(p.ep, region.key().data(), &rkey) == UCS_OK);
+
+    /* Our adds and the child's go to one word; compare-swaps to the next. */
+    uint64_t one = 1, old = 0;
+    ucp_request_param_t amo{};
+    amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    amo.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
+    amo.reply_buffer = &old;
+    for (int i = 0; i < 300; ++i) {
+        REQUIRE(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &one, 1, region.address(),
+                                         rkey, &amo)) == UCS_OK);
+    }
+    for (uint64_t expect = 0; expect < 50; ++expect) {
+        uint64_t compare = expect, swapped = expect + 1;
+        amo.reply_buffer = &swapped;
+        REQUIRE(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_CSWAP, &compare, 1,
+                                         region.address() + 8, rkey, &amo)) == UCS_OK);
+        CHECK(swapped == expect);
+    }
+    uint32_t child_done = 0;
+    REQUIRE(p.recv_value_progress(child.fd(), &child_done));
+    uint64_t words[2];
+    std::memcpy(words, region.data(), sizeof(words));
+    CHECK(words[0] == 600);
+    CHECK(words[1] == 50);
+
+    /* No device XOR, no 32-bit atomics: refused in device mode. */
+    ucp_request_param_t post{};
+    post.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    post.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
+    uint64_t bits = 3;
+    CHECK(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_XOR, &bits, 1, region.address(), rkey,
+                                   &post)) == UCS_ERR_UNSUPPORTED);
+    uint32_t small = 1;
+    post.datatype = ucp_dt_make_contig(sizeof(uint32_t));
+    CHECK(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &small, 1, region.address() + 16,
+                                   rkey, &post)) == UCS_ERR_UNSUPPORTED);
+    std::memcpy(words, region.data(), sizeof(words));
+    CHECK(words[0] == 600);
+    ucp_rkey_destroy(rkey);
+    REQUIRE(test::send_value(child.fd(), uint32_t(1)));
+    CHECK(child.wait() == 0);
+}
+
 /* The same traffic over rc_verbs queue pairs (tcp carries the wireup). */
 TEST_CASE("ucp over rc_verbs: tag, stream, AM, RMA and atomics between processes",
           "[ucp_rc_verbs]")
