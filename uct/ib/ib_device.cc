@@ -211,6 +211,31 @@ ucs_status_t wc_status_to_ucs(ibv_wc_status status)
     }
 }
 
+double port_bandwidth(const ibv_port_attr &attr)
+{
+    double lanes = 1;
+    switch (attr.active_width) {
+    case 2:  lanes = 4;  break;
+    case 4:  lanes = 8;  break;
+    case 8:  lanes = 12; break;
+    case 16: lanes = 2;  break;
+    default: lanes = 1;  break;
+    }
+    double gbps;     /* per lane, after encoding */
+    switch (attr.active_speed) {
+    case 1:   gbps = 2.5 * 0.8;            break;  /* SDR */
+    case 2:   gbps = 5.0 * 0.8;            break;  /* DDR */
+    case 4:   gbps = 10.0 * 0.8;           break;  /* QDR */
+    case 8:   gbps = 10.3125 * 64 / 66;    break;  /* FDR10 */
+    case 16:  gbps = 14.0625 * 64 / 66;    break;  /* FDR */
+    case 32:  gbps = 25.78125 * 64 / 66;   break;  /* EDR */
+    case 64:  gbps = 53.125 * 64 / 66;     break;  /* HDR */
+    case 128: gbps = 106.25 * 64 / 66;     break;  /* NDR */
+    default:  gbps = 25.78125 * 64 / 66;   break;
+    }
+    return lanes * gbps * 1e9 / 8;
+}
+
 ibv_mtu mtu_enum(unsigned bytes)
 {
     if (bytes >= 4096) {

@@ -83,6 +83,10 @@ void fill_ah_attr(const port_info &port, const device_address &peer, uint8_t sl,
 /* The status an upper layer sees for a failed work completion. */
 ucs_status_t wc_status_to_ucs(ibv_wc_status status);
 
+/* A port's data rate in bytes per second, from its width and speed (the
+ * transports' performance model). */
+double port_bandwidth(const ibv_port_attr &attr);
+
 /* The verbs MTU enum of `bytes` (256..4096), clamped. */
 ibv_mtu mtu_enum(unsigned bytes);
 unsigned mtu_bytes(ibv_mtu mtu);

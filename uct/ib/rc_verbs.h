@@ -23,16 +23,13 @@
 #ifndef UCT_IB_RC_VERBS_H
 #define UCT_IB_RC_VERBS_H
 
-#include <uct/base/pending_queue.h>
-#include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>
 #include <uct/ib/ib_buffers.h>
+#include <uct/ib/ib_cq.h>
+#include <uct/ib/ib_iface_base.h>
 #include <uct/ib/ib_md.h>
 
 #include <deque>
-#include <memory>
-#include <unordered_map>
-#include <vector>
 
 namespace uct::ib {
 
@@ -45,7 +42,7 @@ static_assert(sizeof(rc_ep_address) == 8, "rc_ep_address layout");
 
 class rc_verbs_iface;
 
-class rc_verbs_ep final : public ep {
+class rc_verbs_ep final : public ib_ep_base {
 public:
     explicit rc_verbs_ep(rc_verbs_iface &iface);
     ~rc_verbs_ep() override;
@@ -78,8 +75,6 @@ public:
                               void *result, uint64_t remote_addr, rkey_t rkey,
                               completion *comp) override;
 
-    ucs_status_t pending_add(pending_req *req, unsigned flags) override;
-    void pending_purge(pending_purge_callback_t cb, void *arg) override;
     ucs_status_t flush(unsigned flags, completion *comp) override;
     ucs_status_t fence(unsigned flags) override;
     ucs_status_t check(unsigned flags, completion *comp) override;
@@ -89,11 +84,7 @@ public:
     /* A completion of request `sn` (its work request id): retires it and
      * every earlier one. */
     void complete(uint64_t sn, ucs_status_t status);
-    /* Whether a flush could be issued now (the iface's all-or-nothing flush). */
-    bool flush_ready() const;
-    bool has_pending() const { return !pending_.empty(); }
-    /* Dispatches queued requests while there are resources; returns how many went. */
-    unsigned dispatch_pending();
+    bool flush_ready() const override;
     /* Fails every outstanding operation and reports the ep (once). */
     void fail(ucs_status_t status);
     /* Posts a signaled request if unsignaled ones are outstanding, so that
@@ -114,8 +105,7 @@ private:
         uint32_t          length;      /* GET_BCOPY bytes; ATOMIC: 4 or 8 */
     };
 
-    /* UCS_OK when a request can be posted now. */
-    ucs_status_t ready() const;
+    ucs_status_t ready() const override;
     /* Unsignaled requests posted since the last signaled one (none after a failure). */
     bool batch_is_open() const { return (failed_ == UCS_OK) && (posted_sn_ != signaled_sn_); }
     /* Posts one request; `signal` forces a completion. Records `op` (its sn
@@ -148,9 +138,6 @@ private:
     bool                 connected_ = false;
     ucs_status_t         failed_ = UCS_OK;
     bool                 fence_next_ = false;
-    bool                 dispatching_ = false;
-    /* False once the ep is destroyed: callbacks it runs may destroy it. */
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
     uint64_t             posted_sn_ = 0;
     uint64_t             completed_sn_ = 0;
     uint64_t             signaled_sn_ = 0;    /* last signaled request */
@@ -160,10 +147,9 @@ private:
     uint64_t             cq_returned_sn_ = 0;
     unsigned             unsignaled_ = 0;
     std::deque<tx_op>    ops_;
-    pending_queue        pending_;
 };
 
-class rc_verbs_iface final : public iface {
+class rc_verbs_iface final : public ib_iface_base {
 public:
     rc_verbs_iface(ib_md &md, const port_info &port, worker &worker,
                    const iface_params &params, const rc_verbs_config &config);
@@ -179,7 +165,6 @@ public:
                       size_t iface_addr_len) const override;
     ucs_status_t ep_create(ep **ep_p) override;
     unsigned progress() override;
-    ucs_status_t flush(unsigned flags, completion *comp) override;
     ucs_status_t fence(unsigned flags) override;
     void release_am_desc(void *data) override;
     ucs_status_t event_fd_get(int *fd_p) override;
@@ -189,8 +174,8 @@ public:
     const rc_verbs_config &config() const { return config_; }
     const port_info &port() const { return port_; }
     device &dev() const { return md_.dev(); }
-    ibv_cq *send_cq() const { return send_cq_; }
-    ibv_cq *recv_cq() const { return recv_cq_; }
+    ibv_cq *send_cq() const { return cqs_.send_cq(); }
+    ibv_cq *recv_cq() const { return cqs_.recv_cq(); }
     ibv_srq *srq() const { return srq_; }
     size_t max_inline() const { return max_inline_; }
     buffer_pool &tx_buffers() { return tx_pool_; }
@@ -206,55 +191,29 @@ public:
     }
     void return_cq_entries(unsigned count) { tx_cq_available_ += count; }
     bool has_cq_entries() const { return tx_cq_available_ > 0; }
-    void add_ep(rc_verbs_ep *ep);
-    void remove_ep(rc_verbs_ep *ep);
-    void schedule_pending(rc_verbs_ep *ep);
-    /* The error handler hears of `ep` from the next progress. */
-    void report(rc_verbs_ep *ep, ucs_status_t status);
 
 private:
     unsigned poll_send();
     unsigned poll_recv();
-    unsigned dispatch_pending();
-    unsigned report_errors();
     void handle_recv(const ibv_wc &wc);
     /* Posts receive segments until RX_QUEUE_LEN are posted. */
     void refill_srq();
     /* A posted receive: the AM id byte, a zcopy header and SEG_SIZE - 1 bytes. */
     size_t rx_segment_size() const { return config_.seg_size + config_.max_am_hdr; }
-    void drain_channel();
-    void report_poll_failure(const char *which, int rc);
-
-    struct flush_waiter {
-        completion inner;        /* first: the eps' flushes count it down */
-        completion *user;
-    };
-    static void flush_waiter_done(completion *self);
 
     ib_md                   &md_;
     port_info               port_;
     worker                  &worker_;
     rc_verbs_config         config_;
     iface_attr              attr_;
-    error_handler_t         err_handler_;
-    void                    *err_arg_;
     size_t                  rx_headroom_;
     size_t                  max_inline_ = 0;
-    ibv_comp_channel        *channel_ = nullptr;
-    ibv_cq                  *send_cq_ = nullptr;
-    ibv_cq                  *recv_cq_ = nullptr;
+    cq_pair                 cqs_;            /* eps_ are keyed by QP number */
     ibv_srq                 *srq_ = nullptr;
     buffer_pool             rx_pool_;
     buffer_pool             tx_pool_;
     unsigned                rx_posted_ = 0;
-    bool                    poll_failure_reported_ = false;
     unsigned                tx_cq_available_;
-    std::unordered_map<uint32_t, rc_verbs_ep*> eps_;   /* by QP number */
-    std::vector<rc_verbs_ep*>                  pending_eps_;
-    std::deque<std::pair<rc_verbs_ep*, ucs_status_t>> errors_;
-    std::vector<ibv_wc>     stashed_recv_;   /* polled while arming, handled next */
-    std::vector<ibv_wc>     stashed_send_;
-    std::deque<std::unique_ptr<flush_waiter>> flush_waiters_;
 };
 
 } // namespace uct::ib

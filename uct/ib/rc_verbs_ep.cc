@@ -21,17 +21,16 @@ constexpr uint8_t AM_HDR_LEN = 1;
 
 } // namespace
 
-rc_verbs_ep::rc_verbs_ep(rc_verbs_iface &iface) : ep(iface), iface_(iface)
+rc_verbs_ep::rc_verbs_ep(rc_verbs_iface &iface) : ib_ep_base(iface), iface_(iface)
 {
 }
 
 rc_verbs_ep::~rc_verbs_ep()
 {
-    *alive_ = false;
     if (qp_ == nullptr) {
         return;
     }
-    iface_.remove_ep(this);
+    iface_.remove_ep(qp_->qp_num, this);
     /* Nothing completes any more: buffers go back, no callback runs. */
     for (const tx_op &op : ops_) {
         if ((op.buffer != nullptr) && (op.kind != op_kind::FLUSH)) {
@@ -77,7 +76,7 @@ ucs_status_t rc_verbs_ep::init()
         return UCS_ERR_IO_ERROR;
     }
     psn_ = uint32_t(ucs::sys::random_u64()) & 0xffffff;
-    iface_.add_ep(this);
+    iface_.add_ep(qp_->qp_num, this);
     return UCS_OK;
 }
 
@@ -159,7 +158,7 @@ ucs_status_t rc_verbs_ep::ready() const
     if (ucs_unlikely(!connected_ ||
                      (posted_sn_ - completed_sn_ >= iface_.config().tx_queue_len) ||
                      (!iface_.has_cq_entries() && !batch_is_open()) ||
-                     (!pending_.empty() && !dispatching_))) {
+                     pending_blocks())) {
         return UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
@@ -633,44 +632,6 @@ void rc_verbs_ep::fail(ucs_status_t status)
         }
     }
     iface_.report(this, status);
-}
-
-ucs_status_t rc_verbs_ep::pending_add(pending_req *req, unsigned)
-{
-    if (ready() == UCS_OK) {
-        return UCS_ERR_BUSY;
-    }
-    pending_.push_back(req);
-    iface_.schedule_pending(this);
-    return UCS_OK;
-}
-
-void rc_verbs_ep::pending_purge(pending_purge_callback_t cb, void *arg)
-{
-    while (pending_req *req = pending_.pop_front()) {
-        cb(req, arg);
-    }
-}
-
-unsigned rc_verbs_ep::dispatch_pending()
-{
-    unsigned count = 0;
-    const std::shared_ptr<bool> alive = alive_;
-    dispatching_ = true;
-    while (!pending_.empty() && (ready() == UCS_OK)) {
-        pending_req *req = pending_.pop_front();
-        const ucs_status_t status = req->func(req);
-        if (!*alive) {
-            return count;
-        }
-        if ((status == UCS_ERR_NO_RESOURCE) || (status == UCS_INPROGRESS)) {
-            pending_.push_front(req);     /* stays first */
-            break;
-        }
-        ++count;
-    }
-    dispatching_ = false;
-    return count;
 }
 
 bool rc_verbs_ep::flush_ready() const
