@@ -137,6 +137,84 @@ const ucs::config::table rc_verbs_table = {"RC verbs transport", "RC_VERBS_",
                                            rc_verbs_no_effect};
 UCS_CONFIG_REGISTER_TABLE(rc_verbs_table);
 
+struct ud_verbs_values {
+    size_t        seg_size;
+    unsigned      tx_queue_len;
+    unsigned      rx_queue_len;
+    size_t        tx_min_inline;
+    unsigned      tx_min_sge;
+    unsigned      rx_max_poll;
+    unsigned      tx_max_poll;
+    double        timeout;
+    double        timer_tick;
+    double        timer_backoff;
+    unsigned      max_window;
+    unsigned long sl;
+    unsigned long traffic_class;
+    unsigned      hop_limit;
+};
+
+const ucs::config::field ud_verbs_fields[] = {
+    UCS_CONFIG_FIELD(ud_verbs_values, seg_size, "SEG_SIZE", "8k",
+                     "Size of a bcopy buffer; a UD message is at most the port MTU, so "
+                     "the largest bcopy is the smaller of the two less the header.",
+                     type_size),
+    UCS_CONFIG_FIELD(ud_verbs_values, tx_queue_len, "TX_QUEUE_LEN", "256",
+                     "Length of the interface QP's send queue; also bounds each "
+                     "endpoint's window.", type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, rx_queue_len, "RX_QUEUE_LEN", "4096",
+                     "Receive buffers posted to the interface's QP.", type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, tx_min_inline, "TX_MIN_INLINE", "64",
+                     "Bytes of inline data to ask of the QP: the short-message limit "
+                     "with the header.", type_size),
+    UCS_CONFIG_FIELD(ud_verbs_values, tx_min_sge, "TX_MIN_SGE", "5",
+                     "Gather entries per work request.", type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, rx_max_poll, "RX_MAX_POLL", "16",
+                     "Receive completions handled in one progress call.", type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, tx_max_poll, "TX_MAX_POLL", "16",
+                     "Send completions handled in one progress call.", type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, timeout, "TIMEOUT", "30s",
+                     "An endpoint fails after this long without an acknowledgement of "
+                     "its outstanding packets.", type_time),
+    UCS_CONFIG_FIELD(ud_verbs_values, timer_tick, "TIMER_TICK", "10ms",
+                     "Retransmission timeout of unacknowledged packets.", type_time),
+    UCS_CONFIG_FIELD(ud_verbs_values, timer_backoff, "TIMER_BACKOFF", "2.0",
+                     "Factor of the retransmission timeout after each retransmission.",
+                     ucs::config::type_double),
+    UCS_CONFIG_FIELD(ud_verbs_values, max_window, "MAX_WINDOW", "1025",
+                     "Unacknowledged packets per endpoint (also at most TX_QUEUE_LEN).",
+                     type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, sl, "SL", "auto",
+                     "InfiniBand service level (auto: 0).", type_ulong),
+    UCS_CONFIG_FIELD(ud_verbs_values, traffic_class, "TRAFFIC_CLASS", "auto",
+                     "Traffic class of the global route header (auto: 0).", type_ulong),
+    UCS_CONFIG_FIELD(ud_verbs_values, hop_limit, "HOP_LIMIT", "255",
+                     "Hop limit of the global route header.", type_uint),
+};
+
+constexpr const char *ud_verbs_no_effect[] = {
+    "UD_VERBS_ALLOC", "UD_VERBS_FAILURE", "UD_VERBS_MAX_NUM_EPS", "UD_VERBS_TX_MAX_BATCH",
+    "UD_VERBS_TX_INLINE_RESP", "UD_VERBS_TX_MAX_BUFS", "UD_VERBS_TX_BUFS_GROW",
+    "UD_VERBS_RX_MAX_BATCH", "UD_VERBS_RX_INLINE", "UD_VERBS_RX_MAX_BUFS",
+    "UD_VERBS_RX_BUFS_GROW", "UD_VERBS_ADDR_TYPE", "UD_VERBS_IS_GLOBAL",
+    "UD_VERBS_NUM_PATHS", "UD_VERBS_ROCE_LOCAL_SUBNET", "UD_VERBS_ROCE_SUBNET_PREFIX_LEN",
+    "UD_VERBS_ROCE_PATH_FACTOR", "UD_VERBS_LID_PATH_BITS", "UD_VERBS_PKEY",
+    "UD_VERBS_PATH_MTU", "UD_VERBS_RX_QUEUE_LEN_INIT", "UD_VERBS_LINGER_TIMEOUT",
+    "UD_VERBS_ASYNC_TIMER_TICK", "UD_VERBS_MIN_POKE_TIME", "UD_VERBS_ETH_DGID_CHECK",
+    "UD_VERBS_RX_ASYNC_MAX_POLL",
+};
+
+const ucs::config::table ud_verbs_table = {"UD verbs transport", "UD_VERBS_",
+                                           ud_verbs_fields, sizeof(ud_verbs_values), {},
+                                           ud_verbs_no_effect};
+UCS_CONFIG_REGISTER_TABLE(ud_verbs_table);
+
+ucs_status_t ud_invalid(const char *what)
+{
+    ucs_error("invalid ud_verbs configuration: %s", what);
+    return UCS_ERR_INVALID_PARAM;
+}
+
 ucs_status_t invalid(const char *what)
 {
     ucs_error("invalid rc_verbs configuration: %s", what);
@@ -249,6 +327,59 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
     config->hop_limit        = uint8_t(v.hop_limit);
     config->path_mtu         = mtu_bytes[std::min<size_t>(v.path_mtu, 4)];
     config->max_rd_atomic    = unsigned(auto_or(v.max_rd_atomic, 255));
+    return UCS_OK;
+}
+
+ucs_status_t read_ud_verbs_config(const char *env_prefix, ud_verbs_config *config)
+{
+    ud_verbs_values filled{};
+    ucs_status_t status = ucs::config::fill(&filled, ud_verbs_table, env_prefix);
+    if (status != UCS_OK) {
+        return status;
+    }
+    const ud_verbs_values v = filled;
+    ucs::config::release(&filled, ud_verbs_table);    /* it clears `filled` */
+
+    if ((v.seg_size < 128) || (v.seg_size > (1u << 30))) {
+        return ud_invalid("UCX_UD_VERBS_SEG_SIZE out of range (128..1g)");
+    }
+    if ((v.tx_queue_len < 2) || (v.tx_queue_len > 65536) || (v.rx_queue_len < 1) ||
+        (v.rx_queue_len > 65536)) {
+        return ud_invalid("UCX_UD_VERBS_TX_QUEUE_LEN (2..65536) or RX_QUEUE_LEN (1..65536)");
+    }
+    if ((v.tx_min_sge < 1) || (v.tx_min_sge > 30) || (v.tx_min_inline > 4096)) {
+        return ud_invalid("UCX_UD_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
+    }
+    if ((v.rx_max_poll < 1) || (v.tx_max_poll < 1) || (v.max_window < 2)) {
+        return ud_invalid("UCX_UD_VERBS_RX_MAX_POLL and TX_MAX_POLL must be positive, "
+                          "MAX_WINDOW at least 2");
+    }
+    if (!(v.timer_tick > 0) || !(v.timeout > v.timer_tick) || !(v.timer_backoff >= 1.0)) {
+        return ud_invalid("UCX_UD_VERBS_TIMER_TICK must be positive, TIMEOUT above it and "
+                          "TIMER_BACKOFF at least 1");
+    }
+    if (((v.sl != ucs::config::ulong_auto) && (v.sl > 15)) ||
+        ((v.traffic_class != ucs::config::ulong_auto) && (v.traffic_class > 255)) ||
+        (v.hop_limit > 255)) {
+        return ud_invalid("UCX_UD_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
+    }
+    auto auto_or = [](unsigned long value, unsigned long limit) {
+        return (value == ucs::config::ulong_auto) ? 0ul : std::min(value, limit);
+    };
+    config->seg_size      = v.seg_size;
+    config->tx_queue_len  = v.tx_queue_len;
+    config->rx_queue_len  = v.rx_queue_len;
+    config->tx_min_inline = v.tx_min_inline;
+    config->tx_min_sge    = v.tx_min_sge;
+    config->rx_max_poll   = v.rx_max_poll;
+    config->tx_max_poll   = v.tx_max_poll;
+    config->timeout_s     = v.timeout;
+    config->timer_tick_s  = v.timer_tick;
+    config->timer_backoff = v.timer_backoff;
+    config->max_window    = v.max_window;
+    config->sl            = uint8_t(auto_or(v.sl, 15));
+    config->traffic_class = uint8_t(auto_or(v.traffic_class, 255));
+    config->hop_limit     = uint8_t(v.hop_limit);
     return UCS_OK;
 }
 

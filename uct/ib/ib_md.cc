@@ -1,5 +1,6 @@
 #include <uct/ib/ib_md.h>
 #include <uct/ib/rc_verbs.h>
+#include <uct/ib/ud_verbs.h>
 
 #include <uct/base/uct_module.h>
 #include <ucs/debug/log.h>
@@ -91,11 +92,13 @@ ucs_status_t ib_md::query_tl_resources(std::vector<tl_resource> *out)
             continue;
         }
         const std::string dev_name = dev_->name() + ":" + std::to_string(port.num);
-        tl_resource r;
-        copy_resource_name(r.tl_name, "rc_verbs");
-        copy_resource_name(r.dev_name, dev_name.c_str());
-        r.type = device_type::NET;
-        out->push_back(r);
+        for (const char *tl : {"rc_verbs", "ud_verbs"}) {
+            tl_resource r;
+            copy_resource_name(r.tl_name, tl);
+            copy_resource_name(r.dev_name, dev_name.c_str());
+            r.type = device_type::NET;
+            out->push_back(r);
+        }
     }
     return UCS_OK;
 }
@@ -104,7 +107,10 @@ ucs_status_t ib_md::iface_open(worker &worker, const iface_params &params, iface
 {
     std::string dev_name;
     unsigned port_num = 0;
-    if ((params.tl_name == nullptr) || (std::strcmp(params.tl_name, "rc_verbs") != 0) ||
+    const bool ud = (params.tl_name != nullptr) &&
+                    (std::strcmp(params.tl_name, "ud_verbs") == 0);
+    if ((params.tl_name == nullptr) ||
+        (!ud && (std::strcmp(params.tl_name, "rc_verbs") != 0)) ||
         (params.dev_name == nullptr) ||
         !parse_port_name(params.dev_name, &dev_name, &port_num) ||
         (dev_name != dev_->name())) {
@@ -114,6 +120,20 @@ ucs_status_t ib_md::iface_open(worker &worker, const iface_params &params, iface
     if (port == nullptr) {
         ucs_error("ib: %s is not an active port", params.dev_name);
         return UCS_ERR_NO_DEVICE;
+    }
+    if (ud) {
+        ud_verbs_config config;
+        ucs_status_t status = read_ud_verbs_config(params.env_prefix, &config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        auto iface = std::make_unique<ud_verbs_iface>(*this, *port, worker, params, config);
+        status = iface->init();
+        if (status != UCS_OK) {
+            return status;
+        }
+        *iface_p = iface.release();
+        return UCS_OK;
     }
     rc_verbs_config config;
     ucs_status_t status = read_rc_verbs_config(params.env_prefix, &config);
