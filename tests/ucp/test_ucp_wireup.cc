@@ -44,6 +44,11 @@ struct rc_kind {
 };
 constexpr rc_kind test_rc{tls, ucp_test::rc_tl, true};
 constexpr rc_kind rc_verbs{"rc_verbs,tcp", "rc_verbs", false};
+/* ud_verbs connects to an iface, as tcp: the same traffic over its
+ * datagrams, RMA emulated over its active messages. */
+constexpr rc_kind ud_verbs{"ud_verbs,tcp", "ud_verbs", false};
+/* UCX_TLS=rc alone, as UCX users write it: ud_verbs carries the wireup. */
+constexpr rc_kind rc_alias{"rc", "rc_verbs", false};
 constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
                               UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 /* Short, single bcopy, several fragments, rendezvous (over rc zcopy). */
@@ -451,7 +456,7 @@ TEST_CASE("ucp over rc_verbs: device atomics are the NIC's, exact under contenti
 }
 
 /* The same traffic over rc_verbs queue pairs (tcp carries the wireup). */
-TEST_CASE("ucp over rc_verbs: tag, stream, AM, RMA and atomics between processes",
+TEST_CASE("ucp over rc_verbs and ud_verbs: tag, stream, AM, RMA and atomics between processes",
           "[ucp_rc_verbs]")
 {
     if (!rc_verbs_available()) {
@@ -466,6 +471,14 @@ TEST_CASE("ucp over rc_verbs: tag, stream, AM, RMA and atomics between processes
     SECTION("both sides connect at once")
     {
         run_traffic(when::at_once, rc_verbs);
+    }
+    SECTION("over ud_verbs")
+    {
+        run_traffic(when::at_once, ud_verbs);
+    }
+    SECTION("UCX_TLS=rc: ud_verbs carries the wireup")
+    {
+        run_traffic(when::after_first_message, rc_alias);
     }
 }
 

@@ -272,9 +272,14 @@ const char *const *alias_members(std::string_view alias)
     static const char *const shm[] = {"posix", "sysv", "cma", nullptr};
     static const char *const mm[]  = {"posix", "sysv", nullptr};
     static const char *const cuda[] = {"cuda_copy", "cuda_ipc", nullptr};
-    static const char *const rc[]   = {"rc_verbs", nullptr};
+    /* As UCX: rc brings ud along to carry the wireup. */
+    static const char *const rc[]   = {"rc_verbs", "ud_verbs", nullptr};
+    static const char *const ud[]   = {"ud_verbs", nullptr};
     if ((alias == "rc") || (alias == "rc_v") || (alias == "ib")) {
         return rc;
+    }
+    if ((alias == "ud") || (alias == "ud_v")) {
+        return ud;
     }
     if ((alias == "sm") || (alias == "shm")) {
         return shm;

@@ -13,7 +13,7 @@ namespace ucp {
 
 namespace {
 
-const char *const tl_aliases[] = {"sm", "shm", "mm", "cuda", "rc", "rc_v", "ib"};
+const char *const tl_aliases[] = {"sm", "shm", "mm", "cuda", "rc", "rc_v", "ud", "ud_v", "ib"};
 
 /* UCX's uct_device_type_names. */
 const char *device_type_words(uct::device_type type)
