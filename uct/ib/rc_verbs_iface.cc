@@ -142,45 +142,12 @@ ucs_status_t rc_verbs_iface::ep_create(ep **ep_p)
 
 void rc_verbs_iface::refill_srq()
 {
-    ibv_recv_wr wrs[POLL_BATCH];
-    ibv_sge sges[POLL_BATCH];
-    while (rx_posted_ < config_.rx_queue_len) {
-        unsigned n = 0;
-        while ((n < POLL_BATCH) && (rx_posted_ + n < config_.rx_queue_len)) {
-            uint8_t *buffer = rx_pool_.get();
-            if (buffer == nullptr) {
-                break;
-            }
-            sges[n] = {reinterpret_cast<uintptr_t>(buffer + rx_headroom_),
-                       uint32_t(rx_segment_size()), buffer_pool::lkey(buffer)};
-            wrs[n]  = {};
-            wrs[n].wr_id   = reinterpret_cast<uintptr_t>(buffer);
-            wrs[n].sg_list = &sges[n];
-            wrs[n].num_sge = 1;
-            if (n > 0) {
-                wrs[n - 1].next = &wrs[n];
-            }
-            ++n;
-        }
-        if (n == 0) {
-            return;
-        }
-        ibv_recv_wr *bad = nullptr;
-        const int rc = ibv_post_srq_recv(srq_, wrs, &bad);
-        unsigned posted = n;
-        if (rc != 0) {
-            /* Everything from `bad` on was not posted. */
-            posted = unsigned(bad - wrs);
-            for (unsigned i = posted; i < n; ++i) {
-                rx_pool_.put(reinterpret_cast<uint8_t*>(wrs[i].wr_id));
-            }
-            ucs_error("rc_verbs: ibv_post_srq_recv failed: %s", std::strerror(rc));
-        }
-        rx_posted_ += posted;
-        if (posted < n) {
-            return;
-        }
-    }
+    rx_posted_ += post_receives(rx_pool_, rx_headroom_, uint32_t(rx_segment_size()),
+                                config_.rx_queue_len - rx_posted_,
+                                [this](ibv_recv_wr *wr, ibv_recv_wr **bad) {
+                                    return ibv_post_srq_recv(srq_, wr, bad);
+                                },
+                                "rc_verbs");
 }
 
 void rc_verbs_iface::handle_recv(const ibv_wc &wc)
