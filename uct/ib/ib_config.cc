@@ -209,15 +209,10 @@ const ucs::config::table ud_verbs_table = {"UD verbs transport", "UD_VERBS_",
                                            ud_verbs_no_effect};
 UCS_CONFIG_REGISTER_TABLE(ud_verbs_table);
 
-ucs_status_t ud_invalid(const char *what)
-{
-    ucs_error("invalid ud_verbs configuration: %s", what);
-    return UCS_ERR_INVALID_PARAM;
-}
 
-ucs_status_t invalid(const char *what)
+ucs_status_t invalid(const char *tl, const char *what)
 {
-    ucs_error("invalid rc_verbs configuration: %s", what);
+    ucs_error("invalid %s configuration: %s", tl, what);
     return UCS_ERR_INVALID_PARAM;
 }
 
@@ -278,25 +273,28 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
     ucs::config::release(&filled, rc_verbs_table);    /* it clears `filled` */
 
     if ((v.seg_size < 64) || (v.seg_size > (1u << 30))) {
-        return invalid("UCX_RC_VERBS_SEG_SIZE out of range (64..1g)");
+        return invalid("rc_verbs", "UCX_RC_VERBS_SEG_SIZE out of range (64..1g)");
     }
     if ((v.tx_queue_len < 2) || (v.tx_queue_len > 65536) || (v.rx_queue_len < 1) ||
         (v.rx_queue_len > 65536)) {
-        return invalid("UCX_RC_VERBS_TX_QUEUE_LEN (2..65536) or RX_QUEUE_LEN (1..65536)");
+        return invalid("rc_verbs",
+                       "UCX_RC_VERBS_TX_QUEUE_LEN (2..65536) or RX_QUEUE_LEN (1..65536)");
     }
     if ((v.tx_min_sge < 1) || (v.tx_min_sge > 30) || (v.tx_min_inline > 4096)) {
-        return invalid("UCX_RC_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
+        return invalid("rc_verbs",
+                       "UCX_RC_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
     }
     if ((v.tx_cq_moderation < 1) || (v.tx_cq_len < 2) || (v.rx_max_poll < 1) ||
         (v.tx_max_poll < 1)) {
-        return invalid("UCX_RC_VERBS_TX_CQ_MODERATION, TX_CQ_LEN, RX_MAX_POLL and "
-                       "TX_MAX_POLL must be positive");
+        return invalid("rc_verbs", "UCX_RC_VERBS_TX_CQ_MODERATION, TX_CQ_LEN, RX_MAX_POLL "
+                                   "and TX_MAX_POLL must be positive");
     }
     if (v.max_am_hdr > 4096) {
-        return invalid("UCX_RC_VERBS_MAX_AM_HDR above 4096");
+        return invalid("rc_verbs", "UCX_RC_VERBS_MAX_AM_HDR above 4096");
     }
     if ((v.retry_count > 7) || (v.rnr_retry_count > 7)) {
-        return invalid("UCX_RC_VERBS_RETRY_COUNT and RNR_RETRY_COUNT are at most 7");
+        return invalid("rc_verbs",
+                       "UCX_RC_VERBS_RETRY_COUNT and RNR_RETRY_COUNT are at most 7");
     }
     auto auto_or = [](unsigned long value, unsigned long limit) {
         return (value == ucs::config::ulong_auto) ? 0ul : std::min(value, limit);
@@ -304,7 +302,8 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
     if (((v.sl != ucs::config::ulong_auto) && (v.sl > 15)) ||
         ((v.traffic_class != ucs::config::ulong_auto) && (v.traffic_class > 255)) ||
         (v.hop_limit > 255)) {
-        return invalid("UCX_RC_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
+        return invalid("rc_verbs",
+                       "UCX_RC_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
     }
     static const unsigned mtu_bytes[] = {0, 512, 1024, 2048, 4096};
 
@@ -341,27 +340,32 @@ ucs_status_t read_ud_verbs_config(const char *env_prefix, ud_verbs_config *confi
     ucs::config::release(&filled, ud_verbs_table);    /* it clears `filled` */
 
     if ((v.seg_size < 128) || (v.seg_size > (1u << 30))) {
-        return ud_invalid("UCX_UD_VERBS_SEG_SIZE out of range (128..1g)");
+        return invalid("ud_verbs", "UCX_UD_VERBS_SEG_SIZE out of range (128..1g)");
     }
     if ((v.tx_queue_len < 2) || (v.tx_queue_len > 65536) || (v.rx_queue_len < 1) ||
         (v.rx_queue_len > 65536)) {
-        return ud_invalid("UCX_UD_VERBS_TX_QUEUE_LEN (2..65536) or RX_QUEUE_LEN (1..65536)");
+        return invalid("ud_verbs",
+                       "UCX_UD_VERBS_TX_QUEUE_LEN (2..65536) or RX_QUEUE_LEN (1..65536)");
     }
     if ((v.tx_min_sge < 1) || (v.tx_min_sge > 30) || (v.tx_min_inline > 4096)) {
-        return ud_invalid("UCX_UD_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
+        return invalid("ud_verbs",
+                       "UCX_UD_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
     }
     if ((v.rx_max_poll < 1) || (v.tx_max_poll < 1) || (v.max_window < 2)) {
-        return ud_invalid("UCX_UD_VERBS_RX_MAX_POLL and TX_MAX_POLL must be positive, "
-                          "MAX_WINDOW at least 2");
+        return invalid("ud_verbs",
+                       "UCX_UD_VERBS_RX_MAX_POLL and TX_MAX_POLL must be positive, "
+                       "MAX_WINDOW at least 2");
     }
     if (!(v.timer_tick > 0) || !(v.timeout > v.timer_tick) || !(v.timer_backoff >= 1.0)) {
-        return ud_invalid("UCX_UD_VERBS_TIMER_TICK must be positive, TIMEOUT above it and "
-                          "TIMER_BACKOFF at least 1");
+        return invalid("ud_verbs",
+                       "UCX_UD_VERBS_TIMER_TICK must be positive, TIMEOUT above it and "
+                       "TIMER_BACKOFF at least 1");
     }
     if (((v.sl != ucs::config::ulong_auto) && (v.sl > 15)) ||
         ((v.traffic_class != ucs::config::ulong_auto) && (v.traffic_class > 255)) ||
         (v.hop_limit > 255)) {
-        return ud_invalid("UCX_UD_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
+        return invalid("ud_verbs",
+                       "UCX_UD_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
     }
     auto auto_or = [](unsigned long value, unsigned long limit) {
         return (value == ucs::config::ulong_auto) ? 0ul : std::min(value, limit);

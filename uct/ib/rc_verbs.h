@@ -111,8 +111,15 @@ private:
     /* Posts one request; `signal` forces a completion. Records `op` (its sn
      * filled in) when given. */
     ucs_status_t post(ibv_send_wr &wr, bool signal, const tx_op *op);
-    ucs_status_t post_send(am_id_t id, const ibv_sge *sge, int num_sge, unsigned flags,
-                           const tx_op *op);
+    ucs_status_t post_send(const ibv_sge *sge, int num_sge, unsigned flags, const tx_op *op);
+    /* Posts `wr` with `length` bytes of `buffer` (a send pool buffer, which
+     * this releases): inline when they fit, else the buffer waits for the
+     * request's completion. */
+    ucs_status_t post_buffer(ibv_send_wr &wr, uint8_t *buffer, size_t length);
+    /* put_zcopy and get_zcopy: one RDMA write or read of the iov. */
+    ucs_status_t rdma_zcopy(ibv_wr_opcode opcode, const op_limits &limits, const iov *iov,
+                            size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                            completion *comp);
     /* An RDMA write or read of `length` bytes; UCS_ERR_INVALID_PARAM, with
      * nothing posted, when they leave the remote key's range. */
     ucs_status_t post_rdma(ibv_wr_opcode opcode, ibv_sge *sge, int num_sge, size_t length,

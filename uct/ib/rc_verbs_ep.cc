@@ -217,7 +217,7 @@ bool rc_verbs_ep::close_batch()
     return batch_is_open() && (ready() == UCS_OK) && (post_nop() == UCS_OK);
 }
 
-ucs_status_t rc_verbs_ep::post_send(am_id_t, const ibv_sge *sge, int num_sge, unsigned flags,
+ucs_status_t rc_verbs_ep::post_send(const ibv_sge *sge, int num_sge, unsigned flags,
                                     const tx_op *op)
 {
     ibv_send_wr wr{};
@@ -226,6 +226,28 @@ ucs_status_t rc_verbs_ep::post_send(am_id_t, const ibv_sge *sge, int num_sge, un
     wr.num_sge    = num_sge;
     wr.send_flags = flags;
     return post(wr, false, op);
+}
+
+ucs_status_t rc_verbs_ep::post_buffer(ibv_send_wr &wr, uint8_t *buffer, size_t length)
+{
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), uint32_t(length),
+                buffer_pool::lkey(buffer)};
+    wr.sg_list = &sge;
+    wr.num_sge = (length != 0) ? 1 : 0;
+    ucs_status_t status;
+    if (length <= iface_.max_inline()) {
+        /* Inline: the device copied it, the buffer is free again. */
+        wr.send_flags = IBV_SEND_INLINE;
+        status        = post(wr, false, nullptr);
+        iface_.tx_buffers().put(buffer);
+        return status;
+    }
+    const tx_op op{0, op_kind::RELEASE, buffer, nullptr, nullptr, nullptr, 0};
+    status = post(wr, false, &op);
+    if (status != UCS_OK) {
+        iface_.tx_buffers().put(buffer);
+    }
+    return status;
 }
 
 ucs_status_t rc_verbs_ep::post_rdma(ibv_wr_opcode opcode, ibv_sge *sge, int num_sge,
@@ -299,7 +321,7 @@ ucs_status_t rc_verbs_ep::am_short(am_id_t id, uint64_t header, const void *payl
     }
     const ibv_sge sge{reinterpret_cast<uintptr_t>(buffer),
                       uint32_t(AM_HDR_LEN + sizeof(header) + length), 0};
-    return post_send(id, &sge, 1, IBV_SEND_INLINE, nullptr);
+    return post_send(&sge, 1, IBV_SEND_INLINE, nullptr);
 }
 
 ssize_t rc_verbs_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)
@@ -318,19 +340,9 @@ ssize_t rc_verbs_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsig
         iface_.tx_buffers().put(buffer);
         return UCS_ERR_INVALID_PARAM;
     }
-    const ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), uint32_t(AM_HDR_LEN + length),
-                      buffer_pool::lkey(buffer)};
-    if (AM_HDR_LEN + length <= iface_.max_inline()) {
-        /* Inline: the device copied it, the buffer is free again. */
-        status = post_send(id, &sge, 1, IBV_SEND_INLINE, nullptr);
-        iface_.tx_buffers().put(buffer);
-    } else {
-        const tx_op op{0, op_kind::RELEASE, buffer, nullptr, nullptr, nullptr, 0};
-        status = post_send(id, &sge, 1, 0, &op);
-        if (status != UCS_OK) {
-            iface_.tx_buffers().put(buffer);
-        }
-    }
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND;
+    status    = post_buffer(wr, buffer, AM_HDR_LEN + length);
     return (status == UCS_OK) ? ssize_t(length) : ssize_t(status);
 }
 
@@ -362,7 +374,7 @@ ucs_status_t rc_verbs_ep::am_zcopy(am_id_t id, const void *header, unsigned head
     sge[0] = {reinterpret_cast<uintptr_t>(buffer), uint32_t(AM_HDR_LEN + header_length),
               buffer_pool::lkey(buffer)};
     const tx_op op{0, op_kind::COMP, buffer, comp, nullptr, nullptr, 0};
-    status = post_send(id, sge, num_sge + 1, 0, &op);
+    status = post_send(sge, num_sge + 1, 0, &op);
     if (status != UCS_OK) {
         iface_.tx_buffers().put(buffer);
         return status;
@@ -397,45 +409,24 @@ ssize_t rc_verbs_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_
         return UCS_ERR_NO_RESOURCE;
     }
     const size_t length = pack(buffer, arg);
-    if (length > iface_.attr().put.max_bcopy) {
+    const remote_key &key = remote_key_of(rkey);
+    if ((length > iface_.attr().put.max_bcopy) || !key.covers(remote_addr, length)) {
         iface_.tx_buffers().put(buffer);
         return UCS_ERR_INVALID_PARAM;
     }
-    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), uint32_t(length),
-                buffer_pool::lkey(buffer)};
-    if (length <= iface_.max_inline()) {
-        status = post_rdma(IBV_WR_RDMA_WRITE, &sge, (length != 0) ? 1 : 0, length,
-                           remote_addr, rkey, nullptr, IBV_SEND_INLINE);
-        iface_.tx_buffers().put(buffer);
-    } else {
-        const tx_op op{0, op_kind::RELEASE, buffer, nullptr, nullptr, nullptr, 0};
-        status = post_rdma(IBV_WR_RDMA_WRITE, &sge, 1, length, remote_addr, rkey, &op, 0);
-        if (status != UCS_OK) {
-            iface_.tx_buffers().put(buffer);
-        }
-    }
+    ibv_send_wr wr{};
+    wr.opcode              = IBV_WR_RDMA_WRITE;
+    wr.wr.rdma.remote_addr = remote_addr;
+    wr.wr.rdma.rkey        = key.rkey;
+    status = post_buffer(wr, buffer, length);
     return (status == UCS_OK) ? ssize_t(length) : ssize_t(status);
 }
 
 ucs_status_t rc_verbs_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
                                     rkey_t rkey, completion *comp)
 {
-    ibv_sge sge[32];
-    int num_sge = 0;
-    size_t total = 0;
-    const iface_attr &a = iface_.attr();
-    if (iov_to_sge(iov, iovcnt, a.put.max_iov, a.put.max_zcopy, sge, &num_sge, &total) !=
-        UCS_OK) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    ucs_status_t status = ready();
-    if (status != UCS_OK) {
-        return status;
-    }
-    const tx_op op{0, op_kind::COMP, nullptr, comp, nullptr, nullptr, 0};
-    status = post_rdma(IBV_WR_RDMA_WRITE, sge, num_sge, total, remote_addr, rkey,
-                       (comp != nullptr) ? &op : nullptr, 0);
-    return (status == UCS_OK) ? UCS_INPROGRESS : status;
+    return rdma_zcopy(IBV_WR_RDMA_WRITE, iface_.attr().put, iov, iovcnt, remote_addr, rkey,
+                      comp);
 }
 
 ucs_status_t rc_verbs_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
@@ -467,13 +458,22 @@ ucs_status_t rc_verbs_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t 
 ucs_status_t rc_verbs_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
                                     rkey_t rkey, completion *comp)
 {
+    if (comp == nullptr) {
+        return UCS_ERR_INVALID_PARAM;     /* the data lands later: someone must hear of it */
+    }
+    return rdma_zcopy(IBV_WR_RDMA_READ, iface_.attr().get, iov, iovcnt, remote_addr, rkey,
+                      comp);
+}
+
+ucs_status_t rc_verbs_ep::rdma_zcopy(ibv_wr_opcode opcode, const op_limits &limits,
+                                     const iov *iov, size_t iovcnt, uint64_t remote_addr,
+                                     rkey_t rkey, completion *comp)
+{
     ibv_sge sge[32];
     int num_sge = 0;
     size_t total = 0;
-    const iface_attr &a = iface_.attr();
-    if ((comp == nullptr) ||
-        (iov_to_sge(iov, iovcnt, a.get.max_iov, a.get.max_zcopy, sge, &num_sge, &total) !=
-         UCS_OK)) {
+    if (iov_to_sge(iov, iovcnt, limits.max_iov, limits.max_zcopy, sge, &num_sge, &total) !=
+        UCS_OK) {
         return UCS_ERR_INVALID_PARAM;
     }
     ucs_status_t status = ready();
@@ -481,7 +481,8 @@ ucs_status_t rc_verbs_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remo
         return status;
     }
     const tx_op op{0, op_kind::COMP, nullptr, comp, nullptr, nullptr, 0};
-    status = post_rdma(IBV_WR_RDMA_READ, sge, num_sge, total, remote_addr, rkey, &op, 0);
+    status = post_rdma(opcode, sge, num_sge, total, remote_addr, rkey,
+                       (comp != nullptr) ? &op : nullptr, 0);
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
@@ -587,16 +588,18 @@ void rc_verbs_ep::complete(uint64_t sn, ucs_status_t status)
         return;        /* flushed after a failure already handled, or stale */
     }
     completed_sn_ = sn;
-    const std::shared_ptr<bool> alive = alive_;
     /* RC completes in order: everything before `sn` succeeded, even when
      * `sn` itself failed. */
-    while (!ops_.empty() && (ops_.front().sn <= sn)) {
-        const tx_op op = ops_.front();
-        ops_.pop_front();
-        finish(op, (op.sn == sn) ? status : UCS_OK);
-        if (!*alive) {
-            return;
-        }
+    if (!ops_.empty() && (ops_.front().sn <= sn)) {
+        const std::shared_ptr<bool> alive = alive_;
+        do {
+            const tx_op op = ops_.front();
+            ops_.pop_front();
+            finish(op, (op.sn == sn) ? status : UCS_OK);
+            if (!*alive) {
+                return;
+            }
+        } while (!ops_.empty() && (ops_.front().sn <= sn));
     }
     if (status != UCS_OK) {
         fail(status);
