@@ -39,7 +39,8 @@ std::vector<uint8_t> pack(const ucp::unpacked_address &addr)
 bool same(const ucp::unpacked_address &a, const ucp::unpacked_address &b)
 {
     if ((a.worker_uuid != b.worker_uuid) || (a.node_id != b.node_id) ||
-        (a.worker_name != b.worker_name) || (a.entries.size() != b.entries.size())) {
+        (a.worker_name != b.worker_name) || (a.net_only != b.net_only) ||
+        (a.entries.size() != b.entries.size())) {
         return false;
     }
     for (size_t i = 0; i < a.entries.size(); ++i) {
@@ -99,6 +100,16 @@ TEST_CASE("address round trip", "[ucp_address]")
             UCS_OK);
     CHECK(total == bytes.size());
     CHECK(uuid == addr.worker_uuid);
+    CHECK(!out.net_only);
+
+    /* A network-only address says so (ep wireups describe us by the same kind). */
+    ucp::unpacked_address net = sample_address();
+    net.net_only = true;
+    std::vector<uint8_t> net_bytes = pack(net);
+    CHECK(net_bytes[5] == ucp::address_flag::NET_ONLY);
+    REQUIRE(ucp::unpack_address(net_bytes.data(), net_bytes.size(), &out) == UCS_OK);
+    CHECK(out.net_only);
+    CHECK(same(net, out));
 
     /* A longer buffer is fine: the address carries its own length. */
     std::vector<uint8_t> longer = bytes;
@@ -176,7 +187,8 @@ TEST_CASE("malformed addresses are refused", "[ucp_address]")
     CHECK(refused(patched(0, 'X')));          /* magic */
     CHECK(refused(patched(4, ucp::address_version + 1)));   /* version */
     CHECK(refused(patched(4, ucp::address_version - 1)));   /* the previous format */
-    CHECK(refused(patched(5, 1)));            /* reserved flags */
+    CHECK(refused(patched(5, 2)));            /* header flags no version defines */
+    CHECK(refused(patched(5, 0x81)));
     CHECK(refused(patched(6, 5)));            /* one entry more than present */
     CHECK(refused(patched(6, 3)));            /* one entry less: stray bytes */
     CHECK(refused(patched(12, 1)));           /* reserved */

@@ -41,6 +41,7 @@ struct rc_kind {
     const char *tls;
     const char *tl_name;
     bool        counted;
+    bool        net_only = false;   /* both sides connect by NET_ONLY addresses */
 };
 constexpr rc_kind test_rc{tls, ucp_test::rc_tl, true};
 constexpr rc_kind rc_verbs{"rc_verbs,tcp", "rc_verbs", false};
@@ -49,6 +50,10 @@ constexpr rc_kind rc_verbs{"rc_verbs,tcp", "rc_verbs", false};
 constexpr rc_kind ud_verbs{"ud_verbs,tcp", "ud_verbs", false};
 /* UCX_TLS=rc alone, as UCX users write it: ud_verbs carries the wireup. */
 constexpr rc_kind rc_alias{"rc", "rc_verbs", false};
+constexpr rc_kind rc_verbs_net_only{"posix,rc_verbs,tcp", "rc_verbs", false, true};
+/* Shared memory is there, but each side reaches the other by its NET_ONLY
+ * address: the eps of both sides must agree on the network lanes. */
+constexpr rc_kind net_only_rc{"posix,ucp_test_rc,tcp", ucp_test::rc_tl, true, true};
 constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
                               UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 /* Short, single bcopy, several fragments, rendezvous (over rc zcopy). */
@@ -223,7 +228,8 @@ int traffic_child(int fd, when connect_when, const rc_kind &kind)
     am_state am;
     TEST_CHILD_CHECK(ucp_test::set_am_handler(c.worker, am_request, on_am_request, &am) == UCS_OK);
     std::vector<uint8_t> remote;
-    TEST_CHILD_CHECK(test::send_blob(fd, c.address()) && test::recv_blob(fd, &remote));
+    TEST_CHILD_CHECK(test::send_blob(fd, c.address(kind.net_only)) &&
+                     test::recv_blob(fd, &remote));
     TEST_CHILD_CHECK(test::send_blob(fd, region.key()) &&
                      test::send_value(fd, region.address()));
     if (connect_when == when::after_first_message) {
@@ -262,7 +268,7 @@ void run_traffic(when connect_when, const rc_kind &kind = test_rc)
     });
     std::vector<uint8_t> remote, key;
     uint64_t remote_address = 0;
-    REQUIRE(test::send_blob(child.fd(), p.address()));
+    REQUIRE(test::send_blob(child.fd(), p.address(kind.net_only)));
     REQUIRE(test::recv_blob(child.fd(), &remote));
     REQUIRE(test::recv_blob(child.fd(), &key));
     REQUIRE(test::recv_value(child.fd(), &remote_address));
@@ -271,6 +277,9 @@ void run_traffic(when connect_when, const rc_kind &kind = test_rc)
     const std::string lanes = lanes_of(p.ep);
     INFO(lanes);
     CHECK(lanes.find(kind.tl_name) != std::string::npos);
+    if (kind.net_only) {
+        CHECK(lanes.find("posix") == std::string::npos);
+    }
 
     REQUIRE(send_tags(p, 100));
     REQUIRE(recv_tags(p, 200));
@@ -354,6 +363,19 @@ TEST_CASE("wireup over connect-to-ep lanes: the peer connects after our first me
 TEST_CASE("wireup over connect-to-ep lanes: both sides connect at once", "[ucp_wireup]")
 {
     run_traffic(when::at_once);
+}
+
+TEST_CASE("wireup over connect-to-ep lanes: both sides reach each other by NET_ONLY addresses",
+          "[ucp_wireup]")
+{
+    SECTION("the peer connects after our first message")
+    {
+        run_traffic(when::after_first_message, net_only_rc);
+    }
+    SECTION("both sides connect at once")
+    {
+        run_traffic(when::at_once, net_only_rc);
+    }
 }
 
 /* UCX_ATOMIC_MODE=device over rc_verbs: the NIC's 64-bit fetch-add and
@@ -479,6 +501,10 @@ TEST_CASE("ucp over rc_verbs and ud_verbs: tag, stream, AM, RMA and atomics betw
     SECTION("UCX_TLS=rc: ud_verbs carries the wireup")
     {
         run_traffic(when::after_first_message, rc_alias);
+    }
+    SECTION("by NET_ONLY addresses, shared memory available")
+    {
+        run_traffic(when::after_first_message, rc_verbs_net_only);
     }
 }
 

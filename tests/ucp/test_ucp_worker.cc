@@ -180,6 +180,7 @@ TEST_CASE("net-only address", "[ucp_worker]")
         has_fake_net = has_fake_net || (e.tl_name == fake_net_tl);
     }
     CHECK(has_fake_net);
+    CHECK(unpacked.net_only);
     ucp_worker_release_address(worker, attr.address);
     ucp_worker_destroy(worker);
 }

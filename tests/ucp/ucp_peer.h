@@ -74,16 +74,22 @@ public:
         return ucp_worker_create(context, &wparams, &worker);
     }
 
-    std::vector<uint8_t> address() const
+    /* The worker's address; `net_only`: only its network transports
+     * (UCP_WORKER_ADDRESS_FLAG_NET_ONLY, as an application gives to a peer
+     * it wants to reach over the network). */
+    std::vector<uint8_t> address(bool net_only = false) const
     {
-        ucp_address_t *addr;
-        size_t length;
-        if (ucp_worker_get_address(worker, &addr, &length) != UCS_OK) {
+        ucp_worker_attr_t attr{};
+        attr.field_mask    = UCP_WORKER_ATTR_FIELD_ADDRESS |
+                             UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
+        attr.address_flags = net_only ? UCP_WORKER_ADDRESS_FLAG_NET_ONLY : 0;
+        if (ucp_worker_query(worker, &attr) != UCS_OK) {
             return {};
         }
-        std::vector<uint8_t> blob(reinterpret_cast<uint8_t*>(addr),
-                                  reinterpret_cast<uint8_t*>(addr) + length);
-        ucp_worker_release_address(worker, addr);
+        std::vector<uint8_t> blob(reinterpret_cast<uint8_t*>(attr.address),
+                                  reinterpret_cast<uint8_t*>(attr.address) +
+                                  attr.address_length);
+        ucp_worker_release_address(worker, attr.address);
         return blob;
     }
 

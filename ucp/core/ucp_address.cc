@@ -131,7 +131,8 @@ ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
     }
 
     writer w(buffer);
-    w.put(address_header{address_magic, address_version, 0,
+    w.put(address_header{address_magic, address_version,
+                         addr.net_only ? address_flag::NET_ONLY : uint8_t(0),
                          static_cast<uint16_t>(addr.entries.size()),
                          static_cast<uint32_t>(size), 0, addr.worker_uuid, addr.node_id});
     w.string(addr.worker_name);
@@ -170,7 +171,7 @@ ucs_status_t address_peek(const void *buffer, size_t length,
                   address_version);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((h.flags != 0) || (h.reserved != 0) || (h.num_entries > address_max_entries) ||
+    if ((h.flags & ~address_flag::all) || (h.reserved != 0) || (h.num_entries > address_max_entries) ||
         (h.total_length < address_header_size + 2) ||
         (h.total_length > address_max_length)) {
         return UCS_ERR_INVALID_PARAM;
@@ -207,6 +208,7 @@ ucs_status_t unpack_address(const void *buffer, size_t length,
     unpacked_address addr;
     addr.worker_uuid = h.worker_uuid;
     addr.node_id     = h.node_id;
+    addr.net_only    = (h.flags & address_flag::NET_ONLY);
     if (!read_string(r, 0, address_max_name, &addr.worker_name)) {
         return UCS_ERR_INVALID_PARAM;
     }

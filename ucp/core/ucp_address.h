@@ -10,7 +10,7 @@
  *   offset size
  *    0     4   magic            address_magic ("UCPA")
  *    4     1   version          address_version
- *    5     1   flags            0 (reserved)
+ *    5     1   flags            address_flag bits; no other bit
  *    6     2   num_entries      <= address_max_entries
  *    8     4   total_length     bytes of the whole address, header included,
  *                               <= address_max_length
@@ -62,13 +62,22 @@ constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
  * header says a region counts what peers do to it (rma_put_hdr's length).
  * 5: put and get with completion ids (AM_PWC, AM_PWC_CREDIT). 6: AM_EP_CLOSED
  * may name the one ep of the receiver that the closed ep was paired with.
- * 7: stream rendezvous (AM_STREAM_RTS). */
-constexpr uint8_t  address_version      = 7;
+ * 7: stream rendezvous (AM_STREAM_RTS). 8: the header says whether the
+ * address lists only network transports, and wireup messages describe the
+ * sender by the same kind of address its peer reached it by. */
+constexpr uint8_t  address_version      = 8;
 constexpr size_t   address_header_size  = 32;         /* up to name_length */
 constexpr size_t   address_max_length   = 64 * 1024;
 constexpr size_t   address_max_entries  = 256;
 constexpr size_t   address_max_name     = 255;        /* worker name chars */
 constexpr size_t   address_max_tl_name  = 31;         /* as uct::tl_resource */
+
+/* Bits of the header's flags. */
+namespace address_flag {
+/* Only the worker's network transports (UCP_WORKER_ADDRESS_FLAG_NET_ONLY). */
+constexpr uint8_t NET_ONLY = 1u << 0;
+constexpr uint8_t all      = NET_ONLY;
+} // namespace address_flag
 
 /* Bits of address_entry::flags. */
 namespace address_entry_flag {
@@ -90,6 +99,7 @@ struct unpacked_address {
     uint64_t                   worker_uuid = 0;
     uint64_t                   node_id = 0;
     std::string                worker_name;
+    bool                       net_only = false;   /* address_flag::NET_ONLY */
     std::vector<address_entry> entries;
 };
 

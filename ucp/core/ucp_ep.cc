@@ -167,6 +167,7 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         return status;
     }
 
+    ep->net_only_address = remote.net_only;
     lane_plan plan;
     status = select_lanes(*worker, remote, &plan);
     if (status != UCS_OK) {

@@ -108,6 +108,10 @@ struct ucp_ep {
     /* Until the p2p lanes are connected: the peer's device address of each
      * (by lane index), from its worker address. */
     std::vector<std::vector<uint8_t>> p2p_dev_addrs;
+    /* The peer's address we connected by listed only its network transports:
+     * our wireup messages describe us by the same kind of address, so the
+     * two sides' lanes and the entries they name agree. */
+    bool                      net_only_address = false;
 
     /* The configuration shared with eps of the same lanes (protocol limits
      * and selection), and fast-path copies of the AM lane and its limits. */

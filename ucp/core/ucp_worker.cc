@@ -320,6 +320,7 @@ ucp::unpacked_address ucp_worker::address(bool net_only,
     addr.worker_uuid = uuid;
     addr.node_id     = ucp::local_node_id();
     addr.worker_name = name;
+    addr.net_only    = net_only;
     for (unsigned i = 0; i < ifaces.size(); ++i) {
         const ucp::worker_iface &wi = ifaces[i];
         const ucp::tl_entry &tl = context.tls[wi.tl_index];

@@ -74,13 +74,17 @@ template <typename T> void append(std::vector<uint8_t> *out, const T &value)
 }
 
 /* The message of `type` from `ep`: header, our worker address (REQUEST),
- * and our connect-to-ep lanes' ep addresses. */
+ * and our connect-to-ep lanes' ep addresses, each naming its entry in that
+ * address. The address is of the kind the ep reached the peer by (all our
+ * transports, or the network ones): the peer's ep made from it chooses
+ * lanes among the same kind as ours, and its lanes' entry indices and the
+ * REPLY's (of that kind of its address) are the ones ours use. */
 ucs_status_t pack_message(ucp_ep *ep, uint8_t type, uint16_t client_port,
                           std::vector<uint8_t> *out)
 {
     ucp_worker *worker = ep->worker;
     std::vector<unsigned> iface_of_entry;
-    const unpacked_address self = worker->address(false, &iface_of_entry);
+    const unpacked_address self = worker->address(ep->net_only_address, &iface_of_entry);
     void *address        = nullptr;
     size_t address_length = 0;
     if (type == wire::wireup_type::REQUEST) {
