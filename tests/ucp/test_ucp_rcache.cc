@@ -321,6 +321,28 @@ TEST_CASE("ucp rcache on a module transport: rendezvous and eager zcopy",
     }
 }
 
+/* The sender writes the whole message (put_zcopy scheme) into a receive
+ * buffer the receiver registered for its pull: one registration serves both. */
+TEST_CASE("ucp rcache on a module transport: a pushed rendezvous registers the receive "
+          "buffer once", "[ucp_rcache_module]")
+{
+    constexpr size_t big = 1 << 20, count = 4;
+    pages out(big), in(big);
+    peer p;
+    const testloop_counters *c;
+    if (!init_loop(p, {{"RCACHE_ENABLE", "no"}, {"RNDV_SCHEME", "put_zcopy"}}, &c)) {
+        return;
+    }
+    const uint64_t regs0 = c->registrations;
+    for (uint64_t i = 1; i <= count; ++i) {
+        CHECK(loop_message(p, out.base, in.base, big, i) == 'r');
+    }
+    CHECK(c->registrations - regs0 == 2 * count);   /* the sender's and the receiver's */
+    CHECK(c->live == 0);
+    CHECK(c->bad_memh == 0);
+    CHECK(c->bad_rkey == 0);
+}
+
 TEST_CASE("ucp rcache on a module transport: RMA zcopy passes a local handle",
           "[ucp_rcache_module]")
 {

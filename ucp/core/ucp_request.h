@@ -164,7 +164,8 @@ struct recv_state {
     void                *bounce;       /* from ucs::memtype::bounce_alloc */
     rndv_pieces         *pieces;       /* a bounce pull in pieces (tag_rndv.cc) */
     /* Split rendezvous: the sender writes [0, push_length) into our buffer,
-     * registered as push_reg on rkey_md; we pull from get_offset on. */
+     * whose key comes from get_reg when held (it covers the whole buffer:
+     * one registration), else from push_reg on rkey_md; we pull the rest. */
     buffer_reg          push_reg;
     buffer_reg          get_reg;       /* where we pull to, if rkey_md needs a memh */
     size_t              push_length;

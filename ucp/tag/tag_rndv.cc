@@ -277,7 +277,8 @@ size_t pack_rtr(void *dest, void *arg)
     hdr.length      = r.push_length;
     hdr.rkey_length = uint32_t(a->md->attr().rkey_packed_size);
     std::memcpy(dest, &hdr, sizeof(hdr));
-    if (a->md->mkey_pack(r.push_reg.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
+    const uct::mem_h memh = r.get_reg.held() ? r.get_reg.memh : r.push_reg.memh;
+    if (a->md->mkey_pack(memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
         return 0;
     }
     return sizeof(hdr) + hdr.rkey_length;
@@ -291,14 +292,18 @@ bool request_push(request *req)
     recv_state &r = req->u.recv;
     ucp_worker *worker = req->worker;
     uct::md &md   = *worker->context.mds[r.rkey_md].md;
-    if (!r.push_reg.held()) {
-        if ((md.attr().rkey_packed_size + sizeof(wire::rtr_hdr) >
-             r.ep->am_ep->owner().attr().am.max_bcopy) ||
-            (buffer_reg_get(worker->context, r.rkey_md, r.unpacker.contig_buffer(),
-                            r.push_length, &r.push_reg) != UCS_OK)) {
-            r.push_length = 0;
-            return true;
-        }
+    if (md.attr().rkey_packed_size + sizeof(wire::rtr_hdr) >
+        r.ep->am_ep->owner().attr().am.max_bcopy) {
+        r.push_length = 0;
+        return true;
+    }
+    /* The pull's registration (never of a bounce buffer here: a bounced
+     * receive is never split) covers the head already. */
+    if (!r.get_reg.held() && !r.push_reg.held() &&
+        (buffer_reg_get(worker->context, r.rkey_md, r.unpacker.contig_buffer(),
+                        r.push_length, &r.push_reg) != UCS_OK)) {
+        r.push_length = 0;
+        return true;
     }
     rtr_pack_args args{req, &md};
     ssize_t packed = r.ep->am_ep->am_bcopy(wire::AM_RNDV_RTR, pack_rtr, &args, 0);
