@@ -3,6 +3,7 @@
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
 #include <uct/base/uct_module.h>
+#include <queued_am.h>
 
 #include <cstdio>
 
@@ -154,15 +155,8 @@ struct zc_region {
 
 class zc_ep;
 
-/* A message waiting for progress(): the header copied, the data still in
- * the sender's memory (zcopy) or copied (bcopy). */
-struct zc_message {
-    zc_ep                    *ep;
-    uct::am_id_t             id;
-    std::vector<uint8_t>     bytes;       /* header, or the whole bcopy payload */
-    std::vector<uct::iov>    iov;
-    uct::completion          *comp;
-};
+using zc_queue   = test::queued_ams<zc_ep>;
+using zc_message = zc_queue::message;
 
 class zc_iface : public uct::iface {
 public:
@@ -213,9 +207,9 @@ public:
     /* A new send must wait: no room, or queued ones go first (those retried
      * from the queue may go). */
     bool must_wait() const { return full() || (!pending.empty() && !m_dispatching); }
-    void push(zc_message &&msg) { m_queue.push_back(std::move(msg)); }
+    void push(zc_message &&msg) { m_queue.push(std::move(msg)); }
     /* Drops what `ep` still has queued: nothing of it completes. */
-    void forget(const zc_ep *ep);
+    void forget(const zc_ep *ep) { m_queue.forget(ep); }
 
     std::deque<uct::pending_req*> pending;
 
@@ -223,7 +217,7 @@ private:
     uct::md                 &m_md;
     unsigned                m_id;
     uct::iface_attr         m_attr;
-    std::deque<zc_message>  m_queue;
+    zc_queue                m_queue;
     bool                    m_dispatching = false;
 };
 
@@ -365,20 +359,9 @@ ucs_status_t zc_iface::ep_create_connected(const void *, size_t, const void *, s
 
 unsigned zc_iface::progress()
 {
-    unsigned count = 0;
-    while (!m_queue.empty()) {
-        zc_message msg = std::move(m_queue.front());
-        m_queue.pop_front();
-        for (const uct::iov &e : msg.iov) {     /* read the sender's memory now */
-            const auto *p = static_cast<const uint8_t*>(e.buffer);
-            msg.bytes.insert(msg.bytes.end(), p, p + e.length);
-        }
-        invoke_am_handler(msg.id, msg.bytes.data(), msg.bytes.size(), 0);
-        if (msg.comp != nullptr) {
-            uct::invoke_completion(msg.comp, UCS_OK);
-        }
-        ++count;
-    }
+    const unsigned count = m_queue.deliver([this](uct::am_id_t id, void *data, size_t length) {
+        invoke_am_handler(id, data, length, 0);
+    });
     /* Queued sends, in order, while there is room. */
     while (!pending.empty() && !full()) {
         uct::pending_req *req = pending.front();
@@ -392,13 +375,6 @@ unsigned zc_iface::progress()
         }
     }
     return count;
-}
-
-void zc_iface::forget(const zc_ep *ep)
-{
-    for (auto it = m_queue.begin(); it != m_queue.end();) {
-        it = (it->ep == ep) ? m_queue.erase(it) : it + 1;
-    }
 }
 
 ucs_status_t zc_ep::am_zcopy(uct::am_id_t id, const void *header, unsigned header_length,

@@ -22,6 +22,7 @@
 #include <uct/base/uct_module.h>
 
 #include "testloop_counters.h"
+#include <queued_am.h>
 
 #include <atomic>
 #include <chrono>
@@ -80,13 +81,7 @@ double reg_cost_s()
 
 class loop_ep;
 
-struct message {
-    loop_ep              *ep;
-    uct::am_id_t         id;
-    std::vector<uint8_t> bytes;
-    std::vector<uct::iov> iov;
-    uct::completion      *comp;
-};
+using message = test::queued_ams<loop_ep>::message;
 
 class loop_iface : public uct::iface {
 public:
@@ -137,19 +132,14 @@ public:
 
     unsigned progress() override;
 
-    void push(message &&msg) { queue_.push_back(std::move(msg)); }
-    void forget(const loop_ep *ep)
-    {
-        for (auto it = queue_.begin(); it != queue_.end();) {
-            it = (it->ep == ep) ? queue_.erase(it) : it + 1;
-        }
-    }
+    void push(message &&msg) { queue_.push(std::move(msg)); }
+    void forget(const loop_ep *ep) { queue_.forget(ep); }
 
 private:
     uct::md             &md_;
     uint32_t            id_;
     uct::iface_attr     attr_;
-    std::deque<message> queue_;
+    test::queued_ams<loop_ep> queue_;
 };
 
 class loop_ep : public uct::ep {
@@ -233,21 +223,9 @@ ucs_status_t loop_iface::ep_create_connected(const void *, size_t, const void *,
 
 unsigned loop_iface::progress()
 {
-    unsigned count = 0;
-    while (!queue_.empty()) {
-        message msg = std::move(queue_.front());
-        queue_.pop_front();
-        for (const uct::iov &e : msg.iov) {     /* read the sender's memory now */
-            const auto *p = static_cast<const uint8_t*>(e.buffer);
-            msg.bytes.insert(msg.bytes.end(), p, p + e.length);
-        }
-        invoke_am_handler(msg.id, msg.bytes.data(), msg.bytes.size(), 0);
-        if (msg.comp != nullptr) {
-            uct::invoke_completion(msg.comp, UCS_OK);
-        }
-        ++count;
-    }
-    return count;
+    return queue_.deliver([this](uct::am_id_t id, void *data, size_t length) {
+        invoke_am_handler(id, data, length, 0);
+    });
 }
 
 class loop_md : public uct::md {
