@@ -151,16 +151,17 @@ void check_buckets(const matcher &m, const reference &ref,
 }
 
 void model_check(uint64_t seed, size_t max_tag_buckets, int operations,
-                 unsigned max_mask_groups = matcher::MAX_MASK_GROUPS)
+                 unsigned max_mask_groups = matcher::MAX_MASK_GROUPS,
+                 size_t mask_index_min = matcher::MASK_INDEX_MIN_MESSAGES)
 {
     INFO("seed " << seed << " max_tag_buckets " << max_tag_buckets << " max_mask_groups "
-                 << max_mask_groups);
+                 << max_mask_groups << " mask_index_min " << mask_index_min);
     std::mt19937_64 rng(seed);
     auto pick = [&rng](size_t n) {
         return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
     };
 
-    matcher m(max_tag_buckets, max_mask_groups);
+    matcher m(max_tag_buckets, max_mask_groups, mask_index_min);
     reference ref;
     arena objs;
     size_t matched_on_post = 0, matched_on_arrival = 0;
@@ -287,6 +288,55 @@ TEST_CASE("wildcard receives indexed per mask keep MPI order, past the mask limi
     model_check(0x7a66, SIZE_MAX, 30000, 2);
     model_check(0x7a67, SIZE_MAX, 20000, 0);
     model_check(0x7a68, 2, 20000, 3);
+}
+
+TEST_CASE("wildcard receives find unexpected messages through per-mask indexes in arrival order",
+          "[ucp_tag_match]")
+{
+    /* Always indexed (no walk below a size): mask_set's 4 indexable masks
+     * take turns in 2 slots, so slots are made, kept, given up and walked
+     * past; with few buckets, indexes that cannot grow are dropped. */
+    model_check(0x7a69, SIZE_MAX, 40000, matcher::MAX_MASK_GROUPS, 0);
+    model_check(0x7a6a, SIZE_MAX, 30000, 2, 0);
+    model_check(0x7a6b, 2, 20000, matcher::MAX_MASK_GROUPS, 0);
+    model_check(0x7a6c, 0, 20000, matcher::MAX_MASK_GROUPS, 0);
+    model_check(0x7a6d, SIZE_MAX, 20000, matcher::MAX_MASK_GROUPS, 16);
+}
+
+TEST_CASE("10000 unexpected messages: a wildcard receive takes the earliest it accepts",
+          "[ucp_tag_match]")
+{
+    /* Tags as MPI builds them: the tag in the high half, the source in the low. */
+    matcher m;
+    arena objs;
+    const ucp_tag_t any_source = 0xffffffff00000000ull;
+    const ucp_tag_t any_tag    = 0xffffffffull;
+    for (uint64_t i = 0; i < 10000; ++i) {
+        m.add_unexpected(&objs.new_msg(((i % 100) << 32) | (i % 10)).entry);
+    }
+    /* Tag 7 from any source: messages 7, 107, 207, ... in arrival order. */
+    for (uint64_t i = 7; i < 10000; i += 100) {
+        CHECK(id_of(m.find_unexpected(uint64_t(7) << 32, any_source, true)) == int(i));
+    }
+    CHECK(m.find_unexpected(uint64_t(7) << 32, any_source, true) == nullptr);
+    CHECK(m.num_unexpected_mask_indexes() == 1);
+    /* Any tag from source 5 gets the other slot; an exact take and a new
+     * arrival keep both indexes whole. */
+    CHECK(id_of(m.find_unexpected(5, any_tag, false)) == 5);
+    CHECK(m.num_unexpected_mask_indexes() == 2);
+    CHECK(id_of(m.find_unexpected((uint64_t(5) << 32) | 5, exact_mask, true)) == 5);
+    msg_obj &late = objs.new_msg((uint64_t(7) << 32) | 5);
+    m.add_unexpected(&late.entry);
+    CHECK(id_of(m.find_unexpected(5, any_tag, true)) == 15);
+    CHECK(id_of(m.find_unexpected(uint64_t(7) << 32, any_source, true)) == late.id);
+    CHECK(m.num_unexpected() == 10000 - 100 - 2);
+    /* Everything else in arrival order (mask 0 takes the first). */
+    size_t taken = 0;
+    while (m.find_unexpected(0, 0, true) != nullptr) {
+        ++taken;
+    }
+    CHECK(taken == 10000 - 100 - 2);
+    CHECK(m.num_unexpected_buckets() == 0);
 }
 
 TEST_CASE("10000 wildcard receives of one mask: the match is the earliest posted, exact or not",

@@ -14,6 +14,11 @@
  * message looks at one bucket per mask in use instead of walking every
  * wildcard receive posted before its match (MPI's ANY_SOURCE and ANY_TAG
  * are two masks); receives of further masks wait in a list, in post order.
+ * A wildcard receive looking through many unexpected messages does not walk
+ * them either: the masks such receives used most recently (up to
+ * unexpected_mask_slots) index the unexpected messages by tag & mask too,
+ * each index made on first use (one walk) and then kept up to date as
+ * messages arrive and leave; other masks walk the arrival order.
  * No locking: the owner (the worker) serializes calls.
  *
  *   ucp::tag::matcher m;
@@ -32,6 +37,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace ucp::tag {
 
@@ -62,9 +68,15 @@ constexpr uint8_t IN_WILD_LIST = 0xfe;   /* the list of unindexed wildcards */
 struct unexpected_entry {
     ucs::list_link arrival_link; /* all messages, arrival order */
     ucs::list_link tag_link;     /* messages of this tag, if in_bucket */
+    ucs::list_link mask_link0;   /* messages of this tag & mask of slot 0 */
+    ucs::list_link mask_link1;   /* ... of slot 1 */
     ucp_tag_t      tag;
     bool           in_bucket;
+    uint8_t        in_mask_slots; /* bit i: linked in slot i's index */
 };
+
+/* Wildcard masks whose receives find unexpected messages by index. */
+constexpr unsigned unexpected_mask_slots = 2;
 
 class matcher {
 public:
@@ -74,11 +86,16 @@ public:
      * unindexed, which keeps results correct and only costs a walk.
      */
     static constexpr unsigned MAX_MASK_GROUPS = 8;
+    /* Below this many unexpected messages a wildcard receive walks them:
+     * cheaper than making an index. */
+    static constexpr size_t MASK_INDEX_MIN_MESSAGES = 64;
 
     explicit matcher(size_t max_tag_buckets = SIZE_MAX,
-                     unsigned max_mask_groups = MAX_MASK_GROUPS) noexcept :
+                     unsigned max_mask_groups = MAX_MASK_GROUPS,
+                     size_t mask_index_min_messages = MASK_INDEX_MIN_MESSAGES) noexcept :
         m_max_tag_buckets(max_tag_buckets),
-        m_max_mask_groups(std::min(max_mask_groups, MAX_MASK_GROUPS))
+        m_max_mask_groups(std::min(max_mask_groups, MAX_MASK_GROUPS)),
+        m_mask_index_min_messages(mask_index_min_messages)
     {
     }
 
@@ -179,6 +196,10 @@ public:
             u->in_bucket = false;
             ++m_num_unindexed;
         }
+        u->in_mask_slots = 0;
+        if (ucs_unlikely(m_mask_slots_used != 0)) {
+            index_in_mask_slots(u);
+        }
     }
 
     /*
@@ -203,8 +224,23 @@ public:
                 if (bucket->empty()) {
                     m_unexpected_buckets.erase(tag);
                 }
+                if (ucs_unlikely(u->in_mask_slots != 0)) {
+                    unlink_from_mask_slots(u);
+                }
             }
             return u;
+        }
+
+        if ((tag_mask != exact_mask) && (tag_mask != 0) &&
+            (m_num_unexpected >= m_mask_index_min_messages)) {
+            bool indexed = false;
+            unexpected_entry *u = find_by_mask_slot(tag, tag_mask, &indexed);
+            if (indexed) {
+                if ((u != nullptr) && remove) {
+                    remove_unexpected(u);
+                }
+                return u;
+            }
         }
 
         for (unexpected_entry &u : m_unexpected) {
@@ -223,6 +259,9 @@ public:
     {
         --m_num_unexpected;
         arrival_list::remove(*u);
+        if (ucs_unlikely(u->in_mask_slots != 0)) {
+            unlink_from_mask_slots(u);
+        }
         if (!u->in_bucket) {
             --m_num_unindexed;
             return;
@@ -245,6 +284,11 @@ public:
     {
         return m_unexpected_buckets.size();
     }
+    /* Wildcard masks whose unexpected-message index is kept now. */
+    unsigned num_unexpected_mask_indexes() const noexcept
+    {
+        return unsigned(__builtin_popcount(m_mask_slots_used));
+    }
 
     /* Visits queued messages in arrival order; f(unexpected_entry&) must
      * not change the matcher. */
@@ -263,6 +307,9 @@ public:
     template <typename F> void take_all_unexpected(F &&f)
     {
         m_unexpected_buckets.clear();
+        for (unsigned i = 0; i < unexpected_mask_slots; ++i) {
+            mask_slot_clear(i);
+        }
         m_num_unexpected = 0;
         m_num_unindexed  = 0;
         while (unexpected_entry *u = m_unexpected.pop_front()) {
@@ -347,6 +394,147 @@ private:
         return map.find(tag);
     }
 
+    /* ---- unexpected messages by tag & mask, per wildcard mask slot ---- */
+
+    using mask_list0 = ucs::intrusive_list<unexpected_entry, &unexpected_entry::mask_link0>;
+    using mask_list1 = ucs::intrusive_list<unexpected_entry, &unexpected_entry::mask_link1>;
+
+    /* While in use, every queued message is in one bucket, in arrival order. */
+    template <typename List> struct mask_index {
+        ucp_tag_t                      mask     = 0;
+        uint64_t                       last_use = 0;  /* m_mask_finds then */
+        ucs::hash_map<ucp_tag_t, List> buckets;
+    };
+
+    /* A slot whose mask was not used for this many wildcard searches of
+     * other masks may be given to a new one (no rebuilding back and forth
+     * when more masks than slots take turns). */
+    static constexpr uint64_t mask_slot_idle_finds = 16;
+
+    /* f(slot's index) for slot i; the two slots differ in type (their link). */
+    template <typename F> decltype(auto) with_mask_slot(unsigned i, F &&f)
+    {
+        return (i == 0) ? f(m_mask_index0) : f(m_mask_index1);
+    }
+
+    bool mask_slot_add(unsigned i, unexpected_entry *u) noexcept
+    {
+        return with_mask_slot(i, [&](auto &index) {
+            auto *bucket = bucket_for(index.buckets, u->tag & index.mask);
+            if (bucket == nullptr) {
+                return false;
+            }
+            bucket->push_back(*u);
+            u->in_mask_slots |= uint8_t(1u << i);
+            return true;
+        });
+    }
+
+    void mask_slot_clear(unsigned i) noexcept
+    {
+        with_mask_slot(i, [&](auto &index) {
+            for (auto bucket : index.buckets) {
+                while (unexpected_entry *u = bucket.value.pop_front()) {
+                    u->in_mask_slots &= uint8_t(~(1u << i));
+                }
+            }
+            index.buckets.clear();
+            return true;
+        });
+        m_mask_slots_used &= uint8_t(~(1u << i));
+    }
+
+    /* A new message goes into every index in use; an index that cannot take
+     * it (no bucket) is dropped, as it would be incomplete. */
+    void index_in_mask_slots(unexpected_entry *u) noexcept
+    {
+        for (unsigned i = 0; i < unexpected_mask_slots; ++i) {
+            if ((m_mask_slots_used & (1u << i)) && !mask_slot_add(i, u)) {
+                mask_slot_clear(i);
+            }
+        }
+    }
+
+    void unlink_from_mask_slots(unexpected_entry *u) noexcept
+    {
+        for (unsigned i = 0; i < unexpected_mask_slots; ++i) {
+            if (!(u->in_mask_slots & (1u << i))) {
+                continue;
+            }
+            with_mask_slot(i, [&](auto &index) {
+                using list = std::remove_reference_t<decltype(*index.buckets.find(0))>;
+                list::remove(*u);
+                const ucp_tag_t key = u->tag & index.mask;
+                auto *bucket        = index.buckets.find(key);
+                if ((bucket != nullptr) && bucket->empty()) {
+                    index.buckets.erase(key);
+                }
+                return true;
+            });
+        }
+        u->in_mask_slots = 0;
+    }
+
+    /* Slot i indexes `mask` now: every queued message, in arrival order. */
+    bool mask_slot_build(unsigned i, ucp_tag_t mask) noexcept
+    {
+        mask_slot_clear(i);
+        with_mask_slot(i, [&](auto &index) {
+            index.mask = mask;
+            return true;
+        });
+        m_mask_slots_used |= uint8_t(1u << i);
+        for (unexpected_entry &u : m_unexpected) {
+            if (!mask_slot_add(i, &u)) {
+                mask_slot_clear(i);
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /*
+     * The earliest message accepted by (tag, mask) through the mask's index,
+     * made for it if a slot is free or idle; *indexed false when no index
+     * answered (the caller walks).
+     */
+    unexpected_entry *find_by_mask_slot(ucp_tag_t tag, ucp_tag_t mask, bool *indexed) noexcept
+    {
+        ++m_mask_finds;
+        int slot = -1, victim = -1;
+        uint64_t oldest = UINT64_MAX;
+        for (unsigned i = 0; i < unexpected_mask_slots; ++i) {
+            const bool used     = m_mask_slots_used & (1u << i);
+            const uint64_t last = with_mask_slot(i, [&](auto &index) {
+                return (used && (index.mask == mask)) ? UINT64_MAX : index.last_use;
+            });
+            if (last == UINT64_MAX) {
+                slot = int(i);
+                break;
+            }
+            const uint64_t age = used ? last : 0;   /* a free slot goes first */
+            if (age < oldest) {
+                oldest = age;
+                victim = int(i);
+            }
+        }
+        if (slot < 0) {
+            const bool free_slot = !(m_mask_slots_used & (1u << victim));
+            if ((!free_slot && (m_mask_finds - oldest <= mask_slot_idle_finds)) ||
+                !mask_slot_build(unsigned(victim), mask)) {
+                *indexed = false;
+                return nullptr;
+            }
+            slot = victim;
+        }
+        *indexed = true;
+        return with_mask_slot(unsigned(slot), [&](auto &index) -> unexpected_entry* {
+            index.last_use = m_mask_finds;
+            auto *bucket   = index.buckets.find(tag & mask);
+            return (bucket != nullptr) ? bucket->front() : nullptr;
+        });
+    }
+
     /* After unlinking an element: its old neighbours are the same link only
      * when that link is the list head, i.e. the list is now empty. */
     static bool unlinked_last(const ucs::list_link &link) noexcept
@@ -366,6 +554,11 @@ private:
     unsigned                                m_max_mask_groups;
     unsigned                                m_num_groups = 0;   /* ever assigned */
     mask_group                              m_groups[MAX_MASK_GROUPS];
+    size_t                                  m_mask_index_min_messages;
+    mask_index<mask_list0>                  m_mask_index0;
+    mask_index<mask_list1>                  m_mask_index1;
+    uint8_t                                 m_mask_slots_used = 0; /* bit per slot */
+    uint64_t                                m_mask_finds = 0;  /* indexed searches */
 };
 
 } // namespace ucp::tag
