@@ -61,6 +61,22 @@ void barrier_dissemination(task &t, const call &c)
     }
 }
 
+/* Radix-k dissemination: in the round of distance d (1, k, k^2, ...) every
+ * rank tells rank + j d and hears from rank - j d (0 < j < k, j d < n, so
+ * no peer twice); having heard from the k^i ranks behind each of those, it
+ * has heard from k^(i+1) after the round: ceil(log_k n) rounds. */
+void barrier_knomial(task &t, const call &c)
+{
+    for (uint64_t d = 1; d < c.size; d *= c.radix) {
+        round &rd = t.add_round();
+        for (uint64_t j = 1; (j < c.radix) && (j * d < c.size); ++j) {
+            const unsigned dist = unsigned(j * d);
+            t.send(rd, (c.rank + dist) % c.size, nullptr, 0);
+            t.recv(rd, (c.rank + c.size - dist) % c.size, nullptr, 0);
+        }
+    }
+}
+
 /* ---- bcast -------------------------------------------------------------- */
 
 /* Binomial tree: in the round of mask m, ranks below m send to v + m. */
@@ -79,25 +95,22 @@ void bcast_binomial(task &t, const call &c)
     }
 }
 
-/* Radix of the knomial trees: UCC's default for small messages. */
-constexpr unsigned knomial_radix = 4;
-
-/* Knomial tree: in the round of distance d (1, k, k^2, ...), the ranks
- * below d that have the message send it to v + j d (0 < j < k); a rank in
- * [d, k d) hears from v mod d. log_k(n) rounds instead of log2(n), each
- * root sending up to k - 1 messages at once. */
+/* Knomial tree: in the round of distance d (1, k, k^2, ...; k is the radix,
+ * UCX_COLL_KNOMIAL_RADIX), the ranks below d that have the message send it
+ * to v + j d (0 < j < k); a rank in [d, k d) hears from v mod d. log_k(n)
+ * rounds instead of log2(n), each root sending up to k - 1 messages at once. */
 void bcast_knomial(task &t, const call &c)
 {
     const rooted rt{c.size, c.args.root};
     const unsigned v = rt.rel(c.rank);
     const size_t bytes = c.args.count * c.esize;
-    for (uint64_t d = 1; d < c.size; d *= knomial_radix) {
+    for (uint64_t d = 1; d < c.size; d *= c.radix) {
         round &rd = t.add_round();
         if (v < d) {
-            for (uint64_t j = 1; (j < knomial_radix) && (v + j * d < c.size); ++j) {
+            for (uint64_t j = 1; (j < c.radix) && (v + j * d < c.size); ++j) {
                 t.send(rd, rt.real(unsigned(v + j * d)), c.args.rbuf, bytes);
             }
-        } else if (v < knomial_radix * d) {
+        } else if (v < c.radix * d) {
             t.recv(rd, rt.real(unsigned(v % d)), c.args.rbuf, bytes);
         }
     }
@@ -175,7 +188,7 @@ void reduce_binomial(task &t, const call &c)
  * rounds keep the same numbers everywhere). */
 void reduce_knomial(task &t, const call &c)
 {
-    constexpr unsigned k = knomial_radix;
+    const unsigned k = c.radix;
     const rooted rt{c.size, c.args.root};
     const unsigned v = rt.rel(c.rank);
     const size_t count = c.args.count, bytes = count * c.esize;
@@ -215,23 +228,31 @@ void reduce_knomial(task &t, const call &c)
 
 /* ---- allreduce ---------------------------------------------------------- */
 
-/* The non-power-of-two fold of recursive doubling and Rabenseifner: of
- * the largest power of two p <= n, the first 2(n - p) ranks pair up (even
- * into odd) before, and the odd ones hand the result back after; the
- * others and the odd ones take part as ranks 0..p-1 (libfabric's coll
+/* The fold of recursive doubling, Rabenseifner and the knomial allreduce
+ * onto p of the n ranks (p >= n / 2; the largest power of two p <= n for
+ * the first two): the first 2(n - p) ranks pair up (even into odd) before,
+ * and the odd ones hand the result back after; the others and the odd ones
+ * take part as ranks 0..p-1, in the order of their ranks (libfabric's coll
  * provider does the same). */
 struct fold {
-    unsigned p2 = 1;
+    unsigned p;
     unsigned rem;
     int      nr;      /* the rank among p; -1: an even rank of the pairs */
 
-    fold(unsigned n, unsigned r)
+    fold(unsigned n, unsigned r) : fold(n, r, largest_power_of_two(n)) {}
+
+    fold(unsigned n, unsigned r, unsigned p_) :
+        p(p_), rem(n - p_), nr((r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem))
     {
-        while (p2 * 2 <= n) {
-            p2 *= 2;
+    }
+
+    static unsigned largest_power_of_two(unsigned n)
+    {
+        unsigned p = 1;
+        while (p * 2 <= n) {
+            p *= 2;
         }
-        rem = n - p2;
-        nr  = (r < 2 * rem) ? ((r & 1) ? int(r / 2) : -1) : int(r - rem);
+        return p;
     }
 
     unsigned real(unsigned x) const { return (x < rem) ? 2 * x + 1 : x + rem; }
@@ -291,7 +312,7 @@ void allreduce_recursive_doubling(task &t, const call &c)
     const reduce_fn fn = c.reduce;
     const fold f(c.size, r);
     f.add_fold_round(t, c, r, acc, acc, tmp);
-    for (unsigned mask = 1; mask < f.p2; mask <<= 1) {
+    for (unsigned mask = 1; mask < f.p; mask <<= 1) {
         round &rd = t.add_round();
         if (f.nr < 0) {
             continue;
@@ -301,6 +322,67 @@ void allreduce_recursive_doubling(task &t, const call &c)
         t.recv(rd, f.real(partner), tmp, bytes);
         rd.after = (partner < unsigned(f.nr)) ? step::reduce(fn, acc, tmp, acc, count) :
                                                 step::reduce(fn, acc, acc, tmp, count);
+    }
+    f.add_unfold_round(t, c, r, acc);
+}
+
+/* Recursive k-ing (UCC's knomial allreduce): of p = m k^i ranks (k^i the
+ * largest power of the radix k <= n, m = n / k^i < k), every rank
+ * exchanges its partial result with the k - 1 others that differ from it
+ * in one base-k digit, for i rounds, then with the m - 1 that differ in
+ * the top digit (radix m); the other n - p < k^i ranks fold into the first
+ * ones before and get the result back after. log_k(p) rounds (rounded up)
+ * of k - 1 whole messages, instead of log2(p) of one. All members of a
+ * group add the same partials in rank order, so every rank gets the same
+ * bits. */
+void allreduce_knomial(task &t, const call &c)
+{
+    const unsigned r = c.rank, k = c.radix;
+    const size_t count = c.args.count, bytes = count * c.esize;
+    void *acc = c.args.rbuf;
+    if (!c.in_place) {
+        std::memcpy(acc, c.args.sbuf, bytes);
+    }
+    unsigned top = 1;
+    while (uint64_t(top) * k <= c.size) {
+        top *= k;
+    }
+    /* The partials of the k - 1 peers of a round, in their order. */
+    uint8_t *tmp = t.make_scratch((k - 1) * bytes);
+    const reduce_fn fn = c.reduce;
+    const fold f(c.size, r, (c.size / top) * top);
+    f.add_fold_round(t, c, r, acc, acc, tmp);
+    unsigned q;    /* the size of a round's groups: k, then m at the top */
+    for (unsigned d = 1; d < f.p; d *= q) {
+        q = std::min(k, f.p / d);
+        round &rd = t.add_round();
+        if (f.nr < 0) {
+            /* Not in the exchange: its rounds (q - 1 of them), empty. */
+            for (unsigned j = 2; j < q; ++j) {
+                t.add_round();
+            }
+            continue;
+        }
+        const unsigned nr = unsigned(f.nr), digit = (nr / d) % q, base = nr - digit * d;
+        auto partial = [&](unsigned j) -> uint8_t* {
+            return (j == digit) ? static_cast<uint8_t*>(acc) : tmp + (j - (j > digit)) * bytes;
+        };
+        for (unsigned j = 0; j < q; ++j) {
+            if (j != digit) {
+                t.send(rd, f.real(base + j * d), acc, bytes);
+                t.recv(rd, f.real(base + j * d), partial(j), bytes);
+            }
+        }
+        /* acc = P0 op P1 op ... op P(q-1), left to right, one reduction per
+         * round (the rounds after the first carry only a reduction); the
+         * sum of the peers below this rank gathers in tmp's first slot. */
+        const void *sum = partial(0);
+        for (unsigned j = 1; j < q; ++j) {
+            round &sr = (j == 1) ? rd : t.add_round();
+            void *dst = (j < digit) ? partial(0) : acc;
+            sr.after = step::reduce(fn, dst, sum, partial(j), count);
+            sum = dst;
+        }
     }
     f.add_unfold_round(t, c, r, acc);
 }
@@ -329,7 +411,7 @@ void allreduce_rabenseifner(task &t, const call &c)
     /* Where this rank's partial result is. */
     const uint8_t *cur = f.add_fold_round(t, c, r, input, acc, tmp) ? acc : input;
     const int nr = f.nr;
-    const unsigned p2 = f.p2;
+    const unsigned p2 = f.p;
     auto real = [&f](unsigned x) { return f.real(x); };
     const blocks b(count, p2);
     auto offset_of = [&](unsigned lo) { return b.offset(lo) * es; };
@@ -677,7 +759,8 @@ void gather_linear(task &t, const call &c)
     }
 }
 
-constexpr algorithm barrier_algs[]   = {{"dissemination", barrier_dissemination}};
+constexpr algorithm barrier_algs[]   = {{"dissemination", barrier_dissemination},
+                                        {"knomial", barrier_knomial}};
 constexpr algorithm bcast_algs[]     = {{"knomial", bcast_knomial},
                                         {"scatter_allgather", bcast_scatter_allgather},
                                         {"binomial", bcast_binomial}};
@@ -685,7 +768,8 @@ constexpr algorithm alltoall_algs[]  = {{"bruck", alltoall_bruck},
                                         {"pairwise", alltoall_pairwise}};
 constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
                                         {"rabenseifner", allreduce_rabenseifner},
-                                        {"ring", allreduce_ring}};
+                                        {"ring", allreduce_ring},
+                                        {"knomial", allreduce_knomial}};
 constexpr algorithm allgather_algs[] = {{"bruck", allgather_bruck}, {"ring", allgather_ring}};
 constexpr algorithm reduce_scatter_algs[] = {{"ring", reduce_scatter_ring}};
 constexpr algorithm reduce_algs[]    = {{"knomial", reduce_knomial},

@@ -20,6 +20,7 @@ struct call {
     size_t                esize;   /* bytes of an element */
     reduce_fn             reduce;  /* reductions */
     bool                  in_place;
+    unsigned              radix;   /* of the knomial algorithms (UCX_COLL_KNOMIAL_RADIX) */
 };
 
 using builder_fn = void (*)(task &t, const call &c);

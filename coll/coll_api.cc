@@ -187,7 +187,7 @@ ucs_status_ptr_t ucp_coll_nbx(ucp_team_h team, const ucp_coll_args_t *args,
     if (!(a.field_mask & UCP_COLL_ARGS_FIELD_ROOT)) {
         a.root = 0;
     }
-    call c{a, team->size(), team->rank, 0, nullptr, false};
+    call c{a, team->size(), team->rank, 0, nullptr, false, team->ctx->tune.knomial_radix};
     ucs_status_t status = check_args(*team, a, &c);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);

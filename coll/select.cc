@@ -147,8 +147,11 @@ std::string size_text(size_t bytes)
 }
 
 struct coll_opts {
-    char *tune;
+    char     *tune;
+    unsigned knomial_radix;
 };
+
+static_assert(knomial_radix_default == 4, "KNOMIAL_RADIX's default text below");
 
 const ucs::config::field coll_fields[] = {
     UCS_CONFIG_FIELD(coll_opts, tune, "TUNE", "",
@@ -157,14 +160,19 @@ const ucs::config::field coll_fields[] = {
                      "by '#', e.g. allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring\n"
                      "or bcast:[2-4]:@binomial. Sizes are one rank's bytes (end excluded),\n"
                      "team sizes in brackets (both ends included); later tokens win.\n"
-                     "Algorithms: barrier: dissemination; bcast: knomial,\n"
+                     "Algorithms: barrier: dissemination, knomial; bcast: knomial,\n"
                      "scatter_allgather, binomial;\n"
                      "alltoall: bruck, pairwise; allreduce: recursive_doubling,\n"
-                     "rabenseifner, ring;\n"
+                     "rabenseifner, ring, knomial;\n"
                      "allgather: bruck, ring; reduce_scatter: ring;\n"
                      "reduce: knomial, binomial; scatter: binomial; gather: binomial,\n"
                      "linear.",
                      ucs::config::type_string),
+    UCS_CONFIG_FIELD(coll_opts, knomial_radix, "KNOMIAL_RADIX", "4",
+                     "Radix of the knomial algorithms of libucp_coll (barrier, bcast,\n"
+                     "allreduce, reduce), 2 to 16: a rank sends to up to radix - 1 peers\n"
+                     "per round, in about log_radix(team size) rounds.",
+                     ucs::config::type_uint),
 };
 
 const ucs::config::table coll_table{"Collectives (libucp_coll)", "COLL_", coll_fields,
@@ -263,6 +271,7 @@ std::vector<std::string> describe_tuning(const tuning &tune)
         }
         lines.push_back(line);
     }
+    lines.push_back("knomial radix " + std::to_string(tune.knomial_radix));
     return lines;
 }
 
@@ -272,7 +281,13 @@ bool read_tuning(tuning *out)
     if (ucs::config::fill(&opts, coll_table) != UCS_OK) {
         return false;
     }
-    const bool ok = parse_tuning(opts.tune, out);
+    bool ok = parse_tuning(opts.tune, out);
+    if ((opts.knomial_radix < knomial_radix_min) || (opts.knomial_radix > knomial_radix_max)) {
+        ucs_error("UCX_COLL_KNOMIAL_RADIX: %u is out of range (%u to %u)", opts.knomial_radix,
+                  knomial_radix_min, knomial_radix_max);
+        ok = false;
+    }
+    out->knomial_radix = opts.knomial_radix;
     ucs::config::release(&opts, coll_table);
     return ok;
 }

@@ -36,8 +36,16 @@ struct tune_rule {
     unsigned        alg;     /* index in algorithms_of(coll) */
 };
 
+/* UCX_COLL_KNOMIAL_RADIX: the radix of the knomial algorithms (a rank
+ * sends to up to radix - 1 peers per round); UCC's default for small
+ * messages is 4. */
+constexpr unsigned knomial_radix_default = 4;
+constexpr unsigned knomial_radix_min     = 2;
+constexpr unsigned knomial_radix_max     = 16;
+
 struct tuning {
     std::vector<tune_rule> rules;   /* in the order given */
+    unsigned               knomial_radix = knomial_radix_default;
 };
 
 /* Parses a UCX_COLL_TUNE value; false (with an error logged) if it is bad. */
@@ -50,8 +58,9 @@ const algorithm &select_algorithm(const tuning &tune, ucp_coll_type_t coll, size
 /* The resolved table, one line per collective (for UCX_LOG_LEVEL=info). */
 std::vector<std::string> describe_tuning(const tuning &tune);
 
-/* Reads UCX_COLL_TUNE (through the UCS configuration: files and the
- * environment); false if its value is bad. */
+/* Reads UCX_COLL_TUNE and UCX_COLL_KNOMIAL_RADIX (through the UCS
+ * configuration: files and the environment); false (with an error logged)
+ * if a value is bad. */
 bool read_tuning(tuning *out);
 
 } // namespace coll

@@ -593,9 +593,16 @@ int bad_arguments(member &m)
 
 TEST_CASE("collectives: floating-point results are the same bits on every rank", "[coll]")
 {
-    const unsigned size = GENERATE(3u, 4u, 5u);
-    CAPTURE(size);
+    /* A radix: the small allreduces by knomial with it (5 ranks, radix 3:
+     * a fold of two; 8: groups of 3, then of 2, and a fold). */
+    const auto [size, radix] = GENERATE(table<unsigned, const char*>(
+            {{3u, nullptr}, {4u, nullptr}, {5u, nullptr}, {5u, "3"}, {8u, "3"}}));
+    CAPTURE(size, radix);
     group_options options;
+    if (radix != nullptr) {
+        options.env = {{"UCX_COLL_TUNE", "allreduce:0-16k:@knomial"},
+                       {"UCX_COLL_KNOMIAL_RADIX", radix}};
+    }
     std::vector<int> codes;
     std::vector<uint64_t> shared;
     run_group(size, options, float_digests, &codes, &shared);
@@ -677,10 +684,31 @@ TEST_CASE("collectives: a member dies: the others get an error, not a hang", "[c
 
 namespace {
 
+/* Barriers: no member leaves one before every member entered it (each
+ * marks its entry in the shared words). */
+int barriers(member &m)
+{
+    ucp_coll_args_t barrier{};
+    barrier.coll = UCP_COLL_BARRIER;
+    for (uint64_t i = 1; i <= 3; ++i) {
+        __atomic_store_n(&m.shared[m.rank], i, __ATOMIC_SEQ_CST);
+        MEMBER_CHECK(m.run(barrier) == UCS_OK, "barrier");
+        for (unsigned r = 0; r < m.size; ++r) {
+            MEMBER_CHECK(__atomic_load_n(&m.shared[r], __ATOMIC_SEQ_CST) >= i,
+                         "barrier %lu left before rank %u entered it", (unsigned long)i, r);
+        }
+    }
+    return 0;
+}
+
 /* The reductions and data movement of a few types at sizes that reach
  * every round of the forced algorithm. */
 int forced_algorithm(member &m)
 {
+    const int barriers_code = barriers(m);
+    if (barriers_code != 0) {
+        return barriers_code;
+    }
     for (size_t count : {size_t(1), size_t(5), size_t(33), size_t(4099)}) {
         for (const auto &pair : {std::make_pair(UCP_COLL_DT_DOUBLE, UCP_COLL_OP_SUM),
                                  std::make_pair(UCP_COLL_DT_INT16, UCP_COLL_OP_MIN),
@@ -711,9 +739,10 @@ TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
             "#alltoall:@pairwise",
             "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather"
             "#reduce:@binomial",
-            "bcast:@knomial#reduce:@knomial",
+            "barrier:@knomial#bcast:@knomial#reduce:@knomial#allreduce:@knomial",
             "bcast:[1-5]:@binomial#bcast:[6-inf]:@knomial#reduce:0-64:[3-8]:@binomial");
-    /* 17: a knomial tree (radix 4) with a full level and a partial one. */
+    /* 17: a knomial tree (radix 4) with a full level and a partial one, and
+     * the knomial allreduce's fold of one rank. */
     const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u, 17u);
     CAPTURE(tune, size);
     group_options options;
@@ -722,6 +751,67 @@ TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
     std::vector<int> codes;
     run_group(size, options, forced_algorithm, &codes);
     require_all_passed(codes);
+}
+
+namespace {
+
+/* Radix 4 (the default) is in the test above; the knomial algorithms of
+ * the other radixes with fewer collectives each, to keep the test short. */
+int knomial_algorithms(member &m)
+{
+    const int barriers_code = barriers(m);
+    if (barriers_code != 0) {
+        return barriers_code;
+    }
+    for (size_t count : {size_t(1), size_t(33), size_t(4099)}) {
+        const int code = reductions(m, UCP_COLL_DT_DOUBLE, UCP_COLL_OP_SUM, count,
+                                    (count % 2) == 1);
+        if (code != 0) {
+            std::fprintf(stderr, "rank %u: count %zu\n", m.rank, count);
+            return code;
+        }
+    }
+    return movement(m, UCP_COLL_DT_UINT8, 33, false);
+}
+
+} // namespace
+
+TEST_CASE("collectives: the knomial algorithms with radix 2 and 3", "[coll]")
+{
+    const char *radix = GENERATE("2", "3");
+    /* Radix 2: recursive doubling's schedule; 3: groups of 3 (3, 9 of 17),
+     * of 3 then of 2 (6 of 6 and of 8), folds of 2 ranks (5, 8) and 8 (17). */
+    const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u, 17u);
+    CAPTURE(radix, size);
+    group_options options;
+    options.extra = small_rndv;
+    options.env   = {{"UCX_COLL_TUNE", "barrier:@knomial#bcast:@knomial#reduce:@knomial"
+                                       "#allreduce:@knomial"},
+                     {"UCX_COLL_KNOMIAL_RADIX", radix}};
+    std::vector<int> codes;
+    run_group(size, options, knomial_algorithms, &codes);
+    require_all_passed(codes);
+}
+
+TEST_CASE("collectives: a bad UCX_COLL_KNOMIAL_RADIX fails the context with a message",
+          "[coll]")
+{
+    for (const char *bad : {"0", "1", "17", "-1", "four", "4x"}) {
+        CAPTURE(bad);
+        ucp_test::peer p;
+        REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
+        setenv("UCX_COLL_KNOMIAL_RADIX", bad, 1);
+        ucp_coll_context_h ctx = nullptr;
+        {
+            config_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+            CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_ERR_INVALID_PARAM);
+            CHECK(log.text().find("KNOMIAL_RADIX") != std::string::npos);
+        }
+        setenv("UCX_COLL_KNOMIAL_RADIX", "16", 1);
+        CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
+        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
+        unsetenv("UCX_COLL_KNOMIAL_RADIX");
+    }
 }
 
 TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "[coll]")
@@ -765,4 +855,5 @@ TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info l
     CHECK(table.find("bcast: [1-1 ranks] 0-:knomial [2-2 ranks] 0-:binomial "
                      "[3-4 ranks] 0-:binomial [5-inf ranks] 0-:knomial 64k-:scatter_allgather") !=
           std::string::npos);
+    CHECK(table.find("knomial radix 4") != std::string::npos);
 }
