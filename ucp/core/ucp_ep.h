@@ -22,6 +22,7 @@
 #include <ucp/wireup/proxy_ep.h>
 #include <uct/base/uct_iface.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,14 @@ constexpr uint32_t CLIENT       = 1u << 14;
 namespace ucp::ext {
 struct pwc_peer;
 }
+
+namespace ucp {
+/* A client-server ep's ends of its bootstrap connection. */
+struct ep_sockaddrs {
+    sockaddr_storage local{};
+    sockaddr_storage remote{};
+};
+} // namespace ucp
 
 struct ucp_ep {
     ucp_worker                *worker = nullptr;
@@ -124,9 +133,8 @@ struct ucp_ep {
     /* Stream receive state (operations issue). */
     void                      *stream = nullptr;
     /* Client-server eps: the bootstrap connection's addresses (ucp_ep_query);
-     * ss_family AF_UNSPEC for other eps. */
-    sockaddr_storage          local_sockaddr{};
-    sockaddr_storage          remote_sockaddr{};
+     * null for other eps (256 bytes that most eps never need). */
+    std::unique_ptr<ucp::ep_sockaddrs> sockaddrs;
     /* RMA and atomic requests not complete yet (ucp/rma): flush waits. */
     uint32_t                  rma_outstanding = 0;
     /* Put and get with completion ids (ucp/ext/pwc.h), made by the first. */

@@ -314,7 +314,7 @@ uint64_t cm::start_client(ucp_ep *ep, int fd, int connect_errno, std::vector<uin
     conn *c   = owned.get();
     c->ep     = ep;
     c->tx     = std::move(request);
-    c->remote = ep->remote_sockaddr;
+    c->remote = ep->sockaddrs->remote;
     c->state  = conn::phase::connecting;
     conns_.emplace(c->id, std::move(owned));
     set_nodelay(fd);
@@ -522,8 +522,8 @@ void cm::on_client(conn *c)
             return;   /* still connecting: a spurious wakeup */
         }
         local_address(c->fd, &c->local);
-        if (c->ep != nullptr) {
-            c->ep->local_sockaddr = c->local;
+        if ((c->ep != nullptr) && (c->ep->sockaddrs != nullptr)) {
+            c->ep->sockaddrs->local = c->local;
         }
         c->state = conn::phase::sending;
     }

@@ -158,10 +158,11 @@ ucs_status_t create_client_ep(ucp_worker *worker, const ucp_ep_params_t &params,
         ::close(fd);
         return status;
     }
-    ep->remote_sockaddr = remote;
-    ep->peer_name       = to_string(remote);   /* until the server's name is known */
-    socklen_t len = sizeof(ep->local_sockaddr);
-    (void)getsockname(fd, reinterpret_cast<sockaddr*>(&ep->local_sockaddr), &len);
+    ep->sockaddrs         = std::make_unique<ep_sockaddrs>();
+    ep->sockaddrs->remote = remote;
+    ep->peer_name         = to_string(remote);   /* until the server's name is known */
+    socklen_t len = sizeof(ep->sockaddrs->local);
+    (void)getsockname(fd, reinterpret_cast<sockaddr*>(&ep->sockaddrs->local), &len);
     const uint64_t conn_id = manager->start_client(ep, fd, connect_errno, std::move(request));
     ep->proxy->on_destroy  = [manager, conn_id] { manager->forget_client(conn_id); };
     ucs_debug("worker '%s': ep %u connecting to a listener", worker->name.c_str(), ep->id);
@@ -177,7 +178,7 @@ void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address)
     const lane placeholder_lane = ep->lanes[0];
     gate->on_destroy = nullptr;       /* the handshake is over */
     ep->flags       &= ~ep_flag::CONNECTING;
-    const std::string address_name = to_string(ep->remote_sockaddr);
+    const std::string address_name = to_string(ep->sockaddrs->remote);
     if (ep->peer_name == address_name) {
         ep->peer_name.clear();   /* not named by the application: take the server's */
     }
@@ -224,8 +225,8 @@ ucs_status_t accept_request(ucp_worker *worker, ucp_conn_request *req, ucp_ep **
                                           port_of(req->client_sockaddr), &ep);
     std::vector<uint8_t> answer;
     if (status == UCS_OK) {
-        ep->local_sockaddr  = req->local_sockaddr;
-        ep->remote_sockaddr = req->client_sockaddr;
+        ep->sockaddrs = std::make_unique<ep_sockaddrs>(
+                ep_sockaddrs{req->local_sockaddr, req->client_sockaddr});
         status = address_frame(worker, FRAME_ACCEPT, 0, 0, &answer);
         if (status != UCS_OK) {
             ep_destroy(ep);
@@ -285,14 +286,14 @@ ucs_status_t ep_create_sockaddr(ucp_worker *worker, const ucp_ep_params_t &param
 
 ucs_status_t ep_query_sockaddr(const ucp_ep *ep, ucp_ep_attr_t *attr)
 {
-    if ((ep->remote_sockaddr.ss_family == AF_UNSPEC) || !ep->usable()) {
+    if ((ep->sockaddrs == nullptr) || !ep->usable()) {
         return UCS_ERR_NOT_CONNECTED;   /* as UCX: no (working) client-server connection */
     }
     if (attr->field_mask & UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR) {
-        attr->local_sockaddr = ep->local_sockaddr;
+        attr->local_sockaddr = ep->sockaddrs->local;
     }
     if (attr->field_mask & UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR) {
-        attr->remote_sockaddr = ep->remote_sockaddr;
+        attr->remote_sockaddr = ep->sockaddrs->remote;
     }
     return UCS_OK;
 }

@@ -288,7 +288,7 @@ ucp_ep *connecting_from(ucp_worker *worker, uint16_t port, bool *waiting)
     ucp_ep *found = nullptr;
     worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) {
         if ((ep->flags & ep_flag::CLIENT) && (ep->remote_id == 0) && ep->usable() &&
-            (cs::port_of(ep->local_sockaddr) == port)) {
+            (ep->sockaddrs != nullptr) && (cs::port_of(ep->sockaddrs->local) == port)) {
             found = ep;
         }
     });
