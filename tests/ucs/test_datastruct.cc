@@ -5,6 +5,7 @@
 #include <ucs/datastruct/intrusive_list.h>
 #include <ucs/datastruct/intrusive_queue.h>
 #include <ucs/datastruct/ptr_array.h>
+#include <ucs/datastruct/ring_fifo.h>
 
 #include <algorithm>
 #include <deque>
@@ -1054,4 +1055,57 @@ TEST_CASE("arbiter: an element fits in a uct pending request", "[datastruct]")
     elem.init();
     CHECK_FALSE(elem.is_queued());
     CHECK(elem.next == nullptr);
+}
+
+/* ---- ring_fifo ---------------------------------------------------------- */
+
+TEST_CASE("ring_fifo: empty until the first push, then FIFO order across growth and wrap",
+          "[datastruct]")
+{
+    struct value {
+        uint64_t key;
+        uint32_t tag;
+    };
+    ucs::ring_fifo<value> fifo;
+    CHECK(fifo.empty());
+    CHECK(fifo.size() == 0);
+    CHECK(fifo.begin() == fifo.end());
+
+    /* Against std::deque: random pushes and pops keep the ring wrapping at
+     * every capacity it grows through. */
+    std::deque<value> model;
+    std::mt19937_64 rng(0x51f0);
+    uint64_t next = 0;
+    for (int step = 0; step < 200000; ++step) {
+        const bool push = model.empty() || (rng() % 100 < ((step / 5000) % 2 ? 40u : 60u));
+        if (push) {
+            const value v{next, uint32_t(next * 7)};
+            ++next;
+            fifo.push_back(v);
+            model.push_back(v);
+            REQUIRE(fifo.back().key == v.key);
+        } else {
+            REQUIRE(fifo.front().key == model.front().key);
+            REQUIRE(fifo.front().tag == model.front().tag);
+            fifo.pop_front();
+            model.pop_front();
+        }
+        REQUIRE(fifo.size() == model.size());
+        if (step % 997 == 0) {
+            std::vector<uint64_t> seen, want;
+            for (const value &v : fifo) {
+                seen.push_back(v.key);
+            }
+            for (const value &v : model) {
+                want.push_back(v.key);
+            }
+            REQUIRE(seen == want);
+        }
+    }
+    CHECK(model.size() > 1);   /* the run ended with values queued */
+    fifo.clear();
+    CHECK(fifo.empty());
+    fifo.push_back({1, 2});
+    CHECK(fifo.front().key == 1);
+    CHECK(fifo.size() == 1);
 }

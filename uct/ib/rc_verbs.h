@@ -28,8 +28,7 @@
 #include <uct/ib/ib_cq.h>
 #include <uct/ib/ib_iface_base.h>
 #include <uct/ib/ib_md.h>
-
-#include <deque>
+#include <ucs/datastruct/ring_fifo.h>
 
 namespace uct::ib {
 
@@ -153,7 +152,7 @@ private:
      * ones (flush errors), and those must find room in the CQ. */
     uint64_t             cq_returned_sn_ = 0;
     unsigned             unsignaled_ = 0;
-    std::deque<tx_op>    ops_;
+    ucs::ring_fifo<tx_op> ops_;
 };
 
 class rc_verbs_iface final : public ib_iface_base {

@@ -28,9 +28,9 @@
 #include <uct/ib/ib_cq.h>
 #include <uct/ib/ib_iface_base.h>
 #include <uct/ib/ib_md.h>
+#include <ucs/datastruct/ring_fifo.h>
 #include <ucs/sys/clock.h>
 
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -131,8 +131,8 @@ private:
     uint32_t              first_psn_ = 0;
     uint32_t              next_psn_ = 0;
     ucs_status_t          failed_ = UCS_OK;
-    std::deque<tx_entry>  window_;
-    std::deque<flush_entry> flushes_;
+    ucs::ring_fifo<tx_entry>    window_;
+    ucs::ring_fifo<flush_entry> flushes_;
     ucs::sys::ticks_t     last_ack_time_ = 0;   /* last progress of the window */
     ucs::sys::ticks_t     rto_ = 0;
     ucs::sys::ticks_t     rto_deadline_ = 0;

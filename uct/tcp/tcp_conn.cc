@@ -568,7 +568,7 @@ void tcp_conn::complete_local_flushes()
 {
     while (!local_flushes_.empty() && (local_flushes_.front().end <= tx_.bytes_sent())) {
         completion *comp = local_flushes_.front().comp;
-        local_flushes_.erase(local_flushes_.begin());
+        local_flushes_.pop_front();
         invoke_completion(comp, UCS_OK);   /* may destroy the ep */
         if (state_ == conn_state::CLOSED) {
             return;
@@ -710,7 +710,7 @@ void tcp_conn::handle_failure()
     }
     while (!local_flushes_.empty()) {
         completion *comp = local_flushes_.front().comp;
-        local_flushes_.erase(local_flushes_.begin());
+        local_flushes_.pop_front();
         invoke_completion(comp, failure_);
         if (state_ == conn_state::CLOSED) {
             return;

@@ -21,6 +21,7 @@
 #include <uct/base/pending_queue.h>
 #include <uct/tcp/tcp_tx_queue.h>
 #include <uct/tcp/tcp_wire.h>
+#include <ucs/datastruct/ring_fifo.h>
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -28,7 +29,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <vector>
 #include <memory>
 
 namespace uct::tcp {
@@ -362,14 +362,12 @@ private:
 
     tx_queue           tx_;
     /* Flushes with nothing to confirm remotely (only sends queued): each
-     * completes once the stream position it names is written. Rarely more
-     * than one: a vector allocates nothing until the first (an empty
-     * std::deque takes 600 bytes, per connection). */
+     * completes once the stream position it names is written. */
     struct local_flush {
         uint64_t   end;
         completion *comp;
     };
-    std::vector<local_flush> local_flushes_;
+    ucs::ring_fifo<local_flush> local_flushes_;
     fetch_ring         fetches_;
     pending_queue      pending_;
     handshake          peer_{};                /* who is on the other side */
