@@ -53,7 +53,7 @@ rx_message *message_alloc(ucp_worker *worker, ucp_tag_t tag, uint64_t data_lengt
     if (mem == nullptr) {
         return nullptr;
     }
-    auto *msg = new (mem) rx_message{};
+    auto *msg = new (mem) rx_message;   /* not rx_message{}: see rx_message */
     msg->pooled      = pooled;
     msg->entry.tag   = tag;
     msg->data_length = data_length;

@@ -13,22 +13,24 @@ struct ucp_worker;
 
 namespace ucp {
 
-/* A message that arrived before its receive was posted. */
+/* A message that arrived before its receive was posted. Made per
+ * unexpected message: rts is left unset unless rndv (72 bytes an eager
+ * message never reads, and a zeroing it would pay for each). */
 struct rx_message {
     tag::unexpected_entry entry;
-    bool          rndv;
-    bool          sync;
-    uint64_t      src_uuid;
-    uint64_t      sreq_id;
-    uint64_t      ep_id;       /* sync: our ep the sender named, the ack goes out of it */
-    uint64_t      msg_id;
-    size_t        total;       /* message length */
-    size_t        received;    /* eager bytes stored so far */
-    wire::rts_hdr rts;         /* rendezvous: the sender's offer */
-    size_t        data_length; /* bytes at data: payload, or the packed rkey */
-    bool          pooled;      /* from ucp_worker::rx_message_pool, else malloc */
-    ucs_status_t  lost;        /* its sender died before sending the rest */
-    uint8_t       *data;       /* right after this struct */
+    bool          rndv = false;
+    bool          sync = false;
+    uint64_t      src_uuid = 0;
+    uint64_t      sreq_id = 0;
+    uint64_t      ep_id = 0;       /* sync: our ep the sender named, the ack goes out of it */
+    uint64_t      msg_id = 0;
+    size_t        total = 0;       /* message length */
+    size_t        received = 0;    /* eager bytes stored so far */
+    wire::rts_hdr rts;             /* rendezvous: the sender's offer */
+    size_t        data_length = 0; /* bytes at data: payload, or the packed rkey */
+    bool          pooled = false;  /* from ucp_worker::rx_message_pool, else malloc */
+    ucs_status_t  lost = UCS_OK;   /* its sender died before sending the rest */
+    uint8_t       *data = nullptr; /* right after this struct */
 };
 
 /* Payload bytes a pooled message descriptor holds; larger ones are malloc'd
