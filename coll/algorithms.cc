@@ -36,6 +36,44 @@ struct blocks {
     size_t length(unsigned i) const { return std::min(per, count - offset(i)); }
 };
 
+/* The segments of a pipelined algorithm: blocks of the segment size
+ * (UCX_COLL_PIPELINE_SEGMENT, at least one element), the last one short;
+ * at most 2^30 of them, as rounds are numbered in 32 bits. */
+struct segments : blocks {
+    unsigned n;
+
+    explicit segments(const call &c) : blocks(c.args.count, 1)
+    {
+        constexpr size_t most = size_t(1) << 30;
+        per = std::max({size_t(1), c.segment / c.esize, (count + most - 1) / most});
+        n   = unsigned((count + per - 1) / per);
+    }
+};
+
+/* A pipeline along a chain of n ranks: the rank at position `pos` (0 is
+ * the chain's head) receives segment s from pos - 1 in round s + pos - 1
+ * and passes it to pos + 1 in round s + pos: nseg + n - 2 rounds. The
+ * rounds do not wait for their sends (schedule.h), so the head posts all
+ * its segments at once and every other rank moves on as soon as a segment
+ * came: segments are in flight on every link at once, and a rank passes
+ * on segment s while s + 1 comes in. The buffers sent from must not change
+ * until the collective ends. each_round(rd, in, out) adds the round's
+ * receive of segment `in` and send of segment `out` (-1: none). */
+template <typename F>
+void chain_pipeline(task &t, unsigned n, unsigned pos, unsigned nseg, F &&each_round)
+{
+    if ((n < 2) || (nseg == 0)) {
+        return;
+    }
+    auto segment = [nseg](int64_t s) { return ((s >= 0) && (s < nseg)) ? s : -1; };
+    for (int64_t r = 0; r < int64_t(nseg) + n - 2; ++r) {
+        round &rd = t.add_round();
+        rd.detached_sends = true;
+        each_round(rd, (pos > 0) ? segment(r + 1 - pos) : -1,
+                   (pos + 1 < n) ? segment(r - pos) : -1);
+    }
+}
+
 uint8_t *at(const void *base, size_t bytes)
 {
     return static_cast<uint8_t*>(const_cast<void*>(base)) + bytes;
@@ -148,7 +186,73 @@ void bcast_scatter_allgather(task &t, const call &c)
     }
 }
 
+/* Pipelined chain (Open MPI's "pipeline"): the segments move down the
+ * chain root, root + 1, ... (chain_pipeline), received straight into the
+ * buffer and passed on from there. */
+void bcast_pipeline(task &t, const call &c)
+{
+    const rooted rt{c.size, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const segments seg(c);
+    const size_t es = c.esize;
+    uint8_t *buf = static_cast<uint8_t*>(c.args.rbuf);
+    chain_pipeline(t, c.size, v, seg.n, [&](round &rd, int64_t in, int64_t out) {
+        if (in >= 0) {
+            t.recv(rd, rt.real(v - 1), buf + seg.offset(unsigned(in)) * es,
+                   seg.length(unsigned(in)) * es);
+        }
+        if (out >= 0) {
+            t.send(rd, rt.real(v + 1), buf + seg.offset(unsigned(out)) * es,
+                   seg.length(unsigned(out)) * es);
+        }
+    });
+}
+
 /* ---- reduce ------------------------------------------------------------- */
+
+/* Pipelined chain toward the root: the last rank (relative to the root)
+ * heads the chain; every other rank adds its input to each segment's
+ * partial, as the lower operand, and passes it on, so the root gets
+ * x0 op (x1 op (... op x(n-1))) per element, in ranks relative to it. A
+ * partial comes into its place in a scratch copy of the message and is
+ * reduced there in the round it came; it leaves from there in the next
+ * round (the send is not waited for, so the place is not reused). The
+ * root takes each partial into one segment of scratch and reduces it into
+ * its output. */
+void reduce_pipeline(task &t, const call &c)
+{
+    const unsigned n = c.size;
+    const rooted rt{n, c.args.root};
+    const unsigned v = rt.rel(c.rank);
+    const segments seg(c);
+    const size_t es = c.esize;
+    const bool root = (v == 0), head = (v + 1 == n);
+    const uint8_t *input = static_cast<const uint8_t*>((root && c.in_place) ? c.args.rbuf :
+                                                                             c.args.sbuf);
+    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    if (n == 1) {
+        if (input != out) {
+            std::memcpy(out, input, c.args.count * es);
+        }
+        return;
+    }
+    uint8_t *partials = head ? nullptr :
+                        t.make_scratch(root ? seg.per * es : c.args.count * es);
+    auto offset = [&](int64_t s) { return seg.offset(unsigned(s)) * es; };
+    auto slot = [&](int64_t s) { return root ? partials : partials + offset(s); };
+    chain_pipeline(t, n, n - 1 - v, seg.n, [&](round &rd, int64_t in, int64_t fwd) {
+        if (fwd >= 0) {
+            t.send(rd, rt.real(v - 1), head ? input + offset(fwd) : slot(fwd),
+                   seg.length(unsigned(fwd)) * es);
+        }
+        if (in >= 0) {
+            const size_t length = seg.length(unsigned(in));
+            t.recv(rd, rt.real(v + 1), slot(in), length * es);
+            rd.after = step::reduce(c.reduce, root ? out + offset(in) : slot(in),
+                                    input + offset(in), slot(in), length);
+        }
+    });
+}
 
 /* Binomial tree toward the root: in the round of mask m a rank with bit m
  * sends its partial result to v - m and is done; the others take v + m's. */
@@ -763,7 +867,8 @@ constexpr algorithm barrier_algs[]   = {{"dissemination", barrier_dissemination}
                                         {"knomial", barrier_knomial}};
 constexpr algorithm bcast_algs[]     = {{"knomial", bcast_knomial},
                                         {"scatter_allgather", bcast_scatter_allgather},
-                                        {"binomial", bcast_binomial}};
+                                        {"binomial", bcast_binomial},
+                                        {"pipeline", bcast_pipeline}};
 constexpr algorithm alltoall_algs[]  = {{"bruck", alltoall_bruck},
                                         {"pairwise", alltoall_pairwise}};
 constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
@@ -773,7 +878,8 @@ constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursi
 constexpr algorithm allgather_algs[] = {{"bruck", allgather_bruck}, {"ring", allgather_ring}};
 constexpr algorithm reduce_scatter_algs[] = {{"ring", reduce_scatter_ring}};
 constexpr algorithm reduce_algs[]    = {{"knomial", reduce_knomial},
-                                        {"binomial", reduce_binomial}};
+                                        {"binomial", reduce_binomial},
+                                        {"pipeline", reduce_pipeline}};
 constexpr algorithm scatter_algs[]   = {{"binomial", scatter_binomial}};
 constexpr algorithm gather_algs[]    = {{"binomial", gather_binomial},
                                         {"linear", gather_linear}};

@@ -21,6 +21,7 @@ struct call {
     reduce_fn             reduce;  /* reductions */
     bool                  in_place;
     unsigned              radix;   /* of the knomial algorithms (UCX_COLL_KNOMIAL_RADIX) */
+    size_t                segment; /* bytes of a pipeline segment (UCX_COLL_PIPELINE_SEGMENT) */
 };
 
 using builder_fn = void (*)(task &t, const call &c);

@@ -187,12 +187,14 @@ ucs_status_ptr_t ucp_coll_nbx(ucp_team_h team, const ucp_coll_args_t *args,
     if (!(a.field_mask & UCP_COLL_ARGS_FIELD_ROOT)) {
         a.root = 0;
     }
-    call c{a, team->size(), team->rank, 0, nullptr, false, team->ctx->tune.knomial_radix};
+    const tuning &tune = team->ctx->tune;
+    call c{a, team->size(), team->rank, 0, nullptr, false, tune.knomial_radix,
+           tune.pipeline_segment};
     ucs_status_t status = check_args(*team, a, &c);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
     }
-    const algorithm &alg = select_algorithm(team->ctx->tune, a.coll,
+    const algorithm &alg = select_algorithm(tune, a.coll,
                                             message_bytes(a, c.esize), team->size());
     task *t = task_get(team->ctx, team);
     t->seq       = team->next_seq++;

@@ -5,8 +5,11 @@
  * Where a message goes: the running task of its team and collective number,
  * if that task's current round started and has a receive from the sender
  * that is still open; otherwise it waits in `unexpected` until its round
- * starts. pending counts a round's receives still open, pulls in flight and
- * sends not completed.
+ * starts, unless its collective already finished here (failed): then it is
+ * dropped, as are those waiting when a collective fails, so that their
+ * rendezvous senders complete. pending counts a round's receives still
+ * open, pulls in flight and sends not completed; detached the sends of
+ * rounds that do not wait for them.
  */
 #include "context.h"
 
@@ -86,7 +89,7 @@ void op_done(task *t, ucs_status_t status)
     if (t->pending != 0) {
         return;
     }
-    if (!t->advancing && t->started && (t->error == UCS_OK) &&
+    if (!t->advancing && t->started && (t->error == UCS_OK) && (t->detached == 0) &&
         (t->current >= t->last_message_round) && (t->cb == nullptr) && !t->user_freed) {
         /* The rounds left have local steps only (a rotation, a copy out). */
         ucs_status_t step_status = UCS_OK;
@@ -108,6 +111,21 @@ void send_done(void *request, ucs_status_t status, void *user_data)
 {
     ucp_request_free(request);
     op_done(static_cast<task*>(user_data), status);
+}
+
+/* A send of a round that did not wait for it: the task waits for it only
+ * before it finishes (advance_rounds). */
+void detached_send_done(void *request, ucs_status_t status, void *user_data)
+{
+    ucp_request_free(request);
+    task *t = static_cast<task*>(user_data);
+    --t->detached;
+    if (status != UCS_OK) {
+        fail(t, status);
+    }
+    if ((t->pending == 0) && ((t->detached == 0) || (status != UCS_OK))) {
+        mark_ready(t);
+    }
 }
 
 void recv_data_done(void *request, ucs_status_t status, size_t, void *user_data)
@@ -154,6 +172,20 @@ void release_arrival(ucp_worker_h worker, const arrival &a)
     }
 }
 
+/* Drops the messages waiting in the context that `match` (of their key). */
+template <typename Match>
+void forget_messages(ucp_coll_context *ctx, Match &&match)
+{
+    for (auto it = ctx->unexpected.begin(); it != ctx->unexpected.end();) {
+        if (match(it->first)) {
+            release_arrival(ctx->worker, it->second);
+            it = ctx->unexpected.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
 /* A message that waited for its round meets its receive. */
 void deliver(task *t, recv_op &recv, const arrival &a)
 {
@@ -195,8 +227,9 @@ void start_round(task *t)
     }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = send_done;
+    param.cb.send      = rd.detached_sends ? detached_send_done : send_done;
     param.user_data    = t;
+    unsigned &in_flight = rd.detached_sends ? t->detached : t->pending;
     send_op *sends = t->sends.data() + rd.first_send;
     for (uint32_t i = 0; (i < rd.nsends) && (t->error == UCS_OK); ++i) {
         send_op &send = sends[i];
@@ -218,7 +251,7 @@ void start_round(task *t)
         if (UCS_PTR_IS_ERR(sp)) {
             fail(t, UCS_PTR_STATUS(sp));
         } else if (sp != nullptr) {
-            ++t->pending;
+            ++in_flight;
         }
     }
 }
@@ -299,6 +332,13 @@ void finish(task *t)
     if ((t->status != UCS_OK) && !t->peer_aborted && (t->seq != 0)) {
         send_aborts(t);
     }
+    if (t->status != UCS_OK) {
+        /* Never to be received: released, so that the senders of rendezvous
+         * ones complete (a pipeline's root may have sent every segment). */
+        forget_messages(team->ctx, [t](const msg_key &k) {
+            return (k.team_key == t->team->key) && (k.seq == t->seq);
+        });
+    }
     if (t->seq == 0) {
         team->ready = (t->status == UCS_OK);    /* the team's creation */
     }
@@ -320,6 +360,9 @@ bool advance_rounds(task *t)
             t->started = false;
         }
         if ((t->error != UCS_OK) || (t->current == t->rounds.size())) {
+            if (t->detached != 0) {
+                return false;    /* its buffers are in use until they are sent */
+            }
             finish(t);
             return true;
         }
@@ -409,6 +452,15 @@ recv_op *open_recv(ucp_coll_context *ctx, const wire_hdr &hdr, task **t_p)
         }
     }
     return nullptr;
+}
+
+/* A message of a collective that finished here (one that failed: a
+ * collective that succeeded received all its messages). */
+bool finished_here(ucp_coll_context *ctx, const wire_hdr &hdr)
+{
+    auto team_it = ctx->teams.find(hdr.team_key);
+    return (team_it != ctx->teams.end()) && (hdr.seq < team_it->second->next_seq) &&
+           (team_it->second->running_task(hdr.seq) == nullptr);
 }
 
 uint64_t now_ns()
@@ -503,6 +555,9 @@ ucs_status_t am_handler(void *arg, const void *header, size_t header_length, voi
         return UCS_OK;
     }
 
+    if (finished_here(ctx, hdr)) {
+        return UCS_OK;    /* dropped; the sender of a rendezvous one completes */
+    }
     const msg_key key{hdr.team_key, hdr.seq, hdr.src, hdr.round};
     if (ctx->unexpected.count(key) != 0) {
         ucs_warn("collectives: dropping a second message of team 0x%lx collective %lu from "
@@ -621,14 +676,7 @@ ucs_status_ptr_t task_result(task *t, const ucp_request_param_t *param)
 
 void forget_team_messages(ucp_coll_context *ctx, uint64_t team_key)
 {
-    for (auto it = ctx->unexpected.begin(); it != ctx->unexpected.end();) {
-        if (it->first.team_key == team_key) {
-            release_arrival(ctx->worker, it->second);
-            it = ctx->unexpected.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    forget_messages(ctx, [team_key](const msg_key &k) { return k.team_key == team_key; });
 }
 
 void forget_all_messages(ucp_coll_context *ctx)

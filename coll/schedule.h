@@ -10,6 +10,19 @@
  * index): a rank sends to a peer at most once per round, and the peer
  * receives it in the same round of its own schedule. Messages that come
  * early wait in the context until their round starts.
+ *
+ * Rounds are per rank, not global steps: a rank starts its next round as
+ * soon as its own one is done. The pipelined bcast and reduce
+ * (algorithms.cc, chain_pipeline) use that: round r of each rank passes on
+ * one segment while the next one comes in, the ranks along the chain at
+ * different segments. Their rounds do not wait for their sends
+ * (round::detached_sends, the one extension they needed): a round that
+ * waited would wait for the next rank to start the same round and pull
+ * the segment, a round trip per segment and one segment per link in
+ * flight; detached, the head posts every segment at once and each rank
+ * waits only for what it receives. Detached sends are counted apart
+ * (task::detached) and the task finishes when they completed; their
+ * buffers must not change before that.
  */
 #ifndef COLL_SCHEDULE_H
 #define COLL_SCHEDULE_H
@@ -100,6 +113,7 @@ struct round {
     uint32_t first_recv;
     uint32_t nrecvs;
     step     after;
+    bool     detached_sends;   /* the round is done without waiting for its sends */
 };
 
 /* A running collective; the request the application holds. Tasks are
@@ -118,6 +132,7 @@ struct task {
     size_t                  last_message_round = 0;   /* rounds after it: steps only */
     bool                    started = false; /* its messages were posted */
     unsigned                pending = 0;     /* its operations not done yet */
+    unsigned                detached = 0;    /* detached sends not done yet */
     bool                    queued = false;  /* on the context's ready list */
     bool                    advancing = false;   /* advance() runs it: no finishing inline */
     ucs_status_t            status = UCS_INPROGRESS;   /* UCS_INPROGRESS until finished */
@@ -145,6 +160,7 @@ struct task {
         last_message_round = 0;
         started = false;
         pending = 0;
+        detached = 0;
         queued = false;
         advancing = false;
         status = UCS_INPROGRESS;
@@ -159,7 +175,7 @@ struct task {
     round &add_round()
     {
         return rounds.emplace_back(round{uint32_t(sends.size()), 0, uint32_t(recvs.size()), 0,
-                                         step{}});
+                                         step{}, false});
     }
 
     /* Sends and receives of `rd`, the last round added. */

@@ -140,6 +140,9 @@ std::string size_text(size_t bytes)
     if (bytes == SIZE_MAX) {
         return "inf";
     }
+    if (bytes == ucs::config::size_auto) {
+        return "auto";
+    }
     if ((bytes != 0) && (bytes % 1024 == 0)) {
         return std::to_string(bytes / 1024) + "k";
     }
@@ -149,9 +152,11 @@ std::string size_text(size_t bytes)
 struct coll_opts {
     char     *tune;
     unsigned knomial_radix;
+    size_t   pipeline_segment;
 };
 
 static_assert(knomial_radix_default == 4, "KNOMIAL_RADIX's default text below");
+static_assert(pipeline_segment_default == 65536, "PIPELINE_SEGMENT's default text below");
 
 const ucs::config::field coll_fields[] = {
     UCS_CONFIG_FIELD(coll_opts, tune, "TUNE", "",
@@ -161,18 +166,23 @@ const ucs::config::field coll_fields[] = {
                      "or bcast:[2-4]:@binomial. Sizes are one rank's bytes (end excluded),\n"
                      "team sizes in brackets (both ends included); later tokens win.\n"
                      "Algorithms: barrier: dissemination, knomial; bcast: knomial,\n"
-                     "scatter_allgather, binomial;\n"
+                     "scatter_allgather, binomial, pipeline;\n"
                      "alltoall: bruck, pairwise; allreduce: recursive_doubling,\n"
                      "rabenseifner, ring, knomial;\n"
                      "allgather: bruck, ring; reduce_scatter: ring;\n"
-                     "reduce: knomial, binomial; scatter: binomial; gather: binomial,\n"
-                     "linear.",
+                     "reduce: knomial, binomial, pipeline; scatter: binomial;\n"
+                     "gather: binomial, linear.",
                      ucs::config::type_string),
     UCS_CONFIG_FIELD(coll_opts, knomial_radix, "KNOMIAL_RADIX", "4",
                      "Radix of the knomial algorithms of libucp_coll (barrier, bcast,\n"
                      "allreduce, reduce), 2 to 16: a rank sends to up to radix - 1 peers\n"
                      "per round, in about log_radix(team size) rounds.",
                      ucs::config::type_uint),
+    UCS_CONFIG_FIELD(coll_opts, pipeline_segment, "PIPELINE_SEGMENT", "64k",
+                     "Segment size of the pipelined bcast and reduce of libucp_coll\n"
+                     "(UCX_COLL_TUNE's @pipeline), 1k to 1g: the message moves along the\n"
+                     "chain of ranks in pieces of this size, one message per piece and link.",
+                     ucs::config::type_size),
 };
 
 const ucs::config::table coll_table{"Collectives (libucp_coll)", "COLL_", coll_fields,
@@ -272,6 +282,7 @@ std::vector<std::string> describe_tuning(const tuning &tune)
         lines.push_back(line);
     }
     lines.push_back("knomial radix " + std::to_string(tune.knomial_radix));
+    lines.push_back("pipeline segment " + size_text(tune.pipeline_segment));
     return lines;
 }
 
@@ -288,6 +299,14 @@ bool read_tuning(tuning *out)
         ok = false;
     }
     out->knomial_radix = opts.knomial_radix;
+    /* inf and auto are sizes too: both out of range. */
+    if ((opts.pipeline_segment < pipeline_segment_min) ||
+        (opts.pipeline_segment > pipeline_segment_max)) {
+        ucs_error("UCX_COLL_PIPELINE_SEGMENT: %s is out of range (1k to 1g)",
+                  size_text(opts.pipeline_segment).c_str());
+        ok = false;
+    }
+    out->pipeline_segment = opts.pipeline_segment;
     ucs::config::release(&opts, coll_table);
     return ok;
 }

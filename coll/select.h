@@ -43,9 +43,17 @@ constexpr unsigned knomial_radix_default = 4;
 constexpr unsigned knomial_radix_min     = 2;
 constexpr unsigned knomial_radix_max     = 16;
 
+/* UCX_COLL_PIPELINE_SEGMENT: the bytes of a segment of the pipelined
+ * bcast and reduce (one message per segment and link); Open MPI's tuned
+ * pipelines use segments of tens of KiB. */
+constexpr size_t pipeline_segment_default = 65536;
+constexpr size_t pipeline_segment_min     = 1024;
+constexpr size_t pipeline_segment_max     = size_t(1) << 30;
+
 struct tuning {
     std::vector<tune_rule> rules;   /* in the order given */
     unsigned               knomial_radix = knomial_radix_default;
+    size_t                 pipeline_segment = pipeline_segment_default;
 };
 
 /* Parses a UCX_COLL_TUNE value; false (with an error logged) if it is bad. */
@@ -58,9 +66,9 @@ const algorithm &select_algorithm(const tuning &tune, ucp_coll_type_t coll, size
 /* The resolved table, one line per collective (for UCX_LOG_LEVEL=info). */
 std::vector<std::string> describe_tuning(const tuning &tune);
 
-/* Reads UCX_COLL_TUNE and UCX_COLL_KNOMIAL_RADIX (through the UCS
- * configuration: files and the environment); false (with an error logged)
- * if a value is bad. */
+/* Reads UCX_COLL_TUNE, UCX_COLL_KNOMIAL_RADIX and UCX_COLL_PIPELINE_SEGMENT
+ * (through the UCS configuration: files and the environment); false (with
+ * an error logged) if a value is bad. */
 bool read_tuning(tuning *out);
 
 } // namespace coll

@@ -667,18 +667,86 @@ int member_dies(member &m)
     return 0;
 }
 
+/* The same with pipelined bcasts from rank 0: rank 1, in the middle of
+ * the chain, waits for nothing from rank 2, only for its sends to it. */
+int member_dies_in_pipeline(member &m)
+{
+    ucp_coll_args_t barrier{};
+    barrier.coll = UCP_COLL_BARRIER;
+    MEMBER_CHECK(m.run(barrier) == UCS_OK, "barrier");
+    if (m.rank == 2) {
+        _exit(0);
+    }
+    std::vector<uint8_t> buf(16 * 4096);
+    const ucp_coll_args_t a = make_args(UCP_COLL_BCAST, nullptr, buf.data(), buf.size(),
+                                        UCP_COLL_DT_UINT8);
+    ucs_status_t status = UCS_OK;
+    for (int i = 0; (i < 1000) && (status == UCS_OK); ++i) {
+        status = m.run(a);
+    }
+    MEMBER_CHECK(status != UCS_OK, "bcast went on without rank 2");
+    return 0;
+}
+
 } // namespace
 
 TEST_CASE("collectives: a member dies: the others get an error, not a hang", "[coll]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
-    CAPTURE(tls);
+    const bool pipeline = GENERATE(false, true);
+    CAPTURE(tls, pipeline);
     group_options options;
     options.tls      = tls;
     options.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     options.teardown = false;
+    if (pipeline) {
+        options.extra = small_rndv;
+        options.env   = {{"UCX_COLL_TUNE", "bcast:@pipeline"},
+                         {"UCX_COLL_PIPELINE_SEGMENT", "4k"}};
+    }
     std::vector<int> codes;
-    run_group(3, options, member_dies, &codes);
+    run_group(3, options, pipeline ? member_dies_in_pipeline : member_dies, &codes);
+    require_all_passed(codes);
+}
+
+namespace {
+
+/* A pipelined bcast that fails at its receiver (a count that does not
+ * match: its first segment is too long) while the root's segments are on
+ * their way: the receiver drops those it will not take, so the root's
+ * sends complete and it gets the error too instead of waiting for ever;
+ * the team still works after that. */
+int failed_pipeline(member &m)
+{
+    std::vector<uint8_t> buf(16 * 4096, 7);
+    const size_t count = (m.rank == 0) ? buf.size() : 4000;
+    const ucp_coll_args_t bad = make_args(UCP_COLL_BCAST, nullptr, buf.data(), count,
+                                          UCP_COLL_DT_UINT8);
+    MEMBER_CHECK(m.run(bad) != UCS_OK, "a bcast of mismatched counts succeeded");
+    if (m.rank != 0) {
+        std::fill(buf.begin(), buf.end(), 0);
+    }
+    const ucp_coll_args_t good = make_args(UCP_COLL_BCAST, nullptr, buf.data(), buf.size(),
+                                           UCP_COLL_DT_UINT8);
+    MEMBER_CHECK(m.run(good) == UCS_OK, "bcast after the failure");
+    MEMBER_CHECK(std::all_of(buf.begin(), buf.end(), [](uint8_t x) { return x == 7; }),
+                 "bcast after the failure: wrong data");
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("collectives: a pipeline that fails at a member fails at the root, not a hang",
+          "[coll]")
+{
+    const char *tls = GENERATE("posix,cma,self", "tcp,self");
+    CAPTURE(tls);
+    group_options options;
+    options.tls   = tls;
+    options.extra = small_rndv;
+    options.env   = {{"UCX_COLL_TUNE", "bcast:@pipeline"}, {"UCX_COLL_PIPELINE_SEGMENT", "4k"}};
+    std::vector<int> codes;
+    run_group(2, options, failed_pipeline, &codes);
     require_all_passed(codes);
 }
 
@@ -793,6 +861,101 @@ TEST_CASE("collectives: the knomial algorithms with radix 2 and 3", "[coll]")
     require_all_passed(codes);
 }
 
+namespace {
+
+/* The pipelined bcast and reduce with 4 KiB segments: sizes of one
+ * segment, three whole ones and three with a short last one (and none),
+ * roots other than 0, reduce in place at the root and not. */
+int pipelined(member &m)
+{
+    const unsigned n = m.size, r = m.rank;
+    const size_t segment = 4096;
+    const size_t bcast_bytes[] = {0, 100, 3 * segment, 2 * segment + 100};
+    for (size_t i = 0; i < std::size(bcast_bytes); ++i) {
+        const size_t count = bcast_bytes[i];
+        const unsigned root = unsigned(i + 1) % n;
+        auto buf = buffer(UCP_COLL_DT_UINT8, count);
+        if (r == root) {
+            fill_input(buf, 0, UCP_COLL_DT_UINT8, count, root, 0);
+        }
+        MEMBER_CHECK(m.run(make_args(UCP_COLL_BCAST, nullptr, buf.data(), count,
+                                     UCP_COLL_DT_UINT8, root)) == UCS_OK, "bcast");
+        auto expect = buffer(UCP_COLL_DT_UINT8, count);
+        fill_input(expect, 0, UCP_COLL_DT_UINT8, count, root, 0);
+        MEMBER_CHECK(std::memcmp(buf.data(), expect.data(), count) == 0,
+                     "bcast %zu bytes root %u", count, root);
+    }
+    for (const auto &pair : {std::make_pair(UCP_COLL_DT_DOUBLE, UCP_COLL_OP_SUM),
+                             std::make_pair(UCP_COLL_DT_INT16, UCP_COLL_OP_MIN)}) {
+        const ucp_coll_dt_t dt = pair.first;
+        const ucp_coll_op_t op = pair.second;
+        const size_t per = segment / dt_bytes(dt);
+        const size_t counts[] = {0, 100, 3 * per, 2 * per + 37};
+        for (size_t i = 0; i < std::size(counts); ++i) {
+            const size_t count = counts[i];
+            const unsigned root = unsigned(n - 1 - i % n);
+            const bool in_place = (i % 2) == 1;
+            auto in = buffer(dt, count);
+            fill_input(in, 0, dt, count, r, 0, op);
+            auto out = (in_place && (r == root)) ? in : buffer(dt, count);
+            MEMBER_CHECK(m.run(make_args(UCP_COLL_REDUCE, in.data(), out.data(), count, dt, root,
+                                         in_place, op)) == UCS_OK, "reduce");
+            if (r == root) {
+                auto want = buffer(dt, count);
+                for (size_t e = 0; e < count; ++e) {
+                    store(dt, want.data(), e, reduced(n, e, op, dt));
+                }
+                MEMBER_CHECK(same_values(dt, out.data(), want.data(), count),
+                             "reduce dt %u count %zu root %u%s", dt, count, root,
+                             in_place ? " in place" : "");
+            }
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("collectives: the pipelined bcast and reduce", "[coll]")
+{
+    /* 17: a chain of 16 links, more than the segments of any message here;
+     * tcp: its sends complete at other times than shm's. */
+    const auto [tls, size] = GENERATE(table<const char*, unsigned>(
+            {{"posix,cma,self", 2u}, {"posix,cma,self", 3u}, {"posix,cma,self", 5u},
+             {"posix,cma,self", 8u}, {"posix,cma,self", 17u}, {"tcp,self", 3u},
+             {"tcp,self", 5u}}));
+    CAPTURE(tls, size);
+    group_options options;
+    options.tls   = tls;
+    options.extra = small_rndv;
+    options.env   = {{"UCX_COLL_TUNE", "bcast:@pipeline#reduce:@pipeline"},
+                     {"UCX_COLL_PIPELINE_SEGMENT", "4k"}};
+    std::vector<int> codes;
+    run_group(size, options, pipelined, &codes);
+    require_all_passed(codes);
+}
+
+TEST_CASE("collectives: a bad UCX_COLL_PIPELINE_SEGMENT fails the context with a message",
+          "[coll]")
+{
+    for (const char *bad : {"0", "1000", "2g", "inf", "auto", "four", "4x"}) {
+        CAPTURE(bad);
+        ucp_test::peer p;
+        REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
+        setenv("UCX_COLL_PIPELINE_SEGMENT", bad, 1);
+        ucp_coll_context_h ctx = nullptr;
+        {
+            config_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+            CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_ERR_INVALID_PARAM);
+            CHECK(log.text().find("PIPELINE_SEGMENT") != std::string::npos);
+        }
+        setenv("UCX_COLL_PIPELINE_SEGMENT", "1k", 1);
+        CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
+        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
+        unsetenv("UCX_COLL_PIPELINE_SEGMENT");
+    }
+}
+
 TEST_CASE("collectives: a bad UCX_COLL_KNOMIAL_RADIX fails the context with a message",
           "[coll]")
 {
@@ -856,4 +1019,5 @@ TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info l
                      "[3-4 ranks] 0-:binomial [5-inf ranks] 0-:knomial 64k-:scatter_allgather") !=
           std::string::npos);
     CHECK(table.find("knomial radix 4") != std::string::npos);
+    CHECK(table.find("pipeline segment 64k") != std::string::npos);
 }
