@@ -935,65 +935,59 @@ TEST_CASE("collectives: the pipelined bcast and reduce", "[coll]")
     require_all_passed(codes);
 }
 
-TEST_CASE("collectives: a bad UCX_COLL_PIPELINE_SEGMENT fails the context with a message",
-          "[coll]")
+namespace {
+
+/* Each bad value of `setting` fails the context with UCS_ERR_INVALID_PARAM
+ * and an error naming the setting; `good` (nullptr: unset) then works. */
+void check_bad_setting(const char *setting, std::initializer_list<const char*> bad_values,
+                       const char *good)
 {
-    for (const char *bad : {"0", "1000", "2g", "inf", "auto", "four", "4x"}) {
-        CAPTURE(bad);
+    for (const char *bad : bad_values) {
+        CAPTURE(setting, bad);
         ucp_test::peer p;
         REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
-        setenv("UCX_COLL_PIPELINE_SEGMENT", bad, 1);
+        setenv(setting, bad, 1);
         ucp_coll_context_h ctx = nullptr;
         {
             config_test::log_capture log(UCS_LOG_LEVEL_ERROR);
             CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_ERR_INVALID_PARAM);
-            CHECK(log.text().find("PIPELINE_SEGMENT") != std::string::npos);
+            CHECK(log.text().find(setting + std::strlen("UCX_")) != std::string::npos);
         }
-        setenv("UCX_COLL_PIPELINE_SEGMENT", "1k", 1);
+        if (good != nullptr) {
+            setenv(setting, good, 1);
+        } else {
+            unsetenv(setting);
+        }
         CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
         CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
-        unsetenv("UCX_COLL_PIPELINE_SEGMENT");
+        unsetenv(setting);
     }
+}
+
+} // namespace
+
+TEST_CASE("collectives: a bad UCX_COLL_PIPELINE_SEGMENT fails the context with a message",
+          "[coll]")
+{
+    check_bad_setting("UCX_COLL_PIPELINE_SEGMENT",
+                      {"0", "1000", "2g", "inf", "auto", "four", "4x"}, "1k");
 }
 
 TEST_CASE("collectives: a bad UCX_COLL_KNOMIAL_RADIX fails the context with a message",
           "[coll]")
 {
-    for (const char *bad : {"0", "1", "17", "-1", "four", "4x"}) {
-        CAPTURE(bad);
-        ucp_test::peer p;
-        REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
-        setenv("UCX_COLL_KNOMIAL_RADIX", bad, 1);
-        ucp_coll_context_h ctx = nullptr;
-        {
-            config_test::log_capture log(UCS_LOG_LEVEL_ERROR);
-            CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_ERR_INVALID_PARAM);
-            CHECK(log.text().find("KNOMIAL_RADIX") != std::string::npos);
-        }
-        setenv("UCX_COLL_KNOMIAL_RADIX", "16", 1);
-        CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
-        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
-        unsetenv("UCX_COLL_KNOMIAL_RADIX");
-    }
+    check_bad_setting("UCX_COLL_KNOMIAL_RADIX", {"0", "1", "17", "-1", "four", "4x"}, "16");
 }
 
 TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "[coll]")
 {
-    for (const char *bad : {"allreduce:@nosuch", "nosuch:@ring", "allreduce:8k-1k:@ring",
-                            "allreduce:1k:@ring", "allreduce", "bcast:[4-2]:@binomial",
-                            "bcast:[x-4]:@binomial", "bcast:[2-4:@binomial",
-                            "bcast:[2-4]:[5-6]:@binomial", "bcast:1k-2k:3k-4k:@binomial",
-                            "bcast::@binomial", "bcast:[inf-inf]:@binomial"}) {
-        CAPTURE(bad);
-        ucp_test::peer p;
-        REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
-        setenv("UCX_COLL_TUNE", bad, 1);
-        ucp_coll_context_h ctx = nullptr;
-        CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_ERR_INVALID_PARAM);
-        unsetenv("UCX_COLL_TUNE");
-        CHECK(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
-        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
-    }
+    check_bad_setting("UCX_COLL_TUNE",
+                      {"allreduce:@nosuch", "nosuch:@ring", "allreduce:8k-1k:@ring",
+                       "allreduce:1k:@ring", "allreduce", "bcast:[4-2]:@binomial",
+                       "bcast:[x-4]:@binomial", "bcast:[2-4:@binomial",
+                       "bcast:[2-4]:[5-6]:@binomial", "bcast:1k-2k:3k-4k:@binomial",
+                       "bcast::@binomial", "bcast:[inf-inf]:@binomial"},
+                      nullptr);
 }
 
 TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info level",
