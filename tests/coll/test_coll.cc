@@ -846,10 +846,12 @@ int knomial_algorithms(member &m)
 
 TEST_CASE("collectives: the knomial algorithms with radix 2 and 3", "[coll]")
 {
-    const char *radix = GENERATE("2", "3");
-    /* Radix 2: recursive doubling's schedule; 3: groups of 3 (3, 9 of 17),
-     * of 3 then of 2 (6 of 6 and of 8), folds of 2 ranks (5, 8) and 8 (17). */
-    const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u, 17u);
+    /* Radix 2: recursive doubling's schedule (a power of two, and folds of
+     * 1 and 3 ranks); 3: groups of 3 (3, 9 of 17), of 3 then of 2 (6 of 6 and
+     * of 8), folds of 2 ranks (5, 8) and 8 (17). */
+    const auto [radix, size] = GENERATE(table<const char*, unsigned>(
+            {{"2", 2u}, {"2", 5u}, {"2", 8u}, {"2", 11u}, {"3", 2u}, {"3", 3u}, {"3", 5u},
+             {"3", 6u}, {"3", 8u}, {"3", 17u}}));
     CAPTURE(radix, size);
     group_options options;
     options.extra = small_rndv;

@@ -24,7 +24,7 @@ def main():
     ap.add_argument("corpus")
     ap.add_argument("--max-len", type=int, default=4096)
     ap.add_argument("--seconds", type=int,
-                    default=int(os.environ.get("FUZZ_SECONDS", "25")))
+                    default=int(os.environ.get("FUZZ_SECONDS", "20")))
     ap.add_argument("--dict", help="libFuzzer dictionary (-dict=)")
     ap.add_argument("--keep", help="directory that receives the new inputs")
     args = ap.parse_args()
