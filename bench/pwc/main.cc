@@ -2,7 +2,7 @@
  * ucp_pwc_lat: a signalled put (put with completion ids, ucp/api/ucp_pwc.h)
  * against the pattern a UCX 1.13 user writes for it today.
  *
- *   ucp_pwc_lat -m MODE [-x TLS] [-s SIZE] [-n ITERATIONS]
+ *   ucp_pwc_lat -m MODE [-x TLS] [-s SIZE] [-n ITERATIONS] [-w WARMUP]
  *
  * Latency modes, a ping-pong between this process and a forked peer: each
  * side writes SIZE bytes into the other's region and tells it, and the
@@ -13,6 +13,11 @@
  *            the id, which the target's AM handler records (UCX 1.13 too);
  *   note     the AM with the id alone, no data: the floor of any
  *            notification (UCX 1.13 too).
+ * WARMUP rounds (as many as ITERATIONS, at most 10000: ucx_perftest's
+ * warm-up) run before the clock:
+ * the first rounds pay the wireup, first-touch page faults and the two
+ * processes settling on their cores, which ITERATIONS would otherwise
+ * average in (tens of microseconds a round at first).
  * Bandwidth modes, ITERATIONS puts of SIZE bytes one way:
  *   bw-pwc   ucp_pwc_put with both ids, until every local completion came
  *            and the target probed every remote one;
@@ -49,6 +54,7 @@ struct options {
     const char *tls    = nullptr;
     size_t     size    = 8;
     unsigned   iters   = 10000;
+    int        warmup  = -1;      /* latency modes: untimed rounds first; -1: default */
 };
 
 constexpr unsigned notify_am_id = 7;
@@ -259,24 +265,37 @@ private:
                            [expected](uint8_t b) { return b == expected; });
     }
 
-    double ping_pong()
+    /* Ping-pong rounds first .. last; the leader sends first. */
+    bool rounds(uint64_t first, uint64_t last)
     {
         const bool leader = channel_.leader();
-        const auto start  = std::chrono::steady_clock::now();
-        for (uint64_t round = 1; round <= opts_.iters; ++round) {
+        for (uint64_t round = first; round <= last; ++round) {
             if (leader) {
                 if (!send_round(round) || !await_round(round)) {
-                    return -1;
+                    return false;
                 }
             } else if (!await_round(round) || !send_round(round)) {
-                return -1;
+                return false;
             }
+        }
+        return true;
+    }
+
+    double ping_pong()
+    {
+        const uint64_t last = uint64_t(opts_.warmup) + opts_.iters;
+        if (!rounds(1, opts_.warmup)) {
+            return -1;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        if (!rounds(uint64_t(opts_.warmup) + 1, last)) {
+            return -1;
         }
         const double seconds = std::chrono::duration<double>(
                 std::chrono::steady_clock::now() - start).count();
         /* Both ended with the other's last message in place, and their own
          * last one gone (its steps need our progress: a flush, the id). */
-        if (((opts_.m != mode::NOTE_ONLY) && !region_holds(opts_.iters)) || !drain() ||
+        if (((opts_.m != mode::NOTE_ONLY) && !region_holds(last)) || !drain() ||
             !channel_.barrier()) {
             return -1;
         }
@@ -458,9 +477,14 @@ bool parse(int argc, char **argv, options *opts)
             opts->size = size_t(std::atol(argv[i + 1]));
         } else if ((arg == "-n") && (std::atol(argv[i + 1]) > 0)) {
             opts->iters = unsigned(std::atol(argv[i + 1]));
+        } else if ((arg == "-w") && (std::atol(argv[i + 1]) >= 0)) {
+            opts->warmup = int(std::atol(argv[i + 1]));
         } else {
             return false;
         }
+    }
+    if (opts->warmup < 0) {
+        opts->warmup = int(std::min(opts->iters, 10000u));
     }
     return (argc % 2) == 1;
 }
@@ -472,7 +496,7 @@ int main(int argc, char **argv)
     options opts;
     if (!parse(argc, argv, &opts)) {
         std::fprintf(stderr, "usage: ucp_pwc_lat [-m pwc|pattern|note|bw-pwc|bw-put] [-x TLS] "
-                             "[-s SIZE] [-n ITERATIONS]\n");
+                             "[-s SIZE] [-n ITERATIONS] [-w WARMUP]\n");
         return 2;
     }
     perf::peer other(false, [&opts](perf::oob &channel) {
