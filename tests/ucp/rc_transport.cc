@@ -33,10 +33,20 @@ namespace ucp_test {
 std::atomic<bool>          rc_enabled{false};
 std::atomic<unsigned long> rc_dropped_unconnected{0};
 std::atomic<unsigned long> rc_delivered_am{0};
+rc_rma_counts              rc_rma_issued;
 std::atomic<unsigned long> rc_eps_created{0};
 std::atomic<unsigned long> rc_eps_connected{0};
 
 namespace {
+
+/* `status`, counting an issued call in `count`. */
+ucs_status_t counted(ucs_status_t status, std::atomic<unsigned long> &count)
+{
+    if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
+        ++count;
+    }
+    return status;
+}
 
 /* ---- what crosses the socket (test-only, validated all the same) ---- */
 
@@ -511,7 +521,7 @@ ucs_status_t rc_ep::put_short(const void *buffer, unsigned length, uint64_t remo
     h.address   = remote_addr;
     h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
     const iovec part{const_cast<void*>(buffer), length};
-    return put(h, &part, 1);
+    return counted(put(h, &part, 1), rc_rma_issued.put_short);
 }
 
 ssize_t rc_ep::put_bcopy(uct::pack_callback_t pack, void *arg, uint64_t remote_addr,
@@ -520,7 +530,11 @@ ssize_t rc_ep::put_bcopy(uct::pack_callback_t pack, void *arg, uint64_t remote_a
     frame_hdr h = header(OP_PUT);
     h.address   = remote_addr;
     h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
-    return send_packed(h, pack, arg);
+    const ssize_t packed = send_packed(h, pack, arg);
+    if (packed >= 0) {
+        ++rc_rma_issued.put_bcopy;
+    }
+    return packed;
 }
 
 ucs_status_t rc_ep::put_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remote_addr,
@@ -544,7 +558,7 @@ ucs_status_t rc_ep::put_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remot
     frame_hdr h = header(OP_PUT);
     h.address   = remote_addr;
     h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
-    return put(h, parts, iovcnt);
+    return counted(put(h, parts, iovcnt), rc_rma_issued.put_zcopy);
 }
 
 ucs_status_t rc_ep::start_get(uint64_t remote_addr, uct::rkey_t rkey, get_op op)
@@ -572,7 +586,8 @@ ucs_status_t rc_ep::get_bcopy(uct::unpack_callback_t unpack, void *arg, size_t l
     if (length > rc_max_bcopy) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return start_get(remote_addr, rkey, {unpack, arg, {}, length, comp});
+    return counted(start_get(remote_addr, rkey, {unpack, arg, {}, length, comp}),
+                   rc_rma_issued.get_bcopy);
 }
 
 ucs_status_t rc_ep::get_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remote_addr,
@@ -585,8 +600,10 @@ ucs_status_t rc_ep::get_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remot
     if ((iovcnt > 8) || (total > rc_max_zcopy)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return start_get(remote_addr, rkey,
-                     {nullptr, nullptr, std::vector<uct::iov>(iov, iov + iovcnt), total, comp});
+    return counted(start_get(remote_addr, rkey, {nullptr, nullptr,
+                                                 std::vector<uct::iov>(iov, iov + iovcnt),
+                                                 total, comp}),
+                   rc_rma_issued.get_zcopy);
 }
 
 ucs_status_t rc_ep::pending_add(uct::pending_req *req, unsigned)

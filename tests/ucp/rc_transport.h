@@ -49,6 +49,13 @@ extern std::atomic<bool>          rc_enabled;
 extern std::atomic<unsigned long> rc_dropped_unconnected;
 /* Active messages this process's ifaces delivered to a handler. */
 extern std::atomic<unsigned long> rc_delivered_am;
+/* Put and get calls this process's eps issued (returned OK or INPROGRESS). */
+struct rc_rma_counts {
+    std::atomic<unsigned long> put_short{0}, put_bcopy{0}, put_zcopy{0};
+    std::atomic<unsigned long> get_bcopy{0}, get_zcopy{0};
+};
+extern rc_rma_counts rc_rma_issued;
+
 /* Eps created, and connect_to_ep calls that succeeded. */
 extern std::atomic<unsigned long> rc_eps_created;
 extern std::atomic<unsigned long> rc_eps_connected;

@@ -119,9 +119,10 @@ constexpr ucs::config::field context_fields[] = {
                      ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, zcopy_thresh, "ZCOPY_THRESH", "auto",
-                     "Message size from which eager messages are sent zero-copy (on\n"
-                     "lanes with zero-copy active messages); \"auto\" derives it from\n"
-                     "the memory domain's registration cost against the cost of copying.",
+                     "Message size from which eager messages (on lanes with zero-copy\n"
+                     "active messages) and puts and gets (on lanes with both copy and\n"
+                     "zero-copy calls) go zero-copy; \"auto\" derives it from the memory\n"
+                     "domain's registration cost against the cost of copying.",
                      ucs::config::type_size),
 
     UCS_CONFIG_FIELD(context_config, rndv_thresh, "RNDV_THRESH", "auto",

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace ucp {
 
@@ -165,6 +166,32 @@ ep_thresholds compute_thresholds(const ucp_worker &worker, const ep_config_key &
     return t;
 }
 
+/* What lane `i` offers put, get and atomics (nothing for a placeholder). */
+proto::rma_lane_limits rma_limits(const ucp_worker &worker, const ep_config_key &key,
+                                  uint8_t i)
+{
+    proto::rma_lane_limits l;
+    if (!has_md(worker, key, i)) {
+        return l;
+    }
+    const uct::iface_attr &attr = worker.ifaces[key.lanes[i].iface_index].iface->attr();
+    const uct::md_attr &md      = worker.context.mds[key.lanes[i].md_index].md->attr();
+    using namespace uct::iface_flag;
+    auto offered = [&](uint64_t flag, size_t size) { return (attr.flags & flag) ? size : 0; };
+    l.put_short = (attr.flags & PUT_SHORT) ? ssize_t(attr.put.max_short) : -1;
+    l.put_bcopy = offered(PUT_BCOPY, attr.put.max_bcopy);
+    l.put_zcopy = offered(PUT_ZCOPY, attr.put.max_zcopy);
+    l.get_bcopy = offered(GET_BCOPY, attr.get.max_bcopy);
+    l.get_zcopy = offered(GET_ZCOPY, attr.get.max_zcopy);
+    const size_t thresh = worker.context.config.zcopy_thresh;
+    l.zcopy     = (thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) : thresh;
+    l.mem_types = md.access_mem_types;
+    const bool cpu_mode = (worker.atomic_mode == ATOMIC_MODE_CPU);
+    l.amo       = (attr.flags & (cpu_mode ? ATOMIC_CPU : ATOMIC_DEVICE)) &&
+                  ((attr.atomic32_fetch | attr.atomic64_fetch) != 0);
+    return l;
+}
+
 ep_config_key key_of(const ucp_ep &ep)
 {
     ep_config_key key;
@@ -188,9 +215,13 @@ std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &e
         rndv_mem_types |= worker.context.mds[key.lanes[key.mem_rndv_lane].md_index]
                                   .md->attr().reg_mem_types & ~(1ull << UCS_MEMORY_TYPE_HOST);
     }
+    proto::table_inputs inputs{thresh, rndv_mem_types};
+    for (uint8_t i = 0; i < key.num_lanes; ++i) {
+        inputs.rma_lanes[i] = rma_limits(worker, key, i);
+    }
+    inputs.amo_cpu = (worker.atomic_mode == ATOMIC_MODE_CPU);
     auto cfg = std::make_unique<ep_config>(ep_config{
-        index, key, thresh, {}, {}, {}, false, false, {},
-        proto::table({thresh, rndv_mem_types})});
+        index, key, thresh, {}, {}, {}, false, false, {}, proto::table(inputs)});
     for (uint8_t i = 0; i < key.num_lanes; ++i) {
         const uct::tl_resource &res = lane_resource(worker, key, i);
         cfg->lane_names[i] = has_md(worker, key, i) ?
@@ -210,6 +241,57 @@ std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &e
         cfg->mem_rndv_tl = lane_resource(worker, key, key.mem_rndv_lane).tl_name;
     }
     return cfg;
+}
+
+/* Whether lane `i` serves `op` for keys it reaches (for atomics: has them). */
+bool lane_serves(const ep_config &cfg, proto::operation op, uint8_t i)
+{
+    if (op == proto::operation::AMO) {
+        return cfg.protocols.inputs().rma_lanes[i].amo;
+    }
+    return cfg.protocols.get({op, i, proto::dt_class::contig, UCS_MEMORY_TYPE_HOST}).count > 0;
+}
+
+/* Put, get and atomics, one table per way a remote key can be reached:
+ * a lane whose md is in the key, the key mapped here (a peer on this node
+ * with a shared-memory lane), or neither. */
+void print_rma_tables(const ucp_worker &worker, const ep_config &cfg,
+                      const proto::print_names &names, FILE *stream)
+{
+    using proto::operation;
+    const uint64_t features = worker.context.features;
+    bool mappable = false;
+    for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
+        mappable |= has_md(worker, cfg.key, i) &&
+                    (worker.context.mds[cfg.key.lanes[i].md_index].md->attr().flags &
+                     uct::md_flag::RKEY_PTR);
+    }
+    for (operation op : {operation::PUT, operation::GET, operation::AMO}) {
+        const bool wanted = (op == operation::AMO) ?
+                            (features & (UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64)) != 0 :
+                            (features & UCP_FEATURE_RMA) != 0;
+        if (!wanted) {
+            continue;
+        }
+        std::fprintf(stream, "#\n#   %s%s, by how the remote key is reached:\n",
+                     proto::operation_name(op),
+                     (op == operation::AMO) ? "" : " (size in bytes)");
+        auto table_of = [&](uint8_t reach, const std::string &how) {
+            std::fprintf(stream, "#   %s:\n", how.c_str());
+            proto::print(stream, cfg.protocols,
+                         {op, reach, proto::dt_class::contig, UCS_MEMORY_TYPE_HOST}, names);
+        };
+        if (mappable) {
+            table_of(proto::rma_reach::DIRECT, "the key's segment mapped here");
+        }
+        for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
+            if (lane_serves(cfg, op, i)) {
+                table_of(i, "the key has an entry for lane[" + std::to_string(i) + "] " +
+                         cfg.lane_names[i]);
+            }
+        }
+        table_of(proto::rma_reach::AM, "no lane reaches the key");
+    }
 }
 
 } // namespace
@@ -282,7 +364,7 @@ void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *strea
                                    "rendezvous split, sender puts half, receiver gets half "
                                    "on ") + cfg.rndv_tl;
     const proto::print_names names{cfg.am_tl.c_str(), rndv_get.c_str(), rndv_push.c_str(),
-                                   push_from};
+                                   push_from, cfg.lane_names};
     using proto::operation;
     using proto::dt_class;
     const struct {
@@ -307,6 +389,7 @@ void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *strea
         }
         proto::print(stream, cfg.protocols, {tb.op, 0, tb.dt, UCS_MEMORY_TYPE_HOST}, names);
     }
+    print_rma_tables(worker, cfg, names, stream);
     std::fprintf(stream, "#\n");
 }
 

@@ -18,9 +18,6 @@ struct ucp_worker;
 
 namespace ucp {
 
-constexpr unsigned max_lanes = 8;
-constexpr uint8_t  no_lane   = 0xff;
-
 /* What identifies a configuration: each lane's iface and md, and the roles. */
 struct ep_config_key {
     struct lane_key {

@@ -91,6 +91,7 @@ struct rma_state {
     uint8_t         size;          /* atomic operand bytes */
     uint8_t         flags;         /* ucp::rma::state_flag */
     uint8_t         staged_type;   /* ucs_memory_type_t of staged_for */
+    uint8_t         protocol;      /* ucp::proto::protocol of a lane put or get */
 };
 
 /*

@@ -16,7 +16,7 @@ namespace {
 
 struct candidates {
     uint8_t  count = 0;
-    protocol list[max_candidates];
+    protocol list[max_candidates] = {};
 
     void add(protocol p)
     {
@@ -122,6 +122,64 @@ candidates stream_rules(const table_inputs &in, const key &k, size_t length)
     return c;
 }
 
+/* Where a lane with both a copy and a zero-copy call switches to zero
+ * copy: at the threshold, and at the latest when a copy takes more than
+ * one fragment (its data would be copied through the transport's buffer
+ * piece by piece; in place it goes in fewer, larger calls). */
+size_t rma_zcopy_from(size_t zcopy, size_t max_bcopy)
+{
+    return std::min(zcopy, (max_bcopy == SIZE_MAX) ? SIZE_MAX : max_bcopy + 1);
+}
+
+/* A put or get on a lane: short, then copy, then zero copy. Memory the
+ * CPU cannot touch goes only by zero copy, on a lane whose md reaches it. */
+candidates rma_lane_rules(const rma_lane_limits &l, const key &k, size_t length)
+{
+    candidates c;
+    const bool put   = (k.op == operation::PUT);
+    const size_t max_bcopy = host(k) ? (put ? l.put_bcopy : l.get_bcopy) : 0;
+    const size_t max_zcopy = put ? l.put_zcopy : l.get_zcopy;
+    if (!host(k) && !(l.mem_types & (1ull << k.mem_type))) {
+        return c;
+    }
+    if (put && host(k) && (l.put_short >= 0) && (length <= size_t(l.put_short))) {
+        c.add(protocol::RMA_SHORT);
+    } else if ((max_zcopy > 0) &&
+               ((max_bcopy == 0) || (length >= rma_zcopy_from(l.zcopy, max_bcopy)))) {
+        c.add(protocol::RMA_ZCOPY);
+    } else if (max_bcopy > 0) {
+        c.add(protocol::RMA_BCOPY);
+    }
+    return c;
+}
+
+/* Put, get and atomics by the key's reach (sizes matter only on a lane). */
+candidates rma_rules(const table_inputs &in, const key &k, size_t length)
+{
+    candidates c;
+    const bool amo = (k.op == operation::AMO);
+    if ((k.variant == rma_reach::DIRECT) || (k.variant == rma_reach::AM)) {
+        /* Both are the CPU's, here or at the target: not in device mode. */
+        if (host(k) && (!amo || in.amo_cpu)) {
+            c.add((k.variant == rma_reach::DIRECT) ? protocol::RMA_DIRECT :
+                                                     protocol::RMA_EMULATED);
+        }
+        return c;
+    }
+    ucs_assert(k.variant < max_lanes);
+    const rma_lane_limits &l = in.rma_lanes[k.variant];
+    if (!amo) {
+        return rma_lane_rules(l, k, length);
+    }
+    if (host(k) && l.amo) {
+        c.add(protocol::AMO_LANE);
+    }
+    if (host(k) && in.amo_cpu) {
+        c.add(protocol::RMA_EMULATED);   /* an op or size the lane lacks */
+    }
+    return c;
+}
+
 candidates rules(const table_inputs &in, const key &k, size_t length)
 {
     switch (k.op) {
@@ -131,32 +189,45 @@ candidates rules(const table_inputs &in, const key &k, size_t length)
     case operation::AM:
         return am_rules(in, k, length);
     case operation::STREAM:
-    default:
         return stream_rules(in, k, length);
+    default:
+        return rma_rules(in, k, length);
     }
 }
 
-/* Every size at which some rule above can change its answer: the first
- * size of a new range is always one of these. */
-std::vector<size_t> boundaries(const table_inputs &in)
+/* Every size at which some rule above can change its answer for `k`: the
+ * first size of a new range is always one of these. */
+std::vector<size_t> boundaries(const table_inputs &in, const key &k)
 {
     const ep_thresholds &t = in.thresh;
-    std::vector<size_t> points = {t.rndv, t.am_rndv, t.zcopy,
-                                  std::max(t.rndv, stream_rndv_min)};
+    std::vector<size_t> points;
     auto after = [&](size_t last) {
         if (last != SIZE_MAX) {
             points.push_back(last + 1);
         }
     };
-    if (t.max_eager_short >= 0) {
-        after(size_t(t.max_eager_short));
-    }
-    after(t.max_eager_only);
-    after(t.max_eager_only - sizeof(wire::eager_sync_hdr) + sizeof(ucp_tag_t));
-    for (size_t header : {sizeof(wire::am_hdr), sizeof(wire::am_hdr) + sizeof(wire::am_reply_hdr),
-                          sizeof(wire::stream_hdr)}) {
-        if (t.am_max_bcopy > header) {
-            after(t.am_max_bcopy - header);
+    if (is_rma(k.op)) {
+        if (k.variant < max_lanes) {
+            const rma_lane_limits &l = in.rma_lanes[k.variant];
+            if (l.put_short >= 0) {
+                after(size_t(l.put_short));
+            }
+            points.push_back(rma_zcopy_from(l.zcopy, l.put_bcopy));
+            points.push_back(rma_zcopy_from(l.zcopy, l.get_bcopy));
+        }
+    } else {
+        points = {t.rndv, t.am_rndv, t.zcopy, std::max(t.rndv, stream_rndv_min)};
+        if (t.max_eager_short >= 0) {
+            after(size_t(t.max_eager_short));
+        }
+        after(t.max_eager_only);
+        after(t.max_eager_only - sizeof(wire::eager_sync_hdr) + sizeof(ucp_tag_t));
+        for (size_t header : {sizeof(wire::am_hdr),
+                              sizeof(wire::am_hdr) + sizeof(wire::am_reply_hdr),
+                              sizeof(wire::stream_hdr)}) {
+            if (t.am_max_bcopy > header) {
+                after(t.am_max_bcopy - header);
+            }
         }
     }
     std::sort(points.begin(), points.end());
@@ -172,21 +243,28 @@ bool same(const range &r, const candidates &c)
     return std::equal(r.candidates, r.candidates + r.count, c.list, c.list + c.count);
 }
 
-size_t key_index(const key &k)
+} // namespace
+
+size_t table::key_index(const key &k)
 {
+    if (is_rma(k.op)) {
+        ucs_assert((k.variant < rma_reach::count) && (k.dt == dt_class::contig));
+        const size_t op = size_t(k.op) - size_t(first_rma_op);
+        return num_send_keys + (op * rma_reach::count + k.variant) * UCS_MEMORY_TYPE_LAST +
+               size_t(k.mem_type);
+    }
+    ucs_assert(k.variant < am_variant::count);
     return ((size_t(k.op) * am_variant::count + k.variant) * num_dt_classes +
             size_t(k.dt)) * UCS_MEMORY_TYPE_LAST + size_t(k.mem_type);
 }
 
-} // namespace
-
 void build(const table_inputs &in, const key &k, selection *out)
 {
     out->count = 0;
-    if (!ucs::memtype::can_copy(k.mem_type)) {
-        return;     /* nothing loaded can stage this memory */
+    if (!is_rma(k.op) && !ucs::memtype::can_copy(k.mem_type)) {
+        return;     /* nothing loaded can stage this memory (RMA: a lane moves it) */
     }
-    const std::vector<size_t> points = boundaries(in);
+    const std::vector<size_t> points = boundaries(in, k);
     size_t from = 0;
     for (size_t i = 0; i <= points.size(); ++i) {
         const size_t last = (i < points.size()) ? points[i] - 1 : SIZE_MAX;
@@ -201,6 +279,9 @@ void build(const table_inputs &in, const key &k, selection *out)
         r.count = c.count;
         std::copy(c.list, c.list + c.count, r.candidates);
         from = last + 1;
+    }
+    if ((out->count == 1) && (out->ranges[0].count == 0)) {
+        out->count = 0;   /* nothing serves any size */
     }
 }
 
@@ -273,7 +354,51 @@ const char *family_name(protocol p)
 {
     const bool bcopy = (p == protocol::EAGER_BCOPY_SINGLE) ||
                        (p == protocol::EAGER_BCOPY_MULTI);
+    if (p == protocol::RMA_EMULATED) {
+        return "emulated over active messages";
+    }
     return bcopy ? "eager bcopy" : eager_name(p);
+}
+
+/* The lines of one range of a put, get or atomic table. */
+void add_rma_lines(std::vector<line> &lines, const table_inputs &in, const key &k,
+                   const print_names &names, size_t from, const range &r,
+                   const std::string &suffix)
+{
+    const bool put  = (k.op == operation::PUT);
+    const char *op  = put ? "put" : "get";
+    const std::string lane = (k.variant < max_lanes) ? names.lane_names[k.variant] :
+                                                        std::string();
+    switch (r.candidates[0]) {
+    case protocol::RMA_DIRECT:
+        add_line(lines, from, r.last, std::string((k.op == operation::AMO) ?
+                 "CPU atomics" : "CPU copies") + " in the key's segment mapped here" + suffix);
+        return;
+    case protocol::RMA_EMULATED:
+        add_line(lines, from, r.last, std::string("active messages on ") + names.am_tl +
+                 ", the target's CPU does it" + suffix);
+        return;
+    case protocol::AMO_LANE:
+        add_line(lines, from, r.last, "atomics of " + lane + suffix);
+        return;
+    case protocol::RMA_SHORT:
+        add_line(lines, from, r.last, "put_short on " + lane + suffix);
+        return;
+    default:
+        break;
+    }
+    const bool zcopy = (r.candidates[0] == protocol::RMA_ZCOPY);
+    const rma_lane_limits &l = in.rma_lanes[k.variant];
+    const size_t frag  = zcopy ? (put ? l.put_zcopy : l.get_zcopy) :
+                                 (put ? l.put_bcopy : l.get_bcopy);
+    const std::string text = std::string(op) + (zcopy ? "_zcopy" : "_bcopy") + " on " + lane;
+    const size_t one = (frag < (SIZE_MAX >> 2)) ? std::min(frag, r.last) : r.last;
+    add_line(lines, from, one, text + suffix);
+    /* Transports without a practical limit say so with a huge one. */
+    if ((frag < r.last) && (frag < (SIZE_MAX >> 2))) {
+        add_line(lines, std::max(frag + 1, from), r.last,
+                 text + ", fragments of " + std::to_string(frag) + suffix);
+    }
 }
 
 } // namespace
@@ -291,6 +416,16 @@ void print(FILE *stream, const table &t, const key &k, const print_names &names)
                                    std::string(" | else ") + family_name(r.candidates[1]) :
                                    std::string();
         const std::string am_tl(names.am_tl);
+        if (r.count == 0) {
+            add_line(lines, from, r.last, "none: no transport here moves it");
+            from = r.last + 1;
+            continue;
+        }
+        if (is_rma(k.op)) {
+            add_rma_lines(lines, t.inputs(), k, names, from, r, suffix);
+            from = r.last + 1;
+            continue;
+        }
         switch (r.candidates[0]) {
         case protocol::EAGER_ZCOPY: {
             const size_t frag = (k.op == operation::AM) ? th.am_zcopy_frag : th.zcopy_frag;
@@ -334,6 +469,12 @@ const char *operation_name(operation op)
         return "am_send";
     case operation::STREAM:
         return "stream_send";
+    case operation::PUT:
+        return "put";
+    case operation::GET:
+        return "get";
+    case operation::AMO:
+        return "atomic";
     default:
         return "?";
     }

@@ -5,13 +5,21 @@
  * serve it in order of preference. A protocol may decline one message at run
  * time (its buffer cannot be registered, an iov has more entries than one
  * zero-copy fragment takes, a user header does not fit); the next one then
- * serves it, and the last one of every range always can.
+ * serves it, and the last one of every range always can (but a lane's
+ * atomic in UCX_ATOMIC_MODE=device, which has nothing to fall back to).
  *
  * Tables are built on first use per key, from the limits of the
  * configuration's lanes (ep_thresholds, whose thresholds come from the
  * transports' performance models or the UCX_*_THRESH settings). Every send
  * path picks its protocol here, and ucp_ep_print_info, UCX_PROTO_INFO and
  * ucx_info -e print these same tables.
+ *
+ * Put, get and atomics are keyed by how the remote key is reached (its
+ * `reach`, the key's variant): a lane whose md has an entry in the key,
+ * the key's segment mapped into this process, or neither (the target's
+ * CPU does it on active messages). Which one a key has is found once per
+ * ep and key (ucp/rma/rkey_cache.h); the ranges then come from that lane's
+ * limits (rma_lane_limits).
  */
 #ifndef UCP_PROTO_SELECT_H
 #define UCP_PROTO_SELECT_H
@@ -27,8 +35,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 namespace ucp {
+
+constexpr unsigned max_lanes = 8;
+constexpr uint8_t  no_lane   = 0xff;
 
 /*
  * Message-size limits of the protocols, from the AM lane and the config.
@@ -61,7 +73,23 @@ namespace proto {
  * receive or the stage delay (ucp/stream/stream.h) costs more. */
 constexpr size_t stream_rndv_min = 128 * 1024;
 
-enum class operation : uint8_t { TAG, TAG_SYNC, AM, STREAM, last };
+enum class operation : uint8_t { TAG, TAG_SYNC, AM, STREAM, PUT, GET, AMO, last };
+
+/* The first remote-memory operation: the ones from here on are keyed by reach. */
+constexpr operation first_rma_op = operation::PUT;
+
+inline bool is_rma(operation op)
+{
+    return op >= first_rma_op;
+}
+
+/* How put, get and atomics reach a remote key (their key's variant). */
+namespace rma_reach {
+/* 0 .. max_lanes - 1: that lane of the configuration. */
+constexpr uint8_t DIRECT = max_lanes;       /* the key's segment is mapped here */
+constexpr uint8_t AM     = max_lanes + 1;   /* no lane: emulated over active messages */
+constexpr uint8_t count  = max_lanes + 2;
+} // namespace rma_reach
 
 /* Active-message send flags that change the choice (the key's variant). */
 namespace am_variant {
@@ -82,12 +110,18 @@ enum class protocol : uint8_t {
     EAGER_BCOPY_MULTI,   /* a first and middle am_bcopy fragments */
     EAGER_ZCOPY,         /* am_zcopy fragments from the sender's buffer */
     RNDV,                /* a request to send; the data moves by zero-copy RMA */
+    RMA_DIRECT,          /* CPU copies or atomics in the key's segment mapped here */
+    RMA_SHORT,           /* one put_short */
+    RMA_BCOPY,           /* put/get_bcopy fragments */
+    RMA_ZCOPY,           /* put/get_zcopy fragments from/to the buffer in place */
+    AMO_LANE,            /* the lane's atomic (declines an op or size it lacks) */
+    RMA_EMULATED,        /* active messages; the target's CPU does it */
     last
 };
 
 struct key {
     operation         op;
-    uint8_t           variant = 0;   /* am_variant bits for AM, else 0 */
+    uint8_t           variant = 0;   /* am_variant bits for AM, rma_reach for RMA, else 0 */
     dt_class          dt      = dt_class::contig;
     ucs_memory_type_t mem_type = UCS_MEMORY_TYPE_HOST;
 };
@@ -119,10 +153,30 @@ struct selection {
     }
 };
 
+/*
+ * What one lane offers put and get (uct iface attributes; a size of 0:
+ * not offered), and from which size they go by zero copy where both a
+ * copy and a zero-copy call exist.
+ */
+struct rma_lane_limits {
+    ssize_t  put_short  = -1;   /* bytes of one put_short; -1: none */
+    size_t   put_bcopy  = 0;
+    size_t   put_zcopy  = 0;
+    size_t   get_bcopy  = 0;
+    size_t   get_zcopy  = 0;
+    size_t   zcopy      = SIZE_MAX;   /* UCX_ZCOPY_THRESH, or the md's model */
+    uint64_t mem_types  = 0;          /* local memory types its md reaches */
+    bool     amo        = false;      /* atomics of the context's atomic mode */
+};
+
 /* What the tables of a configuration are built from. */
 struct table_inputs {
     ep_thresholds thresh;
     uint64_t      rndv_mem_types;   /* bit per memory type a rendezvous lane moves */
+    std::array<rma_lane_limits, max_lanes> rma_lanes = {};
+    /* UCX_ATOMIC_MODE=cpu: CPU atomics (a mapped segment, the target's CPU)
+     * may serve atomics; device: only a lane's. */
+    bool          amo_cpu = true;
 };
 
 /* The selection tables of one endpoint configuration, built on first use. */
@@ -134,11 +188,16 @@ public:
     const table_inputs &inputs() const { return in_; }
 
 private:
-    static constexpr size_t num_keys = size_t(operation::last) * am_variant::count *
-                                       num_dt_classes * UCS_MEMORY_TYPE_LAST;
+    static constexpr size_t num_send_keys = size_t(first_rma_op) * am_variant::count *
+                                            num_dt_classes * UCS_MEMORY_TYPE_LAST;
+    /* RMA: contiguous data only. */
+    static constexpr size_t num_rma_keys = (size_t(operation::last) - size_t(first_rma_op)) *
+                                           rma_reach::count * UCS_MEMORY_TYPE_LAST;
 
-    table_inputs                                         in_;
-    mutable std::array<std::unique_ptr<selection>, num_keys> built_;
+    static size_t key_index(const key &k);
+
+    table_inputs                                                        in_;
+    mutable std::array<std::unique_ptr<selection>, num_send_keys + num_rma_keys> built_;
 };
 
 /*
@@ -166,14 +225,15 @@ auto select_first(const selection &sel, size_t length, Start &&start)
     return nullptr;
 }
 
-/* How to name what the tables do not know: the AM lane's transport, and
- * the rendezvous schemes (the receiver picks one: pulling, and from
- * rndv_push_from on, pushing or splitting the transfer). */
+/* How to name what the tables do not know: the AM lane's transport, the
+ * rendezvous schemes (the receiver picks one: pulling, and from
+ * rndv_push_from on, pushing or splitting the transfer), and the lanes. */
 struct print_names {
-    const char *am_tl;
-    const char *rndv_get;
-    const char *rndv_push;
-    size_t     rndv_push_from;   /* SIZE_MAX: never */
+    const char        *am_tl;
+    const char        *rndv_get;
+    const char        *rndv_push;
+    size_t            rndv_push_from;   /* SIZE_MAX: never */
+    const std::string *lane_names;      /* max_lanes of them, "tcp/lo" */
 };
 
 /* One size range of a table: "#   from .. to   text". */

@@ -26,7 +26,9 @@
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_rkey.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/core/ucp_ep_config.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ucp::rma {
@@ -55,6 +57,59 @@ inline const rkey_cache &cache_of(const ucp_ep *ep, ucp_rkey *rkey)
         cache_fill(ep, rkey);
     }
     return rkey->rma_cache;
+}
+
+/* How an operation served by `lane` (no_cached_lane: none) reaches the
+ * key: the key of its selection table (ucp/proto/select.h). */
+inline uint8_t reach_of(const rkey_cache &c, uint8_t lane)
+{
+    return (c.direct != nullptr) ? proto::rma_reach::DIRECT :
+           (lane != no_cached_lane) ? lane : proto::rma_reach::AM;
+}
+
+inline path path_of(uint8_t reach)
+{
+    return (reach == proto::rma_reach::DIRECT) ? path::DIRECT :
+           (reach == proto::rma_reach::AM) ? path::EMULATED : path::LANE;
+}
+
+/* The path a protocol of an RMA table takes. */
+inline path path_of(proto::protocol p)
+{
+    return (p == proto::protocol::RMA_DIRECT) ? path::DIRECT :
+           (p == proto::protocol::RMA_EMULATED) ? path::EMULATED : path::LANE;
+}
+
+/* The protocol of the ep's table for `length` bytes of `op` that reach the
+ * key by `reach`, from local memory of `mem_type`; protocol::last: none
+ * moves it. Put and get have one per size; atomics are chosen by
+ * select_atomic (a lane declines ops it lacks). */
+inline proto::protocol select(const ucp_ep *ep, proto::operation op, uint8_t reach,
+                              ucs_memory_type_t mem_type, size_t length)
+{
+    const proto::selection &sel = ep->cfg->protocols.get({op, reach, dt::dt_class::contig,
+                                                          mem_type});
+    if (sel.count == 0) {
+        return proto::protocol::last;
+    }
+    const proto::range &r = sel.find(length);
+    return (r.count > 0) ? r.candidates[0] : proto::protocol::last;
+}
+
+/* The first atomic protocol of the ep's table for keys reached by `reach`
+ * that `takes` (a lane's atomic declines an op or size it lacks); whether
+ * one did. */
+template <typename Takes>
+bool select_atomic(const ucp_ep *ep, uint8_t reach, Takes &&takes)
+{
+    const proto::selection &sel = ep->cfg->protocols.get({proto::operation::AMO, reach,
+                                                          dt::dt_class::contig,
+                                                          UCS_MEMORY_TYPE_HOST});
+    if (sel.count == 0) {
+        return false;
+    }
+    const proto::range &r = sel.find(0);   /* atomics have one range */
+    return std::any_of(r.candidates, r.candidates + r.count, takes);
 }
 
 /* Where `remote_addr` (covered by the key) is mapped here; cache.direct set. */

@@ -155,19 +155,22 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
             value   = load_operand(param->reply_buffer, size);
         }
         const rkey_cache &c = cache_of(ep, rkey);
-        path how;
-        if (!c.amo_cpu) {
-            /* Device atomics only: a CPU atomic (direct or by the target's
-             * CPU) would not be atomic with the NIC's on the same word. */
-            if (!lane_does(c, op, size, fetch)) {
-                ucs_error("ucp_atomic_op_nbx: UCX_ATOMIC_MODE=device and no transport "
-                          "to this peer has that device atomic");
-                return UCS_ERR_UNSUPPORTED;
-            }
-            how = path::LANE;
-        } else {
-            how = (c.direct != nullptr) ? path::DIRECT :
-                  lane_does(c, op, size, fetch) ? path::LANE : path::EMULATED;
+        /* Device atomics only: a CPU atomic (direct or by the target's CPU)
+         * would not be atomic with the NIC's on the same word. */
+        const uint8_t reach = c.amo_cpu ? reach_of(c, c.amo_lane) :
+                              (c.amo_lane != no_cached_lane) ? c.amo_lane :
+                                                               proto::rma_reach::AM;
+        path how = path::LANE;
+        if (!select_atomic(ep, reach, [&](proto::protocol p) {
+                if ((p == proto::protocol::AMO_LANE) && !lane_does(c, op, size, fetch)) {
+                    return false;   /* the lane lacks this op or size */
+                }
+                how = path_of(p);
+                return true;
+            })) {
+            ucs_error("ucp_atomic_op_nbx: UCX_ATOMIC_MODE=device and no transport "
+                      "to this peer has that device atomic");
+            return UCS_ERR_UNSUPPORTED;
         }
         const uint32_t attr_mask = param->op_attr_mask;
 

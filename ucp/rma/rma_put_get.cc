@@ -85,20 +85,17 @@ inline void copy_direct(op_kind kind, const ucp_rkey *rkey, uint64_t remote_addr
 }
 
 /* Tries to finish at once without a request; UCS_ERR_NO_RESOURCE: use one. */
-ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, path how, uint8_t lane,
-                     void *buffer, size_t length, uint64_t remote_addr)
+ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, proto::protocol p,
+                     uint8_t lane, void *buffer, size_t length, uint64_t remote_addr)
 {
-    if (how == path::DIRECT) {
+    if (p == proto::protocol::RMA_DIRECT) {
         copy_direct(kind, rkey, remote_addr, buffer, length);
         return UCS_OK;
     }
-    if ((how == path::LANE) && (kind == op_kind::PUT)) {
-        const ucp::lane &l          = ep->lanes[lane];
-        const uct::iface_attr &attr = ep->worker->ifaces[l.iface_index].iface->attr();
-        if ((attr.flags & uct::iface_flag::PUT_SHORT) && (length <= attr.put.max_short)) {
-            return l.ep->put_short(buffer, unsigned(length), remote_addr,
-                                   rkey->find(l.md_index)->bundle.rkey);
-        }
+    if (p == proto::protocol::RMA_SHORT) {
+        const ucp::lane &l = ep->lanes[lane];
+        return l.ep->put_short(buffer, unsigned(length), remote_addr,
+                               rkey->find(l.md_index)->bundle.rkey);
     }
     return UCS_ERR_NO_RESOURCE;
 }
@@ -174,8 +171,8 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         }
         const rkey_cache &c = cache_of(ep, rkey);
         const uint8_t lane  = (kind == op_kind::PUT) ? c.put_lane : c.get_lane;
-        const path how      = (c.direct != nullptr) ? path::DIRECT :
-                              (lane != no_cached_lane) ? path::LANE : path::EMULATED;
+        const uint8_t reach = reach_of(c, lane);
+        const path how      = path_of(reach);
         /* Device memory on our side, host memory reached by a host path
          * (mapped segment, cma, tcp, emulation): through a host bounce
          * buffer, owned by the request or freed when done in the call. A put
@@ -211,9 +208,16 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
             return UCS_ERR_UNSUPPORTED;
         }
 
+        const proto::operation op = (kind == op_kind::PUT) ? proto::operation::PUT :
+                                                               proto::operation::GET;
+        const proto::protocol p   = select(ep, op, reach, local_type, length);
+        if (p == proto::protocol::last) {
+            ucs_diag("%s: no protocol of lane[%u] moves %zu bytes of %s memory", name, lane,
+                     length, ucs_memory_type_names[local_type]);
+            return UCS_ERR_UNSUPPORTED;
+        }
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
-            ucs_status_t now = try_now(kind, ep, rkey, how, lane, buffer, length,
-                                       remote_addr);
+            ucs_status_t now = try_now(kind, ep, rkey, p, lane, buffer, length, remote_addr);
             if ((now == UCS_OK) && stage_out) {
                 now = ucs::memtype::copy(user_buffer, user_type, buffer, UCS_MEMORY_TYPE_HOST,
                                          length);
@@ -240,6 +244,7 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         r.remote_addr = remote_addr;
         r.rkey        = rkey;
         r.lane        = lane;
+        r.protocol    = uint8_t(p);
         result        = request_start(req, param);
         return UCS_OK;
     });

@@ -165,17 +165,19 @@ ucs_status_t lane_put(request *req)
         const uint64_t remote   = r.remote_addr + offset;
         size_t chunk            = 0;
         ucs_status_t status;
-        if ((attr.flags & uct::iface_flag::PUT_SHORT) && (left <= attr.put.max_short)) {
+        switch (proto::protocol(r.protocol)) {
+        case proto::protocol::RMA_SHORT:
             chunk  = left;
             status = ep->put_short(source, unsigned(chunk), remote, rkey);
-        } else if ((attr.flags & uct::iface_flag::PUT_BCOPY) && (attr.put.max_bcopy > 0) &&
-                   ((left <= attr.put.max_bcopy) ||
-                    !(attr.flags & uct::iface_flag::PUT_ZCOPY) || (attr.put.max_zcopy == 0))) {
+            break;
+        case proto::protocol::RMA_BCOPY: {
             chunk = std::min(left, attr.put.max_bcopy);
             byte_span arg{source, chunk};
             ssize_t packed = ep->put_bcopy(pack_span, &arg, remote, rkey);
             status = (packed < 0) ? ucs_status_t(packed) : UCS_OK;
-        } else if ((attr.flags & uct::iface_flag::PUT_ZCOPY) && (attr.put.max_zcopy > 0)) {
+            break;
+        }
+        case proto::protocol::RMA_ZCOPY: {
             chunk = std::min(left, attr.put.max_zcopy);
             uct::mem_h memh;
             status = zcopy_memh(req, &memh);
@@ -185,8 +187,11 @@ ucs_status_t lane_put(request *req)
                     return ep->put_zcopy(&iov, 1, remote, rkey, comp);
                 });
             }
-        } else {
+            break;
+        }
+        default:
             status = UCS_ERR_UNSUPPORTED;
+            break;
         }
         if (status == UCS_ERR_NO_RESOURCE) {
             return out_of_resources(progressed);
@@ -215,7 +220,8 @@ ucs_status_t lane_get(request *req)
         const uint64_t remote = r.remote_addr + offset;
         size_t chunk          = 0;
         ucs_status_t status;
-        if ((attr.flags & uct::iface_flag::GET_ZCOPY) && (attr.get.max_zcopy > 0)) {
+        switch (proto::protocol(r.protocol)) {
+        case proto::protocol::RMA_ZCOPY: {
             chunk = std::min(left, attr.get.max_zcopy);
             uct::mem_h memh;
             status = zcopy_memh(req, &memh);
@@ -225,13 +231,17 @@ ucs_status_t lane_get(request *req)
                     return ep->get_zcopy(&iov, 1, remote, rkey, comp);
                 });
             }
-        } else if ((attr.flags & uct::iface_flag::GET_BCOPY) && (attr.get.max_bcopy > 0)) {
+            break;
+        }
+        case proto::protocol::RMA_BCOPY:
             chunk  = std::min(left, attr.get.max_bcopy);
             status = with_comp(r, [&](uct::completion *comp) {
                 return ep->get_bcopy(unpack_copy, dest, chunk, remote, rkey, comp);
             });
-        } else {
+            break;
+        default:
             status = UCS_ERR_UNSUPPORTED;
+            break;
         }
         if (status == UCS_ERR_NO_RESOURCE) {
             return out_of_resources(progressed);
@@ -492,6 +502,7 @@ request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *
     r.kind     = uint8_t(kind);
     r.path     = uint8_t(how);
     r.flags    = 0;
+    r.protocol = uint8_t(proto::protocol::last);   /* a lane put or get sets it */
     r.staged_for  = nullptr;
     r.staged_type = 0;
     if ((param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) && (param->cb.send != nullptr)) {
