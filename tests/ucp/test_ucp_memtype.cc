@@ -148,7 +148,9 @@ TEST_CASE("tagged messages between device and host buffers, staged through the c
 namespace {
 
 constexpr size_t piece_size = 128 * 1024;
-const settings piece_settings = {{"RNDV_FRAG_SIZE", "host:128K,cuda:4M"}};
+/* Every size here a rendezvous (tcp's model starts it above them). */
+const settings piece_settings = {{"RNDV_FRAG_SIZE", "host:128K,cuda:4M"},
+                                 {"RNDV_THRESH", "64K"}};
 
 /* The receiving child of the pieces test: each message into device memory;
  * back go whether it arrived whole with every bounce buffer given back, and

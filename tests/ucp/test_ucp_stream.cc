@@ -190,6 +190,10 @@ uint64_t pulls(const peer &p)
     return (sw != nullptr) ? sw->pulls_direct + sw->pulls_staged : 0;
 }
 
+/* The rendezvous threshold of the tests below: under the largest pieces on
+ * every transport (tcp's model puts its own above them). */
+constexpr const char *rndv_thresh = "65536";
+
 /* Whether pieces up to `max_piece` go by rendezvous: large enough, and the
  * ep has a lane to pull with (not sysv alone). */
 bool pulled(const peer &p, size_t max_piece)
@@ -227,6 +231,8 @@ int stream_child(int fd, const char *tls, size_t max_piece)
 TEST_CASE("stream bytes keep their order for any split of sends and receives",
           "[ucp_stream]")
 {
+    env_guard env;
+    env.set("UCX_RNDV_THRESH", rndv_thresh);
     for (const char *tls : transports) for (size_t max_piece : max_pieces) {
         INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
         peer p;
@@ -255,6 +261,8 @@ TEST_CASE("stream bytes keep their order for any split of sends and receives",
 
 TEST_CASE("stream in loopback for any split", "[ucp_stream]")
 {
+    env_guard env;
+    env.set("UCX_RNDV_THRESH", rndv_thresh);
     for (const char *tls : {"self", "posix,cma", "tcp"}) for (size_t max_piece : max_pieces) {
         INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
         peer p;

@@ -625,6 +625,7 @@ TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges ag
 {
     env_guard env;
     env.set("UCX_RNDV_THRESH", "4096");         /* self's short limit is ~8k */
+    env.set("UCX_ZCOPY_THRESH", "1024");        /* one fallback from 4096 on */
     peer p;
     REQUIRE(p.init("self") == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);

@@ -19,12 +19,14 @@ namespace ucp {
 
 namespace {
 
-/* A copy send moves the data at about one core's memcpy rate. */
-constexpr double bcopy_bandwidth_Bps = 5.8e9;
+/* A copy send moves the data at about one core's memcpy rate between
+ * cores: eager messages over posix move 16 GB/s here (ucx_perftest tag_lat
+ * 16 KiB..256 KiB, 6.2e-11 s a byte), memcpy in one cache 100 GB/s. */
+constexpr double bcopy_bandwidth_Bps = 16e9;
 /* What a zero-copy send costs beyond a copy send of the same size: its
  * request completes later, from the transport's completion (a callback and
  * a queue slot), instead of inside the call. With it the threshold over
- * tcp is 1740 bytes; measured there, zcopy and bcopy tie from 1 to 4 KiB
+ * tcp is 4800 bytes; measured there, zcopy and bcopy tie from 1 to 4 KiB
  * (tag_bw, stream_bw, tag_lat) and zcopy wins from 8 KiB on. */
 constexpr double zcopy_overhead_s = 300e-9;
 /*
@@ -53,15 +55,79 @@ bool has_md(const ucp_worker &worker, const ep_config_key &key, uint8_t lane)
     return key.lanes[lane].md_index < worker.context.mds.size();
 }
 
-size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key)
+const uct::iface_attr &lane_attr(const ucp_worker &worker, const ep_config_key &key,
+                                 uint8_t lane)
+{
+    return worker.ifaces[key.lanes[lane].iface_index].iface->attr();
+}
+
+/* A model's bandwidth, or the copy rate where the transport gave none. */
+double bandwidth_of(const uct::perf_model &perf)
+{
+    return (perf.bandwidth_Bps > 0) ? perf.bandwidth_Bps : bcopy_bandwidth_Bps;
+}
+
+/*
+ * UCX_RNDV_THRESH=auto: the size from which a rendezvous costs less than an
+ * eager send, from the lanes' performance models (uct::perf_model):
+ *  - eager, per byte: the AM lane's transfer and the copies at both ends,
+ *    which overlap (fragments are pipelined): the slower of the lane's and
+ *    the copy rate; and each fragment's send and receive overheads;
+ *  - rendezvous, per byte: the rendezvous lane's transfer alone (twice its
+ *    rate where the receiver splits the transfer with the sender, both
+ *    copying half: on one node from UCX_RNDV_SPLIT_THRESH), and registering
+ *    both buffers where its md needs it; once: the get's round trip on that
+ *    lane, its overhead, the ATS's send, both registrations.
+ * The threshold: once / (eager per byte - rendezvous per byte). Measured
+ * here (tag_lat, tag_bw), eager wins to 64 KiB and loses from 256 KiB over
+ * posix and cma (the model says 137 KiB), and wins to 1 MiB over tcp
+ * loopback (the model says more than rndv_auto_max). At most
+ * rndv_auto_max: a larger eager message that arrives before its receive is
+ * held whole by the receiver, which a rendezvous never is.
+ */
+constexpr size_t rndv_auto_max = 512 * 1024;
+
+size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key,
+                        const ep_thresholds &t)
 {
     if (key.rndv_lane == no_lane) {
         return SIZE_MAX;
     }
-    /* Net peers: above this the pull overlaps the round trip; local peers:
-     * one kernel copy beats two user copies from here on. */
-    return (lane_resource(worker, key, key.rndv_lane).type == uct::device_type::NET) ?
-           64 * 1024 : 16 * 1024;
+    if (!has_md(worker, key, key.am_lane) || !has_md(worker, key, key.rndv_lane)) {
+        return rndv_auto_max;   /* a placeholder lane: no model yet */
+    }
+    const uct::iface_attr &am   = lane_attr(worker, key, key.am_lane);
+    const uct::iface_attr &rndv = lane_attr(worker, key, key.rndv_lane);
+    const uct::md_attr &md = worker.context.mds[key.lanes[key.rndv_lane].md_index].md->attr();
+    const size_t fragment  = (t.zcopy_frag > 0) ? t.zcopy_frag : std::max(t.middle_frag,
+                                                                           size_t(1));
+    const double eager_per_byte = 1.0 / std::min(bandwidth_of(am.perf), bcopy_bandwidth_Bps) +
+                                  (am.perf.send_overhead_s + am.perf.recv_overhead_s) /
+                                  double(fragment);
+    double reg_per_byte = 0;
+    double once         = 2 * rndv.perf.latency_s + rndv.perf.send_overhead_s +
+                          am.perf.send_overhead_s;
+    if (md.flags & uct::md_flag::NEED_MEMH) {
+        once         += 2 * md.reg_overhead_s;
+        reg_per_byte  = 2 * md.reg_growth_s_per_byte;
+    }
+    auto thresh_at = [&](double rndv_bandwidth) {
+        const double saved_per_byte = eager_per_byte - (1.0 / rndv_bandwidth + reg_per_byte);
+        if ((saved_per_byte <= 0) || (once / saved_per_byte >= double(rndv_auto_max))) {
+            return rndv_auto_max;
+        }
+        return std::max(size_t(std::ceil(once / saved_per_byte)), size_t(1));
+    };
+    size_t thresh = thresh_at(bandwidth_of(rndv.perf));
+    const context_config &cfg = worker.context.config;
+    const bool splits = (rndv.flags & uct::iface_flag::PUT_ZCOPY) &&
+                        (lane_resource(worker, key, key.rndv_lane).type ==
+                         uct::device_type::SHM) &&
+                        (cfg.rndv_scheme == RNDV_SCHEME_AUTO);
+    if (splits && (cfg.rndv_split_thresh < thresh)) {
+        thresh = std::max(thresh_at(2 * bandwidth_of(rndv.perf)), cfg.rndv_split_thresh);
+    }
+    return thresh;
 }
 
 /*
@@ -148,11 +214,12 @@ ep_thresholds compute_thresholds(const ucp_worker &worker, const ep_config_key &
     t.sync_first_frag  = t.first_frag - sizeof(wire::request_hdr);
     t.middle_frag      = bcopy - sizeof(wire::eager_middle_hdr);
 
+    zcopy_thresholds(worker, key, attr, t);
     const context_config &cfg = worker.context.config;
     if (key.rndv_lane == no_lane) {
         t.rndv = SIZE_MAX;
     } else if (cfg.rndv_thresh == ucs::config::size_auto) {
-        t.rndv = auto_rndv_thresh(worker, key);
+        t.rndv = auto_rndv_thresh(worker, key, t);
     } else {
         t.rndv = cfg.rndv_thresh;
     }
@@ -161,7 +228,6 @@ ep_thresholds compute_thresholds(const ucp_worker &worker, const ep_config_key &
     if ((t.rndv != SIZE_MAX) && (t.max_eager_short >= ssize_t(t.rndv))) {
         t.max_eager_short = ssize_t(t.rndv) - 1;
     }
-    zcopy_thresholds(worker, key, attr, t);
     t.am_rndv = am_rndv_thresh(worker, key, t);
     return t;
 }
@@ -174,7 +240,7 @@ proto::rma_lane_limits rma_limits(const ucp_worker &worker, const ep_config_key 
     if (!has_md(worker, key, i)) {
         return l;
     }
-    const uct::iface_attr &attr = worker.ifaces[key.lanes[i].iface_index].iface->attr();
+    const uct::iface_attr &attr = lane_attr(worker, key, i);
     const uct::md_attr &md      = worker.context.mds[key.lanes[i].md_index].md->attr();
     using namespace uct::iface_flag;
     auto offered = [&](uint64_t flag, size_t size) { return (attr.flags & flag) ? size : 0; };
