@@ -21,6 +21,7 @@ struct complex_of {
 using cfloat  = complex_of<float>;
 using cdouble = complex_of<double>;
 
+// clang-format off
 struct op_min  { template <typename T> static T f(T a, T b) { return (b < a) ? b : a; } };
 struct op_max  { template <typename T> static T f(T a, T b) { return (a < b) ? b : a; } };
 struct op_sum  { template <typename T> static T f(T a, T b) { return a + b; } };
@@ -31,6 +32,7 @@ struct op_lxor { template <typename T> static T f(T a, T b) { return T((a != T(0
 struct op_bor  { template <typename T> static T f(T a, T b) { return T(a | b); } };
 struct op_band { template <typename T> static T f(T a, T b) { return T(a & b); } };
 struct op_bxor { template <typename T> static T f(T a, T b) { return T(a ^ b); } };
+// clang-format on
 
 struct op_csum {
     template <typename C> static C f(C a, C b) { return C{a.re + b.re, a.im + b.im}; }

@@ -74,6 +74,7 @@ struct recv_op {
     bool     done;     /* its message came (a rendezvous one may still be pulled) */
 };
 
+// clang-format off
 /* What a round does locally once its messages are done. */
 struct step {
     enum kind_t : uint8_t {
@@ -95,6 +96,7 @@ struct step {
     uint32_t   ranks = 0;        /* BRUCK_* */
     uint32_t   rank = 0;         /* BRUCK_ROTATE */
     uint32_t   dist = 0;         /* BRUCK_SHUFFLE */
+// clang-format on
 
     static step reduce(reduce_fn f, void *d, const void *l, const void *h, size_t n)
     {

@@ -290,6 +290,7 @@ bool resolve_test(const raw_args &raw, cli *out)
 
 } // namespace
 
+// clang-format off
 void usage(FILE *stream)
 {
     std::fprintf(stream,
@@ -368,6 +369,7 @@ void usage(FILE *stream)
 "bandwidth in MB/s (2^20 bytes), message rate in messages per second.\n"
 "UCP tests choose transports from UCX_TLS and UCX_*_DEVICES.\n");
 }
+// clang-format on
 
 bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
 {

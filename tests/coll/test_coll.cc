@@ -40,6 +40,7 @@ void store(ucp_coll_dt_t dt, void *buf, size_t i, value v)
 {
     uint8_t *p = static_cast<uint8_t*>(buf) + i * dt_bytes(dt);
     const uint64_t u = uint64_t(v.re);
+    // clang-format off
     switch (dt) {
     case UCP_COLL_DT_INT8: case UCP_COLL_DT_UINT8: { uint8_t x = uint8_t(u); std::memcpy(p, &x, 1); break; }
     case UCP_COLL_DT_INT16: case UCP_COLL_DT_UINT16: { uint16_t x = uint16_t(u); std::memcpy(p, &x, 2); break; }
@@ -51,6 +52,7 @@ void store(ucp_coll_dt_t dt, void *buf, size_t i, value v)
     case UCP_COLL_DT_DOUBLE_COMPLEX: { double x[2] = {double(v.re), double(v.im)}; std::memcpy(p, x, 16); break; }
     default: break;
     }
+    // clang-format on
 }
 
 bool is_complex(ucp_coll_dt_t dt)
@@ -86,6 +88,7 @@ value input(unsigned rank, size_t i, ucp_coll_op_t op, ucp_coll_dt_t dt)
 
 value apply(ucp_coll_op_t op, value a, value b)
 {
+    // clang-format off
     switch (op) {
     case UCP_COLL_OP_MIN:  return {std::min(a.re, b.re), 0};
     case UCP_COLL_OP_MAX:  return {std::max(a.re, b.re), 0};
@@ -100,6 +103,7 @@ value apply(ucp_coll_op_t op, value a, value b)
     case UCP_COLL_OP_BXOR: return {a.re ^ b.re, 0};
     default:               return {0, 0};
     }
+    // clang-format on
 }
 
 value reduced(unsigned size, size_t i, ucp_coll_op_t op, ucp_coll_dt_t dt)

@@ -56,6 +56,7 @@ bool parse_size(const char *text, uint64_t *value)
         return false;
     }
     double scale = 1;
+    // clang-format off
     switch (*end) {
     case 'k': case 'K': scale = 1024.0; ++end; break;
     case 'm': case 'M': scale = 1024.0 * 1024; ++end; break;
@@ -63,6 +64,7 @@ bool parse_size(const char *text, uint64_t *value)
     case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; ++end; break;
     default: break;
     }
+    // clang-format on
     if ((*end == 'b') || (*end == 'B')) {
         ++end;
     }

@@ -143,6 +143,7 @@ private:
     std::vector<uint8_t> key_;
 };
 
+// clang-format off
 /* What the initiator asks the target to do with its region. */
 enum class command_type : uint32_t {
     fill,      /* fill_pattern(offset, length, seed = value) */
@@ -156,6 +157,7 @@ enum class command_type : uint32_t {
     exit,
     custom     /* first type a test's own target loop may define */
 };
+// clang-format on
 
 struct command {
     command_type type;

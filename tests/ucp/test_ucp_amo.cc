@@ -386,11 +386,13 @@ TEST_CASE("atomic posts are all applied at the target when a flush returns", "[u
 
 namespace {
 
+// clang-format off
 enum : uint32_t {
     race = uint32_t(command_type::custom),   /* size, offset, length = count */
     lock_loop                                /* offset = lock, value2 = counter,
                                                 length = iterations, value = id */
 };
+// clang-format on
 
 ucs_status_t fetch_add(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, unsigned size,
                        uint64_t address, uint64_t *old)

@@ -38,6 +38,7 @@ bool parse_count(const char *text, size_t *value)
 bool parse_features(const char *text, options *opts)
 {
     for (const char *p = text; *p != '\0'; ++p) {
+        // clang-format off
         switch (*p) {
         case 'a': opts->features |= UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64; break;
         case 'r': opts->features |= UCP_FEATURE_RMA; break;
@@ -48,6 +49,7 @@ bool parse_features(const char *text, options *opts)
         case 'e': opts->err_handling = true; break;
         default:  return false;
         }
+        // clang-format on
     }
     return true;
 }
@@ -151,6 +153,7 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
     opterr = 0;
     while ((c = getopt(argc, argv, ":vdbysTMcCafpwem:u:t:n:N:D:P:A:6h")) != -1) {
         const char opt[2] = {char(optopt), '\0'};
+        // clang-format off
         switch (c) {
         case 'v': opts->version = true; break;
         case 'd': opts->devices = true; break;
@@ -212,6 +215,7 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
         default:
             return bad("invalid option -%s", opt);
         }
+        // clang-format on
     }
     if (optind < argc) {
         return bad("unexpected argument '%s'", argv[optind]);

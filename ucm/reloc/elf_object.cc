@@ -85,6 +85,7 @@ bool elf_object::load(const dl_phdr_info *info)
     }
 
     for (const ElfW(Dyn) *entry = dynamic; entry->d_tag != DT_NULL; ++entry) {
+        // clang-format off
         switch (entry->d_tag) {
         case DT_SYMTAB:
             m_symtab = reinterpret_cast<const ElfW(Sym)*>(
@@ -110,6 +111,7 @@ bool elf_object::load(const dl_phdr_info *info)
         default:
             break;
         }
+        // clang-format on
     }
     return (m_symtab != nullptr) && (m_strtab != nullptr);
 }

@@ -242,12 +242,14 @@ typedef enum {
     UCP_OP_ATTR_FIELD_RECV_INFO     = UCS_BIT(7),
     UCP_OP_ATTR_FIELD_MEMH          = UCS_BIT(8),
 
+    /* clang-format off */
     UCP_OP_ATTR_FLAG_NO_IMM_CMPL    = UCS_BIT(16), /* always return a request */
     UCP_OP_ATTR_FLAG_FAST_CMPL      = UCS_BIT(17), /* complete early, may copy */
     UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL = UCS_BIT(18), /* complete now or fail */
     UCP_OP_ATTR_FLAG_MULTI_SEND     = UCS_BIT(19)  /* tune for bandwidth of many
                                                       operations in flight */
 } ucp_op_attr_t;
+    /* clang-format on */
 
 /* Common argument of all *_nbx calls. */
 typedef struct {
@@ -1003,6 +1005,7 @@ enum ucp_cb_param_flags {
     UCP_CB_PARAM_FLAG_DATA = UCS_BIT(0)  /* data may be kept (UCS_INPROGRESS) */
 };
 
+/* clang-format off */
 /* Bits of ucp_am_recv_param_t::recv_attr. */
 typedef enum {
     UCP_AM_RECV_ATTR_FIELD_REPLY_EP = UCS_BIT(0),
@@ -1010,6 +1013,7 @@ typedef enum {
     UCP_AM_RECV_ATTR_FLAG_RNDV      = UCS_BIT(17)   /* data is a descriptor for
                                                        ucp_am_recv_data_nbx */
 } ucp_am_recv_attr_t;
+/* clang-format on */
 
 /* Which fields of ucp_am_handler_param_t are set. */
 enum ucp_am_handler_param_field {

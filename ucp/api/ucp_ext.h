@@ -185,6 +185,7 @@ enum ucp_ext_request_param_field {
     UCP_EXT_PARAM_FIELD_TRIGGER  = UCS_BIT(2)
 };
 
+/* clang-format off */
 /**
  * @brief An nbx call's parameters with extension fields after them.
  *
@@ -209,6 +210,7 @@ typedef struct ucp_ext_request_param {
                                              the operation */
     uint64_t            trigger_threshold; /**< ... when it is at least this */
 } ucp_ext_request_param_t;
+/* clang-format on */
 
 /* ----------------------------------------------------------------------
  * Target-side counting: operations of peers on a memory region

@@ -119,6 +119,7 @@ typedef struct ucp_pwc_completion {
 /** @brief Called by ucp_pwc_probe() for each completion it takes. */
 typedef void (*ucp_pwc_handler_t)(const ucp_pwc_completion_t *completion, void *arg);
 
+/* clang-format off */
 /** @brief Fields of ucp_pwc_probe_params_t that are set. */
 enum ucp_pwc_probe_field {
     UCP_PWC_PROBE_FIELD_FLAGS   = UCS_BIT(0), /**< ucp_pwc_probe_params_t::flags */
@@ -126,6 +127,7 @@ enum ucp_pwc_probe_field {
     UCP_PWC_PROBE_FIELD_HANDLER = UCS_BIT(2)  /**< ucp_pwc_probe_params_t::handler and
                                                    ucp_pwc_probe_params_t::arg */
 };
+/* clang-format on */
 
 /** @brief ucp_pwc_probe_params_t::flags: which completions to take. */
 enum ucp_pwc_probe_flags {

@@ -415,6 +415,7 @@ constexpr ucs::config::alias context_aliases[] = {
 };
 
 /* UCX 1.13's UCP settings with no counterpart here. */
+// clang-format off
 constexpr const char *context_no_effect[] = {
     "PROTOS", "ALLOC_PRIO", "SOCKADDR_TLS_PRIORITY", "SOCKADDR_AUX_TLS",
     "SELECT_DISTANCE_MD", "MEMTYPE_REG_WHOLE_ALLOC_TYPES", "RNDV_MEMTYPE_DIRECT_SIZE",
@@ -428,6 +429,7 @@ constexpr const char *context_no_effect[] = {
     "RESOLVE_REMOTE_EP_ID", "PROTO_INDIRECT_ID", "RNDV_PUT_FORCE_FLUSH", "SA_DATA_VERSION",
     "RKEY_MPOOL_MAX_MD", "RX_MPOOL_SIZES", "ADDRESS_VERSION",
 };
+// clang-format on
 
 constinit const ucs::config::table context_config_table = {
     "UCP context", "", context_fields, sizeof(context_config), context_aliases,

@@ -34,6 +34,7 @@ enum atomic_mode : unsigned {
 extern const char *const atomic_mode_names[ATOMIC_MODE_LAST];
 
 /* Plain settings struct of context_config_table. */
+// clang-format off
 struct context_config {
     ucs_config_allow_list_t tls;               /* UCX_TLS */
     ucs_config_allow_list_t net_devices;       /* UCX_NET_DEVICES */
@@ -64,6 +65,7 @@ struct context_config {
     unsigned                pwc_credits;       /* UCX_PWC_CREDITS */
     size_t                  pwc_packed_max;    /* UCX_PWC_PACKED_MAX */
 };
+// clang-format on
 
 extern const ucs::config::table context_config_table;
 

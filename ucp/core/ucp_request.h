@@ -59,6 +59,7 @@ struct request;
 /* Send-side progress: the protocol step retried from the pending queue. */
 using send_step_t = ucs_status_t (*)(request *req);
 
+// clang-format off
 /*
  * A put, get or atomic (ucp/rma), with send_state::offset the bytes issued
  * (an emulated get: the bytes arrived). `comp` counts the parts still awaited:
@@ -93,6 +94,7 @@ struct rma_state {
     uint8_t         staged_type;   /* ucs_memory_type_t of staged_for */
     uint8_t         protocol;      /* ucp::proto::protocol of a lane put or get */
 };
+// clang-format on
 
 /*
  * The sender's part of a split rendezvous: writing bytes [0, length) of the

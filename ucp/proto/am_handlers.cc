@@ -18,6 +18,7 @@ static_assert(wire::AM_LAST <= uct::AM_ID_MAX, "UCP's AM ids fit the transports'
 
 ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
 {
+    // clang-format off
     static const struct {
         uint8_t             id;
         uct::am_callback_t  cb;
@@ -49,6 +50,7 @@ ucs_status_t set_am_handlers(ucp_worker *worker, uct::iface *iface)
         {wire::AM_PWC,              pwc_handler},
         {wire::AM_PWC_CREDIT,       pwc_credit_handler},
     };
+    // clang-format on
     for (const auto &h : handlers) {
         ucs_status_t status = iface->set_am_handler(h.id, h.cb, worker, 0);
         if (status != UCS_OK) {

@@ -45,6 +45,7 @@ namespace ucp::wire {
  * refused, and sizes built from it never wrap. */
 constexpr uint64_t max_message_length = uint64_t(1) << 56;
 
+// clang-format off
 enum am_id : uint8_t {
     AM_WIREUP          = 1,  /* wireup_hdr [+ worker address] [+ ep addresses] */
     AM_EAGER_ONLY      = 2,  /* tag (8 B) + whole payload */
@@ -78,6 +79,7 @@ enum am_id : uint8_t {
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(AM_LAST == 27, "AM ids are part of the wire format");
 static_assert(sizeof(ucp_tag_t) == 8, "the tag is the AM_EAGER_ONLY header");
+// clang-format on
 
 /* wireup_hdr::type: the handshake of ucp/wireup/wireup.cc. */
 namespace wireup_type {
@@ -228,6 +230,7 @@ struct stream_hdr {
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(stream_hdr) == 16, "stream_hdr layout");
 
+// clang-format off
 /* Bits of am_hdr::flags. */
 namespace am_hdr_flag {
 constexpr uint8_t REPLY = 1u << 0;        /* give a reply ep: single: src uuid and ep id
@@ -235,6 +238,7 @@ constexpr uint8_t REPLY = 1u << 0;        /* give a reply ep: single: src uuid a
 constexpr uint8_t LAYERED = 1u << 1;      /* am_id is a layered id (UCP_EXT_AM_ID_LAYERED
                                              + am_id): handlers of libraries over UCP */
 } // namespace am_hdr_flag
+// clang-format on
 
 /* What follows an AM_USER_SINGLE's am_hdr when it has the REPLY flag: the
  * sender's worker and the receiver's ep that the reply ep is. */

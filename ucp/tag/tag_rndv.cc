@@ -63,12 +63,14 @@ struct rndv_piece {
     size_t          length;
 };
 
+// clang-format off
 struct rndv_pieces {
     std::vector<rndv_piece> piece;
     size_t                  size;             /* of every piece but the last */
     bool                    copying = false;  /* copies started: finish before the
                                                  bounce buffer goes */
 };
+// clang-format on
 
 namespace {
 

@@ -150,6 +150,7 @@ constexpr size_t count_names(const char *const *names)
            detail::release_plain, detail::syntax_##_kind, nullptr, 0, \
            sizeof(_ctype), nullptr}
 
+// clang-format off
 inline constexpr parser type_int          = UCS_CONFIG_PLAIN_TYPE_(int, int);
 inline constexpr parser type_uint         = UCS_CONFIG_PLAIN_TYPE_(uint, unsigned);
 inline constexpr parser type_ulong        = UCS_CONFIG_PLAIN_TYPE_(ulong, unsigned long);
@@ -181,6 +182,7 @@ inline constexpr parser type_allow_list{
     detail::clone_allow_list, detail::release_allow_list,
     detail::syntax_allow_list, nullptr, 0, sizeof(ucs_config_allow_list_t),
     nullptr};
+// clang-format on
 
 /* An enum stored as an unsigned index into names (a fixed-size array). */
 template <size_t N>

@@ -78,6 +78,7 @@ struct field {
     unsigned   flags = 0;      /* field_flags */
 };
 
+// clang-format off
 struct table {
     const char             *title;      /* heading when printed: "UCS global options" */
     const char             *prefix;     /* table prefix, e.g. "TCP_"; "" for none.
@@ -90,6 +91,7 @@ struct table {
      * here: accepted with a diag note, never reported as unused. */
     std::span<const char *const> no_effect_names = {};
 };
+// clang-format on
 
 /*
  * A field whose member size is checked against its type at compile time

@@ -99,6 +99,7 @@ private:
 
 const char *cause_common(int code)
 {
+    // clang-format off
     switch (code) {
     case SI_USER:    return "kill(2) or raise(3)";
     case SI_KERNEL:  return "Sent by the kernel";
@@ -110,6 +111,7 @@ const char *cause_common(int code)
     case SI_TKILL:   return "tkill(2) or tgkill(2)";
     default:         return "<unknown si_code>";
     }
+    // clang-format on
 }
 
 /* UCX 1.13's wording of si_code, signal by signal. */

@@ -100,6 +100,7 @@ public:
 private:
     friend class rcache;
 
+    // clang-format off
     uintptr_t start_ = 0;
     uintptr_t end_ = 0;
     void      *handle_ = nullptr;
@@ -109,6 +110,7 @@ private:
     list_link link_;               /* cached: in the LRU list while unused,
                                        in the unmapped list once marked */
 };
+    // clang-format on
 
 class rcache {
 public:

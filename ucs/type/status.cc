@@ -4,6 +4,7 @@
 
 extern "C" const char *ucs_status_string(ucs_status_t status)
 {
+    // clang-format off
     switch (status) {
     case UCS_OK:                       return "Success";
     case UCS_INPROGRESS:               return "Operation in progress";
@@ -36,6 +37,7 @@ extern "C" const char *ucs_status_string(ucs_status_t status)
     default:
         break;
     }
+    // clang-format on
 
     /* Codes without a fixed text still get a distinct, thread-safe string. */
     static thread_local char unknown[64];

@@ -29,12 +29,14 @@ constexpr uint64_t SOCKADDR  = 1ull << 7;
 constexpr uint64_t REG_PINS  = 1ull << 8;
 } // namespace md_flag
 
+// clang-format off
 /* Flags of md::mem_reg and md::mem_alloc (values as UCX's UCT_MD_MEM_FLAG_*). */
 namespace mem_flag {
 constexpr unsigned NONBLOCK = 1u << 0;  /* pages may be mapped lazily */
 constexpr unsigned FIXED    = 1u << 1;  /* mem_alloc: exactly at *address_p, never
                                            replacing an existing mapping */
 } // namespace mem_flag
+// clang-format on
 
 struct md_attr {
     uint64_t flags = 0;                 /* md_flag:: */

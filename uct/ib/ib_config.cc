@@ -30,6 +30,7 @@ const ucs::config::field ib_md_fields[] = {
 };
 
 /* UCX 1.13's device settings with no counterpart here. */
+// clang-format off
 constexpr const char *ib_md_no_effect[] = {
     "IB_REG_METHODS", "IB_RCACHE_MEM_PRIO", "IB_RCACHE_OVERHEAD", "IB_RCACHE_ADDR_ALIGN",
     "IB_RCACHE_MAX_REGIONS", "IB_RCACHE_MAX_SIZE", "IB_RCACHE_MAX_UNRELEASED",
@@ -40,6 +41,7 @@ constexpr const char *ib_md_no_effect[] = {
     "IB_MLX5_DEVX_OBJECTS", "IB_REG_MT_THRESH", "IB_REG_MT_CHUNK", "IB_REG_MT_BIND",
     "IB_PCI_RELAXED_ORDERING", "IB_MAX_IDLE_RKEY_COUNT",
 };
+// clang-format on
 
 const ucs::config::table ib_md_table = {"IB memory domain", "IB_", ib_md_fields,
                                         sizeof(ib_md_values), {}, ib_md_no_effect};

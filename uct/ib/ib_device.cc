@@ -214,6 +214,7 @@ ucs_status_t wc_status_to_ucs(ibv_wc_status status)
 double port_bandwidth(const ibv_port_attr &attr)
 {
     double lanes = 1;
+    // clang-format off
     switch (attr.active_width) {
     case 2:  lanes = 4;  break;
     case 4:  lanes = 8;  break;
@@ -233,6 +234,7 @@ double port_bandwidth(const ibv_port_attr &attr)
     case 128: gbps = 106.25 * 64 / 66;     break;  /* NDR */
     default:  gbps = 25.78125 * 64 / 66;   break;
     }
+    // clang-format on
     return lanes * gbps * 1e9 / 8;
 }
 

@@ -16,6 +16,7 @@ namespace uct::tcp {
 /* Largest UCX_TCP_RMA_OUTSTANDING: every connection keeps room for as many replies. */
 constexpr unsigned MAX_RMA_OUTSTANDING = 4096;
 
+// clang-format off
 struct tcp_config {
     size_t   sndbuf;              /* UCX_TCP_SNDBUF: SO_SNDBUF; auto (0 here) keeps kernel autotuning */
     size_t   rcvbuf;              /* UCX_TCP_RCVBUF: SO_RCVBUF; auto (0 here) keeps kernel autotuning */
@@ -53,6 +54,7 @@ struct tcp_config {
                                      go unacknowledged, applied by the ack watch and through
                                      KEEPCNT (1s; 0: no limit, the system's) */
 };
+// clang-format on
 
 /* The defaults of the UCX_TCP_* table. */
 tcp_config default_tcp_config();

@@ -35,6 +35,7 @@ namespace uct::tcp {
 
 class tcp_iface;
 
+// clang-format off
 enum class conn_state : uint8_t {
     CONNECTING,   /* outbound: connect() in flight, sends are buffered */
     WAIT_ACCEPT,  /* outbound: handshake sent, sends buffered until CONN_ACCEPT */
@@ -45,6 +46,7 @@ enum class conn_state : uint8_t {
     FAILED,       /* error seen; the iface reports it from progress() */
     CLOSED        /* socket closed, waiting to be freed */
 };
+// clang-format on
 
 /* Orders two iface addresses (family, ip, port): <0, 0 or >0. */
 int compare_iface_addr(const handshake &a, const handshake &b);
@@ -334,6 +336,7 @@ private:
     uint8_t            *rx_ = nullptr;
     size_t             rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
 
+    // clang-format off
     /* The payload of the frame being read straight into its destination:
      * the remaining destination pieces, first to last. */
     struct {
@@ -348,6 +351,7 @@ private:
         uint64_t   address = 0;        /* PUT: where the next byte goes */
         struct iovec iov[fetch_op::MAX_IOV];
     } sink_;
+    // clang-format on
 
     /* When the previous in-place frame ended; the next one starting within
      * STREAM_GAP belongs to a bulk transfer. */

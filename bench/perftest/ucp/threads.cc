@@ -43,6 +43,7 @@ private:
 
 std::unique_ptr<part> make_part(session &s, const test_spec &spec, std::string *error)
 {
+    // clang-format off
     switch (spec.info().cmd) {
     case ucp_cmd::TAG:       return std::make_unique<part_of<ucp_cmd::TAG>>(s, spec, error);
     case ucp_cmd::TAG_SYNC:  return std::make_unique<part_of<ucp_cmd::TAG_SYNC>>(s, spec, error);
@@ -56,6 +57,7 @@ std::unique_ptr<part> make_part(session &s, const test_spec &spec, std::string *
     case ucp_cmd::STREAM:    return std::make_unique<part_of<ucp_cmd::STREAM>>(s, spec, error);
     case ucp_cmd::AM:        return std::make_unique<part_of<ucp_cmd::AM>>(s, spec, error);
     }
+    // clang-format on
     return nullptr;
 }
 

@@ -13,6 +13,7 @@
 
 namespace test::conform {
 
+// clang-format off
 enum class command : uint32_t {
     EXPOSE,        /* a = length, b = seed; answer: address, length, packed key */
     READ,          /* a = address, b = length; answer: the bytes */
@@ -26,6 +27,7 @@ enum class command : uint32_t {
     RESUME,
     EXIT,
 };
+// clang-format on
 
 struct request {
     command  what;

@@ -50,6 +50,7 @@ constexpr size_t ELEM_HEADER_SIZE = sizeof(uint64_t);
 /* Frozen, with the element word's bits: changing them requires bumping FIFO_VERSION. */
 static_assert(ELEM_HEADER_SIZE == 8, "the element word precedes the inline payload");
 
+// clang-format off
 struct alignas(CACHE_LINE) fifo_header {
     uint64_t magic;
     uint32_t version;
@@ -64,6 +65,7 @@ struct alignas(CACHE_LINE) fifo_header {
     uint64_t owner_start_time; /* ucs::sys::self_start_time() of the owner:
                                   tells a reused pid from the owner */
 };
+// clang-format on
 
 /* Frozen: changing it requires bumping FIFO_VERSION, which senders check; magic and
  * version never move, so a sender of any version can refuse the FIFO. */
