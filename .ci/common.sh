@@ -17,7 +17,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   gnuplot-nox doxygen
   iproute2 util-linux
-  clang-14 libclang-rt-14-dev llvm-14
+  clang-14 libclang-rt-14-dev llvm-14 clang-format-14
 )
 
 as_root() {

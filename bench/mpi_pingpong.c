@@ -16,14 +16,14 @@
 
 static int compare_doubles(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
 {
     static const int sizes[] = {8, 1024, 65536, 1048576};
-    int iterations = (argc > 1) ? atoi(argv[1]) : 1000;
+    int iterations           = (argc > 1) ? atoi(argv[1]) : 1000;
     int rank, nranks;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -36,15 +36,15 @@ int main(int argc, char **argv)
         return 1;
     }
     const int peer = 1 - rank;
-    char *buffer = malloc(sizes[sizeof(sizes) / sizeof(sizes[0]) - 1]);
-    double *rtt = malloc(sizeof(double) * (size_t)iterations);
+    char *buffer   = malloc(sizes[sizeof(sizes) / sizeof(sizes[0]) - 1]);
+    double *rtt    = malloc(sizeof(double) * (size_t)iterations);
     if ((buffer == NULL) || (rtt == NULL)) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     memset(buffer, 0x5a, sizes[sizeof(sizes) / sizeof(sizes[0]) - 1]);
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); ++s) {
-        int size = sizes[s];
-        int count = (size >= 65536) ? ((iterations + 9) / 10) : iterations;
+        int size   = sizes[s];
+        int count  = (size >= 65536) ? ((iterations + 9) / 10) : iterations;
         int warmup = count / 10 + 1;
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = -warmup; i < count; ++i) {

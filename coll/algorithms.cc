@@ -67,7 +67,7 @@ void chain_pipeline(task &t, unsigned n, unsigned pos, unsigned nseg, F &&each_r
     }
     auto segment = [nseg](int64_t s) { return ((s >= 0) && (s < nseg)) ? s : -1; };
     for (int64_t r = 0; r < int64_t(nseg) + n - 2; ++r) {
-        round &rd = t.add_round();
+        round &rd         = t.add_round();
         rd.detached_sends = true;
         each_round(rd, (pos > 0) ? segment(r + 1 - pos) : -1,
                    (pos + 1 < n) ? segment(r - pos) : -1);
@@ -76,7 +76,7 @@ void chain_pipeline(task &t, unsigned n, unsigned pos, unsigned nseg, F &&each_r
 
 uint8_t *at(const void *base, size_t bytes)
 {
-    return static_cast<uint8_t*>(const_cast<void*>(base)) + bytes;
+    return static_cast<uint8_t *>(const_cast<void *>(base)) + bytes;
 }
 
 /* A rank relative to the root, and back. */
@@ -121,7 +121,7 @@ void barrier_knomial(task &t, const call &c)
 void bcast_binomial(task &t, const call &c)
 {
     const rooted rt{c.size, c.args.root};
-    const unsigned v = rt.rel(c.rank);
+    const unsigned v   = rt.rel(c.rank);
     const size_t bytes = c.args.count * c.esize;
     for (unsigned mask = 1; mask < c.size; mask <<= 1) {
         round &rd = t.add_round();
@@ -140,7 +140,7 @@ void bcast_binomial(task &t, const call &c)
 void bcast_knomial(task &t, const call &c)
 {
     const rooted rt{c.size, c.args.root};
-    const unsigned v = rt.rel(c.rank);
+    const unsigned v   = rt.rel(c.rank);
     const size_t bytes = c.args.count * c.esize;
     for (uint64_t d = 1; d < c.size; d *= c.radix) {
         round &rd = t.add_round();
@@ -163,23 +163,23 @@ void bcast_scatter_allgather(task &t, const call &c)
     const unsigned v = rt.rel(c.rank);
     const blocks b(c.args.count, n);
     const size_t es = c.esize;
-    void *buf = c.args.rbuf;
+    void *buf       = c.args.rbuf;
     for (unsigned k = ceil_log2(n); k-- > 0;) {
         const unsigned mask = 1u << k;
-        round &rd = t.add_round();
+        round &rd           = t.add_round();
         if ((v % (2 * mask) == 0) && (v + mask < n)) {
             const unsigned lo = v + mask, hi = std::min(v + 2 * mask, n);
             t.send(rd, rt.real(lo), at(buf, b.offset(lo) * es),
-                     (b.offset(hi - 1) + b.length(hi - 1) - b.offset(lo)) * es);
+                   (b.offset(hi - 1) + b.length(hi - 1) - b.offset(lo)) * es);
         } else if (v % (2 * mask) == mask) {
             const unsigned hi = std::min(v + mask, n);
             t.recv(rd, rt.real(v - mask), at(buf, b.offset(v) * es),
-                     (b.offset(hi - 1) + b.length(hi - 1) - b.offset(v)) * es);
+                   (b.offset(hi - 1) + b.length(hi - 1) - b.offset(v)) * es);
         }
     }
     const unsigned right = rt.real((v + 1) % n), left = rt.real((v + n - 1) % n);
     for (unsigned s = 0; s + 1 < n; ++s) {
-        round &rd = t.add_round();
+        round &rd         = t.add_round();
         const unsigned sb = (v + n - s) % n, rb = (v + 2 * n - s - 1) % n;
         t.send(rd, right, at(buf, b.offset(sb) * es), b.length(sb) * es);
         t.recv(rd, left, at(buf, b.offset(rb) * es), b.length(rb) * es);
@@ -195,7 +195,7 @@ void bcast_pipeline(task &t, const call &c)
     const unsigned v = rt.rel(c.rank);
     const segments seg(c);
     const size_t es = c.esize;
-    uint8_t *buf = static_cast<uint8_t*>(c.args.rbuf);
+    uint8_t *buf    = static_cast<uint8_t *>(c.args.rbuf);
     chain_pipeline(t, c.size, v, seg.n, [&](round &rd, int64_t in, int64_t out) {
         if (in >= 0) {
             t.recv(rd, rt.real(v - 1), buf + seg.offset(unsigned(in)) * es,
@@ -227,19 +227,18 @@ void reduce_pipeline(task &t, const call &c)
     const segments seg(c);
     const size_t es = c.esize;
     const bool root = (v == 0), head = (v + 1 == n);
-    const uint8_t *input = static_cast<const uint8_t*>((root && c.in_place) ? c.args.rbuf :
-                                                                             c.args.sbuf);
-    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    const uint8_t *input = static_cast<const uint8_t *>((root && c.in_place) ? c.args.rbuf :
+                                                                               c.args.sbuf);
+    uint8_t *out         = static_cast<uint8_t *>(c.args.rbuf);
     if (n == 1) {
         if (input != out) {
             std::memcpy(out, input, c.args.count * es);
         }
         return;
     }
-    uint8_t *partials = head ? nullptr :
-                        t.make_scratch(root ? seg.per * es : c.args.count * es);
-    auto offset = [&](int64_t s) { return seg.offset(unsigned(s)) * es; };
-    auto slot = [&](int64_t s) { return root ? partials : partials + offset(s); };
+    uint8_t *partials = head ? nullptr : t.make_scratch(root ? seg.per * es : c.args.count * es);
+    auto offset       = [&](int64_t s) { return seg.offset(unsigned(s)) * es; };
+    auto slot         = [&](int64_t s) { return root ? partials : partials + offset(s); };
     chain_pipeline(t, n, n - 1 - v, seg.n, [&](round &rd, int64_t in, int64_t fwd) {
         if (fwd >= 0) {
             t.send(rd, rt.real(v - 1), head ? input + offset(fwd) : slot(fwd),
@@ -259,14 +258,14 @@ void reduce_pipeline(task &t, const call &c)
 void reduce_binomial(task &t, const call &c)
 {
     const rooted rt{c.size, c.args.root};
-    const unsigned v = rt.rel(c.rank);
+    const unsigned v   = rt.rel(c.rank);
     const size_t count = c.args.count, bytes = count * c.esize;
-    const bool root = (v == 0);
+    const bool root         = (v == 0);
     const bool has_children = (c.size > 1) && ((v & 1) == 0) && (v + 1 < c.size);
-    uint8_t *scratch = t.make_scratch((has_children && !root) ? 2 * bytes : bytes);
-    uint8_t *tmp = scratch;
-    const void *input = (root && c.in_place) ? c.args.rbuf : c.args.sbuf;
-    void *acc = root ? c.args.rbuf : (has_children ? scratch + bytes : nullptr);
+    uint8_t *scratch        = t.make_scratch((has_children && !root) ? 2 * bytes : bytes);
+    uint8_t *tmp            = scratch;
+    const void *input       = (root && c.in_place) ? c.args.rbuf : c.args.sbuf;
+    void *acc               = root ? c.args.rbuf : (has_children ? scratch + bytes : nullptr);
     if ((acc != nullptr) && (acc != input)) {
         std::memcpy(acc, input, bytes);
     }
@@ -294,20 +293,20 @@ void reduce_knomial(task &t, const call &c)
 {
     const unsigned k = c.radix;
     const rooted rt{c.size, c.args.root};
-    const unsigned v = rt.rel(c.rank);
+    const unsigned v   = rt.rel(c.rank);
     const size_t count = c.args.count, bytes = count * c.esize;
-    const bool root = (v == 0);
+    const bool root         = (v == 0);
     const bool has_children = (c.size > 1) && ((v % k) == 0) && (v + 1 < c.size);
     /* k - 1 children's partials, and the accumulator of an inner rank. */
-    uint8_t *tmp = t.make_scratch((k - 1 + ((has_children && !root) ? 1 : 0)) * bytes);
+    uint8_t *tmp      = t.make_scratch((k - 1 + ((has_children && !root) ? 1 : 0)) * bytes);
     const void *input = (root && c.in_place) ? c.args.rbuf : c.args.sbuf;
-    void *acc = root ? c.args.rbuf : (has_children ? tmp + (k - 1) * bytes : nullptr);
+    void *acc         = root ? c.args.rbuf : (has_children ? tmp + (k - 1) * bytes : nullptr);
     if ((acc != nullptr) && (acc != input)) {
         std::memcpy(acc, input, bytes);
     }
     const reduce_fn fn = c.reduce;
     for (uint64_t d = 1; d < c.size; d *= k) {
-        round &rd = t.add_round();
+        round &rd            = t.add_round();
         const unsigned digit = unsigned((v / d) % k);
         if (digit != 0) {
             t.send(rd, rt.real(unsigned(v - digit * d)), has_children ? acc : input, bytes);
@@ -341,7 +340,7 @@ void reduce_knomial(task &t, const call &c)
 struct fold {
     unsigned p;
     unsigned rem;
-    int      nr;      /* the rank among p; -1: an even rank of the pairs */
+    int nr; /* the rank among p; -1: an even rank of the pairs */
 
     fold(unsigned n, unsigned r) : fold(n, r, largest_power_of_two(n)) {}
 
@@ -370,7 +369,7 @@ struct fold {
             return false;
         }
         const size_t bytes = c.args.count * c.esize;
-        round &rd = t.add_round();
+        round &rd          = t.add_round();
         if (r >= 2 * rem) {
             return false;
         }
@@ -390,7 +389,7 @@ struct fold {
             return;
         }
         const size_t bytes = c.args.count * c.esize;
-        round &rd = t.add_round();
+        round &rd          = t.add_round();
         if (r < 2 * rem) {
             if (r & 1) {
                 t.send(rd, r - 1, acc, bytes);
@@ -406,13 +405,13 @@ struct fold {
  * back at the end (libfabric's coll provider does the same). */
 void allreduce_recursive_doubling(task &t, const call &c)
 {
-    const unsigned r = c.rank;
+    const unsigned r   = c.rank;
     const size_t count = c.args.count, bytes = count * c.esize;
     void *acc = c.args.rbuf;
     if (!c.in_place) {
         std::memcpy(acc, c.args.sbuf, bytes);
     }
-    uint8_t *tmp = t.make_scratch(bytes);
+    uint8_t *tmp       = t.make_scratch(bytes);
     const reduce_fn fn = c.reduce;
     const fold f(c.size, r);
     f.add_fold_round(t, c, r, acc, acc, tmp);
@@ -452,13 +451,13 @@ void allreduce_knomial(task &t, const call &c)
         top *= k;
     }
     /* The partials of the k - 1 peers of a round, in their order. */
-    uint8_t *tmp = t.make_scratch((k - 1) * bytes);
+    uint8_t *tmp       = t.make_scratch((k - 1) * bytes);
     const reduce_fn fn = c.reduce;
     const fold f(c.size, r, (c.size / top) * top);
     f.add_fold_round(t, c, r, acc, acc, tmp);
-    unsigned q;    /* the size of a round's groups: k, then m at the top */
+    unsigned q; /* the size of a round's groups: k, then m at the top */
     for (unsigned d = 1; d < f.p; d *= q) {
-        q = std::min(k, f.p / d);
+        q         = std::min(k, f.p / d);
         round &rd = t.add_round();
         if (f.nr < 0) {
             /* Not in the exchange: its rounds (q - 1 of them), empty. */
@@ -468,8 +467,8 @@ void allreduce_knomial(task &t, const call &c)
             continue;
         }
         const unsigned nr = unsigned(f.nr), digit = (nr / d) % q, base = nr - digit * d;
-        auto partial = [&](unsigned j) -> uint8_t* {
-            return (j == digit) ? static_cast<uint8_t*>(acc) : tmp + (j - (j > digit)) * bytes;
+        auto partial = [&](unsigned j) -> uint8_t * {
+            return (j == digit) ? static_cast<uint8_t *>(acc) : tmp + (j - (j > digit)) * bytes;
         };
         for (unsigned j = 0; j < q; ++j) {
             if (j != digit) {
@@ -484,8 +483,8 @@ void allreduce_knomial(task &t, const call &c)
         for (unsigned j = 1; j < q; ++j) {
             round &sr = (j == 1) ? rd : t.add_round();
             void *dst = (j < digit) ? partial(0) : acc;
-            sr.after = step::reduce(fn, dst, sum, partial(j), count);
-            sum = dst;
+            sr.after  = step::reduce(fn, dst, sum, partial(j), count);
+            sum       = dst;
         }
     }
     f.add_unfold_round(t, c, r, acc);
@@ -499,29 +498,27 @@ void allreduce_knomial(task &t, const call &c)
  * to all, so every rank gets the same bits. */
 void allreduce_rabenseifner(task &t, const call &c)
 {
-    const unsigned r = c.rank;
+    const unsigned r   = c.rank;
     const size_t count = c.args.count, es = c.esize, bytes = count * es;
-    uint8_t *acc = static_cast<uint8_t*>(c.args.rbuf);
+    uint8_t *acc = static_cast<uint8_t *>(c.args.rbuf);
     /* The input is read where it is: the first reduction writes acc, so no
      * copy of the whole message into acc first (a quarter of the time of a
      * 1 MiB allreduce on two ranks). */
-    const uint8_t *input = c.in_place ? acc : static_cast<const uint8_t*>(c.args.sbuf);
-    uint8_t *tmp = t.make_scratch(bytes);
-    const reduce_fn fn = c.reduce;
+    const uint8_t *input = c.in_place ? acc : static_cast<const uint8_t *>(c.args.sbuf);
+    uint8_t *tmp         = t.make_scratch(bytes);
+    const reduce_fn fn   = c.reduce;
     const fold f(c.size, r);
     if ((c.size == 1) && (input != acc)) {
-        std::memcpy(acc, input, bytes);     /* one rank: nothing to reduce with */
+        std::memcpy(acc, input, bytes); /* one rank: nothing to reduce with */
     }
     /* Where this rank's partial result is. */
     const uint8_t *cur = f.add_fold_round(t, c, r, input, acc, tmp) ? acc : input;
-    const int nr = f.nr;
-    const unsigned p2 = f.p;
-    auto real = [&f](unsigned x) { return f.real(x); };
+    const int nr       = f.nr;
+    const unsigned p2  = f.p;
+    auto real          = [&f](unsigned x) { return f.real(x); };
     const blocks b(count, p2);
-    auto offset_of = [&](unsigned lo) { return b.offset(lo) * es; };
-    auto range_bytes = [&](unsigned lo, unsigned hi) {
-        return (b.offset(hi) - b.offset(lo)) * es;
-    };
+    auto offset_of   = [&](unsigned lo) { return b.offset(lo) * es; };
+    auto range_bytes = [&](unsigned lo, unsigned hi) { return (b.offset(hi) - b.offset(lo)) * es; };
     /* Reduce-scatter: halve the range held, keeping the half of our bit;
      * the kept half's result goes to acc, read from cur. */
     unsigned lo = 0, hi = p2;
@@ -531,20 +528,20 @@ void allreduce_rabenseifner(task &t, const call &c)
             continue;
         }
         const unsigned partner = unsigned(nr) ^ mask;
-        const unsigned mid = lo + (hi - lo) / 2;
-        const bool keep_low = (unsigned(nr) & mask) == 0;
+        const unsigned mid     = lo + (hi - lo) / 2;
+        const bool keep_low    = (unsigned(nr) & mask) == 0;
         const unsigned klo = keep_low ? lo : mid, khi = keep_low ? mid : hi;
         const unsigned slo = keep_low ? mid : lo, shi = keep_low ? hi : mid;
         t.send(rd, real(partner), cur + offset_of(slo), range_bytes(slo, shi));
         t.recv(rd, real(partner), tmp, range_bytes(klo, khi));
-        uint8_t *kept = acc + offset_of(klo);
+        uint8_t *kept       = acc + offset_of(klo);
         const uint8_t *mine = cur + offset_of(klo);
         const size_t kcount = b.offset(khi) - b.offset(klo);
-        rd.after = (partner < unsigned(nr)) ? step::reduce(fn, kept, tmp, mine, kcount) :
-                                              step::reduce(fn, kept, mine, tmp, kcount);
-        cur = acc;
-        lo = klo;
-        hi = khi;
+        rd.after            = (partner < unsigned(nr)) ? step::reduce(fn, kept, tmp, mine, kcount) :
+                                                         step::reduce(fn, kept, mine, tmp, kcount);
+        cur                 = acc;
+        lo                  = klo;
+        hi                  = khi;
     }
     /* Allgather: double the range held, the partner's half straight into acc. */
     for (unsigned mask = 1; mask < p2; mask *= 2) {
@@ -563,21 +560,21 @@ void allreduce_rabenseifner(task &t, const call &c)
 /* The ring reduce-scatter over `work` (n blocks of b): after it, rank r
  * holds block (r + shift) mod n fully reduced. Each block is reduced once,
  * along the ring, so every rank ends up with the same bits. */
-void ring_reduce_scatter(task &t, const call &c, uint8_t *work, const blocks &b,
-                         unsigned shift, uint8_t *tmp)
+void ring_reduce_scatter(task &t, const call &c, uint8_t *work, const blocks &b, unsigned shift,
+                         uint8_t *tmp)
 {
     const unsigned n = c.size, r = c.rank;
     const unsigned right = (r + 1) % n, left = (r + n - 1) % n;
-    const size_t es = c.esize;
+    const size_t es    = c.esize;
     const reduce_fn fn = c.reduce;
     for (unsigned s = 0; s + 1 < n; ++s) {
-        round &rd = t.add_round();
+        round &rd         = t.add_round();
         const unsigned sb = (r + shift + 2 * n - s - 1) % n;
         const unsigned rb = (r + shift + 2 * n - s - 2) % n;
         t.send(rd, right, work + b.offset(sb) * es, b.length(sb) * es);
         t.recv(rd, left, tmp, b.length(rb) * es);
         uint8_t *dst = work + b.offset(rb) * es;
-        rd.after = step::reduce(fn, dst, tmp, dst, b.length(rb));
+        rd.after     = step::reduce(fn, dst, tmp, dst, b.length(rb));
     }
 }
 
@@ -588,7 +585,7 @@ void ring_allgather(task &t, const call &c, uint8_t *buf, const blocks &b, unsig
     const unsigned right = (r + 1) % n, left = (r + n - 1) % n;
     const size_t es = c.esize;
     for (unsigned s = 0; s + 1 < n; ++s) {
-        round &rd = t.add_round();
+        round &rd         = t.add_round();
         const unsigned sb = (r + shift + n - s) % n, rb = (r + shift + 2 * n - s - 1) % n;
         t.send(rd, right, buf + b.offset(sb) * es, b.length(sb) * es);
         t.recv(rd, left, buf + b.offset(rb) * es, b.length(rb) * es);
@@ -600,7 +597,7 @@ void ring_allgather(task &t, const call &c, uint8_t *buf, const blocks &b, unsig
 void allreduce_ring(task &t, const call &c)
 {
     const size_t count = c.args.count;
-    uint8_t *acc = static_cast<uint8_t*>(c.args.rbuf);
+    uint8_t *acc       = static_cast<uint8_t *>(c.args.rbuf);
     if (!c.in_place) {
         std::memcpy(acc, c.args.sbuf, count * c.esize);
     }
@@ -616,15 +613,15 @@ void reduce_scatter_ring(task &t, const call &c)
 {
     const size_t count = c.args.count, bb = count * c.esize;
     uint8_t *scratch = t.make_scratch(bb + (c.in_place ? 0 : c.size * bb));
-    uint8_t *tmp = scratch;
-    uint8_t *work = c.in_place ? static_cast<uint8_t*>(c.args.rbuf) : scratch + bb;
+    uint8_t *tmp     = scratch;
+    uint8_t *work    = c.in_place ? static_cast<uint8_t *>(c.args.rbuf) : scratch + bb;
     if (!c.in_place) {
         std::memcpy(work, c.args.sbuf, c.size * bb);
     }
-    const blocks b(count * c.size, c.size);   /* blocks of exactly count */
+    const blocks b(count * c.size, c.size); /* blocks of exactly count */
     ring_reduce_scatter(t, c, work, b, 0, tmp);
     round &rd = t.add_round();
-    rd.after = step::copy(c.args.rbuf, work + c.rank * bb, bb);
+    rd.after  = step::copy(c.args.rbuf, work + c.rank * bb, bb);
 }
 
 /* ---- allgather ---------------------------------------------------------- */
@@ -632,7 +629,7 @@ void reduce_scatter_ring(task &t, const call &c)
 void allgather_ring(task &t, const call &c)
 {
     const size_t bb = c.args.count * c.esize;
-    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    uint8_t *out    = static_cast<uint8_t *>(c.args.rbuf);
     if (!c.in_place) {
         std::memcpy(out + c.rank * bb, c.args.sbuf, bb);
     }
@@ -648,20 +645,20 @@ void allgather_bruck(task &t, const call &c)
 {
     const unsigned n = c.size, r = c.rank;
     const size_t bb = c.args.count * c.esize;
-    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
-    uint8_t *tmp = t.make_scratch(n * bb);
+    uint8_t *out    = static_cast<uint8_t *>(c.args.rbuf);
+    uint8_t *tmp    = t.make_scratch(n * bb);
     std::memcpy(tmp, c.in_place ? out + r * bb : c.args.sbuf, bb);
     for (unsigned dist = 1; dist < n; dist <<= 1) {
-        round &rd = t.add_round();
+        round &rd                 = t.add_round();
         const unsigned blocks_now = std::min(dist, n - dist);
         t.send(rd, (r + n - dist) % n, tmp, blocks_now * bb);
         t.recv(rd, (r + dist) % n, tmp + dist * bb, blocks_now * bb);
     }
     /* tmp[i] is rank (r + i) mod n's block. */
-    round &first = t.add_round();
-    first.after = step::copy(out + r * bb, tmp, (n - r) * bb);
+    round &first  = t.add_round();
+    first.after   = step::copy(out + r * bb, tmp, (n - r) * bb);
     round &second = t.add_round();
-    second.after = step::copy(out, tmp + (n - r) * bb, r * bb);
+    second.after  = step::copy(out, tmp + (n - r) * bb, r * bb);
 }
 
 /* ---- alltoall ----------------------------------------------------------- */
@@ -670,9 +667,9 @@ void allgather_bruck(task &t, const call &c)
 void alltoall_pairwise(task &t, const call &c)
 {
     const unsigned n = c.size, r = c.rank;
-    const size_t bb = c.args.count * c.esize;
-    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
-    const uint8_t *in = static_cast<const uint8_t*>(c.args.sbuf);
+    const size_t bb   = c.args.count * c.esize;
+    uint8_t *out      = static_cast<uint8_t *>(c.args.rbuf);
+    const uint8_t *in = static_cast<const uint8_t *>(c.args.sbuf);
     if (c.in_place) {
         uint8_t *copy = t.make_scratch(n * bb);
         std::memcpy(copy, out, n * bb);
@@ -681,7 +678,7 @@ void alltoall_pairwise(task &t, const call &c)
         std::memcpy(out + r * bb, in + r * bb, bb);
     }
     for (unsigned s = 1; s < n; ++s) {
-        round &rd = t.add_round();
+        round &rd         = t.add_round();
         const unsigned to = (r + s) % n, from = (r + n - s) % n;
         t.send(rd, to, in + to * bb, bb);
         t.recv(rd, from, out + from * bb, bb);
@@ -731,11 +728,11 @@ namespace {
 void alltoall_bruck(task &t, const call &c)
 {
     const unsigned n = c.size, r = c.rank;
-    const size_t bb = c.args.count * c.esize;
-    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
-    const uint8_t *in = c.in_place ? out : static_cast<const uint8_t*>(c.args.sbuf);
-    const size_t most = bruck_blocks(n, 1) + 1;      /* no round moves more blocks */
-    uint8_t *tmp = t.make_scratch((n + 2 * most) * bb);
+    const size_t bb   = c.args.count * c.esize;
+    uint8_t *out      = static_cast<uint8_t *>(c.args.rbuf);
+    const uint8_t *in = c.in_place ? out : static_cast<const uint8_t *>(c.args.sbuf);
+    const size_t most = bruck_blocks(n, 1) + 1; /* no round moves more blocks */
+    uint8_t *tmp      = t.make_scratch((n + 2 * most) * bb);
     uint8_t *packed = tmp + n * bb, *received = packed + most * bb;
     for (unsigned i = 0; i < n; ++i) {
         std::memcpy(tmp + i * bb, in + ((r + i) % n) * bb, bb);
@@ -744,7 +741,7 @@ void alltoall_bruck(task &t, const call &c)
         bruck_pack(packed, tmp, n, 1, bb);
     }
     for (unsigned dist = 1; dist < n; dist <<= 1) {
-        round &rd = t.add_round();
+        round &rd          = t.add_round();
         const size_t bytes = bruck_blocks(n, dist) * bb;
         t.send(rd, (r + dist) % n, packed, bytes);
         t.recv(rd, (r + n - dist) % n, received, bytes);
@@ -756,7 +753,7 @@ void alltoall_bruck(task &t, const call &c)
         rd.after.ranks = n;
         rd.after.dist  = dist;
     }
-    round &rd = t.add_round();
+    round &rd      = t.add_round();
     rd.after.kind  = step::BRUCK_ROTATE;
     rd.after.dst   = out;
     rd.after.lo    = tmp;
@@ -773,13 +770,13 @@ void scatter_binomial(task &t, const call &c)
 {
     const unsigned n = c.size;
     const rooted rt{n, c.args.root};
-    const unsigned v = rt.rel(c.rank);
-    const size_t bb = c.args.count * c.esize;
-    const uint8_t *sbuf = static_cast<const uint8_t*>(c.args.sbuf);
+    const unsigned v    = rt.rel(c.rank);
+    const size_t bb     = c.args.count * c.esize;
+    const uint8_t *sbuf = static_cast<const uint8_t *>(c.args.sbuf);
     uint8_t *buf;
     if (v == 0) {
         if (c.args.root == 0) {
-            buf = const_cast<uint8_t*>(sbuf);
+            buf = const_cast<uint8_t *>(sbuf);
         } else {
             buf = t.make_scratch(n * bb);
             for (unsigned i = 0; i < n; ++i) {
@@ -788,11 +785,11 @@ void scatter_binomial(task &t, const call &c)
         }
     } else {
         const unsigned lowbit = v & (~v + 1);
-        buf = t.make_scratch(std::min(lowbit, n - v) * bb);
+        buf                   = t.make_scratch(std::min(lowbit, n - v) * bb);
     }
     for (unsigned k = ceil_log2(n); k-- > 0;) {
         const unsigned mask = 1u << k;
-        round &rd = t.add_round();
+        round &rd           = t.add_round();
         if ((v % (2 * mask) == 0) && (v + mask < n)) {
             t.send(rd, rt.real(v + mask), buf + mask * bb, std::min(mask, n - v - mask) * bb);
         } else if (v % (2 * mask) == mask) {
@@ -811,14 +808,14 @@ void gather_binomial(task &t, const call &c)
 {
     const unsigned n = c.size;
     const rooted rt{n, c.args.root};
-    const unsigned v = rt.rel(c.rank);
-    const size_t bb = c.args.count * c.esize;
-    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    const unsigned v      = rt.rel(c.rank);
+    const size_t bb       = c.args.count * c.esize;
+    uint8_t *out          = static_cast<uint8_t *>(c.args.rbuf);
     const unsigned lowbit = (v == 0) ? n : (v & (~v + 1));
-    const unsigned held = std::min(lowbit, n - v);      /* blocks of my subtree */
-    const bool direct = (v == 0) && (c.args.root == 0);  /* the root's order is rbuf's */
-    uint8_t *buf = direct ? out : t.make_scratch(held * bb);
-    const void *mine = ((v == 0) && c.in_place) ? out + c.args.root * bb : c.args.sbuf;
+    const unsigned held   = std::min(lowbit, n - v);        /* blocks of my subtree */
+    const bool direct     = (v == 0) && (c.args.root == 0); /* the root's order is rbuf's */
+    uint8_t *buf          = direct ? out : t.make_scratch(held * bb);
+    const void *mine      = ((v == 0) && c.in_place) ? out + c.args.root * bb : c.args.sbuf;
     if (buf != mine) {
         std::memmove(buf, mine, bb);
     }
@@ -835,24 +832,24 @@ void gather_binomial(task &t, const call &c)
     if ((v == 0) && !direct) {
         /* buf[i] is rank (root + i) mod n's block. */
         const unsigned root = c.args.root;
-        round &first = t.add_round();
-        first.after = step::copy(out + root * bb, buf, (n - root) * bb);
-        round &second = t.add_round();
-        second.after = step::copy(out, buf + (n - root) * bb, root * bb);
+        round &first        = t.add_round();
+        first.after         = step::copy(out + root * bb, buf, (n - root) * bb);
+        round &second       = t.add_round();
+        second.after        = step::copy(out, buf + (n - root) * bb, root * bb);
     }
 }
 
 /* Linear: every rank sends its block to the root in one round. */
 void gather_linear(task &t, const call &c)
 {
-    const size_t bb = c.args.count * c.esize;
-    round &rd = t.add_round();
+    const size_t bb     = c.args.count * c.esize;
+    round &rd           = t.add_round();
     const unsigned root = c.args.root;
     if (c.rank != root) {
         t.send(rd, root, c.args.sbuf, bb);
         return;
     }
-    uint8_t *out = static_cast<uint8_t*>(c.args.rbuf);
+    uint8_t *out = static_cast<uint8_t *>(c.args.rbuf);
     if (!c.in_place) {
         std::memcpy(out + root * bb, c.args.sbuf, bb);
     }
@@ -869,24 +866,22 @@ constexpr algorithm bcast_algs[]     = {{"knomial", bcast_knomial},
                                         {"scatter_allgather", bcast_scatter_allgather},
                                         {"binomial", bcast_binomial},
                                         {"pipeline", bcast_pipeline}};
-constexpr algorithm alltoall_algs[]  = {{"bruck", alltoall_bruck},
-                                        {"pairwise", alltoall_pairwise}};
+constexpr algorithm alltoall_algs[]  = {{"bruck", alltoall_bruck}, {"pairwise", alltoall_pairwise}};
 constexpr algorithm allreduce_algs[] = {{"recursive_doubling", allreduce_recursive_doubling},
                                         {"rabenseifner", allreduce_rabenseifner},
                                         {"ring", allreduce_ring},
                                         {"knomial", allreduce_knomial}};
 constexpr algorithm allgather_algs[] = {{"bruck", allgather_bruck}, {"ring", allgather_ring}};
 constexpr algorithm reduce_scatter_algs[] = {{"ring", reduce_scatter_ring}};
-constexpr algorithm reduce_algs[]    = {{"knomial", reduce_knomial},
-                                        {"binomial", reduce_binomial},
-                                        {"pipeline", reduce_pipeline}};
-constexpr algorithm scatter_algs[]   = {{"binomial", scatter_binomial}};
-constexpr algorithm gather_algs[]    = {{"binomial", gather_binomial},
-                                        {"linear", gather_linear}};
+constexpr algorithm reduce_algs[]         = {{"knomial", reduce_knomial},
+                                             {"binomial", reduce_binomial},
+                                             {"pipeline", reduce_pipeline}};
+constexpr algorithm scatter_algs[]        = {{"binomial", scatter_binomial}};
+constexpr algorithm gather_algs[] = {{"binomial", gather_binomial}, {"linear", gather_linear}};
 
 constexpr const char *coll_names[UCP_COLL_LAST] = {
-    "barrier", "bcast", "alltoall", "allreduce", "allgather", "reduce_scatter", "reduce",
-    "scatter", "gather",
+    "barrier",        "bcast",  "alltoall", "allreduce", "allgather",
+    "reduce_scatter", "reduce", "scatter",  "gather",
 };
 
 } // namespace
@@ -894,16 +889,26 @@ constexpr const char *coll_names[UCP_COLL_LAST] = {
 std::span<const algorithm> algorithms_of(ucp_coll_type_t coll)
 {
     switch (coll) {
-    case UCP_COLL_BARRIER:        return barrier_algs;
-    case UCP_COLL_BCAST:          return bcast_algs;
-    case UCP_COLL_ALLTOALL:       return alltoall_algs;
-    case UCP_COLL_ALLREDUCE:      return allreduce_algs;
-    case UCP_COLL_ALLGATHER:      return allgather_algs;
-    case UCP_COLL_REDUCE_SCATTER: return reduce_scatter_algs;
-    case UCP_COLL_REDUCE:         return reduce_algs;
-    case UCP_COLL_SCATTER:        return scatter_algs;
-    case UCP_COLL_GATHER:         return gather_algs;
-    default:                      return {};
+    case UCP_COLL_BARRIER:
+        return barrier_algs;
+    case UCP_COLL_BCAST:
+        return bcast_algs;
+    case UCP_COLL_ALLTOALL:
+        return alltoall_algs;
+    case UCP_COLL_ALLREDUCE:
+        return allreduce_algs;
+    case UCP_COLL_ALLGATHER:
+        return allgather_algs;
+    case UCP_COLL_REDUCE_SCATTER:
+        return reduce_scatter_algs;
+    case UCP_COLL_REDUCE:
+        return reduce_algs;
+    case UCP_COLL_SCATTER:
+        return scatter_algs;
+    case UCP_COLL_GATHER:
+        return gather_algs;
+    default:
+        return {};
     }
 }
 

@@ -15,13 +15,13 @@ namespace coll {
 /* What an algorithm needs to know of the call. */
 struct call {
     const ucp_coll_args_t &args;
-    unsigned              size;    /* team size */
-    unsigned              rank;
-    size_t                esize;   /* bytes of an element */
-    reduce_fn             reduce;  /* reductions */
-    bool                  in_place;
-    unsigned              radix;   /* of the knomial algorithms (UCX_COLL_KNOMIAL_RADIX) */
-    size_t                segment; /* bytes of a pipeline segment (UCX_COLL_PIPELINE_SEGMENT) */
+    unsigned size; /* team size */
+    unsigned rank;
+    size_t esize;     /* bytes of an element */
+    reduce_fn reduce; /* reductions */
+    bool in_place;
+    unsigned radix; /* of the knomial algorithms (UCX_COLL_KNOMIAL_RADIX) */
+    size_t segment; /* bytes of a pipeline segment (UCX_COLL_PIPELINE_SEGMENT) */
 };
 
 using builder_fn = void (*)(task &t, const call &c);

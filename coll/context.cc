@@ -46,7 +46,7 @@ recv_op *current_recvs(task *t, uint32_t *count)
         return nullptr;
     }
     const round &rd = t->rounds[t->current];
-    *count = rd.nrecvs;
+    *count          = rd.nrecvs;
     return t->recvs.data() + rd.first_recv;
 }
 
@@ -110,7 +110,7 @@ void op_done(task *t, ucs_status_t status)
 void send_done(void *request, ucs_status_t status, void *user_data)
 {
     ucp_request_free(request);
-    op_done(static_cast<task*>(user_data), status);
+    op_done(static_cast<task *>(user_data), status);
 }
 
 /* A send of a round that did not wait for it: the task waits for it only
@@ -118,7 +118,7 @@ void send_done(void *request, ucs_status_t status, void *user_data)
 void detached_send_done(void *request, ucs_status_t status, void *user_data)
 {
     ucp_request_free(request);
-    task *t = static_cast<task*>(user_data);
+    task *t = static_cast<task *>(user_data);
     --t->detached;
     if (status != UCS_OK) {
         fail(t, status);
@@ -131,7 +131,7 @@ void detached_send_done(void *request, ucs_status_t status, void *user_data)
 void recv_data_done(void *request, ucs_status_t status, size_t, void *user_data)
 {
     ucp_request_free(request);
-    op_done(static_cast<task*>(user_data), status);
+    op_done(static_cast<task *>(user_data), status);
 }
 
 ucs_status_t check_length(task *t, size_t length, size_t expected)
@@ -140,8 +140,7 @@ ucs_status_t check_length(task *t, size_t length, size_t expected)
         return UCS_OK;
     }
     ucs_error("team 0x%lx collective %lu (%s): a %zu-byte message where %zu were expected",
-              (unsigned long)t->team->key, (unsigned long)t->seq, t->algorithm, length,
-              expected);
+              (unsigned long)t->team->key, (unsigned long)t->seq, t->algorithm, length, expected);
     return UCS_ERR_MESSAGE_TRUNCATED;
 }
 
@@ -149,9 +148,9 @@ ucs_status_t check_length(task *t, size_t length, size_t expected)
 void pull(task *t, void *desc, void *buf, size_t bytes)
 {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.recv_am   = recv_data_done;
-    param.user_data    = t;
+    param.op_attr_mask  = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.recv_am    = recv_data_done;
+    param.user_data     = t;
     ucs_status_ptr_t sp = ucp_am_recv_data_nbx(t->team->ctx->worker, desc, buf, bytes, &param);
     if (UCS_PTR_IS_ERR(sp)) {
         fail(t, UCS_PTR_STATUS(sp));
@@ -189,8 +188,8 @@ void forget_messages(ucp_coll_context *ctx, Match &&match)
 /* A message that waited for its round meets its receive. */
 void deliver(task *t, recv_op &recv, const arrival &a)
 {
-    ucp_worker_h worker = t->team->ctx->worker;
-    recv.done = true;
+    ucp_worker_h worker       = t->team->ctx->worker;
+    recv.done                 = true;
     const ucs_status_t status = check_length(t, a.length, recv.bytes);
     if (status != UCS_OK) {
         fail(t, status);
@@ -207,12 +206,12 @@ void deliver(task *t, recv_op &recv, const arrival &a)
 
 void start_round(task *t)
 {
-    ucp_team *team = t->team;
+    ucp_team *team        = t->team;
     ucp_coll_context *ctx = team->ctx;
-    round &rd = t->rounds[t->current];
-    const uint32_t index = uint32_t(t->current);
-    t->started = true;
-    recv_op *recvs = t->recvs.data() + rd.first_recv;
+    round &rd             = t->rounds[t->current];
+    const uint32_t index  = uint32_t(t->current);
+    t->started            = true;
+    recv_op *recvs        = t->recvs.data() + rd.first_recv;
     for (uint32_t i = 0; i < rd.nrecvs; ++i) {
         recv_op &recv = recvs[i];
         if (!ctx->unexpected.empty()) {
@@ -223,17 +222,17 @@ void start_round(task *t)
                 continue;
             }
         }
-        ++t->pending;     /* open until its message comes */
+        ++t->pending; /* open until its message comes */
     }
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = rd.detached_sends ? detached_send_done : send_done;
-    param.user_data    = t;
+    param.op_attr_mask  = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send       = rd.detached_sends ? detached_send_done : send_done;
+    param.user_data     = t;
     unsigned &in_flight = rd.detached_sends ? t->detached : t->pending;
-    send_op *sends = t->sends.data() + rd.first_send;
+    send_op *sends      = t->sends.data() + rd.first_send;
     for (uint32_t i = 0; (i < rd.nsends) && (t->error == UCS_OK); ++i) {
         send_op &send = sends[i];
-        send.hdr = wire_hdr{team->key, t->seq, team->rank, index};
+        send.hdr      = wire_hdr{team->key, t->seq, team->rank, index};
         ucs_status_ptr_t sp;
         if (send.bytes <= inline_max) {
             /* Header and data in one buffer and no user header: UCP's short
@@ -245,8 +244,8 @@ void start_round(task *t)
             sp = ucp_am_send_nbx(team->eps[send.peer], am_id, nullptr, 0, send.packed,
                                  sizeof(wire_hdr) + send.bytes, &param);
         } else {
-            sp = ucp_am_send_nbx(team->eps[send.peer], am_id, &send.hdr, sizeof(send.hdr),
-                                 send.buf, send.bytes, &param);
+            sp = ucp_am_send_nbx(team->eps[send.peer], am_id, &send.hdr, sizeof(send.hdr), send.buf,
+                                 send.bytes, &param);
         }
         if (UCS_PTR_IS_ERR(sp)) {
             fail(t, UCS_PTR_STATUS(sp));
@@ -268,29 +267,29 @@ ucs_status_t run_step(const step &s)
         }
         return UCS_OK;
     case step::TEAM_CHECK: {
-        const uint64_t *ours = static_cast<const uint64_t*>(s.lo);
-        const uint64_t *theirs = static_cast<const uint64_t*>(s.hi);
+        const uint64_t *ours   = static_cast<const uint64_t *>(s.lo);
+        const uint64_t *theirs = static_cast<const uint64_t *>(s.hi);
         if ((ours[0] != theirs[0]) || (ours[1] != theirs[1])) {
             ucs_error("team 0x%lx: a member made it with size %lu and key 0x%lx, this "
-                      "process with size %lu", (unsigned long)ours[1],
-                      (unsigned long)theirs[0], (unsigned long)theirs[1],
+                      "process with size %lu",
+                      (unsigned long)ours[1], (unsigned long)theirs[0], (unsigned long)theirs[1],
                       (unsigned long)ours[0]);
             return UCS_ERR_INVALID_PARAM;
         }
         return UCS_OK;
     }
     case step::BRUCK_SHUFFLE: {
-        uint8_t *blocks = static_cast<uint8_t*>(s.dst);
-        bruck_unpack(blocks, static_cast<const uint8_t*>(s.lo), s.ranks, s.dist, s.count);
+        uint8_t *blocks = static_cast<uint8_t *>(s.dst);
+        bruck_unpack(blocks, static_cast<const uint8_t *>(s.lo), s.ranks, s.dist, s.count);
         if (2 * s.dist < s.ranks) {
-            bruck_pack(static_cast<uint8_t*>(const_cast<void*>(s.hi)), blocks, s.ranks,
+            bruck_pack(static_cast<uint8_t *>(const_cast<void *>(s.hi)), blocks, s.ranks,
                        2 * s.dist, s.count);
         }
         return UCS_OK;
     }
     case step::BRUCK_ROTATE: {
-        uint8_t *out = static_cast<uint8_t*>(s.dst);
-        const uint8_t *blocks = static_cast<const uint8_t*>(s.lo);
+        uint8_t *out          = static_cast<uint8_t *>(s.dst);
+        const uint8_t *blocks = static_cast<const uint8_t *>(s.lo);
         for (uint32_t i = 0; i < s.ranks; ++i) {
             std::memcpy(out + ((s.rank + s.ranks - i) % s.ranks) * s.count, blocks + i * s.count,
                         s.count);
@@ -315,7 +314,7 @@ void send_aborts(task *t)
         ucs_status_ptr_t sp = ucp_am_send_nbx(team->eps[peer], am_id, &team->abort_hdrs.back(),
                                               sizeof(wire_hdr), nullptr, 0, &param);
         if ((sp != nullptr) && !UCS_PTR_IS_ERR(sp)) {
-            ucp_request_free(sp);   /* the header lives with the team */
+            ucp_request_free(sp); /* the header lives with the team */
         }
     }
 }
@@ -323,7 +322,7 @@ void send_aborts(task *t)
 void finish(task *t)
 {
     ucp_team *team = t->team;
-    t->status = t->error;
+    t->status      = t->error;
     --team->active;
     auto it = std::find(team->running.begin(), team->running.end(), t);
     if (it != team->running.end()) {
@@ -340,7 +339,7 @@ void finish(task *t)
         });
     }
     if (t->seq == 0) {
-        team->ready = (t->status == UCS_OK);    /* the team's creation */
+        team->ready = (t->status == UCS_OK); /* the team's creation */
     }
 }
 
@@ -361,7 +360,7 @@ bool advance_rounds(task *t)
         }
         if ((t->error != UCS_OK) || (t->current == t->rounds.size())) {
             if (t->detached != 0) {
-                return false;    /* its buffers are in use until they are sent */
+                return false; /* its buffers are in use until they are sent */
             }
             finish(t);
             return true;
@@ -374,9 +373,9 @@ bool advance_rounds(task *t)
 /* Runs rounds until one waits; true when the task finished. */
 bool advance(task *t)
 {
-    t->advancing = true;
+    t->advancing    = true;
     const bool done = advance_rounds(t);
-    t->advancing = false;
+    t->advancing    = false;
     return done;
 }
 
@@ -392,8 +391,8 @@ void notify(task *t)
 
 unsigned progress(void *arg)
 {
-    ucp_coll_context *ctx = static_cast<ucp_coll_context*>(arg);
-    unsigned count = 0;
+    ucp_coll_context *ctx = static_cast<ucp_coll_context *>(arg);
+    unsigned count        = 0;
     while (!ctx->ready.empty()) {
         task *t = ctx->ready.front();
         ctx->ready.pop_front();
@@ -414,16 +413,16 @@ void peer_aborted(ucp_coll_context *ctx, const wire_hdr &hdr)
         return;
     }
     ucp_team *team = team_it->second;
-    task *t = team->running_task(hdr.seq);
+    task *t        = team->running_task(hdr.seq);
     if (t == nullptr) {
         if (hdr.seq >= team->next_seq) {
-            team->aborted.insert(hdr.seq);    /* fails when it starts here */
+            team->aborted.insert(hdr.seq); /* fails when it starts here */
         }
         return;
     }
     if (t->error == UCS_OK) {
-        ucs_diag("team 0x%lx collective %lu: rank %u reports it failed",
-                 (unsigned long)team->key, (unsigned long)hdr.seq, hdr.src);
+        ucs_diag("team 0x%lx collective %lu: rank %u reports it failed", (unsigned long)team->key,
+                 (unsigned long)hdr.seq, hdr.src);
         t->peer_aborted = true;
     }
     fail(t, UCS_ERR_REJECTED);
@@ -470,7 +469,7 @@ uint64_t now_ns()
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-constexpr uint64_t probe_interval_ns = 100000000;   /* 100 ms */
+constexpr uint64_t probe_interval_ns = 100000000; /* 100 ms */
 /* Status checks between clock reads: a poll loop checks often, and reading
  * the clock each time cost 10% of an 8-byte allreduce. */
 constexpr unsigned polls_per_clock = 256;
@@ -482,13 +481,13 @@ void task_probe_peers(task *t)
     if ((t->status != UCS_INPROGRESS) || (++t->polls < polls_per_clock)) {
         return;
     }
-    t->polls = 0;
+    t->polls           = 0;
     const uint64_t now = now_ns();
     if (now - t->last_probe_ns < probe_interval_ns) {
         return;
     }
     t->last_probe_ns = now;
-    ucp_team *team = t->team;
+    ucp_team *team   = t->team;
     ucp_request_param_t param{};
     uint32_t count;
     const recv_op *recvs = current_recvs(t, &count);
@@ -517,14 +516,14 @@ void task_probe_peers(task *t)
 ucs_status_t am_handler(void *arg, const void *header, size_t header_length, void *data,
                         size_t length, const ucp_am_recv_param_t *param)
 {
-    ucp_coll_context *ctx = static_cast<ucp_coll_context*>(arg);
-    const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    ucp_coll_context *ctx = static_cast<ucp_coll_context *>(arg);
+    const bool rndv       = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
     wire_hdr hdr;
-    size_t offset = 0;     /* of the payload in data */
+    size_t offset = 0; /* of the payload in data */
     if (header_length == sizeof(wire_hdr)) {
         std::memcpy(&hdr, header, sizeof(hdr));
     } else if ((header_length == 0) && (length >= sizeof(wire_hdr)) && !rndv) {
-        std::memcpy(&hdr, data, sizeof(hdr));    /* an inline message */
+        std::memcpy(&hdr, data, sizeof(hdr)); /* an inline message */
         offset = sizeof(wire_hdr);
     } else {
         ucs_warn("collectives: dropping a message with a %zu-byte header", header_length);
@@ -534,20 +533,20 @@ ucs_status_t am_handler(void *arg, const void *header, size_t header_length, voi
         peer_aborted(ctx, hdr);
         return UCS_OK;
     }
-    void *payload = static_cast<uint8_t*>(data) + offset;
+    void *payload = static_cast<uint8_t *>(data) + offset;
     length -= offset;
 
-    task *t = nullptr;
+    task *t       = nullptr;
     recv_op *recv = open_recv(ctx, hdr, &t);
     if (recv != nullptr) {
-        recv->done = true;
+        recv->done                = true;
         const ucs_status_t status = check_length(t, length, recv->bytes);
         if (status != UCS_OK) {
             op_done(t, status);
             return UCS_OK;
         }
         if (rndv) {
-            pull(t, data, recv->buf, recv->bytes);   /* counted while in flight */
+            pull(t, data, recv->buf, recv->bytes); /* counted while in flight */
         } else if (length != 0) {
             std::memcpy(recv->buf, payload, length);
         }
@@ -556,19 +555,19 @@ ucs_status_t am_handler(void *arg, const void *header, size_t header_length, voi
     }
 
     if (finished_here(ctx, hdr)) {
-        return UCS_OK;    /* dropped; the sender of a rendezvous one completes */
+        return UCS_OK; /* dropped; the sender of a rendezvous one completes */
     }
     const msg_key key{hdr.team_key, hdr.seq, hdr.src, hdr.round};
     if (ctx->unexpected.count(key) != 0) {
         ucs_warn("collectives: dropping a second message of team 0x%lx collective %lu from "
-                 "rank %u round %u", (unsigned long)hdr.team_key, (unsigned long)hdr.seq,
-                 hdr.src, hdr.round);
+                 "rank %u round %u",
+                 (unsigned long)hdr.team_key, (unsigned long)hdr.seq, hdr.src, hdr.round);
         return UCS_OK;
     }
     arrival &a = ctx->unexpected[key];
-    a.length = length;
+    a.length   = length;
     if (!rndv && (length <= inline_max)) {
-        a.small = true;                   /* the common early message: no allocation */
+        a.small = true; /* the common early message: no allocation */
         std::memcpy(a.copy, payload, length);
         return UCS_OK;
     }
@@ -611,7 +610,7 @@ task *task_get(ucp_coll_context *ctx, ucp_team *team)
 
 void task_put(ucp_coll_context *ctx, task *t)
 {
-    t->magic = 0;      /* a stale request is told from a live one */
+    t->magic = 0; /* a stale request is told from a live one */
     --ctx->live_tasks;
     if (ctx->free_tasks.size() < max_pooled_tasks) {
         ctx->free_tasks.push_back(t);
@@ -666,7 +665,7 @@ ucs_status_ptr_t task_result(task *t, const ucp_request_param_t *param)
         return t;
     }
     if ((param != nullptr) && (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) {
-        mark_ready(t);    /* the callback runs from progress, as a request's would */
+        mark_ready(t); /* the callback runs from progress, as a request's would */
         return t;
     }
     const ucs_status_t status = t->status;

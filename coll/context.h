@@ -39,8 +39,7 @@ struct msg_key {
 
     bool operator==(const msg_key &o) const
     {
-        return (team_key == o.team_key) && (seq == o.seq) && (src == o.src) &&
-               (round == o.round);
+        return (team_key == o.team_key) && (seq == o.seq) && (src == o.src) && (round == o.round);
     }
 };
 
@@ -56,47 +55,47 @@ struct msg_key_hash {
 
 /* A message that came before its receive was posted. */
 struct arrival {
-    void    *data = nullptr;   /* UCP's descriptor (held), or our copy */
-    size_t  offset = 0;        /* of the payload in a held descriptor (inline header) */
-    size_t  length = 0;        /* of the payload */
-    bool    rndv = false;      /* data is a rendezvous descriptor */
-    bool    held = false;      /* data is UCP's: ucp_am_data_release() */
-    bool    small = false;     /* the payload is in `copy` (no allocation) */
+    void *data    = nullptr; /* UCP's descriptor (held), or our copy */
+    size_t offset = 0;       /* of the payload in a held descriptor (inline header) */
+    size_t length = 0;       /* of the payload */
+    bool rndv     = false;   /* data is a rendezvous descriptor */
+    bool held     = false;   /* data is UCP's: ucp_am_data_release() */
+    bool small    = false;   /* the payload is in `copy` (no allocation) */
     uint8_t copy[inline_max];
 
     const uint8_t *payload() const
     {
-        return small ? copy : static_cast<const uint8_t*>(data) + offset;
+        return small ? copy : static_cast<const uint8_t *>(data) + offset;
     }
 };
 
 } // namespace coll
 
 struct ucp_coll_context {
-    ucp_worker_h worker = nullptr;
-    unsigned     callback_id = 0;
+    ucp_worker_h worker  = nullptr;
+    unsigned callback_id = 0;
     coll::tuning tune;
-    std::unordered_map<uint64_t, ucp_team*> teams;   /* by key */
+    std::unordered_map<uint64_t, ucp_team *> teams; /* by key */
     /* Messages that came before their round started (a running task's
      * current round is where a message looks first: no table of posted
      * receives). */
     std::unordered_map<coll::msg_key, coll::arrival, coll::msg_key_hash> unexpected;
-    std::deque<coll::task*> ready;
-    std::vector<coll::task*> free_tasks;   /* pooled for the next collectives */
-    size_t live_tasks = 0;                 /* taken from the pool, not released */
+    std::deque<coll::task *> ready;
+    std::vector<coll::task *> free_tasks; /* pooled for the next collectives */
+    size_t live_tasks = 0;                /* taken from the pool, not released */
 };
 
 struct ucp_team {
-    ucp_coll_context      *ctx = nullptr;
-    uint64_t              key = 0;
-    unsigned              rank = 0;
-    std::vector<ucp_ep_h> eps;              /* by rank; eps[rank] unused */
-    uint64_t              next_seq = 1;     /* 0 is the creation */
-    unsigned              active = 0;       /* tasks not finished */
-    bool                  ready = false;    /* its creation finished well */
-    std::vector<coll::task*> running;       /* started, not finished: a few */
-    std::unordered_set<uint64_t> aborted;   /* numbers a member failed, not started here */
-    std::deque<coll::wire_hdr> abort_hdrs;  /* of abort messages in flight */
+    ucp_coll_context *ctx = nullptr;
+    uint64_t key          = 0;
+    unsigned rank         = 0;
+    std::vector<ucp_ep_h> eps;             /* by rank; eps[rank] unused */
+    uint64_t next_seq = 1;                 /* 0 is the creation */
+    unsigned active   = 0;                 /* tasks not finished */
+    bool ready        = false;             /* its creation finished well */
+    std::vector<coll::task *> running;     /* started, not finished: a few */
+    std::unordered_set<uint64_t> aborted;  /* numbers a member failed, not started here */
+    std::deque<coll::wire_hdr> abort_hdrs; /* of abort messages in flight */
     /* Sub-teams made of a range, counted per range: their keys. */
     std::map<std::tuple<unsigned, unsigned, unsigned>, uint64_t> subteams_made;
 

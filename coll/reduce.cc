@@ -35,10 +35,15 @@ struct op_bxor { template <typename T> static T f(T a, T b) { return T(a ^ b); }
 // clang-format on
 
 struct op_csum {
-    template <typename C> static C f(C a, C b) { return C{a.re + b.re, a.im + b.im}; }
+    template <typename C>
+    static C f(C a, C b)
+    {
+        return C{a.re + b.re, a.im + b.im};
+    }
 };
 struct op_cprod {
-    template <typename C> static C f(C a, C b)
+    template <typename C>
+    static C f(C a, C b)
     {
         return C{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
     }
@@ -47,9 +52,9 @@ struct op_cprod {
 template <typename T, typename Op>
 void kernel(void *dst, const void *lo, const void *hi, size_t count)
 {
-    T *d = static_cast<T*>(dst);
-    const T *a = static_cast<const T*>(lo);
-    const T *b = static_cast<const T*>(hi);
+    T *d       = static_cast<T *>(dst);
+    const T *a = static_cast<const T *>(lo);
+    const T *b = static_cast<const T *>(hi);
     for (size_t i = 0; i < count; ++i) {
         d[i] = Op::f(a[i], b[i]);
     }
@@ -58,24 +63,22 @@ void kernel(void *dst, const void *lo, const void *hi, size_t count)
 /* The row of an integer type: every op. */
 template <typename T>
 constexpr reduce_fn integer_row[UCP_COLL_OP_LAST] = {
-    kernel<T, op_min>,  kernel<T, op_max>,  kernel<T, op_sum>,  kernel<T, op_prod>,
-    kernel<T, op_lor>,  kernel<T, op_land>, kernel<T, op_bor>,  kernel<T, op_band>,
+    kernel<T, op_min>,  kernel<T, op_max>,  kernel<T, op_sum>, kernel<T, op_prod>,
+    kernel<T, op_lor>,  kernel<T, op_land>, kernel<T, op_bor>, kernel<T, op_band>,
     kernel<T, op_lxor>, kernel<T, op_bxor>,
 };
 
 /* Floating point: no bitwise ops. */
 template <typename T>
 constexpr reduce_fn float_row[UCP_COLL_OP_LAST] = {
-    kernel<T, op_min>,  kernel<T, op_max>,  kernel<T, op_sum>,  kernel<T, op_prod>,
-    kernel<T, op_lor>,  kernel<T, op_land>, nullptr,            nullptr,
-    kernel<T, op_lxor>, nullptr,
+    kernel<T, op_min>,  kernel<T, op_max>, kernel<T, op_sum>, kernel<T, op_prod>, kernel<T, op_lor>,
+    kernel<T, op_land>, nullptr,           nullptr,           kernel<T, op_lxor>, nullptr,
 };
 
 /* Complex: sums and products only (no order, no truth value). */
 template <typename C>
 constexpr reduce_fn complex_row[UCP_COLL_OP_LAST] = {
-    nullptr, nullptr, kernel<C, op_csum>, kernel<C, op_cprod>,
-    nullptr, nullptr, nullptr,            nullptr,
+    nullptr, nullptr, kernel<C, op_csum>, kernel<C, op_cprod>, nullptr, nullptr, nullptr, nullptr,
     nullptr, nullptr,
 };
 
@@ -88,8 +91,8 @@ constexpr const reduce_fn *rows[UCP_COLL_DT_LAST] = {
 constexpr size_t sizes[UCP_COLL_DT_LAST] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 8, 16};
 
 constexpr const char *dt_names[UCP_COLL_DT_LAST] = {
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "float", "double", "float_complex", "double_complex",
+    "int8",  "uint8",  "int16", "uint16", "int32",         "uint32",
+    "int64", "uint64", "float", "double", "float_complex", "double_complex",
 };
 
 constexpr const char *op_names[UCP_COLL_OP_LAST] = {

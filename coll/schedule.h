@@ -43,9 +43,9 @@ namespace coll {
 /* The user header of every collective message (an AM with a layered id). */
 struct wire_hdr {
     uint64_t team_key;
-    uint64_t seq;      /* the team's collective number; 0: the team's creation */
-    uint32_t src;      /* the sender's rank */
-    uint32_t round;    /* the round of the schedule */
+    uint64_t seq;   /* the team's collective number; 0: the team's creation */
+    uint32_t src;   /* the sender's rank */
+    uint32_t round; /* the round of the schedule */
 };
 static_assert(sizeof(wire_hdr) == 24, "wire_hdr layout");
 
@@ -54,11 +54,11 @@ static_assert(sizeof(wire_hdr) == 24, "wire_hdr layout");
 constexpr size_t inline_max = 104;
 
 struct send_op {
-    unsigned   peer;
+    unsigned peer;
     const void *buf;
-    size_t     bytes;
-    wire_hdr   hdr;    /* filled when sent; lives until the send completes */
-    uint8_t    packed[sizeof(wire_hdr) + inline_max];   /* hdr + data, when inline */
+    size_t bytes;
+    wire_hdr hdr; /* filled when sent; lives until the send completes */
+    uint8_t packed[sizeof(wire_hdr) + inline_max]; /* hdr + data, when inline */
 
     /* packed is written when the message goes out: not zeroed here. */
     send_op(unsigned peer_, const void *buf_, size_t bytes_) :
@@ -69,9 +69,9 @@ struct send_op {
 
 struct recv_op {
     unsigned peer;
-    void     *buf;
-    size_t   bytes;
-    bool     done;     /* its message came (a rendezvous one may still be pulled) */
+    void *buf;
+    size_t bytes;
+    bool done; /* its message came (a rendezvous one may still be pulled) */
 };
 
 // clang-format off
@@ -96,7 +96,7 @@ struct step {
     uint32_t   ranks = 0;        /* BRUCK_* */
     uint32_t   rank = 0;         /* BRUCK_ROTATE */
     uint32_t   dist = 0;         /* BRUCK_SHUFFLE */
-// clang-format on
+    // clang-format on
 
     static step reduce(reduce_fn f, void *d, const void *l, const void *h, size_t n)
     {
@@ -114,8 +114,8 @@ struct round {
     uint32_t nsends;
     uint32_t first_recv;
     uint32_t nrecvs;
-    step     after;
-    bool     detached_sends;   /* the round is done without waiting for its sends */
+    step after;
+    bool detached_sends; /* the round is done without waiting for its sends */
 };
 
 /* A running collective; the request the application holds. Tasks are
@@ -123,55 +123,55 @@ struct round {
 struct task {
     static constexpr uint32_t live_magic = 0xc011ec71u;
 
-    uint32_t                magic = live_magic;
-    ucp_team                *team = nullptr;
-    uint64_t                seq = 0;
-    const char              *algorithm = "";
-    std::vector<round>      rounds;
-    std::vector<send_op>    sends;
-    std::vector<recv_op>    recvs;
-    size_t                  current = 0;     /* the round running */
-    size_t                  last_message_round = 0;   /* rounds after it: steps only */
-    bool                    started = false; /* its messages were posted */
-    unsigned                pending = 0;     /* its operations not done yet */
-    unsigned                detached = 0;    /* detached sends not done yet */
-    bool                    queued = false;  /* on the context's ready list */
-    bool                    advancing = false;   /* advance() runs it: no finishing inline */
-    ucs_status_t            status = UCS_INPROGRESS;   /* UCS_INPROGRESS until finished */
-    ucs_status_t            error = UCS_OK;            /* the first failure */
-    bool                    user_freed = false;
-    bool                    peer_aborted = false;   /* a member said it failed */
-    uint64_t                last_probe_ns = 0;
-    unsigned                polls = 0;    /* status checks since the last clock read */
+    uint32_t magic        = live_magic;
+    ucp_team *team        = nullptr;
+    uint64_t seq          = 0;
+    const char *algorithm = "";
+    std::vector<round> rounds;
+    std::vector<send_op> sends;
+    std::vector<recv_op> recvs;
+    size_t current             = 0;              /* the round running */
+    size_t last_message_round  = 0;              /* rounds after it: steps only */
+    bool started               = false;          /* its messages were posted */
+    unsigned pending           = 0;              /* its operations not done yet */
+    unsigned detached          = 0;              /* detached sends not done yet */
+    bool queued                = false;          /* on the context's ready list */
+    bool advancing             = false;          /* advance() runs it: no finishing inline */
+    ucs_status_t status        = UCS_INPROGRESS; /* UCS_INPROGRESS until finished */
+    ucs_status_t error         = UCS_OK;         /* the first failure */
+    bool user_freed            = false;
+    bool peer_aborted          = false; /* a member said it failed */
+    uint64_t last_probe_ns     = 0;
+    unsigned polls             = 0; /* status checks since the last clock read */
     ucp_send_nbx_callback_t cb = nullptr;
-    void                    *user_data = nullptr;
-    std::unique_ptr<uint8_t[]> scratch;      /* the algorithm's own buffers */
-    size_t                  scratch_size = 0;
+    void *user_data            = nullptr;
+    std::unique_ptr<uint8_t[]> scratch; /* the algorithm's own buffers */
+    size_t scratch_size = 0;
 
     /* Ready for another collective; keeps the arrays' and scratch's room. */
     void reset()
     {
-        magic = live_magic;
-        team = nullptr;
-        seq = 0;
+        magic     = live_magic;
+        team      = nullptr;
+        seq       = 0;
         algorithm = "";
         rounds.clear();
         sends.clear();
         recvs.clear();
-        current = 0;
+        current            = 0;
         last_message_round = 0;
-        started = false;
-        pending = 0;
-        detached = 0;
-        queued = false;
-        advancing = false;
-        status = UCS_INPROGRESS;
-        error = UCS_OK;
+        started            = false;
+        pending            = 0;
+        detached           = 0;
+        queued             = false;
+        advancing          = false;
+        status             = UCS_INPROGRESS;
+        error              = UCS_OK;
         user_freed = peer_aborted = false;
-        last_probe_ns = 0;
-        polls = 0;
-        cb = nullptr;
-        user_data = nullptr;
+        last_probe_ns             = 0;
+        polls                     = 0;
+        cb                        = nullptr;
+        user_data                 = nullptr;
     }
 
     round &add_round()

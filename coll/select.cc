@@ -21,7 +21,7 @@ namespace {
 /* Defaults, from measurements on one node (bench/results): latency-bound
  * trees up to these sizes, bandwidth-bound schedules above. */
 constexpr size_t allreduce_large_from = 16384;
-constexpr size_t bcast_scatter_from  = 262144;
+constexpr size_t bcast_scatter_from   = 262144;
 /* Per-rank blocks from which a ring allgather and a linear gather beat the
  * log2(n) rounds that pass growing parts of the whole around. */
 constexpr size_t allgather_ring_from = 8192;
@@ -73,8 +73,8 @@ bool parse_team_range(const std::string &field, tune_rule *rule)
     }
     size_t low = 0, high = 0;
     if (!parse_size(field.substr(1, dash - 1), &low) ||
-        !parse_size(field.substr(dash + 1, field.size() - dash - 2), &high) ||
-        (low == SIZE_MAX) || (low > high) || ((high != SIZE_MAX) && (high > UINT_MAX))) {
+        !parse_size(field.substr(dash + 1, field.size() - dash - 2), &high) || (low == SIZE_MAX) ||
+        (low > high) || ((high != SIZE_MAX) && (high > UINT_MAX))) {
         return false;
     }
     rule->team_min = unsigned(std::max<size_t>(low, 1));
@@ -99,7 +99,7 @@ bool parse_token(const std::string &token, tune_rule *rule)
     }
     const std::string name = token.substr(0, first);
     const std::string alg  = token.substr(last + 2);
-    unsigned coll = 0;
+    unsigned coll          = 0;
     while ((coll < UCP_COLL_LAST) && (name != coll_name(ucp_coll_type_t(coll)))) {
         ++coll;
     }
@@ -115,15 +115,15 @@ bool parse_token(const std::string &token, tune_rule *rule)
      * (none when first == last: `last` is a colon, so each search stops there). */
     bool sizes = false, teams = false;
     for (size_t begin = first + 1; begin <= last;) {
-        const size_t colon       = token.find(':', begin);
-        const std::string field  = token.substr(begin, colon - begin);
-        const bool team          = !field.empty() && (field.front() == '[');
+        const size_t colon      = token.find(':', begin);
+        const std::string field = token.substr(begin, colon - begin);
+        const bool team         = !field.empty() && (field.front() == '[');
         if (team ? (teams || !parse_team_range(field, rule)) :
                    (sizes || !parse_size_range(field, rule))) {
             return false;
         }
         (team ? teams : sizes) = true;
-        begin = colon + 1;
+        begin                  = colon + 1;
     }
     const std::span<const algorithm> algs = algorithms_of(rule->coll);
     for (unsigned i = 0; i < algs.size(); ++i) {
@@ -150,9 +150,9 @@ std::string size_text(size_t bytes)
 }
 
 struct coll_opts {
-    char     *tune;
+    char *tune;
     unsigned knomial_radix;
-    size_t   pipeline_segment;
+    size_t pipeline_segment;
 };
 
 static_assert(knomial_radix_default == 4, "KNOMIAL_RADIX's default text below");
@@ -195,7 +195,7 @@ bool parse_tuning(const char *text, tuning *out)
 {
     out->rules.clear();
     const std::string all = (text == nullptr) ? "" : text;
-    size_t begin = 0;
+    size_t begin          = 0;
     while (begin < all.size()) {
         size_t end = all.find('#', begin);
         if (end == std::string::npos) {
@@ -206,7 +206,8 @@ bool parse_tuning(const char *text, tuning *out)
         if (!token.empty()) {
             if (!parse_token(token, &rule)) {
                 ucs_error("UCX_COLL_TUNE: bad token '%s' "
-                          "(coll[:start-end][:[min-max]]:@algorithm)", token.c_str());
+                          "(coll[:start-end][:[min-max]]:@algorithm)",
+                          token.c_str());
                 out->rules.clear();
                 return false;
             }
@@ -267,17 +268,21 @@ std::vector<std::string> describe_tuning(const tuning &tune)
             std::string ranges;
             const char *previous = nullptr;
             for (size_t i = 0; i < edges.size(); ++i) {
-                const char *name = select_algorithm(tune, ucp_coll_type_t(coll), edges[i],
-                                                    team_size).name;
+                const char *name =
+                    select_algorithm(tune, ucp_coll_type_t(coll), edges[i], team_size).name;
                 if ((previous == nullptr) || (std::strcmp(previous, name) != 0)) {
                     ranges.append(" ").append(size_text(edges[i])).append("-:").append(name);
                     previous = name;
                 }
             }
-            const std::string upto = (t + 1 < teams.size()) ?
-                                     std::to_string(teams[t + 1] - 1) : std::string("inf");
-            line.append(" [").append(std::to_string(team_size)).append("-").append(upto)
-                .append(" ranks]").append(ranges);
+            const std::string upto = (t + 1 < teams.size()) ? std::to_string(teams[t + 1] - 1) :
+                                                              std::string("inf");
+            line.append(" [")
+                .append(std::to_string(team_size))
+                .append("-")
+                .append(upto)
+                .append(" ranks]")
+                .append(ranges);
         }
         lines.push_back(line);
     }

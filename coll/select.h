@@ -29,11 +29,11 @@ struct algorithm;
 
 struct tune_rule {
     ucp_coll_type_t coll;
-    size_t          start;   /* bytes, inclusive */
-    size_t          end;     /* bytes, exclusive; SIZE_MAX: no limit */
-    unsigned        team_min;   /* team sizes, both included */
-    unsigned        team_max;   /* UINT_MAX: no limit */
-    unsigned        alg;     /* index in algorithms_of(coll) */
+    size_t start;      /* bytes, inclusive */
+    size_t end;        /* bytes, exclusive; SIZE_MAX: no limit */
+    unsigned team_min; /* team sizes, both included */
+    unsigned team_max; /* UINT_MAX: no limit */
+    unsigned alg;      /* index in algorithms_of(coll) */
 };
 
 /* UCX_COLL_KNOMIAL_RADIX: the radix of the knomial algorithms (a rank
@@ -51,9 +51,9 @@ constexpr size_t pipeline_segment_min     = 1024;
 constexpr size_t pipeline_segment_max     = size_t(1) << 30;
 
 struct tuning {
-    std::vector<tune_rule> rules;   /* in the order given */
-    unsigned               knomial_radix = knomial_radix_default;
-    size_t                 pipeline_segment = pipeline_segment_default;
+    std::vector<tune_rule> rules; /* in the order given */
+    unsigned knomial_radix  = knomial_radix_default;
+    size_t pipeline_segment = pipeline_segment_default;
 };
 
 /* Parses a UCX_COLL_TUNE value; false (with an error logged) if it is bad. */

@@ -36,16 +36,16 @@ uint64_t subteam_key(const ucp_team &parent, unsigned start, unsigned stride, un
                      uint64_t nth)
 {
     uint64_t h = mix(parent.key);
-    h = mix(h ^ ((uint64_t(start) << 32) | stride));
-    h = mix(h ^ ((uint64_t(count) << 32) | (nth & 0xffffffffu)));
+    h          = mix(h ^ ((uint64_t(start) << 32) | stride));
+    h          = mix(h ^ ((uint64_t(count) << 32) | (nth & 0xffffffffu)));
     return h | derived_key_bit;
 }
 
-ucs_status_t team_members(const ucp_team_params_t &p, std::vector<ucp_ep_h> *eps,
-                          unsigned *rank, uint64_t *key)
+ucs_status_t team_members(const ucp_team_params_t &p, std::vector<ucp_ep_h> *eps, unsigned *rank,
+                          uint64_t *key)
 {
-    const uint64_t mask = p.field_mask;
-    const bool from_eps = mask & UCP_TEAM_PARAM_FIELD_EPS;
+    const uint64_t mask    = p.field_mask;
+    const bool from_eps    = mask & UCP_TEAM_PARAM_FIELD_EPS;
     const bool from_parent = mask & UCP_TEAM_PARAM_FIELD_PARENT;
     if (from_eps == from_parent) {
         ucs_error("ucp_team_create_nbx: give either endpoints or a parent team");
@@ -69,7 +69,7 @@ ucs_status_t team_members(const ucp_team_params_t &p, std::vector<ucp_ep_h> *eps
             }
         }
         (*eps)[p.my_rank] = nullptr;
-        *rank = p.my_rank;
+        *rank             = p.my_rank;
         return UCS_OK;
     }
     const ucp_team *parent = p.parent;
@@ -77,7 +77,8 @@ ucs_status_t team_members(const ucp_team_params_t &p, std::vector<ucp_ep_h> *eps
         (p.start >= parent->size()) ||
         (uint64_t(p.start) + uint64_t(p.count - 1) * p.stride >= parent->size())) {
         ucs_error("ucp_team_create_nbx: a range start %u stride %u count %u of a %u-rank "
-                  "parent", p.start, p.stride, p.count, parent ? parent->size() : 0);
+                  "parent",
+                  p.start, p.stride, p.count, parent ? parent->size() : 0);
         return UCS_ERR_INVALID_PARAM;
     }
     const unsigned prank = parent->rank;
@@ -91,10 +92,9 @@ ucs_status_t team_members(const ucp_team_params_t &p, std::vector<ucp_ep_h> *eps
     for (unsigned i = 0; i < p.count; ++i) {
         (*eps)[i] = parent->eps[p.start + i * p.stride];
     }
-    const auto range = std::make_tuple(p.start, p.stride, p.count);
-    const uint64_t nth = parent->subteams_made.count(range) ?
-                         parent->subteams_made.at(range) : 0;
-    *key = subteam_key(*parent, p.start, p.stride, p.count, nth);
+    const auto range   = std::make_tuple(p.start, p.stride, p.count);
+    const uint64_t nth = parent->subteams_made.count(range) ? parent->subteams_made.at(range) : 0;
+    *key               = subteam_key(*parent, p.start, p.stride, p.count, nth);
     return UCS_OK;
 }
 
@@ -112,7 +112,7 @@ ucs_status_ptr_t ucp_team_create_nbx(ucp_coll_context_h ctx, const ucp_team_para
     if ((ctx == nullptr) || (params == nullptr) || (team_p == nullptr)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    auto team = std::make_unique<ucp_team>();
+    auto team           = std::make_unique<ucp_team>();
     ucs_status_t status = team_members(*params, &team->eps, &team->rank, &team->key);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
@@ -122,21 +122,21 @@ ucs_status_ptr_t ucp_team_create_nbx(ucp_coll_context_h ctx, const ucp_team_para
         return UCS_STATUS_PTR(UCS_ERR_ALREADY_EXISTS);
     }
     if (params->field_mask & UCP_TEAM_PARAM_FIELD_PARENT) {
-        ++params->parent->subteams_made[std::make_tuple(params->start, params->stride,
-                                                         params->count)];
+        ++params->parent
+              ->subteams_made[std::make_tuple(params->start, params->stride, params->count)];
     }
-    team->ctx = ctx;
-    task *t = task_get(ctx, team.get());
-    t->seq       = 0;
-    t->algorithm = "team creation";
+    team->ctx       = ctx;
+    task *t         = task_get(ctx, team.get());
+    t->seq          = 0;
+    t->algorithm    = "team creation";
     unsigned rounds = 0;
     while ((1u << rounds) < team->size()) {
         ++rounds;
     }
-    uint64_t *check = reinterpret_cast<uint64_t*>(
-            t->make_scratch((2 + 2 * rounds) * sizeof(uint64_t)));
-    check[0] = team->size();
-    check[1] = team->key;
+    uint64_t *check = reinterpret_cast<uint64_t *>(t->make_scratch((2 + 2 * rounds) *
+                                                                   sizeof(uint64_t)));
+    check[0]        = team->size();
+    check[1]        = team->key;
     build_team_check(*t, team->size(), team->rank, check);
     ucp_team *raw = team.get();
     task_set_callback(t, param);
@@ -145,7 +145,7 @@ ucs_status_ptr_t ucp_team_create_nbx(ucp_coll_context_h ctx, const ucp_team_para
     task_start(t);
     ucs_status_ptr_t result = task_result(t, param);
     if (UCS_PTR_IS_ERR(result)) {
-        ucp_team_destroy(raw);    /* failed in the call: nothing is left to the caller */
+        ucp_team_destroy(raw); /* failed in the call: nothing is left to the caller */
         *team_p = nullptr;
     }
     return result;

@@ -127,7 +127,7 @@ static int run_rank(int rank, int nprocs, size_t count, int iterations, int sock
 
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_AM;     /* collectives travel as active messages */
+    params.features   = UCP_FEATURE_AM; /* collectives travel as active messages */
     CHECK(ucp_config_read(NULL, NULL, &config) == UCS_OK, "ucp_config_read failed");
     CHECK(ucp_init(&params, config, &context) == UCS_OK, "ucp_init failed");
     ucp_config_release(config);
@@ -150,8 +150,7 @@ static int run_rank(int rank, int nprocs, size_t count, int iterations, int sock
             memset(&ep_params, 0, sizeof(ep_params));
             ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
             ep_params.address    = remote;
-            CHECK(ucp_ep_create(worker, &ep_params, &eps[r]) == UCS_OK,
-                  "ucp_ep_create failed");
+            CHECK(ucp_ep_create(worker, &ep_params, &eps[r]) == UCS_OK, "ucp_ep_create failed");
         }
         free(remote);
     }
@@ -179,15 +178,14 @@ static int run_rank(int rank, int nprocs, size_t count, int iterations, int sock
     args.count      = count;
     args.dt         = UCP_COLL_DT_DOUBLE;
     args.op         = UCP_COLL_OP_SUM;
-    start = now_us();
+    start           = now_us();
     for (it = 0; it < iterations; ++it) {
         memset(out, 0, count * sizeof(double));
-        CHECK(wait_coll(worker, ucp_coll_nbx(team, &args, NULL)) == UCS_OK,
-              "allreduce %d failed", it);
+        CHECK(wait_coll(worker, ucp_coll_nbx(team, &args, NULL)) == UCS_OK, "allreduce %d failed",
+              it);
         for (i = 0; i < count; ++i) {
             const double want = nprocs * (nprocs - 1) / 2.0 + (double)nprocs * (double)i;
-            CHECK(out[i] == want, "allreduce %d element %zu is %g, not %g", it, i, out[i],
-                  want);
+            CHECK(out[i] == want, "allreduce %d element %zu is %g, not %g", it, i, out[i], want);
         }
     }
     if (rank == 0) {
@@ -265,8 +263,7 @@ int main(int argc, char **argv)
     }
     /* Every rank's address to every rank. */
     for (r = 0; r < nprocs; ++r) {
-        CHECK(recv_blob(socks[r], &addresses[r], &lengths[r]) == 0,
-              "no address from rank %d", r);
+        CHECK(recv_blob(socks[r], &addresses[r], &lengths[r]) == 0, "no address from rank %d", r);
     }
     for (r = 0; r < nprocs; ++r) {
         for (s = 0; s < nprocs; ++s) {

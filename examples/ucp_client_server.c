@@ -27,24 +27,24 @@
 
 /* One message; fixed size, so that a stream receive knows how much to wait for. */
 typedef struct {
-    uint32_t seq;      /* 0, 1, ... */
-    uint32_t last;     /* 1 on the client's last message */
-    char     text[56];
+    uint32_t seq;  /* 0, 1, ... */
+    uint32_t last; /* 1 on the client's last message */
+    char text[56];
 } echo_msg_t;
 
 /* The server's state for one connected client. */
 typedef struct {
-    ucp_ep_h         ep;
-    int              id;
-    echo_msg_t       msg;      /* the message being received */
+    ucp_ep_h ep;
+    int id;
+    echo_msg_t msg;            /* the message being received */
     ucs_status_ptr_t recv_req; /* the receive in flight, or NULL */
-    ucs_status_t     error;    /* set by the endpoint's error handler */
+    ucs_status_t error;        /* set by the endpoint's error handler */
 } client_t;
 
 /* Connection requests the listener handed us, not accepted yet. */
 static ucp_conn_request_h pending[MAX_CLIENTS];
-static int                num_pending;
-static ucp_listener_h     listener;
+static int num_pending;
+static ucp_listener_h listener;
 
 static ucs_status_t wait_request(ucp_worker_h worker, ucs_status_ptr_t request)
 {
@@ -91,7 +91,7 @@ static void on_connection(ucp_conn_request_h conn_request, void *arg)
 static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
-    ((client_t*)arg)->error = status;
+    ((client_t *)arg)->error = status;
 }
 
 /* Post a receive for the client's next whole message. */
@@ -103,8 +103,8 @@ static ucs_status_t post_recv(client_t *client)
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
-    client->recv_req   = ucp_stream_recv_nbx(client->ep, &client->msg,
-                                             sizeof(client->msg), &length, &param);
+    client->recv_req   = ucp_stream_recv_nbx(client->ep, &client->msg, sizeof(client->msg), &length,
+                                             &param);
     if (UCS_PTR_IS_ERR(client->recv_req)) {
         return UCS_PTR_STATUS(client->recv_req);
     }
@@ -132,14 +132,13 @@ static int serve_client(ucp_worker_h worker, client_t *client, int *failures)
                                                           sizeof(client->msg), &param));
     }
     if (status != UCS_OK) {
-        fprintf(stderr, "server: client %d failed: %s\n", client->id,
-                ucs_status_string(status));
+        fprintf(stderr, "server: client %d failed: %s\n", client->id, ucs_status_string(status));
         ++*failures;
         close_ep(worker, client->ep);
         return 1;
     }
-    printf("server: client %d message %u: \"%.*s\" echoed\n", client->id,
-           client->msg.seq, (int)sizeof(client->msg.text), client->msg.text);
+    printf("server: client %d message %u: \"%.*s\" echoed\n", client->id, client->msg.seq,
+           (int)sizeof(client->msg.text), client->msg.text);
     if (client->msg.last) {
         printf("server: client %d done\n", client->id);
         if (close_ep(worker, client->ep) != 0) {
@@ -171,12 +170,11 @@ static int run_server(ucp_worker_h worker, uint16_t port, int max_clients)
     addr.sin_addr.s_addr = htonl(INADDR_ANY);
     addr.sin_port        = htons(port);
     memset(&lparams, 0, sizeof(lparams));
-    lparams.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                               UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    lparams.sockaddr.addr    = (const struct sockaddr*)&addr;
+    lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lparams.sockaddr.addr    = (const struct sockaddr *)&addr;
     lparams.sockaddr.addrlen = sizeof(addr);
     lparams.conn_handler.cb  = on_connection;
-    status = ucp_listener_create(worker, &lparams, &listener);
+    status                   = ucp_listener_create(worker, &lparams, &listener);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_listener_create: %s\n", ucs_status_string(status));
         return 1;
@@ -188,7 +186,7 @@ static int run_server(ucp_worker_h worker, uint16_t port, int max_clients)
         return 1;
     }
     printf("server listening on port %u\n",
-           ntohs(((struct sockaddr_in*)&lattr.sockaddr)->sin_port));
+           ntohs(((struct sockaddr_in *)&lattr.sockaddr)->sin_port));
     fflush(stdout);
 
     while ((max_clients == 0) || (served < max_clients)) {
@@ -203,16 +201,16 @@ static int run_server(ucp_worker_h worker, uint16_t port, int max_clients)
                 ++client;
             }
             memset(client, 0, sizeof(*client));
-            client->id                = next_id++;
+            client->id = next_id++;
             memset(&ep_params, 0, sizeof(ep_params));
-            ep_params.field_mask      = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            ep_params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                                   UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
             ep_params.conn_request    = pending[--num_pending];
             ep_params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
             ep_params.err_handler.cb  = on_ep_error;
             ep_params.err_handler.arg = client;
-            status = ucp_ep_create(worker, &ep_params, &client->ep);
+            status                    = ucp_ep_create(worker, &ep_params, &client->ep);
             if (status != UCS_OK) {
                 fprintf(stderr, "server: cannot accept client %d: %s\n", client->id,
                         ucs_status_string(status));
@@ -246,8 +244,7 @@ static int run_server(ucp_worker_h worker, uint16_t port, int max_clients)
     return (failures == 0) ? 0 : 1;
 }
 
-static int run_client(ucp_worker_h worker, const char *host, uint16_t port,
-                      int num_messages)
+static int run_client(ucp_worker_h worker, const char *host, uint16_t port, int num_messages)
 {
     struct addrinfo hints, *server;
     ucp_ep_params_t ep_params;
@@ -269,14 +266,13 @@ static int run_client(ucp_worker_h worker, const char *host, uint16_t port,
         return 1;
     }
     memset(&ep_params, 0, sizeof(ep_params));
-    ep_params.field_mask       = UCP_EP_PARAM_FIELD_FLAGS |
-                                 UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                           UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     ep_params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     ep_params.sockaddr.addr    = server->ai_addr;
     ep_params.sockaddr.addrlen = server->ai_addrlen;
     ep_params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
-    status = ucp_ep_create(worker, &ep_params, &ep);
+    status                     = ucp_ep_create(worker, &ep_params, &ep);
     freeaddrinfo(server);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_ep_create (connect): %s\n", ucs_status_string(status));
@@ -287,16 +283,15 @@ static int run_client(ucp_worker_h worker, const char *host, uint16_t port,
         memset(&msg, 0, sizeof(msg));
         msg.seq  = (uint32_t)i;
         msg.last = (i == num_messages - 1);
-        snprintf(msg.text, sizeof(msg.text), "message %d from process %d", i,
-                 (int)getpid());
+        snprintf(msg.text, sizeof(msg.text), "message %d from process %d", i, (int)getpid());
 
         memset(&param, 0, sizeof(param));
         status = wait_request(worker, ucp_stream_send_nbx(ep, &msg, sizeof(msg), &param));
         if (status == UCS_OK) {
             param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
             param.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
-            status = wait_request(worker, ucp_stream_recv_nbx(ep, &echo, sizeof(echo),
-                                                              &length, &param));
+            status             = wait_request(worker,
+                                              ucp_stream_recv_nbx(ep, &echo, sizeof(echo), &length, &param));
         }
         if (status != UCS_OK) {
             fprintf(stderr, "client: message %d: %s\n", i, ucs_status_string(status));
@@ -327,9 +322,15 @@ int main(int argc, char **argv)
 
     while ((opt = getopt(argc, argv, "p:c:n:h")) != -1) {
         switch (opt) {
-        case 'p': port = strtol(optarg, NULL, 10); break;
-        case 'c': max_clients = strtol(optarg, NULL, 10); break;
-        case 'n': num_messages = strtol(optarg, NULL, 10); break;
+        case 'p':
+            port = strtol(optarg, NULL, 10);
+            break;
+        case 'c':
+            max_clients = strtol(optarg, NULL, 10);
+            break;
+        case 'n':
+            num_messages = strtol(optarg, NULL, 10);
+            break;
         default:
             fprintf(stderr, "Usage: %s [-p PORT] [-c CLIENTS] [-n MESSAGES] [SERVER_HOST]\n",
                     argv[0]);
@@ -353,7 +354,7 @@ int main(int argc, char **argv)
     memset(&ctx_params, 0, sizeof(ctx_params));
     ctx_params.field_mask = UCP_PARAM_FIELD_FEATURES;
     ctx_params.features   = UCP_FEATURE_STREAM;
-    status = ucp_init(&ctx_params, config, &context);
+    status                = ucp_init(&ctx_params, config, &context);
     ucp_config_release(config);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_init: %s\n", ucs_status_string(status));
@@ -362,7 +363,7 @@ int main(int argc, char **argv)
     memset(&worker_params, 0, sizeof(worker_params));
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
-    status = ucp_worker_create(context, &worker_params, &worker);
+    status                    = ucp_worker_create(context, &worker_params, &worker);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_worker_create: %s\n", ucs_status_string(status));
         ucp_cleanup(context);

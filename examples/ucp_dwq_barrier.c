@@ -23,7 +23,7 @@
  * barrier before posting it, and after the barrier finds the count equal
  * to PROCESSES. Any failure exits 1.
  */
-#define _DEFAULT_SOURCE 1   /* MAP_ANONYMOUS, beside the POSIX the build asks for */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS, beside the POSIX the build asks for */
 
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ext.h>
@@ -98,14 +98,13 @@ static int recv_blob(int fd, void **data, uint64_t *length)
 
 /* Parameters of an operation that starts when `trigger` reaches
  * `threshold`, counting its completion on `cntr` if not NULL. */
-static ucp_ext_request_param_t triggered(ucp_cntr_h trigger, uint64_t threshold,
-                                         ucp_cntr_h cntr)
+static ucp_ext_request_param_t triggered(ucp_cntr_h trigger, uint64_t threshold, ucp_cntr_h cntr)
 {
     ucp_ext_request_param_t ext;
     memset(&ext, 0, sizeof(ext));
     ext.base.op_attr_mask = UCP_OP_ATTR_FIELD_EXT;
     ext.ext_field_mask    = UCP_EXT_PARAM_FIELD_TRIGGER |
-                            ((cntr != NULL) ? UCP_EXT_PARAM_FIELD_CNTR : 0);
+                         ((cntr != NULL) ? UCP_EXT_PARAM_FIELD_CNTR : 0);
     ext.trigger_cntr      = trigger;
     ext.trigger_threshold = threshold;
     ext.cntr              = cntr;
@@ -145,7 +144,7 @@ static int run_rank(int rank, int nprocs, int barriers, int sock, atomic_uint *e
     ucp_cntr_h rounds, sent;
     ucp_request_param_t close_param;
     unsigned nrounds = 0;
-    uint8_t token = 0;
+    uint8_t token    = 0;
     double start;
     int r, b;
     unsigned k;
@@ -157,7 +156,7 @@ static int run_rank(int rank, int nprocs, int barriers, int sock, atomic_uint *e
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     /* WAKEUP: ucp_cntr_wait sleeps when progress finds nothing, so more
      * ranks than cores do not spin against each other. */
-    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     CHECK(ucp_config_read(NULL, NULL, &config) == UCS_OK, "ucp_config_read failed");
     CHECK(ucp_init(&params, config, &context) == UCS_OK, "ucp_init failed");
     ucp_config_release(config);
@@ -189,26 +188,28 @@ static int run_rank(int rank, int nprocs, int barriers, int sock, atomic_uint *e
         const uint64_t base = (uint64_t)b * nrounds;
         atomic_fetch_add(&entered[b], 1);
         for (k = 0; k < nrounds; ++k) {
-            const ucp_tag_t tag = BARRIER_TAG | ((uint64_t)b << 8) | k;
+            const ucp_tag_t tag          = BARRIER_TAG | ((uint64_t)b << 8) | k;
             ucp_ext_request_param_t recv = triggered(rounds, base + k, rounds);
             ucp_ext_request_param_t send = triggered(rounds, base + k, sent);
             CHECK(posted(ucp_tag_recv_nbx(worker, &token, sizeof(token), tag, ~(ucp_tag_t)0,
-                                          &recv.base)), "cannot post a receive");
-            CHECK(posted(ucp_tag_send_nbx(eps[(rank + (1 << k)) % nprocs], &token,
-                                          sizeof(token), tag, &send.base)),
+                                          &recv.base)),
+                  "cannot post a receive");
+            CHECK(posted(ucp_tag_send_nbx(eps[(rank + (1 << k)) % nprocs], &token, sizeof(token),
+                                          tag, &send.base)),
                   "cannot post a send");
         }
         /* Only waiting: progress starts the operations. */
-        CHECK(ucp_cntr_wait(rounds, base + nrounds, 60000) == UCS_OK,
-              "barrier %d did not complete", b);
+        CHECK(ucp_cntr_wait(rounds, base + nrounds, 60000) == UCS_OK, "barrier %d did not complete",
+              b);
         CHECK(atomic_load(&entered[b]) == (unsigned)nprocs,
               "left barrier %d while only %u of %d processes had entered it", b,
               atomic_load(&entered[b]), nprocs);
     }
     if (rank == 0) {
         printf("%d processes passed %d barriers built from deferred work "
-               "(%.2f us per barrier)\n", nprocs, barriers, (now_us() - start) / barriers);
-        fflush(stdout);     /* the rank leaves with _exit */
+               "(%.2f us per barrier)\n",
+               nprocs, barriers, (now_us() - start) / barriers);
+        fflush(stdout); /* the rank leaves with _exit */
     }
     /* Our sends done before closing. */
     CHECK(ucp_cntr_wait(sent, (uint64_t)barriers * nrounds, 60000) == UCS_OK,
@@ -282,8 +283,7 @@ int main(int argc, char **argv)
     }
     /* Every rank's address to every rank. */
     for (r = 0; r < nprocs; ++r) {
-        CHECK(recv_blob(socks[r], &addresses[r], &lengths[r]) == 0,
-              "no address from rank %d", r);
+        CHECK(recv_blob(socks[r], &addresses[r], &lengths[r]) == 0, "no address from rank %d", r);
     }
     for (r = 0; r < nprocs; ++r) {
         for (s = 0; s < nprocs; ++s) {

@@ -34,15 +34,15 @@ typedef enum { MODE_TAG, MODE_STREAM, MODE_AM } send_mode_t;
 /* What an active message handler received (the handler runs inside
  * ucp_worker_progress, so it only copies the data and raises a flag). */
 typedef struct {
-    char   text[MAX_TEXT];
+    char text[MAX_TEXT];
     size_t length;
-    int    arrived;
-    void  *rndv_desc; /* set when the data must still be fetched */
+    int arrived;
+    void *rndv_desc; /* set when the data must still be fetched */
 } am_inbox_t;
 
-static ucp_listener_h     listener;     /* the server's listening socket */
+static ucp_listener_h listener;         /* the server's listening socket */
 static ucp_conn_request_h pending_conn; /* set by the listener's handler */
-static ucs_status_t       peer_status = UCS_OK;
+static ucs_status_t peer_status = UCS_OK;
 
 /* Block until a non-blocking operation finishes, driving the worker. */
 static ucs_status_t wait_request(ucp_worker_h worker, ucs_status_ptr_t request)
@@ -84,11 +84,10 @@ static void on_connection(ucp_conn_request_h conn_request, void *arg)
 
 /* Active message handler: copy short data now; large data arrives by
  * rendezvous and is fetched later with ucp_am_recv_data_nbx. */
-static ucs_status_t on_am(void *arg, const void *header, size_t header_length,
-                          void *data, size_t length,
-                          const ucp_am_recv_param_t *param)
+static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data,
+                          size_t length, const ucp_am_recv_param_t *param)
 {
-    am_inbox_t *inbox = (am_inbox_t*)arg;
+    am_inbox_t *inbox = (am_inbox_t *)arg;
 
     (void)header;
     (void)header_length;
@@ -106,8 +105,8 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length,
 }
 
 /* Send one string to the peer with the chosen API. */
-static ucs_status_t send_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode,
-                              const char *text, int is_ack)
+static ucs_status_t send_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode, const char *text,
+                              int is_ack)
 {
     ucp_request_param_t param = {0};
     uint32_t length           = (uint32_t)strlen(text);
@@ -115,27 +114,25 @@ static ucs_status_t send_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode
 
     switch (mode) {
     case MODE_TAG:
-        return wait_request(worker, ucp_tag_send_nbx(ep, text, length,
-                                                     is_ack ? ACK_TAG : HELLO_TAG,
+        return wait_request(worker, ucp_tag_send_nbx(ep, text, length, is_ack ? ACK_TAG : HELLO_TAG,
                                                      &param));
     case MODE_STREAM:
         /* A stream has no message boundaries: send the length first. */
-        status = wait_request(worker, ucp_stream_send_nbx(ep, &length, sizeof(length),
-                                                          &param));
+        status = wait_request(worker, ucp_stream_send_nbx(ep, &length, sizeof(length), &param));
         if (status != UCS_OK) {
             return status;
         }
         return wait_request(worker, ucp_stream_send_nbx(ep, text, length, &param));
     case MODE_AM:
     default:
-        return wait_request(worker, ucp_am_send_nbx(ep, is_ack ? ACK_AM_ID : HELLO_AM_ID,
-                                                    NULL, 0, text, length, &param));
+        return wait_request(worker, ucp_am_send_nbx(ep, is_ack ? ACK_AM_ID : HELLO_AM_ID, NULL, 0,
+                                                    text, length, &param));
     }
 }
 
 /* Receive one string from the peer into text[MAX_TEXT], NUL-terminated. */
-static ucs_status_t recv_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode,
-                              am_inbox_t *inbox, char *text, int is_ack)
+static ucs_status_t recv_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode, am_inbox_t *inbox,
+                              char *text, int is_ack)
 {
     ucp_request_param_t param = {0};
     ucp_tag_recv_info_t info;
@@ -146,8 +143,8 @@ static ucs_status_t recv_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode
 
     switch (mode) {
     case MODE_TAG:
-        request = ucp_tag_recv_nbx(worker, text, MAX_TEXT - 1,
-                                   is_ack ? ACK_TAG : HELLO_TAG, UINT64_MAX, &param);
+        request = ucp_tag_recv_nbx(worker, text, MAX_TEXT - 1, is_ack ? ACK_TAG : HELLO_TAG,
+                                   UINT64_MAX, &param);
         if (UCS_PTR_IS_ERR(request)) {
             return UCS_PTR_STATUS(request);
         }
@@ -162,16 +159,15 @@ static ucs_status_t recv_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode
         /* WAITALL: complete only when every requested byte is there. */
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
-        status = wait_request(worker, ucp_stream_recv_nbx(ep, &length, sizeof(length),
-                                                          &received, &param));
+        status             = wait_request(worker,
+                                          ucp_stream_recv_nbx(ep, &length, sizeof(length), &received, &param));
         if (status != UCS_OK) {
             return status;
         }
         if (length >= MAX_TEXT) {
             return UCS_ERR_MESSAGE_TRUNCATED;
         }
-        status = wait_request(worker, ucp_stream_recv_nbx(ep, text, length, &received,
-                                                          &param));
+        status = wait_request(worker, ucp_stream_recv_nbx(ep, text, length, &received, &param));
         text[(status == UCS_OK) ? length : 0] = '\0';
         return status;
     case MODE_AM:
@@ -184,8 +180,7 @@ static ucs_status_t recv_text(ucp_worker_h worker, ucp_ep_h ep, send_mode_t mode
         }
         if (inbox->rndv_desc != NULL) {
             status = wait_request(worker, ucp_am_recv_data_nbx(worker, inbox->rndv_desc,
-                                                               inbox->text,
-                                                               inbox->length, &param));
+                                                               inbox->text, inbox->length, &param));
             if (status != UCS_OK) {
                 return status;
             }
@@ -213,8 +208,7 @@ static int close_ep(ucp_worker_h worker, ucp_ep_h ep)
     return 0;
 }
 
-static int run_server(ucp_worker_h worker, send_mode_t mode, uint16_t port,
-                      am_inbox_t *inbox)
+static int run_server(ucp_worker_h worker, send_mode_t mode, uint16_t port, am_inbox_t *inbox)
 {
     struct sockaddr_in listen_addr;
     ucp_listener_params_t lparams;
@@ -232,13 +226,12 @@ static int run_server(ucp_worker_h worker, send_mode_t mode, uint16_t port,
     listen_addr.sin_port        = htons(port);
 
     memset(&lparams, 0, sizeof(lparams));
-    lparams.field_mask         = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                                 UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    lparams.sockaddr.addr      = (const struct sockaddr*)&listen_addr;
-    lparams.sockaddr.addrlen   = sizeof(listen_addr);
-    lparams.conn_handler.cb    = on_connection;
-    lparams.conn_handler.arg   = NULL;
-    status = ucp_listener_create(worker, &lparams, &listener);
+    lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lparams.sockaddr.addr    = (const struct sockaddr *)&listen_addr;
+    lparams.sockaddr.addrlen = sizeof(listen_addr);
+    lparams.conn_handler.cb  = on_connection;
+    lparams.conn_handler.arg = NULL;
+    status                   = ucp_listener_create(worker, &lparams, &listener);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_listener_create: %s\n", ucs_status_string(status));
         return 1;
@@ -246,13 +239,13 @@ static int run_server(ucp_worker_h worker, send_mode_t mode, uint16_t port,
 
     /* With port 0 the system chose one: ask the listener which. */
     lattr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-    status = ucp_listener_query(listener, &lattr);
+    status           = ucp_listener_query(listener, &lattr);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_listener_query: %s\n", ucs_status_string(status));
         goto out_listener;
     }
     printf("server listening on port %u\n",
-           ntohs(((struct sockaddr_in*)&lattr.sockaddr)->sin_port));
+           ntohs(((struct sockaddr_in *)&lattr.sockaddr)->sin_port));
     fflush(stdout); /* a script may be waiting for this line */
 
     while (pending_conn == NULL) {
@@ -261,14 +254,13 @@ static int run_server(ucp_worker_h worker, send_mode_t mode, uint16_t port,
 
     /* Accept: an endpoint created from the connection request. */
     memset(&ep_params, 0, sizeof(ep_params));
-    ep_params.field_mask      = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                                UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                           UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep_params.conn_request    = pending_conn;
     ep_params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
     ep_params.err_handler.cb  = on_ep_error;
     ep_params.err_handler.arg = NULL;
-    status = ucp_ep_create(worker, &ep_params, &ep);
+    status                    = ucp_ep_create(worker, &ep_params, &ep);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_ep_create (accept): %s\n", ucs_status_string(status));
         goto out_listener;
@@ -302,8 +294,8 @@ out_listener:
     return ret;
 }
 
-static int run_client(ucp_worker_h worker, send_mode_t mode, const char *host,
-                      uint16_t port, const char *message, am_inbox_t *inbox)
+static int run_client(ucp_worker_h worker, send_mode_t mode, const char *host, uint16_t port,
+                      const char *message, am_inbox_t *inbox)
 {
     struct addrinfo hints, *server;
     ucp_ep_params_t ep_params;
@@ -325,17 +317,15 @@ static int run_client(ucp_worker_h worker, send_mode_t mode, const char *host,
 
     /* Connect: UCP's connection manager does the whole handshake. */
     memset(&ep_params, 0, sizeof(ep_params));
-    ep_params.field_mask       = UCP_EP_PARAM_FIELD_FLAGS |
-                                 UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                           UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep_params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     ep_params.sockaddr.addr    = server->ai_addr;
     ep_params.sockaddr.addrlen = server->ai_addrlen;
     ep_params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
     ep_params.err_handler.cb   = on_ep_error;
     ep_params.err_handler.arg  = NULL;
-    status = ucp_ep_create(worker, &ep_params, &ep);
+    status                     = ucp_ep_create(worker, &ep_params, &ep);
     freeaddrinfo(server);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_ep_create (connect): %s\n", ucs_status_string(status));
@@ -440,7 +430,7 @@ int main(int argc, char **argv)
     ctx_params.features   = (mode == MODE_TAG)    ? UCP_FEATURE_TAG :
                             (mode == MODE_STREAM) ? UCP_FEATURE_STREAM :
                                                     UCP_FEATURE_AM;
-    status = ucp_init(&ctx_params, config, &context);
+    status                = ucp_init(&ctx_params, config, &context);
     ucp_config_release(config);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_init: %s\n", ucs_status_string(status));
@@ -451,7 +441,7 @@ int main(int argc, char **argv)
     memset(&worker_params, 0, sizeof(worker_params));
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
-    status = ucp_worker_create(context, &worker_params, &worker);
+    status                    = ucp_worker_create(context, &worker_params, &worker);
     if (status != UCS_OK) {
         fprintf(stderr, "ucp_worker_create: %s\n", ucs_status_string(status));
         goto out_context;
@@ -461,16 +451,14 @@ int main(int argc, char **argv)
      * answer. The handler is registered before any connection exists. */
     memset(&inbox, 0, sizeof(inbox));
     if (mode == MODE_AM) {
-        am_param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                              UCP_AM_HANDLER_PARAM_FIELD_CB |
+        am_param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                               UCP_AM_HANDLER_PARAM_FIELD_ARG;
-        am_param.id         = (host == NULL) ? HELLO_AM_ID : ACK_AM_ID;
-        am_param.cb         = on_am;
-        am_param.arg        = &inbox;
-        status = ucp_worker_set_am_recv_handler(worker, &am_param);
+        am_param.id  = (host == NULL) ? HELLO_AM_ID : ACK_AM_ID;
+        am_param.cb  = on_am;
+        am_param.arg = &inbox;
+        status       = ucp_worker_set_am_recv_handler(worker, &am_param);
         if (status != UCS_OK) {
-            fprintf(stderr, "ucp_worker_set_am_recv_handler: %s\n",
-                    ucs_status_string(status));
+            fprintf(stderr, "ucp_worker_set_am_recv_handler: %s\n", ucs_status_string(status));
             goto out_worker;
         }
     }

@@ -133,8 +133,8 @@ static double now_us(void)
 
 /* A context and worker with RMA, and an ep to the peer on the other end of
  * `sock` (addresses exchanged over it). */
-static int connect_peer(const char *role, int sock, ucp_context_h *context,
-                        ucp_worker_h *worker, ucp_ep_h *ep)
+static int connect_peer(const char *role, int sock, ucp_context_h *context, ucp_worker_h *worker,
+                        ucp_ep_h *ep)
 {
     ucp_params_t params;
     ucp_worker_params_t worker_params;
@@ -171,7 +171,7 @@ static void close_peer(ucp_context_h context, ucp_worker_h worker, ucp_ep_h ep)
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    request = ucp_ep_close_nbx(ep, &param);
+    request            = ucp_ep_close_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(request)) {
         while (ucp_request_check_status(request) == UCS_INPROGRESS) {
             ucp_worker_progress(worker);
@@ -232,7 +232,8 @@ static int consumer(int sock, uint64_t messages, unsigned slots)
     address = (uint64_t)(uintptr_t)ring;
     CHECK(ucp_rkey_pack(context, memh, &key, &key_length) == UCS_OK, "ucp_rkey_pack failed");
     CHECK((send_blob(sock, key, key_length) == 0) &&
-          (write_all(sock, &address, sizeof(address)) == 0), "cannot send the key");
+              (write_all(sock, &address, sizeof(address)) == 0),
+          "cannot send the key");
     ucp_rkey_buffer_release(key);
 
     while (checked < messages) {
@@ -249,15 +250,15 @@ static int consumer(int sock, uint64_t messages, unsigned slots)
         /* The slot back to the producer: a notification of 0 bytes. */
         memset(&freed, 0, sizeof(freed));
         freed.u64 = k;
-        while ((status = ucp_pwc_put(ep, NULL, 0, 0, NULL, NULL, &freed,
-                                     UCP_PWC_FLAG_NO_LCE)) == UCS_ERR_NO_RESOURCE) {
+        while ((status = ucp_pwc_put(ep, NULL, 0, 0, NULL, NULL, &freed, UCP_PWC_FLAG_NO_LCE)) ==
+               UCS_ERR_NO_RESOURCE) {
             size_t count;
             ucp_pwc_probe(worker, NULL, NULL, 0, &count, NULL);
         }
         CHECK(status == UCS_OK, "cannot free slot %llu", (unsigned long long)(k % slots));
     }
-    printf("consumer checked %llu messages in a ring of %u slots\n",
-           (unsigned long long)checked, slots);
+    printf("consumer checked %llu messages in a ring of %u slots\n", (unsigned long long)checked,
+           slots);
     fflush(stdout);
     /* Our notifications out before the producer closes. */
     CHECK(write_all(sock, "d", 1) == 0, "cannot tell the producer");
@@ -283,8 +284,8 @@ static int producer(int sock, uint64_t messages, unsigned slots)
     if (connect_peer(role, sock, &context, &worker, &ep) != 0) {
         return 1;
     }
-    CHECK((recv_blob(sock, &key, &key_length) == 0) &&
-          (read_all(sock, &ring, sizeof(ring)) == 0), "no key from the consumer");
+    CHECK((recv_blob(sock, &key, &key_length) == 0) && (read_all(sock, &ring, sizeof(ring)) == 0),
+          "no key from the consumer");
     CHECK(ucp_ep_rkey_unpack(ep, key, &rkey) == UCS_OK, "ucp_ep_rkey_unpack failed");
     free(key);
     /* One staging buffer per slot: a message's source stays untouched until
@@ -307,7 +308,7 @@ static int producer(int sock, uint64_t messages, unsigned slots)
                                  ring + (next % slots) * SLOT_SIZE, rkey, NULL, &id,
                                  UCP_PWC_FLAG_NO_LCE);
             if (status == UCS_ERR_NO_RESOURCE) {
-                break;          /* the consumer's id queue is full: probe first */
+                break; /* the consumer's id queue is full: probe first */
             }
             CHECK(status == UCS_OK, "ucp_pwc_put failed");
             busy[next % slots] = 1;
@@ -315,8 +316,10 @@ static int producer(int sock, uint64_t messages, unsigned slots)
         }
         /* Slots may come back in any order: each says which it is. */
         CHECK(next_remote(worker, &k) == 0, "probe failed");
-        CHECK((k < next) && busy[k % slots], "slot of message %llu freed twice or before it "
-              "was sent", (unsigned long long)k);
+        CHECK((k < next) && busy[k % slots],
+              "slot of message %llu freed twice or before it "
+              "was sent",
+              (unsigned long long)k);
         busy[k % slots] = 0;
         ++freed;
     }
@@ -333,9 +336,9 @@ static int producer(int sock, uint64_t messages, unsigned slots)
 
 int main(int argc, char **argv)
 {
-    const char *role = "ucp_pwc_ring";
+    const char *role  = "ucp_pwc_ring";
     uint64_t messages = 10000;
-    unsigned slots = 16;
+    unsigned slots    = 16;
     int pair[2], opt, status, rc;
     pid_t pid;
 

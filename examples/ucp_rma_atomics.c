@@ -30,29 +30,29 @@
 #include <unistd.h>
 
 #define REGION_SIZE    4096
-#define PUT_OFFSET     0    /* where rank 0 puts its string (in rank 1) */
-#define GET_OFFSET     256  /* where rank 0 leaves a string for rank 1 to get */
-#define COUNTER_OFFSET 512  /* the shared counter (in rank 0) */
-#define LOCK_OFFSET    520  /* the compare-and-swap word (in rank 0) */
+#define PUT_OFFSET     0   /* where rank 0 puts its string (in rank 1) */
+#define GET_OFFSET     256 /* where rank 0 leaves a string for rank 1 to get */
+#define COUNTER_OFFSET 512 /* the shared counter (in rank 0) */
+#define LOCK_OFFSET    520 /* the compare-and-swap word (in rank 0) */
 
 static const char put_text[] = "written by rank 0 with ucp_put_nbx";
 static const char get_text[] = "read by rank 1 with ucp_get_nbx";
 
 /* Everything one rank needs. */
 typedef struct {
-    int            rank;
-    int            sock;       /* our end of the socketpair */
-    ucp_context_h  context;
-    ucp_worker_h   worker;
-    ucp_ep_h       peer_ep;    /* to the other rank */
-    ucp_ep_h       self_ep;    /* rank 0 only: to itself, for its own atomics */
-    ucp_mem_h      memh;
-    char          *region;     /* our mapped memory */
-    uint64_t       peer_base;  /* the other rank's region address */
-    ucp_rkey_h     peer_rkey;
-    uint64_t       home_base;  /* rank 0's region, where the atomics go */
-    ucp_rkey_h     home_rkey;  /* its key, unpacked for the endpoint we use */
-    ucp_ep_h       home_ep;
+    int rank;
+    int sock; /* our end of the socketpair */
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_ep_h peer_ep; /* to the other rank */
+    ucp_ep_h self_ep; /* rank 0 only: to itself, for its own atomics */
+    ucp_mem_h memh;
+    char *region;       /* our mapped memory */
+    uint64_t peer_base; /* the other rank's region address */
+    ucp_rkey_h peer_rkey;
+    uint64_t home_base;   /* rank 0's region, where the atomics go */
+    ucp_rkey_h home_rkey; /* its key, unpacked for the endpoint we use */
+    ucp_ep_h home_ep;
 } rank_t;
 
 #define CHECK(_cond, ...) \
@@ -88,7 +88,7 @@ static int send_all(int sock, const void *buf, size_t len)
 static int recv_all(int sock, ucp_worker_h worker, void *buf, size_t len)
 {
     struct pollfd pfd = {.fd = sock, .events = POLLIN};
-    char *p = buf;
+    char *p           = buf;
     while (len > 0) {
         ssize_t n;
 
@@ -107,8 +107,8 @@ static int recv_all(int sock, ucp_worker_h worker, void *buf, size_t len)
 }
 
 /* Send ours, receive theirs (malloc'ed); socketpair buffers hold both. */
-static int exchange_blob(int sock, ucp_worker_h worker, const void *mine,
-                         size_t my_len, void **theirs, size_t *their_len)
+static int exchange_blob(int sock, ucp_worker_h worker, const void *mine, size_t my_len,
+                         void **theirs, size_t *their_len)
 {
     uint64_t len = my_len;
 
@@ -148,8 +148,8 @@ static ucs_status_t wait_request(ucp_worker_h worker, ucs_status_ptr_t request)
 /* A 64-bit atomic with a result. Fetch-add: adds value. Compare-and-swap:
  * value is what the word is expected to hold, and *result holds the new
  * value going in (UCP's convention) and the old word coming out. */
-static ucs_status_t atomic64(rank_t *r, ucp_atomic_op_t op, uint64_t value,
-                             uint64_t offset, uint64_t *result)
+static ucs_status_t atomic64(rank_t *r, ucp_atomic_op_t op, uint64_t value, uint64_t offset,
+                             uint64_t *result)
 {
     ucp_request_param_t param;
 
@@ -158,8 +158,7 @@ static ucs_status_t atomic64(rank_t *r, ucp_atomic_op_t op, uint64_t value,
     param.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
     param.reply_buffer = result;
     return wait_request(r->worker, ucp_atomic_op_nbx(r->home_ep, op, &value, 1,
-                                                     r->home_base + offset,
-                                                     r->home_rkey, &param));
+                                                     r->home_base + offset, r->home_rkey, &param));
 }
 
 static ucp_ep_h connect_to(rank_t *r, const void *address)
@@ -169,7 +168,7 @@ static ucp_ep_h connect_to(rank_t *r, const void *address)
 
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address    = (const ucp_address_t*)address;
+    params.address    = (const ucp_address_t *)address;
     return (ucp_ep_create(r->worker, &params, &ep) == UCS_OK) ? ep : NULL;
 }
 
@@ -193,14 +192,14 @@ static int setup(rank_t *r)
     memset(&ctx_params, 0, sizeof(ctx_params));
     ctx_params.field_mask = UCP_PARAM_FIELD_FEATURES;
     ctx_params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
-    status = ucp_init(&ctx_params, config, &r->context);
+    status                = ucp_init(&ctx_params, config, &r->context);
     ucp_config_release(config);
     CHECK_STATUS(status, "ucp_init");
 
     memset(&worker_params, 0, sizeof(worker_params));
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
-    status = ucp_worker_create(r->context, &worker_params, &r->worker);
+    status                    = ucp_worker_create(r->context, &worker_params, &r->worker);
     CHECK_STATUS(status, "ucp_worker_create");
 
     /* Let UCP allocate the memory: it picks what its transports can reach. */
@@ -208,10 +207,10 @@ static int setup(rank_t *r)
     map_params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     map_params.length     = REGION_SIZE;
     map_params.flags      = UCP_MEM_MAP_ALLOCATE;
-    status = ucp_mem_map(r->context, &map_params, &r->memh);
+    status                = ucp_mem_map(r->context, &map_params, &r->memh);
     CHECK_STATUS(status, "ucp_mem_map");
     mem_attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
-    status = ucp_mem_query(r->memh, &mem_attr);
+    status              = ucp_mem_query(r->memh, &mem_attr);
     CHECK_STATUS(status, "ucp_mem_query");
     CHECK(mem_attr.length >= REGION_SIZE, "mapped only %zu bytes", mem_attr.length);
     r->region = mem_attr.address;
@@ -223,8 +222,7 @@ static int setup(rank_t *r)
     /* Swap worker addresses and connect. */
     status = ucp_worker_get_address(r->worker, &my_addr, &my_addr_len);
     CHECK_STATUS(status, "ucp_worker_get_address");
-    CHECK(exchange_blob(r->sock, r->worker, my_addr, my_addr_len, &peer_addr,
-                        &peer_addr_len) == 0,
+    CHECK(exchange_blob(r->sock, r->worker, my_addr, my_addr_len, &peer_addr, &peer_addr_len) == 0,
           "address exchange failed");
     r->peer_ep = connect_to(r, peer_addr);
     CHECK(r->peer_ep != NULL, "cannot connect to the peer");
@@ -239,11 +237,12 @@ static int setup(rank_t *r)
     status = ucp_rkey_pack(r->context, r->memh, &rkey_buf, &rkey_len);
     CHECK_STATUS(status, "ucp_rkey_pack");
     my_base = (uint64_t)(uintptr_t)r->region;
-    CHECK(exchange_blob(r->sock, r->worker, &my_base, sizeof(my_base), (void**)&peer_base,
-                        &base_len) == 0 && base_len == sizeof(my_base),
+    CHECK(exchange_blob(r->sock, r->worker, &my_base, sizeof(my_base), (void **)&peer_base,
+                        &base_len) == 0 &&
+              base_len == sizeof(my_base),
           "address exchange failed");
-    CHECK(exchange_blob(r->sock, r->worker, rkey_buf, rkey_len, &peer_rkey_buf,
-                        &peer_rkey_len) == 0,
+    CHECK(exchange_blob(r->sock, r->worker, rkey_buf, rkey_len, &peer_rkey_buf, &peer_rkey_len) ==
+              0,
           "key exchange failed");
     r->peer_base = *peer_base;
     free(peer_base);
@@ -276,8 +275,7 @@ static int put_and_get(rank_t *r)
     if (r->rank == 0) {
         status = wait_request(r->worker,
                               ucp_put_nbx(r->peer_ep, put_text, sizeof(put_text),
-                                          r->peer_base + PUT_OFFSET, r->peer_rkey,
-                                          &param));
+                                          r->peer_base + PUT_OFFSET, r->peer_rkey, &param));
         CHECK_STATUS(status, "ucp_put_nbx");
         /* Completion of a put means the buffer may be reused; the flush
          * makes the data visible at the target. */
@@ -294,8 +292,7 @@ static int put_and_get(rank_t *r)
         memset(text, 0, sizeof(text));
         status = wait_request(r->worker,
                               ucp_get_nbx(r->peer_ep, text, sizeof(get_text),
-                                          r->peer_base + GET_OFFSET, r->peer_rkey,
-                                          &param));
+                                          r->peer_base + GET_OFFSET, r->peer_rkey, &param));
         CHECK_STATUS(status, "ucp_get_nbx");
         CHECK(strcmp(text, get_text) == 0, "get returned \"%s\"", text);
         printf("[rank 1] got from rank 0: \"%s\"\n", text);
@@ -313,18 +310,18 @@ static int fetch_add(rank_t *r, int iterations)
         status = atomic64(r, UCP_ATOMIC_OP_ADD, 1, COUNTER_OFFSET, &fetched);
         CHECK_STATUS(status, "fetch-add");
         /* The counter only grows, so what one rank fetches grows too. */
-        CHECK((i == 0) || (fetched > previous), "fetched %lu after %lu",
-              (unsigned long)fetched, (unsigned long)previous);
+        CHECK((i == 0) || (fetched > previous), "fetched %lu after %lu", (unsigned long)fetched,
+              (unsigned long)previous);
         previous = fetched;
     }
     CHECK(barrier(r) == 0, "barrier failed");
     /* Everybody is done: a fetch-add of 0 reads the final value. */
     status = atomic64(r, UCP_ATOMIC_OP_ADD, 0, COUNTER_OFFSET, &total);
     CHECK_STATUS(status, "fetch-add 0");
-    CHECK(total == 2 * (uint64_t)iterations, "counter is %lu, expected %lu",
-          (unsigned long)total, 2 * (unsigned long)iterations);
-    printf("[rank %d] %d fetch-adds done, counter is %lu as expected\n", r->rank,
-           iterations, (unsigned long)total);
+    CHECK(total == 2 * (uint64_t)iterations, "counter is %lu, expected %lu", (unsigned long)total,
+          2 * (unsigned long)iterations);
+    printf("[rank %d] %d fetch-adds done, counter is %lu as expected\n", r->rank, iterations,
+           (unsigned long)total);
     return barrier(r);
 }
 
@@ -351,7 +348,7 @@ static int compare_and_swap(rank_t *r)
     CHECK(barrier(r) == 0, "barrier failed");
     if (r->rank == 0) {
         /* The atomics completed before the barrier: our memory shows them. */
-        result = *(volatile uint64_t*)(r->region + LOCK_OFFSET);
+        result = *(volatile uint64_t *)(r->region + LOCK_OFFSET);
         CHECK(result == 7, "the compare-and-swap word holds %lu", (unsigned long)result);
         printf("[rank 0] the compare-and-swap word in my memory is 7\n");
     }
@@ -403,7 +400,7 @@ static int run_rank(int rank, int sock, int iterations)
     memset(r, 0, sizeof(*r));
     r->rank = rank;
     r->sock = sock;
-    ret = setup(r);
+    ret     = setup(r);
     if (ret == 0) {
         ret = put_and_get(r);
     }
@@ -457,8 +454,7 @@ int main(int argc, char **argv)
     }
     close(fds[1]);
     ret = run_rank(0, fds[0], (int)iterations);
-    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "rank 1 failed\n");
         ret = -1;
     }

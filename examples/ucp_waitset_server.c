@@ -49,11 +49,11 @@
 
 /* One worker: its context is shared, its receive buffer is its own. */
 typedef struct {
-    ucp_worker_h     worker;
-    ucp_ep_h         ep;         /* server: back to the client; client: to this worker */
-    uint32_t         inbox[2];   /* worker index, message number */
-    ucs_status_ptr_t request;    /* the posted receive */
-    int              expected;   /* next message number */
+    ucp_worker_h worker;
+    ucp_ep_h ep;              /* server: back to the client; client: to this worker */
+    uint32_t inbox[2];        /* worker index, message number */
+    ucs_status_ptr_t request; /* the posted receive */
+    int expected;             /* next message number */
 } worker_t;
 
 static int write_all(int fd, const void *data, size_t length)
@@ -94,8 +94,7 @@ static int swap_addresses(int sock, ucp_worker_h worker, void **remote)
         return -1;
     }
     uint64_t length64 = length;
-    int rc = write_all(sock, &length64, sizeof(length64)) |
-             write_all(sock, address, length);
+    int rc = write_all(sock, &length64, sizeof(length64)) | write_all(sock, address, length);
     ucp_worker_release_address(worker, address);
     if ((rc != 0) || (read_all(sock, &remote_length, sizeof(remote_length)) != 0) ||
         (remote_length > (1u << 20)) || ((*remote = malloc(remote_length)) == NULL)) {
@@ -171,14 +170,14 @@ static int post_receive(worker_t *w)
 {
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
-    w->request = ucp_tag_recv_nbx(w->worker, w->inbox, sizeof(w->inbox), DATA_TAG,
-                                  ~(ucp_tag_t)0, &param);
+    w->request = ucp_tag_recv_nbx(w->worker, w->inbox, sizeof(w->inbox), DATA_TAG, ~(ucp_tag_t)0,
+                                  &param);
     return UCS_PTR_IS_ERR(w->request) ? -1 : 0;
 }
 
 /* The second server thread: the client's "done" becomes a counter change. */
 typedef struct {
-    int        sock;
+    int sock;
     ucp_cntr_h stop;
 } controller_t;
 
@@ -186,8 +185,8 @@ static void *controller(void *arg)
 {
     controller_t *c = arg;
     char done;
-    (void)read_all(c->sock, &done, 1);    /* "done", or the client gone */
-    ucp_cntr_add(c->stop, 1);             /* any thread: wakes the serving one */
+    (void)read_all(c->sock, &done, 1); /* "done", or the client gone */
+    ucp_cntr_add(c->stop, 1);          /* any thread: wakes the serving one */
     return NULL;
 }
 
@@ -202,7 +201,7 @@ static int serve(worker_t *workers, int index)
     for (;;) {
         if (w->request != NULL) {
             if (ucp_request_check_status(w->request) == UCS_INPROGRESS) {
-                return 0;     /* nothing (yet): a false positive of the poll is allowed */
+                return 0; /* nothing (yet): a false positive of the poll is allowed */
             }
             ucp_request_free(w->request);
             w->request = NULL;
@@ -211,8 +210,8 @@ static int serve(worker_t *workers, int index)
               "worker %d: got message %u for worker %u, expected %d", index, w->inbox[1],
               w->inbox[0], w->expected);
         ++w->expected;
-        CHECK(wait_request(w->worker, ucp_tag_send_nbx(w->ep, w->inbox, sizeof(w->inbox),
-                                                       ACK_TAG, &param)) == UCS_OK,
+        CHECK(wait_request(w->worker, ucp_tag_send_nbx(w->ep, w->inbox, sizeof(w->inbox), ACK_TAG,
+                                                       &param)) == UCS_OK,
               "ack failed");
         CHECK(post_receive(w) == 0, "cannot repost");
     }
@@ -230,30 +229,32 @@ static int run_server(int sock, int nworkers, int messages)
     controller_t control;
     pthread_t thread;
     long sleeps = 0, served = 0;
-    int i, stopped = 0;
+    int i, stopped          = 0;
 
     CHECK(open_workers(&context, workers, nworkers) == 0, "server: no workers");
     memset(&cntr_params, 0, sizeof(cntr_params));
-    CHECK(ucp_cntr_create(workers[0].worker, &cntr_params, &stop) == UCS_OK,
-          "server: no counter");
+    CHECK(ucp_cntr_create(workers[0].worker, &cntr_params, &stop) == UCS_OK, "server: no counter");
     CHECK((ucp_pollset_create(context, &pollset) == UCS_OK) &&
-          (ucp_waitset_create(context, UCP_WAIT_FD, &waitset) == UCS_OK), "server: no sets");
+              (ucp_waitset_create(context, UCP_WAIT_FD, &waitset) == UCS_OK),
+          "server: no sets");
     for (i = 0; i < nworkers; ++i) {
         void *remote;
         CHECK((swap_addresses(sock, workers[i].worker, &remote) == 0) &&
-              (connect_to(workers[i].worker, remote, &workers[i].ep) == 0),
+                  (connect_to(workers[i].worker, remote, &workers[i].ep) == 0),
               "server: cannot connect worker %d", i);
         free(remote);
         CHECK(post_receive(&workers[i]) == 0, "server: cannot post");
         object.type   = UCP_OBJECT_WORKER;
         object.handle = workers[i].worker;
         CHECK((ucp_pollset_add(pollset, &object, &workers[i]) == UCS_OK) &&
-              (ucp_waitset_add(waitset, &object) == UCS_OK), "server: cannot add worker");
+                  (ucp_waitset_add(waitset, &object) == UCS_OK),
+              "server: cannot add worker");
     }
     object.type   = UCP_OBJECT_CNTR;
     object.handle = stop;
     CHECK((ucp_pollset_add(pollset, &object, &stop) == UCS_OK) &&
-          (ucp_waitset_add(waitset, &object) == UCS_OK), "server: cannot add the counter");
+              (ucp_waitset_add(waitset, &object) == UCS_OK),
+          "server: cannot add the counter");
     control.sock = sock;
     control.stop = stop;
     CHECK(pthread_create(&thread, NULL, controller, &control) == 0, "server: no thread");
@@ -264,10 +265,10 @@ static int run_server(int sock, int nworkers, int messages)
         int n = ucp_pollset_poll(pollset, ready, nworkers + 1);
         CHECK(n >= 0, "server: poll failed");
         for (i = 0; i < n; ++i) {
-            if (ready[i] == (void*)&stop) {
+            if (ready[i] == (void *)&stop) {
                 stopped = 1;
             } else {
-                CHECK(serve(workers, (int)((worker_t*)ready[i] - workers)) == 0,
+                CHECK(serve(workers, (int)((worker_t *)ready[i] - workers)) == 0,
                       "server: bad message");
             }
         }
@@ -279,12 +280,13 @@ static int run_server(int sock, int nworkers, int messages)
     }
     pthread_join(thread, NULL);
     for (i = 0; i < nworkers; ++i) {
-        CHECK(workers[i].expected == messages, "server: worker %d served %d messages of %d",
-              i, workers[i].expected, messages);
+        CHECK(workers[i].expected == messages, "server: worker %d served %d messages of %d", i,
+              workers[i].expected, messages);
         served += workers[i].expected;
     }
     printf("served %d workers from one thread: %d messages each, %ld in all, "
-           "slept %ld times\n", nworkers, messages, served, sleeps);
+           "slept %ld times\n",
+           nworkers, messages, served, sleeps);
     fflush(stdout);
 
     for (i = 0; i < nworkers; ++i) {
@@ -319,7 +321,7 @@ static int run_client(int sock, int nworkers, int messages)
     for (i = 0; i < nworkers; ++i) {
         void *remote;
         CHECK((swap_addresses(sock, workers[i].worker, &remote) == 0) &&
-              (connect_to(workers[i].worker, remote, &workers[i].ep) == 0),
+                  (connect_to(workers[i].worker, remote, &workers[i].ep) == 0),
               "client: cannot connect worker %d", i);
         free(remote);
     }
@@ -330,8 +332,8 @@ static int run_client(int sock, int nworkers, int messages)
             uint32_t message[2] = {(uint32_t)i, (uint32_t)m}, ack[2];
             ucs_status_ptr_t r;
             CHECK(wait_request(workers[i].worker,
-                               ucp_tag_send_nbx(workers[i].ep, message, sizeof(message),
-                                                DATA_TAG, &param)) == UCS_OK,
+                               ucp_tag_send_nbx(workers[i].ep, message, sizeof(message), DATA_TAG,
+                                                &param)) == UCS_OK,
                   "client: send failed");
             r = ucp_tag_recv_nbx(workers[i].worker, ack, sizeof(ack), ACK_TAG, ~(ucp_tag_t)0,
                                  &param);

@@ -18,16 +18,16 @@
 #include <unistd.h>
 
 ucm_global_config_t ucm_global_opts = {
-    UCS_LOG_LEVEL_WARN,            /* log_level */
-    1,                             /* enable_events */
-    UCM_MMAP_HOOK_RELOC,           /* mmap_hook_mode */
-    0,                             /* enable_malloc_hooks: not implemented */
-    0,                             /* enable_malloc_reloc: not implemented */
-    0,                             /* cuda_hook_modes: not implemented */
-    0,                             /* enable_dynamic_mmap_thresh */
-    16,                            /* alloc_alignment */
-    1,                             /* dlopen_process_rpath */
-    UCM_UNLOAD_PREVENT_MODE_LAZY,  /* module_unload_prevent_mode */
+    UCS_LOG_LEVEL_WARN,           /* log_level */
+    1,                            /* enable_events */
+    UCM_MMAP_HOOK_RELOC,          /* mmap_hook_mode */
+    0,                            /* enable_malloc_hooks: not implemented */
+    0,                            /* enable_malloc_reloc: not implemented */
+    0,                            /* cuda_hook_modes: not implemented */
+    0,                            /* enable_dynamic_mmap_thresh */
+    16,                           /* alloc_alignment */
+    1,                            /* dlopen_process_rpath */
+    UCM_UNLOAD_PREVENT_MODE_LAZY, /* module_unload_prevent_mode */
 };
 
 using namespace ucm;
@@ -79,11 +79,9 @@ void ucm_set_global_opts(const ucm_global_config_t *ucm_opts)
     }
 }
 
-ucs_status_t ucm_set_event_handler(int events, int priority,
-                                   ucm_event_callback_t cb, void *arg)
+ucs_status_t ucm_set_event_handler(int events, int priority, ucm_event_callback_t cb, void *arg)
 {
-    if ((cb == nullptr) ||
-        (events & ~(event::all_events | event::flag_bits)) ||
+    if ((cb == nullptr) || (events & ~(event::all_events | event::flag_bits)) ||
         ((events & event::all_events) == 0)) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -96,7 +94,7 @@ ucs_status_t ucm_set_event_handler(int events, int priority,
     }
 
     const int flags = events & event::flag_bits;
-    events         &= event::all_events;
+    events &= event::all_events;
 
     if (!(flags & UCM_EVENT_FLAG_NO_INSTALL)) {
         const int to_install = events & ~external();
@@ -128,14 +126,12 @@ void ucm_unset_event_handler(int events, ucm_event_callback_t cb, void *arg)
 
 void ucm_set_external_event(int events)
 {
-    external_events.fetch_or(events & event::all_events,
-                             std::memory_order_acq_rel);
+    external_events.fetch_or(events & event::all_events, std::memory_order_acq_rel);
 }
 
 void ucm_unset_external_event(int events)
 {
-    external_events.fetch_and(~(events & event::all_events),
-                              std::memory_order_acq_rel);
+    external_events.fetch_and(~(events & event::all_events), std::memory_order_acq_rel);
 }
 
 ucs_status_t ucm_test_external_events(int events)
@@ -151,8 +147,7 @@ ucs_status_t ucm_test_events(int events)
     if (internal == 0) {
         return UCS_OK;
     }
-    if ((internal & event::mem_type_events) || !sys::events_enabled() ||
-        event::in_dispatch()) {
+    if ((internal & event::mem_type_events) || !sys::events_enabled() || event::in_dispatch()) {
         return UCS_ERR_UNSUPPORTED;
     }
     if (mm::install(internal) != UCS_OK) {
@@ -188,8 +183,7 @@ void ucm_event_dispatch(ucm_event_type_t event_type, ucm_event_t *event)
     }
 }
 
-void *ucm_orig_mmap(void *addr, size_t length, int prot, int flags, int fd,
-                    off_t offset)
+void *ucm_orig_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
     return mmap(addr, length, prot, flags, fd, offset);
 }
@@ -199,8 +193,7 @@ int ucm_orig_munmap(void *addr, size_t length)
     return munmap(addr, length);
 }
 
-void *ucm_orig_mremap(void *old_address, size_t old_size, size_t new_size,
-                      int flags)
+void *ucm_orig_mremap(void *old_address, size_t old_size, size_t new_size, int flags)
 {
     return mremap(old_address, old_size, new_size, flags);
 }
@@ -230,8 +223,7 @@ int ucm_orig_madvise(void *addr, size_t length, int advice)
     return madvise(addr, length, advice);
 }
 
-void *ucm_mmap(void *addr, size_t length, int prot, int flags, int fd,
-               off_t offset)
+void *ucm_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
     return mm::mmap_with_events(addr, length, prot, flags, fd, offset);
 }
@@ -241,16 +233,14 @@ int ucm_munmap(void *addr, size_t length)
     return mm::munmap_with_events(addr, length);
 }
 
-void *ucm_mremap(void *old_address, size_t old_size, size_t new_size,
-                 int flags)
+void *ucm_mremap(void *old_address, size_t old_size, size_t new_size, int flags)
 {
     /* The 4-argument API cannot carry MREMAP_FIXED's target address. */
     if (flags & MREMAP_FIXED) {
         errno = EINVAL;
         return MAP_FAILED;
     }
-    return mm::mremap_with_events(old_address, old_size, new_size, flags,
-                                  nullptr);
+    return mm::mremap_with_events(old_address, old_size, new_size, flags, nullptr);
 }
 
 void *ucm_shmat(int shmid, const void *shmaddr, int shmflg)

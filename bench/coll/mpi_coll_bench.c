@@ -17,7 +17,7 @@
 
 static int compare_doubles(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
@@ -25,14 +25,21 @@ static void run(int op, void *sbuf, void *rbuf, size_t bytes, int nranks)
 {
     const int count = (int)(bytes / sizeof(double));
     switch (op) {
-    case BENCH_BARRIER:   MPI_Barrier(MPI_COMM_WORLD); break;
-    case BENCH_BCAST:     MPI_Bcast(rbuf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD); break;
-    case BENCH_ALLREDUCE: MPI_Allreduce(sbuf, rbuf, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-                          break;
-    case BENCH_ALLGATHER: MPI_Allgather(sbuf, (int)bytes, MPI_BYTE, rbuf, (int)bytes, MPI_BYTE,
-                                        MPI_COMM_WORLD); break;
-    default:              MPI_Alltoall(sbuf, (int)bytes, MPI_BYTE, rbuf, (int)bytes, MPI_BYTE,
-                                       MPI_COMM_WORLD); break;
+    case BENCH_BARRIER:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+    case BENCH_BCAST:
+        MPI_Bcast(rbuf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+        break;
+    case BENCH_ALLREDUCE:
+        MPI_Allreduce(sbuf, rbuf, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case BENCH_ALLGATHER:
+        MPI_Allgather(sbuf, (int)bytes, MPI_BYTE, rbuf, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    default:
+        MPI_Alltoall(sbuf, (int)bytes, MPI_BYTE, rbuf, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+        break;
     }
     (void)nranks;
 }
@@ -52,7 +59,7 @@ int main(int argc, char **argv)
     }
     for (op = 0; op < BENCH_OPS; ++op) {
         for (s = 0; s < BENCH_COLL_NSIZES; ++s) {
-            const size_t bytes = (op == BENCH_BARRIER) ? 0 : bench_coll_sizes[s];
+            const size_t bytes   = (op == BENCH_BARRIER) ? 0 : bench_coll_sizes[s];
             const unsigned iters = bench_coll_iterations(bytes, (unsigned)base);
             double block_us[6];
             for (int b = 0; b < 6; ++b) {

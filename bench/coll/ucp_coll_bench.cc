@@ -40,12 +40,12 @@ namespace {
     } while (0)
 
 struct rank_state {
-    ucp_context_h         context = nullptr;
-    ucp_worker_h          worker  = nullptr;
-    ucp_coll_context_h    coll    = nullptr;
-    ucp_team_h            team    = nullptr;
+    ucp_context_h context   = nullptr;
+    ucp_worker_h worker     = nullptr;
+    ucp_coll_context_h coll = nullptr;
+    ucp_team_h team         = nullptr;
     std::vector<ucp_ep_h> eps;
-    bool                  yield   = false;
+    bool yield = false;
 
     ucs_status_t wait(ucs_status_ptr_t request)
     {
@@ -83,27 +83,37 @@ ucp_coll_args_t args_of(int op, const double *sbuf, double *rbuf, size_t bytes)
     a.dt         = UCP_COLL_DT_UINT8;
     a.count      = bytes;
     switch (op) {
-    case BENCH_BARRIER:   a.coll = UCP_COLL_BARRIER; break;
-    case BENCH_BCAST:     a.coll = UCP_COLL_BCAST; break;
-    case BENCH_ALLREDUCE: a.coll = UCP_COLL_ALLREDUCE;
-                          a.dt    = UCP_COLL_DT_DOUBLE;
-                          a.count = bytes / sizeof(double);
-                          a.op    = UCP_COLL_OP_SUM;
-                          break;
-    case bench_reduce:    a.coll  = UCP_COLL_REDUCE;
-                          a.dt    = UCP_COLL_DT_DOUBLE;
-                          a.count = bytes / sizeof(double);
-                          a.op    = UCP_COLL_OP_SUM;
-                          break;
-    case BENCH_ALLGATHER: a.coll = UCP_COLL_ALLGATHER; break;
-    default:              a.coll = UCP_COLL_ALLTOALL; break;
+    case BENCH_BARRIER:
+        a.coll = UCP_COLL_BARRIER;
+        break;
+    case BENCH_BCAST:
+        a.coll = UCP_COLL_BCAST;
+        break;
+    case BENCH_ALLREDUCE:
+        a.coll  = UCP_COLL_ALLREDUCE;
+        a.dt    = UCP_COLL_DT_DOUBLE;
+        a.count = bytes / sizeof(double);
+        a.op    = UCP_COLL_OP_SUM;
+        break;
+    case bench_reduce:
+        a.coll  = UCP_COLL_REDUCE;
+        a.dt    = UCP_COLL_DT_DOUBLE;
+        a.count = bytes / sizeof(double);
+        a.op    = UCP_COLL_OP_SUM;
+        break;
+    case BENCH_ALLGATHER:
+        a.coll = UCP_COLL_ALLGATHER;
+        break;
+    default:
+        a.coll = UCP_COLL_ALLTOALL;
+        break;
     }
     return a;
 }
 
 struct selection {
-    const char *op   = nullptr;    /* nullptr: all */
-    long       bytes = -1;         /* -1: all */
+    const char *op = nullptr; /* nullptr: all */
+    long bytes     = -1;      /* -1: all */
 };
 
 int run_rank(unsigned rank, unsigned nranks, unsigned base, const char *tls, bool yield,
@@ -127,8 +137,8 @@ int run_rank(unsigned rank, unsigned nranks, unsigned base, const char *tls, boo
     ucp_address_t *address;
     size_t length;
     CHECK(ucp_worker_get_address(s.worker, &address, &length) == UCS_OK, "no address");
-    std::vector<uint8_t> mine(reinterpret_cast<uint8_t*>(address),
-                              reinterpret_cast<uint8_t*>(address) + length);
+    std::vector<uint8_t> mine(reinterpret_cast<uint8_t *>(address),
+                              reinterpret_cast<uint8_t *>(address) + length);
     ucp_worker_release_address(s.worker, address);
     CHECK(sock.send_blob(mine), "cannot send the address");
     for (unsigned r = 0; r < nranks; ++r) {
@@ -138,7 +148,7 @@ int run_rank(unsigned rank, unsigned nranks, unsigned base, const char *tls, boo
         if (r != rank) {
             ucp_ep_params_t ep_params{};
             ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-            ep_params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+            ep_params.address    = reinterpret_cast<const ucp_address_t *>(remote.data());
             CHECK(ucp_ep_create(s.worker, &ep_params, &ep) == UCS_OK, "ucp_ep_create failed");
         }
         s.eps.push_back(ep);
@@ -162,7 +172,7 @@ int run_rank(unsigned rank, unsigned nranks, unsigned base, const char *tls, boo
                 ((only.bytes >= 0) && (op != BENCH_BARRIER) && (size_t(only.bytes) != bytes))) {
                 continue;
             }
-            const unsigned iters = bench_coll_iterations(bytes, base);
+            const unsigned iters    = bench_coll_iterations(bytes, base);
             const ucp_coll_args_t a = args_of(op, sbuf.data(), rbuf.data(), bytes);
             double block_us[6];
             for (double &us : block_us) {
@@ -171,11 +181,14 @@ int run_rank(unsigned rank, unsigned nranks, unsigned base, const char *tls, boo
                 for (unsigned i = 0; i < iters; ++i) {
                     CHECK(s.wait(ucp_coll_nbx(s.team, &a, nullptr)) == UCS_OK, "collective");
                 }
-                us = std::chrono::duration<double, std::micro>(
-                             std::chrono::steady_clock::now() - start).count() / iters;
+                us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                               start)
+                         .count() /
+                     iters;
             }
             CHECK(((op != BENCH_ALLREDUCE) && ((op != bench_reduce) || (rank != 0))) ||
-                  (rbuf[0] == nranks * (nranks + 1) / 2.0), "wrong sum");
+                      (rbuf[0] == nranks * (nranks + 1) / 2.0),
+                  "wrong sum");
             std::sort(block_us + 1, block_us + 6);
             if (rank == 0) {
                 std::printf("%s %zu %.3f\n", op_name(op), bytes, block_us[3]);
@@ -215,7 +228,7 @@ int main(int argc, char **argv)
 {
     unsigned nranks = 2, base = 1000;
     const char *tls = nullptr;
-    bool yield = false;
+    bool yield      = false;
     selection only;
     int opt;
     while ((opt = getopt(argc, argv, "n:i:x:yo:s:")) != -1) {
@@ -241,8 +254,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "ucp_coll_bench: 1 to 64 ranks, at least 1 iteration\n");
         return 2;
     }
-    const bool ok = perf::run_forked_ranks(nranks, 1, {},
-                                           [&](unsigned r, perf::oob &channel) {
+    const bool ok = perf::run_forked_ranks(nranks, 1, {}, [&](unsigned r, perf::oob &channel) {
         return run_rank(r, nranks, base, tls, yield, only, channel);
     });
     if (!ok) {

@@ -45,10 +45,7 @@ public:
         return (tick1_ > tick0_) ? wall / double(tick1_ - tick0_) : 0.0;
     }
 
-    double elapsed_s() const
-    {
-        return std::chrono::duration<double>(wall1_ - wall0_).count();
-    }
+    double elapsed_s() const { return std::chrono::duration<double>(wall1_ - wall0_).count(); }
 
     uint64_t elapsed_ticks() const { return tick1_ - tick0_; }
 

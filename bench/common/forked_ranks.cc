@@ -27,7 +27,7 @@ bool run_forked_ranks(unsigned nranks, unsigned blobs_per_rank,
         }
         const pid_t pid = fork();
         if (pid == 0) {
-            socks.clear();      /* the other ranks' channels are not ours */
+            socks.clear(); /* the other ranks' channels are not ours */
             ::close(pair[0]);
             fd_oob channel(pair[1], false);
             _exit(body(r, channel));

@@ -42,8 +42,7 @@ bool oob::exchange(const std::vector<uint8_t> &mine, std::vector<uint8_t> *their
     return recv_blob(theirs) && send_blob(mine);
 }
 
-bool oob::agree(bool ok_here, const std::string &why_here, bool *ok_there,
-                std::string *why_there)
+bool oob::agree(bool ok_here, const std::string &why_here, bool *ok_there, std::string *why_there)
 {
     /* One status byte, then the reason. */
     std::string text = std::string(1, ok_here ? '\1' : '\0') + (ok_here ? "" : why_here);
@@ -74,7 +73,7 @@ fd_oob::~fd_oob()
 
 bool fd_oob::send(const void *data, size_t length)
 {
-    auto *p = static_cast<const uint8_t*>(data);
+    auto *p = static_cast<const uint8_t *>(data);
     while (length > 0) {
         ssize_t n = ::send(fd_, p, length, MSG_NOSIGNAL);
         if ((n < 0) && (errno == EINTR)) {
@@ -91,7 +90,7 @@ bool fd_oob::send(const void *data, size_t length)
 
 bool fd_oob::recv(void *data, size_t length)
 {
-    auto *p = static_cast<uint8_t*>(data);
+    auto *p = static_cast<uint8_t *>(data);
     while (length > 0) {
         ssize_t n = ::read(fd_, p, length);
         if ((n < 0) && (errno == EINTR)) {

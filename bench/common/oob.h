@@ -21,13 +21,13 @@ public:
     /* The leader sends first in exchange(), so no side ever waits on a
      * send while the other does the same. */
     explicit oob(bool leader) : leader_(leader) {}
-    virtual ~oob() = default;
-    oob(const oob&) = delete;
-    oob &operator=(const oob&) = delete;
+    virtual ~oob()              = default;
+    oob(const oob &)            = delete;
+    oob &operator=(const oob &) = delete;
 
     /* Exactly `length` bytes; false when the peer is gone. */
     virtual bool send(const void *data, size_t length) = 0;
-    virtual bool recv(void *data, size_t length) = 0;
+    virtual bool recv(void *data, size_t length)       = 0;
     /* True when something can be received now; never waits. */
     virtual bool ready() = 0;
     /* True when the peer closed its end and nothing is left to read: the
@@ -45,8 +45,7 @@ public:
     /* Both sides say whether their step worked, and why not: afterwards
      * both know whether both did, so a step that failed on either side is
      * given up by both and the channel stays in step. */
-    bool agree(bool ok_here, const std::string &why_here, bool *ok_there,
-               std::string *why_there);
+    bool agree(bool ok_here, const std::string &why_here, bool *ok_there, std::string *why_there);
     bool barrier();
 
 private:

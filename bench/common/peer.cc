@@ -31,7 +31,7 @@ peer::peer(bool as_thread, body_fn body)
         return;
     }
     if (as_thread) {
-        thread_ = std::thread([this, body, fd = fds[1]] {
+        thread_  = std::thread([this, body, fd = fds[1]] {
             fd_oob channel(fd, false);
             thread_result_ = body(channel);
         });
@@ -75,8 +75,7 @@ int peer::join(int patience_ms)
     }
     int status = 0;
     if (patience_ms >= 0) {
-        auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(patience_ms);
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(patience_ms);
         for (;;) {
             pid_t done = waitpid(pid_, &status, WNOHANG);
             if (done == pid_) {

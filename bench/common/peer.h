@@ -27,8 +27,8 @@ public:
     /* Starts `body` in a child process, or in a thread if `as_thread`. */
     peer(bool as_thread, body_fn body);
     ~peer();
-    peer(const peer&) = delete;
-    peer &operator=(const peer&) = delete;
+    peer(const peer &)            = delete;
+    peer &operator=(const peer &) = delete;
 
     bool started() const { return channel_ != nullptr; }
     oob &channel() { return *channel_; }
@@ -39,10 +39,10 @@ public:
 
 private:
     std::unique_ptr<fd_oob> channel_;
-    pid_t                   pid_ = -1;
-    std::thread             thread_;
-    int                     thread_result_ = -1;
-    bool                    joined_ = false;
+    pid_t pid_ = -1;
+    std::thread thread_;
+    int thread_result_ = -1;
+    bool joined_       = false;
 };
 
 } // namespace perf

@@ -11,7 +11,7 @@ uint64_t percentile(std::vector<uint64_t> &values, double rank)
     if (values.empty()) {
         return 0;
     }
-    rank = std::clamp(rank, 0.0, 100.0);
+    rank         = std::clamp(rank, 0.0, 100.0);
     size_t index = std::min(values.size() - 1, size_t(double(values.size()) * rank / 100.0));
     std::nth_element(values.begin(), values.begin() + long(index), values.end());
     return values[index];

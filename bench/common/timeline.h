@@ -49,14 +49,14 @@ public:
         rate_.start();
         start_       = ticks();
         stamps_[0]   = start_;
-        next_report_ = (report_ != nullptr) ? start_ + interval_
-                                            : std::numeric_limits<uint64_t>::max();
+        next_report_ = (report_ != nullptr) ? start_ + interval_ :
+                                              std::numeric_limits<uint64_t>::max();
     }
 
     /* Marks the end of one iteration. */
     inline void iteration_done()
     {
-        uint64_t now = ticks();
+        uint64_t now              = ticks();
         stamps_[++count_ & mask_] = now;
         if (__builtin_expect(now >= next_report_, 0)) {
             report_(arg_, *this);
@@ -88,15 +88,15 @@ public:
 
 private:
     std::vector<uint64_t> stamps_;
-    uint64_t              mask_ = 0;
-    uint64_t              count_ = 0;
-    uint64_t              start_ = 0;
-    uint64_t              end_ = 0;
-    uint64_t              next_report_ = 0;
-    uint64_t              interval_ = 0;
-    report_fn             report_ = nullptr;
-    void                  *arg_ = nullptr;
-    tick_rate             rate_;
+    uint64_t mask_        = 0;
+    uint64_t count_       = 0;
+    uint64_t start_       = 0;
+    uint64_t end_         = 0;
+    uint64_t next_report_ = 0;
+    uint64_t interval_    = 0;
+    report_fn report_     = nullptr;
+    void *arg_            = nullptr;
+    tick_rate rate_;
 };
 
 } // namespace perf

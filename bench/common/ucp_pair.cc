@@ -49,15 +49,15 @@ std::string ucp_pair::setup(oob &channel, const char *tls, uint64_t features)
     if (ucp_worker_get_address(worker, &address, &length) != UCS_OK) {
         return "ucp_worker_get_address failed";
     }
-    std::vector<uint8_t> mine(reinterpret_cast<uint8_t*>(address),
-                              reinterpret_cast<uint8_t*>(address) + length);
+    std::vector<uint8_t> mine(reinterpret_cast<uint8_t *>(address),
+                              reinterpret_cast<uint8_t *>(address) + length);
     ucp_worker_release_address(worker, address);
     if (!channel.exchange(mine, &remote_address)) {
         return "address exchange failed";
     }
     ucp_ep_params_t ep_params{};
     ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    ep_params.address    = reinterpret_cast<const ucp_address_t*>(remote_address.data());
+    ep_params.address    = reinterpret_cast<const ucp_address_t *>(remote_address.data());
     if (ucp_ep_create(worker, &ep_params, &ep) != UCS_OK) {
         ep = nullptr;
         return "ucp_ep_create failed";

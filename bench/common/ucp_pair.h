@@ -24,8 +24,8 @@ class ucp_pair {
 public:
     ucp_pair() = default;
     ~ucp_pair();
-    ucp_pair(const ucp_pair&) = delete;
-    ucp_pair &operator=(const ucp_pair&) = delete;
+    ucp_pair(const ucp_pair &)            = delete;
+    ucp_pair &operator=(const ucp_pair &) = delete;
 
     /* Empty on success, else why not. `tls` NULL: UCX_TLS as set. */
     std::string setup(oob &channel, const char *tls, uint64_t features);
@@ -34,8 +34,8 @@ public:
     ucs_status_t wait(ucs_status_ptr_t request);
 
     ucp_context_h context = nullptr;
-    ucp_worker_h  worker  = nullptr;
-    ucp_ep_h      ep      = nullptr;
+    ucp_worker_h worker   = nullptr;
+    ucp_ep_h ep           = nullptr;
     /* The peer worker's address, for more endpoints to it. */
     std::vector<uint8_t> remote_address;
 };

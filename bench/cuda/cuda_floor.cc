@@ -48,14 +48,14 @@ bool ok(cudaError_t e, const char *what)
 enum class turn_kind { htod, dtoh, d2d, htod_mapped };
 
 struct turn_case {
-    turn_kind  kind;
+    turn_kind kind;
     const char *name;
-    size_t     size;
+    size_t size;
 };
 
 constexpr turn_case turn_cases[] = {
-    {turn_kind::htod, "htod", 8},        {turn_kind::dtoh, "dtoh", 8},
-    {turn_kind::d2d, "d2d", 8},          {turn_kind::htod_mapped, "htod_mapped", 8},
+    {turn_kind::htod, "htod", 8},     {turn_kind::dtoh, "dtoh", 8},
+    {turn_kind::d2d, "d2d", 8},       {turn_kind::htod_mapped, "htod_mapped", 8},
     {turn_kind::htod, "htod", 65536},
 };
 
@@ -82,8 +82,8 @@ void take_turns(int in, int out, bool first, const turn_case &tc, int iters, dou
             e = cudaMemcpyAsync(pinned, dev, tc.size, cudaMemcpyDeviceToHost, stream);
             break;
         case turn_kind::d2d:
-            e = cudaMemcpyAsync(dev, dev + (buffer_size / 2), tc.size,
-                                cudaMemcpyDeviceToDevice, stream);
+            e = cudaMemcpyAsync(dev, dev + (buffer_size / 2), tc.size, cudaMemcpyDeviceToDevice,
+                                stream);
             break;
         case turn_kind::htod_mapped:
             e = cudaMemcpyAsync(dev, pinned_dev, tc.size, cudaMemcpyDeviceToDevice, stream);
@@ -156,18 +156,19 @@ void two_process_turns()
 
 int main()
 {
-    two_process_turns();   /* first: nothing here has used CUDA yet */
+    two_process_turns(); /* first: nothing here has used CUDA yet */
     std::fflush(stdout);
 
     constexpr size_t max_size = size_t(64) << 20;
     void *a = nullptr, *b = nullptr, *pinned = nullptr;
-    if (!ok(cudaMalloc(&a, max_size), "cudaMalloc") || !ok(cudaMalloc(&b, max_size), "cudaMalloc") ||
+    if (!ok(cudaMalloc(&a, max_size), "cudaMalloc") ||
+        !ok(cudaMalloc(&b, max_size), "cudaMalloc") ||
         !ok(cudaMallocHost(&pinned, max_size), "cudaMallocHost")) {
         return 1;
     }
     for (size_t size : {size_t(1) << 20, size_t(4) << 20, size_t(16) << 20, max_size}) {
         const int iters = int(std::max<size_t>(20, (size_t(2) << 30) / size));
-        cudaMemcpy(b, a, size, cudaMemcpyDeviceToDevice);   /* warm-up */
+        cudaMemcpy(b, a, size, cudaMemcpyDeviceToDevice); /* warm-up */
         cudaDeviceSynchronize();
         auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < iters; ++i) {
@@ -184,7 +185,7 @@ int main()
                 cudaMemcpy(to_device ? a : pinned, to_device ? pinned : a, size,
                            to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
             };
-            copy();   /* warm-up */
+            copy(); /* warm-up */
             auto start = std::chrono::steady_clock::now();
             for (int i = 0; i < iters; ++i) {
                 copy();
@@ -201,9 +202,9 @@ int main()
     }
     std::vector<char> host(8);
     for (const char *kind : {"rtt", "rtt_pinned"}) {
-        char *h = (kind[3] == '\0') ? host.data() : static_cast<char*>(pinned);
+        char *h             = (kind[3] == '\0') ? host.data() : static_cast<char *>(pinned);
         constexpr int iters = 20000;
-        for (int i = 0; i < iters / 10; ++i) {   /* warm-up */
+        for (int i = 0; i < iters / 10; ++i) { /* warm-up */
             cudaMemcpyAsync(a, h, 8, cudaMemcpyHostToDevice, stream);
             cudaMemcpyAsync(h, a, 8, cudaMemcpyDeviceToHost, stream);
             cudaStreamSynchronize(stream);

@@ -40,7 +40,7 @@
 
 namespace {
 
-constexpr unsigned block = 100;
+constexpr unsigned block        = 100;
 constexpr ucp_tag_t barrier_tag = 0xba00000000000000ull;
 
 #define CHECK(_cond, _what) \
@@ -80,14 +80,14 @@ double median(std::vector<double> v)
 }
 
 struct rank_state {
-    ucp_context_h          context = nullptr;
-    ucp_worker_h           worker  = nullptr;
-    std::vector<ucp_ep_h>  eps;
-    std::vector<uint64_t>  slots[2];         /* the two allreduce regions */
-    ucp_mem_h              memh[2] = {nullptr, nullptr};
-    ucp_cntr_h             landed[2] = {nullptr, nullptr};
+    ucp_context_h context = nullptr;
+    ucp_worker_h worker   = nullptr;
+    std::vector<ucp_ep_h> eps;
+    std::vector<uint64_t> slots[2]; /* the two allreduce regions */
+    ucp_mem_h memh[2]    = {nullptr, nullptr};
+    ucp_cntr_h landed[2] = {nullptr, nullptr};
     std::vector<ucp_rkey_h> rkeys[2];
-    std::vector<uint64_t>  bases[2];
+    std::vector<uint64_t> bases[2];
 };
 
 int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tls, bool sleep,
@@ -103,7 +103,7 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     /* With WAKEUP ucp_cntr_wait sleeps when progress finds nothing;
      * without it, it spins, as MPI libraries do. */
-    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_AMO64 | (sleep ? UCP_FEATURE_WAKEUP : 0);
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_AMO64 | (sleep ? UCP_FEATURE_WAKEUP : 0);
     CHECK(ucp_init(&params, config, &s.context) == UCS_OK, "ucp_init failed");
     ucp_config_release(config);
     ucp_worker_params_t wp{};
@@ -111,14 +111,15 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
     ucp_cntr_params_t cp{};
     ucp_cntr_h rounds, sent;
     CHECK((ucp_cntr_create(s.worker, &cp, &rounds) == UCS_OK) &&
-          (ucp_cntr_create(s.worker, &cp, &sent) == UCS_OK), "ucp_cntr_create failed");
+              (ucp_cntr_create(s.worker, &cp, &sent) == UCS_OK),
+          "ucp_cntr_create failed");
 
     /* Our address and the keys of our two regions, each counted. */
     ucp_address_t *address;
     size_t length;
     CHECK(ucp_worker_get_address(s.worker, &address, &length) == UCS_OK, "no address");
-    std::vector<uint8_t> mine(reinterpret_cast<uint8_t*>(address),
-                              reinterpret_cast<uint8_t*>(address) + length);
+    std::vector<uint8_t> mine(reinterpret_cast<uint8_t *>(address),
+                              reinterpret_cast<uint8_t *>(address) + length);
     ucp_worker_release_address(s.worker, address);
     CHECK(sock.send_blob(mine), "cannot send the address");
     for (int p = 0; p < 2; ++p) {
@@ -134,12 +135,12 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
         void *key;
         size_t key_length;
         CHECK(ucp_rkey_pack(s.context, s.memh[p], &key, &key_length) == UCS_OK, "no key");
-        std::vector<uint8_t> blob(static_cast<uint8_t*>(key),
-                                  static_cast<uint8_t*>(key) + key_length);
+        std::vector<uint8_t> blob(static_cast<uint8_t *>(key),
+                                  static_cast<uint8_t *>(key) + key_length);
         ucp_rkey_buffer_release(key);
         const uint64_t base = reinterpret_cast<uintptr_t>(s.slots[p].data());
-        std::vector<uint8_t> base_blob(reinterpret_cast<const uint8_t*>(&base),
-                                       reinterpret_cast<const uint8_t*>(&base) + sizeof(base));
+        std::vector<uint8_t> base_blob(reinterpret_cast<const uint8_t *>(&base),
+                                       reinterpret_cast<const uint8_t *>(&base) + sizeof(base));
         CHECK(sock.send_blob(blob) && sock.send_blob(base_blob), "cannot send a key");
     }
     for (unsigned r = 0; r < nranks; ++r) {
@@ -147,14 +148,15 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
         CHECK(sock.recv_blob(&remote), "no address");
         ucp_ep_params_t ep_params{};
         ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        ep_params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+        ep_params.address    = reinterpret_cast<const ucp_address_t *>(remote.data());
         ucp_ep_h ep;
         CHECK(ucp_ep_create(s.worker, &ep_params, &ep) == UCS_OK, "ucp_ep_create failed");
         s.eps.push_back(ep);
         for (int p = 0; p < 2; ++p) {
             std::vector<uint8_t> key, base;
             CHECK(sock.recv_blob(&key) && sock.recv_blob(&base) &&
-                  (base.size() == sizeof(uint64_t)), "no key");
+                      (base.size() == sizeof(uint64_t)),
+                  "no key");
             ucp_rkey_h rkey;
             CHECK(ucp_ep_rkey_unpack(ep, key.data(), &rkey) == UCS_OK, "bad key");
             s.rkeys[p].push_back(rkey);
@@ -177,13 +179,14 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
     for (unsigned b = 0; b < iterations; ++b) {
         const uint64_t base = uint64_t(b) * nrounds;
         for (unsigned k = 0; k < nrounds; ++k) {
-            const ucp_tag_t tag = barrier_tag | (uint64_t(b) << 8) | k;
+            const ucp_tag_t tag          = barrier_tag | (uint64_t(b) << 8) | k;
             ucp_ext_request_param_t recv = triggered(rounds, base + k, rounds);
             ucp_ext_request_param_t send = triggered(rounds, base + k, sent);
             CHECK(posted(ucp_tag_recv_nbx(s.worker, &token, 1, tag, ~ucp_tag_t(0), &recv.base)),
                   "cannot post a receive");
             CHECK(posted(ucp_tag_send_nbx(s.eps[(rank + (1u << k)) % nranks], &token, 1, tag,
-                                          &send.base)), "cannot post a send");
+                                          &send.base)),
+                  "cannot post a send");
         }
         CHECK(ucp_cntr_wait(rounds, base + nrounds, 60000) == UCS_OK, "barrier failed");
         if ((b + 1) % block == 0) {
@@ -196,14 +199,15 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
     ucp_request_param_t amo{};
     amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     amo.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
-    start = std::chrono::steady_clock::now();
+    start            = std::chrono::steady_clock::now();
     for (unsigned i = 0; i < iterations; ++i) {
         const unsigned p = i % 2, slot = i / 2;
         const uint64_t value = uint64_t(rank + 1) * (i + 1);
         for (unsigned r = 0; r < nranks; ++r) {
             CHECK(posted(ucp_atomic_op_nbx(s.eps[r], UCP_ATOMIC_OP_ADD, &value, 1,
-                                           s.bases[p][r] + slot * sizeof(uint64_t),
-                                           s.rkeys[p][r], &amo)), "cannot post an atomic");
+                                           s.bases[p][r] + slot * sizeof(uint64_t), s.rkeys[p][r],
+                                           &amo)),
+                  "cannot post an atomic");
         }
         CHECK(ucp_cntr_wait(s.landed[p], uint64_t(slot + 1) * nranks, 60000) == UCS_OK,
               "allreduce failed");
@@ -211,8 +215,8 @@ int run_rank(unsigned rank, unsigned nranks, unsigned iterations, const char *tl
         CHECK(s.slots[p][slot] == expected, "wrong sum");
         if ((i + 1) % block == 0) {
             const auto now = std::chrono::steady_clock::now();
-            allreduce_us.push_back(
-                    std::chrono::duration<double, std::micro>(now - start).count() / block);
+            allreduce_us.push_back(std::chrono::duration<double, std::micro>(now - start).count() /
+                                   block);
             start = now;
         }
     }

@@ -16,7 +16,7 @@
 
 static int compare_doubles(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
@@ -36,8 +36,8 @@ int main(int argc, char **argv)
     if (iterations < BLOCK) {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    const int blocks = iterations / BLOCK;
-    double *barrier = malloc(sizeof(double) * (size_t)blocks);
+    const int blocks  = iterations / BLOCK;
+    double *barrier   = malloc(sizeof(double) * (size_t)blocks);
     double *allreduce = malloc(sizeof(double) * (size_t)blocks);
     if ((barrier == NULL) || (allreduce == NULL)) {
         MPI_Abort(MPI_COMM_WORLD, 1);

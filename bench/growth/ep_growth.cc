@@ -36,22 +36,22 @@
 namespace {
 
 constexpr ucp_tag_t TAG_HELLO = 1, TAG_PING = 2, TAG_PONG = 3;
-constexpr unsigned BLOCKS = 5;   /* latency blocks per count; the median is kept */
+constexpr unsigned BLOCKS = 5; /* latency blocks per count; the median is kept */
 
 struct options {
-    std::string           tls = "posix,self";
+    std::string tls = "posix,self";
     std::vector<unsigned> counts{1, 64, 1024, 4096};
-    unsigned              iterations = 20000;   /* round trips per latency block */
-    bool                  spread = false;       /* ping on every endpoint in turn */
-    int                   cpus[2] = {0, 1};
+    unsigned iterations = 20000; /* round trips per latency block */
+    bool spread         = false; /* ping on every endpoint in turn */
+    int cpus[2]         = {0, 1};
 };
 
 /* One count's figures, as one side measured them. */
 struct sample {
-    double   create_us_per_ep = 0;
-    long     rss_kb           = 0;
-    long     fds              = 0;
-    double   one_way_us       = 0;
+    double create_us_per_ep = 0;
+    long rss_kb             = 0;
+    long fds                = 0;
+    double one_way_us       = 0;
 };
 
 long rss_kb()
@@ -78,7 +78,7 @@ long open_fds()
         ++n;
     }
     closedir(dir);
-    return n - 3;   /* ".", ".." and the directory's own descriptor */
+    return n - 3; /* ".", ".." and the directory's own descriptor */
 }
 
 /* A connection per endpoint needs a descriptor each, on both sides. */
@@ -126,13 +126,13 @@ private:
     std::string send_hellos(size_t first);
     std::string recv_tagged(ucp_tag_t tag, unsigned how_many);
 
-    const options         &opts_;
-    perf::oob             &channel_;
-    perf::ucp_pair         pair_;
-    std::vector<ucp_ep_h>  eps_;   /* eps_[0] is pair_.ep */
-    unsigned               answered_ = 0;   /* peer: hellos received so far */
-    uint64_t               payload_ = 0;
-    ucp_request_param_t    param_{};
+    const options &opts_;
+    perf::oob &channel_;
+    perf::ucp_pair pair_;
+    std::vector<ucp_ep_h> eps_; /* eps_[0] is pair_.ep */
+    unsigned answered_ = 0;     /* peer: hellos received so far */
+    uint64_t payload_  = 0;
+    ucp_request_param_t param_{};
 };
 
 side::~side()
@@ -180,8 +180,8 @@ std::string side::recv_tagged(ucp_tag_t tag, unsigned how_many)
     uint64_t buffer;
     std::vector<ucs_status_ptr_t> requests(1);
     for (unsigned i = 0; i < how_many; ++i) {
-        requests[0] = ucp_tag_recv_nbx(pair_.worker, &buffer, sizeof(buffer), tag,
-                                       ~ucp_tag_t(0), &param_);
+        requests[0] = ucp_tag_recv_nbx(pair_.worker, &buffer, sizeof(buffer), tag, ~ucp_tag_t(0),
+                                       &param_);
         ucs_status_t status = wait_all(pair_.worker, requests);
         if (status != UCS_OK) {
             return failed("ucp_tag_recv_nbx", status);
@@ -203,7 +203,7 @@ std::string side::grow(unsigned count, sample *s)
         const size_t first = (count == eps_.size()) ? 0 : eps_.size();
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = reinterpret_cast<const ucp_address_t*>(pair_.remote_address.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(pair_.remote_address.data());
         while (eps_.size() < count) {
             ucp_ep_h ep;
             ucs_status_t status = ucp_ep_create(pair_.worker, &params, &ep);
@@ -229,7 +229,7 @@ std::string side::grow(unsigned count, sample *s)
             return "the peer went away";
         }
     } else {
-        added = count - answered_;   /* counts ascend, the first is >= 1 */
+        added = count - answered_; /* counts ascend, the first is >= 1 */
         why   = recv_tagged(TAG_HELLO, added);
         answered_ += added;
         if (!channel_.send_byte(why.empty())) {
@@ -241,8 +241,8 @@ std::string side::grow(unsigned count, sample *s)
     if (!channel_.agree(why.empty(), why, &ok_there, &why_there)) {
         return "the peer went away";
     }
-    const double us = std::chrono::duration<double, std::micro>(
-                              std::chrono::steady_clock::now() - start).count();
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (!why.empty() || !ok_there) {
         return !why.empty() ? why : "the peer: " + why_there;
     }
@@ -257,7 +257,7 @@ std::string side::ping_pong(sample *s)
     std::vector<double> blocks;
     std::vector<ucs_status_ptr_t> requests(1);
     const unsigned warmup = std::max(opts_.iterations / 10, 1u);
-    for (unsigned block = 0; block <= BLOCKS; ++block) {   /* block 0 warms up */
+    for (unsigned block = 0; block <= BLOCKS; ++block) { /* block 0 warms up */
         const unsigned n = (block == 0) ? warmup : opts_.iterations;
         if (!channel_.barrier()) {
             return "the peer went away";
@@ -268,8 +268,7 @@ std::string side::ping_pong(sample *s)
         for (unsigned i = 0; i < n; ++i) {
             if (channel_.leader()) {
                 ucp_ep_h ep = eps_[opts_.spread ? (i % eps_.size()) : 0];
-                requests[0] = ucp_tag_send_nbx(ep, &payload_, sizeof(payload_), TAG_PING,
-                                               &param_);
+                requests[0] = ucp_tag_send_nbx(ep, &payload_, sizeof(payload_), TAG_PING, &param_);
                 if (wait_all(pair_.worker, requests) != UCS_OK) {
                     return "ping failed";
                 }
@@ -309,7 +308,7 @@ std::string side::close_extra(long *fds)
     uint8_t closed = 1;
     if (channel_.leader()) {
         std::vector<ucs_status_ptr_t> requests;
-        ucp_request_param_t param{};   /* flush mode: a close the peer is told of */
+        ucp_request_param_t param{}; /* flush mode: a close the peer is told of */
         for (size_t i = 1; i < eps_.size(); ++i) {
             requests.push_back(ucp_ep_close_nbx(eps_[i], &param));
         }
@@ -334,14 +333,14 @@ std::string side::close_extra(long *fds)
      * before the descriptors are counted. */
     sample s;
     std::string why = ping_pong(&s);
-    *fds = open_fds();
+    *fds            = open_fds();
     return why;
 }
 
 /* The peer's figures travel as a fixed record over the oob channel. */
 struct peer_report {
     sample samples[16];
-    long   fds_after_close;
+    long fds_after_close;
 };
 
 int run_peer(const options &opts, perf::oob &channel)
@@ -375,14 +374,13 @@ int run_peer(const options &opts, perf::oob &channel)
 
 void usage()
 {
-    std::fprintf(stderr,
-                 "usage: ucp_ep_growth [-x TLS] [-e COUNT[,COUNT...]] [-n ITERS] "
-                 "[-m one|spread] [-c CPU0,CPU1]\n"
-                 "  -x  UCX_TLS for both processes (posix,self)\n"
-                 "  -e  endpoint counts, ascending, at most 16 (1,64,1024,4096)\n"
-                 "  -n  round trips per latency block (20000)\n"
-                 "  -m  ping on the first endpoint, or on every endpoint in turn (one)\n"
-                 "  -c  the two processes' CPUs (0,1)\n");
+    std::fprintf(stderr, "usage: ucp_ep_growth [-x TLS] [-e COUNT[,COUNT...]] [-n ITERS] "
+                         "[-m one|spread] [-c CPU0,CPU1]\n"
+                         "  -x  UCX_TLS for both processes (posix,self)\n"
+                         "  -e  endpoint counts, ascending, at most 16 (1,64,1024,4096)\n"
+                         "  -n  round trips per latency block (20000)\n"
+                         "  -m  ping on the first endpoint, or on every endpoint in turn (one)\n"
+                         "  -c  the two processes' CPUs (0,1)\n");
 }
 
 /* 0: run; > 0: exit with it. */
@@ -477,8 +475,7 @@ int main(int argc, char **argv)
     }
     const int peer_code = peer.join(10000);
     if (!why.empty() || (peer_code != 0)) {
-        std::fprintf(stderr, "ucp_ep_growth: %s\n",
-                     !why.empty() ? why.c_str() : "the peer failed");
+        std::fprintf(stderr, "ucp_ep_growth: %s\n", !why.empty() ? why.c_str() : "the peer failed");
         return 1;
     }
 
@@ -489,13 +486,13 @@ int main(int argc, char **argv)
     std::printf("%8s %12s %12s %12s %10s %10s %10s %8s\n", "eps", "connect_us", "kb_per_ep",
                 "kb_per_ep_pr", "fds", "fds_peer", "one_way_us", "vs_1ep");
     for (size_t i = 0; i < opts.counts.size(); ++i) {
-        const unsigned n = opts.counts[i];
+        const unsigned n   = opts.counts[i];
         const double grown = double(n - opts.counts[0]);
         const sample &s = here[i], &p = there.samples[i];
         std::printf("%8u %12.2f %12.2f %12.2f %10ld %10ld %10.4f %8.3f\n", n, s.create_us_per_ep,
                     (grown > 0) ? double(s.rss_kb - here[0].rss_kb) / grown : 0.0,
-                    (grown > 0) ? double(p.rss_kb - there.samples[0].rss_kb) / grown : 0.0,
-                    s.fds, p.fds, s.one_way_us, s.one_way_us / here[0].one_way_us);
+                    (grown > 0) ? double(p.rss_kb - there.samples[0].rss_kb) / grown : 0.0, s.fds,
+                    p.fds, s.one_way_us, s.one_way_us / here[0].one_way_us);
     }
     std::printf("after closing all but one endpoint: fds %ld, fds_peer %ld\n", fds_after_close,
                 there.fds_after_close);

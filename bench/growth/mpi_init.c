@@ -30,8 +30,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(&token, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     for (int peer = 0; peer < size; ++peer) {
         if (peer != rank) {
-            MPI_Sendrecv(&token, 1, MPI_INT, peer, 7, &sum, 1, MPI_INT, peer, 7,
-                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(&token, 1, MPI_INT, peer, 7, &sum, 1, MPI_INT, peer, 7, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
         }
     }
     double slowest = 0;

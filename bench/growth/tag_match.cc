@@ -31,17 +31,17 @@
 namespace {
 
 enum mode { POSTED_EXACT, POSTED_WILD, UNEXP_EXACT, UNEXP_WILD, NUM_MODES };
-const char *const mode_names[NUM_MODES] = {"posted_exact_ns", "posted_wild_ns",
-                                           "unexp_exact_ns", "unexp_wild_ns"};
+const char *const mode_names[NUM_MODES] = {"posted_exact_ns", "posted_wild_ns", "unexp_exact_ns",
+                                           "unexp_wild_ns"};
 
 /* The others live in tag family 1, the timed messages in family 2. */
 constexpr ucp_tag_t OTHER_FAMILY = ucp_tag_t(1) << 32, TIMED_FAMILY = ucp_tag_t(2) << 32;
-constexpr ucp_tag_t FAMILY_MASK  = ~ucp_tag_t(0) << 32;
+constexpr ucp_tag_t FAMILY_MASK = ~ucp_tag_t(0) << 32;
 
 struct context {
-    ucp_context_h ctx = nullptr;
-    ucp_worker_h  worker = nullptr;
-    ucp_ep_h      ep = nullptr;
+    ucp_context_h ctx   = nullptr;
+    ucp_worker_h worker = nullptr;
+    ucp_ep_h ep         = nullptr;
 };
 
 bool fail(const char *what, ucs_status_t status)
@@ -63,7 +63,7 @@ bool setup(context &c, const char *tls)
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features   = UCP_FEATURE_TAG;
-    status = ucp_init(&params, config, &c.ctx);
+    status            = ucp_init(&params, config, &c.ctx);
     ucp_config_release(config);
     if (status != UCS_OK) {
         return fail("ucp_init", status);
@@ -80,7 +80,7 @@ bool setup(context &c, const char *tls)
     ucp_ep_params_t ep_params{};
     ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     ep_params.address    = address;
-    status = ucp_ep_create(c.worker, &ep_params, &c.ep);
+    status               = ucp_ep_create(c.worker, &ep_params, &c.ep);
     ucp_worker_release_address(c.worker, address);
     return (status == UCS_OK) || fail("ucp_ep_create", status);
 }
@@ -115,14 +115,13 @@ bool measure(context &c, mode m, unsigned others, unsigned iterations, double *n
     for (unsigned i = 0; i < others; ++i) {
         const ucp_tag_t tag = OTHER_FAMILY | i;
         if (posted) {
-            other_reqs.push_back(ucp_tag_recv_nbx(c.worker, &other_bufs[i], sizeof(uint64_t),
-                                                  tag, wild ? FAMILY_MASK : ~ucp_tag_t(0),
-                                                  &param));
+            other_reqs.push_back(ucp_tag_recv_nbx(c.worker, &other_bufs[i], sizeof(uint64_t), tag,
+                                                  wild ? FAMILY_MASK : ~ucp_tag_t(0), &param));
             if (UCS_PTR_IS_ERR(other_reqs.back())) {
                 return fail("ucp_tag_recv_nbx", UCS_PTR_STATUS(other_reqs.back()));
             }
         } else if (wait_request(c.worker, ucp_tag_send_nbx(c.ep, &payload, sizeof(payload), tag,
-                                                   &param)) != UCS_OK) {
+                                                           &param)) != UCS_OK) {
             return fail("ucp_tag_send_nbx", UCS_ERR_IO_ERROR);
         }
     }
@@ -132,11 +131,11 @@ bool measure(context &c, mode m, unsigned others, unsigned iterations, double *n
 
     std::vector<double> blocks;
     const ucp_tag_t mask = wild ? FAMILY_MASK : ~ucp_tag_t(0);
-    for (unsigned block = 0; block <= 5; ++block) {   /* block 0 warms up */
+    for (unsigned block = 0; block <= 5; ++block) { /* block 0 warms up */
         const unsigned n = (block == 0) ? iterations / 10 + 1 : iterations;
         const auto start = std::chrono::steady_clock::now();
         for (unsigned i = 0; i < n; ++i) {
-            const ucp_tag_t tag = TIMED_FAMILY | i;
+            const ucp_tag_t tag   = TIMED_FAMILY | i;
             ucs_status_ptr_t recv = nullptr, send;
             if (posted) {
                 recv = ucp_tag_recv_nbx(c.worker, &sink, sizeof(sink), tag, mask, &param);
@@ -152,8 +151,7 @@ bool measure(context &c, mode m, unsigned others, unsigned iterations, double *n
                 return fail("ucp_tag_recv_nbx", UCS_ERR_IO_ERROR);
             }
         }
-        const std::chrono::duration<double, std::nano> t =
-                std::chrono::steady_clock::now() - start;
+        const std::chrono::duration<double, std::nano> t = std::chrono::steady_clock::now() - start;
         if (block > 0) {
             blocks.push_back(t.count() / n);
         }
@@ -171,8 +169,8 @@ bool measure(context &c, mode m, unsigned others, unsigned iterations, double *n
     if (!posted) {
         for (unsigned i = 0; i < others; ++i) {
             if (wait_request(c.worker, ucp_tag_recv_nbx(c.worker, &sink, sizeof(sink),
-                                                OTHER_FAMILY | i, ~ucp_tag_t(0),
-                                                &param)) != UCS_OK) {
+                                                        OTHER_FAMILY | i, ~ucp_tag_t(0), &param)) !=
+                UCS_OK) {
                 return fail("draining the others", UCS_ERR_IO_ERROR);
             }
         }

@@ -50,15 +50,15 @@ using clock_type = std::chrono::steady_clock;
 enum class workload { idle, eager, rndv };
 
 struct options {
-    const char              *tls         = nullptr;  /* nullptr: UCX_TLS as set */
-    ucp_err_handling_mode_t mode         = UCP_ERR_HANDLING_MODE_PEER;
-    workload                work         = workload::eager;
-    bool                    kill_sender  = true;     /* the victim sends the stream */
-    bool                    client_server = false;
-    bool                    flush_close  = false;
-    unsigned                runs         = 5;
-    double                  timeout_sec  = 60;
-    bool                    csv          = false;
+    const char *tls              = nullptr; /* nullptr: UCX_TLS as set */
+    ucp_err_handling_mode_t mode = UCP_ERR_HANDLING_MODE_PEER;
+    workload work                = workload::eager;
+    bool kill_sender             = true; /* the victim sends the stream */
+    bool client_server           = false;
+    bool flush_close             = false;
+    unsigned runs                = 5;
+    double timeout_sec           = 60;
+    bool csv                     = false;
 };
 
 constexpr ucp_tag_t TAG_HELLO = 1, TAG_DATA = 2, TAG_SYNC = 3;
@@ -71,7 +71,8 @@ constexpr int MAX_JITTER_US = 250000;
 
 void usage(FILE *out)
 {
-    std::fprintf(out,
+    std::fprintf(
+        out,
         "Usage: ucp_peer_failure [-t TLS] [-m peer|none] [-w eager|rndv|idle]\n"
         "                        [-k sender|receiver] [-c] [-f] [-n RUNS] [-T SEC] [--csv]\n"
         "  Kills a forked peer in the middle of a tag stream and times how long\n"
@@ -99,8 +100,9 @@ int parse(int argc, char **argv, options *opts)
             return -1;
         }
         if (arg == "--csv" || arg == "-c" || arg == "-f") {
-            (arg == "--csv" ? opts->csv : arg == "-c" ? opts->client_server :
-                                                        opts->flush_close) = true;
+            (arg == "--csv" ? opts->csv :
+             arg == "-c"    ? opts->client_server :
+                              opts->flush_close) = true;
             continue;
         }
         if (i + 1 == argc) {
@@ -109,32 +111,32 @@ int parse(int argc, char **argv, options *opts)
             return 2;
         }
         const std::string value = argv[++i];
-        bool ok = true;
+        bool ok                 = true;
         if (arg == "-t") {
             opts->tls = argv[i];
         } else if (arg == "-m") {
-            ok = (value == "peer") || (value == "none");
+            ok         = (value == "peer") || (value == "none");
             opts->mode = (value == "peer") ? UCP_ERR_HANDLING_MODE_PEER :
                                              UCP_ERR_HANDLING_MODE_NONE;
         } else if (arg == "-w") {
-            ok = (value == "eager") || (value == "rndv") || (value == "idle");
+            ok         = (value == "eager") || (value == "rndv") || (value == "idle");
             opts->work = (value == "rndv") ? workload::rndv :
-                         (value == "idle") ? workload::idle : workload::eager;
+                         (value == "idle") ? workload::idle :
+                                             workload::eager;
         } else if (arg == "-k") {
-            ok = (value == "sender") || (value == "receiver");
+            ok                = (value == "sender") || (value == "receiver");
             opts->kill_sender = (value == "sender");
         } else if (arg == "-n") {
             opts->runs = unsigned(std::atoi(value.c_str()));
-            ok = (opts->runs > 0) && (opts->runs <= 1000);
+            ok         = (opts->runs > 0) && (opts->runs <= 1000);
         } else if (arg == "-T") {
             opts->timeout_sec = std::atof(value.c_str());
-            ok = opts->timeout_sec > 0;
+            ok                = opts->timeout_sec > 0;
         } else {
             ok = false;
         }
         if (!ok) {
-            std::fprintf(stderr, "ucp_peer_failure: bad '%s %s'\n", arg.c_str(),
-                         value.c_str());
+            std::fprintf(stderr, "ucp_peer_failure: bad '%s %s'\n", arg.c_str(), value.c_str());
             usage(stderr);
             return 2;
         }
@@ -145,7 +147,7 @@ int parse(int argc, char **argv, options *opts)
 std::string library_path()
 {
     Dl_info info{};
-    if ((dladdr(reinterpret_cast<void*>(&ucp_worker_progress), &info) != 0) &&
+    if ((dladdr(reinterpret_cast<void *>(&ucp_worker_progress), &info) != 0) &&
         (info.dli_fname != nullptr)) {
         return info.dli_fname;
     }
@@ -159,14 +161,14 @@ double ms_since(clock_type::time_point t0, clock_type::time_point t)
 
 /* What the error callback saw. */
 struct failure {
-    std::atomic<bool>      fired{false};
+    std::atomic<bool> fired{false};
     clock_type::time_point when;
-    ucs_status_t           status = UCS_OK;
+    ucs_status_t status = UCS_OK;
 };
 
 void on_error(void *arg, ucp_ep_h, ucs_status_t status)
 {
-    auto *f   = static_cast<failure*>(arg);
+    auto *f   = static_cast<failure *>(arg);
     f->when   = clock_type::now();
     f->status = status;
     f->fired  = true;
@@ -174,12 +176,12 @@ void on_error(void *arg, ucp_ep_h, ucs_status_t status)
 
 /* One side: context, worker, endpoint (and a listener on the server). */
 struct side {
-    ucp_context_h    context  = nullptr;
-    ucp_worker_h     worker   = nullptr;
-    ucp_listener_h   listener = nullptr;
+    ucp_context_h context           = nullptr;
+    ucp_worker_h worker             = nullptr;
+    ucp_listener_h listener         = nullptr;
     ucp_conn_request_h conn_request = nullptr;
-    ucp_ep_h         ep       = nullptr;
-    failure          failed;
+    ucp_ep_h ep                     = nullptr;
+    failure failed;
 
     ~side()
     {
@@ -208,7 +210,7 @@ struct side {
             ucp_params_t params{};
             params.field_mask = UCP_PARAM_FIELD_FEATURES;
             params.features   = UCP_FEATURE_TAG;
-            status = ucp_init(&params, config, &context);
+            status            = ucp_init(&params, config, &context);
         }
         ucp_config_release(config);
         if (status != UCS_OK) {
@@ -223,9 +225,9 @@ struct side {
     void ep_params(const options &opts, ucp_ep_params_t *params)
     {
         params->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-        params->err_mode    = opts.mode;
+        params->err_mode = opts.mode;
         if (opts.mode == UCP_ERR_HANDLING_MODE_PEER) {
-            params->field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            params->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
             params->err_handler.cb  = on_error;
             params->err_handler.arg = &failed;
         }
@@ -238,8 +240,8 @@ struct side {
         if (ucp_worker_get_address(worker, &addr, &length) != UCS_OK) {
             return {};
         }
-        std::vector<uint8_t> blob(reinterpret_cast<uint8_t*>(addr),
-                                  reinterpret_cast<uint8_t*>(addr) + length);
+        std::vector<uint8_t> blob(reinterpret_cast<uint8_t *>(addr),
+                                  reinterpret_cast<uint8_t *>(addr) + length);
         ucp_worker_release_address(worker, addr);
         return blob;
     }
@@ -248,14 +250,14 @@ struct side {
     {
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(remote.data());
         ep_params(opts, &params);
         return ucp_ep_create(worker, &params, &ep);
     }
 
     static void on_conn_request(ucp_conn_request_h request, void *arg)
     {
-        static_cast<side*>(arg)->conn_request = request;
+        static_cast<side *>(arg)->conn_request = request;
     }
 
     /* Server: a listener on 127.0.0.1, port chosen by the system. */
@@ -265,21 +267,21 @@ struct side {
         addr.sin_family      = AF_INET;
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         ucp_listener_params_t params{};
-        params.field_mask         = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                                    UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-        params.sockaddr.addr      = reinterpret_cast<const sockaddr*>(&addr);
-        params.sockaddr.addrlen   = sizeof(addr);
-        params.conn_handler.cb    = on_conn_request;
-        params.conn_handler.arg   = this;
-        ucs_status_t status = ucp_listener_create(worker, &params, &listener);
+        params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                            UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+        params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
+        params.sockaddr.addrlen = sizeof(addr);
+        params.conn_handler.cb  = on_conn_request;
+        params.conn_handler.arg = this;
+        ucs_status_t status     = ucp_listener_create(worker, &params, &listener);
         if (status != UCS_OK) {
             return status;
         }
         ucp_listener_attr_t attr{};
         attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-        status = ucp_listener_query(listener, &attr);
+        status          = ucp_listener_query(listener, &attr);
         if (status == UCS_OK) {
-            *port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+            *port = ntohs(reinterpret_cast<const sockaddr_in *>(&attr.sockaddr)->sin_port);
         }
         return status;
     }
@@ -308,7 +310,7 @@ struct side {
         ucp_ep_params_t params{};
         params.field_mask       = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
         params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-        params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
+        params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
         params.sockaddr.addrlen = sizeof(addr);
         ep_params(opts, &params);
         return ucp_ep_create(worker, &params, &ep);
@@ -352,7 +354,7 @@ struct side {
 clock_type::duration patience(const options &opts)
 {
     return std::chrono::duration_cast<clock_type::duration>(
-            std::chrono::duration<double>(opts.timeout_sec));
+        std::chrono::duration<double>(opts.timeout_sec));
 }
 
 size_t stream_size(const options &opts)
@@ -367,16 +369,13 @@ bool connect(side &s, const options &opts, perf::oob &channel, bool survivor,
     if (opts.client_server) {
         uint16_t port = 0;
         if (survivor) {
-            return (s.listen(&port) == UCS_OK) &&
-                   channel.send(&port, sizeof(port)) &&
+            return (s.listen(&port) == UCS_OK) && channel.send(&port, sizeof(port)) &&
                    (s.accept(opts, deadline) == UCS_OK);
         }
-        return channel.recv(&port, sizeof(port)) &&
-               (s.connect_server(opts, port) == UCS_OK);
+        return channel.recv(&port, sizeof(port)) && (s.connect_server(opts, port) == UCS_OK);
     }
     std::vector<uint8_t> remote;
-    return channel.exchange(s.address(), &remote) &&
-           (s.connect_address(opts, remote) == UCS_OK);
+    return channel.exchange(s.address(), &remote) && (s.connect_address(opts, remote) == UCS_OK);
 }
 
 /* Both directions carry a message: every lane the stream needs is up. */
@@ -409,24 +408,23 @@ int victim(const options &opts, perf::oob &channel)
             s.wait(s.recv(buffer.data(), buffer.size(), TAG_DATA), deadline);
         }
     }
-    return 1;   /* never reached: killed */
+    return 1; /* never reached: killed */
 }
 
 struct run_result {
-    bool         setup_ok = false;
-    double       callback_ms = -1;      /* -1: did not happen */
+    bool setup_ok                = false;
+    double callback_ms           = -1; /* -1: did not happen */
     ucs_status_t callback_status = UCS_OK;
-    double       sync_ms = -1;
-    ucs_status_t sync_status = UCS_INPROGRESS;
-    ucs_status_t stream_status = UCS_INPROGRESS;
-    double       close_ms = -1;
-    ucs_status_t close_status = UCS_INPROGRESS;
-    double       teardown_ms = -1;
+    double sync_ms               = -1;
+    ucs_status_t sync_status     = UCS_INPROGRESS;
+    ucs_status_t stream_status   = UCS_INPROGRESS;
+    double close_ms              = -1;
+    ucs_status_t close_status    = UCS_INPROGRESS;
+    double teardown_ms           = -1;
 };
 
 /* Progresses until `request` is done; its status and when, or INPROGRESS. */
-void poll_request(ucs_status_ptr_t *request, ucs_status_t *status,
-                  clock_type::time_point *when)
+void poll_request(ucs_status_ptr_t *request, ucs_status_t *status, clock_type::time_point *when)
 {
     if (*request == nullptr) {
         return;
@@ -478,18 +476,19 @@ run_result survivor_run(const options &opts)
 
     /* A synchronous send the victim never receives: it waits for the
      * victim's acknowledgement, which can only fail now. */
-    uint64_t sync_payload = 7;
+    uint64_t sync_payload     = 7;
     ucs_status_ptr_t sync_req = s->send(&sync_payload, sizeof(sync_payload), TAG_SYNC, true);
 
     /* The stream: some messages complete, it goes on for a random time (so
      * the kill falls anywhere in the library's own periods), then the kill
      * hits a message in flight. */
     std::vector<uint8_t> buffer(stream_size(opts), 0x3c);
-    const bool receiving = opts.kill_sender;
+    const bool receiving  = opts.kill_sender;
     const unsigned warmup = (opts.work == workload::rndv) ? WARMUP_RNDV : WARMUP_EAGER;
     std::mt19937_64 rng(std::random_device{}());
-    const auto kill_at = clock_type::now() + std::chrono::microseconds(
-                                 std::uniform_int_distribution<int>(0, MAX_JITTER_US)(rng));
+    const auto kill_at =
+        clock_type::now() +
+        std::chrono::microseconds(std::uniform_int_distribution<int>(0, MAX_JITTER_US)(rng));
     ucs_status_ptr_t stream_req = nullptr;
     for (unsigned i = 0; (opts.work != workload::idle); ++i) {
         stream_req = receiving ? s->recv(buffer.data(), buffer.size(), TAG_DATA) :
@@ -505,7 +504,7 @@ run_result survivor_run(const options &opts)
     }
 
     if ((stream_req == nullptr) && (opts.work != workload::idle)) {
-        r.stream_status = UCS_OK;     /* done at once, before the kill */
+        r.stream_status = UCS_OK; /* done at once, before the kill */
     }
     const auto t0 = clock_type::now();
     kill(pid, SIGKILL);
@@ -519,12 +518,13 @@ run_result survivor_run(const options &opts)
         poll_request(&sync_req, &r.sync_status, &sync_when);
         poll_request(&stream_req, &r.stream_status, &stream_when);
         if (waiting_callback && s->failed.fired) {
-            waiting_callback = false;
+            waiting_callback  = false;
             r.callback_ms     = ms_since(t0, s->failed.when);
             r.callback_status = s->failed.status;
         }
         const bool failure_known = (opts.mode == UCP_ERR_HANDLING_MODE_PEER) ?
-                                   !waiting_callback : (sync_req == nullptr);
+                                       !waiting_callback :
+                                       (sync_req == nullptr);
         if (failure_known && (sync_req == nullptr) && receiving && (stream_req != nullptr)) {
             /* A posted receive belongs to no ep: nothing fails it. */
             ucp_request_cancel(s->worker, stream_req);
@@ -546,11 +546,11 @@ run_result survivor_run(const options &opts)
         }
     }
     ucp_request_param_t cparam{};
-    cparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    cparam.flags        = opts.flush_close ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+    cparam.op_attr_mask        = UCP_OP_ATTR_FIELD_FLAGS;
+    cparam.flags               = opts.flush_close ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t close_req = ucp_ep_close_nbx(s->ep, &cparam);
-    r.close_status = s->wait(close_req, clock_type::now() + patience);
-    r.close_ms     = ms_since(c0, clock_type::now());
+    r.close_status             = s->wait(close_req, clock_type::now() + patience);
+    r.close_ms                 = ms_since(c0, clock_type::now());
     for (ucs_status_ptr_t *req : {&sync_req, &stream_req}) {
         if (*req != nullptr) {
             s->wait(*req, clock_type::now() + patience);
@@ -601,8 +601,9 @@ int main(int argc, char **argv)
     signal(SIGALRM, on_alarm);
 
     const char *work = (opts.work == workload::rndv) ? "rndv" :
-                       (opts.work == workload::idle) ? "idle" : "eager";
-    const char *tls  = (opts.tls != nullptr) ? opts.tls :
+                       (opts.work == workload::idle) ? "idle" :
+                                                       "eager";
+    const char *tls  = (opts.tls != nullptr)               ? opts.tls :
                        (std::getenv("UCX_TLS") != nullptr) ? std::getenv("UCX_TLS") :
                                                              "(default)";
     if (opts.csv) {
@@ -610,14 +611,14 @@ int main(int argc, char **argv)
                     "teardown_ms\n");
     } else {
         std::printf("# ucp_peer_failure: %s, TLS=%s, mode=%s, %s stream, %s killed, "
-                    "%s, %s close\n", library_path().c_str(), tls,
+                    "%s, %s close\n",
+                    library_path().c_str(), tls,
                     (opts.mode == UCP_ERR_HANDLING_MODE_PEER) ? "peer" : "none", work,
                     opts.kill_sender ? "sender" : "receiver",
                     opts.client_server ? "client-server" : "by address",
                     opts.flush_close ? "flush" : "force");
-        std::printf("%4s %12s %14s %24s %24s %10s %12s\n", "run", "callback_ms",
-                    "sync_send_ms", "sync_status", "stream_status", "close_ms",
-                    "teardown_ms");
+        std::printf("%4s %12s %14s %24s %24s %10s %12s\n", "run", "callback_ms", "sync_send_ms",
+                    "sync_status", "stream_status", "close_ms", "teardown_ms");
     }
     std::vector<double> callbacks, syncs;
     unsigned failures = 0;
@@ -644,9 +645,9 @@ int main(int argc, char **argv)
     }
     if (!opts.csv) {
         std::printf("# median: callback %s ms (%zu of %u runs), sync send %s ms "
-                    "(%zu of %u runs)\n", ms_text(median(callbacks)).c_str(),
-                    callbacks.size(), opts.runs, ms_text(median(syncs)).c_str(),
-                    syncs.size(), opts.runs);
+                    "(%zu of %u runs)\n",
+                    ms_text(median(callbacks)).c_str(), callbacks.size(), opts.runs,
+                    ms_text(median(syncs)).c_str(), syncs.size(), opts.runs);
     }
     return (failures != 0) ? 1 : 0;
 }

@@ -51,7 +51,7 @@ bool read_batch(const cli &opts, int argc, char **argv, std::vector<test_spec> *
         while (words >> word) {
             args.push_back(word);
         }
-        std::vector<char*> line_argv;
+        std::vector<char *> line_argv;
         for (std::string &a : args) {
             line_argv.push_back(a.data());
         }
@@ -60,10 +60,13 @@ bool read_batch(const cli &opts, int argc, char **argv, std::vector<test_spec> *
         int code;
         if (!parse_cli(int(args.size()), line_argv.data(), &line_cli, &code) ||
             !line_cli.batch_file.empty() || line_cli.sweep) {
-            std::fprintf(stderr, "ucx_perftest: the batch file '%s', line %u, is not a test "
-                         "this tool can run%s\n", opts.batch_file.c_str(), number,
-                         line_cli.batch_file.empty() && !line_cli.sweep
-                             ? " (see above)" : ": no -b or --sweep in a batch file");
+            std::fprintf(stderr,
+                         "ucx_perftest: the batch file '%s', line %u, is not a test "
+                         "this tool can run%s\n",
+                         opts.batch_file.c_str(), number,
+                         line_cli.batch_file.empty() && !line_cli.sweep ?
+                             " (see above)" :
+                             ": no -b or --sweep in a batch file");
             return false;
         }
         stages->push_back(line_cli.spec);

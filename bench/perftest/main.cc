@@ -76,10 +76,10 @@ int run_tcp(const cli &opts, const std::vector<test_spec> &stages)
         return 1;
     }
     std::string error;
-    const bool server = opts.host.empty();
+    const bool server   = opts.host.empty();
     const bool announce = (opts.format == output_format::TABLE);
-    int fd = server ? accept_client(opts.port, opts.ipv6, announce, &error)
-                    : connect_server(opts.host, opts.port, opts.ipv6, &error);
+    int fd              = server ? accept_client(opts.port, opts.ipv6, announce, &error) :
+                                   connect_server(opts.host, opts.port, opts.ipv6, &error);
     if (fd < 0) {
         std::fprintf(stderr, "ucx_perftest: %s\n", error.c_str());
         return 1;

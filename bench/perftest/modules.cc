@@ -25,7 +25,7 @@ std::string executable_dir()
     if (n <= 0) {
         return ".";
     }
-    path[n] = '\0';
+    path[n]     = '\0';
     char *slash = std::strrchr(path, '/');
     if (slash != nullptr) {
         *slash = '\0';
@@ -40,8 +40,8 @@ void *open_module(const char *file_name, int flags, std::string *error)
     std::string error_text;
     /* The build tree, the install the tool is part of, the configured one. */
     const std::string here = executable_dir();
-    for (const std::string &dir : {here, here + "/" + PERFTEST_MODULE_RELDIR,
-                                   std::string(PERFTEST_MODULE_DIR)}) {
+    for (const std::string &dir :
+         {here, here + "/" + PERFTEST_MODULE_RELDIR, std::string(PERFTEST_MODULE_DIR)}) {
         std::string path = dir + "/" + file_name;
         if (access(path.c_str(), R_OK) != 0) {
             continue;
@@ -51,7 +51,7 @@ void *open_module(const char *file_name, int flags, std::string *error)
             return handle;
         }
         const char *why = dlerror();
-        *error = why ? why : path + ": cannot be loaded";
+        *error          = why ? why : path + ": cannot be loaded";
         return nullptr;
     }
     *error = std::string(file_name) + " not found next to ucx_perftest nor in " +
@@ -76,13 +76,12 @@ module_run_fn load_test_module(api_kind api, std::string *error)
 {
     const bool ucp = (api == api_kind::UCP);
     std::string why;
-    void *handle = open_module(ucp ? "perftest_ucp.so" : "perftest_uct.so", RTLD_LOCAL,
-                               &why);
+    void *handle = open_module(ucp ? "perftest_ucp.so" : "perftest_uct.so", RTLD_LOCAL, &why);
     if (handle == nullptr) {
         *error = std::string("cannot load the ") + (ucp ? "UCP" : "uct") + " tests: " + why;
         if (why.find("undefined symbol") != std::string::npos) {
-            *error += ucp ? " (the libucp in use lacks part of the UCP API)"
-                          : " (uct tests need ucx-ng's libuct)";
+            *error += ucp ? " (the libucp in use lacks part of the UCP API)" :
+                            " (uct tests need ucx-ng's libuct)";
         }
         return nullptr;
     }

@@ -37,12 +37,11 @@ std::unique_ptr<mpi_oob> mpi_oob::open(std::string *error)
                  "; it is built only where mpicc exists)";
         return nullptr;
     }
-    auto calls = std::make_unique<api>();
-    calls->init     = reinterpret_cast<int (*)(int*, int*)>(dlsym(handle, "perftest_mpi_init"));
-    calls->send     = reinterpret_cast<int (*)(const void*, size_t)>(
-                          dlsym(handle, "perftest_mpi_send"));
-    calls->recv     = reinterpret_cast<int (*)(void*, size_t)>(
-                          dlsym(handle, "perftest_mpi_recv"));
+    auto calls      = std::make_unique<api>();
+    calls->init     = reinterpret_cast<int (*)(int *, int *)>(dlsym(handle, "perftest_mpi_init"));
+    calls->send     = reinterpret_cast<int (*)(const void *, size_t)>(dlsym(handle,
+                                                                            "perftest_mpi_send"));
+    calls->recv     = reinterpret_cast<int (*)(void *, size_t)>(dlsym(handle, "perftest_mpi_recv"));
     calls->ready    = reinterpret_cast<int (*)()>(dlsym(handle, "perftest_mpi_ready"));
     calls->finalize = reinterpret_cast<void (*)()>(dlsym(handle, "perftest_mpi_finalize"));
     if (!calls->init || !calls->send || !calls->recv || !calls->ready || !calls->finalize) {

@@ -36,7 +36,7 @@ private:
     mpi_oob(std::unique_ptr<api> calls, int rank);
 
     std::unique_ptr<api> calls_;
-    int                  rank_;
+    int rank_;
 };
 
 } // namespace perftest

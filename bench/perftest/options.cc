@@ -23,20 +23,20 @@ constexpr int OPT_JSON      = 1004;
 constexpr int OPT_HUGE      = 1005;
 
 const struct option long_options[] = {
-    {"loopback",  no_argument,       nullptr, OPT_LOOPBACK},
-    {"sweep",     no_argument,       nullptr, OPT_SWEEP},
+    {"loopback", no_argument, nullptr, OPT_LOOPBACK},
+    {"sweep", no_argument, nullptr, OPT_SWEEP},
     {"sweep-tls", required_argument, nullptr, OPT_SWEEP_TLS},
-    {"csv",       no_argument,       nullptr, OPT_CSV},
-    {"json",      no_argument,       nullptr, OPT_JSON},
-    {"huge-pages", no_argument,      nullptr, OPT_HUGE},
-    {"help",      no_argument,       nullptr, 'h'},
-    {nullptr,     0,                 nullptr, 0},
+    {"csv", no_argument, nullptr, OPT_CSV},
+    {"json", no_argument, nullptr, OPT_JSON},
+    {"huge-pages", no_argument, nullptr, OPT_HUGE},
+    {"help", no_argument, nullptr, 'h'},
+    {nullptr, 0, nullptr, 0},
 };
 
 bool parse_u64(const char *text, uint64_t *value)
 {
-    char *end = nullptr;
-    errno = 0;
+    char *end            = nullptr;
+    errno                = 0;
     unsigned long long v = std::strtoull(text, &end, 0);
     if ((errno != 0) || (end == text) || (*end != '\0') || (text[0] == '-')) {
         return false;
@@ -49,7 +49,7 @@ std::vector<std::string> split(const char *text, char sep)
 {
     std::vector<std::string> parts;
     std::string current;
-    for (const char *p = text; ; ++p) {
+    for (const char *p = text;; ++p) {
         if ((*p == sep) || (*p == '\0')) {
             parts.push_back(current);
             current.clear();
@@ -78,10 +78,10 @@ struct raw_args {
     std::string layout;
     std::string tl;
     std::string dev;
-    std::string mem;                      /* -m */
-    bool        window_given = false;
-    bool        fc_window_given = false;   /* -W */
-    bool        async_given = false;       /* -A */
+    std::string mem; /* -m */
+    bool window_given    = false;
+    bool fc_window_given = false; /* -W */
+    bool async_given     = false; /* -A */
 };
 
 bool bad(const char *fmt, const char *arg)
@@ -116,9 +116,8 @@ bool parse_layouts(const std::string &text, test_spec *spec)
 /* -m <send>[,<recv>]: UCX's memory type names, as ucs_memory_type_t values. */
 bool parse_memory_types(const std::string &text, test_spec *spec)
 {
-    static const char *const names[] = {"host", "cuda", "cuda-managed", "rocm",
-                                        "rocm-managed"};
-    std::vector<std::string> parts = split(text.c_str(), ',');
+    static const char *const names[] = {"host", "cuda", "cuda-managed", "rocm", "rocm-managed"};
+    std::vector<std::string> parts   = split(text.c_str(), ',');
     if (parts.empty() || (parts.size() > 2)) {
         return false;
     }
@@ -139,14 +138,16 @@ bool parse_memory_types(const std::string &text, test_spec *spec)
 bool resolve_test(const raw_args &raw, cli *out)
 {
     const test_info *test = find_test(raw.test.c_str());
-    const bool ucx_name = (test == nullptr) && is_ucx_uct_name(raw.test.c_str());
+    const bool ucx_name   = (test == nullptr) && is_ucx_uct_name(raw.test.c_str());
     if (ucx_name) {
         std::string layout = raw.layout.empty() ? "short" : raw.layout;
-        test = find_ucx_uct_alias(raw.test.c_str(), layout.c_str());
+        test               = find_ucx_uct_alias(raw.test.c_str(), layout.c_str());
         if (test == nullptr) {
-            std::fprintf(stderr, "ucx_perftest: UCX's uct test '%s' with -D %s is not "
+            std::fprintf(stderr,
+                         "ucx_perftest: UCX's uct test '%s' with -D %s is not "
                          "implemented here (no such operation in ucx-ng's uct); the uct "
-                         "tests are listed by -h\n", raw.test.c_str(), layout.c_str());
+                         "tests are listed by -h\n",
+                         raw.test.c_str(), layout.c_str());
             return false;
         }
     }
@@ -156,53 +157,54 @@ bool resolve_test(const raw_args &raw, cli *out)
     if ((test->api == api_kind::UCT) && !ucx_name && !raw.layout.empty() &&
         !(perf::is_atomic_test(test->uct_kind) && (raw.layout == "short"))) {
         return bad("-D %s: %s names its data layout itself (UCX's names take -D: "
-                   "am_lat, am_bw, put_lat, put_bw, get)", raw.layout.c_str());
+                   "am_lat, am_bw, put_lat, put_bw, get)",
+                   raw.layout.c_str());
     }
     test_spec base = out->spec;
-    out->spec = make_spec(test);
+    out->spec      = make_spec(test);
     /* Keep what the options set; the window default comes from the test. */
     test_spec &s = out->spec;
     std::memcpy(s.sizes, base.sizes, sizeof(s.sizes));
-    s.iov_count   = base.iov_count;
-    s.iov_stride  = base.iov_stride;
-    s.iters       = base.iters;
-    s.warmup      = base.warmup;
-    s.am_header   = base.am_header;
-    s.wildcard    = base.wildcard;
-    s.err_handling = base.err_handling;
-    s.sleep_wait  = base.sleep_wait;
-    s.prereg      = base.prereg;
-    s.wakeup      = base.wakeup;
-    s.thread_mode = base.thread_mode;
-    s.responder_idle = base.responder_idle;
-    s.huge_pages  = base.huge_pages;
-    s.nonblock_reg = base.nonblock_reg;
-    s.async_thread = base.async_thread;
-    s.tag_probe   = base.tag_probe;
+    s.iov_count        = base.iov_count;
+    s.iov_stride       = base.iov_stride;
+    s.iters            = base.iters;
+    s.warmup           = base.warmup;
+    s.am_header        = base.am_header;
+    s.wildcard         = base.wildcard;
+    s.err_handling     = base.err_handling;
+    s.sleep_wait       = base.sleep_wait;
+    s.prereg           = base.prereg;
+    s.wakeup           = base.wakeup;
+    s.thread_mode      = base.thread_mode;
+    s.responder_idle   = base.responder_idle;
+    s.huge_pages       = base.huge_pages;
+    s.nonblock_reg     = base.nonblock_reg;
+    s.async_thread     = base.async_thread;
+    s.tag_probe        = base.tag_probe;
     s.stream_recv_data = base.stream_recv_data;
-    s.threads     = base.threads;
-    s.send_mem    = base.send_mem;
-    s.recv_mem    = base.recv_mem;
-    s.fc_window   = base.fc_window;
+    s.threads          = base.threads;
+    s.send_mem         = base.send_mem;
+    s.recv_mem         = base.recv_mem;
+    s.fc_window        = base.fc_window;
     if (raw.window_given) {
         s.window = base.window;
     }
 
     if (test->api == api_kind::UCT) {
         const perf::test_kind kind = test->uct_kind;
-        if (!raw.mem.empty() && (!parse_memory_types(raw.mem, &s) || (s.send_mem != 0) ||
-                                 (s.recv_mem != 0))) {
+        if (!raw.mem.empty() &&
+            (!parse_memory_types(raw.mem, &s) || (s.send_mem != 0) || (s.recv_mem != 0))) {
             return bad("-m %s: the uct tests use host memory", raw.mem.c_str());
         }
         if (raw.tl.empty()) {
             return bad("-x TL is required for the uct test %s", test->name);
         }
         if ((s.iov_count != 1) && (kind != perf::test_kind::AM_ZCOPY_LAT) &&
-            (kind != perf::test_kind::AM_ZCOPY_BW) &&
-            (kind != perf::test_kind::AM_SHORTIOV_LAT) &&
+            (kind != perf::test_kind::AM_ZCOPY_BW) && (kind != perf::test_kind::AM_SHORTIOV_LAT) &&
             (kind != perf::test_kind::AM_SHORTIOV_BW)) {
             return bad("%s takes one size, not a list (lists are for zcopy and short iov "
-                       "active messages)", test->name);
+                       "active messages)",
+                       test->name);
         }
         if (s.tag_probe || s.stream_recv_data || (s.threads != 1)) {
             return bad("-U, -r and -T are for UCP tests, not %s", test->name);
@@ -213,7 +215,8 @@ bool resolve_test(const raw_args &raw, cli *out)
         if (raw.window_given) {
             if (!perf::is_rma_test(kind)) {
                 return bad("-O is for the uct one-sided streams (put/get *_bw, add_mr, "
-                           "fadd, swap, cswap), not %s", test->name);
+                           "fadd, swap, cswap), not %s",
+                           test->name);
             }
             s.outstanding = s.window;
         }
@@ -223,14 +226,15 @@ bool resolve_test(const raw_args &raw, cli *out)
         }
         if (s.responder_idle && !perf::is_rma_test(kind)) {
             return bad("-o is for the one-sided tests (put/get *_bw, add_mr, fadd, swap, "
-                       "cswap), not %s", test->name);
+                       "cswap), not %s",
+                       test->name);
         }
         if (s.huge_pages && !perf::is_rma_test(kind)) {
             return bad("--huge-pages is for the one-sided uct tests (put/get *_bw, "
-                       "add_mr, fadd, swap, cswap), not %s", test->name);
+                       "add_mr, fadd, swap, cswap), not %s",
+                       test->name);
         }
-        if (perf::is_atomic_test(kind) && (s.message_size() != 4) &&
-            (s.message_size() != 8)) {
+        if (perf::is_atomic_test(kind) && (s.message_size() != 4) && (s.message_size() != 8)) {
             return bad("%s operates on 4 or 8 bytes (-s 4 or -s 8)", test->name);
         }
         s.window = 1;
@@ -238,16 +242,17 @@ bool resolve_test(const raw_args &raw, cli *out)
     }
     if (s.huge_pages) {
         return bad("--huge-pages is implemented for the uct one-sided tests only, not for "
-                   "UCP tests%s", "");
+                   "UCP tests%s",
+                   "");
     }
     if (raw.fc_window_given || raw.async_given) {
         return bad("%s is for uct tests; UCP tests have no such setting",
                    raw.fc_window_given ? "-W" : "-A");
     }
-    if (s.responder_idle &&
-        (!is_one_sided(test->cmd) || (test->pat != pattern::STREAM_UNI))) {
+    if (s.responder_idle && (!is_one_sided(test->cmd) || (test->pat != pattern::STREAM_UNI))) {
         return bad("-o is for the one-sided UCP streams (ucp_put_bw, ucp_get, ucp_add, "
-                   "ucp_fadd, ucp_swap, ucp_cswap), not %s", test->name);
+                   "ucp_fadd, ucp_swap, ucp_cswap), not %s",
+                   test->name);
     }
     if (s.tag_probe && (test->cmd != ucp_cmd::TAG) && (test->cmd != ucp_cmd::TAG_SYNC)) {
         return bad("-U (receive through tag probe) is for tag tests, not %s", test->name);
@@ -258,7 +263,7 @@ bool resolve_test(const raw_args &raw, cli *out)
 
     if (!raw.tl.empty() || !raw.dev.empty()) {
         std::fprintf(stderr, "ucx_perftest: -x/-d are for uct tests; UCP tests use "
-                     "UCX_TLS and UCX_*_DEVICES (ignored)\n");
+                             "UCX_TLS and UCX_*_DEVICES (ignored)\n");
     }
     if (!raw.mem.empty() && !parse_memory_types(raw.mem, &s)) {
         return bad("bad memory type '%s' (host, cuda, cuda-managed[,...])", raw.mem.c_str());
@@ -268,8 +273,7 @@ bool resolve_test(const raw_args &raw, cli *out)
                    test->name);
     }
     if (!raw.layout.empty() && !parse_layouts(raw.layout, &s)) {
-        return bad("bad data layout '%s' (contig or iov[,contig or iov])",
-                   raw.layout.c_str());
+        return bad("bad data layout '%s' (contig or iov[,contig or iov])", raw.layout.c_str());
     }
     if ((s.iov_count > 1) && (s.send_layout == layout::CONTIG) &&
         (s.recv_layout == layout::CONTIG) && (s.iov_stride != 0)) {
@@ -377,19 +381,21 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
     uint64_t value;
     int c;
     *exit_code = 2;
-    opterr = 0;
-    optind = 1;
-    auto fail = [&](const char *fmt, const char *arg) {
+    opterr     = 0;
+    optind     = 1;
+    auto fail  = [&](const char *fmt, const char *arg) {
         bad(fmt, arg);
         usage(stderr);
         return false;
     };
-    while ((c = getopt_long(argc, argv, ":t:s:n:w:p:6D:m:O:i:c:x:d:H:CeE:IzoM:T:R:lfvNh"
-                            "b:A:W:BUr:", long_options, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv,
+                            ":t:s:n:w:p:6D:m:O:i:c:x:d:H:CeE:IzoM:T:R:lfvNh"
+                            "b:A:W:BUr:",
+                            long_options, nullptr)) != -1) {
         char opt[2] = {char(optopt ? optopt : c), '\0'};
         switch (c) {
         case 't':
-            raw.test = optarg;
+            raw.test       = optarg;
             out->have_test = true;
             break;
         case 's': {
@@ -528,7 +534,8 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
                 out->spec.async_thread = 1;
             } else if (std::strcmp(optarg, "signal") == 0) {
                 return fail("-A signal: ucx-ng's async contexts run on a thread or are "
-                            "polled, never from a signal (use thread_spinlock)%s", "");
+                            "polled, never from a signal (use thread_spinlock)%s",
+                            "");
             } else {
                 return fail("bad async mode '%s' (thread_spinlock or thread_mutex)", optarg);
             }
@@ -556,7 +563,7 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
             out->batch_file = optarg;
             break;
         case 'R': {
-            char *end = nullptr;
+            char *end   = nullptr;
             double rank = std::strtod(optarg, &end);
             if ((end == optarg) || (*end != '\0') || !(rank > 0) || (rank > 100)) {
                 return fail("bad percentile rank '%s' (0 < rank <= 100)", optarg);
@@ -630,10 +637,10 @@ bool parse_cli(int argc, char **argv, cli *out, int *exit_code)
             return fail("-b is for the client (a host name, --loopback or mpirun)%s", "");
         }
         *exit_code = 0;
-        return true;    /* main reads the file's tests (batch.h) */
+        return true; /* main reads the file's tests (batch.h) */
     }
     if (out->sweep && !out->have_test) {
-        raw.test = "tag_lat";  /* a placeholder: the sweep sets each stage's test */
+        raw.test = "tag_lat"; /* a placeholder: the sweep sets each stage's test */
     } else if (!out->have_test) {
         if (!out->host.empty() || out->loopback) {
             return fail("-t TEST is required%s", "");

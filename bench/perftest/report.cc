@@ -21,8 +21,8 @@ constexpr uint64_t PROGRESS_SAMPLES = 4096;
 
 constexpr double MB = 1024.0 * 1024.0;
 
-const char *const BOX_LINE =
-    "+----------------------------------------------------------------------------------------------------------+";
+const char *const BOX_LINE = "+--------------------------------------------------------------------"
+                             "--------------------------------------+";
 
 std::string percentile_label(double rank)
 {
@@ -71,10 +71,18 @@ std::string json_string(const std::string &text)
     std::string out = "\"";
     for (char c : text) {
         switch (c) {
-        case '"':  out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
         default:
             if (static_cast<unsigned char>(c) < 0x20) {
                 char esc[8];
@@ -128,8 +136,7 @@ std::string transport_of(const test_spec &spec)
 }
 
 meter::meter(const test_spec &spec, double percentile_rank) :
-    spec_(spec), rank_(percentile_rank),
-    factor_((spec.info().pat == pattern::PINGPONG) ? 2.0 : 1.0)
+    spec_(spec), rank_(percentile_rank), factor_((spec.info().pat == pattern::PINGPONG) ? 2.0 : 1.0)
 {
 }
 
@@ -146,31 +153,31 @@ result meter::failure(const std::string &status, const std::string &error) const
     return r;
 }
 
-result meter::make(const perf::timeline &tl, uint64_t done, uint64_t now_stamp,
-                   double spt, uint64_t pct_first) const
+result meter::make(const perf::timeline &tl, uint64_t done, uint64_t now_stamp, double spt,
+                   uint64_t pct_first) const
 {
     result r = failure("ok", "");
-    r.iters = done;
+    r.iters  = done;
     if (done == 0) {
         return r;
     }
-    const double bytes = double(spec_.message_size());
+    const double bytes   = double(spec_.message_size());
     auto per_iteration_s = [&](uint64_t ticks, uint64_t count) {
         return double(ticks) * spt / double(count) / factor_;
     };
 
     std::vector<uint64_t> samples = perf::durations(tl, pct_first, done);
-    r.lat_percentile = double(perf::percentile(samples, rank_)) * spt / factor_ * 1e6;
+    r.lat_percentile              = double(perf::percentile(samples, rank_)) * spt / factor_ * 1e6;
 
-    uint64_t since = started_ ? last_iter_ : 0;
+    uint64_t since       = started_ ? last_iter_ : 0;
     uint64_t since_stamp = started_ ? last_stamp_ : tl.start_stamp();
     if (done > since) {
-        double t = per_iteration_s(now_stamp - since_stamp, done - since);
+        double t       = per_iteration_s(now_stamp - since_stamp, done - since);
         r.lat_average  = t * 1e6;
         r.bw_average   = (t > 0) ? bytes / t / MB : 0;
         r.rate_average = (t > 0) ? 1.0 / t : 0;
     }
-    double t = per_iteration_s(now_stamp - tl.start_stamp(), done);
+    double t       = per_iteration_s(now_stamp - tl.start_stamp(), done);
     r.lat_overall  = t * 1e6;
     r.bw_overall   = (t > 0) ? bytes / t / MB : 0;
     r.rate_overall = (t > 0) ? 1.0 / t : 0;
@@ -181,10 +188,10 @@ result meter::progress(const perf::timeline &tl, double seconds_per_tick)
 {
     uint64_t done  = tl.done();
     uint64_t first = (done > PROGRESS_SAMPLES) ? done - PROGRESS_SAMPLES : 0;
-    result r = make(tl, done, tl.stamp(done), seconds_per_tick, first);
-    started_    = true;
-    last_iter_  = done;
-    last_stamp_ = tl.stamp(done);
+    result r       = make(tl, done, tl.stamp(done), seconds_per_tick, first);
+    started_       = true;
+    last_iter_     = done;
+    last_stamp_    = tl.stamp(done);
     return r;
 }
 
@@ -193,7 +200,7 @@ result meter::final(const perf::timeline &tl)
     return make(tl, tl.done(), tl.end_stamp(), tl.seconds_per_tick(), 0);
 }
 
-result meter::final_threads(const std::vector<const perf::timeline*> &tls)
+result meter::final_threads(const std::vector<const perf::timeline *> &tls)
 {
     result r = failure("ok", "");
     std::vector<uint64_t> samples;
@@ -204,7 +211,7 @@ result meter::final_threads(const std::vector<const perf::timeline*> &tls)
         }
         std::vector<uint64_t> d = perf::durations(*tl, 0, tl->done());
         samples.insert(samples.end(), d.begin(), d.end());
-        spt   = tl->seconds_per_tick();
+        spt = tl->seconds_per_tick();
         rate += double(tl->done()) * factor_ / (double(tl->total_ticks()) * spt);
         r.iters += tl->done();
     }
@@ -246,7 +253,7 @@ void printer::info_box(const test_spec &spec, bool closed)
     if ((opts_.format != output_format::TABLE) && (opts_.format != output_format::UCX_CSV)) {
         return;
     }
-    const bool ucp = spec.info().api == api_kind::UCP;
+    const bool ucp   = spec.info().api == api_kind::UCP;
     std::string size = std::to_string(spec.sizes[0]);
     for (uint32_t i = 1; i < spec.iov_count; ++i) {
         size += ',';
@@ -271,9 +278,8 @@ void printer::info_box(const test_spec &spec, bool closed)
         }
     }
     line("Data layout:", layout_name(spec));
-    static const char *const mem_names[] = {"host", "cuda", "cuda-managed", "rocm",
-                                            "rocm-managed"};
-    auto mem_name = [](uint8_t type) {
+    static const char *const mem_names[] = {"host", "cuda", "cuda-managed", "rocm", "rocm-managed"};
+    auto mem_name                        = [](uint8_t type) {
         return (type < std::size(mem_names)) ? mem_names[type] : "?";
     };
     line("Send memory:", mem_name(spec.send_mem));
@@ -292,15 +298,17 @@ void printer::begin_test(const test_spec &spec)
     }
     if (opts_.format == output_format::UCX_CSV) {
         std::printf("iterations,%.1f_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,"
-                    "avg_mr,overall_mr\n", opts_.percentile);
+                    "avg_mr,overall_mr\n",
+                    opts_.percentile);
     } else if (opts_.format == output_format::TABLE) {
-        const char *rule  = "+--------------+--------------+----------+---------+---------+"
-                            "----------+----------+-----------+-----------+";
+        const char *rule   = "+--------------+--------------+----------+---------+---------+"
+                             "----------+----------+-----------+-----------+";
         std::string metric = std::string(spec.info().metric) + " (usec)";
         std::printf("+--------------+--------------+------------------------------+"
                     "---------------------+-----------------------+\n");
         std::printf("|              |              |%s|   bandwidth (MB/s)  |  message rate "
-                    "(msg/s) |\n", centered_cell(metric, 30).c_str());
+                    "(msg/s) |\n",
+                    centered_cell(metric, 30).c_str());
         std::printf("%s\n", rule);
         std::printf("|%s| # iterations |%s| average | overall |  average |  overall |  "
                     "average  |  overall  |\n",
@@ -314,7 +322,10 @@ void printer::begin_test(const test_spec &spec)
 void printer::numbers_line(const char *label, const result &r)
 {
     /* UCX's widths; a cell keeps one space before it whatever its value. */
-    const struct { double value; int width, decimals; } cells[] = {
+    const struct {
+        double value;
+        int width, decimals;
+    } cells[] = {
         {double(r.iters), 18, 0}, {r.lat_percentile, 11, 3}, {r.lat_average, 10, 3},
         {r.lat_overall, 10, 3},   {r.bw_average, 12, 2},     {r.bw_overall, 11, 2},
         {r.rate_average, 12, 0},  {r.rate_overall, 12, 0},
@@ -329,9 +340,9 @@ void printer::numbers_line(const char *label, const result &r)
 
 void printer::csv_line(const result &r)
 {
-    std::printf("%.0f,%.3f,%.3f,%.3f,%.2f,%.2f,%.0f,%.0f\n", double(r.iters),
-                r.lat_percentile, r.lat_average, r.lat_overall, r.bw_average, r.bw_overall,
-                r.rate_average, r.rate_overall);
+    std::printf("%.0f,%.3f,%.3f,%.3f,%.2f,%.2f,%.0f,%.0f\n", double(r.iters), r.lat_percentile,
+                r.lat_average, r.lat_overall, r.bw_average, r.bw_overall, r.rate_average,
+                r.rate_overall);
 }
 
 void printer::progress(const result &r)
@@ -375,9 +386,8 @@ void printer::end_test(const result &r)
         std::printf("%s,%s,%s,%zu,%llu,%s,%.1f,%.3f,%.3f,%.3f,%.2f,%.2f,%.0f,%.0f,%s,%s\n",
                     r.test.c_str(), r.api.c_str(), csv_field(r.transport).c_str(), r.size,
                     (unsigned long long)r.iters, r.metric.c_str(), opts_.percentile,
-                    r.lat_percentile, r.lat_average, r.lat_overall, r.bw_average,
-                    r.bw_overall, r.rate_average, r.rate_overall, r.status.c_str(),
-                    csv_field(r.error).c_str());
+                    r.lat_percentile, r.lat_average, r.lat_overall, r.bw_average, r.bw_overall,
+                    r.rate_average, r.rate_overall, r.status.c_str(), csv_field(r.error).c_str());
         break;
     case output_format::JSON:
         done_.push_back(r);
@@ -407,17 +417,16 @@ void printer::finish()
                     "\"bandwidth_average_mbs\": %s, \"bandwidth_overall_mbs\": %s, "
                     "\"msgrate_average\": %s, \"msgrate_overall\": %s, \"status\": %s, "
                     "\"error\": %s}",
-                    (i == 0) ? "" : ",", json_string(r.test).c_str(),
-                    json_string(r.api).c_str(), json_string(r.transport).c_str(), r.size,
-                    (unsigned long long)r.iters, json_string(r.metric).c_str(),
-                    json_number(r.lat_percentile, "%.4f").c_str(),
+                    (i == 0) ? "" : ",", json_string(r.test).c_str(), json_string(r.api).c_str(),
+                    json_string(r.transport).c_str(), r.size, (unsigned long long)r.iters,
+                    json_string(r.metric).c_str(), json_number(r.lat_percentile, "%.4f").c_str(),
                     json_number(r.lat_average, "%.4f").c_str(),
                     json_number(r.lat_overall, "%.4f").c_str(),
                     json_number(r.bw_average, "%.3f").c_str(),
                     json_number(r.bw_overall, "%.3f").c_str(),
                     json_number(r.rate_average, "%.1f").c_str(),
-                    json_number(r.rate_overall, "%.1f").c_str(),
-                    json_string(r.status).c_str(), json_string(r.error).c_str());
+                    json_number(r.rate_overall, "%.1f").c_str(), json_string(r.status).c_str(),
+                    json_string(r.error).c_str());
     }
     std::printf("\n  ]\n}\n");
     std::fflush(stdout);

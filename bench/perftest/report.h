@@ -18,19 +18,19 @@ namespace perftest {
 
 struct result {
     std::string test;
-    std::string api;          /* "ucp" or "uct" */
-    std::string transport;    /* UCX_TLS of the run, uct tl, or "default" */
-    std::string metric;       /* "latency" or "overhead" */
-    size_t      size = 0;
-    uint64_t    iters = 0;    /* iterations measured (so far) */
-    double      lat_percentile = 0;  /* usec, one-way for ping-pong */
-    double      lat_average = 0;     /* since the previous report line */
-    double      lat_overall = 0;     /* since the start */
-    double      bw_average = 0;      /* MB/s (2^20 bytes) */
-    double      bw_overall = 0;
-    double      rate_average = 0;    /* messages per second */
-    double      rate_overall = 0;
-    std::string status = "ok";       /* ok, skipped, failed */
+    std::string api;       /* "ucp" or "uct" */
+    std::string transport; /* UCX_TLS of the run, uct tl, or "default" */
+    std::string metric;    /* "latency" or "overhead" */
+    size_t size           = 0;
+    uint64_t iters        = 0; /* iterations measured (so far) */
+    double lat_percentile = 0; /* usec, one-way for ping-pong */
+    double lat_average    = 0; /* since the previous report line */
+    double lat_overall    = 0; /* since the start */
+    double bw_average     = 0; /* MB/s (2^20 bytes) */
+    double bw_overall     = 0;
+    double rate_average   = 0; /* messages per second */
+    double rate_overall   = 0;
+    std::string status    = "ok"; /* ok, skipped, failed */
     std::string error;
 };
 
@@ -46,7 +46,7 @@ public:
      * percentile is over every thread's iterations, bandwidth and message
      * rate add up, and the latency columns are one operation of one thread
      * (threads / total rate). */
-    result final_threads(const std::vector<const perf::timeline*> &tls);
+    result final_threads(const std::vector<const perf::timeline *> &tls);
     /* A result that carries only the test's identity and an error. */
     result failure(const std::string &status, const std::string &error) const;
 
@@ -55,11 +55,11 @@ private:
                 uint64_t pct_first) const;
 
     const test_spec &spec_;
-    double          rank_;
-    double          factor_;      /* 2 for ping-pong: latency is half a round trip */
-    uint64_t        last_iter_ = 0;
-    uint64_t        last_stamp_ = 0;
-    bool            started_ = false;
+    double rank_;
+    double factor_; /* 2 for ping-pong: latency is half a round trip */
+    uint64_t last_iter_  = 0;
+    uint64_t last_stamp_ = 0;
+    bool started_        = false;
 };
 
 class printer {
@@ -87,8 +87,8 @@ private:
     void csv_line(const result &r);
     void sweep_row(const result &r);
 
-    const cli           &opts_;
-    bool                sweep_;
+    const cli &opts_;
+    bool sweep_;
     std::vector<result> done_;
 };
 

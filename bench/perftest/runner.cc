@@ -18,14 +18,14 @@ namespace {
 constexpr double PROGRESS_INTERVAL_S = 1.0;
 
 struct progress_state {
-    meter   *m;
+    meter *m;
     printer *out;
-    double  seconds_per_tick;
+    double seconds_per_tick;
 };
 
 void on_progress(void *arg, const perf::timeline &tl)
 {
-    auto *state = static_cast<progress_state*>(arg);
+    auto *state = static_cast<progress_state *>(arg);
     state->out->progress(state->m->progress(tl, state->seconds_per_tick));
 }
 
@@ -35,7 +35,7 @@ module_run_fn agree_on_module(perf::oob &channel, const test_spec &spec, std::st
 {
     std::string why;
     module_run_fn fn = load_test_module(spec.info().api, &why);
-    bool ok_there = false;
+    bool ok_there    = false;
     std::string why_there;
     *channel_ok = channel.agree(fn != nullptr, why, &ok_there, &why_there);
     if (!*channel_ok) {
@@ -55,14 +55,13 @@ module_run_fn agree_on_module(perf::oob &channel, const test_spec &spec, std::st
 
 std::string describe(const test_spec &spec)
 {
-    return transport_of(spec) + " " + spec.info().name + " " +
-           std::to_string(spec.message_size()) + " B";
+    return transport_of(spec) + " " + spec.info().name + " " + std::to_string(spec.message_size()) +
+           " B";
 }
 
 } // namespace
 
-result run_client_test(perf::oob &channel, const test_spec &spec, const cli &opts,
-                       printer &out)
+result run_client_test(perf::oob &channel, const test_spec &spec, const cli &opts, printer &out)
 {
     meter m(spec, opts.percentile);
     if (!channel.send_blob(pack_spec(spec))) {
@@ -89,7 +88,7 @@ result run_client_test(perf::oob &channel, const test_spec &spec, const cli &opt
     switch (run_status(fn(&ctx))) {
     case run_status::OK:
         if (!ctx.thread_tls.empty()) {
-            std::vector<const perf::timeline*> all{&tl};
+            std::vector<const perf::timeline *> all{&tl};
             for (const perf::timeline &t : ctx.thread_tls) {
                 all.push_back(&t);
             }
@@ -130,13 +129,15 @@ int run_stages(const std::vector<test_spec> &stages, const cli &opts, printer &o
         result r = run_one(spec);
         out.end_test(r);
         if (opts.sweep) {
-            std::fprintf(stderr, "sweep [%zu/%zu] %s: %s (%.2f s)\n", i + 1, stages.size(),
-                         describe(spec).c_str(), r.status.c_str(),
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                       t0).count());
+            std::fprintf(
+                stderr, "sweep [%zu/%zu] %s: %s (%.2f s)\n", i + 1, stages.size(),
+                describe(spec).c_str(), r.status.c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             if (r.status == "skipped") {
-                std::fprintf(stderr, "sweep: UCX_TLS=%s does not work here; leaving out "
-                             "its other stages\n", spec.tls);
+                std::fprintf(stderr,
+                             "sweep: UCX_TLS=%s does not work here; leaving out "
+                             "its other stages\n",
+                             spec.tls);
                 unavailable.insert(spec.tls);
             }
         }
@@ -157,11 +158,14 @@ int run_client(perf::oob &channel, const std::vector<test_spec> &stages, const c
                printer &out, bool with_box)
 {
     bool in_step = true;
-    int code = run_stages(stages, opts, out, [&](const test_spec &spec) {
+    int code     = run_stages(
+            stages, opts, out,
+            [&](const test_spec &spec) {
         result r = run_client_test(channel, spec, opts, out);
         in_step  = (r.status != "failed");
         return r;
-    }, true, with_box);
+        },
+            true, with_box);
     if (in_step) {
         channel.send_blob({});
     }
@@ -173,12 +177,12 @@ int serve(perf::oob &channel, printer *out)
     for (;;) {
         std::vector<uint8_t> blob;
         if (!channel.recv_blob(&blob) || blob.empty()) {
-            return 0;   /* the client is done (or gone) */
+            return 0; /* the client is done (or gone) */
         }
         test_spec spec;
         if (!unpack_spec(blob, &spec)) {
             std::fprintf(stderr, "ucx_perftest: the client sent a test this build does not "
-                         "understand (another version?)\n");
+                                 "understand (another version?)\n");
             return 1;
         }
         if (out != nullptr) {
@@ -197,9 +201,9 @@ int serve(perf::oob &channel, printer *out)
             continue;
         }
         run_context ctx;
-        ctx.spec      = &spec;
-        ctx.channel   = &channel;
-        ctx.initiator = false;
+        ctx.spec          = &spec;
+        ctx.channel       = &channel;
+        ctx.initiator     = false;
         run_status status = run_status(fn(&ctx));
         if ((status != run_status::OK) && (out != nullptr)) {
             std::fprintf(stderr, "ucx_perftest: %s\n", ctx.error.c_str());
@@ -218,11 +222,12 @@ int run_loopback(const std::vector<test_spec> &stages, const cli &opts, printer 
         std::fprintf(stderr, "ucx_perftest: cannot pin to CPU %d\n", my_cpu);
         return 1;
     }
-    return run_stages(stages, opts, out, [&](const test_spec &spec) {
+    return run_stages(
+        stages, opts, out,
+        [&](const test_spec &spec) {
         perf::peer responder(false, [peer_cpu](perf::oob &channel) {
             if (!perf::pin_to_cpu(peer_cpu)) {
-                std::fprintf(stderr, "ucx_perftest: cannot pin the peer to CPU %d\n",
-                             peer_cpu);
+                std::fprintf(stderr, "ucx_perftest: cannot pin the peer to CPU %d\n", peer_cpu);
                 return 1;
             }
             return serve(channel, nullptr);
@@ -241,7 +246,8 @@ int run_loopback(const std::vector<test_spec> &stages, const cli &opts, printer 
             r = m.failure("failed", "the peer exited with code " + std::to_string(peer_code));
         }
         return r;
-    }, false, true);
+        },
+        false, true);
 }
 
 } // namespace perftest

@@ -17,8 +17,7 @@ namespace perftest {
 
 /* Client side of one test; the result says ok, skipped or failed. A failed
  * test leaves the channel out of step: end the session after it. */
-result run_client_test(perf::oob &channel, const test_spec &spec, const cli &opts,
-                       printer &out);
+result run_client_test(perf::oob &channel, const test_spec &spec, const cli &opts, printer &out);
 
 /* Client side of a session: every stage, then the end marker. Returns the
  * exit code: 0 when every test ran (or, in a sweep, was skipped because a

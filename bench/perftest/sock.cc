@@ -46,20 +46,19 @@ int accept_client(uint16_t port, bool ipv6, bool announce, std::string *error)
     sockaddr_storage addr = {};
     socklen_t addr_len;
     if (ipv6) {
-        auto *a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+        auto *a6        = reinterpret_cast<sockaddr_in6 *>(&addr);
         a6->sin6_family = AF_INET6;
         a6->sin6_addr   = in6addr_any;
         a6->sin6_port   = htons(port);
         addr_len        = sizeof(*a6);
     } else {
-        auto *a4 = reinterpret_cast<sockaddr_in*>(&addr);
+        auto *a4            = reinterpret_cast<sockaddr_in *>(&addr);
         a4->sin_family      = AF_INET;
         a4->sin_addr.s_addr = htonl(INADDR_ANY);
         a4->sin_port        = htons(port);
         addr_len            = sizeof(*a4);
     }
-    if ((bind(lfd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) ||
-        (listen(lfd, 1) != 0)) {
+    if ((bind(lfd, reinterpret_cast<sockaddr *>(&addr), addr_len) != 0) || (listen(lfd, 1) != 0)) {
         *error = errno_text("bind/listen") + " (port " + std::to_string(port) + ")";
         close(lfd);
         return -1;
@@ -69,10 +68,11 @@ int accept_client(uint16_t port, bool ipv6, bool announce, std::string *error)
         std::fflush(stdout);
     }
     sockaddr_storage peer = {};
-    socklen_t peer_len = sizeof(peer);
+    socklen_t peer_len    = sizeof(peer);
     int fd;
-    while (((fd = accept4(lfd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
-                          SOCK_CLOEXEC)) < 0) && (errno == EINTR)) {
+    while (((fd = accept4(lfd, reinterpret_cast<sockaddr *>(&peer), &peer_len, SOCK_CLOEXEC)) <
+            0) &&
+           (errno == EINTR)) {
     }
     close(lfd);
     if (fd < 0) {
@@ -82,8 +82,8 @@ int accept_client(uint16_t port, bool ipv6, bool announce, std::string *error)
     no_delay(fd);
     if (announce) {
         char host[NI_MAXHOST] = "?", service[NI_MAXSERV] = "?";
-        getnameinfo(reinterpret_cast<sockaddr*>(&peer), peer_len, host, sizeof(host),
-                    service, sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV);
+        getnameinfo(reinterpret_cast<sockaddr *>(&peer), peer_len, host, sizeof(host), service,
+                    sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV);
         std::printf("Accepted connection from %s:%s\n", host, service);
         std::fflush(stdout);
     }
@@ -92,16 +92,16 @@ int accept_client(uint16_t port, bool ipv6, bool announce, std::string *error)
 
 int connect_server(const std::string &host, uint16_t port, bool ipv6, std::string *error)
 {
-    addrinfo hints = {};
+    addrinfo hints    = {};
     hints.ai_family   = ipv6 ? AF_INET6 : AF_INET;
     hints.ai_socktype = SOCK_STREAM;
-    addrinfo *list = nullptr;
-    int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
+    addrinfo *list    = nullptr;
+    int rc            = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
     if (rc != 0) {
         *error = "cannot resolve '" + host + "': " + gai_strerror(rc);
         return -1;
     }
-    auto deadline = std::chrono::steady_clock::now() + CONNECT_PATIENCE;
+    auto deadline  = std::chrono::steady_clock::now() + CONNECT_PATIENCE;
     int last_errno = 0;
     for (;;) {
         for (addrinfo *ai = list; ai != nullptr; ai = ai->ai_next) {
@@ -124,8 +124,7 @@ int connect_server(const std::string &host, uint16_t port, bool ipv6, std::strin
         /* The server may not be listening yet: try again shortly. */
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    *error = "connect to " + host + ":" + std::to_string(port) + ": " +
-             std::strerror(last_errno);
+    *error = "connect to " + host + ":" + std::to_string(port) + ": " + std::strerror(last_errno);
     freeaddrinfo(list);
     return -1;
 }

@@ -45,7 +45,7 @@ test_spec make_spec(const test_info *test)
 
 std::vector<uint8_t> pack_spec(const test_spec &spec)
 {
-    auto *p = reinterpret_cast<const uint8_t*>(&spec);
+    auto *p = reinterpret_cast<const uint8_t *>(&spec);
     return std::vector<uint8_t>(p, p + sizeof(spec));
 }
 
@@ -54,7 +54,7 @@ bool unpack_spec(const std::vector<uint8_t> &blob, test_spec *spec)
     if (blob.size() != sizeof(test_spec)) {
         return false;
     }
-    std::memcpy(static_cast<void*>(spec), blob.data(), sizeof(test_spec));
+    std::memcpy(static_cast<void *>(spec), blob.data(), sizeof(test_spec));
     return (spec->magic == SPEC_MAGIC) && (spec->spec_size == sizeof(test_spec)) &&
            (test_by_index(spec->test) != nullptr) && (spec->iov_count >= 1) &&
            (spec->iov_count <= MAX_IOV) && (spec->iters >= 1) && (spec->window >= 1) &&
@@ -64,8 +64,7 @@ bool unpack_spec(const std::vector<uint8_t> &blob, test_spec *spec)
            terminated(spec->uct_tl, sizeof(spec->uct_tl)) &&
            terminated(spec->uct_dev, sizeof(spec->uct_dev)) &&
            (spec->iov_stride == 0 ||
-            spec->iov_stride >= *std::max_element(spec->sizes,
-                                                  spec->sizes + spec->iov_count));
+            spec->iov_stride >= *std::max_element(spec->sizes, spec->sizes + spec->iov_count));
 }
 
 } // namespace perftest

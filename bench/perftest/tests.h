@@ -21,18 +21,28 @@ enum class pattern : uint8_t { PINGPONG, STREAM_UNI };
 
 /* PUT_FLUSH: a put then an ep flush, both complete before the next. */
 enum class ucp_cmd : uint8_t {
-    TAG, TAG_SYNC, PUT, GET, ADD, FADD, SWAP, CSWAP, STREAM, AM, PUT_FLUSH
+    TAG,
+    TAG_SYNC,
+    PUT,
+    GET,
+    ADD,
+    FADD,
+    SWAP,
+    CSWAP,
+    STREAM,
+    AM,
+    PUT_FLUSH
 };
 
 struct test_info {
-    const char      *name;
-    api_kind        api;
-    ucp_cmd         cmd;         /* UCP tests */
-    perf::test_kind uct_kind;    /* uct tests */
-    pattern         pat;
-    const char      *description;
-    const char      *metric;     /* "latency" or "overhead" */
-    unsigned        window;      /* default of -O */
+    const char *name;
+    api_kind api;
+    ucp_cmd cmd;              /* UCP tests */
+    perf::test_kind uct_kind; /* uct tests */
+    pattern pat;
+    const char *description;
+    const char *metric; /* "latency" or "overhead" */
+    unsigned window;    /* default of -O */
 };
 
 /* NULL when unknown. */

@@ -55,7 +55,7 @@ bool agreed(perf::oob &channel, bool ok_here, const char *why_here, std::string 
 extern "C" int perftest_module_run(perftest::run_context *ctx)
 {
     try {
-        perf::tool_name = "ucx_perftest";
+        perf::tool_name          = "ucx_perftest";
         const perf::options opts = options_of(*ctx->spec);
         perf::oob &channel       = *ctx->channel;
 

@@ -39,8 +39,14 @@ namespace {
 /* What one block does: how it writes, and whether its spin progresses. */
 enum block_kind { RAW, PUT, PUT_ONLY, PROGRESS_ONLY, NUM_KINDS };
 
-constexpr bool uses_put(block_kind k) { return (k == PUT) || (k == PUT_ONLY); }
-constexpr bool uses_progress(block_kind k) { return (k == PUT) || (k == PROGRESS_ONLY); }
+constexpr bool uses_put(block_kind k)
+{
+    return (k == PUT) || (k == PUT_ONLY);
+}
+constexpr bool uses_progress(block_kind k)
+{
+    return (k == PUT) || (k == PROGRESS_ONLY);
+}
 
 const char *const kind_names[NUM_KINDS] = {
     "raw stores (ucp_rkey_ptr), bare spin",
@@ -52,24 +58,25 @@ const char *const kind_columns[NUM_KINDS] = {"raw_usec", "put_usec", "put_only_u
                                              "progress_only_usec"};
 
 struct options {
-    size_t   size       = 8;
-    uint64_t iterations = 20000;  /* round trips per block */
-    unsigned blocks     = 40;     /* per mode */
-    int      cpus[2]    = {0, 1};
-    bool     csv        = false;
-    bool     split      = false;  /* also PUT_ONLY and PROGRESS_ONLY blocks */
+    size_t size         = 8;
+    uint64_t iterations = 20000; /* round trips per block */
+    unsigned blocks     = 40;    /* per mode */
+    int cpus[2]         = {0, 1};
+    bool csv            = false;
+    bool split          = false; /* also PUT_ONLY and PROGRESS_ONLY blocks */
 };
 
 /* Per kind, one-way latency (seconds) of each of its blocks. */
 using block_times = std::vector<double>[NUM_KINDS];
 
-constexpr size_t MAX_SIZE         = 4096;
+constexpr size_t MAX_SIZE          = 4096;
 constexpr unsigned SPINS_PER_CHECK = 1u << 16;
 constexpr auto PEER_PATIENCE       = std::chrono::seconds(10);
 
 void usage(FILE *out)
 {
-    std::fprintf(out,
+    std::fprintf(
+        out,
         "Usage: ucp_put_floor [-s SIZE] [-n ROUND_TRIPS] [-b BLOCKS] [-c CPU0,CPU1] [--split]\n"
         "                     [--csv]\n"
         "  Times ucp_put_lat's ping-pong against bare stores through the same\n"
@@ -87,7 +94,7 @@ void usage(FILE *out)
 bool parse_number(const char *text, uint64_t max, uint64_t *value)
 {
     char *end;
-    errno = 0;
+    errno                = 0;
     unsigned long long v = std::strtoull(text, &end, 10);
     if ((errno != 0) || (end == text) || (*end != '\0') || (text[0] == '-') || (v == 0) ||
         (v > max)) {
@@ -124,13 +131,13 @@ int parse(int argc, char **argv, options *opts)
         uint64_t number   = 0;
         bool ok           = true;
         if (arg == "-s") {
-            ok = parse_number(value, MAX_SIZE, &number);
+            ok         = parse_number(value, MAX_SIZE, &number);
             opts->size = number;
         } else if (arg == "-n") {
-            ok = parse_number(value, uint64_t(1) << 40, &number);
+            ok               = parse_number(value, uint64_t(1) << 40, &number);
             opts->iterations = number;
         } else if (arg == "-b") {
-            ok = parse_number(value, 100000, &number);
+            ok           = parse_number(value, 100000, &number);
             opts->blocks = unsigned(number);
         } else {
             ok = (std::sscanf(value, "%d,%d", &opts->cpus[0], &opts->cpus[1]) == 2) &&
@@ -149,7 +156,7 @@ int parse(int argc, char **argv, options *opts)
 std::string library_path()
 {
     Dl_info info{};
-    if ((dladdr(reinterpret_cast<void*>(&ucp_put_nbx), &info) != 0) &&
+    if ((dladdr(reinterpret_cast<void *>(&ucp_put_nbx), &info) != 0) &&
         (info.dli_fname != nullptr)) {
         return info.dli_fname;
     }
@@ -180,17 +187,17 @@ private:
     void teardown();
 
     const options &opts_;
-    perf::oob     &channel_;
-    ucp_context_h  context_ = nullptr;
-    ucp_worker_h   worker_  = nullptr;
-    ucp_ep_h       ep_      = nullptr;
-    ucp_mem_h      send_memh_ = nullptr, recv_memh_ = nullptr;
-    uint8_t       *send_ = nullptr, *recv_ = nullptr;
-    ucp_rkey_h     rkey_ = nullptr;
-    uint64_t       remote_address_ = 0;
-    uint8_t       *peer_buffer_ = nullptr;   /* the peer's receive buffer, mapped here */
-    std::string    failure_;
-    const ucp_request_param_t put_param_ = {};   /* built once, not per timed put */
+    perf::oob &channel_;
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_   = nullptr;
+    ucp_ep_h ep_           = nullptr;
+    ucp_mem_h send_memh_ = nullptr, recv_memh_ = nullptr;
+    uint8_t *send_ = nullptr, *recv_ = nullptr;
+    ucp_rkey_h rkey_         = nullptr;
+    uint64_t remote_address_ = 0;
+    uint8_t *peer_buffer_    = nullptr; /* the peer's receive buffer, mapped here */
+    std::string failure_;
+    const ucp_request_param_t put_param_ = {}; /* built once, not per timed put */
 };
 
 std::string failed(const char *what, ucs_status_t status)
@@ -208,8 +215,8 @@ std::string side::setup_here()
         return failed("ucp_init", status);
     }
     ucp_worker_params_t wparams = {};
-    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wparams.field_mask          = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode         = UCS_THREAD_MODE_SINGLE;
     if ((status = ucp_worker_create(context_, &wparams, &worker_)) != UCS_OK) {
         return failed("ucp_worker_create", status);
     }
@@ -226,7 +233,7 @@ std::string side::setup_here()
         if ((status = ucp_mem_query(*memh, &attr)) != UCS_OK) {
             return failed("ucp_mem_query", status);
         }
-        *buffer = static_cast<uint8_t*>(attr.address);
+        *buffer = static_cast<uint8_t *>(attr.address);
         std::memset(*buffer, 0, MAX_SIZE);
     }
     return "";
@@ -240,7 +247,7 @@ std::string side::connect()
     if (status != UCS_OK) {
         return failed("ucp_worker_get_address", status);
     }
-    const auto *bytes = reinterpret_cast<const uint8_t*>(address);
+    const auto *bytes = reinterpret_cast<const uint8_t *>(address);
     std::vector<uint8_t> mine(bytes, bytes + length), theirs;
     ucp_worker_release_address(worker_, address);
     if (!channel_.exchange(mine, &theirs)) {
@@ -248,7 +255,7 @@ std::string side::connect()
     }
     ucp_ep_params_t eparams = {};
     eparams.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    eparams.address         = reinterpret_cast<const ucp_address_t*>(theirs.data());
+    eparams.address         = reinterpret_cast<const ucp_address_t *>(theirs.data());
     if ((status = ucp_ep_create(worker_, &eparams, &ep_)) != UCS_OK) {
         return failed("ucp_ep_create", status);
     }
@@ -270,8 +277,8 @@ std::string side::connect()
         return "the peer's remote key is truncated";
     }
     std::memcpy(&remote_address_, theirs.data(), sizeof(remote_address_));
-    if ((status = ucp_ep_rkey_unpack(ep_, theirs.data() + sizeof(remote_address_),
-                                     &rkey_)) != UCS_OK) {
+    if ((status = ucp_ep_rkey_unpack(ep_, theirs.data() + sizeof(remote_address_), &rkey_)) !=
+        UCS_OK) {
         return failed("ucp_ep_rkey_unpack", status);
     }
     void *mapped;
@@ -280,7 +287,7 @@ std::string side::connect()
                " (the raw mode needs a transport that maps the peer's memory: "
                "UCX_TLS with posix or sysv)";
     }
-    peer_buffer_ = static_cast<uint8_t*>(mapped);
+    peer_buffer_ = static_cast<uint8_t *>(mapped);
     return "";
 }
 
@@ -305,7 +312,7 @@ std::string side::setup()
 bool side::wait_for(uint8_t sn, bool progress)
 {
     volatile uint8_t *last = recv_ + opts_.size - 1;
-    std::chrono::steady_clock::time_point deadline{};   /* set at the first check */
+    std::chrono::steady_clock::time_point deadline{}; /* set at the first check */
     for (;;) {
         for (unsigned spin = 0; spin < SPINS_PER_CHECK; ++spin) {
             if (*last == sn) {
@@ -372,12 +379,12 @@ std::string side::run(block_times &times)
     std::vector<uint64_t> ticks[NUM_KINDS];
     for (unsigned block = 0; block < kinds * opts_.blocks; ++block) {
         /* 0 1 .. k-1, then k-1 .. 0, and again: drift weighs on all alike. */
-        const unsigned step = block % (2 * kinds);
-        const auto kind     = block_kind((step < kinds) ? step : 2 * kinds - 1 - step);
+        const unsigned step  = block % (2 * kinds);
+        const auto kind      = block_kind((step < kinds) ? step : 2 * kinds - 1 - step);
         const uint64_t start = perf::ticks();
         for (uint64_t i = 0; i < opts_.iterations; ++i) {
             for (int turn = 0; turn < 2; ++turn) {
-                sn = uint8_t(sn % 254 + 1);   /* 1..254: never the buffer's initial 0 */
+                sn = uint8_t(sn % 254 + 1); /* 1..254: never the buffer's initial 0 */
                 if ((turn == 0) == leader) {
                     send_[opts_.size - 1] = sn;
                     if (!uses_put(kind)) {
@@ -505,8 +512,7 @@ int main(int argc, char **argv)
                 "%llu round trips per kind, CPUs %d,%d\n# library: %s (UCP %s)\n",
                 opts.size, opts.blocks, static_cast<unsigned long long>(opts.iterations),
                 opts.cpus[0], opts.cpus[1], library_path().c_str(), ucp_get_version_string());
-    std::printf("%-46s %8s %14s\n", "one-way latency, median of blocks", "usec",
-                "above raw");
+    std::printf("%-46s %8s %14s\n", "one-way latency, median of blocks", "usec", "above raw");
     for (unsigned k = 0; k < kinds; ++k) {
         std::printf("%-46s %8.4f", kind_names[k], usec[k]);
         if (k == RAW) {
@@ -516,6 +522,7 @@ int main(int argc, char **argv)
         }
     }
     std::printf("library share of the put ping-pong: %.1f%% (a library that cost nothing "
-                "would take %.0f%% of this one's time)\n", share(PUT), 100.0 - share(PUT));
+                "would take %.0f%% of this one's time)\n",
+                share(PUT), 100.0 - share(PUT));
     return 0;
 }

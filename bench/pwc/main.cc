@@ -49,20 +49,20 @@ namespace {
 enum class mode { PWC, PATTERN, NOTE_ONLY, BW_PWC, BW_PUT };
 
 struct options {
-    mode       m       = mode::PWC;
-    const char *name   = "pwc";
-    const char *tls    = nullptr;
-    size_t     size    = 8;
-    unsigned   iters   = 10000;
-    int        warmup  = -1;      /* latency modes: untimed rounds first; -1: default */
+    mode m           = mode::PWC;
+    const char *name = "pwc";
+    const char *tls  = nullptr;
+    size_t size      = 8;
+    unsigned iters   = 10000;
+    int warmup       = -1; /* latency modes: untimed rounds first; -1: default */
 };
 
 constexpr unsigned notify_am_id = 7;
-constexpr unsigned warmup_puts  = 8;     /* bandwidth modes, before the clock */
+constexpr unsigned warmup_puts  = 8; /* bandwidth modes, before the clock */
 
 /* The extension calls, found at run time (absent on UCX 1.13). */
 struct pwc_api {
-    decltype(&ucp_pwc_put)   put   = nullptr;
+    decltype(&ucp_pwc_put) put     = nullptr;
     decltype(&ucp_pwc_probe) probe = nullptr;
 
     bool load()
@@ -75,7 +75,10 @@ struct pwc_api {
 
 /* Message `round`: every byte the same, so writing and checking it costs
  * a memset and a scan, not a loop of arithmetic the transfer would hide in. */
-uint8_t round_byte(uint64_t round) { return uint8_t(round * 7 + 1); }
+uint8_t round_byte(uint64_t round)
+{
+    return uint8_t(round * 7 + 1);
+}
 
 class side {
 public:
@@ -114,24 +117,24 @@ public:
         if (ucp_mem_query(memh_, &attr) != UCS_OK) {
             return "ucp_mem_query failed";
         }
-        region_ = static_cast<uint8_t*>(attr.address);
+        region_ = static_cast<uint8_t *>(attr.address);
         std::memset(region_, 0, opts_.size);
         void *key;
         size_t key_length;
         if (ucp_rkey_pack(pair_.context, memh_, &key, &key_length) != UCS_OK) {
             return "ucp_rkey_pack failed";
         }
-        std::vector<uint8_t> mine(static_cast<uint8_t*>(key),
-                                  static_cast<uint8_t*>(key) + key_length), theirs;
+        std::vector<uint8_t> mine(static_cast<uint8_t *>(key),
+                                  static_cast<uint8_t *>(key) + key_length),
+            theirs;
         ucp_rkey_buffer_release(key);
         uint64_t address = reinterpret_cast<uintptr_t>(region_);
-        mine.insert(mine.end(), reinterpret_cast<uint8_t*>(&address),
-                    reinterpret_cast<uint8_t*>(&address) + sizeof(address));
+        mine.insert(mine.end(), reinterpret_cast<uint8_t *>(&address),
+                    reinterpret_cast<uint8_t *>(&address) + sizeof(address));
         if (!channel_.exchange(mine, &theirs) || (theirs.size() < sizeof(uint64_t))) {
             return "key exchange failed";
         }
-        std::memcpy(&remote_, theirs.data() + theirs.size() - sizeof(uint64_t),
-                    sizeof(remote_));
+        std::memcpy(&remote_, theirs.data() + theirs.size() - sizeof(uint64_t), sizeof(remote_));
         if (ucp_ep_rkey_unpack(pair_.ep, theirs.data(), &rkey_) != UCS_OK) {
             rkey_ = nullptr;
             return "ucp_ep_rkey_unpack failed";
@@ -141,9 +144,9 @@ public:
             ucp_am_handler_param_t hp{};
             hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                             UCP_AM_HANDLER_PARAM_FIELD_ARG;
-            hp.id         = notify_am_id;
-            hp.cb         = on_notify;
-            hp.arg        = this;
+            hp.id  = notify_am_id;
+            hp.cb  = on_notify;
+            hp.arg = this;
             if (ucp_worker_set_am_recv_handler(pair_.worker, &hp) != UCS_OK) {
                 return "ucp_worker_set_am_recv_handler failed";
             }
@@ -170,10 +173,10 @@ public:
     }
 
 private:
-    static ucs_status_t on_notify(void *arg, const void *header, size_t header_length,
-                                  void *, size_t, const ucp_am_recv_param_t *)
+    static ucs_status_t on_notify(void *arg, const void *header, size_t header_length, void *,
+                                  size_t, const ucp_am_recv_param_t *)
     {
-        auto *self = static_cast<side*>(arg);
+        auto *self = static_cast<side *>(arg);
         if (header_length == sizeof(uint64_t)) {
             std::memcpy(&self->notified_, header, sizeof(uint64_t));
         }
@@ -198,8 +201,8 @@ private:
         }
         ucp_request_param_t param{};
         if (opts_.m == mode::PATTERN) {
-            ucs_status_ptr_t put = ucp_put_nbx(pair_.ep, source_.data(), opts_.size, remote_,
-                                               rkey_, &param);
+            ucs_status_ptr_t put = ucp_put_nbx(pair_.ep, source_.data(), opts_.size, remote_, rkey_,
+                                               &param);
             if (UCS_PTR_IS_ERR(put)) {
                 return false;
             }
@@ -291,8 +294,8 @@ private:
         if (!rounds(uint64_t(opts_.warmup) + 1, last)) {
             return -1;
         }
-        const double seconds = std::chrono::duration<double>(
-                std::chrono::steady_clock::now() - start).count();
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         /* Both ended with the other's last message in place, and their own
          * last one gone (its steps need our progress: a flush, the id). */
         if (((opts_.m != mode::NOTE_ONLY) && !region_holds(last)) || !drain() ||
@@ -310,8 +313,8 @@ private:
         if (opts_.m == mode::BW_PUT) {
             ucp_request_param_t param{};
             for (unsigned i = 0; i < count; ++i) {
-                ucs_status_ptr_t put = ucp_put_nbx(pair_.ep, source_.data(), opts_.size,
-                                                   remote_, rkey_, &param);
+                ucs_status_ptr_t put = ucp_put_nbx(pair_.ep, source_.data(), opts_.size, remote_,
+                                                   rkey_, &param);
                 if (UCS_PTR_IS_ERR(put)) {
                     return false;
                 }
@@ -366,8 +369,8 @@ private:
         if (!stream(opts_.iters)) {
             return -1;
         }
-        const double seconds = std::chrono::duration<double>(
-                std::chrono::steady_clock::now() - start).count();
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         uint8_t ok = 0;
         if (!channel_.send_byte(1) || !channel_.recv_byte(&ok) || (ok != 1)) {
             return -1;
@@ -419,16 +422,16 @@ private:
         return channel_.send_byte(ok ? 1 : 0) ? 0 : -1;
     }
 
-    const options        &opts_;
-    perf::oob            &channel_;
-    perf::ucp_pair       pair_;
-    pwc_api              api_;
-    ucp_mem_h            memh_   = nullptr;
-    uint8_t              *region_ = nullptr;
-    ucp_rkey_h           rkey_   = nullptr;
-    uint64_t             remote_ = 0;
+    const options &opts_;
+    perf::oob &channel_;
+    perf::ucp_pair pair_;
+    pwc_api api_;
+    ucp_mem_h memh_  = nullptr;
+    uint8_t *region_ = nullptr;
+    ucp_rkey_h rkey_ = nullptr;
+    uint64_t remote_ = 0;
     std::vector<uint8_t> source_;
-    uint64_t             notified_ = 0;   /* set by on_notify, inside progress */
+    uint64_t notified_ = 0; /* set by on_notify, inside progress */
 };
 
 int run_side(const options &opts, perf::oob &channel, double *result)
@@ -499,14 +502,13 @@ int main(int argc, char **argv)
                              "[-s SIZE] [-n ITERATIONS] [-w WARMUP]\n");
         return 2;
     }
-    perf::peer other(false, [&opts](perf::oob &channel) {
-        return run_side(opts, channel, nullptr);
-    });
+    perf::peer other(false,
+                     [&opts](perf::oob &channel) { return run_side(opts, channel, nullptr); });
     if (!other.started()) {
         std::fprintf(stderr, "ucp_pwc_lat: cannot start the peer\n");
         return 1;
     }
-    double value = 0;
+    double value   = 0;
     const int rc   = run_side(opts, other.channel(), &value);
     const int peer = other.join(30000);
     if ((rc != 0) || (peer != 0)) {

@@ -31,16 +31,16 @@
 namespace {
 
 struct options {
-    const char *tls    = "testloop";
-    size_t     size    = 1 << 20;
-    unsigned   iters   = 2000;
-    unsigned   rounds  = 3;
-    bool       check   = false;
+    const char *tls = "testloop";
+    size_t size     = 1 << 20;
+    unsigned iters  = 2000;
+    unsigned rounds = 3;
+    bool check      = false;
 };
 
 struct round_result {
-    double   seconds = 0;
-    double   registrations = -1;   /* -1: not counted (not testloop) */
+    double seconds       = 0;
+    double registrations = -1; /* -1: not counted (not testloop) */
 };
 
 const testloop_counters *loop_counters()
@@ -84,37 +84,37 @@ bool run_round(const options &o, bool cached, std::vector<char> &out, std::vecto
     bool ok = (ucp_config_modify(config, "TLS", o.tls) == UCS_OK) &&
               (ucp_config_modify(config, "RCACHE_ENABLE", cached ? "try" : "no") == UCS_OK);
     ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_TAG;
+    params.field_mask     = UCP_PARAM_FIELD_FEATURES;
+    params.features       = UCP_FEATURE_TAG;
     ucp_context_h context = nullptr;
-    ok = ok && (ucp_init(&params, config, &context) == UCS_OK);
+    ok                    = ok && (ucp_init(&params, config, &context) == UCS_OK);
     ucp_config_release(config);
     ucp_worker_h worker = nullptr;
     ucp_worker_params_t wparams{};
-    ok = ok && (ucp_worker_create(context, &wparams, &worker) == UCS_OK);
+    ok                     = ok && (ucp_worker_create(context, &wparams, &worker) == UCS_OK);
     ucp_address_t *address = nullptr;
     size_t address_length;
-    ok = ok && (ucp_worker_get_address(worker, &address, &address_length) == UCS_OK);
+    ok          = ok && (ucp_worker_get_address(worker, &address, &address_length) == UCS_OK);
     ucp_ep_h ep = nullptr;
     if (ok) {
         ucp_ep_params_t eparams{};
         eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         eparams.address    = address;
-        ok = (ucp_ep_create(worker, &eparams, &ep) == UCS_OK);
+        ok                 = (ucp_ep_create(worker, &eparams, &ep) == UCS_OK);
     }
 
     const testloop_counters *counters = ok ? loop_counters() : nullptr;
-    const uint64_t regs0 = (counters != nullptr) ? counters->registrations : 0;
-    const auto start = std::chrono::steady_clock::now();
+    const uint64_t regs0              = (counters != nullptr) ? counters->registrations : 0;
+    const auto start                  = std::chrono::steady_clock::now();
     ucp_request_param_t param{};
     for (unsigned i = 0; ok && (i < o.iters); ++i) {
         ucs_status_ptr_t rreq = ucp_tag_recv_nbx(worker, in.data(), o.size, i, ~ucp_tag_t(0),
                                                  &param);
         ucs_status_ptr_t sreq = ucp_tag_send_nbx(ep, out.data(), o.size, i, &param);
-        ok = (wait(worker, sreq) == UCS_OK) && (wait(worker, rreq) == UCS_OK);
+        ok                    = (wait(worker, sreq) == UCS_OK) && (wait(worker, rreq) == UCS_OK);
     }
-    result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                    start).count();
+    result->seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (counters != nullptr) {
         result->registrations = double(counters->registrations - regs0) / o.iters;
     }
@@ -158,13 +158,27 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "x:s:n:r:h", long_options, nullptr)) != -1) {
         switch (c) {
-        case 'x': o.tls = optarg; break;
-        case 's': o.size = std::strtoull(optarg, nullptr, 0); break;
-        case 'n': o.iters = unsigned(std::strtoul(optarg, nullptr, 0)); break;
-        case 'r': o.rounds = unsigned(std::strtoul(optarg, nullptr, 0)); break;
-        case 'C': o.check = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'x':
+            o.tls = optarg;
+            break;
+        case 's':
+            o.size = std::strtoull(optarg, nullptr, 0);
+            break;
+        case 'n':
+            o.iters = unsigned(std::strtoul(optarg, nullptr, 0));
+            break;
+        case 'r':
+            o.rounds = unsigned(std::strtoul(optarg, nullptr, 0));
+            break;
+        case 'C':
+            o.check = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if ((o.size == 0) || (o.iters == 0) || (o.rounds == 0)) {
@@ -176,7 +190,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < o.size; ++i) {
         out[i] = char(i * 131);
     }
-    round_result best[2];   /* [0]: cache on, [1]: off */
+    round_result best[2]; /* [0]: cache on, [1]: off */
     best[0].seconds = best[1].seconds = 1e300;
     for (unsigned r = 0; r < o.rounds; ++r) {
         for (int mode = 0; mode < 2; ++mode) {
@@ -192,7 +206,8 @@ int main(int argc, char **argv)
     }
 
     std::printf("# ucp_rcache_bench: %zu-byte tag messages to self over %s, %u per round, "
-                "best of %u rounds\n", o.size, o.tls, o.iters, o.rounds);
+                "best of %u rounds\n",
+                o.size, o.tls, o.iters, o.rounds);
     if (const char *cost = std::getenv("TESTLOOP_REG_COST_US")) {
         std::printf("# testloop registration cost: %s us\n", cost);
     }
@@ -201,7 +216,7 @@ int main(int argc, char **argv)
     const char *names[2] = {"on", "off"};
     for (int mode = 0; mode < 2; ++mode) {
         const double per = best[mode].seconds / o.iters;
-        char regs[32] = "-";
+        char regs[32]    = "-";
         if (best[mode].registrations >= 0) {
             std::snprintf(regs, sizeof(regs), "%.3f", best[mode].registrations);
         }
@@ -217,9 +232,10 @@ int main(int argc, char **argv)
         }
         /* Two buffers (send and receive), registered once per round. */
         if ((best[0].registrations * o.iters > 2.0) || (best[1].registrations < 1.0)) {
-            std::fprintf(stderr, "ucp_rcache_bench: registrations per message %.3f with "
-                                 "the cache, %.3f without\n", best[0].registrations,
-                         best[1].registrations);
+            std::fprintf(stderr,
+                         "ucp_rcache_bench: registrations per message %.3f with "
+                         "the cache, %.3f without\n",
+                         best[0].registrations, best[1].registrations);
             return 1;
         }
     }

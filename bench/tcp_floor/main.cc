@@ -38,13 +38,13 @@ namespace {
 constexpr unsigned LAT_BLOCKS = 5, BW_BLOCKS = 3;
 
 struct options {
-    bool     latency   = true;
-    bool     bandwidth = true;
-    size_t   lat_size  = 8;
-    size_t   bw_size   = 1 << 20;
+    bool latency       = true;
+    bool bandwidth     = true;
+    size_t lat_size    = 8;
+    size_t bw_size     = 1 << 20;
     unsigned lat_iters = 20000;
     unsigned bw_iters  = 200;
-    int      cpus[2]   = {0, 1};
+    int cpus[2]        = {0, 1};
 };
 
 bool send_all(int fd, const uint8_t *p, size_t length)
@@ -54,7 +54,7 @@ bool send_all(int fd, const uint8_t *p, size_t length)
         if (n <= 0) {
             return false;
         }
-        p      += n;
+        p += n;
         length -= size_t(n);
     }
     return true;
@@ -71,7 +71,7 @@ bool recv_all(int fd, uint8_t *p, size_t length, bool spin = false)
             }
             return false;
         }
-        p      += n;
+        p += n;
         length -= size_t(n);
     }
     return true;
@@ -83,13 +83,13 @@ bool ping_pong(const options &opts, int fd, bool leader, bool spin, std::vector<
 {
     using clock = std::chrono::steady_clock;
     std::vector<double> blocks;
-    for (unsigned block = 0; block <= LAT_BLOCKS; ++block) {   /* block 0 warms up */
+    for (unsigned block = 0; block <= LAT_BLOCKS; ++block) { /* block 0 warms up */
         const unsigned n = (block == 0) ? opts.lat_iters / 10 + 1 : opts.lat_iters;
         const auto start = clock::now();
         for (unsigned i = 0; i < n; ++i) {
             if (leader ? !(send_all(fd, buffer.data(), opts.lat_size) &&
-                           recv_all(fd, buffer.data(), opts.lat_size, spin))
-                       : !(recv_all(fd, buffer.data(), opts.lat_size, spin) &&
+                           recv_all(fd, buffer.data(), opts.lat_size, spin)) :
+                         !(recv_all(fd, buffer.data(), opts.lat_size, spin) &&
                            send_all(fd, buffer.data(), opts.lat_size))) {
                 return false;
             }
@@ -121,8 +121,8 @@ bool run(const options &opts, int fd, bool leader, double lat_us[2], double *bw_
             const unsigned n = (block == 0) ? opts.bw_iters / 10 + 1 : opts.bw_iters;
             const auto start = clock::now();
             for (unsigned i = 0; i < n; ++i) {
-                if (!(leader ? send_all(fd, buffer.data(), opts.bw_size)
-                             : recv_all(fd, buffer.data(), opts.bw_size))) {
+                if (!(leader ? send_all(fd, buffer.data(), opts.bw_size) :
+                               recv_all(fd, buffer.data(), opts.bw_size))) {
                     return false;
                 }
             }
@@ -158,7 +158,7 @@ int run_peer(const options &opts, perf::oob &channel)
     addr.sin_family      = AF_INET;
     addr.sin_port        = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if ((fd < 0) || (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)) {
+    if ((fd < 0) || (::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0)) {
         std::perror("tcp_floor (peer): connect");
         return 1;
     }
@@ -240,9 +240,9 @@ int main(int argc, char **argv)
     addr.sin_family      = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length     = sizeof(addr);
-    if ((listener < 0) || (::bind(listener, reinterpret_cast<sockaddr*>(&addr), length) != 0) ||
+    if ((listener < 0) || (::bind(listener, reinterpret_cast<sockaddr *>(&addr), length) != 0) ||
         (::listen(listener, 1) != 0) ||
-        (::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &length) != 0)) {
+        (::getsockname(listener, reinterpret_cast<sockaddr *>(&addr), &length) != 0)) {
         std::perror("tcp_floor: listen");
         return 1;
     }
@@ -252,8 +252,7 @@ int main(int argc, char **argv)
     }
     perf::pin_to_cpu(opts.cpus[0]);
     const uint16_t port = ntohs(addr.sin_port);
-    int fd = peer.channel().send(&port, sizeof(port)) ? ::accept(listener, nullptr, nullptr)
-                                                       : -1;
+    int fd = peer.channel().send(&port, sizeof(port)) ? ::accept(listener, nullptr, nullptr) : -1;
     ::close(listener);
     double lat[2] = {0, 0}, bw = 0;
     bool ok = (fd >= 0);
@@ -267,12 +266,13 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "tcp_floor: %s\n", ok ? "the peer failed" : "the run failed");
         return 1;
     }
-    std::printf("# tcp_floor: loopback TCP on 127.0.0.1, TCP_NODELAY, CPUs %d,%d\n",
-                opts.cpus[0], opts.cpus[1]);
+    std::printf("# tcp_floor: loopback TCP on 127.0.0.1, TCP_NODELAY, CPUs %d,%d\n", opts.cpus[0],
+                opts.cpus[1]);
     if (opts.latency) {
         std::printf("latency_us %.4f (%zu B one-way, the lower of blocking %.4f and "
-                    "spinning %.4f; median of %u blocks of %u)\n", std::min(lat[0], lat[1]),
-                    opts.lat_size, lat[0], lat[1], LAT_BLOCKS, opts.lat_iters);
+                    "spinning %.4f; median of %u blocks of %u)\n",
+                    std::min(lat[0], lat[1]), opts.lat_size, lat[0], lat[1], LAT_BLOCKS,
+                    opts.lat_iters);
     }
     if (opts.bandwidth) {
         std::printf("bandwidth_MBps %.1f (%zu B messages, median of %u blocks of %u)\n", bw,

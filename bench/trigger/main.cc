@@ -34,11 +34,11 @@
 namespace {
 
 struct options {
-    const char *tls    = nullptr;     /* UCX_TLS as set, if not given */
-    size_t     size    = 8;
-    unsigned   iters   = 5000;
-    unsigned   blocks  = 10;          /* per mode */
-    bool       check   = false;
+    const char *tls = nullptr; /* UCX_TLS as set, if not given */
+    size_t size     = 8;
+    unsigned iters  = 5000;
+    unsigned blocks = 10; /* per mode */
+    bool check      = false;
 };
 
 enum mode { DIRECT, TRIGGERED };
@@ -79,7 +79,7 @@ public:
      * negative value on failure. */
     double run_block(mode m)
     {
-        const bool leader = channel_.leader();
+        const bool leader   = channel_.leader();
         const uint64_t base = ucp_cntr_read(got_);
         ucp_ext_request_param_t counted{};
         counted.base.op_attr_mask = UCP_OP_ATTR_FIELD_EXT;
@@ -100,10 +100,10 @@ public:
         if (m == TRIGGERED) {
             for (unsigned i = first_triggered; i < opts_.iters; ++i) {
                 ucp_ext_request_param_t t{};
-                t.base.op_attr_mask  = UCP_OP_ATTR_FIELD_EXT;
-                t.ext_field_mask     = UCP_EXT_PARAM_FIELD_TRIGGER;
-                t.trigger_cntr       = got_;
-                t.trigger_threshold  = base + i + lag;
+                t.base.op_attr_mask = UCP_OP_ATTR_FIELD_EXT;
+                t.ext_field_mask    = UCP_EXT_PARAM_FIELD_TRIGGER;
+                t.trigger_cntr      = got_;
+                t.trigger_threshold = base + i + lag;
                 if (!posted(ucp_tag_send_nbx(pair_.ep, send_.data(), send_.size(), ping_tag,
                                              &t.base))) {
                     return -1;
@@ -125,8 +125,8 @@ public:
         }
         while (ucp_cntr_read(got_) < base + opts_.iters) {
         }
-        const double seconds = std::chrono::duration<double>(
-                std::chrono::steady_clock::now() - start).count();
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if ((ucp_cntr_read_err(got_) != 0) || !channel_.barrier()) {
             return -1;
         }
@@ -144,10 +144,10 @@ private:
         return true;
     }
 
-    const options        &opts_;
-    perf::oob            &channel_;
-    perf::ucp_pair       pair_;
-    ucp_cntr_h           got_     = nullptr;
+    const options &opts_;
+    perf::oob &channel_;
+    perf::ucp_pair pair_;
+    ucp_cntr_h got_ = nullptr;
     std::vector<uint8_t> send_, recv_;
 };
 
@@ -165,7 +165,7 @@ int run_side(const options &opts, perf::oob &channel, std::vector<double> *times
     }
     for (unsigned b = 0; b < 2 * opts.blocks; ++b) {
         /* direct triggered triggered direct ... */
-        const mode m = (((b + 1) / 2) % 2 == 0) ? DIRECT : TRIGGERED;
+        const mode m   = (((b + 1) / 2) % 2 == 0) ? DIRECT : TRIGGERED;
         const double t = s.run_block(m);
         if (t < 0) {
             std::fprintf(stderr, "ucp_trigger_lat: block %u failed\n", b);
@@ -192,8 +192,7 @@ bool parse(int argc, char **argv, options *opts)
             opts->check = true;
             continue;
         }
-        if ((i + 1 == argc) || ((arg != "-x") && (arg != "-s") && (arg != "-n") &&
-                                (arg != "-b"))) {
+        if ((i + 1 == argc) || ((arg != "-x") && (arg != "-s") && (arg != "-n") && (arg != "-b"))) {
             return false;
         }
         const char *value = argv[++i];
@@ -223,9 +222,8 @@ int main(int argc, char **argv)
                              "[-b BLOCKS] [--check]\n");
         return 2;
     }
-    perf::peer other(false, [&opts](perf::oob &channel) {
-        return run_side(opts, channel, nullptr);
-    });
+    perf::peer other(false,
+                     [&opts](perf::oob &channel) { return run_side(opts, channel, nullptr); });
     if (!other.started()) {
         std::fprintf(stderr, "ucp_trigger_lat: cannot start the peer\n");
         return 1;
@@ -237,11 +235,13 @@ int main(int argc, char **argv)
         return 1;
     }
     const double direct = median(times[DIRECT]), triggered = median(times[TRIGGERED]);
-    const double ratio  = triggered / direct;
+    const double ratio = triggered / direct;
     std::printf("ucp_trigger_lat: %zu-byte tag ping-pong, %u round trips x %u blocks each, "
-                "UCX_TLS=%s\n", opts.size, opts.iters, opts.blocks,
-                (opts.tls != nullptr) ? opts.tls :
-                (std::getenv("UCX_TLS") != nullptr) ? std::getenv("UCX_TLS") : "(default)");
+                "UCX_TLS=%s\n",
+                opts.size, opts.iters, opts.blocks,
+                (opts.tls != nullptr)               ? opts.tls :
+                (std::getenv("UCX_TLS") != nullptr) ? std::getenv("UCX_TLS") :
+                                                      "(default)");
     std::printf("| %-55s | %12s |\n", "mode", "one-way usec");
     std::printf("| %-55s | %12s |\n", "---", "---:");
     for (mode m : {DIRECT, TRIGGERED}) {

@@ -17,8 +17,7 @@ namespace {
 int run_side(const perf::options &opts, perf::oob &channel, bool initiator)
 {
     if (!perf::pin_to_cpu(opts.cpus[initiator ? 0 : 1])) {
-        std::fprintf(stderr, "uct_perf: cannot pin to CPU %d\n",
-                     opts.cpus[initiator ? 0 : 1]);
+        std::fprintf(stderr, "uct_perf: cannot pin to CPU %d\n", opts.cpus[initiator ? 0 : 1]);
         return 1;
     }
     perf::transport t;
@@ -112,13 +111,12 @@ int main(int argc, char **argv)
     if (reaches_only_itself(opts)) {
         return run_self(opts);
     }
-    perf::peer responder(opts.loopback, [&opts](perf::oob &channel) {
-        return run_side(opts, channel, false);
-    });
+    perf::peer responder(opts.loopback,
+                         [&opts](perf::oob &channel) { return run_side(opts, channel, false); });
     if (!responder.started()) {
         return 1;
     }
-    int result = run_side(opts, responder.channel(), true);
+    int result      = run_side(opts, responder.channel(), true);
     int peer_result = responder.join();
     if ((result == 0) && (peer_result != 0)) {
         std::fprintf(stderr, "uct_perf: the responder failed (%d)\n", peer_result);

@@ -23,7 +23,7 @@ namespace {
 constexpr uct::am_id_t DATA_ID   = 1;
 constexpr uct::am_id_t ACK_ID    = 2;
 constexpr uct::am_id_t CREDIT_ID = 3;
-constexpr size_t AM_HEADER = sizeof(uint64_t);
+constexpr size_t AM_HEADER       = sizeof(uint64_t);
 /* Zero-copy sends whose completion has not come: counted down from here. */
 constexpr int COMPLETIONS_OUT = 1 << 30;
 
@@ -33,16 +33,15 @@ struct am_counter {
 
     static ucs_status_t handler(void *arg, void *, size_t, unsigned)
     {
-        auto *c = static_cast<am_counter*>(arg);
-        c->count.store(c->count.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_release);
+        auto *c = static_cast<am_counter *>(arg);
+        c->count.store(c->count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
         return UCS_OK;
     }
 
     /* Credits: the header word says how many messages it gives back. */
     static ucs_status_t credit_handler(void *arg, void *data, size_t, unsigned)
     {
-        auto *c = static_cast<am_counter*>(arg);
+        auto *c = static_cast<am_counter *>(arg);
         uint64_t credited;
         std::memcpy(&credited, data, sizeof(credited));
         c->count.store(c->count.load(std::memory_order_relaxed) + credited,
@@ -55,12 +54,12 @@ struct am_counter {
 
 struct bcopy_source {
     const uint8_t *data;
-    size_t        length;
+    size_t length;
 };
 
 size_t pack_bcopy(void *dest, void *arg)
 {
-    auto *src = static_cast<bcopy_source*>(arg);
+    auto *src = static_cast<bcopy_source *>(arg);
     std::memcpy(dest, src->data, src->length);
     return src->length;
 }
@@ -87,10 +86,14 @@ am_mode mode_of(test_kind kind)
 const char *mode_name(am_mode mode)
 {
     switch (mode) {
-    case am_mode::SHORT:    return "AM short";
-    case am_mode::BCOPY:    return "AM bcopy";
-    case am_mode::ZCOPY:    return "AM zcopy";
-    case am_mode::SHORTIOV: return "AM short iov";
+    case am_mode::SHORT:
+        return "AM short";
+    case am_mode::BCOPY:
+        return "AM bcopy";
+    case am_mode::ZCOPY:
+        return "AM zcopy";
+    case am_mode::SHORTIOV:
+        return "AM short iov";
     }
     return "AM";
 }
@@ -113,7 +116,7 @@ public:
             return;
         }
         std::memset(buffer_.address(), 0x5a, size_);
-        src_ = {static_cast<const uint8_t*>(buffer_.address()), size_};
+        src_ = {static_cast<const uint8_t *>(buffer_.address()), size_};
         /* The message as iov entries (-s a,b,c); zcopy sends its first 8
          * bytes as the header, so its entries start after them. */
         std::vector<size_t> pieces = opts.iov_sizes;
@@ -125,8 +128,8 @@ public:
             size_t cut = std::min(skip, len);
             skip -= cut;
             if (len > cut) {
-                iov_.push_back({static_cast<uint8_t*>(buffer_.address()) + at + cut,
-                                len - cut, buffer_.memh()});
+                iov_.push_back({static_cast<uint8_t *>(buffer_.address()) + at + cut, len - cut,
+                                buffer_.memh()});
             }
             at += len;
         }
@@ -134,8 +137,8 @@ public:
 
     bool check_limits(const options &opts) const
     {
-        const uct::iface_attr &attr = t_.attr();
-        const uct::op_limits &am = attr.am;
+        const uct::iface_attr &attr  = t_.attr();
+        const uct::op_limits &am     = attr.am;
         static const uint64_t need[] = {uct::iface_flag::AM_SHORT, uct::iface_flag::AM_BCOPY,
                                         uct::iface_flag::AM_ZCOPY, uct::iface_flag::AM_SHORT};
         if (buffer_.address() == nullptr) {
@@ -143,17 +146,18 @@ public:
             return false;
         }
         if (!(attr.flags & need[int(mode_)])) {
-            std::fprintf(stderr, "%s: %s has no %s\n", tool_name,
-                         t_.description().c_str(), mode_name(mode_));
+            std::fprintf(stderr, "%s: %s has no %s\n", tool_name, t_.description().c_str(),
+                         mode_name(mode_));
             return false;
         }
         switch (mode_) {
         case am_mode::SHORT:
         case am_mode::SHORTIOV:
             if ((opts.size < AM_HEADER) || (opts.size > am.max_short)) {
-                std::fprintf(stderr, "%s: %s size must be in [%zu, %zu] "
-                             "(the 8-byte header included)\n", tool_name,
-                             mode_name(mode_), AM_HEADER, am.max_short);
+                std::fprintf(stderr,
+                             "%s: %s size must be in [%zu, %zu] "
+                             "(the 8-byte header included)\n",
+                             tool_name, mode_name(mode_), AM_HEADER, am.max_short);
                 return false;
             }
             return true;
@@ -167,9 +171,10 @@ public:
         case am_mode::ZCOPY:
             if ((opts.size < AM_HEADER) || (opts.size - AM_HEADER > am.max_zcopy) ||
                 (am.max_hdr < AM_HEADER) || (iov_.size() > am.max_iov)) {
-                std::fprintf(stderr, "%s: AM zcopy size must be in [%zu, %zu] (the 8-byte "
-                             "header included), in at most %zu entries\n", tool_name,
-                             AM_HEADER, am.max_zcopy + AM_HEADER, am.max_iov);
+                std::fprintf(stderr,
+                             "%s: AM zcopy size must be in [%zu, %zu] (the 8-byte "
+                             "header included), in at most %zu entries\n",
+                             tool_name, AM_HEADER, am.max_zcopy + AM_HEADER, am.max_iov);
                 return false;
             }
             if ((t_.md().attr().flags & uct::md_flag::NEED_MEMH) &&
@@ -194,8 +199,7 @@ public:
                 return true;
             }
             if (status != UCS_ERR_NO_RESOURCE) {
-                std::fprintf(stderr, "%s: send failed: %s\n", tool_name,
-                             ucs_status_string(status));
+                std::fprintf(stderr, "%s: send failed: %s\n", tool_name, ucs_status_string(status));
                 return false;
             }
             t_.progress();
@@ -214,17 +218,15 @@ public:
 private:
     ucs_status_t post(uint64_t seq)
     {
-        auto *bytes = static_cast<uint8_t*>(buffer_.address());
+        auto *bytes = static_cast<uint8_t *>(buffer_.address());
         switch (mode_) {
         case am_mode::SHORT:
-            return ep_.am_short(DATA_ID, seq, bytes + AM_HEADER,
-                                unsigned(size_ - AM_HEADER));
+            return ep_.am_short(DATA_ID, seq, bytes + AM_HEADER, unsigned(size_ - AM_HEADER));
         case am_mode::SHORTIOV:
             std::memcpy(bytes, &seq, sizeof(seq));
             return ep_.am_short_iov(DATA_ID, iov_.data(), iov_.size());
         case am_mode::ZCOPY:
-            return ep_.am_zcopy(DATA_ID, &seq, AM_HEADER, iov_.data(), iov_.size(), 0,
-                                &comp_);
+            return ep_.am_zcopy(DATA_ID, &seq, AM_HEADER, iov_.data(), iov_.size(), 0, &comp_);
         case am_mode::BCOPY: {
             ssize_t n = ep_.am_bcopy(DATA_ID, pack_bcopy, &src_, 0);
             return (n >= 0) ? UCS_OK : ucs_status_t(n);
@@ -233,15 +235,15 @@ private:
         return UCS_ERR_UNSUPPORTED;
     }
 
-    transport             &t_;
-    uct::ep               &ep_;
-    am_mode               mode_;
-    md_buffer             buffer_;
-    size_t                size_;
-    bcopy_source          src_{};
+    transport &t_;
+    uct::ep &ep_;
+    am_mode mode_;
+    md_buffer buffer_;
+    size_t size_;
+    bcopy_source src_{};
     std::vector<uct::iov> iov_;
-    uct::completion       comp_{};
-    uint64_t              posted_zcopy_ = 0;
+    uct::completion comp_{};
+    uint64_t posted_zcopy_ = 0;
 };
 
 /* A control message with a count in its header word. */
@@ -272,8 +274,7 @@ bool wait_count(transport &t, const am_counter &c, uint64_t target, oob *channel
     unsigned spins = 0;
     while (c.get() < target) {
         t.progress();
-        if (((++spins % PEER_CHECK_SPINS) == 0) && (channel != nullptr) &&
-            channel->peer_gone()) {
+        if (((++spins % PEER_CHECK_SPINS) == 0) && (channel != nullptr) && channel->peer_gone()) {
             std::fprintf(stderr, "%s: the peer went away\n", tool_name);
             return false;
         }
@@ -281,8 +282,8 @@ bool wait_count(transport &t, const am_counter &c, uint64_t target, oob *channel
     return true;
 }
 
-int latency_initiator(transport &t, const options &opts, am_sender &sender,
-                      am_counter &rx, oob &channel, timeline *tl)
+int latency_initiator(transport &t, const options &opts, am_sender &sender, am_counter &rx,
+                      oob &channel, timeline *tl)
 {
     uint64_t seq = 0;
     for (uint64_t i = 0; i < opts.warmup; ++i, ++seq) {
@@ -306,13 +307,13 @@ int latency_initiator(transport &t, const options &opts, am_sender &sender,
 
 /* The sender's side of the window: messages sent and credited back. */
 struct window {
-    unsigned   size = 0;   /* 0: no limit */
+    unsigned size = 0; /* 0: no limit */
     am_counter credited;
-    uint64_t   sent = 0;
+    uint64_t sent = 0;
 };
 
-int bandwidth_initiator(transport &t, const options &opts, am_sender &sender,
-                        am_counter &acks, window &fc, oob &channel, timeline *tl)
+int bandwidth_initiator(transport &t, const options &opts, am_sender &sender, am_counter &acks,
+                        window &fc, oob &channel, timeline *tl)
 {
     auto send_one = [&](uint64_t seq) {
         if ((fc.size != 0) && (fc.sent >= fc.size) &&
@@ -350,8 +351,8 @@ int bandwidth_initiator(transport &t, const options &opts, am_sender &sender,
 
 /* Receives `count` more messages (up to `target` in all), crediting them
  * back every half window as they come, then acknowledges the phase. */
-bool receive_phase(transport &t, const options &opts, const am_counter &rx,
-                   uint64_t target, uint64_t *credited, oob &channel)
+bool receive_phase(transport &t, const options &opts, const am_counter &rx, uint64_t target,
+                   uint64_t *credited, oob &channel)
 {
     if (opts.fc_window != 0) {
         const uint64_t batch = std::max(1u, opts.fc_window / 2);
@@ -435,8 +436,8 @@ int am_self(transport &t, const options &opts, timeline *tl)
     /* Latency: two messages (there and back) per iteration, as ping-pong
      * iterations are, so the halved round trip is one message. */
     const uint64_t per_iteration = latency ? 2 : 1;
-    uint64_t sent = 0;
-    auto iteration = [&] {
+    uint64_t sent                = 0;
+    auto iteration               = [&] {
         for (uint64_t m = 0; m < per_iteration; ++m, ++sent) {
             if (!sender.send(sent) || (latency && !wait_count(t, rx, sent + 1, nullptr))) {
                 return false;

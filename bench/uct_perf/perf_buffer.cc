@@ -21,18 +21,18 @@ host_buffer::host_buffer(size_t size, bool huge)
     }
     /* One huge page more than needed, so the start can sit on a boundary. */
     map_length_ = length + HUGE_PAGE;
-    void *map = mmap(nullptr, map_length_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *map = mmap(nullptr, map_length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                     0);
     if (map == MAP_FAILED) {
         map_length_ = 0;
         return;
     }
     map_     = map;
-    address_ = reinterpret_cast<void*>(
-            (reinterpret_cast<uintptr_t>(map) + HUGE_PAGE - 1) & ~uintptr_t(HUGE_PAGE - 1));
+    address_ = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(map) + HUGE_PAGE - 1) &
+                                        ~uintptr_t(HUGE_PAGE - 1));
     if (madvise(address_, length, MADV_HUGEPAGE) != 0) {
-        std::fprintf(stderr, "%s: madvise(MADV_HUGEPAGE): %s (4 KiB pages then)\n",
-                     tool_name, std::strerror(errno));
+        std::fprintf(stderr, "%s: madvise(MADV_HUGEPAGE): %s (4 KiB pages then)\n", tool_name,
+                     std::strerror(errno));
     }
 }
 
@@ -47,7 +47,7 @@ host_buffer::~host_buffer()
 
 md_buffer::md_buffer(uct::md &md, size_t size, bool huge, unsigned flags) : md_(md)
 {
-    length_ = size;
+    length_               = size;
     const uct::md_attr &a = md.attr();
     if ((a.flags & uct::md_flag::ALLOC) &&
         (md.mem_alloc(&length_, &address_, flags, &memh_) == UCS_OK)) {

@@ -30,9 +30,9 @@ public:
     void *address() const { return address_; }
 
 private:
-    void   *address_    = nullptr;
-    void   *map_        = nullptr;  /* the whole mapping (huge), else nullptr */
-    size_t map_length_  = 0;
+    void *address_     = nullptr;
+    void *map_         = nullptr; /* the whole mapping (huge), else nullptr */
+    size_t map_length_ = 0;
 };
 
 /*
@@ -54,12 +54,12 @@ public:
     uct::mem_h memh() const { return memh_; }
 
 private:
-    uct::md                      &md_;
+    uct::md &md_;
     std::unique_ptr<host_buffer> own_;
-    void                         *address_ = nullptr;
-    size_t                       length_ = 0;
-    uct::mem_h                   memh_ = uct::MEM_HANDLE_NULL;
-    bool                         allocated_ = false;
+    void *address_   = nullptr;
+    size_t length_   = 0;
+    uct::mem_h memh_ = uct::MEM_HANDLE_NULL;
+    bool allocated_  = false;
 };
 
 } // namespace perf

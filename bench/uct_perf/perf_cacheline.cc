@@ -31,14 +31,13 @@ inline void wait_for(std::atomic_ref<uint64_t> &v, uint64_t expected)
 
 int cacheline_latency(const options &opts, timeline *tl)
 {
-    void *mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                     -1, 0);
+    void *mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         std::perror("mmap");
         return 1;
     }
-    auto *line = static_cast<shared_line*>(mem);
-    line->value = 0;
+    auto *line           = static_cast<shared_line *>(mem);
+    line->value          = 0;
     const uint64_t total = opts.warmup + opts.iters;
 
     peer responder(false, [&](oob &) {

@@ -39,8 +39,7 @@ int memcpy_bandwidth(const options &opts, timeline *tl)
     }
     tl->stop();
     if (std::memcmp(dest.address(), source.address(), opts.size) != 0) {
-        std::fprintf(stderr, "%s: memcpy_bw: the destination differs from the source\n",
-                     tool_name);
+        std::fprintf(stderr, "%s: memcpy_bw: the destination differs from the source\n", tool_name);
         return 1;
     }
     return 0;

@@ -12,72 +12,73 @@ namespace {
 
 struct test_name {
     const char *name;
-    test_kind  kind;
+    test_kind kind;
     const char *what;
 };
 
 const test_name tests[] = {
-    {"am_short_lat",  test_kind::AM_SHORT_LAT,  "AM short ping-pong, one-way latency"},
-    {"am_bcopy_lat",  test_kind::AM_BCOPY_LAT,  "AM bcopy ping-pong, one-way latency"},
-    {"am_short_bw",   test_kind::AM_SHORT_BW,   "AM short streaming: bandwidth, message rate"},
-    {"am_bcopy_bw",   test_kind::AM_BCOPY_BW,   "AM bcopy streaming: bandwidth, message rate"},
-    {"put_zcopy_bw",  test_kind::PUT_ZCOPY_BW,  "put zcopy streaming: bandwidth, message rate"},
-    {"get_zcopy_bw",  test_kind::GET_ZCOPY_BW,  "get zcopy streaming: bandwidth, message rate"},
-    {"am_zcopy_lat",  test_kind::AM_ZCOPY_LAT,  "AM zcopy ping-pong, one-way latency"},
-    {"am_zcopy_bw",   test_kind::AM_ZCOPY_BW,   "AM zcopy streaming: bandwidth, message rate"},
+    {"am_short_lat", test_kind::AM_SHORT_LAT, "AM short ping-pong, one-way latency"},
+    {"am_bcopy_lat", test_kind::AM_BCOPY_LAT, "AM bcopy ping-pong, one-way latency"},
+    {"am_short_bw", test_kind::AM_SHORT_BW, "AM short streaming: bandwidth, message rate"},
+    {"am_bcopy_bw", test_kind::AM_BCOPY_BW, "AM bcopy streaming: bandwidth, message rate"},
+    {"put_zcopy_bw", test_kind::PUT_ZCOPY_BW, "put zcopy streaming: bandwidth, message rate"},
+    {"get_zcopy_bw", test_kind::GET_ZCOPY_BW, "get zcopy streaming: bandwidth, message rate"},
+    {"am_zcopy_lat", test_kind::AM_ZCOPY_LAT, "AM zcopy ping-pong, one-way latency"},
+    {"am_zcopy_bw", test_kind::AM_ZCOPY_BW, "AM zcopy streaming: bandwidth, message rate"},
     {"am_shortiov_lat", test_kind::AM_SHORTIOV_LAT, "AM short iov ping-pong, one-way latency"},
     {"am_shortiov_bw", test_kind::AM_SHORTIOV_BW, "AM short iov streaming"},
     {"put_short_lat", test_kind::PUT_SHORT_LAT, "put short ping-pong through memory"},
     {"put_bcopy_lat", test_kind::PUT_BCOPY_LAT, "put bcopy ping-pong through memory"},
     {"put_zcopy_lat", test_kind::PUT_ZCOPY_LAT, "put zcopy ping-pong through memory"},
-    {"put_short_bw",  test_kind::PUT_SHORT_BW,  "put short streaming"},
-    {"put_bcopy_bw",  test_kind::PUT_BCOPY_BW,  "put bcopy streaming"},
-    {"get_bcopy_bw",  test_kind::GET_BCOPY_BW,  "get bcopy streaming"},
-    {"add_lat",       test_kind::ADD_LAT,       "atomic add ping-pong through memory (-s 4|8)"},
-    {"add_mr",        test_kind::ADD_MR,        "posted atomic adds: message rate (-s 4|8)"},
-    {"fadd",          test_kind::FADD,          "fetch-and-add, one at a time (-s 4|8)"},
-    {"swap",          test_kind::SWAP,          "atomic swap, one at a time (-s 4|8)"},
-    {"cswap",         test_kind::CSWAP,         "compare-and-swap, one at a time (-s 4|8)"},
-    {"cacheline_lat", test_kind::CACHELINE_LAT, "two processes ping-pong one cache line: "
-                                                "the floor of shared-memory latency"},
-    {"memcpy_bw",     test_kind::MEMCPY_BW,     "memcpy of SIZE bytes between two buffers of "
-                                                "this process: the copy ceiling"},
+    {"put_short_bw", test_kind::PUT_SHORT_BW, "put short streaming"},
+    {"put_bcopy_bw", test_kind::PUT_BCOPY_BW, "put bcopy streaming"},
+    {"get_bcopy_bw", test_kind::GET_BCOPY_BW, "get bcopy streaming"},
+    {"add_lat", test_kind::ADD_LAT, "atomic add ping-pong through memory (-s 4|8)"},
+    {"add_mr", test_kind::ADD_MR, "posted atomic adds: message rate (-s 4|8)"},
+    {"fadd", test_kind::FADD, "fetch-and-add, one at a time (-s 4|8)"},
+    {"swap", test_kind::SWAP, "atomic swap, one at a time (-s 4|8)"},
+    {"cswap", test_kind::CSWAP, "compare-and-swap, one at a time (-s 4|8)"},
+    {"cacheline_lat", test_kind::CACHELINE_LAT,
+     "two processes ping-pong one cache line: "
+     "the floor of shared-memory latency"},
+    {"memcpy_bw", test_kind::MEMCPY_BW,
+     "memcpy of SIZE bytes between two buffers of "
+     "this process: the copy ceiling"},
 };
 
 void usage(FILE *out)
 {
-    std::fprintf(out,
-        "Usage: uct_perf -t TEST [-x TL] [-d DEV] [-s SIZE] [-n ITERS] [-w WARMUP]\n"
-        "                [-c CPU0,CPU1] [-l] [-o] [-H] [-L]\n"
-        "Runs a uct-level benchmark between this process and a peer it forks.\n\n"
-        "  -t TEST     test to run:\n");
+    std::fprintf(out, "Usage: uct_perf -t TEST [-x TL] [-d DEV] [-s SIZE] [-n ITERS] [-w WARMUP]\n"
+                      "                [-c CPU0,CPU1] [-l] [-o] [-H] [-L]\n"
+                      "Runs a uct-level benchmark between this process and a peer it forks.\n\n"
+                      "  -t TEST     test to run:\n");
     for (const auto &t : tests) {
         std::fprintf(out, "      %-14s %s\n", t.name, t.what);
     }
     std::fprintf(out,
-        "  -x TL       transport name (posix, sysv, cma, tcp, self, ...)\n"
-        "  -d DEV      device (default: the transport's first device)\n"
-        "  -s SIZE     message size in bytes, AM header included (default 8)\n"
-        "  -n ITERS    measured iterations (default 100000)\n"
-        "  -w WARMUP   warm-up iterations (default 10000)\n"
-        "  -c A,B      pin the initiator to CPU A and the responder to CPU B\n"
-        "  -l          the responder is a thread of this process, not a child\n"
-        "              (a transport that reaches only itself, as self, always runs\n"
-        "              in this process, sending to itself)\n"
-        "  -o          put/get: the responder sleeps instead of progressing (for\n"
-        "              transports whose RMA needs no target progress: cma, posix, sysv)\n"
-        "  -H          put/get/memcpy: our own buffers (those no md allocates) on\n"
-        "              transparent huge pages (2 MiB aligned, madvise)\n"
-        "  -L          list the transports this build has and exit\n"
-        "  -h          this help\n\n"
-        "Latency is one-way (round trip / 2) in microseconds; bandwidth in MB/s\n"
-        "(2^20 bytes), message rate in messages per second.\n");
+                 "  -x TL       transport name (posix, sysv, cma, tcp, self, ...)\n"
+                 "  -d DEV      device (default: the transport's first device)\n"
+                 "  -s SIZE     message size in bytes, AM header included (default 8)\n"
+                 "  -n ITERS    measured iterations (default 100000)\n"
+                 "  -w WARMUP   warm-up iterations (default 10000)\n"
+                 "  -c A,B      pin the initiator to CPU A and the responder to CPU B\n"
+                 "  -l          the responder is a thread of this process, not a child\n"
+                 "              (a transport that reaches only itself, as self, always runs\n"
+                 "              in this process, sending to itself)\n"
+                 "  -o          put/get: the responder sleeps instead of progressing (for\n"
+                 "              transports whose RMA needs no target progress: cma, posix, sysv)\n"
+                 "  -H          put/get/memcpy: our own buffers (those no md allocates) on\n"
+                 "              transparent huge pages (2 MiB aligned, madvise)\n"
+                 "  -L          list the transports this build has and exit\n"
+                 "  -h          this help\n\n"
+                 "Latency is one-way (round trip / 2) in microseconds; bandwidth in MB/s\n"
+                 "(2^20 bytes), message rate in messages per second.\n");
 }
 
 bool parse_count(const char *text, uint64_t *value)
 {
-    char *end = nullptr;
-    errno = 0;
+    char *end            = nullptr;
+    errno                = 0;
     unsigned long long v = std::strtoull(text, &end, 0);
     if ((errno != 0) || (end == text) || (*end != '\0') || (text[0] == '-')) {
         return false;
@@ -191,8 +192,7 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
     const bool local_only = (opts->test == test_kind::CACHELINE_LAT) ||
                             (opts->test == test_kind::MEMCPY_BW);
     if (!local_only && opts->tl_name.empty()) {
-        std::fprintf(stderr, "uct_perf: -x TL is required for %s\n",
-                     opts->test_name.c_str());
+        std::fprintf(stderr, "uct_perf: -x TL is required for %s\n", opts->test_name.c_str());
         return false;
     }
     if ((opts->test == test_kind::CACHELINE_LAT) && opts->loopback) {
@@ -201,18 +201,21 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
     }
     if ((opts->test == test_kind::MEMCPY_BW) && (opts->loopback || !opts->tl_name.empty())) {
         std::fprintf(stderr, "uct_perf: memcpy_bw runs in this process alone: "
-                     "no -x or -l\n");
+                             "no -x or -l\n");
         return false;
     }
     if (opts->responder_idle && !is_rma_test(opts->test)) {
-        std::fprintf(stderr, "uct_perf: -o is for the one-sided streams (put/get "
-                     "*_bw, add_mr, fadd, swap, cswap), not %s\n", opts->test_name.c_str());
+        std::fprintf(stderr,
+                     "uct_perf: -o is for the one-sided streams (put/get "
+                     "*_bw, add_mr, fadd, swap, cswap), not %s\n",
+                     opts->test_name.c_str());
         return false;
     }
-    if (opts->huge_pages && !is_rma_test(opts->test) &&
-        (opts->test != test_kind::MEMCPY_BW)) {
-        std::fprintf(stderr, "uct_perf: -H is for the one-sided streams and "
-                     "memcpy_bw, not %s\n", opts->test_name.c_str());
+    if (opts->huge_pages && !is_rma_test(opts->test) && (opts->test != test_kind::MEMCPY_BW)) {
+        std::fprintf(stderr,
+                     "uct_perf: -H is for the one-sided streams and "
+                     "memcpy_bw, not %s\n",
+                     opts->test_name.c_str());
         return false;
     }
     *exit_code = 0;

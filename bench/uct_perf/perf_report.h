@@ -12,15 +12,15 @@
 namespace perf {
 
 struct latency_result {
-    double median_us = 0;     /* one-way */
+    double median_us  = 0; /* one-way */
     double average_us = 0;
-    double min_us = 0;
-    double p99_us = 0;
+    double min_us     = 0;
+    double p99_us     = 0;
 };
 
 struct bandwidth_result {
-    double mbytes_per_s = 0;  /* 2^20 bytes */
-    double msgs_per_s = 0;
+    double mbytes_per_s = 0; /* 2^20 bytes */
+    double msgs_per_s   = 0;
 };
 
 /* One-way latencies from a timeline of round trips. */

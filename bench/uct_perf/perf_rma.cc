@@ -25,90 +25,108 @@ constexpr unsigned DEFAULT_WINDOW = 128;
 
 struct slot : uct::completion {
     std::vector<unsigned> *free_slots;
-    unsigned              index;
-    uint64_t              result;   /* fetching atomics write the old value here */
+    unsigned index;
+    uint64_t result; /* fetching atomics write the old value here */
 };
 
 void slot_done(uct::completion *self)
 {
-    auto *s = static_cast<slot*>(self);
+    auto *s = static_cast<slot *>(self);
     s->free_slots->push_back(s->index);
 }
 
 struct copy_args {
-    void   *local;
+    void *local;
     size_t length;
 };
 
 size_t pack_local(void *dest, void *arg)
 {
-    auto *a = static_cast<copy_args*>(arg);
+    auto *a = static_cast<copy_args *>(arg);
     std::memcpy(dest, a->local, a->length);
     return a->length;
 }
 
 void unpack_local(void *arg, const void *data, size_t length)
 {
-    std::memcpy(static_cast<copy_args*>(arg)->local, data, length);
+    std::memcpy(static_cast<copy_args *>(arg)->local, data, length);
 }
 
 const char *op_name(test_kind kind)
 {
     switch (kind) {
-    case test_kind::PUT_SHORT_BW: return "put short";
-    case test_kind::PUT_BCOPY_BW: return "put bcopy";
-    case test_kind::PUT_ZCOPY_BW: return "put zcopy";
-    case test_kind::GET_BCOPY_BW: return "get bcopy";
-    case test_kind::GET_ZCOPY_BW: return "get zcopy";
-    case test_kind::ADD_MR:       return "atomic add";
-    case test_kind::FADD:         return "atomic fetch-add";
-    case test_kind::SWAP:         return "atomic swap";
-    case test_kind::CSWAP:        return "atomic compare-swap";
-    default:                      return "?";
+    case test_kind::PUT_SHORT_BW:
+        return "put short";
+    case test_kind::PUT_BCOPY_BW:
+        return "put bcopy";
+    case test_kind::PUT_ZCOPY_BW:
+        return "put zcopy";
+    case test_kind::GET_BCOPY_BW:
+        return "get bcopy";
+    case test_kind::GET_ZCOPY_BW:
+        return "get zcopy";
+    case test_kind::ADD_MR:
+        return "atomic add";
+    case test_kind::FADD:
+        return "atomic fetch-add";
+    case test_kind::SWAP:
+        return "atomic swap";
+    case test_kind::CSWAP:
+        return "atomic compare-swap";
+    default:
+        return "?";
     }
 }
 
 uct::atomic_op atomic_of(test_kind kind)
 {
     return (kind == test_kind::SWAP)  ? uct::atomic_op::SWAP :
-           (kind == test_kind::CSWAP) ? uct::atomic_op::CSWAP : uct::atomic_op::ADD;
+           (kind == test_kind::CSWAP) ? uct::atomic_op::CSWAP :
+                                        uct::atomic_op::ADD;
 }
 
 bool fetches(test_kind kind)
 {
-    return (kind == test_kind::FADD) || (kind == test_kind::SWAP) ||
-           (kind == test_kind::CSWAP) || (kind == test_kind::GET_BCOPY_BW) ||
-           (kind == test_kind::GET_ZCOPY_BW);
+    return (kind == test_kind::FADD) || (kind == test_kind::SWAP) || (kind == test_kind::CSWAP) ||
+           (kind == test_kind::GET_BCOPY_BW) || (kind == test_kind::GET_ZCOPY_BW);
 }
 
 bool supported(const transport &t, const options &opts)
 {
     const uct::iface_attr &attr = t.attr();
-    const char *what = op_name(opts.test);
-    auto refuse = [&](const char *why) {
-        std::fprintf(stderr, "%s: %s: %s %s\n", tool_name, t.description().c_str(), what,
-                     why);
+    const char *what            = op_name(opts.test);
+    auto refuse                 = [&](const char *why) {
+        std::fprintf(stderr, "%s: %s: %s %s\n", tool_name, t.description().c_str(), what, why);
         return false;
     };
     if (is_atomic_test(opts.test)) {
         if ((opts.size != 4) && (opts.size != 8)) {
             return refuse("operates on 4 or 8 bytes (-s 4 or -s 8)");
         }
-        const bool post = opts.test == test_kind::ADD_MR;
-        const uint64_t ops = (opts.size == 4) ? (post ? attr.atomic32_post : attr.atomic32_fetch)
-                                              : (post ? attr.atomic64_post : attr.atomic64_fetch);
+        const bool post    = opts.test == test_kind::ADD_MR;
+        const uint64_t ops = (opts.size == 4) ? (post ? attr.atomic32_post : attr.atomic32_fetch) :
+                                                (post ? attr.atomic64_post : attr.atomic64_fetch);
         if (!(ops & uct::atomic_op_bit(atomic_of(opts.test)))) {
-            return refuse(opts.size == 4 ? "is not supported on 32 bits"
-                                         : "is not supported on 64 bits");
+            return refuse(opts.size == 4 ? "is not supported on 32 bits" :
+                                           "is not supported on 64 bits");
         }
         return true;
     }
-    struct limit { uint64_t flag; size_t min, max; };
+    struct limit {
+        uint64_t flag;
+        size_t min, max;
+    };
     limit l{};
     switch (opts.test) {
-    case test_kind::PUT_SHORT_BW: l = {uct::iface_flag::PUT_SHORT, 1, attr.put.max_short}; break;
-    case test_kind::PUT_BCOPY_BW: l = {uct::iface_flag::PUT_BCOPY, 1, attr.put.max_bcopy}; break;
-    case test_kind::GET_BCOPY_BW: l = {uct::iface_flag::GET_BCOPY, 1, attr.get.max_bcopy}; break;
+    case test_kind::PUT_SHORT_BW:
+        l = {uct::iface_flag::PUT_SHORT, 1, attr.put.max_short};
+        break;
+    case test_kind::PUT_BCOPY_BW:
+        l = {uct::iface_flag::PUT_BCOPY, 1, attr.put.max_bcopy};
+        break;
+    case test_kind::GET_BCOPY_BW:
+        l = {uct::iface_flag::GET_BCOPY, 1, attr.get.max_bcopy};
+        break;
     case test_kind::PUT_ZCOPY_BW:
         l = {uct::iface_flag::PUT_ZCOPY, attr.put.min_zcopy, attr.put.max_zcopy};
         break;
@@ -120,8 +138,7 @@ bool supported(const transport &t, const options &opts)
         return refuse("is not supported");
     }
     if ((opts.size < l.min) || (opts.size > l.max)) {
-        std::fprintf(stderr, "%s: %s size must be in [%zu, %zu]\n", tool_name, what, l.min,
-                     l.max);
+        std::fprintf(stderr, "%s: %s size must be in [%zu, %zu]\n", tool_name, what, l.min, l.max);
         return false;
     }
     return true;
@@ -130,9 +147,10 @@ bool supported(const transport &t, const options &opts)
 /* The operations of one stream, the slots they complete into, the drain. */
 class rma_poster {
 public:
-    rma_poster(transport &t, const options &opts, void *local, uct::mem_h memh,
-               uint64_t remote, uct::rkey_t rkey) :
-        t_(t), ep_(t.ep()), kind_(opts.test), size_(opts.size), remote_(remote),
+    rma_poster(transport &t, const options &opts, void *local, uct::mem_h memh, uint64_t remote,
+               uct::rkey_t rkey) :
+        t_(t),
+        ep_(t.ep()), kind_(opts.test), size_(opts.size), remote_(remote),
         rkey_(rkey), iov_{local, opts.size, memh}, copy_{local, opts.size}
     {
         unsigned window = opts.outstanding;
@@ -157,7 +175,7 @@ public:
         }
         /* Taken off the list before posting: completions that run while
          * progress retries NO_RESOURCE push other slots on its back. */
-        slot &s  = slots_[free_slots_.back()];
+        slot &s = slots_[free_slots_.back()];
         free_slots_.pop_back();
         s.count  = 1;
         s.status = UCS_OK;
@@ -166,7 +184,7 @@ public:
             t_.progress();
         }
         if (st != UCS_INPROGRESS) {
-            free_slots_.push_back(s.index);   /* done at once, or failed */
+            free_slots_.push_back(s.index); /* done at once, or failed */
         }
         if ((st != UCS_INPROGRESS) && (st != UCS_OK)) {
             std::fprintf(stderr, "%s: %s failed: %s\n", tool_name, op_name(kind_),
@@ -217,27 +235,27 @@ private:
             /* cswap compares with 0 and stores 0: every one succeeds, so
              * each does the full write, as a lock attempt would. */
             return ep_.atomic_fetch(atomic_of(kind_), unsigned(size_),
-                                    (kind_ == test_kind::FADD) ? 1 : 0, 0, &s.result,
-                                    remote_, rkey_, &s);
+                                    (kind_ == test_kind::FADD) ? 1 : 0, 0, &s.result, remote_,
+                                    rkey_, &s);
         }
     }
 
-    transport             &t_;
-    uct::ep               &ep_;
-    test_kind             kind_;
-    size_t                size_;
-    uint64_t              remote_;
-    uct::rkey_t           rkey_;
-    uct::iov              iov_;
-    copy_args             copy_;
-    std::vector<slot>     slots_;
+    transport &t_;
+    uct::ep &ep_;
+    test_kind kind_;
+    size_t size_;
+    uint64_t remote_;
+    uct::rkey_t rkey_;
+    uct::iov iov_;
+    copy_args copy_;
+    std::vector<slot> slots_;
     std::vector<unsigned> free_slots_;
 };
 
 /* Streams the operations into/from the target described by `blob`; tells
  * the peer (if any) when done, whatever happened. */
-int rma_stream(transport &t, const options &opts, const std::vector<uint8_t> &blob,
-               oob *channel, timeline *tl)
+int rma_stream(transport &t, const options &opts, const std::vector<uint8_t> &blob, oob *channel,
+               timeline *tl)
 {
     auto tell_peer = [channel] {
         if (channel != nullptr) {

@@ -31,7 +31,7 @@ void nothing(uct::completion *)
 bool supported(const transport &t, const options &opts)
 {
     const uct::iface_attr &attr = t.attr();
-    auto refuse = [&](const char *why) {
+    auto refuse                 = [&](const char *why) {
         std::fprintf(stderr, "%s: %s: %s\n", tool_name, t.description().c_str(), why);
         return false;
     };
@@ -41,8 +41,9 @@ bool supported(const transport &t, const options &opts)
             return refuse("add_lat operates on 4 or 8 bytes (-s 4 or -s 8)");
         }
         uint64_t ops = (opts.size == 4) ? attr.atomic32_post : attr.atomic64_post;
-        return (ops & uct::atomic_op_bit(uct::atomic_op::ADD)) ? true
-               : refuse("no posted atomic add of that size");
+        return (ops & uct::atomic_op_bit(uct::atomic_op::ADD)) ?
+                   true :
+                   refuse("no posted atomic add of that size");
     }
     case test_kind::PUT_SHORT_LAT:
         if (!(attr.flags & uct::iface_flag::PUT_SHORT) || (opts.size > attr.put.max_short)) {
@@ -65,12 +66,12 @@ bool supported(const transport &t, const options &opts)
 
 struct copy_args {
     const void *data;
-    size_t     length;
+    size_t length;
 };
 
 size_t pack_copy(void *dest, void *arg)
 {
-    auto *a = static_cast<copy_args*>(arg);
+    auto *a = static_cast<copy_args *>(arg);
     std::memcpy(dest, a->data, a->length);
     return a->length;
 }
@@ -115,11 +116,9 @@ public:
         }
         std::memcpy(&remote_, blob.data(), sizeof(remote_));
         ucs_status_t status = t_.component().rkey_unpack(blob.data() + sizeof(remote_),
-                                                         blob.size() - sizeof(remote_),
-                                                         &rkey_);
+                                                         blob.size() - sizeof(remote_), &rkey_);
         if (status != UCS_OK) {
-            std::fprintf(stderr, "%s: rkey_unpack: %s\n", tool_name,
-                         ucs_status_string(status));
+            std::fprintf(stderr, "%s: rkey_unpack: %s\n", tool_name, ucs_status_string(status));
             return false;
         }
         have_rkey_ = true;
@@ -131,14 +130,14 @@ public:
     /* Message `n` (counting from 0) to the peer. */
     bool send(uint64_t n)
     {
-        static_cast<uint8_t*>(source_.address())[opts_.size - 1] = uint8_t(n % SN_CYCLE);
+        static_cast<uint8_t *>(source_.address())[opts_.size - 1] = uint8_t(n % SN_CYCLE);
         ucs_status_t status;
         while ((status = post()) == UCS_ERR_NO_RESOURCE) {
             t_.progress();
         }
         if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
-            std::fprintf(stderr, "%s: %s failed: %s\n", tool_name,
-                         atomic() ? "atomic add" : "put", ucs_status_string(status));
+            std::fprintf(stderr, "%s: %s failed: %s\n", tool_name, atomic() ? "atomic add" : "put",
+                         ucs_status_string(status));
             return false;
         }
         posted_zcopy_ += (status == UCS_INPROGRESS) ? 1 : 0;
@@ -180,8 +179,7 @@ private:
             return ep.atomic_post(uct::atomic_op::ADD, unsigned(opts_.size), 1, remote_,
                                   rkey_.rkey);
         case test_kind::PUT_SHORT_LAT:
-            return ep.put_short(source_.address(), unsigned(opts_.size), remote_,
-                                rkey_.rkey);
+            return ep.put_short(source_.address(), unsigned(opts_.size), remote_, rkey_.rkey);
         case test_kind::PUT_BCOPY_LAT: {
             copy_args args{source_.address(), opts_.size};
             ssize_t n = ep.put_bcopy(pack_copy, &args, remote_, rkey_.rkey);
@@ -198,31 +196,31 @@ private:
     {
         const void *p = target_.address();
         if (!atomic()) {
-            return __atomic_load_n(static_cast<const uint8_t*>(p) + opts_.size - 1,
+            return __atomic_load_n(static_cast<const uint8_t *>(p) + opts_.size - 1,
                                    __ATOMIC_ACQUIRE) == uint8_t(n % SN_CYCLE);
         }
         /* Each message adds 1: message n leaves n + 1. */
-        const uint64_t value = (opts_.size == 4)
-            ? __atomic_load_n(static_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE)
-            : __atomic_load_n(static_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+        const uint64_t value = (opts_.size == 4) ? __atomic_load_n(static_cast<const uint32_t *>(p),
+                                                                   __ATOMIC_ACQUIRE) :
+                                                   __atomic_load_n(static_cast<const uint64_t *>(p),
+                                                                   __ATOMIC_ACQUIRE);
         return value == ((opts_.size == 4) ? uint32_t(n + 1) : n + 1);
     }
 
-    transport        &t_;
-    const options    &opts_;
-    md_buffer        target_;
-    md_buffer        source_;
-    uint64_t         remote_ = 0;
+    transport &t_;
+    const options &opts_;
+    md_buffer target_;
+    md_buffer source_;
+    uint64_t remote_ = 0;
     uct::rkey_bundle rkey_{};
-    bool             have_rkey_ = false;
-    uct::completion  comp_{};
-    uint64_t         posted_zcopy_ = 0;
+    bool have_rkey_ = false;
+    uct::completion comp_{};
+    uint64_t posted_zcopy_ = 0;
 };
 
 } // namespace
 
-int memory_pingpong(transport &t, const options &opts, oob &channel, bool initiator,
-                    timeline *tl)
+int memory_pingpong(transport &t, const options &opts, oob &channel, bool initiator, timeline *tl)
 {
     const bool ok_here = supported(t, opts);
     pingpong_side side(t, opts);
@@ -230,7 +228,8 @@ int memory_pingpong(transport &t, const options &opts, oob &channel, bool initia
     /* Both take part in the exchange, so neither waits for ever. */
     const bool ready = ok_here && side.prepare();
     if (!channel.exchange(ready ? describe_target(t, side.target()) : std::vector<uint8_t>{},
-                          &theirs) || !ready || theirs.empty() || !side.aim(theirs)) {
+                          &theirs) ||
+        !ready || theirs.empty() || !side.aim(theirs)) {
         return 1;
     }
     const uint64_t total = opts.warmup + opts.iters;
@@ -241,8 +240,8 @@ int memory_pingpong(transport &t, const options &opts, oob &channel, bool initia
         if (initiator && (n == opts.warmup)) {
             tl->start();
         }
-        bool ok = initiator ? (side.send(n) && side.wait(n, &channel))
-                            : (side.wait(n, &channel) && side.send(n));
+        bool ok = initiator ? (side.send(n) && side.wait(n, &channel)) :
+                              (side.wait(n, &channel) && side.send(n));
         if (!ok) {
             return 1;
         }

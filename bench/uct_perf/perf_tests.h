@@ -40,8 +40,7 @@ int rma_initiator(transport &t, const options &opts, oob &channel, timeline *tl)
 int rma_responder(transport &t, const options &opts, oob &channel);
 
 /* Ping-pong through memory (put_*_lat, add_lat): both sides run it. */
-int memory_pingpong(transport &t, const options &opts, oob &channel, bool initiator,
-                    timeline *tl);
+int memory_pingpong(transport &t, const options &opts, oob &channel, bool initiator, timeline *tl);
 
 /* The same tests on a transport that reaches only its own iface (self):
  * this side sends to itself, no peer involved. */

@@ -14,10 +14,14 @@ namespace {
 const char *device_type_name(uct::device_type type)
 {
     switch (type) {
-    case uct::device_type::NET:  return "net";
-    case uct::device_type::SHM:  return "shm";
-    case uct::device_type::ACC:  return "acc";
-    case uct::device_type::SELF: return "self";
+    case uct::device_type::NET:
+        return "net";
+    case uct::device_type::SHM:
+        return "shm";
+    case uct::device_type::ACC:
+        return "acc";
+    case uct::device_type::SELF:
+        return "self";
     }
     return "?";
 }
@@ -26,13 +30,12 @@ const char *device_type_name(uct::device_type type)
 void append_field(std::vector<uint8_t> *blob, const std::vector<uint8_t> &field)
 {
     uint32_t length = uint32_t(field.size());
-    auto *p = reinterpret_cast<const uint8_t*>(&length);
+    auto *p         = reinterpret_cast<const uint8_t *>(&length);
     blob->insert(blob->end(), p, p + sizeof(length));
     blob->insert(blob->end(), field.begin(), field.end());
 }
 
-bool take_field(const std::vector<uint8_t> &blob, size_t *offset,
-                std::vector<uint8_t> *field)
+bool take_field(const std::vector<uint8_t> &blob, size_t *offset, std::vector<uint8_t> *field)
 {
     uint32_t length;
     if (blob.size() - *offset < sizeof(length)) {
@@ -57,8 +60,7 @@ transport::~transport()
     delete md_;
 }
 
-bool transport::open(const std::string &tl_name, const std::string &dev_name,
-                     bool async_thread)
+bool transport::open(const std::string &tl_name, const std::string &dev_name, bool async_thread)
 {
     if (async_thread) {
         /* What UCX's -A thread_* asks for: events handled on a thread. */
@@ -77,8 +79,8 @@ bool transport::open(const std::string &tl_name, const std::string &dev_name,
         return false;
     }
     uct::iface_params params;
-    params.tl_name  = chosen.tl_name;
-    params.dev_name = chosen.dev_name;
+    params.tl_name      = chosen.tl_name;
+    params.dev_name     = chosen.dev_name;
     ucs_status_t status = md_->iface_open(*worker_, params, &iface_);
     if (status != UCS_OK) {
         std::fprintf(stderr, "%s: cannot open %s/%s: %s\n", tool_name, chosen.tl_name,
@@ -94,7 +96,7 @@ bool transport::open(const std::string &tl_name, const std::string &dev_name,
 bool transport::connect_peer(oob &channel)
 {
     const uct::iface_attr &a = iface_->attr();
-    const bool to_ep = !(a.flags & uct::iface_flag::CONNECT_TO_IFACE);
+    const bool to_ep         = !(a.flags & uct::iface_flag::CONNECT_TO_IFACE);
     if (to_ep && !(a.flags & uct::iface_flag::CONNECT_TO_EP)) {
         std::fprintf(stderr, "%s: %s connects neither to an iface nor to an ep\n", tool_name,
                      description_.c_str());
@@ -126,24 +128,22 @@ bool transport::connect_peer(oob &channel)
     append_field(&mine, ifa);
     append_field(&mine, epa);
     size_t offset = 0;
-    if (!channel.exchange(mine, &theirs) ||
-        !take_field(theirs, &offset, &peer_dev) || !take_field(theirs, &offset, &peer_iface) ||
-        !take_field(theirs, &offset, &peer_ep)) {
+    if (!channel.exchange(mine, &theirs) || !take_field(theirs, &offset, &peer_dev) ||
+        !take_field(theirs, &offset, &peer_iface) || !take_field(theirs, &offset, &peer_ep)) {
         std::fprintf(stderr, "%s: address exchange with the peer failed\n", tool_name);
         return false;
     }
     if (!iface_->is_reachable(peer_dev.data(), peer_dev.size(), peer_iface.data(),
                               peer_iface.size())) {
-        std::fprintf(stderr, "%s: %s cannot reach the peer%s\n", tool_name,
-                     description_.c_str(),
+        std::fprintf(stderr, "%s: %s cannot reach the peer%s\n", tool_name, description_.c_str(),
                      " (transports limited to one process need -l)");
         return false;
     }
-    ucs_status_t status = to_ep ?
-        ep_->connect_to_ep(peer_dev.data(), peer_dev.size(), peer_ep.data(),
-                           peer_ep.size()) :
-        iface_->ep_create_connected(peer_dev.data(), peer_dev.size(), peer_iface.data(),
-                                    peer_iface.size(), &ep_);
+    ucs_status_t status = to_ep ? ep_->connect_to_ep(peer_dev.data(), peer_dev.size(),
+                                                     peer_ep.data(), peer_ep.size()) :
+                                  iface_->ep_create_connected(peer_dev.data(), peer_dev.size(),
+                                                              peer_iface.data(), peer_iface.size(),
+                                                              &ep_);
     if (status != UCS_OK) {
         std::fprintf(stderr, "%s: connecting %s failed: %s\n", tool_name, description_.c_str(),
                      ucs_status_string(status));
@@ -160,8 +160,7 @@ bool transport::connect_self()
     if ((a.flags & uct::iface_flag::CONNECT_TO_IFACE) &&
         (iface_->get_device_address(dev.data()) == UCS_OK) &&
         (iface_->get_address(ifa.data()) == UCS_OK)) {
-        status = iface_->ep_create_connected(dev.data(), dev.size(), ifa.data(), ifa.size(),
-                                             &ep_);
+        status = iface_->ep_create_connected(dev.data(), dev.size(), ifa.data(), ifa.size(), &ep_);
     }
     if (status != UCS_OK) {
         std::fprintf(stderr, "%s: %s cannot connect to itself: %s\n", tool_name,
@@ -187,8 +186,9 @@ void list_transports()
             if (md->query_tl_resources(&tls) == UCS_OK) {
                 for (const auto &tl : tls) {
                     std::printf("component %-10s md %-10s transport %-10s device %-12s "
-                                "(%s)\n", comp->name(), mdr.md_name, tl.tl_name,
-                                tl.dev_name, device_type_name(tl.type));
+                                "(%s)\n",
+                                comp->name(), mdr.md_name, tl.tl_name, tl.dev_name,
+                                device_type_name(tl.type));
                 }
             }
             delete md;

@@ -22,16 +22,15 @@ namespace perf {
 
 class transport {
 public:
-    transport() = default;
-    transport(const transport&) = delete;
-    transport &operator=(const transport&) = delete;
+    transport()                             = default;
+    transport(const transport &)            = delete;
+    transport &operator=(const transport &) = delete;
     ~transport();
 
     /* Opens tl on dev (first device if empty); prints why on failure.
      * async_thread: the worker gets an async context running its own
      * thread (UCX's -A thread_spinlock/thread_mutex). */
-    bool open(const std::string &tl_name, const std::string &dev_name,
-              bool async_thread = false);
+    bool open(const std::string &tl_name, const std::string &dev_name, bool async_thread = false);
 
     /* Connects to a peer doing the same, exchanging addresses over `channel`. */
     bool connect_peer(oob &channel);
@@ -54,12 +53,12 @@ private:
     /* Declared first: the worker and interfaces go before it. */
     std::unique_ptr<ucs::async_context> async_;
     std::unique_ptr<uct::worker> worker_;
-    uct::component               *component_ = nullptr;
-    uct::md                      *md_ = nullptr;
-    uct::iface                   *iface_ = nullptr;
-    uct::ep                      *ep_ = nullptr;
-    std::string                  description_;
-    uct::device_type             type_ = uct::device_type::NET;
+    uct::component *component_ = nullptr;
+    uct::md *md_               = nullptr;
+    uct::iface *iface_         = nullptr;
+    uct::ep *ep_               = nullptr;
+    std::string description_;
+    uct::device_type type_ = uct::device_type::NET;
 };
 
 /* Prints every component / md / transport / device this build offers. */

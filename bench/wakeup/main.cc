@@ -33,40 +33,37 @@
 namespace {
 
 struct options {
-    bool        waitset = false;
-    unsigned    workers = 1;
-    const char  *tls    = nullptr;
-    unsigned    iters   = 2000;
-    unsigned    delay_us = 100;   /* before each message: the receiver falls asleep */
+    bool waitset      = false;
+    unsigned workers  = 1;
+    const char *tls   = nullptr;
+    unsigned iters    = 2000;
+    unsigned delay_us = 100; /* before each message: the receiver falls asleep */
 };
 
 /* The extension calls, found at run time (absent from UCX 1.13). */
 struct ext_api {
-    decltype(&ucp_pollset_create)  pollset_create  = nullptr;
-    decltype(&ucp_pollset_add)     pollset_add     = nullptr;
-    decltype(&ucp_pollset_poll)    pollset_poll    = nullptr;
-    decltype(&ucp_pollset_remove)  pollset_remove  = nullptr;
+    decltype(&ucp_pollset_create) pollset_create   = nullptr;
+    decltype(&ucp_pollset_add) pollset_add         = nullptr;
+    decltype(&ucp_pollset_poll) pollset_poll       = nullptr;
+    decltype(&ucp_pollset_remove) pollset_remove   = nullptr;
     decltype(&ucp_pollset_destroy) pollset_destroy = nullptr;
-    decltype(&ucp_waitset_create)  waitset_create  = nullptr;
-    decltype(&ucp_waitset_add)     waitset_add     = nullptr;
-    decltype(&ucp_waitset_wait)    waitset_wait    = nullptr;
-    decltype(&ucp_waitset_remove)  waitset_remove  = nullptr;
+    decltype(&ucp_waitset_create) waitset_create   = nullptr;
+    decltype(&ucp_waitset_add) waitset_add         = nullptr;
+    decltype(&ucp_waitset_wait) waitset_wait       = nullptr;
+    decltype(&ucp_waitset_remove) waitset_remove   = nullptr;
     decltype(&ucp_waitset_destroy) waitset_destroy = nullptr;
 
     bool load()
     {
         auto find = [](auto &fn, const char *name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-                    dlsym(RTLD_DEFAULT, name));
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(RTLD_DEFAULT, name));
             return fn != nullptr;
         };
-        return find(pollset_create, "ucp_pollset_create") &&
-               find(pollset_add, "ucp_pollset_add") &&
+        return find(pollset_create, "ucp_pollset_create") && find(pollset_add, "ucp_pollset_add") &&
                find(pollset_poll, "ucp_pollset_poll") &&
                find(pollset_remove, "ucp_pollset_remove") &&
                find(pollset_destroy, "ucp_pollset_destroy") &&
-               find(waitset_create, "ucp_waitset_create") &&
-               find(waitset_add, "ucp_waitset_add") &&
+               find(waitset_create, "ucp_waitset_create") && find(waitset_add, "ucp_waitset_add") &&
                find(waitset_wait, "ucp_waitset_wait") &&
                find(waitset_remove, "ucp_waitset_remove") &&
                find(waitset_destroy, "ucp_waitset_destroy");
@@ -105,8 +102,8 @@ public:
             ucp_config_modify(config, "TLS", opts_.tls);
         }
         ucp_params_t params{};
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+        params.field_mask   = UCP_PARAM_FIELD_FEATURES;
+        params.features     = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
         ucs_status_t status = ucp_init(&params, config, &context_);
         ucp_config_release(config);
         if (status != UCS_OK) {
@@ -125,17 +122,18 @@ public:
         if (ucp_worker_get_address(workers_[0], &address, &length) != UCS_OK) {
             return "no address";
         }
-        std::vector<uint8_t> mine(reinterpret_cast<uint8_t*>(address),
-                                  reinterpret_cast<uint8_t*>(address) + length), theirs;
+        std::vector<uint8_t> mine(reinterpret_cast<uint8_t *>(address),
+                                  reinterpret_cast<uint8_t *>(address) + length),
+            theirs;
         ucp_worker_release_address(workers_[0], address);
         if (!channel_.exchange(mine, &theirs)) {
             return "address exchange failed";
         }
         ucp_ep_params_t ep_params{};
         ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        ep_params.address    = reinterpret_cast<const ucp_address_t*>(theirs.data());
+        ep_params.address    = reinterpret_cast<const ucp_address_t *>(theirs.data());
         return (ucp_ep_create(workers_[0], &ep_params, &ep_) == UCS_OK) ? "" :
-               "ucp_ep_create failed";
+                                                                          "ucp_ep_create failed";
     }
 
     /* The sender: one-way times of each round trip. */
@@ -146,20 +144,22 @@ public:
         for (unsigned i = 0; i < opts_.iters + opts_.iters / 10; ++i) {
             ucs_status_ptr_t r = ucp_tag_recv_nbx(workers_[0], &in, sizeof(in), pong_tag,
                                                   ~ucp_tag_t(0), &param);
-            const auto asleep = std::chrono::steady_clock::now() +
+            const auto asleep  = std::chrono::steady_clock::now() +
                                 std::chrono::microseconds(opts_.delay_us);
             while (std::chrono::steady_clock::now() < asleep) {
             }
             const auto start = std::chrono::steady_clock::now();
-            out = i;
-            if ((wait(workers_[0], ucp_tag_send_nbx(ep_, &out, sizeof(out), ping_tag,
-                                                    &param)) != UCS_OK) ||
+            out              = i;
+            if ((wait(workers_[0], ucp_tag_send_nbx(ep_, &out, sizeof(out), ping_tag, &param)) !=
+                 UCS_OK) ||
                 (wait(workers_[0], r) != UCS_OK) || (in != i)) {
                 return false;
             }
-            if (i >= opts_.iters / 10) {      /* after the warm-up */
+            if (i >= opts_.iters / 10) { /* after the warm-up */
                 one_way->push_back(std::chrono::duration<double, std::micro>(
-                        std::chrono::steady_clock::now() - start).count() / 2);
+                                       std::chrono::steady_clock::now() - start)
+                                       .count() /
+                                   2);
             }
         }
         return true;
@@ -235,11 +235,11 @@ private:
         return status;
     }
 
-    const options              &opts_;
-    perf::oob                  &channel_;
-    ucp_context_h              context_ = nullptr;
-    std::vector<ucp_worker_h>  workers_;
-    ucp_ep_h                   ep_ = nullptr;
+    const options &opts_;
+    perf::oob &channel_;
+    ucp_context_h context_ = nullptr;
+    std::vector<ucp_worker_h> workers_;
+    ucp_ep_h ep_ = nullptr;
 };
 
 } // namespace
@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     {
         side s(opts, receiver.channel());
         const std::string why = s.setup(1);
-        ok = why.empty() && s.ping(&one_way);
+        ok                    = why.empty() && s.ping(&one_way);
         if (!why.empty()) {
             std::fprintf(stderr, "ucp_wakeup_lat: %s\n", why.c_str());
         }

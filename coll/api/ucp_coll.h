@@ -59,20 +59,20 @@ enum ucp_team_params_field {
  * ranks start, start + stride, ... (count of them) of a parent team.
  */
 typedef struct ucp_team_params {
-    uint64_t        field_mask;   /**< ucp_team_params_field bits */
+    uint64_t field_mask; /**< ucp_team_params_field bits */
     /** The members in rank order; eps[my_rank] is not used (may be NULL). */
-    const ucp_ep_h  *eps;
-    unsigned        size;         /**< entries of eps */
-    unsigned        my_rank;      /**< this process's rank */
+    const ucp_ep_h *eps;
+    unsigned size;    /**< entries of eps */
+    unsigned my_rank; /**< this process's rank */
     /** Equal on all members of a team made from endpoints, and different
      *  from the key of any other such team one of them makes while this one
      *  exists (an MPI runtime's context id). Keys with the top bit set are
      *  reserved for sub-teams. */
-    uint64_t        key;
-    ucp_team_h      parent;       /**< sub-team: of this team ... */
-    unsigned        start;        /**< ... the ranks start, */
-    unsigned        stride;       /**< start + stride, ... (stride >= 1) */
-    unsigned        count;        /**< count of them */
+    uint64_t key;
+    ucp_team_h parent; /**< sub-team: of this team ... */
+    unsigned start;    /**< ... the ranks start, */
+    unsigned stride;   /**< start + stride, ... (stride >= 1) */
+    unsigned count;    /**< count of them */
 } ucp_team_params_t;
 
 /**
@@ -129,8 +129,8 @@ typedef enum ucp_coll_dt {
     UCP_COLL_DT_UINT64,
     UCP_COLL_DT_FLOAT,
     UCP_COLL_DT_DOUBLE,
-    UCP_COLL_DT_FLOAT_COMPLEX,   /**< two floats: real, imaginary */
-    UCP_COLL_DT_DOUBLE_COMPLEX,  /**< two doubles */
+    UCP_COLL_DT_FLOAT_COMPLEX,  /**< two floats: real, imaginary */
+    UCP_COLL_DT_DOUBLE_COMPLEX, /**< two doubles */
     UCP_COLL_DT_LAST
 } ucp_coll_dt_t;
 
@@ -179,15 +179,15 @@ enum ucp_coll_args_field {
  *     size * count, rbuf count (rank i gets block i of the reduction).
  */
 typedef struct ucp_coll_args {
-    uint64_t        field_mask;   /**< ucp_coll_args_field bits */
+    uint64_t field_mask; /**< ucp_coll_args_field bits */
     ucp_coll_type_t coll;
-    const void      *sbuf;
-    void            *rbuf;
-    size_t          count;
-    ucp_coll_dt_t   dt;
-    ucp_coll_op_t   op;
-    unsigned        root;
-    uint32_t        flags;        /**< ucp_coll_flags */
+    const void *sbuf;
+    void *rbuf;
+    size_t count;
+    ucp_coll_dt_t dt;
+    ucp_coll_op_t op;
+    unsigned root;
+    uint32_t flags; /**< ucp_coll_flags */
 } ucp_coll_args_t;
 
 /**
@@ -216,12 +216,12 @@ void ucp_coll_request_free(void *request);
 
 /** @brief What ucp_coll_query() answers. */
 typedef struct ucp_coll_attr {
-    ucp_coll_type_t coll;          /**< in */
-    ucp_coll_dt_t   dt;            /**< in */
-    ucp_coll_op_t   op;            /**< in: reductions */
-    int             supported;     /**< out: nonzero if the team does it */
-    size_t          max_count;     /**< out: largest count */
-    unsigned        max_members;   /**< out: largest team */
+    ucp_coll_type_t coll; /**< in */
+    ucp_coll_dt_t dt;     /**< in */
+    ucp_coll_op_t op;     /**< in: reductions */
+    int supported;        /**< out: nonzero if the team does it */
+    size_t max_count;     /**< out: largest count */
+    unsigned max_members; /**< out: largest team */
 } ucp_coll_attr_t;
 
 /**

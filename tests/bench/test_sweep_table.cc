@@ -70,9 +70,9 @@ TEST_CASE("sweep rows line up with the header for any value", "[perftest]")
 
 TEST_CASE("long transport and test names are cut, not spilled", "[perftest]")
 {
-    perftest::result r = row(1.0);
-    r.transport = "tcp,posix,sysv,cma,self";
-    r.test      = "ucp_put_flush_lat";
+    perftest::result r     = row(1.0);
+    r.transport            = "tcp,posix,sysv,cma,self";
+    r.test                 = "ucp_put_flush_lat";
     const std::string text = perftest::sweep_row_text(r, false);
     CHECK(bars(text, '|') == bars(perftest::sweep_rule_text(), '+'));
     CHECK(text.find("tcp,posix,~") != std::string::npos);

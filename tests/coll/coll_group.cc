@@ -23,7 +23,7 @@ ucs_status_t member::wait(ucs_status_ptr_t request)
     ucs_status_t status;
     while ((status = ucp_coll_request_check_status(request)) == UCS_INPROGRESS) {
         if (ucp_worker_progress(p.worker) == 0) {
-            sched_yield();   /* more members than cores: let the others run */
+            sched_yield(); /* more members than cores: let the others run */
         }
     }
     ucp_coll_request_free(request);
@@ -47,7 +47,8 @@ int member_main(unsigned rank, unsigned size, int fd, const group_options &optio
     for (const auto &var : options.env) {
         setenv(var.first, var.second, 1);
     }
-    TEST_CHILD_CHECK(m.p.init_with(options.tls, UCP_FEATURE_AM | UCP_FEATURE_TAG, options.extra) == UCS_OK);
+    TEST_CHILD_CHECK(m.p.init_with(options.tls, UCP_FEATURE_AM | UCP_FEATURE_TAG, options.extra) ==
+                     UCS_OK);
     /* Before the address leaves: a peer may send as soon as it has it. */
     TEST_CHILD_CHECK(ucp_coll_context_create(m.p.worker, &m.ctx) == UCS_OK);
     TEST_CHILD_CHECK(test::send_blob(fd, m.p.address()));
@@ -61,8 +62,8 @@ int member_main(unsigned rank, unsigned size, int fd, const group_options &optio
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-        params.address    = reinterpret_cast<const ucp_address_t*>(address.data());
-        params.err_mode   = options.err_mode;
+        params.address  = reinterpret_cast<const ucp_address_t *>(address.data());
+        params.err_mode = options.err_mode;
         TEST_CHILD_CHECK(ucp_ep_create(m.p.worker, &params, &m.eps[r]) == UCS_OK);
     }
     ucp_team_params_t tp{};
@@ -75,7 +76,7 @@ int member_main(unsigned rank, unsigned size, int fd, const group_options &optio
 
     const int code = body(m);
     if ((code != 0) || !options.teardown) {
-        return code;    /* the others may wait for this one: they fail on their own */
+        return code; /* the others may wait for this one: they fail on their own */
     }
     /* Everyone is done before anyone closes its endpoints. */
     ucp_coll_args_t barrier{};
@@ -105,19 +106,18 @@ void run_group(unsigned size, const group_options &options,
                std::vector<uint64_t> *shared_out)
 {
     const size_t bytes = shared_words * sizeof(uint64_t);
-    void *map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-                     0);
-    uint64_t *shared = (map == MAP_FAILED) ? nullptr : static_cast<uint64_t*>(map);
+    void *map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    uint64_t *shared = (map == MAP_FAILED) ? nullptr : static_cast<uint64_t *>(map);
     codes->assign(size, -1);
     if (shared == nullptr) {
         return;
     }
     std::vector<std::unique_ptr<test::child_process>> members;
     for (unsigned r = 0; r < size; ++r) {
-        members.push_back(std::make_unique<test::child_process>(
-            [r, size, &options, shared, &body](int fd) {
-                return member_main(r, size, fd, options, shared, body);
-            }));
+        members.push_back(std::make_unique<test::child_process>([r, size, &options, shared,
+                                                                 &body](int fd) {
+            return member_main(r, size, fd, options, shared, body);
+        }));
     }
     std::vector<std::vector<uint8_t>> addresses(size);
     bool ok = true;

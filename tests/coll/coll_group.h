@@ -19,13 +19,13 @@ namespace coll_test {
 
 /* One member process. */
 struct member {
-    ucp_test::peer        p;
-    ucp_coll_context_h    ctx = nullptr;
-    std::vector<ucp_ep_h> eps;     /* by rank; eps[rank] is nullptr */
-    ucp_team_h            team = nullptr;
-    unsigned              rank = 0;
-    unsigned              size = 0;
-    uint64_t              *shared = nullptr;   /* shared_words words, all members */
+    ucp_test::peer p;
+    ucp_coll_context_h ctx = nullptr;
+    std::vector<ucp_ep_h> eps; /* by rank; eps[rank] is nullptr */
+    ucp_team_h team  = nullptr;
+    unsigned rank    = 0;
+    unsigned size    = 0;
+    uint64_t *shared = nullptr; /* shared_words words, all members */
 
     /* Progresses until a request of this library completes; frees it. */
     ucs_status_t wait(ucs_status_ptr_t request);
@@ -37,12 +37,12 @@ struct member {
 constexpr size_t shared_words = 1 << 16;
 
 struct group_options {
-    const char              *tls = "posix,cma,self";
-    ucp_test::settings      extra;          /* UCP settings */
+    const char *tls = "posix,cma,self";
+    ucp_test::settings extra; /* UCP settings */
     ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    uint64_t                team_key = 1;
-    bool                    teardown = true;    /* false: members just exit after body */
-    ucp_test::settings      env;                /* set in each member before anything */
+    uint64_t team_key                = 1;
+    bool teardown                    = true; /* false: members just exit after body */
+    ucp_test::settings env;                  /* set in each member before anything */
 };
 
 /* Forks the members, runs body(member) in each; returns one exit code per

@@ -38,7 +38,7 @@ size_t dt_bytes(ucp_coll_dt_t dt)
 
 void store(ucp_coll_dt_t dt, void *buf, size_t i, value v)
 {
-    uint8_t *p = static_cast<uint8_t*>(buf) + i * dt_bytes(dt);
+    uint8_t *p       = static_cast<uint8_t *>(buf) + i * dt_bytes(dt);
     const uint64_t u = uint64_t(v.re);
     // clang-format off
     switch (dt) {
@@ -136,8 +136,8 @@ bool same_floats(const void *a, const void *b, size_t n)
 {
     for (size_t i = 0; i < n; ++i) {
         F x, y;
-        std::memcpy(&x, static_cast<const uint8_t*>(a) + i * sizeof(F), sizeof(F));
-        std::memcpy(&y, static_cast<const uint8_t*>(b) + i * sizeof(F), sizeof(F));
+        std::memcpy(&x, static_cast<const uint8_t *>(a) + i * sizeof(F), sizeof(F));
+        std::memcpy(&y, static_cast<const uint8_t *>(b) + i * sizeof(F), sizeof(F));
         if (!(x == y)) {
             return false;
         }
@@ -148,11 +148,16 @@ bool same_floats(const void *a, const void *b, size_t n)
 bool same_values(ucp_coll_dt_t dt, const void *a, const void *b, size_t count)
 {
     switch (dt) {
-    case UCP_COLL_DT_FLOAT:          return same_floats<float>(a, b, count);
-    case UCP_COLL_DT_FLOAT_COMPLEX:  return same_floats<float>(a, b, 2 * count);
-    case UCP_COLL_DT_DOUBLE:         return same_floats<double>(a, b, count);
-    case UCP_COLL_DT_DOUBLE_COMPLEX: return same_floats<double>(a, b, 2 * count);
-    default:                         return std::memcmp(a, b, count * dt_bytes(dt)) == 0;
+    case UCP_COLL_DT_FLOAT:
+        return same_floats<float>(a, b, count);
+    case UCP_COLL_DT_FLOAT_COMPLEX:
+        return same_floats<float>(a, b, 2 * count);
+    case UCP_COLL_DT_DOUBLE:
+        return same_floats<double>(a, b, count);
+    case UCP_COLL_DT_DOUBLE_COMPLEX:
+        return same_floats<double>(a, b, 2 * count);
+    default:
+        return std::memcmp(a, b, count * dt_bytes(dt)) == 0;
     }
 }
 
@@ -172,14 +177,14 @@ ucp_coll_args_t make_args(ucp_coll_type_t coll, const void *sbuf, void *rbuf, si
 {
     ucp_coll_args_t a{};
     a.field_mask = UCP_COLL_ARGS_FIELD_ROOT | UCP_COLL_ARGS_FIELD_OP | UCP_COLL_ARGS_FIELD_FLAGS;
-    a.coll  = coll;
-    a.sbuf  = sbuf;
-    a.rbuf  = rbuf;
-    a.count = count;
-    a.dt    = dt;
-    a.op    = op;
-    a.root  = root;
-    a.flags = in_place ? UCP_COLL_FLAG_IN_PLACE : 0;
+    a.coll       = coll;
+    a.sbuf       = sbuf;
+    a.rbuf       = rbuf;
+    a.count      = count;
+    a.dt         = dt;
+    a.op         = op;
+    a.root       = root;
+    a.flags      = in_place ? UCP_COLL_FLAG_IN_PLACE : 0;
     return a;
 }
 
@@ -187,7 +192,7 @@ ucp_coll_args_t make_args(ucp_coll_type_t coll, const void *sbuf, void *rbuf, si
 int movement(member &m, ucp_coll_dt_t dt, size_t count, bool in_place)
 {
     const unsigned n = m.size, r = m.rank;
-    const size_t bb = count * dt_bytes(dt);
+    const size_t bb     = count * dt_bytes(dt);
     const unsigned root = unsigned(count % n);
 
     /* bcast from `root` */
@@ -195,8 +200,8 @@ int movement(member &m, ucp_coll_dt_t dt, size_t count, bool in_place)
     if (r == root) {
         fill_input(buf, 0, dt, count, root, 0);
     }
-    MEMBER_CHECK(m.run(make_args(UCP_COLL_BCAST, nullptr, buf.data(), count, dt, root)) ==
-                 UCS_OK, "bcast");
+    MEMBER_CHECK(m.run(make_args(UCP_COLL_BCAST, nullptr, buf.data(), count, dt, root)) == UCS_OK,
+                 "bcast");
     auto expect = buffer(dt, count);
     fill_input(expect, 0, dt, count, root, 0);
     MEMBER_CHECK(std::memcmp(buf.data(), expect.data(), bb) == 0, "bcast %s count %zu root %u",
@@ -205,7 +210,7 @@ int movement(member &m, ucp_coll_dt_t dt, size_t count, bool in_place)
     /* allgather: block i is rank i's input */
     auto mine = buffer(dt, count);
     fill_input(mine, 0, dt, count, r, 0);
-    auto all = buffer(dt, n * count);
+    auto all        = buffer(dt, n * count);
     auto all_expect = buffer(dt, n * count);
     for (unsigned i = 0; i < n; ++i) {
         fill_input(all_expect, i * bb, dt, count, i, 0);
@@ -214,16 +219,18 @@ int movement(member &m, ucp_coll_dt_t dt, size_t count, bool in_place)
         std::memcpy(all.data() + r * bb, mine.data(), bb);
     }
     MEMBER_CHECK(m.run(make_args(UCP_COLL_ALLGATHER, mine.data(), all.data(), count, dt, 0,
-                                 in_place)) == UCS_OK, "allgather");
-    MEMBER_CHECK(std::memcmp(all.data(), all_expect.data(), n * bb) == 0,
-                 "allgather count %zu", count);
+                                 in_place)) == UCS_OK,
+                 "allgather");
+    MEMBER_CHECK(std::memcmp(all.data(), all_expect.data(), n * bb) == 0, "allgather count %zu",
+                 count);
 
     /* alltoall: block j of rank i's input is input(i, j * count + k) */
     auto send = buffer(dt, n * count);
     fill_input(send, 0, dt, n * count, r, 0);
     auto recv = in_place ? send : buffer(dt, n * count);
     MEMBER_CHECK(m.run(make_args(UCP_COLL_ALLTOALL, send.data(), recv.data(), count, dt, 0,
-                                 in_place)) == UCS_OK, "alltoall");
+                                 in_place)) == UCS_OK,
+                 "alltoall");
     for (unsigned i = 0; i < n; ++i) {
         auto block = buffer(dt, count);
         fill_input(block, 0, dt, count, i, r * count);
@@ -233,13 +240,14 @@ int movement(member &m, ucp_coll_dt_t dt, size_t count, bool in_place)
 
     /* scatter from the last rank: rank i gets block i of input(root) */
     const unsigned sroot = n - 1;
-    auto blocks = buffer(dt, n * count);
+    auto blocks          = buffer(dt, n * count);
     if (r == sroot) {
         fill_input(blocks, 0, dt, n * count, sroot, 0);
     }
     auto part = buffer(dt, count);
-    MEMBER_CHECK(m.run(make_args(UCP_COLL_SCATTER, blocks.data(), part.data(), count, dt,
-                                 sroot, in_place)) == UCS_OK, "scatter");
+    MEMBER_CHECK(m.run(make_args(UCP_COLL_SCATTER, blocks.data(), part.data(), count, dt, sroot,
+                                 in_place)) == UCS_OK,
+                 "scatter");
     if (!(in_place && (r == sroot))) {
         auto want = buffer(dt, count);
         fill_input(want, 0, dt, count, sroot, r * count);
@@ -248,12 +256,13 @@ int movement(member &m, ucp_coll_dt_t dt, size_t count, bool in_place)
 
     /* gather to rank 1 % n */
     const unsigned groot = 1 % n;
-    auto gathered = buffer(dt, n * count);
+    auto gathered        = buffer(dt, n * count);
     if (in_place && (r == groot)) {
         std::memcpy(gathered.data() + r * bb, mine.data(), bb);
     }
-    MEMBER_CHECK(m.run(make_args(UCP_COLL_GATHER, mine.data(), gathered.data(), count, dt,
-                                 groot, in_place)) == UCS_OK, "gather");
+    MEMBER_CHECK(m.run(make_args(UCP_COLL_GATHER, mine.data(), gathered.data(), count, dt, groot,
+                                 in_place)) == UCS_OK,
+                 "gather");
     if (r == groot) {
         MEMBER_CHECK(std::memcmp(gathered.data(), all_expect.data(), n * bb) == 0,
                      "gather count %zu", count);
@@ -266,7 +275,7 @@ int reductions(member &m, ucp_coll_dt_t dt, ucp_coll_op_t op, size_t count, bool
 {
     const unsigned n = m.size, r = m.rank;
     const size_t bb = count * dt_bytes(dt);
-    auto in = buffer(dt, n * count);
+    auto in         = buffer(dt, n * count);
     fill_input(in, 0, dt, n * count, r, 0, op);
     auto want = buffer(dt, n * count);
     for (size_t i = 0; i < n * count; ++i) {
@@ -274,22 +283,25 @@ int reductions(member &m, ucp_coll_dt_t dt, ucp_coll_op_t op, size_t count, bool
     }
 
     auto out = in_place ? in : buffer(dt, count);
-    MEMBER_CHECK(m.run(make_args(UCP_COLL_ALLREDUCE, in.data(), out.data(), count, dt, 0,
-                                 in_place, op)) == UCS_OK, "allreduce");
+    MEMBER_CHECK(m.run(make_args(UCP_COLL_ALLREDUCE, in.data(), out.data(), count, dt, 0, in_place,
+                                 op)) == UCS_OK,
+                 "allreduce");
     MEMBER_CHECK(same_values(dt, out.data(), want.data(), count), "allreduce count %zu", count);
 
     const unsigned root = n - 1;
-    auto rout = (in_place && (r == root)) ? in : buffer(dt, count);
-    MEMBER_CHECK(m.run(make_args(UCP_COLL_REDUCE, in.data(), rout.data(), count, dt, root,
-                                 in_place, op)) == UCS_OK, "reduce");
+    auto rout           = (in_place && (r == root)) ? in : buffer(dt, count);
+    MEMBER_CHECK(m.run(make_args(UCP_COLL_REDUCE, in.data(), rout.data(), count, dt, root, in_place,
+                                 op)) == UCS_OK,
+                 "reduce");
     if (r == root) {
         MEMBER_CHECK(same_values(dt, rout.data(), want.data(), count), "reduce count %zu", count);
     }
 
-    auto rs_in = in;
+    auto rs_in  = in;
     auto rs_out = in_place ? rs_in : buffer(dt, count);
-    MEMBER_CHECK(m.run(make_args(UCP_COLL_REDUCE_SCATTER, rs_in.data(), rs_out.data(), count,
-                                 dt, 0, in_place, op)) == UCS_OK, "reduce_scatter");
+    MEMBER_CHECK(m.run(make_args(UCP_COLL_REDUCE_SCATTER, rs_in.data(), rs_out.data(), count, dt, 0,
+                                 in_place, op)) == UCS_OK,
+                 "reduce_scatter");
     MEMBER_CHECK(same_values(dt, rs_out.data(), want.data() + r * bb, count),
                  "reduce_scatter count %zu", count);
     return 0;
@@ -306,7 +318,7 @@ int every_collective(member &m)
     for (unsigned dt = 0; dt < UCP_COLL_DT_LAST; ++dt) {
         for (size_t count : counts) {
             const bool in_place = ((dt + count) % 2) == 1;
-            const int code = movement(m, ucp_coll_dt_t(dt), count, in_place);
+            const int code      = movement(m, ucp_coll_dt_t(dt), count, in_place);
             if (code != 0) {
                 std::fprintf(stderr, "rank %u: datatype %u count %zu%s\n", m.rank, dt, count,
                              in_place ? " in place" : "");
@@ -332,8 +344,8 @@ int every_collective(member &m)
                 const int code = reductions(m, ucp_coll_dt_t(dt), ucp_coll_op_t(op), count,
                                             ((op + count) % 2) == 1);
                 if (code != 0) {
-                    std::fprintf(stderr, "rank %u: datatype %u op %u count %zu\n", m.rank, dt,
-                                 op, count);
+                    std::fprintf(stderr, "rank %u: datatype %u op %u count %zu\n", m.rank, dt, op,
+                                 count);
                     return code;
                 }
             }
@@ -341,16 +353,20 @@ int every_collective(member &m)
     }
     /* Past the rendezvous threshold (4 KiB here) and into the ring
      * algorithms (16 KiB): a few pairs. */
-    const struct { ucp_coll_dt_t dt; ucp_coll_op_t op; } big[] = {
-        {UCP_COLL_DT_DOUBLE, UCP_COLL_OP_SUM}, {UCP_COLL_DT_INT32, UCP_COLL_OP_MAX},
-        {UCP_COLL_DT_UINT8, UCP_COLL_OP_BXOR}, {UCP_COLL_DT_FLOAT_COMPLEX, UCP_COLL_OP_PROD},
+    const struct {
+        ucp_coll_dt_t dt;
+        ucp_coll_op_t op;
+    } big[] = {
+        {UCP_COLL_DT_DOUBLE, UCP_COLL_OP_SUM},
+        {UCP_COLL_DT_INT32, UCP_COLL_OP_MAX},
+        {UCP_COLL_DT_UINT8, UCP_COLL_OP_BXOR},
+        {UCP_COLL_DT_FLOAT_COMPLEX, UCP_COLL_OP_PROD},
     };
     for (const auto &b : big) {
         for (size_t count : {size_t(1001), size_t(30001)}) {
             const int code = reductions(m, b.dt, b.op, count, count > 2000);
             if (code != 0) {
-                std::fprintf(stderr, "rank %u: large %u/%u count %zu\n", m.rank, b.dt, b.op,
-                             count);
+                std::fprintf(stderr, "rank %u: large %u/%u count %zu\n", m.rank, b.dt, b.op, count);
                 return code;
             }
         }
@@ -377,7 +393,7 @@ void require_all_passed(const std::vector<int> &codes)
 
 TEST_CASE("collectives: every operation, datatype and op on 2 to 8 processes", "[coll]")
 {
-    const char *tls = GENERATE("posix,cma,self", "tcp,self");
+    const char *tls     = GENERATE("posix,cma,self", "tcp,self");
     const unsigned size = GENERATE(2u, 3u, 4u, 5u, 8u);
     CAPTURE(tls, size);
     group_options options;
@@ -408,8 +424,9 @@ int float_digests(member &m)
                     std::memcpy(&in[i * es], &x, es);
                 }
             }
-            MEMBER_CHECK(m.run(make_args(UCP_COLL_ALLREDUCE, in.data(), out.data(), count, dt,
-                                         0, false, UCP_COLL_OP_SUM)) == UCS_OK, "allreduce");
+            MEMBER_CHECK(m.run(make_args(UCP_COLL_ALLREDUCE, in.data(), out.data(), count, dt, 0,
+                                         false, UCP_COLL_OP_SUM)) == UCS_OK,
+                         "allreduce");
             uint64_t digest = 1469598103934665603ull;
             for (uint8_t byte : out) {
                 digest = (digest ^ byte) * 1099511628211ull;
@@ -439,7 +456,8 @@ int concurrent(member &m)
     /* The same key again is refused while the first exists. */
     ucp_team_h dup;
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_team_create_nbx(m.ctx, &tp, &dup, nullptr)) ==
-                 UCS_ERR_ALREADY_EXISTS, "key in use");
+                     UCS_ERR_ALREADY_EXISTS,
+                 "key in use");
 
     uint64_t stray = 0;
     ucp_request_param_t rp{};
@@ -447,16 +465,16 @@ int concurrent(member &m)
     MEMBER_CHECK(!UCS_PTR_IS_ERR(wildcard) && (wildcard != nullptr), "wildcard receive");
 
     constexpr unsigned ops = 8;
-    const size_t count = 3000;
+    const size_t count     = 3000;
     std::vector<std::vector<int64_t>> in(ops, std::vector<int64_t>(count));
     std::vector<std::vector<int64_t>> out(ops, std::vector<int64_t>(count, -1));
-    std::vector<void*> requests;
+    std::vector<void *> requests;
     for (unsigned k = 0; k < ops; ++k) {
         for (size_t i = 0; i < count; ++i) {
             in[k][i] = int64_t(m.rank + 1) * int64_t(k * 1000 + i);
         }
-        ucp_coll_args_t a = make_args(UCP_COLL_ALLREDUCE, in[k].data(), out[k].data(), count,
-                                      UCP_COLL_DT_INT64, 0, false, UCP_COLL_OP_SUM);
+        ucp_coll_args_t a    = make_args(UCP_COLL_ALLREDUCE, in[k].data(), out[k].data(), count,
+                                         UCP_COLL_DT_INT64, 0, false, UCP_COLL_OP_SUM);
         ucs_status_ptr_t req = ucp_coll_nbx((k % 2) ? second : m.team, &a, nullptr);
         MEMBER_CHECK(!UCS_PTR_IS_ERR(req), "allreduce %u", k);
         requests.push_back(req);
@@ -464,14 +482,13 @@ int concurrent(member &m)
     /* Busy while its collectives run. */
     MEMBER_CHECK((requests.back() == nullptr) || (ucp_team_destroy(second) == UCS_ERR_BUSY),
                  "busy team");
-    for (int k = int(ops) - 1; k >= 0; --k) {      /* waited for out of order */
+    for (int k = int(ops) - 1; k >= 0; --k) { /* waited for out of order */
         MEMBER_CHECK(m.wait(requests[k]) == UCS_OK, "allreduce %d", k);
     }
     const int64_t ranks_sum = int64_t(m.size) * (m.size + 1) / 2;
     for (unsigned k = 0; k < ops; ++k) {
         for (size_t i = 0; i < count; ++i) {
-            MEMBER_CHECK(out[k][i] == ranks_sum * int64_t(k * 1000 + i), "op %u element %zu",
-                         k, i);
+            MEMBER_CHECK(out[k][i] == ranks_sum * int64_t(k * 1000 + i), "op %u element %zu", k, i);
         }
     }
     ucp_worker_progress(m.p.worker);
@@ -502,7 +519,8 @@ int subteams(member &m)
     MEMBER_CHECK(m.wait(ucp_team_create_nbx(m.ctx, &tp, &sub, nullptr)) == UCS_OK, "sub");
     unsigned rank, size;
     MEMBER_CHECK((ucp_team_query(sub, &rank, &size) == UCS_OK) && (rank == m.rank / 2) &&
-                 (size == tp.count), "query");
+                     (size == tp.count),
+                 "query");
     int32_t value = int32_t(m.rank), sum = -1;
     const ucp_coll_args_t sum_args = make_args(UCP_COLL_ALLREDUCE, &value, &sum, 1,
                                                UCP_COLL_DT_INT32);
@@ -512,7 +530,7 @@ int subteams(member &m)
     if (m.rank % 2 == 0) {
         ucp_team_h again;
         MEMBER_CHECK(m.wait(ucp_team_create_nbx(m.ctx, &tp, &again, nullptr)) == UCS_OK, "2nd");
-        int32_t word = (rank == 2) ? 77 : 0;
+        int32_t word      = (rank == 2) ? 77 : 0;
         ucp_coll_args_t a = make_args(UCP_COLL_BCAST, nullptr, &word, 1, UCP_COLL_DT_INT32, 2);
         MEMBER_CHECK(m.wait(ucp_coll_nbx(again, &a, nullptr)) == UCS_OK, "bcast");
         MEMBER_CHECK(word == 77, "bcast %d", word);
@@ -520,11 +538,12 @@ int subteams(member &m)
     }
     /* Not a member of this range: refused. */
     ucp_team_params_t other = tp;
-    other.start = 1 - tp.start;
-    other.count = 2;
+    other.start             = 1 - tp.start;
+    other.count             = 2;
     ucp_team_h none;
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_team_create_nbx(m.ctx, &other, &none, nullptr)) ==
-                 UCS_ERR_INVALID_PARAM, "not in the range");
+                     UCS_ERR_INVALID_PARAM,
+                 "not in the range");
     MEMBER_CHECK(ucp_team_destroy(sub) == UCS_OK, "destroy");
     return 0;
 }
@@ -535,8 +554,8 @@ int bad_arguments(member &m)
     ucp_coll_args_t a = make_args(UCP_COLL_BCAST, nullptr, &x, 1, UCP_COLL_DT_INT32, m.size);
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_coll_nbx(m.team, &a, nullptr)) == UCS_ERR_INVALID_PARAM,
                  "root");
-    a = make_args(UCP_COLL_ALLREDUCE, &x, &y, 1, UCP_COLL_DT_INT32);
-    const int bad_value = 99;    /* what a C caller may store */
+    a                   = make_args(UCP_COLL_ALLREDUCE, &x, &y, 1, UCP_COLL_DT_INT32);
+    const int bad_value = 99; /* what a C caller may store */
     std::memcpy(&a.dt, &bad_value, sizeof(bad_value));
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_coll_nbx(m.team, &a, nullptr)) == UCS_ERR_INVALID_PARAM,
                  "datatype");
@@ -567,21 +586,25 @@ int bad_arguments(member &m)
     tp.key        = 1ull << 63;
     ucp_team_h team;
     MEMBER_CHECK(UCS_PTR_STATUS(ucp_team_create_nbx(m.ctx, &tp, &team, nullptr)) ==
-                 UCS_ERR_INVALID_PARAM, "reserved key");
+                     UCS_ERR_INVALID_PARAM,
+                 "reserved key");
 
     /* The callback and NO_IMM_CMPL: a barrier's callback runs from progress. */
-    struct done { unsigned calls = 0; ucs_status_t status = UCS_INPROGRESS; } d;
+    struct done {
+        unsigned calls      = 0;
+        ucs_status_t status = UCS_INPROGRESS;
+    } d;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.cb.send   = [](void *, ucs_status_t status, void *arg) {
-        auto *dd = static_cast<done*>(arg);
+    param.cb.send = [](void *, ucs_status_t status, void *arg) {
+        auto *dd = static_cast<done *>(arg);
         ++dd->calls;
         dd->status = status;
     };
     param.user_data = &d;
     ucp_coll_args_t barrier{};
-    barrier.coll = UCP_COLL_BARRIER;
+    barrier.coll         = UCP_COLL_BARRIER;
     ucs_status_ptr_t req = ucp_coll_nbx(m.team, &barrier, &param);
     MEMBER_CHECK((req != nullptr) && !UCS_PTR_IS_ERR(req), "a request");
     while (d.calls == 0) {
@@ -599,8 +622,8 @@ TEST_CASE("collectives: floating-point results are the same bits on every rank",
 {
     /* A radix: the small allreduces by knomial with it (5 ranks, radix 3:
      * a fold of two; 8: groups of 3, then of 2, and a fold). */
-    const auto [size, radix] = GENERATE(table<unsigned, const char*>(
-            {{3u, nullptr}, {4u, nullptr}, {5u, nullptr}, {5u, "3"}, {8u, "3"}}));
+    const auto [size, radix] = GENERATE(table<unsigned, const char *>(
+        {{3u, nullptr}, {4u, nullptr}, {5u, nullptr}, {5u, "3"}, {8u, "3"}}));
     CAPTURE(size, radix);
     group_options options;
     if (radix != nullptr) {
@@ -621,7 +644,7 @@ TEST_CASE("collectives: floating-point results are the same bits on every rank",
 
 TEST_CASE("collectives: outstanding on two teams beside a wildcard tag receive", "[coll]")
 {
-    const char *tls = GENERATE("posix,cma,self", "tcp,self");
+    const char *tls     = GENERATE("posix,cma,self", "tcp,self");
     const unsigned size = GENERATE(3u, 4u);
     CAPTURE(tls, size);
     group_options options;
@@ -663,7 +686,7 @@ int member_dies(member &m)
     }
     int64_t x = 1, y = 0;
     const ucp_coll_args_t a = make_args(UCP_COLL_ALLREDUCE, &x, &y, 1, UCP_COLL_DT_INT64);
-    ucs_status_t status = UCS_OK;
+    ucs_status_t status     = UCS_OK;
     for (int i = 0; (i < 1000) && (status == UCS_OK); ++i) {
         status = m.run(a);
     }
@@ -684,7 +707,7 @@ int member_dies_in_pipeline(member &m)
     std::vector<uint8_t> buf(16 * 4096);
     const ucp_coll_args_t a = make_args(UCP_COLL_BCAST, nullptr, buf.data(), buf.size(),
                                         UCP_COLL_DT_UINT8);
-    ucs_status_t status = UCS_OK;
+    ucs_status_t status     = UCS_OK;
     for (int i = 0; (i < 1000) && (status == UCS_OK); ++i) {
         status = m.run(a);
     }
@@ -696,7 +719,7 @@ int member_dies_in_pipeline(member &m)
 
 TEST_CASE("collectives: a member dies: the others get an error, not a hang", "[coll]")
 {
-    const char *tls = GENERATE("posix,cma,self", "tcp,self");
+    const char *tls     = GENERATE("posix,cma,self", "tcp,self");
     const bool pipeline = GENERATE(false, true);
     CAPTURE(tls, pipeline);
     group_options options;
@@ -705,8 +728,7 @@ TEST_CASE("collectives: a member dies: the others get an error, not a hang", "[c
     options.teardown = false;
     if (pipeline) {
         options.extra = small_rndv;
-        options.env   = {{"UCX_COLL_TUNE", "bcast:@pipeline"},
-                         {"UCX_COLL_PIPELINE_SEGMENT", "4k"}};
+        options.env   = {{"UCX_COLL_TUNE", "bcast:@pipeline"}, {"UCX_COLL_PIPELINE_SEGMENT", "4k"}};
     }
     std::vector<int> codes;
     run_group(3, options, pipeline ? member_dies_in_pipeline : member_dies, &codes);
@@ -723,7 +745,7 @@ namespace {
 int failed_pipeline(member &m)
 {
     std::vector<uint8_t> buf(16 * 4096, 7);
-    const size_t count = (m.rank == 0) ? buf.size() : 4000;
+    const size_t count        = (m.rank == 0) ? buf.size() : 4000;
     const ucp_coll_args_t bad = make_args(UCP_COLL_BCAST, nullptr, buf.data(), count,
                                           UCP_COLL_DT_UINT8);
     MEMBER_CHECK(m.run(bad) != UCS_OK, "a bcast of mismatched counts succeeded");
@@ -740,8 +762,7 @@ int failed_pipeline(member &m)
 
 } // namespace
 
-TEST_CASE("collectives: a pipeline that fails at a member fails at the root, not a hang",
-          "[coll]")
+TEST_CASE("collectives: a pipeline that fails at a member fails at the root, not a hang", "[coll]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
@@ -804,15 +825,15 @@ int forced_algorithm(member &m)
 
 TEST_CASE("collectives: each algorithm forced by UCX_COLL_TUNE", "[coll]")
 {
-    const char *tune = GENERATE(
-            "allreduce:@recursive_doubling#bcast:@binomial#allgather:@bruck#gather:@binomial"
-            "#alltoall:@bruck",
-            "allreduce:@rabenseifner#bcast:@scatter_allgather#allgather:@ring#gather:@linear"
-            "#alltoall:@pairwise",
-            "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather"
-            "#reduce:@binomial",
-            "barrier:@knomial#bcast:@knomial#reduce:@knomial#allreduce:@knomial",
-            "bcast:[1-5]:@binomial#bcast:[6-inf]:@knomial#reduce:0-64:[3-8]:@binomial");
+    const char *tune =
+        GENERATE("allreduce:@recursive_doubling#bcast:@binomial#allgather:@bruck#gather:@binomial"
+                 "#alltoall:@bruck",
+                 "allreduce:@rabenseifner#bcast:@scatter_allgather#allgather:@ring#gather:@linear"
+                 "#alltoall:@pairwise",
+                 "allreduce:@ring#bcast:0-100:@binomial#bcast:100-inf:@scatter_allgather"
+                 "#reduce:@binomial",
+                 "barrier:@knomial#bcast:@knomial#reduce:@knomial#allreduce:@knomial",
+                 "bcast:[1-5]:@binomial#bcast:[6-inf]:@knomial#reduce:0-64:[3-8]:@binomial");
     /* 17: a knomial tree (radix 4) with a full level and a partial one, and
      * the knomial allreduce's fold of one rank. */
     const unsigned size = GENERATE(2u, 3u, 5u, 6u, 8u, 17u);
@@ -853,14 +874,21 @@ TEST_CASE("collectives: the knomial algorithms with radix 2 and 3", "[coll]")
     /* Radix 2: recursive doubling's schedule (a power of two, and folds of
      * 1 and 3 ranks); 3: groups of 3 (3, 9 of 17), of 3 then of 2 (6 of 6 and
      * of 8), folds of 2 ranks (5, 8) and 8 (17). */
-    const auto [radix, size] = GENERATE(table<const char*, unsigned>(
-            {{"2", 2u}, {"2", 5u}, {"2", 8u}, {"2", 11u}, {"3", 2u}, {"3", 3u}, {"3", 5u},
-             {"3", 6u}, {"3", 8u}, {"3", 17u}}));
+    const auto [radix, size] = GENERATE(table<const char *, unsigned>({{"2", 2u},
+                                                                       {"2", 5u},
+                                                                       {"2", 8u},
+                                                                       {"2", 11u},
+                                                                       {"3", 2u},
+                                                                       {"3", 3u},
+                                                                       {"3", 5u},
+                                                                       {"3", 6u},
+                                                                       {"3", 8u},
+                                                                       {"3", 17u}}));
     CAPTURE(radix, size);
     group_options options;
     options.extra = small_rndv;
     options.env   = {{"UCX_COLL_TUNE", "barrier:@knomial#bcast:@knomial#reduce:@knomial"
-                                       "#allreduce:@knomial"},
+                                         "#allreduce:@knomial"},
                      {"UCX_COLL_KNOMIAL_RADIX", radix}};
     std::vector<int> codes;
     run_group(size, options, knomial_algorithms, &codes);
@@ -875,37 +903,39 @@ namespace {
 int pipelined(member &m)
 {
     const unsigned n = m.size, r = m.rank;
-    const size_t segment = 4096;
+    const size_t segment       = 4096;
     const size_t bcast_bytes[] = {0, 100, 3 * segment, 2 * segment + 100};
     for (size_t i = 0; i < std::size(bcast_bytes); ++i) {
-        const size_t count = bcast_bytes[i];
+        const size_t count  = bcast_bytes[i];
         const unsigned root = unsigned(i + 1) % n;
-        auto buf = buffer(UCP_COLL_DT_UINT8, count);
+        auto buf            = buffer(UCP_COLL_DT_UINT8, count);
         if (r == root) {
             fill_input(buf, 0, UCP_COLL_DT_UINT8, count, root, 0);
         }
-        MEMBER_CHECK(m.run(make_args(UCP_COLL_BCAST, nullptr, buf.data(), count,
-                                     UCP_COLL_DT_UINT8, root)) == UCS_OK, "bcast");
+        MEMBER_CHECK(m.run(make_args(UCP_COLL_BCAST, nullptr, buf.data(), count, UCP_COLL_DT_UINT8,
+                                     root)) == UCS_OK,
+                     "bcast");
         auto expect = buffer(UCP_COLL_DT_UINT8, count);
         fill_input(expect, 0, UCP_COLL_DT_UINT8, count, root, 0);
-        MEMBER_CHECK(std::memcmp(buf.data(), expect.data(), count) == 0,
-                     "bcast %zu bytes root %u", count, root);
+        MEMBER_CHECK(std::memcmp(buf.data(), expect.data(), count) == 0, "bcast %zu bytes root %u",
+                     count, root);
     }
     for (const auto &pair : {std::make_pair(UCP_COLL_DT_DOUBLE, UCP_COLL_OP_SUM),
                              std::make_pair(UCP_COLL_DT_INT16, UCP_COLL_OP_MIN)}) {
         const ucp_coll_dt_t dt = pair.first;
         const ucp_coll_op_t op = pair.second;
-        const size_t per = segment / dt_bytes(dt);
-        const size_t counts[] = {0, 100, 3 * per, 2 * per + 37};
+        const size_t per       = segment / dt_bytes(dt);
+        const size_t counts[]  = {0, 100, 3 * per, 2 * per + 37};
         for (size_t i = 0; i < std::size(counts); ++i) {
-            const size_t count = counts[i];
+            const size_t count  = counts[i];
             const unsigned root = unsigned(n - 1 - i % n);
             const bool in_place = (i % 2) == 1;
-            auto in = buffer(dt, count);
+            auto in             = buffer(dt, count);
             fill_input(in, 0, dt, count, r, 0, op);
             auto out = (in_place && (r == root)) ? in : buffer(dt, count);
             MEMBER_CHECK(m.run(make_args(UCP_COLL_REDUCE, in.data(), out.data(), count, dt, root,
-                                         in_place, op)) == UCS_OK, "reduce");
+                                         in_place, op)) == UCS_OK,
+                         "reduce");
             if (r == root) {
                 auto want = buffer(dt, count);
                 for (size_t e = 0; e < count; ++e) {
@@ -926,10 +956,13 @@ TEST_CASE("collectives: the pipelined bcast and reduce", "[coll]")
 {
     /* 17: a chain of 16 links, more than the segments of any message here;
      * tcp: its sends complete at other times than shm's. */
-    const auto [tls, size] = GENERATE(table<const char*, unsigned>(
-            {{"posix,cma,self", 2u}, {"posix,cma,self", 3u}, {"posix,cma,self", 5u},
-             {"posix,cma,self", 8u}, {"posix,cma,self", 17u}, {"tcp,self", 3u},
-             {"tcp,self", 5u}}));
+    const auto [tls, size] = GENERATE(table<const char *, unsigned>({{"posix,cma,self", 2u},
+                                                                     {"posix,cma,self", 3u},
+                                                                     {"posix,cma,self", 5u},
+                                                                     {"posix,cma,self", 8u},
+                                                                     {"posix,cma,self", 17u},
+                                                                     {"tcp,self", 3u},
+                                                                     {"tcp,self", 5u}}));
     CAPTURE(tls, size);
     group_options options;
     options.tls   = tls;
@@ -945,7 +978,7 @@ namespace {
 
 /* Each bad value of `setting` fails the context with UCS_ERR_INVALID_PARAM
  * and an error naming the setting; `good` (nullptr: unset) then works. */
-void check_bad_setting(const char *setting, std::initializer_list<const char*> bad_values,
+void check_bad_setting(const char *setting, std::initializer_list<const char *> bad_values,
                        const char *good)
 {
     for (const char *bad : bad_values) {
@@ -972,15 +1005,13 @@ void check_bad_setting(const char *setting, std::initializer_list<const char*> b
 
 } // namespace
 
-TEST_CASE("collectives: a bad UCX_COLL_PIPELINE_SEGMENT fails the context with a message",
-          "[coll]")
+TEST_CASE("collectives: a bad UCX_COLL_PIPELINE_SEGMENT fails the context with a message", "[coll]")
 {
-    check_bad_setting("UCX_COLL_PIPELINE_SEGMENT",
-                      {"0", "1000", "2g", "inf", "auto", "four", "4x"}, "1k");
+    check_bad_setting("UCX_COLL_PIPELINE_SEGMENT", {"0", "1000", "2g", "inf", "auto", "four", "4x"},
+                      "1k");
 }
 
-TEST_CASE("collectives: a bad UCX_COLL_KNOMIAL_RADIX fails the context with a message",
-          "[coll]")
+TEST_CASE("collectives: a bad UCX_COLL_KNOMIAL_RADIX fails the context with a message", "[coll]")
 {
     check_bad_setting("UCX_COLL_KNOMIAL_RADIX", {"0", "1", "17", "-1", "four", "4x"}, "16");
 }
@@ -996,13 +1027,11 @@ TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "
                       nullptr);
 }
 
-TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info level",
-          "[coll]")
+TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info level", "[coll]")
 {
     ucp_test::peer p;
     REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
-    setenv("UCX_COLL_TUNE", "bcast:[2-4]:@binomial#bcast:64k-inf:[5-inf]:@scatter_allgather",
-           1);
+    setenv("UCX_COLL_TUNE", "bcast:[2-4]:@binomial#bcast:64k-inf:[5-inf]:@scatter_allgather", 1);
     std::string table;
     {
         config_test::log_capture log(UCS_LOG_LEVEL_INFO);

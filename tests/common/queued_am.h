@@ -16,14 +16,15 @@
 
 namespace test {
 
-template <typename Ep> class queued_ams {
+template <typename Ep>
+class queued_ams {
 public:
     struct message {
-        Ep                    *ep;
-        uct::am_id_t          id;
-        std::vector<uint8_t>  bytes;   /* the header, or the whole bcopy payload */
-        std::vector<uct::iov> iov;     /* zcopy data, still in the sender's memory */
-        uct::completion       *comp;
+        Ep *ep;
+        uct::am_id_t id;
+        std::vector<uint8_t> bytes; /* the header, or the whole bcopy payload */
+        std::vector<uct::iov> iov;  /* zcopy data, still in the sender's memory */
+        uct::completion *comp;
     };
 
     void push(message &&msg) { queue_.push_back(std::move(msg)); }
@@ -39,14 +40,15 @@ public:
 
     /* Hands every queued message to `handler(id, data, length)` (the iface's
      * invoke_am_handler) and completes its send; returns how many. */
-    template <typename Handler> unsigned deliver(Handler &&handler)
+    template <typename Handler>
+    unsigned deliver(Handler &&handler)
     {
         unsigned count = 0;
         while (!queue_.empty()) {
             message msg = std::move(queue_.front());
             queue_.pop_front();
             for (const uct::iov &e : msg.iov) {
-                const auto *p = static_cast<const uint8_t*>(e.buffer);
+                const auto *p = static_cast<const uint8_t *>(e.buffer);
                 msg.bytes.insert(msg.bytes.end(), p, p + e.length);
             }
             handler(msg.id, msg.bytes.data(), msg.bytes.size());

@@ -16,7 +16,7 @@ namespace {
 
 bool write_all(int fd, const void *data, size_t length)
 {
-    auto *p = static_cast<const uint8_t*>(data);
+    auto *p = static_cast<const uint8_t *>(data);
     while (length > 0) {
         /* A peer that died makes this fail with EPIPE, not raise SIGPIPE,
          * which would end the test process without a report. */
@@ -38,7 +38,7 @@ bool write_all(int fd, const void *data, size_t length)
 
 bool read_all(int fd, void *data, size_t length)
 {
-    auto *p = static_cast<uint8_t*>(data);
+    auto *p = static_cast<uint8_t *>(data);
     while (length > 0) {
         ssize_t n = ::read(fd, p, length);
         if (n < 0 && errno == EINTR) {
@@ -119,7 +119,7 @@ int child_process::wait(std::chrono::milliseconds timeout)
         return -1;
     }
     auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
+    int status    = 0;
     for (;;) {
         pid_t r = waitpid(pid_, &status, WNOHANG);
         if (r == pid_) {

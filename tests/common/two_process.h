@@ -59,9 +59,9 @@ public:
     void kill(int signal = SIGKILL);
 
 private:
-    pid_t pid_ = -1;
-    int   fd_ = -1;
-    bool  reaped_ = false;
+    pid_t pid_   = -1;
+    int fd_      = -1;
+    bool reaped_ = false;
 };
 
 /* Whether `fd` becomes readable within `timeout_ms` (0: now, -1: no limit). */
@@ -78,8 +78,7 @@ size_t open_fd_count();
 #define TEST_CHILD_CHECK(_cond) \
     do { \
         if (!(_cond)) { \
-            std::fprintf(stderr, "child %s:%d: check failed: %s\n", __FILE__, \
-                         __LINE__, #_cond); \
+            std::fprintf(stderr, "child %s:%d: check failed: %s\n", __FILE__, __LINE__, #_cond); \
             return __LINE__; \
         } \
     } while (0)

@@ -43,7 +43,7 @@ struct device_buffer {
         }
     }
     ~device_buffer() { cudaFree(ptr); }
-    char *data() const { return static_cast<char*>(ptr); }
+    char *data() const { return static_cast<char *>(ptr); }
 };
 
 bool fill_device(void *dest, size_t size, uint64_t seed)
@@ -88,15 +88,15 @@ enum class kind : uint8_t { host, device, managed };
 
 struct transfer {
     size_t size;
-    kind   from;
-    kind   to;
+    kind from;
+    kind to;
 };
 
 std::vector<transfer> transfers()
 {
     std::vector<transfer> list;
-    for (size_t size : {size_t(8), size_t(4096), size_t(65536), size_t(1) << 20,
-                        size_t(16) << 20}) {
+    for (size_t size :
+         {size_t(8), size_t(4096), size_t(65536), size_t(1) << 20, size_t(16) << 20}) {
         list.push_back({size, kind::device, kind::device});
         list.push_back({size, kind::device, kind::host});
         list.push_back({size, kind::host, kind::device});
@@ -110,15 +110,15 @@ constexpr size_t max_size = size_t(16) << 20;
 
 struct buffers {
     std::vector<uint8_t> host;
-    device_buffer        device;
-    device_buffer        managed;
+    device_buffer device;
+    device_buffer managed;
     buffers() : host(max_size), device(max_size), managed(max_size, true) {}
 
     char *of(kind k)
     {
         switch (k) {
         case kind::host:
-            return reinterpret_cast<char*>(host.data());
+            return reinterpret_cast<char *>(host.data());
         case kind::device:
             return device.data();
         default:
@@ -150,9 +150,9 @@ int tag_sender(int fd)
     const std::vector<transfer> list = transfers();
     for (size_t i = 0; i < list.size(); ++i) {
         const transfer &t = list[i];
-        char *src = b.of(t.from);
+        char *src         = b.of(t.from);
         if (t.from == kind::host) {
-            fill_pattern(reinterpret_cast<uint8_t*>(src), t.size, i);
+            fill_pattern(reinterpret_cast<uint8_t *>(src), t.size, i);
         } else {
             TEST_CHILD_CHECK(fill_device(src, t.size, i));
         }
@@ -174,10 +174,10 @@ int tag_receiver(int fd)
     }
     buffers b;
     const std::vector<transfer> list = transfers();
-    int failures = 0;
+    int failures                     = 0;
     for (size_t i = 0; i < list.size(); ++i) {
         const transfer &t = list[i];
-        char *dest = b.of(t.to);
+        char *dest        = b.of(t.to);
         /* On the default stream, not synchronised: the staging copies are
          * ordered after it (cuda_memtype.h). */
         if (t.to == kind::host) {
@@ -198,9 +198,11 @@ int tag_receiver(int fd)
             while ((first_bad < t.size) && (got[first_bad] == expected[first_bad])) {
                 ++first_bad;
             }
-            std::fprintf(stderr, "receiver: transfer %zu (%zu bytes, %d -> %d): %s, length "
-                         "%zu, first wrong byte at %zu\n", i, t.size, int(t.from), int(t.to),
-                         ucs_status_string(status), info.length, first_bad);
+            std::fprintf(stderr,
+                         "receiver: transfer %zu (%zu bytes, %d -> %d): %s, length "
+                         "%zu, first wrong byte at %zu\n",
+                         i, t.size, int(t.from), int(t.to), ucs_status_string(status), info.length,
+                         first_bad);
             ++failures;
         }
     }
@@ -236,7 +238,7 @@ int rma_target(int fd)
     ucp_rkey_buffer_release(packed);
     TEST_CHILD_CHECK(test::send_blob(fd, blob));
     uint8_t done = 0;
-    TEST_CHILD_CHECK(p.recv_value_progress(fd, &done));   /* the peer put and flushed */
+    TEST_CHILD_CHECK(p.recv_value_progress(fd, &done)); /* the peer put and flushed */
     TEST_CHILD_CHECK(check_device(region.ptr, size / 2, 21));
     TEST_CHILD_CHECK(check_device(region.data() + size / 2, 8, 22));
     TEST_CHILD_CHECK(ucp_mem_unmap(p.context, memh) == UCS_OK);
@@ -263,19 +265,17 @@ int rma_origin(int fd)
     TEST_CHILD_CHECK(fill_device(mine.ptr, 8, 22));
     ucp_request_param_t param{};
     /* Host memory to the peer's GPU, and 8 bytes GPU to GPU. */
-    TEST_CHILD_CHECK(p.wait(ucp_put_nbx(p.ep, host.data(), half, address, rkey, &param)) ==
-                     UCS_OK);
+    TEST_CHILD_CHECK(p.wait(ucp_put_nbx(p.ep, host.data(), half, address, rkey, &param)) == UCS_OK);
     TEST_CHILD_CHECK(p.wait(ucp_put_nbx(p.ep, mine.ptr, 8, address + half, rkey, &param)) ==
                      UCS_OK);
     TEST_CHILD_CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
     /* Read it back into device memory. */
     CHILD_CUDA(cudaMemset(mine.ptr, 0, half));
-    TEST_CHILD_CHECK(p.wait(ucp_get_nbx(p.ep, mine.ptr, half, address, rkey, &param)) ==
-                     UCS_OK);
+    TEST_CHILD_CHECK(p.wait(ucp_get_nbx(p.ep, mine.ptr, half, address, rkey, &param)) == UCS_OK);
     TEST_CHILD_CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
     TEST_CHILD_CHECK(check_device(mine.ptr, half, 21));
     /* Atomics on device memory have no transport: refused. */
-    uint64_t value = 1;
+    uint64_t value     = 1;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype     = ucp_dt_make_contig(8);
     TEST_CHILD_CHECK(UCS_PTR_STATUS(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &value, 1, address,
@@ -316,9 +316,9 @@ void run_pair(int (*first)(int), int (*second)(int), bool relay_blob)
 bool gpu_present()
 {
     return in_child([](int) {
-        int count = 0;
-        return ((cudaGetDeviceCount(&count) == cudaSuccess) && (count > 0)) ? 0 : 1;
-    }) == 0;
+               int count = 0;
+               return ((cudaGetDeviceCount(&count) == cudaSuccess) && (count > 0)) ? 0 : 1;
+           }) == 0;
 }
 
 } // namespace
@@ -326,59 +326,61 @@ bool gpu_present()
 TEST_CASE("detection, context memory types and mapped device memory", "[cuda]")
 {
     CHECK(in_child([](int) {
-        CHILD_CUDA(cudaSetDevice(0));
-        device_buffer dev(1 << 20), managed(1 << 20, true);
-        std::vector<char> host(1 << 20);
-        peer p;
-        TEST_CHILD_CHECK(p.init(tls) == UCS_OK);
-        ucp_context_attr_t attr{};
-        attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-        TEST_CHILD_CHECK(ucp_context_query(p.context, &attr) == UCS_OK);
-        TEST_CHILD_CHECK(attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
-        TEST_CHILD_CHECK(attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED));
+              CHILD_CUDA(cudaSetDevice(0));
+              device_buffer dev(1 << 20), managed(1 << 20, true);
+              std::vector<char> host(1 << 20);
+              peer p;
+              TEST_CHILD_CHECK(p.init(tls) == UCS_OK);
+              ucp_context_attr_t attr{};
+              attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+              TEST_CHILD_CHECK(ucp_context_query(p.context, &attr) == UCS_OK);
+              TEST_CHILD_CHECK(attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+              TEST_CHILD_CHECK(attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED));
 
-        TEST_CHILD_CHECK(ucs::memtype::detect(dev.data() + 100, 8) == UCS_MEMORY_TYPE_CUDA);
-        TEST_CHILD_CHECK(ucs::memtype::detect(managed.data(), 8) ==
-                         UCS_MEMORY_TYPE_CUDA_MANAGED);
-        TEST_CHILD_CHECK(ucs::memtype::detect(host.data(), 8) == UCS_MEMORY_TYPE_HOST);
+              TEST_CHILD_CHECK(ucs::memtype::detect(dev.data() + 100, 8) == UCS_MEMORY_TYPE_CUDA);
+              TEST_CHILD_CHECK(ucs::memtype::detect(managed.data(), 8) ==
+                               UCS_MEMORY_TYPE_CUDA_MANAGED);
+              TEST_CHILD_CHECK(ucs::memtype::detect(host.data(), 8) == UCS_MEMORY_TYPE_HOST);
 
-        /* Mapping device memory finds its type; ALLOCATE gives device memory. */
-        ucp_mem_map_params_t mp{};
-        mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-        mp.address    = dev.data();
-        mp.length     = 1 << 20;
-        ucp_mem_h memh;
-        TEST_CHILD_CHECK(ucp_mem_map(p.context, &mp, &memh) == UCS_OK);
-        ucp_mem_attr_t mattr{};
-        mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
-        TEST_CHILD_CHECK(ucp_mem_query(memh, &mattr) == UCS_OK);
-        TEST_CHILD_CHECK(mattr.mem_type == UCS_MEMORY_TYPE_CUDA);
-        TEST_CHILD_CHECK(ucp_mem_unmap(p.context, memh) == UCS_OK);
+              /* Mapping device memory finds its type; ALLOCATE gives device memory. */
+              ucp_mem_map_params_t mp{};
+              mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+              mp.address    = dev.data();
+              mp.length     = 1 << 20;
+              ucp_mem_h memh;
+              TEST_CHILD_CHECK(ucp_mem_map(p.context, &mp, &memh) == UCS_OK);
+              ucp_mem_attr_t mattr{};
+              mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
+              TEST_CHILD_CHECK(ucp_mem_query(memh, &mattr) == UCS_OK);
+              TEST_CHILD_CHECK(mattr.mem_type == UCS_MEMORY_TYPE_CUDA);
+              TEST_CHILD_CHECK(ucp_mem_unmap(p.context, memh) == UCS_OK);
 
-        for (ucs_memory_type_t type : {UCS_MEMORY_TYPE_CUDA, UCS_MEMORY_TYPE_CUDA_MANAGED}) {
-            mp            = {};
-            mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
-                            UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-            mp.length      = 1 << 20;
-            mp.flags       = UCP_MEM_MAP_ALLOCATE;
-            mp.memory_type = type;
-            TEST_CHILD_CHECK(ucp_mem_map(p.context, &mp, &memh) == UCS_OK);
-            mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE | UCP_MEM_ATTR_FIELD_ADDRESS;
-            TEST_CHILD_CHECK(ucp_mem_query(memh, &mattr) == UCS_OK);
-            TEST_CHILD_CHECK(mattr.mem_type == type);
-            cudaPointerAttributes pattr{};
-            TEST_CHILD_CHECK(cudaPointerGetAttributes(&pattr, mattr.address) == cudaSuccess);
-            TEST_CHILD_CHECK(pattr.type == ((type == UCS_MEMORY_TYPE_CUDA) ?
-                                            cudaMemoryTypeDevice : cudaMemoryTypeManaged));
-            TEST_CHILD_CHECK(ucp_mem_unmap(p.context, memh) == UCS_OK);
-        }
-        return 0;
-    }) == 0);
+              for (ucs_memory_type_t type : {UCS_MEMORY_TYPE_CUDA, UCS_MEMORY_TYPE_CUDA_MANAGED}) {
+                  mp            = {};
+                  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
+                                  UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+                  mp.length      = 1 << 20;
+                  mp.flags       = UCP_MEM_MAP_ALLOCATE;
+                  mp.memory_type = type;
+                  TEST_CHILD_CHECK(ucp_mem_map(p.context, &mp, &memh) == UCS_OK);
+                  mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE | UCP_MEM_ATTR_FIELD_ADDRESS;
+                  TEST_CHILD_CHECK(ucp_mem_query(memh, &mattr) == UCS_OK);
+                  TEST_CHILD_CHECK(mattr.mem_type == type);
+                  cudaPointerAttributes pattr{};
+                  TEST_CHILD_CHECK(cudaPointerGetAttributes(&pattr, mattr.address) == cudaSuccess);
+                  TEST_CHILD_CHECK(pattr.type == ((type == UCS_MEMORY_TYPE_CUDA) ?
+                                                      cudaMemoryTypeDevice :
+                                                      cudaMemoryTypeManaged));
+                  TEST_CHILD_CHECK(ucp_mem_unmap(p.context, memh) == UCS_OK);
+              }
+              return 0;
+          }) == 0);
 }
 
 TEST_CASE("cuda_copy and cuda_ipc move data on the copy engine", "[cuda]")
 {
-    CHECK(in_child([](int) {
+    CHECK(in_child(
+              [](int) {
         CHILD_CUDA(cudaSetDevice(0));
         constexpr size_t size = 4 << 20;
         device_buffer dev(size);
@@ -392,8 +394,7 @@ TEST_CASE("cuda_copy and cuda_ipc move data on the copy engine", "[cuda]")
         TEST_CHILD_CHECK(ep != nullptr);
         test::counted_comp comp;
         uct::iov put{host.data(), size, uct::MEM_HANDLE_NULL};
-        ucs_status_t status = ep->put_zcopy(&put, 1, reinterpret_cast<uint64_t>(dev.ptr), 0,
-                                            &comp);
+        ucs_status_t status = ep->put_zcopy(&put, 1, reinterpret_cast<uint64_t>(dev.ptr), 0, &comp);
         TEST_CHILD_CHECK(status == UCS_INPROGRESS);
         TEST_CHILD_CHECK(test::poll_until([&] { return comp.fired == 1; },
                                           [&] { copy.progress(); }));
@@ -412,8 +413,8 @@ TEST_CASE("cuda_copy and cuda_ipc move data on the copy engine", "[cuda]")
         constexpr size_t chunk = size / 8;
         for (size_t i = 0; i < 8; ++i) {
             uct::iov piece{host.data() + i * chunk, chunk, uct::MEM_HANDLE_NULL};
-            status = ep->put_zcopy(&piece, 1, reinterpret_cast<uint64_t>(dev.data() + i * chunk),
-                                   0, nullptr);
+            status = ep->put_zcopy(&piece, 1, reinterpret_cast<uint64_t>(dev.data() + i * chunk), 0,
+                                   nullptr);
             TEST_CHILD_CHECK(status == UCS_INPROGRESS);
         }
         test::counted_comp flushed;
@@ -461,15 +462,15 @@ TEST_CASE("cuda_copy and cuda_ipc move data on the copy engine", "[cuda]")
     }) == 0);
 }
 
-TEST_CASE("tagged messages with device buffers between two processes on one GPU",
-          "[cuda]")
+TEST_CASE("tagged messages with device buffers between two processes on one GPU", "[cuda]")
 {
     g_tag_tls = tls;
     run_pair(tag_sender, tag_receiver, false);
 }
 
 TEST_CASE("tagged messages with device buffers over host transports only: staged through "
-          "pinned bounce buffers, received in pieces", "[cuda]")
+          "pinned bounce buffers, received in pieces",
+          "[cuda]")
 {
     g_tag_tls = "posix,cma,cuda_copy";
     run_pair(tag_sender, tag_receiver, false);
@@ -484,55 +485,55 @@ TEST_CASE("put and get into another process's GPU memory (cuda_ipc)", "[cuda]")
 TEST_CASE("stream and active messages with device buffers", "[cuda]")
 {
     CHECK(in_child([](int) {
-        CHILD_CUDA(cudaSetDevice(0));
-        peer p;
-        TEST_CHILD_CHECK(p.init(tls, UCP_FEATURE_STREAM | UCP_FEATURE_AM) == UCS_OK);
-        TEST_CHILD_CHECK(p.connect(p.address()) == UCS_OK);
-        constexpr size_t size = 3 << 20;
-        device_buffer src(size), dst(size);
-        TEST_CHILD_CHECK(fill_device(src.ptr, size, 5));
-        CHILD_CUDA(cudaMemset(dst.ptr, 0, size));
-        ucp_request_param_t sparam{};
-        ucs_status_ptr_t sreq = ucp_stream_send_nbx(p.ep, src.ptr, size, &sparam);
-        TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(sreq));
-        ucp_request_param_t rparam{};
-        rparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        rparam.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
-        size_t length       = 0;
-        TEST_CHILD_CHECK(p.wait(ucp_stream_recv_nbx(p.ep, dst.ptr, size, &length, &rparam)) ==
-                         UCS_OK);
-        TEST_CHILD_CHECK(p.wait(sreq) == UCS_OK);
-        TEST_CHILD_CHECK(check_device(dst.ptr, size, 5));
+              CHILD_CUDA(cudaSetDevice(0));
+              peer p;
+              TEST_CHILD_CHECK(p.init(tls, UCP_FEATURE_STREAM | UCP_FEATURE_AM) == UCS_OK);
+              TEST_CHILD_CHECK(p.connect(p.address()) == UCS_OK);
+              constexpr size_t size = 3 << 20;
+              device_buffer src(size), dst(size);
+              TEST_CHILD_CHECK(fill_device(src.ptr, size, 5));
+              CHILD_CUDA(cudaMemset(dst.ptr, 0, size));
+              ucp_request_param_t sparam{};
+              ucs_status_ptr_t sreq = ucp_stream_send_nbx(p.ep, src.ptr, size, &sparam);
+              TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(sreq));
+              ucp_request_param_t rparam{};
+              rparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+              rparam.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
+              size_t length       = 0;
+              TEST_CHILD_CHECK(p.wait(ucp_stream_recv_nbx(p.ep, dst.ptr, size, &length, &rparam)) ==
+                               UCS_OK);
+              TEST_CHILD_CHECK(p.wait(sreq) == UCS_OK);
+              TEST_CHILD_CHECK(check_device(dst.ptr, size, 5));
 
-        /* An active message from device memory reaches the handler as host data. */
-        struct seen_t {
-            std::vector<uint8_t> data;
-            bool                 done = false;
-        } seen;
-        ucp_am_handler_param_t hparam{};
-        hparam.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                            UCP_AM_HANDLER_PARAM_FIELD_ARG;
-        hparam.id  = 1;
-        hparam.arg = &seen;
-        hparam.cb  = [](void *arg, const void *, size_t, void *data, size_t length,
-                        const ucp_am_recv_param_t *param) -> ucs_status_t {
-            auto *s = static_cast<seen_t*>(arg);
-            if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-                s->data.assign(static_cast<uint8_t*>(data),
-                               static_cast<uint8_t*>(data) + length);
-            }
-            s->done = true;
-            return UCS_OK;
-        };
-        TEST_CHILD_CHECK(ucp_worker_set_am_recv_handler(p.worker, &hparam) == UCS_OK);
-        TEST_CHILD_CHECK(p.wait(ucp_am_send_nbx(p.ep, 1, nullptr, 0, src.ptr, 6000, &sparam)) ==
-                         UCS_OK);
-        TEST_CHILD_CHECK(test::poll_until([&] { return seen.done; },
-                                          [&] { ucp_worker_progress(p.worker); }));
-        TEST_CHILD_CHECK(check_pattern(seen.data.data(), seen.data.size(), 5));
-        TEST_CHILD_CHECK(seen.data.size() == 6000);
-        return 0;
-    }) == 0);
+              /* An active message from device memory reaches the handler as host data. */
+              struct seen_t {
+                  std::vector<uint8_t> data;
+                  bool done = false;
+              } seen;
+              ucp_am_handler_param_t hparam{};
+              hparam.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                                  UCP_AM_HANDLER_PARAM_FIELD_ARG;
+              hparam.id  = 1;
+              hparam.arg = &seen;
+              hparam.cb  = [](void *arg, const void *, size_t, void *data, size_t length,
+                             const ucp_am_recv_param_t *param) -> ucs_status_t {
+                  auto *s = static_cast<seen_t *>(arg);
+                  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+                      s->data.assign(static_cast<uint8_t *>(data),
+                                      static_cast<uint8_t *>(data) + length);
+                  }
+                  s->done = true;
+                  return UCS_OK;
+              };
+              TEST_CHILD_CHECK(ucp_worker_set_am_recv_handler(p.worker, &hparam) == UCS_OK);
+              TEST_CHILD_CHECK(p.wait(ucp_am_send_nbx(p.ep, 1, nullptr, 0, src.ptr, 6000,
+                                                      &sparam)) == UCS_OK);
+              TEST_CHILD_CHECK(test::poll_until([&] { return seen.done; },
+                                                [&] { ucp_worker_progress(p.worker); }));
+              TEST_CHILD_CHECK(check_pattern(seen.data.data(), seen.data.size(), 5));
+              TEST_CHILD_CHECK(seen.data.size() == 6000);
+              return 0;
+          }) == 0);
 }
 
 int main(int argc, char **argv)

@@ -46,16 +46,15 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***)
     ucp_context_h context;
     check(ucp_init(&params, nullptr, &context) == UCS_OK, "ucp_init failed");
     ucp_worker_params_t wparams{};
-    check(ucp_worker_create(context, &wparams, &g_worker) == UCS_OK,
-          "ucp_worker_create failed");
+    check(ucp_worker_create(context, &wparams, &g_worker) == UCS_OK, "ucp_worker_create failed");
     return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t   peek_length = 0;
-    uint64_t peek_uuid   = 0;
-    const bool peeked = ucp::address_peek(data, size, &peek_length, &peek_uuid) == UCS_OK;
+    size_t peek_length = 0;
+    uint64_t peek_uuid = 0;
+    const bool peeked  = ucp::address_peek(data, size, &peek_length, &peek_uuid) == UCS_OK;
 
     ucp::unpacked_address addr;
     if (ucp::unpack_address(data, size, &addr) != UCS_OK) {
@@ -66,8 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     void *packed  = nullptr;
     size_t length = 0;
-    check(ucp::pack_address(addr, &packed, &length) == UCS_OK,
-          "an accepted address does not pack");
+    check(ucp::pack_address(addr, &packed, &length) == UCS_OK, "an accepted address does not pack");
     check((length == peek_length) && (std::memcmp(packed, data, length) == 0),
           "an accepted address is not canonical");
     std::free(packed);
@@ -77,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (const ucp::lane_candidate &lane : plan.lanes) {
             check(lane.iface_index < g_worker->ifaces.size(), "lane on no iface");
             check((lane.entry >= addr.entries.data()) &&
-                  (lane.entry < addr.entries.data() + addr.entries.size()),
+                      (lane.entry < addr.entries.data() + addr.entries.size()),
                   "lane on no address entry");
         }
         check(plan.am < plan.lanes.size(), "a plan without an AM lane");

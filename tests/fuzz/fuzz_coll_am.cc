@@ -40,7 +40,7 @@
 namespace {
 
 constexpr uint64_t fuzz_team_key  = 1;
-constexpr size_t   count          = 8;
+constexpr size_t count            = 8;
 constexpr unsigned progress_limit = 200000;
 
 void check(bool ok, const char *what)
@@ -52,9 +52,9 @@ void check(bool ok, const char *what)
 }
 
 struct ranks {
-    ucp_context_h context = nullptr;
-    ucp_worker_h  worker[2] = {};
-    ucp_ep_h      ep[2] = {};     /* ep[0]: rank 0 to rank 1; ep[1]: rank 1 to rank 0 */
+    ucp_context_h context  = nullptr;
+    ucp_worker_h worker[2] = {};
+    ucp_ep_h ep[2]         = {}; /* ep[0]: rank 0 to rank 1; ep[1]: rank 1 to rank 0 */
 };
 
 ranks *g_ranks = nullptr;
@@ -113,7 +113,7 @@ void setup()
 /* One input's collectives: contexts and a team of the two ranks. */
 struct session {
     ucp_coll_context_h coll[2] = {};
-    ucp_team_h         team[2] = {};
+    ucp_team_h team[2]         = {};
 
     session()
     {
@@ -124,7 +124,7 @@ struct session {
         }
         for (int r = 0; r < 2; ++r) {
             ucp_ep_h eps[2] = {};
-            eps[1 - r] = g_ranks->ep[r];
+            eps[1 - r]      = g_ranks->ep[r];
             ucp_team_params_t tp{};
             tp.field_mask = UCP_TEAM_PARAM_FIELD_EPS | UCP_TEAM_PARAM_FIELD_KEY;
             tp.eps        = eps;
@@ -193,12 +193,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const size_t got = in.take(length, &bytes);
         std::vector<uint8_t> message(bytes, bytes + got);
         ucp_am_recv_param_t param{};
-        param.reply_ep = g_ranks->ep[0];
+        param.reply_ep             = g_ranks->ep[0];
         const size_t header_length = ((how & 1) && (got >= sizeof(coll::wire_hdr))) ?
-                                     sizeof(coll::wire_hdr) : 0;
-        const ucs_status_t status = coll::am_handler(s.coll[0], message.data(), header_length,
-                                                     message.data() + header_length,
-                                                     got - header_length, &param);
+                                         sizeof(coll::wire_hdr) :
+                                         0;
+        const ucs_status_t status  = coll::am_handler(s.coll[0], message.data(), header_length,
+                                                      message.data() + header_length,
+                                                      got - header_length, &param);
         check(status == UCS_OK, "the handler kept data it was not allowed to keep");
         if (how & 0x80) {
             progress_both();

@@ -22,14 +22,14 @@ void init_env(const char *tls, const char *const *extra)
     setenv("UCX_CONFIG_FILE", "", 1);
     setenv("UCX_TLS", tls, 1);
     for (; (extra != nullptr) && (*extra != nullptr); ++extra) {
-        putenv(const_cast<char*>(*extra));
+        putenv(const_cast<char *>(*extra));
     }
     ucs::log_set_level(verbose ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_FATAL);
 }
 
 uint64_t touch(const void *data, size_t length)
 {
-    const auto *p = static_cast<const volatile uint8_t*>(data);
+    const auto *p = static_cast<const volatile uint8_t *>(data);
     uint64_t sum  = 0;
     for (size_t i = 0; i < length; ++i) {
         sum += p[i];
@@ -39,7 +39,7 @@ uint64_t touch(const void *data, size_t length)
 
 bool send_all(int fd, const void *data, size_t length)
 {
-    const auto *p = static_cast<const uint8_t*>(data);
+    const auto *p = static_cast<const uint8_t *>(data);
     while (length > 0) {
         ssize_t n = ::send(fd, p, length, MSG_NOSIGNAL);
         if (n < 0) {
@@ -48,7 +48,7 @@ bool send_all(int fd, const void *data, size_t length)
             }
             return false;
         }
-        p      += n;
+        p += n;
         length -= size_t(n);
     }
     return true;
@@ -78,18 +78,18 @@ int connect_loopback(uint16_t port)
     addr.sin_family      = AF_INET;
     addr.sin_port        = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int error = 0;
+    int error            = 0;
     for (int attempt = 0; attempt < 8; ++attempt) {
         int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) {
             return -1;
         }
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        if (::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0) {
             return fd;
         }
         error = errno;
-        std::fprintf(stderr, "fuzz: connect to port %u failed (attempt %d): %s\n",
-                     unsigned(port), attempt + 1, std::strerror(error));
+        std::fprintf(stderr, "fuzz: connect to port %u failed (attempt %d): %s\n", unsigned(port),
+                     attempt + 1, std::strerror(error));
         close_now(fd);
     }
     errno = error;
@@ -106,9 +106,9 @@ int listen_loopback(uint16_t *port_p)
     addr.sin_family      = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len        = sizeof(addr);
-    if ((::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) ||
+    if ((::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0) ||
         (::listen(fd, 16) != 0) ||
-        (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)) {
+        (::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) != 0)) {
         ::close(fd);
         return -1;
     }
@@ -131,10 +131,10 @@ bool wait_readable(int fd, int timeout_ms)
 
 void *map_region()
 {
-    void *p = ::mmap(reinterpret_cast<void*>(region_address), region_length,
-                     PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p != reinterpret_cast<void*>(region_address)) {
+    void *p = ::mmap(reinterpret_cast<void *>(region_address), region_length,
+                     PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+                     0);
+    if (p != reinterpret_cast<void *>(region_address)) {
         std::fprintf(stderr, "fuzz: cannot map the region at %#lx\n",
                      static_cast<unsigned long>(region_address));
         std::abort();
@@ -142,8 +142,7 @@ void *map_region()
     return p;
 }
 
-void replace_all(std::vector<uint8_t> &data, const void *token, const void *value,
-                 size_t length)
+void replace_all(std::vector<uint8_t> &data, const void *token, const void *value, size_t length)
 {
     for (size_t i = 0; i + length <= data.size(); ++i) {
         if (std::memcmp(&data[i], token, length) == 0) {

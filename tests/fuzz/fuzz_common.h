@@ -39,7 +39,8 @@ public:
     size_t left() const { return left_; }
     const uint8_t *rest() const { return p_; }
 
-    template <typename T> bool get(T *value)
+    template <typename T>
+    bool get(T *value)
     {
         if (left_ < sizeof(T)) {
             return false;
@@ -52,8 +53,8 @@ public:
     /* Up to `n` bytes (fewer at the end of the input). */
     size_t take(size_t n, const uint8_t **data_p)
     {
-        n        = (n < left_) ? n : left_;
-        *data_p  = p_;
+        n       = (n < left_) ? n : left_;
+        *data_p = p_;
         skip(n);
         return n;
     }
@@ -61,12 +62,12 @@ public:
 private:
     void skip(size_t n)
     {
-        p_    += n;
+        p_ += n;
         left_ -= n;
     }
 
     const uint8_t *p_;
-    size_t        left_;
+    size_t left_;
 };
 
 /* Sends all of `data` on a blocking socket; false on error. */
@@ -96,7 +97,7 @@ bool wait_readable(int fd, int timeout_ms);
 /* Fixed address of the memory the RMA targets expose, so that addresses
  * recorded from real traffic (tests/fuzz/record_corpus.cc) hit it. */
 constexpr uintptr_t region_address = 0x5a0000000000ull;
-constexpr size_t    region_length  = 64 * 1024;
+constexpr size_t region_length     = 64 * 1024;
 
 /* Maps region_length bytes at region_address (exactly there; aborts when it
  * cannot, the recorded inputs depend on it). */
@@ -104,19 +105,19 @@ void *map_region();
 
 /* Worker uuid the UCP targets and the recorder give their workers (see
  * fuzz_ucp_am.cc): messages "from" it find an endpoint. */
-constexpr uint64_t worker_uuid = 0x66757a7a2d776b72ull;  /* "fuzz-wkr" */
+constexpr uint64_t worker_uuid = 0x66757a7a2d776b72ull; /* "fuzz-wkr" */
 
 /* Tag of the receive fuzz_ucp_am posts first (the recorder's messages
  * carry it too). */
-constexpr uint64_t tag_expected = 0x7461672d66757a7aull;  /* "tag-fuzz" */
+constexpr uint64_t tag_expected = 0x7461672d66757a7aull; /* "tag-fuzz" */
 
 /* Stands for the fuzzing process's pid where a recorded input carries the
  * recorder's (fuzz_mm_fifo.cc's FIFO header owner). */
-constexpr uint32_t pid_token = 0x21444950u;  /* "PID!" */
+constexpr uint32_t pid_token = 0x21444950u; /* "PID!" */
 
 /* Stands for the secret of fuzz_ucp_am's mapped region (random per
  * mapping, ucp/core/ucp_rkey.h) in recorded UCP messages. */
-constexpr uint64_t secret_token = 0x2174657263657321ull;  /* "!secret!" */
+constexpr uint64_t secret_token = 0x2174657263657321ull; /* "!secret!" */
 
 /* Stands for the tcp iface's connection key (random per iface) in a
  * recorded handshake: fuzz_tcp_rx writes its iface's key over it. */
@@ -124,8 +125,7 @@ constexpr uint8_t iface_key_token[16] = {'t', 'c', 'p', '-', 'i', 'f', 'a', 'c',
                                          'e', '-', 'k', 'e', 'y', '-', '-', '!'};
 
 /* Writes `value` over every copy of `token` (both `length` bytes) in `data`. */
-void replace_all(std::vector<uint8_t> &data, const void *token, const void *value,
-                 size_t length);
+void replace_all(std::vector<uint8_t> &data, const void *token, const void *value, size_t length);
 
 } // namespace fuzz
 

@@ -44,12 +44,12 @@ using clock_type = std::chrono::steady_clock;
  * (milliseconds), so that only a real hang, not a loaded machine, aborts. */
 constexpr auto patience = std::chrono::seconds(10);
 
-ucp_worker_h                   g_worker = nullptr;
-uint16_t                       g_listener_port = 0;
-int                            g_peer_listen_fd = -1;   /* mode 3's server */
-uint16_t                       g_peer_port = 0;
-std::vector<ucp_conn_request_h> g_requests;              /* from the listener */
-bool                           g_ep_failed = false;
+ucp_worker_h g_worker    = nullptr;
+uint16_t g_listener_port = 0;
+int g_peer_listen_fd     = -1; /* mode 3's server */
+uint16_t g_peer_port     = 0;
+std::vector<ucp_conn_request_h> g_requests; /* from the listener */
+bool g_ep_failed = false;
 
 void check(bool ok, const char *what)
 {
@@ -81,10 +81,10 @@ sockaddr_in loopback(uint16_t port)
 void close_ep(ucp_ep_h ep)
 {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    param.op_attr_mask       = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags              = UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
-    const auto deadline = clock_type::now() + patience;
+    const auto deadline      = clock_type::now() + patience;
     while (UCS_PTR_IS_PTR(request) && (ucp_request_check_status(request) == UCS_INPROGRESS)) {
         check(clock_type::now() < deadline, "an ep does not close");
         ucp_worker_progress(g_worker);
@@ -103,14 +103,14 @@ void run_reader(unsigned accepted, const uint8_t *data, size_t size)
     const std::vector<uint8_t> bytes(data + 1, data + size);
     ucp::cs::frame_reader reader(accepted);
     ucs_status_t status = UCS_INPROGRESS;
-    size_t offset = 0;
+    size_t offset       = 0;
     while ((status == UCS_INPROGRESS) && (offset < bytes.size())) {
         const size_t n = std::min(chunk, bytes.size() - offset);
         /* Each chunk in an exact-size buffer, as recv() would leave it. */
         const std::vector<uint8_t> piece(bytes.begin() + long(offset),
                                          bytes.begin() + long(offset + n));
         size_t consumed = 0;
-        status = reader.feed(piece.data(), piece.size(), &consumed);
+        status          = reader.feed(piece.data(), piece.size(), &consumed);
         check(consumed <= n, "the reader consumed more than it was given");
         offset += consumed;
         if ((status == UCS_INPROGRESS) && (consumed < n)) {
@@ -137,8 +137,8 @@ void run_reader(unsigned accepted, const uint8_t *data, size_t size)
 template <typename Done>
 void exchange(int fd, const std::vector<uint8_t> &bytes, Done &&done)
 {
-    size_t sent = 0;
-    bool   shut = false;
+    size_t sent         = 0;
+    bool shut           = false;
     const auto deadline = clock_type::now() + patience;
     for (;;) {
         check(clock_type::now() < deadline, "the handshake neither ends nor fails");
@@ -148,8 +148,7 @@ void exchange(int fd, const std::vector<uint8_t> &bytes, Done &&done)
                                MSG_DONTWAIT | MSG_NOSIGNAL);
             if (n > 0) {
                 sent += size_t(n);
-            } else if ((n < 0) && (errno != EAGAIN) && (errno != EWOULDBLOCK) &&
-                       (errno != EINTR)) {
+            } else if ((n < 0) && (errno != EAGAIN) && (errno != EWOULDBLOCK) && (errno != EINTR)) {
                 sent = bytes.size();
             }
         } else if (!shut) {
@@ -189,24 +188,23 @@ void run_server(const uint8_t *data, size_t size)
 
 void run_client(const uint8_t *data, size_t size)
 {
-    g_ep_failed = false;
+    g_ep_failed        = false;
     sockaddr_in server = loopback(g_peer_port);
     ucp_ep_params_t params{};
-    params.field_mask        = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
-                               UCP_EP_PARAM_FIELD_ERR_HANDLER |
-                               UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.flags             = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    params.sockaddr.addr     = reinterpret_cast<const sockaddr*>(&server);
-    params.sockaddr.addrlen  = sizeof(server);
-    params.err_mode          = UCP_ERR_HANDLING_MODE_PEER;
-    params.err_handler.cb    = ep_error;
+    params.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&server);
+    params.sockaddr.addrlen = sizeof(server);
+    params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb   = ep_error;
     ucp_ep_h ep;
     check(ucp_ep_create(g_worker, &params, &ep) == UCS_OK, "client ep");
 
     /* The server side: accept, read the whole request, then answer. */
     int fd = -1;
     std::vector<uint8_t> request;
-    size_t want = sizeof(ucp::cs::frame_header);
+    size_t want         = sizeof(ucp::cs::frame_header);
     const auto deadline = clock_type::now() + patience;
     while (request.size() < want) {
         check(clock_type::now() < deadline, "no connection request from the client");
@@ -216,8 +214,7 @@ void run_client(const uint8_t *data, size_t size)
             continue;
         }
         uint8_t buf[4096];
-        ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), want - request.size()),
-                           MSG_DONTWAIT);
+        ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), want - request.size()), MSG_DONTWAIT);
         if (n > 0) {
             request.insert(request.end(), buf, buf + n);
             if (request.size() == sizeof(ucp::cs::frame_header)) {
@@ -227,9 +224,8 @@ void run_client(const uint8_t *data, size_t size)
             }
         }
     }
-    exchange(fd, std::vector<uint8_t>(data, data + size), [&] {
-        return g_ep_failed || !(ep->flags & ucp::ep_flag::CONNECTING);
-    });
+    exchange(fd, std::vector<uint8_t>(data, data + size),
+             [&] { return g_ep_failed || !(ep->flags & ucp::ep_flag::CONNECTING); });
     fuzz::close_now(fd);
     close_ep(ep);
 }
@@ -249,9 +245,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***)
 
     sockaddr_in any = loopback(0);
     ucp_listener_params_t lparams{};
-    lparams.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                               UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    lparams.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&any);
+    lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lparams.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&any);
     lparams.sockaddr.addrlen = sizeof(any);
     lparams.conn_handler.cb  = conn_handler;
     ucp_listener_h listener;
@@ -259,7 +254,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***)
     ucp_listener_attr_t attr{};
     attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
     check(ucp_listener_query(listener, &attr) == UCS_OK, "listener query");
-    g_listener_port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+    g_listener_port = ntohs(reinterpret_cast<const sockaddr_in *>(&attr.sockaddr)->sin_port);
 
     g_peer_listen_fd = fuzz::listen_loopback(&g_peer_port);
     check(g_peer_listen_fd >= 0, "peer listening socket");

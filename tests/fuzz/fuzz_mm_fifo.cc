@@ -47,24 +47,24 @@ namespace {
 using namespace uct::mm;
 
 /* FIFO geometry of the fuzzed iface (UCX_MM_* below). */
-constexpr size_t fifo_size = 8;
-constexpr size_t elem_size = 128;
-constexpr size_t seg_size  = 256;
+constexpr size_t fifo_size      = 8;
+constexpr size_t elem_size      = 128;
+constexpr size_t seg_size       = 256;
 constexpr uct::am_id_t probe_id = 31;
 
 struct world {
     std::unique_ptr<uct::worker> worker;
-    uct::md                      *md = nullptr;
-    uct::iface                   *sender = nullptr;    /* mode 1 */
-    std::vector<uint8_t>         node;                 /* device address */
+    uct::md *md        = nullptr;
+    uct::iface *sender = nullptr; /* mode 1 */
+    std::vector<uint8_t> node;    /* device address */
 };
 
 world g;
 
 /* What the receiver is delivering from (its own mapping of the segment). */
 struct rx_state {
-    uint8_t *base = nullptr;       /* learned from the probe element */
-    bool    probing = true;
+    uint8_t *base = nullptr; /* learned from the probe element */
+    bool probing  = true;
 };
 
 rx_state g_rx;
@@ -79,7 +79,7 @@ void check(bool ok, const char *what)
 
 ucs_status_t rx_handler(void *, void *data, size_t length, unsigned)
 {
-    auto *p = static_cast<uint8_t*>(data);
+    auto *p = static_cast<uint8_t *>(data);
     if (g_rx.probing) {
         /* The probe is element 0, inline: its data is right after the word. */
         g_rx.base    = p - ELEM_HEADER_SIZE - FIFO_ELEMS_OFFSET;
@@ -89,7 +89,7 @@ ucs_status_t rx_handler(void *, void *data, size_t length, unsigned)
     const size_t offset    = size_t(p - g_rx.base);
     const size_t elems_end = fifo_bufs_offset(fifo_size, elem_size);
     check((p >= g_rx.base + FIFO_ELEMS_OFFSET) &&
-          (offset < fifo_total_size(fifo_size, elem_size, seg_size)),
+              (offset < fifo_total_size(fifo_size, elem_size, seg_size)),
           "a handler got data outside the FIFO");
     size_t room_end;
     if (offset < elems_end) {
@@ -99,7 +99,7 @@ ucs_status_t rx_handler(void *, void *data, size_t length, unsigned)
         room_end = FIFO_ELEMS_OFFSET + (slot + 1) * elem_size;
     } else {
         const size_t slot = (offset - elems_end) / seg_size;
-        room_end = elems_end + (slot + 1) * seg_size;
+        room_end          = elems_end + (slot + 1) * seg_size;
     }
     check(length <= room_end - offset, "a handler got a length past its slot");
     fuzz::touch(data, length);
@@ -109,8 +109,8 @@ ucs_status_t rx_handler(void *, void *data, size_t length, unsigned)
 uct::iface *open_iface()
 {
     uct::iface_params params;
-    params.tl_name  = "posix";
-    params.dev_name = "memory";
+    params.tl_name    = "posix";
+    params.dev_name   = "memory";
     uct::iface *iface = nullptr;
     check(g.md->iface_open(*g.worker, params, &iface) == UCS_OK, "posix iface");
     for (unsigned id = 0; id < uct::AM_ID_MAX; ++id) {
@@ -132,14 +132,16 @@ void run_receiver(fuzz::cursor &in)
     iface_address addr;
     check(rx->get_address(&addr) == UCS_OK, "iface address");
     void *mapped = nullptr;
-    check(posix_backend().attach({addr.owner_pid, addr.segment_id, addr.segment_size},
-                                 &mapped) == UCS_OK, "attach like a peer");
-    auto *base  = static_cast<uint8_t*>(mapped);
-    auto *ctl   = static_cast<fifo_ctl*>(mapped);
+    check(posix_backend().attach({addr.owner_pid, addr.segment_id, addr.segment_size}, &mapped) ==
+              UCS_OK,
+          "attach like a peer");
+    auto *base  = static_cast<uint8_t *>(mapped);
+    auto *ctl   = static_cast<fifo_ctl *>(mapped);
     auto *elems = base + FIFO_ELEMS_OFFSET;
     auto *bufs  = base + fifo_bufs_offset(fifo_size, elem_size);
     check((ctl->header.fifo_size == fifo_size) && (ctl->header.elem_size == elem_size) &&
-          (ctl->header.seg_size == seg_size), "the FIFO geometry is not the one configured");
+              (ctl->header.seg_size == seg_size),
+          "the FIFO geometry is not the one configured");
 
     g_rx = rx_state{};
     publish(elems, 0, make_elem_word(0, 0, probe_id, 0));
@@ -147,7 +149,7 @@ void run_receiver(fuzz::cursor &in)
     check(!g_rx.probing, "the probe element was not delivered");
 
     uint64_t index = 1;
-    uint8_t  op;
+    uint8_t op;
     while (in.get(&op)) {
         switch (op & 3) {
         case 0: {
@@ -157,7 +159,7 @@ void run_receiver(fuzz::cursor &in)
                 break;
             }
             const uint8_t *payload;
-            size_t got = in.take(n, &payload);
+            size_t got    = in.take(n, &payload);
             uint8_t *elem = elems + (index % fifo_size) * elem_size;
             if (word & elem_flag::BCOPY) {
                 std::memcpy(bufs + (index % fifo_size) * seg_size, payload,
@@ -214,7 +216,7 @@ void run_sender(fuzz::cursor &in)
     const uint8_t *lines;
     size_t got = in.take(FIFO_ELEMS_OFFSET, &lines);
     std::memcpy(seg.address, lines, got);
-    auto *hdr = static_cast<fifo_header*>(seg.address);
+    auto *hdr = static_cast<fifo_header *>(seg.address);
     if (hdr->owner_pid == fuzz::pid_token) {
         hdr->owner_pid = uint32_t(getpid());
     }
@@ -224,15 +226,15 @@ void run_sender(fuzz::cursor &in)
     addr.wakeup_id    = 0;
     addr.segment_id   = seg.id;
     addr.segment_size = segment_size;
-    uct::ep *ep = nullptr;
-    if (g.sender->ep_create_connected(g.node.data(), g.node.size(), &addr, sizeof(addr),
-                                      &ep) == UCS_OK) {
+    uct::ep *ep       = nullptr;
+    if (g.sender->ep_create_connected(g.node.data(), g.node.size(), &addr, sizeof(addr), &ep) ==
+        UCS_OK) {
         const uint8_t payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
         (void)ep->am_short(1, 0x1122334455667788ull, payload, sizeof(payload));
         (void)ep->am_bcopy(2, pack_bytes, nullptr, 0);
         delete ep;
     }
-    g.worker->progress();   /* the sender iface reports nothing of this ep */
+    g.worker->progress(); /* the sender iface reports nothing of this ep */
     posix_backend().destroy(&seg);
 }
 

@@ -31,10 +31,10 @@
 namespace {
 
 constexpr const char *component_names[] = {"posix", "sysv", "cma", "tcp", "self"};
-constexpr unsigned num_components = sizeof(component_names) / sizeof(component_names[0]);
+constexpr unsigned num_components       = sizeof(component_names) / sizeof(component_names[0]);
 
-ucp_context_h   g_context = nullptr;
-ucp_mem_h       g_memh = nullptr;     /* the region, kept for the whole run */
+ucp_context_h g_context                      = nullptr;
+ucp_mem_h g_memh                             = nullptr; /* the region, kept for the whole run */
 uct::component *g_components[num_components] = {};
 
 void check(bool ok, const char *what)
@@ -108,14 +108,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             use_rkey(rkey);
         }
     } else if (mode == 1) {
-        size_t total = 0;
+        size_t total         = 0;
         const bool empty_key = (key.size() >= sizeof(ucp::ucx_empty_key)) &&
                                (std::memcmp(key.data(), ucp::ucx_empty_key,
                                             sizeof(ucp::ucx_empty_key)) == 0);
         const bool fits = (ucp::rkey_peek(key.data(), key.size(), &total) == UCS_OK) &&
                           (total <= key.size());
-        if ((empty_key || fits) &&
-            (ucp::rkey_unpack(*g_context, key.data(), &rkey) == UCS_OK)) {
+        if ((empty_key || fits) && (ucp::rkey_unpack(*g_context, key.data(), &rkey) == UCS_OK)) {
             use_rkey(rkey);
         }
     } else {

@@ -50,17 +50,17 @@ constexpr auto patience = std::chrono::seconds(10);
 
 struct world {
     std::unique_ptr<uct::worker> worker;
-    uct::component              *component = nullptr;
-    uct::md                     *md = nullptr;
-    uct::tcp::tcp_iface         *iface = nullptr;
-    uct::mem_h                  memh = nullptr;
-    uint64_t                    region_id = 0;
-    uct::rkey_bundle            rkey;
-    std::vector<uint8_t>        dev_addr;
-    uint16_t                    iface_port = 0;
-    int                         listen_fd = -1;   /* mode 1's peer */
-    uint16_t                    listen_port = 0;
-    uct::ep                     *failed_ep = nullptr;
+    uct::component *component  = nullptr;
+    uct::md *md                = nullptr;
+    uct::tcp::tcp_iface *iface = nullptr;
+    uct::mem_h memh            = nullptr;
+    uint64_t region_id         = 0;
+    uct::rkey_bundle rkey;
+    std::vector<uint8_t> dev_addr;
+    uint16_t iface_port  = 0;
+    int listen_fd        = -1; /* mode 1's peer */
+    uint16_t listen_port = 0;
+    uct::ep *failed_ep   = nullptr;
 };
 
 world g;
@@ -92,16 +92,15 @@ void open_iface()
             g.component = c;
         }
     }
-    check((g.component != nullptr) && (g.component->md_open("tcp", &g.md) == UCS_OK),
-          "tcp md");
+    check((g.component != nullptr) && (g.component->md_open("tcp", &g.md) == UCS_OK), "tcp md");
     g.worker = std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE);
     uct::iface_params params;
-    params.tl_name         = "tcp";
-    params.dev_name        = "lo";
-    params.err_handler     = error_handler;
+    params.tl_name     = "tcp";
+    params.dev_name    = "lo";
+    params.err_handler = error_handler;
     uct::iface *iface;
     check(g.md->iface_open(*g.worker, params, &iface) == UCS_OK, "tcp iface on lo");
-    g.iface = static_cast<uct::tcp::tcp_iface*>(iface);
+    g.iface = static_cast<uct::tcp::tcp_iface *>(iface);
     for (unsigned id = 0; id < uct::AM_ID_MAX; ++id) {
         check(iface->set_am_handler(uct::am_id_t(id), touch_handler, nullptr, 0) == UCS_OK,
               "am handler");
@@ -117,8 +116,7 @@ void open_iface()
     uct::tcp::packed_rkey packed;
     check(g.md->mkey_pack(g.memh, &packed) == UCS_OK, "mkey_pack");
     g.region_id = packed.region_id;
-    check(g.component->rkey_unpack(&packed, sizeof(packed), &g.rkey) == UCS_OK,
-          "own rkey");
+    check(g.component->rkey_unpack(&packed, sizeof(packed), &g.rkey) == UCS_OK, "own rkey");
 
     g.listen_fd = fuzz::listen_loopback(&g.listen_port);
     check(g.listen_fd >= 0, "listening socket");
@@ -131,8 +129,7 @@ std::vector<uint8_t> peer_bytes(const uint8_t *data, size_t size)
     std::vector<uint8_t> bytes(data, data + size);
     const uint64_t token = fuzz::region_id_token;
     fuzz::replace_all(bytes, &token, &g.region_id, sizeof(token));
-    fuzz::replace_all(bytes, fuzz::iface_key_token, &g.iface->key(),
-                      sizeof(fuzz::iface_key_token));
+    fuzz::replace_all(bytes, fuzz::iface_key_token, &g.iface->key(), sizeof(fuzz::iface_key_token));
     return bytes;
 }
 
@@ -146,7 +143,7 @@ template <typename Done>
 bool exchange(int fd, const std::vector<uint8_t> &bytes, Done &&done)
 {
     size_t sent = 0;
-    bool   shut = false, closed = false;
+    bool shut = false, closed = false;
     const auto deadline = clock_type::now() + patience;
     while (clock_type::now() < deadline) {
         g.worker->progress();
@@ -155,9 +152,8 @@ bool exchange(int fd, const std::vector<uint8_t> &bytes, Done &&done)
                                MSG_DONTWAIT | MSG_NOSIGNAL);
             if (n > 0) {
                 sent += size_t(n);
-            } else if ((n < 0) && (errno != EAGAIN) && (errno != EWOULDBLOCK) &&
-                       (errno != EINTR)) {
-                sent = bytes.size();   /* the iface closed: nothing more goes */
+            } else if ((n < 0) && (errno != EAGAIN) && (errno != EWOULDBLOCK) && (errno != EINTR)) {
+                sent = bytes.size(); /* the iface closed: nothing more goes */
             }
         } else if (!shut) {
             ::shutdown(fd, SHUT_WR);
@@ -183,18 +179,19 @@ void run_acceptor(const std::vector<uint8_t> &bytes)
 void run_initiator(const std::vector<uint8_t> &bytes)
 {
     g.failed_ep = nullptr;
-    uct::tcp::iface_addr addr{};   /* the peer is a plain socket: any key */
-    addr.port = g.listen_port;
+    uct::tcp::iface_addr addr{}; /* the peer is a plain socket: any key */
+    addr.port   = g.listen_port;
     uct::ep *ep = nullptr;
-    check(g.iface->ep_create_connected(g.dev_addr.data(), g.dev_addr.size(), &addr,
-                                       sizeof(addr), &ep) == UCS_OK, "ep to the peer");
+    check(g.iface->ep_create_connected(g.dev_addr.data(), g.dev_addr.size(), &addr, sizeof(addr),
+                                       &ep) == UCS_OK,
+          "ep to the peer");
     auto requests = std::make_unique<fuzz::tcp_requests>();
     check(requests->issue(*ep, g.rkey.rkey), "requests refused");
 
     /* The peer accepts and reads the handshake before it answers. */
     int fd = -1;
     uint8_t hs[sizeof(uct::tcp::handshake)];
-    size_t got = 0;
+    size_t got          = 0;
     const auto deadline = clock_type::now() + patience;
     while ((got < sizeof(hs)) && (clock_type::now() < deadline)) {
         g.worker->progress();
@@ -230,8 +227,8 @@ void run_initiator(const std::vector<uint8_t> &bytes)
 extern "C" int LLVMFuzzerInitialize(int *, char ***)
 {
     static const char *const extra[] = {
-        "UCX_TCP_RX_SEG_SIZE=1k",   /* frames beyond 1 KiB take the large-frame paths */
-        "UCX_TCP_MAX_ZCOPY=256k",   /* bounds what a frame may announce */
+        "UCX_TCP_RX_SEG_SIZE=1k", /* frames beyond 1 KiB take the large-frame paths */
+        "UCX_TCP_MAX_ZCOPY=256k", /* bounds what a frame may announce */
         nullptr,
     };
     fuzz::init_env("tcp", extra);

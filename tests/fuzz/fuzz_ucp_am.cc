@@ -42,13 +42,13 @@
 
 namespace {
 
-constexpr unsigned  user_am_ids    = 3;     /* recv-callback handlers: ids 0..2 */
-constexpr unsigned  legacy_am_id   = 3;
-constexpr unsigned  progress_after = 64;    /* worker progress calls per input */
-constexpr size_t    rndv_buffer    = 64 * 1024;
+constexpr unsigned user_am_ids    = 3; /* recv-callback handlers: ids 0..2 */
+constexpr unsigned legacy_am_id   = 3;
+constexpr unsigned progress_after = 64; /* worker progress calls per input */
+constexpr size_t rndv_buffer      = 64 * 1024;
 
 ucp_context_h g_context = nullptr;
-void          *g_region = nullptr;
+void *g_region          = nullptr;
 
 void check(bool ok, const char *what)
 {
@@ -60,17 +60,17 @@ void check(bool ok, const char *what)
 
 /* What one input created; all of it goes away before the next. */
 struct session {
-    ucp_worker_h       worker = nullptr;
-    ucp_ep_h           ep = nullptr;
-    ucp_mem_h          memh = nullptr;
-    uct::ep            *self_ep = nullptr;     /* worker's self iface to itself */
-    uct::ep            *posix_ep = nullptr;    /* worker's posix iface to itself */
-    std::vector<void*> requests;               /* receives to cancel and free */
-    std::vector<void*> kept_data;              /* AM data handlers kept */
-    uint8_t            tag_buffer[4096];
-    uint8_t            wild_buffer[64];
-    uint8_t            stream_buffer[256];
-    std::vector<uint8_t> rndv;                 /* AM rendezvous data lands here */
+    ucp_worker_h worker = nullptr;
+    ucp_ep_h ep         = nullptr;
+    ucp_mem_h memh      = nullptr;
+    uct::ep *self_ep    = nullptr; /* worker's self iface to itself */
+    uct::ep *posix_ep   = nullptr; /* worker's posix iface to itself */
+    std::vector<void *> requests;  /* receives to cancel and free */
+    std::vector<void *> kept_data; /* AM data handlers kept */
+    uint8_t tag_buffer[4096];
+    uint8_t wild_buffer[64];
+    uint8_t stream_buffer[256];
+    std::vector<uint8_t> rndv; /* AM rendezvous data lands here */
 };
 
 void add_request(session &s, ucs_status_ptr_t request)
@@ -83,11 +83,11 @@ void add_request(session &s, ucs_status_ptr_t request)
 ucs_status_t am_recv_cb(void *arg, const void *header, size_t header_length, void *data,
                         size_t length, const ucp_am_recv_param_t *param)
 {
-    auto &s = *static_cast<session*>(arg);
+    auto &s = *static_cast<session *>(arg);
     fuzz::touch(header, header_length);
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         if (length > rndv_buffer) {
-            return UCS_OK;   /* not fetched: dropped, the sender completes */
+            return UCS_OK; /* not fetched: dropped, the sender completes */
         }
         ucp_request_param_t rp{};
         add_request(s, ucp_am_recv_data_nbx(s.worker, data, s.rndv.data(), length, &rp));
@@ -103,7 +103,7 @@ ucs_status_t am_recv_cb(void *arg, const void *header, size_t header_length, voi
 
 ucs_status_t legacy_am_cb(void *arg, void *data, size_t length, ucp_ep_h, unsigned flags)
 {
-    auto &s = *static_cast<session*>(arg);
+    auto &s = *static_cast<session *>(arg);
     fuzz::touch(data, length);
     if (flags & UCP_CB_PARAM_FLAG_DATA) {
         s.kept_data.push_back(data);
@@ -123,12 +123,13 @@ uct::ep *loopback_ep(ucp_worker_h worker, const char *tl)
         const uct::iface_attr &attr = wi.iface->attr();
         std::vector<uint8_t> dev(attr.device_addr_len), iface(attr.iface_addr_len);
         check((wi.iface->get_device_address(dev.data()) == UCS_OK) &&
-              (wi.iface->get_address(iface.data()) == UCS_OK), "iface address");
+                  (wi.iface->get_address(iface.data()) == UCS_OK),
+              "iface address");
         uct::ep *ep = nullptr;
-        check(wi.iface->ep_create_connected(dev.data(), dev.size(), iface.data(),
-                                            iface.size(), &ep) == UCS_OK,
+        check(wi.iface->ep_create_connected(dev.data(), dev.size(), iface.data(), iface.size(),
+                                            &ep) == UCS_OK,
               "loopback uct ep");
-        worker->activate_iface(i);   /* progressed on every call, as with a peer */
+        worker->activate_iface(i); /* progressed on every call, as with a peer */
         return ep;
     }
     check(false, "transport missing");
@@ -145,8 +146,7 @@ void open_session(session &s)
 
     ucp_address_t *address;
     size_t address_length;
-    check(ucp_worker_get_address(s.worker, &address, &address_length) == UCS_OK,
-          "worker address");
+    check(ucp_worker_get_address(s.worker, &address, &address_length) == UCS_OK, "worker address");
     ucp_ep_params_t eparams{};
     eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     eparams.address    = address;
@@ -166,18 +166,17 @@ void open_session(session &s)
         hp.id    = id;
         hp.cb    = am_recv_cb;
         hp.arg   = &s;
-        hp.flags = (id == 1) ? UCP_AM_FLAG_PERSISTENT_DATA :
-                   (id == 2) ? UCP_AM_FLAG_WHOLE_MSG : 0;
+        hp.flags = (id == 1) ? UCP_AM_FLAG_PERSISTENT_DATA : (id == 2) ? UCP_AM_FLAG_WHOLE_MSG : 0;
         check(ucp_worker_set_am_recv_handler(s.worker, &hp) == UCS_OK, "am handler");
     }
     check(ucp_worker_set_am_handler(s.worker, legacy_am_id, legacy_am_cb, &s,
-                                    UCP_AM_FLAG_WHOLE_MSG) == UCS_OK, "legacy handler");
+                                    UCP_AM_FLAG_WHOLE_MSG) == UCS_OK,
+          "legacy handler");
 
     ucp_request_param_t rp{};
     add_request(s, ucp_tag_recv_nbx(s.worker, s.tag_buffer, sizeof(s.tag_buffer),
                                     fuzz::tag_expected, ~ucp_tag_t(0), &rp));
-    add_request(s, ucp_tag_recv_nbx(s.worker, s.wild_buffer, sizeof(s.wild_buffer), 0, 0,
-                                    &rp));
+    add_request(s, ucp_tag_recv_nbx(s.worker, s.wild_buffer, sizeof(s.wild_buffer), 0, 0, &rp));
     size_t stream_length;
     add_request(s, ucp_stream_recv_nbx(s.ep, s.stream_buffer, sizeof(s.stream_buffer),
                                        &stream_length, &rp));
@@ -204,11 +203,12 @@ void close_session(session &s)
     delete s.posix_ep;
 
     ucp_request_param_t cp{};
-    cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    cp.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    cp.op_attr_mask        = UCP_OP_ATTR_FIELD_FLAGS;
+    cp.flags               = UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t close = ucp_ep_close_nbx(s.ep, &cp);
     for (unsigned i = 0; (i < progress_after) && UCS_PTR_IS_PTR(close) &&
-                         (ucp_request_check_status(close) == UCS_INPROGRESS); ++i) {
+                         (ucp_request_check_status(close) == UCS_INPROGRESS);
+         ++i) {
         ucp_worker_progress(s.worker);
     }
     if (UCS_PTR_IS_PTR(close)) {
@@ -223,12 +223,12 @@ void close_session(session &s)
 
 struct packed_payload {
     const uint8_t *data;
-    size_t        length;
+    size_t length;
 };
 
 size_t pack_payload(void *dest, void *arg)
 {
-    const auto *p = static_cast<const packed_payload*>(arg);
+    const auto *p = static_cast<const packed_payload *>(arg);
     if (p->length != 0) {
         std::memcpy(dest, p->data, p->length);
     }
@@ -270,8 +270,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***)
     fuzz::init_env("self,posix");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
-                        UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM | UCP_FEATURE_RMA |
+                      UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
     check(ucp_init(&params, nullptr, &g_context) == UCS_OK, "ucp_init");
     g_region = fuzz::map_region();
     return 0;

@@ -56,13 +56,13 @@ using record::put;
 
 struct pair {
     ucp_context_h context = nullptr;
-    ucp_worker_h  a = nullptr, b = nullptr;
-    ucp_ep_h      ab = nullptr;
-    ucp_ep_h      ba = nullptr;                /* b's ep to a: adopts the wireup's */
-    ucp_mem_h     memh = nullptr;              /* b's region */
+    ucp_worker_h a = nullptr, b = nullptr;
+    ucp_ep_h ab    = nullptr;
+    ucp_ep_h ba    = nullptr; /* b's ep to a: adopts the wireup's */
+    ucp_mem_h memh = nullptr; /* b's region */
     std::unique_ptr<record::fifo_tap> tap_a, tap_b;
-    std::vector<void*> am_kept;                /* b's kept AM data */
-    bytes          am_rndv = bytes(64 * 1024);
+    std::vector<void *> am_kept; /* b's kept AM data */
+    bytes am_rndv = bytes(64 * 1024);
 
     void progress()
     {
@@ -110,13 +110,13 @@ ucs_status_ptr_t flush(ucp_ep_h ep)
 ucs_status_t am_handler(void *arg, const void *, size_t, void *data, size_t length,
                         const ucp_am_recv_param_t *param)
 {
-    auto *p = static_cast<pair*>(arg);
+    auto *p = static_cast<pair *>(arg);
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         ucp_request_param_t rp{};
         ucs_status_ptr_t r = ucp_am_recv_data_nbx(p->b, data, p->am_rndv.data(),
                                                   std::min(length, p->am_rndv.size()), &rp);
         if (UCS_PTR_IS_PTR(r)) {
-            ucp_request_free(r);   /* completes on its own */
+            ucp_request_free(r); /* completes on its own */
         }
         return UCS_INPROGRESS;
     }
@@ -132,7 +132,7 @@ ucp_worker_h new_worker(ucp_context_h context, uint64_t uuid)
     ucp_worker_params_t params{};
     ucp_worker_h worker;
     check(ucp_worker_create(context, &params, &worker) == UCS_OK, "worker");
-    worker->uuid        = uuid;   /* as the fuzz targets' workers (fuzz_common.h) */
+    worker->uuid        = uuid; /* as the fuzz targets' workers (fuzz_common.h) */
     worker->next_msg_id = uuid * 0x9e3779b97f4a7c15ull;
     return worker;
 }
@@ -142,7 +142,7 @@ void emit_worker_address(ucp_worker_h worker, const std::string &name)
     ucp_address_t *address;
     size_t length;
     check(ucp_worker_get_address(worker, &address, &length) == UCS_OK, "address");
-    const auto *p = reinterpret_cast<const uint8_t*>(address);
+    const auto *p = reinterpret_cast<const uint8_t *>(address);
     record::emit("fuzz_address", name, record::bytes(p, p + length));
     ucp_worker_release_address(worker, address);
 }
@@ -175,26 +175,26 @@ void run_scenarios(pair &p, bool over_tcp)
 
     struct tag_case {
         const char *name;
-        size_t      length;
-        bool        sync;
-        bool        expected;    /* receive posted before the send */
+        size_t length;
+        bool sync;
+        bool expected; /* receive posted before the send */
     };
-    for (const tag_case &c : {tag_case{"tag_eager", 100, false, true},
-                              tag_case{"tag_unexpected", 64, false, false},
-                              tag_case{"tag_sync", 32, true, true},
-                              tag_case{"tag_multi", 12000, false, true},
-                              tag_case{"tag_multi_unexpected", 12000, false, false},
-                              tag_case{"tag_sync_multi", 12000, true, false},
-                              tag_case{"tag_rndv", 20000, false, true}}) {
-        record::scenario = c.name;
+    for (const tag_case &c :
+         {tag_case{"tag_eager", 100, false, true}, tag_case{"tag_unexpected", 64, false, false},
+          tag_case{"tag_sync", 32, true, true}, tag_case{"tag_multi", 12000, false, true},
+          tag_case{"tag_multi_unexpected", 12000, false, false},
+          tag_case{"tag_sync_multi", 12000, true, false},
+          tag_case{"tag_rndv", 20000, false, true}}) {
+        record::scenario      = c.name;
         ucs_status_ptr_t recv = nullptr;
         if (c.expected) {
             recv = ucp_tag_recv_nbx(p.b, recv_buf, sizeof(recv_buf), fuzz::tag_expected,
                                     ~ucp_tag_t(0), &none);
         }
-        ucs_status_ptr_t send = c.sync ?
-            ucp_tag_send_sync_nbx(p.ab, send_buf, c.length, fuzz::tag_expected, &none) :
-            ucp_tag_send_nbx(p.ab, send_buf, c.length, fuzz::tag_expected, &none);
+        ucs_status_ptr_t send = c.sync ? ucp_tag_send_sync_nbx(p.ab, send_buf, c.length,
+                                                               fuzz::tag_expected, &none) :
+                                         ucp_tag_send_nbx(p.ab, send_buf, c.length,
+                                                          fuzz::tag_expected, &none);
         if (!c.expected) {
             p.settle(50);
             recv = ucp_tag_recv_nbx(p.b, recv_buf, sizeof(recv_buf), fuzz::tag_expected,
@@ -206,14 +206,11 @@ void run_scenarios(pair &p, bool over_tcp)
     record::scenario = "stream";
     size_t stream_length;
     p.wait({ucp_stream_send_nbx(p.ab, send_buf, 100, &none),
-            ucp_stream_recv_nbx(p.ba, recv_buf, 100,
-                                &stream_length, &none)});
+            ucp_stream_recv_nbx(p.ba, recv_buf, 100, &stream_length, &none)});
     record::scenario = "stream_rndv";
-    std::vector<uint8_t> stream_out(ucp::proto::stream_rndv_min, 5),
-                         stream_in(stream_out.size());
+    std::vector<uint8_t> stream_out(ucp::proto::stream_rndv_min, 5), stream_in(stream_out.size());
     p.wait({ucp_stream_send_nbx(p.ab, stream_out.data(), stream_out.size(), &none),
-            ucp_stream_recv_nbx(p.ba, stream_in.data(), stream_in.size(),
-                                &stream_length, &none)});
+            ucp_stream_recv_nbx(p.ba, stream_in.data(), stream_in.size(), &stream_length, &none)});
 
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -226,12 +223,11 @@ void run_scenarios(pair &p, bool over_tcp)
     }
     struct am_case {
         const char *name;
-        unsigned    id;
-        size_t      header, length;
-        uint32_t    flags;
+        unsigned id;
+        size_t header, length;
+        uint32_t flags;
     };
-    for (const am_case &c : {am_case{"am_short", 0, 0, 40, 0},
-                             am_case{"am_header", 1, 16, 200, 0},
+    for (const am_case &c : {am_case{"am_short", 0, 0, 40, 0}, am_case{"am_header", 1, 16, 200, 0},
                              am_case{"am_reply", 2, 8, 64, UCP_AM_SEND_FLAG_REPLY},
                              am_case{"am_multi", 0, 8, 12000, UCP_AM_SEND_FLAG_EAGER},
                              am_case{"am_rndv", 1, 8, 20000, UCP_AM_SEND_FLAG_RNDV}}) {
@@ -251,13 +247,11 @@ void run_scenarios(pair &p, bool over_tcp)
      * own key (the transport's RMA: tcp's internal ops, shm copies). */
     void *rkey_buffer;
     size_t rkey_length;
-    check(ucp_rkey_pack(p.context, p.memh, &rkey_buffer, &rkey_length) == UCS_OK,
-          "rkey pack");
+    check(ucp_rkey_pack(p.context, p.memh, &rkey_buffer, &rkey_length) == UCS_OK, "rkey pack");
     for (const char *kind : {"rma_emulated", "rma"}) {
         record::scenario = kind;
         ucp_rkey_h rkey;
-        const void *key = (std::strcmp(kind, "rma") == 0) ? rkey_buffer :
-                                                            ucp::ucx_empty_key;
+        const void *key = (std::strcmp(kind, "rma") == 0) ? rkey_buffer : ucp::ucx_empty_key;
         check(ucp_ep_rkey_unpack(p.ab, key, &rkey) == UCS_OK, "rkey unpack");
         const uint64_t base = fuzz::region_address;
         uint64_t result = 0, compare = 0;
@@ -268,7 +262,7 @@ void run_scenarios(pair &p, bool over_tcp)
         ucp_request_param_t post{};
         post.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         post.datatype     = ucp_dt_make_contig(8);
-        uint64_t one = 1;
+        uint64_t one      = 1;
         check(ucp_put_nbi(p.ab, send_buf, 64, base, rkey) >= 0, "put");
         check(ucp_put_nbi(p.ab, send_buf, 3000, base + 1024, rkey) >= 0, "large put");
         p.wait({flush(p.ab)});
@@ -276,8 +270,7 @@ void run_scenarios(pair &p, bool over_tcp)
         check(ucp_get_nbi(p.ab, recv_buf, 3000, base + 4096, rkey) >= 0, "large get");
         p.wait({ucp_atomic_op_nbx(p.ab, UCP_ATOMIC_OP_ADD, &one, 1, base + 128, rkey, &fetch),
                 ucp_atomic_op_nbx(p.ab, UCP_ATOMIC_OP_ADD, &one, 1, base + 136, rkey, &post),
-                ucp_atomic_op_nbx(p.ab, UCP_ATOMIC_OP_CSWAP, &compare, 1, base + 144, rkey,
-                                  &fetch),
+                ucp_atomic_op_nbx(p.ab, UCP_ATOMIC_OP_CSWAP, &compare, 1, base + 144, rkey, &fetch),
                 flush(p.ab)});
         ucp_rkey_destroy(rkey);
     }
@@ -289,18 +282,18 @@ void run_scenarios(pair &p, bool over_tcp)
     {
         ucp_rkey_h rkey;
         check(ucp_ep_rkey_unpack(p.ab, rkey_buffer, &rkey) == UCS_OK, "rkey unpack");
-        const uint64_t base = fuzz::region_address;
+        const uint64_t base        = fuzz::region_address;
         const uint8_t id_bytes[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
         const ucp_cid_t by_value{7, nullptr, 0}, of_bytes{0, id_bytes, sizeof(id_bytes)};
-        check(ucp_pwc_put(p.ab, send_buf, 64, base + 256, rkey, nullptr, &by_value, 0) ==
-              UCS_OK, "pwc put");
-        check(ucp_pwc_put(p.ab, send_buf, 3000, base + 4096, rkey, nullptr, &of_bytes, 0) ==
-              UCS_OK, "large pwc put");
-        check(ucp_pwc_get(p.ab, recv_buf, 64, base + 64, rkey, nullptr, &by_value, 0) ==
-              UCS_OK, "pwc get");
-        constexpr unsigned notes = 70;     /* more than half of UCX_PWC_CREDITS */
+        check(ucp_pwc_put(p.ab, send_buf, 64, base + 256, rkey, nullptr, &by_value, 0) == UCS_OK,
+              "pwc put");
+        check(ucp_pwc_put(p.ab, send_buf, 3000, base + 4096, rkey, nullptr, &of_bytes, 0) == UCS_OK,
+              "large pwc put");
+        check(ucp_pwc_get(p.ab, recv_buf, 64, base + 64, rkey, nullptr, &by_value, 0) == UCS_OK,
+              "pwc get");
+        constexpr unsigned notes = 70; /* more than half of UCX_PWC_CREDITS */
         unsigned sent = 0, taken = 0;
-        size_t pending = 1;
+        size_t pending      = 1;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         while ((taken < notes + 3) || (pending != 0)) {
             check(std::chrono::steady_clock::now() < deadline, "pwc does not complete");
@@ -331,8 +324,8 @@ void run_scenarios(pair &p, bool over_tcp)
     p.settle();
     /* b's ep failed when a closed its end: forced, its status does not matter. */
     ucp_request_param_t force{};
-    force.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    force.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    force.op_attr_mask       = UCP_OP_ATTR_FIELD_FLAGS;
+    force.flags              = UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t closing = ucp_ep_close_nbx(p.ba, &force);
     if (!UCS_PTR_IS_ERR(closing)) {
         p.wait({closing});
@@ -350,9 +343,8 @@ void run_scenarios(pair &p, bool over_tcp)
     any.sin_family      = AF_INET;
     any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ucp_listener_params_t lp{};
-    lp.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                          UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    lp.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&any);
+    lp.field_mask    = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lp.sockaddr.addr = reinterpret_cast<const sockaddr *>(&any);
     lp.sockaddr.addrlen = sizeof(any);
     lp.conn_handler.cb  = [](ucp_conn_request_h r, void *) { request = r; };
     ucp_listener_h listener;
@@ -363,7 +355,7 @@ void run_scenarios(pair &p, bool over_tcp)
     ucp_ep_params_t cp{};
     cp.field_mask       = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS;
     cp.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    cp.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&la.sockaddr);
+    cp.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&la.sockaddr);
     cp.sockaddr.addrlen = sizeof(sockaddr_in);
     ucp_ep_h client;
     check(ucp_ep_create(p.a, &cp, &client) == UCS_OK, "client ep");
@@ -389,7 +381,7 @@ void run_scenarios(pair &p, bool over_tcp)
  * becomes fuzz::region_id_token in the inputs. */
 void note_region_id(const void *rkey_buffer, size_t length)
 {
-    const auto *p = static_cast<const uint8_t*>(rkey_buffer);
+    const auto *p        = static_cast<const uint8_t *>(rkey_buffer);
     const uint64_t magic = uct::tcp::RKEY_MAGIC;
     for (size_t i = 0; i + sizeof(uct::tcp::packed_rkey) <= length; ++i) {
         if (std::memcmp(p + i, &magic, sizeof(magic)) == 0) {
@@ -406,8 +398,8 @@ void record_ucp(const char *tls, void *region)
     pair p;
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
-                        UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM | UCP_FEATURE_RMA |
+                      UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
     check(ucp_init(&params, nullptr, &p.context) == UCS_OK, "ucp_init");
     p.a = new_worker(p.context, fuzz::worker_uuid);
     p.b = new_worker(p.context, fuzz::worker_uuid + 1);
@@ -473,7 +465,7 @@ void record_addresses_and_keys(void *region)
         check(ucp_rkey_pack(context, memh, &buffer, &length) == UCS_OK, "rkey pack");
         for (uint8_t mode : {0, 1}) {
             bytes seed{mode};
-            put(seed, static_cast<const uint8_t*>(buffer), length);
+            put(seed, static_cast<const uint8_t *>(buffer), length);
             record::emit("fuzz_rkey", "ucp-key", seed);
         }
         ucp_rkey_buffer_release(buffer);
@@ -509,7 +501,7 @@ void record_addresses_and_keys(void *region)
 /* A uct tcp pair: the requests of tcp_requests.h, AMs, an ep going away. */
 void record_uct_tcp(void *region)
 {
-    record::scenario = "uct_requests";
+    record::scenario    = "uct_requests";
     uct::component *tcp = nullptr;
     for (uct::component *c : uct::components()) {
         if (std::strcmp(c->name(), "tcp") == 0) {
@@ -520,15 +512,15 @@ void record_uct_tcp(void *region)
     check((tcp != nullptr) && (tcp->md_open("tcp", &md) == UCS_OK), "tcp md");
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
     uct::iface_params params;
-    params.tl_name  = "tcp";
-    params.dev_name = "lo";
+    params.tl_name     = "tcp";
+    params.dev_name    = "lo";
     uct::iface *target = nullptr, *initiator = nullptr;
     check((md->iface_open(worker, params, &target) == UCS_OK) &&
-          (md->iface_open(worker, params, &initiator) == UCS_OK), "tcp ifaces");
+              (md->iface_open(worker, params, &initiator) == UCS_OK),
+          "tcp ifaces");
     for (unsigned id = 0; id < uct::AM_ID_MAX; ++id) {
-        target->set_am_handler(uct::am_id_t(id),
-                               [](void *, void *, size_t, unsigned) { return UCS_OK; },
-                               nullptr, 0);
+        target->set_am_handler(
+            uct::am_id_t(id), [](void *, void *, size_t, unsigned) { return UCS_OK; }, nullptr, 0);
     }
     uct::mem_h memh;
     check(md->mem_reg(region, fuzz::region_length, 0, &memh) == UCS_OK, "mem_reg");
@@ -538,13 +530,13 @@ void record_uct_tcp(void *region)
     uct::rkey_bundle rkey;
     check(tcp->rkey_unpack(&packed, sizeof(packed), &rkey) == UCS_OK, "rkey");
 
-    std::vector<uint8_t> dev(target->attr().device_addr_len),
-                         addr(target->attr().iface_addr_len);
+    std::vector<uint8_t> dev(target->attr().device_addr_len), addr(target->attr().iface_addr_len);
     target->get_device_address(dev.data());
     target->get_address(addr.data());
     uct::ep *ep;
-    check(initiator->ep_create_connected(dev.data(), dev.size(), addr.data(), addr.size(),
-                                         &ep) == UCS_OK, "tcp ep");
+    check(initiator->ep_create_connected(dev.data(), dev.size(), addr.data(), addr.size(), &ep) ==
+              UCS_OK,
+          "tcp ep");
     fuzz::tcp_requests requests;
     check(requests.issue(*ep, rkey.rkey), "requests");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -556,16 +548,20 @@ void record_uct_tcp(void *region)
     uint8_t data[3000];
     std::memset(data, 0x42, sizeof(data));
     check(ep->am_short(5, 0x0102030405060708ull, data, 16) == UCS_OK, "am_short");
-    check(ep->am_bcopy(6, [](void *dest, void *) -> size_t {
-                           std::memset(dest, 0x17, 200);
-                           return 200;
-                       }, nullptr, 0) == 200, "am_bcopy");
+    check(ep->am_bcopy(
+              6,
+              [](void *dest, void *) -> size_t {
+                  std::memset(dest, 0x17, 200);
+                  return 200;
+              },
+              nullptr, 0) == 200,
+          "am_bcopy");
     uct::iov iov{data, sizeof(data), nullptr};
     uint64_t header = 0x1122334455667788ull;
-    check(ep->am_zcopy(7, &header, sizeof(header), &iov, 1, 0, nullptr) >= UCS_OK,
-          "am_zcopy");
-    check(ep->atomic_post(uct::atomic_op::XOR, 4, 0xff, fuzz::region_address + 1000,
-                          rkey.rkey) == UCS_OK, "atomic_post");
+    check(ep->am_zcopy(7, &header, sizeof(header), &iov, 1, 0, nullptr) >= UCS_OK, "am_zcopy");
+    check(ep->atomic_post(uct::atomic_op::XOR, 4, 0xff, fuzz::region_address + 1000, rkey.rkey) ==
+              UCS_OK,
+          "atomic_post");
     fuzz::tcp_requests::comp flushed;
     if (ep->flush(0, &flushed) == UCS_INPROGRESS) {
         while (!flushed.fired) {
@@ -593,9 +589,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
         return 2;
     }
-    record::outdir = argv[1];
-    static const char *const extra[] = {"UCX_NET_DEVICES=lo", "UCX_RNDV_THRESH=16k",
-                                        nullptr};
+    record::outdir                   = argv[1];
+    static const char *const extra[] = {"UCX_NET_DEVICES=lo", "UCX_RNDV_THRESH=16k", nullptr};
     fuzz::init_env("tcp", extra);
     void *region = fuzz::map_region();
 

@@ -22,15 +22,16 @@ std::string outdir;
 
 namespace {
 
-std::map<std::string, unsigned> g_counts;   /* files per target + name */
-std::map<std::string, unsigned> g_files;    /* files per target */
-std::map<uint64_t, uint64_t>    g_tokens;   /* value -> token */
+std::map<std::string, unsigned> g_counts; /* files per target + name */
+std::map<std::string, unsigned> g_files;  /* files per target */
+std::map<uint64_t, uint64_t> g_tokens;    /* value -> token */
 
 /* Largest input of each target (as tests/fuzz/meson.build gives them). */
 size_t max_len(const std::string &target)
 {
     return (target == "fuzz_tcp_rx" || target == "fuzz_ucp_am") ? 16384 :
-           (target == "fuzz_rkey") ? 1024 : 4096;
+           (target == "fuzz_rkey")                              ? 1024 :
+                                                                  4096;
 }
 
 /* One UCP message as fuzz_ucp_am takes it. */
@@ -58,8 +59,7 @@ void am_frame(bytes &am_seed, uint8_t id, const uint8_t *payload, size_t length,
     ucs::wire_reader in(payload, length);
     ucp::wire::wireup_hdr hdr;
     const uint8_t *address;
-    if ((id == ucp::wire::AM_WIREUP) && in.get(&hdr) &&
-        in.bytes(hdr.address_length, &address)) {
+    if ((id == ucp::wire::AM_WIREUP) && in.get(&hdr) && in.bytes(hdr.address_length, &address)) {
         emit_address("wireup-" + scenario_name, address, hdr.address_length);
     }
 }
@@ -80,7 +80,7 @@ void tcp_stream(const stream &s, uint8_t mode, size_t opening)
             break;
         }
         const std::string &scenario_name = scenario_at(s, offset);
-        bytes &seed = tcp_seeds[scenario_name];
+        bytes &seed                      = tcp_seeds[scenario_name];
         if (seed.empty()) {
             seed.push_back(mode);
             put(seed, d.data(), opening);
@@ -100,8 +100,7 @@ void tcp_stream(const stream &s, uint8_t mode, size_t opening)
         offset += total;
     }
     for (auto &[scenario_name, seed] : tcp_seeds) {
-        emit("fuzz_tcp_rx", std::string(mode ? "initiator-" : "acceptor-") + scenario_name,
-             seed);
+        emit("fuzz_tcp_rx", std::string(mode ? "initiator-" : "acceptor-") + scenario_name, seed);
     }
     for (auto &[scenario_name, seed] : am_seeds) {
         emit("fuzz_ucp_am", "tcp-" + scenario_name, seed);
@@ -113,12 +112,12 @@ void cs_stream(const stream &s)
 {
     ucp::cs::frame_header hdr;
     std::memcpy(&hdr, s.data.data(), sizeof(hdr));
-    const bool request = (hdr.type == ucp::cs::FRAME_CONN_REQUEST);
+    const bool request     = (hdr.type == ucp::cs::FRAME_CONN_REQUEST);
     const std::string name = request ? "request" : "answer";
     for (uint8_t mode : {uint8_t(request ? 0 : 1), uint8_t(request ? 2 : 3)}) {
         bytes seed{mode};
         if (mode < 2) {
-            seed.push_back(uint8_t(sizeof(hdr) - 1));   /* chunks: the header, then the rest */
+            seed.push_back(uint8_t(sizeof(hdr) - 1)); /* chunks: the header, then the rest */
         }
         put(seed, s.data.data(), s.data.size());
         emit("fuzz_cs_frame", name, seed);
@@ -196,12 +195,12 @@ std::unique_ptr<fifo_tap> fifo_tap::of(ucp_worker_h worker, const std::string &o
         uct::mm::iface_address addr;
         check(wi.iface->get_address(&addr) == UCS_OK, "posix iface address");
         void *mapped;
-        check(uct::mm::posix_backend().attach({addr.owner_pid, addr.segment_id,
-                                               addr.segment_size}, &mapped) == UCS_OK,
+        check(uct::mm::posix_backend().attach({addr.owner_pid, addr.segment_id, addr.segment_size},
+                                              &mapped) == UCS_OK,
               "map a worker's FIFO");
         auto tap    = std::make_unique<fifo_tap>();
         tap->owner_ = owner;
-        tap->base_  = static_cast<uint8_t*>(mapped);
+        tap->base_  = static_cast<uint8_t *>(mapped);
         tap->size_  = addr.segment_size;
         std::memcpy(&tap->hdr_, mapped, sizeof(tap->hdr_));
         return tap;
@@ -224,11 +223,11 @@ void fifo_tap::look()
         if (((word ^ (next_ / hdr_.fifo_size)) & elem_flag::OWNER) != 0) {
             return;
         }
-        const uint32_t length = elem_length(word);
+        const uint32_t length  = elem_length(word);
         const uint8_t *payload = (word & elem_flag::BCOPY) ?
-                                 base_ + hdr_.bufs_offset +
-                                 (next_ % hdr_.fifo_size) * hdr_.seg_size :
-                                 elem + ELEM_HEADER_SIZE;
+                                     base_ + hdr_.bufs_offset +
+                                         (next_ % hdr_.fifo_size) * hdr_.seg_size :
+                                     elem + ELEM_HEADER_SIZE;
         /* fuzz_mm_fifo mode 0: publish this element, then progress. */
         bytes &mm = mm_seeds_[scenario];
         if (mm.empty()) {

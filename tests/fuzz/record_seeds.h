@@ -31,9 +31,10 @@ void emit(const std::string &target, const std::string &name, bytes input);
 /* Inputs written per target. */
 const std::map<std::string, unsigned> &written();
 
-template <typename T> void put(bytes &out, const T &value)
+template <typename T>
+void put(bytes &out, const T &value)
 {
-    const auto *p = reinterpret_cast<const uint8_t*>(&value);
+    const auto *p = reinterpret_cast<const uint8_t *>(&value);
     out.insert(out.end(), p, p + sizeof(value));
 }
 
@@ -67,12 +68,12 @@ public:
     void emit_all();
 
 private:
-    std::string               owner_;     /* names the inputs */
-    uint8_t                   *base_ = nullptr;
-    size_t                    size_ = 0;
-    uct::mm::fifo_header      hdr_{};
-    uint64_t                  next_ = 0;  /* next index to look at */
-    std::map<std::string, bytes> mm_seeds_, am_seeds_;   /* per scenario */
+    std::string owner_; /* names the inputs */
+    uint8_t *base_ = nullptr;
+    size_t size_   = 0;
+    uct::mm::fifo_header hdr_{};
+    uint64_t next_ = 0;                                /* next index to look at */
+    std::map<std::string, bytes> mm_seeds_, am_seeds_; /* per scenario */
 };
 
 } // namespace record

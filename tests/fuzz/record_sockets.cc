@@ -24,9 +24,9 @@ void check(bool ok, const char *what)
 
 namespace {
 
-std::mutex            g_lock;
+std::mutex g_lock;
 std::map<int, stream> g_open;
-std::vector<stream>   g_done;
+std::vector<stream> g_done;
 
 void append(int fd, const struct iovec *iov, int iovcnt, size_t n)
 {
@@ -37,7 +37,7 @@ void append(int fd, const struct iovec *iov, int iovcnt, size_t n)
     }
     for (int i = 0; (i < iovcnt) && (n > 0); ++i) {
         const size_t take = std::min(n, iov[i].iov_len);
-        const auto *p = static_cast<const uint8_t*>(iov[i].iov_base);
+        const auto *p     = static_cast<const uint8_t *>(iov[i].iov_base);
         s.data.insert(s.data.end(), p, p + take);
         n -= take;
     }
@@ -53,7 +53,8 @@ void finish(int fd)
     }
 }
 
-template <typename F> F next(const char *name)
+template <typename F>
+F next(const char *name)
 {
     void *sym = dlsym(RTLD_NEXT, name);
     check(sym != nullptr, "libc symbol missing");
@@ -89,8 +90,8 @@ const std::string &scenario_at(const stream &s, size_t offset)
 
 extern "C" ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-    static auto libc_recv = record::next<ssize_t (*)(int, void*, size_t, int)>("recv");
-    ssize_t n = libc_recv(fd, buf, len, flags);
+    static auto libc_recv = record::next<ssize_t (*)(int, void *, size_t, int)>("recv");
+    ssize_t n             = libc_recv(fd, buf, len, flags);
     if ((n > 0) && !(flags & MSG_PEEK)) {
         struct iovec v = {buf, size_t(n)};
         record::append(fd, &v, 1, size_t(n));
@@ -100,8 +101,8 @@ extern "C" ssize_t recv(int fd, void *buf, size_t len, int flags)
 
 extern "C" ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-    static auto libc_readv = record::next<ssize_t (*)(int, const struct iovec*, int)>("readv");
-    ssize_t n = libc_readv(fd, iov, iovcnt);
+    static auto libc_readv = record::next<ssize_t (*)(int, const struct iovec *, int)>("readv");
+    ssize_t n              = libc_readv(fd, iov, iovcnt);
     if (n > 0) {
         record::append(fd, iov, iovcnt, size_t(n));
     }

@@ -27,8 +27,8 @@ extern std::string scenario;
 
 /* The bytes received on one socket. */
 struct stream {
-    bytes                                        data;
-    std::vector<std::pair<size_t, std::string>>  marks;  /* where a scenario starts */
+    bytes data;
+    std::vector<std::pair<size_t, std::string>> marks; /* where a scenario starts */
 };
 
 /* Every stream received so far, closed sockets' and open ones'; clears. */

@@ -20,7 +20,7 @@ namespace fuzz {
  * per md, so the tcp target writes its own id over every copy of this
  * token before it sends an input, and the recorder writes the token over
  * the recorded id. */
-constexpr uint64_t region_id_token = 0x64692d6e6f696765ull;  /* "egion-id" */
+constexpr uint64_t region_id_token = 0x64692d6e6f696765ull; /* "egion-id" */
 
 struct tcp_requests {
     static constexpr size_t bcopy_length = 64;
@@ -30,27 +30,27 @@ struct tcp_requests {
         int fired = 0;
         comp()
         {
-            func   = [](uct::completion *self) { ++static_cast<tcp_requests::comp*>(self)->fired; };
-            count  = 1;
+            func  = [](uct::completion *self) { ++static_cast<tcp_requests::comp *>(self)->fired; };
+            count = 1;
             status = UCS_OK;
         }
     };
 
-    uint8_t  bcopy_dest[bcopy_length] = {};
-    uint8_t  zcopy_dest[2][zcopy_piece] = {};
-    uint64_t fetched = 0;
-    uint8_t  put_data[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-    comp     get_bcopy_comp, get_zcopy_comp, atomic_comp, flush_comp;
+    uint8_t bcopy_dest[bcopy_length]   = {};
+    uint8_t zcopy_dest[2][zcopy_piece] = {};
+    uint64_t fetched                   = 0;
+    uint8_t put_data[16]               = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    comp get_bcopy_comp, get_zcopy_comp, atomic_comp, flush_comp;
 
     static void unpack(void *arg, const void *data, size_t length)
     {
         if (length != bcopy_length) {
             /* The transport must deliver exactly what was asked for. */
-            std::fprintf(stderr, "tcp: get_bcopy reply of %zu bytes delivered, %zu asked\n",
-                         length, bcopy_length);
+            std::fprintf(stderr, "tcp: get_bcopy reply of %zu bytes delivered, %zu asked\n", length,
+                         bcopy_length);
             std::abort();
         }
-        std::memcpy(static_cast<tcp_requests*>(arg)->bcopy_dest, data, length);
+        std::memcpy(static_cast<tcp_requests *>(arg)->bcopy_dest, data, length);
     }
 
     /* Issues: get_bcopy, get_zcopy of two pieces, a fetching atomic add, a
@@ -58,8 +58,8 @@ struct tcp_requests {
     bool issue(uct::ep &ep, uct::rkey_t rkey)
     {
         const uint64_t base = region_address;
-        uct::iov iov[2] = {{zcopy_dest[0], zcopy_piece, nullptr},
-                           {zcopy_dest[1], zcopy_piece, nullptr}};
+        uct::iov iov[2]     = {{zcopy_dest[0], zcopy_piece, nullptr},
+                               {zcopy_dest[1], zcopy_piece, nullptr}};
         return (ep.get_bcopy(unpack, this, bcopy_length, base, rkey, &get_bcopy_comp) ==
                 UCS_INPROGRESS) &&
                (ep.get_zcopy(iov, 2, base + 128, rkey, &get_zcopy_comp) == UCS_INPROGRESS) &&

@@ -43,18 +43,18 @@ enum outcome { REFUSED, ACCEPTED, CRASHED, HUNG, NUM_OUTCOMES };
 /* What the child reports per input: its index, then one outcome byte. */
 struct report {
     uint32_t index;
-    uint8_t  outcome;
+    uint8_t outcome;
 };
 
 struct world {
     ucp_context_h context;
-    ucp_worker_h  worker, other;
-    ucp_ep_h      ep;           /* to `other`, for unpacking keys */
-    ucp_mem_h     memh;
-    void          *rkey_buffer;
-    size_t        rkey_length;
-    ucp_address_t *address;     /* of `other` */
-    size_t        address_length;
+    ucp_worker_h worker, other;
+    ucp_ep_h ep; /* to `other`, for unpacking keys */
+    ucp_mem_h memh;
+    void *rkey_buffer;
+    size_t rkey_length;
+    ucp_address_t *address; /* of `other` */
+    size_t address_length;
 };
 
 static void die(const char *what, ucs_status_t status)
@@ -83,8 +83,7 @@ static void world_init(struct world *w)
         ((status = ucp_worker_create(w->context, &wparams, &w->other)) != UCS_OK)) {
         die("ucp_worker_create", status);
     }
-    if ((status = ucp_worker_get_address(w->other, &w->address, &w->address_length)) !=
-        UCS_OK) {
+    if ((status = ucp_worker_get_address(w->other, &w->address, &w->address_length)) != UCS_OK) {
         die("ucp_worker_get_address", status);
     }
     ucp_ep_params_t ep_params = {
@@ -97,15 +96,14 @@ static void world_init(struct world *w)
     ucp_mem_map_params_t mp = {
         .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                       UCP_MEM_MAP_PARAM_FIELD_FLAGS,
-        .address    = NULL,
-        .length     = 65536,
-        .flags      = UCP_MEM_MAP_ALLOCATE,
+        .address = NULL,
+        .length  = 65536,
+        .flags   = UCP_MEM_MAP_ALLOCATE,
     };
     if ((status = ucp_mem_map(w->context, &mp, &w->memh)) != UCS_OK) {
         die("ucp_mem_map", status);
     }
-    if ((status = ucp_rkey_pack(w->context, w->memh, &w->rkey_buffer, &w->rkey_length)) !=
-        UCS_OK) {
+    if ((status = ucp_rkey_pack(w->context, w->memh, &w->rkey_buffer, &w->rkey_length)) != UCS_OK) {
         die("ucp_rkey_pack", status);
     }
 }
@@ -134,8 +132,8 @@ static uint64_t rng_next(uint64_t *state)
 {
     /* splitmix64: reproducible across libraries and runs */
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
@@ -144,32 +142,31 @@ static uint32_t num_inputs(size_t length, uint32_t random_count, int kind)
 {
     uint32_t n = (uint32_t)(length * NUM_FLIPS) + random_count;
     if (kind == KIND_ADDRESS) {
-        n += (uint32_t)length;    /* truncations */
+        n += (uint32_t)length; /* truncations */
     }
     return n;
 }
 
 /* Builds input `index` from `orig` into `out` (same length). */
-static void make_input(const uint8_t *orig, size_t length, uint32_t index, int kind,
-                       uint8_t *out)
+static void make_input(const uint8_t *orig, size_t length, uint32_t index, int kind, uint8_t *out)
 {
     memcpy(out, orig, length);
     if (index < length * NUM_FLIPS) {
         out[index / NUM_FLIPS] = flip_values[index % NUM_FLIPS];
         if (out[index / NUM_FLIPS] == orig[index / NUM_FLIPS]) {
-            out[index / NUM_FLIPS] ^= 0x5a;   /* always a change */
+            out[index / NUM_FLIPS] ^= 0x5a; /* always a change */
         }
         return;
     }
     index -= (uint32_t)(length * NUM_FLIPS);
     if ((kind == KIND_ADDRESS) && (index < length)) {
-        memset(out + index, 0, length - index);   /* only the first bytes survive */
+        memset(out + index, 0, length - index); /* only the first bytes survive */
         return;
     }
-    uint64_t state = 0x1234567ull + index * 7919ull + (uint64_t)kind;
+    uint64_t state         = 0x1234567ull + index * 7919ull + (uint64_t)kind;
     const unsigned changes = 1 + (unsigned)(rng_next(&state) % 8);
     for (unsigned i = 0; i < changes; ++i) {
-        const size_t at = (size_t)(rng_next(&state) % length);
+        const size_t at  = (size_t)(rng_next(&state) % length);
         const size_t run = 1 + (size_t)(rng_next(&state) % 4);
         for (size_t j = at; (j < at + run) && (j < length); ++j) {
             out[j] = (uint8_t)rng_next(&state);
@@ -191,7 +188,7 @@ static int try_input(struct world *w, int kind, const uint8_t *input)
     }
     ucp_ep_params_t params = {
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-        .address    = (const ucp_address_t*)input,
+        .address    = (const ucp_address_t *)input,
     };
     ucp_ep_h ep = NULL;
     if (ucp_ep_create(w->worker, &params, &ep) != UCS_OK) {
@@ -205,9 +202,9 @@ static int child_main(int fd, int kind, uint32_t first, uint32_t random_count)
 {
     struct world w;
     world_init(&w);
-    const uint8_t *orig = (kind == KIND_RKEY) ? (const uint8_t*)w.rkey_buffer :
-                                                (const uint8_t*)w.address;
-    const size_t length = (kind == KIND_RKEY) ? w.rkey_length : w.address_length;
+    const uint8_t *orig  = (kind == KIND_RKEY) ? (const uint8_t *)w.rkey_buffer :
+                                                 (const uint8_t *)w.address;
+    const size_t length  = (kind == KIND_RKEY) ? w.rkey_length : w.address_length;
     const uint32_t total = num_inputs(length, random_count, kind);
     /* Zeroed room after the input: ucp_ep_create and ucp_ep_rkey_unpack
      * take no length, an address or key announces its own (ours: up to
@@ -215,7 +212,7 @@ static int child_main(int fd, int kind, uint32_t first, uint32_t random_count)
      * caller owning those bytes is the API's contract, not the check. */
     uint8_t *input = calloc(1, length + 65536);
     for (uint32_t i = first; i < total; ++i) {
-        struct report rep = {i, 0xff};   /* "about to try" */
+        struct report rep = {i, 0xff}; /* "about to try" */
         if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep)) {
             return 3;
         }
@@ -258,7 +255,7 @@ static void run_kind(int kind, uint32_t random_count, double timeout_s,
         int finished = 0, stalled = 0;
         for (;;) {
             struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-            int ready = poll(&pfd, 1, (int)(timeout_s * 1000));
+            int ready         = poll(&pfd, 1, (int)(timeout_s * 1000));
             if (ready == 0) {
                 stalled = 1;
                 break;
@@ -266,7 +263,7 @@ static void run_kind(int kind, uint32_t random_count, double timeout_s,
             struct report rep;
             ssize_t n = read(fds[0], &rep, sizeof(rep));
             if (n != (ssize_t)sizeof(rep)) {
-                break;                       /* the child died */
+                break; /* the child died */
             }
             if (rep.outcome == 0xfe) {
                 finished = 1;
@@ -298,7 +295,7 @@ static void run_kind(int kind, uint32_t random_count, double timeout_s,
                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1, trying);
             exit(2);
         } else {
-            ++counts[CRASHED];               /* exit() from inside the library */
+            ++counts[CRASHED]; /* exit() from inside the library */
         }
         next = trying + 1;
     }
@@ -323,15 +320,15 @@ int main(int argc, char **argv)
     }
 
     unsigned long failures = 0;
-    printf("%-17s %8s %8s %8s %8s %8s\n", "input", "tried", "refused", "accepted",
-           "crashed", "hung");
+    printf("%-17s %8s %8s %8s %8s %8s\n", "input", "tried", "refused", "accepted", "crashed",
+           "hung");
     for (int kind = 0; kind < NUM_KINDS; ++kind) {
         unsigned long counts[NUM_OUTCOMES] = {0};
         run_kind(kind, random_count, timeout_s, counts);
         const unsigned long tried = counts[REFUSED] + counts[ACCEPTED] + counts[CRASHED] +
                                     counts[HUNG];
-        printf("%-17s %8lu %8lu %8lu %8lu %8lu\n", kind_names[kind], tried,
-               counts[REFUSED], counts[ACCEPTED], counts[CRASHED], counts[HUNG]);
+        printf("%-17s %8lu %8lu %8lu %8lu %8lu\n", kind_names[kind], tried, counts[REFUSED],
+               counts[ACCEPTED], counts[CRASHED], counts[HUNG]);
         failures += counts[CRASHED] + counts[HUNG];
     }
     fflush(stdout);

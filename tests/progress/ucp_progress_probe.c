@@ -43,20 +43,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REGION_SIZE  4096
-#define NUM_REGIONS  2
-#define SETTLE_MS    5000   /* a cell must finish this soon once the target progresses */
+#define REGION_SIZE 4096
+#define NUM_REGIONS 2
+#define SETTLE_MS   5000 /* a cell must finish this soon once the target progresses */
 
 enum { OP_PUT, OP_GET, OP_ADD, OP_FADD, OP_CSWAP, NUM_OPS };
-static const char *const op_names[NUM_OPS] = {"put 8 B", "get 8 B", "atomic add",
-                                              "fetch-add", "compare-swap"};
+static const char *const op_names[NUM_OPS] = {"put 8 B", "get 8 B", "atomic add", "fetch-add",
+                                              "compare-swap"};
 static const char *const region_names[NUM_REGIONS] = {"ALLOCATE", "user memory"};
 enum { MODE_IDLE, MODE_SPIN, NUM_MODES };
 
 static void die(const char *what, const char *detail)
 {
-    fprintf(stderr, "ucp_progress_probe: %s%s%s\n", what, detail ? ": " : "",
-            detail ? detail : "");
+    fprintf(stderr, "ucp_progress_probe: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
     exit(2);
 }
 
@@ -150,8 +149,8 @@ static int readable(int fd)
 
 struct side {
     ucp_context_h context;
-    ucp_worker_h  worker;
-    ucp_ep_h      peer;
+    ucp_worker_h worker;
+    ucp_ep_h peer;
 };
 
 static void side_init(struct side *s, int fd)
@@ -175,7 +174,7 @@ static void side_init(struct side *s, int fd)
     ucp_worker_release_address(s->worker, address);
 
     size_t peer_length;
-    void *peer_address = recv_blob(fd, &peer_length);
+    void *peer_address        = recv_blob(fd, &peer_length);
     ucp_ep_params_t ep_params = {
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
         .address    = peer_address,
@@ -185,8 +184,7 @@ static void side_init(struct side *s, int fd)
 }
 
 /* Progresses until the request is done or the deadline passes. */
-static int wait_until(ucp_worker_h worker, void *request, double deadline,
-                      ucs_status_t *status_p)
+static int wait_until(ucp_worker_h worker, void *request, double deadline, ucs_status_t *status_p)
 {
     if (request == NULL) {
         *status_p = UCS_OK;
@@ -217,8 +215,7 @@ static void side_close(struct side *s)
         .flags        = UCP_EP_CLOSE_FLAG_FORCE,
     };
     ucs_status_t status;
-    if (!wait_until(s->worker, ucp_ep_close_nbx(s->peer, &param), now_ms() + SETTLE_MS,
-                    &status)) {
+    if (!wait_until(s->worker, ucp_ep_close_nbx(s->peer, &param), now_ms() + SETTLE_MS, &status)) {
         die("ucp_ep_close_nbx", "did not finish");
     }
     ucp_worker_destroy(s->worker);
@@ -242,9 +239,9 @@ static int run_target(int fd)
         ucp_mem_map_params_t mp = {
             .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                           UCP_MEM_MAP_PARAM_FIELD_FLAGS,
-            .address    = (r == 0) ? NULL : user_region,
-            .length     = REGION_SIZE,
-            .flags      = (r == 0) ? UCP_MEM_MAP_ALLOCATE : 0,
+            .address = (r == 0) ? NULL : user_region,
+            .length  = REGION_SIZE,
+            .flags   = (r == 0) ? UCP_MEM_MAP_ALLOCATE : 0,
         };
         ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
         void *rkey_buffer;
@@ -282,7 +279,7 @@ static int run_target(int fd)
                  "ucp_ep_rkey_unpack(self)");
     ucp_rkey_buffer_release(self_rkey_buffer);
     const uint64_t spin_word = (uintptr_t)user_region + REGION_SIZE - sizeof(uint64_t);
-    const uint64_t zero = 0;
+    const uint64_t zero      = 0;
     uint64_t fetched;
     ucp_request_param_t spin_param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER,
@@ -295,12 +292,12 @@ static int run_target(int fd)
         if (mode == 'Q') {
             break;
         }
-        send_byte(fd, 'A');          /* in that mode from now on */
+        send_byte(fd, 'A'); /* in that mode from now on */
         if (mode == 'S') {
             unsigned n = 0;
             do {
-                void *req = ucp_atomic_op_nbx(self_ep, UCP_ATOMIC_OP_ADD, &zero, 1,
-                                              spin_word, self_rkey, &spin_param);
+                void *req = ucp_atomic_op_nbx(self_ep, UCP_ATOMIC_OP_ADD, &zero, 1, spin_word,
+                                              self_rkey, &spin_param);
                 if (req != NULL) {
                     /* Not complete inside the call: this library's own
                      * memory needs progress, which the spin would give. */
@@ -327,8 +324,7 @@ static int run_target(int fd)
             .flags        = UCP_EP_CLOSE_FLAG_FORCE,
         };
         ucs_status_t status;
-        wait_until(s.worker, ucp_ep_close_nbx(self_ep, &param), now_ms() + SETTLE_MS,
-                   &status);
+        wait_until(s.worker, ucp_ep_close_nbx(self_ep, &param), now_ms() + SETTLE_MS, &status);
     }
     send_byte(fd, 'D');
     /* Serve the initiator's close, then close ours. */
@@ -346,13 +342,12 @@ static int run_target(int fd)
 /* ---- initiator ---- */
 
 struct region {
-    uint64_t   address;
+    uint64_t address;
     ucp_rkey_h rkey;
-    uint64_t   expected;     /* value of its first word after the operations so far */
+    uint64_t expected; /* value of its first word after the operations so far */
 };
 
-static void *issue(struct side *s, struct region *r, int op, uint64_t *operand,
-                   uint64_t *result)
+static void *issue(struct side *s, struct region *r, int op, uint64_t *operand, uint64_t *result)
 {
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
@@ -375,7 +370,7 @@ static void *issue(struct side *s, struct region *r, int op, uint64_t *operand,
                                  &param);
     }
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-    param.reply_buffer  = result;
+    param.reply_buffer = result;
     if (op == OP_FADD) {
         *operand = 5;
         r->expected += 5;
@@ -386,16 +381,14 @@ static void *issue(struct side *s, struct region *r, int op, uint64_t *operand,
     *operand = r->expected;
     *result  = r->expected + 1000;
     r->expected += 1000;
-    return ucp_atomic_op_nbx(s->peer, UCP_ATOMIC_OP_CSWAP, operand, 1, r->address, r->rkey,
-                             &param);
+    return ucp_atomic_op_nbx(s->peer, UCP_ATOMIC_OP_CSWAP, operand, 1, r->address, r->rkey, &param);
 }
 
 /* One cell: returns whether it completed without the target's progress. */
-static int run_cell(struct side *s, int fd, struct region *r, int op, int mode,
-                    double timeout_ms)
+static int run_cell(struct side *s, int fd, struct region *r, int op, int mode, double timeout_ms)
 {
     uint64_t operand = 0, result = ~0ull;
-    const uint64_t before = r->expected;
+    const uint64_t before           = r->expected;
     ucp_request_param_t flush_param = {.op_attr_mask = 0};
     ucs_status_t op_status = UCS_OK, flush_status = UCS_OK;
 
@@ -403,18 +396,18 @@ static int run_cell(struct side *s, int fd, struct region *r, int op, int mode,
     if (recv_byte(fd) != 'A') {
         die("initiator", "protocol error");
     }
-    void *op_req = issue(s, r, op, &operand, &result);
+    void *op_req    = issue(s, r, op, &operand, &result);
     void *flush_req = NULL;
     double deadline = now_ms() + timeout_ms;
-    int op_done = wait_until(s->worker, op_req, deadline, &op_status);
-    int flush_done = 0;
+    int op_done     = wait_until(s->worker, op_req, deadline, &op_status);
+    int flush_done  = 0;
     if (op_done) {
         flush_req  = ucp_ep_flush_nbx(s->peer, &flush_param);
         flush_done = wait_until(s->worker, flush_req, deadline, &flush_status);
     }
     const int alone = op_done && flush_done;
 
-    send_byte(fd, 'R');              /* the target progresses from now on */
+    send_byte(fd, 'R'); /* the target progresses from now on */
     deadline = now_ms() + SETTLE_MS;
     if (!op_done && !wait_until(s->worker, op_req, deadline, &op_status)) {
         die(op_names[op], "did not complete while the target progressed");
@@ -430,8 +423,8 @@ static int run_cell(struct side *s, int fd, struct region *r, int op, int mode,
     check_status(op_status, op_names[op]);
     check_status(flush_status, "ucp_ep_flush_nbx");
     if (((op == OP_GET) || (op == OP_FADD) || (op == OP_CSWAP)) && (result != before)) {
-        fprintf(stderr, "ucp_progress_probe: %s returned %llu, expected %llu\n",
-                op_names[op], (unsigned long long)result, (unsigned long long)before);
+        fprintf(stderr, "ucp_progress_probe: %s returned %llu, expected %llu\n", op_names[op],
+                (unsigned long long)result, (unsigned long long)before);
         exit(2);
     }
     send_byte(fd, 'N');
@@ -445,7 +438,7 @@ static int shared_memory_allowed(void)
         return 1;
     }
     if (*tls == '^') {
-        return 0;                    /* keep it simple: not checked */
+        return 0; /* keep it simple: not checked */
     }
     return strstr(tls, "posix") || strstr(tls, "sysv") || strstr(tls, "shm") ||
            !strcmp(tls, "sm") || !strncmp(tls, "sm,", 3) || strstr(tls, ",sm");
@@ -493,21 +486,21 @@ static int run_initiator(int fd, double timeout_ms, int check)
     const char *tls = getenv("UCX_TLS");
     printf("# UCX_TLS=%s, completes without the target's progress (%.0f ms allowed)\n",
            tls ? tls : "(default)", timeout_ms);
-    printf("%-12s %-13s %-11s %-11s\n", "memory", "operation", "target idle",
-           "target spins");
+    printf("%-12s %-13s %-11s %-11s\n", "memory", "operation", "target idle", "target spins");
     for (int r = 0; r < NUM_REGIONS; ++r) {
         for (int op = 0; op < NUM_OPS; ++op) {
             printf("%-12s %-13s %-11s %-11s\n", region_names[r], op_names[op],
-                   alone[r][op][MODE_IDLE] ? "yes" : "no",
-                   alone[r][op][MODE_SPIN] ? "yes" : "no");
+                   alone[r][op][MODE_IDLE] ? "yes" : "no", alone[r][op][MODE_SPIN] ? "yes" : "no");
             if (check && !alone[r][op][MODE_SPIN]) {
-                fprintf(stderr, "FAIL: %s on %s waits for a target that spins\n",
-                        op_names[op], region_names[r]);
+                fprintf(stderr, "FAIL: %s on %s waits for a target that spins\n", op_names[op],
+                        region_names[r]);
                 ++failures;
             }
             if (check && (r == 0) && shared_memory_allowed() && !alone[r][op][MODE_IDLE]) {
-                fprintf(stderr, "FAIL: %s on ALLOCATE memory waits for an idle target "
-                        "although shared memory is allowed\n", op_names[op]);
+                fprintf(stderr,
+                        "FAIL: %s on ALLOCATE memory waits for an idle target "
+                        "although shared memory is allowed\n",
+                        op_names[op]);
                 ++failures;
             }
         }
@@ -518,7 +511,7 @@ static int run_initiator(int fd, double timeout_ms, int check)
 int main(int argc, char **argv)
 {
     double timeout_ms = 300;
-    int check = 0;
+    int check         = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--check")) {
             check = 1;
@@ -541,14 +534,13 @@ int main(int argc, char **argv)
     if (pid == 0) {
         close(fds[0]);
         int rc = run_target(fds[1]);
-        recv_byte(fds[1]);           /* the initiator closed first */
+        recv_byte(fds[1]); /* the initiator closed first */
         _exit(rc);
     }
     close(fds[1]);
     int rc = run_initiator(fds[0], timeout_ms, check);
     int wstatus;
-    if ((waitpid(pid, &wstatus, 0) != pid) || !WIFEXITED(wstatus) ||
-        (WEXITSTATUS(wstatus) != 0)) {
+    if ((waitpid(pid, &wstatus, 0) != pid) || !WIFEXITED(wstatus) || (WEXITSTATUS(wstatus) != 0)) {
         fprintf(stderr, "ucp_progress_probe: the target failed\n");
         return 2;
     }

@@ -36,12 +36,15 @@ static void test_bcast(size_t len)
 
 static void test_reduce(int count)
 {
-    long *in = rt_malloc(sizeof(long) * (size_t)count);
-    long *out = rt_malloc(sizeof(long) * (size_t)count);
-    double *din = rt_malloc(sizeof(double) * (size_t)count);
-    double *dout = rt_malloc(sizeof(double) * (size_t)count);
+    long *in       = rt_malloc(sizeof(long) * (size_t)count);
+    long *out      = rt_malloc(sizeof(long) * (size_t)count);
+    double *din    = rt_malloc(sizeof(double) * (size_t)count);
+    double *dout   = rt_malloc(sizeof(double) * (size_t)count);
     long sum_ranks = (long)g_size * (g_size - 1) / 2;
-    struct { double val; int rank; } loc_in, loc_out;
+    struct {
+        double val;
+        int rank;
+    } loc_in, loc_out;
     int i, root = g_size - 1;
 
     for (i = 0; i < count; ++i) {
@@ -67,8 +70,8 @@ static void test_reduce(int count)
     loc_in.val  = (g_rank == 1) ? -5.0 : (double)g_rank;
     loc_in.rank = g_rank;
     RT_MPI(MPI_Allreduce(&loc_in, &loc_out, 1, MPI_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD));
-    RT_CHECK(loc_out.val == -5.0 && loc_out.rank == 1, "MINLOC gave %g at %d",
-             loc_out.val, loc_out.rank);
+    RT_CHECK(loc_out.val == -5.0 && loc_out.rank == 1, "MINLOC gave %g at %d", loc_out.val,
+             loc_out.rank);
 
     free(in);
     free(out);
@@ -79,9 +82,9 @@ static void test_reduce(int count)
 
 static void test_gather_scatter(int count)
 {
-    size_t n = (size_t)count * (size_t)g_size;
+    size_t n  = (size_t)count * (size_t)g_size;
     int *mine = rt_malloc(sizeof(int) * (size_t)count);
-    int *all = rt_malloc(sizeof(int) * n);
+    int *all  = rt_malloc(sizeof(int) * n);
     int i, r, root = g_size / 2;
 
     for (i = 0; i < count; ++i) {
@@ -92,8 +95,8 @@ static void test_gather_scatter(int count)
     if (g_rank == root) {
         for (r = 0; r < g_size; ++r) {
             for (i = 0; i < count; ++i) {
-                RT_CHECK(all[r * count + i] == r * 100000 + i, "Gather [%d][%d] = %d", r,
-                         i, all[r * count + i]);
+                RT_CHECK(all[r * count + i] == r * 100000 + i, "Gather [%d][%d] = %d", r, i,
+                         all[r * count + i]);
             }
         }
     }
@@ -101,8 +104,8 @@ static void test_gather_scatter(int count)
     RT_MPI(MPI_Allgather(mine, count, MPI_INT, all, count, MPI_INT, MPI_COMM_WORLD));
     for (r = 0; r < g_size; ++r) {
         for (i = 0; i < count; ++i) {
-            RT_CHECK(all[r * count + i] == r * 100000 + i, "Allgather [%d][%d] = %d", r,
-                     i, all[r * count + i]);
+            RT_CHECK(all[r * count + i] == r * 100000 + i, "Allgather [%d][%d] = %d", r, i,
+                     all[r * count + i]);
         }
     }
     /* Scatter: block r of the root's array goes to rank r. */
@@ -125,7 +128,7 @@ static void test_gather_scatter(int count)
  * both; in the v form block sizes differ per pair. */
 static void test_alltoall(int count)
 {
-    size_t n = (size_t)count * (size_t)g_size;
+    size_t n  = (size_t)count * (size_t)g_size;
     int *sbuf = rt_malloc(sizeof(int) * n), *rbuf = rt_malloc(sizeof(int) * n);
     int *scounts = rt_malloc(sizeof(int) * (size_t)g_size);
     int *rcounts = rt_malloc(sizeof(int) * (size_t)g_size);
@@ -174,7 +177,7 @@ static void test_alltoall(int count)
 
 static void test_scan_and_reduce_scatter(void)
 {
-    int *in = rt_malloc(sizeof(int) * (size_t)g_size);
+    int *in     = rt_malloc(sizeof(int) * (size_t)g_size);
     int *counts = rt_malloc(sizeof(int) * (size_t)g_size);
     int val = g_rank + 1, out = -1, i;
 
@@ -199,7 +202,7 @@ static void test_scan_and_reduce_scatter(void)
 static void test_nonblocking(size_t len)
 {
     unsigned char *buf = rt_malloc(len);
-    long sum = g_rank;
+    long sum           = g_rank;
     MPI_Request req[3];
     MPI_Status st[3];
 
@@ -209,8 +212,7 @@ static void test_nonblocking(size_t len)
         memset(buf, 0, len);
     }
     RT_MPI(MPI_Ibcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD, &req[0]));
-    RT_MPI(MPI_Iallreduce(MPI_IN_PLACE, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD,
-                          &req[1]));
+    RT_MPI(MPI_Iallreduce(MPI_IN_PLACE, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &req[1]));
     RT_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &req[2]));
     RT_MPI(MPI_Waitall(3, req, st));
     RT_CHECK_DATA(buf, len, 99, "Ibcast");

@@ -18,8 +18,8 @@ static int ival(int r, int i)
 
 /* Sends 'count' elements of 'type' from src to rank 0 of each pair (rank
  * r+1 sends to rank r, for even r), checked by the caller. */
-static void exchange(void *sbuf, MPI_Datatype stype, int scount, void *rbuf,
-                     MPI_Datatype rtype, int rcount, int blocking)
+static void exchange(void *sbuf, MPI_Datatype stype, int scount, void *rbuf, MPI_Datatype rtype,
+                     int rcount, int blocking)
 {
     MPI_Request req;
     MPI_Status st;
@@ -52,7 +52,7 @@ static void test_vector(int count, int blk, int stride, int blocking)
     int n_strided = count * stride, n_packed = count * blk;
     int *strided = rt_malloc(sizeof(int) * (size_t)n_strided);
     int *packed  = rt_malloc(sizeof(int) * (size_t)n_packed);
-    int peer = g_rank + 1, i, j;
+    int peer     = g_rank + 1, i, j;
     MPI_Datatype vec;
 
     RT_MPI(MPI_Type_vector(count, blk, stride, MPI_INT, &vec));
@@ -68,8 +68,7 @@ static void test_vector(int count, int blk, int stride, int blocking)
         for (i = 0; i < count; ++i) {
             for (j = 0; j < blk; ++j) {
                 RT_CHECK(packed[i * blk + j] == ival(peer, i * stride + j),
-                         "vector->contig: block %d element %d is %d", i, j,
-                         packed[i * blk + j]);
+                         "vector->contig: block %d element %d is %d", i, j, packed[i * blk + j]);
             }
         }
     }
@@ -103,7 +102,7 @@ static void test_vector(int count, int blk, int stride, int blocking)
  * type back to back (count > 1 exercises the extent). */
 static void test_indexed(int nblocks, int reps)
 {
-    int *lens = rt_malloc(sizeof(int) * (size_t)nblocks);
+    int *lens  = rt_malloc(sizeof(int) * (size_t)nblocks);
     int *disps = rt_malloc(sizeof(int) * (size_t)nblocks);
     int *src, *dst, extent_elems, total = 0, i, b, r, k;
     MPI_Datatype idx;
@@ -111,16 +110,15 @@ static void test_indexed(int nblocks, int reps)
 
     for (b = 0, k = 0; b < nblocks; ++b) {
         lens[b]  = 1 + (b * 5) % 13;
-        disps[b] = k + (b % 3);    /* gaps of 0..2 elements */
+        disps[b] = k + (b % 3); /* gaps of 0..2 elements */
         k        = disps[b] + lens[b];
-        total   += lens[b];
+        total += lens[b];
     }
     extent_elems = k;
     RT_MPI(MPI_Type_indexed(nblocks, lens, disps, MPI_INT, &idx));
     RT_MPI(MPI_Type_commit(&idx));
     RT_MPI(MPI_Type_get_extent(idx, &lb, &extent));
-    RT_CHECK(extent == (MPI_Aint)(extent_elems * sizeof(int)), "indexed extent %ld",
-             (long)extent);
+    RT_CHECK(extent == (MPI_Aint)(extent_elems * sizeof(int)), "indexed extent %ld", (long)extent);
 
     src = rt_malloc(sizeof(int) * (size_t)extent_elems * (size_t)reps);
     dst = rt_malloc(sizeof(int) * (size_t)extent_elems * (size_t)reps);
@@ -139,9 +137,9 @@ static void test_indexed(int nblocks, int reps)
                     ++b;
                 }
                 in_block = (b < nblocks) && (i >= disps[b]);
-                want = in_block ? ival(g_rank + 1, r * extent_elems + i) : -1;
-                RT_CHECK(row[i] == want, "indexed: copy %d element %d is %d, expected %d",
-                         r, i, row[i], want);
+                want     = in_block ? ival(g_rank + 1, r * extent_elems + i) : -1;
+                RT_CHECK(row[i] == want, "indexed: copy %d element %d is %d, expected %d", r, i,
+                         row[i], want);
             }
         }
     }
@@ -157,21 +155,20 @@ static void test_indexed(int nblocks, int reps)
 /* A struct with holes: the padding is not in the type map and must not be
  * written by the receive. */
 struct particle {
-    int    id;
+    int id;
     double pos[3];
-    char   tag[3];
+    char tag[3];
     /* padding up to the alignment of double */
-    long   charge;
+    long charge;
 };
 
 static void test_struct(int count)
 {
-    struct particle *src = rt_malloc(sizeof(*src) * (size_t)count);
-    struct particle *dst = rt_malloc(sizeof(*dst) * (size_t)count);
-    int lens[4] = {1, 3, 3, 1};
-    MPI_Aint disps[4] = {offsetof(struct particle, id), offsetof(struct particle, pos),
-                         offsetof(struct particle, tag),
-                         offsetof(struct particle, charge)};
+    struct particle *src  = rt_malloc(sizeof(*src) * (size_t)count);
+    struct particle *dst  = rt_malloc(sizeof(*dst) * (size_t)count);
+    int lens[4]           = {1, 3, 3, 1};
+    MPI_Aint disps[4]     = {offsetof(struct particle, id), offsetof(struct particle, pos),
+                             offsetof(struct particle, tag), offsetof(struct particle, charge)};
     MPI_Datatype types[4] = {MPI_INT, MPI_DOUBLE, MPI_CHAR, MPI_LONG};
     MPI_Datatype raw, type;
     int i, blocking;
@@ -198,19 +195,19 @@ static void test_struct(int count)
             continue;
         }
         for (i = 0; i < count; ++i) {
-            const struct particle *p = &dst[i];
-            const unsigned char *bytes = (const unsigned char*)p;
-            size_t hole_a = offsetof(struct particle, id) + sizeof(int);
-            size_t hole_b = offsetof(struct particle, tag) + 3;
+            const struct particle *p   = &dst[i];
+            const unsigned char *bytes = (const unsigned char *)p;
+            size_t hole_a              = offsetof(struct particle, id) + sizeof(int);
+            size_t hole_b              = offsetof(struct particle, tag) + 3;
 
             RT_CHECK(p->id == ival(g_rank + 1, i), "struct %d: id %d", i, p->id);
-            RT_CHECK(p->pos[0] == i * 0.5 && p->pos[1] == -i &&
-                     p->pos[2] == g_rank + 1 + 0.25, "struct %d: pos wrong", i);
-            RT_CHECK(p->tag[0] == (char)('a' + i % 26) &&
-                     p->tag[1] == (char)('A' + g_rank + 1) && p->tag[2] == (char)i,
+            RT_CHECK(p->pos[0] == i * 0.5 && p->pos[1] == -i && p->pos[2] == g_rank + 1 + 0.25,
+                     "struct %d: pos wrong", i);
+            RT_CHECK(p->tag[0] == (char)('a' + i % 26) && p->tag[1] == (char)('A' + g_rank + 1) &&
+                         p->tag[2] == (char)i,
                      "struct %d: tag wrong", i);
-            RT_CHECK(p->charge == (long)i * 31 - (g_rank + 1), "struct %d: charge %ld",
-                     i, p->charge);
+            RT_CHECK(p->charge == (long)i * 31 - (g_rank + 1), "struct %d: charge %ld", i,
+                     p->charge);
             for (; hole_a < offsetof(struct particle, pos); ++hole_a) {
                 RT_CHECK(bytes[hole_a] == 0xEE, "struct %d: padding after id written", i);
             }
@@ -242,8 +239,7 @@ static void test_bcast_vector(int count)
         RT_MPI(MPI_Bcast(buf, 1, vec, root, MPI_COMM_WORLD));
         for (i = 0; i < 2 * count; ++i) {
             int want = (i % 2 == 0 || g_rank == root) ? ival(root, i) : -1;
-            RT_CHECK(buf[i] == want, "Bcast vector from %d: element %d is %d", root, i,
-                     buf[i]);
+            RT_CHECK(buf[i] == want, "Bcast vector from %d: element %d is %d", root, i, buf[i]);
         }
     }
     RT_MPI(MPI_Type_free(&vec));
@@ -255,15 +251,15 @@ int main(int argc, char **argv)
 {
     rt_mpi_init(&argc, &argv);
 
-    test_vector(10, 3, 7, 1);          /* 120 bytes: eager */
+    test_vector(10, 3, 7, 1); /* 120 bytes: eager */
     test_vector(10, 3, 7, 0);
-    test_vector(40000, 2, 5, 1);       /* 320 KB: rendezvous */
+    test_vector(40000, 2, 5, 1); /* 320 KB: rendezvous */
     test_vector(40000, 2, 5, 0);
     test_vector(3, 200000, 200001, 1); /* few huge blocks: 2.4 MB */
     test_indexed(17, 1);
-    test_indexed(500, 40);             /* ~ 600 KB */
+    test_indexed(500, 40); /* ~ 600 KB */
     test_struct(7);
-    test_struct(20000);                /* ~ 880 KB of type map data */
+    test_struct(20000); /* ~ 880 KB of type map data */
     test_bcast_vector(100);
     test_bcast_vector(200000);
 

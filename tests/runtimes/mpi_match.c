@@ -6,7 +6,7 @@
 #include "rt_mpi.h"
 
 #define SMALL 24
-#define LARGE (300 * 1024)   /* rendezvous in every UCX-like library */
+#define LARGE (300 * 1024) /* rendezvous in every UCX-like library */
 
 /* A message from 'src' with 'tag' of 'len' bytes. */
 static uint64_t msg_seed(int src, int tag, size_t len)
@@ -22,14 +22,13 @@ static void *make_msg(int tag, size_t len)
     return buf;
 }
 
-static void check_msg(const void *buf, const MPI_Status *st, size_t len,
-                      const char *what)
+static void check_msg(const void *buf, const MPI_Status *st, size_t len, const char *what)
 {
     int count;
 
     RT_MPI(MPI_Get_count(st, MPI_BYTE, &count));
-    RT_CHECK((size_t)count == len, "%s: %d bytes from %d tag %d, expected %zu", what,
-             count, st->MPI_SOURCE, st->MPI_TAG, len);
+    RT_CHECK((size_t)count == len, "%s: %d bytes from %d tag %d, expected %zu", what, count,
+             st->MPI_SOURCE, st->MPI_TAG, len);
     RT_CHECK_DATA(buf, len, msg_seed(st->MPI_SOURCE, st->MPI_TAG, len), what);
 }
 
@@ -40,14 +39,14 @@ static void check_msg(const void *buf, const MPI_Status *st, size_t len,
  */
 static void test_any_source_any_tag(size_t len, int unexpected)
 {
-    int tag = 1000 + g_rank * 10 + unexpected;
+    int tag      = 1000 + g_rank * 10 + unexpected;
     int seen[64] = {0};
     int i;
 
     RT_CHECK(g_size <= 64, "too many ranks");
     if (g_rank == 0) {
-        MPI_Request *req = rt_malloc(sizeof(*req) * (size_t)g_size);
-        MPI_Status *st   = rt_malloc(sizeof(*st) * (size_t)g_size);
+        MPI_Request *req     = rt_malloc(sizeof(*req) * (size_t)g_size);
+        MPI_Status *st       = rt_malloc(sizeof(*st) * (size_t)g_size);
         unsigned char **bufs = rt_malloc(sizeof(*bufs) * (size_t)g_size);
 
         if (unexpected) {
@@ -92,8 +91,7 @@ static void test_any_source_any_tag(size_t len, int unexpected)
     }
     /* ANY_TAG would take the next round's messages otherwise. */
     RT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    RT_STEP("ANY_SOURCE/ANY_TAG, %zu bytes, %s", len, unexpected ? "unexpected"
-                                                                : "expected");
+    RT_STEP("ANY_SOURCE/ANY_TAG, %zu bytes, %s", len, unexpected ? "unexpected" : "expected");
 }
 
 /* Rank 0 takes the other ranks' messages with blocking and polling probes. */
@@ -111,17 +109,15 @@ static void test_probe(size_t len)
                 RT_MPI(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
             } else {
                 do {
-                    RT_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
-                                      &flag, &st));
+                    RT_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
                 } while (!flag);
             }
             RT_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
             RT_CHECK((size_t)count == len, "Probe: %d bytes, expected %zu", count, len);
-            RT_CHECK(st.MPI_TAG == 2000 + st.MPI_SOURCE, "Probe: tag %d from %d",
-                     st.MPI_TAG, st.MPI_SOURCE);
+            RT_CHECK(st.MPI_TAG == 2000 + st.MPI_SOURCE, "Probe: tag %d from %d", st.MPI_TAG,
+                     st.MPI_SOURCE);
             buf = rt_malloc(len);
-            RT_MPI(MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG,
-                            MPI_COMM_WORLD, &st));
+            RT_MPI(MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, &st));
             check_msg(buf, &st, len, "Probe then Recv");
             free(buf);
         }
@@ -161,12 +157,13 @@ static void test_mprobe(size_t len_first, size_t len_second)
             }
             RT_CHECK(st.MPI_SOURCE == i, "Mprobe source %d, expected %d", st.MPI_SOURCE, i);
             RT_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-            RT_CHECK((size_t)count == len_first, "Mprobe: %d bytes, expected %zu "
-                     "(not the first message?)", count, len_first);
+            RT_CHECK((size_t)count == len_first,
+                     "Mprobe: %d bytes, expected %zu "
+                     "(not the first message?)",
+                     count, len_first);
 
             second = rt_malloc(len_second);
-            RT_MPI(MPI_Recv(second, (int)len_second, MPI_BYTE, i, TAG, MPI_COMM_WORLD,
-                            &st2));
+            RT_MPI(MPI_Recv(second, (int)len_second, MPI_BYTE, i, TAG, MPI_COMM_WORLD, &st2));
             check_msg(second, &st2, len_second, "Recv after Mprobe (second message)");
 
             first = rt_malloc((size_t)count);
@@ -194,8 +191,7 @@ static void test_mprobe(size_t len_first, size_t len_second)
         free(b);
     }
     RT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    RT_STEP("Mprobe/Mrecv and Improbe/Imrecv, %zu then %zu bytes", len_first,
-            len_second);
+    RT_STEP("Mprobe/Mrecv and Improbe/Imrecv, %zu then %zu bytes", len_first, len_second);
 }
 
 /*
@@ -215,8 +211,10 @@ static void test_ssend(size_t len)
         RT_MPI(MPI_Issend(buf, (int)len, MPI_BYTE, 0, TAG, MPI_COMM_WORLD, &req));
         for (i = 0; i < POLLS; ++i) {
             RT_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
-            RT_CHECK(!flag, "Issend of %zu bytes completed before the receive "
-                     "was posted", len);
+            RT_CHECK(!flag,
+                     "Issend of %zu bytes completed before the receive "
+                     "was posted",
+                     len);
         }
         RT_MPI(MPI_Send(&go, 1, MPI_INT, 0, GO_TAG, MPI_COMM_WORLD));
         RT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
@@ -254,8 +252,8 @@ static void test_cancel_recv(size_t len, int any_source)
         MPI_Status st;
 
         memset(victim, 0xEE, len);
-        RT_MPI(MPI_Irecv(victim, (int)len, MPI_BYTE, any_source ? MPI_ANY_SOURCE : 1,
-                         TAG, MPI_COMM_WORLD, &req));
+        RT_MPI(MPI_Irecv(victim, (int)len, MPI_BYTE, any_source ? MPI_ANY_SOURCE : 1, TAG,
+                         MPI_COMM_WORLD, &req));
         RT_MPI(MPI_Cancel(&req));
         RT_MPI(MPI_Wait(&req, &st));
         RT_MPI(MPI_Test_cancelled(&st, &cancelled));
@@ -277,8 +275,7 @@ static void test_cancel_recv(size_t len, int any_source)
         }
     }
     RT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    RT_STEP("Cancel of a %s receive, %zu bytes", any_source ? "ANY_SOURCE" : "specific",
-            len);
+    RT_STEP("Cancel of a %s receive, %zu bytes", any_source ? "ANY_SOURCE" : "specific", len);
 }
 
 /* A message longer than the receive is an MPI_ERR_TRUNCATE error, not a crash. */
@@ -287,7 +284,7 @@ static void test_truncate(size_t len)
     enum { TAG = 6000 };
 
     if (g_rank == 0) {
-        size_t half = len / 2;
+        size_t half        = len / 2;
         unsigned char *buf = rt_malloc(len);
         MPI_Status st;
         int rc, cls;
@@ -295,11 +292,12 @@ static void test_truncate(size_t len)
         RT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
         memset(buf, 0xEE, len);
         rc = MPI_Recv(buf, (int)half, MPI_BYTE, 1, TAG, MPI_COMM_WORLD, &st);
-        RT_CHECK(rc != MPI_SUCCESS, "truncated receive of %zu into %zu succeeded", len,
-                 half);
+        RT_CHECK(rc != MPI_SUCCESS, "truncated receive of %zu into %zu succeeded", len, half);
         RT_MPI(MPI_Error_class(rc, &cls));
-        RT_CHECK(cls == MPI_ERR_TRUNCATE, "truncation gave error class %d, expected "
-                 "MPI_ERR_TRUNCATE (%d)", cls, MPI_ERR_TRUNCATE);
+        RT_CHECK(cls == MPI_ERR_TRUNCATE,
+                 "truncation gave error class %d, expected "
+                 "MPI_ERR_TRUNCATE (%d)",
+                 cls, MPI_ERR_TRUNCATE);
         RT_CHECK(buf[half] == 0xEE, "wrote past the receive count");
         RT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
         free(buf);

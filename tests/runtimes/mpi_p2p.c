@@ -8,30 +8,28 @@
 /* Around each protocol switch point of UCX-like libraries: short, bcopy,
  * zcopy, rendezvous, pipelined rendezvous. */
 static const size_t sizes[] = {
-    0, 1, 2, 7, 8, 63, 64, 255, 256, 1000, 1024, 2047, 4096, 8191, 8192,
-    16384, 32767, 65536, 65537, 131072, 262144, 524288, 1048576, 1048579,
-    4194304, 16777216,
+    0,     1,      2,      7,      8,       63,      64,      255,      256,
+    1000,  1024,   2047,   4096,   8191,    8192,    16384,   32767,    65536,
+    65537, 131072, 262144, 524288, 1048576, 1048579, 4194304, 16777216,
 };
 #define NUM_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define MAX_SIZE  (16u << 20)
-#define GUARD     64  /* bytes after each receive buffer that must stay untouched */
+#define GUARD     64 /* bytes after each receive buffer that must stay untouched */
 
 static unsigned char *recv_a, *recv_b, *send_a, *send_b;
 
-static void check_recv(const unsigned char *buf, size_t len, uint64_t seed,
-                       const MPI_Status *st, int src, int tag, const char *what)
+static void check_recv(const unsigned char *buf, size_t len, uint64_t seed, const MPI_Status *st,
+                       int src, int tag, const char *what)
 {
     int count, i;
 
     RT_MPI(MPI_Get_count(st, MPI_BYTE, &count));
     RT_CHECK((size_t)count == len, "%s: count %d, expected %zu", what, count, len);
-    RT_CHECK(st->MPI_SOURCE == src, "%s: source %d, expected %d", what,
-             st->MPI_SOURCE, src);
+    RT_CHECK(st->MPI_SOURCE == src, "%s: source %d, expected %d", what, st->MPI_SOURCE, src);
     RT_CHECK(st->MPI_TAG == tag, "%s: tag %d, expected %d", what, st->MPI_TAG, tag);
     RT_CHECK_DATA(buf, len, seed, what);
     for (i = 0; i < GUARD; ++i) {
-        RT_CHECK(buf[len + i] == 0xA5, "%s: %zu bytes, wrote past the end (+%d)",
-                 what, len, i);
+        RT_CHECK(buf[len + i] == 0xA5, "%s: %zu bytes, wrote past the end (+%d)", what, len, i);
     }
 }
 
@@ -55,11 +53,11 @@ static void test_blocking(void)
         clear_recv(recv_a, len);
         if (g_rank % 2 == 0) {
             RT_MPI(MPI_Send(send_a, (int)len, MPI_BYTE, rt_right(), tag, MPI_COMM_WORLD));
-            RT_MPI(MPI_Recv(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), tag,
-                            MPI_COMM_WORLD, &st));
+            RT_MPI(MPI_Recv(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), tag, MPI_COMM_WORLD,
+                            &st));
         } else {
-            RT_MPI(MPI_Recv(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), tag,
-                            MPI_COMM_WORLD, &st));
+            RT_MPI(MPI_Recv(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), tag, MPI_COMM_WORLD,
+                            &st));
             RT_MPI(MPI_Send(send_a, (int)len, MPI_BYTE, rt_right(), tag, MPI_COMM_WORLD));
         }
         check_recv(recv_a, len, rt_seed(rt_left(), g_rank, i), &st, rt_left(), tag,
@@ -74,7 +72,7 @@ static void test_nonblocking(void)
     size_t i;
 
     for (i = 0; i < NUM_SIZES; ++i) {
-        size_t len = sizes[i];
+        size_t len   = sizes[i];
         int to_right = (int)(2 * i), to_left = (int)(2 * i + 1);
         MPI_Request req[4];
         MPI_Status st[4];
@@ -84,14 +82,13 @@ static void test_nonblocking(void)
         rt_fill(send_b, len, rt_seed(g_rank, rt_left(), 200 + i));
         clear_recv(recv_a, len);
         clear_recv(recv_b, len);
-        RT_MPI(MPI_Irecv(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), to_right,
-                         MPI_COMM_WORLD, &req[0]));
-        RT_MPI(MPI_Irecv(recv_b, (int)len + GUARD, MPI_BYTE, rt_right(), to_left,
-                         MPI_COMM_WORLD, &req[1]));
-        RT_MPI(MPI_Isend(send_a, (int)len, MPI_BYTE, rt_right(), to_right,
-                         MPI_COMM_WORLD, &req[2]));
-        RT_MPI(MPI_Isend(send_b, (int)len, MPI_BYTE, rt_left(), to_left,
-                         MPI_COMM_WORLD, &req[3]));
+        RT_MPI(MPI_Irecv(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), to_right, MPI_COMM_WORLD,
+                         &req[0]));
+        RT_MPI(MPI_Irecv(recv_b, (int)len + GUARD, MPI_BYTE, rt_right(), to_left, MPI_COMM_WORLD,
+                         &req[1]));
+        RT_MPI(MPI_Isend(send_a, (int)len, MPI_BYTE, rt_right(), to_right, MPI_COMM_WORLD,
+                         &req[2]));
+        RT_MPI(MPI_Isend(send_b, (int)len, MPI_BYTE, rt_left(), to_left, MPI_COMM_WORLD, &req[3]));
         switch (i % 3) {
         case 0:
             RT_MPI(MPI_Waitall(4, req, st));
@@ -110,10 +107,10 @@ static void test_nonblocking(void)
             }
             break;
         }
-        check_recv(recv_a, len, rt_seed(rt_left(), g_rank, 100 + i), &st[0],
-                   rt_left(), to_right, "Irecv from left");
-        check_recv(recv_b, len, rt_seed(rt_right(), g_rank, 200 + i), &st[1],
-                   rt_right(), to_left, "Irecv from right");
+        check_recv(recv_a, len, rt_seed(rt_left(), g_rank, 100 + i), &st[0], rt_left(), to_right,
+                   "Irecv from left");
+        check_recv(recv_b, len, rt_seed(rt_right(), g_rank, 200 + i), &st[1], rt_right(), to_left,
+                   "Irecv from right");
     }
     RT_STEP("non-blocking send/recv both directions, %zu sizes", NUM_SIZES);
 }
@@ -142,26 +139,26 @@ static void test_ordering(void)
 
     for (k = 0; k < COUNT / 2; ++k) {
         clear_recv(recv_a + offsets[k], mix[k % 10]);
-        RT_MPI(MPI_Irecv(recv_a + offsets[k], (int)mix[k % 10], MPI_BYTE, rt_left(),
-                         TAG, MPI_COMM_WORLD, &req[k]));
+        RT_MPI(MPI_Irecv(recv_a + offsets[k], (int)mix[k % 10], MPI_BYTE, rt_left(), TAG,
+                         MPI_COMM_WORLD, &req[k]));
     }
     RT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     for (k = 0; k < COUNT; ++k) {
         rt_fill(send_a + offsets[k], mix[k % 10], rt_seed(g_rank, rt_right(), 1000 + k));
-        RT_MPI(MPI_Isend(send_a + offsets[k], (int)mix[k % 10], MPI_BYTE, rt_right(),
-                         TAG, MPI_COMM_WORLD, &req[COUNT + k]));
+        RT_MPI(MPI_Isend(send_a + offsets[k], (int)mix[k % 10], MPI_BYTE, rt_right(), TAG,
+                         MPI_COMM_WORLD, &req[COUNT + k]));
     }
     /* The second half is posted late: most of it has arrived unexpected. */
     RT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     for (k = COUNT / 2; k < COUNT; ++k) {
         clear_recv(recv_a + offsets[k], mix[k % 10]);
-        RT_MPI(MPI_Irecv(recv_a + offsets[k], (int)mix[k % 10], MPI_BYTE, rt_left(),
-                         TAG, MPI_COMM_WORLD, &req[k]));
+        RT_MPI(MPI_Irecv(recv_a + offsets[k], (int)mix[k % 10], MPI_BYTE, rt_left(), TAG,
+                         MPI_COMM_WORLD, &req[k]));
     }
     RT_MPI(MPI_Waitall(2 * COUNT, req, st));
     for (k = 0; k < COUNT; ++k) {
-        check_recv(recv_a + offsets[k], mix[k % 10], rt_seed(rt_left(), g_rank, 1000 + k),
-                   &st[k], rt_left(), TAG, "ordering of mixed sizes");
+        check_recv(recv_a + offsets[k], mix[k % 10], rt_seed(rt_left(), g_rank, 1000 + k), &st[k],
+                   rt_left(), TAG, "ordering of mixed sizes");
     }
     RT_STEP("%d mixed-size messages kept their order", COUNT);
 }
@@ -177,31 +174,27 @@ static void test_sendrecv_and_persistent(void)
     for (len = 1; len <= 4u << 20; len *= 64) {
         rt_fill(send_a, len, rt_seed(g_rank, rt_right(), len));
         clear_recv(recv_a, len);
-        RT_MPI(MPI_Sendrecv(send_a, (int)len, MPI_BYTE, rt_right(), 5, recv_a,
-                            (int)len + GUARD, MPI_BYTE, rt_left(), 5, MPI_COMM_WORLD,
-                            &st[0]));
-        check_recv(recv_a, len, rt_seed(rt_left(), g_rank, len), &st[0], rt_left(), 5,
-                   "Sendrecv");
+        RT_MPI(MPI_Sendrecv(send_a, (int)len, MPI_BYTE, rt_right(), 5, recv_a, (int)len + GUARD,
+                            MPI_BYTE, rt_left(), 5, MPI_COMM_WORLD, &st[0]));
+        check_recv(recv_a, len, rt_seed(rt_left(), g_rank, len), &st[0], rt_left(), 5, "Sendrecv");
 
         rt_fill(send_a, len, rt_seed(g_rank, rt_right(), len + 1));
-        RT_MPI(MPI_Sendrecv_replace(send_a, (int)len, MPI_BYTE, rt_right(), 6,
-                                    rt_left(), 6, MPI_COMM_WORLD, &st[0]));
-        RT_CHECK_DATA(send_a, len, rt_seed(rt_left(), g_rank, len + 1),
-                      "Sendrecv_replace");
+        RT_MPI(MPI_Sendrecv_replace(send_a, (int)len, MPI_BYTE, rt_right(), 6, rt_left(), 6,
+                                    MPI_COMM_WORLD, &st[0]));
+        RT_CHECK_DATA(send_a, len, rt_seed(rt_left(), g_rank, len + 1), "Sendrecv_replace");
     }
 
     len = 100000;
-    RT_MPI(MPI_Recv_init(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), 9,
-                         MPI_COMM_WORLD, &req[0]));
-    RT_MPI(MPI_Send_init(send_a, (int)len, MPI_BYTE, rt_right(), 9, MPI_COMM_WORLD,
-                         &req[1]));
+    RT_MPI(MPI_Recv_init(recv_a, (int)len + GUARD, MPI_BYTE, rt_left(), 9, MPI_COMM_WORLD,
+                         &req[0]));
+    RT_MPI(MPI_Send_init(send_a, (int)len, MPI_BYTE, rt_right(), 9, MPI_COMM_WORLD, &req[1]));
     for (it = 0; it < ITERS; ++it) {
         rt_fill(send_a, len, rt_seed(g_rank, rt_right(), 5000 + it));
         clear_recv(recv_a, len);
         RT_MPI(MPI_Startall(2, req));
         RT_MPI(MPI_Waitall(2, req, st));
-        check_recv(recv_a, len, rt_seed(rt_left(), g_rank, 5000 + it), &st[0],
-                   rt_left(), 9, "persistent");
+        check_recv(recv_a, len, rt_seed(rt_left(), g_rank, 5000 + it), &st[0], rt_left(), 9,
+                   "persistent");
         /* The next fill must not race with the left neighbour's receive. */
         RT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     }

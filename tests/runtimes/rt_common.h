@@ -32,8 +32,7 @@ static void rt_fail(const char *file, int line, const char *fmt, ...)
     va_list ap;
 
     /* One write, so lines of several failing ranks do not interleave. */
-    len = snprintf(msg, sizeof(msg), "[rank %d] FAILED at %s:%d: ", RT_RANK(), file,
-                   line);
+    len = snprintf(msg, sizeof(msg), "[rank %d] FAILED at %s:%d: ", RT_RANK(), file, line);
     va_start(ap, fmt);
     vsnprintf(msg + len, sizeof(msg) - (size_t)len - 1, fmt, ap);
     va_end(ap);
@@ -79,7 +78,7 @@ static inline unsigned char rt_pattern(uint64_t seed, size_t i)
 
 static inline void rt_fill(void *buf, size_t len, uint64_t seed)
 {
-    unsigned char *p = (unsigned char*)buf;
+    unsigned char *p = (unsigned char *)buf;
     size_t i;
 
     for (i = 0; i < len; ++i) {
@@ -90,7 +89,7 @@ static inline void rt_fill(void *buf, size_t len, uint64_t seed)
 /* Returns the first mismatching offset, or (size_t)-1 when the data is right. */
 static inline size_t rt_find_mismatch(const void *buf, size_t len, uint64_t seed)
 {
-    const unsigned char *p = (const unsigned char*)buf;
+    const unsigned char *p = (const unsigned char *)buf;
     size_t i;
 
     for (i = 0; i < len; ++i) {
@@ -104,9 +103,11 @@ static inline size_t rt_find_mismatch(const void *buf, size_t len, uint64_t seed
 #define RT_CHECK_DATA(_buf, _len, _seed, _what) \
     do { \
         size_t _bad = rt_find_mismatch((_buf), (_len), (_seed)); \
-        RT_CHECK(_bad == (size_t)-1, "%s: %zu bytes, wrong byte at offset %zu " \
-                 "(got 0x%02x, expected 0x%02x)", (_what), (size_t)(_len), _bad, \
-                 ((const unsigned char*)(_buf))[_bad], rt_pattern((_seed), _bad)); \
+        RT_CHECK(_bad == (size_t)-1, \
+                 "%s: %zu bytes, wrong byte at offset %zu " \
+                 "(got 0x%02x, expected 0x%02x)", \
+                 (_what), (size_t)(_len), _bad, ((const unsigned char *)(_buf))[_bad], \
+                 rt_pattern((_seed), _bad)); \
     } while (0)
 
 static inline void *rt_malloc(size_t len)
@@ -150,11 +151,10 @@ static int rt_real_dir(const char *path, int strip_file, char *out)
 static int rt_is_lib(const char *path, const char *name)
 {
     const char *base = strrchr(path, '/');
-    size_t len = strlen(name);
+    size_t len       = strlen(name);
 
     base = (base == NULL) ? path : base + 1;
-    return (strncmp(base, name, len) == 0) &&
-           ((base[len] == '\0') || (base[len] == '.'));
+    return (strncmp(base, name, len) == 0) && ((base[len] == '\0') || (base[len] == '.'));
 }
 
 /*
@@ -168,18 +168,16 @@ static int rt_is_lib(const char *path, const char *name)
 static void rt_check_ucx_mapping(void)
 {
     static const char *const others[] = {"libucs", "libuct", "libucm"};
-    const char *expect = getenv(RT_EXPECT_ENV);
-    const char *all_dirs = getenv("RUNTIME_TEST_UCX_DIRS");
+    const char *expect                = getenv(RT_EXPECT_ENV);
+    const char *all_dirs              = getenv("RUNTIME_TEST_UCX_DIRS");
     char want[PATH_MAX], got[PATH_MAX], line[PATH_MAX + 256];
     int found_ucp = 0;
     unsigned i;
     FILE *maps;
 
     rt_verbose = getenv("RUNTIME_TEST_VERBOSE") != NULL;
-    RT_CHECK(expect != NULL, "%s is not set: run through run_runtime_tests.py",
-             RT_EXPECT_ENV);
-    RT_CHECK(rt_real_dir(expect, 0, want), "expected directory %s: %s", expect,
-             "cannot resolve");
+    RT_CHECK(expect != NULL, "%s is not set: run through run_runtime_tests.py", RT_EXPECT_ENV);
+    RT_CHECK(rt_real_dir(expect, 0, want), "expected directory %s: %s", expect, "cannot resolve");
 
     maps = fopen("/proc/self/maps", "r");
     RT_CHECK(maps != NULL, "cannot open /proc/self/maps");
@@ -192,8 +190,8 @@ static void rt_check_ucx_mapping(void)
         path[strcspn(path, "\n")] = '\0';
         if (rt_is_lib(path, "libucp")) {
             RT_CHECK(rt_real_dir(path, 1, got), "cannot resolve %s", path);
-            RT_CHECK(strcmp(got, want) == 0,
-                     "libucp mapped from %s, expected from %s (%s)", got, want, path);
+            RT_CHECK(strcmp(got, want) == 0, "libucp mapped from %s, expected from %s (%s)", got,
+                     want, path);
             found_ucp = 1;
             continue;
         }
@@ -206,21 +204,19 @@ static void rt_check_ucx_mapping(void)
             }
             RT_CHECK(rt_real_dir(path, 1, got), "cannot resolve %s", path);
             snprintf(dirs, sizeof(dirs), "%s", all_dirs);
-            for (dir = strtok_r(dirs, ":", &save); dir != NULL;
-                 dir = strtok_r(NULL, ":", &save)) {
+            for (dir = strtok_r(dirs, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
                 char real[PATH_MAX];
 
                 if (rt_real_dir(dir, 0, real) && (strcmp(real, got) == 0)) {
                     matched = 1;
                 }
             }
-            RT_CHECK(matched, "%s mapped from %s, which is not one of %s", path, got,
-                     all_dirs);
+            RT_CHECK(matched, "%s mapped from %s, which is not one of %s", path, got, all_dirs);
         }
     }
     fclose(maps);
     RT_CHECK(found_ucp, "libucp.so is not mapped into this process: "
-             "the runtime did not select UCX");
+                        "the runtime did not select UCX");
 }
 
 #endif

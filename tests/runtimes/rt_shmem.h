@@ -7,7 +7,7 @@
 
 #include <shmem.h>
 
-static int g_me = -1;
+static int g_me   = -1;
 static int g_npes = 0;
 
 #define RT_ABORT() shmem_global_exit(1)

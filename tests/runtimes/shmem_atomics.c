@@ -36,15 +36,15 @@ static struct vars *w; /* the placement under test */
 static void reset(void)
 {
     shmem_barrier_all();
-    w->i32 = 0;
-    w->i64 = 0;
-    w->u64 = 0;
-    w->u32 = 0;
-    w->swap64 = -1;
-    w->swap32 = -1;
-    w->cas64 = 0;
-    w->winner = -1;
-    w->lock = 0;
+    w->i32     = 0;
+    w->i64     = 0;
+    w->u64     = 0;
+    w->u32     = 0;
+    w->swap64  = -1;
+    w->swap32  = -1;
+    w->cas64   = 0;
+    w->winner  = -1;
+    w->lock    = 0;
     w->guarded = 0;
     memset(w->fetched, 0xff, sizeof(w->fetched));
     shmem_barrier_all();
@@ -77,7 +77,7 @@ static void test_add(void)
     reset();
     for (i = 0; i < ITERS; ++i) {
         shmem_int_atomic_add(&w->i32, g_me + 1, 0);
-        shmem_long_atomic_add(&w->i64, (long)(g_me + 1) << 33, 0);  /* > 32 bits */
+        shmem_long_atomic_add(&w->i64, (long)(g_me + 1) << 33, 0); /* > 32 bits */
         shmem_int_atomic_inc(&w->i32, 1);
         shmem_long_atomic_inc(&w->i64, 1);
     }
@@ -87,8 +87,7 @@ static void test_add(void)
     }
     if (g_me == 0) {
         RT_CHECK(w->i32 == want, "32-bit add: %d, expected %ld", w->i32, want);
-        RT_CHECK(w->i64 == (want << 33), "64-bit add: %ld, expected %ld", w->i64,
-                 want << 33);
+        RT_CHECK(w->i64 == (want << 33), "64-bit add: %ld, expected %ld", w->i64, want << 33);
     }
     if (g_me == 1) {
         RT_CHECK(w->i32 == g_npes * ITERS, "32-bit inc: %d", w->i32);
@@ -111,8 +110,8 @@ static void test_fetch_add(void)
 
     reset();
     for (i = 0; i < ITERS; ++i) {
-        mine[i] = (i % 2) ? shmem_int_atomic_fetch_add(&w->i32, 1, 0)
-                          : shmem_int_atomic_fetch_inc(&w->i32, 0);
+        mine[i] = (i % 2) ? shmem_int_atomic_fetch_add(&w->i32, 1, 0) :
+                            shmem_int_atomic_fetch_inc(&w->i32, 0);
     }
     shmem_long_put(&w->fetched[g_me * ITERS], mine, ITERS, 0);
     check_permutation("32-bit fetch_add/fetch_inc");
@@ -177,8 +176,8 @@ static void test_swap(void)
 static void test_bitwise(void)
 {
     unsigned long long mine64 = 1ull << (g_me + 32), old;
-    unsigned int mine32 = 1u << g_me, old32;
-    int fetching = !rt_skip_ucx113_bugs();
+    unsigned int mine32       = 1u << g_me, old32;
+    int fetching              = !rt_skip_ucx113_bugs();
 
     reset();
     shmem_ulonglong_atomic_or(&w->u64, mine64, 0);
@@ -210,10 +209,8 @@ static void test_bitwise(void)
     RT_CHECK(!(old32 & mine32), "fetch_xor: my bit was already set (%x)", old32);
     shmem_barrier_all();
     if (g_me == 0) {
-        RT_CHECK(w->u64 == ((1ull << g_npes) - 1) << 32, "64-bit fetch_or: %llx",
-                 w->u64);
-        RT_CHECK(w->u32 == (unsigned)((1ull << g_npes) - 1), "32-bit fetch_xor: %x",
-                 w->u32);
+        RT_CHECK(w->u64 == ((1ull << g_npes) - 1) << 32, "64-bit fetch_or: %llx", w->u64);
+        RT_CHECK(w->u32 == (unsigned)((1ull << g_npes) - 1), "32-bit fetch_xor: %x", w->u32);
     }
     shmem_barrier_all();
     old = shmem_ulonglong_atomic_fetch_and(&w->u64, ~mine64, 0);
@@ -258,8 +255,7 @@ static void test_cswap(void)
     }
     shmem_barrier_all();
     if (g_me == 0) {
-        RT_CHECK(w->cas64 == (long)g_npes * ITERS, "compare_swap increments: %ld",
-                 w->cas64);
+        RT_CHECK(w->cas64 == (long)g_npes * ITERS, "compare_swap increments: %ld", w->cas64);
     }
     shmem_barrier_all();
     RT_STEP("64-bit compare_swap: election and increment loop");
@@ -282,8 +278,7 @@ static void test_lock(void)
     }
     shmem_barrier_all();
     if (g_me == 0) {
-        RT_CHECK(w->guarded == (long)g_npes * ROUNDS, "lock-protected counter: %ld",
-                 w->guarded);
+        RT_CHECK(w->guarded == (long)g_npes * ROUNDS, "lock-protected counter: %ld", w->guarded);
     }
     /* test_lock: PE 0 takes the free lock, the others then find it held. */
     if (g_me == 0) {

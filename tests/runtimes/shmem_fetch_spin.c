@@ -14,11 +14,11 @@
 
 #define ROUNDS 10
 
-int iv = -1;
-long lv = -1;
+int iv        = -1;
+long lv       = -1;
 long long llv = -1;
-float fv = -1;
-double dv = -1;
+float fv      = -1;
+double dv     = -1;
 
 #define RING(_name, _type, _var) \
     do { \
@@ -32,8 +32,8 @@ double dv = -1;
             } \
             shmem_##_name##_atomic_set(&_var, (_type)g_me, rt_next_pe()); \
             shmem_barrier_all(); \
-            RT_CHECK(_var == (_type)rt_prev_pe(), #_name " round %d: %g, expected %d", \
-                     round, (double)_var, rt_prev_pe()); \
+            RT_CHECK(_var == (_type)rt_prev_pe(), #_name " round %d: %g, expected %d", round, \
+                     (double)_var, rt_prev_pe()); \
         } \
         RT_STEP(#_name " ring"); \
     } while (0)

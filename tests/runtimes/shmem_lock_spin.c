@@ -27,8 +27,8 @@
 
 long lock;
 int lock_cnt;
-int holders;       /* at PE 0: PEs inside the critical section */
-int first_taken;   /* round + 1 once that round's first taker holds the lock */
+int holders;     /* at PE 0: PEs inside the critical section */
+int first_taken; /* round + 1 once that round's first taker holds the lock */
 
 static void take_once(int round, int ordered, long *failed_tests)
 {
@@ -43,8 +43,8 @@ static void take_once(int round, int ordered, long *failed_tests)
             continue;
         }
         const int others = shmem_int_atomic_fetch_inc(&holders, 0);
-        RT_CHECK(others == 0, "round %d: PE %d took the lock while %d other PE(s) held it",
-                 round, g_me, others);
+        RT_CHECK(others == 0, "round %d: PE %d took the lock while %d other PE(s) held it", round,
+                 g_me, others);
         if (ordered && (g_me == first)) {
             for (int pe = 0; pe < g_npes; ++pe) {
                 if (pe != g_me) {
@@ -61,8 +61,8 @@ static void take_once(int round, int ordered, long *failed_tests)
          * the next holder's increment arrives over another connection; that
          * ordering through quiet is tested at the UCP level, ucp_amo.) */
         const int inside = shmem_int_atomic_fetch_add(&holders, -1, 0);
-        RT_CHECK(inside == 1, "round %d: PE %d released the lock with %d PEs inside",
-                 round, g_me, inside);
+        RT_CHECK(inside == 1, "round %d: PE %d released the lock with %d PEs inside", round, g_me,
+                 inside);
         shmem_clear_lock(&lock);
         shmem_int_wait_until(&lock_cnt, SHMEM_CMP_GE, g_npes);
     }
@@ -78,8 +78,7 @@ int main(void)
         lock_cnt = 0;
         shmem_barrier_all();
         take_once(round, round >= ROUNDS / 2, &failed_tests);
-        RT_CHECK(lock_cnt == g_npes, "round %d: lock_cnt %d, expected %d", round,
-                 lock_cnt, g_npes);
+        RT_CHECK(lock_cnt == g_npes, "round %d: lock_cnt %d, expected %d", round, lock_cnt, g_npes);
         shmem_barrier_all();
     }
     RT_CHECK(holders == 0 || g_me != 0, "holder count %d after the last round", holders);

@@ -7,8 +7,7 @@
 #include "rt_shmem.h"
 
 static const size_t sizes[] = {
-    1, 7, 8, 64, 255, 1024, 4095, 8192, 65536, 65537, 262144, 1048576, 4194304,
-    16777216,
+    1, 7, 8, 64, 255, 1024, 4095, 8192, 65536, 65537, 262144, 1048576, 4194304, 16777216,
 };
 #define NUM_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define MAX_SIZE  (16u << 20)
@@ -64,20 +63,18 @@ static void test_typed_and_scalar(void)
     memset(sym_doubles, 0, sizeof(sym_doubles));
     memset(sym_chars, 0, sizeof(sym_chars));
     shmem_barrier_all();
-    shmem_int_put(sym_ints, ints, 50, next);        /* elements 0..49 */
+    shmem_int_put(sym_ints, ints, 50, next); /* elements 0..49 */
     shmem_long_put(sym_longs, longs, 100, next);
     shmem_double_put(sym_doubles, doubles, 100, next);
-    for (i = 50; i < 100; ++i) {                    /* elements 50..99 by shmem_p */
+    for (i = 50; i < 100; ++i) { /* elements 50..99 by shmem_p */
         shmem_int_p(&sym_ints[i], ints[i], next);
     }
     shmem_char_p(&sym_chars[3], (char)('a' + g_me), next);
     shmem_barrier_all();
     for (i = 0; i < 100; ++i) {
         RT_CHECK(sym_ints[i] == prev * 1000 + i, "int put/p [%d] = %d", i, sym_ints[i]);
-        RT_CHECK(sym_longs[i] == -(long)prev * 100000 - i, "long put [%d] = %ld", i,
-                 sym_longs[i]);
-        RT_CHECK(sym_doubles[i] == prev + i / 4.0, "double put [%d] = %g", i,
-                 sym_doubles[i]);
+        RT_CHECK(sym_longs[i] == -(long)prev * 100000 - i, "long put [%d] = %ld", i, sym_longs[i]);
+        RT_CHECK(sym_doubles[i] == prev + i / 4.0, "double put [%d] = %g", i, sym_doubles[i]);
     }
     RT_CHECK(sym_chars[3] == (char)('a' + prev) && sym_chars[2] == 0 && sym_chars[4] == 0,
              "char_p wrong");
@@ -85,10 +82,8 @@ static void test_typed_and_scalar(void)
     /* g and typed get read what the next PE was given by its previous (me). */
     for (i = 0; i < 100; i += 9) {
         RT_CHECK(shmem_int_g(&sym_ints[i], next) == g_me * 1000 + i, "int_g [%d]", i);
-        RT_CHECK(shmem_long_g(&sym_longs[i], next) == -(long)g_me * 100000 - i,
-                 "long_g [%d]", i);
-        RT_CHECK(shmem_double_g(&sym_doubles[i], next) == g_me + i / 4.0, "double_g [%d]",
-                 i);
+        RT_CHECK(shmem_long_g(&sym_longs[i], next) == -(long)g_me * 100000 - i, "long_g [%d]", i);
+        RT_CHECK(shmem_double_g(&sym_doubles[i], next) == g_me + i / 4.0, "double_g [%d]", i);
     }
     memset(longs, 0, sizeof(longs));
     shmem_long_get(longs, sym_longs, 100, next);
@@ -194,12 +189,11 @@ static void test_context(void)
 static void test_shmem_ptr(void *sym_heap, const char *what, int must_map)
 {
     static int sym_reachable;
-    long *mine = (long*)sym_heap;
-    long *peer = (long*)shmem_ptr(mine, rt_next_pe());
-    long *self = (long*)shmem_ptr(mine, g_me);
+    long *mine = (long *)sym_heap;
+    long *peer = (long *)shmem_ptr(mine, rt_next_pe());
+    long *self = (long *)shmem_ptr(mine, g_me);
 
-    RT_CHECK(self == mine, "shmem_ptr to myself gave %p, expected %p", (void*)self,
-             (void*)mine);
+    RT_CHECK(self == mine, "shmem_ptr to myself gave %p, expected %p", (void *)self, (void *)mine);
     /* UCX maps the symmetric heap of PEs on one node (ucp_rkey_ptr over
      * shared memory, when UCX_TLS allows it); the data segment it does not. */
     RT_CHECK(peer != NULL || !must_map, "shmem_ptr(%s) of the next PE is NULL", what);
@@ -225,8 +219,7 @@ int main(void)
     sym_src   = shmem_malloc(MAX_SIZE + 64);
     sym_dst   = shmem_malloc(MAX_SIZE + 64);
     local_buf = rt_malloc(MAX_SIZE);
-    RT_CHECK(sym_src != NULL && sym_dst != NULL, "shmem_malloc of %u bytes failed",
-             MAX_SIZE);
+    RT_CHECK(sym_src != NULL && sym_dst != NULL, "shmem_malloc of %u bytes failed", MAX_SIZE);
 
     test_put_get();
     test_typed_and_scalar();

@@ -7,10 +7,10 @@
  */
 #include "rt_shmem.h"
 
-#define MAX_ELEMS (128 * 1024)   /* 1 MiB of longs: broadcast above eager sizes */
+#define MAX_ELEMS (128 * 1024) /* 1 MiB of longs: broadcast above eager sizes */
 
-static long psync_a[SHMEM_BCAST_SYNC_SIZE > SHMEM_REDUCE_SYNC_SIZE ?
-                    SHMEM_BCAST_SYNC_SIZE : SHMEM_REDUCE_SYNC_SIZE];
+static long psync_a[SHMEM_BCAST_SYNC_SIZE > SHMEM_REDUCE_SYNC_SIZE ? SHMEM_BCAST_SYNC_SIZE :
+                                                                     SHMEM_REDUCE_SYNC_SIZE];
 static long psync_b[sizeof(psync_a) / sizeof(long)];
 static long psync_collect[SHMEM_COLLECT_SYNC_SIZE];
 static long psync_alltoall[SHMEM_ALLTOALL_SYNC_SIZE];
@@ -52,14 +52,14 @@ static long *next_psync(void)
 static void test_wait_until(void)
 {
     enum { ROUNDS = 5 };
-    int *token = shmem_malloc(sizeof(int));
+    int *token    = shmem_malloc(sizeof(int));
     long *counter = shmem_malloc(sizeof(long));
     int r;
 
     RT_CHECK(token != NULL && counter != NULL, "shmem_malloc");
     const int test_polls = shmem_ptr(token, rt_prev_pe()) != NULL;
-    *token = 0;
-    *counter = 0;
+    *token               = 0;
+    *counter             = 0;
     shmem_barrier_all();
     for (r = 1; r <= ROUNDS; ++r) {
         int expect = (r - 1) * g_npes + g_me + 1;
@@ -159,7 +159,7 @@ static void test_broadcast(size_t nelems)
     }
     /* 32-bit form once */
     {
-        int *s32 = (int*)src, *d32 = (int*)dst;
+        int *s32 = (int *)src, *d32 = (int *)dst;
         long *psync = next_psync();
 
         init_psync(psync, SHMEM_BCAST_SYNC_SIZE);
@@ -184,13 +184,13 @@ static void test_broadcast(size_t nelems)
 
 static void test_reductions(int n)
 {
-    long *lsrc = shmem_malloc((size_t)n * sizeof(long));
-    long *ldst = shmem_malloc((size_t)n * sizeof(long));
-    int *isrc = shmem_malloc((size_t)n * sizeof(int));
-    int *idst = shmem_malloc((size_t)n * sizeof(int));
+    long *lsrc   = shmem_malloc((size_t)n * sizeof(long));
+    long *ldst   = shmem_malloc((size_t)n * sizeof(long));
+    int *isrc    = shmem_malloc((size_t)n * sizeof(int));
+    int *idst    = shmem_malloc((size_t)n * sizeof(int));
     double *dsrc = shmem_malloc((size_t)n * sizeof(double));
     double *ddst = shmem_malloc((size_t)n * sizeof(double));
-    long sum_pe = (long)g_npes * (g_npes - 1) / 2;
+    long sum_pe  = (long)g_npes * (g_npes - 1) / 2;
     long *psync;
     int i;
 
@@ -225,8 +225,7 @@ static void test_reductions(int n)
     }
     REDUCE(shmem_int_sum_to_all(idst, isrc, n, 0, 0, g_npes, pwrk_int, psync));
     for (i = 0; i < n; ++i) {
-        RT_CHECK(idst[i] == (i % 7) * g_npes - (int)sum_pe, "int sum [%d] = %d", i,
-                 idst[i]);
+        RT_CHECK(idst[i] == (i % 7) * g_npes - (int)sum_pe, "int sum [%d] = %d", i, idst[i]);
     }
     REDUCE(shmem_double_sum_to_all(ddst, dsrc, n, 0, 0, g_npes, pwrk_double, psync));
     for (i = 0; i < n; ++i) {
@@ -245,8 +244,7 @@ static void test_reductions(int n)
     }
     REDUCE(shmem_long_or_to_all(ldst, lsrc, n, 0, 0, g_npes, pwrk_long, psync));
     for (i = 0; i < n; ++i) {
-        RT_CHECK(ldst[i] == (((1L << g_npes) - 1) | (1L << 40)), "long or [%d] = %lx", i,
-                 ldst[i]);
+        RT_CHECK(ldst[i] == (((1L << g_npes) - 1) | (1L << 40)), "long or [%d] = %lx", i, ldst[i]);
     }
     REDUCE(shmem_long_and_to_all(ldst, lsrc, n, 0, 0, g_npes, pwrk_long, psync));
     for (i = 0; i < n; ++i) {
@@ -281,10 +279,10 @@ static void test_collect_alltoall(void)
 {
     enum { PER = 100 };
     size_t max_total = (size_t)g_npes * PER;
-    long *src = shmem_malloc(PER * sizeof(long));
-    long *dst = shmem_malloc(max_total * sizeof(long));
-    long *a2a_src = shmem_malloc(max_total * sizeof(long));
-    long *a2a_dst = shmem_malloc(max_total * sizeof(long));
+    long *src        = shmem_malloc(PER * sizeof(long));
+    long *dst        = shmem_malloc(max_total * sizeof(long));
+    long *a2a_src    = shmem_malloc(max_total * sizeof(long));
+    long *a2a_dst    = shmem_malloc(max_total * sizeof(long));
     size_t mine = (size_t)(g_me % 3) + 1, pos = 0;
     int pe, i;
 

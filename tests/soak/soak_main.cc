@@ -35,13 +35,13 @@ constexpr double GiB = MiB * 1024.0;
 /* What one side tells the other at the end; both run the same binary. */
 struct side_report {
     stream_stats tx, rx;
-    double       seconds = 0;
-    double       cpu_seconds = 0;  /* user + system of this process: rates on a loaded host */
-    uint64_t     rss[4] = {};   /* start, after warm-up, largest after warm-up, end */
-    unsigned     fds[4] = {};
-    bool         growth_checked = false;
-    bool         growth_ok = false;
-    bool         stalled = false;
+    double seconds      = 0;
+    double cpu_seconds  = 0;  /* user + system of this process: rates on a loaded host */
+    uint64_t rss[4]     = {}; /* start, after warm-up, largest after warm-up, end */
+    unsigned fds[4]     = {};
+    bool growth_checked = false;
+    bool growth_ok      = false;
+    bool stalled        = false;
 };
 
 double cpu_seconds()
@@ -60,7 +60,7 @@ double seconds_since(clock_type::time_point t0)
 std::string library_path()
 {
     Dl_info info;
-    if ((dladdr(reinterpret_cast<void*>(&ucp_init_version), &info) != 0) &&
+    if ((dladdr(reinterpret_cast<void *>(&ucp_init_version), &info) != 0) &&
         (info.dli_fname != nullptr)) {
         return info.dli_fname;
     }
@@ -70,9 +70,9 @@ std::string library_path()
 /* The transports of the endpoint's lanes, from ucp_ep_print_info. */
 std::string ep_info(ucp_ep_h ep)
 {
-    char  *text = nullptr;
+    char *text  = nullptr;
     size_t size = 0;
-    FILE  *f    = open_memstream(&text, &size);
+    FILE *f     = open_memstream(&text, &size);
     if (f == nullptr) {
         return "";
     }
@@ -85,7 +85,7 @@ std::string ep_info(ucp_ep_h ep)
 
 void on_ep_error(void *arg, ucp_ep_h, ucs_status_t status)
 {
-    static_cast<failure_record*>(arg)->note(status, "ep error callback");
+    static_cast<failure_record *>(arg)->note(status, "ep error callback");
 }
 
 void print_side(char name, const side_report &r, bool allow_missing_imm_info)
@@ -115,35 +115,37 @@ void print_side(char name, const side_report &r, bool allow_missing_imm_info)
                 name, double(r.rss[0]) / MiB, double(r.rss[1]) / MiB, double(r.rss[2]) / MiB,
                 double(r.rss[3]) / MiB, r.fds[0], r.fds[1], r.fds[2], r.fds[3],
                 !r.growth_checked ? "not checked (run shorter than the warm-up)" :
-                r.growth_ok ? "within bounds" : "TOO LARGE");
+                r.growth_ok       ? "within bounds" :
+                                    "TOO LARGE");
 }
 
 class side {
 public:
-    side(perf::oob &channel, const options &opts, char name)
-        : channel_(channel), opts_(opts), name_(name),
-          sampler_(opts.sample_s) {}
+    side(perf::oob &channel, const options &opts, char name) :
+        channel_(channel), opts_(opts), name_(name), sampler_(opts.sample_s)
+    {
+    }
 
     int run();
 
 private:
     bool setup();
     bool traffic();
-    int  after_failure();
+    int after_failure();
     void finish_report();
     void progress_line(double now);
 
-    perf::oob       &channel_;
-    const options   &opts_;
-    char             name_;
-    failure_record   failure_;
+    perf::oob &channel_;
+    const options &opts_;
+    char name_;
+    failure_record failure_;
     resource_sampler sampler_;
-    side_report      report_;
-    std::unique_ptr<sender>   tx_;
+    side_report report_;
+    std::unique_ptr<sender> tx_;
     std::unique_ptr<receiver> rx_;
     /* Last, so it goes first: callbacks of requests that closing the ep or
      * the worker ends still find their slots. */
-    ucp_test::peer   ucp_;
+    ucp_test::peer ucp_;
 };
 
 bool side::setup()
@@ -151,15 +153,15 @@ bool side::setup()
     std::string tls = opts_.tls;
     if (tls.empty()) {
         const char *env = std::getenv("UCX_TLS");
-        tls = (env != nullptr) ? env : "all";
+        tls             = (env != nullptr) ? env : "all";
     }
     ucs_status_t status = ucp_.init(tls.c_str());
     std::vector<uint8_t> remote;
     bool ok_there = false;
     std::string why_there;
-    if (!channel_.agree(status == UCS_OK,
-                        std::string("ucp init: ") + ucs_status_string(status), &ok_there,
-                        &why_there) || (status != UCS_OK) || !ok_there) {
+    if (!channel_.agree(status == UCS_OK, std::string("ucp init: ") + ucs_status_string(status),
+                        &ok_there, &why_there) ||
+        (status != UCS_OK) || !ok_there) {
         std::fprintf(stderr, "soak %c: setup failed: %s%s\n", name_,
                      (status != UCS_OK) ? ucs_status_string(status) : "peer: ",
                      (status != UCS_OK) ? "" : why_there.c_str());
@@ -169,8 +171,8 @@ bool side::setup()
         return false;
     }
     status = ucp_.connect(remote,
-                          opts_.peer_errors ? UCP_ERR_HANDLING_MODE_PEER
-                                            : UCP_ERR_HANDLING_MODE_NONE,
+                          opts_.peer_errors ? UCP_ERR_HANDLING_MODE_PEER :
+                                              UCP_ERR_HANDLING_MODE_NONE,
                           opts_.peer_errors ? on_ep_error : nullptr, &failure_);
     if (!channel_.agree(status == UCS_OK, ucs_status_string(status), &ok_there, &why_there) ||
         (status != UCS_OK) || !ok_there) {
@@ -180,13 +182,13 @@ bool side::setup()
 
     const uint64_t seed_a = opts_.seed * 2, seed_b = opts_.seed * 2 + 1;
     traffic_config config{};
-    config.tx_seed  = channel_.leader() ? seed_a : seed_b;
-    config.rx_seed  = channel_.leader() ? seed_b : seed_a;
-    config.max_size = opts_.max_size;
-    config.window   = opts_.window;
+    config.tx_seed                = channel_.leader() ? seed_a : seed_b;
+    config.rx_seed                = channel_.leader() ? seed_b : seed_a;
+    config.max_size               = opts_.max_size;
+    config.window                 = opts_.window;
     config.allow_missing_imm_info = opts_.allow_missing_imm_info;
-    tx_ = std::make_unique<sender>(ucp_.ep, config, &failure_);
-    rx_ = std::make_unique<receiver>(ucp_.worker, config, &failure_);
+    tx_                           = std::make_unique<sender>(ucp_.ep, config, &failure_);
+    rx_                           = std::make_unique<receiver>(ucp_.worker, config, &failure_);
     return channel_.barrier();
 }
 
@@ -199,33 +201,33 @@ void side::progress_line(double now)
                 name_, now, double(tx_->stats().bytes) / GiB,
                 (unsigned long long)tx_->stats().messages, double(rx_->stats().bytes) / GiB,
                 (unsigned long long)rx_->stats().messages,
-                (unsigned long long)rx_->stats().error_count(), double(s.rss_bytes) / MiB,
-                s.fds);
+                (unsigned long long)rx_->stats().error_count(), double(s.rss_bytes) / MiB, s.fds);
     std::fflush(stdout);
 }
 
 /* The main loop: false on a stall or a failure. */
 bool side::traffic()
 {
-    const auto   t0           = clock_type::now();
+    const auto t0             = clock_type::now();
     const double cpu_at_start = cpu_seconds();
     sampler_.sample_now(0);
-    bool     total_sent = false, total_known = false, quiet_reported = false;
-    double   next_report = opts_.report_s, last_change = 0;
+    bool total_sent = false, total_known = false, quiet_reported = false;
+    double next_report = opts_.report_s, last_change = 0;
     uint64_t last_count = 0;
     unsigned iteration  = 0;
 
     for (;;) {
         ucp_worker_progress(ucp_.worker);
         const double elapsed = seconds_since(t0);
-        const bool   quiet   = (opts_.quiet_after_s > 0) && (elapsed >= opts_.quiet_after_s);
-        const bool   more    = !total_sent &&
-            ((opts_.duration_s == 0) || (elapsed < opts_.duration_s)) &&
-            ((opts_.volume == 0) || (tx_->issued_bytes() < opts_.volume));
+        const bool quiet     = (opts_.quiet_after_s > 0) && (elapsed >= opts_.quiet_after_s);
+        const bool more      = !total_sent &&
+                          ((opts_.duration_s == 0) || (elapsed < opts_.duration_s)) &&
+                          ((opts_.volume == 0) || (tx_->issued_bytes() < opts_.volume));
         tx_->start_sends(more && !quiet);
         if (quiet && !quiet_reported && tx_->idle()) {
             std::printf("soak %c: quiet: every send completed, waiting on an idle "
-                        "connection\n", name_);
+                        "connection\n",
+                        name_);
             quiet_reported = true;
         }
         rx_->advance();
@@ -271,11 +273,11 @@ bool side::traffic()
             last_change = now;
         } else if (!opts_.expect_failure && (now - last_change > opts_.stall_s)) {
             /* (Waiting for a failure, a stall is the point: --duration bounds it.) */
-            std::fprintf(stderr, "soak %c: STALL: nothing completed for %.0f s (sent %llu of "
+            std::fprintf(stderr,
+                         "soak %c: STALL: nothing completed for %.0f s (sent %llu of "
                          "%llu issued, received %llu, peer total %s)\n",
                          name_, opts_.stall_s, (unsigned long long)tx_->stats().messages,
-                         (unsigned long long)tx_->issued(),
-                         (unsigned long long)rx_->completed(),
+                         (unsigned long long)tx_->issued(), (unsigned long long)rx_->completed(),
                          total_known ? "known" : "not known yet");
             report_.stalled = true;
             return false;
@@ -289,21 +291,21 @@ bool side::traffic()
 
 void side::finish_report()
 {
-    report_.tx = tx_->stats();
-    report_.rx = rx_->stats();
+    report_.tx          = tx_->stats();
+    report_.rx          = rx_->stats();
     const double warmup = (opts_.warmup_s >= 0) ? opts_.warmup_s : report_.seconds / 5;
-    const auto   g      = sampler_.growth_after(warmup);
-    report_.rss[0] = g.first.rss_bytes;
-    report_.rss[3] = g.last.rss_bytes;
-    report_.fds[0] = g.first.fds;
-    report_.fds[3] = g.last.fds;
+    const auto g        = sampler_.growth_after(warmup);
+    report_.rss[0]      = g.first.rss_bytes;
+    report_.rss[3]      = g.last.rss_bytes;
+    report_.fds[0]      = g.first.fds;
+    report_.fds[3]      = g.last.fds;
     /* Needs a sample at the warm-up and at least one after it. */
     report_.growth_checked = g.valid && (g.last.seconds > g.at_warmup.seconds);
     if (g.valid) {
-        report_.rss[1] = g.at_warmup.rss_bytes;
-        report_.rss[2] = g.rss_max_after;
-        report_.fds[1] = g.at_warmup.fds;
-        report_.fds[2] = g.fds_max_after;
+        report_.rss[1]    = g.at_warmup.rss_bytes;
+        report_.rss[2]    = g.rss_max_after;
+        report_.fds[1]    = g.at_warmup.fds;
+        report_.fds[2]    = g.fds_max_after;
         report_.growth_ok = (g.rss_max_after <= g.at_warmup.rss_bytes + opts_.rss_growth) &&
                             (g.fds_max_after <= g.at_warmup.fds + opts_.fd_growth);
     }
@@ -313,8 +315,7 @@ void side::finish_report()
 int side::after_failure()
 {
     std::printf("soak %c: failure: %s (%s) failure_unix_time=%.6f\n", name_,
-                ucs_status_string(failure_.status), failure_.where.c_str(),
-                failure_.unix_time);
+                ucs_status_string(failure_.status), failure_.where.c_str(), failure_.unix_time);
     rx_->cancel_all();
     const auto t0 = clock_type::now();
     while (!(tx_->idle() && rx_->quiet()) && (seconds_since(t0) < opts_.drain_s)) {
@@ -323,19 +324,19 @@ int side::after_failure()
     }
     const bool drained = tx_->idle() && rx_->quiet();
     if (drained) {
-        std::printf("soak %c: every request ended %.3f s after the failure was reported\n",
-                    name_, seconds_since(t0));
+        std::printf("soak %c: every request ended %.3f s after the failure was reported\n", name_,
+                    seconds_since(t0));
     } else {
         std::printf("soak %c: requests still pending %.0f s after the failure\n", name_,
                     opts_.drain_s);
     }
     std::fflush(stdout);
-    report_.tx = tx_->stats();
-    report_.rx = rx_->stats();
+    report_.tx    = tx_->stats();
+    report_.rx    = rx_->stats();
     const bool ok = opts_.expect_failure && drained &&
                     (report_.rx.failure_count(opts_.allow_missing_imm_info) == 0);
-    std::printf("soak %c: result=%s sent_msgs=%llu received_msgs=%llu corrupt_bytes=%llu\n",
-                name_, ok ? "PASS" : "FAIL", (unsigned long long)report_.tx.messages,
+    std::printf("soak %c: result=%s sent_msgs=%llu received_msgs=%llu corrupt_bytes=%llu\n", name_,
+                ok ? "PASS" : "FAIL", (unsigned long long)report_.tx.messages,
                 (unsigned long long)report_.rx.messages,
                 (unsigned long long)report_.rx.corrupt_bytes);
     return ok ? 0 : 1;
@@ -374,7 +375,7 @@ int side::run()
     ucp_.close();
 
     const bool allow = opts_.allow_missing_imm_info;
-    const bool ok = (report_.rx.failure_count(allow) == 0) && (report_.rx.messages > 0) &&
+    const bool ok    = (report_.rx.failure_count(allow) == 0) && (report_.rx.messages > 0) &&
                     (!report_.growth_checked || report_.growth_ok);
     if (channel_.leader()) {
         const side_report &a = report_, &b = peer_report;
@@ -387,8 +388,8 @@ int side::run()
                     "errors=%llu growth_checked=%d\n",
                     both ? "PASS" : "FAIL", a.seconds, a.cpu_seconds, b.cpu_seconds,
                     (unsigned long long)(a.rx.messages + b.rx.messages),
-                    (unsigned long long)(a.rx.bytes + b.rx.bytes),
-                    (unsigned long long)b.rx.bytes, (unsigned long long)a.rx.bytes,
+                    (unsigned long long)(a.rx.bytes + b.rx.bytes), (unsigned long long)b.rx.bytes,
+                    (unsigned long long)a.rx.bytes,
                     (unsigned long long)(a.rx.corrupt_bytes + b.rx.corrupt_bytes),
                     (unsigned long long)(a.rx.failure_count(allow) + b.rx.failure_count(allow)),
                     int(a.growth_checked && b.growth_checked));
@@ -408,7 +409,7 @@ int run_loopback(const options &opts)
     if (!child.started()) {
         return 1;
     }
-    int code = side(child.channel(), opts, 'A').run();
+    int code      = side(child.channel(), opts, 'A').run();
     int peer_code = child.join(int(opts.drain_s * 1000) + 10000);
     if (peer_code != 0) {
         std::fprintf(stderr, "soak: the peer process exited with %d\n", peer_code);
@@ -419,10 +420,10 @@ int run_loopback(const options &opts)
 int run_remote(const options &opts)
 {
     std::string error;
-    const bool  server = (opts.server_port > 0);
-    int fd = server ? perftest::accept_client(uint16_t(opts.server_port), false, false, &error)
-                    : perftest::connect_server(opts.client_host, uint16_t(opts.client_port),
-                                               false, &error);
+    const bool server = (opts.server_port > 0);
+    int fd = server ? perftest::accept_client(uint16_t(opts.server_port), false, false, &error) :
+                      perftest::connect_server(opts.client_host, uint16_t(opts.client_port), false,
+                                               &error);
     if (fd < 0) {
         std::fprintf(stderr, "ucp_soak: %s\n", error.c_str());
         return 1;
@@ -443,10 +444,10 @@ int main(int argc, char **argv)
     }
     if (opts.sample_s == 0) {
         const double run = (opts.duration_s > 0) ? opts.duration_s : 60;
-        opts.sample_s = std::min(10.0, std::max(0.1, run / 40));
+        opts.sample_s    = std::min(10.0, std::max(0.1, run / 40));
     }
-    std::signal(SIGPIPE, SIG_IGN);   /* a peer that died shows as a failed write */
+    std::signal(SIGPIPE, SIG_IGN); /* a peer that died shows as a failed write */
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    return ((opts.server_port > 0) || !opts.client_host.empty()) ? soak::run_remote(opts)
-                                                                  : soak::run_loopback(opts);
+    return ((opts.server_port > 0) || !opts.client_host.empty()) ? soak::run_remote(opts) :
+                                                                   soak::run_loopback(opts);
 }

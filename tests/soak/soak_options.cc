@@ -8,7 +8,8 @@ namespace soak {
 
 void usage(FILE *out)
 {
-    std::fprintf(out,
+    std::fprintf(
+        out,
         "Usage: ucp_soak [options]\n"
         "  Two processes exchange messages of random sizes over UCP tag matching in\n"
         "  both directions at once (sync sends, expected and unexpected arrivals,\n"
@@ -50,7 +51,7 @@ namespace {
 bool parse_size(const char *text, uint64_t *value)
 {
     char *end;
-    errno = 0;
+    errno    = 0;
     double v = std::strtod(text, &end);
     if ((errno != 0) || (end == text) || (v < 0)) {
         return false;
@@ -78,7 +79,7 @@ bool parse_size(const char *text, uint64_t *value)
 bool parse_seconds(const char *text, double *value)
 {
     char *end;
-    errno = 0;
+    errno    = 0;
     double v = std::strtod(text, &end);
     if ((errno != 0) || (end == text) || (*end != '\0') || (v < 0)) {
         return false;
@@ -90,7 +91,7 @@ bool parse_seconds(const char *text, double *value)
 bool parse_uint(const char *text, uint64_t *value, uint64_t max)
 {
     char *end;
-    errno = 0;
+    errno                = 0;
     unsigned long long v = std::strtoull(text, &end, 0);
     if ((errno != 0) || (end == text) || (*end != '\0') || (text[0] == '-') || (v > max)) {
         return false;
@@ -130,17 +131,17 @@ bool parse_options(int argc, char **argv, options *o)
             return false;
         }
         const char *val = argv[++i];
-        uint64_t    u   = 0;
-        bool        ok  = true;
+        uint64_t u      = 0;
+        bool ok         = true;
         if (opt == "--duration") {
             ok = parse_seconds(val, &o->duration_s);
         } else if (opt == "--volume") {
             ok = parse_size(val, &o->volume);
         } else if (opt == "--max-size") {
-            ok = parse_size(val, &u) && (u >= 1) && (u <= (1ull << 30));
+            ok          = parse_size(val, &u) && (u >= 1) && (u <= (1ull << 30));
             o->max_size = size_t(u);
         } else if (opt == "--window") {
-            ok = parse_uint(val, &u, 1024) && (u >= 1);
+            ok        = parse_uint(val, &u, 1024) && (u >= 1);
             o->window = unsigned(u);
         } else if (opt == "--seed") {
             ok = parse_uint(val, &o->seed, UINT64_MAX);
@@ -155,7 +156,7 @@ bool parse_options(int argc, char **argv, options *o)
         } else if (opt == "--rss-growth") {
             ok = parse_size(val, &o->rss_growth);
         } else if (opt == "--fd-growth") {
-            ok = parse_uint(val, &u, 1u << 20);
+            ok           = parse_uint(val, &u, 1u << 20);
             o->fd_growth = unsigned(u);
         } else if (opt == "--stall") {
             ok = parse_seconds(val, &o->stall_s) && (o->stall_s > 0);
@@ -164,7 +165,7 @@ bool parse_options(int argc, char **argv, options *o)
         } else if (opt == "--quiet-after") {
             ok = parse_seconds(val, &o->quiet_after_s) && (o->quiet_after_s > 0);
         } else if (opt == "--server") {
-            ok = parse_uint(val, &u, 65535) && (u > 0);
+            ok             = parse_uint(val, &u, 65535) && (u > 0);
             o->server_port = int(u);
         } else if (opt == "--client") {
             const char *colon = std::strrchr(val, ':');

@@ -51,14 +51,14 @@ inline size_t count_corrupt_bytes(const uint8_t *buffer, size_t length, uint64_t
 {
     size_t corrupt = 0;
     for (size_t i = 0; i < length; i += 8) {
-        const size_t n = (length - i < 8) ? (length - i) : 8;
+        const size_t n    = (length - i < 8) ? (length - i) : 8;
         uint64_t expected = pattern_word(key, i / 8), got = 0;
         std::memcpy(&got, buffer + i, n);
         if (n < 8) {
             expected &= (uint64_t(1) << (8 * n)) - 1;
         }
         uint64_t diff = got ^ expected;
-        while (diff != 0) {               /* one count per differing byte */
+        while (diff != 0) { /* one count per differing byte */
             corrupt += ((diff & 0xff) != 0);
             diff >>= 8;
         }

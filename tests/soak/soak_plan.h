@@ -17,8 +17,8 @@
 namespace soak {
 
 enum class send_kind : uint8_t {
-    normal,    /* ucp_tag_send_nbx */
-    sync,      /* ucp_tag_send_sync_nbx: completes once matched */
+    normal, /* ucp_tag_send_nbx */
+    sync,   /* ucp_tag_send_sync_nbx: completes once matched */
 };
 
 enum class recv_kind : uint8_t {
@@ -37,17 +37,17 @@ inline const char *recv_kind_name(recv_kind kind)
 }
 
 struct message_plan {
-    size_t    size;
+    size_t size;
     send_kind send;
     recv_kind recv;
-    bool      full_wildcard;  /* wildcard/probe/cancel: mask 0 instead of the kind bits */
-    unsigned  offset;         /* buffer offset (alignment) on either side, 0..63 */
-    bool      fresh_buffer;   /* sender/receiver reallocate the slot buffer first */
+    bool full_wildcard; /* wildcard/probe/cancel: mask 0 instead of the kind bits */
+    unsigned offset;    /* buffer offset (alignment) on either side, 0..63 */
+    bool fresh_buffer;  /* sender/receiver reallocate the slot buffer first */
 };
 
 /* Tag: sequence number above, recv kind below. Messages of one stream come
  * from one sender, so any mask still matches them in order. */
-constexpr unsigned  TAG_SEQ_SHIFT = 8;
+constexpr unsigned TAG_SEQ_SHIFT  = 8;
 constexpr ucp_tag_t TAG_KIND_MASK = 0xff;
 
 inline ucp_tag_t message_tag(uint64_t seq, recv_kind kind)
@@ -61,28 +61,29 @@ inline message_plan plan_message(uint64_t seed, uint64_t seq, size_t max_size)
 {
     const uint64_t r1 = mix64(message_key(seed, seq) ^ 0x5a5a5a5a5a5a5a5aull);
     const uint64_t r2 = mix64(r1);
-    unsigned bits = 1;
+    unsigned bits     = 1;
     while ((bits < 63) && ((size_t(1) << bits) <= max_size)) {
         ++bits;
     }
     /* 2^e .. 2^(e+1)-1 for e uniform in [0, bits), capped at max_size. */
-    const unsigned e    = unsigned(r1 % bits);
-    size_t         size = (size_t(1) << e) + size_t((r1 >> 8) % (uint64_t(1) << e));
+    const unsigned e = unsigned(r1 % bits);
+    size_t size      = (size_t(1) << e) + size_t((r1 >> 8) % (uint64_t(1) << e));
     if (size > max_size) {
         size = max_size;
     }
 
     message_plan p{};
-    p.size = (size == 0) ? 1 : size;
-    p.send = ((r2 % 100) < 30) ? send_kind::sync : send_kind::normal;
+    p.size           = (size == 0) ? 1 : size;
+    p.send           = ((r2 % 100) < 30) ? send_kind::sync : send_kind::normal;
     const unsigned k = unsigned((r2 >> 8) % 100);
-    p.recv = (k < 30) ? recv_kind::exact :
-             (k < 50) ? recv_kind::wildcard :
-             (k < 65) ? recv_kind::unexpected :
-             (k < 80) ? recv_kind::probe : recv_kind::cancel;
-    p.full_wildcard = ((r2 >> 16) & 1) != 0;
-    p.offset        = unsigned((r2 >> 24) % 64);
-    p.fresh_buffer  = ((r2 >> 32) % 32) == 0;
+    p.recv           = (k < 30) ? recv_kind::exact :
+                       (k < 50) ? recv_kind::wildcard :
+                       (k < 65) ? recv_kind::unexpected :
+                       (k < 80) ? recv_kind::probe :
+                                  recv_kind::cancel;
+    p.full_wildcard  = ((r2 >> 16) & 1) != 0;
+    p.offset         = unsigned((r2 >> 24) % 64);
+    p.fresh_buffer   = ((r2 >> 32) % 32) == 0;
     return p;
 }
 

@@ -14,7 +14,7 @@
 namespace soak {
 
 struct resource_sample {
-    double   seconds;   /* since the sampler started */
+    double seconds; /* since the sampler started */
     uint64_t rss_bytes;
     unsigned fds;
 };
@@ -36,15 +36,15 @@ public:
     /* First sample at or after `warmup_s`, and the largest after it. */
     struct growth {
         resource_sample at_warmup{}, first{}, last{};
-        uint64_t        rss_max_after = 0;
-        unsigned        fds_max_after = 0;
-        bool            valid = false;
+        uint64_t rss_max_after = 0;
+        unsigned fds_max_after = 0;
+        bool valid             = false;
     };
     growth growth_after(double warmup_s) const;
 
 private:
-    double                       interval_s_;
-    double                       last_s_ = -1;
+    double interval_s_;
+    double last_s_ = -1;
     std::vector<resource_sample> samples_;
 };
 

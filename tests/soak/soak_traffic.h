@@ -21,21 +21,21 @@ namespace soak {
 
 /* Counters of one direction; the receiver fills the checks. */
 struct stream_stats {
-    uint64_t messages        = 0;
-    uint64_t bytes           = 0;
-    uint64_t sync_sends      = 0;
+    uint64_t messages                            = 0;
+    uint64_t bytes                               = 0;
+    uint64_t sync_sends                          = 0;
     uint64_t by_kind[unsigned(recv_kind::count)] = {};
-    uint64_t cancelled       = 0;  /* cancel kind: cancelled before any match */
-    uint64_t cancel_too_late = 0;  /* cancel kind: had matched already, kept its data */
+    uint64_t cancelled                           = 0; /* cancel kind: cancelled before any match */
+    uint64_t cancel_too_late  = 0; /* cancel kind: had matched already, kept its data */
     uint64_t cancelled_at_end = 0; /* receives posted ahead for messages never sent */
     uint64_t imm_info_missing = 0; /* immediate completions that left recv_info unfilled */
     /* Errors: all must stay 0. */
-    uint64_t corrupt_bytes   = 0;  /* payload bytes that differ from the pattern */
-    uint64_t guard_bytes     = 0;  /* bytes written around the receive region */
-    uint64_t canary_bytes    = 0;  /* bytes written by a cancelled receive */
-    uint64_t length_errors   = 0;
-    uint64_t tag_errors      = 0;
-    uint64_t status_errors   = 0;  /* requests completed with an unexpected status */
+    uint64_t corrupt_bytes = 0; /* payload bytes that differ from the pattern */
+    uint64_t guard_bytes   = 0; /* bytes written around the receive region */
+    uint64_t canary_bytes  = 0; /* bytes written by a cancelled receive */
+    uint64_t length_errors = 0;
+    uint64_t tag_errors    = 0;
+    uint64_t status_errors = 0; /* requests completed with an unexpected status */
 
     uint64_t error_count() const
     {
@@ -55,7 +55,7 @@ class slot_buffer {
 public:
     explicit slot_buffer(size_t capacity);
     ~slot_buffer();
-    slot_buffer(const slot_buffer &) = delete;
+    slot_buffer(const slot_buffer &)            = delete;
     slot_buffer &operator=(const slot_buffer &) = delete;
 
     uint8_t *data() { return data_; }
@@ -64,24 +64,24 @@ public:
     bool reallocate();
 
 private:
-    size_t   capacity_;
+    size_t capacity_;
     uint8_t *data_ = nullptr;
 };
 
 struct traffic_config {
-    uint64_t tx_seed;      /* our stream */
-    uint64_t rx_seed;      /* the peer's stream */
-    size_t   max_size;
+    uint64_t tx_seed; /* our stream */
+    uint64_t rx_seed; /* the peer's stream */
+    size_t max_size;
     unsigned window;
-    bool     allow_missing_imm_info;  /* UCX 1.13: tolerate, count, do not fail */
+    bool allow_missing_imm_info; /* UCX 1.13: tolerate, count, do not fail */
 };
 
 /* The first failure a request or the ep reported, for --expect-failure. */
 struct failure_record {
-    bool         seen = false;
+    bool seen           = false;
     ucs_status_t status = UCS_OK;
-    double       unix_time = 0;    /* CLOCK_REALTIME: comparable across namespaces */
-    std::string  where;
+    double unix_time    = 0; /* CLOCK_REALTIME: comparable across namespaces */
+    std::string where;
     void note(ucs_status_t s, const char *what);
 };
 
@@ -102,14 +102,14 @@ private:
     static void on_send(void *request, ucs_status_t status, void *user_data);
     void complete(slot &s, ucs_status_t status);
 
-    ucp_ep_h                           ep_;
-    traffic_config                     config_;
-    failure_record                    *failure_;
+    ucp_ep_h ep_;
+    traffic_config config_;
+    failure_record *failure_;
     std::vector<std::unique_ptr<slot>> slots_;
-    uint64_t                           next_seq_ = 0;
-    unsigned                           in_flight_ = 0;
-    uint64_t                           issued_bytes_ = 0;
-    stream_stats                       stats_;
+    uint64_t next_seq_     = 0;
+    unsigned in_flight_    = 0;
+    uint64_t issued_bytes_ = 0;
+    stream_stats stats_;
 };
 
 class receiver {
@@ -132,23 +132,23 @@ public:
 
 private:
     struct slot;
-    static void on_recv(void *request, ucs_status_t status,
-                        const ucp_tag_recv_info_t *info, void *user_data);
+    static void on_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                        void *user_data);
     bool post_next();
     ucs_status_ptr_t post(slot &s, ucp_tag_t tag, ucp_tag_t mask, ucp_tag_message_h msg);
     void finish(slot &s);
     void cancel_slot(slot &s);
 
-    ucp_worker_h                       worker_;
-    traffic_config                     config_;
-    failure_record                    *failure_;
+    ucp_worker_h worker_;
+    traffic_config config_;
+    failure_record *failure_;
     std::vector<std::unique_ptr<slot>> slots_;
-    uint64_t                           next_post_ = 0;   /* next message to take */
-    uint64_t                           next_done_ = 0;   /* oldest not finished */
-    uint64_t                           total_ = UINT64_MAX;
-    unsigned                           posted_ = 0;      /* requests still pending */
-    slot                              *cancel_pending_ = nullptr; /* cancel not ended yet */
-    stream_stats                       stats_;
+    uint64_t next_post_   = 0; /* next message to take */
+    uint64_t next_done_   = 0; /* oldest not finished */
+    uint64_t total_       = UINT64_MAX;
+    unsigned posted_      = 0;       /* requests still pending */
+    slot *cancel_pending_ = nullptr; /* cancel not ended yet */
+    stream_stats stats_;
 };
 
 } // namespace soak

@@ -26,8 +26,7 @@ _Static_assert(UCM_EVENT_MEM_TYPE_FREE == 0x200000, "mem type free bit");
 _Static_assert(UCM_EVENT_FLAG_NO_INSTALL == 0x1000000, "no install flag");
 _Static_assert(UCM_EVENT_FLAG_EXISTING_ALLOC == 0x2000000, "existing flag");
 _Static_assert(sizeof(ucm_event_type_t) == 4, "event type size");
-_Static_assert(UCM_MMAP_HOOK_RELOC == 1 && UCM_MMAP_HOOK_BISTRO == 2,
-               "hook modes");
+_Static_assert(UCM_MMAP_HOOK_RELOC == 1 && UCM_MMAP_HOOK_BISTRO == 2, "hook modes");
 _Static_assert(UCM_UNLOAD_PREVENT_MODE_NONE == 2, "unload modes");
 
 #if defined(__LP64__)

@@ -14,7 +14,7 @@ scratch_mapping::scratch_mapping(size_t length) : m_length(length)
     if (address == MAP_FAILED) {
         throw std::runtime_error("mmap failed");
     }
-    m_address = static_cast<char*>(address);
+    m_address = static_cast<char *>(address);
 }
 
 scratch_mapping::~scratch_mapping()
@@ -35,7 +35,7 @@ bool is_mapped(const void *address, size_t length)
     const size_t page = page_size();
     unsigned char residency[64];
     for (size_t offset = 0; offset < length; offset += page) {
-        void *pg = const_cast<char*>(static_cast<const char*>(address) + offset);
+        void *pg = const_cast<char *>(static_cast<const char *>(address) + offset);
         if ((mincore(pg, page, residency) != 0) && (errno == ENOMEM)) {
             return false;
         }

@@ -20,7 +20,7 @@ public:
 
     struct entry {
         ucm_event_type_t type;
-        ucm_event_t      event;
+        ucm_event_t event;
     };
 
     event_recorder() : m_thread(pthread_self()) {}
@@ -32,23 +32,19 @@ public:
         }
     }
 
-    event_recorder(const event_recorder&)            = delete;
-    event_recorder &operator=(const event_recorder&) = delete;
+    event_recorder(const event_recorder &)            = delete;
+    event_recorder &operator=(const event_recorder &) = delete;
 
     ucs_status_t attach(int events, int priority = 0)
     {
-        ucs_status_t status = ucm_set_event_handler(events, priority, callback,
-                                                    this);
+        ucs_status_t status = ucm_set_event_handler(events, priority, callback, this);
         if (status == UCS_OK) {
             m_events = events;
         }
         return status;
     }
 
-    void detach()
-    {
-        detach_events(m_events);
-    }
+    void detach() { detach_events(m_events); }
 
     /* Stop receiving some of the events. */
     void detach_events(int events)
@@ -70,7 +66,7 @@ public:
     const entry &at(size_t index) const { return m_entries[index]; }
 
     /* Number of recorded events of this type for which pred(event) holds. */
-    template<typename Pred>
+    template <typename Pred>
     size_t count(ucm_event_type_t type, Pred pred) const
     {
         size_t matches = 0;
@@ -84,22 +80,20 @@ public:
 
     size_t count(ucm_event_type_t type) const
     {
-        return count(type, [](const ucm_event_t&) { return true; });
+        return count(type, [](const ucm_event_t &) { return true; });
     }
 
     size_t count_unmapped(const void *address, size_t length) const
     {
         return count(UCM_EVENT_VM_UNMAPPED, [&](const ucm_event_t &e) {
-            return (e.vm_unmapped.address == address) &&
-                   (e.vm_unmapped.size == length);
+            return (e.vm_unmapped.address == address) && (e.vm_unmapped.size == length);
         });
     }
 
     size_t count_mapped(const void *address, size_t length) const
     {
         return count(UCM_EVENT_VM_MAPPED, [&](const ucm_event_t &e) {
-            return (e.vm_mapped.address == address) &&
-                   (e.vm_mapped.size == length);
+            return (e.vm_mapped.address == address) && (e.vm_mapped.size == length);
         });
     }
 
@@ -113,7 +107,7 @@ public:
 private:
     static void callback(ucm_event_type_t type, ucm_event_t *event, void *arg)
     {
-        auto *self = static_cast<event_recorder*>(arg);
+        auto *self = static_cast<event_recorder *>(arg);
         if (!pthread_equal(self->m_thread, pthread_self())) {
             return;
         }
@@ -123,10 +117,10 @@ private:
         }
     }
 
-    pthread_t           m_thread;
-    int                 m_events = 0;
+    pthread_t m_thread;
+    int m_events = 0;
     std::atomic<size_t> m_count{0};
-    entry               m_entries[capacity];
+    entry m_entries[capacity];
 };
 
 /* Anonymous read-write mapping made without events, freed on scope exit
@@ -136,8 +130,8 @@ public:
     explicit scratch_mapping(size_t length);
     ~scratch_mapping();
 
-    scratch_mapping(const scratch_mapping&)            = delete;
-    scratch_mapping &operator=(const scratch_mapping&) = delete;
+    scratch_mapping(const scratch_mapping &)            = delete;
+    scratch_mapping &operator=(const scratch_mapping &) = delete;
 
     char *get() const { return m_address; }
     size_t length() const { return m_length; }
@@ -145,7 +139,7 @@ public:
     void forget() { m_address = nullptr; }
 
 private:
-    char   *m_address;
+    char *m_address;
     size_t m_length;
 };
 

@@ -19,8 +19,7 @@ TEST_CASE("munmap from the program reports the exact range", "[ucm]")
 {
     const size_t page = page_size();
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP | UCM_EVENT_VM_UNMAPPED) ==
-            UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP | UCM_EVENT_VM_UNMAPPED) == UCS_OK);
 
     scratch_mapping mapping(3 * page);
     char *middle = mapping.get() + page;
@@ -46,20 +45,18 @@ TEST_CASE("mremap reports the old and the new range", "[ucm]")
 {
     const size_t page = page_size();
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_MREMAP | UCM_EVENT_VM_MAPPED |
-                            UCM_EVENT_VM_UNMAPPED) == UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_MREMAP | UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED) ==
+            UCS_OK);
 
     scratch_mapping mapping(2 * page);
     char *old_address = mapping.get();
-    void *moved = mremap(old_address, 2 * page, 8 * page, MREMAP_MAYMOVE);
+    void *moved       = mremap(old_address, 2 * page, 8 * page, MREMAP_MAYMOVE);
     REQUIRE(moved != MAP_FAILED);
     mapping.forget();
 
     CHECK(recorder.count(UCM_EVENT_MREMAP, [&](const ucm_event_t &e) {
-        return (e.mremap.address == old_address) &&
-               (e.mremap.old_size == 2 * page) &&
-               (e.mremap.new_size == 8 * page) &&
-               (e.mremap.flags == MREMAP_MAYMOVE) &&
+        return (e.mremap.address == old_address) && (e.mremap.old_size == 2 * page) &&
+               (e.mremap.new_size == 8 * page) && (e.mremap.flags == MREMAP_MAYMOVE) &&
                (e.mremap.result == moved);
     }) == 1);
     CHECK(recorder.count_unmapped(old_address, 2 * page) == 1);
@@ -72,8 +69,7 @@ TEST_CASE("madvise reports released pages only for releasing advice", "[ucm]")
 {
     const size_t page = page_size();
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_MADVISE | UCM_EVENT_VM_UNMAPPED) ==
-            UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_MADVISE | UCM_EVENT_VM_UNMAPPED) == UCS_OK);
 
     scratch_mapping mapping(4 * page);
     char *range = mapping.get() + page;
@@ -95,22 +91,20 @@ TEST_CASE("mmap reports new mappings and what MAP_FIXED replaces", "[ucm]")
 {
     const size_t page = page_size();
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_MMAP | UCM_EVENT_VM_MAPPED |
-                            UCM_EVENT_VM_UNMAPPED) == UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_MMAP | UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED) ==
+            UCS_OK);
 
-    void *address = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *address = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                         0);
     REQUIRE(address != MAP_FAILED);
     CHECK(recorder.count(UCM_EVENT_MMAP, [&](const ucm_event_t &e) {
-        return (e.mmap.result == address) && (e.mmap.size == 2 * page) &&
-               (e.mmap.fd == -1);
+        return (e.mmap.result == address) && (e.mmap.size == 2 * page) && (e.mmap.fd == -1);
     }) == 1);
     CHECK(recorder.count_mapped(address, 2 * page) == 1);
     CHECK(recorder.count(UCM_EVENT_VM_UNMAPPED) == 0);
 
     recorder.clear();
-    void *fixed = mmap(address, page, PROT_READ,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    void *fixed = mmap(address, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     REQUIRE(fixed == address);
     CHECK(recorder.count_unmapped(address, page) == 1);
     CHECK(recorder.count_mapped(address, page) == 1);
@@ -121,19 +115,18 @@ TEST_CASE("mmap reports new mappings and what MAP_FIXED replaces", "[ucm]")
 TEST_CASE("shmat and shmdt report the segment's range", "[ucm]")
 {
     const size_t size = 3 * page_size();
-    int shmid = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
+    int shmid         = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
     if (shmid < 0) {
         WARN("System V shared memory unavailable: " << strerror(errno));
         return;
     }
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_SHMAT | UCM_EVENT_SHMDT |
-                            UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED) ==
-            UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_SHMAT | UCM_EVENT_SHMDT | UCM_EVENT_VM_MAPPED |
+                            UCM_EVENT_VM_UNMAPPED) == UCS_OK);
 
     void *attached = shmat(shmid, nullptr, 0);
     shmctl(shmid, IPC_RMID, nullptr);
-    REQUIRE(attached != reinterpret_cast<void*>(-1));
+    REQUIRE(attached != reinterpret_cast<void *>(-1));
     CHECK(recorder.count(UCM_EVENT_SHMAT, [&](const ucm_event_t &e) {
         return (e.shmat.result == attached) && (e.shmat.shmid == shmid);
     }) == 1);
@@ -150,13 +143,12 @@ TEST_CASE("sbrk and brk report growing and shrinking the heap", "[ucm]")
 {
     const intptr_t page = static_cast<intptr_t>(page_size());
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_SBRK | UCM_EVENT_BRK |
-                            UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED) ==
-            UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_SBRK | UCM_EVENT_BRK | UCM_EVENT_VM_MAPPED |
+                            UCM_EVENT_VM_UNMAPPED) == UCS_OK);
 
     /* Nothing in between allocates, so malloc never sees the moves. */
-    char *start = static_cast<char*>(sbrk(page));
-    REQUIRE(start != reinterpret_cast<void*>(-1));
+    char *start = static_cast<char *>(sbrk(page));
+    REQUIRE(start != reinterpret_cast<void *>(-1));
     CHECK(recorder.count(UCM_EVENT_SBRK, [&](const ucm_event_t &e) {
         return (e.sbrk.increment == page) && (e.sbrk.result == start);
     }) == 1);
@@ -179,12 +171,11 @@ TEST_CASE("explicit ucm_* wrappers raise the same events", "[ucm]")
 {
     const size_t page = page_size();
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP | UCM_EVENT_MADVISE |
-                            UCM_EVENT_VM_UNMAPPED | UCM_EVENT_VM_MAPPED) ==
-            UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP | UCM_EVENT_MADVISE | UCM_EVENT_VM_UNMAPPED |
+                            UCM_EVENT_VM_MAPPED) == UCS_OK);
 
-    void *address = ucm_mmap(nullptr, page, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *address = ucm_mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                             0);
     REQUIRE(address != MAP_FAILED);
     CHECK(recorder.count_mapped(address, page) == 1);
     CHECK(ucm_madvise(address, page, MADV_DONTNEED) == 0);
@@ -203,16 +194,16 @@ TEST_CASE("explicit ucm_* wrappers raise the same events", "[ucm]")
 namespace {
 
 struct order_log {
-    int                 calls[8];
-    int                 results[8];
-    std::atomic<int>    count{0};
-    void                *address = nullptr;
+    int calls[8];
+    int results[8];
+    std::atomic<int> count{0};
+    void *address = nullptr;
 };
 
-template<int Id> void ordered_handler(ucm_event_type_t, ucm_event_t *event,
-                                      void *arg)
+template <int Id>
+void ordered_handler(ucm_event_type_t, ucm_event_t *event, void *arg)
 {
-    auto *log = static_cast<order_log*>(arg);
+    auto *log = static_cast<order_log *>(arg);
     if (event->munmap.address != log->address) {
         return;
     }
@@ -230,14 +221,10 @@ TEST_CASE("handlers run by priority around the original call", "[ucm]")
     const size_t page = page_size();
     order_log log;
     /* Registered out of order on purpose. */
-    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, 10, ordered_handler<4>,
-                                  &log) == UCS_OK);
-    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, -10, ordered_handler<1>,
-                                  &log) == UCS_OK);
-    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, 0, ordered_handler<3>,
-                                  &log) == UCS_OK);
-    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, -1, ordered_handler<2>,
-                                  &log) == UCS_OK);
+    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, 10, ordered_handler<4>, &log) == UCS_OK);
+    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, -10, ordered_handler<1>, &log) == UCS_OK);
+    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, 0, ordered_handler<3>, &log) == UCS_OK);
+    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, -1, ordered_handler<2>, &log) == UCS_OK);
 
     scratch_mapping mapping(page);
     log.address = mapping.get();
@@ -265,7 +252,7 @@ namespace {
 
 void shrink_to_one_page(ucm_event_type_t, ucm_event_t *event, void *arg)
 {
-    if (event->munmap.address == *static_cast<void**>(arg)) {
+    if (event->munmap.address == *static_cast<void **>(arg)) {
         event->munmap.size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     }
 }
@@ -277,14 +264,13 @@ TEST_CASE("a pre handler may change the arguments of the call", "[ucm]")
     const size_t page = page_size();
     scratch_mapping mapping(2 * page);
     void *target = mapping.get();
-    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, -1, shrink_to_one_page,
-                                  &target) == UCS_OK);
+    REQUIRE(ucm_set_event_handler(UCM_EVENT_MUNMAP, -1, shrink_to_one_page, &target) == UCS_OK);
     REQUIRE(munmap(mapping.get(), 2 * page) == 0);
     ucm_unset_event_handler(UCM_EVENT_MUNMAP, shrink_to_one_page, &target);
 
     CHECK_FALSE(ucm_test::is_mapped(mapping.get(), page));
     REQUIRE(ucm_test::is_mapped(mapping.get() + page, page));
-    mapping.get()[page] = 42;   /* second page survived */
+    mapping.get()[page] = 42; /* second page survived */
     ucm_orig_munmap(mapping.get() + page, page);
     mapping.forget();
 }
@@ -293,10 +279,9 @@ TEST_CASE("unsetting a handler stops delivery", "[ucm]")
 {
     const size_t page = page_size();
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP | UCM_EVENT_VM_UNMAPPED) ==
-            UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP | UCM_EVENT_VM_UNMAPPED) == UCS_OK);
 
-    auto unmap_one_page = [&]() -> void* {
+    auto unmap_one_page = [&]() -> void * {
         scratch_mapping mapping(page);
         void *unmapped = mapping.get();
         REQUIRE(munmap(unmapped, page) == 0);
@@ -333,8 +318,8 @@ TEST_CASE("ucm_vm_munmap reports without unmapping", "[ucm]")
 {
     const size_t page = page_size();
     event_recorder recorder;
-    REQUIRE(recorder.attach(UCM_EVENT_VM_UNMAPPED | UCM_EVENT_VM_MAPPED |
-                            UCM_EVENT_MUNMAP) == UCS_OK);
+    REQUIRE(recorder.attach(UCM_EVENT_VM_UNMAPPED | UCM_EVENT_VM_MAPPED | UCM_EVENT_MUNMAP) ==
+            UCS_OK);
 
     scratch_mapping mapping(2 * page);
     ucm_vm_munmap(mapping.get(), 2 * page);
@@ -342,7 +327,7 @@ TEST_CASE("ucm_vm_munmap reports without unmapping", "[ucm]")
     CHECK(recorder.count(UCM_EVENT_MUNMAP) == 0);
 
     REQUIRE(ucm_test::is_mapped(mapping.get(), 2 * page));
-    memset(mapping.get(), 0x5a, 2 * page);   /* still writable */
+    memset(mapping.get(), 0x5a, 2 * page); /* still writable */
     CHECK(mapping.get()[2 * page - 1] == 0x5a);
 
     ucm_vm_mmap(mapping.get(), page);

@@ -25,13 +25,11 @@ void *unmap_one_page()
 
 } // namespace
 
-TEST_CASE("hooks are installed lazily and NO_INSTALL installs none",
-          "[ucm][fresh][fresh_lazy]")
+TEST_CASE("hooks are installed lazily and NO_INSTALL installs none", "[ucm][fresh][fresh_lazy]")
 {
     const size_t page = page_size();
     event_recorder passive;
-    REQUIRE(passive.attach(UCM_EVENT_MUNMAP | UCM_EVENT_FLAG_NO_INSTALL) ==
-            UCS_OK);
+    REQUIRE(passive.attach(UCM_EVENT_MUNMAP | UCM_EVENT_FLAG_NO_INSTALL) == UCS_OK);
 
     /* Registered, but nothing is hooked yet. */
     void *address = unmap_one_page();
@@ -53,8 +51,7 @@ TEST_CASE("hooks are installed lazily and NO_INSTALL installs none",
     CHECK(passive.count_munmap(address, page) == 1);
 }
 
-TEST_CASE("handlers for external events install no hooks",
-          "[ucm][fresh][fresh_external]")
+TEST_CASE("handlers for external events install no hooks", "[ucm][fresh][fresh_external]")
 {
     const size_t page = page_size();
     ucm_set_external_event(UCM_EVENT_VM_UNMAPPED);

@@ -44,11 +44,10 @@ public:
         if ((dev == MAP_FAILED) || (shadow == MAP_FAILED)) {
             throw std::runtime_error("mmap");
         }
-        device_ = static_cast<char*>(dev);
-        shadow_ = static_cast<char*>(shadow);
-        current_ = this;
-        installed_ = (ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA, detect) ==
-                      UCS_OK) &&
+        device_    = static_cast<char *>(dev);
+        shadow_    = static_cast<char *>(shadow);
+        current_   = this;
+        installed_ = (ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA, detect) == UCS_OK) &&
                      (ucs::memtype::register_copier(UCS_MEMORY_TYPE_CUDA, copy) == UCS_OK) &&
                      (ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &async_) ==
                       UCS_OK) &&
@@ -66,7 +65,7 @@ public:
         munmap(shadow_, size_);
     }
 
-    emulated_device(const emulated_device &) = delete;
+    emulated_device(const emulated_device &)            = delete;
     emulated_device &operator=(const emulated_device &) = delete;
 
     /* Whether the detector and copier were registered (none was before). */
@@ -78,19 +77,19 @@ public:
     /* The read-write view of a device address. */
     char *shadow(const void *device_address) const
     {
-        return shadow_ + (static_cast<const char*>(device_address) - device_);
+        return shadow_ + (static_cast<const char *>(device_address) - device_);
     }
 
     bool contains(const void *address) const
     {
-        auto *p = static_cast<const char*>(address);
+        auto *p = static_cast<const char *>(address);
         return (p >= device_) && (p < device_ + size_);
     }
 
     /* Copies touching [address, +length) of device memory fail from now on. */
     void mark_faulty(const void *address, size_t length)
     {
-        faulty_      = static_cast<const char*>(address);
+        faulty_      = static_cast<const char *>(address);
         faulty_size_ = length;
     }
 
@@ -108,7 +107,7 @@ private:
 
     bool overlaps_faulty(const void *address, size_t length) const
     {
-        auto *p = static_cast<const char*>(address);
+        auto *p = static_cast<const char *>(address);
         return (faulty_ != nullptr) && (p < faulty_ + faulty_size_) && (faulty_ < p + length);
     }
 
@@ -131,9 +130,9 @@ private:
     }
 
     struct queued_copy {
-        void       *dest;
+        void *dest;
         const void *src;
-        size_t     length;
+        size_t length;
     };
 
     static ucs_status_t copy_start(void *dest, ucs_memory_type_t dest_type, const void *src,
@@ -164,8 +163,8 @@ private:
         }
         ucs_status_t status = UCS_OK;
         for (const queued_copy &c : queued) {
-            ucs_status_t s = copy(c.dest, UCS_MEMORY_TYPE_UNKNOWN, c.src,
-                                  UCS_MEMORY_TYPE_UNKNOWN, c.length);
+            ucs_status_t s = copy(c.dest, UCS_MEMORY_TYPE_UNKNOWN, c.src, UCS_MEMORY_TYPE_UNKNOWN,
+                                  c.length);
             if (status == UCS_OK) {
                 status = s;
             }
@@ -192,15 +191,15 @@ private:
     static inline std::atomic<int> bounces_held_{0};
     static inline std::mutex queue_lock_;
     static inline std::vector<queued_copy> queue_;
-    static constexpr ucs::memtype::async_copier async_ = {copy_start, copy_finish};
+    static constexpr ucs::memtype::async_copier async_     = {copy_start, copy_finish};
     static constexpr ucs::memtype::host_allocator bounces_ = {bounce_alloc, bounce_release};
 
-    size_t     size_;
-    char       *device_ = nullptr;
-    char       *shadow_ = nullptr;
-    bool       installed_ = false;
+    size_t size_;
+    char *device_       = nullptr;
+    char *shadow_       = nullptr;
+    bool installed_     = false;
     const char *faulty_ = nullptr;
-    size_t     faulty_size_ = 0;
+    size_t faulty_size_ = 0;
 };
 
 } // namespace ucp_test

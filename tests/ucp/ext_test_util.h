@@ -26,9 +26,9 @@ inline ucp_ext_request_param_t counted_by(ucp_cntr_h cntr, ucp_cntr_h err_cntr =
     ucp_ext_request_param_t ext{};
     ext.base.op_attr_mask = UCP_OP_ATTR_FIELD_EXT;
     ext.ext_field_mask    = UCP_EXT_PARAM_FIELD_CNTR |
-                            ((err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
-    ext.cntr              = cntr;
-    ext.err_cntr          = err_cntr;
+                         ((err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
+    ext.cntr     = cntr;
+    ext.err_cntr = err_cntr;
     return ext;
 }
 
@@ -38,8 +38,8 @@ inline ucp_ext_request_param_t triggered_by(ucp_cntr_h trigger, uint64_t thresho
                                             ucp_cntr_h cntr = nullptr)
 {
     ucp_ext_request_param_t ext = counted_by(cntr);
-    ext.ext_field_mask    = UCP_EXT_PARAM_FIELD_TRIGGER |
-                            ((cntr != nullptr) ? UCP_EXT_PARAM_FIELD_CNTR : 0);
+    ext.ext_field_mask          = UCP_EXT_PARAM_FIELD_TRIGGER |
+                         ((cntr != nullptr) ? UCP_EXT_PARAM_FIELD_CNTR : 0);
     ext.trigger_cntr      = trigger;
     ext.trigger_threshold = threshold;
     return ext;

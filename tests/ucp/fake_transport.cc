@@ -15,9 +15,9 @@
 namespace ucp_test {
 
 std::atomic<unsigned long> fake_progress_calls{0};
-std::atomic<int>           fake_open_ifaces{0};
-std::atomic<bool>          fake_zc_enabled{false};
-std::atomic<long>          fake_zc_registrations{0};
+std::atomic<int> fake_open_ifaces{0};
+std::atomic<bool> fake_zc_enabled{false};
+std::atomic<long> fake_zc_registrations{0};
 std::atomic<unsigned long> fake_zc_reg_calls{0};
 std::atomic<unsigned long> fake_zc_zcopy_sends{0};
 std::atomic<unsigned long> fake_zc_bad_memh{0};
@@ -33,18 +33,14 @@ class test_iface : public uct::iface {
 public:
     test_iface(uct::md &md, unsigned id) : m_md(md), m_id(id)
     {
-        m_attr.flags           = uct::iface_flag::AM_SHORT |
-                                 uct::iface_flag::CONNECT_TO_IFACE;
+        m_attr.flags           = uct::iface_flag::AM_SHORT | uct::iface_flag::CONNECT_TO_IFACE;
         m_attr.am.max_short    = 64;
         m_attr.device_addr_len = fake_dev_addr_len;
         m_attr.iface_addr_len  = fake_iface_addr_len;
         ++fake_open_ifaces;
     }
 
-    ~test_iface() override
-    {
-        --fake_open_ifaces;
-    }
+    ~test_iface() override { --fake_open_ifaces; }
 
     const uct::iface_attr &attr() const override { return m_attr; }
     uct::md &owner_md() const override { return m_md; }
@@ -64,8 +60,7 @@ public:
     bool is_reachable(const void *, size_t dev_addr_len, const void *,
                       size_t iface_addr_len) const override
     {
-        return (dev_addr_len == fake_dev_addr_len) &&
-               (iface_addr_len == fake_iface_addr_len);
+        return (dev_addr_len == fake_dev_addr_len) && (iface_addr_len == fake_iface_addr_len);
     }
 
     unsigned progress() override
@@ -75,8 +70,8 @@ public:
     }
 
 private:
-    uct::md         &m_md;
-    unsigned        m_id;
+    uct::md &m_md;
+    unsigned m_id;
     uct::iface_attr m_attr;
 };
 
@@ -114,7 +109,7 @@ public:
 
 private:
     uct::component &m_component;
-    uct::md_attr   m_attr;
+    uct::md_attr m_attr;
 };
 
 class test_component : public uct::component {
@@ -145,12 +140,12 @@ UCT_REGISTER_TRANSPORT(ucp_test, &the_component)
 
 /* ---- ucp_test_zc -------------------------------------------------------- */
 
-constexpr const char *zc_dev = "fzc0";
+constexpr const char *zc_dev                  = "fzc0";
 constexpr char zc_dev_addr[fake_dev_addr_len] = {'f', 'z', 'c', 'd', 'e', 'v', 0, 0};
 
 struct zc_region {
     uintptr_t address;
-    size_t    length;
+    size_t length;
 };
 
 class zc_ep;
@@ -170,7 +165,7 @@ public:
         m_attr.am.max_hdr      = 128;
         m_attr.device_addr_len = fake_dev_addr_len;
         m_attr.iface_addr_len  = fake_iface_addr_len;
-        m_attr.perf.latency_s  = 1.0;   /* never preferred */
+        m_attr.perf.latency_s  = 1.0; /* never preferred */
     }
 
     const uct::iface_attr &attr() const override { return m_attr; }
@@ -192,8 +187,7 @@ public:
     bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
                       size_t iface_addr_len) const override
     {
-        return (dev_addr_len == fake_dev_addr_len) &&
-               (iface_addr_len == fake_iface_addr_len) &&
+        return (dev_addr_len == fake_dev_addr_len) && (iface_addr_len == fake_iface_addr_len) &&
                (std::memcmp(dev_addr, zc_dev_addr, fake_dev_addr_len) == 0) &&
                (std::memcmp(iface_addr, &m_id, fake_iface_addr_len) == 0);
     }
@@ -211,14 +205,14 @@ public:
     /* Drops what `ep` still has queued: nothing of it completes. */
     void forget(const zc_ep *ep) { m_queue.forget(ep); }
 
-    std::deque<uct::pending_req*> pending;
+    std::deque<uct::pending_req *> pending;
 
 private:
-    uct::md                 &m_md;
-    unsigned                m_id;
-    uct::iface_attr         m_attr;
-    zc_queue                m_queue;
-    bool                    m_dispatching = false;
+    uct::md &m_md;
+    unsigned m_id;
+    uct::iface_attr m_attr;
+    zc_queue m_queue;
+    bool m_dispatching = false;
 };
 
 class zc_ep : public uct::ep {
@@ -226,8 +220,7 @@ public:
     explicit zc_ep(zc_iface &iface) : uct::ep(iface), m_iface(iface) {}
     ~zc_ep() override { m_iface.forget(this); }
 
-    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg,
-                     unsigned) override
+    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg, unsigned) override
     {
         if (m_iface.must_wait()) {
             return UCS_ERR_NO_RESOURCE;
@@ -304,8 +297,7 @@ public:
         return UCS_OK;
     }
 
-    ucs_status_t mem_reg(void *address, size_t length, unsigned,
-                         uct::mem_h *memh_p) override
+    ucs_status_t mem_reg(void *address, size_t length, unsigned, uct::mem_h *memh_p) override
     {
         *memh_p = new zc_region{reinterpret_cast<uintptr_t>(address), length};
         ++fake_zc_registrations;
@@ -315,14 +307,14 @@ public:
 
     ucs_status_t mem_dereg(uct::mem_h memh) override
     {
-        delete static_cast<zc_region*>(memh);
+        delete static_cast<zc_region *>(memh);
         --fake_zc_registrations;
         return UCS_OK;
     }
 
 private:
     uct::component &m_component;
-    uct::md_attr   m_attr;
+    uct::md_attr m_attr;
 };
 
 class zc_component : public uct::component {
@@ -366,11 +358,11 @@ unsigned zc_iface::progress()
     while (!pending.empty() && !full()) {
         uct::pending_req *req = pending.front();
         pending.pop_front();
-        m_dispatching = true;
+        m_dispatching             = true;
         const ucs_status_t status = req->func(req);
-        m_dispatching = false;
+        m_dispatching             = false;
         if ((status == UCS_ERR_NO_RESOURCE) || (status == UCS_INPROGRESS)) {
-            pending.push_front(req);   /* stays first */
+            pending.push_front(req); /* stays first */
             break;
         }
     }
@@ -378,14 +370,13 @@ unsigned zc_iface::progress()
 }
 
 ucs_status_t zc_ep::am_zcopy(uct::am_id_t id, const void *header, unsigned header_length,
-                             const uct::iov *iov, size_t iovcnt, unsigned,
-                             uct::completion *comp)
+                             const uct::iov *iov, size_t iovcnt, unsigned, uct::completion *comp)
 {
     if ((header_length > m_iface.attr().am.max_hdr) || (iovcnt > fake_zc_max_iov)) {
         return UCS_ERR_INVALID_PARAM;
     }
     for (size_t i = 0; i < iovcnt; ++i) {
-        const auto *r    = static_cast<const zc_region*>(iov[i].memh);
+        const auto *r    = static_cast<const zc_region *>(iov[i].memh);
         const auto start = reinterpret_cast<uintptr_t>(iov[i].buffer);
         if ((r == nullptr) || (start < r->address) || (iov[i].length > r->length) ||
             (start - r->address > r->length - iov[i].length)) {
@@ -396,7 +387,7 @@ ucs_status_t zc_ep::am_zcopy(uct::am_id_t id, const void *header, unsigned heade
     if (m_iface.must_wait()) {
         return UCS_ERR_NO_RESOURCE;
     }
-    const auto *h = static_cast<const uint8_t*>(header);
+    const auto *h = static_cast<const uint8_t *>(header);
     m_iface.push({this, id, std::vector<uint8_t>(h, h + header_length),
                   std::vector<uct::iov>(iov, iov + iovcnt), comp});
     ++fake_zc_zcopy_sends;

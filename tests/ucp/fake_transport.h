@@ -24,7 +24,7 @@ constexpr size_t fake_iface_addr_len = 4;
 
 /* Calls of progress() on any fake iface, and ifaces now open. */
 extern std::atomic<unsigned long> fake_progress_calls;
-extern std::atomic<int>           fake_open_ifaces;
+extern std::atomic<int> fake_open_ifaces;
 
 /* Whether a tl name belongs to the fake transport. */
 bool is_fake_tl(const char *tl_name);
@@ -38,18 +38,18 @@ bool is_fake_tl(const char *tl_name);
  * messages queued (then UCS_ERR_NO_RESOURCE). Its performance model is
  * poor: never preferred over a real transport.
  */
-constexpr const char *fake_zc_tl        = "ucp_test_zc";
-constexpr unsigned    fake_zc_queue_max = 4;
-constexpr size_t      fake_zc_max_bcopy = 4096;
-constexpr size_t      fake_zc_max_iov   = 4;
+constexpr const char *fake_zc_tl     = "ucp_test_zc";
+constexpr unsigned fake_zc_queue_max = 4;
+constexpr size_t fake_zc_max_bcopy   = 4096;
+constexpr size_t fake_zc_max_iov     = 4;
 
 /* Its md is listed only while this is true (so contexts of other tests,
  * on all transports, never see it). */
-extern std::atomic<bool>          fake_zc_enabled;
-extern std::atomic<long>          fake_zc_registrations;  /* live memory handles */
-extern std::atomic<unsigned long> fake_zc_reg_calls;      /* mem_reg calls, ever */
-extern std::atomic<unsigned long> fake_zc_zcopy_sends;    /* am_zcopy accepted */
-extern std::atomic<unsigned long> fake_zc_bad_memh;       /* entries not covered */
+extern std::atomic<bool> fake_zc_enabled;
+extern std::atomic<long> fake_zc_registrations;        /* live memory handles */
+extern std::atomic<unsigned long> fake_zc_reg_calls;   /* mem_reg calls, ever */
+extern std::atomic<unsigned long> fake_zc_zcopy_sends; /* am_zcopy accepted */
+extern std::atomic<unsigned long> fake_zc_bad_memh;    /* entries not covered */
 
 } // namespace ucp_test
 

@@ -42,9 +42,9 @@ inline ucp_mem_map_params_t map_params(void *address, size_t length, unsigned fl
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                         UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    params.address    = address;
-    params.length     = length;
-    params.flags      = flags;
+    params.address = address;
+    params.length  = length;
+    params.flags   = flags;
     return params;
 }
 
@@ -63,7 +63,7 @@ public:
         }
     }
 
-    mapped(const mapped &) = delete;
+    mapped(const mapped &)            = delete;
     mapped &operator=(const mapped &) = delete;
 
     ucs_status_t unmap()
@@ -73,11 +73,11 @@ public:
         return result;
     }
 
-    char *address() const { return static_cast<char*>(memh->address); }
+    char *address() const { return static_cast<char *>(memh->address); }
     uint64_t raddr() const { return reinterpret_cast<uintptr_t>(memh->address); }
     size_t length() const { return memh->length; }
 
-    ucp_mem_h    memh = nullptr;
+    ucp_mem_h memh = nullptr;
     ucs_status_t status;
 
 private:
@@ -89,10 +89,9 @@ inline size_t resident_pages(const void *address, size_t length)
 {
     const size_t page  = page_size();
     const auto start   = reinterpret_cast<uintptr_t>(address) / page * page;
-    const size_t count = (reinterpret_cast<uintptr_t>(address) + length - start +
-                          page - 1) / page;
+    const size_t count = (reinterpret_cast<uintptr_t>(address) + length - start + page - 1) / page;
     std::vector<unsigned char> vec(count);
-    if (mincore(reinterpret_cast<void*>(start), count * page, vec.data()) != 0) {
+    if (mincore(reinterpret_cast<void *>(start), count * page, vec.data()) != 0) {
         return SIZE_MAX;
     }
     size_t resident = 0;

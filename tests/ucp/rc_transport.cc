@@ -30,10 +30,10 @@
 
 namespace ucp_test {
 
-std::atomic<bool>          rc_enabled{false};
+std::atomic<bool> rc_enabled{false};
 std::atomic<unsigned long> rc_dropped_unconnected{0};
 std::atomic<unsigned long> rc_delivered_am{0};
-rc_rma_counts              rc_rma_issued;
+rc_rma_counts rc_rma_issued;
 std::atomic<unsigned long> rc_eps_created{0};
 std::atomic<unsigned long> rc_eps_connected{0};
 
@@ -50,28 +50,36 @@ ucs_status_t counted(ucs_status_t status, std::atomic<unsigned long> &count)
 
 /* ---- what crosses the socket (test-only, validated all the same) ---- */
 
-constexpr uint32_t frame_magic = 0x31435452;   /* "RTC1" */
+constexpr uint32_t frame_magic = 0x31435452; /* "RTC1" */
 
-enum op : uint8_t { OP_AM = 1, OP_PUT, OP_GET_REQ, OP_GET_REP, OP_FLUSH_REQ, OP_FLUSH_REP,
-                    OP_CHECK, OP_NAK };
+enum op : uint8_t {
+    OP_AM = 1,
+    OP_PUT,
+    OP_GET_REQ,
+    OP_GET_REP,
+    OP_FLUSH_REQ,
+    OP_FLUSH_REP,
+    OP_CHECK,
+    OP_NAK
+};
 
 struct frame_hdr {
     uint32_t magic;
-    uint8_t  op;
-    uint8_t  am_id;
+    uint8_t op;
+    uint8_t am_id;
     uint16_t reserved;
-    uint32_t dst_ep, dst_gen;     /* the receiving ep */
-    uint32_t src_ep, src_gen;     /* the sending ep: must be the one dst is connected to */
-    uint64_t address;             /* PUT, GET_REQ */
-    uint64_t key;                 /* PUT, GET_REQ; replies: status */
-    uint64_t length;              /* GET_REQ */
-    uint64_t token;               /* GET_REQ, GET_REP, FLUSH_REQ, FLUSH_REP */
+    uint32_t dst_ep, dst_gen; /* the receiving ep */
+    uint32_t src_ep, src_gen; /* the sending ep: must be the one dst is connected to */
+    uint64_t address;         /* PUT, GET_REQ */
+    uint64_t key;             /* PUT, GET_REQ; replies: status */
+    uint64_t length;          /* GET_REQ */
+    uint64_t token;           /* GET_REQ, GET_REP, FLUSH_REQ, FLUSH_REP */
 };
 static_assert(sizeof(frame_hdr) == 56, "frame_hdr layout");
 
 struct dev_address {
     uint64_t machine;
-    uint64_t netns;               /* abstract unix names are per network namespace */
+    uint64_t netns; /* abstract unix names are per network namespace */
 };
 
 struct iface_address {
@@ -82,13 +90,14 @@ struct iface_address {
 
 struct ep_address {
     iface_address iface;
-    uint32_t      ep;
-    uint32_t      gen;
+    uint32_t ep;
+    uint32_t gen;
 };
 static_assert((sizeof(dev_address) == 16) && (sizeof(iface_address) == 16) &&
-              (sizeof(ep_address) == 24), "address layouts");
+                  (sizeof(ep_address) == 24),
+              "address layouts");
 
-constexpr uint32_t rkey_magic = 0x314b4352;    /* "RCK1" */
+constexpr uint32_t rkey_magic = 0x314b4352; /* "RCK1" */
 
 struct packed_rkey {
     uint32_t magic;
@@ -112,22 +121,22 @@ void socket_name(const iface_address &a, sockaddr_un *sun, socklen_t *len)
 {
     std::memset(sun, 0, sizeof(*sun));
     sun->sun_family = AF_UNIX;
-    const int n = std::snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
-                                "ucp_test_rc:%u:%u:%016llx", a.pid, a.index,
-                                static_cast<unsigned long long>(a.nonce));
-    *len = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + n);
+    const int n     = std::snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
+                                    "ucp_test_rc:%u:%u:%016llx", a.pid, a.index,
+                                    static_cast<unsigned long long>(a.nonce));
+    *len            = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + n);
 }
 
 /* ---- memory registrations: what the target checks puts and gets against ---- */
 
 struct region {
-    uint64_t  key;
+    uint64_t key;
     uintptr_t address;
-    size_t    length;
+    size_t length;
 };
 
-std::mutex                             regions_lock;
-std::unordered_map<uint64_t, region>   regions;
+std::mutex regions_lock;
+std::unordered_map<uint64_t, region> regions;
 
 uint64_t random_u64()
 {
@@ -157,8 +166,8 @@ public:
     ~rc_ep() override;
 
     ucs_status_t get_address(void *buffer) const override;
-    ucs_status_t connect_to_ep(const void *dev_addr, size_t dev_addr_len,
-                               const void *ep_addr, size_t ep_addr_len) override;
+    ucs_status_t connect_to_ep(const void *dev_addr, size_t dev_addr_len, const void *ep_addr,
+                               size_t ep_addr_len) override;
 
     ucs_status_t am_short(uct::am_id_t id, uint64_t header, const void *payload,
                           unsigned length) override;
@@ -174,8 +183,7 @@ public:
     ucs_status_t put_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remote_addr,
                            uct::rkey_t rkey, uct::completion *comp) override;
     ucs_status_t get_bcopy(uct::unpack_callback_t unpack, void *arg, size_t length,
-                           uint64_t remote_addr, uct::rkey_t rkey,
-                           uct::completion *comp) override;
+                           uint64_t remote_addr, uct::rkey_t rkey, uct::completion *comp) override;
     ucs_status_t get_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remote_addr,
                            uct::rkey_t rkey, uct::completion *comp) override;
     ucs_status_t pending_add(uct::pending_req *req, unsigned flags) override;
@@ -196,22 +204,21 @@ public:
 
 private:
     struct get_op {
-        uct::unpack_callback_t unpack;    /* get_bcopy */
-        void                   *arg;
-        std::vector<uct::iov>  iov;       /* get_zcopy */
-        size_t                 length;
-        uct::completion        *comp;
+        uct::unpack_callback_t unpack; /* get_bcopy */
+        void *arg;
+        std::vector<uct::iov> iov; /* get_zcopy */
+        size_t length;
+        uct::completion *comp;
     };
     struct flush_op {
-        uint64_t        token;
+        uint64_t token;
         uct::completion *comp;
     };
 
     ucs_status_t ready() const;
     frame_hdr header(uint8_t op) const;
     /* Writes one datagram; a full peer gets it from the backlog later. */
-    ucs_status_t transmit(const frame_hdr &h, const iovec *parts, size_t count,
-                          bool queue_if_full);
+    ucs_status_t transmit(const frame_hdr &h, const iovec *parts, size_t count, bool queue_if_full);
     ucs_status_t send_status(ssize_t rc);
     ucs_status_t put(const frame_hdr &h, const iovec *parts, size_t count);
     /* The bcopy forms: packs into tx_ and sends it with `h` (a put
@@ -221,24 +228,24 @@ private:
     void reply(uint8_t op, uint64_t token, int64_t status, const void *data, size_t length);
     void complete_flushes(uint64_t upto, ucs_status_t status);
 
-    rc_iface                      &iface_;
-    uint32_t                      index_ = 0;
-    uint32_t                      gen_ = 0;
-    bool                          connected_ = false;
-    sockaddr_un                   peer_{};
-    socklen_t                     peer_len_ = 0;
-    uint32_t                      peer_ep_ = 0;
-    uint32_t                      peer_gen_ = 0;
-    ucs_status_t                  failed_ = UCS_OK;
-    bool                          dispatching_ = false;
-    bool                          *alive_ = nullptr;
-    bool                          unflushed_ = false;   /* puts since the last flush request */
-    uint64_t                      next_token_ = 1;
-    std::deque<uct::pending_req*> pending_;
-    std::deque<std::vector<uint8_t>> backlog_;          /* datagrams the peer had no room for */
+    rc_iface &iface_;
+    uint32_t index_ = 0;
+    uint32_t gen_   = 0;
+    bool connected_ = false;
+    sockaddr_un peer_{};
+    socklen_t peer_len_  = 0;
+    uint32_t peer_ep_    = 0;
+    uint32_t peer_gen_   = 0;
+    ucs_status_t failed_ = UCS_OK;
+    bool dispatching_    = false;
+    bool *alive_         = nullptr;
+    bool unflushed_      = false; /* puts since the last flush request */
+    uint64_t next_token_ = 1;
+    std::deque<uct::pending_req *> pending_;
+    std::deque<std::vector<uint8_t>> backlog_; /* datagrams the peer had no room for */
     std::unordered_map<uint64_t, get_op> gets_;
-    std::deque<flush_op>          flushes_;
-    std::vector<uint8_t>          tx_;
+    std::deque<flush_op> flushes_;
+    std::vector<uint8_t> tx_;
 };
 
 class rc_iface final : public uct::iface {
@@ -278,19 +285,19 @@ private:
     unsigned report_errors();
     rc_ep *find(uint32_t index, uint32_t gen) const;
 
-    uct::md                        &md_;
-    uct::worker                    &worker_;
-    uct::iface_attr                attr_;
-    uct::error_handler_t           err_handler_;
-    void                           *err_arg_;
-    int                            fd_ = -1;
-    iface_address                  self_{};
-    std::vector<rc_ep*>            eps_;
-    std::vector<uint32_t>          gens_;
-    std::deque<std::pair<rc_ep*, ucs_status_t>> errors_;
+    uct::md &md_;
+    uct::worker &worker_;
+    uct::iface_attr attr_;
+    uct::error_handler_t err_handler_;
+    void *err_arg_;
+    int fd_ = -1;
+    iface_address self_{};
+    std::vector<rc_ep *> eps_;
+    std::vector<uint32_t> gens_;
+    std::deque<std::pair<rc_ep *, ucs_status_t>> errors_;
     /* One receive buffer per nesting level: a handler may progress again. */
     std::vector<std::unique_ptr<uint8_t[]>> rx_bufs_;
-    unsigned                       depth_ = 0;
+    unsigned depth_ = 0;
 };
 
 /* ---- ep ---------------------------------------------------------------- */
@@ -316,8 +323,8 @@ ucs_status_t rc_ep::get_address(void *buffer) const
     return UCS_OK;
 }
 
-ucs_status_t rc_ep::connect_to_ep(const void *dev_addr, size_t dev_addr_len,
-                                  const void *ep_addr, size_t ep_addr_len)
+ucs_status_t rc_ep::connect_to_ep(const void *dev_addr, size_t dev_addr_len, const void *ep_addr,
+                                  size_t ep_addr_len)
 {
     dev_address dev;
     ep_address peer;
@@ -330,7 +337,7 @@ ucs_status_t rc_ep::connect_to_ep(const void *dev_addr, size_t dev_addr_len,
         return UCS_ERR_UNREACHABLE;
     }
     if (connected_) {
-        return UCS_ERR_ALREADY_EXISTS;    /* a QP is connected once */
+        return UCS_ERR_ALREADY_EXISTS; /* a QP is connected once */
     }
     socket_name(peer.iface, &peer_, &peer_len_);
     peer_ep_   = peer.ep;
@@ -342,9 +349,8 @@ ucs_status_t rc_ep::connect_to_ep(const void *dev_addr, size_t dev_addr_len,
 
 bool rc_ep::accepts(const sockaddr_un &src, socklen_t src_len, const frame_hdr &h) const
 {
-    return connected_ && (src_len == peer_len_) &&
-           (std::memcmp(&src, &peer_, src_len) == 0) && (h.src_ep == peer_ep_) &&
-           (h.src_gen == peer_gen_);
+    return connected_ && (src_len == peer_len_) && (std::memcmp(&src, &peer_, src_len) == 0) &&
+           (h.src_ep == peer_ep_) && (h.src_gen == peer_gen_);
 }
 
 bool rc_ep::busy() const
@@ -387,7 +393,7 @@ ucs_status_t rc_ep::send_status(ssize_t rc)
     case ECONNREFUSED:
     case ENOENT:
     case ENOTCONN:
-        fail(UCS_ERR_CONNECTION_RESET);    /* the peer's socket is gone */
+        fail(UCS_ERR_CONNECTION_RESET); /* the peer's socket is gone */
         return UCS_ERR_CONNECTION_RESET;
     case EMSGSIZE:
         return UCS_ERR_INVALID_PARAM;
@@ -405,11 +411,11 @@ ucs_status_t rc_ep::transmit(const frame_hdr &h, const iovec *parts, size_t coun
     if (count + 1 > std::size(iov)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    iov[0] = {const_cast<frame_hdr*>(&h), sizeof(h)};
+    iov[0]       = {const_cast<frame_hdr *>(&h), sizeof(h)};
     size_t total = sizeof(h);
     for (size_t i = 0; i < count; ++i) {
         iov[i + 1] = parts[i];
-        total     += parts[i].iov_len;
+        total += parts[i].iov_len;
     }
     if (total > max_datagram) {
         return UCS_ERR_INVALID_PARAM;
@@ -421,7 +427,7 @@ ucs_status_t rc_ep::transmit(const frame_hdr &h, const iovec *parts, size_t coun
         msg.msg_namelen = peer_len_;
         msg.msg_iov     = iov;
         msg.msg_iovlen  = count + 1;
-        status = send_status(::sendmsg(iface_.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL));
+        status          = send_status(::sendmsg(iface_.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL));
     }
     if ((status != UCS_ERR_NO_RESOURCE) || !queue_if_full) {
         return status;
@@ -430,7 +436,7 @@ ucs_status_t rc_ep::transmit(const frame_hdr &h, const iovec *parts, size_t coun
     std::vector<uint8_t> datagram;
     datagram.reserve(total);
     for (size_t i = 0; i <= count; ++i) {
-        const auto *p = static_cast<const uint8_t*>(iov[i].iov_base);
+        const auto *p = static_cast<const uint8_t *>(iov[i].iov_base);
         datagram.insert(datagram.end(), p, p + iov[i].iov_len);
     }
     backlog_.push_back(std::move(datagram));
@@ -447,10 +453,10 @@ ucs_status_t rc_ep::am_short(uct::am_id_t id, uint64_t header_word, const void *
     if (status != UCS_OK) {
         return status;
     }
-    frame_hdr h = header(OP_AM);
-    h.am_id     = id;
+    frame_hdr h         = header(OP_AM);
+    h.am_id             = id;
     const iovec parts[] = {{&header_word, sizeof(header_word)},
-                           {const_cast<void*>(payload), length}};
+                           {const_cast<void *>(payload), length}};
     return transmit(h, parts, 2, true);
 }
 
@@ -477,8 +483,7 @@ ssize_t rc_ep::am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg, u
 }
 
 ucs_status_t rc_ep::am_zcopy(uct::am_id_t id, const void *header_data, unsigned header_length,
-                             const uct::iov *iov, size_t iovcnt, unsigned,
-                             uct::completion *)
+                             const uct::iov *iov, size_t iovcnt, unsigned, uct::completion *)
 {
     if ((iovcnt > 8) || (header_length > iface_.attr().am.max_hdr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -488,9 +493,9 @@ ucs_status_t rc_ep::am_zcopy(uct::am_id_t id, const void *header_data, unsigned 
         return status;
     }
     iovec parts[9];
-    parts[0] = {const_cast<void*>(header_data), header_length};
+    parts[0] = {const_cast<void *>(header_data), header_length};
     for (size_t i = 0; i < iovcnt; ++i) {
-        parts[i + 1] = {const_cast<void*>(iov[i].buffer), iov[i].length};
+        parts[i + 1] = {const_cast<void *>(iov[i].buffer), iov[i].length};
     }
     frame_hdr h = header(OP_AM);
     h.am_id     = id;
@@ -519,17 +524,17 @@ ucs_status_t rc_ep::put_short(const void *buffer, unsigned length, uint64_t remo
     }
     frame_hdr h = header(OP_PUT);
     h.address   = remote_addr;
-    h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
-    const iovec part{const_cast<void*>(buffer), length};
+    h.key       = reinterpret_cast<const remote_key *>(rkey)->key;
+    const iovec part{const_cast<void *>(buffer), length};
     return counted(put(h, &part, 1), rc_rma_issued.put_short);
 }
 
 ssize_t rc_ep::put_bcopy(uct::pack_callback_t pack, void *arg, uint64_t remote_addr,
                          uct::rkey_t rkey)
 {
-    frame_hdr h = header(OP_PUT);
-    h.address   = remote_addr;
-    h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
+    frame_hdr h          = header(OP_PUT);
+    h.address            = remote_addr;
+    h.key                = reinterpret_cast<const remote_key *>(rkey)->key;
     const ssize_t packed = send_packed(h, pack, arg);
     if (packed >= 0) {
         ++rc_rma_issued.put_bcopy;
@@ -553,11 +558,11 @@ ucs_status_t rc_ep::put_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remot
     }
     iovec parts[8];
     for (size_t i = 0; i < iovcnt; ++i) {
-        parts[i] = {const_cast<void*>(iov[i].buffer), iov[i].length};
+        parts[i] = {const_cast<void *>(iov[i].buffer), iov[i].length};
     }
     frame_hdr h = header(OP_PUT);
     h.address   = remote_addr;
-    h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
+    h.key       = reinterpret_cast<const remote_key *>(rkey)->key;
     return counted(put(h, parts, iovcnt), rc_rma_issued.put_zcopy);
 }
 
@@ -569,10 +574,10 @@ ucs_status_t rc_ep::start_get(uint64_t remote_addr, uct::rkey_t rkey, get_op op)
     }
     frame_hdr h = header(OP_GET_REQ);
     h.address   = remote_addr;
-    h.key       = reinterpret_cast<const remote_key*>(rkey)->key;
+    h.key       = reinterpret_cast<const remote_key *>(rkey)->key;
     h.length    = op.length;
     h.token     = next_token_++;
-    status = transmit(h, nullptr, 0, true);
+    status      = transmit(h, nullptr, 0, true);
     if (status != UCS_OK) {
         return status;
     }
@@ -600,21 +605,21 @@ ucs_status_t rc_ep::get_zcopy(const uct::iov *iov, size_t iovcnt, uint64_t remot
     if ((iovcnt > 8) || (total > rc_max_zcopy)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return counted(start_get(remote_addr, rkey, {nullptr, nullptr,
-                                                 std::vector<uct::iov>(iov, iov + iovcnt),
-                                                 total, comp}),
+    return counted(start_get(remote_addr, rkey,
+                             {nullptr, nullptr, std::vector<uct::iov>(iov, iov + iovcnt), total,
+                              comp}),
                    rc_rma_issued.get_zcopy);
 }
 
 ucs_status_t rc_ep::pending_add(uct::pending_req *req, unsigned)
 {
-    pending_.push_back(req);    /* dispatched by the next progress */
+    pending_.push_back(req); /* dispatched by the next progress */
     return UCS_OK;
 }
 
 void rc_ep::pending_purge(uct::pending_purge_callback_t cb, void *arg)
 {
-    std::deque<uct::pending_req*> queue;
+    std::deque<uct::pending_req *> queue;
     queue.swap(pending_);
     for (uct::pending_req *req : queue) {
         cb(req, arg);
@@ -643,8 +648,8 @@ ucs_status_t rc_ep::flush(unsigned flags, uct::completion *comp)
         return UCS_INPROGRESS;
     }
     /* The target answers after executing everything sent before. */
-    frame_hdr h = header(OP_FLUSH_REQ);
-    h.token     = next_token_++;
+    frame_hdr h         = header(OP_FLUSH_REQ);
+    h.token             = next_token_++;
     ucs_status_t status = transmit(h, nullptr, 0, true);
     if (status != UCS_OK) {
         return status;
@@ -660,7 +665,7 @@ void rc_ep::probe()
         return;
     }
     const frame_hdr h = header(OP_CHECK);
-    transmit(h, nullptr, 0, false);   /* a full peer is alive */
+    transmit(h, nullptr, 0, false); /* a full peer is alive */
 }
 
 ucs_status_t rc_ep::check(unsigned, uct::completion *)
@@ -696,13 +701,12 @@ void rc_ep::fail(ucs_status_t status)
     iface_.report(this, status);
 }
 
-void rc_ep::reply(uint8_t op, uint64_t token, int64_t status, const void *data,
-                  size_t length)
+void rc_ep::reply(uint8_t op, uint64_t token, int64_t status, const void *data, size_t length)
 {
     frame_hdr h = header(op);
     h.token     = token;
     h.key       = uint64_t(status);
-    const iovec part{const_cast<void*>(data), length};
+    const iovec part{const_cast<void *>(data), length};
     transmit(h, &part, (length != 0) ? 1 : 0, true);
 }
 
@@ -710,7 +714,7 @@ void rc_ep::receive(const frame_hdr &h, const uint8_t *payload, size_t length)
 {
     switch (h.op) {
     case OP_AM:
-        iface_.deliver_am(h.am_id, const_cast<uint8_t*>(payload), length);
+        iface_.deliver_am(h.am_id, const_cast<uint8_t *>(payload), length);
         break;
     case OP_PUT:
         if (!region_allows(h.key, h.address, length)) {
@@ -719,7 +723,7 @@ void rc_ep::receive(const frame_hdr &h, const uint8_t *payload, size_t length)
                       static_cast<unsigned long long>(h.key));
             reply(OP_NAK, 0, UCS_ERR_INVALID_ADDR, nullptr, 0);
         } else if (length != 0) {
-            std::memcpy(reinterpret_cast<void*>(h.address), payload, length);
+            std::memcpy(reinterpret_cast<void *>(h.address), payload, length);
         }
         break;
     case OP_GET_REQ:
@@ -729,8 +733,7 @@ void rc_ep::receive(const frame_hdr &h, const uint8_t *payload, size_t length)
                       static_cast<unsigned long long>(h.address));
             reply(OP_GET_REP, h.token, UCS_ERR_INVALID_ADDR, nullptr, 0);
         } else {
-            reply(OP_GET_REP, h.token, UCS_OK, reinterpret_cast<const void*>(h.address),
-                  h.length);
+            reply(OP_GET_REP, h.token, UCS_OK, reinterpret_cast<const void *>(h.address), h.length);
         }
         break;
     case OP_GET_REP: {
@@ -751,7 +754,7 @@ void rc_ep::receive(const frame_hdr &h, const uint8_t *payload, size_t length)
             } else {
                 size_t offset = 0;
                 for (const uct::iov &e : op.iov) {
-                    std::memcpy(const_cast<void*>(e.buffer), payload + offset, e.length);
+                    std::memcpy(const_cast<void *>(e.buffer), payload + offset, e.length);
                     offset += e.length;
                 }
             }
@@ -766,7 +769,7 @@ void rc_ep::receive(const frame_hdr &h, const uint8_t *payload, size_t length)
         complete_flushes(h.token, UCS_OK);
         break;
     case OP_NAK:
-        fail(ucs_status_t(int64_t(h.key)));   /* a remote access error */
+        fail(ucs_status_t(int64_t(h.key))); /* a remote access error */
         break;
     default:
         break;
@@ -778,15 +781,15 @@ unsigned rc_ep::progress_tx()
     unsigned count = 0;
     while (!backlog_.empty() && (failed_ == UCS_OK)) {
         const std::vector<uint8_t> &d = backlog_.front();
-        ucs_status_t status = send_status(::sendto(iface_.fd(), d.data(), d.size(),
-                                                   MSG_DONTWAIT | MSG_NOSIGNAL,
-                                                   reinterpret_cast<sockaddr*>(&peer_),
-                                                   peer_len_));
+        ucs_status_t status           = send_status(::sendto(iface_.fd(), d.data(), d.size(),
+                                                             MSG_DONTWAIT | MSG_NOSIGNAL,
+                                                             reinterpret_cast<sockaddr *>(&peer_),
+                                                             peer_len_));
         if (status == UCS_ERR_NO_RESOURCE) {
             return count;
         }
         if (status != UCS_OK) {
-            return count;     /* failed: the backlog is gone */
+            return count; /* failed: the backlog is gone */
         }
         backlog_.pop_front();
         ++count;
@@ -794,8 +797,8 @@ unsigned rc_ep::progress_tx()
     if (!connected_ || !backlog_.empty()) {
         return count;
     }
-    bool alive  = true;
-    alive_      = &alive;
+    bool alive   = true;
+    alive_       = &alive;
     dispatching_ = true;
     while (alive && !pending_.empty() && backlog_.empty()) {
         uct::pending_req *req = pending_.front();
@@ -805,7 +808,7 @@ unsigned rc_ep::progress_tx()
             return count;
         }
         if ((status == UCS_ERR_NO_RESOURCE) || (status == UCS_INPROGRESS)) {
-            pending_.push_front(req);   /* stays first */
+            pending_.push_front(req); /* stays first */
             break;
         }
         ++count;
@@ -817,27 +820,26 @@ unsigned rc_ep::progress_tx()
 
 /* ---- iface ------------------------------------------------------------- */
 
-rc_iface::rc_iface(uct::md &md, uct::worker &worker, const uct::iface_params &params)
-    : md_(md), worker_(worker), err_handler_(params.err_handler),
-      err_arg_(params.err_handler_arg)
+rc_iface::rc_iface(uct::md &md, uct::worker &worker, const uct::iface_params &params) :
+    md_(md), worker_(worker), err_handler_(params.err_handler), err_arg_(params.err_handler_arg)
 {
     using namespace uct::iface_flag;
-    attr_.flags = AM_SHORT | AM_BCOPY | AM_ZCOPY | PENDING | PUT_SHORT | PUT_BCOPY |
-                  PUT_ZCOPY | GET_BCOPY | GET_ZCOPY | CONNECT_TO_EP |
-                  ERRHANDLE_PEER_FAILURE | EP_CHECK | CB_SYNC;
-    attr_.event_flags   = uct::event_flag::FD | uct::event_flag::RECV;
-    attr_.am.max_short  = rc_max_short;
-    attr_.am.max_bcopy  = rc_max_bcopy;
-    attr_.am.max_zcopy  = rc_max_zcopy - 512;
-    attr_.am.max_iov    = 8;
-    attr_.am.max_hdr    = 256;
-    attr_.put.max_short = rc_max_short;
-    attr_.put.max_bcopy = rc_max_bcopy;
-    attr_.put.max_zcopy = rc_max_zcopy;
-    attr_.put.max_iov   = 8;
-    attr_.get.max_bcopy = rc_max_bcopy;
-    attr_.get.max_zcopy = rc_max_zcopy;
-    attr_.get.max_iov   = 8;
+    attr_.flags = AM_SHORT | AM_BCOPY | AM_ZCOPY | PENDING | PUT_SHORT | PUT_BCOPY | PUT_ZCOPY |
+                  GET_BCOPY | GET_ZCOPY | CONNECT_TO_EP | ERRHANDLE_PEER_FAILURE | EP_CHECK |
+                  CB_SYNC;
+    attr_.event_flags     = uct::event_flag::FD | uct::event_flag::RECV;
+    attr_.am.max_short    = rc_max_short;
+    attr_.am.max_bcopy    = rc_max_bcopy;
+    attr_.am.max_zcopy    = rc_max_zcopy - 512;
+    attr_.am.max_iov      = 8;
+    attr_.am.max_hdr      = 256;
+    attr_.put.max_short   = rc_max_short;
+    attr_.put.max_bcopy   = rc_max_bcopy;
+    attr_.put.max_zcopy   = rc_max_zcopy;
+    attr_.put.max_iov     = 8;
+    attr_.get.max_bcopy   = rc_max_bcopy;
+    attr_.get.max_zcopy   = rc_max_zcopy;
+    attr_.get.max_iov     = 8;
     attr_.device_addr_len = sizeof(dev_address);
     attr_.iface_addr_len  = sizeof(iface_address);
     attr_.ep_addr_len     = sizeof(ep_address);
@@ -867,7 +869,7 @@ ucs_status_t rc_iface::init()
     sockaddr_un name;
     socklen_t len;
     socket_name(self_, &name, &len);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&name), len) != 0) {
+    if (::bind(fd_, reinterpret_cast<sockaddr *>(&name), len) != 0) {
         ucs_error("ucp_test_rc: bind failed: %m");
         return UCS_ERR_IO_ERROR;
     }
@@ -917,9 +919,9 @@ void rc_iface::add_ep(rc_ep *ep, uint32_t *index, uint32_t *gen)
         gens_.push_back(0);
         it = eps_.end() - 1;
     }
-    *index        = uint32_t(it - eps_.begin());
-    *it           = ep;
-    *gen          = ++gens_[*index];    /* a later ep in the slot has another */
+    *index = uint32_t(it - eps_.begin());
+    *it    = ep;
+    *gen   = ++gens_[*index]; /* a later ep in the slot has another */
 }
 
 void rc_iface::remove_ep(uint32_t index)
@@ -968,8 +970,8 @@ unsigned rc_iface::receive()
     for (int i = 0; i < 16; ++i) {
         sockaddr_un src;
         socklen_t src_len = sizeof(src);
-        const ssize_t n = ::recvfrom(fd_, buf, max_datagram, MSG_DONTWAIT,
-                                     reinterpret_cast<sockaddr*>(&src), &src_len);
+        const ssize_t n   = ::recvfrom(fd_, buf, max_datagram, MSG_DONTWAIT,
+                                       reinterpret_cast<sockaddr *>(&src), &src_len);
         if (n < 0) {
             break;
         }
@@ -983,9 +985,10 @@ unsigned rc_iface::receive()
         rc_ep *ep = find(h.dst_ep, h.dst_gen);
         if ((ep == nullptr) || !ep->accepts(src, src_len, h)) {
             if (h.op != OP_CHECK) {
-                ++rc_dropped_unconnected;     /* as a QP refuses a stranger's packets */
+                ++rc_dropped_unconnected; /* as a QP refuses a stranger's packets */
                 ucs_debug("ucp_test_rc: dropped a message (op %u) for ep %u/%u: not "
-                          "connected to its sender", h.op, h.dst_ep, h.dst_gen);
+                          "connected to its sender",
+                          h.op, h.dst_ep, h.dst_gen);
             }
             continue;
         }
@@ -1079,7 +1082,7 @@ public:
         if (std::strcmp(params.tl_name, rc_tl) != 0) {
             return UCS_ERR_NO_DEVICE;
         }
-        auto iface = std::make_unique<rc_iface>(*this, worker, params);
+        auto iface          = std::make_unique<rc_iface>(*this, worker, params);
         ucs_status_t status = iface->init();
         if (status != UCS_OK) {
             return status;
@@ -1099,7 +1102,7 @@ public:
 
     ucs_status_t mem_dereg(uct::mem_h memh) override
     {
-        auto *r = static_cast<region*>(memh);
+        auto *r = static_cast<region *>(memh);
         {
             std::lock_guard<std::mutex> guard(regions_lock);
             regions.erase(r->key);
@@ -1110,7 +1113,7 @@ public:
 
     ucs_status_t mkey_pack(uct::mem_h memh, void *buffer) override
     {
-        const auto *r = static_cast<const region*>(memh);
+        const auto *r = static_cast<const region *>(memh);
         const packed_rkey packed{rkey_magic, 0, r->key, r->address, r->length};
         std::memcpy(buffer, &packed, sizeof(packed));
         return UCS_OK;
@@ -1118,7 +1121,7 @@ public:
 
 private:
     uct::component &component_;
-    uct::md_attr   attr_;
+    uct::md_attr attr_;
 };
 
 class rc_component final : public uct::component {
@@ -1142,8 +1145,7 @@ public:
         return UCS_OK;
     }
 
-    ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                             uct::rkey_bundle *rkey_p) override
+    ucs_status_t rkey_unpack(const void *buffer, size_t length, uct::rkey_bundle *rkey_p) override
     {
         ucs::wire_reader r(buffer, length);
         packed_rkey packed;
@@ -1158,7 +1160,7 @@ public:
 
     void rkey_release(const uct::rkey_bundle &rkey) override
     {
-        delete static_cast<remote_key*>(rkey.handle);
+        delete static_cast<remote_key *>(rkey.handle);
     }
 };
 

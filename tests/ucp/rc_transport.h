@@ -37,13 +37,13 @@
 
 namespace ucp_test {
 
-constexpr const char *rc_tl      = "ucp_test_rc";
-constexpr const char *rc_dev     = "rc0";
-constexpr size_t rc_max_short    = 256;
-constexpr size_t rc_max_bcopy    = 8192;
-constexpr size_t rc_max_zcopy    = 65536;
+constexpr const char *rc_tl   = "ucp_test_rc";
+constexpr const char *rc_dev  = "rc0";
+constexpr size_t rc_max_short = 256;
+constexpr size_t rc_max_bcopy = 8192;
+constexpr size_t rc_max_zcopy = 65536;
 
-extern std::atomic<bool>          rc_enabled;
+extern std::atomic<bool> rc_enabled;
 /* Messages this process's ifaces refused: their ep was not connected to
  * the sending ep. */
 extern std::atomic<unsigned long> rc_dropped_unconnected;
@@ -65,7 +65,7 @@ class rc_enable_guard {
 public:
     rc_enable_guard() { rc_enabled = true; }
     ~rc_enable_guard() { rc_enabled = false; }
-    rc_enable_guard(const rc_enable_guard &) = delete;
+    rc_enable_guard(const rc_enable_guard &)            = delete;
     rc_enable_guard &operator=(const rc_enable_guard &) = delete;
 };
 

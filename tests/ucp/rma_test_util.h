@@ -39,7 +39,7 @@ inline const char *memory_name(memory kind)
  * lane for registered memory, so its operations are emulated. */
 struct config {
     const char *tls;
-    memory     kind;
+    memory kind;
 };
 
 inline const std::vector<config> &two_process_configs()
@@ -66,8 +66,8 @@ inline const std::vector<config> &loopback_configs()
 /* A region this process exposes, and its packed remote key. */
 class region {
 public:
-    region() = default;
-    region(const region &) = delete;
+    region()                          = default;
+    region(const region &)            = delete;
     region &operator=(const region &) = delete;
 
     ~region()
@@ -82,9 +82,9 @@ public:
     {
         context_ = context;
         ucp_mem_map_params_t params{};
-        params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                            UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-        params.length     = length;
+        params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                            UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+        params.length = length;
         if (kind == memory::allocated) {
             params.flags = UCP_MEM_MAP_ALLOCATE;
         } else {
@@ -102,11 +102,11 @@ public:
         }
         ucp_mem_attr_t attr{};
         attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
-        status = ucp_mem_query(memh_, &attr);
+        status          = ucp_mem_query(memh_, &attr);
         if (status != UCS_OK) {
             return status;
         }
-        data_   = static_cast<uint8_t*>(attr.address);
+        data_   = static_cast<uint8_t *>(attr.address);
         length_ = length;
         void *buffer;
         size_t size;
@@ -114,7 +114,7 @@ public:
         if (status != UCS_OK) {
             return status;
         }
-        key_.assign(static_cast<uint8_t*>(buffer), static_cast<uint8_t*>(buffer) + size);
+        key_.assign(static_cast<uint8_t *>(buffer), static_cast<uint8_t *>(buffer) + size);
         ucp_rkey_buffer_release(buffer);
         return UCS_OK;
     }
@@ -135,11 +135,11 @@ public:
     const std::vector<uint8_t> &key() const { return key_; }
 
 private:
-    ucp_context_h        context_ = nullptr;
-    ucp_mem_h            memh_ = nullptr;
-    void                 *own_ = nullptr;
-    uint8_t              *data_ = nullptr;
-    size_t               length_ = 0;
+    ucp_context_h context_ = nullptr;
+    ucp_mem_h memh_        = nullptr;
+    void *own_             = nullptr;
+    uint8_t *data_         = nullptr;
+    size_t length_         = 0;
     std::vector<uint8_t> key_;
 };
 
@@ -161,11 +161,11 @@ enum class command_type : uint32_t {
 
 struct command {
     command_type type;
-    uint32_t     size;
-    uint64_t     offset;
-    uint64_t     length;
-    uint64_t     value;
-    uint64_t     value2;
+    uint32_t size;
+    uint64_t offset;
+    uint64_t length;
+    uint64_t value;
+    uint64_t value2;
 };
 
 /* A 4- or 8-byte word; atomic where aligned (atomics target it meanwhile). */
@@ -175,7 +175,7 @@ inline uint64_t load_word(const uint8_t *p, uint32_t size)
     if (size == 4) {
         uint32_t value;
         if (aligned) {
-            value = __atomic_load_n(reinterpret_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE);
+            value = __atomic_load_n(reinterpret_cast<const uint32_t *>(p), __ATOMIC_ACQUIRE);
         } else {
             std::memcpy(&value, p, sizeof(value));
         }
@@ -183,7 +183,7 @@ inline uint64_t load_word(const uint8_t *p, uint32_t size)
     }
     uint64_t value;
     if (aligned) {
-        value = __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+        value = __atomic_load_n(reinterpret_cast<const uint64_t *>(p), __ATOMIC_ACQUIRE);
     } else {
         std::memcpy(&value, p, sizeof(value));
     }
@@ -196,12 +196,12 @@ inline void store_word(uint8_t *p, uint32_t size, uint64_t value)
     if (size == 4) {
         const auto value32 = uint32_t(value);
         if (aligned) {
-            __atomic_store_n(reinterpret_cast<uint32_t*>(p), value32, __ATOMIC_RELEASE);
+            __atomic_store_n(reinterpret_cast<uint32_t *>(p), value32, __ATOMIC_RELEASE);
         } else {
             std::memcpy(p, &value32, sizeof(value32));
         }
     } else if (aligned) {
-        __atomic_store_n(reinterpret_cast<uint64_t*>(p), value, __ATOMIC_RELEASE);
+        __atomic_store_n(reinterpret_cast<uint64_t *>(p), value, __ATOMIC_RELEASE);
     } else {
         std::memcpy(p, &value, sizeof(value));
     }
@@ -324,9 +324,7 @@ public:
     {
         const char *tls   = cfg.tls;
         const memory kind = cfg.kind;
-        return start_with(cfg, length, [=](int fd) {
-            return target_child(fd, tls, kind, length);
-        });
+        return start_with(cfg, length, [=](int fd) { return target_child(fd, tls, kind, length); });
     }
 
     template <typename Body>
@@ -338,8 +336,7 @@ public:
         }
         child = std::make_unique<test::child_process>(std::forward<Body>(body));
         std::vector<uint8_t> remote;
-        if (!test::send_blob(child->fd(), p.address()) ||
-            !test::recv_blob(child->fd(), &remote)) {
+        if (!test::send_blob(child->fd(), p.address()) || !test::recv_blob(child->fd(), &remote)) {
             return UCS_ERR_IO_ERROR;
         }
         status = p.connect(remote, err_mode, on_error, this);
@@ -361,7 +358,7 @@ public:
             status = p.connect(p.address());
         }
         if (status == UCS_OK) {
-            local = std::make_unique<region>();
+            local  = std::make_unique<region>();
             status = local->map(p.context, cfg.kind, length);
         }
         if (status != UCS_OK) {
@@ -388,7 +385,7 @@ public:
             child_status = child->wait();
             child.reset();
         }
-        local.reset();   /* before the context goes */
+        local.reset(); /* before the context goes */
         return child_status;
     }
 
@@ -418,10 +415,7 @@ public:
     }
 
     /* The first half of ask(): the reply is read with answer(). */
-    bool tell(const command &c)
-    {
-        return (child != nullptr) && test::send_value(child->fd(), c);
-    }
+    bool tell(const command &c) { return (child != nullptr) && test::send_value(child->fd(), c); }
 
     uint64_t answer()
     {
@@ -463,21 +457,21 @@ public:
 
     static void on_error(void *arg, ucp_ep_h, ucs_status_t)
     {
-        ++static_cast<session*>(arg)->errors;
+        ++static_cast<session *>(arg)->errors;
     }
 
     /* Set before start(): PEER makes a lost target fail the ep. */
-    ucp_err_handling_mode_t              err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    int                                  errors = 0;
+    ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    int errors                       = 0;
 
-    peer                                 p;
+    peer p;
     std::unique_ptr<test::child_process> child;
-    std::unique_ptr<region>              local;
-    ucp_rkey_h                           rkey = nullptr;
-    std::vector<uint8_t>                 packed_key;   /* what rkey was unpacked from */
-    uint64_t                             base = 0;
-    size_t                               length = 0;
-    int                                  child_status = 0;
+    std::unique_ptr<region> local;
+    ucp_rkey_h rkey = nullptr;
+    std::vector<uint8_t> packed_key; /* what rkey was unpacked from */
+    uint64_t base    = 0;
+    size_t length    = 0;
+    int child_status = 0;
 };
 
 } // namespace rma_test

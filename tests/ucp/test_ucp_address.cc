@@ -15,13 +15,16 @@ ucp::unpacked_address sample_address()
     addr.worker_uuid = 0x0123456789abcdefull;
     addr.node_id     = ucp::local_node_id();
     addr.worker_name = "host:1234";
-    addr.entries.push_back({"posix", "posix", uct::device_type::SHM, {1, 2, 3, 4, 5, 6, 7, 8},
-                            {9, 10}});
-    addr.entries.push_back({"tcp", "tcp", uct::device_type::NET,
-                            std::vector<uint8_t>(20, 0xab), {0x11, 0x22, 0x33, 0x44}});
+    addr.entries.push_back(
+        {"posix", "posix", uct::device_type::SHM, {1, 2, 3, 4, 5, 6, 7, 8}, {9, 10}});
+    addr.entries.push_back({"tcp",
+                            "tcp",
+                            uct::device_type::NET,
+                            std::vector<uint8_t>(20, 0xab),
+                            {0x11, 0x22, 0x33, 0x44}});
     addr.entries.push_back({"self", "self", uct::device_type::SELF, {}, {7}});
-    addr.entries.push_back({"rc", "ib", uct::device_type::NET, {1, 2}, {3},
-                            ucp::address_entry_flag::CONNECT_TO_EP});
+    addr.entries.push_back(
+        {"rc", "ib", uct::device_type::NET, {1, 2}, {3}, ucp::address_entry_flag::CONNECT_TO_EP});
     return addr;
 }
 
@@ -30,8 +33,8 @@ std::vector<uint8_t> pack(const ucp::unpacked_address &addr)
     void *buffer  = nullptr;
     size_t length = 0;
     REQUIRE(ucp::pack_address(addr, &buffer, &length) == UCS_OK);
-    std::vector<uint8_t> bytes(static_cast<uint8_t*>(buffer),
-                               static_cast<uint8_t*>(buffer) + length);
+    std::vector<uint8_t> bytes(static_cast<uint8_t *>(buffer),
+                               static_cast<uint8_t *>(buffer) + length);
     std::free(buffer);
     return bytes;
 }
@@ -45,9 +48,8 @@ bool same(const ucp::unpacked_address &a, const ucp::unpacked_address &b)
     }
     for (size_t i = 0; i < a.entries.size(); ++i) {
         const auto &x = a.entries[i], &y = b.entries[i];
-        if ((x.tl_name != y.tl_name) || (x.md_name != y.md_name) ||
-            (x.dev_type != y.dev_type) || (x.dev_addr != y.dev_addr) ||
-            (x.iface_addr != y.iface_addr) || (x.flags != y.flags)) {
+        if ((x.tl_name != y.tl_name) || (x.md_name != y.md_name) || (x.dev_type != y.dev_type) ||
+            (x.dev_addr != y.dev_addr) || (x.iface_addr != y.iface_addr) || (x.flags != y.flags)) {
             return false;
         }
     }
@@ -67,7 +69,7 @@ bool accepted_consistently(const std::vector<uint8_t> &bytes, bool *accepted)
     }
     ucp::unpacked_address out;
     ucs_status_t status = ucp::unpack_address(copy.get(), bytes.size(), &out);
-    *accepted = (status == UCS_OK);
+    *accepted           = (status == UCS_OK);
     if (!*accepted) {
         return status == UCS_ERR_INVALID_PARAM;
     }
@@ -76,8 +78,7 @@ bool accepted_consistently(const std::vector<uint8_t> &bytes, bool *accepted)
     if (ucp::pack_address(out, &repacked, &length) != UCS_OK) {
         return false;
     }
-    bool ok = (length <= bytes.size()) &&
-              (std::memcmp(repacked, bytes.data(), length) == 0);
+    bool ok = (length <= bytes.size()) && (std::memcmp(repacked, bytes.data(), length) == 0);
     std::free(repacked);
     return ok;
 }
@@ -96,15 +97,14 @@ TEST_CASE("address round trip", "[ucp_address]")
 
     size_t total  = 0;
     uint64_t uuid = 0;
-    REQUIRE(ucp::address_peek(bytes.data(), ucp::address_header_size, &total, &uuid) ==
-            UCS_OK);
+    REQUIRE(ucp::address_peek(bytes.data(), ucp::address_header_size, &total, &uuid) == UCS_OK);
     CHECK(total == bytes.size());
     CHECK(uuid == addr.worker_uuid);
     CHECK(!out.net_only);
 
     /* A network-only address says so (ep wireups describe us by the same kind). */
-    ucp::unpacked_address net = sample_address();
-    net.net_only = true;
+    ucp::unpacked_address net      = sample_address();
+    net.net_only                   = true;
     std::vector<uint8_t> net_bytes = pack(net);
     CHECK(net_bytes[5] == ucp::address_flag::NET_ONLY);
     REQUIRE(ucp::unpack_address(net_bytes.data(), net_bytes.size(), &out) == UCS_OK);
@@ -126,8 +126,8 @@ TEST_CASE("address round trip", "[ucp_address]")
 
 TEST_CASE("address limits", "[ucp_address]")
 {
-    void *buffer  = nullptr;
-    size_t length = 0;
+    void *buffer               = nullptr;
+    size_t length              = 0;
     ucp::unpacked_address addr = sample_address();
 
     SECTION("name too long") {
@@ -171,12 +171,10 @@ TEST_CASE("malformed addresses are refused", "[ucp_address]")
     out.worker_name = "untouched";
 
     CHECK(ucp::unpack_address(nullptr, 100, &out) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucp::unpack_address(good.data(), good.size(), nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucp::unpack_address(good.data(), good.size(), nullptr) == UCS_ERR_INVALID_PARAM);
 
     auto refused = [&](std::vector<uint8_t> bytes) {
-        return ucp::unpack_address(bytes.data(), bytes.size(), &out) ==
-               UCS_ERR_INVALID_PARAM;
+        return ucp::unpack_address(bytes.data(), bytes.size(), &out) == UCS_ERR_INVALID_PARAM;
     };
     auto patched = [&](size_t offset, uint8_t value) {
         std::vector<uint8_t> b = good;
@@ -184,33 +182,33 @@ TEST_CASE("malformed addresses are refused", "[ucp_address]")
         return b;
     };
 
-    CHECK(refused(patched(0, 'X')));          /* magic */
-    CHECK(refused(patched(4, ucp::address_version + 1)));   /* version */
-    CHECK(refused(patched(4, ucp::address_version - 1)));   /* the previous format */
-    CHECK(refused(patched(5, 2)));            /* header flags no version defines */
+    CHECK(refused(patched(0, 'X')));                      /* magic */
+    CHECK(refused(patched(4, ucp::address_version + 1))); /* version */
+    CHECK(refused(patched(4, ucp::address_version - 1))); /* the previous format */
+    CHECK(refused(patched(5, 2)));                        /* header flags no version defines */
     CHECK(refused(patched(5, 0x81)));
-    CHECK(refused(patched(6, 5)));            /* one entry more than present */
-    CHECK(refused(patched(6, 3)));            /* one entry less: stray bytes */
-    CHECK(refused(patched(12, 1)));           /* reserved */
-    CHECK(refused(patched(32, 0)));           /* name length 0 (no NUL) */
-    CHECK(refused(patched(33, 0)));           /* NUL inside the name */
-    CHECK(refused(patched(32 + 10, 'x')));    /* name not terminated */
+    CHECK(refused(patched(6, 5)));         /* one entry more than present */
+    CHECK(refused(patched(6, 3)));         /* one entry less: stray bytes */
+    CHECK(refused(patched(12, 1)));        /* reserved */
+    CHECK(refused(patched(32, 0)));        /* name length 0 (no NUL) */
+    CHECK(refused(patched(33, 0)));        /* NUL inside the name */
+    CHECK(refused(patched(32 + 10, 'x'))); /* name not terminated */
     /* The first entry's flags byte: none, or one no version defines. */
-    const size_t flags_at = 33 + sizeof("host:1234") + 1 + sizeof("posix") + 1 +
-                            sizeof("posix") + 1;
+    const size_t flags_at = 33 + sizeof("host:1234") + 1 + sizeof("posix") + 1 + sizeof("posix") +
+                            1;
     REQUIRE(good[flags_at] == ucp::address_entry_flag::CONNECT_TO_IFACE);
     CHECK(refused(patched(flags_at, 0)));
     CHECK(refused(patched(flags_at, 4)));
     CHECK(refused(patched(flags_at, 0x80)));
 
-    std::vector<uint8_t> bigger = good;       /* total_length beyond the buffer */
-    uint32_t total = static_cast<uint32_t>(good.size() + 1);
+    std::vector<uint8_t> bigger = good; /* total_length beyond the buffer */
+    uint32_t total              = static_cast<uint32_t>(good.size() + 1);
     std::memcpy(bigger.data() + 8, &total, sizeof(total));
     bigger.push_back(0);
     CHECK(refused(std::vector<uint8_t>(bigger.begin(), bigger.end() - 1)));
-    CHECK(refused(bigger));                   /* one stray byte at the end */
+    CHECK(refused(bigger)); /* one stray byte at the end */
 
-    total = ucp::address_max_length + 1;      /* beyond the sane maximum */
+    total                     = ucp::address_max_length + 1; /* beyond the sane maximum */
     std::vector<uint8_t> huge = good;
     std::memcpy(huge.data() + 8, &total, sizeof(total));
     huge.resize(total);

@@ -34,14 +34,13 @@ constexpr uint16_t unknown_id = 99;
  * several fragments, eager zcopy on tcp, rendezvous (16 KiB on shm; on tcp
  * a message that fits one 4 MiB zcopy fragment goes eagerly, so there only
  * UCP_AM_SEND_FLAG_RNDV makes one). */
-const size_t am_sizes[] = {0, 1, 8, 100, 4000, 8100, 8200, 20000, 65536, 200003,
-                           (1u << 20) + 5};
+const size_t am_sizes[] = {0, 1, 8, 100, 4000, 8100, 8200, 20000, 65536, 200003, (1u << 20) + 5};
 const size_t header_sizes[] = {0, 1, 16, 255, ucp::max_am_header};
 
 /* What message i of a test run is: every pair of size class and flags. */
 struct am_plan {
-    size_t   size;
-    size_t   header_length;
+    size_t size;
+    size_t header_length;
     uint32_t flags;
 };
 
@@ -61,48 +60,51 @@ am_plan plan_of(size_t i)
 
 constexpr size_t am_count = 3 * 5 * std::size(am_sizes);
 
-uint64_t header_seed(size_t i) { return 100000 + i; }
+uint64_t header_seed(size_t i)
+{
+    return 100000 + i;
+}
 
 /* ---- the v2 receiver ---------------------------------------------------- */
 
 struct kept_data {
     size_t index;
-    void   *data;
+    void *data;
     size_t length;
-    bool   rndv;
+    bool rndv;
 };
 
 struct am_receiver;
 
 struct rndv_slot {
-    am_receiver          *owner = nullptr;
+    am_receiver *owner = nullptr;
     std::vector<uint8_t> buffer;
-    int                  state = 0;       /* 0 waiting, 1 received, -1 failed */
-    size_t               length = 0;
+    int state     = 0; /* 0 waiting, 1 received, -1 failed */
+    size_t length = 0;
 };
 
 struct am_receiver {
     explicit am_receiver(size_t count) : slots(count), reply_values(count) {}
 
-    ucp_worker_h           worker = nullptr;
-    size_t                 next = 0;
-    size_t                 content_errors = 0;
-    size_t                 reply_errors = 0;
-    size_t                 protocol_errors = 0;
-    size_t                 rndv_seen = 0;
-    size_t                 rndv_dropped = 0;
-    size_t                 data_flag_seen = 0;
-    bool                   expect_rndv = true;
+    ucp_worker_h worker    = nullptr;
+    size_t next            = 0;
+    size_t content_errors  = 0;
+    size_t reply_errors    = 0;
+    size_t protocol_errors = 0;
+    size_t rndv_seen       = 0;
+    size_t rndv_dropped    = 0;
+    size_t data_flag_seen  = 0;
+    bool expect_rndv       = true;
     std::vector<rndv_slot> slots;
-    std::vector<uint64_t>  reply_values;
+    std::vector<uint64_t> reply_values;
     std::vector<kept_data> kept;
-    std::vector<void*>     requests;
+    std::vector<void *> requests;
 };
 
 void rndv_received(void *request, ucs_status_t status, size_t length, void *user_data)
 {
     (void)request;
-    auto *slot   = static_cast<rndv_slot*>(user_data);
+    auto *slot   = static_cast<rndv_slot *>(user_data);
     slot->state  = (status == UCS_OK) ? 1 : -1;
     slot->length = length;
 }
@@ -111,16 +113,16 @@ void rndv_received(void *request, ucs_status_t status, size_t length, void *user
 void start_rndv_recv(am_receiver *r, size_t i, void *desc, size_t length)
 {
     rndv_slot &slot = r->slots[i];
-    slot.owner = r;
+    slot.owner      = r;
     slot.buffer.assign(length + 1, 0xee);
     ucp_request_param_t param{};
-    param.op_attr_mask     = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                             UCP_OP_ATTR_FIELD_RECV_INFO;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_RECV_INFO;
     param.cb.recv_am       = rndv_received;
     param.user_data        = &slot;
     param.recv_info.length = &slot.length;
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(r->worker, desc, slot.buffer.data(), length,
-                                                &param);
+    ucs_status_ptr_t req   = ucp_am_recv_data_nbx(r->worker, desc, slot.buffer.data(), length,
+                                                  &param);
     if (req == nullptr) {
         slot.state = 1;
     } else if (UCS_PTR_IS_ERR(req)) {
@@ -133,12 +135,12 @@ void start_rndv_recv(am_receiver *r, size_t i, void *desc, size_t length)
 ucs_status_t v2_handler(void *arg, const void *header, size_t header_length, void *data,
                         size_t length, const ucp_am_recv_param_t *param)
 {
-    auto *r       = static_cast<am_receiver*>(arg);
-    const size_t i = r->next++;
+    auto *r         = static_cast<am_receiver *>(arg);
+    const size_t i  = r->next++;
     const am_plan p = plan_of(i);
     if ((header_length != p.header_length) || (length != p.size) ||
         ((header_length != 0) &&
-         !check_pattern(static_cast<const uint8_t*>(header), header_length, header_seed(i)))) {
+         !check_pattern(static_cast<const uint8_t *>(header), header_length, header_seed(i)))) {
         ++r->content_errors;
     }
     const bool has_reply = param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP;
@@ -159,21 +161,20 @@ ucs_status_t v2_handler(void *arg, const void *header, size_t header_length, voi
 
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         ++r->rndv_seen;
-        if ((p.flags & UCP_AM_SEND_FLAG_EAGER) ||
-            (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA)) {
+        if ((p.flags & UCP_AM_SEND_FLAG_EAGER) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA)) {
             ++r->protocol_errors;
         }
         switch (i % 4) {
-        case 0:         /* fetch inside the handler, done with it */
+        case 0: /* fetch inside the handler, done with it */
             start_rndv_recv(r, i, data, length);
             return UCS_OK;
-        case 1:         /* fetch inside, and say so by keeping it */
+        case 1: /* fetch inside, and say so by keeping it */
             start_rndv_recv(r, i, data, length);
             return UCS_INPROGRESS;
-        case 2:         /* fetch after the handler */
+        case 2: /* fetch after the handler */
             r->kept.push_back({i, data, length, true});
             return UCS_INPROGRESS;
-        default:        /* not wanted: dropped now or released later */
+        default: /* not wanted: dropped now or released later */
             ++r->rndv_dropped;
             if ((i % 8) == 3) {
                 return UCS_OK;
@@ -183,11 +184,11 @@ ucs_status_t v2_handler(void *arg, const void *header, size_t header_length, voi
         }
     }
 
-    if ((length != 0) && !check_pattern(static_cast<uint8_t*>(data), length, i)) {
+    if ((length != 0) && !check_pattern(static_cast<uint8_t *>(data), length, i)) {
         ++r->content_errors;
     }
     if ((p.flags & UCP_AM_SEND_FLAG_RNDV) && r->expect_rndv && (length != 0)) {
-        ++r->protocol_errors;   /* a forced rendezvous of this size went eagerly */
+        ++r->protocol_errors; /* a forced rendezvous of this size went eagerly */
     }
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) && ((i % 2) == 0)) {
         ++r->data_flag_seen;
@@ -208,7 +209,7 @@ void process_kept(am_receiver &r)
         } else {
             /* Still intact although many messages arrived since. */
             if ((k.length != 0) &&
-                !check_pattern(static_cast<uint8_t*>(k.data), k.length, k.index)) {
+                !check_pattern(static_cast<uint8_t *>(k.data), k.length, k.index)) {
                 ++r.content_errors;
             }
             ucp_am_data_release(r.worker, k.data);
@@ -233,13 +234,13 @@ bool requests_done(am_receiver &r)
 
 struct reply_log {
     std::vector<int> seen;
-    size_t           errors = 0;
+    size_t errors = 0;
 };
 
 ucs_status_t reply_handler(void *arg, const void *, size_t, void *data, size_t length,
                            const ucp_am_recv_param_t *)
 {
-    auto *log = static_cast<reply_log*>(arg);
+    auto *log = static_cast<reply_log *>(arg);
     uint64_t index;
     if ((length != sizeof(index))) {
         ++log->errors;
@@ -262,7 +263,7 @@ bool connect_to_parent(peer &p, int fd)
     return test::recv_blob(fd, &remote) && (p.connect(remote) == UCS_OK);
 }
 
-bool wait_all(peer &p, std::vector<void*> &requests, ucs_status_t *first_error)
+bool wait_all(peer &p, std::vector<void *> &requests, ucs_status_t *first_error)
 {
     *first_error = UCS_OK;
     for (void *req : requests) {
@@ -281,11 +282,12 @@ int v2_sender_child(int fd, const char *tls)
     TEST_CHILD_CHECK(p.init(tls, UCP_FEATURE_AM) == UCS_OK);
     reply_log replies;
     replies.seen.assign(am_count, 0);
-    TEST_CHILD_CHECK(ucp_test::set_am_handler(p.worker, reply_id, reply_handler, &replies) == UCS_OK);
+    TEST_CHILD_CHECK(ucp_test::set_am_handler(p.worker, reply_id, reply_handler, &replies) ==
+                     UCS_OK);
     TEST_CHILD_CHECK(connect_to_parent(p, fd));
 
     std::vector<std::vector<uint8_t>> headers(am_count), buffers(am_count);
-    std::vector<void*> requests;
+    std::vector<void *> requests;
     size_t expected_replies = 0;
     for (size_t i = 0; i < am_count; ++i) {
         const am_plan plan = plan_of(i);
@@ -294,11 +296,10 @@ int v2_sender_child(int fd, const char *tls)
         buffers[i].resize(std::max<size_t>(plan.size, 1));
         fill_pattern(buffers[i].data(), plan.size, i);
         ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = plan.flags;
-        ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, data_id, headers[i].data(),
-                                               plan.header_length, buffers[i].data(),
-                                               plan.size, &param);
+        param.op_attr_mask   = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags          = plan.flags;
+        ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, data_id, headers[i].data(), plan.header_length,
+                                               buffers[i].data(), plan.size, &param);
         TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(req));
         if (req != nullptr) {
             requests.push_back(req);
@@ -308,10 +309,11 @@ int v2_sender_child(int fd, const char *tls)
     /* Dropped and released rendezvous messages complete the send too. */
     ucs_status_t first_error;
     TEST_CHILD_CHECK(wait_all(p, requests, &first_error));
-    TEST_CHILD_CHECK(test::poll_until([&] {
-        return size_t(std::count(replies.seen.begin(), replies.seen.end(), 1)) ==
-               expected_replies;
-    }, [&] { ucp_worker_progress(p.worker); }));
+    TEST_CHILD_CHECK(test::poll_until(
+        [&] {
+        return size_t(std::count(replies.seen.begin(), replies.seen.end(), 1)) == expected_replies;
+        },
+        [&] { ucp_worker_progress(p.worker); }));
     for (size_t i = 0; i < am_count; ++i) {
         TEST_CHILD_CHECK(replies.seen[i] == ((plan_of(i).flags & UCP_AM_SEND_FLAG_REPLY) ? 1 : 0));
     }
@@ -324,13 +326,12 @@ int v2_sender_child(int fd, const char *tls)
 
 bool has_rndv(const char *tls)
 {
-    return std::strcmp(tls, "sysv") != 0;   /* sysv alone has no get_zcopy lane */
+    return std::strcmp(tls, "sysv") != 0; /* sysv alone has no get_zcopy lane */
 }
 
 } // namespace
 
-TEST_CASE("v2 active messages of every size class with header, reply ep and rendezvous",
-          "[ucp_am]")
+TEST_CASE("v2 active messages of every size class with header, reply ep and rendezvous", "[ucp_am]")
 {
     for (const char *tls : transports) {
         INFO("UCX_TLS=" << tls);
@@ -352,7 +353,7 @@ TEST_CASE("v2 active messages of every size class with header, reply ep and rend
         CHECK(r.content_errors == 0);
         CHECK(r.reply_errors == 0);
         CHECK(r.protocol_errors == 0);
-        CHECK(r.data_flag_seen > 0);     /* reassembled messages can be kept */
+        CHECK(r.data_flag_seen > 0); /* reassembled messages can be kept */
         if (has_rndv(tls)) {
             CHECK(r.rndv_seen > 0);
             CHECK(r.rndv_dropped > 0);
@@ -386,9 +387,9 @@ namespace {
 
 /* Callbacks must run outside the call that started the send. */
 struct legacy_send_log {
-    bool   in_call = false;
+    bool in_call  = false;
     size_t inside = 0;
-    size_t calls = 0;
+    size_t calls  = 0;
     size_t errors = 0;
 };
 
@@ -410,42 +411,39 @@ constexpr size_t legacy_count = 2 * std::size(am_sizes) * 2;
 
 struct legacy_plan {
     size_t size;
-    bool   generic;
-    bool   reply;
+    bool generic;
+    bool reply;
 };
 
 legacy_plan legacy_plan_of(size_t i)
 {
-    return {am_sizes[i % std::size(am_sizes)], ((i / std::size(am_sizes)) % 2) == 1,
-            (i % 2) == 0};
+    return {am_sizes[i % std::size(am_sizes)], ((i / std::size(am_sizes)) % 2) == 1, (i % 2) == 0};
 }
 
 struct legacy_receiver {
-    ucp_worker_h       worker = nullptr;
-    size_t             next = 0;
-    size_t             errors = 0;
-    size_t             kept_count = 0;
+    ucp_worker_h worker = nullptr;
+    size_t next         = 0;
+    size_t errors       = 0;
+    size_t kept_count   = 0;
     std::vector<kept_data> kept;
-    std::vector<uint64_t>  reply_values = std::vector<uint64_t>(legacy_count);
-    std::vector<void*>     requests;
+    std::vector<uint64_t> reply_values = std::vector<uint64_t>(legacy_count);
+    std::vector<void *> requests;
 };
 
-ucs_status_t legacy_handler(void *arg, void *data, size_t length, ucp_ep_h reply_ep,
-                            unsigned flags)
+ucs_status_t legacy_handler(void *arg, void *data, size_t length, ucp_ep_h reply_ep, unsigned flags)
 {
-    auto *r = static_cast<legacy_receiver*>(arg);
-    const size_t i = r->next++;
+    auto *r                = static_cast<legacy_receiver *>(arg);
+    const size_t i         = r->next++;
     const legacy_plan plan = legacy_plan_of(i);
     if ((length != plan.size) ||
-        ((length != 0) && !check_pattern(static_cast<uint8_t*>(data), length, i)) ||
+        ((length != 0) && !check_pattern(static_cast<uint8_t *>(data), length, i)) ||
         ((reply_ep != nullptr) != plan.reply)) {
         ++r->errors;
     }
     if (reply_ep != nullptr) {
-        r->reply_values[i] = i;
+        r->reply_values[i]   = i;
         ucs_status_ptr_t req = ucp_am_send_nb(reply_ep, reply_id, &r->reply_values[i],
-                                              sizeof(uint64_t), ucp_dt_make_contig(1),
-                                              nullptr, 0);
+                                              sizeof(uint64_t), ucp_dt_make_contig(1), nullptr, 0);
         if (UCS_PTR_IS_ERR(req)) {
             ++r->errors;
         } else if (req != nullptr) {
@@ -461,7 +459,7 @@ ucs_status_t legacy_handler(void *arg, void *data, size_t length, ucp_ep_h reply
 
 ucs_status_t legacy_reply_handler(void *arg, void *data, size_t length, ucp_ep_h, unsigned)
 {
-    auto *log = static_cast<reply_log*>(arg);
+    auto *log = static_cast<reply_log *>(arg);
     uint64_t index;
     if (length != sizeof(index)) {
         ++log->errors;
@@ -482,26 +480,25 @@ int legacy_sender_child(int fd, const char *tls)
     TEST_CHILD_CHECK(p.init(tls, UCP_FEATURE_AM) == UCS_OK);
     reply_log replies;
     replies.seen.assign(legacy_count, 0);
-    TEST_CHILD_CHECK(ucp_worker_set_am_handler(p.worker, reply_id, legacy_reply_handler,
-                                               &replies, UCP_AM_FLAG_WHOLE_MSG) == UCS_OK);
+    TEST_CHILD_CHECK(ucp_worker_set_am_handler(p.worker, reply_id, legacy_reply_handler, &replies,
+                                               UCP_AM_FLAG_WHOLE_MSG) == UCS_OK);
     TEST_CHILD_CHECK(connect_to_parent(p, fd));
     const ucp_datatype_t generic = make_identity_generic();
     TEST_CHILD_CHECK(generic != 0);
 
     std::vector<std::vector<uint8_t>> buffers(legacy_count);
-    std::vector<void*> requests;
+    std::vector<void *> requests;
     size_t expected_replies = 0;
-    g_send_log = {};
+    g_send_log              = {};
     for (size_t i = 0; i < legacy_count; ++i) {
         const legacy_plan plan = legacy_plan_of(i);
         buffers[i].resize(std::max<size_t>(plan.size, 1));
         fill_pattern(buffers[i].data(), plan.size, i);
-        g_send_log.in_call = true;
+        g_send_log.in_call   = true;
         ucs_status_ptr_t req = ucp_am_send_nb(p.ep, data_id, buffers[i].data(), plan.size,
                                               plan.generic ? generic : ucp_dt_make_contig(1),
-                                              legacy_send_cb,
-                                              plan.reply ? UCP_AM_SEND_REPLY : 0);
-        g_send_log.in_call = false;
+                                              legacy_send_cb, plan.reply ? UCP_AM_SEND_REPLY : 0);
+        g_send_log.in_call   = false;
         TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(req));
         if (req != nullptr) {
             requests.push_back(req);
@@ -516,10 +513,11 @@ int legacy_sender_child(int fd, const char *tls)
     TEST_CHILD_CHECK(g_send_log.inside == 0);
     TEST_CHILD_CHECK(g_send_log.errors == 0);
     TEST_CHILD_CHECK(g_generic.packs > 0);
-    TEST_CHILD_CHECK(test::poll_until([&] {
-        return size_t(std::count(replies.seen.begin(), replies.seen.end(), 1)) ==
-               expected_replies;
-    }, [&] { ucp_worker_progress(p.worker); }));
+    TEST_CHILD_CHECK(test::poll_until(
+        [&] {
+        return size_t(std::count(replies.seen.begin(), replies.seen.end(), 1)) == expected_replies;
+        },
+        [&] { ucp_worker_progress(p.worker); }));
     TEST_CHILD_CHECK(replies.errors == 0);
     ucp_dt_destroy(generic);
     TEST_CHILD_CHECK(test::send_value(fd, uint64_t(1)));
@@ -530,8 +528,7 @@ int legacy_sender_child(int fd, const char *tls)
 
 } // namespace
 
-TEST_CASE("legacy active messages with contig and generic datatypes (MPICH style)",
-          "[ucp_am]")
+TEST_CASE("legacy active messages with contig and generic datatypes (MPICH style)", "[ucp_am]")
 {
     for (const char *tls : transports) {
         INFO("UCX_TLS=" << tls);
@@ -546,9 +543,9 @@ TEST_CASE("legacy active messages with contig and generic datatypes (MPICH style
         REQUIRE(test::poll_until([&] { return r.next == legacy_count; },
                                  [&] { ucp_worker_progress(p.worker); }));
         CHECK(r.errors == 0);
-        CHECK(!r.kept.empty());     /* multi-fragment messages come with DATA */
+        CHECK(!r.kept.empty()); /* multi-fragment messages come with DATA */
         for (const kept_data &k : r.kept) {
-            CHECK(check_pattern(static_cast<uint8_t*>(k.data), k.length, k.index));
+            CHECK(check_pattern(static_cast<uint8_t *>(k.data), k.length, k.index));
             ucp_am_data_release(p.worker, k.data);
         }
         uint64_t sent;
@@ -567,19 +564,19 @@ namespace {
 
 /* Records every message a loopback handler gets. */
 struct loop_log {
-    std::vector<size_t>   lengths;
+    std::vector<size_t> lengths;
     std::vector<uint64_t> attrs;
-    std::vector<bool>     intact;
-    std::vector<void*>    kept;          /* kept data or rendezvous descriptor */
-    size_t                misaligned = 0;
-    size_t                alignment = 1;
-    bool                  keep = false;
+    std::vector<bool> intact;
+    std::vector<void *> kept; /* kept data or rendezvous descriptor */
+    size_t misaligned = 0;
+    size_t alignment  = 1;
+    bool keep         = false;
 };
 
 ucs_status_t loop_handler(void *arg, const void *header, size_t header_length, void *data,
                           size_t length, const ucp_am_recv_param_t *param)
 {
-    auto *log = static_cast<loop_log*>(arg);
+    auto *log        = static_cast<loop_log *>(arg);
     const uint64_t i = log->lengths.size();
     log->lengths.push_back(length);
     log->attrs.push_back(param->recv_attr);
@@ -593,8 +590,7 @@ ucs_status_t loop_handler(void *arg, const void *header, size_t header_length, v
     if ((length != 0) && (reinterpret_cast<uintptr_t>(data) % log->alignment != 0)) {
         ++log->misaligned;
     }
-    log->intact.push_back(header_ok &&
-                          check_pattern(static_cast<uint8_t*>(data), length, i));
+    log->intact.push_back(header_ok && check_pattern(static_cast<uint8_t *>(data), length, i));
     if (log->keep && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA)) {
         log->kept.push_back(data);
         return UCS_INPROGRESS;
@@ -610,8 +606,8 @@ void loopback(peer &p, const char *tls, size_t am_alignment)
     REQUIRE(ucp_config_read(nullptr, nullptr, &config) == UCS_OK);
     REQUIRE(ucp_config_modify(config, "TLS", tls) == UCS_OK);
     ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_AM | UCP_FEATURE_STREAM;
+    params.field_mask   = UCP_PARAM_FIELD_FEATURES;
+    params.features     = UCP_FEATURE_AM | UCP_FEATURE_STREAM;
     ucs_status_t status = ucp_init(&params, config, &p.context);
     ucp_config_release(config);
     REQUIRE(status == UCS_OK);
@@ -635,10 +631,10 @@ TEST_CASE("persistent data, am_alignment and rendezvous in loopback", "[ucp_am]"
         log.alignment = 64;
         log.keep      = true;
         REQUIRE(ucp_test::set_am_handler(p.worker, data_id, loop_handler, &log,
-                               UCP_AM_FLAG_PERSISTENT_DATA) == UCS_OK);
+                                         UCP_AM_FLAG_PERSISTENT_DATA) == UCS_OK);
         std::vector<std::vector<uint8_t>> buffers(count);
         std::vector<uint64_t> headers(count);
-        std::vector<void*> requests;
+        std::vector<void *> requests;
         for (size_t i = 0; i < count; ++i) {
             buffers[i].resize(am_sizes[i] + 1);
             fill_pattern(buffers[i].data(), am_sizes[i], i);
@@ -649,9 +645,8 @@ TEST_CASE("persistent data, am_alignment and rendezvous in loopback", "[ucp_am]"
                 param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
                 param.flags        = UCP_AM_SEND_FLAG_RNDV;
             }
-            ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, data_id, &headers[i],
-                                                   sizeof(uint64_t), buffers[i].data(),
-                                                   am_sizes[i], &param);
+            ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, data_id, &headers[i], sizeof(uint64_t),
+                                                   buffers[i].data(), am_sizes[i], &param);
             REQUIRE(!UCS_PTR_IS_ERR(req));
             if (req != nullptr) {
                 requests.push_back(req);
@@ -669,19 +664,18 @@ TEST_CASE("persistent data, am_alignment and rendezvous in loopback", "[ucp_am]"
             if (!(log.attrs[i] & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
                 /* Persistent: kept until now, intact after later messages. */
                 CHECK((log.attrs[i] & UCP_AM_RECV_ATTR_FLAG_DATA) != 0);
-                CHECK(check_pattern(static_cast<uint8_t*>(log.kept[i]), am_sizes[i], i));
+                CHECK(check_pattern(static_cast<uint8_t *>(log.kept[i]), am_sizes[i], i));
                 ucp_am_data_release(p.worker, log.kept[i]);
                 continue;
             }
             /* A kept rendezvous descriptor, fetched now into an iov. */
             std::vector<uint8_t> out(am_sizes[i]);
-            const size_t half = out.size() / 2;
+            const size_t half   = out.size() / 2;
             ucp_dt_iov_t iov[2] = {{out.data(), half}, {out.data() + half, out.size() - half}};
             ucp_request_param_t param{};
             param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
             param.datatype     = ucp_dt_make_iov();
-            CHECK(p.wait(ucp_am_recv_data_nbx(p.worker, log.kept[i], iov, 2, &param)) ==
-                  UCS_OK);
+            CHECK(p.wait(ucp_am_recv_data_nbx(p.worker, log.kept[i], iov, 2, &param)) == UCS_OK);
             CHECK(check_pattern(out.data(), out.size(), i));
             ++fetched;
         }
@@ -692,8 +686,7 @@ TEST_CASE("persistent data, am_alignment and rendezvous in loopback", "[ucp_am]"
     }
 }
 
-TEST_CASE("legacy handler gets rendezvous data whole; v2 handler drops unfetched data",
-          "[ucp_am]")
+TEST_CASE("legacy handler gets rendezvous data whole; v2 handler drops unfetched data", "[ucp_am]")
 {
     for (const char *tls : {"self", "posix,cma", "tcp"}) {
         INFO("UCX_TLS=" << tls);
@@ -701,11 +694,10 @@ TEST_CASE("legacy handler gets rendezvous data whole; v2 handler drops unfetched
         loopback(p, tls, 1);
         legacy_receiver r;
         r.worker = p.worker;
-        REQUIRE(ucp_worker_set_am_handler(p.worker, data_id, legacy_handler, &r, 0) ==
-                UCS_OK);
+        REQUIRE(ucp_worker_set_am_handler(p.worker, data_id, legacy_handler, &r, 0) == UCS_OK);
         /* A v2 rendezvous send to the legacy handler: pulled before it runs. */
         const size_t size  = (1u << 20) + 5;
-        const size_t index = 2 * std::size(am_sizes) - 1;   /* that size, no reply */
+        const size_t index = 2 * std::size(am_sizes) - 1; /* that size, no reply */
         REQUIRE(legacy_plan_of(index).size == size);
         REQUIRE(!legacy_plan_of(index).reply);
         std::vector<uint8_t> data(size);
@@ -719,22 +711,24 @@ TEST_CASE("legacy handler gets rendezvous data whole; v2 handler drops unfetched
         REQUIRE(test::poll_until([&] { return r.next == index + 1; },
                                  [&] { ucp_worker_progress(p.worker); }));
         CHECK(r.errors == 0);
-        REQUIRE(r.kept.size() == 1);    /* pulled into a descriptor: DATA */
-        CHECK(check_pattern(static_cast<uint8_t*>(r.kept[0].data), size, index));
+        REQUIRE(r.kept.size() == 1); /* pulled into a descriptor: DATA */
+        CHECK(check_pattern(static_cast<uint8_t *>(r.kept[0].data), size, index));
         ucp_am_data_release(p.worker, r.kept[0].data);
         r.kept.clear();
 
         /* A v2 handler that neither fetches nor keeps: the send completes. */
         loop_log log;
         CHECK(r.kept.empty());
-        REQUIRE(ucp_test::set_am_handler(p.worker, data_id, [](void *arg, const void *, size_t, void *,
-                                                      size_t length,
-                                                      const ucp_am_recv_param_t *prm) {
-            auto *l = static_cast<loop_log*>(arg);
+        REQUIRE(ucp_test::set_am_handler(
+                    p.worker, data_id,
+                    [](void *arg, const void *, size_t, void *, size_t length,
+                       const ucp_am_recv_param_t *prm) {
+            auto *l = static_cast<loop_log *>(arg);
             l->lengths.push_back(length);
             l->attrs.push_back(prm->recv_attr);
             return UCS_OK;
-        }, &log) == UCS_OK);
+                    },
+                    &log) == UCS_OK);
         CHECK(p.wait(ucp_am_send_nbx(p.ep, data_id, nullptr, 0, data.data(), size, &param)) ==
               UCS_OK);
         REQUIRE(log.lengths.size() == 1);
@@ -763,15 +757,15 @@ int unknown_id_child(int fd, const char *tls)
             param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
             param.flags        = flags;
             /* Completes (an unknown id's rendezvous is refused), never hangs. */
-            ucs_status_t status = p.wait(ucp_am_send_nbx(p.ep, unknown_id, nullptr, 0,
-                                                         data.data(), size, &param));
+            ucs_status_t status = p.wait(ucp_am_send_nbx(p.ep, unknown_id, nullptr, 0, data.data(),
+                                                         size, &param));
             TEST_CHILD_CHECK((status == UCS_OK) || (status == UCS_ERR_INVALID_PARAM));
         }
     }
     uint64_t marker = 0x1234;
     ucp_request_param_t param{};
-    TEST_CHILD_CHECK(p.wait(ucp_am_send_nbx(p.ep, data_id, nullptr, 0, &marker,
-                                            sizeof(marker), &param)) == UCS_OK);
+    TEST_CHILD_CHECK(p.wait(ucp_am_send_nbx(p.ep, data_id, nullptr, 0, &marker, sizeof(marker),
+                                            &param)) == UCS_OK);
     uint64_t done;
     TEST_CHILD_CHECK(p.recv_value_progress(fd, &done));
     return 0;
@@ -787,14 +781,16 @@ TEST_CASE("active messages to an unknown id are logged and dropped", "[ucp_am]")
         peer p;
         REQUIRE(p.init(tls, UCP_FEATURE_AM) == UCS_OK);
         std::vector<uint64_t> got;
-        REQUIRE(ucp_test::set_am_handler(p.worker, data_id, [](void *arg, const void *, size_t,
-                                                      void *data, size_t length,
-                                                      const ucp_am_recv_param_t *) {
+        REQUIRE(ucp_test::set_am_handler(
+                    p.worker, data_id,
+                    [](void *arg, const void *, size_t, void *data, size_t length,
+                       const ucp_am_recv_param_t *) {
             uint64_t v = 0;
             std::memcpy(&v, data, std::min(length, sizeof(v)));
-            static_cast<std::vector<uint64_t>*>(arg)->push_back(v);
+            static_cast<std::vector<uint64_t> *>(arg)->push_back(v);
             return UCS_OK;
-        }, &got) == UCS_OK);
+                    },
+                    &got) == UCS_OK);
         test::child_process child([tls](int fd) { return unknown_id_child(fd, tls); });
         REQUIRE(test::send_blob(child.fd(), p.address()));
         REQUIRE(test::poll_until([&] { return !got.empty(); },
@@ -822,18 +818,17 @@ TEST_CASE("malformed active-message headers are dropped", "[ucp_am]")
     for (size_t length = 0; length < sizeof(ucp::wire::am_hdr); ++length) {
         CHECK(ucp::am_single_handler(p.worker, msg.data(), length, 0) == UCS_OK);
     }
-    put_hdr(data_id, 0, 100);   /* header longer than the message */
+    put_hdr(data_id, 0, 100); /* header longer than the message */
     CHECK(ucp::am_single_handler(p.worker, msg.data(), 50, 0) == UCS_OK);
     put_hdr(data_id, 0, ucp::max_am_header + 1);
     CHECK(ucp::am_single_handler(p.worker, msg.data(), msg.size(), 0) == UCS_OK);
-    put_hdr(data_id, ucp::wire::am_hdr_flag::REPLY, 0);   /* no uuid after it */
-    CHECK(ucp::am_single_handler(p.worker, msg.data(), sizeof(ucp::wire::am_hdr) + 4, 0) ==
-          UCS_OK);
-    put_hdr(data_id, ucp::wire::am_hdr_flag::REPLY, 0);   /* a uuid and ep nobody knows */
+    put_hdr(data_id, ucp::wire::am_hdr_flag::REPLY, 0); /* no uuid after it */
+    CHECK(ucp::am_single_handler(p.worker, msg.data(), sizeof(ucp::wire::am_hdr) + 4, 0) == UCS_OK);
+    put_hdr(data_id, ucp::wire::am_hdr_flag::REPLY, 0); /* a uuid and ep nobody knows */
     CHECK(ucp::am_single_handler(p.worker, msg.data(), 64, 0) == UCS_OK);
     CHECK(p.worker->dropped_bad_ep_ids == 1);
 
-    ucp::wire::am_first_hdr first{{data_id, 0, 0, 0}, 1, 2, 10, 0};  /* fragment > total */
+    ucp::wire::am_first_hdr first{{data_id, 0, 0, 0}, 1, 2, 10, 0}; /* fragment > total */
     std::memcpy(msg.data(), &first, sizeof(first));
     CHECK(ucp::am_first_handler(p.worker, msg.data(), sizeof(first) + 20, 0) == UCS_OK);
     first.am.header_length = 5000;
@@ -855,11 +850,11 @@ TEST_CASE("malformed active-message headers are dropped", "[ucp_am]")
 
     ucp::wire::am_rts_hdr rts{};
     rts.am          = {data_id, 0, 0, 0};
-    rts.rkey_length = 1000;               /* longer than the message */
+    rts.rkey_length = 1000; /* longer than the message */
     std::memcpy(msg.data(), &rts, sizeof(rts));
     CHECK(ucp::am_rts_handler(p.worker, msg.data(), sizeof(rts) + 10, 0) == UCS_OK);
     rts.rkey_length = 0;
-    std::memset(rts.md_name, 'x', sizeof(rts.md_name));   /* no terminating NUL */
+    std::memset(rts.md_name, 'x', sizeof(rts.md_name)); /* no terminating NUL */
     std::memcpy(msg.data(), &rts, sizeof(rts));
     CHECK(ucp::am_rts_handler(p.worker, msg.data(), sizeof(rts), 0) == UCS_OK);
     CHECK(ucp::am_rts_handler(p.worker, msg.data(), 10, 0) == UCS_OK);
@@ -869,8 +864,7 @@ TEST_CASE("malformed active-message headers are dropped", "[ucp_am]")
     }
     CHECK(log.lengths.empty());
     CHECK(capture.text().find("malformed") != std::string::npos);
-    CHECK(capture.text().find("not an ep of ours to it (stale or forged)") !=
-          std::string::npos);
+    CHECK(capture.text().find("not an ep of ours to it (stale or forged)") != std::string::npos);
 }
 
 TEST_CASE("active-message calls refuse bad arguments", "[ucp_am]")
@@ -888,8 +882,8 @@ TEST_CASE("active-message calls refuse bad arguments", "[ucp_am]")
           UCS_ERR_INVALID_PARAM);
     CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, 70000, nullptr, 0, &byte, 1, &param)) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, 1, header, sizeof(header), &byte, 1,
-                                         &param)) == UCS_ERR_INVALID_PARAM);
+    CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, 1, header, sizeof(header), &byte, 1, &param)) ==
+          UCS_ERR_INVALID_PARAM);
     CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, 1, nullptr, 4, &byte, 1, &param)) ==
           UCS_ERR_INVALID_PARAM);
     CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, 1, nullptr, 0, nullptr, 1, &param)) ==
@@ -901,8 +895,8 @@ TEST_CASE("active-message calls refuse bad arguments", "[ucp_am]")
     param.flags = 1u << 10;
     CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, 1, nullptr, 0, &byte, 1, &param)) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(UCS_PTR_STATUS(ucp_am_send_nb(p.ep, 1, &byte, 1, ucp_dt_make_contig(0), nullptr,
-                                        0)) == UCS_ERR_INVALID_PARAM);
+    CHECK(UCS_PTR_STATUS(ucp_am_send_nb(p.ep, 1, &byte, 1, ucp_dt_make_contig(0), nullptr, 0)) ==
+          UCS_ERR_INVALID_PARAM);
     CHECK(UCS_PTR_STATUS(ucp_am_send_nb(p.ep, 1, &byte, 1, ucp_dt_make_contig(1), nullptr,
                                         1u << 7)) == UCS_ERR_INVALID_PARAM);
 
@@ -917,13 +911,13 @@ TEST_CASE("active-message calls refuse bad arguments", "[ucp_am]")
     hparam.id         = 1u << 20;
     CHECK(ucp_worker_set_am_recv_handler(p.worker, &hparam) == UCS_ERR_INVALID_PARAM);
     hparam.id = 3;
-    CHECK(ucp_worker_set_am_recv_handler(p.worker, &hparam) == UCS_OK);   /* clears */
+    CHECK(ucp_worker_set_am_recv_handler(p.worker, &hparam) == UCS_OK); /* clears */
 
     /* Pointers that are no descriptor: refused, no crash. The lookup reads
      * the descriptor header in front of the data: `data` leaves room for it
      * inside the buffer. */
     alignas(64) uint8_t fake[sizeof(ucp::am_desc) + 256] = {};
-    uint8_t *data = fake + (sizeof(ucp::am_desc) + 63) / 64 * 64;   /* aligned */
+    uint8_t *data = fake + (sizeof(ucp::am_desc) + 63) / 64 * 64; /* aligned */
     ucp_request_param_t rparam{};
     CHECK(UCS_PTR_STATUS(ucp_am_recv_data_nbx(p.worker, data, &byte, 1, &rparam)) ==
           UCS_ERR_INVALID_PARAM);
@@ -934,17 +928,18 @@ TEST_CASE("active-message calls refuse bad arguments", "[ucp_am]")
     CHECK(capture.text().find("not active message data") != std::string::npos);
 }
 
-TEST_CASE("active-message send completion: immediate, NO_IMM_CMPL, request memory",
-          "[ucp_am]")
+TEST_CASE("active-message send completion: immediate, NO_IMM_CMPL, request memory", "[ucp_am]")
 {
     peer p;
     loopback(p, "self", 1);
     size_t received = 0;
-    REQUIRE(ucp_test::set_am_handler(p.worker, data_id, [](void *arg, const void *, size_t, void *,
-                                                  size_t, const ucp_am_recv_param_t *) {
-        ++*static_cast<size_t*>(arg);
+    REQUIRE(ucp_test::set_am_handler(
+                p.worker, data_id,
+                [](void *arg, const void *, size_t, void *, size_t, const ucp_am_recv_param_t *) {
+        ++*static_cast<size_t *>(arg);
         return UCS_OK;
-    }, &received) == UCS_OK);
+                },
+                &received) == UCS_OK);
 
     struct cb_log {
         int calls = 0;
@@ -953,12 +948,11 @@ TEST_CASE("active-message send completion: immediate, NO_IMM_CMPL, request memor
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = [](void *, ucs_status_t, void *user_data) {
-        ++static_cast<cb_log*>(user_data)->calls;
+        ++static_cast<cb_log *>(user_data)->calls;
     };
-    param.user_data    = &log;
+    param.user_data = &log;
     /* Done at once: NULL and no callback. */
-    CHECK(ucp_am_send_nbx(p.ep, data_id, nullptr, 0, &value, sizeof(value), &param) ==
-          nullptr);
+    CHECK(ucp_am_send_nbx(p.ep, data_id, nullptr, 0, &value, sizeof(value), &param) == nullptr);
     CHECK(log.calls == 0);
     /* NO_IMM_CMPL: a completed request, callback run. */
     param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
@@ -977,16 +971,16 @@ namespace {
 
 /* Counts messages and their total size by handler. */
 struct id_log {
-    unsigned count  = 0;
-    size_t   bytes  = 0;
-    bool     rndv   = false;
+    unsigned count      = 0;
+    size_t bytes        = 0;
+    bool rndv           = false;
     ucp_worker_h worker = nullptr;
 };
 
 ucs_status_t id_log_handler(void *arg, const void *, size_t, void *data, size_t length,
                             const ucp_am_recv_param_t *param)
 {
-    auto *log = static_cast<id_log*>(arg);
+    auto *log = static_cast<id_log *>(arg);
     ++log->count;
     log->bytes += length;
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
@@ -1017,7 +1011,7 @@ TEST_CASE("layered active-message ids reach only their own handlers", "[ucp_am]"
         loopback(p, tls, 1);
         id_log app, layered;
         app.worker = layered.worker = p.worker;
-        const unsigned layered_id = UCP_EXT_AM_ID_LAYERED + 7;
+        const unsigned layered_id   = UCP_EXT_AM_ID_LAYERED + 7;
         REQUIRE(set_handler_32(p.worker, 7, &app) == UCS_OK);
         REQUIRE(set_handler_32(p.worker, layered_id, &layered) == UCS_OK);
         /* Past the layered range, and just before it past 16 bits: refused. */
@@ -1026,13 +1020,14 @@ TEST_CASE("layered active-message ids reach only their own handlers", "[ucp_am]"
                              &none) == UCS_ERR_INVALID_PARAM);
         uint64_t value = 1;
         ucp_request_param_t param{};
-        CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep, UCP_EXT_AM_ID_LAYERED +
-                                             UCP_EXT_AM_ID_LAYERED_COUNT, nullptr, 0, &value,
-                                             sizeof(value), &param)) == UCS_ERR_INVALID_PARAM);
+        CHECK(UCS_PTR_STATUS(ucp_am_send_nbx(p.ep,
+                                             UCP_EXT_AM_ID_LAYERED + UCP_EXT_AM_ID_LAYERED_COUNT,
+                                             nullptr, 0, &value, sizeof(value), &param)) ==
+              UCS_ERR_INVALID_PARAM);
         /* Short, with a header, and rendezvous, to each id. */
         std::vector<uint8_t> big(300000, 3);
         uint64_t header = 5;
-        std::vector<void*> requests;
+        std::vector<void *> requests;
         for (unsigned id : {7u, layered_id}) {
             requests.push_back(ucp_am_send_nbx(p.ep, id, nullptr, 0, &value, sizeof(value),
                                                &param));
@@ -1061,14 +1056,14 @@ TEST_CASE("worker callbacks run from progress when scheduled", "[ucp_am]")
     peer p;
     loopback(p, "self", 1);
     struct state {
-        unsigned runs = 0;
-        unsigned again = 0;    /* schedule itself this many more times */
+        unsigned runs       = 0;
+        unsigned again      = 0; /* schedule itself this many more times */
         ucp_worker_h worker = nullptr;
-        unsigned id = 0;
+        unsigned id         = 0;
     } s;
     s.worker = p.worker;
-    auto cb = [](void *arg) -> unsigned {
-        auto *st = static_cast<state*>(arg);
+    auto cb  = [](void *arg) -> unsigned {
+        auto *st = static_cast<state *>(arg);
         ++st->runs;
         if (st->again > 0) {
             --st->again;
@@ -1078,11 +1073,11 @@ TEST_CASE("worker callbacks run from progress when scheduled", "[ucp_am]")
     };
     REQUIRE(ucp_worker_callback_add(p.worker, cb, &s, &s.id) == UCS_OK);
     ucp_worker_progress(p.worker);
-    CHECK(s.runs == 0);                           /* registered, not scheduled */
+    CHECK(s.runs == 0); /* registered, not scheduled */
     CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
     CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
     CHECK(ucp_worker_progress(p.worker) >= 1);
-    CHECK(s.runs == 1);                           /* once, however often scheduled */
+    CHECK(s.runs == 1); /* once, however often scheduled */
     s.again = 2;
     CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
     for (int i = 0; i < 5; ++i) {
@@ -1094,7 +1089,7 @@ TEST_CASE("worker callbacks run from progress when scheduled", "[ucp_am]")
     CHECK(ucp_worker_callback_remove(p.worker, s.id + 100) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_worker_callback_add(p.worker, nullptr, &s, &s.id) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_worker_callback_schedule(p.worker, s.id) == UCS_OK);
-    CHECK(ucp_worker_callback_remove(p.worker, s.id) == UCS_OK);   /* drops the run */
+    CHECK(ucp_worker_callback_remove(p.worker, s.id) == UCS_OK); /* drops the run */
     ucp_worker_progress(p.worker);
     CHECK(s.runs == 4);
     CHECK(ucp_worker_callback_remove(p.worker, s.id) == UCS_ERR_INVALID_PARAM);

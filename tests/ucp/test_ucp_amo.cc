@@ -25,10 +25,9 @@ namespace {
  * may pass one. Reading such a value from an enum object is undefined in
  * C++ (UBSan's enum check), so the value is read here only, unchecked.
  */
-__attribute__((no_sanitize("enum")))
-ucs_status_ptr_t atomic_op_raw(ucp_ep_h ep, int raw_opcode, const void *buffer,
-                               uint64_t remote_addr, ucp_rkey_h rkey,
-                               const ucp_request_param_t *param)
+__attribute__((no_sanitize("enum"))) ucs_status_ptr_t
+atomic_op_raw(ucp_ep_h ep, int raw_opcode, const void *buffer, uint64_t remote_addr,
+              ucp_rkey_h rkey, const ucp_request_param_t *param)
 {
     ucp_atomic_op_t opcode;
     std::memcpy(&opcode, &raw_opcode, sizeof(opcode));
@@ -94,26 +93,26 @@ void store(void *p, unsigned size, uint64_t value)
 constexpr uint64_t neighbour = 0xa5a5a5a5ull;
 
 /* One atomic through ucp_atomic_op_nbx; returns the status, *fetched the result. */
-ucs_status_t op_nbx(session &s, ucp_atomic_op_t op, unsigned size, bool fetch,
-                    uint64_t operand, uint64_t compare, uint64_t address, uint64_t *fetched)
+ucs_status_t op_nbx(session &s, ucp_atomic_op_t op, unsigned size, bool fetch, uint64_t operand,
+                    uint64_t compare, uint64_t address, uint64_t *fetched)
 {
     uint64_t buffer = 0, reply = 0;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype     = ucp_dt_make_contig(size);
     if (op == UCP_ATOMIC_OP_CSWAP) {
-        store(&buffer, size, compare);   /* UCX: *buffer compares ... */
-        store(&reply, size, operand);    /* ... and *reply_buffer is swapped in */
+        store(&buffer, size, compare); /* UCX: *buffer compares ... */
+        store(&reply, size, operand);  /* ... and *reply_buffer is swapped in */
     } else {
         store(&buffer, size, operand);
     }
     if (fetch) {
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        param.reply_buffer  = &reply;
+        param.reply_buffer = &reply;
     }
-    const ucs_status_t status = s.wait(ucp_atomic_op_nbx(s.p.ep, op, &buffer, 1, address,
-                                                         s.rkey, &param));
-    *fetched = load(&reply, size);
+    const ucs_status_t status = s.wait(ucp_atomic_op_nbx(s.p.ep, op, &buffer, 1, address, s.rkey,
+                                                         &param));
+    *fetched                  = load(&reply, size);
     return status;
 }
 
@@ -134,8 +133,9 @@ void every_op_nbx(session &s)
                         continue;
                     }
                     INFO(size * 8 << "-bit " << op_name(op) << (fetch ? ", fetching" : "")
-                         << ((op == UCP_ATOMIC_OP_CSWAP) ? (match ? ", equal" : ", unequal")
-                                                         : ""));
+                                  << ((op == UCP_ATOMIC_OP_CSWAP) ?
+                                          (match ? ", equal" : ", unequal") :
+                                          ""));
                     s.write(offset, size, initial);
                     if (size == 4) {
                         s.write(offset + 4, 4, neighbour);
@@ -168,14 +168,14 @@ void every_op_legacy(session &s)
     const uint64_t offset = 256;
     const struct {
         ucp_atomic_post_op_t post;
-        ucp_atomic_op_t      op;
+        ucp_atomic_op_t op;
     } posts[] = {{UCP_ATOMIC_POST_OP_ADD, UCP_ATOMIC_OP_ADD},
                  {UCP_ATOMIC_POST_OP_AND, UCP_ATOMIC_OP_AND},
                  {UCP_ATOMIC_POST_OP_OR, UCP_ATOMIC_OP_OR},
                  {UCP_ATOMIC_POST_OP_XOR, UCP_ATOMIC_OP_XOR}};
     const struct {
         ucp_atomic_fetch_op_t fetch;
-        ucp_atomic_op_t       op;
+        ucp_atomic_op_t op;
     } fetches[] = {{UCP_ATOMIC_FETCH_OP_FADD, UCP_ATOMIC_OP_ADD},
                    {UCP_ATOMIC_FETCH_OP_SWAP, UCP_ATOMIC_OP_SWAP},
                    {UCP_ATOMIC_FETCH_OP_CSWAP, UCP_ATOMIC_OP_CSWAP},
@@ -227,7 +227,7 @@ void every_op_legacy(session &s)
     s.write(offset + 4, 4, neighbour);
     CHECK(ucp_atomic_add32(s.p.ep, 1, at, s.rkey) == UCS_OK);
     CHECK(ucp_atomic_fadd32(s.p.ep, 1, at, s.rkey, &r32) == UCS_OK);
-    CHECK(r32 == 0xffffffff);   /* wraps within 32 bits */
+    CHECK(r32 == 0xffffffff); /* wraps within 32 bits */
     CHECK(ucp_atomic_swap32(s.p.ep, 3, at, s.rkey, &r32) == UCS_OK);
     CHECK(r32 == 0);
     CHECK(ucp_atomic_cswap32(s.p.ep, 3, 4, at, s.rkey, &r32) == UCS_OK);
@@ -239,8 +239,7 @@ void every_op_legacy(session &s)
 
 } // namespace
 
-TEST_CASE("every atomic, 32 and 64 bit, fetching or not, leaves the exact value",
-          "[ucp_amo]")
+TEST_CASE("every atomic, 32 and 64 bit, fetching or not, leaves the exact value", "[ucp_amo]")
 {
     for (const config &cfg : two_process_configs()) {
         INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
@@ -259,8 +258,7 @@ TEST_CASE("every atomic, 32 and 64 bit, fetching or not, leaves the exact value"
     }
 }
 
-TEST_CASE("1- and 2-byte, misaligned, outside and malformed atomics are refused",
-          "[ucp_amo]")
+TEST_CASE("1- and 2-byte, misaligned, outside and malformed atomics are refused", "[ucp_amo]")
 {
     auto run = [](session &s) {
         ucp_test::log_capture log;
@@ -269,10 +267,10 @@ TEST_CASE("1- and 2-byte, misaligned, outside and malformed atomics are refused"
         uint64_t operand = 1, reply = 0;
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-        auto nbx = [&](ucp_atomic_op_t op, uint64_t address, size_t count = 1,
+        auto nbx           = [&](ucp_atomic_op_t op, uint64_t address, size_t count = 1,
                        const void *buffer = nullptr) {
-            return s.wait(ucp_atomic_op_nbx(s.p.ep, op, buffer ? buffer : &operand, count,
-                                            address, s.rkey, &param));
+            return s.wait(ucp_atomic_op_nbx(s.p.ep, op, buffer ? buffer : &operand, count, address,
+                                                      s.rkey, &param));
         };
         for (size_t size : {1, 2, 3, 16}) {
             INFO("operand of " << size << " bytes");
@@ -280,59 +278,56 @@ TEST_CASE("1- and 2-byte, misaligned, outside and malformed atomics are refused"
             CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base) == UCS_ERR_INVALID_PARAM);
             CHECK(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 1, size, s.base, s.rkey) ==
                   UCS_ERR_INVALID_PARAM);
-            CHECK(s.wait(ucp_atomic_fetch_nb(s.p.ep, UCP_ATOMIC_FETCH_OP_FADD, 1, &reply,
-                                             size, s.base, s.rkey, nullptr)) ==
-                  UCS_ERR_INVALID_PARAM);
+            CHECK(s.wait(ucp_atomic_fetch_nb(s.p.ep, UCP_ATOMIC_FETCH_OP_FADD, 1, &reply, size,
+                                             s.base, s.rkey, nullptr)) == UCS_ERR_INVALID_PARAM);
         }
         param.datatype = ucp_dt_make_iov();
         CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base) == UCS_ERR_INVALID_PARAM);
-        param.op_attr_mask = 0;   /* the datatype is required */
+        param.op_attr_mask = 0; /* the datatype is required */
         CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base) == UCS_ERR_INVALID_PARAM);
 
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         param.datatype     = ucp_dt_make_contig(8);
-        CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base + 4) == UCS_ERR_INVALID_PARAM);   /* misaligned */
-        CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base, 2) == UCS_ERR_INVALID_PARAM);    /* count */
+        CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base + 4) == UCS_ERR_INVALID_PARAM); /* misaligned */
+        CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base, 2) == UCS_ERR_INVALID_PARAM);  /* count */
         CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base, 0) == UCS_ERR_INVALID_PARAM);
         CHECK(nbx(UCP_ATOMIC_OP_LAST, s.base) == UCS_ERR_INVALID_PARAM);
         CHECK(s.wait(atomic_op_raw(s.p.ep, 42, &operand, s.base, s.rkey, &param)) ==
               UCS_ERR_INVALID_PARAM);
-        CHECK(nbx(UCP_ATOMIC_OP_CSWAP, s.base) == UCS_ERR_INVALID_PARAM);    /* no reply */
+        CHECK(nbx(UCP_ATOMIC_OP_CSWAP, s.base) == UCS_ERR_INVALID_PARAM); /* no reply */
         CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base + s.length) == UCS_ERR_INVALID_ADDR);
         CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base - 8) == UCS_ERR_INVALID_ADDR);
         CHECK(nbx(UCP_ATOMIC_OP_ADD, 0) == UCS_ERR_INVALID_ADDR);
         CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, nullptr, 1, s.base, s.rkey,
                                        &param)) == UCS_ERR_INVALID_PARAM);
-        CHECK(s.wait(ucp_atomic_op_nbx(nullptr, UCP_ATOMIC_OP_ADD, &operand, 1, s.base,
-                                       s.rkey, &param)) == UCS_ERR_INVALID_PARAM);
-        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &operand, 1, s.base,
-                                       nullptr, &param)) == UCS_ERR_INVALID_PARAM);
-        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &operand, 1, s.base,
-                                       s.rkey, nullptr)) == UCS_ERR_INVALID_PARAM);
+        CHECK(s.wait(ucp_atomic_op_nbx(nullptr, UCP_ATOMIC_OP_ADD, &operand, 1, s.base, s.rkey,
+                                       &param)) == UCS_ERR_INVALID_PARAM);
+        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &operand, 1, s.base, nullptr,
+                                       &param)) == UCS_ERR_INVALID_PARAM);
+        CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &operand, 1, s.base, s.rkey,
+                                       nullptr)) == UCS_ERR_INVALID_PARAM);
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        param.reply_buffer  = nullptr;
+        param.reply_buffer = nullptr;
         CHECK(nbx(UCP_ATOMIC_OP_ADD, s.base) == UCS_ERR_INVALID_PARAM);
         CHECK(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_LAST, 1, 8, s.base, s.rkey) ==
               UCS_ERR_INVALID_PARAM);
-        CHECK(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 1, 8, s.base + s.length,
-                              s.rkey) == UCS_ERR_INVALID_ADDR);
-        CHECK(s.wait(ucp_atomic_fetch_nb(s.p.ep, UCP_ATOMIC_FETCH_OP_LAST, 1, &reply, 8,
-                                         s.base, s.rkey, nullptr)) == UCS_ERR_INVALID_PARAM);
-        CHECK(s.wait(ucp_atomic_fetch_nb(s.p.ep, UCP_ATOMIC_FETCH_OP_FADD, 1, nullptr, 8,
-                                         s.base, s.rkey, nullptr)) == UCS_ERR_INVALID_PARAM);
+        CHECK(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 1, 8, s.base + s.length, s.rkey) ==
+              UCS_ERR_INVALID_ADDR);
+        CHECK(s.wait(ucp_atomic_fetch_nb(s.p.ep, UCP_ATOMIC_FETCH_OP_LAST, 1, &reply, 8, s.base,
+                                         s.rkey, nullptr)) == UCS_ERR_INVALID_PARAM);
+        CHECK(s.wait(ucp_atomic_fetch_nb(s.p.ep, UCP_ATOMIC_FETCH_OP_FADD, 1, nullptr, 8, s.base,
+                                         s.rkey, nullptr)) == UCS_ERR_INVALID_PARAM);
         uint32_t r32;
         CHECK(ucp_atomic_fadd32(s.p.ep, 1, s.base + 2, s.rkey, &r32) == UCS_ERR_INVALID_PARAM);
-        CHECK(ucp_atomic_cswap64(s.p.ep, 0, 1, s.base, s.rkey, nullptr) ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(ucp_atomic_cswap64(s.p.ep, 0, 1, s.base, s.rkey, nullptr) == UCS_ERR_INVALID_PARAM);
 
         REQUIRE(s.flush_ep() == UCS_OK);
-        CHECK(s.read(0, 8) == 1234);   /* nothing refused was applied */
+        CHECK(s.read(0, 8) == 1234); /* nothing refused was applied */
         CHECK(s.read(s.length - 8, 8) == 5678);
         /* Each refusal says why. */
         const std::string text = log.text();
-        for (const char *why : {"operands are 4 or 8 bytes", "datatype is required",
-                                "not aligned", "count must be 1", "invalid opcode",
-                                "needs a reply buffer"}) {
+        for (const char *why : {"operands are 4 or 8 bytes", "datatype is required", "not aligned",
+                                "count must be 1", "invalid opcode", "needs a reply buffer"}) {
             CHECK(text.find(why) != std::string::npos);
         }
     };
@@ -364,16 +359,16 @@ TEST_CASE("atomic posts are all applied at the target when a flush returns", "[u
             /* OpenSHMEM's form: op_nbx, no reply buffer, the request freed at once. */
             uint32_t two = 2;
             ucp_request_param_t param{};
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-            param.datatype     = ucp_dt_make_contig(4);
-            ucs_status_ptr_t req = ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1,
-                                                     s.base + 8, s.rkey, &param);
+            param.op_attr_mask   = UCP_OP_ATTR_FIELD_DATATYPE;
+            param.datatype       = ucp_dt_make_contig(4);
+            ucs_status_ptr_t req = ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1, s.base + 8,
+                                                     s.rkey, &param);
             REQUIRE(!UCS_PTR_IS_ERR(req));
             if (req != nullptr) {
                 ucp_request_free(req);
             }
-            REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_XOR, uint64_t(1) << (i % 32),
-                                    4, s.base + 16, s.rkey) == UCS_OK);
+            REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_XOR, uint64_t(1) << (i % 32), 4,
+                                    s.base + 16, s.rkey) == UCS_OK);
         }
         REQUIRE(s.wait(ucp_worker_flush_nb(s.p.worker, 0, legacy_cb)) == UCS_OK);
         CHECK(s.read(0, 8) == count);
@@ -394,30 +389,30 @@ enum : uint32_t {
 };
 // clang-format on
 
-ucs_status_t fetch_add(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, unsigned size,
-                       uint64_t address, uint64_t *old)
+ucs_status_t fetch_add(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, unsigned size, uint64_t address,
+                       uint64_t *old)
 {
     uint64_t one = 1, reply = 0;
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-    param.datatype     = ucp_dt_make_contig(size);
-    param.reply_buffer = &reply;
-    ucs_status_t status = p.wait(ucp_atomic_op_nbx(ep, UCP_ATOMIC_OP_ADD, &one, 1, address,
-                                                   rkey, &param));
-    *old = load(&reply, size);
+    param.op_attr_mask  = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype      = ucp_dt_make_contig(size);
+    param.reply_buffer  = &reply;
+    ucs_status_t status = p.wait(ucp_atomic_op_nbx(ep, UCP_ATOMIC_OP_ADD, &one, 1, address, rkey,
+                                                   &param));
+    *old                = load(&reply, size);
     return status;
 }
 
-ucs_status_t cswap64(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t address,
-                     uint64_t compare, uint64_t swap, uint64_t *old)
+ucs_status_t cswap64(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t address, uint64_t compare,
+                     uint64_t swap, uint64_t *old)
 {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-    param.datatype     = ucp_dt_make_contig(8);
-    param.reply_buffer = &swap;
-    ucs_status_t status = p.wait(ucp_atomic_op_nbx(ep, UCP_ATOMIC_OP_CSWAP, &compare, 1,
-                                                   address, rkey, &param));
-    *old = swap;
+    param.op_attr_mask  = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype      = ucp_dt_make_contig(8);
+    param.reply_buffer  = &swap;
+    ucs_status_t status = p.wait(ucp_atomic_op_nbx(ep, UCP_ATOMIC_OP_CSWAP, &compare, 1, address,
+                                                   rkey, &param));
+    *old                = swap;
     return status;
 }
 
@@ -426,8 +421,8 @@ ucs_status_t cswap64(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t address,
  * write a plain counter with get and put (flushed), release with
  * compare-and-swap id -> 0. Returns the compare-and-swaps issued, 0 on error.
  */
-uint64_t lock_loop_run(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t lock,
-                       uint64_t counter, uint64_t iterations, uint64_t id)
+uint64_t lock_loop_run(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t lock, uint64_t counter,
+                       uint64_t iterations, uint64_t id)
 {
     uint64_t cswaps = 0;
     const ucp_request_param_t param{};
@@ -449,7 +444,7 @@ uint64_t lock_loop_run(peer &p, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t lock,
             return 0;
         }
         if ((cswap64(p, ep, rkey, lock, id, 0, &old) != UCS_OK) || (old != id)) {
-            return 0;   /* someone else held the lock meanwhile */
+            return 0; /* someone else held the lock meanwhile */
         }
         ++cswaps;
     }
@@ -469,9 +464,9 @@ int racing_child(int fd, const char *tls, memory kind, size_t length)
 
     ucp_ep_params_t params{};
     std::vector<uint8_t> own = p.address();
-    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address    = reinterpret_cast<const ucp_address_t*>(own.data());
-    ucp_ep_h self_ep  = nullptr;
+    params.field_mask        = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address           = reinterpret_cast<const ucp_address_t *>(own.data());
+    ucp_ep_h self_ep         = nullptr;
     TEST_CHILD_CHECK(ucp_ep_create(p.worker, &params, &self_ep) == UCS_OK);
     ucp_rkey_h self_key = nullptr;
     TEST_CHILD_CHECK(ucp_ep_rkey_unpack(self_ep, r.key().data(), &self_key) == UCS_OK);
@@ -481,8 +476,8 @@ int racing_child(int fd, const char *tls, memory kind, size_t length)
             std::vector<uint64_t> fetched;
             for (uint64_t i = 0; i < c.length; ++i) {
                 uint64_t old = 0;
-                TEST_CHILD_CHECK(fetch_add(p, self_ep, self_key, c.size,
-                                           r.address() + c.offset, &old) == UCS_OK);
+                TEST_CHILD_CHECK(fetch_add(p, self_ep, self_key, c.size, r.address() + c.offset,
+                                           &old) == UCS_OK);
                 fetched.push_back(old);
             }
             TEST_CHILD_CHECK(test::send_blob(fd, fetched.data(),
@@ -490,8 +485,7 @@ int racing_child(int fd, const char *tls, memory kind, size_t length)
             return 0;
         }
         if (uint32_t(c.type) == lock_loop) {
-            const uint64_t cswaps = lock_loop_run(p, self_ep, self_key,
-                                                  r.address() + c.offset,
+            const uint64_t cswaps = lock_loop_run(p, self_ep, self_key, r.address() + c.offset,
                                                   r.address() + c.value2, c.length, c.value);
             TEST_CHILD_CHECK(test::send_value(fd, cswaps));
             return 0;
@@ -510,15 +504,12 @@ ucs_status_t start_racing(session &s, const config &cfg, size_t length)
 {
     const char *tls   = cfg.tls;
     const memory kind = cfg.kind;
-    return s.start_with(cfg, length, [=](int fd) {
-        return racing_child(fd, tls, kind, length);
-    });
+    return s.start_with(cfg, length, [=](int fd) { return racing_child(fd, tls, kind, length); });
 }
 
 } // namespace
 
-TEST_CASE("fetch-and-add from both processes at once: every value fetched once",
-          "[ucp_amo]")
+TEST_CASE("fetch-and-add from both processes at once: every value fetched once", "[ucp_amo]")
 {
     const uint64_t count = 1000;
     for (const config &cfg : two_process_configs()) {
@@ -539,7 +530,7 @@ TEST_CASE("fetch-and-add from both processes at once: every value fetched once",
             std::vector<uint8_t> blob;
             REQUIRE(recv_blob_progress(s.p, s.child->fd(), &blob));
             REQUIRE(blob.size() == count * sizeof(uint64_t));
-            const auto *theirs = reinterpret_cast<const uint64_t*>(blob.data());
+            const auto *theirs = reinterpret_cast<const uint64_t *>(blob.data());
             all.insert(all.end(), theirs, theirs + count);
             std::sort(all.begin(), all.end());
             bool each_once = true;
@@ -553,19 +544,18 @@ TEST_CASE("fetch-and-add from both processes at once: every value fetched once",
     }
 }
 
-TEST_CASE("a window lock taken by compare-and-swap from both processes excludes",
-          "[ucp_amo]")
+TEST_CASE("a window lock taken by compare-and-swap from both processes excludes", "[ucp_amo]")
 {
     const uint64_t iterations = 300;
     for (const config &cfg : two_process_configs()) {
         INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
         session s;
         REQUIRE(start_racing(s, cfg, 4096) == UCS_OK);
-        s.write(0, 8, 0);     /* the lock */
-        s.write(512, 8, 0);   /* the counter it protects */
+        s.write(0, 8, 0);   /* the lock */
+        s.write(512, 8, 0); /* the counter it protects */
         REQUIRE(s.tell({command_type(lock_loop), 8, 0, iterations, 2, 512}));
-        const uint64_t ours = lock_loop_run(s.p, s.p.ep, s.rkey, s.base, s.base + 512,
-                                            iterations, 1);
+        const uint64_t ours   = lock_loop_run(s.p, s.p.ep, s.rkey, s.base, s.base + 512, iterations,
+                                              1);
         const uint64_t theirs = s.answer();
         CHECK(ours >= 2 * iterations);
         CHECK(theirs >= 2 * iterations);
@@ -580,27 +570,26 @@ TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp
 {
     ucp_test::env_guard env;
     env.set("UCX_KEEPALIVE_INTERVAL", "50ms");
-    for (const config &cfg : {config{"sysv", memory::registered},
-                              config{"posix,cma", memory::registered},
-                              config{"tcp", memory::registered}}) {
+    for (const config &cfg :
+         {config{"sysv", memory::registered}, config{"posix,cma", memory::registered},
+          config{"tcp", memory::registered}}) {
         INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
         session s;
         s.err_mode = UCP_ERR_HANDLING_MODE_PEER;
         REQUIRE(s.start(cfg, 4096) == UCS_OK);
         s.write(0, 8, 7);
-        REQUIRE(s.ask({command_type::hold, 0, 0, 0, 0, 0}) == 0);   /* never answers */
+        REQUIRE(s.ask({command_type::hold, 0, 0, 0, 0, 0}) == 0); /* never answers */
 
         uint64_t one = 1, old = 0;
         ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        param.datatype     = ucp_dt_make_contig(8);
-        param.reply_buffer = &old;
+        param.op_attr_mask     = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype         = ucp_dt_make_contig(8);
+        param.reply_buffer     = &old;
         ucs_status_ptr_t fetch = ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &one, 1, s.base,
                                                    s.rkey, &param);
         REQUIRE(!UCS_PTR_IS_ERR(fetch));
-        REQUIRE(fetch != nullptr);   /* the target holds: no answer yet */
-        REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 1, 8, s.base, s.rkey) ==
-                UCS_OK);
+        REQUIRE(fetch != nullptr); /* the target holds: no answer yet */
+        REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 1, 8, s.base, s.rkey) == UCS_OK);
         const ucp_request_param_t plain{};
         ucs_status_ptr_t flush = ucp_worker_flush_nbx(s.p.worker, &plain);
         REQUIRE(!UCS_PTR_IS_ERR(flush));
@@ -608,10 +597,12 @@ TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp
 
         ucp_test::log_capture log;
         s.kill_target();
-        REQUIRE(test::poll_until([&] {
+        REQUIRE(test::poll_until(
+            [&] {
             return (ucp_request_check_status(fetch) != UCS_INPROGRESS) &&
                    (ucp_request_check_status(flush) != UCS_INPROGRESS);
-        }, [&] { ucp_worker_progress(s.p.worker); }));
+            },
+            [&] { ucp_worker_progress(s.p.worker); }));
         CHECK(ucp_request_check_status(fetch) != UCS_OK);
         ucp_request_free(fetch);
         ucp_request_free(flush);
@@ -621,8 +612,8 @@ TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp
         CHECK(s.p.ep->rma_outstanding == 0);
         CHECK(ucp_worker_fence(s.p.worker) == UCS_OK);
         /* Operations on the failed ep fail at once. */
-        CHECK(UCS_PTR_IS_ERR(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &one, 1, s.base,
-                                               s.rkey, &param)));
+        CHECK(UCS_PTR_IS_ERR(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &one, 1, s.base, s.rkey,
+                                               &param)));
         CHECK(ucp_put_nbi(s.p.ep, &one, 8, s.base, s.rkey) != UCS_OK);
         s.finish();
         if (std::string(cfg.tls) != "tcp") {
@@ -633,7 +624,8 @@ TEST_CASE("a lost target fails what waits for it; flush and fence return", "[ucp
 }
 
 TEST_CASE("UCX_ATOMIC_MODE: device refuses atomics no transport applies as a device, cpu "
-          "and guess use CPU atomics here", "[ucp_amo]")
+          "and guess use CPU atomics here",
+          "[ucp_amo]")
 {
     for (const char *mode : {"cpu", "guess", "device"}) {
         INFO("UCX_ATOMIC_MODE=" << mode);
@@ -647,18 +639,17 @@ TEST_CASE("UCX_ATOMIC_MODE: device refuses atomics no transport applies as a dev
             const std::string info = ucp_test::print_to_string([&](FILE *f) {
                 ucp_worker_print_info(s.p.worker, f);
             });
-            const bool device = (std::string(mode) == "device");
+            const bool device      = (std::string(mode) == "device");
             CHECK(info.find(device ? "atomic mode: device" : "atomic mode: cpu") !=
                   std::string::npos);
             s.write(0, 8, 5);
             uint64_t one = 1, old = 0;
             ucp_request_param_t param{};
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-            param.datatype     = ucp_dt_make_contig(8);
-            param.reply_buffer = &old;
-            const ucs_status_t status = s.p.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD,
-                                                                   &one, 1, s.base, s.rkey,
-                                                                   &param));
+            param.op_attr_mask        = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+            param.datatype            = ucp_dt_make_contig(8);
+            param.reply_buffer        = &old;
+            const ucs_status_t status = s.p.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &one,
+                                                                   1, s.base, s.rkey, &param));
             if (device) {
                 CHECK(status == UCS_ERR_UNSUPPORTED);
                 CHECK(s.read(0, 8) == 5);
@@ -670,8 +661,8 @@ TEST_CASE("UCX_ATOMIC_MODE: device refuses atomics no transport applies as a dev
             /* Puts do not depend on the atomic mode. */
             uint64_t value = 42;
             ucp_request_param_t put{};
-            CHECK(s.p.wait(ucp_put_nbx(s.p.ep, &value, sizeof(value), s.base + 8, s.rkey,
-                                       &put)) == UCS_OK);
+            CHECK(s.p.wait(ucp_put_nbx(s.p.ep, &value, sizeof(value), s.base + 8, s.rkey, &put)) ==
+                  UCS_OK);
             CHECK(s.p.wait(ucp_worker_flush_nbx(s.p.worker, &put)) == UCS_OK);
             CHECK(s.read(8, 8) == 42);
         }

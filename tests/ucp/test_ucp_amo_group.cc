@@ -32,21 +32,21 @@ using namespace ucp_test;
 namespace {
 
 constexpr unsigned group_size   = 4;
-constexpr unsigned lock_home    = 1;   /* process whose word is the lock */
-constexpr unsigned counter_home = 0;   /* process whose words are counted */
-constexpr uint64_t rounds       = 25;  /* lock acquisitions per process */
+constexpr unsigned lock_home    = 1;  /* process whose word is the lock */
+constexpr unsigned counter_home = 0;  /* process whose words are counted */
+constexpr uint64_t rounds       = 25; /* lock acquisitions per process */
 
 /* Word offsets in each process's region. */
 enum : uint64_t { lock_word = 0, holders_word = 8, total_word = 16 };
 
 /* A child's verdict, sent to the parent at the end. */
 struct outcome {
-    uint64_t acquisitions = 0;   /* lock taken */
-    uint64_t failed_tests = 0;   /* lock found held */
-    uint64_t holders_seen = 0;   /* non-zero holder count found on entry (must stay 0) */
-    uint64_t bad_release  = 0;   /* lock word not ours at release (must stay 0) */
-    uint64_t total        = ~uint64_t(0);   /* counter_home only: final total */
-    uint64_t holders      = ~uint64_t(0);   /* counter_home only: final holder count */
+    uint64_t acquisitions = 0;            /* lock taken */
+    uint64_t failed_tests = 0;            /* lock found held */
+    uint64_t holders_seen = 0;            /* non-zero holder count found on entry (must stay 0) */
+    uint64_t bad_release  = 0;            /* lock word not ours at release (must stay 0) */
+    uint64_t total        = ~uint64_t(0); /* counter_home only: final total */
+    uint64_t holders      = ~uint64_t(0); /* counter_home only: final holder count */
 };
 
 class member {
@@ -81,7 +81,7 @@ public:
         size_t packed_length;
         TEST_CHILD_CHECK(ucp_rkey_pack(p_.context, memh_, &packed, &packed_length) == UCS_OK);
         const uint64_t base = reinterpret_cast<uintptr_t>(region_.data());
-        const bool sent = test::send_blob(fd_, p_.address()) &&
+        const bool sent     = test::send_blob(fd_, p_.address()) &&
                           test::send_blob(fd_, packed, packed_length) &&
                           test::send_value(fd_, base);
         ucp_rkey_buffer_release(packed);
@@ -93,7 +93,7 @@ public:
                              test::recv_value(fd_, &bases_[r]));
             ucp_ep_params_t params{};
             params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-            params.address    = reinterpret_cast<const ucp_address_t*>(address.data());
+            params.address    = reinterpret_cast<const ucp_address_t *>(address.data());
             TEST_CHILD_CHECK(ucp_ep_create(p_.worker, &params, &eps_[r]) == UCS_OK);
             TEST_CHILD_CHECK(ucp_ep_rkey_unpack(eps_[r], key.data(), &rkeys_[r]) == UCS_OK);
         }
@@ -103,18 +103,18 @@ public:
     /* Takes the lock `rounds` times; counts what it saw in `out`. */
     int run(uint64_t rounds, outcome *out)
     {
-        const uint64_t me = rank_ + 1;   /* the lock word holds the holder's rank + 1 */
+        const uint64_t me = rank_ + 1; /* the lock word holds the holder's rank + 1 */
         while (out->acquisitions < rounds) {
             uint64_t old;
             TEST_CHILD_CHECK(atomic(lock_home, lock_word, UCP_ATOMIC_OP_CSWAP, 0, me, &old) ==
                              UCS_OK);
             if (old != 0) {
                 ++out->failed_tests;
-                sched_yield();   /* four spinning processes share few cores in CI */
+                sched_yield(); /* four spinning processes share few cores in CI */
                 continue;
             }
-            TEST_CHILD_CHECK(atomic(counter_home, holders_word, UCP_ATOMIC_OP_ADD, 1, 0,
-                                    &old) == UCS_OK);
+            TEST_CHILD_CHECK(atomic(counter_home, holders_word, UCP_ATOMIC_OP_ADD, 1, 0, &old) ==
+                             UCS_OK);
             out->holders_seen += (old != 0);
             TEST_CHILD_CHECK(post_add(counter_home, total_word, 1) == UCS_OK);
             TEST_CHILD_CHECK(post_add(counter_home, holders_word, uint64_t(-1)) == UCS_OK);
@@ -148,18 +148,18 @@ public:
     }
 
 private:
-    ucs_status_t atomic(unsigned target, uint64_t offset, ucp_atomic_op_t op,
-                        uint64_t operand, uint64_t swap, uint64_t *old)
+    ucs_status_t atomic(unsigned target, uint64_t offset, ucp_atomic_op_t op, uint64_t operand,
+                        uint64_t swap, uint64_t *old)
     {
-        uint64_t reply = swap;   /* CSWAP: swapped in when the word equals operand */
+        uint64_t reply = swap; /* CSWAP: swapped in when the word equals operand */
         ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        param.datatype     = ucp_dt_make_contig(8);
-        param.reply_buffer = &reply;
+        param.op_attr_mask  = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype      = ucp_dt_make_contig(8);
+        param.reply_buffer  = &reply;
         ucs_status_t status = p_.wait(ucp_atomic_op_nbx(eps_[target], op, &operand, 1,
-                                                        bases_[target] + offset,
-                                                        rkeys_[target], &param));
-        *old = reply;
+                                                        bases_[target] + offset, rkeys_[target],
+                                                        &param));
+        *old                = reply;
         return status;
     }
 
@@ -180,13 +180,13 @@ private:
     }
 
     unsigned rank_;
-    int      fd_;
-    peer     p_;
+    int fd_;
+    peer p_;
     alignas(64) std::array<uint64_t, 8> region_{};
     ucp_mem_h memh_ = nullptr;
-    std::array<ucp_ep_h, group_size>   eps_{};
+    std::array<ucp_ep_h, group_size> eps_{};
     std::array<ucp_rkey_h, group_size> rkeys_{};
-    std::array<uint64_t, group_size>   bases_{};
+    std::array<uint64_t, group_size> bases_{};
 };
 
 int member_body(unsigned rank, int fd, const char *tls, uint64_t rounds)
@@ -217,14 +217,16 @@ int member_body(unsigned rank, int fd, const char *tls, uint64_t rounds)
 } // namespace
 
 TEST_CASE("four processes: a posted atomic that was flushed is seen by a third process "
-          "that takes the lock next", "[ucp_amo]")
+          "that takes the lock next",
+          "[ucp_amo]")
 {
     for (const char *tls : {"tcp,self", "posix,self", "posix,cma,self"}) {
         INFO("UCX_TLS=" << tls);
         std::vector<std::unique_ptr<test::child_process>> members;
         for (unsigned r = 0; r < group_size; ++r) {
-            members.push_back(std::make_unique<test::child_process>(
-                [r, tls](int fd) { return member_body(r, fd, tls, rounds); }));
+            members.push_back(std::make_unique<test::child_process>([r, tls](int fd) {
+                return member_body(r, fd, tls, rounds);
+            }));
         }
         /* Every member's address, key and region base, to every member. */
         std::vector<std::vector<uint8_t>> blobs(3 * group_size);
@@ -255,7 +257,7 @@ TEST_CASE("four processes: a posted atomic that was flushed is seen by a third p
         }
         for (unsigned r = 0; r < group_size; ++r) {
             INFO("member " << r << ": " << out[r].acquisitions << " acquisitions, "
-                 << out[r].failed_tests << " failed tests");
+                           << out[r].failed_tests << " failed tests");
             CHECK(out[r].acquisitions == rounds);
             CHECK(out[r].holders_seen == 0);
             CHECK(out[r].bad_release == 0);

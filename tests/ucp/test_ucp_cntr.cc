@@ -55,8 +55,8 @@ TEST_CASE("counter values: add, set, errors apart, wrap modulo 2^64", "[ucp_cntr
     CHECK(ucp_cntr_read(c) == 12);
     CHECK(ucp_cntr_add_err(c, 2) == UCS_OK);
     CHECK(ucp_cntr_read_err(c) == 2);
-    CHECK(ucp_cntr_read(c) == 12);          /* the two values are apart */
-    CHECK(ucp_cntr_set(c, 3) == UCS_OK);    /* lower than before: allowed */
+    CHECK(ucp_cntr_read(c) == 12);       /* the two values are apart */
+    CHECK(ucp_cntr_set(c, 3) == UCS_OK); /* lower than before: allowed */
     CHECK(ucp_cntr_read(c) == 3);
     CHECK(ucp_cntr_set_err(c, 0) == UCS_OK);
     CHECK(ucp_cntr_read_err(c) == 0);
@@ -64,9 +64,9 @@ TEST_CASE("counter values: add, set, errors apart, wrap modulo 2^64", "[ucp_cntr
     CHECK(ucp_cntr_set(c, UINT64_MAX - 1) == UCS_OK);
     CHECK(ucp_cntr_wait(c, UINT64_MAX, 0) == UCS_ERR_TIMED_OUT);
     CHECK(ucp_cntr_add(c, 1) == UCS_OK);
-    CHECK(ucp_cntr_wait(c, UINT64_MAX, 0) == UCS_OK);   /* the 2^64 - 1 edge */
+    CHECK(ucp_cntr_wait(c, UINT64_MAX, 0) == UCS_OK); /* the 2^64 - 1 edge */
     CHECK(ucp_cntr_add(c, 2) == UCS_OK);
-    CHECK(ucp_cntr_read(c) == 1);                        /* wrapped */
+    CHECK(ucp_cntr_read(c) == 1); /* wrapped */
 
     CHECK(ucp_cntr_destroy(c) == UCS_OK);
     p.close();
@@ -102,7 +102,7 @@ TEST_CASE("counter calls refuse bad arguments and a destroyed counter", "[ucp_cn
     CHECK(ucp_cntr_query(c, &attr) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_cntr_get_fd(c, nullptr) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_cntr_destroy(c) == UCS_OK);
-    CHECK(ucp_cntr_destroy(c) == UCS_ERR_INVALID_PARAM);   /* not live any more */
+    CHECK(ucp_cntr_destroy(c) == UCS_ERR_INVALID_PARAM); /* not live any more */
     CHECK(ucp_cntr_destroy(nullptr) == UCS_ERR_INVALID_PARAM);
 
     /* A counter left behind goes with its worker. */
@@ -173,8 +173,7 @@ ucs_status_t echo_forever(void *arg, const void *, size_t, void *, size_t,
 
 } // namespace
 
-TEST_CASE("counter wait keeps its timeout while the worker is busy with other work",
-          "[ucp_cntr]")
+TEST_CASE("counter wait keeps its timeout while the worker is busy with other work", "[ucp_cntr]")
 {
     peer p;
     REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
@@ -182,7 +181,7 @@ TEST_CASE("counter wait keeps its timeout while the worker is busy with other wo
     REQUIRE(set_am_handler(p.worker, 3, echo_forever, p.ep) == UCS_OK);
     ucp_request_param_t param{};
     REQUIRE(p.wait(ucp_am_send_nbx(p.ep, 3, nullptr, 0, nullptr, 0, &param)) == UCS_OK);
-    REQUIRE(ucp_worker_progress(p.worker) != 0);      /* busy from now on */
+    REQUIRE(ucp_worker_progress(p.worker) != 0); /* busy from now on */
     ucp_cntr_h c = make_cntr(p.worker);
     CHECK(ucp_cntr_wait(c, 1, 0) == UCS_ERR_TIMED_OUT);
     CHECK(ucp_cntr_wait(c, 1, 50) == UCS_ERR_TIMED_OUT);
@@ -195,7 +194,7 @@ TEST_CASE("counter fd: readable on a change, arm busy until drained", "[ucp_cntr
     peer p;
     REQUIRE(p.init("self", wakeup_features) == UCS_OK);
     ucp_cntr_h c = make_cntr(p.worker);
-    int fd = -1;
+    int fd       = -1;
     REQUIRE(ucp_cntr_get_fd(c, &fd) == UCS_OK);
     REQUIRE(fd >= 0);
     REQUIRE(test::poll_until([&] { return ucp_cntr_arm(c) == UCS_OK; },
@@ -203,7 +202,7 @@ TEST_CASE("counter fd: readable on a change, arm busy until drained", "[ucp_cntr
     CHECK_FALSE(test::readable(fd));
     std::thread([&] { ucp_cntr_add(c, 1); }).join();
     CHECK(test::readable(fd));
-    CHECK(ucp_cntr_arm(c) == UCS_ERR_BUSY);   /* the change, consumed */
+    CHECK(ucp_cntr_arm(c) == UCS_ERR_BUSY); /* the change, consumed */
     CHECK(ucp_cntr_arm(c) == UCS_OK);
     CHECK_FALSE(test::readable(fd));
     CHECK(ucp_cntr_destroy(c) == UCS_OK);
@@ -220,8 +219,7 @@ ucs_status_t count_message(void *arg, const void *, size_t, void *, size_t,
 
 } // namespace
 
-TEST_CASE("counter wait progresses the worker: messages from another process",
-          "[ucp_cntr]")
+TEST_CASE("counter wait progresses the worker: messages from another process", "[ucp_cntr]")
 {
     constexpr uint16_t am_id    = 3;
     constexpr uint64_t messages = 200;
@@ -238,8 +236,8 @@ TEST_CASE("counter wait progresses the worker: messages from another process",
                 TEST_CHILD_CHECK(c.recv_value_progress(fd, &go));
                 for (uint64_t i = 0; i < messages; ++i) {
                     ucp_request_param_t param{};
-                    TEST_CHILD_CHECK(c.wait(ucp_am_send_nbx(c.ep, am_id, nullptr, 0, &i,
-                                                            sizeof(i), &param)) == UCS_OK);
+                    TEST_CHILD_CHECK(c.wait(ucp_am_send_nbx(c.ep, am_id, nullptr, 0, &i, sizeof(i),
+                                                            &param)) == UCS_OK);
                 }
                 /* Sent is not delivered: flush before this side stops progressing. */
                 ucp_request_param_t param{};

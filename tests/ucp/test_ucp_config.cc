@@ -13,8 +13,7 @@ namespace {
 
 /* Reads a config; REQUIREs success. */
 struct config_holder {
-    explicit config_holder(const char *env_prefix = nullptr,
-                           const char *filename = nullptr)
+    explicit config_holder(const char *env_prefix = nullptr, const char *filename = nullptr)
     {
         status = ucp_config_read(env_prefix, filename, &config);
     }
@@ -29,8 +28,7 @@ struct config_holder {
     std::string print(unsigned flags = UCS_CONFIG_PRINT_CONFIG) const
     {
         return print_to_string([&](FILE *f) {
-            ucp_config_print(config, f, "test title",
-                             static_cast<ucs_config_print_flags_t>(flags));
+            ucp_config_print(config, f, "test title", static_cast<ucs_config_print_flags_t>(flags));
         });
     }
 
@@ -49,8 +47,7 @@ std::string first_tl(const ucp_config_t *config)
 TEST_CASE("the table is registered", "[ucp_config]")
 {
     auto tables = ucs::config::registered_tables();
-    CHECK(std::find(tables.begin(), tables.end(), &ucp::context_config_table) !=
-          tables.end());
+    CHECK(std::find(tables.begin(), tables.end(), &ucp::context_config_table) != tables.end());
 }
 
 TEST_CASE("defaults", "[ucp_config]")
@@ -140,8 +137,7 @@ TEST_CASE("modify", "[ucp_config]")
     CHECK(ucp_config_modify(cfg.config, "NO_SUCH_SETTING", "1") == UCS_ERR_NO_ELEM);
     {
         log_capture log(UCS_LOG_LEVEL_ERROR);
-        CHECK(ucp_config_modify(cfg.config, "RNDV_THRESH", "big") ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(ucp_config_modify(cfg.config, "RNDV_THRESH", "big") == UCS_ERR_INVALID_PARAM);
     }
     CHECK(cfg.config->values.rndv_thresh == 8192); /* old value kept */
 
@@ -171,16 +167,16 @@ TEST_CASE("print shows every field", "[ucp_config]")
 
     std::string text = cfg.print(UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HEADER |
                                  UCS_CONFIG_PRINT_DOC);
-    for (const char *name : {"UCX_TLS=", "UCX_NET_DEVICES=", "UCX_SHM_DEVICES=",
-                             "UCX_SELF_DEVICES=", "UCX_RNDV_THRESH=", "UCX_ZCOPY_THRESH=",
-                             "UCX_BCOPY_THRESH=", "UCX_RNDV_SCHEME=",
-                             "UCX_MAX_EAGER_LANES=", "UCX_MAX_RNDV_LANES=",
-                             "UCX_ESTIMATED_NUM_EPS=", "UCX_ESTIMATED_NUM_PPN="}) {
+    for (const char *name :
+         {"UCX_TLS=", "UCX_NET_DEVICES=", "UCX_SHM_DEVICES=", "UCX_SELF_DEVICES=",
+          "UCX_RNDV_THRESH=", "UCX_ZCOPY_THRESH=", "UCX_BCOPY_THRESH=", "UCX_RNDV_SCHEME=",
+          "UCX_MAX_EAGER_LANES=", "UCX_MAX_RNDV_LANES=", "UCX_ESTIMATED_NUM_EPS=",
+          "UCX_ESTIMATED_NUM_PPN="}) {
         INFO(name);
         CHECK(text.find(name) != std::string::npos);
     }
     CHECK(text.find("test title") != std::string::npos);
-    CHECK(text.find("rendezvous") != std::string::npos); /* a doc string */
+    CHECK(text.find("rendezvous") != std::string::npos);        /* a doc string */
     CHECK(text.find("UCX_MEMTYPE_CACHE") == std::string::npos); /* global table's */
     CHECK(text.find("UCX_RNDV_THRESH=1M") != std::string::npos);
 
@@ -221,9 +217,7 @@ TEST_CASE("a config given to ucp_init is used", "[ucp_config]")
     ucp_params_t params   = tag_params();
     ucp_context_h context = nullptr;
     REQUIRE(ucp_init(&params, cfg.config, &context) == UCS_OK);
-    std::string info = print_to_string([&](FILE *f) {
-        ucp_context_print_info(context, f);
-    });
+    std::string info = print_to_string([&](FILE *f) { ucp_context_print_info(context, f); });
     ucp_cleanup(context);
     CHECK(info.find(fake_self_tl) != std::string::npos);
     CHECK(info.find(fake_net_tl) == std::string::npos);

@@ -16,9 +16,9 @@ TEST_CASE("version reports the UCP API level", "[ucp_context]")
     CHECK(major == UCP_API_MAJOR);
     CHECK(minor == UCP_API_MINOR);
 
-    std::string expected = std::to_string(major) + "." + std::to_string(minor) +
-                           "." + std::to_string(release);
-    std::string text     = ucp_get_version_string();
+    std::string expected = std::to_string(major) + "." + std::to_string(minor) + "." +
+                           std::to_string(release);
+    std::string text = ucp_get_version_string();
     CHECK(text.rfind(expected, 0) == 0);
     CHECK(text.find("ucx-ng") != std::string::npos);
 
@@ -78,8 +78,8 @@ TEST_CASE("older minor API versions are accepted", "[ucp_context]")
 TEST_CASE("context query", "[ucp_context]")
 {
     ucp_params_t params = tag_params();
-    params.field_mask  |= UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                          UCP_PARAM_FIELD_REQUEST_SIZE;
+    params.field_mask |= UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                         UCP_PARAM_FIELD_REQUEST_SIZE;
     params.name              = "my_context";
     params.mt_workers_shared = 1;
     params.request_size      = 40;
@@ -98,10 +98,10 @@ TEST_CASE("context query", "[ucp_context]")
 
     /* Fields outside the mask are left alone. */
     ucp_context_attr_t only_size{};
-    only_size.field_mask  = UCP_ATTR_FIELD_REQUEST_SIZE;
+    only_size.field_mask = UCP_ATTR_FIELD_REQUEST_SIZE;
     std::memset(&only_size.thread_mode, 0x5a, sizeof(only_size.thread_mode));
     REQUIRE(ucp_context_query(ctx.context, &only_size) == UCS_OK);
-    const auto *raw = reinterpret_cast<const unsigned char*>(&only_size.thread_mode);
+    const auto *raw = reinterpret_cast<const unsigned char *>(&only_size.thread_mode);
     CHECK(std::all_of(raw, raw + sizeof(only_size.thread_mode),
                       [](unsigned char c) { return c == 0x5a; }));
 }
@@ -110,8 +110,8 @@ TEST_CASE("fields outside the field mask are never read", "[ucp_context]")
 {
     ucp_params_t params = tag_params();
     /* Pointers that would crash if dereferenced. */
-    params.name          = reinterpret_cast<const char*>(uintptr_t{8});
-    params.request_init  = reinterpret_cast<ucp_request_init_callback_t>(uintptr_t{8});
+    params.name              = reinterpret_cast<const char *>(uintptr_t{8});
+    params.request_init      = reinterpret_cast<ucp_request_init_callback_t>(uintptr_t{8});
     params.mt_workers_shared = 1;
     context_holder ctx(params);
     REQUIRE(ctx.status == UCS_OK);

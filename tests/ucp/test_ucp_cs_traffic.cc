@@ -36,9 +36,9 @@ constexpr ucp_tag_t full_mask  = ~ucp_tag_t(0);
 /* ---- connections (listening, accept_request, connect_client: ucp_test_util.h) */
 
 /* The worker's eps, internal ones included. */
-std::vector<ucp_ep*> eps_of(ucp_worker_h worker)
+std::vector<ucp_ep *> eps_of(ucp_worker_h worker)
 {
-    std::vector<ucp_ep*> eps;
+    std::vector<ucp_ep *> eps;
     worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) { eps.push_back(ep); });
     return eps;
 }
@@ -49,14 +49,14 @@ ucs_status_t finish(ucs_status_ptr_t req, ucp_worker_h worker, ucp_worker_h othe
     if ((req == nullptr) || UCS_PTR_IS_ERR(req)) {
         return UCS_PTR_STATUS(req);
     }
-    const bool done = test::poll_until(
-            [&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
-            [&] {
-                ucp_worker_progress(worker);
-                if (other != nullptr) {
-                    ucp_worker_progress(other);
-                }
-            });
+    const bool done =
+        test::poll_until([&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
+                         [&] {
+        ucp_worker_progress(worker);
+        if (other != nullptr) {
+            ucp_worker_progress(other);
+        }
+        });
     if (!done) {
         return UCS_ERR_TIMED_OUT;
     }
@@ -120,7 +120,7 @@ std::string recv_stream(ucp_worker_h worker, ucp_ep_h ep, size_t total, uint64_t
 {
     out->assign(total, 0);
     std::mt19937_64 rng(seed);
-    size_t offset = 0;
+    size_t offset       = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (offset < total) {
         if (std::chrono::steady_clock::now() > deadline) {
@@ -128,7 +128,7 @@ std::string recv_stream(ucp_worker_h worker, ucp_ep_h ep, size_t total, uint64_t
         }
         const size_t room = std::min<size_t>(1 + rng() % 20000, total - offset);
         if ((rng() % 5) == 0) {
-            size_t length = 0;
+            size_t length         = 0;
             ucs_status_ptr_t data = ucp_stream_recv_data_nb(ep, &length);
             if (UCS_PTR_IS_ERR(data)) {
                 return "recv_data_nb failed";
@@ -150,28 +150,29 @@ std::string recv_stream(ucp_worker_h worker, ucp_ep_h ep, size_t total, uint64_t
         }
         const bool waitall = (rng() % 2) == 0;
         ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = waitall ? UCP_STREAM_RECV_FLAG_WAITALL : 0;
-        size_t got         = 0;
-        ucs_status_ptr_t req = ucp_stream_recv_nbx(ep, out->data() + offset, room, &got,
-                                                   &param);
+        param.op_attr_mask   = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags          = waitall ? UCP_STREAM_RECV_FLAG_WAITALL : 0;
+        size_t got           = 0;
+        ucs_status_ptr_t req = ucp_stream_recv_nbx(ep, out->data() + offset, room, &got, &param);
         if (UCS_PTR_IS_ERR(req)) {
             return "a stream receive failed at once";
         }
         if (req != nullptr) {
             ucs_status_t status;
-            const bool done = test::poll_until([&] {
+            const bool done = test::poll_until(
+                [&] {
                 status = ucp_stream_recv_request_test(req, &got);
                 return status != UCS_INPROGRESS;
-            }, [&] {
+                },
+                [&] {
                 ucp_worker_progress(worker);
                 if (other != nullptr) {
                     ucp_worker_progress(other);
                 }
             });
             if (!done) {
-                return "a stream receive never completed (" + std::to_string(offset) +
-                       " of " + std::to_string(total) + " bytes received)";
+                return "a stream receive never completed (" + std::to_string(offset) + " of " +
+                       std::to_string(total) + " bytes received)";
             }
             ucp_request_free(req);
             if (status != UCS_OK) {
@@ -191,11 +192,13 @@ std::string recv_stream(ucp_worker_h worker, ucp_ep_h ep, size_t total, uint64_t
 ucp_stream_poll_ep_t poll_ready(ucp_worker_h worker, ucp_worker_h other = nullptr)
 {
     ucp_stream_poll_ep_t eps[4] = {};
-    ssize_t n = 0;
-    test::poll_until([&] {
+    ssize_t n                   = 0;
+    test::poll_until(
+        [&] {
         n = ucp_stream_worker_poll(worker, eps, 4, 0);
         return n != 0;
-    }, [&] {
+        },
+        [&] {
         ucp_worker_progress(worker);
         if (other != nullptr) {
             ucp_worker_progress(other);
@@ -204,8 +207,8 @@ ucp_stream_poll_ep_t poll_ready(ucp_worker_h worker, ucp_worker_h other = nullpt
     return (n == 1) ? eps[0] : ucp_stream_poll_ep_t{};
 }
 
-constexpr size_t client_bytes = 700001;   /* client -> server */
-constexpr size_t server_bytes = 900007;   /* server -> client */
+constexpr size_t client_bytes = 700001; /* client -> server */
+constexpr size_t server_bytes = 900007; /* server -> client */
 constexpr size_t tail_bytes   = 333;
 
 int stream_client(int fd, const char *tls)
@@ -221,8 +224,8 @@ int stream_client(int fd, const char *tls)
     std::vector<uint8_t> first(100);
     size_t got = 0;
     ucp_request_param_t rparam{};
-    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    rparam.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
+    rparam.op_attr_mask        = UCP_OP_ATTR_FIELD_FLAGS;
+    rparam.flags               = UCP_STREAM_RECV_FLAG_WAITALL;
     ucs_status_ptr_t first_req = ucp_stream_recv_nbx(c.ep, first.data(), first.size(), &got,
                                                      &rparam);
     TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(first_req));
@@ -233,8 +236,7 @@ int stream_client(int fd, const char *tls)
 
     TEST_CHILD_CHECK(finish(first_req, c.worker) == UCS_OK);
     std::vector<uint8_t> rest;
-    const std::string error = recv_stream(c.worker, c.ep, server_bytes - first.size(), 73,
-                                          &rest);
+    const std::string error = recv_stream(c.worker, c.ep, server_bytes - first.size(), 73, &rest);
     if (!error.empty()) {
         std::fprintf(stderr, "client: %s\n", error.c_str());
         return 1;
@@ -253,7 +255,7 @@ int stream_client(int fd, const char *tls)
     TEST_CHILD_CHECK(check_pattern(tail.data(), tail.size(), 82));
 
     /* One ep to the server: the one we created. */
-    TEST_CHILD_CHECK(eps_of(c.worker) == std::vector<ucp_ep*>{c.ep});
+    TEST_CHILD_CHECK(eps_of(c.worker) == std::vector<ucp_ep *>{c.ep});
     tail.assign(tail_bytes, 0);
     fill_pattern(tail.data(), tail.size(), 75);
     TEST_CHILD_CHECK(post_stream(c.ep, tail, 76, &sends));
@@ -301,7 +303,7 @@ TEST_CASE("client-server eps carry stream data both ways, sent while connecting"
         CHECK(ready.user_data == &mark);
         CHECK(recv_stream(s.worker, s.ep, tail_bytes, 85, &tail) == "");
         CHECK(check_pattern(tail.data(), tail.size(), 75));
-        CHECK(eps_of(s.worker) == std::vector<ucp_ep*>{s.ep});
+        CHECK(eps_of(s.worker) == std::vector<ucp_ep *>{s.ep});
         REQUIRE(test::send_value(child.fd(), uint64_t(1)));
         CHECK(child.wait() == 0);
     }
@@ -313,22 +315,22 @@ namespace {
 
 constexpr uint16_t ping_id = 3;
 constexpr uint16_t pong_id = 4;
-constexpr size_t   big_tag = (1u << 20) + 3;   /* rendezvous on every transport */
+constexpr size_t big_tag   = (1u << 20) + 3; /* rendezvous on every transport */
 
 /* Records the active messages of one id and answers pings on their reply ep. */
 struct am_log {
-    unsigned     count = 0;
-    ucp_ep_h     reply_ep = nullptr;
-    bool         had_reply_field = false;
-    uint64_t     value = 0;
-    bool         answer = false;        /* answer with a pong on reply_ep */
+    unsigned count             = 0;
+    ucp_ep_h reply_ep          = nullptr;
+    bool had_reply_field       = false;
+    uint64_t value             = 0;
+    bool answer                = false; /* answer with a pong on reply_ep */
     ucs_status_t answer_status = UCS_OK;
     std::vector<ucs_status_ptr_t> requests;
 
     static ucs_status_t handler(void *arg, const void *, size_t, void *data, size_t length,
                                 const ucp_am_recv_param_t *param)
     {
-        auto *self = static_cast<am_log*>(arg);
+        auto *self = static_cast<am_log *>(arg);
         ++self->count;
         self->had_reply_field = param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP;
         self->reply_ep        = self->had_reply_field ? param->reply_ep : nullptr;
@@ -338,10 +340,10 @@ struct am_log {
         if (self->answer && (self->reply_ep != nullptr)) {
             static const uint64_t pong = 0x90e6;
             ucp_request_param_t sparam{};
-            sparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            sparam.flags        = UCP_AM_SEND_FLAG_REPLY;
-            ucs_status_ptr_t req = ucp_am_send_nbx(self->reply_ep, pong_id, nullptr, 0,
-                                                   &pong, sizeof(pong), &sparam);
+            sparam.op_attr_mask  = UCP_OP_ATTR_FIELD_FLAGS;
+            sparam.flags         = UCP_AM_SEND_FLAG_REPLY;
+            ucs_status_ptr_t req = ucp_am_send_nbx(self->reply_ep, pong_id, nullptr, 0, &pong,
+                                                   sizeof(pong), &sparam);
             if (UCS_PTR_IS_ERR(req)) {
                 self->answer_status = UCS_PTR_STATUS(req);
             } else if (req != nullptr) {
@@ -382,12 +384,12 @@ int am_client(int fd, const char *tls)
     ucp_request_param_t param{};
     uint64_t small = 0;
     std::vector<uint8_t> big(big_tag);
-    ucs_status_ptr_t rsmall = ucp_tag_recv_nbx(c.worker, &small, sizeof(small), 11,
-                                               full_mask, &param);
-    ucs_status_ptr_t rbig   = ucp_tag_recv_nbx(c.worker, big.data(), big.size(), 12,
-                                               full_mask, &param);
-    const uint64_t value = 0xc11e;
-    ucs_status_ptr_t ping = send_ping(c.ep, &value);
+    ucs_status_ptr_t rsmall = ucp_tag_recv_nbx(c.worker, &small, sizeof(small), 11, full_mask,
+                                               &param);
+    ucs_status_ptr_t rbig   = ucp_tag_recv_nbx(c.worker, big.data(), big.size(), 12, full_mask,
+                                               &param);
+    const uint64_t value    = 0xc11e;
+    ucs_status_ptr_t ping   = send_ping(c.ep, &value);
     TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(ping));
 
     TEST_CHILD_CHECK(finish(rsmall, c.worker) == UCS_OK);
@@ -406,7 +408,7 @@ int am_client(int fd, const char *tls)
     TEST_CHILD_CHECK(pongs.reply_ep == c.ep);
     TEST_CHILD_CHECK(pongs.value == 0x90e6);
     TEST_CHILD_CHECK(wait_all(&pings.requests, c.worker));
-    TEST_CHILD_CHECK(eps_of(c.worker) == std::vector<ucp_ep*>{c.ep});
+    TEST_CHILD_CHECK(eps_of(c.worker) == std::vector<ucp_ep *>{c.ep});
     TEST_CHILD_CHECK(test::sync_peer(fd));
     uint64_t done;
     TEST_CHILD_CHECK(c.recv_value_progress(fd, &done));
@@ -440,8 +442,7 @@ TEST_CASE("client-server eps: active-message reply eps and tag sends that need a
         fill_pattern(big.data(), big.size(), 91);
         ucp_request_param_t param{};
         ucs_status_ptr_t ping  = send_ping(s.ep, &value);
-        ucs_status_ptr_t ssync = ucp_tag_send_sync_nbx(s.ep, &small, sizeof(small), 11,
-                                                       &param);
+        ucs_status_ptr_t ssync = ucp_tag_send_sync_nbx(s.ep, &small, sizeof(small), 11, &param);
         ucs_status_ptr_t sbig  = ucp_tag_send_nbx(s.ep, big.data(), big.size(), 12, &param);
         CHECK(finish(ping, s.worker) == UCS_OK);
         CHECK(finish(ssync, s.worker) == UCS_OK);
@@ -456,7 +457,7 @@ TEST_CASE("client-server eps: active-message reply eps and tag sends that need a
         CHECK(pongs.had_reply_field);
         CHECK(pongs.reply_ep == s.ep);
         CHECK(wait_all(&pings.requests, s.worker));
-        CHECK(eps_of(s.worker) == std::vector<ucp_ep*>{s.ep});
+        CHECK(eps_of(s.worker) == std::vector<ucp_ep *>{s.ep});
         REQUIRE(test::sync_peer(child.fd()));
         REQUIRE(test::send_value(child.fd(), uint64_t(1)));
         CHECK(child.wait() == 0);
@@ -484,15 +485,17 @@ TEST_CASE("a client-server ep and an ep by address to one peer each keep their o
         CHECK(wait_all(&sends, s.worker, c.worker));
         ucp_ep *internal = nullptr;
         ssize_t reported = 0;
-        REQUIRE(test::poll_until([&] {
+        REQUIRE(test::poll_until(
+            [&] {
             for (ucp_ep *ep : eps_of(c.worker)) {
-                auto *se = static_cast<ucp::stream_ep*>(ep->stream);
+                auto *se = static_cast<ucp::stream_ep *>(ep->stream);
                 if ((se != nullptr) && !se->segs.empty()) {
                     internal = ep;
                 }
             }
             return internal != nullptr;
-        }, [&] {
+            },
+            [&] {
             ucp_worker_progress(c.worker);
             ucp_worker_progress(s.worker);
             /* An ep the application does not hold is not reported. */
@@ -510,7 +513,8 @@ TEST_CASE("a client-server ep and an ep by address to one peer each keep their o
         REQUIRE(l.listen(s.worker) == UCS_OK);
         int mark = 0;
         REQUIRE(connect_client(c.worker, l.port(), &mark, &c.ep) == UCS_OK);
-        REQUIRE(test::poll_until([&] { return !l.requests.empty(); }, [&] {
+        REQUIRE(test::poll_until([&] { return !l.requests.empty(); },
+                                 [&] {
             ucp_worker_progress(c.worker);
             ucp_worker_progress(s.worker);
         }));
@@ -534,7 +538,8 @@ TEST_CASE("a client-server ep and an ep by address to one peer each keep their o
         /* s.ep's active messages give the ep paired with it as reply ep. */
         const uint64_t value = 7;
         CHECK(finish(send_ping(s.ep, &value), s.worker, c.worker) == UCS_OK);
-        REQUIRE(test::poll_until([&] { return pings.count > 0; }, [&] {
+        REQUIRE(test::poll_until([&] { return pings.count > 0; },
+                                 [&] {
             ucp_worker_progress(c.worker);
             ucp_worker_progress(s.worker);
         }));
@@ -543,9 +548,9 @@ TEST_CASE("a client-server ep and an ep by address to one peer each keep their o
         /* c's first ep to s by address adopts that ep, with its stream. */
         ucp_ep_h by_address;
         ucp_ep_params_t params{};
-        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        params.field_mask                    = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         const std::vector<uint8_t> s_address = s.address();
-        params.address    = reinterpret_cast<const ucp_address_t*>(s_address.data());
+        params.address = reinterpret_cast<const ucp_address_t *>(s_address.data());
         REQUIRE(ucp_ep_create(c.worker, &params, &by_address) == UCS_OK);
         CHECK(by_address == internal);
         CHECK((internal->flags & ucp::ep_flag::USER) != 0);

@@ -43,74 +43,70 @@ size_t uniform(std::mt19937_64 &rng, size_t lo, size_t hi)
  * plain memcpy implementation would produce wrong data. Counts calls.
  */
 struct generic_calls {
-    int          start_pack   = 0;
-    int          start_unpack = 0;
-    int          packed_size  = 0;
-    int          pack         = 0;
-    int          unpack       = 0;
-    int          finish       = 0;
-    int          live_states  = 0;
+    int start_pack             = 0;
+    int start_unpack           = 0;
+    int packed_size            = 0;
+    int pack                   = 0;
+    int unpack                 = 0;
+    int finish                 = 0;
+    int live_states            = 0;
     ucs_status_t unpack_status = UCS_OK; /* what unpack returns */
 };
 
 struct reversed_state {
     generic_calls *calls;
-    uint8_t       *buffer;
-    size_t        count;
+    uint8_t *buffer;
+    size_t count;
 };
 
 void *reversed_start(generic_calls *calls, const void *buffer, size_t count)
 {
     ++calls->live_states;
-    return new reversed_state{
-            calls, static_cast<uint8_t*>(const_cast<void*>(buffer)), count};
+    return new reversed_state{calls, static_cast<uint8_t *>(const_cast<void *>(buffer)), count};
 }
 
 const ucp_generic_dt_ops_t reversed_ops = {
-        [](void *context, const void *buffer, size_t count) -> void* {
-            auto *calls = static_cast<generic_calls*>(context);
-            ++calls->start_pack;
-            return reversed_start(calls, buffer, count);
-        },
-        [](void *context, void *buffer, size_t count) -> void* {
-            auto *calls = static_cast<generic_calls*>(context);
-            ++calls->start_unpack;
-            return reversed_start(calls, buffer, count);
-        },
-        [](void *state) -> size_t {
-            auto *s = static_cast<reversed_state*>(state);
-            ++s->calls->packed_size;
-            return s->count;
-        },
-        [](void *state, size_t offset, void *dest, size_t max_length) -> size_t {
-            auto *s = static_cast<reversed_state*>(state);
-            ++s->calls->pack;
-            size_t n = std::min(max_length, s->count - offset);
-            for (size_t i = 0; i < n; ++i) {
-                static_cast<uint8_t*>(dest)[i] =
-                        s->buffer[s->count - 1 - (offset + i)];
-            }
-            return n;
-        },
-        [](void *state, size_t offset, const void *src,
-           size_t length) -> ucs_status_t {
-            auto *s = static_cast<reversed_state*>(state);
-            ++s->calls->unpack;
-            if (offset + length > s->count) {
-                return UCS_ERR_INVALID_PARAM; /* the unpacker must clip */
-            }
-            for (size_t i = 0; i < length; ++i) {
-                s->buffer[s->count - 1 - (offset + i)] =
-                        static_cast<const uint8_t*>(src)[i];
-            }
-            return s->calls->unpack_status;
-        },
-        [](void *state) {
-            auto *s = static_cast<reversed_state*>(state);
-            ++s->calls->finish;
-            --s->calls->live_states;
-            delete s;
-        }};
+    [](void *context, const void *buffer, size_t count) -> void * {
+        auto *calls = static_cast<generic_calls *>(context);
+        ++calls->start_pack;
+        return reversed_start(calls, buffer, count);
+    },
+    [](void *context, void *buffer, size_t count) -> void * {
+        auto *calls = static_cast<generic_calls *>(context);
+        ++calls->start_unpack;
+        return reversed_start(calls, buffer, count);
+    },
+    [](void *state) -> size_t {
+        auto *s = static_cast<reversed_state *>(state);
+        ++s->calls->packed_size;
+        return s->count;
+    },
+    [](void *state, size_t offset, void *dest, size_t max_length) -> size_t {
+        auto *s = static_cast<reversed_state *>(state);
+        ++s->calls->pack;
+        size_t n = std::min(max_length, s->count - offset);
+        for (size_t i = 0; i < n; ++i) {
+            static_cast<uint8_t *>(dest)[i] = s->buffer[s->count - 1 - (offset + i)];
+        }
+        return n;
+    },
+    [](void *state, size_t offset, const void *src, size_t length) -> ucs_status_t {
+        auto *s = static_cast<reversed_state *>(state);
+        ++s->calls->unpack;
+        if (offset + length > s->count) {
+            return UCS_ERR_INVALID_PARAM; /* the unpacker must clip */
+        }
+        for (size_t i = 0; i < length; ++i) {
+            s->buffer[s->count - 1 - (offset + i)] = static_cast<const uint8_t *>(src)[i];
+        }
+        return s->calls->unpack_status;
+    },
+    [](void *state) {
+    auto *s = static_cast<reversed_state *>(state);
+    ++s->calls->finish;
+    --s->calls->live_states;
+    delete s;
+    }};
 
 /* Owns a generic datatype handle. */
 class generic_type {
@@ -121,10 +117,10 @@ public:
         CHECK((handle & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_GENERIC);
     }
     ~generic_type() { ucp_dt_destroy(handle); }
-    generic_type(const generic_type&)            = delete;
-    generic_type &operator=(const generic_type&) = delete;
+    generic_type(const generic_type &)            = delete;
+    generic_type &operator=(const generic_type &) = delete;
 
-    generic_calls  calls;
+    generic_calls calls;
     ucp_datatype_t handle = 0;
 };
 
@@ -133,12 +129,12 @@ public:
  * user passes as (buffer, count, datatype), plus the storage behind it.
  */
 struct user_buffer {
-    dt_class             cls;
-    ucp_datatype_t       datatype = 0;
-    void                 *buffer  = nullptr;
-    size_t               count    = 0;
-    bytes                contig;         /* contig and generic storage */
-    std::vector<bytes>   pieces;         /* iov storage */
+    dt_class cls;
+    ucp_datatype_t datatype = 0;
+    void *buffer            = nullptr;
+    size_t count            = 0;
+    bytes contig;              /* contig and generic storage */
+    std::vector<bytes> pieces; /* iov storage */
     std::vector<ucp_dt_iov_t> iov;
 
     /* The stream bytes as the buffer holds them now. */
@@ -178,9 +174,8 @@ std::vector<size_t> random_split(std::mt19937_64 &rng, size_t length)
 }
 
 /* A buffer of class `cls` holding `stream` (length a multiple of elem). */
-std::unique_ptr<user_buffer> make_buffer(std::mt19937_64 &rng, dt_class cls,
-                                         const bytes &stream, size_t elem,
-                                         ucp_datatype_t generic_handle)
+std::unique_ptr<user_buffer> make_buffer(std::mt19937_64 &rng, dt_class cls, const bytes &stream,
+                                         size_t elem, ucp_datatype_t generic_handle)
 {
     auto ub = std::make_unique<user_buffer>();
     ub->cls = cls;
@@ -194,8 +189,7 @@ std::unique_ptr<user_buffer> make_buffer(std::mt19937_64 &rng, dt_class cls,
     case dt_class::iov: {
         size_t pos = 0;
         for (size_t n : random_split(rng, stream.size())) {
-            ub->pieces.emplace_back(stream.begin() + pos,
-                                    stream.begin() + pos + n);
+            ub->pieces.emplace_back(stream.begin() + pos, stream.begin() + pos + n);
             pos += n;
         }
         for (bytes &p : ub->pieces) {
@@ -217,8 +211,7 @@ std::unique_ptr<user_buffer> make_buffer(std::mt19937_64 &rng, dt_class cls,
     return ub;
 }
 
-const dt_class all_classes[] = {dt_class::contig, dt_class::iov,
-                                dt_class::generic};
+const dt_class all_classes[] = {dt_class::contig, dt_class::iov, dt_class::generic};
 
 const char *class_name(dt_class cls)
 {
@@ -239,8 +232,7 @@ struct fragment {
 };
 
 /* Random cut of [0, length) into fragments of 1..max_frag bytes. */
-std::vector<fragment> random_fragments(std::mt19937_64 &rng, size_t length,
-                                       size_t max_frag)
+std::vector<fragment> random_fragments(std::mt19937_64 &rng, size_t length, size_t max_frag)
 {
     std::vector<fragment> frags;
     for (size_t off = 0; off < length;) {
@@ -253,8 +245,7 @@ std::vector<fragment> random_fragments(std::mt19937_64 &rng, size_t length,
 
 } // namespace
 
-TEST_CASE("classify accepts the three classes and rejects the rest",
-          "[ucp_dt]")
+TEST_CASE("classify accepts the three classes and rejects the rest", "[ucp_dt]")
 {
     log_capture log(UCS_LOG_LEVEL_ERROR);
     generic_type gen;
@@ -267,18 +258,15 @@ TEST_CASE("classify accepts the three classes and rejects the rest",
     CHECK(ucp::dt::classify(gen.handle, &cls) == UCS_OK);
     CHECK(cls == dt_class::generic);
 
-    CHECK(ucp::dt::classify(ucp_dt_make_contig(0), &cls) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(ucp::dt::classify(UCP_DATATYPE_STRIDED, &cls) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucp::dt::classify(ucp_dt_make_contig(0), &cls) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp::dt::classify(UCP_DATATYPE_STRIDED, &cls) == UCS_ERR_INVALID_PARAM);
     for (ucp_datatype_t bad_class = 3; bad_class < 7; ++bad_class) {
         CHECK(ucp::dt::classify((8 << UCP_DATATYPE_SHIFT) | bad_class, &cls) ==
               UCS_ERR_INVALID_PARAM);
     }
-    CHECK(ucp::dt::classify(UCP_DATATYPE_GENERIC, &cls) ==
+    CHECK(ucp::dt::classify(UCP_DATATYPE_GENERIC, &cls) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp::dt::classify(ucp_dt_make_iov() | (1 << UCP_DATATYPE_SHIFT), &cls) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(ucp::dt::classify(ucp_dt_make_iov() | (1 << UCP_DATATYPE_SHIFT),
-                            &cls) == UCS_ERR_INVALID_PARAM);
     CHECK(log.text().find("invalid datatype") != std::string::npos);
 }
 
@@ -289,20 +277,16 @@ TEST_CASE("start rejects bad datatypes and buffers", "[ucp_dt]")
     unpacker u;
     uint8_t data[16] = {};
 
-    for (ucp_datatype_t bad : {ucp_dt_make_contig(0),
-                               ucp_datatype_t(UCP_DATATYPE_STRIDED),
-                               ucp_datatype_t(UCP_DATATYPE_GENERIC),
-                               ucp_datatype_t(5)}) {
+    for (ucp_datatype_t bad : {ucp_dt_make_contig(0), ucp_datatype_t(UCP_DATATYPE_STRIDED),
+                               ucp_datatype_t(UCP_DATATYPE_GENERIC), ucp_datatype_t(5)}) {
         CAPTURE(bad);
         CHECK(p.start(bad, data, 1) == UCS_ERR_INVALID_PARAM);
         CHECK(u.start(bad, data, 1) == UCS_ERR_INVALID_PARAM);
     }
 
     /* count * element size overflows */
-    CHECK(p.start(ucp_dt_make_contig(16), data, SIZE_MAX / 8) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(u.start(ucp_dt_make_contig(16), data, SIZE_MAX / 8) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(p.start(ucp_dt_make_contig(16), data, SIZE_MAX / 8) == UCS_ERR_INVALID_PARAM);
+    CHECK(u.start(ucp_dt_make_contig(16), data, SIZE_MAX / 8) == UCS_ERR_INVALID_PARAM);
     /* NULL buffers with data to move */
     CHECK(p.start(ucp_dt_make_contig(1), nullptr, 1) == UCS_ERR_INVALID_PARAM);
     CHECK(u.start(ucp_dt_make_contig(1), nullptr, 1) == UCS_ERR_INVALID_PARAM);
@@ -316,8 +300,7 @@ TEST_CASE("start rejects bad datatypes and buffers", "[ucp_dt]")
     CHECK(ucp::dt::iov_total_length(iov, 2) == SIZE_MAX);
 
     /* an absurd iov count is refused before any entry is read */
-    CHECK(p.start(ucp_dt_make_iov(), iov, ucp::dt::max_iov_count + 1) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(p.start(ucp_dt_make_iov(), iov, ucp::dt::max_iov_count + 1) == UCS_ERR_INVALID_PARAM);
     CHECK(u.start(ucp_dt_make_iov(), iov, SIZE_MAX) == UCS_ERR_INVALID_PARAM);
 
     /* A failed start leaves an empty, usable object behind. */
@@ -340,14 +323,12 @@ TEST_CASE("start rejects bad datatypes and buffers", "[ucp_dt]")
     CHECK(log.text().find("cannot unpack") != std::string::npos);
 }
 
-TEST_CASE("generic datatype create and destroy check their arguments",
-          "[ucp_dt]")
+TEST_CASE("generic datatype create and destroy check their arguments", "[ucp_dt]")
 {
     log_capture log(UCS_LOG_LEVEL_ERROR);
     ucp_datatype_t dt = 0;
     CHECK(ucp_dt_create_generic(nullptr, nullptr, &dt) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucp_dt_create_generic(&reversed_ops, nullptr, nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_dt_create_generic(&reversed_ops, nullptr, nullptr) == UCS_ERR_INVALID_PARAM);
     CHECK(log.text().find("ucp_dt_create_generic") != std::string::npos);
 
     /* Two handles are distinct objects carrying their own context. */
@@ -406,8 +387,7 @@ TEST_CASE("contig fast path exposes the buffer", "[ucp_dt]")
     CHECK(p.length() == sizeof(words));
 }
 
-TEST_CASE("round trip over all class pairs with random fragmentation",
-          "[ucp_dt]")
+TEST_CASE("round trip over all class pairs with random fragmentation", "[ucp_dt]")
 {
     std::mt19937_64 rng(0x5eed0001);
     generic_type send_gen, recv_gen;
@@ -415,23 +395,19 @@ TEST_CASE("round trip over all class pairs with random fragmentation",
     for (dt_class send_cls : all_classes) {
         for (dt_class recv_cls : all_classes) {
             for (int round = 0; round < 60; ++round) {
-                INFO("send " << class_name(send_cls) << " recv "
-                             << class_name(recv_cls) << " round " << round);
+                INFO("send " << class_name(send_cls) << " recv " << class_name(recv_cls)
+                             << " round " << round);
                 size_t elem   = std::vector<size_t>{1, 3, 8}[uniform(rng, 0, 2)];
                 size_t length = elem * uniform(rng, 0, (round < 50) ? 64 : 2048);
                 bytes data    = random_bytes(rng, length);
 
-                auto src = make_buffer(rng, send_cls, data, elem,
-                                       send_gen.handle);
-                auto dst = make_buffer(rng, recv_cls, bytes(length, 0xee), elem,
-                                       recv_gen.handle);
+                auto src = make_buffer(rng, send_cls, data, elem, send_gen.handle);
+                auto dst = make_buffer(rng, recv_cls, bytes(length, 0xee), elem, recv_gen.handle);
 
                 packer p;
                 unpacker u;
-                REQUIRE(p.start(src->datatype, src->buffer, src->count) ==
-                        UCS_OK);
-                REQUIRE(u.start(dst->datatype, dst->buffer, dst->count) ==
-                        UCS_OK);
+                REQUIRE(p.start(src->datatype, src->buffer, src->count) == UCS_OK);
+                REQUIRE(u.start(dst->datatype, dst->buffer, dst->count) == UCS_OK);
                 REQUIRE(p.length() == length);
                 REQUIRE(u.capacity() == length);
 
@@ -445,13 +421,12 @@ TEST_CASE("round trip over all class pairs with random fragmentation",
                 }
                 for (size_t i : order) {
                     packed[i].resize(frags[i].length);
-                    CHECK(p.pack(packed[i].data(), frags[i].offset,
-                                 frags[i].length) == frags[i].length);
+                    CHECK(p.pack(packed[i].data(), frags[i].offset, frags[i].length) ==
+                          frags[i].length);
                 }
                 std::shuffle(order.begin(), order.end(), rng);
                 for (size_t i : order) {
-                    CHECK(u.unpack(packed[i].data(), frags[i].offset,
-                                   frags[i].length) == UCS_OK);
+                    CHECK(u.unpack(packed[i].data(), frags[i].offset, frags[i].length) == UCS_OK);
                 }
                 p.finish();
                 u.finish();
@@ -511,7 +486,7 @@ TEST_CASE("to_iov covers the stream within the limits", "[ucp_dt]")
     std::mt19937_64 rng(0x5eed0003);
     for (int round = 0; round < 400; ++round) {
         INFO("round " << round);
-        dt_class cls = (round % 4 == 0) ? dt_class::contig : dt_class::iov;
+        dt_class cls  = (round % 4 == 0) ? dt_class::contig : dt_class::iov;
         size_t length = uniform(rng, 0, 500);
         bytes data    = random_bytes(rng, length);
         auto src      = make_buffer(rng, cls, data, 1, 0);
@@ -524,7 +499,7 @@ TEST_CASE("to_iov covers the stream within the limits", "[ucp_dt]")
             size_t max_len = uniform(rng, 0, 300);
             uct::iov out[5];
             size_t covered = 12345;
-            size_t n = p.to_iov(out, max_iov, offset, max_len, &covered);
+            size_t n       = p.to_iov(out, max_iov, offset, max_len, &covered);
             CAPTURE(offset, max_iov, max_len, n, covered);
 
             REQUIRE(n <= max_iov);
@@ -533,7 +508,7 @@ TEST_CASE("to_iov covers the stream within the limits", "[ucp_dt]")
             for (size_t i = 0; i < n; ++i) {
                 CHECK(out[i].length > 0);
                 CHECK(out[i].memh == uct::MEM_HANDLE_NULL);
-                auto *b = static_cast<const uint8_t*>(out[i].buffer);
+                auto *b = static_cast<const uint8_t *>(out[i].buffer);
                 got.insert(got.end(), b, b + out[i].length);
             }
             CHECK(got.size() == covered);
@@ -543,8 +518,7 @@ TEST_CASE("to_iov covers the stream within the limits", "[ucp_dt]")
                 CHECK(covered == std::min(max_len, remaining));
             }
             if (covered > 0) {
-                CHECK(std::equal(got.begin(), got.end(),
-                                 data.begin() + offset));
+                CHECK(std::equal(got.begin(), got.end(), data.begin() + offset));
             }
             if (cls == dt_class::contig) {
                 CHECK(n <= 1);
@@ -559,7 +533,7 @@ TEST_CASE("to_iov covers the stream within the limits", "[ucp_dt]")
             REQUIRE(covered > 0);
             REQUIRE(n > 0);
             for (size_t i = 0; i < n; ++i) {
-                auto *b = static_cast<const uint8_t*>(out[i].buffer);
+                auto *b = static_cast<const uint8_t *>(out[i].buffer);
                 all.insert(all.end(), b, b + out[i].length);
             }
         }
@@ -578,8 +552,7 @@ TEST_CASE("to_iov covers the stream within the limits", "[ucp_dt]")
     p.finish();
 }
 
-TEST_CASE("unpack drops what does not fit and reports truncation",
-          "[ucp_dt]")
+TEST_CASE("unpack drops what does not fit and reports truncation", "[ucp_dt]")
 {
     std::mt19937_64 rng(0x5eed0004);
     generic_type gen;
@@ -590,8 +563,7 @@ TEST_CASE("unpack drops what does not fit and reports truncation",
             size_t capacity = uniform(rng, 0, 200);
             size_t length   = capacity + uniform(rng, 1, 200);
             bytes data      = random_bytes(rng, length);
-            auto dst        = make_buffer(rng, cls, bytes(capacity, 0xee), 1,
-                                          gen.handle);
+            auto dst        = make_buffer(rng, cls, bytes(capacity, 0xee), 1, gen.handle);
             unpacker u;
             REQUIRE(u.start(dst->datatype, dst->buffer, dst->count) == UCS_OK);
             REQUIRE(u.capacity() == capacity);
@@ -600,11 +572,9 @@ TEST_CASE("unpack drops what does not fit and reports truncation",
             auto frags     = random_fragments(rng, length, uniform(rng, 1, 80));
             std::shuffle(frags.begin(), frags.end(), rng);
             for (const fragment &f : frags) {
-                ucs_status_t status = u.unpack(data.data() + f.offset, f.offset,
-                                               f.length);
-                bool beyond = f.offset + f.length > capacity;
-                CHECK(status ==
-                      (beyond ? UCS_ERR_MESSAGE_TRUNCATED : UCS_OK));
+                ucs_status_t status = u.unpack(data.data() + f.offset, f.offset, f.length);
+                bool beyond         = f.offset + f.length > capacity;
+                CHECK(status == (beyond ? UCS_ERR_MESSAGE_TRUNCATED : UCS_OK));
                 truncated |= beyond;
             }
             CHECK(truncated);
@@ -620,8 +590,7 @@ TEST_CASE("unpack drops what does not fit and reports truncation",
     CHECK(gen.calls.finish == 40);
 }
 
-TEST_CASE("contig receive into a larger buffer leaves the rest alone",
-          "[ucp_dt]")
+TEST_CASE("contig receive into a larger buffer leaves the rest alone", "[ucp_dt]")
 {
     bytes buffer(32, 0xaa);
     unpacker u;
@@ -629,8 +598,7 @@ TEST_CASE("contig receive into a larger buffer leaves the rest alone",
     const uint8_t msg[6] = {1, 2, 3, 4, 5, 6};
     CHECK(u.unpack(msg, 0, 6) == UCS_OK);
     CHECK(std::equal(msg, msg + 6, buffer.begin()));
-    CHECK(std::all_of(buffer.begin() + 6, buffer.end(),
-                      [](uint8_t b) { return b == 0xaa; }));
+    CHECK(std::all_of(buffer.begin() + 6, buffer.end(), [](uint8_t b) { return b == 0xaa; }));
     /* an offset past the end writes nothing */
     CHECK(u.unpack(msg, 40, 2) == UCS_ERR_MESSAGE_TRUNCATED);
     CHECK(u.unpack(msg, SIZE_MAX, 2) == UCS_ERR_MESSAGE_TRUNCATED);
@@ -662,13 +630,13 @@ TEST_CASE("generic unpack errors are passed through", "[ucp_dt]")
 TEST_CASE("zero-length messages and empty iov entries", "[ucp_dt]")
 {
     generic_type gen;
-    uint8_t buf[4] = {9, 9, 9, 9};
+    uint8_t buf[4]          = {9, 9, 9, 9};
     ucp_dt_iov_t empties[3] = {{buf, 0}, {nullptr, 0}, {buf + 1, 0}};
 
     struct case_t {
         ucp_datatype_t dt;
-        void           *buffer;
-        size_t         count;
+        void *buffer;
+        size_t count;
     } cases[] = {{ucp_dt_make_contig(8), buf, 0},
                  {ucp_dt_make_contig(1), nullptr, 0},
                  {ucp_dt_make_iov(), nullptr, 0},
@@ -699,15 +667,14 @@ TEST_CASE("zero-length messages and empty iov entries", "[ucp_dt]")
     CHECK(gen.calls.start_pack == 1);
     CHECK(gen.calls.start_unpack == 1);
     CHECK(gen.calls.finish == 2);
-    CHECK(gen.calls.pack == 0);   /* nothing to pack: ops not bothered */
+    CHECK(gen.calls.pack == 0); /* nothing to pack: ops not bothered */
     CHECK(gen.calls.unpack == 0);
 }
 
 TEST_CASE("iov entries of length 0 between data entries", "[ucp_dt]")
 {
     uint8_t a[3] = {1, 2, 3}, b[2] = {4, 5}, c[1] = {6};
-    ucp_dt_iov_t iov[] = {{a, 0}, {a, 3}, {b, 0}, {nullptr, 0},
-                          {b, 2}, {c, 0}, {c, 1}, {a, 0}};
+    ucp_dt_iov_t iov[] = {{a, 0}, {a, 3}, {b, 0}, {nullptr, 0}, {b, 2}, {c, 0}, {c, 1}, {a, 0}};
     CHECK(ucp::dt::iov_total_length(iov, 8) == 6);
 
     packer p;
@@ -723,7 +690,7 @@ TEST_CASE("iov entries of length 0 between data entries", "[ucp_dt]")
         uct::iov e[1]  = {};
         size_t covered = 0;
         REQUIRE(p.to_iov(e, 1, i, 6, &covered) == 1);
-        CHECK(*static_cast<const uint8_t*>(e[0].buffer) == i + 1);
+        CHECK(*static_cast<const uint8_t *>(e[0].buffer) == i + 1);
         CHECK(covered == ((i < 3) ? 3 - i : (i < 5) ? 5 - i : 1));
     }
 

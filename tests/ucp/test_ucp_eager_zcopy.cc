@@ -31,7 +31,7 @@ using namespace ucp_test;
 namespace {
 
 constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
-constexpr uint16_t  am_id     = 5;
+constexpr uint16_t am_id      = 5;
 
 /* The protocol a send used, from its request: 'z' eager zcopy, 'r'
  * rendezvous (non-sync sends only: it marks them SYNC), 'e' eager by copy. */
@@ -95,20 +95,19 @@ ucp_request_param_t send_param(ucp_datatype_t dt = ucp_dt_make_contig(1))
 
 struct transport_case {
     const char *tls;
-    bool       zcopy;      /* the AM lane has am_zcopy */
+    bool zcopy; /* the AM lane has am_zcopy */
 };
 
 const transport_case transports[] = {{"tcp", true}, {"posix,cma", false}};
 
 constexpr size_t zcopy_thresh = 4096;
 constexpr size_t rndv_thresh  = 300000;
-constexpr size_t tcp_frag     = 32768;   /* UCX_TCP_MAX_ZCOPY: several fragments */
+constexpr size_t tcp_frag     = 32768; /* UCX_TCP_MAX_ZCOPY: several fragments */
 
 const settings boundary_settings = {{"ZCOPY_THRESH", "4096"}, {"RNDV_THRESH", "300000"}};
 
-const size_t boundary_sizes[] = {100,   4095,  4096,  4097,  8191,   8192,   8193,
-                                 32767, 32768, 32769, 65536, 131077, 200003, 299999,
-                                 300000, 300001};
+const size_t boundary_sizes[] = {100,   4095,  4096,  4097,   8191,   8192,   8193,   32767,
+                                 32768, 32769, 65536, 131077, 200003, 299999, 300000, 300001};
 
 /* Keeps zcopy fragments small, so messages below rndv_thresh need several. */
 struct small_tcp_fragments {
@@ -118,7 +117,10 @@ struct small_tcp_fragments {
 
 /* ---- tag ---------------------------------------------------------------- */
 
-uint64_t tag_of(size_t i, bool sync) { return 1000 + 2 * i + (sync ? 1 : 0); }
+uint64_t tag_of(size_t i, bool sync)
+{
+    return 1000 + 2 * i + (sync ? 1 : 0);
+}
 
 /* Child: sends every size, plain and sync, all in flight at once; reports
  * the protocols they used. */
@@ -135,10 +137,10 @@ int tag_sender_child(int fd, const char *tls)
             buffers.emplace_back(size);
             fill_pattern(buffers.back().data(), size, tag_of(i, sync));
             ucp_request_param_t param = send_param();
-            const void *buf = buffers.back().data();
+            const void *buf           = buffers.back().data();
             requests.push_back(sync ?
-                ucp_tag_send_sync_nbx(p.ep, buf, size, tag_of(i, sync), &param) :
-                ucp_tag_send_nbx(p.ep, buf, size, tag_of(i, sync), &param));
+                                   ucp_tag_send_sync_nbx(p.ep, buf, size, tag_of(i, sync), &param) :
+                                   ucp_tag_send_nbx(p.ep, buf, size, tag_of(i, sync), &param));
         }
     }
     return finish_and_report(p, requests, fd);
@@ -161,11 +163,13 @@ TEST_CASE("eager zcopy: tag sends at the bcopy/zcopy/rndv boundaries", "[ucp_zco
             if (unexpected) {
                 /* Every message arrives (the last as a rendezvous offer)
                  * before any receive is posted. */
-                REQUIRE(test::poll_until([&] {
+                REQUIRE(test::poll_until(
+                    [&] {
                     ucp_tag_recv_info_t info;
-                    return ucp_tag_probe_nb(p.worker, tag_of(last, true), full_mask, 0,
-                                            &info) != nullptr;
-                }, [&] { ucp_worker_progress(p.worker); }));
+                    return ucp_tag_probe_nb(p.worker, tag_of(last, true), full_mask, 0, &info) !=
+                           nullptr;
+                    },
+                    [&] { ucp_worker_progress(p.worker); }));
             }
             std::vector<uint8_t> buffer;
             for (size_t i = 0; i < std::size(boundary_sizes); ++i) {
@@ -174,8 +178,8 @@ TEST_CASE("eager zcopy: tag sends at the bcopy/zcopy/rndv boundaries", "[ucp_zco
                     INFO("size " << size << (sync ? " sync" : ""));
                     buffer.assign(size + 8, 0xee);
                     ucp_tag_recv_info_t info{};
-                    REQUIRE(p.recv(buffer.data(), size + 8, tag_of(i, sync), full_mask,
-                                   &info) == UCS_OK);
+                    REQUIRE(p.recv(buffer.data(), size + 8, tag_of(i, sync), full_mask, &info) ==
+                            UCS_OK);
                     CHECK(info.length == size);
                     CHECK(check_pattern(buffer.data(), size, tag_of(i, sync)));
                     CHECK(buffer[size] == 0xee);
@@ -187,8 +191,7 @@ TEST_CASE("eager zcopy: tag sends at the bcopy/zcopy/rndv boundaries", "[ucp_zco
             for (size_t i = 0; i < std::size(boundary_sizes); ++i) {
                 const size_t size = boundary_sizes[i];
                 INFO("size " << size);
-                const char want = expected_proto(size, tc.zcopy, zcopy_thresh,
-                                                 rndv_thresh);
+                const char want = expected_proto(size, tc.zcopy, zcopy_thresh, rndv_thresh);
                 CHECK(char(protos[2 * i]) == want);
                 /* Sync sends: zcopy or not (both other kinds carry SYNC). */
                 CHECK((char(protos[2 * i + 1]) == 'z') == (want == 'z'));
@@ -210,18 +213,18 @@ const size_t am_header_sizes[] = {16, 200};
 struct am_message {
     std::vector<uint8_t> header;
     std::vector<uint8_t> data;
-    bool                 done = false;
-    bool                 ok   = true;
+    bool done = false;
+    bool ok   = true;
 };
 
 struct am_inbox {
-    ucp_worker_h            worker = nullptr;
+    ucp_worker_h worker = nullptr;
     std::vector<am_message> messages;
 };
 
 void am_data_arrived(void *request, ucs_status_t status, size_t, void *user_data)
 {
-    auto *msg = static_cast<am_message*>(user_data);
+    auto *msg = static_cast<am_message *>(user_data);
     msg->ok   = (status == UCS_OK);
     msg->done = true;
     ucp_request_free(request);
@@ -230,11 +233,11 @@ void am_data_arrived(void *request, ucs_status_t status, size_t, void *user_data
 ucs_status_t am_arrived(void *arg, const void *header, size_t header_length, void *data,
                         size_t length, const ucp_am_recv_param_t *param)
 {
-    auto *inbox = static_cast<am_inbox*>(arg);
+    auto *inbox = static_cast<am_inbox *>(arg);
     inbox->messages.emplace_back();
     am_message &msg = inbox->messages.back();
-    msg.header.assign(static_cast<const uint8_t*>(header),
-                      static_cast<const uint8_t*>(header) + header_length);
+    msg.header.assign(static_cast<const uint8_t *>(header),
+                      static_cast<const uint8_t *>(header) + header_length);
     msg.data.resize(length);
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
         std::memcpy(msg.data.data(), data, length);
@@ -242,11 +245,11 @@ ucs_status_t am_arrived(void *arg, const void *header, size_t header_length, voi
         return UCS_OK;
     }
     ucp_request_param_t rparam{};
-    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    rparam.cb.recv_am   = am_data_arrived;
-    rparam.user_data    = &msg;
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(inbox->worker, data, msg.data.data(),
-                                                length, &rparam);
+    rparam.op_attr_mask  = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    rparam.cb.recv_am    = am_data_arrived;
+    rparam.user_data     = &msg;
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(inbox->worker, data, msg.data.data(), length,
+                                                &rparam);
     if (!UCS_PTR_IS_PTR(req) || (req == nullptr)) {
         msg.ok   = !UCS_PTR_IS_ERR(req);
         msg.done = true;
@@ -257,11 +260,14 @@ ucs_status_t am_arrived(void *arg, const void *header, size_t header_length, voi
 bool set_am_inbox(peer &p, am_inbox *inbox)
 {
     inbox->worker = p.worker;
-    inbox->messages.reserve(256);   /* the rendezvous callbacks keep pointers */
+    inbox->messages.reserve(256); /* the rendezvous callbacks keep pointers */
     return ucp_test::set_am_handler(p.worker, am_id, am_arrived, inbox) == UCS_OK;
 }
 
-uint64_t am_seed(size_t i, size_t h) { return 5000 + 10 * i + h; }
+uint64_t am_seed(size_t i, size_t h)
+{
+    return 5000 + 10 * i + h;
+}
 
 int am_sender_child(int fd, const char *tls)
 {
@@ -301,7 +307,8 @@ TEST_CASE("eager zcopy: active messages at the bcopy/zcopy/rndv boundaries", "[u
         test::child_process child([tls](int fd) { return am_sender_child(fd, tls); });
         REQUIRE(p.connect_over(child.fd()));
         const size_t count = std::size(boundary_sizes) * std::size(am_header_sizes);
-        REQUIRE(test::poll_until([&] {
+        REQUIRE(test::poll_until(
+            [&] {
             if (inbox.messages.size() < count) {
                 return false;
             }
@@ -311,7 +318,8 @@ TEST_CASE("eager zcopy: active messages at the bcopy/zcopy/rndv boundaries", "[u
                 }
             }
             return true;
-        }, [&] { ucp_worker_progress(p.worker); }));
+            },
+            [&] { ucp_worker_progress(p.worker); }));
         std::vector<uint8_t> protos;
         REQUIRE(test::recv_blob(child.fd(), &protos));
         REQUIRE(protos.size() == count);
@@ -329,8 +337,7 @@ TEST_CASE("eager zcopy: active messages at the bcopy/zcopy/rndv boundaries", "[u
                  * makes the message go by copy. */
                 const bool header_fits = (am_header_sizes[h] < 100);
                 CHECK(char(protos[i * std::size(am_header_sizes) + h]) ==
-                      expected_proto(size, tc.zcopy && header_fits, zcopy_thresh,
-                                     rndv_thresh));
+                      expected_proto(size, tc.zcopy && header_fits, zcopy_thresh, rndv_thresh));
             }
         }
         REQUIRE(test::sync_peer(child.fd()));
@@ -356,8 +363,8 @@ int am_auto_sender_child(int fd)
         fill_pattern(data.data(), data.size(), 900 + i);
         ucp_request_param_t param = send_param();
         char proto;
-        ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, am_id, nullptr, 0, data.data(),
-                                               data.size(), &param);
+        ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, am_id, nullptr, 0, data.data(), data.size(),
+                                               &param);
         TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
         protos.push_back(uint8_t(proto));
     }
@@ -368,8 +375,7 @@ int am_auto_sender_child(int fd)
 
 } // namespace
 
-TEST_CASE("eager zcopy: active messages over tcp go eagerly up to one AM fragment",
-          "[ucp_zcopy]")
+TEST_CASE("eager zcopy: active messages over tcp go eagerly up to one AM fragment", "[ucp_zcopy]")
 {
     peer p;
     REQUIRE(p.init_with("tcp", UCP_FEATURE_AM, {}) == UCS_OK);
@@ -378,10 +384,12 @@ TEST_CASE("eager zcopy: active messages over tcp go eagerly up to one AM fragmen
     test::child_process child([](int fd) { return am_auto_sender_child(fd); });
     REQUIRE(p.connect_over(child.fd()));
     std::vector<uint8_t> protos;
-    REQUIRE(test::poll_until([&] {
+    REQUIRE(test::poll_until(
+        [&] {
         struct pollfd pfd = {child.fd(), POLLIN, 0};
         return ::poll(&pfd, 1, 0) > 0;
-    }, [&] { ucp_worker_progress(p.worker); }));
+        },
+        [&] { ucp_worker_progress(p.worker); }));
     REQUIRE(test::recv_blob(child.fd(), &protos));
     REQUIRE(protos.size() == std::size(am_auto_sizes));
     REQUIRE(inbox.messages.size() == std::size(am_auto_sizes));
@@ -433,9 +441,9 @@ int stream_sender_child(int fd, const char *tls)
 ucs_status_t stream_recv_all(peer &p, uint8_t *buffer, size_t length)
 {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
-    size_t received    = 0;
+    param.op_attr_mask   = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags          = UCP_STREAM_RECV_FLAG_WAITALL;
+    size_t received      = 0;
     ucs_status_ptr_t req = ucp_stream_recv_nbx(p.ep, buffer, length, &received, &param);
     if (req == nullptr) {
         return (received == length) ? UCS_OK : UCS_ERR_IO_ERROR;
@@ -495,8 +503,7 @@ const settings eager_only_settings = {{"ZCOPY_THRESH", "4096"}, {"RNDV_THRESH", 
 
 uint64_t features_of(api a)
 {
-    return (a == api::TAG) ? UCP_FEATURE_TAG :
-           (a == api::AM)  ? UCP_FEATURE_AM : UCP_FEATURE_STREAM;
+    return (a == api::TAG) ? UCP_FEATURE_TAG : (a == api::AM) ? UCP_FEATURE_AM : UCP_FEATURE_STREAM;
 }
 
 /* Child receiver: connects, then reads nothing until told, then receives
@@ -509,7 +516,7 @@ int lazy_receiver_child(int fd, api a)
     TEST_CHILD_CHECK((a != api::AM) || set_am_inbox(p, &inbox));
     TEST_CHILD_CHECK(p.connect_over(fd));
     uint8_t go;
-    TEST_CHILD_CHECK(test::recv_value(fd, &go));   /* no progress meanwhile */
+    TEST_CHILD_CHECK(test::recv_value(fd, &go)); /* no progress meanwhile */
     std::vector<uint8_t> data(big_message, 0);
     if (a == api::TAG) {
         ucp_tag_recv_info_t info{};
@@ -543,8 +550,7 @@ ucs_status_ptr_t send_big(peer &p, api a, const std::vector<uint8_t> &data)
 
 } // namespace
 
-TEST_CASE("eager zcopy: a send completes only when the transport is done with it",
-          "[ucp_zcopy]")
+TEST_CASE("eager zcopy: a send completes only when the transport is done with it", "[ucp_zcopy]")
 {
     for (api a : {api::TAG, api::AM, api::STREAM}) {
         INFO("api " << int(a));
@@ -564,16 +570,17 @@ TEST_CASE("eager zcopy: a send completes only when the transport is done with it
             [&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
             [&] { ucp_worker_progress(p.worker); }, std::chrono::milliseconds(300)));
         REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-        REQUIRE(test::poll_until(
-            [&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
-            [&] { ucp_worker_progress(p.worker); }));
+        REQUIRE(test::poll_until([&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
+                                 [&] { ucp_worker_progress(p.worker); }));
         CHECK(ucp_request_check_status(req) == UCS_OK);
         ucp_request_free(req);
         /* Keep progressing until the child checked the data. */
-        REQUIRE(test::poll_until([&] {
+        REQUIRE(test::poll_until(
+            [&] {
             struct pollfd pfd = {child.fd(), POLLIN, 0};
             return ::poll(&pfd, 1, 0) > 0;
-        }, [&] { ucp_worker_progress(p.worker); }));
+            },
+            [&] { ucp_worker_progress(p.worker); }));
         REQUIRE(test::sync_peer(child.fd()));
         CHECK(child.wait() == 0);
     }
@@ -593,8 +600,7 @@ std::vector<size_t> iov_layout(bool fits)
     return std::vector<size_t>(20, 3000);
 }
 
-std::vector<ucp_dt_iov_t> make_iov(std::vector<uint8_t> &data,
-                                   const std::vector<size_t> &layout)
+std::vector<ucp_dt_iov_t> make_iov(std::vector<uint8_t> &data, const std::vector<size_t> &layout)
 {
     std::vector<ucp_dt_iov_t> iov;
     size_t offset = 0;
@@ -630,7 +636,7 @@ int iov_sender_child(int fd)
         std::vector<uint8_t> data(layout_total(layout));
         fill_pattern(data.data(), data.size(), fits ? 41 : 42);
         std::vector<ucp_dt_iov_t> iov = make_iov(data, layout);
-        ucp_request_param_t param = send_param(ucp_dt_make_iov());
+        ucp_request_param_t param     = send_param(ucp_dt_make_iov());
         char proto;
         ucs_status_ptr_t req = ucp_tag_send_nbx(p.ep, iov.data(), iov.size(), 3, &param);
         TEST_CHILD_CHECK(finish(p, req, &proto) == UCS_OK);
@@ -655,14 +661,14 @@ TEST_CASE("eager zcopy: iov datatypes within max_iov go zero-copy, longer ones b
     small_tcp_fragments frags;
     peer p;
     REQUIRE(p.init_with("tcp", UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM,
-                      iov_settings) == UCS_OK);
+                        iov_settings) == UCS_OK);
     am_inbox inbox;
     REQUIRE(set_am_inbox(p, &inbox));
     test::child_process child([](int fd) { return iov_sender_child(fd); });
     REQUIRE(p.connect_over(child.fd()));
     for (bool fits : {true, false}) {
         INFO((fits ? "iov within max_iov" : "iov longer than max_iov"));
-        const size_t total = layout_total(iov_layout(fits));
+        const size_t total  = layout_total(iov_layout(fits));
         const uint64_t seed = fits ? 41 : 42;
         std::vector<uint8_t> buffer(total + 8, 0xee);
         ucp_tag_recv_info_t info{};
@@ -710,12 +716,11 @@ int order_receiver_child(int fd)
     TEST_CHILD_CHECK(p.init_with("tcp", UCP_FEATURE_TAG, order_settings) == UCS_OK);
     TEST_CHILD_CHECK(p.connect_over(fd));
     uint8_t go;
-    TEST_CHILD_CHECK(test::recv_value(fd, &go));   /* the sender's queues fill meanwhile */
+    TEST_CHILD_CHECK(test::recv_value(fd, &go)); /* the sender's queues fill meanwhile */
     std::vector<uint8_t> buffer(order_size(0) + order_count);
     for (size_t i = 0; i < order_count; ++i) {
         ucp_tag_recv_info_t info{};
-        TEST_CHILD_CHECK(p.recv(buffer.data(), buffer.size(), 4, full_mask, &info) ==
-                         UCS_OK);
+        TEST_CHILD_CHECK(p.recv(buffer.data(), buffer.size(), 4, full_mask, &info) == UCS_OK);
         TEST_CHILD_CHECK(info.length == order_size(i));
         TEST_CHILD_CHECK(check_pattern(buffer.data(), info.length, 600 + i));
     }
@@ -725,8 +730,7 @@ int order_receiver_child(int fd)
 
 } // namespace
 
-TEST_CASE("eager zcopy keeps MPI order with bcopy and short sends queued behind it",
-          "[ucp_zcopy]")
+TEST_CASE("eager zcopy keeps MPI order with bcopy and short sends queued behind it", "[ucp_zcopy]")
 {
     peer p;
     REQUIRE(p.init_with("tcp", UCP_FEATURE_TAG, order_settings) == UCS_OK);
@@ -739,8 +743,8 @@ TEST_CASE("eager zcopy keeps MPI order with bcopy and short sends queued behind 
         buffers.emplace_back(order_size(i));
         fill_pattern(buffers.back().data(), buffers.back().size(), 600 + i);
         ucp_request_param_t param = send_param();
-        requests.push_back(ucp_tag_send_nbx(p.ep, buffers.back().data(),
-                                            buffers.back().size(), 4, &param));
+        requests.push_back(ucp_tag_send_nbx(p.ep, buffers.back().data(), buffers.back().size(), 4,
+                                            &param));
         REQUIRE(UCS_PTR_IS_PTR(requests.back()));
         protos += proto_of(requests.back());
     }
@@ -754,10 +758,12 @@ TEST_CASE("eager zcopy keeps MPI order with bcopy and short sends queued behind 
     for (size_t i = 0; i < order_count; ++i) {
         CHECK(protos[i] == (((i % 3) == 0) ? 'z' : 'e'));
     }
-    REQUIRE(test::poll_until([&] {
+    REQUIRE(test::poll_until(
+        [&] {
         struct pollfd pfd = {child.fd(), POLLIN, 0};
         return ::poll(&pfd, 1, 0) > 0;
-    }, [&] { ucp_worker_progress(p.worker); }));
+        },
+        [&] { ucp_worker_progress(p.worker); }));
     REQUIRE(test::sync_peer(child.fd()));
     CHECK(child.wait() == 0);
 }
@@ -791,20 +797,20 @@ TEST_CASE("eager zcopy sends in flight complete when their ep is closed or its p
         REQUIRE(test::send_blob(child.fd(), p.address()));
         REQUIRE(test::recv_blob(child.fd(), &remote));
         ucp_test::ep_errors seen;
-        REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ucp_test::ep_errors::record,
-                          &seen) == UCS_OK);
+        REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ucp_test::ep_errors::record, &seen) ==
+                UCS_OK);
         std::vector<uint8_t> data(big_message);
         ucp_request_param_t param = send_param();
-        ucs_status_ptr_t req = ucp_tag_send_nbx(p.ep, data.data(), data.size(), 1, &param);
+        ucs_status_ptr_t req      = ucp_tag_send_nbx(p.ep, data.data(), data.size(), 1, &param);
         REQUIRE(UCS_PTR_IS_PTR(req));
         REQUIRE(req != nullptr);
         CHECK(proto_of(req) == 'z');
         if (kill_peer) {
             child.kill();
             /* The lost connection fails the fragments still queued. */
-            REQUIRE(test::poll_until(
-                [&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
-                [&] { ucp_worker_progress(p.worker); }));
+            REQUIRE(
+                test::poll_until([&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
+                                 [&] { ucp_worker_progress(p.worker); }));
             CHECK(ucp_request_check_status(req) != UCS_OK);
         } else {
             ucp_request_param_t cparam{};
@@ -842,18 +848,16 @@ std::string ep_info_of(const char *tls, const settings &extra)
 TEST_CASE("ucp_ep_print_info shows the eager zcopy range", "[ucp_zcopy]")
 {
     small_tcp_fragments frags;
-    const std::string tcp = ep_info_of("tcp", {{"ZCOPY_THRESH", "5000"},
-                                               {"RNDV_THRESH", "300000"}});
+    const std::string tcp = ep_info_of("tcp",
+                                       {{"ZCOPY_THRESH", "5000"}, {"RNDV_THRESH", "300000"}});
     INFO(tcp);
-    CHECK(tcp.find("5000 .. 32768      eager zcopy on tcp, one fragment") !=
-          std::string::npos);
+    CHECK(tcp.find("5000 .. 32768      eager zcopy on tcp, one fragment") != std::string::npos);
     CHECK(tcp.find("32769 .. 299999     eager zcopy on tcp, fragments of 32768") !=
           std::string::npos);
     /* Active messages: the same ranges, in their own table. */
     const size_t am = tcp.find("am_send, contiguous data");
     REQUIRE(am != std::string::npos);
-    CHECK(tcp.find("5000 .. 32768      eager zcopy on tcp, one fragment", am) !=
-          std::string::npos);
+    CHECK(tcp.find("5000 .. 32768      eager zcopy on tcp, one fragment", am) != std::string::npos);
     CHECK(tcp.find("300000 .. inf        rendezvous", am) != std::string::npos);
     CHECK(tcp.find("eager bcopy, one fragment") != std::string::npos);
     CHECK(tcp.find("300000 .. inf        rendezvous") != std::string::npos);
@@ -876,7 +880,7 @@ namespace {
 size_t printed_zcopy_thresh(const std::string &info)
 {
     const std::string key = "eager zcopy from ";
-    const size_t at = info.find(key);
+    const size_t at       = info.find(key);
     return (at == std::string::npos) ? 0 : std::stoul(info.substr(at + key.size()));
 }
 
@@ -902,26 +906,25 @@ ucs_status_ptr_t post_recv(peer &p, void *buffer, size_t length, ucp_tag_t tag)
 
 /* Without the registration cache (see test_ucp_rcache.cc for it): a
  * registration per send, released when the send is done. */
-TEST_CASE("eager zcopy registers the send buffer where the md needs a memory handle",
-          "[ucp_zcopy]")
+TEST_CASE("eager zcopy registers the send buffer where the md needs a memory handle", "[ucp_zcopy]")
 {
     fake_zc_scope scope;
     peer p;
     REQUIRE(p.init_with(fake_zc_tl, UCP_FEATURE_TAG | UCP_FEATURE_STREAM,
-                      {{"RCACHE_ENABLE", "no"}}) == UCS_OK);
+                        {{"RCACHE_ENABLE", "no"}}) == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
     const std::string info = print_to_string([&](FILE *f) { ucp_ep_print_info(p.ep, f); });
     INFO(info);
     REQUIRE(info.find("eager zcopy on ucp_test_zc") != std::string::npos);
     /* auto: the registration cost moves the threshold above tcp's (no memh). */
-    const size_t thresh = printed_zcopy_thresh(info);
+    const size_t thresh        = printed_zcopy_thresh(info);
     const std::string tcp_info = ep_info_of("tcp", {});
     CHECK(thresh > printed_zcopy_thresh(tcp_info));
     CHECK(printed_zcopy_thresh(tcp_info) > 0);
 
-    const long regs = fake_zc_registrations;
+    const long regs         = fake_zc_registrations;
     const unsigned long bad = fake_zc_bad_memh;
-    const size_t size = std::max<size_t>(thresh, 3 * fake_zc_max_bcopy);
+    const size_t size       = std::max<size_t>(thresh, 3 * fake_zc_max_bcopy);
 
     SECTION("one send: registered while the transport holds it") {
         std::vector<uint8_t> out(size), in(size, 0);
@@ -985,8 +988,7 @@ TEST_CASE("eager zcopy registers the send buffer where the md needs a memory han
         fill_pattern(out.data(), size, 4);
         ucp_request_param_t param = send_param();
         char proto;
-        CHECK(finish(p, ucp_stream_send_nbx(p.ep, out.data(), size, &param), &proto) ==
-              UCS_OK);
+        CHECK(finish(p, ucp_stream_send_nbx(p.ep, out.data(), size, &param), &proto) == UCS_OK);
         CHECK(proto == 'z');
         REQUIRE(stream_recv_all(p, in.data(), size) == UCS_OK);
         CHECK(check_pattern(in.data(), size, 4));

@@ -25,14 +25,23 @@ namespace {
 
 constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
 
-ucp_object_t worker_object(ucp_worker_h worker) { return {UCP_OBJECT_WORKER, worker}; }
-ucp_object_t cntr_object(ucp_cntr_h cntr) { return {UCP_OBJECT_CNTR, cntr}; }
-ucp_object_t set_object(ucp_waitset_h set) { return {UCP_OBJECT_WAITSET, set}; }
+ucp_object_t worker_object(ucp_worker_h worker)
+{
+    return {UCP_OBJECT_WORKER, worker};
+}
+ucp_object_t cntr_object(ucp_cntr_h cntr)
+{
+    return {UCP_OBJECT_CNTR, cntr};
+}
+ucp_object_t set_object(ucp_waitset_h set)
+{
+    return {UCP_OBJECT_WAITSET, set};
+}
 
 /* The user data a poll returns, as a vector. */
-std::vector<void*> poll_all(ucp_pollset_h set, int count)
+std::vector<void *> poll_all(ucp_pollset_h set, int count)
 {
-    std::vector<void*> found(size_t(std::max(count, 1)));
+    std::vector<void *> found(size_t(std::max(count, 1)));
     const int n = ucp_pollset_poll(set, found.data(), count);
     found.resize((n > 0) ? size_t(n) : 0);
     return found;
@@ -69,12 +78,12 @@ TEST_CASE("poll sets: members, and what a poll reports", "[ucp_sets]")
         const ucp_object_t o = cntr_object(a);
         CHECK(ucp_pollset_add(set, &o, nullptr) == UCS_ERR_ALREADY_EXISTS);
         CHECK(ucp_pollset_destroy(set) == UCS_ERR_BUSY);
-        CHECK(ucp_cntr_destroy(a) == UCS_ERR_BUSY);     /* in a set */
-        ucp_cntr_h loose = new_cntr(p.worker);
+        CHECK(ucp_cntr_destroy(a) == UCS_ERR_BUSY); /* in a set */
+        ucp_cntr_h loose      = new_cntr(p.worker);
         const ucp_object_t lo = cntr_object(loose);
         CHECK(ucp_pollset_remove(set, &lo) == UCS_ERR_NO_ELEM);
         CHECK(ucp_cntr_destroy(loose) == UCS_OK);
-        CHECK(ucp_pollset_add(set, &lo, nullptr) == UCS_ERR_INVALID_PARAM);   /* dead */
+        CHECK(ucp_pollset_add(set, &lo, nullptr) == UCS_ERR_INVALID_PARAM); /* dead */
         peer other;
         REQUIRE(other.init("self", features) == UCS_OK);
         const ucp_object_t foreign = worker_object(other.worker);
@@ -86,17 +95,17 @@ TEST_CASE("poll sets: members, and what a poll reports", "[ucp_sets]")
     }
 
     SECTION("counters that moved, in the success or the error value only") {
-        while (!poll_all(set, 8).empty()) {        /* the worker's start-up work */
+        while (!poll_all(set, 8).empty()) { /* the worker's start-up work */
         }
         CHECK(ucp_cntr_add(a, 1) == UCS_OK);
         CHECK(ucp_cntr_add_err(c, 1) == UCS_OK);
         auto found = poll_all(set, 8);
         std::sort(found.begin(), found.end());
-        std::vector<void*> expected{&tag_a, &tag_c};
+        std::vector<void *> expected{&tag_a, &tag_c};
         std::sort(expected.begin(), expected.end());
         CHECK(found == expected);
-        CHECK(poll_all(set, 8).empty());           /* reported once */
-        CHECK(ucp_cntr_set(b, 0) == UCS_OK);       /* no change of value: no event */
+        CHECK(poll_all(set, 8).empty());     /* reported once */
+        CHECK(ucp_cntr_set(b, 0) == UCS_OK); /* no change of value: no event */
         CHECK(poll_all(set, 8).empty());
     }
 
@@ -117,7 +126,7 @@ TEST_CASE("poll sets: members, and what a poll reports", "[ucp_sets]")
         CHECK(sender.send(&value, sizeof(value), 1) == UCS_OK);
         bool seen = false;
         for (int i = 0; (i < 1000) && !seen; ++i) {
-            seen = (poll_all(rset, 8) == std::vector<void*>{&tag_w});
+            seen = (poll_all(rset, 8) == std::vector<void *>{&tag_w});
             ucp_worker_progress(sender.worker);
         }
         CHECK(seen);
@@ -133,14 +142,14 @@ TEST_CASE("poll sets: members, and what a poll reports", "[ucp_sets]")
         for (ucp_cntr_h cntr : {a, b, c}) {
             CHECK(ucp_cntr_add(cntr, 1) == UCS_OK);
         }
-        std::vector<void*> all;
+        std::vector<void *> all;
         for (int i = 0; i < 3; ++i) {
             auto one = poll_all(set, 1);
             CHECK(one.size() == 1);
             all.insert(all.end(), one.begin(), one.end());
         }
         std::sort(all.begin(), all.end());
-        std::vector<void*> expected{&tag_a, &tag_b, &tag_c};
+        std::vector<void *> expected{&tag_a, &tag_b, &tag_c};
         std::sort(expected.begin(), expected.end());
         CHECK(all == expected);
         CHECK(poll_all(set, 8).empty());
@@ -238,7 +247,7 @@ TEST_CASE("wait sets: every kind woken by counters, signals and new members", "[
         if (kind == UCP_WAIT_POLLFD) {
             ucp_waitset_pollfd_t pfd{};
             CHECK(ucp_waitset_get_pollfd(set, &pfd) == UCS_ERR_BUFFER_TOO_SMALL);
-            CHECK(pfd.nfds == 3);                    /* signal, counter, worker */
+            CHECK(pfd.nfds == 3); /* signal, counter, worker */
             const uint64_t index = pfd.change_index;
             std::vector<pollfd> fds(pfd.nfds);
             pfd.fds = fds.data();
@@ -277,7 +286,8 @@ TEST_CASE("wait sets: every kind woken by counters, signals and new members", "[
 }
 
 TEST_CASE("wait sets: bad arguments, trywait, a worker without wakeup, and members that go "
-          "with their worker", "[ucp_sets]")
+          "with their worker",
+          "[ucp_sets]")
 {
     peer p;
     REQUIRE(p.init("self", features) == UCS_OK);
@@ -294,14 +304,13 @@ TEST_CASE("wait sets: bad arguments, trywait, a worker without wakeup, and membe
     CHECK(ucp_trywait(nullptr, 1) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_trywait(nullptr, 0) == UCS_OK);
 
-    ucp_cntr_h cntr = new_cntr(p.worker);
-    const ucp_object_t co = cntr_object(cntr), wo = worker_object(p.worker),
-                       so = set_object(set);
+    ucp_cntr_h cntr       = new_cntr(p.worker);
+    const ucp_object_t co = cntr_object(cntr), wo = worker_object(p.worker), so = set_object(set);
     REQUIRE(ucp_waitset_add(set, &co) == UCS_OK);
     REQUIRE(ucp_waitset_add(set, &wo) == UCS_OK);
     /* trywait over a counter, a worker and a set: busy until drained. */
     const ucp_object_t objects[] = {co, wo, so};
-    int rounds = 0;
+    int rounds                   = 0;
     while (ucp_trywait(objects, 3) == UCS_ERR_BUSY) {
         ucp_worker_progress(p.worker);
         REQUIRE(++rounds < 10000);
@@ -329,7 +338,7 @@ TEST_CASE("wait sets: no lost wake-up, 100000 times between two threads", "[ucp_
     REQUIRE(p.init("self", features) == UCS_OK);
     ucp_waitset_h set;
     REQUIRE(ucp_waitset_create(p.context, UCP_WAIT_FD, &set) == UCS_OK);
-    ucp_cntr_h cntr = new_cntr(p.worker);
+    ucp_cntr_h cntr       = new_cntr(p.worker);
     const ucp_object_t co = cntr_object(cntr);
     REQUIRE(ucp_waitset_add(set, &co) == UCS_OK);
     /* The adder makes change i only once the waiter saw change i - 1, so
@@ -437,7 +446,7 @@ TEST_CASE("wait sets: a waiting thread uses no CPU", "[ucp_sets]")
     REQUIRE(p.init(tls, features) == UCS_OK);
     ucp_waitset_h set;
     REQUIRE(ucp_waitset_create(p.context, UCP_WAIT_FD, &set) == UCS_OK);
-    ucp_cntr_h cntr = new_cntr(p.worker);
+    ucp_cntr_h cntr       = new_cntr(p.worker);
     const ucp_object_t co = cntr_object(cntr), wo = worker_object(p.worker);
     REQUIRE(ucp_waitset_add(set, &co) == UCS_OK);
     REQUIRE(ucp_waitset_add(set, &wo) == UCS_OK);

@@ -22,9 +22,9 @@ using namespace ucp_test;
 
 namespace {
 
-constexpr ucp_tag_t full_mask   = ~ucp_tag_t(0);
-constexpr size_t    small_size  = 64;
-constexpr size_t    large_size  = 300000;   /* rendezvous: needs our reply ep */
+constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
+constexpr size_t small_size   = 64;
+constexpr size_t large_size   = 300000; /* rendezvous: needs our reply ep */
 
 /* Transport names of the worker's ifaces that are (not) progressed always. */
 std::multiset<std::string> ifaces_named(ucp_worker_h worker, bool active)
@@ -71,8 +71,7 @@ int sender_child(int fd, const char *tls)
     return 0;
 }
 
-ucs_status_ptr_t post_recv(ucp_worker_h worker, std::vector<uint8_t> *buffer,
-                           ucp_tag_t tag)
+ucs_status_ptr_t post_recv(ucp_worker_h worker, std::vector<uint8_t> *buffer, ucp_tag_t tag)
 {
     ucp_request_param_t param{};
     return ucp_tag_recv_nbx(worker, buffer->data(), buffer->size(), tag, full_mask, &param);
@@ -99,10 +98,12 @@ TEST_CASE("progress polls the ifaces eps use; a peer that connects to us gets th
         REQUIRE(!UCS_PTR_IS_ERR(rsmall));
         REQUIRE(!UCS_PTR_IS_ERR(rlarge));
         REQUIRE(test::send_value(child.fd(), uint8_t(1)));
-        CHECK(test::poll_until([&] {
+        CHECK(test::poll_until(
+            [&] {
             return (ucp_request_check_status(rsmall) != UCS_INPROGRESS) &&
                    (ucp_request_check_status(rlarge) != UCS_INPROGRESS);
-        }, [&] { ucp_worker_progress(p.worker); }));
+            },
+            [&] { ucp_worker_progress(p.worker); }));
         CHECK(p.wait(rsmall) == UCS_OK);
         CHECK(p.wait(rlarge) == UCS_OK);
         CHECK(check_pattern(small.data(), small.size(), 1));
@@ -115,7 +116,7 @@ TEST_CASE("progress polls the ifaces eps use; a peer that connects to us gets th
         CHECK(!active.empty());
         CHECK(active.count("self") == 0);
         if (std::string(tls).find("posix") != std::string::npos) {
-            CHECK(active.count("posix") == 1);   /* the peer's lanes are shm too */
+            CHECK(active.count("posix") == 1); /* the peer's lanes are shm too */
             CHECK(active.count("tcp") == 0);
             CHECK(active.count("sysv") == 0);
         }
@@ -124,8 +125,7 @@ TEST_CASE("progress polls the ifaces eps use; a peer that connects to us gets th
     }
 }
 
-TEST_CASE("an ep to a peer makes its lanes' ifaces progressed at once",
-          "[ucp_iface_activity]")
+TEST_CASE("an ep to a peer makes its lanes' ifaces progressed at once", "[ucp_iface_activity]")
 {
     peer a, b;
     REQUIRE(a.init("posix,sysv,cma,tcp,self") == UCS_OK);
@@ -137,14 +137,13 @@ TEST_CASE("an ep to a peer makes its lanes' ifaces progressed at once",
     /* b has no ep: it finds a's first message on an iface it looks at rarely. */
     uint64_t value = 0x1234, got = 0;
     ucp_request_param_t param{};
-    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(b.worker, &got, sizeof(got), 5, full_mask,
-                                             &param);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(b.worker, &got, sizeof(got), 5, full_mask, &param);
     ucs_status_ptr_t sreq = ucp_tag_send_nbx(a.ep, &value, sizeof(value), 5, &param);
     CHECK(test::poll_until([&] { return ucp_request_check_status(rreq) != UCS_INPROGRESS; },
                            [&] {
-                               ucp_worker_progress(a.worker);
-                               ucp_worker_progress(b.worker);
-                           }));
+        ucp_worker_progress(a.worker);
+        ucp_worker_progress(b.worker);
+    }));
     CHECK(b.wait(rreq) == UCS_OK);
     CHECK(a.wait(sreq) == UCS_OK);
     CHECK(got == 0x1234);

@@ -39,25 +39,25 @@ constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
 
 uint16_t port_of(const sockaddr_storage &addr)
 {
-    return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+    return ntohs(reinterpret_cast<const sockaddr_in *>(&addr)->sin_port);
 }
 
 bool same_address(const sockaddr_storage &a, const sockaddr_storage &b)
 {
-    const auto *x = reinterpret_cast<const sockaddr_in*>(&a);
-    const auto *y = reinterpret_cast<const sockaddr_in*>(&b);
-    return (a.ss_family == AF_INET) && (b.ss_family == AF_INET) &&
-           (x->sin_port == y->sin_port) && (x->sin_addr.s_addr == y->sin_addr.s_addr);
+    const auto *x = reinterpret_cast<const sockaddr_in *>(&a);
+    const auto *y = reinterpret_cast<const sockaddr_in *>(&b);
+    return (a.ss_family == AF_INET) && (b.ss_family == AF_INET) && (x->sin_port == y->sin_port) &&
+           (x->sin_addr.s_addr == y->sin_addr.s_addr);
 }
 
 /* A server: a peer with a listener on 127.0.0.1 whose requests are queued. */
 struct server {
-    peer                            p;
-    ucp_listener_h                  listener = nullptr;
+    peer p;
+    ucp_listener_h listener = nullptr;
     std::vector<ucp_conn_request_h> requests;
-    std::vector<ucp_ep_h>           accepted;     /* accept_handler mode */
-    bool                            reject_at_once = false;
-    unsigned                        callbacks = 0;
+    std::vector<ucp_ep_h> accepted; /* accept_handler mode */
+    bool reject_at_once = false;
+    unsigned callbacks  = 0;
 
     ~server()
     {
@@ -74,7 +74,7 @@ struct server {
 
     static void on_conn(ucp_conn_request_h request, void *arg)
     {
-        auto *self = static_cast<server*>(arg);
+        auto *self = static_cast<server *>(arg);
         ++self->callbacks;
         if (self->reject_at_once) {
             ucp_listener_reject(self->listener, request);
@@ -85,7 +85,7 @@ struct server {
 
     static void on_accept(ucp_ep_h ep, void *arg)
     {
-        auto *self = static_cast<server*>(arg);
+        auto *self = static_cast<server *>(arg);
         ++self->callbacks;
         self->accepted.push_back(ep);
     }
@@ -93,7 +93,7 @@ struct server {
     ucs_status_t listen(bool legacy = false, uint16_t port = 0)
     {
         sockaddr_in addr = loopback(port);
-        return listen_on(reinterpret_cast<const sockaddr*>(&addr), sizeof(addr), legacy);
+        return listen_on(reinterpret_cast<const sockaddr *>(&addr), sizeof(addr), legacy);
     }
 
     ucs_status_t listen_on(const sockaddr *addr, socklen_t addrlen, bool legacy = false)
@@ -103,11 +103,11 @@ struct server {
         params.sockaddr.addr    = addr;
         params.sockaddr.addrlen = addrlen;
         if (legacy) {
-            params.field_mask        |= UCP_LISTENER_PARAM_FIELD_ACCEPT_HANDLER;
+            params.field_mask |= UCP_LISTENER_PARAM_FIELD_ACCEPT_HANDLER;
             params.accept_handler.cb  = on_accept;
             params.accept_handler.arg = this;
         } else {
-            params.field_mask      |= UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+            params.field_mask |= UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
             params.conn_handler.cb  = on_conn;
             params.conn_handler.arg = this;
         }
@@ -127,8 +127,7 @@ struct server {
     ucs_status_t accept(ucp_conn_request_h request, ucp_ep_h *ep_p)
     {
         ucp_ep_params_t params{};
-        params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+        params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
         params.conn_request = request;
         params.err_mode     = UCP_ERR_HANDLING_MODE_PEER;
         return ucp_ep_create(p.worker, &params, ep_p);
@@ -143,14 +142,14 @@ ucs_status_t connect_to(ucp_worker_h worker, const sockaddr *addr, socklen_t add
                         failure_log *log, ucp_ep_h *ep_p)
 {
     ucp_ep_params_t params{};
-    params.field_mask       = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
-                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     params.sockaddr.addr    = addr;
     params.sockaddr.addrlen = addrlen;
     params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
     if (log != nullptr) {
-        params.field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
         params.err_handler.cb  = failure_log::record;
         params.err_handler.arg = log;
     }
@@ -161,8 +160,7 @@ ucs_status_t connect_to(ucp_worker_h worker, const sockaddr *addr, socklen_t add
 ucs_status_t connect_to(ucp_worker_h worker, uint16_t port, failure_log *log, ucp_ep_h *ep_p)
 {
     sockaddr_in addr = loopback(port);
-    return connect_to(worker, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr), log,
-                      ep_p);
+    return connect_to(worker, reinterpret_cast<const sockaddr *>(&addr), sizeof(addr), log, ep_p);
 }
 
 ucs_status_ptr_t send_nb(ucp_ep_h ep, const void *buffer, size_t length, ucp_tag_t tag,
@@ -182,14 +180,14 @@ ucs_status_t finish(ucs_status_ptr_t req, ucp_worker_h a, ucp_worker_h b = nullp
     if (UCS_PTR_IS_ERR(req)) {
         return UCS_PTR_STATUS(req);
     }
-    const bool done = test::poll_until(
-            [&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
-            [&] {
-                ucp_worker_progress(a);
-                if (b != nullptr) {
-                    ucp_worker_progress(b);
-                }
-            });
+    const bool done =
+        test::poll_until([&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
+                         [&] {
+        ucp_worker_progress(a);
+        if (b != nullptr) {
+            ucp_worker_progress(b);
+        }
+        });
     ucs_status_t status = done ? ucp_request_check_status(req) : UCS_ERR_TIMED_OUT;
     if (done) {
         ucp_request_free(req);
@@ -261,9 +259,9 @@ int client_child(int fd, const char *tls)
 /* A raw TCP connection to the listener, for hostile bytes. */
 int raw_connect(uint16_t port)
 {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd           = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr = loopback(port);
-    if ((fd >= 0) && (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)) {
+    if ((fd >= 0) && (::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0)) {
         ::close(fd);
         return -1;
     }
@@ -273,7 +271,8 @@ int raw_connect(uint16_t port)
 /* Whether the server closed `fd` (EOF or reset) while `s` progresses. */
 bool closed_by_server(int fd, server &s, std::vector<uint8_t> *received = nullptr)
 {
-    return test::poll_until([&] {
+    return test::poll_until(
+        [&] {
         pollfd pfd{fd, POLLIN, 0};
         if (::poll(&pfd, 1, 0) != 1) {
             return false;
@@ -287,13 +286,14 @@ bool closed_by_server(int fd, server &s, std::vector<uint8_t> *received = nullpt
             return false;
         }
         return (n == 0) || (errno == ECONNRESET);
-    }, [&] { ucp_worker_progress(s.p.worker); }, std::chrono::seconds(10));
+        },
+        [&] { ucp_worker_progress(s.p.worker); }, std::chrono::seconds(10));
 }
 
 std::vector<uint8_t> valid_request(const std::vector<uint8_t> &address)
 {
-    return ucp::cs::make_frame(ucp::cs::FRAME_CONN_REQUEST, UCS_OK, 0, 0,
-                               address.data(), address.size());
+    return ucp::cs::make_frame(ucp::cs::FRAME_CONN_REQUEST, UCS_OK, 0, 0, address.data(),
+                               address.size());
 }
 
 /* Connects a real client in this process (to 127.0.0.1 or to `addr`);
@@ -307,8 +307,8 @@ void check_real_client(server &s, const char *tls, const sockaddr_storage *addr 
     if (addr == nullptr) {
         REQUIRE(connect_to(c.worker, s.port(), &log, &c.ep) == UCS_OK);
     } else {
-        REQUIRE(connect_to(c.worker, reinterpret_cast<const sockaddr*>(addr),
-                           sizeof(*addr), &log, &c.ep) == UCS_OK);
+        REQUIRE(connect_to(c.worker, reinterpret_cast<const sockaddr *>(addr), sizeof(*addr), &log,
+                           &c.ep) == UCS_OK);
     }
     CHECK(ep_info(c.ep).find("connecting") != std::string::npos);
     ucp_ep_attr_t name_attr{};
@@ -320,14 +320,15 @@ void check_real_client(server &s, const char *tls, const sockaddr_storage *addr 
     const std::string port_suffix(suffix);
     const std::string connecting_name = name_attr.name;
     CHECK(connecting_name.size() > port_suffix.size());
-    CHECK(connecting_name.compare(connecting_name.size() - port_suffix.size(),
-                                  port_suffix.size(), port_suffix) == 0);
+    CHECK(connecting_name.compare(connecting_name.size() - port_suffix.size(), port_suffix.size(),
+                                  port_suffix) == 0);
     if (addr == nullptr) {
         CHECK(connecting_name == std::string("127.0.0.1").append(port_suffix));
     }
-    uint64_t value = 0xc1;
+    uint64_t value        = 0xc1;
     ucs_status_ptr_t sreq = send_nb(c.ep, &value, sizeof(value), 1);
-    REQUIRE(test::poll_until([&] { return s.requests.size() > before; }, [&] {
+    REQUIRE(test::poll_until([&] { return s.requests.size() > before; },
+                             [&] {
         ucp_worker_progress(c.worker);
         ucp_worker_progress(s.p.worker);
     }));
@@ -335,13 +336,12 @@ void check_real_client(server &s, const char *tls, const sockaddr_storage *addr 
     REQUIRE(s.accept(s.requests.back(), &sep) == UCS_OK);
     uint64_t got = 0;
     ucp_request_param_t param{};
-    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(s.p.worker, &got, sizeof(got), 1, full_mask,
-                                             &param);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(s.p.worker, &got, sizeof(got), 1, full_mask, &param);
     CHECK(finish(sreq, c.worker, s.p.worker) == UCS_OK);
     CHECK(finish(rreq, s.p.worker, c.worker) == UCS_OK);
     CHECK(got == 0xc1);
     value = 0xc2;
-    rreq = ucp_tag_recv_nbx(c.worker, &got, sizeof(got), 2, full_mask, &param);
+    rreq  = ucp_tag_recv_nbx(c.worker, &got, sizeof(got), 2, full_mask, &param);
     CHECK(finish(send_nb(sep, &value, sizeof(value), 2), s.p.worker, c.worker) == UCS_OK);
     CHECK(finish(rreq, c.worker, s.p.worker) == UCS_OK);
     CHECK(got == 0xc2);
@@ -373,7 +373,7 @@ TEST_CASE("listener parameters and handles are checked", "[ucp_listener]")
     CHECK(ucp_listener_create(s.p.worker, &params, &listener) == UCS_ERR_INVALID_PARAM);
     /* No handler, then both handlers. */
     params.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR;
-    params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
+    params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
     params.sockaddr.addrlen = sizeof(addr);
     CHECK(ucp_listener_create(s.p.worker, &params, &listener) == UCS_ERR_INVALID_PARAM);
     params.field_mask |= UCP_LISTENER_PARAM_FIELD_CONN_HANDLER |
@@ -381,14 +381,13 @@ TEST_CASE("listener parameters and handles are checked", "[ucp_listener]")
     params.accept_handler.cb = server::on_accept;
     CHECK(ucp_listener_create(s.p.worker, &params, &listener) == UCS_ERR_INVALID_PARAM);
     /* A family we do not listen on, and a short length. */
-    params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                        UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
     sockaddr unix_addr{};
     unix_addr.sa_family     = AF_UNIX;
     params.sockaddr.addr    = &unix_addr;
     params.sockaddr.addrlen = sizeof(unix_addr);
     CHECK(ucp_listener_create(s.p.worker, &params, &listener) == UCS_ERR_INVALID_PARAM);
-    params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
+    params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
     params.sockaddr.addrlen = 4;
     CHECK(ucp_listener_create(s.p.worker, &params, &listener) == UCS_ERR_INVALID_PARAM);
     CHECK(listener == nullptr);
@@ -397,11 +396,11 @@ TEST_CASE("listener parameters and handles are checked", "[ucp_listener]")
     ucp_listener_attr_t attr{};
     attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
     CHECK(ucp_listener_query(nullptr, &attr) == UCS_ERR_INVALID_PARAM);
-    uint64_t junk[64] = {};
+    uint64_t junk[64]   = {};
     auto *fake_listener = reinterpret_cast<ucp_listener_h>(junk);
     auto *fake_request  = reinterpret_cast<ucp_conn_request_h>(junk);
     CHECK(ucp_listener_query(fake_listener, &attr) == UCS_ERR_INVALID_PARAM);
-    ucp_listener_destroy(fake_listener);    /* ignored */
+    ucp_listener_destroy(fake_listener); /* ignored */
     ucp_listener_destroy(nullptr);
     REQUIRE(s.listen() == UCS_OK);
     CHECK(ucp_listener_reject(s.listener, fake_request) == UCS_ERR_INVALID_PARAM);
@@ -416,8 +415,8 @@ TEST_CASE("listener parameters and handles are checked", "[ucp_listener]")
     eparams.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST;
     eparams.conn_request = fake_request;
     CHECK(ucp_ep_create(s.p.worker, &eparams, &ep) == UCS_ERR_INVALID_PARAM);
-    eparams.field_mask      |= UCP_EP_PARAM_FIELD_SOCK_ADDR;
-    eparams.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
+    eparams.field_mask |= UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    eparams.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
     eparams.sockaddr.addrlen = sizeof(addr);
     CHECK(ucp_ep_create(s.p.worker, &eparams, &ep) == UCS_ERR_INVALID_PARAM);
     eparams.field_mask    = UCP_EP_PARAM_FIELD_SOCK_ADDR;
@@ -447,7 +446,7 @@ TEST_CASE("port 0 picks a free port; a taken port is refused", "[ucp_listener]")
     attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
     REQUIRE(ucp_listener_query(a.listener, &attr) == UCS_OK);
     CHECK(attr.sockaddr.ss_family == AF_INET);
-    CHECK(reinterpret_cast<sockaddr_in*>(&attr.sockaddr)->sin_addr.s_addr ==
+    CHECK(reinterpret_cast<sockaddr_in *>(&attr.sockaddr)->sin_addr.s_addr ==
           htonl(INADDR_LOOPBACK));
     CHECK(a.port() != 0);
     CHECK(b.port() != 0);
@@ -479,7 +478,7 @@ TEST_CASE("client-server connection carries tag messages both ways (two processe
         rattr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
         REQUIRE(ucp_conn_request_query(s.requests[0], &rattr) == UCS_OK);
         CHECK(rattr.client_address.ss_family == AF_INET);
-        CHECK(reinterpret_cast<sockaddr_in*>(&rattr.client_address)->sin_addr.s_addr ==
+        CHECK(reinterpret_cast<sockaddr_in *>(&rattr.client_address)->sin_addr.s_addr ==
               htonl(INADDR_LOOPBACK));
         ucp_ep_h ep;
         REQUIRE(s.accept(s.requests[0], &ep) == UCS_OK);
@@ -536,25 +535,23 @@ TEST_CASE("accept_handler gets an ep created for it", "[ucp_listener]")
     REQUIRE(c.init("posix,cma") == UCS_OK);
     failure_log log;
     REQUIRE(connect_to(c.worker, s.port(), &log, &c.ep) == UCS_OK);
-    REQUIRE(test::poll_until([&] { return !s.accepted.empty(); }, [&] {
+    REQUIRE(test::poll_until([&] { return !s.accepted.empty(); },
+                             [&] {
         ucp_worker_progress(c.worker);
         ucp_worker_progress(s.p.worker);
     }));
     CHECK(s.requests.empty());
     uint64_t value = 42, got = 0;
     ucp_request_param_t param{};
-    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(c.worker, &got, sizeof(got), 3, full_mask,
-                                             &param);
-    CHECK(finish(send_nb(s.accepted[0], &value, sizeof(value), 3), s.p.worker, c.worker) ==
-          UCS_OK);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(c.worker, &got, sizeof(got), 3, full_mask, &param);
+    CHECK(finish(send_nb(s.accepted[0], &value, sizeof(value), 3), s.p.worker, c.worker) == UCS_OK);
     CHECK(finish(rreq, c.worker, s.p.worker) == UCS_OK);
     CHECK(got == 42);
     CHECK(log.calls == 0);
     CHECK(s.callbacks == 1);
 }
 
-TEST_CASE("a rejected connection fails the client ep and its queued sends",
-          "[ucp_listener]")
+TEST_CASE("a rejected connection fails the client ep and its queued sends", "[ucp_listener]")
 {
     for (bool at_once : {true, false}) {
         INFO((at_once ? "rejected in the callback" : "rejected later"));
@@ -567,11 +564,12 @@ TEST_CASE("a rejected connection fails the client ep and its queued sends",
         failure_log log;
         ucp_ep_h ep;
         REQUIRE(connect_to(c.worker, s.port(), &log, &ep) == UCS_OK);
-        uint64_t value = 1;
+        uint64_t value        = 1;
         ucs_status_ptr_t sreq = send_nb(ep, &value, sizeof(value), 1);
         REQUIRE(UCS_PTR_IS_PTR(sreq));
         if (!at_once) {
-            REQUIRE(test::poll_until([&] { return !s.requests.empty(); }, [&] {
+            REQUIRE(test::poll_until([&] { return !s.requests.empty(); },
+                                     [&] {
                 ucp_worker_progress(c.worker);
                 ucp_worker_progress(s.p.worker);
             }));
@@ -594,27 +592,26 @@ TEST_CASE("a rejected connection fails the client ep and its queued sends",
     }
 }
 
-TEST_CASE("connecting where nobody listens fails the ep through its handler",
-          "[ucp_listener]")
+TEST_CASE("connecting where nobody listens fails the ep through its handler", "[ucp_listener]")
 {
     /* A bound socket that does not listen: connections to it are refused. */
     int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(holder >= 0);
     sockaddr_in addr = loopback(0);
-    REQUIRE(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::bind(holder, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0);
     sockaddr_storage bound{};
     socklen_t len = sizeof(bound);
-    REQUIRE(getsockname(holder, reinterpret_cast<sockaddr*>(&bound), &len) == 0);
+    REQUIRE(getsockname(holder, reinterpret_cast<sockaddr *>(&bound), &len) == 0);
 
     peer c;
     REQUIRE(c.init("tcp") == UCS_OK);
     failure_log log;
     ucp_ep_h ep;
     REQUIRE(connect_to(c.worker, port_of(bound), &log, &ep) == UCS_OK);
-    uint64_t value = 1;
+    uint64_t value        = 1;
     ucs_status_ptr_t sreq = send_nb(ep, &value, sizeof(value), 1);
     REQUIRE(UCS_PTR_IS_PTR(sreq));
-    CHECK(finish(sreq, c.worker) == UCS_ERR_NOT_CONNECTED);   /* UCX 1.13's status */
+    CHECK(finish(sreq, c.worker) == UCS_ERR_NOT_CONNECTED); /* UCX 1.13's status */
     CHECK(log.calls == 1);
     CHECK(log.status == UCS_ERR_NOT_CONNECTED);
     close_force(c, ep);
@@ -631,7 +628,7 @@ TEST_CASE("closing a client ep while it connects cancels its sends", "[ucp_liste
     failure_log log;
     ucp_ep_h ep;
     REQUIRE(connect_to(c.worker, s.port(), &log, &ep) == UCS_OK);
-    uint64_t value = 1;
+    uint64_t value        = 1;
     ucs_status_ptr_t sreq = send_nb(ep, &value, sizeof(value), 1);
     REQUIRE(UCS_PTR_IS_PTR(sreq));
     close_force(c, ep);
@@ -658,7 +655,8 @@ TEST_CASE("closing a client ep while it connects cancels its sends", "[ucp_liste
     ucp_request_param_t cparam{};
     ucs_status_ptr_t creq = ucp_ep_close_nbx(ep, &cparam);
     REQUIRE(UCS_PTR_IS_PTR(creq));
-    REQUIRE(test::poll_until([&] { return s.requests.size() == 2; }, [&] {
+    REQUIRE(test::poll_until([&] { return s.requests.size() == 2; },
+                             [&] {
         ucp_worker_progress(d.worker);
         ucp_worker_progress(s.p.worker);
     }));
@@ -666,8 +664,7 @@ TEST_CASE("closing a client ep while it connects cancels its sends", "[ucp_liste
     REQUIRE(s.accept(s.requests[1], &sep) == UCS_OK);
     uint64_t got = 0;
     ucp_request_param_t rparam{};
-    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(s.p.worker, &got, sizeof(got), 11, full_mask,
-                                             &rparam);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(s.p.worker, &got, sizeof(got), 11, full_mask, &rparam);
     CHECK(finish(sreq, d.worker, s.p.worker) == UCS_OK);
     CHECK(finish(creq, d.worker, s.p.worker) == UCS_OK);
     CHECK(finish(rreq, s.p.worker, d.worker) == UCS_OK);
@@ -692,7 +689,7 @@ TEST_CASE("a server asleep on its event fd still drops a client that sends no re
 
     const auto start    = std::chrono::steady_clock::now();
     const auto deadline = start + std::chrono::seconds(5);
-    bool closed = false;
+    bool closed         = false;
     while (!closed && (std::chrono::steady_clock::now() < deadline)) {
         while (ucp_worker_progress(s.p.worker) != 0) {
         }
@@ -702,19 +699,19 @@ TEST_CASE("a server asleep on its event fd still drops a client that sends no re
         }
         REQUIRE(st == UCS_OK);
         /* Asleep until the worker's fd or the client's socket says so. */
-        pollfd fds[2] = {{efd, POLLIN, 0}, {fd, POLLIN, 0}};
+        pollfd fds[2]   = {{efd, POLLIN, 0}, {fd, POLLIN, 0}};
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
+            deadline - std::chrono::steady_clock::now());
         REQUIRE(::poll(fds, 2, int(std::max<int64_t>(left.count(), 0))) >= 0);
         if (fds[1].revents != 0) {
             uint8_t byte;
-            closed = ::recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;   /* EOF or reset */
+            closed = ::recv(fd, &byte, 1, MSG_DONTWAIT) <= 0; /* EOF or reset */
         }
     }
     const auto waited = std::chrono::steady_clock::now() - start;
     ::close(fd);
     CHECK(closed);
-    CHECK(waited >= std::chrono::milliseconds(250));   /* not before its time */
+    CHECK(waited >= std::chrono::milliseconds(250)); /* not before its time */
     CHECK(waited < std::chrono::seconds(3));
     CHECK(s.callbacks == 0);
 }
@@ -737,7 +734,7 @@ TEST_CASE("a server asleep in a wait set still drops a client that sends no requ
 
     const auto start    = std::chrono::steady_clock::now();
     const auto deadline = start + std::chrono::seconds(5);
-    bool closed = false;
+    bool closed         = false;
     while (!closed && (std::chrono::steady_clock::now() < deadline)) {
         while (ucp_worker_progress(s.p.worker) != 0) {
         }
@@ -752,24 +749,23 @@ TEST_CASE("a server asleep in a wait set still drops a client that sends no requ
     const auto waited = std::chrono::steady_clock::now() - start;
     ::close(fd);
     CHECK(closed);
-    CHECK(waited >= std::chrono::milliseconds(250));   /* not before its time */
+    CHECK(waited >= std::chrono::milliseconds(250)); /* not before its time */
     CHECK(waited < std::chrono::seconds(3));
     CHECK(ucp_waitset_remove(set, &worker) == UCS_OK);
     CHECK(ucp_waitset_destroy(set) == UCS_OK);
 }
 
-TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on",
-          "[ucp_listener]")
+TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on", "[ucp_listener]")
 {
     server s;
     REQUIRE(s.p.init("tcp") == UCS_OK);
     REQUIRE(s.listen() == UCS_OK);
-    s.reject_at_once = true;   /* a fuzzed frame that is still valid gets a reject */
+    s.reject_at_once = true; /* a fuzzed frame that is still valid gets a reject */
     ucp::sockaddr_set_request_timeout(s.p.worker, 0.3);
     peer other;
     REQUIRE(other.init("tcp") == UCS_OK);
     const std::vector<uint8_t> address = other.address();
-    const std::vector<uint8_t> good = valid_request(address);
+    const std::vector<uint8_t> good    = valid_request(address);
     std::mt19937 rng(1234);
 
     using ucp::cs::frame_header;
@@ -781,7 +777,7 @@ TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on
         std::memcpy(frame.data(), &h, sizeof(h));
         return frame;
     };
-    std::vector<std::pair<const char*, std::vector<uint8_t>>> cases;
+    std::vector<std::pair<const char *, std::vector<uint8_t>>> cases;
     std::vector<uint8_t> random_bytes(1000);
     for (auto &b : random_bytes) {
         b = uint8_t(rng());
@@ -789,18 +785,14 @@ TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on
     cases.emplace_back("random bytes", random_bytes);
     cases.emplace_back("bad magic", header_with([](frame_header &h) { h.magic ^= 1; }));
     cases.emplace_back("bad version", header_with([](frame_header &h) { h.version = 9; }));
-    cases.emplace_back("wrong direction", header_with([](frame_header &h) {
-        h.type = ucp::cs::FRAME_ACCEPT;
-    }));
+    cases.emplace_back("wrong direction",
+                       header_with([](frame_header &h) { h.type = ucp::cs::FRAME_ACCEPT; }));
     cases.emplace_back("unknown flags", header_with([](frame_header &h) { h.flags = 0x80; }));
-    cases.emplace_back("huge length", header_with([](frame_header &h) {
-        h.length = 0xffffffffu;
-    }));
+    cases.emplace_back("huge length", header_with([](frame_header &h) { h.length = 0xffffffffu; }));
     std::vector<uint8_t> longer = header_with([](frame_header &h) { h.length += 8; });
     longer.resize(longer.size() + 8);
     cases.emplace_back("length past the address", longer);
-    cases.emplace_back("truncated header", std::vector<uint8_t>(good.begin(),
-                                                                 good.begin() + 10));
+    cases.emplace_back("truncated header", std::vector<uint8_t>(good.begin(), good.begin() + 10));
     cases.emplace_back("truncated body", std::vector<uint8_t>(good.begin(), good.end() - 3));
     std::vector<uint8_t> bad_body = good;
     for (size_t i = sizeof(frame_header); i < bad_body.size(); ++i) {
@@ -814,11 +806,10 @@ TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on
         int fd = raw_connect(s.port());
         REQUIRE(fd >= 0);
         if (!bytes.empty()) {
-            REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-                    ssize_t(bytes.size()));
+            REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size()));
         }
         if (std::string(name) == "truncated body") {
-            ::shutdown(fd, SHUT_WR);   /* the rest never comes */
+            ::shutdown(fd, SHUT_WR); /* the rest never comes */
         }
         std::vector<uint8_t> answer;
         CHECK(closed_by_server(fd, s, &answer));
@@ -834,7 +825,7 @@ TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on
         idle.push_back(raw_connect(s.port()));
         REQUIRE(idle.back() >= 0);
     }
-    ::send(idle[0], good.data(), 7, MSG_NOSIGNAL);   /* a partial header */
+    ::send(idle[0], good.data(), 7, MSG_NOSIGNAL); /* a partial header */
     s.reject_at_once = false;
     check_real_client(s, "tcp");
     for (int fd : idle) {
@@ -844,7 +835,7 @@ TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on
 
     /* Fuzz: a valid request with a few bytes changed either is refused
      * (connection closed, no callback) or is still valid (then rejected). */
-    s.reject_at_once = true;
+    s.reject_at_once   = true;
     unsigned delivered = 0;
     for (int i = 0; i < 300; ++i) {
         std::vector<uint8_t> frame = good;
@@ -859,7 +850,7 @@ TEST_CASE("hostile bytes on the listening port are dropped, the listener goes on
         CHECK(closed_by_server(fd, s, &answer));
         if (s.callbacks != before) {
             ++delivered;
-            CHECK(answer.size() == sizeof(frame_header));   /* the reject */
+            CHECK(answer.size() == sizeof(frame_header)); /* the reject */
         } else {
             CHECK(answer.empty());
         }
@@ -881,7 +872,7 @@ TEST_CASE("unanswered requests count against the listener's limit of open connec
     const rlim_t wanted = 4 * ucp::cs::max_handshakes;
     const rlimit saved  = files;
     files.rlim_cur      = std::max(files.rlim_cur, wanted);
-    files.rlim_max      = std::max(files.rlim_max, wanted);   /* root may raise it */
+    files.rlim_max      = std::max(files.rlim_max, wanted); /* root may raise it */
     INFO("open files: soft " << saved.rlim_cur << ", hard " << saved.rlim_max);
     REQUIRE(setrlimit(RLIMIT_NOFILE, &files) == 0);
 
@@ -920,7 +911,7 @@ TEST_CASE("unanswered requests count against the listener's limit of open connec
         ::close(fd);
     }
     const unsigned before = s.callbacks;
-    int late = raw_connect(s.port());
+    int late              = raw_connect(s.port());
     REQUIRE(late >= 0);
     REQUIRE(::send(late, good.data(), good.size(), MSG_NOSIGNAL) == ssize_t(good.size()));
     CHECK(test::poll_until([&] { return s.callbacks == before + 1; },
@@ -947,7 +938,8 @@ TEST_CASE("a server sleeping on its efd wakes for a connection request", "[ucp_l
     /* Only the client progresses; the server just watches its fd. */
     CHECK(test::poll_until([&] { return ::poll(&pfd, 1, 1) == 1; },
                            [&] { ucp_worker_progress(c.worker); }));
-    REQUIRE(test::poll_until([&] { return !s.requests.empty(); }, [&] {
+    REQUIRE(test::poll_until([&] { return !s.requests.empty(); },
+                             [&] {
         ucp_worker_progress(c.worker);
         ucp_worker_progress(s.p.worker);
     }));
@@ -988,16 +980,16 @@ TEST_CASE("workers blocked in ucp_worker_wait wake for a request and for its ans
         }
         if (!s.requests.empty()) {
             reject_status = ucp_listener_reject(s.listener, s.requests[0]);
-            while (ucp_worker_progress(s.p.worker) != 0) {   /* sends the reject */
+            while (ucp_worker_progress(s.p.worker) != 0) { /* sends the reject */
             }
         }
     });
 
     /* No REQUIRE from here to the join: a throw would leave the thread. */
     const ucs_status_t connect_status = connect_to(c.worker, port, &log, &c.ep);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    bool slept_through = false;   /* a poll that timed out: a missed wakeup */
-    ucs_status_t arm_status = UCS_OK;
+    const auto deadline               = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool slept_through                = false; /* a poll that timed out: a missed wakeup */
+    ucs_status_t arm_status           = UCS_OK;
     while ((connect_status == UCS_OK) && (log.calls == 0) &&
            (std::chrono::steady_clock::now() < deadline)) {
         arm_status = ucp_worker_arm(c.worker);
@@ -1014,7 +1006,7 @@ TEST_CASE("workers blocked in ucp_worker_wait wake for a request and for its ans
         }
     }
     if (log.calls == 0) {
-        rescued = true;   /* unblocks the server thread: the test failed */
+        rescued = true; /* unblocks the server thread: the test failed */
         ucp_worker_signal(s.p.worker);
     }
     server_thread.join();
@@ -1031,8 +1023,7 @@ TEST_CASE("workers blocked in ucp_worker_wait wake for a request and for its ans
     CHECK(log.status == UCS_ERR_REJECTED);
 }
 
-TEST_CASE("a request accepted on another worker; listener destroyed meanwhile",
-          "[ucp_listener]")
+TEST_CASE("a request accepted on another worker; listener destroyed meanwhile", "[ucp_listener]")
 {
     server s;
     REQUIRE(s.p.init("posix,cma") == UCS_OK);
@@ -1042,7 +1033,8 @@ TEST_CASE("a request accepted on another worker; listener destroyed meanwhile",
     REQUIRE(c.init("posix,cma") == UCS_OK);
     failure_log log;
     REQUIRE(connect_to(c.worker, s.port(), &log, &c.ep) == UCS_OK);
-    REQUIRE(test::poll_until([&] { return !s.requests.empty(); }, [&] {
+    REQUIRE(test::poll_until([&] { return !s.requests.empty(); },
+                             [&] {
         ucp_worker_progress(c.worker);
         ucp_worker_progress(s.p.worker);
     }));
@@ -1058,13 +1050,14 @@ TEST_CASE("a request accepted on another worker; listener destroyed meanwhile",
     REQUIRE(ucp_ep_create(other.worker, &params, &other.ep) == UCS_OK);
     uint64_t value = 7, got = 0;
     ucp_request_param_t param{};
-    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(other.worker, &got, sizeof(got), 4, full_mask,
-                                             &param);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(other.worker, &got, sizeof(got), 4, full_mask, &param);
     ucs_status_ptr_t sreq = send_nb(c.ep, &value, sizeof(value), 4);
-    REQUIRE(test::poll_until([&] {
+    REQUIRE(test::poll_until(
+        [&] {
         return (ucp_request_check_status(rreq) != UCS_INPROGRESS) &&
                ((sreq == nullptr) || (ucp_request_check_status(sreq) != UCS_INPROGRESS));
-    }, [&] {
+        },
+        [&] {
         ucp_worker_progress(c.worker);
         ucp_worker_progress(s.p.worker);
         ucp_worker_progress(other.worker);
@@ -1110,9 +1103,9 @@ int many_clients_child(int fd, unsigned workers, unsigned eps)
     };
     for (ucs_status_ptr_t req : reqs) {
         if (req != nullptr) {
-            TEST_CHILD_CHECK(test::poll_until(
-                    [&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
-                    progress_all, std::chrono::seconds(60)));
+            TEST_CHILD_CHECK(
+                test::poll_until([&] { return ucp_request_check_status(req) != UCS_INPROGRESS; },
+                                 progress_all, std::chrono::seconds(60)));
             TEST_CHILD_CHECK(ucp_request_check_status(req) == UCS_OK);
             ucp_request_free(req);
         }
@@ -1121,13 +1114,13 @@ int many_clients_child(int fd, unsigned workers, unsigned eps)
         for (unsigned e = 0; e < eps; ++e) {
             uint64_t answer = 0;
             ucp_request_param_t param{};
-            ucs_status_ptr_t r = ucp_tag_recv_nbx(peers[w]->worker, &answer, sizeof(answer),
-                                                  600, full_mask, &param);
+            ucs_status_ptr_t r = ucp_tag_recv_nbx(peers[w]->worker, &answer, sizeof(answer), 600,
+                                                  full_mask, &param);
             TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(r));
-            if (r != nullptr) {   /* nullptr: it was there already */
-                TEST_CHILD_CHECK(test::poll_until(
-                        [&] { return ucp_request_check_status(r) != UCS_INPROGRESS; },
-                        progress_all, std::chrono::seconds(60)));
+            if (r != nullptr) { /* nullptr: it was there already */
+                TEST_CHILD_CHECK(
+                    test::poll_until([&] { return ucp_request_check_status(r) != UCS_INPROGRESS; },
+                                     progress_all, std::chrono::seconds(60)));
                 TEST_CHILD_CHECK(ucp_request_check_status(r) == UCS_OK);
                 ucp_request_free(r);
             }
@@ -1145,13 +1138,13 @@ int many_clients_child(int fd, unsigned workers, unsigned eps)
 
 /* Server callback that accepts inside the callback. */
 struct accepting_server {
-    ucp_worker_h          worker = nullptr;
+    ucp_worker_h worker = nullptr;
     std::vector<ucp_ep_h> eps;
-    unsigned              failures = 0;
+    unsigned failures = 0;
 
     static void on_conn(ucp_conn_request_h request, void *arg)
     {
-        auto *self = static_cast<accepting_server*>(arg);
+        auto *self = static_cast<accepting_server *>(arg);
         ucp_ep_params_t params{};
         params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST;
         params.conn_request = request;
@@ -1172,12 +1165,11 @@ TEST_CASE("fifty clients connect at once to one listener", "[ucp_listener]")
     peer s;
     REQUIRE(s.init("tcp") == UCS_OK);
     accepting_server acc;
-    acc.worker = s.worker;
+    acc.worker       = s.worker;
     sockaddr_in addr = loopback(0);
     ucp_listener_params_t params{};
-    params.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                              UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
+    params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
     params.sockaddr.addrlen = sizeof(addr);
     params.conn_handler.cb  = accepting_server::on_conn;
     params.conn_handler.arg = &acc;
@@ -1210,8 +1202,7 @@ TEST_CASE("fifty clients connect at once to one listener", "[ucp_listener]")
      * says it has them all. */
     pollfd pfd{child.fd(), POLLIN, 0};
     REQUIRE(test::poll_until([&] { return ::poll(&pfd, 1, 0) == 1; },
-                             [&] { ucp_worker_progress(s.worker); },
-                             std::chrono::seconds(120)));
+                             [&] { ucp_worker_progress(s.worker); }, std::chrono::seconds(120)));
     REQUIRE(test::sync_peer(child.fd()));
     CHECK(child.wait() == 0);
     for (ucp_ep_h ep : acc.eps) {
@@ -1225,9 +1216,9 @@ TEST_CASE("an IPv6 listener serves IPv6 clients", "[ucp_listener]")
     server s;
     REQUIRE(s.p.init("tcp") == UCS_OK);
     sockaddr_in6 addr{};
-    addr.sin6_family = AF_INET6;
-    addr.sin6_addr   = in6addr_loopback;
-    ucs_status_t status = s.listen_on(reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+    addr.sin6_family    = AF_INET6;
+    addr.sin6_addr      = in6addr_loopback;
+    ucs_status_t status = s.listen_on(reinterpret_cast<const sockaddr *>(&addr), sizeof(addr));
     if (status != UCS_OK) {
         WARN("no IPv6 loopback here (" << ucs_status_string(status) << "): skipped");
         return;
@@ -1236,7 +1227,7 @@ TEST_CASE("an IPv6 listener serves IPv6 clients", "[ucp_listener]")
     attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
     REQUIRE(ucp_listener_query(s.listener, &attr) == UCS_OK);
     REQUIRE(attr.sockaddr.ss_family == AF_INET6);
-    CHECK(reinterpret_cast<sockaddr_in6*>(&attr.sockaddr)->sin6_port != 0);
+    CHECK(reinterpret_cast<sockaddr_in6 *>(&attr.sockaddr)->sin6_port != 0);
     check_real_client(s, "tcp", &attr.sockaddr);
 }
 
@@ -1246,13 +1237,13 @@ TEST_CASE("the handshake frame reader validates every byte", "[ucp_listener]")
     peer p;
     REQUIRE(p.init("tcp") == UCS_OK);
     const std::vector<uint8_t> address = p.address();
-    const std::vector<uint8_t> good = valid_request(address);
-    const unsigned requests = 1u << FRAME_CONN_REQUEST;
+    const std::vector<uint8_t> good    = valid_request(address);
+    const unsigned requests            = 1u << FRAME_CONN_REQUEST;
 
     /* One byte at a time: complete only at the last byte. */
     frame_reader reader(requests);
     for (size_t i = 0; i < good.size(); ++i) {
-        size_t used = 0;
+        size_t used         = 0;
         ucs_status_t status = reader.feed(&good[i], 1, &used);
         CHECK(used == 1);
         REQUIRE(status == ((i + 1 == good.size()) ? UCS_OK : UCS_INPROGRESS));
@@ -1294,8 +1285,7 @@ TEST_CASE("the handshake frame reader validates every byte", "[ucp_listener]")
     }
 }
 
-TEST_CASE("client id and local address reach the server's connection request",
-          "[ucp_listener]")
+TEST_CASE("client id and local address reach the server's connection request", "[ucp_listener]")
 {
     server s;
     REQUIRE(s.p.init("tcp") == UCS_OK);
@@ -1311,17 +1301,17 @@ TEST_CASE("client id and local address reach the server's connection request",
     sockaddr_in remote = loopback(s.port());
     sockaddr_in local  = loopback(0);
     ucp_ep_params_t params{};
-    params.field_mask             = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
-                                    UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR;
-    params.flags                  = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER |
-                                    UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID;
-    params.sockaddr.addr          = reinterpret_cast<const sockaddr*>(&remote);
+    params.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
+                        UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR;
+    params.flags         = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID;
+    params.sockaddr.addr = reinterpret_cast<const sockaddr *>(&remote);
     params.sockaddr.addrlen       = sizeof(remote);
-    params.local_sockaddr.addr    = reinterpret_cast<const sockaddr*>(&local);
+    params.local_sockaddr.addr    = reinterpret_cast<const sockaddr *>(&local);
     params.local_sockaddr.addrlen = sizeof(local);
     ucp_ep_h ep;
     REQUIRE(ucp_ep_create(worker, &params, &ep) == UCS_OK);
-    REQUIRE(test::poll_until([&] { return !s.requests.empty(); }, [&] {
+    REQUIRE(test::poll_until([&] { return !s.requests.empty(); },
+                             [&] {
         ucp_worker_progress(worker);
         ucp_worker_progress(s.p.worker);
     }));

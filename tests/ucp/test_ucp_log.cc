@@ -22,8 +22,7 @@ namespace {
 size_t count_of(const std::string &text, const std::string &what)
 {
     size_t count = 0;
-    for (size_t at = text.find(what); at != std::string::npos;
-         at = text.find(what, at + 1)) {
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
         ++count;
     }
     return count;
@@ -74,8 +73,8 @@ TEST_CASE("info level: one ep_cfg line per lane configuration of a worker", "[uc
 TEST_CASE("info level: ep_cfg names the lanes of every requested operation", "[ucp_log]")
 {
     peer p;
-    REQUIRE(p.init("self", UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64 |
-                           UCP_FEATURE_AM | UCP_FEATURE_STREAM) == UCS_OK);
+    REQUIRE(p.init("self", UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM |
+                               UCP_FEATURE_STREAM) == UCS_OK);
     log_capture log(UCS_LOG_LEVEL_INFO);
     REQUIRE(p.connect(p.address()) == UCS_OK);
     const std::string text = log.text();
@@ -101,17 +100,16 @@ TEST_CASE("debug level: lanes at wireup and the protocol chosen per size", "[ucp
     CHECK(text.find("UCX  DEBUG #   tag_send, contiguous data (message size in bytes):") !=
           std::string::npos);
     CHECK(count_of(text, "eager bcopy") >= 1);
-    CHECK(count_of(text, "ep_cfg[0]: ") == 1);          /* the info line, once */
-    CHECK(count_of(text, "ep_cfg[0] of worker") == 1);  /* its table, once */
+    CHECK(count_of(text, "ep_cfg[0]: ") == 1);         /* the info line, once */
+    CHECK(count_of(text, "ep_cfg[0] of worker") == 1); /* its table, once */
 }
 
-TEST_CASE("req level: a request's life from start to release, in builds that log it",
-          "[ucp_log]")
+TEST_CASE("req level: a request's life from start to release, in builds that log it", "[ucp_log]")
 {
     peer p;
     REQUIRE(p.init("self") == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
-    std::vector<uint8_t> out(64 * 1024, 3), in(out.size(), 0);   /* a rendezvous */
+    std::vector<uint8_t> out(64 * 1024, 3), in(out.size(), 0); /* a rendezvous */
     log_capture log(UCS_LOG_LEVEL_TRACE_REQ);
     ucp_request_param_t param{};
     void *recv = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 5, ~ucp_tag_t(0), &param);
@@ -132,7 +130,7 @@ TEST_CASE("req level: a request's life from start to release, in builds that log
     for (void *req : {send, recv}) {
         char name[32];
         std::snprintf(name, sizeof(name), "req %p: ",
-                      static_cast<void*>(static_cast<char*>(req) - sizeof(ucp::request)));
+                      static_cast<void *>(static_cast<char *>(req) - sizeof(ucp::request)));
         const size_t started  = text.find(std::string(name) + "started");
         const size_t complete = text.find(std::string(name) + "completed, Success");
         const size_t freed    = text.find(std::string(name) + "freed by the application");

@@ -21,7 +21,7 @@ namespace {
 
 constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 /* One message, several AM fragments over shared memory and over tcp. */
-const size_t put_sizes[] = {8, 3000, 100000};
+const size_t put_sizes[]      = {8, 3000, 100000};
 constexpr size_t region_size  = 256 * 1024;
 constexpr size_t get_size     = 500;
 constexpr uint64_t add_value  = 5;
@@ -30,7 +30,7 @@ constexpr uint64_t atomic_off = 4096;
 /* What the target tells the initiator: two regions' keys and addresses. */
 struct target_regions {
     std::vector<uint8_t> written_key, mixed_key;
-    uint64_t             written = 0, mixed = 0;
+    uint64_t written = 0, mixed = 0;
 };
 
 /* The initiator: puts into `written`; a put, a get and an atomic on
@@ -59,8 +59,8 @@ int initiator(int fd, const char *tls)
     std::vector<uint8_t> small(1000, 0x11), got(get_size);
     TEST_CHILD_CHECK(c.wait(ucp_put_nbx(c.ep, small.data(), small.size(), t.mixed, mixed,
                                         &plain)) == UCS_OK);
-    TEST_CHILD_CHECK(c.wait(ucp_get_nbx(c.ep, got.data(), got.size(), t.mixed, mixed,
-                                        &plain)) == UCS_OK);
+    TEST_CHILD_CHECK(c.wait(ucp_get_nbx(c.ep, got.data(), got.size(), t.mixed, mixed, &plain)) ==
+                     UCS_OK);
     TEST_CHILD_CHECK(got == std::vector<uint8_t>(get_size, 0x11));
     ucp_request_param_t amo{};
     amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
@@ -86,7 +86,8 @@ std::vector<uint8_t> packed_key(ucp_context_h context, ucp_mem_h memh)
     if (ucp_rkey_pack(context, memh, &buffer, &length) != UCS_OK) {
         return {};
     }
-    std::vector<uint8_t> key(static_cast<uint8_t*>(buffer), static_cast<uint8_t*>(buffer) + length);
+    std::vector<uint8_t> key(static_cast<uint8_t *>(buffer),
+                             static_cast<uint8_t *>(buffer) + length);
     ucp_rkey_buffer_release(buffer);
     return key;
 }
@@ -94,7 +95,8 @@ std::vector<uint8_t> packed_key(ucp_context_h context, ucp_mem_h memh)
 } // namespace
 
 TEST_CASE("target-side counting: peers' puts, gets and atomics on a region count there, "
-          "after the data", "[ucp_cntr]")
+          "after the data",
+          "[ucp_cntr]")
 {
     const char *tls = GENERATE("posix,cma,self", "posix,self", "tcp,self");
     CAPTURE(tls);
@@ -111,8 +113,9 @@ TEST_CASE("target-side counting: peers' puts, gets and atomics on a region count
     REQUIRE(writes != nullptr);
     REQUIRE(bytes != nullptr);
     REQUIRE(ucp_mem_bind_cntr(written.memh(), writes, UCP_MEM_CNTR_REMOTE_WRITE) == UCS_OK);
-    REQUIRE(ucp_mem_bind_cntr(mixed.memh(), bytes, UCP_MEM_CNTR_REMOTE_WRITE |
-                              UCP_MEM_CNTR_REMOTE_READ | UCP_MEM_CNTR_REMOTE_ATOMIC) == UCS_OK);
+    REQUIRE(ucp_mem_bind_cntr(mixed.memh(), bytes,
+                              UCP_MEM_CNTR_REMOTE_WRITE | UCP_MEM_CNTR_REMOTE_READ |
+                                  UCP_MEM_CNTR_REMOTE_ATOMIC) == UCS_OK);
     /* Keys packed after the binding. */
     REQUIRE(test::send_blob(child.fd(), packed_key(p.context, written.memh())));
     REQUIRE(test::send_blob(child.fd(), packed_key(p.context, mixed.memh())));
@@ -130,7 +133,7 @@ TEST_CASE("target-side counting: peers' puts, gets and atomics on a region count
     uint64_t word;
     std::memcpy(&word, mixed.data() + atomic_off, sizeof(word));
     CHECK(word == add_value);
-    CHECK(ucp_cntr_destroy(writes) == UCS_ERR_BUSY);      /* bound */
+    CHECK(ucp_cntr_destroy(writes) == UCS_ERR_BUSY); /* bound */
     uint8_t done;
     REQUIRE(p.recv_value_progress(child.fd(), &done));
     /* Each operation once; the refused put not at all. */
@@ -147,8 +150,7 @@ TEST_CASE("target-side counting: peers' puts, gets and atomics on a region count
     CHECK(ucp_cntr_destroy(bytes) == UCS_OK);
 }
 
-TEST_CASE("target-side counting: bad arguments, and a counter gone with its worker",
-          "[ucp_cntr]")
+TEST_CASE("target-side counting: bad arguments, and a counter gone with its worker", "[ucp_cntr]")
 {
     peer p;
     REQUIRE(p.init("self", features) == UCS_OK);
@@ -166,7 +168,7 @@ TEST_CASE("target-side counting: bad arguments, and a counter gone with its work
           UCS_ERR_INVALID_PARAM);
     CHECK(ucp_cntr_destroy(foreign) == UCS_OK);
     CHECK(ucp_mem_bind_cntr(region.memh(), foreign, UCP_MEM_CNTR_REMOTE_WRITE) ==
-          UCS_ERR_INVALID_PARAM);                          /* destroyed */
+          UCS_ERR_INVALID_PARAM); /* destroyed */
     /* The key says whether the region counts (header byte 5, rkey_flag::COUNTED). */
     CHECK(packed_key(p.context, region.memh()).at(5) == 0);
     CHECK(ucp_mem_bind_cntr(region.memh(), cntr, UCP_MEM_CNTR_REMOTE_WRITE) == UCS_OK);

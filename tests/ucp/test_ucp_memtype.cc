@@ -23,16 +23,16 @@ using namespace ucp_test;
 namespace {
 
 constexpr size_t device_size   = 8u << 20;
-constexpr size_t sender_area   = 0;          /* device offsets of each side's buffers */
+constexpr size_t sender_area   = 0; /* device offsets of each side's buffers */
 constexpr size_t receiver_area = 4u << 20;
 
 enum class kind : uint8_t { host, device };
 
 struct transfer {
     size_t size;
-    kind   from;
-    kind   to;
-    bool   iov;    /* three entries on both sides */
+    kind from;
+    kind to;
+    bool iov; /* three entries on both sides */
 };
 
 /* Eager short and single fragments, several fragments, and rendezvous
@@ -40,8 +40,8 @@ struct transfer {
 std::vector<transfer> transfers()
 {
     std::vector<transfer> list;
-    for (size_t size : {size_t(1), size_t(64), size_t(3000), size_t(20000), size_t(100000),
-                        size_t(1) << 20}) {
+    for (size_t size :
+         {size_t(1), size_t(64), size_t(3000), size_t(20000), size_t(100000), size_t(1) << 20}) {
         list.push_back({size, kind::device, kind::device, false});
         list.push_back({size, kind::device, kind::host, false});
         list.push_back({size, kind::host, kind::device, false});
@@ -64,8 +64,8 @@ ucs_status_t send_case(peer &p, const transfer &t, char *buffer, ucp_tag_t tag)
         return p.wait(ucp_tag_send_nbx(p.ep, buffer, t.size, tag, &param));
     }
     std::vector<ucp_dt_iov_t> iov = split3(buffer, t.size);
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-    param.datatype     = ucp_dt_make_iov();
+    param.op_attr_mask            = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype                = ucp_dt_make_iov();
     return p.wait(ucp_tag_send_nbx(p.ep, iov.data(), iov.size(), tag, &param));
 }
 
@@ -93,11 +93,11 @@ int receive_transfers(int fd, const char *tls, emulated_device &dev)
         char *dest        = (t.to == kind::device) ? dev.device(receiver_area) : host.data();
         char *view        = (t.to == kind::device) ? dev.shadow(dest) : dest;
         std::memset(view, 0, t.size);
-        const unsigned copies = emulated_device::copies();
+        const unsigned copies     = emulated_device::copies();
         const ucs_status_t status = recv_case(p, t, dest, i);
-        const bool staged = (t.to == kind::host) || (emulated_device::copies() > copies);
-        const uint8_t good = (status == UCS_OK) && staged &&
-                             check_pattern(reinterpret_cast<uint8_t*>(view), t.size, i);
+        const bool staged         = (t.to == kind::host) || (emulated_device::copies() > copies);
+        const uint8_t good        = (status == UCS_OK) && staged &&
+                             check_pattern(reinterpret_cast<uint8_t *>(view), t.size, i);
         if (!good) {
             std::fprintf(stderr, "child: transfer %zu (%zu bytes): %s, staged %d\n", i, t.size,
                          ucs_status_string(status), int(staged));
@@ -119,9 +119,7 @@ TEST_CASE("tagged messages between device and host buffers, staged through the c
         INFO("UCX_TLS=" << tls);
         peer p;
         REQUIRE(p.init(tls) == UCS_OK);
-        test::child_process child([tls, &dev](int fd) {
-            return receive_transfers(fd, tls, dev);
-        });
+        test::child_process child([tls, &dev](int fd) { return receive_transfers(fd, tls, dev); });
         REQUIRE(p.connect_over(child.fd()));
         std::vector<char> host(size_t(1) << 20);
         const std::vector<transfer> list = transfers();
@@ -130,11 +128,11 @@ TEST_CASE("tagged messages between device and host buffers, staged through the c
             INFO("transfer " << i << ": " << t.size << " bytes, iov " << t.iov);
             char *src  = (t.from == kind::device) ? dev.device(sender_area) : host.data();
             char *view = (t.from == kind::device) ? dev.shadow(src) : src;
-            fill_pattern(reinterpret_cast<uint8_t*>(view), t.size, i);
+            fill_pattern(reinterpret_cast<uint8_t *>(view), t.size, i);
             const unsigned copies = emulated_device::copies();
             CHECK(send_case(p, t, src, i) == UCS_OK);
             if (t.from == kind::device) {
-                CHECK(emulated_device::copies() > copies);   /* packed by the copier */
+                CHECK(emulated_device::copies() > copies); /* packed by the copier */
             }
             uint8_t good = 0;
             REQUIRE(p.recv_value_progress(child.fd(), &good));
@@ -149,8 +147,7 @@ namespace {
 
 constexpr size_t piece_size = 128 * 1024;
 /* Every size here a rendezvous (tcp's model starts it above them). */
-const settings piece_settings = {{"RNDV_FRAG_SIZE", "host:128K,cuda:4M"},
-                                 {"RNDV_THRESH", "64K"}};
+const settings piece_settings = {{"RNDV_FRAG_SIZE", "host:128K,cuda:4M"}, {"RNDV_THRESH", "64K"}};
 
 /* The receiving child of the pieces test: each message into device memory;
  * back go whether it arrived whole with every bounce buffer given back, and
@@ -163,13 +160,13 @@ int receive_in_pieces(int fd, const char *tls, emulated_device &dev,
     TEST_CHILD_CHECK(p.connect_over(fd));
     for (size_t i = 0; i < sizes.size(); ++i) {
         char *dest = dev.device(receiver_area);
-        auto *view = reinterpret_cast<uint8_t*>(dev.shadow(dest));
+        auto *view = reinterpret_cast<uint8_t *>(dev.shadow(dest));
         std::memset(view, 0, sizes[i]);
         const unsigned started = emulated_device::copies_started();
         ucp_tag_recv_info_t info{};
         const ucs_status_t status = p.recv(dest, sizes[i], i, ~ucp_tag_t(0), &info);
-        const uint32_t pieces = emulated_device::copies_started() - started;
-        const uint8_t good = (status == UCS_OK) && check_pattern(view, sizes[i], i) &&
+        const uint32_t pieces     = emulated_device::copies_started() - started;
+        const uint8_t good        = (status == UCS_OK) && check_pattern(view, sizes[i], i) &&
                              (emulated_device::bounces_held() == 0);
         TEST_CHILD_CHECK(test::send_value(fd, good) && test::send_value(fd, pieces));
     }
@@ -180,7 +177,8 @@ int receive_in_pieces(int fd, const char *tls, emulated_device &dev,
 } // namespace
 
 TEST_CASE("a rendezvous into device memory over a host transport moves on to the device in "
-          "pieces of UCX_RNDV_FRAG_SIZE, each while the next is pulled", "[ucp_memtype]")
+          "pieces of UCX_RNDV_FRAG_SIZE, each while the next is pulled",
+          "[ucp_memtype]")
 {
     emulated_device dev(device_size);
     REQUIRE(dev.installed());
@@ -202,7 +200,7 @@ TEST_CASE("a rendezvous into device memory over a host transport moves on to the
                             << (from_device ? "device" : "host"));
             char *src  = from_device ? dev.device(sender_area) : host.data();
             char *view = from_device ? dev.shadow(src) : src;
-            fill_pattern(reinterpret_cast<uint8_t*>(view), sizes[i], i);
+            fill_pattern(reinterpret_cast<uint8_t *>(view), sizes[i], i);
             ucp_request_param_t param{};
             CHECK(p.wait(ucp_tag_send_nbx(p.ep, src, sizes[i], i, &param)) == UCS_OK);
             CHECK(emulated_device::bounces_held() == 0);
@@ -221,20 +219,20 @@ TEST_CASE("a rendezvous into device memory over a host transport moves on to the
 namespace {
 
 struct am_log {
-    ucp_worker_h          worker = nullptr;
-    char                  *dest  = nullptr;   /* rendezvous data goes here */
-    std::vector<uint8_t>  eager;              /* what an eager handler saw */
-    ucs_status_ptr_t      request = nullptr;
-    ucs_status_t          status  = UCS_INPROGRESS;
-    bool                  rndv    = false;
+    ucp_worker_h worker = nullptr;
+    char *dest          = nullptr; /* rendezvous data goes here */
+    std::vector<uint8_t> eager;    /* what an eager handler saw */
+    ucs_status_ptr_t request = nullptr;
+    ucs_status_t status      = UCS_INPROGRESS;
+    bool rndv                = false;
 };
 
 ucs_status_t am_handler(void *arg, const void *, size_t, void *data, size_t length,
                         const ucp_am_recv_param_t *param)
 {
-    auto *log = static_cast<am_log*>(arg);
+    auto *log = static_cast<am_log *>(arg);
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        auto *bytes = static_cast<const uint8_t*>(data);
+        auto *bytes = static_cast<const uint8_t *>(data);
         log->eager.assign(bytes, bytes + length);
         log->status = UCS_OK;
         return UCS_OK;
@@ -265,7 +263,7 @@ TEST_CASE("stream and active messages carry device buffers", "[ucp_memtype]")
 
         SECTION("stream: device to device, many fragments") {
             const size_t size = 300000;
-            fill_pattern(reinterpret_cast<uint8_t*>(dev.shadow(src)), size, 7);
+            fill_pattern(reinterpret_cast<uint8_t *>(dev.shadow(src)), size, 7);
             std::memset(dev.shadow(dst), 0, size);
             ucp_request_param_t sparam{};
             ucs_status_ptr_t sreq = ucp_stream_send_nbx(p.ep, src, size, &sparam);
@@ -276,7 +274,7 @@ TEST_CASE("stream and active messages carry device buffers", "[ucp_memtype]")
             size_t length       = 0;
             CHECK(p.wait(ucp_stream_recv_nbx(p.ep, dst, size, &length, &rparam)) == UCS_OK);
             CHECK(p.wait(sreq) == UCS_OK);
-            CHECK(check_pattern(reinterpret_cast<uint8_t*>(dev.shadow(dst)), size, 7));
+            CHECK(check_pattern(reinterpret_cast<uint8_t *>(dev.shadow(dst)), size, 7));
         }
 
         SECTION("active messages: a device payload, eager and by rendezvous into device") {
@@ -286,13 +284,13 @@ TEST_CASE("stream and active messages carry device buffers", "[ucp_memtype]")
             ucp_am_handler_param_t hparam{};
             hparam.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                                 UCP_AM_HANDLER_PARAM_FIELD_ARG;
-            hparam.id         = 3;
-            hparam.cb         = am_handler;
-            hparam.arg        = &log;
+            hparam.id  = 3;
+            hparam.cb  = am_handler;
+            hparam.arg = &log;
             REQUIRE(ucp_worker_set_am_recv_handler(p.worker, &hparam) == UCS_OK);
 
             /* Device payload: packed through the copier, seen by the handler. */
-            fill_pattern(reinterpret_cast<uint8_t*>(dev.shadow(src)), 5000, 8);
+            fill_pattern(reinterpret_cast<uint8_t *>(dev.shadow(src)), 5000, 8);
             ucp_request_param_t sparam{};
             CHECK(p.wait(ucp_am_send_nbx(p.ep, 3, nullptr, 0, src, 5000, &sparam)) == UCS_OK);
             REQUIRE(test::poll_until([&] { return log.status != UCS_INPROGRESS; },
@@ -306,21 +304,23 @@ TEST_CASE("stream and active messages carry device buffers", "[ucp_memtype]")
             std::vector<uint8_t> host(200000);
             fill_pattern(host.data(), host.size(), 9);
             std::memset(dev.shadow(dst), 0, host.size());
-            sparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            sparam.flags        = UCP_AM_SEND_FLAG_RNDV;
-            ucs_status_ptr_t sreq = ucp_am_send_nbx(p.ep, 3, nullptr, 0, host.data(),
-                                                    host.size(), &sparam);
+            sparam.op_attr_mask   = UCP_OP_ATTR_FIELD_FLAGS;
+            sparam.flags          = UCP_AM_SEND_FLAG_RNDV;
+            ucs_status_ptr_t sreq = ucp_am_send_nbx(p.ep, 3, nullptr, 0, host.data(), host.size(),
+                                                    &sparam);
             REQUIRE_FALSE(UCS_PTR_IS_ERR(sreq));
-            REQUIRE(test::poll_until([&] { return log.rndv && (log.request != nullptr ||
-                                                               log.status != UCS_INPROGRESS); },
-                                     [&] { ucp_worker_progress(p.worker); }));
+            REQUIRE(test::poll_until(
+                [&] {
+                return log.rndv && (log.request != nullptr || log.status != UCS_INPROGRESS);
+                },
+                [&] { ucp_worker_progress(p.worker); }));
             if (log.request != nullptr) {
                 CHECK(p.wait(log.request) == UCS_OK);
             } else {
                 CHECK(log.status == UCS_OK);
             }
             CHECK(p.wait(sreq) == UCS_OK);
-            CHECK(check_pattern(reinterpret_cast<uint8_t*>(dev.shadow(dst)), host.size(), 9));
+            CHECK(check_pattern(reinterpret_cast<uint8_t *>(dev.shadow(dst)), host.size(), 9));
         }
     }
 }
@@ -337,8 +337,8 @@ TEST_CASE("memory types: given by the caller, unsupported, invalid", "[ucp_memty
     /* Nothing loaded copies ROCm (or, with no GPU module, CUDA) memory. */
     for (ucs_memory_type_t type : {UCS_MEMORY_TYPE_ROCM, UCS_MEMORY_TYPE_CUDA}) {
         param.memory_type = type;
-        CHECK(UCS_PTR_STATUS(ucp_tag_send_nbx(p.ep, buffer.data(), buffer.size(), 1,
-                                              &param)) == UCS_ERR_UNSUPPORTED);
+        CHECK(UCS_PTR_STATUS(ucp_tag_send_nbx(p.ep, buffer.data(), buffer.size(), 1, &param)) ==
+              UCS_ERR_UNSUPPORTED);
         CHECK(UCS_PTR_STATUS(ucp_tag_recv_nbx(p.worker, buffer.data(), buffer.size(), 1,
                                               ~ucp_tag_t(0), &param)) == UCS_ERR_UNSUPPORTED);
     }
@@ -355,8 +355,7 @@ TEST_CASE("memory types: given by the caller, unsupported, invalid", "[ucp_memty
     for (ucs_memory_type_t type : {UCS_MEMORY_TYPE_HOST, UCS_MEMORY_TYPE_CUDA}) {
         const unsigned copies = emulated_device::copies();
         param.memory_type     = type;
-        CHECK(p.wait(ucp_tag_send_nbx(p.ep, buffer.data(), buffer.size(), 2, &param)) ==
-              UCS_OK);
+        CHECK(p.wait(ucp_tag_send_nbx(p.ep, buffer.data(), buffer.size(), 2, &param)) == UCS_OK);
         std::vector<uint8_t> in(buffer.size());
         ucp_tag_recv_info_t info{};
         CHECK(p.recv(in.data(), in.size(), 2, ~ucp_tag_t(0), &info) == UCS_OK);
@@ -398,28 +397,28 @@ TEST_CASE("a failing staging copy fails the operation, not the process", "[ucp_m
 }
 
 TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous on a lane "
-          "for it or staged whole over a host one", "[ucp_memtype]")
+          "for it or staged whole over a host one",
+          "[ucp_memtype]")
 {
     using ucp::proto::operation;
     using ucp::proto::protocol;
     ucp::ep_thresholds t{};
-    t.max_eager_short = 100;
-    t.am_max_bcopy    = 8192;
-    t.max_eager_only  = 8192 - sizeof(ucp_tag_t);
-    t.first_frag      = 8000;
-    t.middle_frag     = 8100;
-    t.sync_first_frag = 7990;
-    t.rndv            = 16384;
-    t.am_rndv         = 16384;
-    t.zcopy           = 2000;
-    t.zcopy_frag      = 64512;
-    t.am_zcopy_frag   = 64512;
-    t.zcopy_max_hdr   = 128;
-    t.zcopy_max_iov   = 6;
+    t.max_eager_short   = 100;
+    t.am_max_bcopy      = 8192;
+    t.max_eager_only    = 8192 - sizeof(ucp_tag_t);
+    t.first_frag        = 8000;
+    t.middle_frag       = 8100;
+    t.sync_first_frag   = 7990;
+    t.rndv              = 16384;
+    t.am_rndv           = 16384;
+    t.zcopy             = 2000;
+    t.zcopy_frag        = 64512;
+    t.am_zcopy_frag     = 64512;
+    t.zcopy_max_hdr     = 128;
+    t.zcopy_max_iov     = 6;
     const uint64_t host = 1ull << UCS_MEMORY_TYPE_HOST;
     const uint64_t cuda = 1ull << UCS_MEMORY_TYPE_CUDA;
-    const ucp::proto::key key{operation::TAG, 0, ucp::dt::dt_class::contig,
-                              UCS_MEMORY_TYPE_CUDA};
+    const ucp::proto::key key{operation::TAG, 0, ucp::dt::dt_class::contig, UCS_MEMORY_TYPE_CUDA};
     auto first = [&](uint64_t rndv_types, size_t length) {
         ucp::proto::selection sel;
         ucp::proto::build({t, rndv_types}, key, &sel);
@@ -434,9 +433,9 @@ TEST_CASE("device memory is staged: no short or zero-copy protocol, rendezvous o
     CHECK(first(host, 8) == protocol::EAGER_BCOPY_SINGLE);
     CHECK(first(host, 4000) == protocol::EAGER_BCOPY_SINGLE);
     CHECK(first(host, 9000) == protocol::EAGER_BCOPY_MULTI);
-    CHECK(first(0, 1 << 20) == protocol::EAGER_BCOPY_MULTI);      /* no rendezvous lane */
-    CHECK(first(host, 1 << 20) == protocol::RNDV);                /* staged, host lane */
-    CHECK(first(host | cuda, 1 << 20) == protocol::RNDV);         /* a lane for device memory */
+    CHECK(first(0, 1 << 20) == protocol::EAGER_BCOPY_MULTI); /* no rendezvous lane */
+    CHECK(first(host, 1 << 20) == protocol::RNDV);           /* staged, host lane */
+    CHECK(first(host | cuda, 1 << 20) == protocol::RNDV);    /* a lane for device memory */
     CHECK(first(host | cuda, 8) == protocol::EAGER_BCOPY_SINGLE);
 }
 
@@ -472,10 +471,10 @@ TEST_CASE("put and get with device memory: staged through host, or on a transpor
     std::vector<uint8_t> host(4096, 3);
     const auto device_addr = reinterpret_cast<uint64_t>(dev.device(receiver_area));
     ucp_request_param_t param{};
-    CHECK(UCS_PTR_STATUS(ucp_put_nbx(p.ep, host.data(), 64, device_addr, device_key,
-                                     &param)) == UCS_ERR_UNSUPPORTED);
-    CHECK(UCS_PTR_STATUS(ucp_get_nbx(p.ep, host.data(), 64, device_addr, device_key,
-                                     &param)) == UCS_ERR_UNSUPPORTED);
+    CHECK(UCS_PTR_STATUS(ucp_put_nbx(p.ep, host.data(), 64, device_addr, device_key, &param)) ==
+          UCS_ERR_UNSUPPORTED);
+    CHECK(UCS_PTR_STATUS(ucp_get_nbx(p.ep, host.data(), 64, device_addr, device_key, &param)) ==
+          UCS_ERR_UNSUPPORTED);
 
     /* Host memory, reached directly or by cma: a put from a device buffer
      * and a get into one go through a host bounce buffer. */
@@ -487,17 +486,16 @@ TEST_CASE("put and get with device memory: staged through host, or on a transpor
     REQUIRE(ucp_ep_rkey_unpack(p.ep, packed, &host_key) == UCS_OK);
     ucp_rkey_buffer_release(packed);
     const auto host_addr = reinterpret_cast<uint64_t>(host.data());
-    fill_pattern(reinterpret_cast<uint8_t*>(dev.shadow(dev.device(sender_area))), 64, 12);
-    CHECK(p.wait(ucp_put_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
-                             &param)) == UCS_OK);
+    fill_pattern(reinterpret_cast<uint8_t *>(dev.shadow(dev.device(sender_area))), 64, 12);
+    CHECK(p.wait(ucp_put_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key, &param)) ==
+          UCS_OK);
     CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
     CHECK(check_pattern(host.data(), 64, 12));
     std::memset(dev.shadow(dev.device(sender_area)), 0, 64);
     fill_pattern(host.data(), 64, 13);
-    CHECK(p.wait(ucp_get_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key,
-                             &param)) == UCS_OK);
-    CHECK(check_pattern(reinterpret_cast<uint8_t*>(dev.shadow(dev.device(sender_area))), 64,
-                        13));
+    CHECK(p.wait(ucp_get_nbx(p.ep, dev.device(sender_area), 64, host_addr, host_key, &param)) ==
+          UCS_OK);
+    CHECK(check_pattern(reinterpret_cast<uint8_t *>(dev.shadow(dev.device(sender_area))), 64, 13));
     std::vector<uint8_t> other(64, 9);
     CHECK(p.wait(ucp_put_nbx(p.ep, other.data(), 64, host_addr, host_key, &param)) == UCS_OK);
     CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);

@@ -17,8 +17,7 @@ using ucp_test::context_holder;
 using ucp_test::env_guard;
 using ucp_test::log_capture;
 
-TEST_CASE("mem_map registers the application's memory on every registering md",
-          "[ucp_mem]")
+TEST_CASE("mem_map registers the application's memory on every registering md", "[ucp_mem]")
 {
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
@@ -68,12 +67,11 @@ TEST_CASE("mem_map ALLOCATE prefers memory peers can map", "[ucp_mem]")
     CHECK(m.length() >= 10000);
     CHECK(m.length() % page == 0);
     CHECK(m.raddr() % page == 0);
-    std::memset(m.address(), 0xab, m.length());   /* all of it is usable */
+    std::memset(m.address(), 0xab, m.length()); /* all of it is usable */
 
     if (has_rkey_ptr_alloc(ctx.context)) {
         REQUIRE(m.memh->alloc_method == ucp::mem_alloc_method::MD);
-        const uct::md_attr &attr =
-                ctx.context->mds[m.memh->alloc_md_index].md->attr();
+        const uct::md_attr &attr = ctx.context->mds[m.memh->alloc_md_index].md->attr();
         CHECK((attr.flags & uct::md_flag::RKEY_PTR) != 0);
         CHECK(m.memh->uct_memh(m.memh->alloc_md_index) != nullptr);
     } else {
@@ -85,8 +83,7 @@ TEST_CASE("mem_map ALLOCATE prefers memory peers can map", "[ucp_mem]")
     CHECK(m.unmap() == UCS_OK);
 }
 
-TEST_CASE("mem_map ALLOCATE falls back to mmap without a shared-memory md",
-          "[ucp_mem]")
+TEST_CASE("mem_map ALLOCATE falls back to mmap without a shared-memory md", "[ucp_mem]")
 {
     env_guard env;
     env.set("UCX_TLS", "self");
@@ -116,8 +113,7 @@ void check_fixed(ucp_context_h context, ucp::mem_alloc_method expected_method)
     void *hole        = free_range(8 * page);
     REQUIRE(hole != nullptr);
 
-    mapped m(context, map_params(hole, 3 * page + 5,
-                                 UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED));
+    mapped m(context, map_params(hole, 3 * page + 5, UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED));
     REQUIRE(m.status == UCS_OK);
     CHECK(m.memh->alloc_method == expected_method);
     CHECK(m.address() == hole);
@@ -127,7 +123,7 @@ void check_fixed(ucp_context_h context, ucp::mem_alloc_method expected_method)
     /* The same range again, or one overlapping it: refused, data kept. */
     {
         log_capture log(UCS_LOG_LEVEL_ERROR);
-        mapped again(context, map_params(static_cast<char*>(hole) + 2 * page, page,
+        mapped again(context, map_params(static_cast<char *>(hole) + 2 * page, page,
                                          UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED));
         CHECK(again.status == UCS_ERR_ALREADY_EXISTS);
         CHECK(log.text().find("already mapped") != std::string::npos);
@@ -135,14 +131,13 @@ void check_fixed(ucp_context_h context, ucp::mem_alloc_method expected_method)
     CHECK(std::strcmp(m.address() + page, "first") == 0);
 
     /* The application's own mapping is never replaced either. */
-    auto *mine = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
-                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    auto *mine = static_cast<char *>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     REQUIRE(mine != MAP_FAILED);
     std::strcpy(mine, "mine");
     {
         log_capture log(UCS_LOG_LEVEL_ERROR);
-        mapped over(context, map_params(mine, 2 * page,
-                                        UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED));
+        mapped over(context, map_params(mine, 2 * page, UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED));
         CHECK(over.status == UCS_ERR_ALREADY_EXISTS);
     }
     CHECK(std::strcmp(mine, "mine") == 0);
@@ -176,8 +171,7 @@ TEST_CASE("mem_map FIXED places memory exactly, never over a mapping", "[ucp_mem
     }
 }
 
-TEST_CASE("mem_map NONBLOCK maps pages lazily, advise WILLNEED maps them",
-          "[ucp_mem]")
+TEST_CASE("mem_map NONBLOCK maps pages lazily, advise WILLNEED maps them", "[ucp_mem]")
 {
     auto run = [](ucp_context_h context) {
         const size_t pages = 16;
@@ -187,17 +181,15 @@ TEST_CASE("mem_map NONBLOCK maps pages lazily, advise WILLNEED maps them",
         REQUIRE(eager.status == UCS_OK);
         CHECK(resident_pages(eager.address(), len) == pages);
 
-        mapped lazy(context, map_params(nullptr, len,
-                                        UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_NONBLOCK));
+        mapped lazy(context, map_params(nullptr, len, UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_NONBLOCK));
         REQUIRE(lazy.status == UCS_OK);
         CHECK(resident_pages(lazy.address(), len) == 0);
 
         ucp_mem_advise_params_t advise{};
-        advise.field_mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
-                            UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
+        advise.field_mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS | UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
                             UCP_MEM_ADVISE_PARAM_FIELD_ADVICE;
         advise.address = lazy.address() + page_size();
-        advise.length  = 2 * page_size() + 1;       /* touches 3 pages */
+        advise.length  = 2 * page_size() + 1; /* touches 3 pages */
         advise.advice  = UCP_MADV_WILLNEED;
         REQUIRE(ucp_mem_advise(context, lazy.memh, &advise) == UCS_OK);
         CHECK(resident_pages(lazy.address(), len) == 3);
@@ -221,14 +213,13 @@ TEST_CASE("mem_map NONBLOCK maps pages lazily, advise WILLNEED maps them",
 TEST_CASE("mem_map PROT sets the local protection of allocated memory", "[ucp_mem]")
 {
     auto run = [](ucp_context_h context) {
-        ucp_mem_map_params_t params = map_params(nullptr, 3 * page_size(),
-                                                 UCP_MEM_MAP_ALLOCATE);
+        ucp_mem_map_params_t params = map_params(nullptr, 3 * page_size(), UCP_MEM_MAP_ALLOCATE);
         params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_PROT;
-        params.prot        = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_REMOTE_READ;
+        params.prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_REMOTE_READ;
         mapped ro(context, params);
         REQUIRE(ro.status == UCS_OK);
         CHECK(permissions_of(ro.address()).substr(0, 3) == "r--");
-        CHECK(ro.address()[0] == 0);   /* readable, zero-filled */
+        CHECK(ro.address()[0] == 0); /* readable, zero-filled */
 
         params.prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE;
         mapped rw(context, params);
@@ -254,7 +245,7 @@ TEST_CASE("mem_map of zero bytes gives an empty handle, as UCX does", "[ucp_mem]
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
     char byte = 0;
-    for (void *address : {static_cast<void*>(&byte), static_cast<void*>(nullptr)}) {
+    for (void *address : {static_cast<void *>(&byte), static_cast<void *>(nullptr)}) {
         for (unsigned flags : {0u, unsigned(UCP_MEM_MAP_ALLOCATE)}) {
             mapped m(ctx.context, map_params(address, 0, flags));
             REQUIRE(m.status == UCS_OK);
@@ -325,7 +316,7 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
     refused(p, "length is required");
 
     p = good;
-    p.field_mask &= ~uint64_t(UCP_MEM_MAP_PARAM_FIELD_ADDRESS);   /* = NULL */
+    p.field_mask &= ~uint64_t(UCP_MEM_MAP_PARAM_FIELD_ADDRESS); /* = NULL */
     refused(p, "requires UCP_MEM_MAP_ALLOCATE");
 
     p         = good;
@@ -343,7 +334,7 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
 
     p = good;
     p.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-    const int bad_type = 77;   /* what a C caller may store in the enum */
+    const int bad_type = 77; /* what a C caller may store in the enum */
     std::memcpy(&p.memory_type, &bad_type, sizeof(bad_type));
     refused(p, "memory type");
 
@@ -356,11 +347,11 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
     p.address = nullptr;
     refused(p, "page-aligned");
     p.address = free_range(4 * page_size());
-    p.address = static_cast<char*>(p.address) + 16;
+    p.address = static_cast<char *>(p.address) + 16;
     refused(p, "page-aligned");
 
     p         = good;
-    p.address = reinterpret_cast<void*>(UINTPTR_MAX - 100);
+    p.address = reinterpret_cast<void *>(UINTPTR_MAX - 100);
     refused(p, "wraps");
     p         = good;
     p.flags   = UCP_MEM_MAP_ALLOCATE;
@@ -391,8 +382,7 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
     CHECK(ucp_mem_query(m.memh, nullptr) == UCS_ERR_INVALID_PARAM);
 
     ucp_mem_advise_params_t advise{};
-    advise.field_mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
-                        UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
+    advise.field_mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS | UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
                         UCP_MEM_ADVISE_PARAM_FIELD_ADVICE;
     advise.address = buffer.data();
     advise.length  = buffer.size();
@@ -411,14 +401,13 @@ TEST_CASE("mem_map refuses bad arguments", "[ucp_mem]")
     bad         = advise;
     bad.address = buffer.data() - 1;
     CHECK(ucp_mem_advise(ctx.context, m.memh, &bad) == UCS_ERR_INVALID_PARAM);
-    bad         = advise;
+    bad                  = advise;
     const int bad_advice = 9;
     std::memcpy(&bad.advice, &bad_advice, sizeof(bad_advice));
     CHECK(ucp_mem_advise(ctx.context, m.memh, &bad) == UCS_ERR_INVALID_PARAM);
 }
 
-TEST_CASE("a memory handle that is not live is refused, never dereferenced",
-          "[ucp_mem]")
+TEST_CASE("a memory handle that is not live is refused, never dereferenced", "[ucp_mem]")
 {
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
@@ -444,16 +433,15 @@ TEST_CASE("a memory handle that is not live is refused, never dereferenced",
         CHECK(ucp_rkey_pack(ctx.context, bad, &rkey_buffer, &size) == UCS_ERR_INVALID_PARAM);
         CHECK(rkey_buffer == nullptr);
         ucp_mem_advise_params_t advise{};
-        advise.field_mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
-                            UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
+        advise.field_mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS | UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
                             UCP_MEM_ADVISE_PARAM_FIELD_ADVICE;
-        advise.address    = buffer.data();
-        advise.length     = 64;
-        advise.advice     = UCP_MADV_NORMAL;
+        advise.address = buffer.data();
+        advise.length  = 64;
+        advise.advice  = UCP_MADV_NORMAL;
         CHECK(ucp_mem_advise(ctx.context, bad, &advise) == UCS_ERR_INVALID_PARAM);
         CHECK(log.text().find("not a live memory handle") != std::string::npos);
     }
-    CHECK(garbage[0] == 0x4d4d4d4d4d4d4d4dull);   /* nothing wrote through it */
+    CHECK(garbage[0] == 0x4d4d4d4d4d4d4d4dull); /* nothing wrote through it */
 
     /* The other handle of the same range is untouched and still works. */
     void *rkey_buffer = nullptr;
@@ -467,11 +455,11 @@ TEST_CASE("mem_print_info allocates, reports and frees", "[ucp_mem]")
 {
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
-    std::string text = ucp_test::print_to_string(
-            [&](FILE *f) { ucp_mem_print_info("6k", ctx.context, f); });
+    std::string text      = ucp_test::print_to_string([&](FILE *f) {
+        ucp_mem_print_info("6k", ctx.context, f);
+    });
     const size_t expected = (6144 + page_size() - 1) / page_size() * page_size();
-    CHECK(text.find("allocated " + std::to_string(expected) + " bytes") !=
-          std::string::npos);
+    CHECK(text.find("allocated " + std::to_string(expected) + " bytes") != std::string::npos);
     CHECK(text.find("registered on:") != std::string::npos);
     for (const auto &md : ctx.context->mds) {
         if (md.md->attr().flags & uct::md_flag::REG) {
@@ -480,11 +468,10 @@ TEST_CASE("mem_print_info allocates, reports and frees", "[ucp_mem]")
     }
 
     log_capture log(UCS_LOG_LEVEL_ERROR);
-    text = ucp_test::print_to_string(
-            [&](FILE *f) { ucp_mem_print_info("lots", ctx.context, f); });
+    text = ucp_test::print_to_string([&](FILE *f) { ucp_mem_print_info("lots", ctx.context, f); });
     CHECK(text.empty());
     CHECK(log.text().find("'lots'") != std::string::npos);
-    ucp_mem_print_info(nullptr, ctx.context, stdout);    /* must not crash */
+    ucp_mem_print_info(nullptr, ctx.context, stdout); /* must not crash */
     ucp_mem_print_info("1k", nullptr, stdout);
 }
 
@@ -497,9 +484,8 @@ TEST_CASE("mem_reg_temp registers on one md for one operation", "[ucp_mem]")
     bool tried_one = false;
     for (unsigned i = 0; i < context.mds.size(); ++i) {
         CAPTURE(context.mds[i].name);
-        uct::mem_h memh = nullptr;
-        ucs_status_t status = ucp::mem_reg_temp(context, i, buffer.data(),
-                                                buffer.size(), &memh);
+        uct::mem_h memh     = nullptr;
+        ucs_status_t status = ucp::mem_reg_temp(context, i, buffer.data(), buffer.size(), &memh);
         if (!(context.mds[i].md->attr().flags & uct::md_flag::REG)) {
             CHECK(status == UCS_ERR_UNSUPPORTED);
             continue;
@@ -514,8 +500,7 @@ TEST_CASE("mem_reg_temp registers on one md for one operation", "[ucp_mem]")
     uct::mem_h memh = nullptr;
     const auto bad  = unsigned(context.mds.size());
     CHECK(ucp::mem_reg_temp(context, bad, buffer.data(), 1, &memh) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucp::mem_reg_temp(context, 0, buffer.data(), 1, nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucp::mem_reg_temp(context, 0, buffer.data(), 1, nullptr) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp::mem_reg_temp(context, 0, nullptr, 1, &memh) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp::mem_dereg_temp(context, bad, &memh) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp::mem_dereg_temp(context, 0, nullptr) == UCS_ERR_INVALID_PARAM);
@@ -523,9 +508,9 @@ TEST_CASE("mem_reg_temp registers on one md for one operation", "[ucp_mem]")
 
 TEST_CASE("mem_map and unmap from several threads of a shared context", "[ucp_mem]")
 {
-    ucp_params_t params       = rma_params();
-    params.field_mask        |= UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.mt_workers_shared  = 1;
+    ucp_params_t params = rma_params();
+    params.field_mask |= UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.mt_workers_shared = 1;
     context_holder ctx(params);
     REQUIRE(ctx.status == UCS_OK);
 
@@ -535,10 +520,10 @@ TEST_CASE("mem_map and unmap from several threads of a shared context", "[ucp_me
         threads.emplace_back([&, t]() {
             std::vector<char> buffer(4096, char(t));
             for (int i = 0; i < 200; ++i) {
-                const unsigned flags = (i % 2) ? UCP_MEM_MAP_ALLOCATE : 0;
-                ucp_mem_map_params_t p = map_params(flags ? nullptr : buffer.data(),
-                                                    buffer.size(), flags);
-                ucp_mem_h memh = nullptr;
+                const unsigned flags   = (i % 2) ? UCP_MEM_MAP_ALLOCATE : 0;
+                ucp_mem_map_params_t p = map_params(flags ? nullptr : buffer.data(), buffer.size(),
+                                                    flags);
+                ucp_mem_h memh         = nullptr;
                 if ((ucp_mem_map(ctx.context, &p, &memh) != UCS_OK) ||
                     (ucp_mem_unmap(ctx.context, memh) != UCS_OK)) {
                     ++failures;

@@ -26,13 +26,15 @@ namespace {
 constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
                               UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 /* Short, bcopy, multi-fragment and rendezvous sizes. */
-const size_t sizes[] = {8, 1500, 20000, 300000};
+const size_t sizes[]     = {8, 1500, 20000, 300000};
 constexpr uint16_t am_id = 11;
 
-size_t total_bytes() { return std::accumulate(std::begin(sizes), std::end(sizes), size_t(0)); }
+size_t total_bytes()
+{
+    return std::accumulate(std::begin(sizes), std::end(sizes), size_t(0));
+}
 
-ucs_status_t discard_am(void *, const void *, size_t, void *, size_t,
-                        const ucp_am_recv_param_t *)
+ucs_status_t discard_am(void *, const void *, size_t, void *, size_t, const ucp_am_recv_param_t *)
 {
     return UCS_OK;
 }
@@ -66,7 +68,7 @@ int sender_child(int fd, const char *tls)
                   ucp_am_send_nbx(c.ep, am_id, nullptr, 0, b.data(), b.size(), &ext.base)}) {
                 TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(r));
                 if (r != nullptr) {
-                    ucp_request_free(r);     /* completes and counts by itself */
+                    ucp_request_free(r); /* completes and counts by itself */
                 }
             }
         }
@@ -74,7 +76,7 @@ int sender_child(int fd, const char *tls)
     const uint64_t ops = 3 * std::size(sizes);
     TEST_CHILD_CHECK(ucp_cntr_wait(sends, ops, 60000) == UCS_OK);
     TEST_CHILD_CHECK(ucp_cntr_wait(bytes, 3 * total_bytes(), 60000) == UCS_OK);
-    TEST_CHILD_CHECK(ucp_cntr_read(sends) == ops);              /* each once */
+    TEST_CHILD_CHECK(ucp_cntr_read(sends) == ops); /* each once */
     TEST_CHILD_CHECK(ucp_cntr_read_err(sends) + ucp_cntr_read_err(bytes) == 0);
     TEST_CHILD_CHECK(test::sync_peer(fd));
     /* The parent has received everything: nothing is counted twice. */
@@ -87,8 +89,7 @@ int sender_child(int fd, const char *tls)
 
 } // namespace
 
-TEST_CASE("counted operations: tag, stream and AM traffic counted on both sides",
-          "[ucp_cntr]")
+TEST_CASE("counted operations: tag, stream and AM traffic counted on both sides", "[ucp_cntr]")
 {
     const char *tls = GENERATE("posix,cma", "tcp");
     CAPTURE(tls);
@@ -129,9 +130,9 @@ TEST_CASE("counted operations: tag, stream and AM traffic counted on both sides"
     size_t received = 0;
     while (received < sink.size()) {
         ucp_ext_request_param_t ext = counted_by(stream_bytes);
-        size_t length = 0;
-        ucs_status_ptr_t r = ucp_stream_recv_nbx(p.ep, sink.data() + received,
-                                                 sink.size() - received, &length, &ext.base);
+        size_t length               = 0;
+        ucs_status_ptr_t r          = ucp_stream_recv_nbx(p.ep, sink.data() + received,
+                                                          sink.size() - received, &length, &ext.base);
         REQUIRE(!UCS_PTR_IS_ERR(r));
         if (r != nullptr) {
             REQUIRE(p.wait(r) == UCS_OK);
@@ -152,16 +153,16 @@ TEST_CASE("counted operations: tag, stream and AM traffic counted on both sides"
 namespace {
 
 struct callback_seen {
-    unsigned     calls  = 0;
-    ucs_status_t status = UCS_INPROGRESS;
-    void         *user_data = nullptr;
-    uint64_t     counted_before = 0;   /* the counter's error value in the callback */
-    ucp_cntr_h   cntr = nullptr;
+    unsigned calls          = 0;
+    ucs_status_t status     = UCS_INPROGRESS;
+    void *user_data         = nullptr;
+    uint64_t counted_before = 0; /* the counter's error value in the callback */
+    ucp_cntr_h cntr         = nullptr;
 };
 
 void seen_send(void *, ucs_status_t status, void *user_data)
 {
-    auto *seen = static_cast<callback_seen*>(user_data);
+    auto *seen = static_cast<callback_seen *>(user_data);
     ++seen->calls;
     seen->status    = status;
     seen->user_data = user_data;
@@ -169,17 +170,16 @@ void seen_send(void *, ucs_status_t status, void *user_data)
 
 void seen_recv(void *, ucs_status_t status, const ucp_tag_recv_info_t *, void *user_data)
 {
-    auto *seen = static_cast<callback_seen*>(user_data);
+    auto *seen = static_cast<callback_seen *>(user_data);
     ++seen->calls;
     seen->status         = status;
     seen->user_data      = user_data;
-    seen->counted_before = ucp_cntr_read_err(seen->cntr);   /* no progress: allowed here */
+    seen->counted_before = ucp_cntr_read_err(seen->cntr); /* no progress: allowed here */
 }
 
 } // namespace
 
-TEST_CASE("counted operations: at once, with the caller's callback, and failures",
-          "[ucp_cntr]")
+TEST_CASE("counted operations: at once, with the caller's callback, and failures", "[ucp_cntr]")
 {
     peer p;
     REQUIRE(p.init("self", UCP_FEATURE_TAG | UCP_FEATURE_RMA) == UCS_OK);
@@ -190,11 +190,11 @@ TEST_CASE("counted operations: at once, with the caller's callback, and failures
     REQUIRE(err != nullptr);
 
     SECTION("a send done inside the call is counted when it returns") {
-        uint64_t value = 7;
+        uint64_t value              = 7;
         ucp_ext_request_param_t ext = counted_by(ok, err);
         CHECK(ucp_tag_send_nbx(p.ep, &value, sizeof(value), 1, &ext.base) == nullptr);
         CHECK(ucp_cntr_read_err(ok) == 0);
-        CHECK(ucp_cntr_wait(ok, 1, 0) == UCS_OK);    /* checked once, no waiting */
+        CHECK(ucp_cntr_wait(ok, 1, 0) == UCS_OK); /* checked once, no waiting */
         ucp_tag_recv_info_t info{};
         CHECK(p.recv(&value, sizeof(value), 1, ~ucp_tag_t(0), &info) == UCS_OK);
         CHECK(ucp_cntr_read(ok) == 1);
@@ -210,11 +210,11 @@ TEST_CASE("counted operations: at once, with the caller's callback, and failures
             REQUIRE(p.wait_unexpected(5));
             ucp_tag_recv_info_t info{};
             ucp_ext_request_param_t ext = counted_by(bytes);
-            ext.base.op_attr_mask      |= UCP_OP_ATTR_FIELD_RECV_INFO;
+            ext.base.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
             ext.base.recv_info.tag_info = null_info ? nullptr : &info;
-            value = 0;
-            ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &value, sizeof(value), 5,
-                                                  ~ucp_tag_t(0), &ext.base);
+            value                       = 0;
+            ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &value, sizeof(value), 5, ~ucp_tag_t(0),
+                                                  &ext.base);
             CHECK(r == nullptr);
             CHECK(value == 7);
             CHECK(info.length == (null_info ? 0 : sizeof(value)));
@@ -245,13 +245,13 @@ TEST_CASE("counted operations: at once, with the caller's callback, and failures
     SECTION("a canceled receive counts an error, before the caller's callback runs") {
         uint64_t value = 0;
         callback_seen seen;
-        seen.cntr = err;
+        seen.cntr                   = err;
         ucp_ext_request_param_t ext = counted_by(ok, err);
         ext.base.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
         ext.base.cb.recv   = seen_recv;
         ext.base.user_data = &seen;
-        ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &value, sizeof(value), 99,
-                                              ~ucp_tag_t(0), &ext.base);
+        ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &value, sizeof(value), 99, ~ucp_tag_t(0),
+                                              &ext.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
         /* In flight: the counters cannot go. */
         CHECK(ucp_cntr_destroy(ok) == UCS_ERR_BUSY);
@@ -283,7 +283,7 @@ TEST_CASE("counted operations: at once, with the caller's callback, and failures
     }
 
     SECTION("bad extension fields and calls that count nothing are refused") {
-        uint64_t value = 0;
+        uint64_t value              = 0;
         ucp_ext_request_param_t ext = counted_by(ok);
         ext.ext_field_mask |= UCS_BIT(40);
         CHECK(UCS_PTR_STATUS(ucp_tag_send_nbx(p.ep, &value, 8, 3, &ext.base)) ==
@@ -296,7 +296,7 @@ TEST_CASE("counted operations: at once, with the caller's callback, and failures
         CHECK(UCS_PTR_STATUS(ucp_tag_send_nbx(p.ep, &value, 8, 3, &ext.base)) ==
               UCS_ERR_INVALID_PARAM);
         CHECK(ucp_cntr_destroy(foreign) == UCS_OK);
-        ext = counted_by(foreign);     /* destroyed */
+        ext = counted_by(foreign); /* destroyed */
         CHECK(UCS_PTR_STATUS(ucp_tag_send_nbx(p.ep, &value, 8, 3, &ext.base)) ==
               UCS_ERR_INVALID_PARAM);
         ext = counted_by(ok);
@@ -322,8 +322,7 @@ int rma_target(int fd, const char *tls)
     TEST_CHILD_CHECK(c.connect_over(fd));
     rma_test::region region;
     TEST_CHILD_CHECK(region.map(c.context, rma_test::memory::registered, 65536) == UCS_OK);
-    TEST_CHILD_CHECK(test::send_blob(fd, region.key()) &&
-                     test::send_value(fd, region.address()));
+    TEST_CHILD_CHECK(test::send_blob(fd, region.key()) && test::send_value(fd, region.address()));
     uint8_t done;
     TEST_CHILD_CHECK(c.recv_value_progress(fd, &done));
     return 0;
@@ -360,11 +359,10 @@ TEST_CASE("counted operations: put, get and atomics counted in bytes", "[ucp_cnt
         /* The flush counts too (1, or 0 bytes). */
         REQUIRE(p.wait(ucp_ep_flush_nbx(p.ep, &ext.base)) == UCS_OK);
         REQUIRE(p.wait(put) == UCS_OK);
-        REQUIRE(p.wait(ucp_get_nbx(p.ep, in.data(), in.size(), base, rkey, &ext.base)) ==
-                UCS_OK);
+        REQUIRE(p.wait(ucp_get_nbx(p.ep, in.data(), in.size(), base, rkey, &ext.base)) == UCS_OK);
         ext.base.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        ext.base.datatype      = ucp_dt_make_contig(sizeof(uint64_t));
-        ext.base.reply_buffer  = &fetched;
+        ext.base.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
+        ext.base.reply_buffer = &fetched;
         REQUIRE(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &add, 1, base + 32768, rkey,
                                          &ext.base)) == UCS_OK);
     }

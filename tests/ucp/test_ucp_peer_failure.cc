@@ -54,23 +54,23 @@ constexpr auto DETECTION_BOUND = 2s;
 constexpr auto CLOSE_BOUND     = 5s;
 
 struct fault_case {
-    const char              *tls;
-    bool                    rndv;
-    bool                    victim_sends;   /* else the victim receives */
+    const char *tls;
+    bool rndv;
+    bool victim_sends; /* else the victim receives */
     ucp_err_handling_mode_t mode;
-    bool                    flush_close;    /* else force */
-    bool                    client_server = false;  /* survivor listens */
+    bool flush_close;           /* else force */
+    bool client_server = false; /* survivor listens */
 };
 
 struct error_seen {
-    int                    calls = 0;
-    ucs_status_t           status = UCS_OK;
+    int calls           = 0;
+    ucs_status_t status = UCS_OK;
     clock_type::time_point when;
 };
 
 void on_error(void *arg, ucp_ep_h, ucs_status_t status)
 {
-    auto *e = static_cast<error_seen*>(arg);
+    auto *e = static_cast<error_seen *>(arg);
     if (e->calls++ == 0) {
         e->when   = clock_type::now();
         e->status = status;
@@ -89,8 +89,7 @@ bool intact(const std::vector<uint8_t> &buffer, unsigned seq)
     return std::all_of(buffer.begin(), buffer.end(), [value](uint8_t b) { return b == value; });
 }
 
-ucs_status_ptr_t send_data(peer &p, std::vector<uint8_t> &buffer, ucp_tag_t tag,
-                           bool sync = false)
+ucs_status_ptr_t send_data(peer &p, std::vector<uint8_t> &buffer, ucp_tag_t tag, bool sync = false)
 {
     ucp_request_param_t param{};
     return sync ? ucp_tag_send_sync_nbx(p.ep, buffer.data(), buffer.size(), tag, &param) :
@@ -100,8 +99,7 @@ ucs_status_ptr_t send_data(peer &p, std::vector<uint8_t> &buffer, ucp_tag_t tag,
 ucs_status_ptr_t recv_data(peer &p, std::vector<uint8_t> &buffer, ucp_tag_t tag)
 {
     ucp_request_param_t param{};
-    return ucp_tag_recv_nbx(p.worker, buffer.data(), buffer.size(), tag, ~ucp_tag_t(0),
-                            &param);
+    return ucp_tag_recv_nbx(p.worker, buffer.data(), buffer.size(), tag, ~ucp_tag_t(0), &param);
 }
 
 /* One message each way: every lane the stream uses is wired up. */
@@ -109,8 +107,8 @@ bool greet(peer &p)
 {
     std::vector<uint8_t> mine(8, 1), theirs(8, 0);
     ucs_status_ptr_t rreq = recv_data(p, theirs, TAG_HELLO);
-    return (p.wait(send_data(p, mine, TAG_HELLO)) == UCS_OK) &&
-           (p.wait(rreq) == UCS_OK) && (theirs == mine);
+    return (p.wait(send_data(p, mine, TAG_HELLO)) == UCS_OK) && (p.wait(rreq) == UCS_OK) &&
+           (theirs == mine);
 }
 
 /* The victim: its side of the stream until it is killed. */
@@ -162,7 +160,7 @@ void run_fault_case(const fault_case &fc)
     /* Eager: messages in one piece or a few fragments, never rendezvous. */
     env.set("UCX_RNDV_THRESH", fc.rndv ? "64k" : "inf");
     const bool peer_mode = (fc.mode == UCP_ERR_HANDLING_MODE_PEER);
-    log_capture capture;    /* NONE mode logs the failure as an error */
+    log_capture capture; /* NONE mode logs the failure as an error */
 
     peer p;
     REQUIRE(p.init(fc.tls) == UCS_OK);
@@ -176,14 +174,13 @@ void run_fault_case(const fault_case &fc)
         REQUIRE(test::send_value(child.fd(), server->port()));
         REQUIRE(test::poll_until([&] { return !server->requests.empty(); },
                                  [&] { ucp_worker_progress(p.worker); }));
-        REQUIRE(accept_request(p.worker, server->requests[0], nullptr, &p.ep, on_error,
-                               &errors) == UCS_OK);
+        REQUIRE(accept_request(p.worker, server->requests[0], nullptr, &p.ep, on_error, &errors) ==
+                UCS_OK);
     } else {
         std::vector<uint8_t> remote;
         REQUIRE(test::recv_blob(child.fd(), &remote));
         REQUIRE(test::send_blob(child.fd(), p.address()));
-        REQUIRE(p.connect(remote, fc.mode, peer_mode ? on_error : nullptr, &errors) ==
-                UCS_OK);
+        REQUIRE(p.connect(remote, fc.mode, peer_mode ? on_error : nullptr, &errors) == UCS_OK);
     }
     REQUIRE(greet(p));
     REQUIRE(test::sync_peer(child.fd()));
@@ -196,7 +193,7 @@ void run_fault_case(const fault_case &fc)
 
     /* The stream: some messages complete, the next is in flight. */
     std::vector<uint8_t> buffer(fc.rndv ? RNDV_SIZE : EAGER_SIZE);
-    const unsigned warmup = fc.rndv ? WARMUP_RNDV : WARMUP_EAGER;
+    const unsigned warmup       = fc.rndv ? WARMUP_RNDV : WARMUP_EAGER;
     ucs_status_ptr_t stream_req = nullptr;
     for (unsigned seq = 0; seq <= warmup; ++seq) {
         if (fc.victim_sends) {
@@ -227,10 +224,12 @@ void run_fault_case(const fault_case &fc)
         stream_status = UCS_OK;
     }
     bool canceled = false;
-    test::poll_until([&] {
+    test::poll_until(
+        [&] {
         return (!peer_mode || (errors.calls > 0)) && (sync_status != UCS_INPROGRESS) &&
                (stream_status != UCS_INPROGRESS);
-    }, [&] {
+        },
+        [&] {
         ucp_worker_progress(p.worker);
         if ((sync_status == UCS_INPROGRESS) &&
             ((sync_status = ucp_request_check_status(sync_req)) != UCS_INPROGRESS)) {
@@ -246,18 +245,21 @@ void run_fault_case(const fault_case &fc)
                 canceled = true;
             }
         }
-    }, 10s);
+    },
+        10s);
 
     const double sync_ms = (sync_status != UCS_INPROGRESS) ?
-            std::chrono::duration<double, std::milli>(sync_when - t0).count() : -1;
-    const double callback_ms = (errors.calls > 0) ?
-            std::chrono::duration<double, std::milli>(errors.when - t0).count() : -1;
+                               std::chrono::duration<double, std::milli>(sync_when - t0).count() :
+                               -1;
+    const double callback_ms =
+        (errors.calls > 0) ? std::chrono::duration<double, std::milli>(errors.when - t0).count() :
+                             -1;
     std::printf("fault matrix: %-14s %-13s %-5s victim=%-8s mode=%-4s: callback %6.1f ms, "
-                "sync send failed after %6.1f ms (%s), stream %s\n", fc.tls,
-                fc.client_server ? "client-server" : "by address",
+                "sync send failed after %6.1f ms (%s), stream %s\n",
+                fc.tls, fc.client_server ? "client-server" : "by address",
                 fc.rndv ? "rndv" : "eager", fc.victim_sends ? "sender" : "receiver",
-                peer_mode ? "peer" : "none", callback_ms, sync_ms,
-                ucs_status_string(sync_status), ucs_status_string(stream_status));
+                peer_mode ? "peer" : "none", callback_ms, sync_ms, ucs_status_string(sync_status),
+                ucs_status_string(stream_status));
 
     CHECK(sync_status != UCS_INPROGRESS);
     CHECK(sync_status != UCS_OK);
@@ -266,8 +268,7 @@ void run_fault_case(const fault_case &fc)
         CHECK(errors.calls == 1);
         CHECK(errors.status != UCS_OK);
         CHECK(callback_ms >= 0);
-        CHECK(callback_ms <
-              std::chrono::duration<double, std::milli>(DETECTION_BOUND).count());
+        CHECK(callback_ms < std::chrono::duration<double, std::milli>(DETECTION_BOUND).count());
         /* Sends on the failed ep fail at once. */
         ucs_status_ptr_t late = send_data(p, sync_payload, TAG_SYNC);
         CHECK(UCS_PTR_IS_ERR(late));
@@ -276,23 +277,23 @@ void run_fault_case(const fault_case &fc)
     }
     CHECK(stream_status != UCS_INPROGRESS);
     if ((stream_status == UCS_OK) && fc.victim_sends && !stream_done_early) {
-        CHECK(intact(buffer, warmup));     /* completed: then completely */
+        CHECK(intact(buffer, warmup)); /* completed: then completely */
     }
 
     /* Close, then tear down: all of it returns, in bounded time. */
     ucp_request_param_t cparam{};
     cparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     cparam.flags        = fc.flush_close ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
-    const auto c0 = clock_type::now();
-    const ucs_status_t close_status = wait_bounded(p, ucp_ep_close_nbx(p.ep, &cparam),
-                                                   std::chrono::duration_cast<
-                                                   std::chrono::milliseconds>(CLOSE_BOUND));
+    const auto c0       = clock_type::now();
+    const ucs_status_t close_status =
+        wait_bounded(p, ucp_ep_close_nbx(p.ep, &cparam),
+                     std::chrono::duration_cast<std::chrono::milliseconds>(CLOSE_BOUND));
     p.ep = nullptr;
     CHECK(close_status != UCS_INPROGRESS);
     if (!fc.flush_close) {
         CHECK(close_status == UCS_OK);
     }
-    server.reset();                 /* before its worker */
+    server.reset(); /* before its worker */
     p.close();
     CHECK(clock_type::now() - c0 < CLOSE_BOUND);
     CHECK(child.wait() == 128 + SIGKILL);
@@ -301,7 +302,8 @@ void run_fault_case(const fault_case &fc)
 } // namespace
 
 TEST_CASE("a peer killed during tag traffic: detected in time, requests fail, "
-          "close and cleanup return", "[ucp_fault]")
+          "close and cleanup return",
+          "[ucp_fault]")
 {
     fault_case fc;
     fc.tls          = GENERATE("posix,cma,self", "tcp");
@@ -329,7 +331,7 @@ TEST_CASE("a client killed during tag traffic: the server's accepted ep fails in
 
 namespace {
 
-constexpr size_t CUT_SHORT_SIZE = size_t(2) << 20;  /* 256 fragments: 4 FIFOs full */
+constexpr size_t CUT_SHORT_SIZE = size_t(2) << 20; /* 256 fragments: 4 FIFOs full */
 
 /* Connects, then starts a message the survivor does not consume and says
  * so: it is stuck with its first fragments in the survivor's FIFO. */
@@ -380,7 +382,7 @@ TEST_CASE("a message cut short by its sender's death fails its receive, posted o
     const bool posted = GENERATE(true, false);
     CAPTURE(posted);
     env_guard env;
-    env.set("UCX_RNDV_THRESH", "inf");      /* eager fragments through the FIFO */
+    env.set("UCX_RNDV_THRESH", "inf"); /* eager fragments through the FIFO */
     const char *tls = "posix,self";
     peer p;
     REQUIRE(p.init(tls) == UCS_OK);
@@ -414,8 +416,7 @@ TEST_CASE("a message cut short by its sender's death fails its receive, posted o
     CHECK(child.wait() == 128 + SIGKILL);
 }
 
-TEST_CASE("a worker asleep on its event fd wakes up when its peer is killed",
-          "[ucp_fault]")
+TEST_CASE("a worker asleep on its event fd wakes up when its peer is killed", "[ucp_fault]")
 {
     const char *tls = GENERATE("posix,cma,self", "sysv,cma,self", "tcp");
     CAPTURE(tls);
@@ -435,7 +436,7 @@ TEST_CASE("a worker asleep on its event fd wakes up when its peer is killed",
     REQUIRE(test::poll_until([&] { return ucp_worker_arm(p.worker) == UCS_OK; },
                              [&] { ucp_worker_progress(p.worker); }, 10s));
     struct pollfd pfd = {efd, POLLIN, 0};
-    CHECK(poll(&pfd, 1, 0) == 0);           /* nothing to do while the peer lives */
+    CHECK(poll(&pfd, 1, 0) == 0); /* nothing to do while the peer lives */
 
     const auto t0 = clock_type::now();
     child.kill(SIGKILL);
@@ -443,16 +444,17 @@ TEST_CASE("a worker asleep on its event fd wakes up when its peer is killed",
     const auto woke = clock_type::now();
     /* The usual loop of a sleeping application: progress while there is
      * work, arm, sleep. Arming finds the dead peer (BUSY). */
-    REQUIRE(test::poll_until([&] { return errors.calls > 0; }, [&] {
+    REQUIRE(test::poll_until([&] { return errors.calls > 0; },
+                             [&] {
         if ((ucp_worker_progress(p.worker) == 0) && (ucp_worker_arm(p.worker) == UCS_OK)) {
             poll(&pfd, 1, 1000);
         }
-    }, 10s));
-    const double woke_ms = std::chrono::duration<double, std::milli>(woke - t0).count();
-    const double callback_ms =
-            std::chrono::duration<double, std::milli>(errors.when - t0).count();
-    std::printf("fault matrix: %-14s asleep: woke after %.1f ms, callback %.1f ms\n", tls,
-                woke_ms, callback_ms);
+    },
+                             10s));
+    const double woke_ms     = std::chrono::duration<double, std::milli>(woke - t0).count();
+    const double callback_ms = std::chrono::duration<double, std::milli>(errors.when - t0).count();
+    std::printf("fault matrix: %-14s asleep: woke after %.1f ms, callback %.1f ms\n", tls, woke_ms,
+                callback_ms);
     CHECK(callback_ms < std::chrono::duration<double, std::milli>(DETECTION_BOUND).count());
     CHECK(errors.calls == 1);
     CHECK(child.wait() == 128 + SIGKILL);
@@ -493,8 +495,7 @@ int survivor_without_pidfd(int fd)
     TEST_CHILD_CHECK(test::recv_blob(child.fd(), &remote));
     TEST_CHILD_CHECK(test::send_blob(child.fd(), p.address()));
     error_seen errors;
-    TEST_CHILD_CHECK(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_error, &errors) ==
-                     UCS_OK);
+    TEST_CHILD_CHECK(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_error, &errors) == UCS_OK);
     TEST_CHILD_CHECK(greet(p));
     TEST_CHILD_CHECK(test::sync_peer(child.fd()));
     std::vector<uint8_t> payload(64, 1);
@@ -502,9 +503,8 @@ int survivor_without_pidfd(int fd)
     TEST_CHILD_CHECK(UCS_PTR_IS_PTR(sync_req) && (sync_req != nullptr));
 
     const auto t0 = clock_type::now();
-    child.kill(SIGKILL);        /* a zombie: /proc shows it as such */
-    test::poll_until([&] { return errors.calls > 0; },
-                     [&] { ucp_worker_progress(p.worker); }, 10s);
+    child.kill(SIGKILL); /* a zombie: /proc shows it as such */
+    test::poll_until([&] { return errors.calls > 0; }, [&] { ucp_worker_progress(p.worker); }, 10s);
     TEST_CHILD_CHECK(errors.calls == 1);
     const double ms = std::chrono::duration<double, std::milli>(errors.when - t0).count();
     TEST_CHILD_CHECK(wait_bounded(p, sync_req, 10s) != UCS_OK);
@@ -515,8 +515,7 @@ int survivor_without_pidfd(int fd)
 
 } // namespace
 
-TEST_CASE("without pidfds (seccomp), a killed shm peer is found through /proc",
-          "[ucp_fault]")
+TEST_CASE("without pidfds (seccomp), a killed shm peer is found through /proc", "[ucp_fault]")
 {
 #if !defined(__x86_64__)
     WARN("the seccomp filter of this test is written for x86_64: not run");

@@ -69,7 +69,7 @@ std::vector<taken> probe_for(ucp_worker_h worker, unsigned flags, size_t count,
         for (size_t i = 0; i < n; ++i) {
             taken t{batch[i], {}};
             if (batch[i].cid.size != 0) {
-                const auto *bytes = static_cast<const uint8_t*>(batch[i].cid.data);
+                const auto *bytes = static_cast<const uint8_t *>(batch[i].cid.data);
                 t.id.assign(bytes, bytes + batch[i].cid.size);
             }
             out.push_back(std::move(t));
@@ -91,7 +91,10 @@ size_t pending_of(ucp_worker_h worker, ucp_ep_h ep = nullptr)
                                                                                       SIZE_MAX;
 }
 
-ucp_cid_t by_value(uint64_t value) { return ucp_cid_t{value, nullptr, 0}; }
+ucp_cid_t by_value(uint64_t value)
+{
+    return ucp_cid_t{value, nullptr, 0};
+}
 
 /* Where each size of the ordering test goes in the target's region. */
 struct placement {
@@ -101,8 +104,8 @@ struct placement {
 
 std::vector<placement> placements()
 {
-    const size_t sizes[] = {1, 7, 64, 1000, 4096, 8191, 8192, 20000, 65536, 1 << 20, 16 << 20,
-                            3, 300000};
+    const size_t sizes[] = {1,     7,     64,      1000,     4096, 8191,  8192,
+                            20000, 65536, 1 << 20, 16 << 20, 3,    300000};
     std::vector<placement> out;
     size_t offset = 0;
     for (size_t size : sizes) {
@@ -121,7 +124,7 @@ size_t region_size(const std::vector<placement> &places)
 struct id_bytes {
     uint64_t index;
     uint64_t tag;
-    uint8_t  filler[24];
+    uint8_t filler[24];
 };
 
 /* The target: maps a region, gives its key and address, then serves what
@@ -150,9 +153,9 @@ int target_child(int fd, const char *tls, size_t length, const settings &extra, 
 
 /* The initiator's side of target_child: connected, the key unpacked. */
 struct initiator {
-    peer       p;
-    ucp_rkey_h rkey    = nullptr;
-    uint64_t   address = 0;
+    peer p;
+    ucp_rkey_h rkey  = nullptr;
+    uint64_t address = 0;
 
     bool setup(int fd, const char *tls, const settings &extra = {},
                ucp_err_handler_cb_t on_error = nullptr, void *arg = nullptr)
@@ -194,16 +197,14 @@ struct initiator {
 
 } // namespace
 
-TEST_CASE("put with completion: every remote id comes after its data, 1 B .. 16 MiB",
-          "[ucp_pwc]")
+TEST_CASE("put with completion: every remote id comes after its data, 1 B .. 16 MiB", "[ucp_pwc]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
     const std::vector<placement> places = placements();
-    const size_t count = places.size();
+    const size_t count                  = places.size();
     test::child_process child([&](int fd) {
-        return target_child(fd, tls, region_size(places), {}, [&](peer &t,
-                                                                  rma_test::region &r) {
+        return target_child(fd, tls, region_size(places), {}, [&](peer &t, rma_test::region &r) {
             /* Each id is checked the moment it is probed. */
             std::set<uint64_t> seen;
             for (const taken &c : probe_for(t.worker, UCP_PWC_PROBE_REMOTE, count)) {
@@ -219,8 +220,8 @@ TEST_CASE("put with completion: every remote id comes after its data, 1 B .. 16 
                     index = id.index;
                 }
                 TEST_CHILD_CHECK(index < count);
-                TEST_CHILD_CHECK(check_pattern(r.data() + places[index].offset,
-                                               places[index].size, 1000 + index));
+                TEST_CHILD_CHECK(check_pattern(r.data() + places[index].offset, places[index].size,
+                                               1000 + index));
                 seen.insert(index);
             }
             TEST_CHILD_CHECK(seen.size() == count);
@@ -238,11 +239,10 @@ TEST_CASE("put with completion: every remote id comes after its data, 1 B .. 16 
     for (size_t i = 0; i < count; ++i) {
         const ucp_cid_t local = by_value(i);
         /* Odd ones carry an id of bytes, even ones one by value. */
-        ids[i] = id_bytes{i, ~uint64_t(i), {}};
+        ids[i]                 = id_bytes{i, ~uint64_t(i), {}};
         const ucp_cid_t remote = (i % 2) ? ucp_cid_t{0, &ids[i], sizeof(ids[i])} : by_value(i);
         REQUIRE(ucp_pwc_put(in.p.ep, sources[i].data(), places[i].size,
-                            in.address + places[i].offset, in.rkey, &local, &remote, 0) ==
-                UCS_OK);
+                            in.address + places[i].offset, in.rkey, &local, &remote, 0) == UCS_OK);
     }
     std::set<uint64_t> local_ids;
     for (const taken &c : probe_for(in.p.worker, UCP_PWC_PROBE_LOCAL, count)) {
@@ -283,7 +283,7 @@ TEST_CASE("put with completion: no local, no remote completion, and size 0", "[u
     for (uint64_t seed = 1; seed <= 4; ++seed) {
         fill_pattern(data.data() + seed * 64, 64, seed);
     }
-    ucp_ep_h ep = in.p.ep;
+    ucp_ep_h ep          = in.p.ep;
     const ucp_cid_t l110 = by_value(110), l101 = by_value(101), l103 = by_value(103),
                     l120 = by_value(120);
     const ucp_cid_t r100 = by_value(100), r101 = by_value(101), r102 = by_value(102),
@@ -300,8 +300,7 @@ TEST_CASE("put with completion: no local, no remote completion, and size 0", "[u
     CHECK(ucp_pwc_put(ep, data.data() + 256, 64, in.address + 256, in.rkey, nullptr, &r9,
                       UCP_PWC_FLAG_NO_LCE | UCP_PWC_FLAG_NO_RCE) == UCS_OK);
     /* Size 0 without a remote completion: a no-op that reports ours. */
-    CHECK(ucp_pwc_put(ep, nullptr, 0, 0, nullptr, &l103, nullptr, UCP_PWC_FLAG_NO_RCE) ==
-          UCS_OK);
+    CHECK(ucp_pwc_put(ep, nullptr, 0, 0, nullptr, &l103, nullptr, UCP_PWC_FLAG_NO_RCE) == UCS_OK);
     /* The last notification, once everything before has gone out. */
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while ((pending_of(in.p.worker) != 0) && (std::chrono::steady_clock::now() < deadline)) {
@@ -322,8 +321,7 @@ TEST_CASE("put with completion: no local, no remote completion, and size 0", "[u
     CHECK(more == 0);
 }
 
-TEST_CASE("get with completion: the local id when the data landed, the target's after",
-          "[ucp_pwc]")
+TEST_CASE("get with completion: the local id when the data landed, the target's after", "[ucp_pwc]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
@@ -333,7 +331,7 @@ TEST_CASE("get with completion: the local id when the data landed, the target's 
             for (size_t i = 0; i < std::size(sizes); ++i) {
                 fill_pattern(r.data() + i * 300000, sizes[i], 50 + i);
             }
-            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));     /* filled */
+            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1))); /* filled */
             std::set<uint64_t> ids;
             for (const taken &c : probe_for(t.worker, UCP_PWC_PROBE_REMOTE, std::size(sizes))) {
                 TEST_CHILD_CHECK(c.completion.flags ==
@@ -352,8 +350,8 @@ TEST_CASE("get with completion: the local id when the data landed, the target's 
     for (size_t i = 0; i < std::size(sizes); ++i) {
         dest.emplace_back(sizes[i]);
         const ucp_cid_t local = by_value(i), remote = by_value(70 + i);
-        REQUIRE(ucp_pwc_get(in.p.ep, dest[i].data(), sizes[i], in.address + i * 300000,
-                            in.rkey, &local, &remote, 0) == UCS_OK);
+        REQUIRE(ucp_pwc_get(in.p.ep, dest[i].data(), sizes[i], in.address + i * 300000, in.rkey,
+                            &local, &remote, 0) == UCS_OK);
     }
     for (const taken &c : probe_for(in.p.worker, UCP_PWC_PROBE_LOCAL, std::size(sizes))) {
         CHECK(c.completion.flags == (UCP_PWC_COMPLETION_LOCAL | UCP_PWC_COMPLETION_GET));
@@ -367,7 +365,8 @@ TEST_CASE("get with completion: the local id when the data landed, the target's 
 }
 
 TEST_CASE("put with completion: a target that does not probe stops the initiator, and "
-          "nothing is lost once it does", "[ucp_pwc]")
+          "nothing is lost once it does",
+          "[ucp_pwc]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
@@ -403,8 +402,8 @@ TEST_CASE("put with completion: a target that does not probe stops the initiator
     }
     auto put = [&](unsigned i) {
         const ucp_cid_t id = by_value(i);
-        return ucp_pwc_put(in.p.ep, &data[i * 64], 64, in.address + i * 64, in.rkey, nullptr,
-                           &id, UCP_PWC_FLAG_NO_LCE);
+        return ucp_pwc_put(in.p.ep, &data[i * 64], 64, in.address + i * 64, in.rkey, nullptr, &id,
+                           UCP_PWC_FLAG_NO_LCE);
     };
     /* A window goes out, a window waits here, then the call says stop. */
     unsigned next = 0;
@@ -421,7 +420,7 @@ TEST_CASE("put with completion: a target that does not probe stops the initiator
     REQUIRE(test::send_value(child.fd(), uint8_t(1)));
     /* Only probing (which progresses) and calling again. */
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    unsigned refused = 0;
+    unsigned refused    = 0;
     while ((next < total) && (std::chrono::steady_clock::now() < deadline)) {
         const ucs_status_t status = put(next);
         if (status == UCS_OK) {
@@ -439,8 +438,7 @@ TEST_CASE("put with completion: a target that does not probe stops the initiator
     CHECK(pending_of(in.p.worker) == 0);
 }
 
-TEST_CASE("put with completion: remote completions counted on the target's counter",
-          "[ucp_pwc]")
+TEST_CASE("put with completion: remote completions counted on the target's counter", "[ucp_pwc]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
@@ -451,7 +449,7 @@ TEST_CASE("put with completion: remote completions counted on the target's count
             TEST_CHILD_CHECK(landed != nullptr);
             TEST_CHILD_CHECK(ucp_pwc_bind_cntr(t.worker, landed) == UCS_OK);
             TEST_CHILD_CHECK(ucp_cntr_destroy(landed) == UCS_ERR_BUSY);
-            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));     /* bound */
+            TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1))); /* bound */
             TEST_CHILD_CHECK(ucp_cntr_wait(landed, puts, 60000) == UCS_OK);
             /* The data is visible once counted. */
             for (unsigned i = 0; i < puts; ++i) {
@@ -480,9 +478,8 @@ TEST_CASE("put with completion: remote completions counted on the target's count
     for (unsigned i = 0; i < puts; ++i) {
         fill_pattern(&data[i * 1024], 1024, i);
         const ucp_cid_t id = by_value(i);
-        REQUIRE(ucp_pwc_put(in.p.ep, &data[i * 1024], 1024, in.address + i * 1024, in.rkey,
-                            nullptr, &id, UCP_PWC_FLAG_NO_LCE | UCP_PWC_FLAG_REMOTE_CNTR) ==
-                UCS_OK);
+        REQUIRE(ucp_pwc_put(in.p.ep, &data[i * 1024], 1024, in.address + i * 1024, in.rkey, nullptr,
+                            &id, UCP_PWC_FLAG_NO_LCE | UCP_PWC_FLAG_REMOTE_CNTR) == UCS_OK);
     }
     uint8_t unbound;
     REQUIRE(in.p.recv_value_progress(child.fd(), &unbound));
@@ -509,7 +506,7 @@ TEST_CASE("put with completion: a peer killed with operations sent and waiting",
         TEST_CHILD_CHECK(test::send_blob(fd, r.key()));
         TEST_CHILD_CHECK(test::send_value(fd, r.address()));
         uint8_t never;
-        TEST_CHILD_CHECK(t.recv_value_progress(fd, &never));     /* never probes */
+        TEST_CHILD_CHECK(t.recv_value_progress(fd, &never)); /* never probes */
         return 0;
     });
     ep_errors errors;
@@ -518,8 +515,8 @@ TEST_CASE("put with completion: a peer killed with operations sent and waiting",
     uint64_t value = 5;
     for (uint64_t i = 0; i < 4; ++i) {
         const ucp_cid_t local = by_value(i), remote = by_value(i);
-        REQUIRE(ucp_pwc_put(in.p.ep, &value, sizeof(value), in.address, in.rkey, &local,
-                            &remote, 0) == UCS_OK);
+        REQUIRE(ucp_pwc_put(in.p.ep, &value, sizeof(value), in.address, in.rkey, &local, &remote,
+                            0) == UCS_OK);
     }
     /* Two went out (the window), two wait for credits that never come. */
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -540,16 +537,15 @@ TEST_CASE("put with completion: a peer killed with operations sent and waiting",
     CHECK(errors.calls == 1);
     /* The failed ep refuses more. */
     const ucp_cid_t id = by_value(9);
-    CHECK(ucp_pwc_put(in.p.ep, &value, sizeof(value), in.address, in.rkey, &id, &id, 0) !=
-          UCS_OK);
+    CHECK(ucp_pwc_put(in.p.ep, &value, sizeof(value), in.address, in.rkey, &id, &id, 0) != UCS_OK);
     CHECK(child.wait() == 128 + SIGKILL);
 }
 
 namespace {
 
-constexpr unsigned group_size  = 4;
-constexpr unsigned group_puts  = 40;      /* per source */
-constexpr size_t   group_slot  = 256;
+constexpr unsigned group_size = 4;
+constexpr unsigned group_puts = 40; /* per source */
+constexpr size_t group_slot   = 256;
 
 /* Rank `rank`: puts group_puts signalled blocks into each other rank's slot
  * for it; checks every block it receives when its id arrives; rank 0 first
@@ -573,7 +569,7 @@ int group_member(unsigned rank, int fd, const char *tls)
                          test::recv_value(fd, &bases[q]));
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = reinterpret_cast<const ucp_address_t*>(address.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(address.data());
         TEST_CHILD_CHECK(ucp_ep_create(p.worker, &params, &eps[q]) == UCS_OK);
         TEST_CHILD_CHECK(ucp_ep_rkey_unpack(eps[q], key.data(), &rkeys[q]) == UCS_OK);
     }
@@ -586,12 +582,12 @@ int group_member(unsigned rank, int fd, const char *tls)
             if (q == rank) {
                 continue;
             }
-            const size_t slot = (rank * group_puts + k) * group_slot;
+            const size_t slot  = (rank * group_puts + k) * group_slot;
             const ucp_cid_t id = by_value((uint64_t(rank) << 32) | k);
             ucs_status_t status;
-            while ((status = ucp_pwc_put(eps[q], &out[k * group_slot], group_slot,
-                                         bases[q] + slot, rkeys[q], nullptr, &id,
-                                         UCP_PWC_FLAG_NO_LCE)) == UCS_ERR_NO_RESOURCE) {
+            while ((status = ucp_pwc_put(eps[q], &out[k * group_slot], group_slot, bases[q] + slot,
+                                         rkeys[q], nullptr, &id, UCP_PWC_FLAG_NO_LCE)) ==
+                   UCS_ERR_NO_RESOURCE) {
                 size_t n;
                 TEST_CHILD_CHECK(ucp_pwc_probe(p.worker, nullptr, nullptr, 0, &n, nullptr) ==
                                  UCS_OK);
@@ -604,7 +600,7 @@ int group_member(unsigned rank, int fd, const char *tls)
         return unsigned(std::find(eps.begin(), eps.end(), ep) - eps.begin());
     };
     unsigned received = 0;
-    auto check = [&](const taken &c) {
+    auto check        = [&](const taken &c) {
         const unsigned from = unsigned(c.completion.cid.u64 >> 32);
         const unsigned k    = unsigned(c.completion.cid.u64 & 0xffffffffu);
         if ((from >= group_size) || (from == rank) || (k >= group_puts) ||
@@ -613,7 +609,7 @@ int group_member(unsigned rank, int fd, const char *tls)
         }
         ++received;
         return check_pattern(r.data() + (from * group_puts + k) * group_slot, group_slot,
-                             from * 1000 + k);
+                                    from * 1000 + k);
     };
     if (rank == 0) {
         /* From rank 1 alone: its ids only, all of them. */
@@ -645,15 +641,15 @@ int group_member(unsigned rank, int fd, const char *tls)
 
 } // namespace
 
-TEST_CASE("put with completion: four processes, probed from one source and from any",
-          "[ucp_pwc]")
+TEST_CASE("put with completion: four processes, probed from one source and from any", "[ucp_pwc]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
     std::vector<std::unique_ptr<test::child_process>> members;
     for (unsigned r = 0; r < group_size; ++r) {
-        members.push_back(std::make_unique<test::child_process>(
-            [r, tls](int fd) { return group_member(r, fd, tls); }));
+        members.push_back(std::make_unique<test::child_process>([r, tls](int fd) {
+            return group_member(r, fd, tls);
+        }));
     }
     std::vector<std::vector<uint8_t>> addresses(group_size), keys(group_size);
     std::vector<uint64_t> bases(group_size);
@@ -702,25 +698,20 @@ TEST_CASE("put with completion: bad arguments are refused", "[ucp_pwc]")
     rma_test::region r;
     ucp_rkey_h rkey;
     self_with_region(p, r, &rkey);
-    uint8_t data[64] = {};
-    const ucp_cid_t id = by_value(1);
+    uint8_t data[64]      = {};
+    const ucp_cid_t id    = by_value(1);
     const uint8_t big[17] = {};
     const ucp_cid_t too_big{0, big, sizeof(big)}, fits{0, big, 16}, at_null{0, nullptr, 4};
-    CHECK(ucp_pwc_put(nullptr, data, 8, r.address(), rkey, &id, &id, 0) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_pwc_put(nullptr, data, 8, r.address(), rkey, &id, &id, 0) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), rkey, &id, &id, 1u << 7) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), rkey, &id, &too_big, 0) ==
-          UCS_ERR_EXCEEDS_LIMIT);
+    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), rkey, &id, &too_big, 0) == UCS_ERR_EXCEEDS_LIMIT);
     /* Without a remote completion the id is not sent: no limit. */
-    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), rkey, &id, &too_big, UCP_PWC_FLAG_NO_RCE |
-                      UCP_PWC_FLAG_NO_LCE) == UCS_OK);
-    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), rkey, &id, &at_null, 0) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(ucp_pwc_put(p.ep, nullptr, 8, r.address(), rkey, &id, &id, 0) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), nullptr, &id, &id, 0) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), rkey, &id, &too_big,
+                      UCP_PWC_FLAG_NO_RCE | UCP_PWC_FLAG_NO_LCE) == UCS_OK);
+    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), rkey, &id, &at_null, 0) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_pwc_put(p.ep, nullptr, 8, r.address(), rkey, &id, &id, 0) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_pwc_put(p.ep, data, 8, r.address(), nullptr, &id, &id, 0) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_pwc_put(p.ep, data, 8, r.address() + 4090, rkey, &id, &id, 0) ==
           UCS_ERR_INVALID_PARAM);
     CHECK(ucp_pwc_get(p.ep, data, 0, r.address(), rkey, &id, &id, 0) == UCS_ERR_INVALID_PARAM);
@@ -739,8 +730,7 @@ TEST_CASE("put with completion: bad arguments are refused", "[ucp_pwc]")
     ucp_pwc_probe_params_t params{};
     CHECK(ucp_pwc_probe(nullptr, nullptr, &c, 1, &count, nullptr) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_pwc_probe(p.worker, nullptr, &c, 1, nullptr, nullptr) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucp_pwc_probe(p.worker, nullptr, nullptr, 1, &count, nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_pwc_probe(p.worker, nullptr, nullptr, 1, &count, nullptr) == UCS_ERR_INVALID_PARAM);
     params.field_mask = 1u << 9;
     CHECK(ucp_pwc_probe(p.worker, &params, &c, 1, &count, nullptr) == UCS_ERR_INVALID_PARAM);
     params.field_mask = UCP_PWC_PROBE_FIELD_FLAGS;
@@ -765,9 +755,9 @@ TEST_CASE("probe with a handler: called for each completion taken", "[ucp_pwc]")
     ucp_pwc_probe_params_t params{};
     params.field_mask = UCP_PWC_PROBE_FIELD_HANDLER;
     params.handler    = [](const ucp_pwc_completion_t *c, void *arg) {
-        static_cast<std::vector<uint64_t>*>(arg)->push_back(c->cid.u64);
+        static_cast<std::vector<uint64_t> *>(arg)->push_back(c->cid.u64);
     };
-    params.arg = &seen;
+    params.arg          = &seen;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while ((seen.size() < 10) && (std::chrono::steady_clock::now() < deadline)) {
         size_t count;
@@ -798,8 +788,7 @@ size_t remote_queued(peer &p)
     params.flags      = UCP_PWC_PROBE_REMOTE;
     ucp_pwc_completion_t c[16];
     size_t count = 0;
-    return (ucp_pwc_probe(p.worker, &params, c, 16, &count, nullptr) == UCS_OK) ? count :
-                                                                                 SIZE_MAX;
+    return (ucp_pwc_probe(p.worker, &params, c, 16, &count, nullptr) == UCS_OK) ? count : SIZE_MAX;
 }
 
 } // namespace
@@ -813,7 +802,7 @@ TEST_CASE("forged AM_PWC and AM_PWC_CREDIT messages are dropped, and the region 
     self_with_region(p, r, &rkey);
     /* A real one first: the ep is wired up, its id known. */
     const uint64_t value = 0x1234;
-    const ucp_cid_t id = by_value(5);
+    const ucp_cid_t id   = by_value(5);
     REQUIRE(ucp_pwc_put(p.ep, &value, sizeof(value), r.address(), rkey, nullptr, &id,
                         UCP_PWC_FLAG_NO_LCE) == UCS_OK);
     REQUIRE(probe_for(p.worker, UCP_PWC_PROBE_REMOTE, 1).size() == 1);
@@ -828,7 +817,7 @@ TEST_CASE("forged AM_PWC and AM_PWC_CREDIT messages are dropped, and the region 
     const std::vector<uint8_t> data(32, 0xee), none;
     log_capture capture;
     auto deliver = [&](const std::vector<uint8_t> &bytes) {
-        std::vector<uint8_t> copy = bytes;  /* the handler may not keep it */
+        std::vector<uint8_t> copy = bytes; /* the handler may not keep it */
         return ucp::pwc_handler(p.worker, copy.data(), copy.size(), 0);
     };
     std::vector<std::vector<uint8_t>> forged;
@@ -842,7 +831,7 @@ TEST_CASE("forged AM_PWC and AM_PWC_CREDIT messages are dropped, and the region 
     hdr.ep_id += 1000;
     forged.push_back(pwc_frame(hdr, none, data));
     /* An id longer than UCX_PWC_MAX_ID_SIZE, one longer than what came. */
-    hdr = good;
+    hdr         = good;
     hdr.id_size = 17;
     forged.push_back(pwc_frame(hdr, std::vector<uint8_t>(17, 1), data));
     hdr.id_size = 8;
@@ -854,7 +843,7 @@ TEST_CASE("forged AM_PWC and AM_PWC_CREDIT messages are dropped, and the region 
     hdr.flags = 0;
     forged.push_back(pwc_frame(hdr, none, data));
     /* Outside the region, across its end, with another secret. */
-    hdr = good;
+    hdr         = good;
     hdr.address = r.address() + 8192;
     forged.push_back(pwc_frame(hdr, none, data));
     hdr.address = r.address() + 4096 - 16;
@@ -878,18 +867,17 @@ TEST_CASE("forged AM_PWC and AM_PWC_CREDIT messages are dropped, and the region 
 
     /* Credit grants: short, from nobody, or more than a window (kept at one). */
     std::vector<uint8_t> short_grant(sizeof(ucp::wire::pwc_credit_hdr) - 1, 0);
-    CHECK(ucp::pwc_credit_handler(p.worker, short_grant.data(), short_grant.size(), 0) ==
-          UCS_OK);
+    CHECK(ucp::pwc_credit_handler(p.worker, short_grant.data(), short_grant.size(), 0) == UCS_OK);
     ucp::wire::pwc_credit_hdr grant{p.worker->uuid, p.ep->remote_id + 1000, 5, 0};
     CHECK(ucp::pwc_credit_handler(p.worker, &grant, sizeof(grant), 0) == UCS_OK);
     grant = {p.worker->uuid, p.ep->remote_id, 1u << 30, 0};
     CHECK(ucp::pwc_credit_handler(p.worker, &grant, sizeof(grant), 0) == UCS_OK);
     /* Still a window: 128 go, 128 wait, then the call says stop. */
-    unsigned accepted = 0;
+    unsigned accepted    = 0;
     const ucp_cid_t note = by_value(1);
     while ((accepted < 1000) && (ucp_pwc_put(p.ep, nullptr, 0, 0, nullptr, nullptr, &note,
                                              UCP_PWC_FLAG_NO_LCE) == UCS_OK)) {
-        ++accepted;     /* nobody probes meanwhile: over self they queue here */
+        ++accepted; /* nobody probes meanwhile: over self they queue here */
     }
     CHECK(accepted == 256);
     CHECK(probe_for(p.worker, UCP_PWC_PROBE_REMOTE, 256).size() == 256);

@@ -28,22 +28,22 @@ using ucp_test::rc_dropped_unconnected;
 /* One rc iface in its own uct worker; the error handler records failures. */
 struct rc_side {
     std::unique_ptr<uct::worker> worker;
-    uct::component               *component = nullptr;
-    uct::md                      *md = nullptr;
-    uct::iface                   *iface = nullptr;
-    std::vector<std::pair<uct::ep*, ucs_status_t>> errors;
+    uct::component *component = nullptr;
+    uct::md *md               = nullptr;
+    uct::iface *iface         = nullptr;
+    std::vector<std::pair<uct::ep *, ucs_status_t>> errors;
     std::vector<std::vector<uint8_t>> received;
 
     static ucs_status_t on_error(void *arg, uct::ep *ep, ucs_status_t status)
     {
-        static_cast<rc_side*>(arg)->errors.emplace_back(ep, status);
+        static_cast<rc_side *>(arg)->errors.emplace_back(ep, status);
         return UCS_OK;
     }
 
     static ucs_status_t on_am(void *arg, void *data, size_t length, unsigned)
     {
-        const auto *p = static_cast<const uint8_t*>(data);
-        static_cast<rc_side*>(arg)->received.emplace_back(p, p + length);
+        const auto *p = static_cast<const uint8_t *>(data);
+        static_cast<rc_side *>(arg)->received.emplace_back(p, p + length);
         return UCS_OK;
     }
 
@@ -99,7 +99,7 @@ struct rc_side {
 
 struct sequenced {
     uint32_t seq;
-    uint8_t  fill[60];
+    uint8_t fill[60];
 };
 
 size_t pack_sequenced(void *dest, void *arg)
@@ -136,7 +136,7 @@ int child_body(int fd)
     for (unsigned i = 0; i < num_messages; ++i) {
         const std::vector<uint8_t> &m = side.received[i];
         uint32_t seq;
-        const size_t offset = (i % 2 == 0) ? sizeof(uint64_t) : 0;   /* am_short: header word */
+        const size_t offset = (i % 2 == 0) ? sizeof(uint64_t) : 0; /* am_short: header word */
         TEST_CHILD_CHECK(m.size() >= offset + sizeof(seq));
         std::memcpy(&seq, m.data() + offset, sizeof(seq));
         TEST_CHILD_CHECK(seq == i);
@@ -153,10 +153,12 @@ int child_body(int fd)
     TEST_CHILD_CHECK(test::send_blob(fd, rkey));
     TEST_CHILD_CHECK(test::send_value(fd, address));
     /* Progress (the target executes) until the parent is done. */
-    TEST_CHILD_CHECK(test::poll_until([&] {
+    TEST_CHILD_CHECK(test::poll_until(
+        [&] {
         pollfd pfd{fd, POLLIN, 0};
         return ::poll(&pfd, 1, 0) > 0;
-    }, [&] { side.worker->progress(); }));
+        },
+        [&] { side.worker->progress(); }));
     uint8_t done;
     TEST_CHILD_CHECK(test::recv_value(fd, &done));
     TEST_CHILD_CHECK(test::sync_peer(fd));
@@ -195,7 +197,7 @@ TEST_CASE("ucp_test_rc: eps connect to eps, refuse strangers, keep order, RMA an
     sequenced early{999, {}};
     REQUIRE(ep->am_bcopy(5, pack_sequenced, &early, 0) == ssize_t(sizeof(early)));
     REQUIRE(test::sync_peer(child.fd()));
-    REQUIRE(test::sync_peer(child.fd()));   /* the child connected */
+    REQUIRE(test::sync_peer(child.fd())); /* the child connected */
 
     for (unsigned i = 0; i < num_messages; ++i) {
         sequenced m{i, {}};
@@ -206,7 +208,7 @@ TEST_CASE("ucp_test_rc: eps connect to eps, refuse strangers, keep order, RMA an
                 status = ep->am_short(5, 0, &m, sizeof(m));
             } else {
                 ssize_t packed = ep->am_bcopy(5, pack_sequenced, &m, 0);
-                status = (packed < 0) ? ucs_status_t(packed) : UCS_OK;
+                status         = (packed < 0) ? ucs_status_t(packed) : UCS_OK;
             }
             if (status == UCS_ERR_NO_RESOURCE) {
                 side.worker->progress();
@@ -235,7 +237,7 @@ TEST_CASE("ucp_test_rc: eps connect to eps, refuse strangers, keep order, RMA an
     struct flag_comp : uct::completion {
         int fired = 0;
     } comp;
-    comp.func   = [](uct::completion *c) { ++static_cast<flag_comp*>(c)->fired; };
+    comp.func   = [](uct::completion *c) { ++static_cast<flag_comp *>(c)->fired; };
     comp.count  = 1;
     comp.status = UCS_OK;
     REQUIRE(ep->flush(0, &comp) == UCS_INPROGRESS);
@@ -277,7 +279,7 @@ TEST_CASE("ucp_test_rc: a dead peer fails the ep", "[ucp_test_rc]")
         TEST_CHILD_CHECK(test::recv_blob(fd, &peer));
         TEST_CHILD_CHECK(side.connect(ep, peer) == UCS_OK);
         TEST_CHILD_CHECK(test::sync_peer(fd));
-        test::sync_peer(fd);     /* killed while waiting here */
+        test::sync_peer(fd); /* killed while waiting here */
         return 0;
     });
     rc_side side;

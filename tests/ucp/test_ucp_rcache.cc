@@ -45,14 +45,13 @@ struct fake_zc_scope {
 /* Anonymous pages, so a test can unmap them. */
 struct pages {
     uint8_t *base;
-    size_t  length;
+    size_t length;
 
     explicit pages(size_t len) : length(len)
     {
-        void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         REQUIRE(p != MAP_FAILED);
-        base = static_cast<uint8_t*>(p);
+        base = static_cast<uint8_t *>(p);
     }
     ~pages()
     {
@@ -64,12 +63,11 @@ struct pages {
 
 /* A tag send with NO_IMM_CMPL (so it takes its protocol), waited for, and
  * the protocol it used: 'z' eager zcopy, 'r' rendezvous, 'e' by copy. */
-ucs_status_t send_wait(peer &p, const void *buffer, size_t length, ucp_tag_t tag,
-                       char *proto)
+ucs_status_t send_wait(peer &p, const void *buffer, size_t length, ucp_tag_t tag, char *proto)
 {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.datatype     = ucp_dt_make_contig(1);
+    param.op_attr_mask   = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.datatype       = ucp_dt_make_contig(1);
     ucs_status_ptr_t req = ucp_tag_send_nbx(p.ep, buffer, length, tag, &param);
     if (UCS_PTR_IS_ERR(req) || (req == nullptr)) {
         *proto = '?';
@@ -80,8 +78,9 @@ ucs_status_t send_wait(peer &p, const void *buffer, size_t length, ucp_tag_t tag
         ucp_worker_progress(p.worker);
     }
     const uint32_t flags = ucp::request::from_user(req)->flags;
-    *proto = (flags & ucp::request_flag::ZCOPY) ? 'z' :
-             (flags & ucp::request_flag::RNDV_SEND) ? 'r' : 'e';
+    *proto               = (flags & ucp::request_flag::ZCOPY)     ? 'z' :
+                           (flags & ucp::request_flag::RNDV_SEND) ? 'r' :
+                                                                    'e';
     ucp_request_free(req);
     return status;
 }
@@ -93,8 +92,7 @@ char loop_message(peer &p, uint8_t *out, uint8_t *in, size_t length, uint64_t se
     fill_pattern(out, length, seed);
     std::memset(in, 0, length);
     ucp_request_param_t rparam{};
-    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in, length, seed, ~ucp_tag_t(0),
-                                             &rparam);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in, length, seed, ~ucp_tag_t(0), &rparam);
     char proto;
     if ((send_wait(p, out, length, seed, &proto) != UCS_OK) || (p.wait(rreq) != UCS_OK) ||
         !check_pattern(in, length, seed)) {
@@ -104,7 +102,7 @@ char loop_message(peer &p, uint8_t *out, uint8_t *in, size_t length, uint64_t se
 }
 
 const settings zc_settings = {{"ZCOPY_THRESH", "4096"}};
-constexpr size_t zc_size   = 3 * fake_zc_max_bcopy;   /* several zcopy fragments */
+constexpr size_t zc_size   = 3 * fake_zc_max_bcopy; /* several zcopy fragments */
 
 } // namespace
 
@@ -125,13 +123,13 @@ TEST_CASE("ucp rcache: eager zcopy from one buffer registers it once", "[ucp_rca
         }
         CHECK(fake_zc_reg_calls == regs0 + 1);
         CHECK(fake_zc_bad_memh == bad0);
-        CHECK(fake_zc_registrations == live0 + 1);   /* kept in the cache */
+        CHECK(fake_zc_registrations == live0 + 1); /* kept in the cache */
 
         SECTION("the buffer unmapped and mapped again: registered again") {
             uint8_t *address = out.base;
             REQUIRE(munmap(out.base, out.length) == 0);
             out.base = nullptr;
-            CHECK(fake_zc_registrations == live0 + 1);   /* not from the handler */
+            CHECK(fake_zc_registrations == live0 + 1); /* not from the handler */
             void *again = mmap(address, zc_size, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
             REQUIRE(again == address);
@@ -139,7 +137,7 @@ TEST_CASE("ucp rcache: eager zcopy from one buffer registers it once", "[ucp_rca
             CHECK(loop_message(p, out.base, in.base, zc_size, 9) == 'z');
             CHECK(fake_zc_reg_calls == regs0 + 2);
             CHECK(fake_zc_bad_memh == bad0);
-            CHECK(fake_zc_registrations == live0 + 1);   /* the stale one is gone */
+            CHECK(fake_zc_registrations == live0 + 1); /* the stale one is gone */
         }
     }
     /* ucp_cleanup deregisters what the cache held. */
@@ -164,8 +162,7 @@ TEST_CASE("ucp rcache: UCX_RCACHE_ENABLE=no registers per send", "[ucp_rcache]")
     CHECK(fake_zc_registrations == live0);
 }
 
-TEST_CASE("ucp rcache: UCX_RCACHE_MAX_REGIONS bounds what stays registered",
-          "[ucp_rcache]")
+TEST_CASE("ucp rcache: UCX_RCACHE_MAX_REGIONS bounds what stays registered", "[ucp_rcache]")
 {
     fake_zc_scope scope;
     peer p;
@@ -176,13 +173,13 @@ TEST_CASE("ucp rcache: UCX_RCACHE_MAX_REGIONS bounds what stays registered",
     pages a(zc_size), b(zc_size), in(zc_size);
     const unsigned long regs0 = fake_zc_reg_calls;
     const long live0          = fake_zc_registrations;
-    for (uint64_t i = 1; i <= 3; ++i) {     /* alternating: each evicts the other */
+    for (uint64_t i = 1; i <= 3; ++i) { /* alternating: each evicts the other */
         CHECK(loop_message(p, a.base, in.base, zc_size, 2 * i) == 'z');
         CHECK(loop_message(p, b.base, in.base, zc_size, 2 * i + 1) == 'z');
     }
     CHECK(fake_zc_reg_calls == regs0 + 6);
     CHECK(fake_zc_registrations == live0 + 1);
-    CHECK(loop_message(p, b.base, in.base, zc_size, 20) == 'z');   /* the last: a hit */
+    CHECK(loop_message(p, b.base, in.base, zc_size, 20) == 'z'); /* the last: a hit */
     CHECK(fake_zc_reg_calls == regs0 + 6);
 }
 
@@ -219,7 +216,7 @@ TEST_CASE("ucp rcache: two workers of a shared context send from one buffer at o
     fake_zc_scope scope;
     peer first;
     REQUIRE(first.init_with(fake_zc_tl, UCP_FEATURE_TAG, zc_settings, true) == UCS_OK);
-    peer second;       /* a second worker and ep on first's context (its own
+    peer second; /* a second worker and ep on first's context (its own
                           context stays null: first cleans up) */
     ucp_worker_params_t wparams{};
     wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -262,13 +259,13 @@ const testloop_counters *loop_counters()
         return nullptr;
     }
     const std::string path = std::string(dir) + "/libuct_testloop.so";
-    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    void *handle           = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
     if (handle == nullptr) {
         return nullptr;
     }
     auto get = reinterpret_cast<testloop_get_counters_fn>(dlsym(handle, TESTLOOP_GET_COUNTERS));
     const testloop_counters *counters = (get != nullptr) ? get() : nullptr;
-    dlclose(handle);   /* drops only the reference NOLOAD took */
+    dlclose(handle); /* drops only the reference NOLOAD took */
     return counters;
 }
 
@@ -279,7 +276,7 @@ bool init_loop(peer &p, const settings &extra, const testloop_counters **counter
     settings s = {{"RNDV_THRESH", "65536"}, {"ZCOPY_THRESH", "4096"}};
     s.insert(s.end(), extra.begin(), extra.end());
     const ucs_status_t status = p.init_with("testloop", UCP_FEATURE_TAG | UCP_FEATURE_RMA, s);
-    *counters = loop_counters();
+    *counters                 = loop_counters();
     if ((status == UCS_ERR_NO_DEVICE) || (*counters == nullptr)) {
         WARN("testloop module not loaded (UCX_MODULE_DIR must name its directory): skipped");
         return false;
@@ -291,8 +288,7 @@ bool init_loop(peer &p, const settings &extra, const testloop_counters **counter
 
 } // namespace
 
-TEST_CASE("ucp rcache on a module transport: rendezvous and eager zcopy",
-          "[ucp_rcache_module]")
+TEST_CASE("ucp rcache on a module transport: rendezvous and eager zcopy", "[ucp_rcache_module]")
 {
     constexpr size_t big = 1 << 20, mid = 16384, count = 8;
     pages out(big), in(big);
@@ -324,7 +320,8 @@ TEST_CASE("ucp rcache on a module transport: rendezvous and eager zcopy",
 /* The sender writes the whole message (put_zcopy scheme) into a receive
  * buffer the receiver registered for its pull: one registration serves both. */
 TEST_CASE("ucp rcache on a module transport: a pushed rendezvous registers the receive "
-          "buffer once", "[ucp_rcache_module]")
+          "buffer once",
+          "[ucp_rcache_module]")
 {
     constexpr size_t big = 1 << 20, count = 4;
     pages out(big), in(big);
@@ -337,7 +334,7 @@ TEST_CASE("ucp rcache on a module transport: a pushed rendezvous registers the r
     for (uint64_t i = 1; i <= count; ++i) {
         CHECK(loop_message(p, out.base, in.base, big, i) == 'r');
     }
-    CHECK(c->registrations - regs0 == 2 * count);   /* the sender's and the receiver's */
+    CHECK(c->registrations - regs0 == 2 * count); /* the sender's and the receiver's */
     CHECK(c->live == 0);
     CHECK(c->bad_memh == 0);
     CHECK(c->bad_rkey == 0);
@@ -379,7 +376,7 @@ TEST_CASE("ucp rcache on a module transport: RMA zcopy passes a local handle",
         CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
         CHECK(check_pattern(local.base, size, i));
     }
-    CHECK(c->registrations - regs0 == 1);   /* the local buffer, once */
+    CHECK(c->registrations - regs0 == 1); /* the local buffer, once */
     CHECK(c->bad_memh == 0);
     CHECK(c->bad_rkey == 0);
     ucp_rkey_destroy(rkey);

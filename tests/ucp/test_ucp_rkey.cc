@@ -25,27 +25,27 @@ namespace {
 
 /* The packed key, decoded from its documented layout. */
 struct wire_entry {
-    std::string          component;
-    std::string          md;
+    std::string component;
+    std::string md;
     std::vector<uint8_t> key;
 };
 
 struct wire_key {
-    uint32_t                magic;
-    uint8_t                 version;
-    uint8_t                 flags;
-    uint16_t                num_entries;
-    uint32_t                total_length;
-    uint8_t                 mem_type;
-    uint8_t                 access;
-    uint16_t                reserved;
-    uint64_t                address;
-    uint64_t                length;
-    uint64_t                secret;
+    uint32_t magic;
+    uint8_t version;
+    uint8_t flags;
+    uint16_t num_entries;
+    uint32_t total_length;
+    uint8_t mem_type;
+    uint8_t access;
+    uint16_t reserved;
+    uint64_t address;
+    uint64_t length;
+    uint64_t secret;
     std::vector<wire_entry> entries;
 };
 
-constexpr size_t entries_offset = 40;   /* the fixed header's size */
+constexpr size_t entries_offset = 40; /* the fixed header's size */
 
 template <typename T>
 T read_at(const std::vector<uint8_t> &bytes, size_t offset)
@@ -82,16 +82,16 @@ wire_key decode(const std::vector<uint8_t> &bytes)
         REQUIRE(offset + 1 + n <= bytes.size());
         REQUIRE(n >= 2);
         REQUIRE(bytes[offset + n] == 0);
-        std::string text(reinterpret_cast<const char*>(bytes.data()) + offset + 1, n - 1);
+        std::string text(reinterpret_cast<const char *>(bytes.data()) + offset + 1, n - 1);
         offset += 1 + n;
         return text;
     };
     for (unsigned i = 0; i < k.num_entries; ++i) {
         wire_entry e;
-        e.component          = name();
-        e.md                 = name();
+        e.component           = name();
+        e.md                  = name();
         const auto key_length = read_at<uint16_t>(bytes, offset);
-        offset              += 2;
+        offset += 2;
         REQUIRE(offset + key_length <= bytes.size());
         e.key.assign(bytes.begin() + long(offset), bytes.begin() + long(offset + key_length));
         offset += key_length;
@@ -136,22 +136,21 @@ std::vector<uint8_t> pack(ucp_context_h context, ucp_mem_h memh)
     void *buffer = nullptr;
     size_t size  = 0;
     REQUIRE(ucp_rkey_pack(context, memh, &buffer, &size) == UCS_OK);
-    std::vector<uint8_t> bytes(static_cast<uint8_t*>(buffer),
-                               static_cast<uint8_t*>(buffer) + size);
+    std::vector<uint8_t> bytes(static_cast<uint8_t *>(buffer),
+                               static_cast<uint8_t *>(buffer) + size);
     ucp_rkey_buffer_release(buffer);
     return bytes;
 }
 
 /* Unpacks with the length-aware call; the rkey (if any) is destroyed. */
-ucs_status_t try_unpack(ucp_context_h context, const std::vector<uint8_t> &bytes,
-                        size_t length)
+ucs_status_t try_unpack(ucp_context_h context, const std::vector<uint8_t> &bytes, size_t length)
 {
     ucp_rkey_h rkey     = nullptr;
     ucs_status_t status = ucp::rkey_unpack(*context, bytes.data(), length, &rkey);
     if (status == UCS_OK) {
         ucp_rkey_destroy(rkey);
     } else if (rkey != nullptr) {
-        return UCS_ERR_NO_MESSAGE;   /* an output on failure is a bug too */
+        return UCS_ERR_NO_MESSAGE; /* an output on failure is a bug too */
     }
     return status;
 }
@@ -168,10 +167,10 @@ struct rkey_holder {
         status = ucp::rkey_unpack(*context, bytes.data(), &rkey);
     }
     ~rkey_holder() { ucp_rkey_destroy(rkey); }
-    rkey_holder(const rkey_holder &) = delete;
+    rkey_holder(const rkey_holder &)            = delete;
     rkey_holder &operator=(const rkey_holder &) = delete;
 
-    ucp_rkey_h   rkey = nullptr;
+    ucp_rkey_h rkey = nullptr;
     ucs_status_t status;
 };
 
@@ -193,8 +192,7 @@ bool consistent(const ucp_rkey &rkey)
 
 } // namespace
 
-TEST_CASE("a packed key has the documented layout and unpacks in one context",
-          "[ucp_rkey]")
+TEST_CASE("a packed key has the documented layout and unpacks in one context", "[ucp_rkey]")
 {
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
@@ -232,7 +230,7 @@ TEST_CASE("a packed key has the documented layout and unpacks in one context",
         CHECK(k.entries[e].component == md.component->name());
         CHECK(k.entries[e].key.size() == md.md->attr().rkey_packed_size);
     }
-    CHECK(encode(k) == bytes);   /* nothing in the key but what is documented */
+    CHECK(encode(k) == bytes); /* nothing in the key but what is documented */
 
     rkey_holder r(ctx.context, bytes);
     REQUIRE(r.status == UCS_OK);
@@ -268,8 +266,7 @@ TEST_CASE("a packed key has the documented layout and unpacks in one context",
     CHECK_FALSE(r.rkey->covers(UINT64_MAX, 2));
 }
 
-TEST_CASE("rkey_ptr reaches allocated memory directly, within the bounds",
-          "[ucp_rkey]")
+TEST_CASE("rkey_ptr reaches allocated memory directly, within the bounds", "[ucp_rkey]")
 {
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
@@ -287,32 +284,31 @@ TEST_CASE("rkey_ptr reaches allocated memory directly, within the bounds",
 
         void *ptr = nullptr;
         REQUIRE(ucp_rkey_ptr(r.rkey, m.raddr() + 100, &ptr) == UCS_OK);
-        auto *local = static_cast<char*>(ptr);
+        auto *local = static_cast<char *>(ptr);
         CHECK(std::memcmp(local, m.address() + 100, m.length() - 100) == 0);
-        local[0] = 'Q';                           /* the same memory */
+        local[0] = 'Q'; /* the same memory */
         CHECK(m.address()[100] == 'Q');
 
         REQUIRE(ucp_rkey_ptr(r.rkey, m.raddr() + m.length() - 1, &ptr) == UCS_OK);
-        CHECK(*static_cast<char*>(ptr) == m.address()[m.length() - 1]);
+        CHECK(*static_cast<char *>(ptr) == m.address()[m.length() - 1]);
         ptr = &ptr;
         CHECK(ucp_rkey_ptr(r.rkey, m.raddr() + m.length(), &ptr) == UCS_ERR_INVALID_ADDR);
         CHECK(ucp_rkey_ptr(r.rkey, m.raddr() - 1, &ptr) == UCS_ERR_INVALID_ADDR);
-        CHECK(ptr == &ptr);                       /* untouched on failure */
+        CHECK(ptr == &ptr); /* untouched on failure */
         CHECK(ucp_rkey_ptr(r.rkey, m.raddr(), nullptr) == UCS_ERR_INVALID_PARAM);
         CHECK(ucp_rkey_ptr(nullptr, m.raddr(), &ptr) == UCS_ERR_INVALID_PARAM);
     };
 
     SECTION("anywhere") {
-        mapped m(ctx.context, map_params(nullptr, 3 * page_size() + 10,
-                                         UCP_MEM_MAP_ALLOCATE));
+        mapped m(ctx.context, map_params(nullptr, 3 * page_size() + 10, UCP_MEM_MAP_ALLOCATE));
         REQUIRE(m.status == UCS_OK);
         round_trip(m);
     }
     SECTION("at a fixed address") {
         void *hole = free_range(4 * page_size());
         REQUIRE(hole != nullptr);
-        mapped m(ctx.context, map_params(hole, 2 * page_size(),
-                                         UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED));
+        mapped m(ctx.context,
+                 map_params(hole, 2 * page_size(), UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED));
         REQUIRE(m.status == UCS_OK);
         CHECK(m.address() == hole);
         round_trip(m);
@@ -351,25 +347,23 @@ TEST_CASE("the key carries the remote access the owner allowed", "[ucp_rkey]")
     REQUIRE(ctx.status == UCS_OK);
     std::vector<char> buffer(100);
     const std::pair<unsigned, uint8_t> cases[] = {
-        {UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE |
-                 UCP_MEM_MAP_PROT_REMOTE_READ, ucp::rkey_access::READ},
-        {UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE |
-                 UCP_MEM_MAP_PROT_REMOTE_WRITE, ucp::rkey_access::WRITE},
+        {UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE | UCP_MEM_MAP_PROT_REMOTE_READ,
+         ucp::rkey_access::READ},
+        {UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE | UCP_MEM_MAP_PROT_REMOTE_WRITE,
+         ucp::rkey_access::WRITE},
         {UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE, 0},
     };
     for (const auto &[prot, access] : cases) {
         ucp_mem_map_params_t params = map_params(buffer.data(), buffer.size());
         params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_PROT;
-        params.prot        = prot;
+        params.prot = prot;
         mapped m(ctx.context, params);
         REQUIRE(m.status == UCS_OK);
         rkey_holder r(ctx.context, pack(ctx.context, m.memh));
         REQUIRE(r.status == UCS_OK);
         CHECK(r.rkey->remote_access == access);
-        CHECK(r.rkey->allows(ucp::rkey_access::READ) ==
-              bool(access & ucp::rkey_access::READ));
-        CHECK(r.rkey->allows(ucp::rkey_access::WRITE) ==
-              bool(access & ucp::rkey_access::WRITE));
+        CHECK(r.rkey->allows(ucp::rkey_access::READ) == bool(access & ucp::rkey_access::READ));
+        CHECK(r.rkey->allows(ucp::rkey_access::WRITE) == bool(access & ucp::rkey_access::WRITE));
     }
 }
 
@@ -397,8 +391,8 @@ TEST_CASE("entries for mds the unpacking context lacks are skipped", "[ucp_rkey]
         CHECK(r.rkey->covers(m.raddr(), buffer.size()));
     }
     SECTION("names nobody has, or a component paired with another's md") {
-        wire_key x = k;
-        x.entries[0].md        = "no_such_md";
+        wire_key x      = k;
+        x.entries[0].md = "no_such_md";
         x.entries.push_back(k.entries[0]);
         x.entries.back().component = "no_such_component";
         rkey_holder r(ctx.context, encode(x));
@@ -444,25 +438,31 @@ TEST_CASE("malformed keys are refused with INVALID_PARAM", "[ucp_rkey]")
         std::vector<uint8_t> padded(bad);
         padded.resize(ucp::rkey_max_length + 64);
         ucp_rkey_h rkey = nullptr;
-        CHECK(ucp::rkey_unpack(*ctx.context, padded.data(), &rkey) ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(ucp::rkey_unpack(*ctx.context, padded.data(), &rkey) == UCS_ERR_INVALID_PARAM);
         CHECK(rkey == nullptr);
     };
     refused([](wire_key &x) { x.magic ^= 0x100; });
     refused([](wire_key &x) { x.version = 3; });
-    refused([](wire_key &x) { x.version = 1; });   /* the format before secrets */
+    refused([](wire_key &x) { x.version = 1; }); /* the format before secrets */
     refused([](wire_key &x) { x.version = 0; });
-    refused([](wire_key &x) { x.flags = 2; });     /* a flag this version does not know */
+    refused([](wire_key &x) { x.flags = 2; }); /* a flag this version does not know */
     refused([](wire_key &x) { x.flags = 0x80; });
     refused([](wire_key &x) { x.reserved = 4; });
     refused([](wire_key &x) { x.mem_type = UCS_MEMORY_TYPE_LAST; });
     refused([](wire_key &x) { x.mem_type = 0xff; });
     refused([](wire_key &x) { x.access = 4; });
-    refused([](wire_key &x) { x.address = UINT64_MAX - 10; x.length = 11; });
+    refused([](wire_key &x) {
+        x.address = UINT64_MAX - 10;
+        x.length  = 11;
+    });
     refused([](wire_key &x) { x.length = UINT64_MAX; });
     /* Counts and lengths that disagree with the content. */
-    refused([](wire_key &x) { x.num_entries = uint16_t(x.entries.size() + 1);
-                              x.total_length = 0; }, false);
+    refused(
+        [](wire_key &x) {
+        x.num_entries  = uint16_t(x.entries.size() + 1);
+        x.total_length = 0;
+        },
+        false);
     auto with_counts = [&](auto &&edit) {
         return [edit, &k](wire_key &x) {
             x              = k;
@@ -490,7 +490,7 @@ TEST_CASE("malformed keys are refused with INVALID_PARAM", "[ucp_rkey]")
     /* A key an md recognises as corrupt. */
     refused([](wire_key &x) {
         for (auto &entry : x.entries) {
-            entry.key[0] ^= 0xff;   /* the magic of every uct key here */
+            entry.key[0] ^= 0xff; /* the magic of every uct key here */
         }
     });
     refused([](wire_key &x) { x.entries[0].key.pop_back(); });
@@ -517,7 +517,7 @@ TEST_CASE("randomly mutated keys unpack or are refused, never crash", "[ucp_rkey
     const std::vector<uint8_t> bytes = pack(ctx.context, m.memh);
 
     std::mt19937_64 rng(Catch::rngSeed() ^ 0x5eed);
-    auto pick = [&](size_t n) { return size_t(rng() % n); };
+    auto pick       = [&](size_t n) { return size_t(rng() % n); };
     size_t accepted = 0, refused = 0, other = 0;
     for (int iteration = 0; iteration < 5000; ++iteration) {
         std::vector<uint8_t> x = bytes;
@@ -601,7 +601,7 @@ TEST_CASE("the internal pack exposes part of a handle on chosen mds", "[ucp_rkey
     REQUIRE(m.status == UCS_OK);
     REQUIRE(m.memh->md_map != 0);
 
-    const uint64_t one = m.memh->md_map & (~m.memh->md_map + 1);   /* lowest md */
+    const uint64_t one = m.memh->md_map & (~m.memh->md_map + 1); /* lowest md */
     const size_t size  = ucp::rkey_packed_size(*ctx.context, *m.memh, one);
     std::vector<uint8_t> bytes(size);
     size_t packed = 0;
@@ -619,10 +619,10 @@ TEST_CASE("the internal pack exposes part of a handle on chosen mds", "[ucp_rkey
 
     CHECK(ucp::rkey_pack(*ctx.context, *m.memh, one, m.raddr() + 9990, 11, bytes.data(),
                          bytes.size(), &packed) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucp::rkey_pack(*ctx.context, *m.memh, one, m.raddr() - 1, 1, bytes.data(),
-                         bytes.size(), &packed) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucp::rkey_pack(*ctx.context, *m.memh, one, m.raddr(), 1, bytes.data(),
-                         bytes.size() - 1, &packed) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp::rkey_pack(*ctx.context, *m.memh, one, m.raddr() - 1, 1, bytes.data(), bytes.size(),
+                         &packed) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp::rkey_pack(*ctx.context, *m.memh, one, m.raddr(), 1, bytes.data(), bytes.size() - 1,
+                         &packed) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp::rkey_pack(*ctx.context, *m.memh, one, m.raddr(), 1, nullptr, bytes.size(),
                          &packed) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp::rkey_peek(bytes.data(), ucp::rkey_header_size - 1, &packed) ==
@@ -664,12 +664,11 @@ TEST_CASE("rkey_pack refuses bad arguments", "[ucp_rkey]")
     CHECK(ucp_rkey_pack(other.context, m.memh, &key, &size) == UCS_ERR_INVALID_PARAM);
     CHECK(key == nullptr);
     CHECK(log.text().find("ucp_rkey_pack") != std::string::npos);
-    ucp_rkey_buffer_release(nullptr);   /* must not crash */
+    ucp_rkey_buffer_release(nullptr); /* must not crash */
     ucp_rkey_destroy(nullptr);
 }
 
-TEST_CASE("destroying a handle that is not a live rkey is reported and ignored",
-          "[ucp_rkey]")
+TEST_CASE("destroying a handle that is not a live rkey is reported and ignored", "[ucp_rkey]")
 {
     /* Open MPI 4.1.4's OpenSHMEM does this at finalize over tcp: the handle
      * comes from memory it freed, a stale key or bytes of garbage. */
@@ -685,16 +684,16 @@ TEST_CASE("destroying a handle that is not a live rkey is reported and ignored",
     log_capture log(UCS_LOG_LEVEL_WARN);
     ucp_rkey_destroy(first);
     CHECK(log.text().empty());
-    ucp_rkey_destroy(first);   /* twice */
+    ucp_rkey_destroy(first); /* twice */
     CHECK(log.text().find("not a live remote key") != std::string::npos);
     auto *garbage = reinterpret_cast<ucp_rkey_h>(uintptr_t(0x4d4d4d4d4d4d4d4dull));
-    ucp_rkey_destroy(garbage);   /* never dereferenced */
+    ucp_rkey_destroy(garbage); /* never dereferenced */
     CHECK(log.text().find("0x4d4d4d4d4d4d4d4d") != std::string::npos);
 
     /* The other key still works and goes away normally. */
-    void *direct = nullptr;
+    void *direct        = nullptr;
     const uint64_t word = 0x0123456789abcdefull;
-    std::memcpy(reinterpret_cast<void*>(m.raddr()), &word, sizeof(word));
+    std::memcpy(reinterpret_cast<void *>(m.raddr()), &word, sizeof(word));
     REQUIRE(ucp_rkey_ptr(second, m.raddr(), &direct) == UCS_OK);
     CHECK(std::memcmp(direct, &word, sizeof(word)) == 0);
     const size_t warnings = log.text().size();
@@ -702,8 +701,7 @@ TEST_CASE("destroying a handle that is not a live rkey is reported and ignored",
     CHECK(log.text().size() == warnings);
 }
 
-TEST_CASE("two processes: a peer reads and writes allocated memory through rkey_ptr",
-          "[ucp_rkey]")
+TEST_CASE("two processes: a peer reads and writes allocated memory through rkey_ptr", "[ucp_rkey]")
 {
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
@@ -729,7 +727,7 @@ TEST_CASE("two processes: a peer reads and writes allocated memory through rkey_
 
         void *ptr = nullptr;
         TEST_CHILD_CHECK(ucp_rkey_ptr(rkey, rkey->address, &ptr) == UCS_OK);
-        auto *remote = static_cast<char*>(ptr);
+        auto *remote = static_cast<char *>(ptr);
         for (size_t i = 0; i < rkey->length; ++i) {
             TEST_CHILD_CHECK(remote[i] == char(i % 251));
         }
@@ -747,8 +745,7 @@ TEST_CASE("two processes: a peer reads and writes allocated memory through rkey_
     CHECK(child.wait() == 0);
 }
 
-TEST_CASE("two processes: registered application memory is not directly reachable",
-          "[ucp_rkey]")
+TEST_CASE("two processes: registered application memory is not directly reachable", "[ucp_rkey]")
 {
     context_holder ctx(rma_params());
     REQUIRE(ctx.status == UCS_OK);
@@ -764,13 +761,11 @@ TEST_CASE("two processes: registered application memory is not directly reachabl
         std::vector<uint8_t> key;
         TEST_CHILD_CHECK(test::recv_blob(fd, &key));
         ucp_rkey_h rkey = nullptr;
-        TEST_CHILD_CHECK(ucp::rkey_unpack(*context, key.data(), key.size(), &rkey) ==
-                         UCS_OK);
+        TEST_CHILD_CHECK(ucp::rkey_unpack(*context, key.data(), key.size(), &rkey) == UCS_OK);
         /* Every md's key is usable here (same transports), none maps it. */
         TEST_CHILD_CHECK(rkey->entries.size() == expected_entries);
         void *ptr = nullptr;
-        TEST_CHILD_CHECK(ucp_rkey_ptr(rkey, rkey->address + 1, &ptr) ==
-                         UCS_ERR_UNREACHABLE);
+        TEST_CHILD_CHECK(ucp_rkey_ptr(rkey, rkey->address + 1, &ptr) == UCS_ERR_UNREACHABLE);
         TEST_CHILD_CHECK(rkey->covers(rkey->address, 8000));
         TEST_CHILD_CHECK(!rkey->covers(rkey->address, 8001));
         ucp_rkey_destroy(rkey);

@@ -23,15 +23,14 @@ using ucp_test::fill_pattern;
 
 namespace {
 
-const size_t sizes[] = {0,    1,    7,    8,    9,     63,    64,        65,
-                        255,  256,  1000, 4095, 4096,  4097,  8191,      8192,
-                        8193, 16384, 65539, 262144, (1u << 20) + 5};
+const size_t sizes[] = {0,    1,    7,    8,     9,     63,     64,
+                        65,   255,  256,  1000,  4095,  4096,   4097,
+                        8191, 8192, 8193, 16384, 65539, 262144, (1u << 20) + 5};
 
 constexpr size_t big_region = 2u << 20;
 
 enum class api { nbx, nbi, nb, blocking, count };
-enum class flush_kind { ep_nbx, worker_nbx, ep_blocking, worker_blocking, ep_nb, worker_nb,
-                        count };
+enum class flush_kind { ep_nbx, worker_nbx, ep_blocking, worker_blocking, ep_nb, worker_nb, count };
 
 void legacy_cb(void *, ucs_status_t)
 {
@@ -84,7 +83,7 @@ ucs_status_t get(session &s, api how, void *buffer, size_t length, uint64_t radd
         if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
             return status;
         }
-        return flush(s, flush_kind::worker_nbx);   /* the data is here after it */
+        return flush(s, flush_kind::worker_nbx); /* the data is here after it */
     }
     case api::nb:
         return s.wait(ucp_get_nb(s.p.ep, buffer, length, raddr, s.rkey, legacy_cb));
@@ -100,12 +99,12 @@ void put_get_every_size(session &s)
     std::vector<uint8_t> local;
     unsigned i = 0;
     for (size_t size : sizes) {
-        const uint64_t offset = (i * 13) % 64 + 1;   /* odd and even, unaligned */
+        const uint64_t offset = (i * 13) % 64 + 1; /* odd and even, unaligned */
         const api put_api     = api(i % unsigned(api::count));
         const api get_api     = api((i + 1) % unsigned(api::count));
         const auto flush_how  = flush_kind(i % unsigned(flush_kind::count));
-        INFO("size " << size << " offset " << offset << " put api " << int(put_api)
-             << " flush " << int(flush_how) << " get api " << int(get_api));
+        INFO("size " << size << " offset " << offset << " put api " << int(put_api) << " flush "
+                     << int(flush_how) << " get api " << int(get_api));
         REQUIRE(offset + size + 8 <= s.length);
 
         s.write(offset + size, 8, guard);
@@ -120,7 +119,7 @@ void put_get_every_size(session &s)
         std::fill(local.begin(), local.end(), 0xee);
         REQUIRE(get(s, get_api, local.data(), size, s.base + offset) == UCS_OK);
         CHECK(check_pattern(local.data(), size, size + 1000));
-        CHECK(local[size] == 0xee);   /* nothing written past the buffer */
+        CHECK(local[size] == 0xee); /* nothing written past the buffer */
         ++i;
     }
 }
@@ -156,32 +155,33 @@ TEST_CASE("put and get of every size to this process (loopback)", "[ucp_rma]")
 TEST_CASE("RMA outside the key's region is refused and changes nothing", "[ucp_rma]")
 {
     const size_t length = 64 * 1024;
-    auto run = [&](session &s) {
+    auto run            = [&](session &s) {
         s.fill(0, length, 77);
         std::vector<uint8_t> buffer(length + 64, 0xcd);
         const ucp_request_param_t param{};
         const struct {
             uint64_t address;
-            size_t   length;
+            size_t length;
         } outside[] = {
-            {s.base - 1, 1},         {s.base - 1, 2},          {s.base + length - 1, 2},
-            {s.base + length, 1},    {s.base + length, 8},     {s.base, length + 1},
-            {s.base + 8, SIZE_MAX},  {s.base + 8, SIZE_MAX - 7}, {~uint64_t(0) - 3, 8},
-            {0, 8},
+            {s.base - 1, 1},          {s.base - 1, 2},
+            {s.base + length - 1, 2}, {s.base + length, 1},
+            {s.base + length, 8},     {s.base, length + 1},
+            {s.base + 8, SIZE_MAX},   {s.base + 8, SIZE_MAX - 7},
+            {~uint64_t(0) - 3, 8},    {0, 8},
         };
         for (const auto &o : outside) {
-            INFO("address base" << std::showpos << int64_t(o.address - s.base)
-                 << std::noshowpos << " length " << o.length);
+            INFO("address base" << std::showpos << int64_t(o.address - s.base) << std::noshowpos
+                                           << " length " << o.length);
             CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer.data(), o.length, o.address, s.rkey,
-                                           &param)) == UCS_ERR_INVALID_ADDR);
+                                                      &param)) == UCS_ERR_INVALID_ADDR);
             CHECK(status_of(s, ucp_get_nbx(s.p.ep, buffer.data(), o.length, o.address, s.rkey,
-                                           &param)) == UCS_ERR_INVALID_ADDR);
+                                                      &param)) == UCS_ERR_INVALID_ADDR);
             CHECK(ucp_put_nbi(s.p.ep, buffer.data(), o.length, o.address, s.rkey) ==
-                  UCS_ERR_INVALID_ADDR);
+                             UCS_ERR_INVALID_ADDR);
             CHECK(ucp_get_nbi(s.p.ep, buffer.data(), o.length, o.address, s.rkey) ==
-                  UCS_ERR_INVALID_ADDR);
+                             UCS_ERR_INVALID_ADDR);
             CHECK(ucp_put(s.p.ep, buffer.data(), o.length, o.address, s.rkey) ==
-                  UCS_ERR_INVALID_ADDR);
+                             UCS_ERR_INVALID_ADDR);
         }
         /* Nothing was read into the local buffer either. */
         CHECK(std::all_of(buffer.begin(), buffer.end(), [](uint8_t b) { return b == 0xcd; }));
@@ -193,10 +193,9 @@ TEST_CASE("RMA outside the key's region is refused and changes nothing", "[ucp_r
         CHECK(s.read(0, 8) % 256 == 0xcd);
         s.fill(0, 1, 77);
         ucp_test::fill_pattern(buffer.data(), length, 77);
-        CHECK(put(s, api::nbx, buffer.data() + length - 1, 1, s.base + length - 1) ==
-              UCS_OK);
+        CHECK(put(s, api::nbx, buffer.data() + length - 1, 1, s.base + length - 1) == UCS_OK);
         REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
-        CHECK(s.check(0, length, 77));   /* all of it as before */
+        CHECK(s.check(0, length, 77)); /* all of it as before */
     };
     for (const config &cfg : two_process_configs()) {
         INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
@@ -246,8 +245,7 @@ TEST_CASE("bad RMA arguments are refused without a crash", "[ucp_rma]")
     /* Only contiguous data; element counts that overflow. */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype     = ucp_dt_make_iov();
-    CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 1, at, s.rkey, &param)) ==
-          UCS_ERR_UNSUPPORTED);
+    CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 1, at, s.rkey, &param)) == UCS_ERR_UNSUPPORTED);
     param.datatype = ucp_dt_make_contig(0);
     CHECK(status_of(s, ucp_get_nbx(s.p.ep, buffer, 1, at, s.rkey, &param)) ==
           UCS_ERR_INVALID_PARAM);
@@ -259,9 +257,8 @@ TEST_CASE("bad RMA arguments are refused without a crash", "[ucp_rma]")
     CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 3, at, s.rkey, &param)) == UCS_OK);
     CHECK(check_pattern(s.local->data() + 8, 24, 5));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    param.memory_type  = UCS_MEMORY_TYPE_CUDA;   /* not reachable with CPU copies */
-    CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 8, at, s.rkey, &param)) ==
-          UCS_ERR_UNSUPPORTED);
+    param.memory_type  = UCS_MEMORY_TYPE_CUDA; /* not reachable with CPU copies */
+    CHECK(status_of(s, ucp_put_nbx(s.p.ep, buffer, 8, at, s.rkey, &param)) == UCS_ERR_UNSUPPORTED);
     param.memory_type = UCS_MEMORY_TYPE_HOST;
     CHECK(status_of(s, ucp_get_nbx(s.p.ep, buffer, 8, at, s.rkey, &param)) == UCS_OK);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_REQUEST;
@@ -305,11 +302,10 @@ TEST_CASE("flush completes only once the target has executed the operations", "[
         const bool needs_target = (std::string(cfg.tls) == "tcp") ||
                                   (cfg.kind == memory::registered);
         REQUIRE(s.ask({command_type::hold, 0, 0, 0, 0, 0}) == 0);
-        const ucs_status_t put_status = ucp_put_nbi(s.p.ep, data.data(), data.size(),
-                                                    s.base + 4096, s.rkey);
+        const ucs_status_t put_status = ucp_put_nbi(s.p.ep, data.data(), data.size(), s.base + 4096,
+                                                    s.rkey);
         REQUIRE(((put_status == UCS_OK) || (put_status == UCS_INPROGRESS)));
-        REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 5, 8, s.base, s.rkey) ==
-                UCS_OK);
+        REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 5, 8, s.base, s.rkey) == UCS_OK);
         const ucp_request_param_t param{};
         ucs_status_ptr_t flush_req = ucp_worker_flush_nbx(s.p.worker, &param);
         REQUIRE(!UCS_PTR_IS_ERR(flush_req));
@@ -321,12 +317,14 @@ TEST_CASE("flush completes only once the target has executed the operations", "[
             CHECK(ucp_request_check_status(flush_req) == UCS_INPROGRESS);
         } else {
             /* Done by us alone: the target is not even progressing. */
-            CHECK(test::poll_until([&] {
+            CHECK(test::poll_until(
+                [&] {
                 return (flush_req == nullptr) ||
                        (ucp_request_check_status(flush_req) != UCS_INPROGRESS);
-            }, [&] { ucp_worker_progress(s.p.worker); }, std::chrono::seconds(10)));
+                },
+                [&] { ucp_worker_progress(s.p.worker); }, std::chrono::seconds(10)));
         }
-        REQUIRE(s.ask({command_type::ping, 0, 0, 0, 0, 0}) == 0);   /* target resumes */
+        REQUIRE(s.ask({command_type::ping, 0, 0, 0, 0, 0}) == 0); /* target resumes */
         CHECK(s.wait(flush_req) == UCS_OK);
         CHECK(s.read(0, 8) == 105);
         CHECK(s.check(4096, data.size(), 31));
@@ -371,19 +369,19 @@ TEST_CASE("fence: what follows it is never seen before what precedes it", "[ucp_
         INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
         session s;
         REQUIRE(s.start(cfg, 4096) == UCS_OK);
-        s.write(0, 8, 0);    /* counter, updated by atomics */
-        s.write(64, 8, 0);   /* flag, written by puts */
+        s.write(0, 8, 0);  /* counter, updated by atomics */
+        s.write(64, 8, 0); /* flag, written by puts */
         REQUIRE(s.tell({command_type::watch, 8, 0, rounds, 0, 64}));
         std::vector<uint64_t> flags(rounds + 1);
         for (uint64_t i = 1; i <= rounds; ++i) {
             REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 1, 8, s.base, s.rkey) ==
                     UCS_OK);
             REQUIRE(ucp_worker_fence(s.p.worker) == UCS_OK);
-            flags[i] = i;
+            flags[i]                  = i;
             const ucs_status_t status = ucp_put_nbi(s.p.ep, &flags[i], 8, s.base + 64, s.rkey);
             REQUIRE(((status == UCS_OK) || (status == UCS_INPROGRESS)));
         }
-        CHECK(s.answer() == 0);   /* times the flag ran ahead of the counter */
+        CHECK(s.answer() == 0); /* times the flag ran ahead of the counter */
         REQUIRE(flush(s, flush_kind::worker_blocking) == UCS_OK);
         CHECK(s.read(0, 8) == rounds);
         CHECK(s.finish() == 0);
@@ -393,22 +391,21 @@ TEST_CASE("fence: what follows it is never seen before what precedes it", "[ucp_
 namespace {
 
 struct callback_record {
-    int          calls = 0;
+    int calls           = 0;
     ucs_status_t status = UCS_ERR_NO_MESSAGE;
-    void         *user_data = nullptr;
+    void *user_data     = nullptr;
 };
 
 void record_cb(void *, ucs_status_t status, void *user_data)
 {
-    auto *record = static_cast<callback_record*>(user_data);
+    auto *record = static_cast<callback_record *>(user_data);
     ++record->calls;
     record->status = status;
 }
 
 } // namespace
 
-TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its callback",
-          "[ucp_rma]")
+TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its callback", "[ucp_rma]")
 {
     for (const config &cfg : two_process_configs()) {
         INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
@@ -416,7 +413,7 @@ TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its cal
         REQUIRE(s.start(cfg, 4096) == UCS_OK);
         /* Shared segments are written by this process itself. */
         const bool direct = (cfg.kind == memory::allocated) && (std::string(cfg.tls) != "tcp");
-        uint64_t value = 0x1122334455667788ull;
+        uint64_t value    = 0x1122334455667788ull;
         callback_record record;
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -427,7 +424,7 @@ TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its cal
         REQUIRE(!UCS_PTR_IS_ERR(req));
         if (direct) {
             CHECK(req == nullptr);
-            CHECK(record.calls == 0);   /* no callback for an immediate completion */
+            CHECK(record.calls == 0); /* no callback for an immediate completion */
         }
         CHECK(s.wait(req) == UCS_OK);
         CHECK(record.calls == ((req == nullptr) ? 0 : 1));
@@ -435,10 +432,10 @@ TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its cal
         CHECK(s.read(0, 8) == value);
 
         /* NO_IMM_CMPL: always a request, and the callback runs once. */
-        record             = {};
+        record = {};
         param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-        uint64_t back      = 0;
-        req = ucp_get_nbx(s.p.ep, &back, 8, s.base, s.rkey, &param);
+        uint64_t back = 0;
+        req           = ucp_get_nbx(s.p.ep, &back, 8, s.base, s.rkey, &param);
         REQUIRE(!UCS_PTR_IS_ERR(req));
         REQUIRE(req != nullptr);
         CHECK(s.wait(req) == UCS_OK);
@@ -449,7 +446,7 @@ TEST_CASE("nbx: NULL when done at once, otherwise a request completed by its cal
         /* FORCE_IMM_CMPL: done now, or refused with nothing done. */
         value              = 42;
         param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-        req = ucp_put_nbx(s.p.ep, &value, 8, s.base + 8, s.rkey, &param);
+        req                = ucp_put_nbx(s.p.ep, &value, 8, s.base + 8, s.rkey, &param);
         if (direct) {
             CHECK(req == nullptr);
         } else {
@@ -479,7 +476,7 @@ TEST_CASE("UCX's key of no memory domain unpacks but opens nothing", "[ucp_rma]"
     /* Open MPI 4.1's dynamic windows unpack these bytes (see ucp_rkey.h).
      * They must not be a master key to every region the target mapped. */
     const uint8_t ucx_empty_key[64] = {};
-    auto run = [&](session &s) {
+    auto run                        = [&](session &s) {
         ucp_rkey_h empty = nullptr;
         REQUIRE(ucp_ep_rkey_unpack(s.p.ep, ucx_empty_key, &empty) == UCS_OK);
         void *ptr = nullptr;
@@ -487,7 +484,7 @@ TEST_CASE("UCX's key of no memory domain unpacks but opens nothing", "[ucp_rma]"
 
         /* Inside the target's mapped region and anywhere else: the target
          * refuses, nothing is written or read. */
-        ucp_test::log_capture quiet;   /* the refusals are logged as errors */
+        ucp_test::log_capture quiet; /* the refusals are logged as errors */
         s.write(0, 8, 40);
         std::vector<uint8_t> data(10000);
         fill_pattern(data.data(), data.size(), 99);
@@ -495,18 +492,18 @@ TEST_CASE("UCX's key of no memory domain unpacks but opens nothing", "[ucp_rma]"
         const ucp_request_param_t param{};
         uint64_t two = 2, old = 7;
         ucp_request_param_t amo{};
-        amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        amo.datatype     = ucp_dt_make_contig(8);
-        amo.reply_buffer = &old;
+        amo.op_attr_mask       = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        amo.datatype           = ucp_dt_make_contig(8);
+        amo.reply_buffer       = &old;
         const uint64_t outside = s.base + s.length;
         for (const uint64_t where : {s.base, s.base + 104, outside}) {
             CAPTURE(where - s.base);
-            CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), where, empty,
-                                     &param)) == UCS_ERR_INVALID_ADDR);
-            CHECK(s.wait(ucp_get_nbx(s.p.ep, back.data(), back.size(), where, empty,
-                                     &param)) == UCS_ERR_INVALID_ADDR);
+            CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), where, empty, &param)) ==
+                                         UCS_ERR_INVALID_ADDR);
+            CHECK(s.wait(ucp_get_nbx(s.p.ep, back.data(), back.size(), where, empty, &param)) ==
+                                         UCS_ERR_INVALID_ADDR);
             CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &two, 1, where, empty,
-                                           &amo)) == UCS_ERR_INVALID_ADDR);
+                                                                  &amo)) == UCS_ERR_INVALID_ADDR);
         }
         REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
         CHECK(s.read(0, 8) == 40);
@@ -516,13 +513,13 @@ TEST_CASE("UCX's key of no memory domain unpacks but opens nothing", "[ucp_rma]"
         ucp_rkey_destroy(empty);
 
         /* The region's own key still works. */
-        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), s.base + 100, s.rkey,
-                                 &param)) == UCS_OK);
+        CHECK(s.wait(ucp_put_nbx(s.p.ep, data.data(), data.size(), s.base + 100, s.rkey, &param)) ==
+                                     UCS_OK);
         REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
         CHECK(s.check(100, data.size(), 99));
     };
-    for (const config &cfg : {config{"posix,cma", memory::registered},
-                              config{"tcp", memory::allocated}}) {
+    for (const config &cfg :
+         {config{"posix,cma", memory::registered}, config{"tcp", memory::allocated}}) {
         INFO("UCX_TLS=" << cfg.tls << ", " << memory_name(cfg.kind) << " memory");
         session s;
         REQUIRE(s.start(cfg, 64 * 1024) == UCS_OK);
@@ -534,8 +531,7 @@ TEST_CASE("UCX's key of no memory domain unpacks but opens nothing", "[ucp_rma]"
     run(s);
 }
 
-TEST_CASE("a key with the region's bounds but not its secret opens nothing emulated",
-          "[ucp_rma]")
+TEST_CASE("a key with the region's bounds but not its secret opens nothing emulated", "[ucp_rma]")
 {
     /* posix without cma: registered memory is reached only by emulation. */
     session s;
@@ -543,7 +539,7 @@ TEST_CASE("a key with the region's bounds but not its secret opens nothing emula
     s.write(0, 8, 40);
     std::vector<uint8_t> forged_bytes = s.packed_key;
     REQUIRE(forged_bytes.size() >= ucp::rkey_header_size);
-    forged_bytes[32] ^= 1;                      /* the secret (ucp_rkey.h) */
+    forged_bytes[32] ^= 1; /* the secret (ucp_rkey.h) */
     ucp_rkey_h forged = nullptr;
     REQUIRE(ucp_ep_rkey_unpack(s.p.ep, forged_bytes.data(), &forged) == UCS_OK);
 
@@ -553,12 +549,10 @@ TEST_CASE("a key with the region's bounds but not its secret opens nothing emula
     amo.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     amo.datatype     = ucp_dt_make_contig(8);
     amo.reply_buffer = &old;
-    CHECK(s.wait(ucp_put_nbx(s.p.ep, &value, 8, s.base, forged, &param)) ==
+    CHECK(s.wait(ucp_put_nbx(s.p.ep, &value, 8, s.base, forged, &param)) == UCS_ERR_INVALID_ADDR);
+    CHECK(s.wait(ucp_get_nbx(s.p.ep, &value, 8, s.base, forged, &param)) == UCS_ERR_INVALID_ADDR);
+    CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &value, 1, s.base, forged, &amo)) ==
           UCS_ERR_INVALID_ADDR);
-    CHECK(s.wait(ucp_get_nbx(s.p.ep, &value, 8, s.base, forged, &param)) ==
-          UCS_ERR_INVALID_ADDR);
-    CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &value, 1, s.base, forged,
-                                   &amo)) == UCS_ERR_INVALID_ADDR);
     CHECK(value == 5);
     CHECK(old == 9);
     REQUIRE(flush(s, flush_kind::ep_nbx) == UCS_OK);
@@ -566,8 +560,8 @@ TEST_CASE("a key with the region's bounds but not its secret opens nothing emula
     ucp_rkey_destroy(forged);
 
     /* The genuine key: the same operations are served. */
-    CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &value, 1, s.base, s.rkey,
-                                   &amo)) == UCS_OK);
+    CHECK(s.wait(ucp_atomic_op_nbx(s.p.ep, UCP_ATOMIC_OP_ADD, &value, 1, s.base, s.rkey, &amo)) ==
+          UCS_OK);
     CHECK(old == 40);
     CHECK(s.finish() == 0);
 }
@@ -581,18 +575,18 @@ TEST_CASE("closing an ep in flush mode completes its RMA at the target first", "
         s.write(0, 8, 0);
         std::vector<uint8_t> data(100000);
         fill_pattern(data.data(), data.size(), 8);
-        const ucs_status_t put_status = ucp_put_nbi(s.p.ep, data.data(), data.size(),
-                                                    s.base + 64, s.rkey);
+        const ucs_status_t put_status = ucp_put_nbi(s.p.ep, data.data(), data.size(), s.base + 64,
+                                                    s.rkey);
         REQUIRE(((put_status == UCS_OK) || (put_status == UCS_INPROGRESS)));
         for (int i = 0; i < 100; ++i) {
             REQUIRE(ucp_atomic_post(s.p.ep, UCP_ATOMIC_POST_OP_ADD, 3, 8, s.base, s.rkey) ==
                     UCS_OK);
         }
         ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = 0;   /* flush, not force */
+        param.op_attr_mask     = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags            = 0; /* flush, not force */
         ucs_status_ptr_t close = ucp_ep_close_nbx(s.p.ep, &param);
-        s.p.ep = nullptr;
+        s.p.ep                 = nullptr;
         CHECK(s.wait(close) == UCS_OK);
         CHECK(s.read(0, 8) == 300);
         CHECK(s.check(64, data.size(), 8));

@@ -24,18 +24,15 @@ namespace {
 constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
 
 /* Sizes around the split threshold (64k) and page-unaligned halves. */
-const size_t rndv_sizes[] = {65535, 65536, 65536 + 4097, 300001, (1u << 20) + 7,
-                             (3u << 20) + 4095};
+const size_t rndv_sizes[] = {65535, 65536, 65536 + 4097, 300001, (1u << 20) + 7, (3u << 20) + 4095};
 
 /* Sets an environment variable for the scope (both processes: set before
  * the fork). */
 class scoped_env {
 public:
-    scoped_env(const char *name, const char *value) : name_(name)
-    {
-        ::setenv(name, value, 1);
-    }
+    scoped_env(const char *name, const char *value) : name_(name) { ::setenv(name, value, 1); }
     ~scoped_env() { ::unsetenv(name_); }
+
 private:
     const char *name_;
 };
@@ -62,6 +59,7 @@ public:
         out << in.rdbuf();
         return out.str();
     }
+
 private:
     std::string path_;
 };
@@ -124,7 +122,7 @@ std::string receive_sizes(const char *tls, bool unexpected)
     buffer.assign(room + 64, 0xee);
     ucp_tag_recv_info_t info{};
     CHECK(p.recv(buffer.data(), room, 99, full_mask, &info) == UCS_ERR_MESSAGE_TRUNCATED);
-    CHECK(buffer[room] == 0xee);   /* nothing past the receive buffer */
+    CHECK(buffer[room] == 0xee); /* nothing past the receive buffer */
     REQUIRE(test::sync_peer(child.fd()));
     CHECK(child.wait() == 0);
     return log.text();
@@ -159,7 +157,7 @@ TEST_CASE("rendezvous schemes get_zcopy and put_zcopy", "[ucp_rndv]")
         }
         SECTION(std::string("put_zcopy ") + tls) {
             scoped_env scheme("UCX_RNDV_SCHEME", "put_zcopy");
-            const bool tcp = (std::string(tls) == "tcp");
+            const bool tcp  = (std::string(tls) == "tcp");
             std::string log = receive_sizes(tls, true);
             /* The sender writes all of every rendezvous message (and all
              * that fits); 65535 is eager over tcp. */
@@ -187,11 +185,11 @@ TEST_CASE("malformed rendezvous push messages are refused", "[ucp_rndv]")
     ucp_worker *worker = p.worker;
 
     ucp::wire::rtr_hdr rtr{};
-    rtr.sreq_id     = 12345;             /* no such request */
-    rtr.rreq_id     = 777;
-    rtr.src_uuid    = 1;                 /* no such worker */
-    rtr.address     = 0x1000;
-    rtr.length      = 1u << 20;
+    rtr.sreq_id  = 12345; /* no such request */
+    rtr.rreq_id  = 777;
+    rtr.src_uuid = 1; /* no such worker */
+    rtr.address  = 0x1000;
+    rtr.length   = 1u << 20;
     std::vector<uint8_t> bytes(sizeof(rtr) + 8, 0x5a);
     std::memcpy(bytes.data(), &rtr, sizeof(rtr));
     /* Short header, key longer than the message, unknown request. */
@@ -214,8 +212,7 @@ TEST_CASE("malformed rendezvous push messages are refused", "[ucp_rndv]")
     std::vector<uint8_t> out(1u << 20), in(1u << 20, 0);
     fill_pattern(out.data(), out.size(), 9);
     ucp_request_param_t param{};
-    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(worker, in.data(), in.size(), 5, full_mask,
-                                             &param);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(worker, in.data(), in.size(), 5, full_mask, &param);
     REQUIRE(!UCS_PTR_IS_ERR(rreq));
     CHECK(p.wait(ucp_tag_send_nbx(p.ep, out.data(), out.size(), 5, &param)) == UCS_OK);
     CHECK(p.wait(rreq) == UCS_OK);
@@ -224,7 +221,7 @@ TEST_CASE("malformed rendezvous push messages are refused", "[ucp_rndv]")
 
 TEST_CASE("ucp_ep_print_info shows the rendezvous scheme per size", "[ucp_rndv]")
 {
-    scoped_env thresh("UCX_RNDV_THRESH", "16384");   /* the get below the split */
+    scoped_env thresh("UCX_RNDV_THRESH", "16384"); /* the get below the split */
     auto info_of = [](const char *tls) {
         peer p;
         REQUIRE(p.init(tls) == UCS_OK);

@@ -52,12 +52,11 @@ std::vector<ucp::proto::key> every_host_key()
 {
     using ucp::proto::operation;
     std::vector<ucp::proto::key> keys;
-    for (operation op : {operation::TAG, operation::TAG_SYNC, operation::AM,
-                         operation::STREAM}) {
+    for (operation op : {operation::TAG, operation::TAG_SYNC, operation::AM, operation::STREAM}) {
         const uint8_t variants = (op == operation::AM) ? ucp::proto::am_variant::count : 1;
         for (uint8_t v = 0; v < variants; ++v) {
-            for (auto dt : {ucp::dt::dt_class::contig, ucp::dt::dt_class::iov,
-                            ucp::dt::dt_class::generic}) {
+            for (auto dt :
+                 {ucp::dt::dt_class::contig, ucp::dt::dt_class::iov, ucp::dt::dt_class::generic}) {
                 keys.push_back({op, v, dt, UCS_MEMORY_TYPE_HOST});
             }
         }
@@ -86,14 +85,14 @@ ucp::proto::key rma_key(ucp::proto::operation op, uint8_t reach,
  * bcopy and zcopy alike, and the zero-copy threshold `zcopy`. */
 ucp::proto::table_inputs rma_inputs(size_t zcopy, bool amo, bool amo_cpu)
 {
-    ucp::proto::table_inputs in = inputs(100, 8192, SIZE_MAX, SIZE_MAX, false);
+    ucp::proto::table_inputs in    = inputs(100, 8192, SIZE_MAX, SIZE_MAX, false);
     ucp::proto::rma_lane_limits &l = in.rma_lanes[0];
-    l.put_short = 256;
+    l.put_short                    = 256;
     l.put_bcopy = l.get_bcopy = 8192;
     l.put_zcopy = l.get_zcopy = 65536;
-    l.zcopy     = zcopy;
-    l.amo       = amo;
-    in.amo_cpu  = amo_cpu;
+    l.zcopy                   = zcopy;
+    l.amo                     = amo;
+    in.amo_cpu                = amo_cpu;
     return in;
 }
 
@@ -106,21 +105,21 @@ protocol first_at(const ucp::proto::table &t, const ucp::proto::key &k, size_t l
 } // namespace
 
 TEST_CASE("every selection table covers all sizes once and ends each range with a "
-          "protocol that never declines", "[ucp_select]")
+          "protocol that never declines",
+          "[ucp_select]")
 {
     std::mt19937_64 rng(7);
     for (int round = 0; round < 200; ++round) {
-        const size_t bcopy    = 256 + rng() % 65536;
+        const size_t bcopy      = 256 + rng() % 65536;
         const ssize_t max_short = (rng() % 4 == 0) ? -1 : ssize_t(rng() % 512);
-        const size_t zcopy    = (rng() % 4 == 0) ? SIZE_MAX : 1 + rng() % 100000;
-        const size_t rndv     = (rng() % 4 == 0) ? SIZE_MAX : rng() % 1000000;
-        const auto in = inputs(max_short, bcopy, zcopy, rndv, rndv != SIZE_MAX,
-                               rng() % 2);
+        const size_t zcopy      = (rng() % 4 == 0) ? SIZE_MAX : 1 + rng() % 100000;
+        const size_t rndv       = (rng() % 4 == 0) ? SIZE_MAX : rng() % 1000000;
+        const auto in = inputs(max_short, bcopy, zcopy, rndv, rndv != SIZE_MAX, rng() % 2);
         const ucp::proto::table table(in);
         for (const auto &k : every_host_key()) {
             const ucp::proto::selection &sel = table.get(k);
-            INFO("round " << round << " op " << int(k.op) << " variant " << int(k.variant)
-                 << " dt " << int(k.dt));
+            INFO("round " << round << " op " << int(k.op) << " variant " << int(k.variant) << " dt "
+                          << int(k.dt));
             REQUIRE(sel.count > 0);
             REQUIRE(sel.count <= ucp::proto::max_ranges);
             size_t from = 0;
@@ -152,14 +151,12 @@ TEST_CASE("every selection table covers all sizes once and ends each range with 
     }
 }
 
-TEST_CASE("the selection follows the thresholds: short, bcopy, zcopy, rendezvous",
-          "[ucp_select]")
+TEST_CASE("the selection follows the thresholds: short, bcopy, zcopy, rendezvous", "[ucp_select]")
 {
     using ucp::proto::operation;
     const auto in = inputs(100, 8192, 2000, 100000, true);
     const ucp::proto::table table(in);
-    const ucp::proto::key tag{operation::TAG, 0, ucp::dt::dt_class::contig,
-                              UCS_MEMORY_TYPE_HOST};
+    const ucp::proto::key tag{operation::TAG, 0, ucp::dt::dt_class::contig, UCS_MEMORY_TYPE_HOST};
     CHECK(first_at(table, tag, 0) == protocol::EAGER_SHORT);
     CHECK(first_at(table, tag, 100) == protocol::EAGER_SHORT);
     CHECK(first_at(table, tag, 101) == protocol::EAGER_BCOPY_SINGLE);
@@ -201,12 +198,11 @@ TEST_CASE("the selection follows the thresholds: short, bcopy, zcopy, rendezvous
     CHECK(first_at(late, stream, 1u << 20) == protocol::RNDV);
 
     /* Active messages: the flags force or forbid a rendezvous. */
-    const ucp::proto::key am{operation::AM, 0, ucp::dt::dt_class::contig,
-                             UCS_MEMORY_TYPE_HOST};
+    const ucp::proto::key am{operation::AM, 0, ucp::dt::dt_class::contig, UCS_MEMORY_TYPE_HOST};
     CHECK(first_at(table, am, 50) == protocol::EAGER_SHORT);
     CHECK(first_at(table, am, 100000) == protocol::RNDV);
     ucp::proto::key forced = am;
-    forced.variant = ucp::proto::am_variant::FORCE_RNDV;
+    forced.variant         = ucp::proto::am_variant::FORCE_RNDV;
     CHECK(first_at(table, forced, 1) == protocol::RNDV);
     forced.variant = ucp::proto::am_variant::FORCE_EAGER;
     CHECK(first_at(table, forced, SIZE_MAX) == protocol::EAGER_ZCOPY);
@@ -215,12 +211,11 @@ TEST_CASE("the selection follows the thresholds: short, bcopy, zcopy, rendezvous
 
     /* Other memory types: nothing here copies them (no module registered a
      * copier; test_ucp_memtype.cc covers one that did). */
-    CHECK(table.get({operation::TAG, 0, ucp::dt::dt_class::contig,
-                     UCS_MEMORY_TYPE_CUDA}).count == 0);
+    CHECK(table.get({operation::TAG, 0, ucp::dt::dt_class::contig, UCS_MEMORY_TYPE_CUDA}).count ==
+          0);
 }
 
-TEST_CASE("iov data goes by copy where zero-copy buffers must be registered",
-          "[ucp_select]")
+TEST_CASE("iov data goes by copy where zero-copy buffers must be registered", "[ucp_select]")
 {
     using ucp::proto::operation;
     const ucp::proto::table plain(inputs(100, 8192, 2000, SIZE_MAX, false));
@@ -244,9 +239,9 @@ TEST_CASE("eps with the same lanes share one configuration", "[ucp_select]")
     ucp_ep_params_t params{};
     const std::vector<uint8_t> b_address = b.address(), a_address = a.address();
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address    = reinterpret_cast<const ucp_address_t*>(b_address.data());
+    params.address    = reinterpret_cast<const ucp_address_t *>(b_address.data());
     REQUIRE(ucp_ep_create(a.worker, &params, &second) == UCS_OK);
-    params.address    = reinterpret_cast<const ucp_address_t*>(a_address.data());
+    params.address = reinterpret_cast<const ucp_address_t *>(a_address.data());
     REQUIRE(ucp_ep_create(a.worker, &params, &self) == UCS_OK);
 
     CHECK(a.ep->cfg == second->cfg);
@@ -281,7 +276,7 @@ TEST_CASE("UCX_PROTO_INFO=y prints each configuration's tables once", "[ucp_sele
         const std::vector<uint8_t> address = p.address();
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = reinterpret_cast<const ucp_address_t*>(address.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(address.data());
         ucp_ep_h again;
         TEST_CHILD_CHECK(ucp_ep_create(p.worker, &params, &again) == UCS_OK);
         std::fflush(stdout);
@@ -299,7 +294,7 @@ TEST_CASE("UCX_PROTO_INFO=y prints each configuration's tables once", "[ucp_sele
     INFO(out);
     size_t count = 0;
     for (size_t at = out.find("ep_cfg["); at != std::string::npos;
-         at = out.find("ep_cfg[", at + 1)) {
+         at        = out.find("ep_cfg[", at + 1)) {
         ++count;
     }
     CHECK(count == 1);
@@ -308,7 +303,8 @@ TEST_CASE("UCX_PROTO_INFO=y prints each configuration's tables once", "[ucp_sele
 }
 
 TEST_CASE("put and get: short, copy, zero copy on a lane; one protocol for a mapped key "
-          "and for none", "[ucp_select]")
+          "and for none",
+          "[ucp_select]")
 {
     using ucp::proto::operation;
     namespace reach = ucp::proto::rma_reach;
@@ -341,8 +337,7 @@ TEST_CASE("put and get: short, copy, zero copy on a lane; one protocol for a map
         CHECK(t.get(rma_key(op, reach::DIRECT, UCS_MEMORY_TYPE_CUDA)).count == 0);
     }
     ucp::proto::table_inputs in = rma_inputs(2000, false, true);
-    in.rma_lanes[0].mem_types = (1ull << UCS_MEMORY_TYPE_HOST) |
-                                (1ull << UCS_MEMORY_TYPE_CUDA);
+    in.rma_lanes[0].mem_types   = (1ull << UCS_MEMORY_TYPE_HOST) | (1ull << UCS_MEMORY_TYPE_CUDA);
     const ucp::proto::table device(in);
     CHECK(first_at(device, rma_key(operation::PUT, 0, UCS_MEMORY_TYPE_CUDA), 8) ==
           protocol::RMA_ZCOPY);
@@ -351,11 +346,12 @@ TEST_CASE("put and get: short, copy, zero copy on a lane; one protocol for a map
 }
 
 TEST_CASE("atomics: a lane's fall back to the target's CPU in cpu mode, never in device "
-          "mode", "[ucp_select]")
+          "mode",
+          "[ucp_select]")
 {
     using ucp::proto::operation;
     namespace reach = ucp::proto::rma_reach;
-    const auto amo = rma_key(operation::AMO, 0);
+    const auto amo  = rma_key(operation::AMO, 0);
     const ucp::proto::table cpu(rma_inputs(2000, true, true));
     const ucp::proto::range &both = cpu.get(amo).find(8);
     REQUIRE(both.count == 2);
@@ -378,11 +374,11 @@ TEST_CASE("every put and get table covers all sizes once", "[ucp_select]")
     using ucp::proto::operation;
     std::mt19937_64 rng(11);
     for (int round = 0; round < 200; ++round) {
-        ucp::proto::table_inputs in = rma_inputs(rng() % 100000, rng() % 2, rng() % 2);
+        ucp::proto::table_inputs in    = rma_inputs(rng() % 100000, rng() % 2, rng() % 2);
         ucp::proto::rma_lane_limits &l = in.rma_lanes[0];
-        l.put_short = (rng() % 3 == 0) ? -1 : ssize_t(rng() % 1024);
-        l.put_bcopy = (rng() % 3 == 0) ? 0 : 1 + rng() % 65536;
-        l.get_bcopy = (rng() % 3 == 0) ? 0 : 1 + rng() % 65536;
+        l.put_short                    = (rng() % 3 == 0) ? -1 : ssize_t(rng() % 1024);
+        l.put_bcopy                    = (rng() % 3 == 0) ? 0 : 1 + rng() % 65536;
+        l.get_bcopy                    = (rng() % 3 == 0) ? 0 : 1 + rng() % 65536;
         l.put_zcopy = (rng() % 3 == 0) ? 0 : ((rng() % 2) ? SIZE_MAX : 1 + rng() % 1000000);
         l.get_zcopy = (rng() % 3 == 0) ? 0 : 1 + rng() % 1000000;
         const ucp::proto::table t(in);
@@ -390,8 +386,8 @@ TEST_CASE("every put and get table covers all sizes once", "[ucp_select]")
             const ucp::proto::selection &sel = t.get(rma_key(op, 0));
             INFO("round " << round << " op " << int(op));
             const bool any = (op == operation::PUT) ?
-                             ((l.put_short >= 0) || l.put_bcopy || l.put_zcopy) :
-                             (l.get_bcopy || l.get_zcopy);
+                                 ((l.put_short >= 0) || l.put_bcopy || l.put_zcopy) :
+                                 (l.get_bcopy || l.get_zcopy);
             REQUIRE(sel.count <= ucp::proto::max_ranges);
             if (sel.count == 0) {
                 CHECK_FALSE(any);
@@ -401,7 +397,7 @@ TEST_CASE("every put and get table covers all sizes once", "[ucp_select]")
             for (uint8_t i = 0; i < sel.count; ++i) {
                 const ucp::proto::range &r = sel.ranges[i];
                 CHECK(r.last >= from);
-                CHECK(r.count <= 1);   /* one protocol per size: none declines */
+                CHECK(r.count <= 1); /* one protocol per size: none declines */
                 if (r.count == 1) {
                     /* Short only where it fits; a copy only within its
                      * fragment unless there is no zero copy. */
@@ -436,7 +432,8 @@ rma_calls rma_calls_now()
 } // namespace
 
 TEST_CASE("put and get go by the protocol the ep's table names (ucp_test_rc lane, "
-          "UCX_ZCOPY_THRESH)", "[ucp_select]")
+          "UCX_ZCOPY_THRESH)",
+          "[ucp_select]")
 {
     ucp_test::rc_enable_guard rc;
     peer p;
@@ -461,7 +458,7 @@ TEST_CASE("put and get go by the protocol the ep's table names (ucp_test_rc lane
     const ucp_request_param_t param{};
     struct expect {
         size_t size;
-        rma_calls put, get;   /* calls one put and one get of `size` make */
+        rma_calls put, get; /* calls one put and one get of `size` make */
     };
     using ucp_test::rc_max_zcopy;
     const expect cases[] = {
@@ -476,8 +473,8 @@ TEST_CASE("put and get go by the protocol the ep's table names (ucp_test_rc lane
         INFO("size " << e.size);
         ucp_test::fill_pattern(source.data(), e.size, ++seed);
         rma_calls before = rma_calls_now();
-        REQUIRE(p.wait(ucp_put_nbx(p.ep, source.data(), e.size, region.address(), rkey,
-                                   &param)) == UCS_OK);
+        REQUIRE(p.wait(ucp_put_nbx(p.ep, source.data(), e.size, region.address(), rkey, &param)) ==
+                UCS_OK);
         REQUIRE(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
         rma_calls after = rma_calls_now();
         CHECK(after.put_short - before.put_short == e.put.put_short);
@@ -487,8 +484,8 @@ TEST_CASE("put and get go by the protocol the ep's table names (ucp_test_rc lane
 
         before = after;
         std::fill(back.begin(), back.end(), 0);
-        REQUIRE(p.wait(ucp_get_nbx(p.ep, back.data(), e.size, region.address(), rkey,
-                                   &param)) == UCS_OK);
+        REQUIRE(p.wait(ucp_get_nbx(p.ep, back.data(), e.size, region.address(), rkey, &param)) ==
+                UCS_OK);
         after = rma_calls_now();
         CHECK(after.get_bcopy - before.get_bcopy == e.get.get_bcopy);
         CHECK(after.get_zcopy - before.get_zcopy == e.get.get_zcopy);

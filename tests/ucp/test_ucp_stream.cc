@@ -33,9 +33,9 @@ const char *const transports[] = {"posix,cma", "sysv", "tcp"};
 enum piece_kind { CONTIG, IOV, GENERIC, RECV_DATA, KIND_COUNT };
 
 struct piece {
-    size_t     size;
+    size_t size;
     piece_kind kind;
-    bool       waitall;
+    bool waitall;
 };
 
 /* The pieces a side cuts `total` bytes into; receivers also use recv_data. */
@@ -59,22 +59,22 @@ bool send_pieces(peer &p, const std::vector<uint8_t> &data, uint64_t seed, size_
 {
     const std::vector<piece> pieces = make_pieces(seed, data.size(), max_piece, false);
     std::vector<std::array<ucp_dt_iov_t, 3>> iovs(pieces.size());
-    std::vector<void*> requests;
+    std::vector<void *> requests;
     size_t offset = 0;
     for (size_t n = 0; n < pieces.size(); ++n) {
         const piece &pc = pieces[n];
-        auto *base      = const_cast<uint8_t*>(data.data()) + offset;
+        auto *base      = const_cast<uint8_t *>(data.data()) + offset;
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         ucs_status_ptr_t req;
         if (pc.kind == IOV) {
             const size_t a = pc.size / 3;
-            iovs[n] = {{{base, a}, {base + a, 0}, {base + a, pc.size - a}}};
+            iovs[n]        = {{{base, a}, {base + a, 0}, {base + a, pc.size - a}}};
             param.datatype = ucp_dt_make_iov();
-            req = ucp_stream_send_nbx(p.ep, iovs[n].data(), iovs[n].size(), &param);
+            req            = ucp_stream_send_nbx(p.ep, iovs[n].data(), iovs[n].size(), &param);
         } else {
             param.datatype = (pc.kind == GENERIC) ? generic : ucp_dt_make_contig(1);
-            req = ucp_stream_send_nbx(p.ep, base, pc.size, &param);
+            req            = ucp_stream_send_nbx(p.ep, base, pc.size, &param);
         }
         if (UCS_PTR_IS_ERR(req)) {
             return false;
@@ -127,14 +127,14 @@ std::string recv_pieces(peer &p, size_t total, uint64_t seed, size_t max_piece,
 {
     out->assign(total, 0);
     const std::vector<piece> pieces = make_pieces(seed, total * 2, max_piece, true);
-    size_t offset = 0;
+    size_t offset                   = 0;
     for (size_t n = 0; offset < total; ++n) {
-        const piece &pc = pieces[n % pieces.size()];
-        uint8_t *base   = out->data() + offset;
+        const piece &pc   = pieces[n % pieces.size()];
+        uint8_t *base     = out->data() + offset;
         const size_t room = std::min(pc.size, total - offset);
-        size_t got = 0;
+        size_t got        = 0;
         if (pc.kind == RECV_DATA) {
-            size_t length = 0;
+            size_t length         = 0;
             ucs_status_ptr_t data = ucp_stream_recv_data_nb(p.ep, &length);
             if (UCS_PTR_IS_ERR(data)) {
                 return "recv_data_nb failed";
@@ -158,13 +158,13 @@ std::string recv_pieces(peer &p, size_t total, uint64_t seed, size_t max_piece,
         ucs_status_ptr_t req;
         ucp_dt_iov_t iov[2];
         if (pc.kind == IOV) {
-            iov[0] = {base, room / 2};
-            iov[1] = {base + room / 2, room - room / 2};
+            iov[0]         = {base, room / 2};
+            iov[1]         = {base + room / 2, room - room / 2};
             param.datatype = ucp_dt_make_iov();
-            req = ucp_stream_recv_nbx(p.ep, iov, 2, &immediate, &param);
+            req            = ucp_stream_recv_nbx(p.ep, iov, 2, &immediate, &param);
         } else {
             param.datatype = (pc.kind == GENERIC) ? generic : ucp_dt_make_contig(1);
-            req = ucp_stream_recv_nbx(p.ep, base, room, &immediate, &param);
+            req            = ucp_stream_recv_nbx(p.ep, base, room, &immediate, &param);
         }
         if (wait_stream(p, req, immediate, &got) != UCS_OK) {
             return "a stream receive failed";
@@ -228,80 +228,81 @@ int stream_child(int fd, const char *tls, size_t max_piece)
 
 } // namespace
 
-TEST_CASE("stream bytes keep their order for any split of sends and receives",
-          "[ucp_stream]")
+TEST_CASE("stream bytes keep their order for any split of sends and receives", "[ucp_stream]")
 {
     env_guard env;
     env.set("UCX_RNDV_THRESH", rndv_thresh);
-    for (const char *tls : transports) for (size_t max_piece : max_pieces) {
-        INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
-        peer p;
-        REQUIRE(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
-        test::child_process child([tls, max_piece](int fd) {
-            return stream_child(fd, tls, max_piece);
-        });
-        REQUIRE(p.connect_over(child.fd()));
-        const ucp_datatype_t generic = make_identity_generic();
-        REQUIRE(generic != 0);
+    for (const char *tls : transports)
+        for (size_t max_piece : max_pieces) {
+            INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
+            peer p;
+            REQUIRE(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
+            test::child_process child([tls, max_piece](int fd) {
+                return stream_child(fd, tls, max_piece);
+            });
+            REQUIRE(p.connect_over(child.fd()));
+            const ucp_datatype_t generic = make_identity_generic();
+            REQUIRE(generic != 0);
 
-        std::vector<uint8_t> in;
-        CHECK(recv_pieces(p, stream_total, 22, max_piece, generic, &in) == "");
-        CHECK(check_pattern(in.data(), in.size(), 11));
-        CHECK((pulls(p) != 0) == pulled(p, max_piece));
-        CHECK(g_generic.unpacks > 0);
+            std::vector<uint8_t> in;
+            CHECK(recv_pieces(p, stream_total, 22, max_piece, generic, &in) == "");
+            CHECK(check_pattern(in.data(), in.size(), 11));
+            CHECK((pulls(p) != 0) == pulled(p, max_piece));
+            CHECK(g_generic.unpacks > 0);
 
-        std::vector<uint8_t> out(stream_total / 3);
-        fill_pattern(out.data(), out.size(), 12);
-        CHECK(send_pieces(p, out, 32, max_piece, generic));
-        ucp_dt_destroy(generic);
-        REQUIRE(test::sync_peer(child.fd()));
-        CHECK(child.wait() == 0);
-    }
+            std::vector<uint8_t> out(stream_total / 3);
+            fill_pattern(out.data(), out.size(), 12);
+            CHECK(send_pieces(p, out, 32, max_piece, generic));
+            ucp_dt_destroy(generic);
+            REQUIRE(test::sync_peer(child.fd()));
+            CHECK(child.wait() == 0);
+        }
 }
 
 TEST_CASE("stream in loopback for any split", "[ucp_stream]")
 {
     env_guard env;
     env.set("UCX_RNDV_THRESH", rndv_thresh);
-    for (const char *tls : {"self", "posix,cma", "tcp"}) for (size_t max_piece : max_pieces) {
-        INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
-        peer p;
-        REQUIRE(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
-        REQUIRE(p.connect(p.address()) == UCS_OK);
-        const ucp_datatype_t generic = make_identity_generic();
-        REQUIRE(generic != 0);
-        /* Sends complete with no receive posted (a rendezvous once its wait
+    for (const char *tls : {"self", "posix,cma", "tcp"})
+        for (size_t max_piece : max_pieces) {
+            INFO("UCX_TLS=" << tls << ", pieces up to " << max_piece << " bytes");
+            peer p;
+            REQUIRE(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
+            REQUIRE(p.connect(p.address()) == UCS_OK);
+            const ucp_datatype_t generic = make_identity_generic();
+            REQUIRE(generic != 0);
+            /* Sends complete with no receive posted (a rendezvous once its wait
          * for one is over), so all of them go first, then the receives. */
-        std::vector<uint8_t> out(3 * max_piece + 3);
-        fill_pattern(out.data(), out.size(), 5);
-        REQUIRE(send_pieces(p, out, 6, max_piece, generic));
-        std::vector<uint8_t> in;
-        CHECK(recv_pieces(p, out.size(), 7, max_piece, generic, &in) == "");
-        CHECK((pulls(p) != 0) == pulled(p, max_piece));
-        CHECK(in == out);
-        ucp_dt_destroy(generic);
-    }
+            std::vector<uint8_t> out(3 * max_piece + 3);
+            fill_pattern(out.data(), out.size(), 5);
+            REQUIRE(send_pieces(p, out, 6, max_piece, generic));
+            std::vector<uint8_t> in;
+            CHECK(recv_pieces(p, out.size(), 7, max_piece, generic, &in) == "");
+            CHECK((pulls(p) != 0) == pulled(p, max_piece));
+            CHECK(in == out);
+            ucp_dt_destroy(generic);
+        }
 }
 
 namespace {
 
 struct stream_cb_log {
-    int          calls = 0;
-    size_t       length = 0;
+    int calls           = 0;
+    size_t length       = 0;
     ucs_status_t status = UCS_INPROGRESS;
 };
 
 void stream_recv_cb(void *, ucs_status_t status, size_t length, void *user_data)
 {
-    auto *log   = static_cast<stream_cb_log*>(user_data);
+    auto *log = static_cast<stream_cb_log *>(user_data);
     log->calls++;
     log->length = length;
     log->status = status;
 }
 
 stream_cb_log g_legacy_log;
-bool          g_in_call = false;
-int           g_inside  = 0;
+bool g_in_call = false;
+int g_inside   = 0;
 
 void legacy_stream_cb(void *, ucs_status_t status, size_t length)
 {
@@ -311,8 +312,8 @@ void legacy_stream_cb(void *, ucs_status_t status, size_t length)
     g_legacy_log.status = status;
 }
 
-ucs_status_ptr_t post_recv(peer &p, void *buffer, size_t count, ucp_datatype_t dt,
-                           uint32_t flags, stream_cb_log *log, size_t *length)
+ucs_status_ptr_t post_recv(peer &p, void *buffer, size_t count, ucp_datatype_t dt, uint32_t flags,
+                           stream_cb_log *log, size_t *length)
 {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_FLAGS |
@@ -339,8 +340,7 @@ void progress_some(peer &p)
 
 } // namespace
 
-TEST_CASE("stream receive completion: available bytes, WAITALL, whole elements",
-          "[ucp_stream]")
+TEST_CASE("stream receive completion: available bytes, WAITALL, whole elements", "[ucp_stream]")
 {
     peer p;
     REQUIRE(p.init("self", UCP_FEATURE_STREAM) == UCS_OK);
@@ -352,8 +352,7 @@ TEST_CASE("stream receive completion: available bytes, WAITALL, whole elements",
 
     /* Without WAITALL: completes with what arrived. */
     stream_cb_log log;
-    ucs_status_ptr_t req = post_recv(p, in.data(), 1000, ucp_dt_make_contig(1), 0, &log,
-                                     &length);
+    ucs_status_ptr_t req = post_recv(p, in.data(), 1000, ucp_dt_make_contig(1), 0, &log, &length);
     REQUIRE(req != nullptr);
     REQUIRE(!UCS_PTR_IS_ERR(req));
     CHECK(log.calls == 0);
@@ -367,8 +366,8 @@ TEST_CASE("stream receive completion: available bytes, WAITALL, whole elements",
 
     /* WAITALL: stays until full, over several sends. */
     log = {};
-    req = post_recv(p, in.data() + 300, 1000, ucp_dt_make_contig(1),
-                    UCP_STREAM_RECV_FLAG_WAITALL, &log, &length);
+    req = post_recv(p, in.data() + 300, 1000, ucp_dt_make_contig(1), UCP_STREAM_RECV_FLAG_WAITALL,
+                    &log, &length);
     REQUIRE(!UCS_PTR_IS_ERR(req));
     REQUIRE(send_bytes(p, out.data() + 300, 400) == UCS_OK);
     progress_some(p);
@@ -381,16 +380,15 @@ TEST_CASE("stream receive completion: available bytes, WAITALL, whole elements",
 
     /* The 400 bytes beyond it wait: an immediate receive, no callback. */
     log = {};
-    CHECK(post_recv(p, in.data() + 1300, 1000, ucp_dt_make_contig(1), 0, &log, &length) ==
-          nullptr);
+    CHECK(post_recv(p, in.data() + 1300, 1000, ucp_dt_make_contig(1), 0, &log, &length) == nullptr);
     CHECK(length == 400);
     CHECK(log.calls == 0);
     CHECK(std::memcmp(in.data(), out.data(), 1700) == 0);
 
     /* contig(4): only whole elements complete a receive. */
-    log = {};
+    log                = {};
     uint32_t words[10] = {};
-    req = post_recv(p, words, 10, ucp_dt_make_contig(4), 0, &log, &length);
+    req                = post_recv(p, words, 10, ucp_dt_make_contig(4), 0, &log, &length);
     REQUIRE(!UCS_PTR_IS_ERR(req));
     REQUIRE(send_bytes(p, out.data() + 1700, 6) == UCS_OK);
     progress_some(p);
@@ -409,18 +407,17 @@ TEST_CASE("stream receive completion: available bytes, WAITALL, whole elements",
     /* The old call: its callback only outside the call. */
     g_legacy_log = {};
     g_in_call    = true;
-    req = ucp_stream_recv_nb(p.ep, in.data(), 100, ucp_dt_make_contig(1), legacy_stream_cb,
-                             &length, 0);
-    g_in_call    = false;
+    req = ucp_stream_recv_nb(p.ep, in.data(), 100, ucp_dt_make_contig(1), legacy_stream_cb, &length,
+                             0);
+    g_in_call = false;
     REQUIRE(req != nullptr);
     REQUIRE(!UCS_PTR_IS_ERR(req));
     /* (self delivers inside the send call, completing the receive there.) */
-    ucs_status_ptr_t sreq = ucp_stream_send_nb(p.ep, out.data(), 50, ucp_dt_make_contig(1),
-                                               nullptr, 0);
+    ucs_status_ptr_t sreq = ucp_stream_send_nb(p.ep, out.data(), 50, ucp_dt_make_contig(1), nullptr,
+                                               0);
     REQUIRE(!UCS_PTR_IS_ERR(sreq));
     REQUIRE(p.wait(sreq) == UCS_OK);
-    REQUIRE(test::poll_until([&] { return g_legacy_log.calls == 1; },
-                             [&] { progress_some(p); }));
+    REQUIRE(test::poll_until([&] { return g_legacy_log.calls == 1; }, [&] { progress_some(p); }));
     CHECK(g_legacy_log.length == 50);
     CHECK(g_legacy_log.status == UCS_OK);
     CHECK(g_inside == 0);
@@ -435,7 +432,7 @@ TEST_CASE("stream recv_data_nb hands out UCP's buffers in order", "[ucp_stream]"
         REQUIRE(p.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
         REQUIRE(p.connect(p.address()) == UCS_OK);
         size_t length = 0;
-        CHECK(ucp_stream_recv_data_nb(p.ep, &length) == nullptr);   /* nothing yet */
+        CHECK(ucp_stream_recv_data_nb(p.ep, &length) == nullptr); /* nothing yet */
 
         std::vector<uint8_t> out(50000);
         fill_pattern(out.data(), out.size(), 9);
@@ -457,19 +454,21 @@ TEST_CASE("stream recv_data_nb hands out UCP's buffers in order", "[ucp_stream]"
         REQUIRE(wait_stream(p, req, immediate, &got) == UCS_OK);
         REQUIRE(got == 3);
         std::vector<uint8_t> in(first, first + 3);
-        std::vector<void*> held;
-        REQUIRE(test::poll_until([&] {
+        std::vector<void *> held;
+        REQUIRE(test::poll_until(
+            [&] {
             void *data = ucp_stream_recv_data_nb(p.ep, &length);
             if (UCS_PTR_IS_ERR(data)) {
                 return true;
             }
             if (data != nullptr) {
-                in.insert(in.end(), static_cast<uint8_t*>(data),
-                          static_cast<uint8_t*>(data) + length);
+                in.insert(in.end(), static_cast<uint8_t *>(data),
+                          static_cast<uint8_t *>(data) + length);
                 held.push_back(data);
             }
             return in.size() >= out.size();
-        }, [&] { ucp_worker_progress(p.worker); }));
+            },
+            [&] { ucp_worker_progress(p.worker); }));
         CHECK(in == out);
         CHECK(held.size() > 1);
         /* Released in any order, after more traffic. */
@@ -508,7 +507,7 @@ ucs_status_t connect_with_user_data(peer &p, int fd, void *user_data, ucp_ep_h *
     }
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_USER_DATA;
-    params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+    params.address    = reinterpret_cast<const ucp_address_t *>(remote.data());
     params.user_data  = user_data;
     return ucp_ep_create(p.worker, &params, ep_p);
 }
@@ -529,12 +528,11 @@ bool drain(peer &p, ucp_ep_h ep, size_t length, uint8_t mark)
 
 } // namespace
 
-TEST_CASE("ucp_stream_worker_poll reports the eps with data and their user_data",
-          "[ucp_stream]")
+TEST_CASE("ucp_stream_worker_poll reports the eps with data and their user_data", "[ucp_stream]")
 {
     for (const char *tls : {"posix,cma", "tcp"}) {
         INFO("UCX_TLS=" << tls);
-        peer a;         /* a.ep to the first child, ep_b to the second */
+        peer a; /* a.ep to the first child, ep_b to the second */
         REQUIRE(a.init(tls, UCP_FEATURE_STREAM) == UCS_OK);
         test::child_process child_a([tls](int fd) { return poll_child(fd, tls, 0xaa, 2); });
         test::child_process child_b([tls](int fd) { return poll_child(fd, tls, 0xbb, 1); });
@@ -549,10 +547,12 @@ TEST_CASE("ucp_stream_worker_poll reports the eps with data and their user_data"
         /* Only a's peer sends: only a's ep shows up, once. */
         REQUIRE(test::send_value(child_a.fd(), uint64_t(5000)));
         ssize_t n = 0;
-        REQUIRE(test::poll_until([&] {
+        REQUIRE(test::poll_until(
+            [&] {
             n = ucp_stream_worker_poll(a.worker, eps, 4, 0);
             return n != 0;
-        }, [&] { ucp_worker_progress(a.worker); }));
+            },
+            [&] { ucp_worker_progress(a.worker); }));
         REQUIRE(n == 1);
         CHECK(eps[0].ep == a.ep);
         CHECK(eps[0].user_data == &tag_a);
@@ -562,19 +562,21 @@ TEST_CASE("ucp_stream_worker_poll reports the eps with data and their user_data"
         /* Both send: both show up, max_eps bounds each call. */
         REQUIRE(test::send_value(child_a.fd(), uint64_t(100)));
         REQUIRE(test::send_value(child_b.fd(), uint64_t(100)));
-        std::set<void*> seen;
-        REQUIRE(test::poll_until([&] {
+        std::set<void *> seen;
+        REQUIRE(test::poll_until(
+            [&] {
             ssize_t k = ucp_stream_worker_poll(a.worker, eps, 1, 0);
             if (k > 1) {
-                seen.insert(nullptr);   /* more than max_eps: fails below */
+                seen.insert(nullptr); /* more than max_eps: fails below */
             }
             for (ssize_t i = 0; i < k; ++i) {
                 seen.insert(eps[i].user_data);
                 CHECK(eps[i].ep == ((eps[i].user_data == &tag_a) ? a.ep : ep_b));
             }
             return seen.size() >= 2;
-        }, [&] { ucp_worker_progress(a.worker); }));
-        CHECK(seen == std::set<void*>{&tag_a, &tag_b});
+            },
+            [&] { ucp_worker_progress(a.worker); }));
+        CHECK(seen == std::set<void *>{&tag_a, &tag_b});
         CHECK(drain(a, a.ep, 100, 0xaa));
         CHECK(drain(a, ep_b, 100, 0xbb));
 
@@ -611,8 +613,7 @@ int early_child(int fd, const char *tls)
 
 } // namespace
 
-TEST_CASE("stream data that arrives before the receiver's ep is kept for it",
-          "[ucp_stream]")
+TEST_CASE("stream data that arrives before the receiver's ep is kept for it", "[ucp_stream]")
 {
     for (const char *tls : transports) {
         INFO("UCX_TLS=" << tls);
@@ -632,14 +633,16 @@ TEST_CASE("stream data that arrives before the receiver's ep is kept for it",
         int tag = 5;
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_USER_DATA;
-        params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(remote.data());
         params.user_data  = &tag;
         REQUIRE(ucp_ep_create(p.worker, &params, &p.ep) == UCS_OK);
         ssize_t n = 0;
-        REQUIRE(test::poll_until([&] {
+        REQUIRE(test::poll_until(
+            [&] {
             n = ucp_stream_worker_poll(p.worker, eps, 2, 0);
             return n != 0;
-        }, [&] { ucp_worker_progress(p.worker); }));
+            },
+            [&] { ucp_worker_progress(p.worker); }));
         CHECK(n == 1);
         CHECK(eps[0].ep == p.ep);
         CHECK(eps[0].user_data == &tag);
@@ -663,12 +666,9 @@ TEST_CASE("stream receives complete as canceled when their ep closes; bad argume
     size_t length = 0;
     ucp_request_param_t param{};
 
-    CHECK(UCS_PTR_STATUS(ucp_stream_send_nbx(nullptr, buffer, 1, &param)) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(UCS_PTR_STATUS(ucp_stream_send_nbx(p.ep, nullptr, 1, &param)) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(UCS_PTR_STATUS(ucp_stream_send_nbx(p.ep, buffer, 1, nullptr)) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(UCS_PTR_STATUS(ucp_stream_send_nbx(nullptr, buffer, 1, &param)) == UCS_ERR_INVALID_PARAM);
+    CHECK(UCS_PTR_STATUS(ucp_stream_send_nbx(p.ep, nullptr, 1, &param)) == UCS_ERR_INVALID_PARAM);
+    CHECK(UCS_PTR_STATUS(ucp_stream_send_nbx(p.ep, buffer, 1, nullptr)) == UCS_ERR_INVALID_PARAM);
     CHECK(UCS_PTR_STATUS(ucp_stream_recv_nbx(nullptr, buffer, 1, &length, &param)) ==
           UCS_ERR_INVALID_PARAM);
     CHECK(UCS_PTR_STATUS(ucp_stream_recv_nbx(p.ep, nullptr, 1, &length, &param)) ==
@@ -690,8 +690,7 @@ TEST_CASE("stream receives complete as canceled when their ep closes; bad argume
     CHECK(capture.text().find("not stream data") != std::string::npos);
 
     /* A malformed stream message is dropped. */
-    CHECK(ucp::stream_am_handler(p.worker, fake, sizeof(ucp::wire::stream_hdr) - 1, 0) ==
-          UCS_OK);
+    CHECK(ucp::stream_am_handler(p.worker, fake, sizeof(ucp::wire::stream_hdr) - 1, 0) == UCS_OK);
     CHECK(capture.text().find("malformed stream") != std::string::npos);
 
     /* Close with receives posted: they complete as canceled. */

@@ -26,8 +26,8 @@ namespace {
 
 const char *const transports[] = {"posix,cma", "tcp"};
 
-constexpr size_t big   = 1u << 20;       /* well past proto::stream_rndv_min */
-constexpr size_t small = 1000;           /* eager */
+constexpr size_t big   = 1u << 20; /* well past proto::stream_rndv_min */
+constexpr size_t small = 1000;     /* eager */
 
 static_assert(big >= ucp::proto::stream_rndv_min);
 
@@ -58,7 +58,7 @@ ucs_status_ptr_t post_waitall(peer &p, void *buffer, size_t length, size_t *rece
 std::vector<uint8_t> recv_all(peer &p, size_t length)
 {
     std::vector<uint8_t> data(length);
-    size_t received = 0;
+    size_t received      = 0;
     ucs_status_ptr_t req = post_waitall(p, data.data(), length, &received);
     if (UCS_PTR_IS_ERR(req)) {
         return {};
@@ -115,7 +115,7 @@ TEST_CASE("stream rendezvous: into the posted receive, or staged so the sender c
 
         /* Posted before the sender starts: the bytes go straight in. */
         std::vector<uint8_t> in(big);
-        size_t received = 0;
+        size_t received      = 0;
         ucs_status_ptr_t req = post_waitall(p, in.data(), big, &received);
         REQUIRE(req != nullptr);
         REQUIRE(!UCS_PTR_IS_ERR(req));
@@ -136,7 +136,7 @@ TEST_CASE("stream rendezvous: into the posted receive, or staged so the sender c
         REQUIRE(p.recv_value_progress(child.fd(), &sent));
         CHECK(streams(p).pulls_staged == 1);
         std::vector<uint8_t> got;
-        for (size_t piece = 300000; got.size() < big; ) {   /* pieces across it */
+        for (size_t piece = 300000; got.size() < big;) { /* pieces across it */
             std::vector<uint8_t> part = recv_all(p, std::min(piece, big - got.size()));
             REQUIRE(!part.empty());
             got.insert(got.end(), part.begin(), part.end());
@@ -150,15 +150,17 @@ TEST_CASE("stream rendezvous: into the posted receive, or staged so the sender c
         REQUIRE(test::send_value(child.fd(), uint8_t(1)));
         REQUIRE(p.recv_value_progress(child.fd(), &sent));
         for (uint8_t seed : {30, 31}) {
-            size_t length = 0;
+            size_t length         = 0;
             ucs_status_ptr_t data = nullptr;
-            REQUIRE(test::poll_until([&] {
+            REQUIRE(test::poll_until(
+                [&] {
                 data = ucp_stream_recv_data_nb(p.ep, &length);
                 return data != nullptr;
-            }, [&] { ucp_worker_progress(p.worker); }));
+                },
+                [&] { ucp_worker_progress(p.worker); }));
             REQUIRE(!UCS_PTR_IS_ERR(data));
             CHECK(length == big);
-            CHECK(check_pattern(static_cast<uint8_t*>(data), length, seed));
+            CHECK(check_pattern(static_cast<uint8_t *>(data), length, seed));
             ucp_stream_data_release(p.ep, data);
         }
         CHECK(streams(p).pulls_direct == 1);
@@ -189,9 +191,9 @@ TEST_CASE("stream rendezvous: an ep closed with data not pulled; malformed reque
     std::memcpy(fake, &rts, sizeof(rts));
     CHECK(ucp::stream_rts_handler(p.worker, fake, sizeof(fake), 0) == UCS_OK);
     const std::string text = capture.text();
-    size_t warnings = 0;
+    size_t warnings        = 0;
     for (size_t at = text.find("malformed stream rendezvous"); at != std::string::npos;
-         at = text.find("malformed stream rendezvous", at + 1)) {
+         at        = text.find("malformed stream rendezvous", at + 1)) {
         ++warnings;
     }
     CHECK(warnings == 3);
@@ -209,7 +211,7 @@ TEST_CASE("stream rendezvous: an ep closed with data not pulled; malformed reque
     CHECK(ucp_request_check_status(send) == UCS_ERR_CANCELED);
     ucp_request_free(send);
     for (int i = 0; i < 100; ++i) {
-        ucp_worker_progress(p.worker);    /* nothing left to stage */
+        ucp_worker_progress(p.worker); /* nothing left to stage */
     }
     CHECK(streams(p).deferred.empty());
 }

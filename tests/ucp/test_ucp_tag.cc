@@ -20,10 +20,11 @@ namespace {
 const char *const transports[] = {"posix,cma", "sysv", "tcp"};
 
 /* Sizes around every protocol boundary of our transports. */
-const size_t boundary_sizes[] = {
-    0, 1, 7, 8, 9, 63, 64, 111, 112, 113, 119, 120, 121, 4095, 4096,
-    8151, 8152, 8159, 8160, 8161, 8183, 8184, 8185, 8192, 8193, 12000,
-    16383, 16384, 16385, 65535, 65536, 65537, 200003, (1u << 20), (4u << 20) + 3};
+const size_t boundary_sizes[] = {0,     1,     7,     8,     9,      63,         64,
+                                 111,   112,   113,   119,   120,    121,        4095,
+                                 4096,  8151,  8152,  8159,  8160,   8161,       8183,
+                                 8184,  8185,  8192,  8193,  12000,  16383,      16384,
+                                 16385, 65535, 65536, 65537, 200003, (1u << 20), (4u << 20) + 3};
 
 constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
 
@@ -59,7 +60,7 @@ void receive_sizes(peer &p, bool unexpected)
         CHECK(info.sender_tag == 1000 + i);
         CHECK(info.length == size);
         CHECK(check_pattern(buffer.data(), size, size));
-        CHECK(buffer[size] == 0xee);   /* nothing written past the message */
+        CHECK(buffer[size] == 0xee); /* nothing written past the message */
     }
 }
 
@@ -100,8 +101,8 @@ TEST_CASE("tag send/recv to self in one process", "[ucp_tag]")
             in.assign(size + 1, 0);
             fill_pattern(out.data(), size, size);
             ucp_request_param_t rparam{};
-            ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.data(), size, 7,
-                                                     full_mask, &rparam);
+            ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.data(), size, 7, full_mask,
+                                                     &rparam);
             REQUIRE(!UCS_PTR_IS_ERR(rreq));
             REQUIRE(p.send(out.data(), size, 7) == UCS_OK);
             REQUIRE(p.wait(rreq) == UCS_OK);
@@ -114,7 +115,7 @@ namespace {
 
 struct message_plan {
     std::vector<ucp_tag_t> tags;
-    std::vector<size_t>    sizes;
+    std::vector<size_t> sizes;
 };
 
 message_plan make_plan(unsigned seed, size_t count)
@@ -124,8 +125,7 @@ message_plan make_plan(unsigned seed, size_t count)
     for (size_t i = 0; i < count; ++i) {
         plan.tags.push_back(rng() % 4);
         unsigned kind = rng() % 100;
-        size_t size   = (kind < 70) ? rng() % 256 : (kind < 95) ? rng() % 10000 :
-                        rng() % 40000;
+        size_t size   = (kind < 70) ? rng() % 256 : (kind < 95) ? rng() % 10000 : rng() % 40000;
         plan.sizes.push_back(size);
     }
     return plan;
@@ -139,7 +139,7 @@ int send_plan_child(int fd, const char *tls, unsigned seed, size_t count)
     TEST_CHILD_CHECK(p.connect_over(fd));
     message_plan plan = make_plan(seed, count);
     std::vector<std::vector<uint8_t>> buffers(count);
-    std::vector<void*> inflight;
+    std::vector<void *> inflight;
     for (size_t i = 0; i < count; ++i) {
         buffers[i].resize(std::max<size_t>(plan.sizes[i], 1));
         fill_pattern(buffers[i].data(), plan.sizes[i], i);
@@ -174,7 +174,7 @@ int send_plan_child(int fd, const char *tls, unsigned seed, size_t count)
 
 TEST_CASE("random tags, sizes and wildcards match in MPI order", "[ucp_tag]")
 {
-    const size_t count = 10000;
+    const size_t count  = 10000;
     const unsigned seed = 12345;
     for (const char *tls : transports) {
         INFO("UCX_TLS=" << tls);
@@ -198,7 +198,7 @@ TEST_CASE("random tags, sizes and wildcards match in MPI order", "[ucp_tag]")
             ucp_tag_t tag, mask;
             if (rng() % 10 < 3) {
                 tag  = 0;
-                mask = 0;                        /* any tag */
+                mask = 0; /* any tag */
             } else {
                 /* The tag of some message still to come. */
                 size_t pick = first_left + rng() % std::min<size_t>(count - first_left, 50);
@@ -215,8 +215,7 @@ TEST_CASE("random tags, sizes and wildcards match in MPI order", "[ucp_tag]")
             consumed[expect] = true;
             ucp_tag_recv_info_t info{};
             REQUIRE(p.recv(buffer.data(), buffer.size(), tag, mask, &info) == UCS_OK);
-            if ((info.length != plan.sizes[expect]) ||
-                (info.sender_tag != plan.tags[expect]) ||
+            if ((info.length != plan.sizes[expect]) || (info.sender_tag != plan.tags[expect]) ||
                 !check_pattern(buffer.data(), info.length, expect)) {
                 ++mismatches;
             }

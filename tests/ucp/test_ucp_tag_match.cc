@@ -22,41 +22,45 @@ namespace {
 
 struct recv_obj {
     expected_entry entry;
-    int            id;
+    int id;
 };
 
 struct msg_obj {
     unexpected_entry entry;
-    int              id;
+    int id;
 };
 
 recv_obj *recv_of(expected_entry *e)
 {
-    return reinterpret_cast<recv_obj*>(reinterpret_cast<char*>(e) -
-                                       offsetof(recv_obj, entry));
+    return reinterpret_cast<recv_obj *>(reinterpret_cast<char *>(e) - offsetof(recv_obj, entry));
 }
 
 msg_obj *msg_of(unexpected_entry *u)
 {
-    return reinterpret_cast<msg_obj*>(reinterpret_cast<char*>(u) -
-                                      offsetof(msg_obj, entry));
+    return reinterpret_cast<msg_obj *>(reinterpret_cast<char *>(u) - offsetof(msg_obj, entry));
 }
 
-int id_of(expected_entry *e) { return (e == nullptr) ? -1 : recv_of(e)->id; }
-int id_of(unexpected_entry *u) { return (u == nullptr) ? -1 : msg_of(u)->id; }
+int id_of(expected_entry *e)
+{
+    return (e == nullptr) ? -1 : recv_of(e)->id;
+}
+int id_of(unexpected_entry *u)
+{
+    return (u == nullptr) ? -1 : msg_of(u)->id;
+}
 
 /* The obvious implementation: vectors in post and arrival order. */
 struct reference {
     struct recv {
         ucp_tag_t tag, mask;
-        int       id;
+        int id;
     };
     struct msg {
         ucp_tag_t tag;
-        int       id;
+        int id;
     };
     std::vector<recv> expected;
-    std::vector<msg>  unexpected;
+    std::vector<msg> unexpected;
 
     static bool matches(ucp_tag_t msg_tag, ucp_tag_t tag, ucp_tag_t mask)
     {
@@ -90,24 +94,17 @@ struct reference {
     }
 };
 
-const ucp_tag_t tag_set[] = {0,
-                             1,
-                             2,
-                             3,
-                             0x100000000ull,
-                             0x100000001ull,
-                             0x8000000000000002ull,
+const ucp_tag_t tag_set[] = {0,    1, 2, 3, 0x100000000ull, 0x100000001ull, 0x8000000000000002ull,
                              ~0ull};
 
-const ucp_tag_t mask_set[] = {exact_mask, exact_mask, exact_mask,
-                              exact_mask, 0,          0xffffffffull,
-                              0xffffffff00000000ull,  1,
-                              ~1ull};
+const ucp_tag_t mask_set[] = {
+    exact_mask, exact_mask, exact_mask, exact_mask, 0, 0xffffffffull, 0xffffffff00000000ull,
+    1,          ~1ull};
 
 /* Holds the objects so their addresses stay put; ids index them. */
 struct arena {
     std::deque<recv_obj> recvs;
-    std::deque<msg_obj>  msgs;
+    std::deque<msg_obj> msgs;
 
     recv_obj &new_recv(ucp_tag_t tag, ucp_tag_t mask)
     {
@@ -127,8 +124,7 @@ struct arena {
     }
 };
 
-void check_buckets(const matcher &m, const reference &ref,
-                   size_t max_tag_buckets)
+void check_buckets(const matcher &m, const reference &ref, size_t max_tag_buckets)
 {
     std::set<ucp_tag_t> exact_recv_tags, msg_tags;
     for (const auto &r : ref.expected) {
@@ -152,14 +148,12 @@ void check_buckets(const matcher &m, const reference &ref,
 
 void model_check(uint64_t seed, size_t max_tag_buckets, int operations,
                  unsigned max_mask_groups = matcher::MAX_MASK_GROUPS,
-                 size_t mask_index_min = matcher::MASK_INDEX_MIN_MESSAGES)
+                 size_t mask_index_min    = matcher::MASK_INDEX_MIN_MESSAGES)
 {
     INFO("seed " << seed << " max_tag_buckets " << max_tag_buckets << " max_mask_groups "
                  << max_mask_groups << " mask_index_min " << mask_index_min);
     std::mt19937_64 rng(seed);
-    auto pick = [&rng](size_t n) {
-        return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
-    };
+    auto pick = [&rng](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
 
     matcher m(max_tag_buckets, max_mask_groups, mask_index_min);
     reference ref;
@@ -177,7 +171,7 @@ void model_check(uint64_t seed, size_t max_tag_buckets, int operations,
 
         if (action < (post_heavy ? 45u : 25u)) {
             /* ucp_tag_recv: the unexpected queue first, else post */
-            int want = ref.find_unexpected(tag, mask, true);
+            int want            = ref.find_unexpected(tag, mask, true);
             unexpected_entry *u = m.find_unexpected(tag, mask, true);
             REQUIRE(id_of(u) == want);
             if (u == nullptr) {
@@ -220,8 +214,7 @@ void model_check(uint64_t seed, size_t max_tag_buckets, int operations,
         } else {
             /* the whole unexpected queue, in arrival order */
             std::vector<int> ids;
-            m.for_each_unexpected(
-                    [&ids](unexpected_entry &u) { ids.push_back(id_of(&u)); });
+            m.for_each_unexpected([&ids](unexpected_entry &u) { ids.push_back(id_of(&u)); });
             std::vector<int> want;
             for (const auto &u : ref.unexpected) {
                 want.push_back(u.id);
@@ -376,20 +369,19 @@ TEST_CASE("an empty matcher matches nothing", "[ucp_tag_match]")
     CHECK(m.num_expected() == 0);
     CHECK(m.num_unexpected() == 0);
     int visits = 0;
-    m.for_each_unexpected([&visits](unexpected_entry&) { ++visits; });
-    m.take_all_expected([&visits](expected_entry*) { ++visits; });
-    m.take_all_unexpected([&visits](unexpected_entry*) { ++visits; });
+    m.for_each_unexpected([&visits](unexpected_entry &) { ++visits; });
+    m.take_all_expected([&visits](expected_entry *) { ++visits; });
+    m.take_all_unexpected([&visits](unexpected_entry *) { ++visits; });
     CHECK(visits == 0);
 }
 
-TEST_CASE("exact and wildcard receives are taken in post order",
-          "[ucp_tag_match]")
+TEST_CASE("exact and wildcard receives are taken in post order", "[ucp_tag_match]")
 {
     matcher m;
     arena objs;
-    recv_obj &wild1 = objs.new_recv(0x10, 0xf0);  /* accepts 0x10..0x1f */
-    recv_obj &exact = objs.new_recv(0x12, exact_mask);
-    recv_obj &wild2 = objs.new_recv(0, 0);        /* accepts anything */
+    recv_obj &wild1  = objs.new_recv(0x10, 0xf0); /* accepts 0x10..0x1f */
+    recv_obj &exact  = objs.new_recv(0x12, exact_mask);
+    recv_obj &wild2  = objs.new_recv(0, 0); /* accepts anything */
     recv_obj &exact2 = objs.new_recv(0x12, exact_mask);
     for (recv_obj *r : {&wild1, &exact, &wild2, &exact2}) {
         m.add_expected(&r->entry);
@@ -401,18 +393,17 @@ TEST_CASE("exact and wildcard receives are taken in post order",
     CHECK(m.take_expected(0x12) == &exact.entry); /* bucket head beats wild2 */
     CHECK(m.take_expected(0x12) == &wild2.entry);
     CHECK(m.num_expected_buckets() == 1);
-    CHECK(m.take_expected(0x13) == nullptr);      /* only exact2 is left */
+    CHECK(m.take_expected(0x13) == nullptr); /* only exact2 is left */
     CHECK(m.take_expected(0x12) == &exact2.entry);
-    CHECK(m.num_expected_buckets() == 0);         /* empty bucket erased */
+    CHECK(m.num_expected_buckets() == 0); /* empty bucket erased */
     CHECK(m.num_expected() == 0);
 }
 
-TEST_CASE("cancelling receives keeps the buckets consistent",
-          "[ucp_tag_match]")
+TEST_CASE("cancelling receives keeps the buckets consistent", "[ucp_tag_match]")
 {
     matcher m;
     arena objs;
-    std::vector<recv_obj*> rs;
+    std::vector<recv_obj *> rs;
     for (int i = 0; i < 3; ++i) {
         rs.push_back(&objs.new_recv(7, exact_mask));
         m.add_expected(&rs.back()->entry);
@@ -427,7 +418,7 @@ TEST_CASE("cancelling receives keeps the buckets consistent",
     CHECK(m.num_expected_buckets() == 2);
     CHECK(m.take_expected(7) == &rs[2]->entry);
     CHECK(m.num_expected_buckets() == 1);
-    m.remove_expected(&other.entry);  /* the only one of its tag */
+    m.remove_expected(&other.entry); /* the only one of its tag */
     CHECK(m.num_expected_buckets() == 0);
     CHECK(m.take_expected(8) == nullptr);
 
@@ -463,8 +454,7 @@ TEST_CASE("unexpected messages are found in arrival order", "[ucp_tag_match]")
     CHECK(m.num_unexpected_buckets() == 0);
 }
 
-TEST_CASE("buckets do not accumulate over many distinct tags",
-          "[ucp_tag_match]")
+TEST_CASE("buckets do not accumulate over many distinct tags", "[ucp_tag_match]")
 {
     matcher m;
     arena objs;
@@ -490,8 +480,7 @@ TEST_CASE("cleanup takes every queued entry", "[ucp_tag_match]")
     arena objs;
     std::set<int> posted, arrived;
     for (int i = 0; i < 50; ++i) {
-        recv_obj &r = objs.new_recv(static_cast<ucp_tag_t>(i % 7),
-                                    (i % 5) ? exact_mask : 0xff);
+        recv_obj &r = objs.new_recv(static_cast<ucp_tag_t>(i % 7), (i % 5) ? exact_mask : 0xff);
         m.add_expected(&r.entry);
         posted.insert(r.id);
         msg_obj &u = objs.new_msg(static_cast<ucp_tag_t>(100 + i % 9));
@@ -500,17 +489,14 @@ TEST_CASE("cleanup takes every queued entry", "[ucp_tag_match]")
     }
 
     std::set<int> taken;
-    m.take_all_expected([&taken](expected_entry *e) {
-        CHECK(taken.insert(id_of(e)).second);
-    });
+    m.take_all_expected([&taken](expected_entry *e) { CHECK(taken.insert(id_of(e)).second); });
     CHECK(taken == posted);
     CHECK(m.num_expected() == 0);
     CHECK(m.num_expected_buckets() == 0);
     CHECK(m.take_expected(3) == nullptr);
 
     std::vector<int> order;
-    m.take_all_unexpected(
-            [&order](unexpected_entry *u) { order.push_back(id_of(u)); });
+    m.take_all_unexpected([&order](unexpected_entry *u) { order.push_back(id_of(u)); });
     CHECK(order == std::vector<int>(arrived.begin(), arrived.end()));
     CHECK(m.num_unexpected() == 0);
     CHECK(m.num_unexpected_buckets() == 0);

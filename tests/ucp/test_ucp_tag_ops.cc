@@ -21,7 +21,7 @@ using namespace ucp_test;
 
 namespace {
 
-constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
+constexpr ucp_tag_t full_mask  = ~ucp_tag_t(0);
 const char *const transports[] = {"posix,cma", "tcp"};
 
 /* Child that connects, sends the sizes it is told, then waits. */
@@ -40,8 +40,8 @@ int sender_child(int fd, const char *tls, bool sync)
         fill_pattern(buffer.data(), size, size);
         ucp_request_param_t param{};
         ucs_status_ptr_t req = sync ?
-            ucp_tag_send_sync_nbx(p.ep, buffer.data(), size, size, &param) :
-            ucp_tag_send_nbx(p.ep, buffer.data(), size, size, &param);
+                                   ucp_tag_send_sync_nbx(p.ep, buffer.data(), size, size, &param) :
+                                   ucp_tag_send_nbx(p.ep, buffer.data(), size, size, &param);
         TEST_CHILD_CHECK(p.wait(req) == UCS_OK);
         TEST_CHILD_CHECK(test::send_value(fd, size));
     }
@@ -63,10 +63,12 @@ TEST_CASE("probe without and with remove, then msg_recv", "[ucp_tag_ops]")
             REQUIRE(test::send_value(child.fd(), size));
             ucp_tag_recv_info_t info{};
             ucp_tag_message_h msg = nullptr;
-            REQUIRE(test::poll_until([&] {
+            REQUIRE(test::poll_until(
+                [&] {
                 msg = ucp_tag_probe_nb(p.worker, size, full_mask, 0, &info);
                 return msg != nullptr;
-            }, [&] { ucp_worker_progress(p.worker); }));
+                },
+                [&] { ucp_worker_progress(p.worker); }));
             CHECK(info.length == size);
             CHECK(info.sender_tag == size);
             /* Without remove the message stays: probe sees it again. */
@@ -81,8 +83,7 @@ TEST_CASE("probe without and with remove, then msg_recv", "[ucp_tag_ops]")
             ucp_request_param_t param{};
             param.op_attr_mask       = UCP_OP_ATTR_FIELD_RECV_INFO;
             param.recv_info.tag_info = &info;
-            ucs_status_ptr_t req = ucp_tag_msg_recv_nbx(p.worker, buffer.data(), size, msg,
-                                                        &param);
+            ucs_status_ptr_t req = ucp_tag_msg_recv_nbx(p.worker, buffer.data(), size, msg, &param);
             REQUIRE(p.wait(req) == UCS_OK);
             CHECK(check_pattern(buffer.data(), size, size));
             size_t done;
@@ -107,8 +108,8 @@ TEST_CASE("sync send completes only after the receive matched", "[ucp_tag_ops]")
                 std::vector<uint8_t> buffer(size);
                 fill_pattern(buffer.data(), size, size);
                 ucp_request_param_t param{};
-                ucs_status_ptr_t req = ucp_tag_send_sync_nbx(s.ep, buffer.data(), size,
-                                                             size, &param);
+                ucs_status_ptr_t req = ucp_tag_send_sync_nbx(s.ep, buffer.data(), size, size,
+                                                             &param);
                 TEST_CHILD_CHECK(req != nullptr);
                 TEST_CHILD_CHECK(!UCS_PTR_IS_ERR(req));
                 /* The receiver posts only after hearing from us: until then
@@ -142,60 +143,60 @@ namespace {
 /* A generic datatype over a strided array: every other byte is data. */
 struct strided {
     uint8_t *base;
-    size_t  count;      /* data bytes */
+    size_t count; /* data bytes */
 };
 
 void *strided_start_pack(void *, const void *buffer, size_t count)
 {
-    return new strided{static_cast<uint8_t*>(const_cast<void*>(buffer)), count};
+    return new strided{static_cast<uint8_t *>(const_cast<void *>(buffer)), count};
 }
 
 void *strided_start_unpack(void *, void *buffer, size_t count)
 {
-    return new strided{static_cast<uint8_t*>(buffer), count};
+    return new strided{static_cast<uint8_t *>(buffer), count};
 }
 
 size_t strided_packed_size(void *state)
 {
-    return static_cast<strided*>(state)->count;
+    return static_cast<strided *>(state)->count;
 }
 
 size_t strided_pack(void *state, size_t offset, void *dest, size_t max_length)
 {
-    auto *s = static_cast<strided*>(state);
+    auto *s  = static_cast<strided *>(state);
     size_t n = std::min(max_length, s->count - offset);
     for (size_t i = 0; i < n; ++i) {
-        static_cast<uint8_t*>(dest)[i] = s->base[2 * (offset + i)];
+        static_cast<uint8_t *>(dest)[i] = s->base[2 * (offset + i)];
     }
     return n;
 }
 
 ucs_status_t strided_unpack(void *state, size_t offset, const void *src, size_t length)
 {
-    auto *s = static_cast<strided*>(state);
+    auto *s = static_cast<strided *>(state);
     if (offset + length > s->count) {
         return UCS_ERR_MESSAGE_TRUNCATED;
     }
     for (size_t i = 0; i < length; ++i) {
-        s->base[2 * (offset + i)] = static_cast<const uint8_t*>(src)[i];
+        s->base[2 * (offset + i)] = static_cast<const uint8_t *>(src)[i];
     }
     return UCS_OK;
 }
 
 void strided_finish(void *state)
 {
-    delete static_cast<strided*>(state);
+    delete static_cast<strided *>(state);
 }
 
 ucp_datatype_t make_strided()
 {
     ucp_generic_dt_ops_t ops{};
-    ops.start_pack   = strided_start_pack;
-    ops.start_unpack = strided_start_unpack;
-    ops.packed_size  = strided_packed_size;
-    ops.pack         = strided_pack;
-    ops.unpack       = strided_unpack;
-    ops.finish       = strided_finish;
+    ops.start_pack    = strided_start_pack;
+    ops.start_unpack  = strided_start_unpack;
+    ops.packed_size   = strided_packed_size;
+    ops.pack          = strided_pack;
+    ops.unpack        = strided_unpack;
+    ops.finish        = strided_finish;
     ucp_datatype_t dt = 0;
     if (ucp_dt_create_generic(&ops, nullptr, &dt) != UCS_OK) {
         return 0;
@@ -207,11 +208,11 @@ enum class layout { contig, iov, generic };
 
 /* A message of `size` bytes laid out as `kind`: buffer + count + dt. */
 struct laid_out {
-    std::vector<uint8_t>     storage;
+    std::vector<uint8_t> storage;
     std::vector<ucp_dt_iov_t> iov;
-    void                     *buffer;
-    size_t                   count;
-    ucp_datatype_t           dt;
+    void *buffer;
+    size_t count;
+    ucp_datatype_t dt;
 
     laid_out(layout kind, size_t size, ucp_datatype_t generic_dt)
     {
@@ -225,12 +226,12 @@ struct laid_out {
         case layout::iov: {
             storage.resize(size + 1);
             size_t offset = 0, piece = 1;
-            while (offset < size) {     /* growing pieces, some empty */
+            while (offset < size) { /* growing pieces, some empty */
                 size_t n = std::min(piece, size - offset);
                 iov.push_back({storage.data() + offset, n});
                 iov.push_back({storage.data() + offset + n, 0});
                 offset += n;
-                piece   = piece * 3 + 1;
+                piece = piece * 3 + 1;
             }
             buffer = iov.data();
             count  = iov.size();
@@ -289,10 +290,10 @@ TEST_CASE("iov and generic datatypes in every combination", "[ucp_tag_ops]")
                     laid_out out(skind, size, generic_dt), in(rkind, size, generic_dt);
                     out.fill(skind, size, size + 3);
                     ucp_request_param_t rparam{};
-                    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-                    rparam.datatype     = in.dt;
-                    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.buffer, in.count,
-                                                             1, full_mask, &rparam);
+                    rparam.op_attr_mask   = UCP_OP_ATTR_FIELD_DATATYPE;
+                    rparam.datatype       = in.dt;
+                    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.buffer, in.count, 1,
+                                                             full_mask, &rparam);
                     REQUIRE(!UCS_PTR_IS_ERR(rreq));
                     REQUIRE(p.send(out.buffer, out.count, 1, out.dt) == UCS_OK);
                     REQUIRE(p.wait(rreq) == UCS_OK);
@@ -316,12 +317,12 @@ TEST_CASE("truncated receive reports MESSAGE_TRUNCATED", "[ucp_tag_ops]")
         for (size_t size : {size_t(100), size_t(20000), size_t(200000)}) {
             std::vector<uint8_t> out(size, 7), in(size / 2 + 1, 0);
             ucp_request_param_t rparam{};
-            ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.data(), size / 2, 3,
-                                                     full_mask, &rparam);
+            ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.data(), size / 2, 3, full_mask,
+                                                     &rparam);
             REQUIRE(!UCS_PTR_IS_ERR(rreq));
             REQUIRE(p.send(out.data(), size, 3) == UCS_OK);
             CHECK(p.wait(rreq) == UCS_ERR_MESSAGE_TRUNCATED);
-            CHECK(in[size / 2] == 0);   /* nothing past the buffer */
+            CHECK(in[size / 2] == 0); /* nothing past the buffer */
         }
     }
 }
@@ -329,14 +330,14 @@ TEST_CASE("truncated receive reports MESSAGE_TRUNCATED", "[ucp_tag_ops]")
 namespace {
 
 struct callback_log {
-    int          calls = 0;
+    int calls           = 0;
     ucs_status_t status = UCS_OK;
     ucp_tag_recv_info_t info{};
 };
 
 void recv_cb(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void *user)
 {
-    auto *log   = static_cast<callback_log*>(user);
+    auto *log = static_cast<callback_log *>(user);
     log->calls++;
     log->status = status;
     log->info   = *info;
@@ -344,7 +345,7 @@ void recv_cb(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void 
 
 void send_cb(void *, ucs_status_t status, void *user)
 {
-    auto *log   = static_cast<callback_log*>(user);
+    auto *log = static_cast<callback_log *>(user);
     log->calls++;
     log->status = status;
 }
@@ -354,7 +355,7 @@ int init_calls = 0;
 void count_init(void *request)
 {
     ++init_calls;
-    *static_cast<uint64_t*>(request) = 0xfeedface;
+    *static_cast<uint64_t *>(request) = 0xfeedface;
 }
 
 } // namespace
@@ -366,11 +367,10 @@ TEST_CASE("cancel of a posted receive", "[ucp_tag_ops]")
     callback_log log;
     uint8_t buffer[16];
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.recv      = recv_cb;
-    param.user_data    = &log;
-    ucs_status_ptr_t req = ucp_tag_recv_nbx(p.worker, buffer, sizeof(buffer), 9,
-                                            full_mask, &param);
+    param.op_attr_mask   = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.recv        = recv_cb;
+    param.user_data      = &log;
+    ucs_status_ptr_t req = ucp_tag_recv_nbx(p.worker, buffer, sizeof(buffer), 9, full_mask, &param);
     REQUIRE(req != nullptr);
     REQUIRE(!UCS_PTR_IS_ERR(req));
     CHECK(ucp_request_check_status(req) == UCS_INPROGRESS);
@@ -395,12 +395,12 @@ TEST_CASE("request memory, request_init and immediate completion", "[ucp_tag_ops
     REQUIRE(ucp_config_read(nullptr, nullptr, &config) == UCS_OK);
     REQUIRE(ucp_config_modify(config, "TLS", "self") == UCS_OK);
     ucp_params_t params{};
-    params.field_mask   = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
-                          UCP_PARAM_FIELD_REQUEST_INIT;
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                        UCP_PARAM_FIELD_REQUEST_INIT;
     params.features     = UCP_FEATURE_TAG;
     params.request_size = 24;
     params.request_init = count_init;
-    init_calls = 0;
+    init_calls          = 0;
     REQUIRE(ucp_init(&params, config, &p.context) == UCS_OK);
     ucp_config_release(config);
     ucp_worker_params_t wparams{};
@@ -420,22 +420,22 @@ TEST_CASE("request memory, request_init and immediate completion", "[ucp_tag_ops
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.recv      = recv_cb;
     param.user_data    = &log;
-    void *req = ucp_tag_recv_nbx(p.worker, buffer, sizeof(buffer), 1, full_mask, &param);
+    void *req          = ucp_tag_recv_nbx(p.worker, buffer, sizeof(buffer), 1, full_mask, &param);
     REQUIRE(req != nullptr);
     REQUIRE(!UCS_PTR_IS_ERR(req));
-    CHECK(*static_cast<uint64_t*>(req) == 0xfeedface);
+    CHECK(*static_cast<uint64_t *>(req) == 0xfeedface);
     const int inits = init_calls;
     CHECK(inits > 0);
-    *static_cast<uint64_t*>(req) = 42;
-    uint64_t value = 5;
+    *static_cast<uint64_t *>(req) = 42;
+    uint64_t value                = 5;
     REQUIRE(p.send(&value, sizeof(value), 1) == UCS_OK);
     REQUIRE(p.wait(req) == UCS_OK);
     CHECK(log.calls == 1);
     CHECK(log.info.length == sizeof(value));
 
     void *again = ucp_tag_recv_nbx(p.worker, buffer, sizeof(buffer), 2, full_mask, &param);
-    REQUIRE(again == req);              /* LIFO pool: the same element */
-    CHECK(*static_cast<uint64_t*>(again) == 42);
+    REQUIRE(again == req); /* LIFO pool: the same element */
+    CHECK(*static_cast<uint64_t *>(again) == 42);
     CHECK(init_calls == inits);
     ucp_request_cancel(p.worker, again);
     ucp_request_free(again);
@@ -446,8 +446,7 @@ TEST_CASE("request memory, request_init and immediate completion", "[ucp_tag_ops
     log = {};
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
     param.recv_info.tag_info = &info;
-    CHECK(ucp_tag_recv_nbx(p.worker, buffer, sizeof(buffer), 3, full_mask, &param) ==
-          nullptr);
+    CHECK(ucp_tag_recv_nbx(p.worker, buffer, sizeof(buffer), 3, full_mask, &param) == nullptr);
     CHECK(log.calls == 0);
     CHECK(info.length == sizeof(value));
     CHECK(info.sender_tag == 3);
@@ -469,15 +468,15 @@ TEST_CASE("request memory, request_init and immediate completion", "[ucp_tag_ops
     ucp_request_param_t sparam{};
     sparam.op_attr_mask = UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FIELD_CALLBACK |
                           UCP_OP_ATTR_FIELD_USER_DATA;
-    sparam.request      = user;
-    sparam.cb.send      = send_cb;
-    sparam.user_data    = &log;
-    log = {};
+    sparam.request        = user;
+    sparam.cb.send        = send_cb;
+    sparam.user_data      = &log;
+    log                   = {};
     ucs_status_ptr_t sreq = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 5, &sparam);
     CHECK(!UCS_PTR_IS_ERR(sreq));
     CHECK(ucp_request_check_status(user) == UCS_OK);
-    CHECK(log.calls == 0);             /* no callback from inside the call */
-    CHECK(static_cast<uint8_t*>(user)[0] == 0xab);
+    CHECK(log.calls == 0); /* no callback from inside the call */
+    CHECK(static_cast<uint8_t *>(user)[0] == 0xab);
 
     /* A send callback never runs inside the call. */
     std::vector<uint8_t> big(100000, 1);
@@ -485,11 +484,11 @@ TEST_CASE("request memory, request_init and immediate completion", "[ucp_tag_ops
     cbparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     cbparam.cb.send      = send_cb;
     cbparam.user_data    = &log;
-    log = {};
+    log                  = {};
     std::vector<uint8_t> sink(100000);
     ucp_request_param_t rparam{};
     void *rreq = ucp_tag_recv_nbx(p.worker, sink.data(), sink.size(), 6, full_mask, &rparam);
-    sreq = ucp_tag_send_nbx(p.ep, big.data(), big.size(), 6, &cbparam);
+    sreq       = ucp_tag_send_nbx(p.ep, big.data(), big.size(), 6, &cbparam);
     CHECK(log.calls == 0);
     CHECK(p.wait(sreq) == UCS_OK);
     CHECK(p.wait(rreq) == UCS_OK);
@@ -498,12 +497,11 @@ TEST_CASE("request memory, request_init and immediate completion", "[ucp_tag_ops
 namespace {
 
 /* Where the error callbacks of the user-data test record their arg. */
-std::vector<void*> *current = nullptr;
+std::vector<void *> *current = nullptr;
 
 } // namespace
 
-TEST_CASE("a killed peer fails outstanding requests and calls the handler",
-          "[ucp_tag_ops]")
+TEST_CASE("a killed peer fails outstanding requests and calls the handler", "[ucp_tag_ops]")
 {
     env_guard env;
     env.set("UCX_KEEPALIVE_INTERVAL", "50ms");
@@ -516,7 +514,7 @@ TEST_CASE("a killed peer fails outstanding requests and calls the handler",
             TEST_CHILD_CHECK(c.init(tls) == UCS_OK);
             TEST_CHILD_CHECK(c.connect_over(fd));
             TEST_CHILD_CHECK(test::sync_peer(fd));
-            for (;;) {          /* progress, never receive, until killed */
+            for (;;) { /* progress, never receive, until killed */
                 ucp_worker_progress(c.worker);
             }
             return 0;
@@ -543,10 +541,12 @@ TEST_CASE("a killed peer fails outstanding requests and calls the handler",
         }
         child.kill(SIGKILL);
         child.wait();
-        REQUIRE(test::poll_until([&] {
+        REQUIRE(test::poll_until(
+            [&] {
             return (ucp_request_check_status(rndv) != UCS_INPROGRESS) &&
                    (ucp_request_check_status(sync) != UCS_INPROGRESS);
-        }, [&] { ucp_worker_progress(p.worker); }));
+            },
+            [&] { ucp_worker_progress(p.worker); }));
         CHECK(ucp_request_check_status(rndv) != UCS_OK);
         CHECK(ucp_request_check_status(sync) != UCS_OK);
         ucp_request_free(rndv);
@@ -558,8 +558,7 @@ TEST_CASE("a killed peer fails outstanding requests and calls the handler",
     }
 }
 
-TEST_CASE("the error callback gets the ep's user data, else the handler's arg",
-          "[ucp_tag_ops]")
+TEST_CASE("the error callback gets the ep's user data, else the handler's arg", "[ucp_tag_ops]")
 {
     /* UCX's semantics, which its ucp_hello_world -e relies on. */
     peer a, b;
@@ -567,41 +566,40 @@ TEST_CASE("the error callback gets the ep's user data, else the handler's arg",
     REQUIRE(b.init("tcp") == UCS_OK);
     const std::vector<uint8_t> remote = b.address();
     struct {
-        std::vector<void*> args;
+        std::vector<void *> args;
     } got;
     int handler_arg = 0, user_data = 0;
     auto create = [&](bool with_user_data) {
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.address         = reinterpret_cast<const ucp_address_t*>(remote.data());
-        params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
-        params.err_handler.cb  = [](void *arg, ucp_ep_h, ucs_status_t) {
+                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.address        = reinterpret_cast<const ucp_address_t *>(remote.data());
+        params.err_mode       = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb = [](void *arg, ucp_ep_h, ucs_status_t) {
             /* A C callback cannot capture: it records through `current`. */
             current->push_back(arg);
         };
         params.err_handler.arg = &handler_arg;
         if (with_user_data) {
             params.field_mask |= UCP_EP_PARAM_FIELD_USER_DATA;
-            params.user_data   = &user_data;
+            params.user_data = &user_data;
         }
         ucp_ep_h ep = nullptr;
         REQUIRE(ucp_ep_create(a.worker, &params, &ep) == UCS_OK);
         return ep;
     };
-    current = &got.args;
+    current       = &got.args;
     ucp_ep_h with = create(true), without = create(false);
     /* Both connected, then the peer goes away. */
     ucp_request_param_t param{};
     for (ucp_ep_h ep : {with, without}) {
         void *req = ucp_ep_flush_nbx(ep, &param);
-        REQUIRE(test::poll_until([&] {
-            return (req == nullptr) || (ucp_request_check_status(req) != UCS_INPROGRESS);
-        }, [&] {
+        REQUIRE(test::poll_until(
+            [&] { return (req == nullptr) || (ucp_request_check_status(req) != UCS_INPROGRESS); },
+            [&] {
             ucp_worker_progress(a.worker);
             ucp_worker_progress(b.worker);
-        }));
+            }));
         if (req != nullptr) {
             CHECK(ucp_request_check_status(req) == UCS_OK);
             ucp_request_free(req);
@@ -624,8 +622,8 @@ TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges ag
           "[ucp_tag_ops]")
 {
     env_guard env;
-    env.set("UCX_RNDV_THRESH", "4096");         /* self's short limit is ~8k */
-    env.set("UCX_ZCOPY_THRESH", "1024");        /* one fallback from 4096 on */
+    env.set("UCX_RNDV_THRESH", "4096");  /* self's short limit is ~8k */
+    env.set("UCX_ZCOPY_THRESH", "1024"); /* one fallback from 4096 on */
     peer p;
     REQUIRE(p.init("self") == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
@@ -635,9 +633,9 @@ TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges ag
     INFO(info);
     std::istringstream lines(info);
     std::string line;
-    bool in_tag = false;
+    bool in_tag            = false;
     uint64_t expected_from = 0;
-    unsigned ranges = 0;
+    unsigned ranges        = 0;
     while (std::getline(lines, line)) {
         if (line.find("tag_send, contiguous data") != std::string::npos) {
             in_tag = true;
@@ -647,7 +645,7 @@ TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges ag
         char to_text[32];
         if (!in_tag || (std::sscanf(line.c_str(), "# %llu .. %31s", &from, to_text) != 2)) {
             if (in_tag && (ranges > 0)) {
-                break;                          /* past the tag table */
+                break; /* past the tag table */
             }
             continue;
         }
@@ -679,14 +677,13 @@ TEST_CASE("UCX_RNDV_THRESH below the short limit wins, and the printed ranges ag
         ucp_worker_progress(p.worker);
     }
     CHECK(ucp_request_check_status(send) == UCS_INPROGRESS);
-    CHECK(p.wait(ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 9, ~ucp_tag_t(0),
-                                  &param)) == UCS_OK);
+    CHECK(p.wait(ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 9, ~ucp_tag_t(0), &param)) ==
+          UCS_OK);
     CHECK(p.wait(send) == UCS_OK);
     CHECK(in == out);
 }
 
-TEST_CASE("ucp_request_query reports status, memory type and a description",
-          "[ucp_tag_ops]")
+TEST_CASE("ucp_request_query reports status, memory type and a description", "[ucp_tag_ops]")
 {
     peer p;
     REQUIRE(p.init("self") == UCS_OK);
@@ -698,15 +695,13 @@ TEST_CASE("ucp_request_query reports status, memory type and a description",
 
     std::vector<uint8_t> in(100);
     ucp_request_param_t param{};
-    void *recv = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 0x77, ~ucp_tag_t(0),
-                                  &param);
+    void *recv = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), 0x77, ~ucp_tag_t(0), &param);
     REQUIRE(recv != nullptr);
     REQUIRE(!UCS_PTR_IS_ERR(recv));
 
     ucp_request_attr_t attr{};
     attr.field_mask = UCP_REQUEST_ATTR_FIELD_STATUS | UCP_REQUEST_ATTR_FIELD_MEM_TYPE |
-                      UCP_REQUEST_ATTR_FIELD_INFO_STRING |
-                      UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE;
+                      UCP_REQUEST_ATTR_FIELD_INFO_STRING | UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE;
     attr.debug_string      = text.data();
     attr.debug_string_size = text.size();
     REQUIRE(ucp_request_query(recv, &attr) == UCS_OK);
@@ -738,8 +733,7 @@ TEST_CASE("ucp_request_query reports status, memory type and a description",
     ucp_request_free(recv);
 }
 
-TEST_CASE("ucp_ep_evaluate_perf estimates from the lanes' model, by protocol",
-          "[ucp_tag_ops]")
+TEST_CASE("ucp_ep_evaluate_perf estimates from the lanes' model, by protocol", "[ucp_tag_ops]")
 {
     for (const char *tls : {"posix,cma", "tcp"}) {
         INFO("UCX_TLS=" << tls);
@@ -757,12 +751,12 @@ TEST_CASE("ucp_ep_evaluate_perf estimates from the lanes' model, by protocol",
             return attr.estimated_time;
         };
         double previous = 0;
-        for (size_t size : {size_t(0), size_t(8), size_t(4096), size_t(65536),
-                            size_t(1) << 20, size_t(16) << 20}) {
+        for (size_t size : {size_t(0), size_t(8), size_t(4096), size_t(65536), size_t(1) << 20,
+                            size_t(16) << 20}) {
             CAPTURE(size);
             const double t = estimate(size);
             CHECK(t > 0);
-            CHECK(t >= previous * 0.99);    /* a larger message never looks faster */
+            CHECK(t >= previous * 0.99); /* a larger message never looks faster */
             previous = t;
         }
         /* Large messages are bandwidth-bound: 16x the size, ~16x the time. */
@@ -778,23 +772,20 @@ TEST_CASE("ucp_ep_evaluate_perf estimates from the lanes' model, by protocol",
     }
 }
 
-TEST_CASE("ucp_ep_modify_nb changes the handler and user data, nothing else",
-          "[ucp_tag_ops]")
+TEST_CASE("ucp_ep_modify_nb changes the handler and user data, nothing else", "[ucp_tag_ops]")
 {
     peer a, b;
     REQUIRE(a.init("tcp") == UCS_OK);
     REQUIRE(b.init("tcp") == UCS_OK);
     REQUIRE(a.connect(b.address(), UCP_ERR_HANDLING_MODE_PEER) == UCS_OK);
-    std::vector<void*> seen;
+    std::vector<void *> seen;
     int data = 0;
     ucp_ep_params_t params{};
     params.field_mask     = UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA;
-    params.err_handler.cb = [](void *arg, ucp_ep_h, ucs_status_t) {
-        current->push_back(arg);
-    };
-    params.user_data = &data;
-    current          = &seen;
-    CHECK(ucp_ep_modify_nb(a.ep, &params) == nullptr);      /* done at once */
+    params.err_handler.cb = [](void *arg, ucp_ep_h, ucs_status_t) { current->push_back(arg); };
+    params.user_data      = &data;
+    current               = &seen;
+    CHECK(ucp_ep_modify_nb(a.ep, &params) == nullptr); /* done at once */
 
     ucp_ep_params_t refused{};
     refused.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
@@ -806,12 +797,12 @@ TEST_CASE("ucp_ep_modify_nb changes the handler and user data, nothing else",
     /* The new handler and user data are what a failure reaches. */
     ucp_request_param_t param{};
     void *req = ucp_ep_flush_nbx(a.ep, &param);
-    REQUIRE(test::poll_until([&] {
-        return (req == nullptr) || (ucp_request_check_status(req) != UCS_INPROGRESS);
-    }, [&] {
+    REQUIRE(test::poll_until(
+        [&] { return (req == nullptr) || (ucp_request_check_status(req) != UCS_INPROGRESS); },
+        [&] {
         ucp_worker_progress(a.worker);
         ucp_worker_progress(b.worker);
-    }));
+        }));
     if (req != nullptr) {
         ucp_request_free(req);
     }
@@ -843,7 +834,7 @@ TEST_CASE("a force close releases what the sends queued on its eps hold", "[ucp_
         ucs_status_ptr_t r = ucp_tag_send_nbx(a.ep, small, sizeof(small), 1, &param);
         REQUIRE(!UCS_PTR_IS_ERR(r));
         if (r != nullptr) {
-            queued.push_back(r);   /* b's FIFO is full */
+            queued.push_back(r); /* b's FIFO is full */
         }
     }
     REQUIRE(!queued.empty());
@@ -852,13 +843,12 @@ TEST_CASE("a force close releases what the sends queued on its eps hold", "[ucp_
     REQUIRE(dt != 0);
     const generic_counts before = g_generic;
     std::vector<uint8_t> payload(64, 0x5a);
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-    param.datatype     = dt;
-    ucs_status_ptr_t generic = ucp_tag_send_nbx(a.ep, payload.data(), payload.size(), 2,
-                                                &param);
+    param.op_attr_mask       = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype           = dt;
+    ucs_status_ptr_t generic = ucp_tag_send_nbx(a.ep, payload.data(), payload.size(), 2, &param);
     REQUIRE(UCS_PTR_IS_PTR(generic));
     queued.push_back(generic);
-    REQUIRE(c.connect(b.address()) == UCS_OK);   /* its wireup waits for room */
+    REQUIRE(c.connect(b.address()) == UCS_OK); /* its wireup waits for room */
 
     for (peer *p : {&a, &c}) {
         ucp_request_param_t force{};
@@ -883,15 +873,15 @@ TEST_CASE("ucp_ep_create refuses corrupted addresses", "[ucp_tag_ops]")
     const std::vector<uint8_t> good = p.address();
     std::mt19937 rng(7);
     int created = 0;
-    log_capture capture;   /* thousands of expected errors */
+    log_capture capture; /* thousands of expected errors */
     for (int i = 0; i < 3000; ++i) {
         std::vector<uint8_t> bad = good;
-        int flips = 1 + int(rng() % 4);
+        int flips                = 1 + int(rng() % 4);
         for (int f = 0; f < flips; ++f) {
             bad[rng() % bad.size()] ^= uint8_t(1u << (rng() % 8));
         }
         if (rng() % 4 == 0) {
-            bad.resize(rng() % bad.size());   /* truncated: its header lies */
+            bad.resize(rng() % bad.size()); /* truncated: its header lies */
         }
         /* ucp_ep_create gets only a pointer and trusts the header's length
          * (up to the format's limit): keep that much readable. */
@@ -899,9 +889,9 @@ TEST_CASE("ucp_ep_create refuses corrupted addresses", "[ucp_tag_ops]")
         ucp_ep_h ep = nullptr;
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = reinterpret_cast<const ucp_address_t*>(bad.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(bad.data());
         if (ucp_ep_create(p.worker, &params, &ep) == UCS_OK) {
-            ++created;     /* a flip in a name or padding may still be valid */
+            ++created; /* a flip in a name or padding may still be valid */
             ucp_request_param_t cparam{};
             cparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
             cparam.flags        = UCP_EP_CLOSE_FLAG_FORCE;
@@ -919,7 +909,7 @@ TEST_CASE("ucp_ep_create refuses corrupted addresses", "[ucp_tag_ops]")
     CHECK(UCS_PTR_STATUS(ucp_tag_send_nbx(nullptr, nullptr, 0, 0, &param)) ==
           UCS_ERR_INVALID_PARAM);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-    param.datatype     = 5;   /* no such class */
+    param.datatype     = 5; /* no such class */
     REQUIRE(p.connect(good) == UCS_OK);
     uint8_t byte = 0;
     CHECK(UCS_PTR_IS_ERR(ucp_tag_send_nbx(p.ep, &byte, 1, 0, &param)));
@@ -931,13 +921,13 @@ TEST_CASE("a generic datatype that packs nothing fails a multi-fragment send", "
     /* Tag, AM and stream share one fragment sender: a fragment that packs
      * no bytes fails the send (it used to spin for ever in tag's loop). */
     env_guard env;
-    env.set("UCX_RNDV_THRESH", "inf");   /* eager fragments, whatever the size */
+    env.set("UCX_RNDV_THRESH", "inf"); /* eager fragments, whatever the size */
     peer p;
     REQUIRE(p.init("self", UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM) == UCS_OK);
     REQUIRE(p.connect(p.address()) == UCS_OK);
     const ucp_datatype_t dt = make_stingy_generic();
     REQUIRE(dt != 0);
-    std::vector<uint8_t> payload(256 * 1024, 0x3c);   /* many fragments on self */
+    std::vector<uint8_t> payload(256 * 1024, 0x3c); /* many fragments on self */
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype     = dt;
@@ -947,9 +937,9 @@ TEST_CASE("a generic datatype that packs nothing fails a multi-fragment send", "
             return UCS_PTR_STATUS(request);
         }
         ucs_status_t status = UCS_INPROGRESS;
-        CHECK(test::poll_until([&] {
-            return (status = ucp_request_check_status(request)) != UCS_INPROGRESS;
-        }, [&] { ucp_worker_progress(p.worker); }));
+        CHECK(test::poll_until(
+            [&] { return (status = ucp_request_check_status(request)) != UCS_INPROGRESS; },
+            [&] { ucp_worker_progress(p.worker); }));
         if (status != UCS_INPROGRESS) {
             ucp_request_free(request);
         }
@@ -963,9 +953,9 @@ TEST_CASE("a generic datatype that packs nothing fails a multi-fragment send", "
     SECTION("active message") {
         ucp_request_param_t am = param;
         am.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-        am.flags         = UCP_AM_SEND_FLAG_EAGER;
-        CHECK(outcome(ucp_am_send_nbx(p.ep, 5, nullptr, 0, payload.data(), payload.size(),
-                                      &am)) == UCS_ERR_IO_ERROR);
+        am.flags = UCP_AM_SEND_FLAG_EAGER;
+        CHECK(outcome(ucp_am_send_nbx(p.ep, 5, nullptr, 0, payload.data(), payload.size(), &am)) ==
+              UCS_ERR_IO_ERROR);
     }
     SECTION("stream") {
         CHECK(outcome(ucp_stream_send_nbx(p.ep, payload.data(), payload.size(), &param)) ==

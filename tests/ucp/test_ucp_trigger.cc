@@ -35,15 +35,15 @@ constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE
 
 /* What the callbacks of triggered operations saw. */
 struct seen_calls {
-    unsigned     calls  = 0;
-    ucs_status_t status = UCS_INPROGRESS;
-    uint64_t     err_in_callback = 0;
-    ucp_cntr_h   err_of = nullptr;
+    unsigned calls           = 0;
+    ucs_status_t status      = UCS_INPROGRESS;
+    uint64_t err_in_callback = 0;
+    ucp_cntr_h err_of        = nullptr;
 };
 
 void seen_send(void *, ucs_status_t status, void *arg)
 {
-    auto *seen = static_cast<seen_calls*>(arg);
+    auto *seen = static_cast<seen_calls *>(arg);
     ++seen->calls;
     seen->status = status;
     if (seen->err_of != nullptr) {
@@ -54,8 +54,8 @@ void seen_send(void *, ucs_status_t status, void *arg)
 void with_callback(ucp_ext_request_param_t *ext, seen_calls *seen)
 {
     ext->base.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    ext->base.cb.send       = seen_send;
-    ext->base.user_data     = seen;
+    ext->base.cb.send   = seen_send;
+    ext->base.user_data = seen;
 }
 
 /* The tags of the messages waiting unexpected, in arrival order. */
@@ -75,8 +75,7 @@ std::vector<ucp_tag_t> drain_tags(peer &p, size_t expected)
 
 /* ucp_cntr_op_nbx with an operation outside ucp_cntr_op_t, as a C caller
  * may pass one (read unchecked here only: an enum load is UBSan's). */
-__attribute__((no_sanitize("enum")))
-ucs_status_ptr_t cntr_op_raw(ucp_cntr_h cntr, int raw_op)
+__attribute__((no_sanitize("enum"))) ucs_status_ptr_t cntr_op_raw(ucp_cntr_h cntr, int raw_op)
 {
     ucp_cntr_op_t op;
     std::memcpy(&op, &raw_op, sizeof(op));
@@ -177,7 +176,7 @@ TEST_CASE("triggered operations: when they start, and in which order", "[ucp_tri
 
     SECTION("thresholds at the edges of 64 bits") {
         ucp_ext_request_param_t top = triggered_by(trigger, UINT64_MAX);
-        ucs_status_ptr_t r = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 3, &top.base);
+        ucs_status_ptr_t r          = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 3, &top.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
         CHECK(ucp_cntr_set(trigger, UINT64_MAX - 1) == UCS_OK);
         CHECK(nothing_unexpected(p));
@@ -187,7 +186,7 @@ TEST_CASE("triggered operations: when they start, and in which order", "[ucp_tri
         /* Wrapped to 0: a threshold of 1 is not met, one of 0 always is. */
         CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
         ucp_ext_request_param_t one = triggered_by(trigger, 1);
-        r = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 4, &one.base);
+        r                           = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 4, &one.base);
         CHECK(UCS_PTR_IS_PTR(r));
         ucp_ext_request_param_t zero = triggered_by(trigger, 0);
         CHECK(ucp_tag_send_nbx(p.ep, &value, sizeof(value), 5, &zero.base) == nullptr);
@@ -199,8 +198,8 @@ TEST_CASE("triggered operations: when they start, and in which order", "[ucp_tri
     SECTION("setting the counter lower does not undo what started, nor start the rest") {
         ucp_ext_request_param_t at2 = triggered_by(trigger, 2);
         ucp_ext_request_param_t at4 = triggered_by(trigger, 4);
-        ucs_status_ptr_t r2 = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 2, &at2.base);
-        ucs_status_ptr_t r4 = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 4, &at4.base);
+        ucs_status_ptr_t r2         = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 2, &at2.base);
+        ucs_status_ptr_t r4         = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 4, &at4.base);
         CHECK(ucp_cntr_set(trigger, 3) == UCS_OK);
         CHECK(p.wait(r2) == UCS_OK);
         CHECK(ucp_cntr_set(trigger, 0) == UCS_OK);
@@ -213,7 +212,7 @@ TEST_CASE("triggered operations: when they start, and in which order", "[ucp_tri
     }
 
     SECTION("buffers are read when the operation starts, not when it is posted") {
-        uint64_t payload = 1;
+        uint64_t payload            = 1;
         ucp_ext_request_param_t ext = triggered_by(trigger, 1);
         ucs_status_ptr_t r = ucp_tag_send_nbx(p.ep, &payload, sizeof(payload), 9, &ext.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
@@ -227,14 +226,14 @@ TEST_CASE("triggered operations: when they start, and in which order", "[ucp_tri
     }
 
     SECTION("a triggered receive, and a started one cancelled through its request") {
-        uint64_t got = 0;
+        uint64_t got                = 0;
         ucp_ext_request_param_t ext = triggered_by(trigger, 1, done);
         ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &got, sizeof(got), 11, ~ucp_tag_t(0),
                                               &ext.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
         CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
         for (int i = 0; i < 10; ++i) {
-            ucp_worker_progress(p.worker);   /* started: an expected receive now */
+            ucp_worker_progress(p.worker); /* started: an expected receive now */
         }
         CHECK(ucp_dwq_cancel(p.worker, r) == UCS_ERR_BUSY);
         CHECK(p.send(&value, sizeof(value), 11) == UCS_OK);
@@ -267,14 +266,14 @@ TEST_CASE("triggered operations: when they start, and in which order", "[ucp_tri
               UCS_ERR_NO_RESOURCE);
         ext = triggered_by(trigger, 1, done);
         ext.base.op_attr_mask |= UCP_OP_ATTR_FIELD_REQUEST;
-        ext.base.request       = nullptr;
+        ext.base.request = nullptr;
         CHECK(UCS_PTR_STATUS(ucp_tag_send_nbx(p.ep, &value, sizeof(value), 1, &ext.base)) ==
               UCS_ERR_INVALID_PARAM);
         ucp_context_attr_t attr{};
         attr.field_mask = UCP_ATTR_FIELD_REQUEST_SIZE;
         REQUIRE(ucp_context_query(p.context, &attr) == UCS_OK);
         std::vector<uint8_t> memory(attr.request_size + 64);
-        ext.base.request = memory.data() + attr.request_size;
+        ext.base.request   = memory.data() + attr.request_size;
         ucs_status_ptr_t r = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 8, &ext.base);
         CHECK(r == ext.base.request);
         CHECK(ucp_request_check_status(r) == UCS_INPROGRESS);
@@ -293,8 +292,7 @@ TEST_CASE("triggered operations: when they start, and in which order", "[ucp_tri
     CHECK(ucp_cntr_destroy(done) == UCS_OK);
 }
 
-TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes first",
-          "[ucp_trigger]")
+TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes first", "[ucp_trigger]")
 {
     peer p;
     REQUIRE(p.init("self", features) == UCS_OK);
@@ -312,14 +310,14 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
     SECTION("cancel: queued -> cancelled, counted as a failure before the callback; "
             "again -> not a queued operation") {
         seen_calls seen;
-        seen.err_of = errors;
+        seen.err_of                 = errors;
         ucp_ext_request_param_t ext = triggered_by(trigger, 1, done);
         ext.ext_field_mask |= UCP_EXT_PARAM_FIELD_ERR_CNTR;
-        ext.err_cntr        = errors;
+        ext.err_cntr = errors;
         with_callback(&ext, &seen);
         ucs_status_ptr_t r = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 1, &ext.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
-        CHECK(ucp_cntr_destroy(done) == UCS_ERR_BUSY);      /* counted on when it runs */
+        CHECK(ucp_cntr_destroy(done) == UCS_ERR_BUSY); /* counted on when it runs */
         CHECK(ucp_dwq_cancel(p.worker, r) == UCS_OK);
         CHECK(seen.calls == 1);
         CHECK(seen.status == UCS_ERR_CANCELED);
@@ -343,7 +341,7 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
             on_other.push_back(ucp_tag_send_nbx(p.ep, &value, sizeof(value), 10 + i, &b.base));
         }
         CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
-        CHECK(p.wait_unexpected(1));                         /* the first started */
+        CHECK(p.wait_unexpected(1)); /* the first started */
         size_t cancelled = 0;
         CHECK(ucp_dwq_flush(p.worker, trigger, &cancelled) == UCS_OK);
         CHECK(cancelled == 2);
@@ -370,11 +368,11 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
          * the counter's queue while the others are due in the same pass. */
         struct flusher {
             ucp_worker_h worker;
-            ucp_cntr_h   trigger;
-            size_t       cancelled = 0;
+            ucp_cntr_h trigger;
+            size_t cancelled = 0;
             static void cb(void *, ucs_status_t, void *arg)
             {
-                auto *f = static_cast<flusher*>(arg);
+                auto *f = static_cast<flusher *>(arg);
                 ucp_dwq_flush(f->worker, f->trigger, &f->cancelled);
             }
         } f{p.worker, trigger};
@@ -382,10 +380,9 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         for (uint64_t i = 1; i <= 4; ++i) {
             ucp_ext_request_param_t ext = triggered_by(trigger, i, done);
             if (i == 1) {
-                ext.base.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK |
-                                         UCP_OP_ATTR_FIELD_USER_DATA;
-                ext.base.cb.send       = flusher::cb;
-                ext.base.user_data     = &f;
+                ext.base.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+                ext.base.cb.send   = flusher::cb;
+                ext.base.user_data = &f;
             }
             requests.push_back(ucp_tag_send_nbx(p.ep, &value, sizeof(value), i, &ext.base));
             REQUIRE(UCS_PTR_IS_PTR(requests.back()));
@@ -419,14 +416,14 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         bool all_started = true;
         for (uint64_t i = 1; i <= rounds; ++i) {
             ucp_ext_request_param_t ext = triggered_by(trigger, i);
-            ucs_status_ptr_t r = ucp_cntr_op_nbx(other, UCP_CNTR_OP_ADD, 1, &ext.base);
+            ucs_status_ptr_t r          = ucp_cntr_op_nbx(other, UCP_CNTR_OP_ADD, 1, &ext.base);
             posted.store(i);
             all_started = all_started && !UCS_PTR_IS_ERR(r) &&
-                          test::poll_until([&] {
-                              return (r == nullptr) ||
-                                     (ucp_request_check_status(r) != UCS_INPROGRESS);
-                          }, [&] { ucp_worker_progress(p.worker); },
-                          std::chrono::seconds(10));
+                          test::poll_until(
+                              [&] {
+                return (r == nullptr) || (ucp_request_check_status(r) != UCS_INPROGRESS);
+                              },
+                              [&] { ucp_worker_progress(p.worker); }, std::chrono::seconds(10));
             if (UCS_PTR_IS_PTR(r)) {
                 ucp_request_free(r);
             }
@@ -439,7 +436,7 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
 
     SECTION("counters waited for, counted on or updated cannot be destroyed") {
         ucp_ext_request_param_t ext = triggered_by(trigger, 1);
-        ucs_status_ptr_t r = ucp_cntr_op_nbx(other, UCP_CNTR_OP_ADD, 1, &ext.base);
+        ucs_status_ptr_t r          = ucp_cntr_op_nbx(other, UCP_CNTR_OP_ADD, 1, &ext.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
         CHECK(ucp_cntr_destroy(trigger) == UCS_ERR_BUSY);
         CHECK(ucp_cntr_destroy(other) == UCS_ERR_BUSY);
@@ -454,8 +451,10 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         CHECK(ucp_cntr_read(other) == 5);
         CHECK(ucp_cntr_read_err(other) == 2);
         std::vector<ucs_status_ptr_t> requests;
-        for (auto [op, v] : {std::pair{UCP_CNTR_OP_SET, 100}, {UCP_CNTR_OP_ADD, 1},
-                             {UCP_CNTR_OP_SET_ERR, 9}, {UCP_CNTR_OP_ADD_ERR, 1}}) {
+        for (auto [op, v] : {std::pair{UCP_CNTR_OP_SET, 100},
+                             {UCP_CNTR_OP_ADD, 1},
+                             {UCP_CNTR_OP_SET_ERR, 9},
+                             {UCP_CNTR_OP_ADD_ERR, 1}}) {
             ucp_ext_request_param_t ext = triggered_by(trigger, 1);
             requests.push_back(ucp_cntr_op_nbx(other, op, uint64_t(v), &ext.base));
             REQUIRE(UCS_PTR_IS_PTR(requests.back()));
@@ -465,7 +464,7 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         for (ucs_status_ptr_t r : requests) {
             CHECK(p.wait(r) == UCS_OK);
         }
-        CHECK(ucp_cntr_read(other) == 101);       /* in posting order */
+        CHECK(ucp_cntr_read(other) == 101); /* in posting order */
         CHECK(ucp_cntr_read_err(other) == 10);
     }
 
@@ -497,8 +496,8 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                              UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-        param.cb.send      = kick::cb;
-        param.user_data    = trigger;
+        param.cb.send   = kick::cb;
+        param.user_data = trigger;
         CHECK(p.wait(ucp_tag_send_nbx(p.ep, &value, sizeof(value), 76, &param)) == UCS_OK);
         CHECK(ucp_cntr_wait(done, 1, 60000) == UCS_OK);
         CHECK(ucp_cntr_read(trigger) == stages + 1);
@@ -540,8 +539,8 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         REQUIRE(region.map(p.context, rma_test::memory::registered, 4096) == UCS_OK);
         ucp_rkey_h rkey;
         REQUIRE(ucp_ep_rkey_unpack(p.ep, region.key().data(), &rkey) == UCS_OK);
-        ucp_ext_request_param_t put = triggered_by(trigger, 1, done);
-        ucp_ext_request_param_t ep_flush = triggered_by(trigger, 1, done);
+        ucp_ext_request_param_t put          = triggered_by(trigger, 1, done);
+        ucp_ext_request_param_t ep_flush     = triggered_by(trigger, 1, done);
         ucp_ext_request_param_t worker_flush = triggered_by(trigger, 2, done);
         ucs_status_ptr_t r1 = ucp_put_nbx(p.ep, &value, sizeof(value), region.address(), rkey,
                                           &put.base);
@@ -553,7 +552,7 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
         CHECK(p.wait(r1) == UCS_OK);
         CHECK(p.wait(r2) == UCS_OK);
-        CHECK(ucp_cntr_read(done) == 2);          /* the put and the ep flush */
+        CHECK(ucp_cntr_read(done) == 2); /* the put and the ep flush */
         uint64_t landed;
         std::memcpy(&landed, region.data(), sizeof(landed));
         CHECK(landed == value);
@@ -590,9 +589,9 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
         REQUIRE(ucp_ep_rkey_unpack(p.ep, region.key().data(), &rkey) == UCS_OK);
         REQUIRE(ucp_ep_rkey_unpack(p.ep, region.key().data(), &other) == UCS_OK);
         ucp_ext_request_param_t ext = triggered_by(trigger, 1, done);
-        const uint64_t pattern = 0x1122334455667788;
-        ucs_status_ptr_t r = ucp_put_nbx(p.ep, &pattern, sizeof(pattern), region.address(),
-                                         rkey, &ext.base);
+        const uint64_t pattern      = 0x1122334455667788;
+        ucs_status_ptr_t r = ucp_put_nbx(p.ep, &pattern, sizeof(pattern), region.address(), rkey,
+                                         &ext.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
         ucp_rkey_destroy(other);
         CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);
@@ -607,12 +606,12 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
 
     SECTION("ucp_worker_arm says busy while an operation is due") {
         ucp_ext_request_param_t ext = triggered_by(trigger, 1);
-        ucs_status_ptr_t r = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 1, &ext.base);
+        ucs_status_ptr_t r          = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 1, &ext.base);
         REQUIRE(UCS_PTR_IS_PTR(r));
         while (ucp_worker_progress(p.worker) != 0) {
         }
         CHECK(ucp_worker_arm(p.worker) == UCS_OK);
-        CHECK(ucp_cntr_add(trigger, 1) == UCS_OK);   /* signals the worker */
+        CHECK(ucp_cntr_add(trigger, 1) == UCS_OK); /* signals the worker */
         CHECK(ucp_worker_arm(p.worker) == UCS_ERR_BUSY);
         CHECK(ucp_cntr_arm(trigger) == UCS_ERR_BUSY);
         CHECK(p.wait(r) == UCS_OK);
@@ -653,8 +652,7 @@ TEST_CASE("deferred work queue: cancel, flush, held counters, and what goes firs
     }
 }
 
-TEST_CASE("deferred work queue: a worker destroyed with queued operations",
-          "[ucp_trigger]")
+TEST_CASE("deferred work queue: a worker destroyed with queued operations", "[ucp_trigger]")
 {
     peer p;
     REQUIRE(p.init("self", features) == UCS_OK);
@@ -665,10 +663,10 @@ TEST_CASE("deferred work queue: a worker destroyed with queued operations",
     seen_calls seen;
     ucp_ext_request_param_t ext = triggered_by(trigger, 1);
     with_callback(&ext, &seen);
-    ucs_status_ptr_t send = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 1, &ext.base);
+    ucs_status_ptr_t send        = ucp_tag_send_nbx(p.ep, &value, sizeof(value), 1, &ext.base);
     ucp_ext_request_param_t recv = triggered_by(trigger, 1);
-    ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &got, sizeof(got), 2, ~ucp_tag_t(0),
-                                          &recv.base);
+    ucs_status_ptr_t r           = ucp_tag_recv_nbx(p.worker, &got, sizeof(got), 2, ~ucp_tag_t(0),
+                                                    &recv.base);
     REQUIRE(UCS_PTR_IS_PTR(send));
     REQUIRE(UCS_PTR_IS_PTR(r));
     /* The ep goes first (its send is cancelled), then the worker with the

@@ -52,10 +52,10 @@ int echo_child(int fd, const char *tls)
         TEST_CHILD_CHECK(posted(ucp_tag_recv_nbx(c.worker, slots[i].data(), slots[i].size(), i,
                                                  ~ucp_tag_t(0), &recv.base)));
         ucp_ext_request_param_t echo = triggered_by(received, i + 1, echoed);
-        TEST_CHILD_CHECK(posted(ucp_tag_send_nbx(c.ep, slots[i].data(), slots[i].size(),
-                                                 1000 + i, &echo.base)));
+        TEST_CHILD_CHECK(posted(ucp_tag_send_nbx(c.ep, slots[i].data(), slots[i].size(), 1000 + i,
+                                                 &echo.base)));
     }
-    TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));    /* all posted */
+    TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1))); /* all posted */
     TEST_CHILD_CHECK(ucp_cntr_wait(echoed, std::size(echo_sizes), 60000) == UCS_OK);
     TEST_CHILD_CHECK(ucp_cntr_read_err(received) + ucp_cntr_read_err(echoed) == 0);
     uint8_t done;
@@ -68,7 +68,8 @@ int echo_child(int fd, const char *tls)
 } // namespace
 
 TEST_CASE("triggered operations: an echo chain between two processes, run by progress "
-          "alone", "[ucp_trigger]")
+          "alone",
+          "[ucp_trigger]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
@@ -107,10 +108,10 @@ TEST_CASE("triggered operations: an echo chain between two processes, run by pro
 
 namespace {
 
-constexpr unsigned group_size = 4;
-constexpr unsigned barriers   = 20;
-constexpr unsigned dissemination_rounds = 2;     /* log2(group_size) */
-constexpr size_t   block_words = 4096;           /* 32 KiB: rendezvous on shm */
+constexpr unsigned group_size           = 4;
+constexpr unsigned barriers             = 20;
+constexpr unsigned dissemination_rounds = 2;    /* log2(group_size) */
+constexpr size_t block_words            = 4096; /* 32 KiB: rendezvous on shm */
 
 /* Shared by the four processes (mapped before they fork): how many of them
  * have entered each barrier. */
@@ -123,9 +124,15 @@ ucp_tag_t barrier_tag(unsigned barrier, unsigned round)
     return (1ull << 32) | (barrier << 8) | round;
 }
 
-ucp_tag_t gather_tag(unsigned step) { return (2ull << 32) | step; }
+ucp_tag_t gather_tag(unsigned step)
+{
+    return (2ull << 32) | step;
+}
 
-uint64_t block_value(unsigned rank, size_t word) { return (uint64_t(rank) << 32) | word; }
+uint64_t block_value(unsigned rank, size_t word)
+{
+    return (uint64_t(rank) << 32) | word;
+}
 
 int member_body(unsigned rank, int fd, const char *tls, arrivals *shared)
 {
@@ -138,7 +145,7 @@ int member_body(unsigned rank, int fd, const char *tls, arrivals *shared)
         TEST_CHILD_CHECK(test::recv_blob(fd, &address));
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = reinterpret_cast<const ucp_address_t*>(address.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(address.data());
         TEST_CHILD_CHECK(ucp_ep_create(p.worker, &params, &eps[r]) == UCS_OK);
     }
     ucp_cntr_h rounds = new_cntr(p.worker);
@@ -158,7 +165,7 @@ int member_body(unsigned rank, int fd, const char *tls, arrivals *shared)
                                                      barrier_tag(b, k), ~ucp_tag_t(0),
                                                      &recv.base)));
             ucp_ext_request_param_t send = triggered_by(rounds, base + k, sent);
-            const unsigned to = (rank + (1u << k)) % group_size;
+            const unsigned to            = (rank + (1u << k)) % group_size;
             TEST_CHILD_CHECK(posted(ucp_tag_send_nbx(eps[to], &token, sizeof(token),
                                                      barrier_tag(b, k), &send.base)));
         }
@@ -178,23 +185,23 @@ int member_body(unsigned rank, int fd, const char *tls, arrivals *shared)
     }
     const unsigned right = (rank + 1) % group_size;
     for (unsigned s = 0; s + 1 < group_size; ++s) {
-        const unsigned out_block = (rank + group_size - s) % group_size;
-        const unsigned in_block  = (rank + group_size - s - 1) % group_size;
+        const unsigned out_block     = (rank + group_size - s) % group_size;
+        const unsigned in_block      = (rank + group_size - s - 1) % group_size;
         ucp_ext_request_param_t send = triggered_by(gathered, s, sent);
         TEST_CHILD_CHECK(posted(ucp_tag_send_nbx(eps[right], &blocks[out_block * block_words],
-                                                 block_words * sizeof(uint64_t),
-                                                 gather_tag(s), &send.base)));
+                                                 block_words * sizeof(uint64_t), gather_tag(s),
+                                                 &send.base)));
         ucp_ext_request_param_t recv = triggered_by(gathered, s, gathered);
         TEST_CHILD_CHECK(posted(ucp_tag_recv_nbx(p.worker, &blocks[in_block * block_words],
-                                                 block_words * sizeof(uint64_t),
-                                                 gather_tag(s), ~ucp_tag_t(0), &recv.base)));
+                                                 block_words * sizeof(uint64_t), gather_tag(s),
+                                                 ~ucp_tag_t(0), &recv.base)));
     }
     TEST_CHILD_CHECK(ucp_cntr_wait(gathered, group_size - 1, 60000) == UCS_OK);
     uint64_t sum = 0, expected = 0;
     for (unsigned r = 0; r < group_size; ++r) {
         for (size_t w = 0; w < block_words; ++w) {
             TEST_CHILD_CHECK(blocks[r * block_words + w] == block_value(r, w));
-            sum      += blocks[r * block_words + w];
+            sum += blocks[r * block_words + w];
             expected += block_value(r, w);
         }
     }
@@ -203,7 +210,8 @@ int member_body(unsigned rank, int fd, const char *tls, arrivals *shared)
     const uint64_t sends = barriers * dissemination_rounds + group_size - 1;
     TEST_CHILD_CHECK(ucp_cntr_wait(sent, sends, 60000) == UCS_OK);
     TEST_CHILD_CHECK(ucp_cntr_read_err(rounds) + ucp_cntr_read_err(sent) +
-                     ucp_cntr_read_err(gathered) == 0);
+                         ucp_cntr_read_err(gathered) ==
+                     0);
     TEST_CHILD_CHECK(test::send_value(fd, uint8_t(1)));
     uint8_t go;
     TEST_CHILD_CHECK(p.recv_value_progress(fd, &go));
@@ -219,18 +227,20 @@ int member_body(unsigned rank, int fd, const char *tls, arrivals *shared)
 } // namespace
 
 TEST_CASE("deferred work: four processes run barriers and an allgather built from "
-          "triggered operations", "[ucp_trigger]")
+          "triggered operations",
+          "[ucp_trigger]")
 {
     const char *tls = GENERATE("posix,cma,self", "tcp,self");
     CAPTURE(tls);
-    void *map = mmap(nullptr, sizeof(arrivals), PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void *map = mmap(nullptr, sizeof(arrivals), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                     -1, 0);
     REQUIRE(map != MAP_FAILED);
     auto *shared = new (map) arrivals{};
     std::vector<std::unique_ptr<test::child_process>> members;
     for (unsigned r = 0; r < group_size; ++r) {
-        members.push_back(std::make_unique<test::child_process>(
-            [r, tls, shared](int fd) { return member_body(r, fd, tls, shared); }));
+        members.push_back(std::make_unique<test::child_process>([r, tls, shared](int fd) {
+            return member_body(r, fd, tls, shared);
+        }));
     }
     std::vector<std::vector<uint8_t>> addresses(group_size);
     for (unsigned r = 0; r < group_size; ++r) {
@@ -271,7 +281,8 @@ int doomed_child(int fd, const char *tls)
 } // namespace
 
 TEST_CASE("triggered operations: a peer killed in the middle of a chain fails what waits "
-          "to go to it", "[ucp_trigger]")
+          "to go to it",
+          "[ucp_trigger]")
 {
     const char *tls = GENERATE("posix,self", "tcp,self");
     CAPTURE(tls);
@@ -282,19 +293,17 @@ TEST_CASE("triggered operations: a peer killed in the middle of a chain fails wh
     REQUIRE(test::send_blob(child.fd(), p.address()));
     REQUIRE(test::recv_blob(child.fd(), &remote));
     ep_errors errors;
-    REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ep_errors::record, &errors) ==
-            UCS_OK);
+    REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ep_errors::record, &errors) == UCS_OK);
     /* The chain: a receive from the peer, then a send to it once that
      * arrived, counted on `chain` (errors too). */
     ucp_cntr_h chain = new_cntr(p.worker);
     REQUIRE(chain != nullptr);
     uint64_t in = 0, out = 1;
     ucp_ext_request_param_t recv = triggered_by(chain, 0, chain);
-    ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &in, sizeof(in), 1, ~ucp_tag_t(0),
-                                          &recv.base);
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(p.worker, &in, sizeof(in), 1, ~ucp_tag_t(0), &recv.base);
     REQUIRE(UCS_PTR_IS_PTR(r));
     ucp_ext_request_param_t send = triggered_by(chain, 1, chain);
-    ucs_status_ptr_t s = ucp_tag_send_nbx(p.ep, &out, sizeof(out), 2, &send.base);
+    ucs_status_ptr_t s           = ucp_tag_send_nbx(p.ep, &out, sizeof(out), 2, &send.base);
     REQUIRE(UCS_PTR_IS_PTR(s));
     child.kill(SIGKILL);
     /* The ep fails: the queued send goes with it, on the error value. */

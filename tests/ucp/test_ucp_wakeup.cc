@@ -22,8 +22,8 @@ using namespace ucp_test;
 
 namespace {
 
-const char *const transports[] = {"posix,cma", "sysv", "tcp"};
-constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
+const char *const transports[]     = {"posix,cma", "sysv", "tcp"};
+constexpr ucp_tag_t full_mask      = ~ucp_tag_t(0);
 constexpr uint64_t wakeup_features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
 
 using steady = std::chrono::steady_clock;
@@ -36,8 +36,7 @@ enum class wait_result { done, lost_wakeup, timed_out };
  * progress completes the request is a lost wakeup (the data was there but
  * the fd never said so).
  */
-wait_result sleep_until_done(ucp_worker_h worker, int efd, void *request,
-                             unsigned *sleeps,
+wait_result sleep_until_done(ucp_worker_h worker, int efd, void *request, unsigned *sleeps,
                              std::chrono::seconds limit = std::chrono::seconds(60))
 {
     const auto deadline = steady::now() + limit;
@@ -110,9 +109,9 @@ size_t pingpong_size(unsigned i)
 /* A posted receive: `request` is nullptr when it completed at once (the
  * message was already there); `info` is filled either way on completion. */
 struct posted_recv {
-    ucs_status_ptr_t    request = nullptr;
+    ucs_status_ptr_t request = nullptr;
     ucp_tag_recv_info_t info{};
-    bool                failed = false;
+    bool failed = false;
 
     ucs_status_t finish()
     {
@@ -125,14 +124,13 @@ struct posted_recv {
     }
 };
 
-void post_recv(ucp_worker_h worker, void *buffer, size_t length, ucp_tag_t tag,
-               posted_recv *r)
+void post_recv(ucp_worker_h worker, void *buffer, size_t length, ucp_tag_t tag, posted_recv *r)
 {
     ucp_request_param_t param{};
     param.op_attr_mask       = UCP_OP_ATTR_FIELD_RECV_INFO;
     param.recv_info.tag_info = &r->info;
-    r->request = ucp_tag_recv_nbx(worker, buffer, length, tag, full_mask, &param);
-    r->failed  = UCS_PTR_IS_ERR(r->request);
+    r->request               = ucp_tag_recv_nbx(worker, buffer, length, tag, full_mask, &param);
+    r->failed                = UCS_PTR_IS_ERR(r->request);
 }
 
 ucs_status_ptr_t post_send(ucp_ep_h ep, const void *buffer, size_t length, ucp_tag_t tag)
@@ -190,8 +188,8 @@ TEST_CASE("wakeup calls need UCP_FEATURE_WAKEUP and valid arguments", "[ucp_wake
     int epfd = epoll_create1(EPOLL_CLOEXEC);
     REQUIRE(epfd >= 0);
     ucp_worker_params_t wparams{};
-    wparams.field_mask = UCP_WORKER_PARAM_FIELD_EVENT_FD;
-    wparams.event_fd   = epfd;
+    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_EVENT_FD;
+    wparams.event_fd    = epfd;
     ucp_worker_h worker = nullptr;
     CHECK(ucp_worker_create(plain.context, &wparams, &worker) == UCS_ERR_INVALID_PARAM);
     CHECK(worker == nullptr);
@@ -328,17 +326,14 @@ TEST_CASE("arm is busy while a message waits, and the efd fires for one", "[ucp_
     }
 }
 
-TEST_CASE("two processes ping-pong sleeping between messages: no lost wakeup",
-          "[ucp_wakeup]")
+TEST_CASE("two processes ping-pong sleeping between messages: no lost wakeup", "[ucp_wakeup]")
 {
     for (const char *tls : transports) {
         INFO("UCX_TLS=" << tls);
         constexpr unsigned rounds = 2000;
         peer p;
         REQUIRE(p.init(tls, wakeup_features) == UCS_OK);
-        test::child_process child([tls](int fd) {
-            return pingpong_child(fd, tls, rounds);
-        });
+        test::child_process child([tls](int fd) { return pingpong_child(fd, tls, rounds); });
         REQUIRE(p.connect_over(child.fd()));
         int efd;
         REQUIRE(ucp_worker_get_efd(p.worker, &efd) == UCS_OK);
@@ -381,11 +376,10 @@ TEST_CASE("two processes ping-pong sleeping between messages: no lost wakeup",
     }
 }
 
-TEST_CASE("an external epoll set reports the worker's events with its user data",
-          "[ucp_wakeup]")
+TEST_CASE("an external epoll set reports the worker's events with its user data", "[ucp_wakeup]")
 {
     const char *tls = "posix,cma";
-    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    int epfd        = epoll_create1(EPOLL_CLOEXEC);
     REQUIRE(epfd >= 0);
     int marker = 0;
 
@@ -422,9 +416,9 @@ TEST_CASE("an external epoll set reports the worker's events with its user data"
      * way (a loaded machine) may wake it once first; then progress and arm
      * again. */
     epoll_event ev{};
-    REQUIRE(test::poll_until([&] {
-        return (ucp_worker_arm(p.worker) == UCS_OK) && (epoll_wait(epfd, &ev, 1, 0) == 0);
-    }, [&] { ucp_worker_progress(p.worker); }));
+    REQUIRE(test::poll_until(
+        [&] { return (ucp_worker_arm(p.worker) == UCS_OK) && (epoll_wait(epfd, &ev, 1, 0) == 0); },
+        [&] { ucp_worker_progress(p.worker); }));
     REQUIRE(test::send_value(child.fd(), uint8_t(1)));
     REQUIRE(epoll_wait(epfd, &ev, 1, 10000) == 1);
     /* epoll_event is packed: copy the pointer out before Catch takes a
@@ -464,7 +458,7 @@ TEST_CASE("a multi-threaded worker: wait in one thread, progress and signal in a
     std::atomic<bool> stuck{false};
     std::thread other([&] {
         for (unsigned i = 1; i <= rounds; ++i) {
-            ucp_worker_progress(worker);   /* takes the lock the waiter's arm takes */
+            ucp_worker_progress(worker); /* takes the lock the waiter's arm takes */
             sent.store(i);
             ucp_worker_signal(worker);
         }

@@ -77,8 +77,7 @@ void check_still_receives(peer &p)
     ucp_request_param_t param{};
     ucs_status_ptr_t rreq = ucp_tag_recv_nbx(p.worker, in.data(), in.size(), good_tag,
                                              ~ucp_tag_t(0), &param);
-    ucs_status_ptr_t sreq = ucp_tag_send_nbx(p.ep, out.data(), out.size(), good_tag,
-                                             &param);
+    ucs_status_ptr_t sreq = ucp_tag_send_nbx(p.ep, out.data(), out.size(), good_tag, &param);
     CHECK(p.wait(sreq) == UCS_OK);
     CHECK(p.wait(rreq) == UCS_OK);
     CHECK(in == out);
@@ -86,30 +85,29 @@ void check_still_receives(peer &p)
 
 } // namespace
 
-TEST_CASE("an eager message announcing a total near 2^64 is refused, not allocated",
-          "[ucp_wire]")
+TEST_CASE("an eager message announcing a total near 2^64 is refused, not allocated", "[ucp_wire]")
 {
     peer p;
     self_loopback(p);
     log_capture capture;
 
     for (const bool sync : {false, true}) {
-        for (const uint64_t total : {~uint64_t(0), ~uint64_t(0) - 100,
-                                     ~uint64_t(0) - sizeof(ucp::rx_message) + 8,
-                                     ucp::wire::max_message_length + 1}) {
+        for (const uint64_t total :
+             {~uint64_t(0), ~uint64_t(0) - 100, ~uint64_t(0) - sizeof(ucp::rx_message) + 8,
+              ucp::wire::max_message_length + 1}) {
             CAPTURE(sync, total);
             ucp::wire::eager_first_hdr first{forged_tag, 77, sync ? 1u : 0u, total};
-            const size_t sreq = sync ? sizeof(uint64_t) : 0;
-            auto bytes = frame(first, 200, sreq);
-            const ucs_status_t status = sync ?
-                ucp::eager_sync_first_handler(p.worker, bytes.data(), bytes.size(), 0) :
-                ucp::eager_first_handler(p.worker, bytes.data(), bytes.size(), 0);
+            const size_t sreq         = sync ? sizeof(uint64_t) : 0;
+            auto bytes                = frame(first, 200, sreq);
+            const ucs_status_t status = sync ? ucp::eager_sync_first_handler(p.worker, bytes.data(),
+                                                                             bytes.size(), 0) :
+                                               ucp::eager_first_handler(p.worker, bytes.data(),
+                                                                        bytes.size(), 0);
             CHECK(status == UCS_OK);
             /* Middles at offsets the sender chose must land nowhere. */
             ucp::wire::eager_middle_hdr middle{77, sync ? 1u : 0u, 1u << 20};
             auto mbytes = frame(middle, 4096);
-            CHECK(ucp::eager_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) ==
-                  UCS_OK);
+            CHECK(ucp::eager_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) == UCS_OK);
             CHECK_FALSE(probe_finds(p, forged_tag));
         }
     }
@@ -130,18 +128,17 @@ TEST_CASE("a well-formed multi-fragment message still reassembles", "[ucp_wire]"
     for (uint64_t offset : {100u, 200u}) {
         ucp::wire::eager_middle_hdr middle{78, 5, offset};
         auto mbytes = frame(middle, 100);
-        CHECK(ucp::eager_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) ==
-              UCS_OK);
+        CHECK(ucp::eager_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) == UCS_OK);
     }
     std::vector<uint8_t> in(300), expected(300);
     for (size_t i = 0; i < expected.size(); ++i) {
         /* frame() numbers bytes from the start of the header it follows */
         const size_t hdr = (i < 100) ? sizeof(first) : sizeof(ucp::wire::eager_middle_hdr);
-        expected[i] = uint8_t((hdr + i % 100) * 7);
+        expected[i]      = uint8_t((hdr + i % 100) * 7);
     }
     ucp_request_param_t param{};
-    CHECK(p.wait(ucp_tag_recv_nbx(p.worker, in.data(), in.size(), forged_tag,
-                                  ~ucp_tag_t(0), &param)) == UCS_OK);
+    CHECK(p.wait(ucp_tag_recv_nbx(p.worker, in.data(), in.size(), forged_tag, ~ucp_tag_t(0),
+                                  &param)) == UCS_OK);
     CHECK(in == expected);
 }
 
@@ -152,16 +149,16 @@ TEST_CASE("active messages and rendezvous requests announcing impossible sizes a
     self_loopback(p);
     log_capture capture;
     std::vector<size_t> delivered;
-    const ucp_am_recv_callback_t record_length =
-        [](void *arg, const void *, size_t, void *, size_t length,
-           const ucp_am_recv_param_t *) -> ucs_status_t {
-        static_cast<std::vector<size_t>*>(arg)->push_back(length);
+    const ucp_am_recv_callback_t record_length = [](void *arg, const void *, size_t, void *,
+                                                    size_t length,
+                                                    const ucp_am_recv_param_t *) -> ucs_status_t {
+        static_cast<std::vector<size_t> *>(arg)->push_back(length);
         return UCS_OK;
     };
     REQUIRE(ucp_test::set_am_handler(p.worker, 5, record_length, &delivered) == UCS_OK);
 
-    for (const uint64_t total : {~uint64_t(0), ~uint64_t(0) - 64,
-                                 ucp::wire::max_message_length + 1}) {
+    for (const uint64_t total :
+         {~uint64_t(0), ~uint64_t(0) - 64, ucp::wire::max_message_length + 1}) {
         CAPTURE(total);
         ucp::wire::am_first_hdr first{{5, 0, 0, 0}, 99, 1, total, 0};
         auto bytes = frame(first, 100);
@@ -171,8 +168,8 @@ TEST_CASE("active messages and rendezvous requests announcing impossible sizes a
         CHECK(ucp::am_middle_handler(p.worker, mbytes.data(), mbytes.size(), 0) == UCS_OK);
 
         ucp::wire::am_rts_hdr rts{};
-        rts.am     = {5, 0, 0, 0};
-        rts.length = total;
+        rts.am      = {5, 0, 0, 0};
+        rts.length  = total;
         auto rbytes = frame(rts, 0);
         CHECK(ucp::am_rts_handler(p.worker, rbytes.data(), rbytes.size(), 0) == UCS_OK);
 
@@ -197,13 +194,13 @@ TEST_CASE("forged or malformed close notices are dropped; a user's ep is never d
     peer p;
     self_loopback(p);
     log_capture capture;
-    const uint64_t uuid = p.worker->uuid;
+    const uint64_t uuid       = p.worker->uuid;
     const uint64_t user_ep_id = p.ep->local_id;
     /* Wrong lengths, and an ep id of 0 in the per-ep form. */
     for (const std::vector<uint64_t> &words :
          std::vector<std::vector<uint64_t>>{{}, {uuid, 0}, {uuid, user_ep_id, 1}}) {
         const size_t length = words.size() * sizeof(uint64_t);
-        std::vector<uint8_t> bytes(length + 1);   /* never empty: data() is not null */
+        std::vector<uint8_t> bytes(length + 1); /* never empty: data() is not null */
         if (length > 0) {
             std::memcpy(bytes.data(), words.data(), length);
         }
@@ -217,8 +214,8 @@ TEST_CASE("forged or malformed close notices are dropped; a user's ep is never d
      * nothing is destroyed. */
     for (const uint64_t from : {uuid, uuid + 1}) {
         const uint64_t words[2] = {from, user_ep_id};
-        CHECK(ucp::ep_closed_handler(p.worker, const_cast<uint64_t*>(words), sizeof(words),
-                                     0) == UCS_OK);
+        CHECK(ucp::ep_closed_handler(p.worker, const_cast<uint64_t *>(words), sizeof(words), 0) ==
+              UCS_OK);
     }
     for (int i = 0; i < 10; ++i) {
         ucp_worker_progress(p.worker);
@@ -260,7 +257,7 @@ public:
         sa.sin_family      = AF_INET;
         sa.sin_port        = htons(port);
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+        if (::connect(fd_, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) != 0) {
             ::close(fd_);
             fd_ = -1;
         }
@@ -299,7 +296,8 @@ public:
     int answer(const std::function<void()> &pump)
     {
         int result = -1;
-        test::poll_until([&] {
+        test::poll_until(
+            [&] {
             uint8_t buf[sizeof(tcpw::frame_hdr) + sizeof(tcpw::conn_reply)];
             ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
             if ((n == 0) || ((n < 0) && (errno == ECONNRESET))) {
@@ -310,7 +308,8 @@ public:
                 result = (hdr.id == uint8_t(tcpw::internal_op::CONN_ACCEPT)) ? 1 : 0;
             }
             return result >= 0;
-        }, pump, std::chrono::seconds(10));
+            },
+            pump, std::chrono::seconds(10));
         return result;
     }
 
@@ -326,7 +325,8 @@ private:
 } // namespace
 
 TEST_CASE("over tcp, a connection without the worker's key is closed unread; with it, "
-          "the overflowing eager frame is refused", "[ucp_wire]")
+          "the overflowing eager frame is refused",
+          "[ucp_wire]")
 {
     peer p;
     REQUIRE(p.init("tcp", UCP_FEATURE_TAG) == UCS_OK);
@@ -361,9 +361,9 @@ TEST_CASE("over tcp, a connection without the worker's key is closed unread; wit
         REQUIRE(holder.answer(pump) == 1);
         REQUIRE(holder.send_am(ucp::wire::AM_EAGER_FIRST, attack));
         REQUIRE(holder.send_am(ucp::wire::AM_EAGER_MIDDLE, follow_up));
-        CHECK(test::poll_until([&] {
-            return capture.text().find("announcing a message of") != std::string::npos;
-        }, pump));
+        CHECK(test::poll_until(
+            [&] { return capture.text().find("announcing a message of") != std::string::npos; },
+            pump));
         CHECK_FALSE(probe_finds(p, forged_tag));
     }
 
@@ -385,7 +385,7 @@ TEST_CASE("a worker makes at most UCX_MAX_PEER_EPS endpoints for peers that wire
     for (int i = 0; i < 5; ++i) {
         others.push_back(std::make_unique<peer>());
         REQUIRE(others.back()->init("posix") == UCS_OK);
-        REQUIRE(others.back()->connect(address) == UCS_OK);   /* sends its wireup */
+        REQUIRE(others.back()->connect(address) == UCS_OK); /* sends its wireup */
     }
     auto progress_all = [&] {
         ucp_worker_progress(target.worker);
@@ -405,9 +405,9 @@ TEST_CASE("a worker makes at most UCX_MAX_PEER_EPS endpoints for peers that wire
      * left over, whichever three peers had one. */
     for (auto &o : others) {
         ucp_ep_params_t params{};
-        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        params.field_mask                 = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         const std::vector<uint8_t> remote = o->address();
-        params.address = reinterpret_cast<const ucp_address_t*>(remote.data());
+        params.address                    = reinterpret_cast<const ucp_address_t *>(remote.data());
         ucp_ep_h ep;
         REQUIRE(ucp_ep_create(target.worker, &params, &ep) == UCS_OK);
     }

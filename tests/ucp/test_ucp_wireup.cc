@@ -40,8 +40,8 @@ constexpr const char *tls = "ucp_test_rc,tcp";
 struct rc_kind {
     const char *tls;
     const char *tl_name;
-    bool        counted;
-    bool        net_only = false;   /* both sides connect by NET_ONLY addresses */
+    bool counted;
+    bool net_only = false; /* both sides connect by NET_ONLY addresses */
 };
 constexpr rc_kind test_rc{tls, ucp_test::rc_tl, true};
 constexpr rc_kind rc_verbs{"rc_verbs,tcp", "rc_verbs", false};
@@ -57,9 +57,9 @@ constexpr rc_kind net_only_rc{"posix,ucp_test_rc,tcp", ucp_test::rc_tl, true, tr
 constexpr uint64_t features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
                               UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 /* Short, single bcopy, several fragments, rendezvous (over rc zcopy). */
-const size_t tag_sizes[]  = {8, 1000, 20000, 200000};
-constexpr size_t stream_size = 30000;
-const size_t am_sizes[]   = {100, 20000};
+const size_t tag_sizes[]      = {8, 1000, 20000, 200000};
+constexpr size_t stream_size  = 30000;
+const size_t am_sizes[]       = {100, 20000};
 constexpr uint16_t am_request = 7, am_answer = 8;
 constexpr size_t region_size = 65536;
 
@@ -84,10 +84,13 @@ rc_counters counters_since(const rc_counters &before)
             now.dropped - before.dropped};
 }
 
-ucp_tag_t tag_of(size_t i, bool sync) { return (i << 1) | (sync ? 1 : 0); }
+ucp_tag_t tag_of(size_t i, bool sync)
+{
+    return (i << 1) | (sync ? 1 : 0);
+}
 
-ucs_status_t tag_send(peer &p, ucp_ep_h ep, const void *buffer, size_t length,
-                      ucp_tag_t tag, bool sync)
+ucs_status_t tag_send(peer &p, ucp_ep_h ep, const void *buffer, size_t length, ucp_tag_t tag,
+                      bool sync)
 {
     ucp_request_param_t param{};
     return p.wait(sync ? ucp_tag_send_sync_nbx(ep, buffer, length, tag, &param) :
@@ -101,8 +104,8 @@ bool recv_tags(peer &p, uint64_t seed)
         for (bool sync : {false, true}) {
             std::vector<uint8_t> buffer(tag_sizes[i]);
             ucp_tag_recv_info_t info{};
-            if ((p.recv(buffer.data(), buffer.size(), tag_of(i, sync), ~ucp_tag_t(0),
-                        &info) != UCS_OK) ||
+            if ((p.recv(buffer.data(), buffer.size(), tag_of(i, sync), ~ucp_tag_t(0), &info) !=
+                 UCS_OK) ||
                 (info.length != tag_sizes[i]) ||
                 !check_pattern(buffer.data(), buffer.size(), seed + i)) {
                 return false;
@@ -118,8 +121,7 @@ bool send_tags(peer &p, uint64_t seed)
         std::vector<uint8_t> buffer(tag_sizes[i]);
         fill_pattern(buffer.data(), buffer.size(), seed + i);
         for (bool sync : {false, true}) {
-            if (tag_send(p, p.ep, buffer.data(), buffer.size(), tag_of(i, sync), sync) !=
-                UCS_OK) {
+            if (tag_send(p, p.ep, buffer.data(), buffer.size(), tag_of(i, sync), sync) != UCS_OK) {
                 return false;
             }
         }
@@ -137,9 +139,9 @@ ucs_status_t stream_send(peer &p, ucp_ep_h ep, const void *buffer, size_t length
 ucs_status_t stream_recv(peer &p, ucp_ep_h ep, void *buffer, size_t length)
 {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
-    size_t received    = 0;
+    param.op_attr_mask   = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags          = UCP_STREAM_RECV_FLAG_WAITALL;
+    size_t received      = 0;
     ucs_status_ptr_t req = ucp_stream_recv_nbx(ep, buffer, length, &received, &param);
     return (req == nullptr) ? UCS_OK : p.wait(req);
 }
@@ -148,14 +150,14 @@ ucs_status_t stream_recv(peer &p, ucp_ep_h ep, void *buffer, size_t length)
  * the same bytes; the initiator collects the answers. */
 struct am_state {
     std::vector<std::vector<uint8_t>> answers;
-    unsigned                          requests = 0;
-    bool                              failed   = false;
+    unsigned requests = 0;
+    bool failed       = false;
 };
 
 ucs_status_t on_am_request(void *arg, const void *, size_t, void *data, size_t length,
                            const ucp_am_recv_param_t *param)
 {
-    auto *st = static_cast<am_state*>(arg);
+    auto *st = static_cast<am_state *>(arg);
     ++st->requests;
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
         (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
@@ -165,14 +167,14 @@ ucs_status_t on_am_request(void *arg, const void *, size_t, void *data, size_t l
     /* The answer is sent from the handler, as applications do: eager
      * (it is copied before returning) or failed. */
     ucp_request_param_t sp{};
-    sp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    sp.flags        = UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t req = ucp_am_send_nbx(param->reply_ep, am_answer, nullptr, 0, data,
-                                           length, &sp);
+    sp.op_attr_mask      = UCP_OP_ATTR_FIELD_FLAGS;
+    sp.flags             = UCP_AM_SEND_FLAG_EAGER;
+    ucs_status_ptr_t req = ucp_am_send_nbx(param->reply_ep, am_answer, nullptr, 0, data, length,
+                                           &sp);
     if (UCS_PTR_IS_ERR(req)) {
         st->failed = true;
     } else if (req != nullptr) {
-        ucp_request_free(req);    /* completes by itself: the data is copied or held */
+        ucp_request_free(req); /* completes by itself: the data is copied or held */
     }
     return UCS_OK;
 }
@@ -180,12 +182,12 @@ ucs_status_t on_am_request(void *arg, const void *, size_t, void *data, size_t l
 ucs_status_t on_am_answer(void *arg, const void *, size_t, void *data, size_t length,
                           const ucp_am_recv_param_t *param)
 {
-    auto *st = static_cast<am_state*>(arg);
+    auto *st = static_cast<am_state *>(arg);
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         st->failed = true;
         return UCS_OK;
     }
-    const auto *p = static_cast<const uint8_t*>(data);
+    const auto *p = static_cast<const uint8_t *>(data);
     st->answers.emplace_back(p, p + length);
     return UCS_OK;
 }
@@ -202,7 +204,7 @@ enum class when { after_first_message, at_once };
 bool rc_verbs_available()
 {
     uct::component *component = nullptr;
-    uct::md *md = nullptr;
+    uct::md *md               = nullptr;
     uct::tl_resource resource;
     if (uct::open_md_of("rc_verbs", "", &component, &md, &resource) != UCS_OK) {
         return false;
@@ -223,15 +225,12 @@ int traffic_child(int fd, when connect_when, const rc_kind &kind)
     peer c;
     TEST_CHILD_CHECK(c.init_with(kind.tls, features, {}) == UCS_OK);
     rma_test::region region;
-    TEST_CHILD_CHECK(region.map(c.context, rma_test::memory::registered, region_size) ==
-                     UCS_OK);
+    TEST_CHILD_CHECK(region.map(c.context, rma_test::memory::registered, region_size) == UCS_OK);
     am_state am;
     TEST_CHILD_CHECK(ucp_test::set_am_handler(c.worker, am_request, on_am_request, &am) == UCS_OK);
     std::vector<uint8_t> remote;
-    TEST_CHILD_CHECK(test::send_blob(fd, c.address(kind.net_only)) &&
-                     test::recv_blob(fd, &remote));
-    TEST_CHILD_CHECK(test::send_blob(fd, region.key()) &&
-                     test::send_value(fd, region.address()));
+    TEST_CHILD_CHECK(test::send_blob(fd, c.address(kind.net_only)) && test::recv_blob(fd, &remote));
+    TEST_CHILD_CHECK(test::send_blob(fd, region.key()) && test::send_value(fd, region.address()));
     if (connect_when == when::after_first_message) {
         TEST_CHILD_CHECK(c.wait_unexpected(tag_of(0, false)));
     }
@@ -315,8 +314,7 @@ void run_traffic(when connect_when, const rc_kind &kind = test_rc)
     CHECK(p.wait(ucp_put_nbx(p.ep, out.data(), out.size(), remote_address, rkey, &param)) ==
           UCS_OK);
     CHECK(p.wait(ucp_ep_flush_nbx(p.ep, &param)) == UCS_OK);
-    CHECK(p.wait(ucp_get_nbx(p.ep, in.data(), in.size(), remote_address, rkey, &param)) ==
-          UCS_OK);
+    CHECK(p.wait(ucp_get_nbx(p.ep, in.data(), in.size(), remote_address, rkey, &param)) == UCS_OK);
     CHECK(in == out);
     uint64_t add = 5, before = 0;
     const uint64_t word_address = remote_address + region_size - sizeof(uint64_t);
@@ -368,12 +366,10 @@ TEST_CASE("wireup over connect-to-ep lanes: both sides connect at once", "[ucp_w
 TEST_CASE("wireup over connect-to-ep lanes: both sides reach each other by NET_ONLY addresses",
           "[ucp_wireup]")
 {
-    SECTION("the peer connects after our first message")
-    {
+    SECTION("the peer connects after our first message") {
         run_traffic(when::after_first_message, net_only_rc);
     }
-    SECTION("both sides connect at once")
-    {
+    SECTION("both sides connect at once") {
         run_traffic(when::at_once, net_only_rc);
     }
 }
@@ -400,8 +396,8 @@ int device_atomics_child(int fd)
     amo.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
     amo.reply_buffer = &old;
     for (int i = 0; i < 300; ++i) {
-        TEST_CHILD_CHECK(c.wait(ucp_atomic_op_nbx(c.ep, UCP_ATOMIC_OP_ADD, &one, 1, address,
-                                                  rkey, &amo)) == UCS_OK);
+        TEST_CHILD_CHECK(c.wait(ucp_atomic_op_nbx(c.ep, UCP_ATOMIC_OP_ADD, &one, 1, address, rkey,
+                                                  &amo)) == UCS_OK);
     }
     ucp_rkey_destroy(rkey);
     TEST_CHILD_CHECK(test::send_value(fd, uint32_t(1)));
@@ -442,8 +438,8 @@ TEST_CASE("ucp over rc_verbs: device atomics are the NIC's, exact under contenti
     amo.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
     amo.reply_buffer = &old;
     for (int i = 0; i < 300; ++i) {
-        REQUIRE(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &one, 1, region.address(),
-                                         rkey, &amo)) == UCS_OK);
+        REQUIRE(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &one, 1, region.address(), rkey,
+                                         &amo)) == UCS_OK);
     }
     for (uint64_t expect = 0; expect < 50; ++expect) {
         uint64_t compare = expect, swapped = expect + 1;
@@ -463,13 +459,13 @@ TEST_CASE("ucp over rc_verbs: device atomics are the NIC's, exact under contenti
     ucp_request_param_t post{};
     post.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     post.datatype     = ucp_dt_make_contig(sizeof(uint64_t));
-    uint64_t bits = 3;
+    uint64_t bits     = 3;
     CHECK(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_XOR, &bits, 1, region.address(), rkey,
                                    &post)) == UCS_ERR_UNSUPPORTED);
     uint32_t small = 1;
-    post.datatype = ucp_dt_make_contig(sizeof(uint32_t));
-    CHECK(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &small, 1, region.address() + 16,
-                                   rkey, &post)) == UCS_ERR_UNSUPPORTED);
+    post.datatype  = ucp_dt_make_contig(sizeof(uint32_t));
+    CHECK(p.wait(ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &small, 1, region.address() + 16, rkey,
+                                   &post)) == UCS_ERR_UNSUPPORTED);
     std::memcpy(words, region.data(), sizeof(words));
     CHECK(words[0] == 600);
     ucp_rkey_destroy(rkey);
@@ -486,24 +482,19 @@ TEST_CASE("ucp over rc_verbs and ud_verbs: tag, stream, AM, RMA and atomics betw
              "on the emulated device");
         return;
     }
-    SECTION("the peer connects after our first message")
-    {
+    SECTION("the peer connects after our first message") {
         run_traffic(when::after_first_message, rc_verbs);
     }
-    SECTION("both sides connect at once")
-    {
+    SECTION("both sides connect at once") {
         run_traffic(when::at_once, rc_verbs);
     }
-    SECTION("over ud_verbs")
-    {
+    SECTION("over ud_verbs") {
         run_traffic(when::at_once, ud_verbs);
     }
-    SECTION("UCX_TLS=rc: ud_verbs carries the wireup")
-    {
+    SECTION("UCX_TLS=rc: ud_verbs carries the wireup") {
         run_traffic(when::after_first_message, rc_alias);
     }
-    SECTION("by NET_ONLY addresses, shared memory available")
-    {
+    SECTION("by NET_ONLY addresses, shared memory available") {
         run_traffic(when::after_first_message, rc_verbs_net_only);
     }
 }
@@ -520,7 +511,7 @@ bool connect_several(peer &p, const std::vector<uint8_t> &remote, std::vector<uc
     for (unsigned i = 0; i < num_eps; ++i) {
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+        params.address    = reinterpret_cast<const ucp_address_t *>(remote.data());
         ucp_ep_h ep;
         if (ucp_ep_create(p.worker, &params, &ep) != UCS_OK) {
             return false;
@@ -661,7 +652,7 @@ TEST_CASE("closing some of several eps to one peer frees their connections on bo
 
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
+    params.address    = reinterpret_cast<const ucp_address_t *>(remote.data());
     std::vector<ucp_ep_h> eps(extra_eps);
     for (ucp_ep_h &ep : eps) {
         REQUIRE(ucp_ep_create(p.worker, &params, &ep) == UCS_OK);
@@ -672,15 +663,14 @@ TEST_CASE("closing some of several eps to one peer frees their connections on bo
     CHECK(test::open_fd_count() >= before + extra_eps);
     CHECK(child_grown >= child_before + extra_eps);
 
-    ucp_request_param_t close_param{};   /* flush mode */
+    ucp_request_param_t close_param{}; /* flush mode */
     for (ucp_ep_h ep : eps) {
         REQUIRE(p.wait(ucp_ep_close_nbx(ep, &close_param)) == UCS_OK);
     }
     REQUIRE(test::send_value(child.fd(), uint8_t(1)));
     /* Both sides give the closed eps' connections back, at once. */
     CHECK(test::poll_until([&] { return test::open_fd_count() <= before; },
-                           [&] { ucp_worker_progress(p.worker); },
-                           std::chrono::seconds(10)));
+                           [&] { ucp_worker_progress(p.worker); }, std::chrono::seconds(10)));
     uint8_t child_freed = 0;
     REQUIRE(p.recv_value_progress(child.fd(), &child_freed));
     CHECK(child_freed == 1);
@@ -730,7 +720,7 @@ int doomed_child(int fd)
     TEST_CHILD_CHECK(c.recv(&value, sizeof(value), 1, ~ucp_tag_t(0), &info) == UCS_OK);
     TEST_CHILD_CHECK(c.send(&value, sizeof(value), 2) == UCS_OK);
     uint8_t never;
-    c.recv_value_progress(fd, &never);    /* until killed */
+    c.recv_value_progress(fd, &never); /* until killed */
     return 0;
 }
 
@@ -747,8 +737,8 @@ TEST_CASE("wireup over connect-to-ep lanes: a killed peer fails the ep once, sen
     REQUIRE(test::send_blob(child.fd(), p.address()));
     REQUIRE(test::recv_blob(child.fd(), &remote));
     ucp_test::ep_errors errors;
-    REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ucp_test::ep_errors::record,
-                      &errors) == UCS_OK);
+    REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, ucp_test::ep_errors::record, &errors) ==
+            UCS_OK);
     uint64_t value = 42;
     REQUIRE(p.send(&value, sizeof(value), 1) == UCS_OK);
     ucp_tag_recv_info_t info{};
@@ -760,13 +750,15 @@ TEST_CASE("wireup over connect-to-ep lanes: a killed peer fails the ep once, sen
     CHECK(child.wait() == 128 + SIGKILL);
     /* Sends find the dead peer (the rc socket is gone) and fail the ep. */
     ucs_status_t status = UCS_OK;
-    REQUIRE(test::poll_until([&] {
+    REQUIRE(test::poll_until(
+        [&] {
         if (errors.calls > 0) {
             return true;
         }
         status = p.send(&value, sizeof(value), 3);
         return status != UCS_OK;
-    }, [&] { ucp_worker_progress(p.worker); }));
+        },
+        [&] { ucp_worker_progress(p.worker); }));
     REQUIRE(test::poll_until([&] { return errors.calls > 0; },
                              [&] { ucp_worker_progress(p.worker); }));
     CHECK(errors.calls == 1);

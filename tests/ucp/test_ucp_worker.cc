@@ -26,9 +26,8 @@ size_t real_resources(ucp_context_h context)
 void check_worker(ucp_context_h context, ucs_thread_mode_t mode)
 {
     ucp_worker_params_t params{};
-    params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
-                         UCP_WORKER_PARAM_FIELD_NAME |
-                         UCP_WORKER_PARAM_FIELD_USER_DATA;
+    params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_NAME |
+                        UCP_WORKER_PARAM_FIELD_USER_DATA;
     params.thread_mode = mode;
     params.name        = "test_worker";
     params.user_data   = &params;
@@ -39,8 +38,7 @@ void check_worker(ucp_context_h context, ucs_thread_mode_t mode)
 
     ucp_worker_attr_t attr{};
     attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE | UCP_WORKER_ATTR_FIELD_NAME |
-                      UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER |
-                      UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING |
+                      UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER | UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING |
                       UCP_WORKER_ATTR_FIELD_ADDRESS;
     REQUIRE(ucp_worker_query(worker, &attr) == UCS_OK);
     CHECK(attr.thread_mode == mode);
@@ -106,8 +104,7 @@ TEST_CASE("worker in every thread mode", "[ucp_worker]")
         WARN("no real transport is built yet: testing the worker with the "
              "test-only transport alone");
     }
-    for (auto mode : {UCS_THREAD_MODE_SINGLE, UCS_THREAD_MODE_SERIALIZED,
-                      UCS_THREAD_MODE_MULTI}) {
+    for (auto mode : {UCS_THREAD_MODE_SINGLE, UCS_THREAD_MODE_SERIALIZED, UCS_THREAD_MODE_MULTI}) {
         INFO("thread mode " << ucs_thread_mode_names[mode]);
         check_worker(ctx.context, mode);
     }
@@ -144,9 +141,9 @@ TEST_CASE("worker defaults and ignored fields", "[ucp_worker]")
     REQUIRE(ctx.status == UCS_OK);
 
     ucp_worker_params_t params{};
-    params.field_mask  = 0;
+    params.field_mask = 0;
     std::memset(&params.thread_mode, 0x5a, sizeof(params.thread_mode)); /* not in the mask */
-    params.name        = reinterpret_cast<const char*>(uintptr_t{8});
+    params.name         = reinterpret_cast<const char *>(uintptr_t{8});
     ucp_worker_h worker = nullptr;
     REQUIRE(ucp_worker_create(ctx.context, &params, &worker) == UCS_OK);
 
@@ -167,13 +164,11 @@ TEST_CASE("net-only address", "[ucp_worker]")
     REQUIRE(ucp_worker_create(ctx.context, &params, &worker) == UCS_OK);
 
     ucp_worker_attr_t attr{};
-    attr.field_mask    = UCP_WORKER_ATTR_FIELD_ADDRESS |
-                         UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
+    attr.field_mask    = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
     attr.address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY;
     REQUIRE(ucp_worker_query(worker, &attr) == UCS_OK);
     ucp::unpacked_address unpacked;
-    REQUIRE(ucp::unpack_address(attr.address, attr.address_length, &unpacked) ==
-            UCS_OK);
+    REQUIRE(ucp::unpack_address(attr.address, attr.address_length, &unpacked) == UCS_OK);
     bool has_fake_net = false;
     for (const ucp::address_entry &e : unpacked.entries) {
         CHECK(e.dev_type == uct::device_type::NET);
@@ -197,7 +192,7 @@ TEST_CASE("worker refuses bad arguments", "[ucp_worker]")
     CHECK(ucp_worker_create(ctx.context, nullptr, &worker) == UCS_ERR_INVALID_PARAM);
     CHECK(ucp_worker_create(ctx.context, &params, nullptr) == UCS_ERR_INVALID_PARAM);
 
-    params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    params.field_mask       = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     const unsigned bad_mode = 7; /* what a C caller might store */
     std::memcpy(&params.thread_mode, &bad_mode, sizeof(bad_mode));
     CHECK(ucp_worker_create(ctx.context, &params, &worker) == UCS_ERR_INVALID_PARAM);
@@ -223,6 +218,6 @@ TEST_CASE("worker refuses bad arguments", "[ucp_worker]")
     ucp_worker_address_attr_t addr_attr{};
     CHECK(ucp_worker_address_query(nullptr, &addr_attr) == UCS_ERR_INVALID_PARAM);
     uint8_t garbage[64] = {1, 2, 3};
-    CHECK(ucp_worker_address_query(reinterpret_cast<ucp_address_t*>(garbage),
-                                   &addr_attr) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucp_worker_address_query(reinterpret_cast<ucp_address_t *>(garbage), &addr_attr) ==
+          UCS_ERR_INVALID_PARAM);
 }

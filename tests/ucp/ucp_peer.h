@@ -22,19 +22,18 @@
 namespace ucp_test {
 
 /* UCP settings by name and value, as ucp_config_modify takes them. */
-using settings = std::vector<std::pair<const char*, const char*>>;
+using settings = std::vector<std::pair<const char *, const char *>>;
 
 class peer {
 public:
-    peer() = default;
-    peer(const peer &) = delete;
+    peer()                        = default;
+    peer(const peer &)            = delete;
     peer &operator=(const peer &) = delete;
 
     ~peer() { close(); }
 
     /* Context + worker on `tls` (UCX_TLS syntax). */
-    ucs_status_t init(const char *tls, uint64_t features = UCP_FEATURE_TAG,
-                      size_t request_size = 0)
+    ucs_status_t init(const char *tls, uint64_t features = UCP_FEATURE_TAG, size_t request_size = 0)
     {
         return init_with(tls, features, {}, false, request_size);
     }
@@ -57,12 +56,12 @@ public:
         }
         if (status == UCS_OK) {
             ucp_params_t params{};
-            params.field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
-                                       UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+            params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                                UCP_PARAM_FIELD_MT_WORKERS_SHARED;
             params.features          = features;
             params.request_size      = request_size;
             params.mt_workers_shared = shared_workers ? 1 : 0;
-            status = ucp_init(&params, config, &context);
+            status                   = ucp_init(&params, config, &context);
         }
         ucp_config_release(config);
         if (status != UCS_OK) {
@@ -80,30 +79,28 @@ public:
     std::vector<uint8_t> address(bool net_only = false) const
     {
         ucp_worker_attr_t attr{};
-        attr.field_mask    = UCP_WORKER_ATTR_FIELD_ADDRESS |
-                             UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
+        attr.field_mask    = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
         attr.address_flags = net_only ? UCP_WORKER_ADDRESS_FLAG_NET_ONLY : 0;
         if (ucp_worker_query(worker, &attr) != UCS_OK) {
             return {};
         }
-        std::vector<uint8_t> blob(reinterpret_cast<uint8_t*>(attr.address),
-                                  reinterpret_cast<uint8_t*>(attr.address) +
-                                  attr.address_length);
+        std::vector<uint8_t> blob(reinterpret_cast<uint8_t *>(attr.address),
+                                  reinterpret_cast<uint8_t *>(attr.address) + attr.address_length);
         ucp_worker_release_address(worker, attr.address);
         return blob;
     }
 
     ucs_status_t connect(const std::vector<uint8_t> &remote,
-                         ucp_err_handling_mode_t mode = UCP_ERR_HANDLING_MODE_NONE,
+                         ucp_err_handling_mode_t mode  = UCP_ERR_HANDLING_MODE_NONE,
                          ucp_err_handler_cb_t on_error = nullptr, void *arg = nullptr)
     {
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-        params.address    = reinterpret_cast<const ucp_address_t*>(remote.data());
-        params.err_mode   = mode;
+        params.address  = reinterpret_cast<const ucp_address_t *>(remote.data());
+        params.err_mode = mode;
         if (on_error != nullptr) {
-            params.field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
             params.err_handler.cb  = on_error;
             params.err_handler.arg = arg;
         }
@@ -120,7 +117,8 @@ public:
 
     /* Reads a value from the test socket, progressing meanwhile: a
      * transport may still hold data of sends that completed locally. */
-    template <typename T> bool recv_value_progress(int fd, T *value)
+    template <typename T>
+    bool recv_value_progress(int fd, T *value)
     {
         struct pollfd pfd = {fd, POLLIN, 0};
         while (::poll(&pfd, 1, 0) == 0) {
@@ -133,10 +131,12 @@ public:
      * sender's earlier messages have arrived too: order per sender). */
     bool wait_unexpected(ucp_tag_t tag)
     {
-        return test::poll_until([&] {
+        return test::poll_until(
+            [&] {
             ucp_tag_recv_info_t info;
             return ucp_tag_probe_nb(worker, tag, ~ucp_tag_t(0), 0, &info) != nullptr;
-        }, [&] { ucp_worker_progress(worker); });
+            },
+            [&] { ucp_worker_progress(worker); });
     }
 
     /* Progresses until `request` completes; frees it; NULL is done already. */
@@ -158,14 +158,13 @@ public:
 
     /* Blocking receive into buffer; info filled. */
     ucs_status_t recv(void *buffer, size_t length, ucp_tag_t tag, ucp_tag_t mask,
-                      ucp_tag_recv_info_t *info,
-                      ucp_datatype_t dt = ucp_dt_make_contig(1))
+                      ucp_tag_recv_info_t *info, ucp_datatype_t dt = ucp_dt_make_contig(1))
     {
         ucp_request_param_t param{};
         param.op_attr_mask       = UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FIELD_DATATYPE;
         param.recv_info.tag_info = info;
         param.datatype           = dt;
-        ucs_status_ptr_t req = ucp_tag_recv_nbx(worker, buffer, length, tag, mask, &param);
+        ucs_status_ptr_t req     = ucp_tag_recv_nbx(worker, buffer, length, tag, mask, &param);
         if ((req == nullptr) || UCS_PTR_IS_ERR(req)) {
             return UCS_PTR_STATUS(req);
         }
@@ -190,10 +189,10 @@ public:
     ucs_status_t close_ep()
     {
         ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        param.op_attr_mask  = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags         = UCP_EP_CLOSE_FLAG_FORCE;
         ucs_status_t status = wait(ucp_ep_close_nbx(ep, &param));
-        ep = nullptr;
+        ep                  = nullptr;
         return status;
     }
 
@@ -213,19 +212,19 @@ public:
     }
 
     ucp_context_h context = nullptr;
-    ucp_worker_h  worker  = nullptr;
-    ucp_ep_h      ep      = nullptr;
+    ucp_worker_h worker   = nullptr;
+    ucp_ep_h ep           = nullptr;
 };
 
 /* What an ep's error handler saw: how often it ran, and the last status. */
 struct ep_errors {
-    unsigned     calls  = 0;
+    unsigned calls      = 0;
     ucs_status_t status = UCS_OK;
 
     /* An ucp_err_handler_cb_t whose `arg` is the ep_errors. */
     static void record(void *arg, ucp_ep_h, ucs_status_t status)
     {
-        auto *errors = static_cast<ep_errors*>(arg);
+        auto *errors = static_cast<ep_errors *>(arg);
         ++errors->calls;
         errors->status = status;
     }
@@ -238,10 +237,10 @@ inline ucs_status_t set_am_handler(ucp_worker_h worker, uint16_t id, ucp_am_recv
     ucp_am_handler_param_t param{};
     param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                        UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-    param.id         = id;
-    param.cb         = cb;
-    param.arg        = arg;
-    param.flags      = flags;
+    param.id    = id;
+    param.cb    = cb;
+    param.arg   = arg;
+    param.flags = flags;
     return ucp_worker_set_am_recv_handler(worker, &param);
 }
 
@@ -250,7 +249,9 @@ inline void fill_pattern(uint8_t *buffer, size_t length, uint64_t seed)
 {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
     for (size_t i = 0; i < length; ++i) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         buffer[i] = uint8_t(x);
     }
 }

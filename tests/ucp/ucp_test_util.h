@@ -37,11 +37,11 @@ inline sockaddr_in loopback(uint16_t port)
 
 /* A listener on 127.0.0.1 that keeps its connection requests. */
 struct listening {
-    ucp_listener_h                  listener = nullptr;
+    ucp_listener_h listener = nullptr;
     std::vector<ucp_conn_request_h> requests;
 
-    listening() = default;
-    listening(const listening &) = delete;
+    listening()                             = default;
+    listening(const listening &)            = delete;
     listening &operator=(const listening &) = delete;
 
     ~listening()
@@ -53,16 +53,16 @@ struct listening {
 
     static void on_conn(ucp_conn_request_h request, void *arg)
     {
-        static_cast<listening*>(arg)->requests.push_back(request);
+        static_cast<listening *>(arg)->requests.push_back(request);
     }
 
     ucs_status_t listen(ucp_worker_h worker)
     {
         sockaddr_in addr = loopback(0);
         ucp_listener_params_t params{};
-        params.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                                  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-        params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
+        params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                            UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+        params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
         params.sockaddr.addrlen = sizeof(addr);
         params.conn_handler.cb  = on_conn;
         params.conn_handler.arg = this;
@@ -76,28 +76,26 @@ struct listening {
         if (ucp_listener_query(listener, &attr) != UCS_OK) {
             return 0;
         }
-        return ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+        return ntohs(reinterpret_cast<const sockaddr_in *>(&attr.sockaddr)->sin_port);
     }
 };
 
 /* Accepts a connection request (PEER mode, `on_error` if given). As in UCX,
  * the error callback gets `user_data` when it is set, else `error_arg`. */
-inline ucs_status_t accept_request(ucp_worker_h worker, ucp_conn_request_h request,
-                                   void *user_data, ucp_ep_h *ep_p,
-                                   ucp_err_handler_cb_t on_error = nullptr,
+inline ucs_status_t accept_request(ucp_worker_h worker, ucp_conn_request_h request, void *user_data,
+                                   ucp_ep_h *ep_p, ucp_err_handler_cb_t on_error = nullptr,
                                    void *error_arg = nullptr)
 {
     ucp_ep_params_t params{};
-    params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                          UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.conn_request = request;
     params.err_mode     = UCP_ERR_HANDLING_MODE_PEER;
     if (user_data != nullptr) {
         params.field_mask |= UCP_EP_PARAM_FIELD_USER_DATA;
-        params.user_data   = user_data;
+        params.user_data = user_data;
     }
     if (on_error != nullptr) {
-        params.field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
         params.err_handler.cb  = on_error;
         params.err_handler.arg = error_arg;
     }
@@ -111,11 +109,10 @@ inline ucs_status_t connect_client(ucp_worker_h worker, uint16_t port, void *use
 {
     sockaddr_in addr = loopback(port);
     ucp_ep_params_t params{};
-    params.field_mask       = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
-                              UCP_EP_PARAM_FIELD_USER_DATA |
-                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
+                        UCP_EP_PARAM_FIELD_USER_DATA | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&addr);
+    params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
     params.sockaddr.addrlen = sizeof(addr);
     params.user_data        = user_data;
     params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
@@ -145,7 +142,7 @@ public:
         }
     }
 
-    context_holder(const context_holder &) = delete;
+    context_holder(const context_holder &)            = delete;
     context_holder &operator=(const context_holder &) = delete;
 
     std::string info() const
@@ -154,7 +151,7 @@ public:
     }
 
     ucp_context_h context = nullptr;
-    ucs_status_t  status;
+    ucs_status_t status;
 };
 
 } // namespace ucp_test

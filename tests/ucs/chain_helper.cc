@@ -38,6 +38,6 @@ int main()
         std::fprintf(stderr, "chain_helper: %s\n", dlerror());
         return 2;
     }
-    chain_helper_fault_here(reinterpret_cast<volatile int*>(8));
+    chain_helper_fault_here(reinterpret_cast<volatile int *>(8));
     return 0;
 }

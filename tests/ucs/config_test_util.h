@@ -31,8 +31,7 @@ inline std::string read_text(const std::string &path)
 inline size_t count_of(const std::string &text, const std::string &what)
 {
     size_t count = 0;
-    for (size_t pos = text.find(what); pos != text.npos;
-         pos = text.find(what, pos + what.size())) {
+    for (size_t pos = text.find(what); pos != text.npos; pos = text.find(what, pos + what.size())) {
         ++count;
     }
     return count;
@@ -41,14 +40,11 @@ inline size_t count_of(const std::string &text, const std::string &what)
 /* Sets and unsets environment variables; restores them when destroyed. */
 class env_guard {
 public:
-    env_guard() = default;
-    env_guard(const env_guard &) = delete;
+    env_guard()                             = default;
+    env_guard(const env_guard &)            = delete;
     env_guard &operator=(const env_guard &) = delete;
 
-    ~env_guard()
-    {
-        restore();
-    }
+    ~env_guard() { restore(); }
 
     void set(const std::string &name, const std::string &value)
     {
@@ -78,8 +74,7 @@ private:
     void save(const std::string &name)
     {
         const char *old = getenv(name.c_str());
-        m_saved.emplace_back(name, old ? std::optional<std::string>(old)
-                                       : std::nullopt);
+        m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
     }
 
     std::vector<std::pair<std::string, std::optional<std::string>>> m_saved;
@@ -99,12 +94,9 @@ public:
         write(text);
     }
 
-    ~temp_file()
-    {
-        unlink(m_path.c_str());
-    }
+    ~temp_file() { unlink(m_path.c_str()); }
 
-    temp_file(const temp_file &) = delete;
+    temp_file(const temp_file &)            = delete;
     temp_file &operator=(const temp_file &) = delete;
 
     void write(const std::string &text) const
@@ -113,15 +105,9 @@ public:
         out << text;
     }
 
-    std::string text() const
-    {
-        return read_text(m_path);
-    }
+    std::string text() const { return read_text(m_path); }
 
-    const std::string &path() const
-    {
-        return m_path;
-    }
+    const std::string &path() const { return m_path; }
 
 private:
     std::string m_path;
@@ -152,10 +138,7 @@ public:
         ucs::config::drop_file_cache();
     }
 
-    const temp_file &file() const
-    {
-        return m_file;
-    }
+    const temp_file &file() const { return m_file; }
 
 private:
     env_guard m_env;
@@ -178,16 +161,13 @@ public:
         ucs::log_set_level(m_saved_level);
     }
 
-    log_capture(const log_capture &) = delete;
+    log_capture(const log_capture &)            = delete;
     log_capture &operator=(const log_capture &) = delete;
 
-    std::string text() const
-    {
-        return m_file.text();
-    }
+    std::string text() const { return m_file.text(); }
 
 private:
-    temp_file       m_file;
+    temp_file m_file;
     ucs_log_level_t m_saved_level;
 };
 

@@ -40,7 +40,7 @@ int main(int argc, char **argv)
     }
     const char *mode = (argc > 1) ? argv[1] : "";
     if (!std::strcmp(mode, "segv")) {
-        crash_helper_fault_here(reinterpret_cast<volatile int*>(8));
+        crash_helper_fault_here(reinterpret_cast<volatile int *>(8));
     } else if (!std::strcmp(mode, "stack")) {
         return crash_helper_recurse(0);
     } else if (!std::strcmp(mode, "fpe")) {
@@ -48,8 +48,7 @@ int main(int argc, char **argv)
     } else if (!std::strcmp(mode, "handler")) {
         struct sigaction current;
         sigaction(SIGSEGV, nullptr, &current);
-        std::printf("SIGSEGV: %s\n",
-                    (current.sa_handler == SIG_DFL) ? "default" : "handled");
+        std::printf("SIGSEGV: %s\n", (current.sa_handler == SIG_DFL) ? "default" : "handled");
         return 0;
     }
     std::fprintf(stderr, "usage: crash_helper segv|fpe|stack|handler\n");

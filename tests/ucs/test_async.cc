@@ -43,9 +43,8 @@ std::unique_ptr<async_context> make_context(async_mode mode)
 
 /* Polls `done` until it holds or the deadline passes; in POLL mode it also
  * drives the context, since nothing else would run its handlers. */
-template<typename Predicate>
-bool wait_for(async_context &context, Predicate done,
-              std::chrono::milliseconds limit = wait_limit)
+template <typename Predicate>
+bool wait_for(async_context &context, Predicate done, std::chrono::milliseconds limit = wait_limit)
 {
     const auto deadline = steady::now() + limit;
     while (!done()) {
@@ -61,7 +60,7 @@ bool wait_for(async_context &context, Predicate done,
     return true;
 }
 
-template<typename Predicate>
+template <typename Predicate>
 bool wait_for(Predicate done, std::chrono::milliseconds limit = wait_limit)
 {
     const auto deadline = steady::now() + limit;
@@ -161,7 +160,7 @@ TEST_CASE("event_fd signals and drains", "[async]")
     CHECK(efd.drain() == 0);
 
     /* drain_signalled: only after a signal, and then it drains. */
-    CHECK(efd.drain_signalled());           /* the signals above, already read */
+    CHECK(efd.drain_signalled()); /* the signals above, already read */
     CHECK_FALSE(efd.drain_signalled());
     CHECK(efd.signal() == UCS_OK);
     CHECK(efd.signal() == UCS_OK);
@@ -180,49 +179,41 @@ TEST_CASE("event_fd signals and drains", "[async]")
 
 TEST_CASE("async context rejects bad arguments", "[async]")
 {
-    CHECK(async_context::create(async_mode::poll, nullptr) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(async_context::create(static_cast<async_mode>(42), nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(async_context::create(async_mode::poll, nullptr) == UCS_ERR_INVALID_PARAM);
+    CHECK(async_context::create(static_cast<async_mode>(42), nullptr) == UCS_ERR_INVALID_PARAM);
 
     const auto mode = GENERATE(async_mode::thread, async_mode::poll);
     auto context    = make_context(mode);
     CHECK(context->mode() == mode);
-    auto efd        = make_event_fd();
-    auto noop       = [](async_handler_id, int, unsigned) {};
+    auto efd            = make_event_fd();
+    auto noop           = [](async_handler_id, int, unsigned) {};
     async_handler_id id = 0;
 
     CHECK(context->add(-1, async_event::read, noop, &id) == UCS_ERR_INVALID_PARAM);
-    CHECK(context->add(efd.fd(), async_event::read, nullptr, &id) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(context->add(efd.fd(), async_event::read, nullptr, &id) == UCS_ERR_INVALID_PARAM);
     CHECK(context->add(efd.fd(), 0, noop, &id) == UCS_ERR_INVALID_PARAM);
-    CHECK(context->add(efd.fd(), async_event::error, noop, &id) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(context->add(efd.fd(), async_event::error, noop, &id) == UCS_ERR_INVALID_PARAM);
     CHECK(context->add(efd.fd(), 0x80, noop, &id) == UCS_ERR_INVALID_PARAM);
-    CHECK(context->add(efd.fd(), async_event::read, noop, nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(context->add(efd.fd(), async_event::read, noop, nullptr) == UCS_ERR_INVALID_PARAM);
 
     /* A closed fd number. */
     ucs::event_fd closed = make_event_fd();
     const int closed_fd  = closed.fd();
     closed.close();
-    CHECK(context->add(closed_fd, async_event::read, noop, &id) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(context->add(closed_fd, async_event::read, noop, &id) == UCS_ERR_INVALID_PARAM);
 
     /* epoll cannot wait on a regular file. */
-    char path[] = "/tmp/ucs_test_async_XXXXXX";
+    char path[]       = "/tmp/ucs_test_async_XXXXXX";
     const int file_fd = ::mkstemp(path);
     REQUIRE(file_fd >= 0);
     ::unlink(path);
-    CHECK(context->add(file_fd, async_event::read, noop, &id) ==
-          UCS_ERR_UNSUPPORTED);
+    CHECK(context->add(file_fd, async_event::read, noop, &id) == UCS_ERR_UNSUPPORTED);
     ::close(file_fd);
 
     REQUIRE(context->add(efd.fd(), async_event::read, noop, &id) == UCS_OK);
     CHECK(id != 0);
     async_handler_id other = 0;
-    CHECK(context->add(efd.fd(), async_event::write, noop, &other) ==
-          UCS_ERR_ALREADY_EXISTS);
+    CHECK(context->add(efd.fd(), async_event::write, noop, &other) == UCS_ERR_ALREADY_EXISTS);
     CHECK(context->modify(id, 0x80) == UCS_ERR_INVALID_PARAM);
     CHECK(context->modify(id + 1000, async_event::read) == UCS_ERR_NO_ELEM);
     CHECK(context->remove(id + 1000) == UCS_ERR_NO_ELEM);
@@ -233,10 +224,8 @@ TEST_CASE("async context rejects bad arguments", "[async]")
     CHECK(context->handler_count() == 0);
 
     auto tick = [](async_handler_id) {};
-    CHECK(context->add_timer(0ns, ucs::timer_mode::periodic, tick, &id) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(context->add_timer(-5ms, ucs::timer_mode::one_shot, tick, &id) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(context->add_timer(0ns, ucs::timer_mode::periodic, tick, &id) == UCS_ERR_INVALID_PARAM);
+    CHECK(context->add_timer(-5ms, ucs::timer_mode::one_shot, tick, &id) == UCS_ERR_INVALID_PARAM);
     CHECK(context->add_timer(1ms, ucs::timer_mode::periodic, nullptr, &id) ==
           UCS_ERR_INVALID_PARAM);
     CHECK(context->add_timer(1ms, ucs::timer_mode::periodic, tick, nullptr) ==
@@ -258,7 +247,7 @@ TEST_CASE("fd handler fires when an eventfd becomes readable", "[async]")
     std::atomic<bool> on_loop_thread{true};
     std::thread::id caller_thread;
     async_handler_id id = 0;
-    auto callback = [&](async_handler_id cb_id, int fd, unsigned events) {
+    auto callback       = [&](async_handler_id cb_id, int fd, unsigned events) {
         if ((cb_id != id) || (fd != efd.fd()) || (events != async_event::read)) {
             ++bad_args;
         }
@@ -273,8 +262,7 @@ TEST_CASE("fd handler fires when an eventfd becomes readable", "[async]")
     /* Hold the context while adding, so `id` is set before any call. */
     {
         ucs::async_block_guard guard(*context);
-        REQUIRE(context->add(efd.fd(), async_event::read, callback, &id) ==
-                UCS_OK);
+        REQUIRE(context->add(efd.fd(), async_event::read, callback, &id) == UCS_OK);
     }
 
     CHECK(round_trip(*context));
@@ -306,16 +294,17 @@ TEST_CASE("fd handler reads a pipe; write events and modify()", "[async]")
     std::mutex lock;
     std::string received;
     async_handler_id read_id = 0;
-    REQUIRE(context->add(pipe.read_end, async_event::read,
-                         [&](async_handler_id, int fd, unsigned) {
-                             char buf[64];
-                             const ssize_t n = ::read(fd, buf, sizeof(buf));
-                             if (n > 0) {
-                                 std::lock_guard<std::mutex> g(lock);
-                                 received.append(buf, size_t(n));
-                             }
-                         },
-                         &read_id) == UCS_OK);
+    REQUIRE(context->add(
+                pipe.read_end, async_event::read,
+                [&](async_handler_id, int fd, unsigned) {
+        char buf[64];
+        const ssize_t n = ::read(fd, buf, sizeof(buf));
+        if (n > 0) {
+            std::lock_guard<std::mutex> g(lock);
+            received.append(buf, size_t(n));
+        }
+                },
+                &read_id) == UCS_OK);
 
     REQUIRE(::write(pipe.write_end, "hello", 5) == 5);
     REQUIRE(wait_for(*context, [&]() {
@@ -327,13 +316,14 @@ TEST_CASE("fd handler reads a pipe; write events and modify()", "[async]")
     std::atomic<int> writable{0};
     std::atomic<unsigned> seen_events{0};
     async_handler_id write_id = 0;
-    REQUIRE(context->add(pipe.write_end, async_event::write,
-                         [&](async_handler_id id, int, unsigned events) {
-                             seen_events |= events;
-                             ++writable;
-                             context->modify(id, 0); /* pause after one */
-                         },
-                         &write_id) == UCS_OK);
+    REQUIRE(context->add(
+                pipe.write_end, async_event::write,
+                [&](async_handler_id id, int, unsigned events) {
+        seen_events |= events;
+        ++writable;
+        context->modify(id, 0); /* pause after one */
+                },
+                &write_id) == UCS_OK);
     REQUIRE(wait_for(*context, [&]() { return writable.load() >= 1; }));
     CHECK(seen_events == async_event::write);
 
@@ -359,26 +349,25 @@ TEST_CASE("fd handler with read and write events reports each", "[async]")
     std::atomic<unsigned> seen{0};
     std::atomic<int> calls{0};
     async_handler_id id = 0;
-    REQUIRE(context->add(sv[0], async_event::read | async_event::write,
-                         [&](async_handler_id cb_id, int fd, unsigned events) {
-                             seen |= events;
-                             ++calls;
-                             if (events & async_event::read) {
-                                 char c;
-                                 (void)::read(fd, &c, 1);
-                             }
-                             if ((seen & async_event::write) &&
-                                 (seen & async_event::read)) {
-                                 context->modify(cb_id, 0);
-                             } else if (events & async_event::write) {
-                                 context->modify(cb_id, async_event::read);
-                             }
-                         },
-                         &id) == UCS_OK);
+    REQUIRE(context->add(
+                sv[0], async_event::read | async_event::write,
+                [&](async_handler_id cb_id, int fd, unsigned events) {
+        seen |= events;
+        ++calls;
+        if (events & async_event::read) {
+            char c;
+            (void)::read(fd, &c, 1);
+        }
+        if ((seen & async_event::write) && (seen & async_event::read)) {
+            context->modify(cb_id, 0);
+        } else if (events & async_event::write) {
+            context->modify(cb_id, async_event::read);
+        }
+                },
+                &id) == UCS_OK);
     REQUIRE(::write(sv[1], "x", 1) == 1);
-    REQUIRE(wait_for(*context, [&]() {
-        return seen.load() == (async_event::read | async_event::write);
-    }));
+    REQUIRE(wait_for(*context,
+                     [&]() { return seen.load() == (async_event::read | async_event::write); }));
     CHECK(calls >= 2);
     CHECK(context->remove(id) == UCS_OK);
     ::close(sv[0]);
@@ -394,14 +383,15 @@ TEST_CASE("remove() from inside the handler", "[async]")
     std::atomic<int> calls{0};
     std::atomic<int> remove_status{1};
     async_handler_id id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id cb_id, int, unsigned) {
-                             ++calls;
-                             remove_status = context->remove(cb_id);
-                             /* Level-triggered: undrained, it would fire
+    REQUIRE(context->add(
+                efd.fd(), async_event::read,
+                [&](async_handler_id cb_id, int, unsigned) {
+        ++calls;
+        remove_status = context->remove(cb_id);
+        /* Level-triggered: undrained, it would fire
                               * again if the removal did not hold. */
-                         },
-                         &id) == UCS_OK);
+                },
+                &id) == UCS_OK);
 
     REQUIRE(efd.signal() == UCS_OK);
     REQUIRE(wait_for(*context, [&]() { return calls.load() >= 1; }));
@@ -417,12 +407,13 @@ TEST_CASE("remove() from inside the handler", "[async]")
     /* The same fd may be added again once removed. */
     async_handler_id again = 0;
     std::atomic<int> again_calls{0};
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) {
-                             efd.drain();
-                             ++again_calls;
-                         },
-                         &again) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read,
+                [&](async_handler_id, int, unsigned) {
+        efd.drain();
+        ++again_calls;
+                },
+                &again) == UCS_OK);
     CHECK(again != id);
     REQUIRE(efd.signal() == UCS_OK);
     REQUIRE(wait_for(*context, [&]() { return again_calls.load() >= 1; }));
@@ -430,8 +421,7 @@ TEST_CASE("remove() from inside the handler", "[async]")
     CHECK(context->remove(again) == UCS_OK);
 }
 
-TEST_CASE("remove() racing the loop thread never lets the handler run later",
-          "[async]")
+TEST_CASE("remove() racing the loop thread never lets the handler run later", "[async]")
 {
     auto context = make_context(async_mode::thread);
     auto efd     = make_event_fd();
@@ -444,16 +434,17 @@ TEST_CASE("remove() racing the loop thread never lets the handler run later",
 
     for (int i = 1; i <= iterations; ++i) {
         async_handler_id id = 0;
-        REQUIRE(context->add(efd.fd(), async_event::read,
-                             [&, i](async_handler_id, int, unsigned) {
-                                 if (removed_upto.load() >= i) {
-                                     ++late_calls;
-                                 }
-                                 efd.drain();
-                                 ++calls;
-                                 last_called = i;
-                             },
-                             &id) == UCS_OK);
+        REQUIRE(context->add(
+                    efd.fd(), async_event::read,
+                    [&, i](async_handler_id, int, unsigned) {
+            if (removed_upto.load() >= i) {
+                ++late_calls;
+            }
+            efd.drain();
+            ++calls;
+            last_called = i;
+                    },
+                    &id) == UCS_OK);
         REQUIRE(efd.signal() == UCS_OK);
         if (i % 2 == 0) {
             /* Half the time let the handler start first, so the removal
@@ -471,17 +462,16 @@ TEST_CASE("remove() racing the loop thread never lets the handler run later",
     CHECK(context->handler_count() == 0);
 }
 
-TEST_CASE("remove() of a handler already waiting for the block (thread mode)",
-          "[async]")
+TEST_CASE("remove() of a handler already waiting for the block (thread mode)", "[async]")
 {
     auto context = make_context(async_mode::thread);
     auto efd     = make_event_fd();
 
     std::atomic<int> fd_calls{0}, timer_calls{0};
     async_handler_id fd_id = 0, timer_id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) { ++fd_calls; },
-                         &fd_id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read, [&](async_handler_id, int, unsigned) { ++fd_calls; },
+                &fd_id) == UCS_OK);
 
     /* The loop thread takes the ready event and then has to wait for us:
      * the handler is dispatched but must not run once removed. */
@@ -494,9 +484,9 @@ TEST_CASE("remove() of a handler already waiting for the block (thread mode)",
     CHECK(fd_calls == 0);
 
     /* The same for an expired timer. */
-    REQUIRE(context->add_timer(1ms, ucs::timer_mode::periodic,
-                               [&](async_handler_id) { ++timer_calls; },
-                               &timer_id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                1ms, ucs::timer_mode::periodic, [&](async_handler_id) { ++timer_calls; },
+                &timer_id) == UCS_OK);
     context->block();
     const auto waits = context->stats().blocked_waits;
     REQUIRE(wait_for([&]() { return context->stats().blocked_waits > waits; }));
@@ -508,11 +498,10 @@ TEST_CASE("remove() of a handler already waiting for the block (thread mode)",
     /* And for a wait made stale by modify(). */
     CHECK(efd.drain() == 1);
     std::atomic<unsigned> events_seen{0};
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned events) {
-                             events_seen |= events;
-                         },
-                         &fd_id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read,
+                [&](async_handler_id, int, unsigned events) { events_seen |= events; },
+                &fd_id) == UCS_OK);
     context->block();
     const auto waits2 = context->stats().blocked_waits;
     REQUIRE(efd.signal() == UCS_OK);
@@ -524,8 +513,7 @@ TEST_CASE("remove() of a handler already waiting for the block (thread mode)",
     CHECK(context->remove(fd_id) == UCS_OK);
 }
 
-TEST_CASE("remove() waits for the handler running on the loop thread",
-          "[async]")
+TEST_CASE("remove() waits for the handler running on the loop thread", "[async]")
 {
     auto context = make_context(async_mode::thread);
     auto efd     = make_event_fd();
@@ -536,21 +524,22 @@ TEST_CASE("remove() waits for the handler running on the loop thread",
     std::atomic<bool> overlap{false};
     std::atomic<bool> handler_done{false};
     async_handler_id id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) {
-                             efd.drain();
-                             in_handler = true;
-                             wait_for([&]() { return remover_started.load(); });
-                             /* Stay inside a while: remove() must wait. */
-                             const auto until = steady::now() + 20ms;
-                             while (steady::now() < until) {
-                                 if (remove_returned) {
-                                     overlap = true;
-                                 }
-                             }
-                             handler_done = true;
-                         },
-                         &id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read,
+                [&](async_handler_id, int, unsigned) {
+        efd.drain();
+        in_handler = true;
+        wait_for([&]() { return remover_started.load(); });
+        /* Stay inside a while: remove() must wait. */
+        const auto until = steady::now() + 20ms;
+        while (steady::now() < until) {
+            if (remove_returned) {
+                overlap = true;
+            }
+        }
+        handler_done = true;
+                },
+                &id) == UCS_OK);
     REQUIRE(efd.signal() == UCS_OK);
     REQUIRE(wait_for([&]() { return in_handler.load(); }));
 
@@ -582,13 +571,14 @@ TEST_CASE("periodic timers fire no earlier than their interval", "[async]")
     async_handler_id id = 0;
 
     const auto start = steady::now();
-    REQUIRE(context->add_timer(interval, ucs::timer_mode::periodic,
-                               [&](async_handler_id cb_id) {
-                                   std::lock_guard<std::mutex> g(lock);
-                                   ids.push_back(cb_id);
-                                   fired.push_back(steady::now());
-                               },
-                               &id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                interval, ucs::timer_mode::periodic,
+                [&](async_handler_id cb_id) {
+        std::lock_guard<std::mutex> g(lock);
+        ids.push_back(cb_id);
+        fired.push_back(steady::now());
+                },
+                &id) == UCS_OK);
     REQUIRE(wait_for(*context, [&]() {
         std::lock_guard<std::mutex> g(lock);
         return fired.size() >= wanted;
@@ -614,15 +604,16 @@ TEST_CASE("a one-shot timer fires once and unregisters itself", "[async]")
     async_handler_id once_id = 0, tick_id = 0;
     const auto start = steady::now();
     std::atomic<int64_t> once_delay_ns{0};
-    REQUIRE(context->add_timer(5ms, ucs::timer_mode::one_shot,
-                               [&](async_handler_id) {
-                                   once_delay_ns = (steady::now() - start).count();
-                                   ++once;
-                               },
-                               &once_id) == UCS_OK);
-    REQUIRE(context->add_timer(5ms, ucs::timer_mode::periodic,
-                               [&](async_handler_id) { ++ticks; },
-                               &tick_id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                5ms, ucs::timer_mode::one_shot,
+                [&](async_handler_id) {
+        once_delay_ns = (steady::now() - start).count();
+        ++once;
+                },
+                &once_id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                5ms, ucs::timer_mode::periodic, [&](async_handler_id) { ++ticks; }, &tick_id) ==
+            UCS_OK);
     CHECK(context->handler_count() == 2);
 
     /* Long past the one-shot's expiry, four periods later. */
@@ -644,19 +635,19 @@ TEST_CASE("a periodic timer can remove itself", "[async]")
     std::atomic<int> reference_ticks{0};
     std::atomic<int> remove_status{1};
     async_handler_id id = 0, reference = 0;
-    REQUIRE(context->add_timer(2ms, ucs::timer_mode::periodic,
-                               [&](async_handler_id cb_id) {
-                                   if (++calls == 3) {
-                                       remove_status =
-                                               context->remove_timer(cb_id);
-                                   }
-                               },
-                               &id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                2ms, ucs::timer_mode::periodic,
+                [&](async_handler_id cb_id) {
+        if (++calls == 3) {
+            remove_status = context->remove_timer(cb_id);
+        }
+                },
+                &id) == UCS_OK);
     REQUIRE(wait_for(*context, [&]() { return calls.load() >= 3; }));
 
-    REQUIRE(context->add_timer(2ms, ucs::timer_mode::periodic,
-                               [&](async_handler_id) { ++reference_ticks; },
-                               &reference) == UCS_OK);
+    REQUIRE(context->add_timer(
+                2ms, ucs::timer_mode::periodic, [&](async_handler_id) { ++reference_ticks; },
+                &reference) == UCS_OK);
     REQUIRE(wait_for(*context, [&]() { return reference_ticks.load() >= 5; }));
     CHECK(calls == 3);
     CHECK(remove_status == UCS_OK);
@@ -695,23 +686,23 @@ TEST_CASE("post() runs functions in order on the loop", "[async]")
     CHECK(context->stats().posted_run >= count + 1);
 }
 
-TEST_CASE("block() holds handlers back until unblock() (thread mode)",
-          "[async]")
+TEST_CASE("block() holds handlers back until unblock() (thread mode)", "[async]")
 {
     auto context = make_context(async_mode::thread);
     auto efd     = make_event_fd();
 
     std::atomic<int> calls{0};
     async_handler_id id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) {
-                             efd.drain();
-                             ++calls;
-                         },
-                         &id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read,
+                [&](async_handler_id, int, unsigned) {
+        efd.drain();
+        ++calls;
+                },
+                &id) == UCS_OK);
 
     for (int depth = 1; depth <= 2; ++depth) {
-        const int calls_before = calls;
+        const int calls_before  = calls;
         const auto waits_before = context->stats().blocked_waits;
         for (int i = 0; i < depth; ++i) {
             context->block(); /* recursive */
@@ -720,9 +711,7 @@ TEST_CASE("block() holds handlers back until unblock() (thread mode)",
         REQUIRE(efd.signal() == UCS_OK);
 
         /* The loop thread reaches the handler and has to wait for us. */
-        REQUIRE(wait_for([&]() {
-            return context->stats().blocked_waits > waits_before;
-        }));
+        REQUIRE(wait_for([&]() { return context->stats().blocked_waits > waits_before; }));
         CHECK(calls == calls_before);
 
         for (int i = 0; i < depth - 1; ++i) {
@@ -741,9 +730,7 @@ TEST_CASE("block() holds handlers back until unblock() (thread mode)",
     context->block();
     const auto waits_before = context->stats().blocked_waits;
     REQUIRE(context->post([&]() { ++posted; }) == UCS_OK);
-    REQUIRE(wait_for([&]() {
-        return context->stats().blocked_waits > waits_before;
-    }));
+    REQUIRE(wait_for([&]() { return context->stats().blocked_waits > waits_before; }));
     CHECK(posted == 0);
     context->unblock();
     REQUIRE(wait_for([&]() { return posted.load() == 1; }));
@@ -758,12 +745,13 @@ TEST_CASE("block() holds handlers back until unblock() (poll mode)", "[async]")
 
     std::atomic<int> calls{0};
     async_handler_id id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) {
-                             efd.drain();
-                             ++calls;
-                         },
-                         &id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read,
+                [&](async_handler_id, int, unsigned) {
+        efd.drain();
+        ++calls;
+                },
+                &id) == UCS_OK);
     REQUIRE(efd.signal() == UCS_OK);
 
     context->block();
@@ -784,8 +772,7 @@ TEST_CASE("block() holds handlers back until unblock() (poll mode)", "[async]")
     CHECK(context->remove(id) == UCS_OK);
 }
 
-TEST_CASE("handlers may block the context and add handlers themselves",
-          "[async]")
+TEST_CASE("handlers may block the context and add handlers themselves", "[async]")
 {
     const auto mode = GENERATE(async_mode::thread, async_mode::poll);
     auto context    = make_context(mode);
@@ -796,9 +783,8 @@ TEST_CASE("handlers may block the context and add handlers themselves",
     REQUIRE(context->post([&]() {
         context->block();
         async_handler_id timer_id = 0;
-        added_status = context->add_timer(1ms, ucs::timer_mode::one_shot,
-                                          [&](async_handler_id) { ++nested; },
-                                          &timer_id);
+        added_status              = context->add_timer(
+                         1ms, ucs::timer_mode::one_shot, [&](async_handler_id) { ++nested; }, &timer_id);
         /* Re-entering progress() from a handler is refused, not recursive. */
         progress_inside = static_cast<int>(context->progress());
         context->unblock();
@@ -811,8 +797,8 @@ TEST_CASE("handlers may block the context and add handlers themselves",
 
 TEST_CASE("a throwing callback is logged and the loop goes on", "[async]")
 {
-    const auto mode = GENERATE(async_mode::thread, async_mode::poll);
-    char path[] = "/tmp/ucs_test_async_log_XXXXXX";
+    const auto mode  = GENERATE(async_mode::thread, async_mode::poll);
+    char path[]      = "/tmp/ucs_test_async_log_XXXXXX";
     const int tmp_fd = ::mkstemp(path);
     REQUIRE(tmp_fd >= 0);
     ::close(tmp_fd);
@@ -837,17 +823,16 @@ TEST_CASE("a throwing callback is logged and the loop goes on", "[async]")
     CHECK(log.find("test failure 1234") != std::string::npos);
 }
 
-TEST_CASE("poll mode progress() is bounded for an fd nobody drains",
-          "[async]")
+TEST_CASE("poll mode progress() is bounded for an fd nobody drains", "[async]")
 {
     auto context = make_context(async_mode::poll);
     auto efd     = make_event_fd();
 
     std::atomic<int> calls{0};
     async_handler_id id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) { ++calls; },
-                         &id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read, [&](async_handler_id, int, unsigned) { ++calls; },
+                &id) == UCS_OK);
     REQUIRE(efd.signal() == UCS_OK);
 
     unsigned ran = 0;
@@ -874,12 +859,11 @@ TEST_CASE("stop() with handlers registered", "[async]")
     std::atomic<int> calls{0};
     async_handler_id pipe_id = 0, efd_id = 0, timer_id = 0;
     auto count = [&](async_handler_id, int, unsigned) { ++calls; };
-    REQUIRE(context->add(pipe.read_end, async_event::read, count, &pipe_id) ==
-            UCS_OK);
+    REQUIRE(context->add(pipe.read_end, async_event::read, count, &pipe_id) == UCS_OK);
     REQUIRE(context->add(efd.fd(), async_event::read, count, &efd_id) == UCS_OK);
-    REQUIRE(context->add_timer(1ms, ucs::timer_mode::periodic,
-                               [&](async_handler_id) { ++calls; },
-                               &timer_id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                1ms, ucs::timer_mode::periodic, [&](async_handler_id) { ++calls; }, &timer_id) ==
+            UCS_OK);
     CHECK(context->handler_count() == 3);
 
     context->stop();
@@ -905,10 +889,9 @@ TEST_CASE("stop() with handlers registered", "[async]")
     CHECK(efd.drain() == 1);
 
     async_handler_id id = 0;
-    CHECK(context->add(efd.fd(), async_event::read, count, &id) ==
-          UCS_ERR_CANCELED);
-    CHECK(context->add_timer(1ms, ucs::timer_mode::one_shot,
-                             [](async_handler_id) {}, &id) == UCS_ERR_CANCELED);
+    CHECK(context->add(efd.fd(), async_event::read, count, &id) == UCS_ERR_CANCELED);
+    CHECK(context->add_timer(
+              1ms, ucs::timer_mode::one_shot, [](async_handler_id) {}, &id) == UCS_ERR_CANCELED);
     CHECK(context->post([]() {}) == UCS_ERR_CANCELED);
     CHECK(context->remove(pipe_id) == UCS_ERR_NO_ELEM);
 
@@ -918,21 +901,21 @@ TEST_CASE("stop() with handlers registered", "[async]")
     CHECK(fd_is_open(efd.fd()));
 }
 
-TEST_CASE("destroying a context with live handlers leaves the fds open",
-          "[async]")
+TEST_CASE("destroying a context with live handlers leaves the fds open", "[async]")
 {
     const auto mode = GENERATE(async_mode::thread, async_mode::poll);
     auto efd        = make_event_fd();
     std::atomic<int> calls{0};
     {
-        auto context = make_context(mode);
+        auto context        = make_context(mode);
         async_handler_id id = 0;
-        REQUIRE(context->add(efd.fd(), async_event::read,
-                             [&](async_handler_id, int, unsigned) {
-                                 efd.drain();
-                                 ++calls;
-                             },
-                             &id) == UCS_OK);
+        REQUIRE(context->add(
+                    efd.fd(), async_event::read,
+                    [&](async_handler_id, int, unsigned) {
+            efd.drain();
+            ++calls;
+                    },
+                    &id) == UCS_OK);
         REQUIRE(efd.signal() == UCS_OK);
         REQUIRE(wait_for(*context, [&]() { return calls.load() == 1; }));
         REQUIRE(efd.signal() == UCS_OK); /* pending at destruction */
@@ -950,14 +933,16 @@ TEST_CASE("remove() restores the blocking mode of the caller's fd", "[async]")
     REQUIRE_FALSE(fd_is_nonblocking(pipe.read_end));
 
     async_handler_id id = 0;
-    REQUIRE(context->add(pipe.read_end, async_event::read,
-                         [](async_handler_id, int, unsigned) {}, &id) == UCS_OK);
+    REQUIRE(context->add(
+                pipe.read_end, async_event::read, [](async_handler_id, int, unsigned) {}, &id) ==
+            UCS_OK);
     REQUIRE(context->remove(id) == UCS_OK);
     CHECK_FALSE(fd_is_nonblocking(pipe.read_end));
 
     auto efd = make_event_fd();
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [](async_handler_id, int, unsigned) {}, &id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read, [](async_handler_id, int, unsigned) {}, &id) ==
+            UCS_OK);
     REQUIRE(context->remove(id) == UCS_OK);
     CHECK(fd_is_nonblocking(efd.fd()));
 }
@@ -969,12 +954,13 @@ TEST_CASE("stop() from inside a handler, then from the owner", "[async]")
 
     std::atomic<int> calls{0};
     async_handler_id id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) {
-                             ++calls;
-                             context->stop(); /* cannot join itself */
-                         },
-                         &id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read,
+                [&](async_handler_id, int, unsigned) {
+        ++calls;
+        context->stop(); /* cannot join itself */
+                },
+                &id) == UCS_OK);
     REQUIRE(efd.signal() == UCS_OK);
     REQUIRE(wait_for([&]() { return context->is_stopped(); }));
     context->stop(); /* joins */
@@ -983,17 +969,16 @@ TEST_CASE("stop() from inside a handler, then from the owner", "[async]")
     CHECK(fd_is_open(efd.fd()));
 }
 
-TEST_CASE("stop() while the caller holds block() does not deadlock",
-          "[async]")
+TEST_CASE("stop() while the caller holds block() does not deadlock", "[async]")
 {
     auto context = make_context(async_mode::thread);
     auto efd     = make_event_fd();
 
     std::atomic<int> calls{0};
     async_handler_id id = 0;
-    REQUIRE(context->add(efd.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) { ++calls; },
-                         &id) == UCS_OK);
+    REQUIRE(context->add(
+                efd.fd(), async_event::read, [&](async_handler_id, int, unsigned) { ++calls; },
+                &id) == UCS_OK);
 
     context->block();
     REQUIRE(efd.signal() == UCS_OK);
@@ -1010,8 +995,7 @@ TEST_CASE("async mode names", "[async]")
     CHECK(std::string(ucs::async_mode_name(async_mode::poll)) == "poll");
 }
 
-TEST_CASE("wait_fd() is readable exactly while a POLL-mode fd handler has work",
-          "[async]")
+TEST_CASE("wait_fd() is readable exactly while a POLL-mode fd handler has work", "[async]")
 {
     auto thread_context = make_context(async_mode::thread);
     int wfd             = -1;
@@ -1021,11 +1005,11 @@ TEST_CASE("wait_fd() is readable exactly while a POLL-mode fd handler has work",
     CHECK(context->wait_fd(nullptr) == UCS_ERR_INVALID_PARAM);
 
     /* A handler added before the first wait_fd() call is mirrored too. */
-    auto before = make_event_fd();
+    auto before                = make_event_fd();
     async_handler_id before_id = 0;
-    REQUIRE(context->add(before.fd(), async_event::read,
-                         [&](async_handler_id, int, unsigned) { before.drain(); },
-                         &before_id) == UCS_OK);
+    REQUIRE(context->add(
+                before.fd(), async_event::read,
+                [&](async_handler_id, int, unsigned) { before.drain(); }, &before_id) == UCS_OK);
     REQUIRE(context->wait_fd(&wfd) == UCS_OK);
     REQUIRE(wfd >= 0);
     int again = -1;
@@ -1042,14 +1026,15 @@ TEST_CASE("wait_fd() is readable exactly while a POLL-mode fd handler has work",
     pipe_fds pipe;
     std::atomic<int> reads{0};
     async_handler_id pipe_id = 0;
-    REQUIRE(context->add(pipe.read_end, async_event::read,
-                         [&](async_handler_id, int fd, unsigned) {
-                             char c;
-                             if (::read(fd, &c, 1) == 1) {
-                                 ++reads;
-                             }
-                         },
-                         &pipe_id) == UCS_OK);
+    REQUIRE(context->add(
+                pipe.read_end, async_event::read,
+                [&](async_handler_id, int fd, unsigned) {
+        char c;
+        if (::read(fd, &c, 1) == 1) {
+            ++reads;
+        }
+                },
+                &pipe_id) == UCS_OK);
     CHECK_FALSE(fd_is_readable(wfd));
     std::atomic<bool> written{false};
     std::thread writer([&]() {
@@ -1077,27 +1062,27 @@ TEST_CASE("wait_fd() is readable exactly while a POLL-mode fd handler has work",
 
     /* Write interest maps to writability. */
     async_handler_id write_id = 0;
-    REQUIRE(context->add(pipe.write_end, async_event::write,
-                         [](async_handler_id, int, unsigned) {}, &write_id) ==
-            UCS_OK);
+    REQUIRE(context->add(
+                pipe.write_end, async_event::write, [](async_handler_id, int, unsigned) {},
+                &write_id) == UCS_OK);
     CHECK(fd_is_readable(wfd));
     REQUIRE(context->remove(write_id) == UCS_OK);
     CHECK_FALSE(fd_is_readable(wfd));
     CHECK(context->remove(before_id) == UCS_OK);
 }
 
-TEST_CASE("wait_fd() turns readable when a POLL-mode timer is due, and only then",
-          "[async]")
+TEST_CASE("wait_fd() turns readable when a POLL-mode timer is due, and only then", "[async]")
 {
     auto context = make_context(async_mode::poll);
     int wfd      = -1;
     REQUIRE(context->wait_fd(&wfd) == UCS_OK);
-    CHECK_FALSE(fd_is_readable(wfd));   /* no timer: nothing to wake for */
+    CHECK_FALSE(fd_is_readable(wfd)); /* no timer: nothing to wake for */
 
     std::atomic<int> shots{0}, ticks{0};
     async_handler_id shot_id = 0, tick_id = 0;
-    REQUIRE(context->add_timer(120ms, ucs::timer_mode::one_shot,
-                               [&](async_handler_id) { ++shots; }, &shot_id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                120ms, ucs::timer_mode::one_shot, [&](async_handler_id) { ++shots; }, &shot_id) ==
+            UCS_OK);
     CHECK_FALSE(fd_is_readable(wfd));
 
     /* A sleeper in poll() wakes at the deadline, not before, with nothing
@@ -1108,14 +1093,15 @@ TEST_CASE("wait_fd() turns readable when a POLL-mode timer is due, and only then
     const auto slept = steady::now() - start;
     CHECK(slept >= 100ms);
     CHECK(slept < 3s);
-    CHECK(shots == 0);                  /* it runs from progress, as always */
+    CHECK(shots == 0); /* it runs from progress, as always */
     REQUIRE(wait_for(*context, [&]() { return shots.load() == 1; }));
-    CHECK_FALSE(fd_is_readable(wfd));   /* consumed; no timer left */
+    CHECK_FALSE(fd_is_readable(wfd)); /* consumed; no timer left */
 
     /* A periodic timer wakes the sleeper at every tick; a removed one no
      * more. */
-    REQUIRE(context->add_timer(30ms, ucs::timer_mode::periodic,
-                               [&](async_handler_id) { ++ticks; }, &tick_id) == UCS_OK);
+    REQUIRE(context->add_timer(
+                30ms, ucs::timer_mode::periodic, [&](async_handler_id) { ++ticks; }, &tick_id) ==
+            UCS_OK);
     for (int expected = 1; expected <= 3; ++expected) {
         pfd.revents = 0;
         CHECK(::poll(&pfd, 1, 5000) == 1);

@@ -12,20 +12,20 @@
 namespace {
 
 struct recorder {
-    ucs::callback_queue   *queue = nullptr;
+    ucs::callback_queue *queue = nullptr;
     std::vector<std::string> calls;
-    unsigned              self_id = ucs::callback_queue::invalid_id;
-    int                   reschedule_left = 0;
+    unsigned self_id    = ucs::callback_queue::invalid_id;
+    int reschedule_left = 0;
 };
 
 struct tagged {
-    recorder    *r;
+    recorder *r;
     std::string name;
 };
 
 unsigned note(void *arg)
 {
-    auto *t = static_cast<tagged*>(arg);
+    auto *t = static_cast<tagged *>(arg);
     t->r->calls.push_back(t->name);
     return 1;
 }
@@ -33,7 +33,7 @@ unsigned note(void *arg)
 /* Schedules itself again while reschedule_left > 0. */
 unsigned again(void *arg)
 {
-    auto *r = static_cast<recorder*>(arg);
+    auto *r = static_cast<recorder *>(arg);
     r->calls.push_back("again");
     if (r->reschedule_left-- > 0) {
         r->queue->schedule(r->self_id);
@@ -44,7 +44,7 @@ unsigned again(void *arg)
 /* Removes itself when it runs. */
 unsigned once_then_remove(void *arg)
 {
-    auto *r = static_cast<recorder*>(arg);
+    auto *r = static_cast<recorder *>(arg);
     r->calls.push_back("gone");
     r->queue->remove(r->self_id);
     return 1;
@@ -65,7 +65,7 @@ TEST_CASE("scheduled callbacks run once per schedule, in registration order", "[
 
     q.schedule(ic);
     q.schedule(ia);
-    q.schedule(ia);      /* twice before a dispatch: one run */
+    q.schedule(ia); /* twice before a dispatch: one run */
     CHECK(!q.idle());
     CHECK(q.scheduled());
     CHECK(q.dispatch() == 2);
@@ -74,7 +74,7 @@ TEST_CASE("scheduled callbacks run once per schedule, in registration order", "[
     CHECK(q.dispatch() == 0);
 
     q.remove(ib);
-    q.schedule(ib);      /* removed: scheduling it does nothing */
+    q.schedule(ib); /* removed: scheduling it does nothing */
     CHECK(q.idle());
 }
 
@@ -104,7 +104,7 @@ TEST_CASE("persistent callbacks run on every dispatch but do not count as schedu
     const unsigned ip = q.add_persistent(note, &p);
     const unsigned is = q.add(note, &s);
     CHECK(!q.idle());
-    CHECK(!q.scheduled());     /* a loop may sleep with only polling work */
+    CHECK(!q.scheduled()); /* a loop may sleep with only polling work */
     CHECK(q.dispatch() == 1);
     q.schedule(is);
     CHECK(q.scheduled());
@@ -127,14 +127,16 @@ TEST_CASE("one-shot callbacks run once; those added while dispatching wait for t
     tagged x{&r, "x"};
     struct adder {
         ucs::callback_queue *q;
-        tagged              *t;
+        tagged *t;
     } add{&q, &x};
-    q.add_oneshot([](void *arg) -> unsigned {
-        auto *a = static_cast<adder*>(arg);
-        a->t->r->calls.push_back("first");
-        a->q->add_oneshot(note, a->t);
-        return 1;
-    }, &add);
+    q.add_oneshot(
+        [](void *arg) -> unsigned {
+            auto *a = static_cast<adder *>(arg);
+            a->t->r->calls.push_back("first");
+            a->q->add_oneshot(note, a->t);
+            return 1;
+        },
+        &add);
     CHECK(q.scheduled());
     CHECK(q.dispatch() == 1);
     CHECK(r.calls == std::vector<std::string>{"first"});
@@ -159,15 +161,15 @@ namespace {
 
 struct adder {
     ucs::callback_queue *queue = nullptr;
-    tagged              added{nullptr, "added"};
-    unsigned            ids_added = 0;
+    tagged added{nullptr, "added"};
+    unsigned ids_added = 0;
 };
 
 /* Registers 100 callbacks (the queue grows and moves its elements while
  * this one runs), each scheduled at once. */
 unsigned add_many(void *arg)
 {
-    auto *a = static_cast<adder*>(arg);
+    auto *a = static_cast<adder *>(arg);
     for (int i = 0; i < 100; ++i) {
         a->queue->schedule(a->queue->add(note, &a->added));
         ++a->ids_added;
@@ -178,13 +180,14 @@ unsigned add_many(void *arg)
 } // namespace
 
 TEST_CASE("a callback that registers many others while dispatching: they run in the same "
-          "pass, after it", "[datastruct]")
+          "pass, after it",
+          "[datastruct]")
 {
     ucs::callback_queue q;
     recorder r;
     adder a;
-    a.queue    = &q;
-    a.added.r  = &r;
+    a.queue   = &q;
+    a.added.r = &r;
     tagged first{&r, "first"};
     const unsigned first_id = q.add(note, &first);
     const unsigned adder_id = q.add(add_many, &a);

@@ -27,21 +27,21 @@ struct rndv_opts {
 };
 
 struct test_opts {
-    char                     *name;
+    char *name;
     ucs_config_names_array_t tls;
-    ucs_config_allow_list_t  devices;
-    int                      count;
-    unsigned                 level;
-    size_t                   seg_size;
-    double                   timeout;
-    int                      flag;
-    rndv_opts                rndv;
-    unsigned                 secret;
+    ucs_config_allow_list_t devices;
+    int count;
+    unsigned level;
+    size_t seg_size;
+    double timeout;
+    int flag;
+    rndv_opts rndv;
+    unsigned secret;
 };
 
 const field rndv_fields[] = {
-    UCS_CONFIG_FIELD(rndv_opts, thresh, "THRESH", "auto",
-                     "Size from which rendezvous is used.", type_size),
+    UCS_CONFIG_FIELD(rndv_opts, thresh, "THRESH", "auto", "Size from which rendezvous is used.",
+                     type_size),
     UCS_CONFIG_FIELD(rndv_opts, bw, "BW", "10GBs", "Assumed bandwidth.", type_bw),
 };
 const table rndv_table = {"rendezvous", "", rndv_fields, sizeof(rndv_opts)};
@@ -49,50 +49,46 @@ const table rndv_table = {"rendezvous", "", rndv_fields, sizeof(rndv_opts)};
 const field test_fields[] = {
     UCS_CONFIG_FIELD(test_opts, name, "CFGTEST_NAME", "anonymous",
                      "A name.\nSecond line of the name's doc.", type_string),
-    UCS_CONFIG_FIELD(test_opts, tls, "CFGTEST_TLS", "shm,tcp",
-                     "Transports to use.", type_string_list),
-    UCS_CONFIG_FIELD(test_opts, devices, "CFGTEST_DEVICES", "all",
-                     "Devices to use.", type_allow_list),
-    UCS_CONFIG_FIELD(test_opts, count, "CFGTEST_COUNT", "4",
-                     "How many.", type_int),
-    UCS_CONFIG_FIELD(test_opts, level, "CFGTEST_LEVEL", "info",
-                     "A log level.", type_enum(ucs::log_level_names)),
-    UCS_CONFIG_FIELD(test_opts, seg_size, "CFGTEST_SEG_SIZE", "8k",
-                     "Segment size.", type_size),
-    UCS_CONFIG_FIELD(test_opts, timeout, "CFGTEST_TIMEOUT", "10ms",
-                     "How long to wait.", type_time),
-    UCS_CONFIG_FIELD(test_opts, flag, "CFGTEST_FLAG", "n",
-                     "A switch.", type_bool),
-    UCS_CONFIG_FIELD(test_opts, rndv, "CFGTEST_RNDV_", "",
-                     "Rendezvous settings.", type_table(rndv_table)),
-    UCS_CONFIG_FIELD(test_opts, secret, "CFGTEST_SECRET", "7",
-                     "An internal knob.", type_uint, field_hidden),
+    UCS_CONFIG_FIELD(test_opts, tls, "CFGTEST_TLS", "shm,tcp", "Transports to use.",
+                     type_string_list),
+    UCS_CONFIG_FIELD(test_opts, devices, "CFGTEST_DEVICES", "all", "Devices to use.",
+                     type_allow_list),
+    UCS_CONFIG_FIELD(test_opts, count, "CFGTEST_COUNT", "4", "How many.", type_int),
+    UCS_CONFIG_FIELD(test_opts, level, "CFGTEST_LEVEL", "info", "A log level.",
+                     type_enum(ucs::log_level_names)),
+    UCS_CONFIG_FIELD(test_opts, seg_size, "CFGTEST_SEG_SIZE", "8k", "Segment size.", type_size),
+    UCS_CONFIG_FIELD(test_opts, timeout, "CFGTEST_TIMEOUT", "10ms", "How long to wait.", type_time),
+    UCS_CONFIG_FIELD(test_opts, flag, "CFGTEST_FLAG", "n", "A switch.", type_bool),
+    UCS_CONFIG_FIELD(test_opts, rndv, "CFGTEST_RNDV_", "", "Rendezvous settings.",
+                     type_table(rndv_table)),
+    UCS_CONFIG_FIELD(test_opts, secret, "CFGTEST_SECRET", "7", "An internal knob.", type_uint,
+                     field_hidden),
 };
 const table test_table = {"Config test options", "", test_fields, sizeof(test_opts)};
 
 /* A table with a table prefix: UCX_TTCP_TSNDBUF, or UCX_TSNDBUF. */
 struct prefixed_opts {
     size_t sndbuf;
-    int    nodelay;
+    int nodelay;
 };
 const field prefixed_fields[] = {
     UCS_CONFIG_FIELD(prefixed_opts, sndbuf, "TSNDBUF", "64k", "Send buffer.", type_size),
     UCS_CONFIG_FIELD(prefixed_opts, nodelay, "TNODELAY", "y", "No delay.", type_bool),
 };
-const table prefixed_table = {"Prefixed", "TTCP_", prefixed_fields,
-                              sizeof(prefixed_opts)};
+const table prefixed_table = {"Prefixed", "TTCP_", prefixed_fields, sizeof(prefixed_opts)};
 
 const char *const test_vars[] = {
-    "UCX_CFGTEST_NAME", "UCX_CFGTEST_TLS", "UCX_CFGTEST_DEVICES", "UCX_CFGTEST_COUNT",
-    "UCX_CFGTEST_LEVEL", "UCX_CFGTEST_SEG_SIZE", "UCX_CFGTEST_TIMEOUT",
-    "UCX_CFGTEST_FLAG", "UCX_CFGTEST_RNDV_THRESH", "UCX_CFGTEST_RNDV_BW",
-    "UCX_CFGTEST_SECRET", "UCX_CFGT_CFGTEST_COUNT", "UCX_CFGT_CFGTEST_NAME",
-    "UCX_TTCP_TSNDBUF", "UCX_TSNDBUF", "UCX_TTCP_TNODELAY", "UCX_TNODELAY",
+    "UCX_CFGTEST_NAME",      "UCX_CFGTEST_TLS",    "UCX_CFGTEST_DEVICES",
+    "UCX_CFGTEST_COUNT",     "UCX_CFGTEST_LEVEL",  "UCX_CFGTEST_SEG_SIZE",
+    "UCX_CFGTEST_TIMEOUT",   "UCX_CFGTEST_FLAG",   "UCX_CFGTEST_RNDV_THRESH",
+    "UCX_CFGTEST_RNDV_BW",   "UCX_CFGTEST_SECRET", "UCX_CFGT_CFGTEST_COUNT",
+    "UCX_CFGT_CFGTEST_NAME", "UCX_TTCP_TSNDBUF",   "UCX_TSNDBUF",
+    "UCX_TTCP_TNODELAY",     "UCX_TNODELAY",
 };
 
 /* A clean environment for the test variables and no config file. */
 struct clean_env {
-    env_guard         env;
+    env_guard env;
     config_file_scope no_file;
 
     clean_env()
@@ -105,7 +101,7 @@ struct clean_env {
 
 /* A filled test_opts, released at the end of the scope. */
 struct filled_opts {
-    test_opts    opts;
+    test_opts opts;
     ucs_status_t status;
 
     explicit filled_opts(const char *env_prefix = nullptr)
@@ -171,10 +167,10 @@ TEST_CASE("environment beats config file beats default", "[config]")
     {
         filled_opts f;
         REQUIRE(f.status == UCS_OK);
-        CHECK(f.opts.count == 7);                        /* environment */
-        CHECK(std::string(f.opts.name) == "from_file");  /* file, short form */
-        CHECK(f.opts.seg_size == (size_t(1) << 20));     /* file, no spaces */
-        CHECK(f.opts.timeout == Approx(0.01));           /* default */
+        CHECK(f.opts.count == 7);                       /* environment */
+        CHECK(std::string(f.opts.name) == "from_file"); /* file, short form */
+        CHECK(f.opts.seg_size == (size_t(1) << 20));    /* file, no spaces */
+        CHECK(f.opts.timeout == Approx(0.01));          /* default */
     }
 
     clean.env.unset("UCX_CFGTEST_COUNT");
@@ -211,8 +207,7 @@ TEST_CASE("the config file is read once until the cache is dropped", "[config]")
     CHECK(vars[0] == "UCX_CFGTEST_COUNT");
 }
 
-TEST_CASE("an empty UCX_CONFIG_FILE means no file; a missing file is ignored",
-          "[config]")
+TEST_CASE("an empty UCX_CONFIG_FILE means no file; a missing file is ignored", "[config]")
 {
     clean_env clean;
     {
@@ -237,17 +232,17 @@ TEST_CASE("an empty UCX_CONFIG_FILE means no file; a missing file is ignored",
 TEST_CASE("malformed config file lines are warned about and skipped", "[config]")
 {
     clean_env clean;
-    config_file_scope file("garbage line\n"                            /* 1 */
-                           "UCX_CFGTEST_COUNT = 3\n"                   /* 2 */
-                           "= novalue\n"                               /* 3 */
-                           "BAD NAME = 1\n"                            /* 4 */
-                           "# a comment\n"                             /* 5 */
-                           "\n"                                        /* 6 */
-                           "   \t\n"                                   /* 7 */
+    config_file_scope file("garbage line\n"                                 /* 1 */
+                           "UCX_CFGTEST_COUNT = 3\n"                        /* 2 */
+                           "= novalue\n"                                    /* 3 */
+                           "BAD NAME = 1\n"                                 /* 4 */
+                           "# a comment\n"                                  /* 5 */
+                           "\n"                                             /* 6 */
+                           "   \t\n"                                        /* 7 */
                            "UCX_CFGTEST_NAME = \"quoted # value\"  # why\n" /* 8 */
-                           "UCX_CFGTEST_TLS = tcp  # just tcp\n"       /* 9 */
-                           "UCX_CFGTEST_LEVEL = \"unterminated\n"      /* 10 */
-                           "UCX_CFGTEST_SEG_SIZE = 2k\r\n");           /* 11 */
+                           "UCX_CFGTEST_TLS = tcp  # just tcp\n"            /* 9 */
+                           "UCX_CFGTEST_LEVEL = \"unterminated\n"           /* 10 */
+                           "UCX_CFGTEST_SEG_SIZE = 2k\r\n");                /* 11 */
     log_capture log(UCS_LOG_LEVEL_WARN);
     filled_opts f;
     REQUIRE(f.status == UCS_OK);
@@ -258,7 +253,7 @@ TEST_CASE("malformed config file lines are warned about and skipped", "[config]"
     CHECK(f.opts.level == UCS_LOG_LEVEL_INFO); /* line 10 skipped: default */
     CHECK(f.opts.seg_size == 2048u);
 
-    std::string text = log.text();
+    std::string text        = log.text();
     const std::string &path = file.file().path();
     CHECK(count_of(text, "malformed line") == 4);
     CHECK(text.find(path + ":1:") != std::string::npos);
@@ -285,12 +280,12 @@ TEST_CASE("a file that is no configuration file is refused in bounded time", "[c
     REQUIRE(mkfifo(fifo_path.c_str(), 0600) == 0);
     struct expectation {
         std::string path;
-        const char  *warning;
+        const char *warning;
     };
-    for (const expectation &e : {expectation{"/dev/urandom", "larger than 1 MiB"},
-                                 expectation{"/dev/zero", "larger than 1 MiB"},
-                                 expectation{binary.path(), "not a text file"},
-                                 expectation{fifo_path, ""}}) {
+    for (const expectation &e :
+         {expectation{"/dev/urandom", "larger than 1 MiB"},
+          expectation{"/dev/zero", "larger than 1 MiB"},
+          expectation{binary.path(), "not a text file"}, expectation{fifo_path, ""}}) {
         CAPTURE(e.path);
         env_guard env;
         env.set("UCX_CONFIG_FILE", e.path);
@@ -298,7 +293,7 @@ TEST_CASE("a file that is no configuration file is refused in bounded time", "[c
         log_capture log(UCS_LOG_LEVEL_WARN);
         filled_opts f;
         CHECK(f.status == UCS_OK);
-        CHECK(f.opts.count == 4);                 /* the default */
+        CHECK(f.opts.count == 4); /* the default */
         CHECK(file_variables().empty());
         CHECK(log.text().find(e.warning) != std::string::npos);
     }
@@ -313,10 +308,10 @@ TEST_CASE("a file that is no configuration file is refused in bounded time", "[c
     config_file_scope file(long_lines);
     log_capture log(UCS_LOG_LEVEL_WARN);
     filled_opts f;
-    CHECK(f.opts.count == 6);                     /* the good line still counts */
+    CHECK(f.opts.count == 6); /* the good line still counts */
     CHECK(count_of(log.text(), "malformed line ignored") == 10);
     CHECK(log.text().find("21 more malformed lines ignored") != std::string::npos);
-    CHECK(log.text().size() < 4000);              /* not the 5000-character line */
+    CHECK(log.text().size() < 4000); /* not the 5000-character line */
 }
 
 TEST_CASE("env prefix variables win over plain ones", "[config]")
@@ -411,8 +406,7 @@ TEST_CASE("sub-tables are read with the field's name as prefix", "[config]")
     CHECK(f.get("UCX_CFGTEST_RNDV_THRESH") == "inf");
 }
 
-TEST_CASE("a malformed value fails with the variable, value and accepted form",
-          "[config]")
+TEST_CASE("a malformed value fails with the variable, value and accepted form", "[config]")
 {
     clean_env clean;
     clean.env.set("UCX_CFGTEST_TIMEOUT", "soon");
@@ -443,13 +437,11 @@ TEST_CASE("a malformed value in the file names the file and line", "[config]")
     log_capture log(UCS_LOG_LEVEL_ERROR);
     filled_opts f;
     CHECK(f.status == UCS_ERR_INVALID_PARAM);
-    CHECK(log.text().find("Invalid value for UCX_CFGTEST_COUNT: 'many' at " +
-                          file.file().path() + ":2 (expected integer)") !=
-          std::string::npos);
+    CHECK(log.text().find("Invalid value for UCX_CFGTEST_COUNT: 'many' at " + file.file().path() +
+                          ":2 (expected integer)") != std::string::npos);
 }
 
-TEST_CASE("a malformed value with an env prefix names the prefixed variable",
-          "[config]")
+TEST_CASE("a malformed value with an env prefix names the prefixed variable", "[config]")
 {
     clean_env clean;
     clean.env.set("UCX_CFGT_CFGTEST_COUNT", "x1");
@@ -489,24 +481,20 @@ TEST_CASE("set and get values by name", "[config]")
     CHECK(get_value(&f.opts, test_table, "NO_SUCH_FIELD", value) == UCS_ERR_NO_ELEM);
     {
         log_capture log(UCS_LOG_LEVEL_ERROR);
-        CHECK(set_value(&f.opts, test_table, "CFGTEST_COUNT", "lots") ==
-              UCS_ERR_INVALID_PARAM);
-        CHECK(log.text().find("Invalid value for UCX_CFGTEST_COUNT: 'lots'") !=
-              std::string::npos);
+        CHECK(set_value(&f.opts, test_table, "CFGTEST_COUNT", "lots") == UCS_ERR_INVALID_PARAM);
+        CHECK(log.text().find("Invalid value for UCX_CFGTEST_COUNT: 'lots'") != std::string::npos);
     }
     CHECK(f.opts.count == 42); /* unchanged */
     {
         log_capture log(UCS_LOG_LEVEL_ERROR);
-        CHECK(set_value(&f.opts, test_table, "CFGTEST_TLS", "a,,b") ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(set_value(&f.opts, test_table, "CFGTEST_TLS", "a,,b") == UCS_ERR_INVALID_PARAM);
     }
     CHECK(f.get("CFGTEST_TLS") == "rc,ud");
 
     /* Bad arguments. */
     CHECK(set_value(nullptr, test_table, "CFGTEST_COUNT", "1") == UCS_ERR_INVALID_PARAM);
     CHECK(set_value(&f.opts, test_table, nullptr, "1") == UCS_ERR_INVALID_PARAM);
-    CHECK(set_value(&f.opts, test_table, "CFGTEST_COUNT", nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(set_value(&f.opts, test_table, "CFGTEST_COUNT", nullptr) == UCS_ERR_INVALID_PARAM);
     CHECK(get_value(&f.opts, test_table, nullptr, value) == UCS_ERR_INVALID_PARAM);
     CHECK(fill(nullptr, test_table) == UCS_ERR_INVALID_PARAM);
 }
@@ -563,12 +551,11 @@ TEST_CASE("print shows every visible field as UCX_NAME=value", "[config]")
     CHECK(text.find("UCX_CFGTEST_SEG_SIZE=8K\n") != std::string::npos);
     CHECK(text.find("UCX_CFGTEST_TIMEOUT=10ms\n") != std::string::npos);
     CHECK(text.find("UCX_CFGTEST_RNDV_THRESH=auto\n") != std::string::npos);
-    CHECK(text.find('#') == std::string::npos);       /* no doc, no header */
-    CHECK(count_of(text, "\n") == 10);                 /* one line per field */
+    CHECK(text.find('#') == std::string::npos); /* no doc, no header */
+    CHECK(count_of(text, "\n") == 10);          /* one line per field */
 
     std::string hidden = print_to_string([&](FILE *stream) {
-        print(stream, &f.opts, test_table,
-              UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HIDDEN);
+        print(stream, &f.opts, test_table, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HIDDEN);
     });
     CHECK(hidden.find("UCX_CFGTEST_SECRET=7\n") != std::string::npos);
     CHECK(count_of(hidden, "\n") == 11);
@@ -646,8 +633,7 @@ TEST_CASE("printed values read back to the same configuration", "[config]")
 
     auto print_all_fields = [&](const test_opts &opts) {
         return print_to_string([&](FILE *stream) {
-            print(stream, &opts, test_table,
-                  UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HIDDEN);
+            print(stream, &opts, test_table, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HIDDEN);
         });
     };
     std::string text = print_all_fields(f.opts);
@@ -672,8 +658,6 @@ TEST_CASE("print rejects bad arguments", "[config]")
 {
     clean_env clean;
     filled_opts f;
-    CHECK(print(nullptr, &f.opts, test_table, UCS_CONFIG_PRINT_CONFIG) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(print(stdout, nullptr, test_table, UCS_CONFIG_PRINT_CONFIG) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(print(nullptr, &f.opts, test_table, UCS_CONFIG_PRINT_CONFIG) == UCS_ERR_INVALID_PARAM);
+    CHECK(print(stdout, nullptr, test_table, UCS_CONFIG_PRINT_CONFIG) == UCS_ERR_INVALID_PARAM);
 }

@@ -34,10 +34,7 @@ public:
         rmdir(m_path.c_str());
     }
 
-    void write_conf(const std::string &text) const
-    {
-        std::ofstream(m_path + "/ucx.conf") << text;
-    }
+    void write_conf(const std::string &text) const { std::ofstream(m_path + "/ucx.conf") << text; }
 
     const std::string &path() const { return m_path; }
 
@@ -75,8 +72,7 @@ std::string file_value_of(const char *name)
 
 } // namespace
 
-TEST_CASE("HOME, UCX_CONFIG_DIR and the current directory, later ones winning",
-          "[config]")
+TEST_CASE("HOME, UCX_CONFIG_DIR and the current directory, later ones winning", "[config]")
 {
     temp_dir home, config_dir, cwd;
     home.write_conf("UCX_CFGFILES_A = home\nUCX_CFGFILES_B = home\nUCX_CFGFILES_C = home\n"
@@ -85,29 +81,28 @@ TEST_CASE("HOME, UCX_CONFIG_DIR and the current directory, later ones winning",
     cwd.write_conf("UCX_CFGFILES_C = cwd\n");
 
     CHECK(in_child([&] {
-        unsetenv("UCX_CONFIG_FILE");
-        setenv("HOME", home.path().c_str(), 1);
-        setenv("UCX_CONFIG_DIR", config_dir.path().c_str(), 1);
-        CHILD_CHECK(chdir(cwd.path().c_str()) == 0);
-        ucs::config::drop_file_cache();
+              unsetenv("UCX_CONFIG_FILE");
+              setenv("HOME", home.path().c_str(), 1);
+              setenv("UCX_CONFIG_DIR", config_dir.path().c_str(), 1);
+              CHILD_CHECK(chdir(cwd.path().c_str()) == 0);
+              ucs::config::drop_file_cache();
 
-        auto paths = ucs::config::file_paths();
-        CHILD_CHECK(paths.size() == 5);
-        CHILD_CHECK(paths[2] == home.path() + "/ucx.conf");
-        CHILD_CHECK(paths[3] == config_dir.path() + "/ucx.conf");
-        CHILD_CHECK(paths[4] == "./ucx.conf");
+              auto paths = ucs::config::file_paths();
+              CHILD_CHECK(paths.size() == 5);
+              CHILD_CHECK(paths[2] == home.path() + "/ucx.conf");
+              CHILD_CHECK(paths[3] == config_dir.path() + "/ucx.conf");
+              CHILD_CHECK(paths[4] == "./ucx.conf");
 
-        CHILD_CHECK(file_value_of("UCX_CFGFILES_A") == "home@" + home.path() + "/ucx.conf:1");
-        CHILD_CHECK(file_value_of("UCX_CFGFILES_B") ==
-                    "dir@" + config_dir.path() + "/ucx.conf:1");
-        CHILD_CHECK(file_value_of("UCX_CFGFILES_C") == "cwd@./ucx.conf:1");
-        CHILD_CHECK(file_value_of("UCX_CFGFILES_E").empty());
-        return 0;
-    }) == 0);
+              CHILD_CHECK(file_value_of("UCX_CFGFILES_A") == "home@" + home.path() + "/ucx.conf:1");
+              CHILD_CHECK(file_value_of("UCX_CFGFILES_B") ==
+                          "dir@" + config_dir.path() + "/ucx.conf:1");
+              CHILD_CHECK(file_value_of("UCX_CFGFILES_C") == "cwd@./ucx.conf:1");
+              CHILD_CHECK(file_value_of("UCX_CFGFILES_E").empty());
+              return 0;
+          }) == 0);
 }
 
-TEST_CASE("the environment beats every file; UCX_CONFIG_FILE replaces the list",
-          "[config]")
+TEST_CASE("the environment beats every file; UCX_CONFIG_FILE replaces the list", "[config]")
 {
     temp_dir home, only;
     home.write_conf("UCX_LOG_LEVEL = info\nUCX_CFGFILES_A = home\n");
@@ -115,40 +110,39 @@ TEST_CASE("the environment beats every file; UCX_CONFIG_FILE replaces the list",
 
     /* A global option from $HOME/ucx.conf, overridden by the environment. */
     CHECK(in_child([&] {
-        unsetenv("UCX_CONFIG_FILE");
-        unsetenv("UCX_CONFIG_DIR");
-        unsetenv("UCX_LOG_LEVEL");
-        setenv("HOME", home.path().c_str(), 1);
-        CHILD_CHECK(chdir(only.path().c_str()) == 0); /* ./ucx.conf too */
-        ucs::config::drop_file_cache();
-        CHILD_CHECK(file_value_of("UCX_LOG_LEVEL").rfind("info@", 0) == 0);
-        CHILD_CHECK(file_value_of("UCX_CFGFILES_B") == "only@./ucx.conf:1");
-        return 0;
-    }) == 0);
+              unsetenv("UCX_CONFIG_FILE");
+              unsetenv("UCX_CONFIG_DIR");
+              unsetenv("UCX_LOG_LEVEL");
+              setenv("HOME", home.path().c_str(), 1);
+              CHILD_CHECK(chdir(only.path().c_str()) == 0); /* ./ucx.conf too */
+              ucs::config::drop_file_cache();
+              CHILD_CHECK(file_value_of("UCX_LOG_LEVEL").rfind("info@", 0) == 0);
+              CHILD_CHECK(file_value_of("UCX_CFGFILES_B") == "only@./ucx.conf:1");
+              return 0;
+          }) == 0);
 
     CHECK(in_child([&] {
-        setenv("UCX_CONFIG_FILE", (only.path() + "/ucx.conf").c_str(), 1);
-        setenv("HOME", home.path().c_str(), 1);
-        ucs::config::drop_file_cache();
-        CHILD_CHECK(ucs::config::file_paths().size() == 1);
-        CHILD_CHECK(file_value_of("UCX_CFGFILES_A").empty());
-        CHILD_CHECK(file_value_of("UCX_CFGFILES_B").rfind("only@", 0) == 0);
-        return 0;
-    }) == 0);
+              setenv("UCX_CONFIG_FILE", (only.path() + "/ucx.conf").c_str(), 1);
+              setenv("HOME", home.path().c_str(), 1);
+              ucs::config::drop_file_cache();
+              CHILD_CHECK(ucs::config::file_paths().size() == 1);
+              CHILD_CHECK(file_value_of("UCX_CFGFILES_A").empty());
+              CHILD_CHECK(file_value_of("UCX_CFGFILES_B").rfind("only@", 0) == 0);
+              return 0;
+          }) == 0);
 }
 
-TEST_CASE("a missing HOME or UCX_CONFIG_DIR is skipped",
-          "[config]")
+TEST_CASE("a missing HOME or UCX_CONFIG_DIR is skipped", "[config]")
 {
     temp_dir cwd;
     CHECK(in_child([&] {
-        unsetenv("UCX_CONFIG_FILE");
-        unsetenv("HOME");
-        setenv("UCX_CONFIG_DIR", "/nonexistent/ucx-config-dir", 1);
-        CHILD_CHECK(chdir(cwd.path().c_str()) == 0);
-        ucs::config::drop_file_cache();
-        CHILD_CHECK(ucs::config::file_paths().size() == 4);
-        CHILD_CHECK(ucs::config::file_variables().empty());
-        return 0;
-    }) == 0);
+              unsetenv("UCX_CONFIG_FILE");
+              unsetenv("HOME");
+              setenv("UCX_CONFIG_DIR", "/nonexistent/ucx-config-dir", 1);
+              CHILD_CHECK(chdir(cwd.path().c_str()) == 0);
+              ucs::config::drop_file_cache();
+              CHILD_CHECK(ucs::config::file_paths().size() == 4);
+              CHILD_CHECK(ucs::config::file_variables().empty());
+              return 0;
+          }) == 0);
 }

@@ -19,19 +19,18 @@ using namespace config_test;
 namespace {
 
 struct probe_opts {
-    int      count;
+    int count;
     unsigned depth;
 };
 
 const field probe_fields[] = {
     UCS_CONFIG_FIELD(probe_opts, count, "PROBE_COUNT", "1", "A count.", type_int),
-    UCS_CONFIG_FIELD(probe_opts, depth, "PROBE_DEPTH", "2", "A depth.", type_uint,
-                     field_hidden),
+    UCS_CONFIG_FIELD(probe_opts, depth, "PROBE_DEPTH", "2", "A depth.", type_uint, field_hidden),
 };
 const table probe_table = {"Probe options", "", probe_fields, sizeof(probe_opts)};
 
 const char *const global_vars[] = {
-    "UCX_LOG_LEVEL", "UCX_LOG_FILE", "UCX_MEMTYPE_CACHE", "UCX_ASYNC_MAX_EVENTS",
+    "UCX_LOG_LEVEL",     "UCX_LOG_FILE",      "UCX_MEMTYPE_CACHE",        "UCX_ASYNC_MAX_EVENTS",
     "UCX_HANDLE_ERRORS", "UCX_ERROR_SIGNALS", "UCX_WARN_UNUSED_ENV_VARS",
 };
 
@@ -40,7 +39,7 @@ const char *const global_vars[] = {
  * afterwards restores them, reloads the global options and the log output.
  */
 struct global_opts_scope {
-    env_guard         env;
+    env_guard env;
     config_file_scope no_file;
 
     global_opts_scope()
@@ -60,15 +59,13 @@ struct global_opts_scope {
 
 bool contains(const std::vector<std::string> &items, const std::string &prefix)
 {
-    return std::any_of(items.begin(), items.end(), [&](const std::string &item) {
-        return item.rfind(prefix, 0) == 0;
-    });
+    return std::any_of(items.begin(), items.end(),
+                       [&](const std::string &item) { return item.rfind(prefix, 0) == 0; });
 }
 
 } // namespace
 
-TEST_CASE("tables register once and unregister with their registration",
-          "[config]")
+TEST_CASE("tables register once and unregister with their registration", "[config]")
 {
     auto count_probe = [] {
         auto tables = registered_tables();
@@ -94,8 +91,7 @@ TEST_CASE("print_all prints every registered table", "[config]")
     scope.env.set("UCX_PROBE_COUNT", "12");
 
     std::string text = print_to_string([](FILE *stream) {
-        CHECK(print_all(stream, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HEADER) ==
-              UCS_OK);
+        CHECK(print_all(stream, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HEADER) == UCS_OK);
     });
     CHECK(text.find("# UCS global options\n") != std::string::npos);
     CHECK(text.find("# Probe options\n") != std::string::npos);
@@ -106,8 +102,7 @@ TEST_CASE("print_all prints every registered table", "[config]")
     CHECK(text.find("UCX_PROBE_DEPTH") == std::string::npos);
 
     std::string hidden = print_to_string([](FILE *stream) {
-        print_all(stream, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HIDDEN |
-                          UCS_CONFIG_PRINT_DOC);
+        print_all(stream, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HIDDEN | UCS_CONFIG_PRINT_DOC);
     });
     CHECK(hidden.find("UCX_PROBE_DEPTH=2\n") != std::string::npos);
     CHECK(hidden.find("# A depth.\n") != std::string::npos);
@@ -122,31 +117,29 @@ TEST_CASE("print_all prints every registered table", "[config]")
     });
     CHECK(bad.find("# Probe options: invalid configuration") != std::string::npos);
     CHECK(bad.find("UCX_LOG_LEVEL=") != std::string::npos);
-    CHECK(log.text().find("Invalid value for UCX_PROBE_COUNT: 'twelve'") !=
-          std::string::npos);
+    CHECK(log.text().find("Invalid value for UCX_PROBE_COUNT: 'twelve'") != std::string::npos);
 }
 
 TEST_CASE("unknown UCX_ variables are listed with close names", "[config]")
 {
     global_opts_scope scope;
     table_registration registration(probe_table);
-    scope.env.set("UCX_LOG_LEVLE", "info");          /* swapped letters */
-    scope.env.set("UCX_PROBE_CONT", "3");            /* a missing letter */
-    scope.env.set("UCX_probe_count", "3");           /* wrong case: getenv misses it */
-    scope.env.set("UCX_PROBE", "1");                 /* a prefix of known names */
-    scope.env.set("UCX_ZZZZZZZZZZZZ", "1");          /* nothing close */
-    scope.env.set("UCX_PROBE_COUNT", "3");           /* known */
-    scope.env.set("UCX_PROBE_DEPTH", "3");           /* known, hidden */
-    scope.env.set("UCX_MEM_EVENTS", "no");           /* read by libucm, no table */
+    scope.env.set("UCX_LOG_LEVLE", "info"); /* swapped letters */
+    scope.env.set("UCX_PROBE_CONT", "3");   /* a missing letter */
+    scope.env.set("UCX_probe_count", "3");  /* wrong case: getenv misses it */
+    scope.env.set("UCX_PROBE", "1");        /* a prefix of known names */
+    scope.env.set("UCX_ZZZZZZZZZZZZ", "1"); /* nothing close */
+    scope.env.set("UCX_PROBE_COUNT", "3");  /* known */
+    scope.env.set("UCX_PROBE_DEPTH", "3");  /* known, hidden */
+    scope.env.set("UCX_MEM_EVENTS", "no");  /* read by libucm, no table */
 
     auto unused = unused_env_vars();
     CHECK(contains(unused, "UCX_LOG_LEVLE (maybe: UCX_LOG_LEVEL?)"));
     CHECK(contains(unused, "UCX_PROBE_CONT (maybe: UCX_PROBE_COUNT"));
     CHECK(contains(unused, "UCX_probe_count (maybe: UCX_PROBE_COUNT"));
     CHECK(contains(unused, "UCX_PROBE (maybe: "));
-    auto probe = std::find_if(unused.begin(), unused.end(), [](const std::string &s) {
-        return s.rfind("UCX_PROBE (", 0) == 0;
-    });
+    auto probe = std::find_if(unused.begin(), unused.end(),
+                              [](const std::string &s) { return s.rfind("UCX_PROBE (", 0) == 0; });
     REQUIRE(probe != unused.end());
     CHECK(probe->find("UCX_PROBE_COUNT") != std::string::npos);
     CHECK(probe->find("UCX_PROBE_DEPTH") != std::string::npos);
@@ -277,7 +270,7 @@ TEST_CASE("a bad UCX_LOG_LEVEL is an error status naming the variable", "[config
 
     CHECK(ucs::global_opts_load() == UCS_ERR_INVALID_PARAM);
     CHECK(ucs::global_opts_status() == UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::g_log_level == UCS_LOG_LEVEL_WARN);      /* nothing applied */
+    CHECK(ucs::g_log_level == UCS_LOG_LEVEL_WARN); /* nothing applied */
     CHECK(ucs::global_opts().log_level == UCS_LOG_LEVEL_WARN);
     CHECK(ucs::global_opts().async_max_events == 1024u); /* the defaults */
 
@@ -324,16 +317,15 @@ namespace {
 
 const field compat_fields[] = {
     UCS_CONFIG_FIELD(probe_opts, count, "COUNT", "1", "A count.", type_int),
-    UCS_CONFIG_FIELD(probe_opts, depth, "DEPTH", "2", "A depth.", type_uint,
-                     field_no_effect),
+    UCS_CONFIG_FIELD(probe_opts, depth, "DEPTH", "2", "A depth.", type_uint, field_no_effect),
 };
 const alias compat_aliases[] = {
     {"OLDNAME_COUNT", "CPT_COUNT"},
     {"OTHERNAME_COUNT", "CPT_COUNT"},
 };
 const char *const compat_no_effect[] = {"OLDNAME_FEATURE"};
-const table compat_table = {"Compat options", "CPT_", compat_fields, sizeof(probe_opts),
-                            compat_aliases, compat_no_effect};
+const table compat_table             = {"Compat options",   "CPT_",         compat_fields,
+                                        sizeof(probe_opts), compat_aliases, compat_no_effect};
 
 } // namespace
 
@@ -351,7 +343,7 @@ TEST_CASE("UCX 1.13 names: aliases set the field, after its own names", "[config
     REQUIRE(fill(&opts, compat_table) == UCS_OK);
     CHECK(opts.count == 7);
 
-    scope.env.set("UCX_CPT_COUNT", "6");     /* the field's own name wins */
+    scope.env.set("UCX_CPT_COUNT", "6"); /* the field's own name wins */
     REQUIRE(fill(&opts, compat_table) == UCS_OK);
     CHECK(opts.count == 6);
     scope.env.unset("UCX_CPT_COUNT");

@@ -117,8 +117,8 @@ TEST_CASE("size parser understands units, inf and auto", "[config]")
     CHECK(parse_ok<size_t>(type_size, "auto") == SIZE_MAX - 1);
     CHECK(size_auto == SIZE_MAX - 1);
 
-    for (const char *bad : {"", "k", "8x", "-1", "1.5k", "8kbb", "99999999999t",
-                            "18446744073709551615", "auto8"}) {
+    for (const char *bad :
+         {"", "k", "8x", "-1", "1.5k", "8kbb", "99999999999t", "18446744073709551615", "auto8"}) {
         INFO(bad);
         CHECK(rejected(type_size, bad));
     }
@@ -207,7 +207,7 @@ TEST_CASE("enum parser matches names in any case", "[config]")
     CHECK(syntax.find("poll") != std::string::npos);
 
     static constexpr const char *colors[] = {"red", "green", "blue", nullptr};
-    constexpr parser color = type_enum_list(colors);
+    constexpr parser color                = type_enum_list(colors);
     CHECK(color.arg_count == 3);
     CHECK(parse_ok<unsigned>(color, "Blue") == 2u);
     CHECK(rejected(color, "yellow"));
@@ -217,7 +217,7 @@ TEST_CASE("enum parser matches names in any case", "[config]")
 TEST_CASE("string parser copies the text", "[config]")
 {
     const char *text = "hello world";
-    char *value      = parse_ok<char*>(type_string, text);
+    char *value      = parse_ok<char *>(type_string, text);
     REQUIRE(value != nullptr);
     CHECK(value != text);
     CHECK(std::string(value) == text);
@@ -232,7 +232,7 @@ TEST_CASE("string parser copies the text", "[config]")
     CHECK(value == nullptr);
     type_string.release(&copy, type_string);
 
-    char *empty = parse_ok<char*>(type_string, "");
+    char *empty = parse_ok<char *>(type_string, "");
     REQUIRE(empty != nullptr);
     CHECK(*empty == '\0');
     type_string.release(&empty, type_string);

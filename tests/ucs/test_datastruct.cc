@@ -20,9 +20,9 @@
 namespace {
 
 struct item {
-    int              value = 0;
-    ucs::list_link   link;
-    ucs::queue_elem  qelem;
+    int value = 0;
+    ucs::list_link link;
+    ucs::queue_elem qelem;
 };
 
 using item_list  = ucs::intrusive_list<item, &item::link>;
@@ -37,7 +37,8 @@ std::vector<item> make_items(int count)
     return items;
 }
 
-template <typename Container> std::vector<int> values_of(Container &c)
+template <typename Container>
+std::vector<int> values_of(Container &c)
 {
     std::vector<int> values;
     for (const item &it : c) {
@@ -98,15 +99,14 @@ TEST_CASE("list: push, insert and remove keep the order", "[datastruct]")
     CHECK(reversed == std::vector<int>{4, 2, 1});
 
     const item_list &const_list = list;
-    int sum = 0;
+    int sum                     = 0;
     for (const item &it : const_list) {
         sum += it.value;
     }
     CHECK(sum == 7);
 }
 
-TEST_CASE("list: splice moves every element and empties the source",
-          "[datastruct]")
+TEST_CASE("list: splice moves every element and empties the source", "[datastruct]")
 {
     auto items = make_items(6);
     item_list a, b, c;
@@ -137,8 +137,7 @@ TEST_CASE("list: splice moves every element and empties the source",
     CHECK(values_of(moved) == std::vector<int>{1, 2, 3, 4, 5, 0});
 }
 
-TEST_CASE("list: safe iteration may remove the current element",
-          "[datastruct]")
+TEST_CASE("list: safe iteration may remove the current element", "[datastruct]")
 {
     auto items = make_items(10);
     item_list list;
@@ -244,8 +243,7 @@ TEST_CASE("queue: remove any element, including the tail", "[datastruct]")
     CHECK_FALSE(q.contains(items[2]));
 }
 
-TEST_CASE("queue: erase during iteration keeps head and tail right",
-          "[datastruct]")
+TEST_CASE("queue: erase during iteration keeps head and tail right", "[datastruct]")
 {
     auto items = make_items(10);
     item_queue q;
@@ -399,7 +397,8 @@ TEST_CASE("hash_map: insert, find, erase", "[datastruct]")
 }
 
 TEST_CASE("hash_map: 100k random inserts and erases agree with "
-          "std::unordered_map", "[datastruct]")
+          "std::unordered_map",
+          "[datastruct]")
 {
     ucs::hash_map<std::uint64_t, std::uint64_t> map;
     std::unordered_map<std::uint64_t, std::uint64_t> model;
@@ -455,8 +454,7 @@ TEST_CASE("hash_map: 100k random inserts and erases agree with "
     CHECK(map.size() <= map.max_size_before_grow());
 }
 
-TEST_CASE("hash_map: grows at load 0.7 with power-of-two capacity",
-          "[datastruct]")
+TEST_CASE("hash_map: grows at load 0.7 with power-of-two capacity", "[datastruct]")
 {
     ucs::hash_map<int, int> map;
     std::size_t last_capacity = 0;
@@ -482,8 +480,7 @@ TEST_CASE("hash_map: grows at load 0.7 with power-of-two capacity",
     }
 }
 
-TEST_CASE("hash_map: after reserve, inserts neither allocate nor move",
-          "[datastruct]")
+TEST_CASE("hash_map: after reserve, inserts neither allocate nor move", "[datastruct]")
 {
     ucs::hash_map<std::uint64_t, std::uint64_t> map;
     REQUIRE(map.reserve(1000) == UCS_OK);
@@ -523,8 +520,7 @@ struct identity_hash {
 };
 } // namespace
 
-TEST_CASE("hash_map: backward shift keeps wrapped probe runs reachable",
-          "[datastruct]")
+TEST_CASE("hash_map: backward shift keeps wrapped probe runs reachable", "[datastruct]")
 {
     ucs::hash_map<std::uint64_t, int, identity_hash> map;
     REQUIRE(map.reserve(5) == UCS_OK);
@@ -583,8 +579,7 @@ TEST_CASE("hash_map: string keys and move-only values", "[datastruct]")
 {
     ucs::hash_map<std::string, std::unique_ptr<int>> map;
     for (int i = 0; i < 100; ++i) {
-        auto result = map.emplace("key" + std::to_string(i),
-                                  std::make_unique<int>(i));
+        auto result = map.emplace("key" + std::to_string(i), std::make_unique<int>(i));
         REQUIRE(result.second);
     }
     for (int i = 0; i < 100; i += 2) {
@@ -622,8 +617,7 @@ TEST_CASE("hash: integer keys spread over the low bits", "[datastruct]")
 
 /* ----------------------------------------------------------- ptr array */
 
-TEST_CASE("ptr_array: indices are small and freed ones come back LIFO",
-          "[datastruct]")
+TEST_CASE("ptr_array: indices are small and freed ones come back LIFO", "[datastruct]")
 {
     int objs[8] = {};
     ucs::ptr_array<int> array;
@@ -654,8 +648,7 @@ TEST_CASE("ptr_array: indices are small and freed ones come back LIFO",
     CHECK(array.size() == 6);
 }
 
-TEST_CASE("ptr_array: invalid indices and arguments fail cleanly",
-          "[datastruct]")
+TEST_CASE("ptr_array: invalid indices and arguments fail cleanly", "[datastruct]")
 {
     int a = 1, b = 2;
     ucs::ptr_array<int> array;
@@ -733,7 +726,7 @@ TEST_CASE("ptr_array: iteration sees only live entries", "[datastruct]")
 namespace {
 
 struct pending_op {
-    char              name[8] = {};
+    char name[8] = {};
     ucs::arbiter_elem elem;
 };
 
@@ -744,26 +737,22 @@ pending_op *op_of(ucs::arbiter_elem &elem)
 
 /* Three endpoints (a, b, c) with four queued operations each. */
 struct arbiter_fixture {
-    ucs::arbiter       arbiter;
-    pending_op         ops[3][4]; /* outlive the groups they are queued in */
+    ucs::arbiter arbiter;
+    pending_op ops[3][4]; /* outlive the groups they are queued in */
     ucs::arbiter_group groups[3];
 
     arbiter_fixture()
     {
         for (int g = 0; g < 3; ++g) {
             for (int i = 0; i < 4; ++i) {
-                std::snprintf(ops[g][i].name, sizeof(ops[g][i].name), "%c%d",
-                              'a' + g, i);
+                std::snprintf(ops[g][i].name, sizeof(ops[g][i].name), "%c%d", 'a' + g, i);
                 groups[g].push_back(ops[g][i].elem);
             }
             arbiter.schedule(groups[g]);
         }
     }
 
-    int group_index(ucs::arbiter_group &group) const
-    {
-        return static_cast<int>(&group - groups);
-    }
+    int group_index(ucs::arbiter_group &group) const { return static_cast<int>(&group - groups); }
 };
 
 using result = ucs::arbiter_cb_result;
@@ -787,8 +776,7 @@ TEST_CASE("arbiter: round-robin across three groups is fair", "[datastruct]")
 
     order.clear();
     CHECK(f.arbiter.dispatch(2, remove_all) == 6);
-    CHECK(order ==
-          std::vector<std::string>{"a1", "a2", "b1", "b2", "c1", "c2"});
+    CHECK(order == std::vector<std::string>{"a1", "a2", "b1", "b2", "c1", "c2"});
 
     order.clear();
     CHECK(f.arbiter.dispatch(100, remove_all) == 3);
@@ -801,16 +789,14 @@ TEST_CASE("arbiter: round-robin across three groups is fair", "[datastruct]")
     CHECK(f.arbiter.dispatch(1, remove_all) == 0);
 }
 
-TEST_CASE("arbiter: NEXT_GROUP keeps the element and the group's place",
-          "[datastruct]")
+TEST_CASE("arbiter: NEXT_GROUP keeps the element and the group's place", "[datastruct]")
 {
     arbiter_fixture f;
     std::vector<std::string> order;
     /* Group a cannot send; the others can. */
     auto cb = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
         order.push_back(op_of(elem)->name);
-        return (f.group_index(group) == 0) ? result::NEXT_GROUP :
-                                             result::REMOVE_ELEM;
+        return (f.group_index(group) == 0) ? result::NEXT_GROUP : result::REMOVE_ELEM;
     };
 
     CHECK(f.arbiter.dispatch(1, cb) == 2);
@@ -825,13 +811,12 @@ TEST_CASE("arbiter: NEXT_GROUP keeps the element and the group's place",
     CHECK(f.arbiter.num_scheduled() == 3);
 }
 
-TEST_CASE("arbiter: RESCHED_GROUP moves the group behind the others",
-          "[datastruct]")
+TEST_CASE("arbiter: RESCHED_GROUP moves the group behind the others", "[datastruct]")
 {
     arbiter_fixture f;
     std::vector<std::string> order;
     bool first = true;
-    auto cb = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
+    auto cb    = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
         order.push_back(op_of(elem)->name);
         if (first && (f.group_index(group) == 0)) {
             first = false;
@@ -848,15 +833,13 @@ TEST_CASE("arbiter: RESCHED_GROUP moves the group behind the others",
     CHECK(f.groups[0].size() == 4);
 }
 
-TEST_CASE("arbiter: DESCHED_GROUP parks a group until it is scheduled again",
-          "[datastruct]")
+TEST_CASE("arbiter: DESCHED_GROUP parks a group until it is scheduled again", "[datastruct]")
 {
     arbiter_fixture f;
     std::vector<std::string> order;
     auto cb = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
         order.push_back(op_of(elem)->name);
-        return (f.group_index(group) == 1) ? result::DESCHED_GROUP :
-                                             result::REMOVE_ELEM;
+        return (f.group_index(group) == 1) ? result::DESCHED_GROUP : result::REMOVE_ELEM;
     };
 
     CHECK(f.arbiter.dispatch(1, cb) == 2);
@@ -886,13 +869,12 @@ TEST_CASE("arbiter: DESCHED_GROUP parks a group until it is scheduled again",
     CHECK(f.arbiter.num_scheduled() == 2);
 }
 
-TEST_CASE("arbiter: STOP ends the dispatch and resumes at that group",
-          "[datastruct]")
+TEST_CASE("arbiter: STOP ends the dispatch and resumes at that group", "[datastruct]")
 {
     arbiter_fixture f;
     std::vector<std::string> order;
     bool stop_once = true;
-    auto cb = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
+    auto cb        = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
         order.push_back(op_of(elem)->name);
         if (stop_once && (f.group_index(group) == 1)) {
             stop_once = false;
@@ -910,18 +892,16 @@ TEST_CASE("arbiter: STOP ends the dispatch and resumes at that group",
     CHECK(order == std::vector<std::string>{"b0", "c0", "a1"});
 }
 
-TEST_CASE("arbiter: purge removes chosen elements or the whole group",
-          "[datastruct]")
+TEST_CASE("arbiter: purge removes chosen elements or the whole group", "[datastruct]")
 {
     arbiter_fixture f;
 
     std::vector<std::string> purged;
-    std::size_t removed = f.arbiter.purge(
-            f.groups[0], [&](ucs::arbiter_group &, ucs::arbiter_elem &elem) {
-                purged.push_back(op_of(elem)->name);
-                return (op_of(elem)->name[1] % 2 == 0) ? result::REMOVE_ELEM :
-                                                         result::NEXT_GROUP;
-            });
+    std::size_t removed = f.arbiter.purge(f.groups[0],
+                                          [&](ucs::arbiter_group &, ucs::arbiter_elem &elem) {
+        purged.push_back(op_of(elem)->name);
+        return (op_of(elem)->name[1] % 2 == 0) ? result::REMOVE_ELEM : result::NEXT_GROUP;
+    });
     CHECK(removed == 2);
     CHECK(purged == std::vector<std::string>{"a0", "a1", "a2", "a3"});
     CHECK(f.groups[0].size() == 2);
@@ -931,10 +911,9 @@ TEST_CASE("arbiter: purge removes chosen elements or the whole group",
     CHECK(f.groups[0].is_scheduled()); /* still has work */
 
     /* Whole group via callback: it leaves the schedule. */
-    CHECK(f.arbiter.purge(f.groups[0],
-                          [](ucs::arbiter_group &, ucs::arbiter_elem &) {
-                              return result::REMOVE_ELEM;
-                          }) == 2);
+    CHECK(f.arbiter.purge(f.groups[0], [](ucs::arbiter_group &, ucs::arbiter_elem &) {
+        return result::REMOVE_ELEM;
+    }) == 2);
     CHECK(f.groups[0].empty());
     CHECK_FALSE(f.groups[0].is_scheduled());
 
@@ -953,8 +932,7 @@ TEST_CASE("arbiter: purge removes chosen elements or the whole group",
     CHECK(f.arbiter.empty());
 }
 
-TEST_CASE("arbiter: removing single elements, e.g. cancelled requests",
-          "[datastruct]")
+TEST_CASE("arbiter: removing single elements, e.g. cancelled requests", "[datastruct]")
 {
     arbiter_fixture f;
     ucs::arbiter_group other;
@@ -964,9 +942,7 @@ TEST_CASE("arbiter: removing single elements, e.g. cancelled requests",
     CHECK(f.groups[0].size() == 3);
 
     std::vector<std::string> names;
-    f.groups[0].for_each([&](ucs::arbiter_elem &e) {
-        names.push_back(op_of(e)->name);
-    });
+    f.groups[0].for_each([&](ucs::arbiter_elem &e) { names.push_back(op_of(e)->name); });
     CHECK(names == std::vector<std::string>{"a0", "a2", "a3"});
 
     for (int i : {0, 2, 3}) {
@@ -980,8 +956,7 @@ TEST_CASE("arbiter: removing single elements, e.g. cancelled requests",
     CHECK_FALSE(f.groups[0].is_scheduled());
 }
 
-TEST_CASE("arbiter: callbacks may re-queue, push, schedule and desched",
-          "[datastruct]")
+TEST_CASE("arbiter: callbacks may re-queue, push, schedule and desched", "[datastruct]")
 {
     arbiter_fixture f;
     ucs::arbiter_group late;
@@ -990,7 +965,7 @@ TEST_CASE("arbiter: callbacks may re-queue, push, schedule and desched",
 
     std::vector<std::string> order;
     bool late_pushed = false;
-    auto cb = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
+    auto cb          = [&](ucs::arbiter_group &group, ucs::arbiter_elem &elem) {
         pending_op *op = op_of(elem);
         order.push_back(op->name);
         int g = (&group == &late) ? 3 : f.group_index(group);
@@ -1014,8 +989,7 @@ TEST_CASE("arbiter: callbacks may re-queue, push, schedule and desched",
     CHECK(f.arbiter.dispatch(2, cb) == 6);
     /* a: 2 elements moved to c; b: one, then it was descheduled; c: two of
      * its own; late: scheduled during the dispatch and visited once. */
-    CHECK(order == std::vector<std::string>{"a0", "a1", "b0", "c0", "c1",
-                                            "late"});
+    CHECK(order == std::vector<std::string>{"a0", "a1", "b0", "c0", "c1", "late"});
     CHECK(f.ops[0][0].elem.group == &f.groups[2]);
     CHECK(f.groups[2].size() == 4); /* c2, c3, a0, a1 */
     CHECK_FALSE(f.groups[1].is_scheduled());
@@ -1102,7 +1076,7 @@ TEST_CASE("ring_fifo: empty until the first push, then FIFO order across growth 
             REQUIRE(seen == want);
         }
     }
-    CHECK(model.size() > 1);   /* the run ended with values queued */
+    CHECK(model.size() > 1); /* the run ended with values queued */
     fifo.clear();
     CHECK(fifo.empty());
     fifo.push_back({1, 2});

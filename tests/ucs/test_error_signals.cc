@@ -19,8 +19,8 @@ namespace {
 
 struct child_run {
     std::string output; /* stdout and stderr together */
-    int         status = 0;
-    pid_t       pid    = -1;
+    int status = 0;
+    pid_t pid  = -1;
 };
 
 /*
@@ -43,14 +43,14 @@ child_run run_helper(const char *mode, const std::map<std::string, std::string> 
         close(pipe_fds[1]);
         /* Under AddressSanitizer: no ASan handler for these signals, so that
          * ours re-raises to the default action as it does elsewhere. */
-        const char *asan = getenv("ASAN_OPTIONS");
+        const char *asan         = getenv("ASAN_OPTIONS");
         std::string asan_options = (asan != nullptr) ? asan : "";
         asan_options += ":handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0";
         setenv("ASAN_OPTIONS", asan_options.c_str(), 1);
         for (const auto &[name, value] : env) {
             setenv(name.c_str(), value.c_str(), 1);
         }
-        execl(program, program, mode, static_cast<char*>(nullptr));
+        execl(program, program, mode, static_cast<char *>(nullptr));
         _exit(127);
     }
     close(pipe_fds[1]);
@@ -152,14 +152,14 @@ TEST_CASE("UCX_HANDLE_ERRORS=none installs no handler and prints nothing", "[deb
 
 TEST_CASE("only the signals of UCX_ERROR_SIGNALS are reported", "[debug]")
 {
-    child_run segv = run_helper("segv", {{"UCX_HANDLE_ERRORS", "bt"},
-                                            {"UCX_ERROR_SIGNALS", "BUS,SIGFPE"}});
+    child_run segv = run_helper("segv",
+                                {{"UCX_HANDLE_ERRORS", "bt"}, {"UCX_ERROR_SIGNALS", "BUS,SIGFPE"}});
     INFO(segv.output);
     CHECK(segv.output.find("Caught signal") == std::string::npos);
     CHECK(killed_by(segv, SIGSEGV));
 
-    child_run fpe = run_helper("fpe", {{"UCX_HANDLE_ERRORS", "bt"},
-                                          {"UCX_ERROR_SIGNALS", "BUS,SIGFPE"}});
+    child_run fpe = run_helper("fpe",
+                               {{"UCX_HANDLE_ERRORS", "bt"}, {"UCX_ERROR_SIGNALS", "BUS,SIGFPE"}});
     INFO(fpe.output);
     CHECK(fpe.output.find("] Caught signal 8 (Floating point exception: "
                           "tkill(2) or tgkill(2))") != std::string::npos);
@@ -169,10 +169,9 @@ TEST_CASE("only the signals of UCX_ERROR_SIGNALS are reported", "[debug]")
 TEST_CASE("a bad UCX_ERROR_SIGNALS entry is named, the others still apply", "[debug]")
 {
     child_run run = run_helper("segv", {{"UCX_HANDLE_ERRORS", "bt"},
-                                          {"UCX_ERROR_SIGNALS", "NOSUCHSIG,11"}});
+                                        {"UCX_ERROR_SIGNALS", "NOSUCHSIG,11"}});
     INFO(run.output);
-    CHECK(run.output.find("UCX_ERROR_SIGNALS: 'NOSUCHSIG' is not a signal") !=
-          std::string::npos);
+    CHECK(run.output.find("UCX_ERROR_SIGNALS: 'NOSUCHSIG' is not a signal") != std::string::npos);
     CHECK(run.output.find("Caught signal 11") != std::string::npos);
     CHECK(killed_by(run, SIGSEGV));
 
@@ -197,8 +196,7 @@ TEST_CASE("UCX_HANDLE_ERRORS=freeze reports and keeps the process stopped", "[de
     CHECK((WIFSIGNALED(status) && (WTERMSIG(status) == SIGKILL)));
 }
 
-TEST_CASE("UCX_HANDLE_ERRORS=debug says no debugger starts and prints the backtrace",
-          "[debug]")
+TEST_CASE("UCX_HANDLE_ERRORS=debug says no debugger starts and prints the backtrace", "[debug]")
 {
     child_run run = run_helper("segv", {{"UCX_HANDLE_ERRORS", "debug"}});
     INFO(run.output);

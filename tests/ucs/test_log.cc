@@ -85,7 +85,7 @@ TEST_CASE("messages go to the log file with host:pid and file:line", "[log]")
 {
     log_guard guard;
     char path[] = "/tmp/ucs_log_test_XXXXXX";
-    int fd = mkstemp(path);
+    int fd      = mkstemp(path);
     REQUIRE(fd >= 0);
     close(fd);
 
@@ -118,7 +118,7 @@ TEST_CASE("log lines have UCX 1.13's layout", "[log]")
 {
     log_guard guard;
     char path[] = "/tmp/ucs_log_layout_XXXXXX";
-    int fd = mkstemp(path);
+    int fd      = mkstemp(path);
     REQUIRE(fd >= 0);
     close(fd);
 
@@ -150,7 +150,7 @@ TEST_CASE("log lines have UCX 1.13's layout", "[log]")
 TEST_CASE("log file names expand %p to the process id", "[log]")
 {
     log_guard guard;
-    std::string pattern = "/tmp/ucs_log_pid_%p.txt";
+    std::string pattern  = "/tmp/ucs_log_pid_%p.txt";
     std::string expected = "/tmp/ucs_log_pid_" + std::to_string(getpid()) + ".txt";
     unlink(expected.c_str());
     REQUIRE(ucs::log_set_file(pattern.c_str()) == UCS_OK);

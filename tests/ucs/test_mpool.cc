@@ -21,19 +21,18 @@ namespace {
 /* Counts what the pool asks of its callbacks; hands out heap chunks, or
  * deliberately misaligned ones to prove the pool aligns by itself. */
 struct pool_probe {
-    int  chunk_allocs   = 0;
-    int  chunk_releases = 0;
-    bool fail_alloc     = false;
+    int chunk_allocs     = 0;
+    int chunk_releases   = 0;
+    bool fail_alloc      = false;
     std::size_t misalign = 0;
-    std::map<void*, void*> chunks; /* returned pointer -> malloc'ed block */
-    std::map<void*, int>   init_count;
-    std::map<void*, int>   cleanup_count;
-    std::set<void*>        init_chunks;
+    std::map<void *, void *> chunks; /* returned pointer -> malloc'ed block */
+    std::map<void *, int> init_count;
+    std::map<void *, int> cleanup_count;
+    std::set<void *> init_chunks;
 
-    static ucs_status_t chunk_alloc(void *arg, std::size_t *size_p,
-                                    void **chunk_p)
+    static ucs_status_t chunk_alloc(void *arg, std::size_t *size_p, void **chunk_p)
     {
-        auto *probe = static_cast<pool_probe*>(arg);
+        auto *probe = static_cast<pool_probe *>(arg);
         ++probe->chunk_allocs;
         if (probe->fail_alloc) {
             return UCS_ERR_NO_MEMORY;
@@ -42,7 +41,7 @@ struct pool_probe {
         if (block == nullptr) {
             return UCS_ERR_NO_MEMORY;
         }
-        void *chunk          = static_cast<char*>(block) + probe->misalign;
+        void *chunk          = static_cast<char *>(block) + probe->misalign;
         probe->chunks[chunk] = block;
         *chunk_p             = chunk;
         return UCS_OK;
@@ -50,7 +49,7 @@ struct pool_probe {
 
     static void chunk_release(void *arg, void *chunk, std::size_t)
     {
-        auto *probe = static_cast<pool_probe*>(arg);
+        auto *probe = static_cast<pool_probe *>(arg);
         ++probe->chunk_releases;
         auto it = probe->chunks.find(chunk);
         REQUIRE(it != probe->chunks.end());
@@ -60,7 +59,7 @@ struct pool_probe {
 
     static void obj_init(void *arg, void *obj, void *chunk)
     {
-        auto *probe = static_cast<pool_probe*>(arg);
+        auto *probe = static_cast<pool_probe *>(arg);
         ++probe->init_count[obj];
         probe->init_chunks.insert(chunk);
         std::memset(obj, 0xa5, 16); /* what request_init would set up */
@@ -68,23 +67,22 @@ struct pool_probe {
 
     static void obj_cleanup(void *arg, void *obj)
     {
-        ++static_cast<pool_probe*>(arg)->cleanup_count[obj];
+        ++static_cast<pool_probe *>(arg)->cleanup_count[obj];
     }
 
-    ucs::mpool_params params(const char *name, std::size_t elem_size,
-                             unsigned per_chunk,
+    ucs::mpool_params params(const char *name, std::size_t elem_size, unsigned per_chunk,
                              unsigned max_elems = ucs::mpool::unlimited)
     {
         ucs::mpool_params p;
-        p.name                = name;
-        p.elem_size           = elem_size;
-        p.elems_per_chunk     = per_chunk;
-        p.max_elems           = max_elems;
-        p.ops.chunk_alloc     = chunk_alloc;
-        p.ops.chunk_release   = chunk_release;
-        p.ops.obj_init        = obj_init;
-        p.ops.obj_cleanup     = obj_cleanup;
-        p.arg                 = this;
+        p.name              = name;
+        p.elem_size         = elem_size;
+        p.elems_per_chunk   = per_chunk;
+        p.max_elems         = max_elems;
+        p.ops.chunk_alloc   = chunk_alloc;
+        p.ops.chunk_release = chunk_release;
+        p.ops.obj_init      = obj_init;
+        p.ops.obj_cleanup   = obj_cleanup;
+        p.arg               = this;
         return p;
     }
 };
@@ -101,7 +99,7 @@ std::size_t count_of(const std::string &text, const std::string &word)
 {
     std::size_t count = 0;
     for (std::size_t pos = text.find(word); pos != std::string::npos;
-         pos = text.find(word, pos + 1)) {
+         pos             = text.find(word, pos + 1)) {
         ++count;
     }
     return count;
@@ -109,8 +107,8 @@ std::size_t count_of(const std::string &text, const std::string &word)
 
 /* Sends log output to a fresh temp file for one test; restores after. */
 struct log_capture {
-    char            path[32]  = "/tmp/ucs_mpool_log_XXXXXX";
-    ucs_log_level_t saved     = ucs::g_log_level;
+    char path[32]         = "/tmp/ucs_mpool_log_XXXXXX";
+    ucs_log_level_t saved = ucs::g_log_level;
 
     explicit log_capture(ucs_log_level_t level)
     {
@@ -145,24 +143,24 @@ TEST_CASE("mpool: invalid parameters are refused", "[mpool]")
     good.name      = "bad_params";
     good.elem_size = 32;
 
-    auto p = good;
+    auto p      = good;
     p.elem_size = 0;
     CHECK(pool.init(p) == UCS_ERR_INVALID_PARAM);
-    p = good;
+    p           = good;
     p.alignment = 0;
     CHECK(pool.init(p) == UCS_ERR_INVALID_PARAM);
     p.alignment = 24;
     CHECK(pool.init(p) == UCS_ERR_INVALID_PARAM);
-    p = good;
+    p              = good;
     p.align_offset = 33;
     CHECK(pool.init(p) == UCS_ERR_INVALID_PARAM);
-    p = good;
+    p                 = good;
     p.elems_per_chunk = 0;
     CHECK(pool.init(p) == UCS_ERR_INVALID_PARAM);
-    p = good;
+    p           = good;
     p.max_elems = 0;
     CHECK(pool.init(p) == UCS_ERR_INVALID_PARAM);
-    p = good;
+    p                 = good;
     p.ops.chunk_alloc = pool_probe::chunk_alloc; /* without chunk_release */
     CHECK(pool.init(p) == UCS_ERR_INVALID_PARAM);
     CHECK_FALSE(pool.is_initialized());
@@ -201,10 +199,10 @@ TEST_CASE("mpool: elements are reused LIFO without new chunks", "[mpool]")
     CHECK(pool.get() == a);
 
     /* Warm: many cycles touch no allocator and only known elements. */
-    std::set<void*> warm{a, b};
+    std::set<void *> warm{a, b};
     ucs::mpool::put(a);
     ucs::mpool::put(b);
-    std::vector<void*> held;
+    std::vector<void *> held;
     for (int i = 0; i < 8; ++i) {
         held.push_back(pool.get());
         warm.insert(held.back());
@@ -239,7 +237,7 @@ TEST_CASE("mpool: put does not disturb the element's contents", "[mpool]")
     pool_probe probe;
     ucs::mpool pool;
     REQUIRE(pool.init(probe.params("contents", 64, 4)) == UCS_OK);
-    auto *obj = static_cast<unsigned char*>(pool.get());
+    auto *obj = static_cast<unsigned char *>(pool.get());
     REQUIRE(obj != nullptr);
     for (int i = 0; i < 16; ++i) {
         CHECK(obj[i] == 0xa5); /* set by obj_init */
@@ -263,19 +261,19 @@ TEST_CASE("mpool: grows chunk by chunk up to max_elems", "[mpool]")
     ucs::mpool pool;
     REQUIRE(pool.init(probe.params("limited", 24, 4, 10)) == UCS_OK);
 
-    std::vector<void*> objs;
+    std::vector<void *> objs;
     for (int i = 0; i < 10; ++i) {
         void *obj = pool.get();
         REQUIRE(obj != nullptr);
         std::memset(obj, 0x11 * i, 24); /* elements must not overlap */
         objs.push_back(obj);
     }
-    CHECK(std::set<void*>(objs.begin(), objs.end()).size() == 10);
+    CHECK(std::set<void *>(objs.begin(), objs.end()).size() == 10);
     CHECK(probe.chunk_allocs == 3); /* 4 + 4 + 2 */
     CHECK(pool.num_chunks() == 3);
     CHECK(pool.num_elems() == 10);
     for (int i = 0; i < 10; ++i) {
-        auto *bytes = static_cast<unsigned char*>(objs[i]);
+        auto *bytes = static_cast<unsigned char *>(objs[i]);
         CHECK(bytes[0] == static_cast<unsigned char>(0x11 * i));
         CHECK(bytes[23] == static_cast<unsigned char>(0x11 * i));
     }
@@ -292,15 +290,14 @@ TEST_CASE("mpool: grows chunk by chunk up to max_elems", "[mpool]")
     }
 }
 
-TEST_CASE("mpool: obj_init once per element, obj_cleanup once on destroy",
-          "[mpool]")
+TEST_CASE("mpool: obj_init once per element, obj_cleanup once on destroy", "[mpool]")
 {
     pool_probe probe;
     {
         ucs::mpool pool;
         REQUIRE(pool.init(probe.params("init_once", 48, 16)) == UCS_OK);
         std::mt19937 rng(99);
-        std::vector<void*> held;
+        std::vector<void *> held;
         for (int cycle = 0; cycle < 20000; ++cycle) {
             if (!held.empty() && (rng() % 3 == 0)) {
                 std::size_t pick = rng() % held.size();
@@ -361,7 +358,7 @@ TEST_CASE("mpool: every element is aligned at its offset", "[mpool]")
         CHECK(pool.elem_stride() % l.alignment == 0);
         CHECK(pool.elem_stride() >= l.elem_size + ucs::mpool::header_size);
 
-        std::vector<void*> objs;
+        std::vector<void *> objs;
         for (int i = 0; i < 23; ++i) {
             void *obj = pool.get();
             REQUIRE(obj != nullptr);
@@ -373,15 +370,14 @@ TEST_CASE("mpool: every element is aligned at its offset", "[mpool]")
         }
         CHECK(probe.chunk_allocs == 5);
         for (std::size_t i = 0; i < objs.size(); ++i) {
-            auto *bytes = static_cast<unsigned char*>(objs[i]);
+            auto *bytes = static_cast<unsigned char *>(objs[i]);
             CHECK(bytes[l.elem_size - 1] == i);
             ucs::mpool::put(objs[i]);
         }
     }
 }
 
-TEST_CASE("mpool: default allocator with small and mmap-sized chunks",
-          "[mpool]")
+TEST_CASE("mpool: default allocator with small and mmap-sized chunks", "[mpool]")
 {
     for (std::size_t elem_size : {std::size_t(16), std::size_t(8192)}) {
         CAPTURE(elem_size);
@@ -393,7 +389,7 @@ TEST_CASE("mpool: default allocator with small and mmap-sized chunks",
         params.elems_per_chunk = 64; /* 8k elements: a 512k chunk, mmap */
         REQUIRE(pool.init(params) == UCS_OK);
 
-        std::vector<void*> objs;
+        std::vector<void *> objs;
         for (int i = 0; i < 200; ++i) {
             void *obj = pool.get();
             REQUIRE(obj != nullptr);
@@ -421,7 +417,7 @@ TEST_CASE("mpool: grow pre-allocates so gets need no allocator", "[mpool]")
     CHECK(pool.num_elems() == 50);
     CHECK(pool.num_free() == 50);
 
-    std::vector<void*> objs;
+    std::vector<void *> objs;
     for (int i = 0; i < 50; ++i) {
         objs.push_back(pool.get());
         REQUIRE(objs.back() != nullptr);
@@ -437,8 +433,7 @@ TEST_CASE("mpool: grow pre-allocates so gets need no allocator", "[mpool]")
     }
 }
 
-TEST_CASE("mpool: a failing chunk allocator makes get return null",
-          "[mpool]")
+TEST_CASE("mpool: a failing chunk allocator makes get return null", "[mpool]")
 {
     log_capture capture(UCS_LOG_LEVEL_ERROR);
     pool_probe probe;
@@ -477,8 +472,7 @@ TEST_CASE("mpool: elements go back to their own pool", "[mpool]")
     CHECK(a.num_free() == free_a + 1);
 }
 
-TEST_CASE("mpool: cleanup reports leaked elements once, with the name",
-          "[mpool]")
+TEST_CASE("mpool: cleanup reports leaked elements once, with the name", "[mpool]")
 {
     log_capture capture(UCS_LOG_LEVEL_WARN);
     pool_probe probe;
@@ -496,8 +490,7 @@ TEST_CASE("mpool: cleanup reports leaked elements once, with the name",
     }
     std::string text = capture.text();
     CHECK(count_of(text, "not returned") == 1);
-    CHECK(text.find("leaky_pool: 3 of 8 elements were not returned") !=
-          std::string::npos);
+    CHECK(text.find("leaky_pool: 3 of 8 elements were not returned") != std::string::npos);
     CHECK(text.find("WARN") != std::string::npos);
     CHECK(probe.chunk_releases == 1); /* leaked or not, memory is released */
 
@@ -535,7 +528,7 @@ namespace {
 
 /* What the cache asked for: blocks got and given back, by size. */
 struct block_source {
-    static inline std::map<void*, size_t> live;
+    static inline std::map<void *, size_t> live;
     static inline int gets     = 0;
     static inline int releases = 0;
     static inline bool fail    = false;
@@ -563,14 +556,15 @@ struct block_source {
     {
         CHECK(live.empty());
         gets = releases = 0;
-        fail = false;
+        fail            = false;
     }
 };
 
 } // namespace
 
 TEST_CASE("block cache: reuse by size class, a bounded total, idle blocks of other sizes "
-          "give room", "[mpool]")
+          "give room",
+          "[mpool]")
 {
     block_source::reset();
     constexpr size_t KiB = 1024;
@@ -584,13 +578,13 @@ TEST_CASE("block cache: reuse by size class, a bounded total, idle blocks of oth
 
         /* A window of four 200 KiB blocks (class 256 KiB): got once, reused. */
         for (int round = 0; round < 3; ++round) {
-            std::vector<void*> window;
+            std::vector<void *> window;
             for (int i = 0; i < 4; ++i) {
                 window.push_back(cache.get(200 * KiB));
                 REQUIRE(window.back() != nullptr);
                 std::memset(window.back(), i, 200 * KiB);
             }
-            CHECK(cache.get(200 * KiB) == nullptr);   /* 1 MiB in use: the total */
+            CHECK(cache.get(200 * KiB) == nullptr); /* 1 MiB in use: the total */
             for (void *block : window) {
                 cache.put(block, 200 * KiB);
             }
@@ -600,23 +594,23 @@ TEST_CASE("block cache: reuse by size class, a bounded total, idle blocks of oth
         CHECK(cache.total() == 1024 * KiB);
 
         /* Another size: idle blocks make room, in use ones do not. */
-        void *held = cache.get(256 * KiB);       /* an idle 256 KiB block */
-        void *big  = cache.get(512 * KiB);       /* two idle ones give way */
+        void *held = cache.get(256 * KiB); /* an idle 256 KiB block */
+        void *big  = cache.get(512 * KiB); /* two idle ones give way */
         REQUIRE(big != nullptr);
         CHECK(block_source::releases == 2);
-        CHECK(cache.get(512 * KiB) == nullptr);  /* one idle 256 KiB left: not enough, */
-        CHECK(block_source::releases == 2);      /* so it stays */
+        CHECK(cache.get(512 * KiB) == nullptr); /* one idle 256 KiB left: not enough, */
+        CHECK(block_source::releases == 2);     /* so it stays */
         CHECK(cache.total() == 1024 * KiB);
-        void *again = cache.get(200 * KiB);      /* and serves its size */
+        void *again = cache.get(200 * KiB); /* and serves its size */
         CHECK(again != nullptr);
-        CHECK(block_source::gets == 5);          /* the four, and the big one */
+        CHECK(block_source::gets == 5); /* the four, and the big one */
         cache.put(again, 200 * KiB);
 
         /* A failing source: nothing reserved for it. */
         cache.put(held, 256 * KiB);
-        held = nullptr;
+        held               = nullptr;
         block_source::fail = true;
-        CHECK(cache.get(128 * KiB) == nullptr);  /* makes room, then gets nothing */
+        CHECK(cache.get(128 * KiB) == nullptr); /* makes room, then gets nothing */
         CHECK(block_source::releases == 3);
         CHECK(cache.total() == 768 * KiB);
         block_source::fail = false;

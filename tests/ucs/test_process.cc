@@ -21,9 +21,9 @@ using ucs::sys::process_state;
 
 /* A forked child that blocks until it is killed; reaped on destruction. */
 struct blocked_child {
-    pid_t pid  = -1;
-    int   hold = -1;     /* the child reads this pipe: it never returns */
-    bool  reaped = false;
+    pid_t pid   = -1;
+    int hold    = -1; /* the child reads this pipe: it never returns */
+    bool reaped = false;
 
     blocked_child()
     {
@@ -79,10 +79,9 @@ TEST_CASE("process stat lines parse, odd command names included", "[sys]")
     CHECK_FALSE(ucs::sys::parse_process_stat("123 (bash) S 1 2 3", &st));
     CHECK_FALSE(ucs::sys::parse_process_stat("123 (bash)", &st));
     CHECK_FALSE(ucs::sys::parse_process_stat(
-            "1 (b) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x", &st));
+        "1 (b) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x", &st));
     CHECK_FALSE(ucs::sys::parse_process_stat(
-            "1 (b) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99999999999999999999999",
-            &st));
+        "1 (b) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99999999999999999999999", &st));
 }
 
 TEST_CASE("process state and pidfd follow a child through exit and reaping", "[sys]")
@@ -111,7 +110,7 @@ TEST_CASE("process state and pidfd follow a child through exit and reaping", "[s
 
     kill(child.pid, SIGKILL);
     if (pidfd >= 0) {
-        CHECK(test::readable(pidfd, 10000));      /* a zombie counts as exited */
+        CHECK(test::readable(pidfd, 10000)); /* a zombie counts as exited */
     }
     /* Waited for without reaping: a zombie, with its pid and start time. */
     siginfo_t info{};
@@ -131,7 +130,7 @@ TEST_CASE("process state and pidfd follow a child through exit and reaping", "[s
 
 TEST_CASE("a forked child publishes its own start time, not its parent's", "[sys]")
 {
-    const uint64_t parent = ucs::sys::self_start_time();   /* cached here */
+    const uint64_t parent = ucs::sys::self_start_time(); /* cached here */
     REQUIRE(parent != 0);
     int fds[2];
     REQUIRE(pipe(fds) == 0);

@@ -28,14 +28,14 @@ const size_t page = ucs::sys::page_size();
 /* Hands out a fresh number per registration and remembers which are live,
  * so a test can tell a stale handle from a current one. */
 struct counting_registrar : ucs::rcache_registrar {
-    std::mutex                lock;
-    uintptr_t                 next_handle = 1;
-    std::set<uintptr_t>       live;
-    std::vector<std::pair<uintptr_t, size_t>> registered;   /* every mem_reg */
-    unsigned                  dereg_of_unknown = 0;
+    std::mutex lock;
+    uintptr_t next_handle = 1;
+    std::set<uintptr_t> live;
+    std::vector<std::pair<uintptr_t, size_t>> registered; /* every mem_reg */
+    unsigned dereg_of_unknown = 0;
     /* Optional: refuse some ranges; run something inside mem_reg. */
     std::function<bool(uintptr_t, size_t)> refuse;
-    std::function<void()>     during_reg;
+    std::function<void()> during_reg;
 
     ucs_status_t mem_reg(void *address, size_t length, void **handle_p) override
     {
@@ -50,7 +50,7 @@ struct counting_registrar : ucs::rcache_registrar {
         registered.emplace_back(start, length);
         const uintptr_t handle = next_handle++;
         live.insert(handle);
-        *handle_p = reinterpret_cast<void*>(handle);
+        *handle_p = reinterpret_cast<void *>(handle);
         return UCS_OK;
     }
 
@@ -91,14 +91,13 @@ std::unique_ptr<ucs::rcache> make_cache(counting_registrar &reg, size_t max_regi
 /* Anonymous pages, unmapped at the end unless the test did it. */
 struct mapping {
     uint8_t *base = nullptr;
-    size_t  length;
+    size_t length;
 
     explicit mapping(size_t pages) : length(pages * page)
     {
-        void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         REQUIRE(p != MAP_FAILED);
-        base = static_cast<uint8_t*>(p);
+        base = static_cast<uint8_t *>(p);
     }
     ~mapping()
     {
@@ -107,10 +106,7 @@ struct mapping {
         }
     }
     uint8_t *at(size_t page_index) const { return base + page_index * page; }
-    uintptr_t addr(size_t page_index) const
-    {
-        return reinterpret_cast<uintptr_t>(at(page_index));
-    }
+    uintptr_t addr(size_t page_index) const { return reinterpret_cast<uintptr_t>(at(page_index)); }
 };
 
 bool covers(const ucs::rcache_region *r, const void *address, size_t length)
@@ -151,7 +147,7 @@ TEST_CASE("rcache: regions are page-aligned and cover the request", "[rcache]")
     mapping m(4);
 
     ucs::rcache_region *r;
-    REQUIRE(cache->get(m.at(1) + 10, page, &r) == UCS_OK);   /* crosses into page 2 */
+    REQUIRE(cache->get(m.at(1) + 10, page, &r) == UCS_OK); /* crosses into page 2 */
     CHECK(r->start() == m.addr(1));
     CHECK(r->end() == m.addr(3));
     CHECK(covers(r, m.at(1) + 10, page));
@@ -164,20 +160,19 @@ TEST_CASE("rcache: regions are page-aligned and cover the request", "[rcache]")
 TEST_CASE("rcache: bad requests are refused", "[rcache]")
 {
     counting_registrar reg;
-    auto cache = make_cache(reg);
+    auto cache            = make_cache(reg);
     ucs::rcache_region *r = nullptr;
     int x;
     CHECK(cache->get(&x, 0, &r) == UCS_ERR_INVALID_PARAM);
-    CHECK(cache->get(reinterpret_cast<void*>(UINTPTR_MAX - 10), 100, &r) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(cache->get(reinterpret_cast<void *>(UINTPTR_MAX - 10), 100, &r) == UCS_ERR_INVALID_PARAM);
     CHECK(cache->get(&x, sizeof(x), nullptr) == UCS_ERR_INVALID_PARAM);
     CHECK(reg.registered.empty());
 
-    ucs::rcache_params params;    /* no registrar */
+    ucs::rcache_params params; /* no registrar */
     std::unique_ptr<ucs::rcache> other;
     CHECK(ucs::rcache::create(params, &other) == UCS_ERR_INVALID_PARAM);
     params.registrar = &reg;
-    params.alignment = 3000;      /* not a power of two */
+    params.alignment = 3000; /* not a power of two */
     CHECK(ucs::rcache::create(params, &other) == UCS_ERR_INVALID_PARAM);
 }
 
@@ -203,10 +198,10 @@ TEST_CASE("rcache: overlapping requests merge into one region", "[rcache]")
     mapping m(8);
 
     ucs::rcache_region *a, *b, *c;
-    REQUIRE(cache->get(m.at(1), 2 * page, &a) == UCS_OK);      /* pages 1-2 */
-    REQUIRE(cache->get(m.at(2), 2 * page, &b) == UCS_OK);      /* pages 2-3 */
+    REQUIRE(cache->get(m.at(1), 2 * page, &a) == UCS_OK); /* pages 1-2 */
+    REQUIRE(cache->get(m.at(2), 2 * page, &b) == UCS_OK); /* pages 2-3 */
     CHECK(a != b);
-    CHECK(b->start() == m.addr(1));                           /* the union */
+    CHECK(b->start() == m.addr(1)); /* the union */
     CHECK(b->end() == m.addr(4));
     auto st = cache->stats();
     CHECK(st.merges == 1);
@@ -248,17 +243,17 @@ TEST_CASE("rcache: a merge spanning several regions, and its fallback", "[rcache
         cache->put(r);
     }
     REQUIRE(cache->stats().regions == 3);
-    REQUIRE(cache->get(m.at(2), 5 * page, &r) == UCS_OK);    /* pages 2-6 */
+    REQUIRE(cache->get(m.at(2), 5 * page, &r) == UCS_OK); /* pages 2-6 */
     CHECK(r->start() == m.addr(1));
     CHECK(r->end() == m.addr(8));
     CHECK(cache->stats().merges == 3);
     CHECK(cache->stats().regions == 1);
-    CHECK(reg.live_count() == 1);       /* the unused merged ones are gone */
+    CHECK(reg.live_count() == 1); /* the unused merged ones are gone */
     cache->put(r);
 
     /* If the union cannot be registered, the request alone is. */
     reg.refuse = [](uintptr_t, size_t length) { return length > 2 * page; };
-    REQUIRE(cache->get(m.at(7), 2 * page, &r) == UCS_OK);    /* pages 7-8 */
+    REQUIRE(cache->get(m.at(7), 2 * page, &r) == UCS_OK); /* pages 7-8 */
     CHECK(r->start() == m.addr(7));
     CHECK(r->end() == m.addr(9));
     CHECK(cache->stats().regions == 1);
@@ -269,19 +264,19 @@ TEST_CASE("rcache: munmap invalidates the region", "[rcache]")
 {
     counting_registrar reg;
     auto cache = make_cache(reg);
-    mapping keep(1);   /* another region that must survive */
+    mapping keep(1); /* another region that must survive */
     ucs::rcache_region *k;
     REQUIRE(cache->get(keep.at(0), 8, &k) == UCS_OK);
     cache->put(k);
 
-    auto *m = new mapping(4);
+    auto *m       = new mapping(4);
     uint8_t *addr = m->at(0);
     ucs::rcache_region *r;
     REQUIRE(cache->get(addr, 4 * page, &r) == UCS_OK);
     void *old_handle = r->handle();
     cache->put(r);
 
-    REQUIRE(munmap(m->base, m->length) == 0);   /* through libucm's hook */
+    REQUIRE(munmap(m->base, m->length) == 0); /* through libucm's hook */
     m->base = nullptr;
     delete m;
 
@@ -303,7 +298,7 @@ TEST_CASE("rcache: munmap invalidates the region", "[rcache]")
 
     /* The unrelated region is still a hit. */
     REQUIRE(cache->get(keep.at(0), 8, &k) == UCS_OK);
-    CHECK(cache->stats().invalidations == 2);   /* the second mapping went too */
+    CHECK(cache->stats().invalidations == 2); /* the second mapping went too */
     CHECK(cache->stats().registrations == 3);
     cache->put(k);
 }
@@ -346,14 +341,13 @@ TEST_CASE("rcache: madvise(DONTNEED) and mremap invalidate", "[rcache]")
     cache->put(r);
     REQUIRE(mremap(m.base, 4 * page, 2 * page, 0) == m.base);
     m.length = 2 * page;
-    REQUIRE(cache->get(m.at(0), page, &r) == UCS_OK);   /* applies the events */
+    REQUIRE(cache->get(m.at(0), page, &r) == UCS_OK); /* applies the events */
     CHECK(cache->stats().invalidations == 3);
     CHECK(cache->stats().hits == 0);
     cache->put(r);
 }
 
-TEST_CASE("rcache: a region unmapped while in use is deregistered at its last put",
-          "[rcache]")
+TEST_CASE("rcache: a region unmapped while in use is deregistered at its last put", "[rcache]")
 {
     counting_registrar reg;
     auto cache = make_cache(reg);
@@ -366,18 +360,17 @@ TEST_CASE("rcache: a region unmapped while in use is deregistered at its last pu
     m->base = nullptr;
     delete m;
 
-    REQUIRE(cache->get(other.at(0), 8, &o) == UCS_OK);   /* applies the unmap */
+    REQUIRE(cache->get(other.at(0), 8, &o) == UCS_OK); /* applies the unmap */
     CHECK(cache->stats().invalidations == 1);
-    CHECK(cache->stats().regions == 1);                  /* only `o` */
-    CHECK(reg.is_live(handle));                          /* still in use */
+    CHECK(cache->stats().regions == 1); /* only `o` */
+    CHECK(reg.is_live(handle));         /* still in use */
     cache->put(r);
     CHECK_FALSE(reg.is_live(handle));
     CHECK(cache->stats().deregistrations == 1);
     cache->put(o);
 }
 
-TEST_CASE("rcache: unmaps raised under the cache's lock are queued, then applied",
-          "[rcache]")
+TEST_CASE("rcache: unmaps raised under the cache's lock are queued, then applied", "[rcache]")
 {
     counting_registrar reg;
     auto cache = make_cache(reg);
@@ -397,8 +390,8 @@ TEST_CASE("rcache: unmaps raised under the cache's lock are queued, then applied
         };
         REQUIRE(cache->get(m.at(0), 8, &r) == UCS_OK);
         reg.during_reg = nullptr;
-        CHECK(cache->stats().invalidations == 0);    /* queued */
-        cache->put(r);                               /* applies the queue */
+        CHECK(cache->stats().invalidations == 0); /* queued */
+        cache->put(r);                            /* applies the queue */
         CHECK(cache->stats().invalidations == 1);
         CHECK(cache->stats().regions == 1);
         delete victim;
@@ -412,12 +405,12 @@ TEST_CASE("rcache: unmaps raised under the cache's lock are queued, then applied
             cache->put(r);
         }
         REQUIRE(cache->stats().regions == count);
-        bool done = false;
+        bool done      = false;
         reg.during_reg = [&] {
             if (!done) {
                 done = true;
                 for (size_t i = 0; i < count; ++i) {
-                    munmap(many.at(2 * i), page);  /* 100 separate ranges */
+                    munmap(many.at(2 * i), page); /* 100 separate ranges */
                 }
             }
         };
@@ -474,10 +467,10 @@ TEST_CASE("rcache: eviction keeps the bounds, least recently used first", "[rcac
         ucs::rcache_region *a, *b;
         REQUIRE(cache->get(m.at(0), page, &a) == UCS_OK);
         REQUIRE(cache->get(m.at(2), page, &b) == UCS_OK);
-        CHECK(cache->stats().regions == 2);        /* over the bound, both in use */
+        CHECK(cache->stats().regions == 2); /* over the bound, both in use */
         CHECK(cache->stats().evictions == 0);
         CHECK(reg.is_live(a->handle()));
-        cache->put(a);                              /* now it can go */
+        cache->put(a); /* now it can go */
         CHECK(cache->stats().evictions == 1);
         CHECK(cache->stats().regions == 1);
         cache->put(b);
@@ -500,7 +493,7 @@ TEST_CASE("rcache: without memory events there is no cache", "[rcache]")
 TEST_CASE("rcache: concurrent gets, puts and unmaps from several threads", "[rcache]")
 {
     counting_registrar reg;
-    auto cache = make_cache(reg, 16);
+    auto cache             = make_cache(reg, 16);
     constexpr size_t pages = 64;
     mapping shared(pages);
     std::atomic<unsigned> bad{0};
@@ -509,7 +502,9 @@ TEST_CASE("rcache: concurrent gets, puts and unmaps from several threads", "[rca
     auto user = [&](unsigned seed) {
         uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
         for (int i = 0; i < 20000; ++i) {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
             const size_t first = x % (pages - 4);
             const size_t len   = 1 + (x >> 20) % (3 * page);
             uint8_t *addr      = shared.at(first) + (x >> 40) % page;
@@ -528,8 +523,8 @@ TEST_CASE("rcache: concurrent gets, puts and unmaps from several threads", "[rca
      * Catch assertion here: they are not thread-safe). */
     auto unmapper = [&] {
         while (!stop.load()) {
-            void *p = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            void *p = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0);
             ucs::rcache_region *r;
             if ((p == MAP_FAILED) || (cache->get(p, page, &r) != UCS_OK)) {
                 ++bad;
@@ -556,8 +551,8 @@ TEST_CASE("rcache: concurrent gets, puts and unmaps from several threads", "[rca
     CHECK(bad == 0);
     const auto st = cache->stats();
     CHECK(st.hits > 0);
-    CHECK(st.regions <= 16);                 /* nothing in use any more */
-    CHECK(reg.live_count() == st.regions);  /* every other one deregistered */
+    CHECK(st.regions <= 16);               /* nothing in use any more */
+    CHECK(reg.live_count() == st.regions); /* every other one deregistered */
     CHECK(st.registrations - st.deregistrations == st.regions);
     CHECK(reg.dereg_of_unknown == 0);
 }

@@ -47,19 +47,15 @@ struct temp_file {
 
     explicit temp_file(const std::string &content)
     {
-        char name[] = "/tmp/ucs_test_sys_XXXXXX";
+        char name[]  = "/tmp/ucs_test_sys_XXXXXX";
         const int fd = ::mkstemp(name);
         REQUIRE(fd >= 0);
-        REQUIRE(::write(fd, content.data(), content.size()) ==
-                ssize_t(content.size()));
+        REQUIRE(::write(fd, content.data(), content.size()) == ssize_t(content.size()));
         ::close(fd);
         path = name;
     }
 
-    ~temp_file()
-    {
-        ::unlink(path.c_str());
-    }
+    ~temp_file() { ::unlink(path.c_str()); }
 };
 
 /* Values a forked child reports back through a pipe. */
@@ -68,9 +64,9 @@ struct child_identity {
     uint64_t machine_id_fresh;
     uint64_t pid_ns;
     uint64_t user_ns;
-    uint64_t net_node;          /* node_id({net}) */
-    uint64_t ipc_node;          /* node_id({ipc}) */
-    int      unshare_errno;     /* a new network namespace was asked for: 0 if made */
+    uint64_t net_node; /* node_id({net}) */
+    uint64_t ipc_node; /* node_id({ipc}) */
+    int unshare_errno; /* a new network namespace was asked for: 0 if made */
 };
 
 /* The child's view; with `new_net_ns` it first moves to a network
@@ -83,8 +79,7 @@ child_identity identity_from_child(bool new_net_ns = false)
     REQUIRE(pid >= 0);
     if (pid == 0) {
         ::close(fds[0]);
-        const int unshare_errno = !new_net_ns ? 0 :
-                                  (::unshare(CLONE_NEWNET) == 0) ? 0 : errno;
+        const int unshare_errno = !new_net_ns ? 0 : (::unshare(CLONE_NEWNET) == 0) ? 0 : errno;
         using ucs::sys::namespace_type;
         const child_identity mine = {ucs::sys::machine_id(),
                                      ucs::sys::compute_machine_id(),
@@ -93,13 +88,13 @@ child_identity identity_from_child(bool new_net_ns = false)
                                      ucs::sys::node_id({namespace_type::net}),
                                      ucs::sys::node_id({namespace_type::ipc}),
                                      unshare_errno};
-        const bool ok = ::write(fds[1], &mine, sizeof(mine)) == sizeof(mine);
+        const bool ok             = ::write(fds[1], &mine, sizeof(mine)) == sizeof(mine);
         ::_exit(ok ? 0 : 1);
     }
 
     ::close(fds[1]);
     child_identity theirs = {};
-    const ssize_t n = ::read(fds[0], &theirs, sizeof(theirs));
+    const ssize_t n       = ::read(fds[0], &theirs, sizeof(theirs));
     ::close(fds[0]);
     int wstatus = 0;
     REQUIRE(::waitpid(pid, &wstatus, 0) == pid);
@@ -125,9 +120,8 @@ class mapped_region {
 public:
     explicit mapped_region(size_t size) : size_(size)
     {
-        void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                       0);
-        data_   = (p == MAP_FAILED) ? nullptr : static_cast<char*>(p);
+        void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        data_   = (p == MAP_FAILED) ? nullptr : static_cast<char *>(p);
     }
     ~mapped_region()
     {
@@ -135,7 +129,7 @@ public:
             munmap(data_, size_);
         }
     }
-    mapped_region(const mapped_region &) = delete;
+    mapped_region(const mapped_region &)            = delete;
     mapped_region &operator=(const mapped_region &) = delete;
 
     char *data() const { return data_; }
@@ -143,7 +137,7 @@ public:
 
 private:
     size_t size_;
-    char   *data_;
+    char *data_;
 };
 
 ucs::memtype::detector range_detector(const void *start, size_t size)
@@ -205,8 +199,8 @@ TEST_CASE("cpu count and affinity", "[sys]")
     REQUIRE(ucs_cpu_is_set(first, &set));
     ucs_status_t set_status = UCS_ERR_LAST, get_status = UCS_ERR_LAST;
     unsigned pinned_count = 0;
-    bool pinned_right = false;
-    int running_on = -1;
+    bool pinned_right     = false;
+    int running_on        = -1;
     std::thread pinned([&]() {
         ucs_cpu_set_t one;
         UCS_CPU_ZERO(&one);
@@ -245,8 +239,7 @@ TEST_CASE("memory sizes and host name", "[sys]")
 {
     const size_t huge = ucs::sys::huge_page_size();
     long long kb      = 0;
-    if (ucs::sys::read_file_keyed_number("/proc/meminfo", "Hugepagesize",
-                                         &kb) == UCS_OK) {
+    if (ucs::sys::read_file_keyed_number("/proc/meminfo", "Hugepagesize", &kb) == UCS_OK) {
         CHECK(huge == size_t(kb) * 1024);
         CHECK(is_power_of_two(huge));
         CHECK(huge > ucs::sys::page_size());
@@ -294,13 +287,12 @@ TEST_CASE("machine id and namespaces match in a forked child", "[sys]")
     CHECK(user_ns == uint64_t(st.st_ino));
 
     uint64_t inode = 0;
-    CHECK(ucs::sys::namespace_inode(ucs::sys::namespace_type::ipc, &inode) ==
-          UCS_OK);
+    CHECK(ucs::sys::namespace_inode(ucs::sys::namespace_type::ipc, &inode) == UCS_OK);
     CHECK(inode != 0);
     CHECK(ucs::sys::namespace_inode(ucs::sys::namespace_type::pid, nullptr) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::sys::namespace_inode(static_cast<ucs::sys::namespace_type>(77),
-                                    &inode) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucs::sys::namespace_inode(static_cast<ucs::sys::namespace_type>(77), &inode) ==
+          UCS_ERR_INVALID_PARAM);
 
     const child_identity child = identity_from_child();
     CHECK(child.machine_id_cached == id);
@@ -331,16 +323,16 @@ TEST_CASE("node id narrowed by namespaces: same node only in the same ones", "[s
         return;
     }
     CHECK(moved.machine_id_cached == ucs::sys::machine_id());
-    CHECK(moved.net_node != net_node);   /* loopback tcp does not reach it */
-    CHECK(moved.ipc_node == ipc_node);   /* shared memory still could */
+    CHECK(moved.net_node != net_node); /* loopback tcp does not reach it */
+    CHECK(moved.ipc_node == ipc_node); /* shared memory still could */
 }
 
 TEST_CASE("ptrace scope follows Yama", "[sys]")
 {
-    const int scope = ucs::sys::ptrace_scope();
-    long long value = 0;
-    const ucs_status_t status = ucs::sys::read_file_number(
-            "/proc/sys/kernel/yama/ptrace_scope", &value);
+    const int scope           = ucs::sys::ptrace_scope();
+    long long value           = 0;
+    const ucs_status_t status = ucs::sys::read_file_number("/proc/sys/kernel/yama/ptrace_scope",
+                                                           &value);
     if (status == UCS_OK) {
         CHECK(scope == int(value));
         CHECK(scope >= 0);
@@ -374,8 +366,8 @@ TEST_CASE("get_time is monotonic and converts like clock_gettime", "[sys]")
     CHECK(in_thread >= before);
 
     /* A ~50 ms busy wait measured both ways agrees within 20%. */
-    const uint64_t ns_start          = monotonic_ns();
-    const ucs::sys::ticks_t t_start  = ucs::sys::get_time();
+    const uint64_t ns_start         = monotonic_ns();
+    const ucs::sys::ticks_t t_start = ucs::sys::get_time();
     while (monotonic_ns() - ns_start < 50000000ull) {
     }
     const ucs::sys::ticks_t t_end = ucs::sys::get_time();
@@ -384,12 +376,9 @@ TEST_CASE("get_time is monotonic and converts like clock_gettime", "[sys]")
     const double ticks_sec        = ucs::sys::time_to_sec(t_end - t_start);
     CHECK(ticks_sec > clock_sec * 0.8);
     CHECK(ticks_sec < clock_sec * 1.2);
-    CHECK(ucs::sys::time_to_msec(t_end - t_start) ==
-          Approx(ticks_sec * 1e3).epsilon(1e-9));
-    CHECK(ucs::sys::time_to_usec(t_end - t_start) ==
-          Approx(ticks_sec * 1e6).epsilon(1e-9));
-    CHECK(ucs::sys::time_to_nsec(t_end - t_start) ==
-          Approx(ticks_sec * 1e9).epsilon(1e-9));
+    CHECK(ucs::sys::time_to_msec(t_end - t_start) == Approx(ticks_sec * 1e3).epsilon(1e-9));
+    CHECK(ucs::sys::time_to_usec(t_end - t_start) == Approx(ticks_sec * 1e6).epsilon(1e-9));
+    CHECK(ucs::sys::time_to_nsec(t_end - t_start) == Approx(ticks_sec * 1e9).epsilon(1e-9));
 
     /* Conversions both ways. */
     const ucs::sys::ticks_t one_ms = ucs::sys::time_from_msec(1);
@@ -398,8 +387,7 @@ TEST_CASE("get_time is monotonic and converts like clock_gettime", "[sys]")
     CHECK(ucs::sys::time_from_usec(1000) == one_ms);
     CHECK(ucs::sys::time_from_sec(0.001) == one_ms);
     CHECK(ucs::sys::time_from_nsec(1e6) == one_ms);
-    CHECK(ucs::sys::time_to_sec(ucs::sys::time_from_sec(2.5)) ==
-          Approx(2.5).epsilon(1e-6));
+    CHECK(ucs::sys::time_to_sec(ucs::sys::time_from_sec(2.5)) == Approx(2.5).epsilon(1e-6));
     CHECK(ucs::sys::time_from_sec(-1.0) == 0);
     if (ucs::sys::time_uses_cycle_counter()) {
         CHECK(ucs::sys::time_frequency() > 1e6);
@@ -423,14 +411,11 @@ TEST_CASE("file readers parse numbers and report errors", "[sys]")
     }
     for (const char *bad : {"12abc", "", "abc", "1 2", "99999999999999999999"}) {
         temp_file f(bad);
-        CHECK(ucs::sys::read_file_number(f.path.c_str(), &value) ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(ucs::sys::read_file_number(f.path.c_str(), &value) == UCS_ERR_INVALID_PARAM);
     }
-    CHECK(ucs::sys::read_file_number("/nonexistent/ucs/file", &value) ==
-          UCS_ERR_NO_ELEM);
+    CHECK(ucs::sys::read_file_number("/nonexistent/ucs/file", &value) == UCS_ERR_NO_ELEM);
     CHECK(ucs::sys::read_file_number(nullptr, &value) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::sys::read_file_number("/proc/self/stat", nullptr) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucs::sys::read_file_number("/proc/self/stat", nullptr) == UCS_ERR_INVALID_PARAM);
     CHECK(ucs::sys::read_file_number("/tmp", &value) == UCS_ERR_IO_ERROR);
 
     std::string content;
@@ -439,8 +424,7 @@ TEST_CASE("file readers parse numbers and report errors", "[sys]")
         CHECK(ucs::sys::read_file_string(f.path.c_str(), &content) == UCS_OK);
         CHECK(content == "line one\nline two\n");
         content = "unchanged";
-        CHECK(ucs::sys::read_file_string(f.path.c_str(), &content, 5) ==
-              UCS_ERR_EXCEEDS_LIMIT);
+        CHECK(ucs::sys::read_file_string(f.path.c_str(), &content, 5) == UCS_ERR_EXCEEDS_LIMIT);
         CHECK(content == "unchanged");
     }
     /* procfs reports size 0 but has content. */
@@ -450,26 +434,21 @@ TEST_CASE("file readers parse numbers and report errors", "[sys]")
     {
         temp_file f("Hugepages_Total: 0\nHugepagesize:    2048 kB\n"
                     "Negative: -3\nBroken: x\n");
-        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Hugepagesize",
-                                               &value) == UCS_OK);
+        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Hugepagesize", &value) == UCS_OK);
         CHECK(value == 2048);
-        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(),
-                                               "Hugepages_Total", &value) ==
+        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Hugepages_Total", &value) ==
               UCS_OK);
         CHECK(value == 0);
-        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Negative",
-                                               &value) == UCS_OK);
+        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Negative", &value) == UCS_OK);
         CHECK(value == -3);
         /* A prefix of a key is not the key. */
-        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Huge",
-                                               &value) == UCS_ERR_NO_ELEM);
-        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Broken",
-                                               &value) ==
+        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Huge", &value) == UCS_ERR_NO_ELEM);
+        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "Broken", &value) ==
               UCS_ERR_INVALID_PARAM);
         CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), "", &value) ==
               UCS_ERR_INVALID_PARAM);
-        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), nullptr,
-                                               &value) == UCS_ERR_INVALID_PARAM);
+        CHECK(ucs::sys::read_file_keyed_number(f.path.c_str(), nullptr, &value) ==
+              UCS_ERR_INVALID_PARAM);
     }
 
     CHECK(ucs::sys::parse_number(" 17 ", &value));
@@ -484,46 +463,39 @@ TEST_CASE("memory type detection defaults to host", "[sys]")
     std::vector<char> buffer(4096);
 
     CHECK_FALSE(ucs::memtype::have_detectors());
-    CHECK(ucs::memtype::detect(buffer.data(), buffer.size()) ==
-          UCS_MEMORY_TYPE_HOST);
+    CHECK(ucs::memtype::detect(buffer.data(), buffer.size()) == UCS_MEMORY_TYPE_HOST);
     CHECK(ucs::memtype::detect(nullptr, 0) == UCS_MEMORY_TYPE_HOST);
-    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA) ==
-          UCS_ERR_NO_ELEM);
+    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA) == UCS_ERR_NO_ELEM);
 }
 
-TEST_CASE("a registered detector claims its range; unregister restores host",
-          "[sys]")
+TEST_CASE("a registered detector claims its range; unregister restores host", "[sys]")
 {
     detector_cleanup cleanup;
     mapped_region device(4096), managed(4096), host(4096);
 
-    REQUIRE(ucs::memtype::register_detector(
-                    UCS_MEMORY_TYPE_CUDA,
-                    range_detector(device.data(), device.size())) == UCS_OK);
+    REQUIRE(ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA,
+                                            range_detector(device.data(), device.size())) ==
+            UCS_OK);
     CHECK(ucs::memtype::have_detectors());
     CHECK(ucs::memtype::detect(device.data() + 100, 64) == UCS_MEMORY_TYPE_CUDA);
     CHECK(ucs::memtype::detect(host.data(), 64) == UCS_MEMORY_TYPE_HOST);
     /* Runs past the end of the claimed range: not claimed. */
-    CHECK(ucs::memtype::detect(device.data() + 4000, 200) ==
-          UCS_MEMORY_TYPE_HOST);
+    CHECK(ucs::memtype::detect(device.data() + 4000, 200) == UCS_MEMORY_TYPE_HOST);
 
-    CHECK(ucs::memtype::register_detector(
-                  UCS_MEMORY_TYPE_CUDA,
-                  range_detector(host.data(), host.size())) ==
+    CHECK(ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA,
+                                          range_detector(host.data(), host.size())) ==
           UCS_ERR_ALREADY_EXISTS);
     CHECK(ucs::memtype::detect(host.data(), 64) == UCS_MEMORY_TYPE_HOST);
 
-    REQUIRE(ucs::memtype::register_detector(
-                    UCS_MEMORY_TYPE_CUDA_MANAGED,
-                    range_detector(managed.data(), managed.size())) == UCS_OK);
-    CHECK(ucs::memtype::detect(managed.data(), 8) ==
-          UCS_MEMORY_TYPE_CUDA_MANAGED);
+    REQUIRE(ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA_MANAGED,
+                                            range_detector(managed.data(), managed.size())) ==
+            UCS_OK);
+    CHECK(ucs::memtype::detect(managed.data(), 8) == UCS_MEMORY_TYPE_CUDA_MANAGED);
     CHECK(ucs::memtype::detect(device.data(), 8) == UCS_MEMORY_TYPE_CUDA);
 
     /* Both claim: the lower memory type answers, whatever the order. */
-    REQUIRE(ucs::memtype::register_detector(
-                    UCS_MEMORY_TYPE_ROCM,
-                    [](const void *, size_t) { return true; }) == UCS_OK);
+    REQUIRE(ucs::memtype::register_detector(UCS_MEMORY_TYPE_ROCM,
+                                            [](const void *, size_t) { return true; }) == UCS_OK);
     CHECK(ucs::memtype::detect(device.data(), 8) == UCS_MEMORY_TYPE_CUDA);
     CHECK(ucs::memtype::detect(host.data(), 8) == UCS_MEMORY_TYPE_ROCM);
     REQUIRE(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_ROCM) == UCS_OK);
@@ -531,14 +503,11 @@ TEST_CASE("a registered detector claims its range; unregister restores host",
 
     REQUIRE(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA) == UCS_OK);
     CHECK(ucs::memtype::detect(device.data() + 100, 64) == UCS_MEMORY_TYPE_HOST);
-    CHECK(ucs::memtype::detect(managed.data(), 8) ==
-          UCS_MEMORY_TYPE_CUDA_MANAGED);
+    CHECK(ucs::memtype::detect(managed.data(), 8) == UCS_MEMORY_TYPE_CUDA_MANAGED);
     CHECK(ucs::memtype::have_detectors());
-    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA) ==
-          UCS_ERR_NO_ELEM);
+    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA) == UCS_ERR_NO_ELEM);
 
-    REQUIRE(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA_MANAGED) ==
-            UCS_OK);
+    REQUIRE(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA_MANAGED) == UCS_OK);
     CHECK_FALSE(ucs::memtype::have_detectors());
     CHECK(ucs::memtype::detect(managed.data(), 8) == UCS_MEMORY_TYPE_HOST);
 }
@@ -547,26 +516,19 @@ TEST_CASE("memory type registry rejects bad input", "[sys]")
 {
     detector_cleanup cleanup;
     auto yes = [](const void *, size_t) { return true; };
-    CHECK(ucs::memtype::register_detector(UCS_MEMORY_TYPE_HOST, yes) ==
+    CHECK(ucs::memtype::register_detector(UCS_MEMORY_TYPE_HOST, yes) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucs::memtype::register_detector(UCS_MEMORY_TYPE_UNKNOWN, yes) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucs::memtype::register_detector(static_cast<ucs_memory_type_t>(7), yes) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::memtype::register_detector(UCS_MEMORY_TYPE_UNKNOWN, yes) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::memtype::register_detector(static_cast<ucs_memory_type_t>(7),
-                                          yes) == UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA, nullptr) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_HOST) ==
-          UCS_ERR_INVALID_PARAM);
-    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_LAST) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA, nullptr) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_HOST) == UCS_ERR_INVALID_PARAM);
+    CHECK(ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_LAST) == UCS_ERR_INVALID_PARAM);
     CHECK_FALSE(ucs::memtype::have_detectors());
 
     /* A detector that throws does not claim, and does not escape detect(). */
-    REQUIRE(ucs::memtype::register_detector(
-                    UCS_MEMORY_TYPE_CUDA,
-                    [](const void *, size_t) -> bool {
-                        throw std::runtime_error("driver failure");
-                    }) == UCS_OK);
+    REQUIRE(ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA, [](const void *, size_t) -> bool {
+                throw std::runtime_error("driver failure");
+            }) == UCS_OK);
     int local = 0;
     CHECK(ucs::memtype::detect(&local, sizeof(local)) == UCS_MEMORY_TYPE_HOST);
 }
@@ -580,7 +542,7 @@ alignas(64) char g_block[1024];
 void *provide(size_t length)
 {
     if (length > sizeof(g_block) || (g_provided.load() != 0)) {
-        return nullptr;   /* one block at a time; the rest is malloc'ed */
+        return nullptr; /* one block at a time; the rest is malloc'ed */
     }
     ++g_provided;
     return g_block;
@@ -595,7 +557,7 @@ void take_back(void *block, size_t length)
 
 constexpr ucs::memtype::host_allocator counting_provider = {provide, take_back};
 
-std::vector<int> g_landed;   /* what the deferred copier has written */
+std::vector<int> g_landed; /* what the deferred copier has written */
 
 ucs_status_t defer_start(void *dest, ucs_memory_type_t, const void *src, ucs_memory_type_t,
                          size_t length)
@@ -617,10 +579,11 @@ constexpr ucs::memtype::async_copier deferring_copier = {defer_start, defer_fini
 } // namespace
 
 TEST_CASE("bounce buffers come from the registered provider, else malloc, and go back to "
-          "whoever gave them", "[sys]")
+          "whoever gave them",
+          "[sys]")
 {
     /* No provider: malloc'ed, writable, freed. */
-    auto *plain = static_cast<char*>(ucs::memtype::bounce_alloc(100));
+    auto *plain = static_cast<char *>(ucs::memtype::bounce_alloc(100));
     REQUIRE(plain != nullptr);
     std::memset(plain, 1, 100);
     ucs::memtype::bounce_free(plain);
@@ -628,13 +591,12 @@ TEST_CASE("bounce buffers come from the registered provider, else malloc, and go
 
     CHECK(ucs::memtype::register_bounce_allocator(nullptr) == UCS_ERR_INVALID_PARAM);
     REQUIRE(ucs::memtype::register_bounce_allocator(&counting_provider) == UCS_OK);
-    CHECK(ucs::memtype::register_bounce_allocator(&counting_provider) ==
-          UCS_ERR_ALREADY_EXISTS);
-    void *provided = ucs::memtype::bounce_alloc(100);   /* the provider's block */
-    void *fallback = ucs::memtype::bounce_alloc(100);   /* it has none left: malloc */
-    void *big      = ucs::memtype::bounce_alloc(4096);  /* too big for it: malloc */
+    CHECK(ucs::memtype::register_bounce_allocator(&counting_provider) == UCS_ERR_ALREADY_EXISTS);
+    void *provided = ucs::memtype::bounce_alloc(100);  /* the provider's block */
+    void *fallback = ucs::memtype::bounce_alloc(100);  /* it has none left: malloc */
+    void *big      = ucs::memtype::bounce_alloc(4096); /* too big for it: malloc */
     CHECK(g_provided.load() == 1);
-    CHECK(provided == g_block);   /* asked for exactly the length: no header */
+    CHECK(provided == g_block); /* asked for exactly the length: no header */
     std::memset(fallback, 2, 100);
     std::memset(big, 3, 4096);
     /* Unregistered while a block is out: it still goes back to its provider. */
@@ -646,8 +608,7 @@ TEST_CASE("bounce buffers come from the registered provider, else malloc, and go
     CHECK(g_provided.load() == 0);
 }
 
-TEST_CASE("asynchronous copies: the type's pair when registered, else an immediate copy",
-          "[sys]")
+TEST_CASE("asynchronous copies: the type's pair when registered, else an immediate copy", "[sys]")
 {
     char host[8] = "abcdefg", other[8] = {};
     /* No pair: copy_start copies host memory at once; finish has nothing to do. */
@@ -655,26 +616,25 @@ TEST_CASE("asynchronous copies: the type's pair when registered, else an immedia
                                    sizeof(host)) == UCS_OK);
     CHECK(std::memcmp(other, host, sizeof(host)) == 0);
     CHECK(ucs::memtype::copy_finish(UCS_MEMORY_TYPE_CUDA) == UCS_OK);
-    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_CUDA, host, UCS_MEMORY_TYPE_HOST,
-                                   1) == UCS_ERR_UNSUPPORTED);
+    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_CUDA, host, UCS_MEMORY_TYPE_HOST, 1) ==
+          UCS_ERR_UNSUPPORTED);
 
     CHECK(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_HOST, &deferring_copier) ==
           UCS_ERR_INVALID_PARAM);
     ucs::memtype::async_copier half = {defer_start, nullptr};
     CHECK(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &half) ==
           UCS_ERR_INVALID_PARAM);
-    REQUIRE(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &deferring_copier) ==
-            UCS_OK);
+    REQUIRE(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &deferring_copier) == UCS_OK);
     CHECK(ucs::memtype::register_async_copier(UCS_MEMORY_TYPE_CUDA, &deferring_copier) ==
           UCS_ERR_ALREADY_EXISTS);
     g_landed.clear();
     /* Either side of the device type picks its pair. */
-    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_CUDA, host, UCS_MEMORY_TYPE_HOST,
-                                   3) == UCS_OK);
-    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_HOST, host, UCS_MEMORY_TYPE_CUDA,
-                                   5) == UCS_OK);
+    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_CUDA, host, UCS_MEMORY_TYPE_HOST, 3) ==
+          UCS_OK);
+    CHECK(ucs::memtype::copy_start(other, UCS_MEMORY_TYPE_HOST, host, UCS_MEMORY_TYPE_CUDA, 5) ==
+          UCS_OK);
     CHECK(ucs::memtype::copy_finish(UCS_MEMORY_TYPE_CUDA) == UCS_OK);
-    CHECK(ucs::memtype::copy_finish(UCS_MEMORY_TYPE_ROCM) == UCS_OK);   /* no pair: none */
+    CHECK(ucs::memtype::copy_finish(UCS_MEMORY_TYPE_ROCM) == UCS_OK); /* no pair: none */
     CHECK(g_landed == std::vector<int>{3, 5, -1});
     CHECK(ucs::memtype::unregister_async_copier(UCS_MEMORY_TYPE_CUDA) == UCS_OK);
     CHECK(ucs::memtype::unregister_async_copier(UCS_MEMORY_TYPE_CUDA) == UCS_ERR_NO_ELEM);
@@ -710,20 +670,17 @@ TEST_CASE("memory type detection races registration safely", "[sys]")
 
     int failures = 0;
     for (int i = 0; i < 300; ++i) {
-        failures += ucs::memtype::register_detector(
-                            UCS_MEMORY_TYPE_CUDA,
-                            range_detector(device.data(), device.size())) !=
+        failures += ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA,
+                                                    range_detector(device.data(), device.size())) !=
                     UCS_OK;
         /* Let the reader see this state at least once in a while. */
-        const long seen = cuda_answers.load();
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::milliseconds(100);
+        const long seen     = cuda_answers.load();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
         while ((i % 10 == 0) && (cuda_answers.load() == seen) &&
                (std::chrono::steady_clock::now() < deadline)) {
             std::this_thread::yield();
         }
-        failures += ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA) !=
-                    UCS_OK;
+        failures += ucs::memtype::unregister_detector(UCS_MEMORY_TYPE_CUDA) != UCS_OK;
     }
     stop = true;
     reader.join();

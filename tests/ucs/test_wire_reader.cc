@@ -16,11 +16,11 @@ TEST_CASE("range_inside refuses ranges that leave the region or wrap", "[wire]")
     CHECK(ucs::range_inside(10, 0, 10));
     CHECK_FALSE(ucs::range_inside(11, 0, 10));
     CHECK_FALSE(ucs::range_inside(5, 6, 10));
-    CHECK_FALSE(ucs::range_inside(1, UINT64_MAX, 10));            /* offset + length wraps */
+    CHECK_FALSE(ucs::range_inside(1, UINT64_MAX, 10)); /* offset + length wraps */
     CHECK_FALSE(ucs::range_inside(UINT64_MAX, 2, UINT64_MAX));
 
     CHECK(ucs::range_inside(0x1000, 16, 0x1000, 16));
-    CHECK_FALSE(ucs::range_inside(0xfff, 1, 0x1000, 16));         /* before the base */
+    CHECK_FALSE(ucs::range_inside(0xfff, 1, 0x1000, 16)); /* before the base */
     CHECK_FALSE(ucs::range_inside(0x1008, 9, 0x1000, 16));
     CHECK_FALSE(ucs::range_inside(UINT64_MAX - 1, 4, 0x1000, UINT64_MAX - 0x1000));
 }
@@ -51,7 +51,7 @@ TEST_CASE("wire_reader never reads past its end", "[wire]")
     CHECK(half == 2);
     ucs::wire_reader copy = r;
     std::string_view text;
-    CHECK_FALSE(copy.string(0, 1, &text));          /* "ab" is longer than 1 */
+    CHECK_FALSE(copy.string(0, 1, &text)); /* "ab" is longer than 1 */
     /* 'a' is a length byte of 97: more than what is left */
     CHECK_FALSE(ucs::wire_reader(bytes.data() + 6, 3).string(0, 200, &text));
     const uint8_t named[] = {3, 'a', 'b', 0};
@@ -64,7 +64,7 @@ TEST_CASE("wire_reader never reads past its end", "[wire]")
 
     REQUIRE(r.skip(3));
     const uint8_t *blob = nullptr;
-    size_t blob_length = 0;
+    size_t blob_length  = 0;
     REQUIRE(r.blob16(&blob, &blob_length));
     CHECK(blob_length == 3);
     CHECK(blob[0] == 7);
@@ -78,5 +78,5 @@ TEST_CASE("wire_reader never reads past its end", "[wire]")
     const uint8_t long_blob[] = {200, 0, 1, 2};
     ucs::wire_reader b(long_blob, sizeof(long_blob));
     CHECK_FALSE(b.blob16(&blob, &blob_length));
-    CHECK(b.left() == 2);                           /* the prefix was read */
+    CHECK(b.left() == 2); /* the prefix was read */
 }

@@ -25,8 +25,7 @@ namespace test {
 /* Sends this process's log to a temporary file while in scope. */
 class captured_log {
 public:
-    captured_log()
-        : path_("/tmp/ucx-ng-tcp-test-" + std::to_string(getpid()) + ".log")
+    captured_log() : path_("/tmp/ucx-ng-tcp-test-" + std::to_string(getpid()) + ".log")
     {
         ucs::log_set_file(path_.c_str());
     }
@@ -42,8 +41,7 @@ public:
     {
         ucs::log_set_file("stdout");
         std::ifstream in(path_);
-        return std::string(std::istreambuf_iterator<char>(in),
-                           std::istreambuf_iterator<char>());
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
 
 private:
@@ -53,8 +51,8 @@ private:
 /* tcp on one device with explicit tunables (uct_entity takes the defaults). */
 class tuned_tcp {
 public:
-    tuned_tcp(const char *dev, const uct::tcp::tcp_config &config)
-        : worker_(nullptr, UCS_THREAD_MODE_SINGLE)
+    tuned_tcp(const char *dev, const uct::tcp::tcp_config &config) :
+        worker_(nullptr, UCS_THREAD_MODE_SINGLE)
     {
         uct::iface_params params;
         params.tl_name  = "tcp";
@@ -85,10 +83,10 @@ public:
     }
 
 private:
-    uct::worker           worker_;
-    uct::tcp::tcp_md      md_;
-    uct::iface            *iface_ = nullptr;
-    std::vector<uct::ep*> eps_;
+    uct::worker worker_;
+    uct::tcp::tcp_md md_;
+    uct::iface *iface_ = nullptr;
+    std::vector<uct::ep *> eps_;
 };
 
 } // namespace test

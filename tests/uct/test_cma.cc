@@ -28,9 +28,9 @@
 
 namespace {
 
-constexpr size_t GUARD       = 4096;
-constexpr size_t REGION      = (4u << 20) + 8192;
-constexpr uint8_t GUARD_BYTE = 0xee;
+constexpr size_t GUARD          = 4096;
+constexpr size_t REGION         = (4u << 20) + 8192;
+constexpr uint8_t GUARD_BYTE    = 0xee;
 constexpr uint32_t INITIAL_SEED = 1;
 
 /* A byte of a non-periodic pattern, by its offset in the region. */
@@ -65,7 +65,7 @@ struct region_info {
 enum class op : uint32_t { FILL, VERIFY, EXIT };
 
 struct command {
-    op       what;
+    op what;
     uint32_t seed;
     uint64_t offset;
     uint64_t length;
@@ -128,21 +128,21 @@ int serve_region(int fd)
 /* Opens cma in this process with an error handler that counts reports. */
 struct cma_stack {
     struct failure {
-        int          calls = 0;
-        uct::ep      *ep = nullptr;
+        int calls           = 0;
+        uct::ep *ep         = nullptr;
         ucs_status_t status = UCS_OK;
     };
 
-    uct::worker               worker{nullptr, UCS_THREAD_MODE_SINGLE};
-    uct::component            *component = nullptr;
-    std::unique_ptr<uct::md>  md;
+    uct::worker worker{nullptr, UCS_THREAD_MODE_SINGLE};
+    uct::component *component = nullptr;
+    std::unique_ptr<uct::md> md;
     std::unique_ptr<uct::iface> iface;
     std::vector<std::unique_ptr<uct::ep>> eps;
-    failure                   failures;
+    failure failures;
 
     static ucs_status_t on_error(void *arg, uct::ep *ep, ucs_status_t status)
     {
-        auto *f = static_cast<failure*>(arg);
+        auto *f = static_cast<failure *>(arg);
         ++f->calls;
         f->ep     = ep;
         f->status = status;
@@ -164,15 +164,12 @@ struct cma_stack {
         params.dev_name        = "memory";
         params.err_handler     = on_error;
         params.err_handler_arg = &failures;
-        uct::iface *i = nullptr;
+        uct::iface *i          = nullptr;
         REQUIRE(md->iface_open(worker, params, &i) == UCS_OK);
         iface.reset(i);
     }
 
-    ~cma_stack()
-    {
-        eps.clear();      /* eps before their iface */
-    }
+    ~cma_stack() { eps.clear(); /* eps before their iface */ }
 
     test::uct_addresses addresses() const
     {
@@ -188,8 +185,7 @@ struct cma_stack {
     {
         uct::ep *ep = nullptr;
         REQUIRE(iface->ep_create_connected(peer.device.data(), peer.device.size(),
-                                           peer.iface.data(), peer.iface.size(),
-                                           &ep) == UCS_OK);
+                                           peer.iface.data(), peer.iface.size(), &ep) == UCS_OK);
         eps.emplace_back(ep);
         return ep;
     }
@@ -199,13 +195,12 @@ struct cma_stack {
 struct served_region {
     test::uct_addresses addresses;
     std::vector<uint8_t> packed_key;
-    region_info         info{};
+    region_info info{};
 
     bool receive(int fd)
     {
         std::vector<uint8_t> blob;
-        return test::recv_blob(fd, &blob) &&
-               test::uct_addresses::deserialize(blob, &addresses) &&
+        return test::recv_blob(fd, &blob) && test::uct_addresses::deserialize(blob, &addresses) &&
                test::recv_blob(fd, &packed_key) && test::recv_value(fd, &info);
     }
 };
@@ -239,7 +234,7 @@ public:
     log_capture()
     {
         char name[] = "/tmp/test_cma_log_XXXXXX";
-        int fd = mkstemp(name);
+        int fd      = mkstemp(name);
         REQUIRE(fd >= 0);
         close(fd);
         path_ = name;
@@ -280,14 +275,15 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
     uct::ep *ep = local.connect(peer.addresses);
 
     uct::rkey_bundle rkey;
-    REQUIRE(local.component->rkey_unpack(peer.packed_key.data(), peer.packed_key.size(),
-                                         &rkey) == UCS_OK);
+    REQUIRE(local.component->rkey_unpack(peer.packed_key.data(), peer.packed_key.size(), &rkey) ==
+            UCS_OK);
     const uint64_t base = peer.info.address;
     std::vector<uint8_t> buf(REGION);
 
     SECTION("get at 1 B, 4 KiB and 4 MiB, aligned and not") {
-        const std::pair<size_t, size_t> cases[] = {   /* {offset, length} */
-            {0, 1}, {REGION - 1, 1}, {4096, 4096}, {123, 4096},
+        const std::pair<size_t, size_t> cases[] = {
+            /* {offset, length} */
+            {0, 1},        {REGION - 1, 1},  {4096, 4096}, {123, 4096},
             {0, 4u << 20}, {8192, 4u << 20}, {0, REGION},
         };
         for (auto [offset, length] : cases) {
@@ -297,15 +293,14 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
             REQUIRE(ep->get_zcopy(&iov, 1, base + offset, rkey.rkey, nullptr) == UCS_OK);
             CHECK(has_pattern(buf.data(), length, INITIAL_SEED, offset));
             if (length < buf.size()) {
-                CHECK(buf[length] == 0);   /* nothing written past the get */
+                CHECK(buf[length] == 0); /* nothing written past the get */
             }
         }
     }
 
     SECTION("put at 1 B, 4 KiB and 4 MiB, verified by the owner") {
         const std::pair<size_t, size_t> cases[] = {
-            {0, 1}, {REGION - 1, 1}, {4096, 4096}, {4001, 4096}, {0, 4u << 20},
-            {8192, 4u << 20},
+            {0, 1}, {REGION - 1, 1}, {4096, 4096}, {4001, 4096}, {0, 4u << 20}, {8192, 4u << 20},
         };
         uint32_t seed = 100;
         for (auto [offset, length] : cases) {
@@ -320,8 +315,8 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
 
     SECTION("multi-iov get and put, including empty entries and long lists") {
         const size_t sizes[] = {1, 100, 0, 4096, 7, 65536, 3};
-        const size_t offset = 777;
-        size_t total = 0;
+        const size_t offset  = 777;
+        size_t total         = 0;
         std::vector<std::vector<uint8_t>> pieces;
         std::vector<uct::iov> iovs;
         for (size_t size : sizes) {
@@ -331,8 +326,8 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
         for (auto &piece : pieces) {
             iovs.push_back(one_iov(piece.data(), piece.size()));
         }
-        REQUIRE(ep->get_zcopy(iovs.data(), iovs.size(), base + offset, rkey.rkey,
-                              nullptr) == UCS_OK);
+        REQUIRE(ep->get_zcopy(iovs.data(), iovs.size(), base + offset, rkey.rkey, nullptr) ==
+                UCS_OK);
         size_t at = offset;
         for (auto &piece : pieces) {
             CHECK(has_pattern(piece.data(), piece.size(), INITIAL_SEED, at));
@@ -344,8 +339,8 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
             fill_pattern(piece.data(), piece.size(), 7, at);
             at += piece.size();
         }
-        REQUIRE(ep->put_zcopy(iovs.data(), iovs.size(), base + offset, rkey.rkey,
-                              nullptr) == UCS_OK);
+        REQUIRE(ep->put_zcopy(iovs.data(), iovs.size(), base + offset, rkey.rkey, nullptr) ==
+                UCS_OK);
         CHECK(ask(child.fd(), op::VERIFY, 7, offset, total));
 
         /* More entries than one syscall batch takes. */
@@ -355,36 +350,36 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
         for (size_t i = 0; i < count; ++i) {
             many.push_back(one_iov(buf.data() + i * piece, piece));
         }
-        REQUIRE(ep->put_zcopy(many.data(), many.size(), base + far, rkey.rkey,
-                              nullptr) == UCS_OK);
+        REQUIRE(ep->put_zcopy(many.data(), many.size(), base + far, rkey.rkey, nullptr) == UCS_OK);
         CHECK(ask(child.fd(), op::VERIFY, 9, far, count * piece));
         std::fill(buf.begin(), buf.end(), 0);
-        REQUIRE(ep->get_zcopy(many.data(), many.size(), base + far, rkey.rkey,
-                              nullptr) == UCS_OK);
+        REQUIRE(ep->get_zcopy(many.data(), many.size(), base + far, rkey.rkey, nullptr) == UCS_OK);
         CHECK(has_pattern(buf.data(), count * piece, 9, far));
 
-        std::vector<uct::iov> too_many(local.iface->attr().get.max_iov + 1,
-                                       one_iov(buf.data(), 1));
-        CHECK(ep->get_zcopy(too_many.data(), too_many.size(), base, rkey.rkey,
-                            nullptr) == UCS_ERR_INVALID_PARAM);
+        std::vector<uct::iov> too_many(local.iface->attr().get.max_iov + 1, one_iov(buf.data(), 1));
+        CHECK(ep->get_zcopy(too_many.data(), too_many.size(), base, rkey.rkey, nullptr) ==
+              UCS_ERR_INVALID_PARAM);
         CHECK(ep->get_zcopy(nullptr, 1, base, rkey.rkey, nullptr) == UCS_ERR_INVALID_PARAM);
     }
 
     SECTION("accesses outside the key's region are refused") {
-        const std::pair<uint64_t, size_t> outside[] = {   /* {address, length} */
-            {base - 1, 1}, {base - 1, 2}, {base + REGION, 1},
-            {base + REGION - 10, 11}, {base, REGION + 1},
-            {UINT64_MAX - 5, 10}, {base + 16, SIZE_MAX / 4},
+        const std::pair<uint64_t, size_t> outside[] = {
+            /* {address, length} */
+            {base - 1, 1},
+            {base - 1, 2},
+            {base + REGION, 1},
+            {base + REGION - 10, 11},
+            {base, REGION + 1},
+            {UINT64_MAX - 5, 10},
+            {base + 16, SIZE_MAX / 4},
         };
         std::vector<uint8_t> small(4096, 0x55);
         for (auto [address, length] : outside) {
             INFO("address " << address << " length " << length);
             /* Lengths past the buffer are never touched: refused up front. */
             uct::iov iov = one_iov(small.data(), length);
-            CHECK(ep->get_zcopy(&iov, 1, address, rkey.rkey, nullptr) ==
-                  UCS_ERR_OUT_OF_RANGE);
-            CHECK(ep->put_zcopy(&iov, 1, address, rkey.rkey, nullptr) ==
-                  UCS_ERR_OUT_OF_RANGE);
+            CHECK(ep->get_zcopy(&iov, 1, address, rkey.rkey, nullptr) == UCS_ERR_OUT_OF_RANGE);
+            CHECK(ep->put_zcopy(&iov, 1, address, rkey.rkey, nullptr) == UCS_ERR_OUT_OF_RANGE);
         }
         CHECK(std::all_of(small.begin(), small.end(), [](uint8_t b) { return b == 0x55; }));
         /* The whole region and both guards are as the owner left them. */
@@ -396,8 +391,7 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
         std::vector<uint8_t> own_key(local.md->attr().rkey_packed_size);
         REQUIRE(local.md->mkey_pack(memh, own_key.data()) == UCS_OK);
         uct::rkey_bundle wrong;
-        REQUIRE(local.component->rkey_unpack(own_key.data(), own_key.size(), &wrong) ==
-                UCS_OK);
+        REQUIRE(local.component->rkey_unpack(own_key.data(), own_key.size(), &wrong) == UCS_OK);
         uct::iov iov = one_iov(small.data(), 1);
         CHECK(ep->get_zcopy(&iov, 1, base, wrong.rkey, nullptr) == UCS_ERR_INVALID_PARAM);
         local.component->rkey_release(wrong);
@@ -411,7 +405,7 @@ TEST_CASE("cma get/put zcopy between two processes", "[cma]")
     }
 
     local.component->rkey_release(rkey);
-    CHECK(ask(child.fd(), op::VERIFY, 0, 0, 0));     /* guards still intact */
+    CHECK(ask(child.fd(), op::VERIFY, 0, 0, 0)); /* guards still intact */
     test::send_value(child.fd(), command{op::EXIT, 0, 0, 0});
     CHECK(child.wait() == 0);
 }
@@ -427,8 +421,8 @@ TEST_CASE("cma to a killed peer fails cleanly and reports it", "[cma]")
     REQUIRE(peer.receive(child.fd()));
     uct::ep *ep = local.connect(peer.addresses);
     uct::rkey_bundle rkey;
-    REQUIRE(local.component->rkey_unpack(peer.packed_key.data(), peer.packed_key.size(),
-                                         &rkey) == UCS_OK);
+    REQUIRE(local.component->rkey_unpack(peer.packed_key.data(), peer.packed_key.size(), &rkey) ==
+            UCS_OK);
 
     std::vector<uint8_t> buf(4096);
     uct::iov iov = one_iov(buf.data(), buf.size());
@@ -462,8 +456,7 @@ TEST_CASE("cma to a killed peer fails cleanly and reports it", "[cma]")
 
     /* An ep destroyed before its report is delivered is forgotten. */
     uct::ep *doomed = local.connect(peer.addresses);
-    CHECK(doomed->get_zcopy(&iov, 1, peer.info.address, 0, nullptr) ==
-          UCS_ERR_CONNECTION_RESET);
+    CHECK(doomed->get_zcopy(&iov, 1, peer.info.address, 0, nullptr) == UCS_ERR_CONNECTION_RESET);
     local.eps.pop_back();
     CHECK(local.worker.progress() == 0);
     CHECK(local.failures.calls == 2);
@@ -471,8 +464,7 @@ TEST_CASE("cma to a killed peer fails cleanly and reports it", "[cma]")
     local.component->rkey_release(rkey);
 }
 
-TEST_CASE("cma: an idle ep's peer death wakes the event fd and check_peers reports it",
-          "[cma]")
+TEST_CASE("cma: an idle ep's peer death wakes the event fd and check_peers reports it", "[cma]")
 {
     if (!cma_available()) {
         return;
@@ -490,7 +482,7 @@ TEST_CASE("cma: an idle ep's peer death wakes the event fd and check_peers repor
     CHECK(local.iface->event_arm(uct::event_flag::RECV) == UCS_OK);
     CHECK(poll(&pfd, 1, 0) == 0);
 
-    child.kill(SIGKILL);                    /* a zombie until waited for */
+    child.kill(SIGKILL); /* a zombie until waited for */
     CHECK(poll(&pfd, 1, 10000) == 1);
     CHECK(local.iface->check_peers() == 1);
     CHECK(local.failures.calls == 1);
@@ -501,8 +493,7 @@ TEST_CASE("cma: an idle ep's peer death wakes the event fd and check_peers repor
     CHECK(poll(&pfd, 1, 0) == 0);
     std::vector<uint8_t> buf(64);
     uct::iov iov = one_iov(buf.data(), buf.size());
-    CHECK(ep->get_zcopy(&iov, 1, peer.info.address, 0, nullptr) ==
-          UCS_ERR_CONNECTION_RESET);
+    CHECK(ep->get_zcopy(&iov, 1, peer.info.address, 0, nullptr) == UCS_ERR_CONNECTION_RESET);
     CHECK(child.wait() == 128 + SIGKILL);
 }
 
@@ -527,13 +518,13 @@ TEST_CASE("cma iface attributes and reachability", "[cma]")
     uct::cma::iface_address own_addr;
     std::memcpy(&own_addr, own.iface.data(), sizeof(own_addr));
     CHECK(own_addr.pid == uint32_t(getpid()));
-    const uint64_t start_time = own_addr.start_time;   /* packed: no reference to it */
+    const uint64_t start_time = own_addr.start_time; /* packed: no reference to it */
     CHECK(start_time == ucs::sys::self_start_time());
     CHECK(start_time != 0);
 
     auto reachable = [&](const test::uct_addresses &a) {
-        return local.iface->is_reachable(a.device.data(), a.device.size(),
-                                         a.iface.data(), a.iface.size());
+        return local.iface->is_reachable(a.device.data(), a.device.size(), a.iface.data(),
+                                         a.iface.size());
     };
     CHECK(reachable(own));
 
@@ -574,7 +565,7 @@ TEST_CASE("cma iface attributes and reachability", "[cma]")
      * pid reused): the ep is made, fails everything and is reported. */
     {
         test::uct_addresses reused = own;
-        uct::cma::iface_address x = own_addr;
+        uct::cma::iface_address x  = own_addr;
         x.start_time += 1;
         std::memcpy(reused.iface.data(), &x, sizeof(x));
         uct::ep *stale = local.connect(reused);
@@ -608,14 +599,14 @@ TEST_CASE("cma maps kernel errors: bad addresses and partial transfers", "[cma]"
     uct::ep *ep = local.connect(local.addresses());
 
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
-    auto *mapping = static_cast<uint8_t*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
-                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    auto *mapping     = static_cast<uint8_t *>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     REQUIRE(mapping != MAP_FAILED);
     fill_pattern(mapping, page, 3, 0);
     REQUIRE(munmap(mapping + page, page) == 0);
 
     std::vector<uint8_t> buf(2 * page, 0);
-    uct::iov iov = one_iov(buf.data(), buf.size());
+    uct::iov iov    = one_iov(buf.data(), buf.size());
     uint64_t remote = reinterpret_cast<uintptr_t>(mapping);
 
     log_capture log;

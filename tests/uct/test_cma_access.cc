@@ -26,7 +26,7 @@ public:
     explicit temp_file(const std::string &content)
     {
         char name[] = "/tmp/test_cma_XXXXXX";
-        int fd = mkstemp(name);
+        int fd      = mkstemp(name);
         REQUIRE(fd >= 0);
         REQUIRE(write(fd, content.data(), content.size()) == ssize_t(content.size()));
         close(fd);
@@ -43,7 +43,7 @@ int scope_of(const std::string &content, ucs_status_t *status)
 {
     temp_file file(content);
     int scope = -100;
-    *status = uct::cma::read_ptrace_scope(file.path(), &scope);
+    *status   = uct::cma::read_ptrace_scope(file.path(), &scope);
     return scope;
 }
 
@@ -54,7 +54,7 @@ public:
     log_capture()
     {
         char name[] = "/tmp/test_cma_log_XXXXXX";
-        int fd = mkstemp(name);
+        int fd      = mkstemp(name);
         REQUIRE(fd >= 0);
         close(fd);
         path_ = name;
@@ -137,7 +137,7 @@ TEST_CASE("cma md on a forbidding ptrace policy has no resources", "[cma]")
     SECTION("scope 3 forbids every attach") {
         temp_file scope("3\n");
         uct::cma::cma_config config = uct::cma::default_cma_config();
-        config.ptrace_scope_file = scope.path();
+        config.ptrace_scope_file    = scope.path();
         uct::cma::cma_md md(config);
 
         std::string reason;
@@ -158,7 +158,7 @@ TEST_CASE("cma md on a forbidding ptrace policy has no resources", "[cma]")
     SECTION("an unreadable policy is treated as forbidding") {
         temp_file scope("garbage");
         uct::cma::cma_config config = uct::cma::default_cma_config();
-        config.ptrace_scope_file = scope.path();
+        config.ptrace_scope_file    = scope.path();
         uct::cma::cma_md md(config);
         std::vector<uct::tl_resource> tls;
         CHECK(md.query_tl_resources(&tls) == UCS_OK);
@@ -177,7 +177,7 @@ TEST_CASE("cma md on a forbidding ptrace policy has no resources", "[cma]")
             if (content.empty()) {
                 config.ptrace_scope_file = "/nonexistent/ptrace_scope";
             } else {
-                scope = std::make_unique<temp_file>(content);
+                scope                    = std::make_unique<temp_file>(content);
                 config.ptrace_scope_file = scope->path();
             }
             uct::cma::cma_md md(config);

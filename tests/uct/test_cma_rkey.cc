@@ -51,7 +51,7 @@ std::vector<uint8_t> write_key(const packed_rkey &key)
 TEST_CASE("cma md registers regions and packs keys with their bounds", "[cma]")
 {
     uct::component *comp = nullptr;
-    auto md = open_cma_md(&comp);
+    auto md              = open_cma_md(&comp);
     REQUIRE(md != nullptr);
     CHECK(std::string(md->name()) == "cma");
     CHECK((md->attr().flags & uct::md_flag::REG) != 0);
@@ -71,7 +71,7 @@ TEST_CASE("cma md registers regions and packs keys with their bounds", "[cma]")
 
     uct::rkey_bundle bundle;
     REQUIRE(comp->rkey_unpack(packed.data(), packed.size(), &bundle) == UCS_OK);
-    auto *region = reinterpret_cast<const uct::cma::remote_region*>(bundle.rkey);
+    auto *region = reinterpret_cast<const uct::cma::remote_region *>(bundle.rkey);
     CHECK(region->address == key.address);
     CHECK(region->length == key.length);
     CHECK(region->pid == getpid());
@@ -88,11 +88,11 @@ TEST_CASE("cma md registers regions and packs keys with their bounds", "[cma]")
 TEST_CASE("cma md refuses bad registration arguments", "[cma]")
 {
     uct::component *comp = nullptr;
-    auto md = open_cma_md(&comp);
+    auto md              = open_cma_md(&comp);
     REQUIRE(md != nullptr);
     uct::mem_h memh = nullptr;
     CHECK(md->mem_reg(nullptr, 100, 0, &memh) == UCS_ERR_INVALID_PARAM);
-    CHECK(md->mem_reg(reinterpret_cast<void*>(~uintptr_t(0) - 10), 100, 0, &memh) ==
+    CHECK(md->mem_reg(reinterpret_cast<void *>(~uintptr_t(0) - 10), 100, 0, &memh) ==
           UCS_ERR_INVALID_PARAM);
     CHECK(md->mem_dereg(nullptr) == UCS_ERR_INVALID_PARAM);
     uint8_t packed[sizeof(packed_rkey)];
@@ -104,7 +104,7 @@ TEST_CASE("cma md refuses bad registration arguments", "[cma]")
 TEST_CASE("cma rkey_unpack accepts exactly a well-formed key", "[cma]")
 {
     uct::component *comp = nullptr;
-    auto md = open_cma_md(&comp);
+    auto md              = open_cma_md(&comp);
     REQUIRE(md != nullptr);
 
     std::vector<char> buffer(4096);
@@ -147,20 +147,20 @@ TEST_CASE("cma rkey_unpack accepts exactly a well-formed key", "[cma]")
         packed_rkey base = read_key(valid);
         std::vector<packed_rkey> bad(7, base);
         bad[0].magic ^= 1;
-        bad[1].version = uct::cma::PACKED_RKEY_VERSION + 1;
-        bad[2].reserved = 1;
+        bad[1].version   = uct::cma::PACKED_RKEY_VERSION + 1;
+        bad[2].reserved  = 1;
         bad[3].reserved2 = 0x80000000u;
-        bad[4].pid = 0;
-        bad[5].pid = 0x80000000u;
-        bad[6].address = UINT64_MAX - 10;   /* address + length wraps */
+        bad[4].pid       = 0;
+        bad[5].pid       = 0x80000000u;
+        bad[6].address   = UINT64_MAX - 10; /* address + length wraps */
         for (size_t i = 0; i < bad.size(); ++i) {
             INFO("corruption " << i);
             CHECK(unpack(write_key(bad[i]), sizeof(packed_rkey)) == UCS_ERR_INVALID_PARAM);
         }
         /* Changing only the region or pid keeps the key well-formed. */
         packed_rkey other = base;
-        other.length  = 1;
-        other.pid     = 1;
+        other.length      = 1;
+        other.pid         = 1;
         CHECK(unpack(write_key(other), sizeof(packed_rkey)) == UCS_OK);
     }
 

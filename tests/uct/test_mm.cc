@@ -31,7 +31,7 @@ uint8_t pattern(uint64_t message, size_t offset)
 
 void fill_pattern(void *buffer, uint64_t message, size_t length)
 {
-    auto *p = static_cast<uint8_t*>(buffer);
+    auto *p = static_cast<uint8_t *>(buffer);
     for (size_t i = 0; i < length; ++i) {
         p[i] = pattern(message, i);
     }
@@ -40,13 +40,13 @@ void fill_pattern(void *buffer, uint64_t message, size_t length)
 /* Receiver side of a byte-exact check: message k must carry pattern(k). */
 struct pattern_checker {
     std::vector<size_t> lengths;
-    uint64_t            received = 0;
-    uint64_t            bad = 0;
+    uint64_t received = 0;
+    uint64_t bad      = 0;
 
     static ucs_status_t handler(void *arg, void *data, size_t length, unsigned)
     {
-        auto *self = static_cast<pattern_checker*>(arg);
-        auto *p    = static_cast<const uint8_t*>(data);
+        auto *self = static_cast<pattern_checker *>(arg);
+        auto *p    = static_cast<const uint8_t *>(data);
         uint64_t k = self->received++;
         if ((k >= self->lengths.size()) || (length != self->lengths[k])) {
             ++self->bad;
@@ -64,12 +64,12 @@ struct pattern_checker {
 
 struct pack_args {
     uint64_t message;
-    size_t   length;
+    size_t length;
 };
 
 size_t pack_pattern(void *dest, void *arg)
 {
-    auto *a = static_cast<pack_args*>(arg);
+    auto *a = static_cast<pack_args *>(arg);
     fill_pattern(dest, a->message, a->length);
     return a->length;
 }
@@ -127,12 +127,12 @@ void am_sizes(const char *tl)
         TEST_CHILD_CHECK(e.ok());
         pattern_checker checker;
         checker.lengths = size_plan(e.attr()).all();
-        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, pattern_checker::handler,
-                                                  &checker, 0) == UCS_OK);
+        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, pattern_checker::handler, &checker, 0) ==
+                         UCS_OK);
         TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
-        TEST_CHILD_CHECK(test::poll_until(
-            [&] { return checker.received >= checker.lengths.size(); },
-            [&] { progress_or_yield(e); }));
+        TEST_CHILD_CHECK(
+            test::poll_until([&] { return checker.received >= checker.lengths.size(); },
+                             [&] { progress_or_yield(e); }));
         /* Nothing more arrives (the rejected sends never left). */
         TEST_CHILD_CHECK(test::sync_peer(fd));
         e.progress();
@@ -167,8 +167,7 @@ void am_sizes(const char *tl)
     }
     /* Documented: a short AM over max_short (header included) is refused
      * with INVALID_PARAM and nothing is sent; the caller picks bcopy. */
-    CHECK(ep->am_short(AM_ID, 0, buf.data(), unsigned(max_short - 8 + 1)) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ep->am_short(AM_ID, 0, buf.data(), unsigned(max_short - 8 + 1)) == UCS_ERR_INVALID_PARAM);
     CHECK(ep->am_short(uct::AM_ID_MAX, 0, nullptr, 0) == UCS_ERR_INVALID_PARAM);
 
     for (size_t length : plan.bcopy_lengths) {
@@ -190,22 +189,21 @@ MM_TEST_CASE("AM short and bcopy at the size limits arrive byte-exact", am_sizes
 
 /* -------------------------------------------------------------------------- */
 
-constexpr uint64_t ORDER_COUNT = 100000;
-constexpr size_t   ORDER_BCOPY_LENGTH = 300;
+constexpr uint64_t ORDER_COUNT      = 100000;
+constexpr size_t ORDER_BCOPY_LENGTH = 300;
 
 struct order_checker {
     uint64_t expected = 0;
-    uint64_t bad = 0;
+    uint64_t bad      = 0;
 
     static ucs_status_t handler(void *arg, void *data, size_t length, unsigned)
     {
-        auto *self = static_cast<order_checker*>(arg);
+        auto *self = static_cast<order_checker *>(arg);
         uint64_t seq;
         std::memcpy(&seq, data, sizeof(seq));
-        bool ok = (seq == self->expected) &&
-                  (length == ((seq % 5 == 4) ? ORDER_BCOPY_LENGTH : 16));
+        bool ok = (seq == self->expected) && (length == ((seq % 5 == 4) ? ORDER_BCOPY_LENGTH : 16));
         if (ok && (length == ORDER_BCOPY_LENGTH)) {
-            auto *p = static_cast<const uint8_t*>(data);
+            auto *p = static_cast<const uint8_t *>(data);
             for (size_t i = sizeof(seq); ok && (i < length); ++i) {
                 ok = p[i] == pattern(seq, i);
             }
@@ -222,7 +220,7 @@ struct order_pack {
 
 size_t pack_ordered(void *dest, void *arg)
 {
-    uint64_t seq = static_cast<order_pack*>(arg)->seq;
+    uint64_t seq = static_cast<order_pack *>(arg)->seq;
     fill_pattern(dest, seq, ORDER_BCOPY_LENGTH);
     std::memcpy(dest, &seq, sizeof(seq));
     return ORDER_BCOPY_LENGTH;
@@ -234,8 +232,8 @@ void am_ordering(const char *tl)
         test::mm_entity e(tl);
         TEST_CHILD_CHECK(e.ok());
         order_checker checker;
-        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, order_checker::handler,
-                                                  &checker, 0) == UCS_OK);
+        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, order_checker::handler, &checker, 0) ==
+                         UCS_OK);
         TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
         TEST_CHILD_CHECK(test::poll_until([&] { return checker.expected >= ORDER_COUNT; },
                                           [&] { progress_or_yield(e); }, 60s));
@@ -263,7 +261,7 @@ void am_ordering(const char *tl)
             });
         } else {
             uint64_t payload = ~seq;
-            status = send_retry(e, [&] {
+            status           = send_retry(e, [&] {
                 return ep->am_short(AM_ID, seq, &payload, sizeof(payload));
             });
         }
@@ -278,13 +276,13 @@ MM_TEST_CASE("100000 AMs, short and bcopy mixed, arrive in order", am_ordering)
 /* -------------------------------------------------------------------------- */
 
 struct seq_req : uct::pending_req {
-    uct::ep               *ep;
-    uint64_t              seq;
+    uct::ep *ep;
+    uint64_t seq;
     std::vector<uint64_t> *completed;
 
     static ucs_status_t send(uct::pending_req *self)
     {
-        auto *req = static_cast<seq_req*>(self);
+        auto *req           = static_cast<seq_req *>(self);
         ucs_status_t status = req->ep->am_short(AM_ID, req->seq, nullptr, 0);
         if (status == UCS_OK) {
             req->completed->push_back(req->seq);
@@ -295,11 +293,11 @@ struct seq_req : uct::pending_req {
 
 struct seq_checker {
     uint64_t expected = 0;
-    uint64_t bad = 0;
+    uint64_t bad      = 0;
 
     static ucs_status_t handler(void *arg, void *data, size_t, unsigned)
     {
-        auto *self = static_cast<seq_checker*>(arg);
+        auto *self = static_cast<seq_checker *>(arg);
         uint64_t seq;
         std::memcpy(&seq, data, sizeof(seq));
         self->bad += (seq != self->expected);
@@ -314,8 +312,8 @@ void pending_flow_control(const char *tl)
         test::mm_entity e(tl);
         TEST_CHILD_CHECK(e.ok());
         seq_checker checker;
-        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, seq_checker::handler,
-                                                  &checker, 0) == UCS_OK);
+        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, seq_checker::handler, &checker, 0) ==
+                         UCS_OK);
         TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
         /* Consume nothing until the sender has filled the FIFO. */
         uint64_t total = 0;
@@ -361,7 +359,7 @@ void pending_flow_control(const char *tl)
     CHECK(ep->flush(0, nullptr) == UCS_ERR_NO_RESOURCE);
     CHECK(e.iface().flush(0, nullptr) == UCS_ERR_NO_RESOURCE);
     e.progress();
-    CHECK(completed.empty());       /* the receiver has not read anything */
+    CHECK(completed.empty()); /* the receiver has not read anything */
 
     REQUIRE(test::send_value(child.fd(), uint64_t(sent_directly + QUEUED)));
     CHECK(test::poll_until([&] { return completed.size() == QUEUED; },
@@ -405,7 +403,7 @@ struct last_value {
 
     static ucs_status_t handler(void *arg, void *data, size_t, unsigned)
     {
-        auto *self = static_cast<last_value*>(arg);
+        auto *self = static_cast<last_value *>(arg);
         std::memcpy(&self->value, data, sizeof(self->value));
         ++self->count;
         return UCS_OK;
@@ -421,8 +419,7 @@ void event_wakeup(const char *tl)
         int efd = -1;
         TEST_CHILD_CHECK(e.iface().event_fd_get(&efd) == UCS_OK);
         last_value rx;
-        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, last_value::handler, &rx, 0) ==
-                         UCS_OK);
+        TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, last_value::handler, &rx, 0) == UCS_OK);
         TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
 
         /* A message already waiting: arming must say BUSY. */
@@ -465,14 +462,13 @@ void event_wakeup(const char *tl)
     CHECK(child.wait() == 0);
 }
 
-MM_TEST_CASE("event_arm: BUSY with a message waiting, fd readable on arrival",
-             event_wakeup)
+MM_TEST_CASE("event_arm: BUSY with a message waiting, fd readable on arrival", event_wakeup)
 
 /* -------------------------------------------------------------------------- */
 
 void count_purged(uct::pending_req *, void *arg)
 {
-    ++*static_cast<int*>(arg);
+    ++*static_cast<int *>(arg);
 }
 
 /* A child that publishes its address and then waits to be killed. */
@@ -489,7 +485,7 @@ int idle_receiver(const char *tl, int fd)
 void killed_peer(const char *tl)
 {
     const auto shm_before = test::dev_shm_entries();
-    std::set<pid_t> pids = {getpid()};
+    std::set<pid_t> pids  = {getpid()};
     {
         test::mm_entity e(tl);
         REQUIRE(e.ok());
@@ -509,7 +505,7 @@ void killed_peer(const char *tl)
             req.func = seq_req::send;
             REQUIRE(ep->pending_add(&req, 0) == UCS_OK);
 
-            child.kill(SIGKILL);      /* not reaped yet: a zombie still counts as dead */
+            child.kill(SIGKILL); /* not reaped yet: a zombie still counts as dead */
             CHECK(test::poll_until([&] { return !e.failures().empty(); },
                                    [&] { progress_or_yield(e); }, 10s));
             REQUIRE(e.failures().size() == 1);
@@ -538,7 +534,7 @@ void killed_peer(const char *tl)
             REQUIRE(ep != nullptr);
             CHECK(ep->check(0, nullptr) == UCS_OK);
             e.progress();
-            CHECK(e.failures().size() == 1);        /* still alive: nothing new */
+            CHECK(e.failures().size() == 1); /* still alive: nothing new */
 
             child.kill(SIGKILL);
             CHECK(child.wait() == 128 + SIGKILL);
@@ -565,7 +561,7 @@ void killed_peer(const char *tl)
             CHECK(e.iface().event_arm(uct::event_flag::RECV) == UCS_OK);
             CHECK(!fd_readable(efd, 0));
 
-            child.kill(SIGKILL);      /* a zombie from here on */
+            child.kill(SIGKILL); /* a zombie from here on */
             CHECK(fd_readable(efd, 10000));
             CHECK(e.iface().check_peers() == 1);
             REQUIRE(e.failures().size() == 3);
@@ -625,22 +621,21 @@ void killed_peer(const char *tl)
             REQUIRE(test::send_blob(child.fd(), e.addresses().serialize()));
             struct delivery_order {
                 test::mm_entity *e;
-                uint64_t        count = 0;
-                bool            after_failure = false;
+                uint64_t count     = 0;
+                bool after_failure = false;
                 static ucs_status_t handler(void *arg, void *, size_t, unsigned)
                 {
-                    auto *self = static_cast<delivery_order*>(arg);
+                    auto *self = static_cast<delivery_order *>(arg);
                     ++self->count;
                     self->after_failure |= (self->e->failures().size() > 4);
                     return UCS_OK;
                 }
             } order{&e};
-            REQUIRE(e.iface().set_am_handler(AM_ID, delivery_order::handler, &order, 0) ==
-                    UCS_OK);
-            REQUIRE(test::sync_peer(child.fd()));   /* all 10 in our FIFO */
+            REQUIRE(e.iface().set_am_handler(AM_ID, delivery_order::handler, &order, 0) == UCS_OK);
+            REQUIRE(test::sync_peer(child.fd())); /* all 10 in our FIFO */
             child.kill(SIGKILL);
             CHECK(child.wait() == 128 + SIGKILL);
-            CHECK(e.iface().check_peers() == 11);   /* 10 messages, 1 failure */
+            CHECK(e.iface().check_peers() == 11); /* 10 messages, 1 failure */
             CHECK(order.count == 10);
             CHECK(!order.after_failure);
             REQUIRE(e.failures().size() == 5);
@@ -657,15 +652,14 @@ void killed_peer(const char *tl)
     CHECK(test::sysv_segments_of(pids).empty());
 }
 
-MM_TEST_CASE("a peer killed with SIGKILL is reported, nothing hangs or leaks",
-             killed_peer)
+MM_TEST_CASE("a peer killed with SIGKILL is reported, nothing hangs or leaks", killed_peer)
 
 /* -------------------------------------------------------------------------- */
 
 /* Lines of /proc/self/maps: each mapping of a peer's segment is one. */
 size_t mapping_count()
 {
-    FILE *maps = std::fopen("/proc/self/maps", "r");
+    FILE *maps   = std::fopen("/proc/self/maps", "r");
     size_t lines = 0;
     for (int c; (maps != nullptr) && ((c = std::fgetc(maps)) != EOF);) {
         lines += (c == '\n');
@@ -689,7 +683,7 @@ void shared_remote(const char *tl)
             {
                 uint64_t k;
                 std::memcpy(&k, data, sizeof(k));
-                static_cast<counter*>(arg)->seen.push_back(k);
+                static_cast<counter *>(arg)->seen.push_back(k);
                 return UCS_OK;
             }
         } got;
@@ -701,11 +695,11 @@ void shared_remote(const char *tl)
         for (uint64_t k = 0; k < EPS; ++k) {
             expected[k] = k;
         }
-        expected.push_back(EPS - 1);   /* from the one ep left */
+        expected.push_back(EPS - 1); /* from the one ep left */
         TEST_CHILD_CHECK(got.seen == expected);
         TEST_CHILD_CHECK(test::sync_peer(fd));
         uint8_t never;
-        test::recv_value(fd, &never);   /* killed here */
+        test::recv_value(fd, &never); /* killed here */
         return 0;
     });
 
@@ -714,7 +708,7 @@ void shared_remote(const char *tl)
     test::uct_addresses peer;
     REQUIRE(receive_address(child.fd(), &peer));
     const size_t maps_before = mapping_count(), fds_before = test::open_fd_count();
-    std::vector<uct::ep*> eps;
+    std::vector<uct::ep *> eps;
     for (uint64_t k = 0; k < EPS; ++k) {
         uct::ep *ep = e.connect(peer);
         REQUIRE(ep != nullptr);
@@ -725,8 +719,7 @@ void shared_remote(const char *tl)
     CHECK(mapping_count() <= maps_before + 1);
     CHECK(test::open_fd_count() <= fds_before + 1);
     for (uint64_t k = 0; k < EPS; ++k) {
-        REQUIRE(send_retry(e, [&] { return eps[k]->am_short(AM_ID, k, nullptr, 0); }) ==
-                UCS_OK);
+        REQUIRE(send_retry(e, [&] { return eps[k]->am_short(AM_ID, k, nullptr, 0); }) == UCS_OK);
     }
     /* The others closed, the last one still reaches the peer. */
     for (uint64_t k = 0; k + 1 < EPS; ++k) {
@@ -743,7 +736,10 @@ void shared_remote(const char *tl)
     child.kill(SIGKILL);
     CHECK(child.wait() == 128 + SIGKILL);
     CHECK(test::poll_until([&] { return e.failures().size() >= 2; },
-                           [&] { e.iface().check_peers(); e.progress(); }));
+                           [&] {
+        e.iface().check_peers();
+        e.progress();
+    }));
     REQUIRE(e.failures().size() == 2);
     CHECK(((e.failures()[0].ep == eps.back()) || (e.failures()[1].ep == eps.back())));
     CHECK(((e.failures()[0].ep == second) || (e.failures()[1].ep == second)));
@@ -757,8 +753,7 @@ void shared_remote(const char *tl)
     CHECK(test::open_fd_count() == fds_before);
 }
 
-MM_TEST_CASE("eps to one peer share its mapping and pidfd; its death fails them all",
-             shared_remote)
+MM_TEST_CASE("eps to one peer share its mapping and pidfd; its death fails them all", shared_remote)
 
 /* -------------------------------------------------------------------------- */
 
@@ -771,7 +766,7 @@ void replaced_iface(const char *tl)
             unsigned got = 0;
             static ucs_status_t handler(void *arg, void *, size_t, unsigned)
             {
-                ++static_cast<counter*>(arg)->got;
+                ++static_cast<counter *>(arg)->got;
                 return UCS_OK;
             }
         };
@@ -787,8 +782,7 @@ void replaced_iface(const char *tl)
         }
         test::mm_entity b(tl);
         TEST_CHILD_CHECK(b.ok());
-        TEST_CHILD_CHECK(b.iface().set_am_handler(AM_ID, counter::handler, &second, 0) ==
-                         UCS_OK);
+        TEST_CHILD_CHECK(b.iface().set_am_handler(AM_ID, counter::handler, &second, 0) == UCS_OK);
         TEST_CHILD_CHECK(test::send_blob(fd, b.addresses().serialize()));
         TEST_CHILD_CHECK(test::poll_until([&] { return second.got == 1; },
                                           [&] { progress_or_yield(b); }));
@@ -810,11 +804,11 @@ void replaced_iface(const char *tl)
     std::memcpy(&b, second.iface.data(), sizeof(b));
     INFO("segment ids " << a.segment_id << " and " << b.segment_id);
     if (std::string(tl) == "posix") {
-        CHECK(a.segment_id == b.segment_id);   /* the fd number came back */
+        CHECK(a.segment_id == b.segment_id); /* the fd number came back */
     }
     /* The old ep is still open: the new iface is reached all the same. */
     ucs_status_t status = UCS_OK;
-    uct::ep *new_ep = e.connect(second, &status);
+    uct::ep *new_ep     = e.connect(second, &status);
     INFO(ucs_status_string(status));
     REQUIRE(new_ep != nullptr);
     REQUIRE(send_retry(e, [&] { return new_ep->am_short(AM_ID, 2, nullptr, 0); }) == UCS_OK);
@@ -831,21 +825,21 @@ MM_TEST_CASE("a peer's new iface with its old segment's id is reached while the 
 void no_leftovers(const char *tl)
 {
     const auto shm_before = test::dev_shm_entries();
-    std::set<pid_t> pids = {getpid()};
+    std::set<pid_t> pids  = {getpid()};
     {
         test::child_process child([tl](int fd) {
             test::mm_entity e(tl);
             TEST_CHILD_CHECK(e.ok());
-            size_t length = 10000;
-            void *address = nullptr;
+            size_t length   = 10000;
+            void *address   = nullptr;
             uct::mem_h memh = nullptr;
             TEST_CHILD_CHECK(e.md().mem_alloc(&length, &address, 0, &memh) == UCS_OK);
             TEST_CHILD_CHECK(test::send_blob(fd, e.addresses().serialize()));
             test::uct_addresses peer;
             TEST_CHILD_CHECK(receive_address(fd, &peer));
             TEST_CHILD_CHECK(e.connect(peer) != nullptr);
-            TEST_CHILD_CHECK(test::sync_peer(fd));      /* all open */
-            TEST_CHILD_CHECK(test::sync_peer(fd));      /* parent has looked */
+            TEST_CHILD_CHECK(test::sync_peer(fd)); /* all open */
+            TEST_CHILD_CHECK(test::sync_peer(fd)); /* parent has looked */
             TEST_CHILD_CHECK(e.md().mem_free(memh) == UCS_OK);
             return 0;
         });
@@ -863,7 +857,7 @@ void no_leftovers(const char *tl)
         CHECK(test::dev_shm_entries() == shm_before);
         if (std::string(tl) == "posix") {
             auto links = test::posix_segment_links();
-            CHECK(links.size() == 1);                   /* our FIFO */
+            CHECK(links.size() == 1); /* our FIFO */
             for (const auto &link : links) {
                 INFO(link);
                 CHECK(link.find("(deleted)") != std::string::npos);
@@ -871,11 +865,11 @@ void no_leftovers(const char *tl)
         }
         auto segments = test::sysv_segments_of(pids);
         if (std::string(tl) == "sysv") {
-            CHECK(segments.size() == 3);    /* two FIFOs and the allocation */
+            CHECK(segments.size() == 3); /* two FIFOs and the allocation */
         }
         for (const auto &seg : segments) {
             CHECK((seg.mode & 0777) == 0600);
-            CHECK((seg.mode & 01000) != 0);  /* SHM_DEST */
+            CHECK((seg.mode & 01000) != 0); /* SHM_DEST */
         }
         REQUIRE(test::sync_peer(child.fd()));
         CHECK(child.wait() == 0);
@@ -884,7 +878,6 @@ void no_leftovers(const char *tl)
     CHECK(test::sysv_segments_of(pids).empty());
 }
 
-MM_TEST_CASE("segments are 0600 and leave nothing in /dev/shm or the IPC table",
-             no_leftovers)
+MM_TEST_CASE("segments are 0600 and leave nothing in /dev/shm or the IPC table", no_leftovers)
 
 } // namespace

@@ -14,8 +14,8 @@ struct scoped_env {
     scoped_env(const char *n, const char *value) : name(n)
     {
         const char *prev = std::getenv(n);
-        had = (prev != nullptr);
-        old = had ? prev : "";
+        had              = (prev != nullptr);
+        old              = had ? prev : "";
         setenv(n, value, 1);
     }
     ~scoped_env()

@@ -36,11 +36,12 @@ TEST_CASE("mm config: defaults valid, bad tunables refused", "[mm]")
     CHECK(with([](mm_config &c) { c.fifo_elem_size = 32; }) == UCS_ERR_INVALID_PARAM);
     CHECK(with([](mm_config &c) { c.seg_size = 100; }) == UCS_ERR_INVALID_PARAM);
     CHECK(with([](mm_config &c) { c.seg_size = 0; }) == UCS_ERR_INVALID_PARAM);
-    CHECK(with([](mm_config &c) { c.fifo_release_interval = 64; }) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(with([](mm_config &c) { c.fifo_release_interval = 64; }) == UCS_ERR_INVALID_PARAM);
     CHECK(with([](mm_config &c) { c.rx_max_poll = 0; }) == UCS_ERR_INVALID_PARAM);
-    CHECK(with([](mm_config &c) { c.fifo_size = 4; c.fifo_release_interval = 2; }) ==
-          UCS_OK);
+    CHECK(with([](mm_config &c) {
+              c.fifo_size             = 4;
+              c.fifo_release_interval = 2;
+          }) == UCS_OK);
 
     /* iface_open refuses it too, instead of building a broken FIFO. */
     test::mm_entity e("posix", [] {
@@ -69,11 +70,11 @@ TEST_CASE("mm FIFO layout: control lines apart, elements cache-line aligned", "[
 
 struct loop_rx {
     uint64_t next = 0;
-    uint64_t bad = 0;
+    uint64_t bad  = 0;
 
     static ucs_status_t handler(void *arg, void *data, size_t length, unsigned)
     {
-        auto *self = static_cast<loop_rx*>(arg);
+        auto *self = static_cast<loop_rx *>(arg);
         uint64_t seq;
         std::memcpy(&seq, data, sizeof(seq));
         self->bad += (seq != self->next) || (length != 8 + (seq % 5));
@@ -84,8 +85,8 @@ struct loop_rx {
 
 void loopback_laps(const char *tl)
 {
-    uct::mm::mm_config config = uct::mm::default_mm_config();
-    config.fifo_size             = 4;     /* many laps, small release steps */
+    uct::mm::mm_config config    = uct::mm::default_mm_config();
+    config.fifo_size             = 4; /* many laps, small release steps */
     config.fifo_release_interval = 2;
     config.rx_max_poll           = 3;
     test::mm_entity e(tl, config);

@@ -14,9 +14,12 @@
 
 namespace {
 
-constexpr size_t REGION = 3 * 4096 + 100;   /* rounded up to pages by mem_alloc */
+constexpr size_t REGION = 3 * 4096 + 100; /* rounded up to pages by mem_alloc */
 
-uint8_t owner_byte(size_t i) { return uint8_t(i * 13 + 5); }
+uint8_t owner_byte(size_t i)
+{
+    return uint8_t(i * 13 + 5);
+}
 
 struct region_info {
     uint64_t address;
@@ -25,15 +28,15 @@ struct region_info {
 
 size_t pack_bytes(void *dest, void *arg)
 {
-    auto *v = static_cast<std::vector<uint8_t>*>(arg);
+    auto *v = static_cast<std::vector<uint8_t> *>(arg);
     std::memcpy(dest, v->data(), v->size());
     return v->size();
 }
 
 void unpack_bytes(void *arg, const void *data, size_t length)
 {
-    auto *v = static_cast<std::vector<uint8_t>*>(arg);
-    v->assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + length);
+    auto *v = static_cast<std::vector<uint8_t> *>(arg);
+    v->assign(static_cast<const uint8_t *>(data), static_cast<const uint8_t *>(data) + length);
 }
 
 void rma(const char *tl)
@@ -43,12 +46,12 @@ void rma(const char *tl)
         TEST_CHILD_CHECK(e.ok());
         TEST_CHILD_CHECK(e.md().attr().flags & uct::md_flag::ALLOC);
         TEST_CHILD_CHECK(e.md().attr().flags & uct::md_flag::RKEY_PTR);
-        size_t length = REGION;
-        void *address = nullptr;
+        size_t length   = REGION;
+        void *address   = nullptr;
         uct::mem_h memh = nullptr;
         TEST_CHILD_CHECK(e.md().mem_alloc(&length, &address, 0, &memh) == UCS_OK);
         TEST_CHILD_CHECK(length >= REGION);
-        auto *bytes = static_cast<uint8_t*>(address);
+        auto *bytes = static_cast<uint8_t *>(address);
         for (size_t i = 0; i < length; ++i) {
             bytes[i] = owner_byte(i);
         }
@@ -97,42 +100,37 @@ void rma(const char *tl)
     uct::rkey_bundle rkey;
     CHECK(e.component().rkey_unpack(rkey_bytes.data(), rkey_bytes.size() - 1, &rkey) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(e.component().rkey_unpack(nullptr, rkey_bytes.size(), &rkey) ==
-          UCS_ERR_INVALID_PARAM);
-    for (size_t byte : {size_t(0), size_t(4), size_t(6)}) {   /* magic, version, backend */
+    CHECK(e.component().rkey_unpack(nullptr, rkey_bytes.size(), &rkey) == UCS_ERR_INVALID_PARAM);
+    for (size_t byte : {size_t(0), size_t(4), size_t(6)}) { /* magic, version, backend */
         auto bad = rkey_bytes;
         bad[byte] ^= 0x40;
-        CHECK(e.component().rkey_unpack(bad.data(), bad.size(), &rkey) ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(e.component().rkey_unpack(bad.data(), bad.size(), &rkey) == UCS_ERR_INVALID_PARAM);
     }
     {
         auto bad = rkey_bytes;
-        bad[16] ^= 0x01;        /* node id */
-        CHECK(e.component().rkey_unpack(bad.data(), bad.size(), &rkey) ==
-              UCS_ERR_UNREACHABLE);
+        bad[16] ^= 0x01; /* node id */
+        CHECK(e.component().rkey_unpack(bad.data(), bad.size(), &rkey) == UCS_ERR_UNREACHABLE);
         bad = rkey_bytes;
-        bad[24] ^= 0x10;        /* segment id */
+        bad[24] ^= 0x10; /* segment id */
         CHECK(e.component().rkey_unpack(bad.data(), bad.size(), &rkey) != UCS_OK);
         bad = rkey_bytes;
-        bad[36] ^= 0x10;        /* segment size beyond the real segment */
+        bad[36] ^= 0x10; /* segment size beyond the real segment */
         CHECK(e.component().rkey_unpack(bad.data(), bad.size(), &rkey) != UCS_OK);
     }
 
-    REQUIRE(e.component().rkey_unpack(rkey_bytes.data(), rkey_bytes.size(), &rkey) ==
-            UCS_OK);
+    REQUIRE(e.component().rkey_unpack(rkey_bytes.data(), rkey_bytes.size(), &rkey) == UCS_OK);
     const uint64_t base = info.address, length = info.length;
 
     /* rkey_ptr: the owner's bytes, directly; out of range refused. */
     void *local = nullptr;
     REQUIRE(e.component().rkey_ptr(rkey, base + 7, &local) == UCS_OK);
-    CHECK(*static_cast<uint8_t*>(local) == owner_byte(7));
+    CHECK(*static_cast<uint8_t *>(local) == owner_byte(7));
     CHECK(e.component().rkey_ptr(rkey, base + length, &local) == UCS_ERR_INVALID_ADDR);
     CHECK(e.component().rkey_ptr(rkey, base - 1, &local) == UCS_ERR_INVALID_ADDR);
 
     /* get_bcopy reads the owner's pattern. */
     std::vector<uint8_t> got;
-    CHECK(ep->get_bcopy(unpack_bytes, &got, 1000, base + 3000, rkey.rkey, nullptr) ==
-          UCS_OK);
+    CHECK(ep->get_bcopy(unpack_bytes, &got, 1000, base + 3000, rkey.rkey, nullptr) == UCS_OK);
     REQUIRE(got.size() == 1000);
     bool same = true;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -142,12 +140,16 @@ void rma(const char *tl)
 
     /* Writes, one of each kind, including the region's last bytes. */
     uint8_t a[8], b[16];
-    for (size_t i = 0; i < 8; ++i) a[i] = uint8_t(0xa0 + i);
-    for (size_t i = 0; i < 16; ++i) b[i] = uint8_t(0xb0 + i);
+    for (size_t i = 0; i < 8; ++i)
+        a[i] = uint8_t(0xa0 + i);
+    for (size_t i = 0; i < 16; ++i)
+        b[i] = uint8_t(0xb0 + i);
     CHECK(ep->put_short(a, sizeof(a), base + 100, rkey.rkey) == UCS_OK);
     std::vector<uint8_t> c(300), d(100);
-    for (size_t i = 0; i < c.size(); ++i) c[i] = uint8_t(0xc0 + i);
-    for (size_t i = 0; i < d.size(); ++i) d[i] = uint8_t(0xd0 + i);
+    for (size_t i = 0; i < c.size(); ++i)
+        c[i] = uint8_t(0xc0 + i);
+    for (size_t i = 0; i < d.size(); ++i)
+        d[i] = uint8_t(0xd0 + i);
     CHECK(ep->put_bcopy(pack_bytes, &c, base + 2000, rkey.rkey) == ssize_t(c.size()));
     /* Near the end a full max_bcopy does not fit: the bounce path. */
     std::vector<uint8_t> tail(b, b + 16);
@@ -160,8 +162,7 @@ void rma(const char *tl)
     CHECK(back == d);
 
     /* Anything crossing the region's edges is refused and writes nothing. */
-    CHECK(ep->put_short(b, sizeof(b), base + length - 15, rkey.rkey) ==
-          UCS_ERR_INVALID_ADDR);
+    CHECK(ep->put_short(b, sizeof(b), base + length - 15, rkey.rkey) == UCS_ERR_INVALID_ADDR);
     CHECK(ep->put_short(b, sizeof(b), base - 1, rkey.rkey) == UCS_ERR_INVALID_ADDR);
     CHECK(ep->put_short(b, 1, UINT64_MAX, rkey.rkey) == UCS_ERR_INVALID_ADDR);
     std::vector<uint8_t> too_long(17, 0xee);

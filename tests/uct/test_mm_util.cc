@@ -19,13 +19,13 @@ mm_entity::mm_entity(const std::string &tl_name, const uct::mm::mm_config &confi
         if (tl_name != comp->name()) {
             continue;
         }
-        uct::md *md = nullptr;
+        uct::md *md         = nullptr;
         ucs_status_t status = comp->md_open(comp->name(), &md);
         if (status != UCS_OK) {
             error_ = std::string("md_open: ") + ucs_status_string(status);
             return;
         }
-        auto *mm_md = dynamic_cast<uct::mm::mm_md*>(md);
+        auto *mm_md = dynamic_cast<uct::mm::mm_md *>(md);
         if (mm_md == nullptr) {
             error_ = "component " + tl_name + " is not an mm component";
             delete md;
@@ -36,7 +36,7 @@ mm_entity::mm_entity(const std::string &tl_name, const uct::mm::mm_config &confi
         params.dev_name        = uct::mm::DEVICE_NAME;
         params.err_handler     = on_error;
         params.err_handler_arg = this;
-        status = mm_md->iface_open_with_config(*worker_, params, config, &iface_);
+        status                 = mm_md->iface_open_with_config(*worker_, params, config, &iface_);
         if (status != UCS_OK) {
             error_ = std::string("iface_open: ") + ucs_status_string(status);
             iface_ = nullptr;
@@ -71,11 +71,9 @@ uct_addresses mm_entity::addresses() const
 
 uct::ep *mm_entity::connect(const uct_addresses &peer, ucs_status_t *status_p)
 {
-    uct::ep *ep = nullptr;
-    ucs_status_t status = iface_->ep_create_connected(peer.device.data(),
-                                                      peer.device.size(),
-                                                      peer.iface.data(),
-                                                      peer.iface.size(), &ep);
+    uct::ep *ep         = nullptr;
+    ucs_status_t status = iface_->ep_create_connected(peer.device.data(), peer.device.size(),
+                                                      peer.iface.data(), peer.iface.size(), &ep);
     if (status_p != nullptr) {
         *status_p = status;
     }
@@ -99,7 +97,7 @@ void mm_entity::destroy_ep(uct::ep *ep)
 
 ucs_status_t mm_entity::on_error(void *arg, uct::ep *ep, ucs_status_t status)
 {
-    static_cast<mm_entity*>(arg)->failures_.push_back({ep, status});
+    static_cast<mm_entity *>(arg)->failures_.push_back({ep, status});
     return UCS_OK;
 }
 
@@ -147,7 +145,7 @@ std::vector<sysv_segment> sysv_segments_of(const std::set<pid_t> &pids)
     std::vector<sysv_segment> found;
     std::ifstream in("/proc/sysvipc/shm");
     std::string line;
-    std::getline(in, line);     /* header */
+    std::getline(in, line); /* header */
     while (std::getline(in, line)) {
         std::istringstream fields(line);
         long long key, size;

@@ -46,7 +46,7 @@ public:
 
     /* What the error handler saw. */
     struct failure {
-        uct::ep      *ep;
+        uct::ep *ep;
         ucs_status_t status;
     };
     const std::vector<failure> &failures() const { return failures_; }
@@ -54,13 +54,13 @@ public:
 private:
     static ucs_status_t on_error(void *arg, uct::ep *ep, ucs_status_t status);
 
-    std::string                  error_;
+    std::string error_;
     std::unique_ptr<uct::worker> worker_;
-    uct::component               *component_ = nullptr;
-    uct::md                      *md_ = nullptr;
-    uct::iface                   *iface_ = nullptr;
-    std::vector<uct::ep*>        eps_;
-    std::vector<failure>         failures_;
+    uct::component *component_ = nullptr;
+    uct::md *md_               = nullptr;
+    uct::iface *iface_         = nullptr;
+    std::vector<uct::ep *> eps_;
+    std::vector<failure> failures_;
 };
 
 /*
@@ -75,9 +75,9 @@ std::vector<std::string> posix_segment_links();
 
 /* sysv segments (shmid -> mode) created by any of `pids`. */
 struct sysv_segment {
-    int      shmid;
-    unsigned mode;        /* includes SHM_DEST (01000) once removed */
-    pid_t    cpid;
+    int shmid;
+    unsigned mode; /* includes SHM_DEST (01000) once removed */
+    pid_t cpid;
 };
 std::vector<sysv_segment> sysv_segments_of(const std::set<pid_t> &pids);
 
@@ -85,7 +85,13 @@ std::vector<sysv_segment> sysv_segments_of(const std::set<pid_t> &pids);
 
 /* One test body, run as "posix: ..." tagged [posix] and "sysv: ..." [sysv]. */
 #define MM_TEST_CASE(_name, _body_fn) \
-    TEST_CASE("posix: " _name, "[posix]") { _body_fn("posix"); } \
-    TEST_CASE("sysv: " _name, "[sysv]") { _body_fn("sysv"); }
+    TEST_CASE("posix: " _name, "[posix]") \
+    { \
+        _body_fn("posix"); \
+    } \
+    TEST_CASE("sysv: " _name, "[sysv]") \
+    { \
+        _body_fn("sysv"); \
+    }
 
 #endif

@@ -31,8 +31,8 @@ bool have_rc_verbs()
 {
     test::uct_entity probe("rc_verbs");
     if (!probe.ok()) {
-        WARN("rc_verbs: skipped: no verbs device here (" << probe.error()
-             << "); meson test rc_verbs runs these on the emulated device");
+        WARN("rc_verbs: skipped: no verbs device here ("
+             << probe.error() << "); meson test rc_verbs runs these on the emulated device");
         return false;
     }
     return true;
@@ -40,21 +40,21 @@ bool have_rc_verbs()
 
 /* What an ep's error handler heard. */
 struct error_log {
-    std::vector<std::pair<uct::ep*, ucs_status_t>> reports;
+    std::vector<std::pair<uct::ep *, ucs_status_t>> reports;
 
     static ucs_status_t on_error(void *arg, uct::ep *ep, ucs_status_t status)
     {
-        static_cast<error_log*>(arg)->reports.emplace_back(ep, status);
+        static_cast<error_log *>(arg)->reports.emplace_back(ep, status);
         return UCS_OK;
     }
 };
 
 /* Two eps of one iface connected to each other (RC loopback, as on a real port). */
 struct loopback {
-    error_log        errors;
+    error_log errors;
     test::uct_entity entity{"rc_verbs", "", 0, "", error_log::on_error, &errors};
-    uct::ep          *a = nullptr;
-    uct::ep          *b = nullptr;
+    uct::ep *a = nullptr;
+    uct::ep *b = nullptr;
 
     loopback()
     {
@@ -69,10 +69,7 @@ struct loopback {
         delete b;
     }
 
-    std::vector<uint8_t> device_address() const
-    {
-        return entity.addresses().device;
-    }
+    std::vector<uint8_t> device_address() const { return entity.addresses().device; }
 
     static std::vector<uint8_t> ep_address(const test::uct_entity &e, uct::ep *ep)
     {
@@ -109,8 +106,8 @@ struct am_counter {
 
     static ucs_status_t on_am(void *arg, void *data, size_t length, unsigned)
     {
-        auto *p = static_cast<const uint8_t*>(data);
-        static_cast<am_counter*>(arg)->messages.emplace_back(p, p + length);
+        auto *p = static_cast<const uint8_t *>(data);
+        static_cast<am_counter *>(arg)->messages.emplace_back(p, p + length);
         return UCS_OK;
     }
 };
@@ -130,11 +127,11 @@ TEST_CASE("UCX_RC_VERBS_* variables configure the rc_verbs iface", "[rc_verbs]")
     {
         test::uct_entity e("rc_verbs");
         REQUIRE(e.ok());
-        CHECK(e.attr().am.max_short == 127);      /* the AM id byte rides inline too */
+        CHECK(e.attr().am.max_short == 127); /* the AM id byte rides inline too */
         CHECK(e.attr().put.max_short == 128);
         CHECK(e.attr().am.max_bcopy == 4095);
         CHECK(e.attr().put.max_bcopy == 4096);
-        CHECK(e.attr().am.max_iov == 2);          /* one entry carries the header */
+        CHECK(e.attr().am.max_iov == 2); /* one entry carries the header */
         CHECK(e.attr().put.max_iov == 3);
     }
     env.set("UCX_MPI_RC_VERBS_SEG_SIZE", "2048");
@@ -163,8 +160,8 @@ TEST_CASE("rc_verbs connects a QP once, to a well-formed peer address", "[rc_ver
         return;
     }
     loopback l;
-    const auto dev = l.device_address();
-    const auto eb  = loopback::ep_address(l.entity, l.b);
+    const auto dev        = l.device_address();
+    const auto eb         = loopback::ep_address(l.entity, l.b);
     const uint64_t header = 7;
 
     /* Unconnected: nothing goes out. */
@@ -214,16 +211,16 @@ TEST_CASE("rc_verbs: a range outside the key is refused, a dead key fails the ep
     uct::rkey_bundle rkey;
     REQUIRE(l.entity.component().rkey_unpack(packed.data(), packed.size(), &rkey) == UCS_OK);
 
-    const uint64_t base = uint64_t(uintptr_t(region.data()));
+    const uint64_t base  = uint64_t(uintptr_t(region.data()));
     const uint64_t value = 0x1122334455667788ull;
-    auto flush = [&] {
+    auto flush           = [&] {
         test::counted_comp flushed;
         ucs_status_t status = l.a->flush(0, &flushed);
         if (status != UCS_INPROGRESS) {
             return status;
         }
-        return l.progress_until([&] { return flushed.fired == 1; }) ? flushed.last
-                                                                      : UCS_ERR_TIMED_OUT;
+        return l.progress_until([&] { return flushed.fired == 1; }) ? flushed.last :
+                                                                                UCS_ERR_TIMED_OUT;
     };
 
     /* One byte past the key's range: refused here, before the device would
@@ -232,8 +229,8 @@ TEST_CASE("rc_verbs: a range outside the key is refused, a dead key fails the ep
     test::counted_comp refused;
     CHECK(l.a->put_short(&value, sizeof(value), base + region.size() - 7, rkey.rkey) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(l.a->atomic_fetch(uct::atomic_op::ADD, 8, 1, 0, &result, base - 8, rkey.rkey,
-                            &refused) == UCS_ERR_INVALID_PARAM);
+    CHECK(l.a->atomic_fetch(uct::atomic_op::ADD, 8, 1, 0, &result, base - 8, rkey.rkey, &refused) ==
+          UCS_ERR_INVALID_PARAM);
     REQUIRE(l.a->put_short(&value, sizeof(value), base + 8, rkey.rkey) == UCS_OK);
     CHECK(flush() == UCS_OK);
     CHECK(std::memcmp(region.data() + 8, &value, sizeof(value)) == 0);
@@ -245,8 +242,8 @@ TEST_CASE("rc_verbs: a range outside the key is refused, a dead key fails the ep
     REQUIRE(l.entity.md().mem_dereg(memh) == UCS_OK);
     test::counted_comp fetched;
     REQUIRE(l.a->put_short(&value, sizeof(value), base + 16, rkey.rkey) == UCS_OK);
-    CHECK(l.a->atomic_fetch(uct::atomic_op::ADD, 8, 1, 0, &result, base, rkey.rkey,
-                            &fetched) == UCS_INPROGRESS);
+    CHECK(l.a->atomic_fetch(uct::atomic_op::ADD, 8, 1, 0, &result, base, rkey.rkey, &fetched) ==
+          UCS_INPROGRESS);
     REQUIRE(l.progress_until([&] { return !l.errors.reports.empty(); }));
     CHECK(l.errors.reports.size() == 1);
     CHECK(l.errors.reports[0].first == l.a);
@@ -290,12 +287,11 @@ TEST_CASE("rc_verbs never overruns a small send CQ, also after a QP failed", "[r
     REQUIRE(l.entity.component().rkey_unpack(packed.data(), packed.size(), &rkey) == UCS_OK);
     REQUIRE(l.entity.md().mem_dereg(memh) == UCS_OK);
     const uint64_t base = uint64_t(uintptr_t(region.data()));
-    unsigned posted = 0;
+    unsigned posted     = 0;
     for (; posted < 20; ++posted) {
         const uint64_t value = posted;
-        if (l.a->put_short(&value, sizeof(value), base + 8 * (posted % 8), rkey.rkey) !=
-            UCS_OK) {
-            break;      /* the CQ's 4 entries are taken */
+        if (l.a->put_short(&value, sizeof(value), base + 8 * (posted % 8), rkey.rkey) != UCS_OK) {
+            break; /* the CQ's 4 entries are taken */
         }
     }
     CHECK(posted >= 2);
@@ -338,7 +334,8 @@ TEST_CASE("rc_verbs never overruns a small send CQ, also after a QP failed", "[r
 }
 
 TEST_CASE("rc_verbs: an ep waiting for send CQ entries gets those another ep's "
-          "unsignaled requests hold", "[rc_verbs]")
+          "unsignaled requests hold",
+          "[rc_verbs]")
 {
     if (!have_rc_verbs()) {
         return;
@@ -362,15 +359,15 @@ TEST_CASE("rc_verbs: an ep waiting for send CQ entries gets those another ep's "
 
     /* b queues; nothing more is sent on a, yet b's request goes out. */
     struct retry_req : uct::pending_req {
-        uct::ep             *ep;
+        uct::ep *ep;
         std::vector<uint8_t> *header;
-        test::counted_comp  *comp;
-        bool                sent = false;
+        test::counted_comp *comp;
+        bool sent = false;
     } req;
     req.func = [](uct::pending_req *self) {
-        auto *r = static_cast<retry_req*>(self);
+        auto *r             = static_cast<retry_req *>(self);
         ucs_status_t status = r->ep->am_zcopy(6, r->header->data(), 8, nullptr, 0, 0, r->comp);
-        r->sent = (status == UCS_INPROGRESS);
+        r->sent             = (status == UCS_INPROGRESS);
         return (status == UCS_ERR_NO_RESOURCE) ? status : UCS_OK;
     };
     req.ep     = l.b;

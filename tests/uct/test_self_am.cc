@@ -41,17 +41,17 @@ std::vector<uint8_t> pattern(size_t length, unsigned seed)
 struct recorder {
     struct message {
         std::vector<uint8_t> bytes;
-        unsigned             flags;
-        void                 *data;
+        unsigned flags;
+        void *data;
     };
     std::vector<message> messages;
-    bool                 keep = false;
-    std::vector<void*>   kept;
+    bool keep = false;
+    std::vector<void *> kept;
 
     static ucs_status_t handler(void *arg, void *data, size_t length, unsigned flags)
     {
-        auto *self = static_cast<recorder*>(arg);
-        auto *bytes = static_cast<uint8_t*>(data);
+        auto *self  = static_cast<recorder *>(arg);
+        auto *bytes = static_cast<uint8_t *>(data);
         self->messages.push_back({std::vector<uint8_t>(bytes, bytes + length), flags, data});
         if (self->keep && (flags & uct::am_cb_flag::DESC)) {
             self->kept.push_back(data);
@@ -63,13 +63,13 @@ struct recorder {
 
 struct pack_args {
     const std::vector<uint8_t> *data;
-    size_t                     claim;   /* length reported, normally data->size() */
+    size_t claim; /* length reported, normally data->size() */
 };
 
 size_t pack_vector(void *dest, void *arg)
 {
-    auto *a = static_cast<pack_args*>(arg);
-    if (!a->data->empty()) {   /* an empty vector's data() may be null */
+    auto *a = static_cast<pack_args *>(arg);
+    if (!a->data->empty()) { /* an empty vector's data() may be null */
         std::memcpy(dest, a->data->data(), a->data->size());
     }
     return a->claim;
@@ -77,7 +77,7 @@ size_t pack_vector(void *dest, void *arg)
 
 struct self_setup {
     test::uct_entity entity;
-    uct::ep          *ep;
+    uct::ep *ep;
 
     explicit self_setup(size_t rx_headroom = 0) : entity("self", "", rx_headroom)
     {
@@ -102,7 +102,7 @@ public:
     log_capture()
     {
         char name[] = "/tmp/test_self_log_XXXXXX";
-        int fd = mkstemp(name);
+        int fd      = mkstemp(name);
         REQUIRE(fd >= 0);
         close(fd);
         path_ = name;
@@ -138,18 +138,17 @@ TEST_CASE("self am_short at boundary sizes", "[self]")
     for (size_t length : {size_t(0), size_t(1), size_t(8), max - 1, max}) {
         INFO("length " << length);
         rec.messages.clear();
-        auto payload = pattern(length, unsigned(length));
+        auto payload    = pattern(length, unsigned(length));
         uint64_t header = 0x1122334455667788ull ^ length;
         REQUIRE(s.ep->am_short(AM_ID, header, payload.data(), unsigned(length)) == UCS_OK);
-        REQUIRE(rec.messages.size() == 1);     /* delivered inside the call */
+        REQUIRE(rec.messages.size() == 1); /* delivered inside the call */
         CHECK(rec.messages[0].bytes == short_message(header, payload));
         CHECK((rec.messages[0].flags & uct::am_cb_flag::DESC) != 0);
     }
 
     rec.messages.clear();
     auto too_long = pattern(max + 1, 1);
-    CHECK(s.ep->am_short(AM_ID, 0, too_long.data(), unsigned(max + 1)) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(s.ep->am_short(AM_ID, 0, too_long.data(), unsigned(max + 1)) == UCS_ERR_INVALID_PARAM);
     CHECK(s.ep->am_short(uct::AM_ID_MAX, 0, too_long.data(), 1) == UCS_ERR_INVALID_PARAM);
     CHECK(rec.messages.empty());
 }
@@ -162,8 +161,8 @@ TEST_CASE("self am_short_iov delivers the entries back to back", "[self]")
     const size_t max = s.entity.attr().am.max_short;
 
     /* Split points inside and across the 8-byte header word. */
-    for (std::vector<size_t> pieces : {std::vector<size_t>{8}, {3, 5}, {1, 7, 0, 40},
-                                       {100, max - 100}}) {
+    for (std::vector<size_t> pieces :
+         {std::vector<size_t>{8}, {3, 5}, {1, 7, 0, 40}, {100, max - 100}}) {
         size_t total = std::accumulate(pieces.begin(), pieces.end(), size_t(0));
         INFO("total " << total << " in " << pieces.size() << " entries");
         auto bytes = pattern(total, unsigned(total));
@@ -229,17 +228,17 @@ TEST_CASE("self am_zcopy at boundary sizes, header plus iovs", "[self]")
     REQUIRE(max == 8192);
     REQUIRE(max_hdr > 0);
 
-    auto header = pattern(max_hdr + 1, 9);
+    auto header  = pattern(max_hdr + 1, 9);
     auto payload = pattern(max + 1, 11);
-    auto zcopy = [&](size_t hdr_len, std::vector<size_t> pieces) {
+    auto zcopy   = [&](size_t hdr_len, std::vector<size_t> pieces) {
         std::vector<uct::iov> iovs;
         size_t at = 0;
         for (size_t len : pieces) {
             iovs.push_back({payload.data() + at, len, uct::MEM_HANDLE_NULL});
             at += len;
         }
-        return s.ep->am_zcopy(AM_ID, header.data(), unsigned(hdr_len), iovs.data(),
-                              iovs.size(), 0, nullptr);
+        return s.ep->am_zcopy(AM_ID, header.data(), unsigned(hdr_len), iovs.data(), iovs.size(), 0,
+                                nullptr);
     };
     auto expected = [&](size_t hdr_len, size_t total) {
         std::vector<uint8_t> e(header.begin(), header.begin() + hdr_len);
@@ -248,11 +247,15 @@ TEST_CASE("self am_zcopy at boundary sizes, header plus iovs", "[self]")
     };
 
     struct layout {
-        size_t              hdr;
+        size_t hdr;
         std::vector<size_t> pieces;
     };
     const layout cases[] = {
-        {0, {1, 2}}, {8, {}}, {8, {1}}, {max_hdr, {max}}, {max_hdr, {max - 100, 0, 100}},
+        {0, {1, 2}},
+        {8, {}},
+        {8, {1}},
+        {max_hdr, {max}},
+        {max_hdr, {max - 100, 0, 100}},
         {16, {1, 1000, 3, 4000}},
     };
     for (const auto &c : cases) {
@@ -300,15 +303,15 @@ TEST_CASE("self DESC buffers can be kept, written in the headroom, and released"
 
     /* The headroom before each kept buffer is ours to write. */
     for (void *data : rec.kept) {
-        std::memset(static_cast<uint8_t*>(data) - headroom, 0xab, headroom);
+        std::memset(static_cast<uint8_t *>(data) - headroom, 0xab, headroom);
     }
     for (size_t i = 0; i < count; ++i) {
-        auto *data = static_cast<uint8_t*>(rec.kept[i]);
+        auto *data = static_cast<uint8_t *>(rec.kept[i]);
         INFO("message " << i);
         REQUIRE(std::equal(data, data + length, pattern(length, unsigned(i)).begin()));
         CHECK(reinterpret_cast<uintptr_t>(data) % 16 == 0);
     }
-    CHECK(std::set<void*>(rec.kept.begin(), rec.kept.end()).size() == count);
+    CHECK(std::set<void *>(rec.kept.begin(), rec.kept.end()).size() == count);
 
     /* Released buffers are reused by later messages. */
     void *last_released = rec.kept.back();
@@ -316,7 +319,7 @@ TEST_CASE("self DESC buffers can be kept, written in the headroom, and released"
         s.entity.iface().release_am_desc(data);
     }
     rec.kept.clear();
-    rec.keep = false;
+    rec.keep     = false;
     auto payload = pattern(10, 1);
     pack_args args{&payload, payload.size()};
     REQUIRE(s.ep->am_bcopy(AM_ID, pack_vector, &args, 0) == 10);
@@ -331,20 +334,20 @@ namespace {
  * deep self handlers nest.
  */
 struct chatter {
-    uct::ep              *ep = nullptr;
-    uct::iface           *iface = nullptr;
-    uint64_t             last = 0;
-    unsigned             fanout = 0;
-    int                  depth = 0;
-    int                  max_depth = 0;
+    uct::ep *ep       = nullptr;
+    uct::iface *iface = nullptr;
+    uint64_t last     = 0;
+    unsigned fanout   = 0;
+    int depth         = 0;
+    int max_depth     = 0;
     std::vector<uint64_t> seen;
-    std::vector<uint64_t> refused;       /* sends that got NO_RESOURCE */
-    ucs_status_t         inner_flush = UCS_OK;
-    unsigned             inner_progress = 0;
+    std::vector<uint64_t> refused; /* sends that got NO_RESOURCE */
+    ucs_status_t inner_flush = UCS_OK;
+    unsigned inner_progress  = 0;
 
     static ucs_status_t handler(void *arg, void *data, size_t, unsigned)
     {
-        auto *c = static_cast<chatter*>(arg);
+        auto *c = static_cast<chatter *>(arg);
         ++c->depth;
         c->max_depth = std::max(c->max_depth, c->depth);
         uint64_t n;
@@ -361,7 +364,7 @@ struct chatter {
                 c->refused.push_back(id);
             }
         }
-        c->fanout = 0;
+        c->fanout         = 0;
         c->inner_flush    = c->ep->flush(0, nullptr);
         c->inner_progress = c->iface->progress();
         --c->depth;
@@ -382,9 +385,9 @@ TEST_CASE("self handlers that send from inside a handler never recurse", "[self]
     SECTION("a reply chain much longer than the queue") {
         c.last = 5000;
         REQUIRE(s.ep->am_short(AM_ID, 0, nullptr, 0) == UCS_OK);
-        CHECK(c.seen.size() == 1);                  /* the first, synchronously */
-        CHECK(c.inner_flush == UCS_ERR_NO_RESOURCE);  /* reply queued, not deliverable */
-        CHECK(c.inner_progress == 0);               /* progress does not nest */
+        CHECK(c.seen.size() == 1);                   /* the first, synchronously */
+        CHECK(c.inner_flush == UCS_ERR_NO_RESOURCE); /* reply queued, not deliverable */
+        CHECK(c.inner_progress == 0);                /* progress does not nest */
         REQUIRE(test::poll_until([&] { return c.seen.size() == 5001; },
                                  [&] { s.entity.progress(); }));
         CHECK(c.max_depth == 1);
@@ -397,16 +400,16 @@ TEST_CASE("self handlers that send from inside a handler never recurse", "[self]
 
     SECTION("a burst larger than the queue gets NO_RESOURCE, then pending") {
         const unsigned queue_len = uct::self::default_self_config().nested_queue_len;
-        c.fanout = queue_len + 10;
+        c.fanout                 = queue_len + 10;
         REQUIRE(s.ep->am_short(AM_ID, 7, nullptr, 0) == UCS_OK);
         REQUIRE(c.refused.size() == 10);
         CHECK(c.refused.front() == 1000000 + queue_len);
 
         /* The refused ones go through the pending queue. */
         struct resend : uct::pending_req {
-            uct::ep  *ep;
+            uct::ep *ep;
             uint64_t id;
-            int      *sent;
+            int *sent;
         };
         int sent = 0;
         std::vector<resend> reqs(c.refused.size());
@@ -415,7 +418,7 @@ TEST_CASE("self handlers that send from inside a handler never recurse", "[self]
             reqs[i].id   = c.refused[i];
             reqs[i].sent = &sent;
             reqs[i].func = [](uct::pending_req *self) {
-                auto *r = static_cast<resend*>(self);
+                auto *r             = static_cast<resend *>(self);
                 ucs_status_t status = r->ep->am_short(AM_ID, r->id, nullptr, 0);
                 if (status == UCS_OK) {
                     ++*r->sent;
@@ -434,7 +437,7 @@ TEST_CASE("self handlers that send from inside a handler never recurse", "[self]
         }
         /* Idle again: pending_add says "just send". */
         uct::pending_req idle_req{};
-        idle_req.func = [](uct::pending_req*) { return UCS_OK; };
+        idle_req.func = [](uct::pending_req *) { return UCS_OK; };
         CHECK(s.ep->pending_add(&idle_req, 0) == UCS_ERR_BUSY);
     }
 
@@ -462,27 +465,31 @@ TEST_CASE("self pending queue: purge per endpoint", "[self]")
     c.iface  = &s.entity.iface();
     c.fanout = uct::self::default_self_config().nested_queue_len;
     REQUIRE(s.entity.iface().set_am_handler(AM_ID, chatter::handler, &c, 0) == UCS_OK);
-    REQUIRE(s.ep->am_short(AM_ID, 0, nullptr, 0) == UCS_OK);   /* fills the queue */
+    REQUIRE(s.ep->am_short(AM_ID, 0, nullptr, 0) == UCS_OK); /* fills the queue */
     REQUIRE(c.refused.empty());
     /* From outside a handler too: the queue is full, order must be kept. */
     CHECK(s.ep->am_short(AM_ID, 1, nullptr, 0) == UCS_ERR_NO_RESOURCE);
 
     uct::pending_req a{}, b{}, d{};
-    a.func = b.func = d.func = [](uct::pending_req*) { return UCS_OK; };
+    a.func = b.func = d.func = [](uct::pending_req *) { return UCS_OK; };
     REQUIRE(s.ep->pending_add(&a, 0) == UCS_OK);
     REQUIRE(other->pending_add(&b, 0) == UCS_OK);
     REQUIRE(s.ep->pending_add(&d, 0) == UCS_OK);
 
-    std::vector<uct::pending_req*> purged;
-    s.ep->pending_purge([](uct::pending_req *req, void *arg) {
-        static_cast<std::vector<uct::pending_req*>*>(arg)->push_back(req);
-    }, &purged);
-    CHECK(purged == std::vector<uct::pending_req*>{&a, &d});
+    std::vector<uct::pending_req *> purged;
+    s.ep->pending_purge(
+        [](uct::pending_req *req, void *arg) {
+        static_cast<std::vector<uct::pending_req *> *>(arg)->push_back(req);
+        },
+        &purged);
+    CHECK(purged == std::vector<uct::pending_req *>{&a, &d});
     purged.clear();
-    other->pending_purge([](uct::pending_req *req, void *arg) {
-        static_cast<std::vector<uct::pending_req*>*>(arg)->push_back(req);
-    }, &purged);
-    CHECK(purged == std::vector<uct::pending_req*>{&b});
+    other->pending_purge(
+        [](uct::pending_req *req, void *arg) {
+        static_cast<std::vector<uct::pending_req *> *>(arg)->push_back(req);
+        },
+        &purged);
+    CHECK(purged == std::vector<uct::pending_req *>{&b});
 
     s.entity.progress();
     CHECK(s.entity.iface().flush(0, nullptr) == UCS_OK);

@@ -18,20 +18,19 @@ namespace {
 
 /* A registered region and its unpacked key. */
 struct keyed_region {
-    test::uct_entity     &entity;
-    std::vector<uint8_t> memory;      /* guard + region + guard */
-    size_t               guard;
-    uct::mem_h           memh = nullptr;
-    uct::rkey_bundle     rkey;
+    test::uct_entity &entity;
+    std::vector<uint8_t> memory; /* guard + region + guard */
+    size_t guard;
+    uct::mem_h memh = nullptr;
+    uct::rkey_bundle rkey;
 
-    keyed_region(test::uct_entity &e, size_t length, size_t guard_bytes = 64)
-        : entity(e), memory(length + 2 * guard_bytes, 0xee), guard(guard_bytes)
+    keyed_region(test::uct_entity &e, size_t length, size_t guard_bytes = 64) :
+        entity(e), memory(length + 2 * guard_bytes, 0xee), guard(guard_bytes)
     {
         REQUIRE(entity.md().mem_reg(region(), length, 0, &memh) == UCS_OK);
         std::vector<uint8_t> packed(entity.md().attr().rkey_packed_size);
         REQUIRE(entity.md().mkey_pack(memh, packed.data()) == UCS_OK);
-        REQUIRE(entity.component().rkey_unpack(packed.data(), packed.size(), &rkey) ==
-                UCS_OK);
+        REQUIRE(entity.component().rkey_unpack(packed.data(), packed.size(), &rkey) == UCS_OK);
     }
 
     ~keyed_region()
@@ -66,26 +65,26 @@ std::vector<uint8_t> pattern(size_t length, unsigned seed)
 
 struct pack_args {
     const uint8_t *data;
-    size_t        length;
+    size_t length;
 };
 
 size_t pack_bytes(void *dest, void *arg)
 {
-    auto *a = static_cast<pack_args*>(arg);
+    auto *a = static_cast<pack_args *>(arg);
     std::memcpy(dest, a->data, a->length);
     return a->length;
 }
 
 void unpack_bytes(void *arg, const void *data, size_t length)
 {
-    auto *out = static_cast<std::vector<uint8_t>*>(arg);
-    auto *bytes = static_cast<const uint8_t*>(data);
+    auto *out   = static_cast<std::vector<uint8_t> *>(arg);
+    auto *bytes = static_cast<const uint8_t *>(data);
     out->assign(bytes, bytes + length);
 }
 
 struct self_setup {
     test::uct_entity entity{"self"};
-    uct::ep          *ep = nullptr;
+    uct::ep *ep = nullptr;
 
     self_setup()
     {
@@ -110,12 +109,11 @@ TEST_CASE("self resources, attributes and addresses", "[self]")
     CHECK(tls[0].type == uct::device_type::SELF);
 
     const uct::iface_attr &attr = s.entity.attr();
-    for (uint64_t flag : {uct::iface_flag::AM_SHORT, uct::iface_flag::AM_BCOPY,
-                          uct::iface_flag::AM_ZCOPY, uct::iface_flag::PUT_SHORT,
-                          uct::iface_flag::PUT_BCOPY, uct::iface_flag::PUT_ZCOPY,
-                          uct::iface_flag::GET_BCOPY, uct::iface_flag::GET_ZCOPY,
-                          uct::iface_flag::ATOMIC_CPU, uct::iface_flag::PENDING,
-                          uct::iface_flag::CONNECT_TO_IFACE}) {
+    for (uint64_t flag :
+         {uct::iface_flag::AM_SHORT, uct::iface_flag::AM_BCOPY, uct::iface_flag::AM_ZCOPY,
+          uct::iface_flag::PUT_SHORT, uct::iface_flag::PUT_BCOPY, uct::iface_flag::PUT_ZCOPY,
+          uct::iface_flag::GET_BCOPY, uct::iface_flag::GET_ZCOPY, uct::iface_flag::ATOMIC_CPU,
+          uct::iface_flag::PENDING, uct::iface_flag::CONNECT_TO_IFACE}) {
         CHECK((attr.flags & flag) != 0);
     }
     CHECK(attr.am.max_bcopy == uct::self::default_self_config().seg_size);
@@ -124,15 +122,15 @@ TEST_CASE("self resources, attributes and addresses", "[self]")
 
     /* Only this iface of this process is reachable. */
     test::uct_addresses own = s.entity.addresses();
-    auto reachable = [&](const test::uct_addresses &a) {
-        return s.entity.iface().is_reachable(a.device.data(), a.device.size(),
-                                             a.iface.data(), a.iface.size());
+    auto reachable          = [&](const test::uct_addresses &a) {
+        return s.entity.iface().is_reachable(a.device.data(), a.device.size(), a.iface.data(),
+                                                      a.iface.size());
     };
     CHECK(reachable(own));
     test::uct_entity other("self");
     REQUIRE(other.ok());
     CHECK_FALSE(reachable(other.addresses()));
-    uct::ep *ep = nullptr;
+    uct::ep *ep                = nullptr;
     test::uct_addresses theirs = other.addresses();
     CHECK(s.entity.iface().ep_create_connected(theirs.device.data(), theirs.device.size(),
                                                theirs.iface.data(), theirs.iface.size(),
@@ -213,8 +211,7 @@ TEST_CASE("self put and get: short, bcopy and zcopy within the key", "[self]")
             REQUIRE(s.ep->put_short(data.data(), unsigned(length), r.addr(), key) == UCS_OK);
             CHECK(std::equal(data.begin(), data.end(), r.region()));
             std::vector<uint8_t> got;
-            REQUIRE(s.ep->get_bcopy(unpack_bytes, &got, length, r.addr(), key, nullptr) ==
-                    UCS_OK);
+            REQUIRE(s.ep->get_bcopy(unpack_bytes, &got, length, r.addr(), key, nullptr) == UCS_OK);
             CHECK(got == data);
         }
         auto data = pattern(16, 2);
@@ -231,11 +228,10 @@ TEST_CASE("self put and get: short, bcopy and zcopy within the key", "[self]")
         const size_t max = s.entity.attr().put.max_bcopy;
         for (size_t offset : {size_t(0), r.length() - max, r.length() - 100}) {
             size_t length = std::min(max, r.length() - offset);
-            auto data = pattern(length, unsigned(offset));
+            auto data     = pattern(length, unsigned(offset));
             pack_args args{data.data(), length};
             INFO("offset " << offset);
-            REQUIRE(s.ep->put_bcopy(pack_bytes, &args, r.addr(offset), key) ==
-                    ssize_t(length));
+            REQUIRE(s.ep->put_bcopy(pack_bytes, &args, r.addr(offset), key) == ssize_t(length));
             CHECK(std::equal(data.begin(), data.end(), r.region() + offset));
         }
         /* A pack that ends past the region is refused and writes nothing there. */
@@ -249,7 +245,7 @@ TEST_CASE("self put and get: short, bcopy and zcopy within the key", "[self]")
     }
 
     SECTION("zcopy with several iovs") {
-        auto data = pattern(30000, 4);
+        auto data                  = pattern(30000, 4);
         std::vector<uct::iov> iovs = {{data.data(), 1, nullptr},
                                       {data.data() + 1, 0, nullptr},
                                       {data.data() + 1, 9999, nullptr},
@@ -274,16 +270,14 @@ TEST_CASE("self put and get: short, bcopy and zcopy within the key", "[self]")
     }
 
     SECTION("keys of another process or another transport are refused") {
-        uct::self::remote_region forged{uct::self::REMOTE_REGION_MAGIC, r.addr(),
-                                        r.length(), getpid() + 1};
+        uct::self::remote_region forged{uct::self::REMOTE_REGION_MAGIC, r.addr(), r.length(),
+                                        getpid() + 1};
         auto data = pattern(8, 5);
-        CHECK(s.ep->put_short(data.data(), 8, r.addr(),
-                              reinterpret_cast<uct::rkey_t>(&forged)) ==
+        CHECK(s.ep->put_short(data.data(), 8, r.addr(), reinterpret_cast<uct::rkey_t>(&forged)) ==
               UCS_ERR_INVALID_PARAM);
         forged.pid   = getpid();
         forged.magic = 0x1234;
-        CHECK(s.ep->put_short(data.data(), 8, r.addr(),
-                              reinterpret_cast<uct::rkey_t>(&forged)) ==
+        CHECK(s.ep->put_short(data.data(), 8, r.addr(), reinterpret_cast<uct::rkey_t>(&forged)) ==
               UCS_ERR_INVALID_PARAM);
         CHECK(r.guards_intact());
     }
@@ -301,32 +295,38 @@ template <typename T>
 T apply(uct::atomic_op op, T old, T value, T compare)
 {
     switch (op) {
-    case uct::atomic_op::ADD:   return T(old + value);
-    case uct::atomic_op::AND:   return T(old & value);
-    case uct::atomic_op::OR:    return T(old | value);
-    case uct::atomic_op::XOR:   return T(old ^ value);
-    case uct::atomic_op::SWAP:  return value;
-    case uct::atomic_op::CSWAP: return (old == compare) ? value : old;
-    default:                    return old;
+    case uct::atomic_op::ADD:
+        return T(old + value);
+    case uct::atomic_op::AND:
+        return T(old & value);
+    case uct::atomic_op::OR:
+        return T(old | value);
+    case uct::atomic_op::XOR:
+        return T(old ^ value);
+    case uct::atomic_op::SWAP:
+        return value;
+    case uct::atomic_op::CSWAP:
+        return (old == compare) ? value : old;
+    default:
+        return old;
     }
 }
 
 template <typename T>
 void check_atomics(uct::ep *ep, keyed_region &r)
 {
-    const uct::atomic_op ops[] = {uct::atomic_op::ADD, uct::atomic_op::AND,
-                                  uct::atomic_op::OR, uct::atomic_op::XOR,
-                                  uct::atomic_op::SWAP, uct::atomic_op::CSWAP};
+    const uct::atomic_op ops[] = {uct::atomic_op::ADD, uct::atomic_op::AND,  uct::atomic_op::OR,
+                                  uct::atomic_op::XOR, uct::atomic_op::SWAP, uct::atomic_op::CSWAP};
     std::mt19937_64 rng(sizeof(T));
-    const uint64_t target = r.addr(64);     /* aligned for both sizes */
-    T *cell = reinterpret_cast<T*>(target);
-    T *neighbour = cell + 1;
+    const uint64_t target = r.addr(64); /* aligned for both sizes */
+    T *cell               = reinterpret_cast<T *>(target);
+    T *neighbour          = cell + 1;
 
     for (auto op : ops) {
         for (int iter = 0; iter < 50; ++iter) {
             T old = T(rng()), value = T(rng());
             /* Half of the cswaps must match to exercise the swap. */
-            T compare = (iter % 2) ? old : T(rng());
+            T compare  = (iter % 2) ? old : T(rng());
             *neighbour = T(0x5a5a5a5a5a5a5a5aull);
             INFO("op " << int(op) << " size " << sizeof(T) << " iter " << iter);
 
@@ -340,10 +340,10 @@ void check_atomics(uct::ep *ep, keyed_region &r)
                       UCS_ERR_UNSUPPORTED);
             }
 
-            *cell = old;
+            *cell    = old;
             T result = T(~old);
-            REQUIRE(ep->atomic_fetch(op, sizeof(T), value, compare, &result, target,
-                                     r.rkey.rkey, nullptr) == UCS_OK);
+            REQUIRE(ep->atomic_fetch(op, sizeof(T), value, compare, &result, target, r.rkey.rkey,
+                                     nullptr) == UCS_OK);
             CHECK(result == old);
             CHECK(*cell == apply<T>(op, old, value, compare));
             CHECK(*neighbour == T(0x5a5a5a5a5a5a5a5aull));

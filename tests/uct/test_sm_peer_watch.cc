@@ -58,12 +58,11 @@ TEST_CASE("peer_process: live, dead and reused pids", "[sm]")
         CHECK(self.alive());
         CHECK((self.pidfd() >= 0) == (use_pidfd && have_pidfd()));
         CHECK(self.verify_start_time(ucs::sys::self_start_time()) == UCS_OK);
-        CHECK(self.verify_start_time(0) == UCS_OK);       /* unknown: not held against it */
+        CHECK(self.verify_start_time(0) == UCS_OK); /* unknown: not held against it */
         /* Our pid with another start time: the address named a process
          * that is gone, whose pid we now have. */
-        CHECK(self.verify_start_time(ucs::sys::self_start_time() + 1) ==
-              UCS_ERR_UNREACHABLE);
-        CHECK(self.open(getpid(), use_pidfd) == UCS_ERR_INVALID_PARAM);   /* twice */
+        CHECK(self.verify_start_time(ucs::sys::self_start_time() + 1) == UCS_ERR_UNREACHABLE);
+        CHECK(self.open(getpid(), use_pidfd) == UCS_ERR_INVALID_PARAM); /* twice */
 
         uct::sm::peer_process bad;
         CHECK(bad.open(0, use_pidfd) == UCS_ERR_INVALID_PARAM);
@@ -83,7 +82,7 @@ TEST_CASE("peer_process: live, dead and reused pids", "[sm]")
         CHECK(zombie.alive());
         child.kill(SIGKILL);
         wait_zombie(child.pid());
-        CHECK_FALSE(zombie.alive());        /* not reaped, but runs no more */
+        CHECK_FALSE(zombie.alive()); /* not reaped, but runs no more */
         CHECK(child.wait() == 128 + SIGKILL);
         CHECK_FALSE(zombie.alive());
     }
@@ -110,7 +109,7 @@ TEST_CASE("peer_watch reports each dead peer once, and only watched ones", "[sm]
         REQUIRE(watch.add(pc, &owner_c) == UCS_OK);
         CHECK(watch.size() == 3);
 
-        std::vector<void*> gone;
+        std::vector<void *> gone;
         auto collect = [&](void *owner) { gone.push_back(owner); };
         CHECK(watch.check(collect) == 0);
         CHECK_FALSE(test::readable(watch.fd(), 0));
@@ -130,8 +129,8 @@ TEST_CASE("peer_watch reports each dead peer once, and only watched ones", "[sm]
         } else {
             /* /proc is read at most every FALLBACK_INTERVAL. */
             const auto start = std::chrono::steady_clock::now();
-            CHECK(test::poll_until([&] { return !gone.empty(); },
-                                   [&] { watch.check(collect); }, 10s));
+            CHECK(test::poll_until([&] { return !gone.empty(); }, [&] { watch.check(collect); },
+                                   10s));
             CHECK(std::chrono::steady_clock::now() - start <
                   uct::sm::peer_watch::FALLBACK_INTERVAL + 1s);
         }

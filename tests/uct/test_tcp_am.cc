@@ -52,7 +52,10 @@ bool flush_and_wait(test::uct_entity &e, uct::ep *ep)
     counted_comp comp;
     ucs_status_t st = UCS_ERR_NO_RESOURCE;
     if (!test::poll_until([&] { return st != UCS_ERR_NO_RESOURCE; },
-                          [&] { e.progress(); st = ep->flush(0, &comp); })) {
+                          [&] {
+        e.progress();
+        st = ep->flush(0, &comp);
+        })) {
         return false;
     }
     if (st == UCS_OK) {
@@ -67,7 +70,7 @@ bool flush_and_wait(test::uct_entity &e, uct::ep *ep)
 template <typename Op>
 auto retry(test::uct_entity &e, Op &&op)
 {
-    auto st = op();
+    auto st       = op();
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while ((st == UCS_ERR_NO_RESOURCE) && (std::chrono::steady_clock::now() < deadline)) {
         e.progress();
@@ -82,7 +85,7 @@ enum class send_kind { SHORT, BCOPY, ZCOPY };
 
 struct planned_msg {
     send_kind kind;
-    size_t    length;      /* what the handler receives */
+    size_t length; /* what the handler receives */
 };
 
 std::vector<planned_msg> size_plan(const uct::iface_attr &attr)
@@ -97,8 +100,8 @@ std::vector<planned_msg> size_plan(const uct::iface_attr &attr)
     for (size_t len : {size_t(0), size_t(1), max_short, max_short + 1, max_bcopy}) {
         plan.push_back({send_kind::BCOPY, len});
     }
-    for (size_t len : {size_t(0), size_t(1), max_short, max_short + 1, max_bcopy,
-                       max_bcopy + 1, size_t(16) << 20}) {
+    for (size_t len : {size_t(0), size_t(1), max_short, max_short + 1, max_bcopy, max_bcopy + 1,
+                       size_t(16) << 20}) {
         plan.push_back({send_kind::ZCOPY, len});
     }
     return plan;
@@ -106,15 +109,15 @@ std::vector<planned_msg> size_plan(const uct::iface_attr &attr)
 
 struct size_receiver {
     std::vector<planned_msg> plan;
-    size_t                   next = 0;
-    int                      bad = 0;
+    size_t next = 0;
+    int bad     = 0;
 };
 
 ucs_status_t check_sized_am(void *arg, void *data, size_t length, unsigned)
 {
-    auto *r = static_cast<size_receiver*>(arg);
+    auto *r = static_cast<size_receiver *>(arg);
     if ((r->next >= r->plan.size()) || (length != r->plan[r->next].length) ||
-        !matches(static_cast<uint8_t*>(data), length, r->next)) {
+        !matches(static_cast<uint8_t *>(data), length, r->next)) {
         ++r->bad;
     }
     ++r->next;
@@ -123,12 +126,12 @@ ucs_status_t check_sized_am(void *arg, void *data, size_t length, unsigned)
 
 struct bcopy_arg {
     const uint8_t *data;
-    size_t        length;
+    size_t length;
 };
 
 size_t pack_bytes(void *dest, void *arg)
 {
-    auto *a = static_cast<bcopy_arg*>(arg);
+    auto *a = static_cast<bcopy_arg *>(arg);
     if (a->length > 0) {
         std::memcpy(dest, a->data, a->length);
     }
@@ -158,8 +161,7 @@ TEST_CASE("tcp AM short/bcopy/zcopy at every size class, data verified", "[tcp]"
         r.plan = size_plan(e.attr());
         TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, check_sized_am, &r, 0) == UCS_OK);
         TEST_CHILD_CHECK(test::poll_until([&] { return r.next == r.plan.size(); },
-                                          [&] { e.progress(); },
-                                          std::chrono::seconds(120)));
+                                          [&] { e.progress(); }, std::chrono::seconds(120)));
         TEST_CHILD_CHECK(r.bad == 0);
         TEST_CHILD_CHECK(test::sync_peer(fd));
         return 0;
@@ -180,7 +182,7 @@ TEST_CASE("tcp AM short/bcopy/zcopy at every size class, data verified", "[tcp]"
 
     for (size_t seq = 0; seq < plan.size(); ++seq) {
         const planned_msg &m = plan[seq];
-        auto &buf = buffers[seq];
+        auto &buf            = buffers[seq];
         buf.resize(m.length);
         fill(buf.data(), buf.size(), seq);
         ucs_status_t st;
@@ -196,9 +198,7 @@ TEST_CASE("tcp AM short/bcopy/zcopy at every size class, data verified", "[tcp]"
         }
         case send_kind::BCOPY: {
             bcopy_arg arg{buf.data(), buf.size()};
-            ssize_t len = retry(e, [&] {
-                return ep->am_bcopy(AM_ID, pack_bytes, &arg, 0);
-            });
+            ssize_t len = retry(e, [&] { return ep->am_bcopy(AM_ID, pack_bytes, &arg, 0); });
             CHECK(len == ssize_t(m.length));
             break;
         }
@@ -210,9 +210,8 @@ TEST_CASE("tcp AM short/bcopy/zcopy at every size class, data verified", "[tcp]"
             uct::iov iov[3] = {{buf.data() + hdr_len, a, nullptr},
                                {buf.data() + hdr_len + a, b, nullptr},
                                {buf.data() + hdr_len + a + b, c, nullptr}};
-            st = retry(e, [&] {
-                return ep->am_zcopy(AM_ID, buf.data(), unsigned(hdr_len), iov, 3, 0,
-                                    &zcomps[seq]);
+            st              = retry(e, [&] {
+                return ep->am_zcopy(AM_ID, buf.data(), unsigned(hdr_len), iov, 3, 0, &zcomps[seq]);
             });
             CHECK(((st == UCS_OK) || (st == UCS_INPROGRESS)));
             inprogress += (st == UCS_INPROGRESS);
@@ -233,7 +232,7 @@ TEST_CASE("tcp AM short/bcopy/zcopy at every size class, data verified", "[tcp]"
         CHECK(c.last == UCS_OK);
     }
     CHECK(fired == inprogress);
-    CHECK(inprogress > 0);   /* 16 MiB does not fit the socket at once */
+    CHECK(inprogress > 0); /* 16 MiB does not fit the socket at once */
     REQUIRE(test::sync_peer(child.fd()));
     CHECK(child.wait() == 0);
 }
@@ -249,7 +248,7 @@ struct order_receiver {
 
 ucs_status_t check_order(void *arg, void *data, size_t length, unsigned)
 {
-    auto *r = static_cast<order_receiver*>(arg);
+    auto *r = static_cast<order_receiver *>(arg);
     uint64_t seq;
     if (length < sizeof(seq)) {
         ++r->bad;
@@ -269,9 +268,9 @@ struct seq_pack {
 
 size_t pack_seq(void *dest, void *arg)
 {
-    auto *s = static_cast<seq_pack*>(arg);
+    auto *s = static_cast<seq_pack *>(arg);
     std::memcpy(dest, &s->seq, sizeof(s->seq));
-    std::memset(static_cast<uint8_t*>(dest) + 8, 0x5a, s->seq % 64);
+    std::memset(static_cast<uint8_t *>(dest) + 8, 0x5a, s->seq % 64);
     return 8 + (s->seq % 64);
 }
 
@@ -284,8 +283,7 @@ TEST_CASE("tcp keeps 100000 AMs of mixed kinds in order", "[tcp]")
         order_receiver r;
         TEST_CHILD_CHECK(e.iface().set_am_handler(AM_ID, check_order, &r, 0) == UCS_OK);
         TEST_CHILD_CHECK(test::poll_until([&] { return r.next >= ORDER_COUNT; },
-                                          [&] { e.progress(); },
-                                          std::chrono::seconds(120)));
+                                          [&] { e.progress(); }, std::chrono::seconds(120)));
         TEST_CHILD_CHECK(r.bad == 0);
         TEST_CHILD_CHECK(r.next == ORDER_COUNT);
         TEST_CHILD_CHECK(test::sync_peer(fd));
@@ -302,8 +300,8 @@ TEST_CASE("tcp keeps 100000 AMs of mixed kinds in order", "[tcp]")
     uint8_t filler[64];
     std::memset(filler, 0x5a, sizeof(filler));
     struct zslot : counted_comp {
-        bool     in_flight = false;
-        uint64_t seq       = 0;
+        bool in_flight = false;
+        uint64_t seq   = 0;
     } slots[16];
     int failures = 0;
     for (uint64_t seq = 0; seq < ORDER_COUNT; ++seq) {
@@ -311,14 +309,12 @@ TEST_CASE("tcp keeps 100000 AMs of mixed kinds in order", "[tcp]")
         size_t extra = seq % 64;
         switch (seq % 3) {
         case 0:
-            st = retry(e, [&] {
-                return ep->am_short(AM_ID, seq, filler, unsigned(extra));
-            });
+            st = retry(e, [&] { return ep->am_short(AM_ID, seq, filler, unsigned(extra)); });
             break;
         case 1: {
             seq_pack arg{seq};
             ssize_t len = retry(e, [&] { return ep->am_bcopy(AM_ID, pack_seq, &arg, 0); });
-            st = (len == ssize_t(8 + extra)) ? UCS_OK : UCS_ERR_IO_ERROR;
+            st          = (len == ssize_t(8 + extra)) ? UCS_OK : UCS_ERR_IO_ERROR;
             break;
         }
         default: {
@@ -330,9 +326,7 @@ TEST_CASE("tcp keeps 100000 AMs of mixed kinds in order", "[tcp]")
             z.fired = 0;
             z.seq   = seq;
             uct::iov iov{filler, extra, nullptr};
-            st = retry(e, [&] {
-                return ep->am_zcopy(AM_ID, &z.seq, 8, &iov, 1, 0, &z);
-            });
+            st          = retry(e, [&] { return ep->am_zcopy(AM_ID, &z.seq, 8, &iov, 1, 0, &z); });
             z.in_flight = (st == UCS_INPROGRESS);
             if (st == UCS_INPROGRESS) {
                 st = UCS_OK;
@@ -350,8 +344,8 @@ TEST_CASE("tcp keeps 100000 AMs of mixed kinds in order", "[tcp]")
 
 namespace {
 
-constexpr size_t   SLOW_MSG_SIZE   = 1024;
-constexpr uint64_t AFTER_BLOCKING  = 20000;
+constexpr size_t SLOW_MSG_SIZE    = 1024;
+constexpr uint64_t AFTER_BLOCKING = 20000;
 
 struct slow_receiver {
     uint64_t next = 0;
@@ -360,9 +354,9 @@ struct slow_receiver {
 
 ucs_status_t check_slow(void *arg, void *data, size_t length, unsigned)
 {
-    auto *r = static_cast<slow_receiver*>(arg);
+    auto *r = static_cast<slow_receiver *>(arg);
     if ((length != SLOW_MSG_SIZE) ||
-        !matches(static_cast<uint8_t*>(data) + 8, length - 8, r->next)) {
+        !matches(static_cast<uint8_t *>(data) + 8, length - 8, r->next)) {
         ++r->bad;
     } else {
         uint64_t seq;
@@ -374,17 +368,17 @@ ucs_status_t check_slow(void *arg, void *data, size_t length, unsigned)
 }
 
 struct producer {
-    uct::pending_req req;          /* first: the callback gets its address */
-    uct::ep          *ep = nullptr;
-    uint64_t         next = 0;
-    uint64_t         total = 0;
-    uint64_t         dispatched = 0;
-    bool             queued = false;
-    uint8_t          msg[SLOW_MSG_SIZE];
+    uct::pending_req req; /* first: the callback gets its address */
+    uct::ep *ep         = nullptr;
+    uint64_t next       = 0;
+    uint64_t total      = 0;
+    uint64_t dispatched = 0;
+    bool queued         = false;
+    uint8_t msg[SLOW_MSG_SIZE];
 
     static size_t pack(void *dest, void *arg)
     {
-        auto *p = static_cast<producer*>(arg);
+        auto *p = static_cast<producer *>(arg);
         std::memcpy(p->msg, &p->next, 8);
         fill(p->msg + 8, SLOW_MSG_SIZE - 8, p->next);
         std::memcpy(dest, p->msg, SLOW_MSG_SIZE);
@@ -409,7 +403,7 @@ struct producer {
 
     static ucs_status_t on_pending(uct::pending_req *self)
     {
-        auto *p = reinterpret_cast<producer*>(self);
+        auto *p = reinterpret_cast<producer *>(self);
         ++p->dispatched;
         ucs_status_t st = p->push();
         if (st == UCS_OK) {
@@ -431,8 +425,7 @@ TEST_CASE("tcp producer faster than its consumer loses nothing (pending queue)",
         uint64_t total = 0;
         TEST_CHILD_CHECK(test::poll_until([&] { return r.next > 0; }, [&] { e.progress(); }));
         TEST_CHILD_CHECK(test::recv_value(fd, &total));
-        TEST_CHILD_CHECK(test::poll_until([&] { return r.next >= total; },
-                                          [&] { e.progress(); },
+        TEST_CHILD_CHECK(test::poll_until([&] { return r.next >= total; }, [&] { e.progress(); },
                                           std::chrono::seconds(120)));
         TEST_CHILD_CHECK(r.next == total);
         TEST_CHILD_CHECK(r.bad == 0);
@@ -446,7 +439,7 @@ TEST_CASE("tcp producer faster than its consumer loses nothing (pending queue)",
     REQUIRE(recv_peer(child.fd(), &peer));
 
     auto p = std::make_unique<producer>();
-    p->ep = e.connect(peer);
+    p->ep  = e.connect(peer);
     REQUIRE(p->ep != nullptr);
     p->req.func = producer::on_pending;
 
@@ -456,17 +449,18 @@ TEST_CASE("tcp producer faster than its consumer loses nothing (pending queue)",
     REQUIRE(flush_and_wait(e, p->ep));
 
     /* Fill everything while the child does not read. */
-    p->total = UINT64_MAX;
+    p->total        = UINT64_MAX;
     ucs_status_t st = UCS_OK;
     while ((st == UCS_OK) && (p->next < (uint64_t(1) << 20))) {
         st = p->ep->am_bcopy(AM_ID, producer::pack, p.get(), 0) == ssize_t(SLOW_MSG_SIZE) ?
-             UCS_OK : UCS_ERR_NO_RESOURCE;
+                 UCS_OK :
+                 UCS_ERR_NO_RESOURCE;
         p->next += (st == UCS_OK);
         if (st == UCS_OK) {
             e.progress();
         }
     }
-    REQUIRE(st == UCS_ERR_NO_RESOURCE);   /* the consumer really fell behind */
+    REQUIRE(st == UCS_ERR_NO_RESOURCE); /* the consumer really fell behind */
     p->total = p->next + AFTER_BLOCKING;
     REQUIRE(p->ep->pending_add(&p->req, 0) == UCS_OK);
     p->queued = true;
@@ -490,12 +484,12 @@ constexpr unsigned MANY_EPS = 50;
 
 struct many_receiver {
     std::set<uint64_t> seen;
-    int                bad = 0;
+    int bad = 0;
 };
 
 ucs_status_t record_sender(void *arg, void *data, size_t length, unsigned)
 {
-    auto *r = static_cast<many_receiver*>(arg);
+    auto *r = static_cast<many_receiver *>(arg);
     uint64_t index;
     std::memcpy(&index, data, sizeof(index));
     if ((length != 8) || (index >= MANY_EPS) || !r->seen.insert(index).second) {
@@ -525,7 +519,7 @@ TEST_CASE("tcp accepts 50 eps connecting at once", "[tcp]")
     REQUIRE(recv_peer(child.fd(), &peer));
 
     /* All connects are in flight together: none waits for the peer. */
-    std::vector<uct::ep*> eps;
+    std::vector<uct::ep *> eps;
     for (unsigned i = 0; i < MANY_EPS; ++i) {
         uct::ep *ep = e.connect(peer);
         REQUIRE(ep != nullptr);

@@ -53,15 +53,15 @@ struct am_log {
 
 ucs_status_t record_am(void *arg, void *data, size_t length, unsigned)
 {
-    auto *log = static_cast<am_log*>(arg);
-    auto *p   = static_cast<uint8_t*>(data);
+    auto *log = static_cast<am_log *>(arg);
+    auto *p   = static_cast<uint8_t *>(data);
     log->messages.emplace_back(p, p + length);
     return UCS_OK;
 }
 
 size_t pack_string(void *dest, void *arg)
 {
-    auto *s = static_cast<std::string*>(arg);
+    auto *s = static_cast<std::string *>(arg);
     std::memcpy(dest, s->data(), s->size());
     return s->size();
 }
@@ -90,7 +90,7 @@ TEST_CASE("tcp lists one NET resource per interface, loopback included", "[tcp]"
     for (const auto &tl : tls) {
         CHECK(std::string(tl.tl_name) == "tcp");
         CHECK(tl.type == uct::device_type::NET);
-        CHECK(devices.insert(tl.dev_name).second);   /* one per interface */
+        CHECK(devices.insert(tl.dev_name).second); /* one per interface */
         have_lo |= (std::string(tl.dev_name) == "lo");
     }
     CHECK(have_lo);
@@ -100,8 +100,8 @@ TEST_CASE("tcp lists one NET resource per interface, loopback included", "[tcp]"
 
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
     uct::iface_params params;
-    params.tl_name  = "tcp";
-    params.dev_name = "no-such-if0";
+    params.tl_name    = "tcp";
+    params.dev_name   = "no-such-if0";
     uct::iface *iface = nullptr;
     CHECK(md->iface_open(worker, params, &iface) == UCS_ERR_NO_DEVICE);
     params.dev_name = nullptr;
@@ -119,9 +119,8 @@ TEST_CASE("tcp iface attributes and addresses", "[tcp]")
     const auto &a  = e.attr();
 
     using namespace uct::iface_flag;
-    for (uint64_t flag : {AM_SHORT, AM_BCOPY, AM_ZCOPY, PENDING, PUT_SHORT, PUT_BCOPY,
-                          PUT_ZCOPY, GET_BCOPY, GET_ZCOPY, CONNECT_TO_IFACE,
-                          ERRHANDLE_PEER_FAILURE}) {
+    for (uint64_t flag : {AM_SHORT, AM_BCOPY, AM_ZCOPY, PENDING, PUT_SHORT, PUT_BCOPY, PUT_ZCOPY,
+                          GET_BCOPY, GET_ZCOPY, CONNECT_TO_IFACE, ERRHANDLE_PEER_FAILURE}) {
         CHECK((a.flags & flag) != 0);
     }
     CHECK(a.am.max_short == cfg.max_short);
@@ -143,30 +142,29 @@ TEST_CASE("tcp iface attributes and addresses", "[tcp]")
     uint16_t port;
     std::memcpy(&port, addr.iface.data(), sizeof(port));
     CHECK(port != 0);
-    CHECK(e.iface().is_reachable(addr.device.data(), addr.device.size(),
-                                 addr.iface.data(), addr.iface.size()));
+    CHECK(e.iface().is_reachable(addr.device.data(), addr.device.size(), addr.iface.data(),
+                                 addr.iface.size()));
 
     /* Bytes from a peer are checked before use. */
     CHECK_FALSE(e.iface().is_reachable(addr.device.data(), addr.device.size() - 1,
                                        addr.iface.data(), addr.iface.size()));
-    CHECK_FALSE(e.iface().is_reachable(addr.device.data(), addr.device.size(),
-                                       addr.iface.data(), 1));
+    CHECK_FALSE(e.iface().is_reachable(addr.device.data(), addr.device.size(), addr.iface.data(),
+                                       1));
     CHECK_FALSE(e.iface().is_reachable(nullptr, 0, nullptr, 0));
-    auto bad = addr;
-    bad.device[0] = 5;    /* no such family */
-    CHECK_FALSE(e.iface().is_reachable(bad.device.data(), bad.device.size(),
-                                       bad.iface.data(), bad.iface.size()));
+    auto bad      = addr;
+    bad.device[0] = 5; /* no such family */
+    CHECK_FALSE(e.iface().is_reachable(bad.device.data(), bad.device.size(), bad.iface.data(),
+                                       bad.iface.size()));
     bad = addr;
-    bad.device[8] ^= 0xff;  /* loopback of another host */
-    CHECK_FALSE(e.iface().is_reachable(bad.device.data(), bad.device.size(),
-                                       bad.iface.data(), bad.iface.size()));
+    bad.device[8] ^= 0xff; /* loopback of another host */
+    CHECK_FALSE(e.iface().is_reachable(bad.device.data(), bad.device.size(), bad.iface.data(),
+                                       bad.iface.size()));
     uct::ep *ep = nullptr;
-    CHECK(e.iface().ep_create_connected(addr.device.data(), 3, addr.iface.data(),
-                                        addr.iface.size(), &ep) == UCS_ERR_INVALID_PARAM);
+    CHECK(e.iface().ep_create_connected(addr.device.data(), 3, addr.iface.data(), addr.iface.size(),
+                                        &ep) == UCS_ERR_INVALID_PARAM);
     uint16_t zero_port = 0;
-    CHECK(e.iface().ep_create_connected(addr.device.data(), addr.device.size(),
-                                        &zero_port, sizeof(zero_port), &ep) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(e.iface().ep_create_connected(addr.device.data(), addr.device.size(), &zero_port,
+                                        sizeof(zero_port), &ep) == UCS_ERR_INVALID_PARAM);
 }
 
 TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
@@ -176,58 +174,58 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     auto cfg = uct::tcp::default_tcp_config();
     CHECK(check_tcp_config(cfg) == UCS_OK);
 
-    auto bad = cfg;
+    auto bad        = cfg;
     bad.tx_buf_size = bad.tx_seg_size;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad = cfg;
+    bad         = cfg;
     bad.max_iov = 0;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
     bad.max_iov = 100;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad = cfg;
+    bad                = cfg;
     bad.zcopy_inflight = uct::tcp::tx_queue::MAX_ZCOPY_SLOTS + 1;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad = cfg;
-    bad.max_zcopy = size_t(1) << 33;    /* frame length is 32 bits */
+    bad           = cfg;
+    bad.max_zcopy = size_t(1) << 33; /* frame length is 32 bits */
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad = cfg;
+    bad             = cfg;
     bad.rx_seg_size = 16;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad = cfg;
+    bad           = cfg;
     bad.max_short = 4;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad = cfg;
+    bad                 = cfg;
     bad.rma_outstanding = 0;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad.rma_outstanding = uct::tcp::MAX_RMA_OUTSTANDING + 1;   /* reply room per connection */
+    bad.rma_outstanding = uct::tcp::MAX_RMA_OUTSTANDING + 1; /* reply room per connection */
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
     bad.rma_outstanding = uct::tcp::MAX_RMA_OUTSTANDING;
     CHECK(check_tcp_config(bad) == UCS_OK);
-    bad = cfg;
+    bad          = cfg;
     bad.tx_batch = 0;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad = cfg;
-    bad.rx_lowat = size_t(1) << 31;     /* SO_RCVLOWAT takes an int */
+    bad          = cfg;
+    bad.rx_lowat = size_t(1) << 31; /* SO_RCVLOWAT takes an int */
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
-    bad.rx_lowat = 0;                   /* off */
+    bad.rx_lowat = 0; /* off */
     CHECK(check_tcp_config(bad) == UCS_OK);
 
     uct::tcp::tcp_md md;
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
     uct::iface_params params;
-    params.dev_name = "lo";
+    params.dev_name   = "lo";
     uct::iface *iface = nullptr;
-    bad = cfg;
-    bad.max_get_iov = 0;
+    bad               = cfg;
+    bad.max_get_iov   = 0;
     CHECK(md.iface_open(worker, params, bad, &iface) == UCS_ERR_INVALID_PARAM);
     CHECK(iface == nullptr);
 
     /* Each refusal says which variable is wrong. */
     std::string text = log.text();
-    for (const char *name : {"UCX_TCP_TX_BUF_SIZE", "UCX_TCP_MAX_IOV", "UCX_TCP_ZCOPY_INFLIGHT",
-                             "UCX_TCP_MAX_ZCOPY", "UCX_TCP_RX_SEG_SIZE", "UCX_TCP_MAX_SHORT",
-                             "UCX_TCP_MAX_GET_IOV", "UCX_TCP_SNDBUF, RCVBUF and RX_LOWAT",
-                             "TX_BATCH"}) {
+    for (const char *name :
+         {"UCX_TCP_TX_BUF_SIZE", "UCX_TCP_MAX_IOV", "UCX_TCP_ZCOPY_INFLIGHT", "UCX_TCP_MAX_ZCOPY",
+          "UCX_TCP_RX_SEG_SIZE", "UCX_TCP_MAX_SHORT", "UCX_TCP_MAX_GET_IOV",
+          "UCX_TCP_SNDBUF, RCVBUF and RX_LOWAT", "TX_BATCH"}) {
         INFO(name);
         CHECK(text.find(name) != std::string::npos);
     }
@@ -278,8 +276,7 @@ TEST_CASE("tcp md registers regions and unpacks only valid keys", "[tcp]")
     }
     for (size_t i = 1; i < ids.size(); ++i) {
         CHECK(ids[i] - ids[i - 1] != 1);
-        CHECK(md.region_ptr(ids[i - 1] + 1, reinterpret_cast<uint64_t>(buf.data()), 8) ==
-              nullptr);
+        CHECK(md.region_ptr(ids[i - 1] + 1, reinterpret_cast<uint64_t>(buf.data()), 8) == nullptr);
     }
     for (uct::mem_h h : more) {
         CHECK(md.mem_dereg(h) == UCS_OK);
@@ -323,7 +320,7 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     uct::tcp::tx_queue q;
     REQUIRE(q.init(pool, 64, 2, 4) == UCS_OK);
     CHECK(q.empty());
-    CHECK_FALSE(q.holds_buffer());   /* taken only when a send needs it */
+    CHECK_FALSE(q.holds_buffer()); /* taken only when a send needs it */
 
     auto put = [&](const char *s) {
         size_t n   = std::strlen(s);
@@ -338,7 +335,7 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
         size_t n     = q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total);
         std::string s;
         for (size_t i = 0; i < n; ++i) {
-            s.append(static_cast<const char*>(vec[i].iov_base), vec[i].iov_len);
+            s.append(static_cast<const char *>(vec[i].iov_base), vec[i].iov_len);
         }
         CHECK(s.size() == total);
         return s;
@@ -354,32 +351,32 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     CHECK(q.set_zcopy_comp(ticket, &comp));
     put("-tail");
     CHECK(flatten() == "head-zerocopy-tail");
-    CHECK(q.end_position() == 18);   /* where a flush issued now completes */
+    CHECK(q.end_position() == 18); /* where a flush issued now completes */
 
     /* A byte budget stops before the next entry, never inside one. */
     {
         struct iovec vec[uct::tcp::tx_queue::MAX_GATHER];
         size_t total = 0;
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 1) == 1);
-        CHECK(total == 5);                          /* "head-" whole */
+        CHECK(total == 5); /* "head-" whole */
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 7) == 2);
-        CHECK(total == 9);                          /* and "zero" */
+        CHECK(total == 9); /* and "zero" */
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 13) == 3);
-        CHECK(total == 13);                         /* the budget is met exactly */
+        CHECK(total == 13); /* the budget is met exactly */
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 14) == 4);
-        CHECK(total == 18);                         /* everything */
+        CHECK(total == 18); /* everything */
     }
 
     uct::completion *done[uct::tcp::tx_queue::MAX_ZCOPY_SLOTS];
     unsigned ndone = 0;
-    q.consume(7, done, &ndone);          /* "head-" and "ze" */
+    q.consume(7, done, &ndone); /* "head-" and "ze" */
     CHECK(ndone == 0);
     CHECK(flatten() == "rocopy-tail");
-    CHECK(q.end_position() == 18);   /* a partly written segment counts its rest */
-    q.consume(6, done, &ndone);          /* rest of the segment */
+    CHECK(q.end_position() == 18); /* a partly written segment counts its rest */
+    q.consume(6, done, &ndone);    /* rest of the segment */
     REQUIRE(ndone == 1);
     CHECK(done[0] == &comp);
-    CHECK_FALSE(q.set_zcopy_comp(ticket, &comp));   /* already written */
+    CHECK_FALSE(q.set_zcopy_comp(ticket, &comp)); /* already written */
     CHECK(flatten() == "-tail");
     CHECK(q.holds_buffer());
     q.consume(5, done, &ndone);
@@ -420,7 +417,7 @@ TEST_CASE("tcp buffer pool keeps 16 idle buffers and unmaps the others", "[tcp]"
     uct::tcp::buffer_pool pool;
     REQUIRE(pool.init("test_buffers", size) == UCS_OK);
     CHECK(pool.size() >= size);
-    std::vector<uint8_t*> buffers;
+    std::vector<uint8_t *> buffers;
     for (unsigned i = 0; i < keep + 4; ++i) {
         uint8_t *b = pool.get();
         REQUIRE(b != nullptr);
@@ -480,17 +477,17 @@ TEST_CASE("tcp tx queue keeps room for replies that sends cannot take", "[tcp]")
     REQUIRE(q.zcopy_room(true));
     q.push_zcopy(&v, 1, nullptr, true);
     CHECK(q.reply_zcopy_full());
-    CHECK(q.reserve_reply(1) == nullptr);    /* the reply room is spent too */
+    CHECK(q.reserve_reply(1) == nullptr); /* the reply room is spent too */
     CHECK(q.has_zcopy());
 
     /* Writing the sends' bytes frees room for sends again, only as much. */
-    q.consume(64 + 16, done, &ndone);   /* the buffered sends and the send segment */
+    q.consume(64 + 16, done, &ndone); /* the buffered sends and the send segment */
     CHECK_FALSE(q.zcopy_full());
     CHECK(q.reply_zcopy_full());
-    CHECK_FALSE(q.has_zcopy());          /* replies never reference caller memory */
+    CHECK_FALSE(q.has_zcopy()); /* replies never reference caller memory */
     CHECK(q.send_room() == 64 - 40);
     CHECK(q.reserve(64 - 40 + 1) == nullptr);
-    CHECK(q.reserve(64 - 40) != nullptr);   /* compacted to the front */
+    CHECK(q.reserve(64 - 40) != nullptr); /* compacted to the front */
 
     /* The reply segments leave in stream order, with no completion. */
     q.consume(24 + 16, done, &ndone);
@@ -544,15 +541,15 @@ TEST_CASE("tcp AM between two ifaces of one process, with flush", "[tcp]")
     }
     uct::iov iov{big.data(), big.size(), nullptr};
     counted_comp zcomp;
-    uint32_t hdr = 0xabcdef01;
+    uint32_t hdr    = 0xabcdef01;
     ucs_status_t st = ep->am_zcopy(3, &hdr, sizeof(hdr), &iov, 1, 0, &zcomp);
     REQUIRE(((st == UCS_OK) || (st == UCS_INPROGRESS)));
 
     counted_comp fcomp;
     ucs_status_t fst = ep->flush(0, &fcomp);
     REQUIRE(((fst == UCS_OK) || (fst == UCS_INPROGRESS)));
-    REQUIRE(test::poll_until([&] { return (log.messages.size() == 3) &&
-                                          ((fst == UCS_OK) || fcomp.fired); }, pump));
+    REQUIRE(test::poll_until(
+        [&] { return (log.messages.size() == 3) && ((fst == UCS_OK) || fcomp.fired); }, pump));
     CHECK(fcomp.fired <= 1);
     CHECK(fcomp.last == UCS_OK);
     CHECK(zcomp.fired == ((st == UCS_OK) ? 0 : 1));
@@ -578,11 +575,11 @@ TEST_CASE("tcp AM between two ifaces of one process, with flush", "[tcp]")
           UCS_ERR_INVALID_PARAM);
     CHECK(ep->am_zcopy(3, nullptr, 0, &iov, sender.attr().am.max_iov + 1, 0, nullptr) ==
           UCS_ERR_INVALID_PARAM);
-    CHECK(ep->am_zcopy(3, &hdr, unsigned(sender.attr().am.max_hdr + 1), &iov, 1, 0,
-                       nullptr) == UCS_ERR_INVALID_PARAM);
+    CHECK(ep->am_zcopy(3, &hdr, unsigned(sender.attr().am.max_hdr + 1), &iov, 1, 0, nullptr) ==
+          UCS_ERR_INVALID_PARAM);
     uct::pending_req req{};
-    req.func = [](uct::pending_req*) { return UCS_OK; };
-    CHECK(ep->pending_add(&req, 0) == UCS_ERR_BUSY);   /* there is room */
+    req.func = [](uct::pending_req *) { return UCS_OK; };
+    CHECK(ep->pending_add(&req, 0) == UCS_ERR_BUSY); /* there is room */
 
     /* An iface flush with a completion waits for every ep. */
     CHECK(ep->am_short(3, 1, nullptr, 0) == UCS_OK);
@@ -614,12 +611,12 @@ TEST_CASE("tcp wakeup: the event fd turns readable when a message arrives", "[tc
     int fd = -1;
     REQUIRE(receiver.iface().event_fd_get(&fd) == UCS_OK);
     REQUIRE(test::poll_until(
-            [&] { return receiver.iface().event_arm(uct::event_flag::RECV) == UCS_OK; },
-            [&] { receiver.progress(); }));
+        [&] { return receiver.iface().event_arm(uct::event_flag::RECV) == UCS_OK; },
+        [&] { receiver.progress(); }));
 
     REQUIRE(ep->am_short(0, 2, nullptr, 0) == UCS_OK);
     pollfd pfd{fd, POLLIN, 0};
-    REQUIRE(::poll(&pfd, 1, 10000) == 1);     /* woken by the data, not a timeout */
+    REQUIRE(::poll(&pfd, 1, 10000) == 1); /* woken by the data, not a timeout */
     CHECK(receiver.iface().event_arm(uct::event_flag::RECV) == UCS_ERR_BUSY);
     REQUIRE(test::poll_until([&] { return log.messages.size() == 2; },
                              [&] { receiver.progress(); }));
@@ -634,15 +631,15 @@ inline uint8_t stress_byte(uint64_t seq, size_t i)
 }
 
 struct stress_receiver {
-    std::vector<size_t> lengths;   /* expected, by sequence */
-    uint64_t            next = 0;
-    uint64_t            bad  = 0;
+    std::vector<size_t> lengths; /* expected, by sequence */
+    uint64_t next = 0;
+    uint64_t bad  = 0;
 };
 
 ucs_status_t check_stress(void *arg, void *data, size_t length, unsigned)
 {
-    auto *r = static_cast<stress_receiver*>(arg);
-    auto *p = static_cast<const uint8_t*>(data);
+    auto *r = static_cast<stress_receiver *>(arg);
+    auto *p = static_cast<const uint8_t *>(data);
     bool ok = (r->next < r->lengths.size()) && (length == r->lengths[r->next]);
     for (size_t i = 0; ok && (i < length); ++i) {
         ok = (p[i] == stress_byte(r->next, i));
@@ -654,13 +651,13 @@ ucs_status_t check_stress(void *arg, void *data, size_t length, unsigned)
 
 struct stress_pack {
     uint64_t seq;
-    size_t   length;
+    size_t length;
 };
 
 size_t pack_stress(void *dest, void *arg)
 {
-    auto *s = static_cast<stress_pack*>(arg);
-    auto *p = static_cast<uint8_t*>(dest);
+    auto *s = static_cast<stress_pack *>(arg);
+    auto *p = static_cast<uint8_t *>(dest);
     for (size_t i = 0; i < s->length; ++i) {
         p[i] = stress_byte(s->seq, i);
     }
@@ -671,10 +668,10 @@ size_t pack_stress(void *dest, void *arg)
 
 TEST_CASE("tcp with tiny buffers: partial writes and large frames keep data intact", "[tcp]")
 {
-    auto cfg = uct::tcp::default_tcp_config();
-    cfg.sndbuf         = 4096;    /* the kernel rounds these up a little */
+    auto cfg           = uct::tcp::default_tcp_config();
+    cfg.sndbuf         = 4096; /* the kernel rounds these up a little */
     cfg.rcvbuf         = 4096;
-    cfg.rx_seg_size    = 256;     /* most frames take the large-frame path */
+    cfg.rx_seg_size    = 256; /* most frames take the large-frame path */
     cfg.tx_seg_size    = 1024;
     cfg.tx_buf_size    = 2048;
     cfg.zcopy_inflight = 3;
@@ -692,19 +689,19 @@ TEST_CASE("tcp with tiny buffers: partial writes and large frames keep data inta
     };
 
     constexpr uint64_t count = 3000;
-    const auto &attr = sender.iface().attr();
+    const auto &attr         = sender.iface().attr();
     std::vector<std::vector<uint8_t>> zbufs(cfg.zcopy_inflight + 1);
     struct zslot : uct::completion {
         bool busy = false;
     };
     std::vector<zslot> zslots(zbufs.size());
     for (auto &z : zslots) {
-        z.func = [](uct::completion *self) { static_cast<zslot*>(self)->busy = false; };
+        z.func = [](uct::completion *self) { static_cast<zslot *>(self)->busy = false; };
     }
     unsigned no_resource = 0;
-    uint64_t lcg = 12345;
+    uint64_t lcg         = 12345;
     for (uint64_t seq = 0; seq < count; ++seq) {
-        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        lcg           = lcg * 6364136223846793005ull + 1442695040888963407ull;
         unsigned kind = unsigned(lcg >> 60) % 3;
         size_t length;
         ucs_status_t st;
@@ -721,24 +718,24 @@ TEST_CASE("tcp with tiny buffers: partial writes and large frames keep data inta
                 length = size_t(lcg >> 33) % (attr.am.max_bcopy + 1);
                 stress_pack arg{seq, length};
                 ssize_t ret = ep->am_bcopy(1, pack_stress, &arg, 0);
-                st = (ret >= 0) ? ((size_t(ret) == length) ? UCS_OK : UCS_ERR_IO_ERROR) :
-                                  ucs_status_t(ret);
+                st          = (ret >= 0) ? ((size_t(ret) == length) ? UCS_OK : UCS_ERR_IO_ERROR) :
+                                           ucs_status_t(ret);
             } else {
-                length = size_t(lcg >> 33) % 300000;
+                length   = size_t(lcg >> 33) % 300000;
                 zslot &z = zslots[seq % zslots.size()];
                 REQUIRE(test::poll_until([&] { return !z.busy; }, pump));
                 auto &buf = zbufs[seq % zbufs.size()];
                 buf.resize(length);
                 stress_pack arg{seq, length};
                 pack_stress(buf.data(), &arg);
-                size_t hdr = std::min<size_t>(length, 5);
-                size_t rest = length - hdr;
+                size_t hdr      = std::min<size_t>(length, 5);
+                size_t rest     = length - hdr;
                 uct::iov iov[2] = {{buf.data() + hdr, rest / 2, nullptr},
                                    {buf.data() + hdr + rest / 2, rest - rest / 2, nullptr}};
-                z.count  = 1;
-                z.status = UCS_OK;
-                st = ep->am_zcopy(1, buf.data(), unsigned(hdr), iov, 2, 0, &z);
-                z.busy = (st == UCS_INPROGRESS);
+                z.count         = 1;
+                z.status        = UCS_OK;
+                st              = ep->am_zcopy(1, buf.data(), unsigned(hdr), iov, 2, 0, &z);
+                z.busy          = (st == UCS_INPROGRESS);
                 if (st == UCS_INPROGRESS) {
                     st = UCS_OK;
                 }
@@ -753,7 +750,7 @@ TEST_CASE("tcp with tiny buffers: partial writes and large frames keep data inta
     }
     REQUIRE(test::poll_until([&] { return r.next == count; }, pump, std::chrono::seconds(120)));
     CHECK(r.bad == 0);
-    CHECK(no_resource > 0);   /* the small buffers did push back */
+    CHECK(no_resource > 0); /* the small buffers did push back */
     REQUIRE(test::poll_until([&] { return ep->flush(0, nullptr) == UCS_OK; }, pump));
 }
 
@@ -779,8 +776,8 @@ TEST_CASE("tcp over a non-loopback interface", "[tcp]")
     REQUIRE(lo.ok());
     auto addr_b  = b.addresses();
     auto addr_lo = lo.addresses();
-    CHECK(a.iface().is_reachable(addr_b.device.data(), addr_b.device.size(),
-                                 addr_b.iface.data(), addr_b.iface.size()));
+    CHECK(a.iface().is_reachable(addr_b.device.data(), addr_b.device.size(), addr_b.iface.data(),
+                                 addr_b.iface.size()));
     /* Loopback and network devices do not mix. */
     CHECK_FALSE(a.iface().is_reachable(addr_lo.device.data(), addr_lo.device.size(),
                                        addr_lo.iface.data(), addr_lo.iface.size()));
@@ -792,7 +789,8 @@ TEST_CASE("tcp over a non-loopback interface", "[tcp]")
     uct::ep *ep = a.connect(addr_b);
     REQUIRE(ep != nullptr);
     REQUIRE(ep->am_short(2, 42, nullptr, 0) == UCS_OK);
-    REQUIRE(test::poll_until([&] { return log.messages.size() == 1; }, [&] {
+    REQUIRE(test::poll_until([&] { return log.messages.size() == 1; },
+                             [&] {
         a.progress();
         b.progress();
     }));
@@ -805,7 +803,7 @@ namespace {
 
 size_t connections(test::uct_entity &e)
 {
-    auto *iface = dynamic_cast<uct::tcp::tcp_iface*>(&e.iface());
+    auto *iface = dynamic_cast<uct::tcp::tcp_iface *>(&e.iface());
     return (iface != nullptr) ? iface->num_connections() : SIZE_MAX;
 }
 
@@ -813,28 +811,27 @@ std::unique_ptr<uct::ep> make_ep(test::uct_entity &from, test::uct_entity &to)
 {
     auto addr   = to.addresses();
     uct::ep *ep = nullptr;
-    if (from.iface().ep_create_connected(addr.device.data(), addr.device.size(),
-                                         addr.iface.data(), addr.iface.size(),
-                                         &ep) != UCS_OK) {
+    if (from.iface().ep_create_connected(addr.device.data(), addr.device.size(), addr.iface.data(),
+                                         addr.iface.size(), &ep) != UCS_OK) {
         return nullptr;
     }
     return std::unique_ptr<uct::ep>(ep);
 }
 
 struct unpack_to {
-    void   *dest;
+    void *dest;
     size_t length;
 };
 
 void copy_out(void *arg, const void *data, size_t length)
 {
-    auto *u = static_cast<unpack_to*>(arg);
+    auto *u = static_cast<unpack_to *>(arg);
     std::memcpy(u->dest, data, std::min(length, u->length));
 }
 
 /* A get of 8 bytes through `ep`, waited for. */
-ucs_status_t get_word(test::uct_entity &a, test::uct_entity &b, uct::ep *ep,
-                      uint64_t addr, uct::rkey_t rkey, uint64_t *out)
+ucs_status_t get_word(test::uct_entity &a, test::uct_entity &b, uct::ep *ep, uint64_t addr,
+                      uct::rkey_t rkey, uint64_t *out)
 {
     counted_comp comp;
     unpack_to u{out, sizeof(*out)};
@@ -842,7 +839,8 @@ ucs_status_t get_word(test::uct_entity &a, test::uct_entity &b, uct::ep *ep,
     if (st != UCS_INPROGRESS) {
         return st;
     }
-    test::poll_until([&] { return comp.fired > 0; }, [&] {
+    test::poll_until([&] { return comp.fired > 0; },
+                     [&] {
         a.progress();
         b.progress();
     });
@@ -857,15 +855,15 @@ namespace {
  * zcopy AM back and flushes, from inside the handler, where the send is
  * queued rather than written (the connection is reading). */
 struct send_on_am {
-    uct::ep                  *ep = nullptr;
-    std::vector<uint8_t>     payload;
-    counted_comp             zcomp, fcomp;
-    ucs_status_t             zst = UCS_ERR_NO_MESSAGE, fst = UCS_ERR_NO_MESSAGE;
+    uct::ep *ep = nullptr;
+    std::vector<uint8_t> payload;
+    counted_comp zcomp, fcomp;
+    ucs_status_t zst = UCS_ERR_NO_MESSAGE, fst = UCS_ERR_NO_MESSAGE;
 };
 
 ucs_status_t send_and_flush(void *arg, void *, size_t, unsigned)
 {
-    auto *s = static_cast<send_on_am*>(arg);
+    auto *s = static_cast<send_on_am *>(arg);
     uct::iov iov{s->payload.data(), s->payload.size(), nullptr};
     s->zst = s->ep->am_zcopy(3, nullptr, 0, &iov, 1, 0, &s->zcomp);
     s->fst = s->ep->flush(0, &s->fcomp);
@@ -900,7 +898,7 @@ TEST_CASE("tcp flush after sends completes without the receiver's progress", "[t
     sender.ep = ep_ab.get();
     REQUIRE(ep_ab->am_short(3, 0, nullptr, 0) == UCS_OK);
     REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
-    auto ep_ba = make_ep(b, a);   /* the same connection, the other way */
+    auto ep_ba = make_ep(b, a); /* the same connection, the other way */
     REQUIRE(ep_ba);
     REQUIRE(ep_ba->am_short(1, 0, nullptr, 0) == UCS_OK);
     /* Only a progresses from here: b's AM reaches a's handler, whose sends
@@ -921,8 +919,7 @@ TEST_CASE("tcp flush after sends completes without the receiver's progress", "[t
     CHECK(ep_ab->flush(0, nullptr) == UCS_OK);
 }
 
-TEST_CASE("tcp flush with a completion after one without covers every put before it",
-          "[tcp]")
+TEST_CASE("tcp flush with a completion after one without covers every put before it", "[tcp]")
 {
     /* A flush without a completion (UCP's "already flushed?" probe) sends
      * a request; a flush with one that follows, nothing queued between,
@@ -941,7 +938,7 @@ TEST_CASE("tcp flush with a completion after one without covers every put before
     uct::rkey_bundle rk;
     REQUIRE(a.component().rkey_unpack(key.data(), key.size(), &rk) == UCS_OK);
     const auto base = reinterpret_cast<uint64_t>(words);
-    auto ep = make_ep(a, b);
+    auto ep         = make_ep(a, b);
     REQUIRE(ep);
     auto pump = [&] {
         a.progress();
@@ -952,8 +949,7 @@ TEST_CASE("tcp flush with a completion after one without covers every put before
         REQUIRE(ep->put_short(&first, sizeof(first), base, rk.rkey) == UCS_OK);
         REQUIRE(ep->flush(0, nullptr) == UCS_INPROGRESS);
         if (put_between != 0) {
-            REQUIRE(ep->put_short(&put_between, sizeof(put_between), base + 8, rk.rkey) ==
-                    UCS_OK);
+            REQUIRE(ep->put_short(&put_between, sizeof(put_between), base + 8, rk.rkey) == UCS_OK);
         }
         if (am_between) {
             REQUIRE(ep->am_short(3, 7, nullptr, 0) == UCS_OK);
@@ -970,9 +966,9 @@ TEST_CASE("tcp flush with a completion after one without covers every put before
         REQUIRE(test::poll_until([&] { return ep->flush(0, nullptr) == UCS_OK; }, pump));
     };
 
-    flush_both_ways(0, false);    /* the second flush takes the first's request over */
-    flush_both_ways(5, false);    /* a put between: a request of its own */
-    flush_both_ways(0, true);     /* an AM between: not covered by the old request */
+    flush_both_ways(0, false); /* the second flush takes the first's request over */
+    flush_both_ways(5, false); /* a put between: a request of its own */
+    flush_both_ways(0, true);  /* an AM between: not covered by the old request */
     REQUIRE(test::poll_until([&] { return at_b.messages.size() == 1; }, pump));
     flush_both_ways(9, true);
     CHECK(words[1] == 9);
@@ -1002,7 +998,7 @@ TEST_CASE("tcp eps towards each other share one connection, each may leave first
     std::vector<uint8_t> key_a(a.md().attr().rkey_packed_size), key_b(key_a.size());
     REQUIRE(a.md().mkey_pack(mh_a, key_a.data()) == UCS_OK);
     REQUIRE(b.md().mkey_pack(mh_b, key_b.data()) == UCS_OK);
-    uct::rkey_bundle rk_a, rk_b;   /* unpacked by the side that uses them */
+    uct::rkey_bundle rk_a, rk_b; /* unpacked by the side that uses them */
     REQUIRE(b.component().rkey_unpack(key_a.data(), key_a.size(), &rk_a) == UCS_OK);
     REQUIRE(a.component().rkey_unpack(key_b.data(), key_b.size(), &rk_b) == UCS_OK);
     auto addr_a = reinterpret_cast<uint64_t>(&word_a);
@@ -1047,8 +1043,8 @@ TEST_CASE("tcp eps towards each other share one connection, each may leave first
 
         /* The last user of the shared connection leaves: it closes on both sides. */
         ep_ba.reset();
-        REQUIRE(test::poll_until([&] { return (connections(a) == 1) &&
-                                              (connections(b) == 1); }, pump));
+        REQUIRE(test::poll_until([&] { return (connections(a) == 1) && (connections(b) == 1); },
+                                 pump));
         CHECK(again->flush(0, nullptr) == UCS_OK);
     }
 
@@ -1061,8 +1057,8 @@ TEST_CASE("tcp eps towards each other share one connection, each may leave first
         REQUIRE(test::poll_until([&] { return at_b.messages.size() == 2; }, pump));
         CHECK(get_word(a, b, ep_ab.get(), addr_b, rk_b.rkey, &got) == UCS_OK);
         ep_ab.reset();
-        REQUIRE(test::poll_until([&] { return (connections(a) == 0) &&
-                                              (connections(b) == 0); }, pump));
+        REQUIRE(test::poll_until([&] { return (connections(a) == 0) && (connections(b) == 0); },
+                                 pump));
     }
 
     a.component().rkey_release(rk_b);
@@ -1089,6 +1085,5 @@ TEST_CASE("tcp destroying an ep the peer never used closes the connection on bot
     CHECK(connections(a) == 1);
     CHECK(connections(b) == 1);
     ep.reset();
-    REQUIRE(test::poll_until([&] { return (connections(a) == 0) &&
-                                          (connections(b) == 0); }, pump));
+    REQUIRE(test::poll_until([&] { return (connections(a) == 0) && (connections(b) == 0); }, pump));
 }

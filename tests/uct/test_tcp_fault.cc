@@ -45,15 +45,15 @@ constexpr uct::am_id_t AM_ID  = 3;
 constexpr uct::am_id_t RAW_ID = 4;
 
 struct error_record {
-    int                           calls = 0;
-    uct::ep                       *ep = nullptr;
-    ucs_status_t                  status = UCS_OK;
-    std::function<void(uct::ep*)> then;     /* optional: run inside the handler */
+    int calls           = 0;
+    uct::ep *ep         = nullptr;
+    ucs_status_t status = UCS_OK;
+    std::function<void(uct::ep *)> then; /* optional: run inside the handler */
 };
 
 ucs_status_t record_error(void *arg, uct::ep *ep, ucs_status_t status)
 {
-    auto *rec = static_cast<error_record*>(arg);
+    auto *rec = static_cast<error_record *>(arg);
     ++rec->calls;
     rec->ep     = ep;
     rec->status = status;
@@ -66,8 +66,8 @@ ucs_status_t record_error(void *arg, uct::ep *ep, ucs_status_t status)
 /* tcp on "lo" with an error handler (uct_entity sets none). */
 class tcp_node {
 public:
-    explicit tcp_node(error_record *rec)
-        : worker_(std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE))
+    explicit tcp_node(error_record *rec) :
+        worker_(std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE))
     {
         for (uct::component *c : uct::components()) {
             if ((std::string(c->name()) == "tcp") && (c->md_open("tcp", &md_) == UCS_OK)) {
@@ -115,20 +115,20 @@ public:
 
 private:
     std::unique_ptr<uct::worker> worker_;
-    uct::md                      *md_ = nullptr;
-    uct::iface                   *iface_ = nullptr;
-    std::vector<uct::ep*>        eps_;
+    uct::md *md_       = nullptr;
+    uct::iface *iface_ = nullptr;
+    std::vector<uct::ep *> eps_;
 };
 
 struct retry_req {
-    uct::pending_req req;       /* first: the callback gets its address */
-    uct::ep          *ep = nullptr;
-    int              calls = 0;
-    ucs_status_t     op_status = UCS_OK;
+    uct::pending_req req; /* first: the callback gets its address */
+    uct::ep *ep            = nullptr;
+    int calls              = 0;
+    ucs_status_t op_status = UCS_OK;
 
     static ucs_status_t run(uct::pending_req *self)
     {
-        auto *r = reinterpret_cast<retry_req*>(self);
+        auto *r = reinterpret_cast<retry_req *>(self);
         ++r->calls;
         r->op_status = r->ep->am_short(AM_ID, 0, nullptr, 0);
         return r->op_status;
@@ -137,7 +137,7 @@ struct retry_req {
 
 ucs_status_t count_am(void *arg, void *, size_t, unsigned)
 {
-    ++*static_cast<uint64_t*>(arg);
+    ++*static_cast<uint64_t *>(arg);
     return UCS_OK;
 }
 
@@ -209,7 +209,7 @@ int pausing_peer(int fd)
         uint64_t messages = 0, bytes = 0;
     } got;
     auto count = [](void *arg, void *, size_t length, unsigned) {
-        auto *c = static_cast<counter*>(arg);
+        auto *c = static_cast<counter *>(arg);
         ++c->messages;
         c->bytes += length;
         return UCS_OK;
@@ -219,9 +219,9 @@ int pausing_peer(int fd)
     TEST_CHILD_CHECK(test::poll_until([&] { return got.messages > 0; }, [&] { e.progress(); }));
     TEST_CHILD_CHECK(test::sync_peer(fd));
     uint64_t expected = 0;
-    TEST_CHILD_CHECK(test::recv_value(fd, &expected));   /* not reading meanwhile */
-    TEST_CHILD_CHECK(test::poll_until([&] { return got.bytes >= expected; },
-                                      [&] { e.progress(); }, std::chrono::seconds(60)));
+    TEST_CHILD_CHECK(test::recv_value(fd, &expected)); /* not reading meanwhile */
+    TEST_CHILD_CHECK(test::poll_until([&] { return got.bytes >= expected; }, [&] { e.progress(); },
+                                      std::chrono::seconds(60)));
     TEST_CHILD_CHECK(got.bytes == expected);
     TEST_CHILD_CHECK(test::sync_peer(fd));
     return 0;
@@ -229,8 +229,7 @@ int pausing_peer(int fd)
 
 } // namespace
 
-TEST_CASE("tcp peer that stops reading for longer than the user timeout is not failed",
-          "[tcp]")
+TEST_CASE("tcp peer that stops reading for longer than the user timeout is not failed", "[tcp]")
 {
     /* Its kernel answers with a closed window. Linux's TCP_USER_TIMEOUT would
      * end the connection after 200 ms of that; the ack watch must not. */
@@ -254,7 +253,7 @@ TEST_CASE("tcp peer that stops reading for longer than the user timeout is not f
         n.progress();
     }
     CHECK(rec.calls == 0);
-    CHECK(zcomp.fired == 0);   /* the window really stayed closed */
+    CHECK(zcomp.fired == 0); /* the window really stayed closed */
 
     /* The first message was am_short's 8-byte header alone. */
     REQUIRE(test::send_value(child.fd(), uint64_t(8 + big.size())));
@@ -314,9 +313,9 @@ TEST_CASE("tcp peer killed with SIGKILL: the survivor's ep fails cleanly", "[tcp
          * no SIGPIPE reaches the process. */
         REQUIRE(test::poll_until([&] { return rec.calls > 0; },
                                  [&] {
-                                     n.progress();
-                                     ep->am_short(AM_ID, 3, nullptr, 0);
-                                 },
+            n.progress();
+            ep->am_short(AM_ID, 3, nullptr, 0);
+        },
                                  std::chrono::seconds(20)));
         CHECK(rec.calls == 1);
         CHECK(rec.ep == ep);
@@ -334,7 +333,7 @@ TEST_CASE("tcp peer killed with SIGKILL: the survivor's ep fails cleanly", "[tcp
     }
     CHECK(rec.calls == 1);
     CHECK(late.fired == 0);
-    CHECK(n.iface().flush(0, nullptr) == UCS_OK);   /* nothing left to wait for */
+    CHECK(n.iface().flush(0, nullptr) == UCS_OK); /* nothing left to wait for */
 }
 
 namespace {
@@ -347,8 +346,8 @@ int unlistened_port(uint16_t *port)
     sa.sin_family      = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len      = sizeof(sa);
-    if ((s < 0) || (::bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) ||
-        (::getsockname(s, reinterpret_cast<sockaddr*>(&sa), &len) != 0)) {
+    if ((s < 0) || (::bind(s, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) != 0) ||
+        (::getsockname(s, reinterpret_cast<sockaddr *>(&sa), &len) != 0)) {
         return -1;
     }
     *port = ntohs(sa.sin_port);
@@ -363,13 +362,13 @@ TEST_CASE("tcp connection refused: the ep fails through the error handler", "[tc
     tcp_node n(&rec);
     REQUIRE(n.ok());
     uint16_t port = 0;
-    int s = unlistened_port(&port);
+    int s         = unlistened_port(&port);
     REQUIRE(s >= 0);
 
     test::uct_addresses peer = n.addresses();
     std::memcpy(peer.iface.data(), &port, sizeof(port));
     uct::ep *ep = n.connect(peer);
-    REQUIRE(ep != nullptr);   /* created without waiting for the peer */
+    REQUIRE(ep != nullptr); /* created without waiting for the peer */
 
     CHECK(ep->am_short(AM_ID, 1, nullptr, 0) == UCS_OK);
     uint64_t word = 7;
@@ -394,12 +393,12 @@ TEST_CASE("tcp error handler may destroy the failed ep", "[tcp]")
     tcp_node n(&rec);
     REQUIRE(n.ok());
     uint16_t port = 0;
-    int s = unlistened_port(&port);
+    int s         = unlistened_port(&port);
     REQUIRE(s >= 0);
     test::uct_addresses peer = n.addresses();
     std::memcpy(peer.iface.data(), &port, sizeof(port));
 
-    std::set<uct::ep*> live, reported;
+    std::set<uct::ep *> live, reported;
     for (int i = 0; i < 3; ++i) {
         uct::ep *ep = n.connect(peer);
         REQUIRE(ep != nullptr);
@@ -413,7 +412,7 @@ TEST_CASE("tcp error handler may destroy the failed ep", "[tcp]")
     for (int i = 0; i < 100; ++i) {
         n.progress();
     }
-    CHECK(rec.calls == 3);        /* each ep once, none skipped */
+    CHECK(rec.calls == 3); /* each ep once, none skipped */
     CHECK(reported == live);
     ::close(s);
 }
@@ -429,7 +428,7 @@ struct order_check {
 
 ucs_status_t check_order(void *arg, void *data, size_t length, unsigned)
 {
-    auto *o = static_cast<order_check*>(arg);
+    auto *o = static_cast<order_check *>(arg);
     uint64_t seq;
     std::memcpy(&seq, data, sizeof(seq));
     o->bad += (length != 8) || (seq != o->next);
@@ -442,7 +441,7 @@ struct malformed_report {
     uint64_t legit_bad;
     uint64_t raw_delivered;
     uint64_t closed_logged;
-    uint64_t refused_keys;      /* handshakes without the iface key, closed unread */
+    uint64_t refused_keys; /* handshakes without the iface key, closed unread */
 };
 
 int malformed_target(int fd)
@@ -481,7 +480,7 @@ int malformed_target(int fd)
 
     ucs::log_set_file("stdout");
     malformed_report rep{order.next, order.bad, raw, 0,
-                         dynamic_cast<uct::tcp::tcp_iface&>(e.iface()).refused_handshakes()};
+                         dynamic_cast<uct::tcp::tcp_iface &>(e.iface()).refused_handshakes()};
     std::ifstream in(log_path);
     for (std::string line; std::getline(in, line);) {
         rep.closed_logged += (line.find("closing it") != std::string::npos) ||
@@ -500,7 +499,7 @@ int raw_connect(uint16_t port)
     sa.sin_family      = AF_INET;
     sa.sin_port        = htons(port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if ((s >= 0) && (::connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)) {
+    if ((s >= 0) && (::connect(s, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) != 0)) {
         ::close(s);
         return -1;
     }
@@ -519,7 +518,7 @@ bool closed_by_peer(int s)
     while (std::chrono::steady_clock::now() < deadline) {
         pollfd pfd{s, POLLIN, 0};
         if (::poll(&pfd, 1, 100) != 1) {
-            continue;    /* waiting for an event, bounded: not a sleep */
+            continue; /* waiting for an event, bounded: not a sleep */
         }
         uint8_t byte;
         ssize_t n = ::recv(s, &byte, 1, MSG_DONTWAIT);
@@ -572,10 +571,10 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     REQUIRE(peer.iface.size() == sizeof(target));
     std::memcpy(&target, peer.iface.data(), sizeof(target));
     const uint16_t port = target.port;
-    uct::ep *ep = e.connect(peer);
+    uct::ep *ep         = e.connect(peer);
     REQUIRE(ep != nullptr);
 
-    uint64_t seq = 0;
+    uint64_t seq    = 0;
     auto send_legit = [&](int n) {
         for (int i = 0; i < n; ++i, ++seq) {
             ucs_status_t st;
@@ -589,11 +588,11 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     send_legit(10);
 
     handshake good{};
-    good.magic   = HANDSHAKE_MAGIC;
-    good.version = HANDSHAKE_VERSION;
-    good.family  = uint8_t(addr_family::IPV4);
-    good.port    = 1;
-    good.acceptor_key = target.key;       /* from the address: may connect */
+    good.magic        = HANDSHAKE_MAGIC;
+    good.version      = HANDSHAKE_VERSION;
+    good.family       = uint8_t(addr_family::IPV4);
+    good.port         = 1;
+    good.acceptor_key = target.key; /* from the address: may connect */
     std::vector<uint8_t> hs;
     append(&hs, good);
     handshake bad_magic = good, bad_version = good, no_key = good, wrong_key = good;
@@ -611,27 +610,26 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
         garbage[i] = uint8_t(i * 151 + 7);
     }
     std::vector<uint8_t> bad_atomic = hs + frame(uint8_t(internal_op::ATOMIC_POST),
-                                                 frame_flag::INTERNAL, 0,
-                                                 sizeof(atomic_req), 0);
+                                                 frame_flag::INTERNAL, 0, sizeof(atomic_req), 0);
     atomic_req areq{};
     areq.op   = 99;
     areq.size = 8;
     append(&bad_atomic, areq);
 
     const std::vector<std::vector<uint8_t>> malformed = {
-        garbage,                                                    /* not a handshake */
+        garbage, /* not a handshake */
         hs_bad_magic,
         hs_bad_version,
-        hs_no_key + frame(RAW_ID, 0, 0, 8, 8),                     /* a port scan's guess */
-        hs_wrong_key + frame(RAW_ID, 0, 0, 8, 8),                  /* one bit off */
-        hs + frame(RAW_ID, 0, 0, 0xffffffffu, 16),                 /* length over the limit */
-        hs + frame(200, 0, 0, 8, 8),                               /* bad am id */
-        hs + frame(RAW_ID, 0, 7, 8, 8),                            /* reserved bits */
-        hs + frame(RAW_ID, 0x80, 0, 8, 8),                         /* unknown flag */
+        hs_no_key + frame(RAW_ID, 0, 0, 8, 8),     /* a port scan's guess */
+        hs_wrong_key + frame(RAW_ID, 0, 0, 8, 8),  /* one bit off */
+        hs + frame(RAW_ID, 0, 0, 0xffffffffu, 16), /* length over the limit */
+        hs + frame(200, 0, 0, 8, 8),               /* bad am id */
+        hs + frame(RAW_ID, 0, 7, 8, 8),            /* reserved bits */
+        hs + frame(RAW_ID, 0x80, 0, 8, 8),         /* unknown flag */
         hs + frame(uint8_t(internal_op::GET_REQ), frame_flag::INTERNAL, 0, 5, 5),
         hs + frame(uint8_t(internal_op::PUT), frame_flag::INTERNAL, 0, 4, 4),
-        hs + frame(uint8_t(internal_op::GET_REPLY), frame_flag::INTERNAL, 0,
-                   sizeof(reply_hdr), sizeof(reply_hdr)),          /* a reply nobody asked */
+        hs + frame(uint8_t(internal_op::GET_REPLY), frame_flag::INTERNAL, 0, sizeof(reply_hdr),
+                   sizeof(reply_hdr)), /* a reply nobody asked */
         hs + frame(uint8_t(internal_op::LAST), frame_flag::INTERNAL, 0, 8, 8),
         bad_atomic,
     };
@@ -671,7 +669,8 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     ::close(partial);
 
     uint64_t raw_count = 0;
-    REQUIRE(test::poll_until([&] { return raw_count == 1; }, [&] {
+    REQUIRE(test::poll_until([&] { return raw_count == 1; },
+                             [&] {
         REQUIRE(test::send_value(child.fd(), uint8_t(CMD_RAW_COUNT)));
         REQUIRE(test::recv_value(child.fd(), &raw_count));
     }));
@@ -686,7 +685,7 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
     CHECK(accept_hdr.flags == frame_flag::INTERNAL);
     CHECK(accept_hdr.length == sizeof(conn_reply));
     pollfd pfd{good_sock, POLLIN, 0};
-    CHECK(::poll(&pfd, 1, 0) == 0);    /* nothing more, not closed */
+    CHECK(::poll(&pfd, 1, 0) == 0); /* nothing more, not closed */
     ::close(good_sock);
 
     REQUIRE(test::send_value(child.fd(), uint8_t(CMD_QUIT)));
@@ -705,8 +704,8 @@ TEST_CASE("tcp drops malformed connections and keeps serving the others", "[tcp]
 TEST_CASE("tcp closes an accepted connection that shows no handshake in time", "[tcp]")
 {
     using namespace uct::tcp;
-    auto cfg              = default_tcp_config();
-    CHECK(cfg.handshake_timeout == 10.0);     /* the default */
+    auto cfg = default_tcp_config();
+    CHECK(cfg.handshake_timeout == 10.0); /* the default */
     cfg.handshake_timeout = 0.3;
     test::tuned_tcp e("lo", cfg);
     REQUIRE(e.ok());
@@ -716,8 +715,8 @@ TEST_CASE("tcp closes an accepted connection that shows no handshake in time", "
     std::memcpy(&target, addr.iface.data(), sizeof(target));
 
     const auto start = std::chrono::steady_clock::now();
-    int silent = raw_connect(target.port);              /* holds a socket, says nothing */
-    int proven = raw_connect(target.port);              /* shows the key at once */
+    int silent       = raw_connect(target.port); /* holds a socket, says nothing */
+    int proven       = raw_connect(target.port); /* shows the key at once */
     REQUIRE(silent >= 0);
     REQUIRE(proven >= 0);
     handshake hs{};
@@ -737,10 +736,10 @@ TEST_CASE("tcp closes an accepted connection that shows no handshake in time", "
     };
     REQUIRE(test::poll_until([&] { return eof(silent); }, [&] { e.progress(); },
                              std::chrono::seconds(10)));
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                        start).count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     CHECK(waited >= 0.3);
-    CHECK_FALSE(eof(proven));                           /* accepted, still open */
+    CHECK_FALSE(eof(proven)); /* accepted, still open */
     ::close(silent);
     ::close(proven);
 }

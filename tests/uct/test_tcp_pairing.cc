@@ -37,15 +37,15 @@ constexpr uct::am_id_t AM_ID = 3;
 
 size_t connections(test::uct_entity &e)
 {
-    auto *iface = dynamic_cast<uct::tcp::tcp_iface*>(&e.iface());
+    auto *iface = dynamic_cast<uct::tcp::tcp_iface *>(&e.iface());
     return (iface != nullptr) ? iface->num_connections() : SIZE_MAX;
 }
 
 uct::ep *make_raw_ep(test::uct_entity &from, const test::uct_addresses &to)
 {
     uct::ep *ep = nullptr;
-    if (from.iface().ep_create_connected(to.device.data(), to.device.size(),
-                                         to.iface.data(), to.iface.size(), &ep) != UCS_OK) {
+    if (from.iface().ep_create_connected(to.device.data(), to.device.size(), to.iface.data(),
+                                         to.iface.size(), &ep) != UCS_OK) {
         return nullptr;
     }
     return ep;
@@ -66,7 +66,7 @@ struct in_order_log {
 
 ucs_status_t check_order(void *arg, void *data, size_t length, unsigned)
 {
-    auto *log = static_cast<in_order_log*>(arg);
+    auto *log = static_cast<in_order_log *>(arg);
     uint64_t hdr;
     if (length < sizeof(hdr)) {
         ++log->errors;
@@ -80,7 +80,7 @@ ucs_status_t check_order(void *arg, void *data, size_t length, unsigned)
     }
     log->next[sender] = seq + 1;
     /* Payload bytes after the header repeat the low byte of seq. */
-    const auto *p = static_cast<const uint8_t*>(data);
+    const auto *p = static_cast<const uint8_t *>(data);
     for (size_t i = sizeof(hdr); i < length; ++i) {
         if (p[i] != uint8_t(seq)) {
             ++log->bytes_bad;
@@ -115,20 +115,19 @@ public:
         }
         case 1: {
             auto pack = [](void *dest, void *arg) -> size_t {
-                auto *self = static_cast<sender*>(arg);
+                auto *self = static_cast<sender *>(arg);
                 uint64_t h = tagged(self->tag_, self->seq_);
                 std::memcpy(dest, &h, sizeof(h));
-                std::memset(static_cast<uint8_t*>(dest) + sizeof(h), uint8_t(self->seq_),
-                            3000);
+                std::memset(static_cast<uint8_t *>(dest) + sizeof(h), uint8_t(self->seq_), 3000);
                 return sizeof(h) + 3000;
             };
             ssize_t n = ep_->am_bcopy(AM_ID, pack, this, 0);
-            st = (n < 0) ? ucs_status_t(n) : UCS_OK;
+            st        = (n < 0) ? ucs_status_t(n) : UCS_OK;
             break;
         }
         default:
             if (zcomp_.fired == 0 && zbusy_) {
-                return UCS_ERR_NO_RESOURCE;   /* the previous zcopy is still queued */
+                return UCS_ERR_NO_RESOURCE; /* the previous zcopy is still queued */
             }
             std::memset(zbuf_.data(), uint8_t(seq_), zbuf_.size());
             zcomp_ = counted_comp();
@@ -153,12 +152,12 @@ public:
     ucs_status_t zcopy_status() const { return zcomp_.last; }
 
 private:
-    uct::ep              *ep_;
-    unsigned             tag_;
-    uint64_t             seq_ = 0;
+    uct::ep *ep_;
+    unsigned tag_;
+    uint64_t seq_ = 0;
     std::vector<uint8_t> zbuf_;
-    counted_comp         zcomp_;
-    bool                 zbusy_ = false;
+    counted_comp zcomp_;
+    bool zbusy_ = false;
 };
 
 } // namespace
@@ -186,10 +185,10 @@ TEST_CASE("tcp eps connecting towards each other at once keep one connection", "
     /* Sent before either connection is settled: buffered, then delivered. */
     sender from_a(ep_ab.get(), 1), from_b(ep_ba.get(), 2);
     for (int i = 0; i < 2; ++i) {
-        CHECK(from_a.send_next() == UCS_OK);   /* short, bcopy */
+        CHECK(from_a.send_next() == UCS_OK); /* short, bcopy */
         CHECK(from_b.send_next() == UCS_OK);
     }
-    CHECK(from_a.send_next() == UCS_OK);       /* zcopy, queued */
+    CHECK(from_a.send_next() == UCS_OK); /* zcopy, queued */
     CHECK(from_b.send_next() == UCS_OK);
 
     auto pump = [&] {
@@ -210,7 +209,8 @@ TEST_CASE("tcp eps connecting towards each other at once keep one connection", "
     };
 
     constexpr uint64_t total = 300;
-    REQUIRE(test::poll_until([&] {
+    REQUIRE(test::poll_until(
+        [&] {
         for (auto *s : {&from_a, &from_b}) {
             while (s->sent() < total) {
                 if (s->send_next() != UCS_OK) {
@@ -218,9 +218,10 @@ TEST_CASE("tcp eps connecting towards each other at once keep one connection", "
                 }
             }
         }
-        return (at_b.next[1] == total) && (at_a.next[2] == total) &&
-               from_a.zcopy_idle() && from_b.zcopy_idle();
-    }, both));
+        return (at_b.next[1] == total) && (at_a.next[2] == total) && from_a.zcopy_idle() &&
+               from_b.zcopy_idle();
+        },
+        both));
     CHECK(at_a.errors == 0);
     CHECK(at_b.errors == 0);
     CHECK(at_a.bytes_bad == 0);
@@ -229,8 +230,7 @@ TEST_CASE("tcp eps connecting towards each other at once keep one connection", "
     CHECK(from_b.zcopy_status() == UCS_OK);
 
     /* The connection given up closes on both sides. */
-    REQUIRE(test::poll_until([&] { return (connections(a) == 1) && (connections(b) == 1); },
-                             both));
+    REQUIRE(test::poll_until([&] { return (connections(a) == 1) && (connections(b) == 1); }, both));
 
     /* A second pair of eps (serial number 1) gets a connection of its own. */
     auto ep_ab2 = make_ep(a, b);
@@ -239,22 +239,18 @@ TEST_CASE("tcp eps connecting towards each other at once keep one connection", "
     REQUIRE(ep_ba2);
     REQUIRE(ep_ab2->am_short(AM_ID, tagged(3, 0), nullptr, 0) == UCS_OK);
     REQUIRE(ep_ba2->am_short(AM_ID, tagged(3, 0), nullptr, 0) == UCS_OK);
-    REQUIRE(test::poll_until([&] { return (at_a.next[3] == 1) && (at_b.next[3] == 1); },
-                             both));
-    REQUIRE(test::poll_until([&] { return (connections(a) == 2) && (connections(b) == 2); },
-                             both));
+    REQUIRE(test::poll_until([&] { return (at_a.next[3] == 1) && (at_b.next[3] == 1); }, both));
+    REQUIRE(test::poll_until([&] { return (connections(a) == 2) && (connections(b) == 2); }, both));
 
     /* Each pair closes its connection when both its eps are gone. */
     ep_ab.reset();
     ep_ba.reset();
-    REQUIRE(test::poll_until([&] { return (connections(a) == 1) && (connections(b) == 1); },
-                             both));
+    REQUIRE(test::poll_until([&] { return (connections(a) == 1) && (connections(b) == 1); }, both));
     REQUIRE(ep_ab2->am_short(AM_ID, tagged(3, 1), nullptr, 0) == UCS_OK);
     REQUIRE(test::poll_until([&] { return at_b.next[3] == 2; }, both));
     ep_ab2.reset();
     ep_ba2.reset();
-    REQUIRE(test::poll_until([&] { return (connections(a) == 0) && (connections(b) == 0); },
-                             both));
+    REQUIRE(test::poll_until([&] { return (connections(a) == 0) && (connections(b) == 0); }, both));
     CHECK(at_a.errors == 0);
     CHECK(at_b.errors == 0);
 }
@@ -318,15 +314,17 @@ bool run_paired_side(int fd, unsigned tag, pair_report *rep, pair_report *other)
     }
     sender out(ep.get(), tag);
     const unsigned peer_tag = tag ^ 3;
-    auto step = [&] {
+    auto step               = [&] {
         while ((out.sent() < PAIR_MESSAGES) && (out.send_next() == UCS_OK)) {
         }
         e.progress();
     };
-    if (!test::poll_until([&] {
-            return (out.sent() == PAIR_MESSAGES) && out.zcopy_idle() &&
-                   (log.next[peer_tag] == PAIR_MESSAGES);
-        }, step)) {
+    if (!test::poll_until(
+            [&] {
+        return (out.sent() == PAIR_MESSAGES) && out.zcopy_idle() &&
+               (log.next[peer_tag] == PAIR_MESSAGES);
+            },
+            step)) {
         return false;
     }
     /* The peer's extra connection may take a moment to close. */
@@ -339,9 +337,8 @@ bool run_paired_side(int fd, unsigned tag, pair_report *rep, pair_report *other)
     if (!test::send_value(fd, *rep)) {
         return false;
     }
-    return test::recv_value(fd, other) && test::poll_until([&] {
-        return ep->flush(0, nullptr) == UCS_OK;
-    }, [&] { e.progress(); });
+    return test::recv_value(fd, other) &&
+           test::poll_until([&] { return ep->flush(0, nullptr) == UCS_OK; }, [&] { e.progress(); });
 }
 
 int paired_child(int fd)
@@ -384,13 +381,12 @@ public:
     {
         listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         int step   = lower ? -1 : 1;
-        for (int port = int(other_port) + step; (port > 1024) && (port < 65536);
-             port += step) {
+        for (int port = int(other_port) + step; (port > 1024) && (port < 65536); port += step) {
             sockaddr_in sa{};
             sa.sin_family      = AF_INET;
             sa.sin_port        = htons(uint16_t(port));
             sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+            if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) == 0) {
                 port_ = uint16_t(port);
                 break;
             }
@@ -416,9 +412,9 @@ public:
     {
         test::uct_addresses a;
         device_addr_hdr hdr{};
-        hdr.family  = uint8_t(addr_family::IPV4);
-        hdr.flags   = device_addr_flag::LOOPBACK;
-        hdr.host_id = local_host_id();
+        hdr.family          = uint8_t(addr_family::IPV4);
+        hdr.flags           = device_addr_flag::LOOPBACK;
+        hdr.host_id         = local_host_id();
         const uint8_t ip[4] = {127, 0, 0, 1};
         a.device.resize(sizeof(hdr) + sizeof(ip));
         std::memcpy(a.device.data(), &hdr, sizeof(hdr));
@@ -437,13 +433,13 @@ public:
         handshake hs{};
         hs.acceptor_key  = acceptor_key;
         hs.initiator_key = key_;
-        hs.magic   = HANDSHAKE_MAGIC;
-        hs.version = HANDSHAKE_VERSION;
-        hs.family  = uint8_t(addr_family::IPV4);
-        hs.ip[0]   = 127;
-        hs.ip[3]   = 1;
-        hs.port    = port_;
-        hs.conn_sn = conn_sn;
+        hs.magic         = HANDSHAKE_MAGIC;
+        hs.version       = HANDSHAKE_VERSION;
+        hs.family        = uint8_t(addr_family::IPV4);
+        hs.ip[0]         = 127;
+        hs.ip[3]         = 1;
+        hs.port          = port_;
+        hs.conn_sn       = conn_sn;
         return hs;
     }
 
@@ -451,13 +447,15 @@ public:
     int accept_one(const std::function<void()> &pump)
     {
         int fd = -1;
-        test::poll_until([&] {
+        test::poll_until(
+            [&] {
             pollfd pfd{listen_fd_, POLLIN, 0};
             if (::poll(&pfd, 1, 0) == 1) {
                 fd = ::accept(listen_fd_, nullptr, nullptr);
             }
             return fd >= 0;
-        }, pump, std::chrono::seconds(10));
+            },
+            pump, std::chrono::seconds(10));
         if (fd >= 0) {
             fds_.push_back(fd);
         }
@@ -472,7 +470,7 @@ public:
         sa.sin_family      = AF_INET;
         sa.sin_port        = htons(port);
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+        if (::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) != 0) {
             ::close(fd);
             return -1;
         }
@@ -485,17 +483,18 @@ public:
     static bool read(int fd, void *buf, size_t length, const std::function<void()> &pump)
     {
         size_t got = 0;
-        bool   eof = false;
-        test::poll_until([&] {
-            ssize_t n = ::recv(fd, static_cast<uint8_t*>(buf) + got, length - got,
-                               MSG_DONTWAIT);
+        bool eof   = false;
+        test::poll_until(
+            [&] {
+            ssize_t n = ::recv(fd, static_cast<uint8_t *>(buf) + got, length - got, MSG_DONTWAIT);
             if (n > 0) {
                 got += size_t(n);
             } else if (n == 0) {
                 eof = true;
             }
             return (got == length) || eof;
-        }, pump, std::chrono::seconds(10));
+            },
+            pump, std::chrono::seconds(10));
         return got == length;
     }
 
@@ -503,18 +502,20 @@ public:
     static bool closed(int fd, const std::function<void()> &pump)
     {
         bool eof = false;
-        test::poll_until([&] {
+        test::poll_until(
+            [&] {
             uint8_t byte;
             ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
-            eof = (n == 0) || ((n < 0) && (errno == ECONNRESET));
+            eof       = (n == 0) || ((n < 0) && (errno == ECONNRESET));
             return eof;
-        }, pump, std::chrono::seconds(10));
+            },
+            pump, std::chrono::seconds(10));
         return eof;
     }
 
     static bool send_conn_reply(int fd, internal_op op, uint8_t flags)
     {
-        frame_hdr  hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
+        frame_hdr hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
         conn_reply reply{};
         reply.flags = flags;
         uint8_t bytes[sizeof(hdr) + sizeof(reply)];
@@ -529,10 +530,10 @@ public:
     }
 
 private:
-    int              listen_fd_ = -1;
-    uint16_t         port_ = 0;
-    iface_key        key_ = {{0x5c, 0x21, 0x9e, 0x07, 0x33, 0xd4, 0x6a, 0x18,
-                              0xc5, 0x7f, 0x42, 0x90, 0x0b, 0xee, 0x61, 0x2d}};
+    int listen_fd_ = -1;
+    uint16_t port_ = 0;
+    iface_key key_ = {{0x5c, 0x21, 0x9e, 0x07, 0x33, 0xd4, 0x6a, 0x18, 0xc5, 0x7f, 0x42, 0x90, 0x0b,
+                       0xee, 0x61, 0x2d}};
     std::vector<int> fds_;
 };
 
@@ -555,7 +556,7 @@ TEST_CASE("tcp rejected connection waits for the peer's then connects again", "[
 {
     test::uct_entity a("tcp", "lo");
     REQUIRE(a.ok());
-    scripted_peer b(iface_port(a), true);   /* b's address is lower: its connection wins */
+    scripted_peer b(iface_port(a), true); /* b's address is lower: its connection wins */
     REQUIRE(b.ok());
     auto pump = [&] { a.progress(); };
 
@@ -609,7 +610,7 @@ TEST_CASE("tcp ep destroyed while pairing keeps its connection for the peer", "[
 {
     test::uct_entity a("tcp", "lo");
     REQUIRE(a.ok());
-    scripted_peer b(iface_port(a), false);  /* a's address is lower: its connection wins */
+    scripted_peer b(iface_port(a), false); /* a's address is lower: its connection wins */
     REQUIRE(b.ok());
     auto pump = [&] { a.progress(); };
 

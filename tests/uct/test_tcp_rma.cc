@@ -28,9 +28,9 @@ namespace {
 using test::counted_comp;
 using test::die_with_parent;
 
-constexpr size_t GUARD      = 4096;
-constexpr size_t A_SIZE     = 65536;
-constexpr size_t B_SIZE     = 4 << 20;
+constexpr size_t GUARD       = 4096;
+constexpr size_t A_SIZE      = 65536;
+constexpr size_t B_SIZE      = 4 << 20;
 constexpr uint8_t GUARD_BYTE = 0xee;
 
 enum command : uint8_t { CMD_DEREG_B = 'D', CMD_SEND_A = 'C', CMD_QUIT = 'Q' };
@@ -42,25 +42,25 @@ inline uint8_t b_pattern(size_t i)
 
 struct unpack_target {
     uint8_t *dest;
-    size_t  length;
-    int     calls = 0;
+    size_t length;
+    int calls = 0;
 };
 
 void unpack_into(void *arg, const void *data, size_t length)
 {
-    auto *t = static_cast<unpack_target*>(arg);
+    auto *t = static_cast<unpack_target *>(arg);
     ++t->calls;
     std::memcpy(t->dest, data, std::min(length, t->length));
 }
 
 struct bytes_arg {
     const uint8_t *data;
-    size_t        length;
+    size_t length;
 };
 
 size_t pack_bytes(void *dest, void *arg)
 {
-    auto *a = static_cast<bytes_arg*>(arg);
+    auto *a = static_cast<bytes_arg *>(arg);
     std::memcpy(dest, a->data, a->length);
     return a->length;
 }
@@ -150,13 +150,12 @@ public:
         return wait(ep->flush(0, &comp), comp);
     }
 
-    ucs_status_t get(uct::ep *ep, void *dest, size_t length, uint64_t addr,
-                     uct::rkey_t rkey, int *unpack_calls = nullptr)
+    ucs_status_t get(uct::ep *ep, void *dest, size_t length, uint64_t addr, uct::rkey_t rkey,
+                     int *unpack_calls = nullptr)
     {
         counted_comp comp;
-        unpack_target t{static_cast<uint8_t*>(dest), length};
-        ucs_status_t st = wait(ep->get_bcopy(unpack_into, &t, length, addr, rkey, &comp),
-                               comp);
+        unpack_target t{static_cast<uint8_t *>(dest), length};
+        ucs_status_t st = wait(ep->get_bcopy(unpack_into, &t, length, addr, rkey, &comp), comp);
         if (unpack_calls != nullptr) {
             *unpack_calls = t.calls;
         }
@@ -168,8 +167,7 @@ public:
     {
         counted_comp comp;
         *result = 0;
-        return wait(ep->atomic_fetch(op, size, value, compare, result, addr, rkey, &comp),
-                    comp);
+        return wait(ep->atomic_fetch(op, size, value, compare, result, addr, rkey, &comp), comp);
     }
 
 private:
@@ -201,8 +199,8 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
     uct::ep *ep = e.connect(peer);
     REQUIRE(ep != nullptr);
     rma_initiator rma(e);
-    std::vector<uint8_t> image(A_SIZE, 0);   /* what region A should hold */
-    uint64_t expected_refusals = 0;          /* requests the target must refuse */
+    std::vector<uint8_t> image(A_SIZE, 0); /* what region A should hold */
+    uint64_t expected_refusals = 0;        /* requests the target must refuse */
 
     SECTION("put and get of every kind") {
         /* put_short */
@@ -243,8 +241,7 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
         counted_comp c1, c2;
         unpack_target t1{got_small, 16}, t2{got_mid.data(), got_mid.size()};
         REQUIRE(ep->get_bcopy(unpack_into, &t1, 16, a, ka.rkey, &c1) == UCS_INPROGRESS);
-        REQUIRE(ep->get_bcopy(unpack_into, &t2, 1000, a + 100, ka.rkey, &c2) ==
-                UCS_INPROGRESS);
+        REQUIRE(ep->get_bcopy(unpack_into, &t2, 1000, a + 100, ka.rkey, &c2) == UCS_INPROGRESS);
         REQUIRE(test::poll_until([&] { return c1.fired && c2.fired; }, [&] { rma.pump(); }));
         CHECK(c1.last == UCS_OK);
         CHECK(c2.last == UCS_OK);
@@ -283,34 +280,51 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
         CHECK(ep->atomic_post(atomic_op::XOR, 8, 0xff, a64, ka.rkey) == UCS_OK);
         m64 ^= 0xff;
         CHECK(ep->atomic_post(atomic_op::ADD, 4, 0x100000001ull, a32, ka.rkey) == UCS_OK);
-        m32 += 1;   /* 32-bit: the value is truncated */
+        m32 += 1; /* 32-bit: the value is truncated */
         CHECK(ep->atomic_post(atomic_op::OR, 4, 0x0f000000, a32, ka.rkey) == UCS_OK);
         m32 |= 0x0f000000;
 
         struct step {
             atomic_op op;
-            uint64_t  value, compare;
+            uint64_t value, compare;
         };
         const step steps[] = {
-            {atomic_op::ADD, 3, 0},         {atomic_op::AND, 0xff0f, 0},
-            {atomic_op::OR, 0x30000, 0},    {atomic_op::XOR, 0x5555, 0},
-            {atomic_op::SWAP, 0x77, 0},     {atomic_op::CSWAP, 0x99, 0x77},   /* swaps */
-            {atomic_op::CSWAP, 0x11, 0x12345},                                /* does not */
+            {atomic_op::ADD, 3, 0},
+            {atomic_op::AND, 0xff0f, 0},
+            {atomic_op::OR, 0x30000, 0},
+            {atomic_op::XOR, 0x5555, 0},
+            {atomic_op::SWAP, 0x77, 0},
+            {atomic_op::CSWAP, 0x99, 0x77},    /* swaps */
+            {atomic_op::CSWAP, 0x11, 0x12345}, /* does not */
         };
         for (const auto &s : steps) {
             uint64_t old = 0;
             REQUIRE(rma.fetch(ep, s.op, 8, s.value, s.compare, &old, a64, ka.rkey) == UCS_OK);
             CHECK(old == m64);
             uint64_t old32 = 0;
-            REQUIRE(rma.fetch(ep, s.op, 4, s.value, s.compare, &old32, a32, ka.rkey) ==
-                    UCS_OK);
+            REQUIRE(rma.fetch(ep, s.op, 4, s.value, s.compare, &old32, a32, ka.rkey) == UCS_OK);
             CHECK(old32 == m32);
             switch (s.op) {
-            case atomic_op::ADD:   m64 += s.value; m32 += uint32_t(s.value); break;
-            case atomic_op::AND:   m64 &= s.value; m32 &= uint32_t(s.value); break;
-            case atomic_op::OR:    m64 |= s.value; m32 |= uint32_t(s.value); break;
-            case atomic_op::XOR:   m64 ^= s.value; m32 ^= uint32_t(s.value); break;
-            case atomic_op::SWAP:  m64 = s.value;  m32 = uint32_t(s.value);  break;
+            case atomic_op::ADD:
+                m64 += s.value;
+                m32 += uint32_t(s.value);
+                break;
+            case atomic_op::AND:
+                m64 &= s.value;
+                m32 &= uint32_t(s.value);
+                break;
+            case atomic_op::OR:
+                m64 |= s.value;
+                m32 |= uint32_t(s.value);
+                break;
+            case atomic_op::XOR:
+                m64 ^= s.value;
+                m32 ^= uint32_t(s.value);
+                break;
+            case atomic_op::SWAP:
+                m64 = s.value;
+                m32 = uint32_t(s.value);
+                break;
             default:
                 if (m64 == s.compare) {
                     m64 = s.value;
@@ -333,8 +347,7 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
         uint64_t r;
         counted_comp c;
         CHECK(ep->atomic_post(atomic_op::SWAP, 8, 1, a64, ka.rkey) == UCS_ERR_INVALID_PARAM);
-        CHECK(ep->atomic_post(atomic_op::ADD, 8, 1, a64 + 4, ka.rkey) ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(ep->atomic_post(atomic_op::ADD, 8, 1, a64 + 4, ka.rkey) == UCS_ERR_INVALID_PARAM);
         CHECK(ep->atomic_post(atomic_op::ADD, 2, 1, a64, ka.rkey) == UCS_ERR_INVALID_PARAM);
         CHECK(ep->atomic_fetch(atomic_op::LAST, 8, 1, 0, &r, a64, ka.rkey, &c) ==
               UCS_ERR_INVALID_PARAM);
@@ -344,15 +357,14 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
     }
 
     SECTION("out-of-range, forged and garbage keys are refused") {
-        uint64_t word = 0x0123456789abcdefull;
-        uint8_t  buf[16] = {};
+        uint64_t word   = 0x0123456789abcdefull;
+        uint8_t buf[16] = {};
         counted_comp c;
         /* Caught locally against the key's bounds: nothing is sent. */
         CHECK(ep->put_short(buf, 16, a + A_SIZE - 8, ka.rkey) == UCS_ERR_INVALID_ADDR);
         CHECK(ep->put_short(buf, 1, a - 1, ka.rkey) == UCS_ERR_INVALID_ADDR);
         unpack_target t{buf, 8};
-        CHECK(ep->get_bcopy(unpack_into, &t, 8, a + A_SIZE, ka.rkey, &c) ==
-              UCS_ERR_INVALID_ADDR);
+        CHECK(ep->get_bcopy(unpack_into, &t, 8, a + A_SIZE, ka.rkey, &c) == UCS_ERR_INVALID_ADDR);
         uct::iov v{buf, 16, nullptr};
         CHECK(ep->get_zcopy(&v, 1, a + A_SIZE - 15, ka.rkey, &c) == UCS_ERR_INVALID_ADDR);
         CHECK(ep->put_zcopy(&v, 1, UINT64_MAX - 7, ka.rkey, &c) == UCS_ERR_INVALID_ADDR);
@@ -367,8 +379,7 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
         uct::rkey_bundle junk;
         CHECK(e.component().rkey_unpack(garbage.data(), garbage.size(), &junk) ==
               UCS_ERR_INVALID_PARAM);
-        CHECK(e.component().rkey_unpack(keys.data(), key_size - 1, &junk) ==
-              UCS_ERR_INVALID_PARAM);
+        CHECK(e.component().rkey_unpack(keys.data(), key_size - 1, &junk) == UCS_ERR_INVALID_PARAM);
 
         /* A forged key claiming more than was registered: the target's own
          * record refuses, and its guard bytes stay intact. */
@@ -432,7 +443,7 @@ TEST_CASE("tcp put/get/atomics through the emulation, with bounds enforced", "[t
     CHECK(guards_intact);
     uint64_t refusals = UINT64_MAX;
     REQUIRE(test::recv_value(child.fd(), &refusals));
-    CHECK(refusals == expected_refusals);   /* the target logged each one */
+    CHECK(refusals == expected_refusals); /* the target logged each one */
     CHECK(child.wait() == 0);
 
     e.component().rkey_release(ka);

@@ -34,7 +34,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct scoped_env {
     std::string name, old;
-    bool        had = false;
+    bool had = false;
 
     scoped_env(const char *n, const char *value) : name(n)
     {
@@ -54,8 +54,8 @@ struct scoped_env {
     }
 };
 
-constexpr size_t R_SIZE = 2 << 20;    /* read-only pattern */
-constexpr size_t W_SIZE = 256 << 10;  /* written by puts, read back by gets */
+constexpr size_t R_SIZE = 2 << 20;   /* read-only pattern */
+constexpr size_t W_SIZE = 256 << 10; /* written by puts, read back by gets */
 
 inline uint8_t r_pattern(size_t i)
 {
@@ -98,8 +98,8 @@ public:
             }
             uint64_t addr = reinterpret_cast<uintptr_t>(base[i]);
             std::memcpy(blob->data() + i * sizeof(uint64_t), &addr, sizeof(addr));
-            if (md_.mkey_pack(memh_[i], blob->data() + 3 * sizeof(uint64_t) +
-                                        i * key_size) != UCS_OK) {
+            if (md_.mkey_pack(memh_[i], blob->data() + 3 * sizeof(uint64_t) + i * key_size) !=
+                UCS_OK) {
                 return false;
             }
         }
@@ -107,19 +107,18 @@ public:
     }
 
 private:
-    uct::md                 &md_;
-    std::vector<uint8_t>    r_, w_;
-    alignas(8) uint64_t     counters_[2] = {0, 0};   /* 64-bit, then 32-bit */
-    uct::mem_h              memh_[3] = {uct::MEM_HANDLE_NULL, uct::MEM_HANDLE_NULL,
-                                        uct::MEM_HANDLE_NULL};
+    uct::md &md_;
+    std::vector<uint8_t> r_, w_;
+    alignas(8) uint64_t counters_[2] = {0, 0}; /* 64-bit, then 32-bit */
+    uct::mem_h memh_[3] = {uct::MEM_HANDLE_NULL, uct::MEM_HANDLE_NULL, uct::MEM_HANDLE_NULL};
 };
 
 /* The peer's regions, as its blob describes them. */
 struct remote_regions {
-    uct::component   *component = nullptr;
-    uint64_t         addr[3] = {};
-    uct::rkey_bundle key[3] = {};
-    int              unpacked = 0;
+    uct::component *component = nullptr;
+    uint64_t addr[3]          = {};
+    uct::rkey_bundle key[3]   = {};
+    int unpacked              = 0;
 
     bool unpack(uct::component &comp, size_t key_size, const std::vector<uint8_t> &blob)
     {
@@ -129,8 +128,8 @@ struct remote_regions {
         }
         for (int i = 0; i < 3; ++i) {
             std::memcpy(&addr[i], blob.data() + i * sizeof(uint64_t), sizeof(uint64_t));
-            if (comp.rkey_unpack(blob.data() + 3 * sizeof(uint64_t) + i * key_size,
-                                 key_size, &key[i]) != UCS_OK) {
+            if (comp.rkey_unpack(blob.data() + 3 * sizeof(uint64_t) + i * key_size, key_size,
+                                 &key[i]) != UCS_OK) {
                 return false;
             }
             ++unpacked;
@@ -153,16 +152,24 @@ struct remote_regions {
 };
 
 struct workload_params {
-    unsigned ops         = 1200;   /* operations posted in all */
-    unsigned app_window  = 24;     /* slots the test keeps: more than the transport allows */
-    bool     use_pending = false;  /* NO_RESOURCE: pending_add instead of retrying */
-    size_t   big_get     = 200000; /* largest get_zcopy */
-    bool     big_only    = false;  /* every op a get_zcopy of big_get bytes */
+    unsigned ops        = 1200;   /* operations posted in all */
+    unsigned app_window = 24;     /* slots the test keeps: more than the transport allows */
+    bool use_pending    = false;  /* NO_RESOURCE: pending_add instead of retrying */
+    size_t big_get      = 200000; /* largest get_zcopy */
+    bool big_only       = false;  /* every op a get_zcopy of big_get bytes */
     std::chrono::seconds budget{60};
 };
 
 enum class op_kind : uint8_t {
-    GET_ZCOPY, GET_BCOPY, FETCH64, PUT, GET_BACK, FETCH32, FLUSH, GET_SMALL, COUNT
+    GET_ZCOPY,
+    GET_BCOPY,
+    FETCH64,
+    PUT,
+    GET_BACK,
+    FETCH32,
+    FLUSH,
+    GET_SMALL,
+    COUNT
 };
 
 /*
@@ -175,12 +182,13 @@ enum class op_kind : uint8_t {
 class fetch_workload {
 public:
     fetch_workload(test::uct_entity &e, uct::ep *ep, const remote_regions &peer,
-                   const workload_params &params)
-        : e_(e), ep_(ep), peer_(peer), params_(params), slots_(params.app_window)
+                   const workload_params &params) :
+        e_(e),
+        ep_(ep), peer_(peer), params_(params), slots_(params.app_window)
     {
         const uct::iface_attr &attr = e.attr();
-        max_bcopy_ = std::min<size_t>(attr.get.max_bcopy, 8192);
-        big_get_   = std::min<size_t>(params.big_get, attr.get.max_zcopy);
+        max_bcopy_                  = std::min<size_t>(attr.get.max_bcopy, 8192);
+        big_get_                    = std::min<size_t>(params.big_get, attr.get.max_zcopy);
         for (unsigned i = 0; i < slots_.size(); ++i) {
             slot &s = slots_[i];
             s.owner = this;
@@ -218,25 +226,25 @@ public:
 
 private:
     struct slot : uct::completion {
-        fetch_workload       *owner;
-        unsigned             index;
-        op_kind              kind;
-        uint64_t             op;
-        uint64_t             offset;
-        size_t               length;
-        uint64_t             expect;       /* fetching atomics: the old value */
-        uint64_t             result;
-        uint32_t             result32;
-        bool                 fetch;        /* counts against the transport's window */
+        fetch_workload *owner;
+        unsigned index;
+        op_kind kind;
+        uint64_t op;
+        uint64_t offset;
+        size_t length;
+        uint64_t expect; /* fetching atomics: the old value */
+        uint64_t result;
+        uint32_t result32;
+        bool fetch; /* counts against the transport's window */
         std::vector<uint8_t> buffer;
     };
 
     struct pending_post {
-        uct::pending_req req;           /* first: the callback gets its address */
-        fetch_workload   *owner;
-        slot             *s = nullptr;
-        bool             queued = false;
-        unsigned         dispatched = 0;
+        uct::pending_req req; /* first: the callback gets its address */
+        fetch_workload *owner;
+        slot *s             = nullptr;
+        bool queued         = false;
+        unsigned dispatched = 0;
     };
 
     template <typename Done>
@@ -282,9 +290,9 @@ private:
             }
             pend_.s      = &s;
             pend_.queued = true;
-            st = ep_->pending_add(&pend_.req, 0);
+            st           = ep_->pending_add(&pend_.req, 0);
             if (st == UCS_ERR_BUSY) {
-                pend_.queued = false;   /* room came back: post again */
+                pend_.queued = false; /* room came back: post again */
                 continue;
             }
             if (st != UCS_OK) {
@@ -299,11 +307,11 @@ private:
 
     static ucs_status_t on_pending(uct::pending_req *req)
     {
-        auto *p = reinterpret_cast<pending_post*>(req);
+        auto *p = reinterpret_cast<pending_post *>(req);
         ++p->dispatched;
         ucs_status_t st = p->owner->post(*p->s);
         if (st == UCS_ERR_NO_RESOURCE) {
-            return st;   /* stays queued */
+            return st; /* stays queued */
         }
         p->queued = false;
         p->owner->posted(*p->s, st);
@@ -315,9 +323,8 @@ private:
     {
         static const size_t zsizes[] = {1, 777, 8192, 8193, 65536, 0 /* big */};
         static const size_t bsizes[] = {1, 100, 4096, 0 /* max bcopy */};
-        s.op     = op_;
-        s.kind   = params_.big_only ? op_kind::GET_ZCOPY :
-                                      op_kind(op_ % unsigned(op_kind::COUNT));
+        s.op                         = op_;
+        s.kind   = params_.big_only ? op_kind::GET_ZCOPY : op_kind(op_ % unsigned(op_kind::COUNT));
         s.count  = 1;
         s.status = UCS_OK;
         s.fetch  = true;
@@ -359,7 +366,7 @@ private:
             s.offset = last_put_.offset;
             s.length = last_put_.length;
             break;
-        default:   /* FLUSH */
+        default: /* FLUSH */
             s.fetch = false;
             break;
         }
@@ -367,14 +374,14 @@ private:
 
     static size_t pack_slot(void *dest, void *arg)
     {
-        auto *s = static_cast<slot*>(arg);
+        auto *s = static_cast<slot *>(arg);
         std::memcpy(dest, s->buffer.data(), s->length);
         return s->length;
     }
 
     static void unpack_slot(void *arg, const void *data, size_t length)
     {
-        auto *s = static_cast<slot*>(arg);
+        auto *s = static_cast<slot *>(arg);
         if (length != s->length) {
             s->owner->fail("get_bcopy unpacked " + std::to_string(length) + " bytes");
             return;
@@ -389,35 +396,34 @@ private:
         case op_kind::GET_BACK: {
             const bool back = s.kind == op_kind::GET_BACK;
             /* Two iovs where there is room for a split. */
-            size_t first = (s.length > 1) ? s.length / 3 : s.length;
+            size_t first    = (s.length > 1) ? s.length / 3 : s.length;
             uct::iov iov[2] = {{s.buffer.data(), first, uct::MEM_HANDLE_NULL},
-                               {s.buffer.data() + first, s.length - first,
-                                uct::MEM_HANDLE_NULL}};
-            size_t iovcnt = (s.length > 1) ? 2 : 1;
+                               {s.buffer.data() + first, s.length - first, uct::MEM_HANDLE_NULL}};
+            size_t iovcnt   = (s.length > 1) ? 2 : 1;
             return ep_->get_zcopy(iov, iovcnt, (back ? peer_.w() : peer_.r()) + s.offset,
                                   back ? peer_.kw() : peer_.kr(), &s);
         }
         case op_kind::GET_BCOPY:
         case op_kind::GET_SMALL:
-            return ep_->get_bcopy(unpack_slot, &s, s.length, peer_.r() + s.offset,
-                                  peer_.kr(), &s);
+            return ep_->get_bcopy(unpack_slot, &s, s.length, peer_.r() + s.offset, peer_.kr(), &s);
         case op_kind::FETCH64:
-            return ep_->atomic_fetch(uct::atomic_op::ADD, 8, 1, 0, &s.result, peer_.c(),
-                                     peer_.kc(), &s);
+            return ep_->atomic_fetch(uct::atomic_op::ADD, 8, 1, 0, &s.result, peer_.c(), peer_.kc(),
+                                     &s);
         case op_kind::FETCH32:
             /* Alternately an add and a compare-and-swap that succeeds. */
             s.result32 = ~uint32_t(0);
             if ((s.op / 8) % 2 == 0) {
-                return ep_->atomic_fetch(uct::atomic_op::ADD, 4, 1, 0, &s.result32,
-                                         peer_.c() + 8, peer_.kc(), &s);
+                return ep_->atomic_fetch(uct::atomic_op::ADD, 4, 1, 0, &s.result32, peer_.c() + 8,
+                                         peer_.kc(), &s);
             }
-            return ep_->atomic_fetch(uct::atomic_op::CSWAP, 4, s.expect + 1, s.expect,
-                                     &s.result32, peer_.c() + 8, peer_.kc(), &s);
+            return ep_->atomic_fetch(uct::atomic_op::CSWAP, 4, s.expect + 1, s.expect, &s.result32,
+                                     peer_.c() + 8, peer_.kc(), &s);
         case op_kind::PUT:
             if (s.length <= max_bcopy_ && (s.op / 8) % 2 == 0) {
                 ssize_t n = ep_->put_bcopy(pack_slot, &s, peer_.w() + s.offset, peer_.kw());
-                return (n < 0) ? ucs_status_t(n) :
-                       (size_t(n) == s.length) ? UCS_OK : UCS_ERR_IO_ERROR;
+                return (n < 0)                 ? ucs_status_t(n) :
+                       (size_t(n) == s.length) ? UCS_OK :
+                                                 UCS_ERR_IO_ERROR;
             } else {
                 uct::iov iov{s.buffer.data(), s.length, uct::MEM_HANDLE_NULL};
                 return ep_->put_zcopy(&iov, 1, peer_.w() + s.offset, peer_.kw(), &s);
@@ -439,14 +445,14 @@ private:
         if (st != UCS_OK) {
             fail(std::string("post: ") + ucs_status_string(st));
         } else if (s.fetch) {
-            fail("a fetch completed at once");   /* tcp always waits for a reply */
+            fail("a fetch completed at once"); /* tcp always waits for a reply */
         }
         free_.push_back(s.index);
     }
 
     static void on_complete(uct::completion *comp)
     {
-        auto *s = static_cast<slot*>(comp);
+        auto *s = static_cast<slot *>(comp);
         s->owner->verify(*s);
     }
 
@@ -491,7 +497,7 @@ private:
     void check_final_state()
     {
         uint64_t counters[2] = {~uint64_t(0), ~uint64_t(0)};
-        bool got = false;
+        bool got             = false;
         struct local {
             static void unpack(void *arg, const void *data, size_t length)
             {
@@ -501,7 +507,7 @@ private:
         struct done_comp : uct::completion {
             bool *flag;
         } comp;
-        comp.func   = [](uct::completion *c) { *static_cast<done_comp*>(c)->flag = true; };
+        comp.func   = [](uct::completion *c) { *static_cast<done_comp *>(c)->flag = true; };
         comp.count  = 1;
         comp.status = UCS_OK;
         comp.flag   = &got;
@@ -521,8 +527,7 @@ private:
         }
         if (comp.status != UCS_OK) {
             fail(std::string("final get: ") + ucs_status_string(comp.status));
-        } else if ((counters[0] != fetched64_) ||
-                   (uint32_t(counters[1]) != uint32_t(fetched32_))) {
+        } else if ((counters[0] != fetched64_) || (uint32_t(counters[1]) != uint32_t(fetched32_))) {
             fail("counters " + std::to_string(counters[0]) + "/" +
                  std::to_string(uint32_t(counters[1])) + ", expected " +
                  std::to_string(fetched64_) + "/" + std::to_string(fetched32_));
@@ -531,24 +536,24 @@ private:
 
     struct put_record {
         uint64_t op = 0, offset = 0;
-        size_t   length = 0;
+        size_t length = 0;
     };
 
-    test::uct_entity      &e_;
-    uct::ep               *ep_;
-    const remote_regions  &peer_;
+    test::uct_entity &e_;
+    uct::ep *ep_;
+    const remote_regions &peer_;
     const workload_params params_;
-    size_t                max_bcopy_ = 0, big_get_ = 0;
-    std::vector<slot>     slots_;
+    size_t max_bcopy_ = 0, big_get_ = 0;
+    std::vector<slot> slots_;
     std::vector<unsigned> free_;
-    pending_post          pend_;
-    put_record            last_put_;
-    uint64_t              op_ = 0;
-    uint64_t              fetched64_ = 0, fetched32_ = 0;
-    unsigned              in_flight_ = 0, max_in_flight_ = 0;
-    unsigned              no_resource_ = 0;
+    pending_post pend_;
+    put_record last_put_;
+    uint64_t op_        = 0;
+    uint64_t fetched64_ = 0, fetched32_ = 0;
+    unsigned in_flight_ = 0, max_in_flight_ = 0;
+    unsigned no_resource_ = 0;
     clock_type::time_point deadline_;
-    std::string           error_;
+    std::string error_;
 };
 
 /* Serves the peer until it says it is done (its byte in *value). */
@@ -563,7 +568,7 @@ bool serve_until_peer_done(test::uct_entity &e, int fd, std::chrono::seconds bud
         pollfd pfd{fd, POLLIN, 0};
         if (::poll(&pfd, 1, 0) == 1) {
             uint8_t byte = 0;
-            bool ok = test::recv_value(fd, &byte);
+            bool ok      = test::recv_value(fd, &byte);
             if (value != nullptr) {
                 *value = byte;
             }
@@ -576,9 +581,9 @@ bool serve_until_peer_done(test::uct_entity &e, int fd, std::chrono::seconds bud
 /* Per process: its regions offered, the peer's unpacked, an ep to the peer. */
 struct rma_side {
     test::uct_entity e{"tcp", "lo"};
-    exposed_regions  *mine = nullptr;
-    remote_regions   peer;
-    uct::ep          *ep = nullptr;
+    exposed_regions *mine = nullptr;
+    remote_regions peer;
+    uct::ep *ep = nullptr;
 
     ~rma_side() { delete mine; }
 
@@ -592,8 +597,7 @@ struct rma_side {
             return "cannot open tcp: " + e.error();
         }
         mine = new exposed_regions(e.md());
-        std::vector<uint8_t> my_keys, peer_keys, my_addr = e.addresses().serialize(),
-                             peer_blob;
+        std::vector<uint8_t> my_keys, peer_keys, my_addr = e.addresses().serialize(), peer_blob;
         if (!mine->pack(&my_keys)) {
             return "cannot register or pack the regions";
         }
@@ -619,25 +623,23 @@ struct rma_side {
     /* Open, not yet closed connections of the iface. */
     size_t connections()
     {
-        auto *iface = dynamic_cast<uct::tcp::tcp_iface*>(&e.iface());
+        auto *iface = dynamic_cast<uct::tcp::tcp_iface *>(&e.iface());
         return (iface != nullptr) ? iface->num_connections() : SIZE_MAX;
     }
 
     /* One flush round trip: the peer has accepted the connection. */
     bool round_trip()
     {
-        uint8_t byte  = 0;
-        bool    fired = false;
+        uint8_t byte = 0;
+        bool fired   = false;
         struct flag_comp : uct::completion {
             bool *flag;
         } comp;
-        comp.func   = [](uct::completion *c) { *static_cast<flag_comp*>(c)->flag = true; };
+        comp.func   = [](uct::completion *c) { *static_cast<flag_comp *>(c)->flag = true; };
         comp.count  = 1;
         comp.status = UCS_OK;
         comp.flag   = &fired;
-        auto unpack = [](void *arg, const void *data, size_t) {
-            std::memcpy(arg, data, 1);
-        };
+        auto unpack = [](void *arg, const void *data, size_t) { std::memcpy(arg, data, 1); };
         if (ep->get_bcopy(unpack, &byte, 1, peer.r(), peer.kr(), &comp) != UCS_INPROGRESS) {
             return false;
         }
@@ -669,17 +671,15 @@ int serving_child(int fd, const char *window)
 void run_one_way(const workload_params &params, unsigned window,
                  const char *target_window = nullptr)
 {
-    test::child_process child([target_window](int fd) {
-        return serving_child(fd, target_window);
-    });
+    test::child_process child([target_window](int fd) { return serving_child(fd, target_window); });
     rma_side side;
     std::string err = side.setup(child.fd(), false);
     REQUIRE(err.empty());
 
     fetch_workload w(side.e, side.ep, side.peer, params);
     CHECK(w.run() == "");
-    CHECK(w.no_resource() > 0);                   /* the window was really full */
-    CHECK(w.max_fetches_in_flight() <= window);   /* and never exceeded */
+    CHECK(w.no_resource() > 0);                 /* the window was really full */
+    CHECK(w.max_fetches_in_flight() <= window); /* and never exceeded */
     CHECK(w.max_fetches_in_flight() >= 1);
     if (params.use_pending) {
         CHECK(w.pending_dispatched() > 0);
@@ -692,8 +692,7 @@ void run_one_way(const workload_params &params, unsigned window,
 
 } // namespace
 
-TEST_CASE("tcp fetches beyond UCX_TCP_RMA_OUTSTANDING complete (retry on NO_RESOURCE)",
-          "[tcp]")
+TEST_CASE("tcp fetches beyond UCX_TCP_RMA_OUTSTANDING complete (retry on NO_RESOURCE)", "[tcp]")
 {
     const char *window = GENERATE("1", "4");
     scoped_env env("UCX_TCP_RMA_OUTSTANDING", window);
@@ -777,7 +776,7 @@ TEST_CASE("tcp fetches in both directions at once do not stall", "[tcp]")
     uint8_t attached = 0;
     REQUIRE(serve_until_peer_done(side.e, child.fd(), std::chrono::seconds(30), &attached));
     REQUIRE(attached == 1);
-    CHECK(side.connections() == 1);   /* both directions share one connection */
+    CHECK(side.connections() == 1); /* both directions share one connection */
 
     fetch_workload w(side.e, side.ep, side.peer, params);
     CHECK(w.run() == "");
@@ -802,23 +801,23 @@ TEST_CASE("tcp fence holds later operations until earlier replies arrived", "[tc
         int fired = 0;
     };
     auto make_comp = [](flag_comp &c) {
-        c.func   = [](uct::completion *self) { ++static_cast<flag_comp*>(self)->fired; };
+        c.func   = [](uct::completion *self) { ++static_cast<flag_comp *>(self)->fired; };
         c.count  = 1;
         c.status = UCS_OK;
     };
     struct put_later {
-        uct::pending_req req;   /* first: the callback gets its address */
-        uct::ep          *ep;
-        uint64_t         addr;
-        uct::rkey_t      rkey;
-        int              ran = 0;
-        ucs_status_t     status = UCS_ERR_NO_MESSAGE;
+        uct::pending_req req; /* first: the callback gets its address */
+        uct::ep *ep;
+        uint64_t addr;
+        uct::rkey_t rkey;
+        int ran             = 0;
+        ucs_status_t status = UCS_ERR_NO_MESSAGE;
     } later;
     later.ep       = ep;
     later.addr     = side.peer.w();
     later.rkey     = side.peer.kw();
     later.req.func = [](uct::pending_req *self) {
-        auto *p   = reinterpret_cast<put_later*>(self);
+        auto *p    = reinterpret_cast<put_later *>(self);
         uint64_t v = 42;
         ++p->ran;
         p->status = p->ep->put_short(&v, sizeof(v), p->addr, p->rkey);
@@ -836,8 +835,7 @@ TEST_CASE("tcp fence holds later operations until earlier replies arrived", "[tc
 
         /* Everything after the fence waits for the get's reply... */
         uint64_t v = 7;
-        CHECK(ep->put_short(&v, sizeof(v), side.peer.w(), side.peer.kw()) ==
-              UCS_ERR_NO_RESOURCE);
+        CHECK(ep->put_short(&v, sizeof(v), side.peer.w(), side.peer.kw()) == UCS_ERR_NO_RESOURCE);
         CHECK(ep->atomic_post(uct::atomic_op::ADD, 8, 1, side.peer.c(), side.peer.kc()) ==
               UCS_ERR_NO_RESOURCE);
         later.ran    = 0;
@@ -845,8 +843,7 @@ TEST_CASE("tcp fence holds later operations until earlier replies arrived", "[tc
         REQUIRE(ep->pending_add(&later.req, 0) == UCS_OK);
 
         /* ...and goes out once it arrived. */
-        REQUIRE(test::poll_until([&] { return got.fired > 0; },
-                                 [&] { side.e.progress(); }));
+        REQUIRE(test::poll_until([&] { return got.fired > 0; }, [&] { side.e.progress(); }));
         CHECK(got.status == UCS_OK);
         size_t bad = 0;
         for (size_t i = 0; i < dest.size(); ++i) {

@@ -34,7 +34,7 @@ uct::tcp::tcp_config read_config()
 
 int get_int(int fd, int level, int name)
 {
-    int value = -1;
+    int value     = -1;
     socklen_t len = sizeof(value);
     REQUIRE(::getsockopt(fd, level, name, &value, &len) == 0);
     return value;
@@ -55,7 +55,7 @@ TEST_CASE("tcp peer-failure settings: defaults detect a silent peer in seconds",
     CHECK(c.keepalive);
     CHECK(c.keepidle_s == 1);
     CHECK(c.keepintvl_s == 1);
-    CHECK(c.keepcnt == 0);            /* auto: the system's */
+    CHECK(c.keepcnt == 0); /* auto: the system's */
     CHECK(c.user_timeout_ms == 1000);
 
     tcp_socket s;
@@ -76,7 +76,7 @@ TEST_CASE("UCX_TCP_KEEP* reach the socket, UCX_TCP_USER_TIMEOUT the ack watch", 
     config_file_scope no_file;
     env_guard env;
     env.set("UCX_TCP_KEEPIDLE", "10s");
-    env.set("UCX_TCP_KEEPINTVL", "2500ms");   /* whole seconds, rounded up */
+    env.set("UCX_TCP_KEEPINTVL", "2500ms"); /* whole seconds, rounded up */
     env.set("UCX_TCP_KEEPCNT", "5");
     env.set("UCX_TCP_USER_TIMEOUT", "250ms");
     const auto c = read_config();
@@ -95,7 +95,7 @@ TEST_CASE("UCX_TCP_KEEP* reach the socket, UCX_TCP_USER_TIMEOUT the ack watch", 
 
     SECTION("KEEPCNT=auto: the user timeout sets how many probes go unanswered") {
         env.set("UCX_TCP_KEEPCNT", "auto");
-        env.set("UCX_TCP_USER_TIMEOUT", "25s");   /* 10 s idle, then 3 s apart: 5 */
+        env.set("UCX_TCP_USER_TIMEOUT", "25s"); /* 10 s idle, then 3 s apart: 5 */
         const auto c2 = read_config();
         tcp_socket s2;
         REQUIRE(uct::tcp::configure_socket(s2.fd, c2) == UCS_OK);
@@ -121,26 +121,26 @@ TEST_CASE("tcp ack watch: which kernel states mean a silent peer", "[tcp]")
     constexpr uint32_t timeout = 1000;
 
     SECTION("a live peer that keeps its window closed") {
-        auto s = state(1500);         /* window probes answered, far apart */
+        auto s          = state(1500); /* window probes answered, far apart */
         s.notsent_bytes = 1 << 20;
         CHECK(uct::tcp::ack_pending(s));
         CHECK_FALSE(uct::tcp::peer_silent(s, timeout));
-        s.probes = 1;                 /* its answer to one probe was rate-limited */
+        s.probes = 1; /* its answer to one probe was rate-limited */
         CHECK_FALSE(uct::tcp::peer_silent(s, timeout));
-        s.probes      = 2;            /* two in a row, but within the rate limit */
+        s.probes      = 2; /* two in a row, but within the rate limit */
         s.last_ack_ms = 1900;
         CHECK_FALSE(uct::tcp::peer_silent(s, timeout));
     }
 
     SECTION("window probes unanswered for seconds") {
-        auto s = state(2500);
+        auto s          = state(2500);
         s.probes        = 2;
         s.notsent_bytes = 4096;
         CHECK(uct::tcp::peer_silent(s, timeout));
     }
 
     SECTION("a segment lost after a long idle time is not a silent peer") {
-        auto s = state(60000);        /* the last ack came a minute ago */
+        auto s        = state(60000); /* the last ack came a minute ago */
         s.unacked     = 1;
         s.retransmits = 1;
         s.backoff     = 1;
@@ -150,15 +150,15 @@ TEST_CASE("tcp ack watch: which kernel states mean a silent peer", "[tcp]")
     }
 
     SECTION("data retransmitted for longer than the timeout") {
-        auto s = state(1450);
+        auto s        = state(1450);
         s.unacked     = 8;
-        s.retransmits = 3;            /* after 0.2, 0.4 and 0.8 s */
+        s.retransmits = 3; /* after 0.2, 0.4 and 0.8 s */
         s.backoff     = 3;
         s.rto_us      = 1600000;
         CHECK(uct::tcp::retransmit_wait_ms(s) == 1400);
         CHECK(uct::tcp::peer_silent(s, timeout));
         CHECK_FALSE(uct::tcp::peer_silent(s, 2000));
-        s.last_ack_ms = 900;          /* an ack arrived meanwhile */
+        s.last_ack_ms = 900; /* an ack arrived meanwhile */
         CHECK_FALSE(uct::tcp::peer_silent(s, timeout));
     }
 
@@ -192,7 +192,7 @@ TEST_CASE("UCX_TCP_KEEP*=inf turns keepalive off, auto keeps system values", "[t
         tcp_socket fresh;
         const int system_idle = get_int(fresh.fd, IPPROTO_TCP, TCP_KEEPIDLE);
         env.set("UCX_TCP_KEEPIDLE", "auto");
-        env.set("UCX_TCP_KEEPCNT", "1000");        /* the kernel takes at most 127 */
+        env.set("UCX_TCP_KEEPCNT", "1000"); /* the kernel takes at most 127 */
         env.set("UCX_TCP_USER_TIMEOUT", "inf");
         const auto c = read_config();
         CHECK(c.keepalive);

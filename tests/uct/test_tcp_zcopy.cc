@@ -46,7 +46,7 @@ enum command : uint8_t { CMD_CHECK = 'K', CMD_QUIT = 'Q' };
 
 struct check_request {
     uint32_t round;
-    uint64_t offset;     /* bytes [offset, offset + length) hold initiator_byte(round) */
+    uint64_t offset; /* bytes [offset, offset + length) hold initiator_byte(round) */
     uint64_t length;
 };
 
@@ -105,8 +105,9 @@ std::vector<uct::iov> uneven_iovs(uint8_t *base, size_t length, size_t n)
     std::vector<uct::iov> out;
     size_t offset = 0;
     for (size_t i = 0; i < n; ++i) {
-        size_t piece = (i + 1 == n) ? length - offset :
-                       std::min(length - offset - (n - i - 1), length / (n + i) + 4097 * i + 3);
+        size_t piece = (i + 1 == n) ?
+                           length - offset :
+                           std::min(length - offset - (n - i - 1), length / (n + i) + 4097 * i + 3);
         out.push_back({base + offset, piece, uct::MEM_HANDLE_NULL});
         offset += piece;
     }
@@ -137,7 +138,7 @@ public:
 private:
     struct entry {
         std::string name;
-        bool        had;
+        bool had;
         std::string value;
     };
     std::vector<entry> saved_;
@@ -160,7 +161,7 @@ TEST_CASE("tcp put_zcopy and get_zcopy of several MiB land intact with many in f
         env.set("UCX_TCP_RX_LOWAT", "0");
         break;
     case 3:
-        env.set("UCX_TCP_RX_LOWAT", "1g");   /* never more than half of what is left */
+        env.set("UCX_TCP_RX_LOWAT", "1g"); /* never more than half of what is left */
         break;
     default:
         break;
@@ -221,16 +222,16 @@ TEST_CASE("tcp put_zcopy and get_zcopy of several MiB land intact with many in f
         constexpr size_t chunk = REGION / 4;
         counted_comp comps[4];
         for (size_t k = 0; k < 4; ++k) {
-            auto iovs = uneven_iovs(local.data() + k * chunk, chunk, 4);
+            auto iovs       = uneven_iovs(local.data() + k * chunk, chunk, 4);
             ucs_status_t st = post([&] {
                 return ep->get_zcopy(iovs.data(), iovs.size(), remote + k * chunk, rkey.rkey,
                                      &comps[k]);
             });
             REQUIRE(st == UCS_INPROGRESS);
         }
-        REQUIRE(test::poll_until([&] {
-            return comps[0].fired && comps[1].fired && comps[2].fired && comps[3].fired;
-        }, pump));
+        REQUIRE(test::poll_until(
+            [&] { return comps[0].fired && comps[1].fired && comps[2].fired && comps[3].fired; },
+            pump));
         for (auto &c : comps) {
             CHECK(c.last == UCS_OK);
         }
@@ -250,7 +251,7 @@ TEST_CASE("tcp put_zcopy and get_zcopy of several MiB land intact with many in f
         const size_t bounds[] = {0, 5 << 20, (5 << 20) + 12345, 11 << 20, REGION};
         std::vector<counted_comp> comps(4);
         for (size_t k = 0; k < 4; ++k) {
-            auto iovs = uneven_iovs(local.data() + bounds[k], bounds[k + 1] - bounds[k], 3);
+            auto iovs       = uneven_iovs(local.data() + bounds[k], bounds[k + 1] - bounds[k], 3);
             ucs_status_t st = post([&] {
                 return ep->put_zcopy(iovs.data(), iovs.size(), remote + bounds[k], rkey.rkey,
                                      &comps[k]);
@@ -280,15 +281,14 @@ TEST_CASE("tcp put_zcopy and get_zcopy of several MiB land intact with many in f
         uct::iov put_iov[2] = {{local.data() + half, half / 2, uct::MEM_HANDLE_NULL},
                                {local.data() + half + half / 2, half / 2, uct::MEM_HANDLE_NULL}};
         REQUIRE(post([&] {
-            return ep->put_zcopy(&put_iov[0], 1, remote + half, rkey.rkey, &put_comp[0]);
-        }) != UCS_ERR_INVALID_PARAM);
+                    return ep->put_zcopy(&put_iov[0], 1, remote + half, rkey.rkey, &put_comp[0]);
+                }) != UCS_ERR_INVALID_PARAM);
+        REQUIRE(post([&] { return ep->get_zcopy(&get_iov, 1, remote, rkey.rkey, &get_comp); }) ==
+                UCS_INPROGRESS);
         REQUIRE(post([&] {
-            return ep->get_zcopy(&get_iov, 1, remote, rkey.rkey, &get_comp);
-        }) == UCS_INPROGRESS);
-        REQUIRE(post([&] {
-            return ep->put_zcopy(&put_iov[1], 1, remote + half + half / 2, rkey.rkey,
-                                 &put_comp[1]);
-        }) != UCS_ERR_INVALID_PARAM);
+                    return ep->put_zcopy(&put_iov[1], 1, remote + half + half / 2, rkey.rkey,
+                                         &put_comp[1]);
+                }) != UCS_ERR_INVALID_PARAM);
         CHECK(flush() == UCS_OK);
         REQUIRE(test::poll_until([&] { return get_comp.fired > 0; }, pump));
         CHECK(get_comp.last == UCS_OK);
@@ -319,14 +319,14 @@ uct::tcp::tcp_config tiny_buffers()
 
 size_t connections(test::tuned_tcp &t)
 {
-    auto *iface = dynamic_cast<uct::tcp::tcp_iface*>(&t.iface());
+    auto *iface = dynamic_cast<uct::tcp::tcp_iface *>(&t.iface());
     return (iface != nullptr) ? iface->num_connections() : SIZE_MAX;
 }
 
 struct exposed {
     std::vector<uint8_t> bytes;
-    uct::mem_h           memh = uct::MEM_HANDLE_NULL;
-    uct::rkey_bundle     rkey{};
+    uct::mem_h memh = uct::MEM_HANDLE_NULL;
+    uct::rkey_bundle rkey{};
 };
 
 /* Registers `size` bytes of `owner` (set to `fill`) and unpacks its key for
@@ -363,15 +363,16 @@ TEST_CASE("tcp put into a region deregistered mid-frame stops writing there", "[
     REQUIRE(ep->put_zcopy(&v, 1, remote, region.rkey.rkey, &put_comp) == UCS_INPROGRESS);
 
     /* Until the target is inside the frame: its first bytes are in place. */
-    REQUIRE(test::poll_until([&] { return region.bytes[0] == 0xab; }, [&] {
+    REQUIRE(test::poll_until([&] { return region.bytes[0] == 0xab; },
+                             [&] {
         initiator.progress();
         target.progress();
     }));
-    REQUIRE(region.bytes[size - 1] == 0);    /* the rest has not arrived yet */
+    REQUIRE(region.bytes[size - 1] == 0); /* the rest has not arrived yet */
     REQUIRE(target.md().mem_dereg(region.memh) == UCS_OK);
     std::vector<uint8_t> at_dereg = region.bytes;
 
-    test::captured_log log;                  /* the refusal is logged as an error */
+    test::captured_log log; /* the refusal is logged as an error */
     counted_comp flush_comp;
     auto pump = [&] {
         initiator.progress();
@@ -379,10 +380,12 @@ TEST_CASE("tcp put into a region deregistered mid-frame stops writing there", "[
     };
     REQUIRE(test::poll_until([&] { return put_comp.fired > 0; }, pump));
     ucs_status_t st;
-    REQUIRE(test::poll_until([&] {
+    REQUIRE(test::poll_until(
+        [&] {
         st = ep->flush(0, &flush_comp);
         return st != UCS_ERR_NO_RESOURCE;
-    }, pump));
+        },
+        pump));
     if (st == UCS_INPROGRESS) {
         REQUIRE(test::poll_until([&] { return flush_comp.fired > 0; }, pump));
         st = flush_comp.last;
@@ -390,17 +393,19 @@ TEST_CASE("tcp put into a region deregistered mid-frame stops writing there", "[
     CHECK(log.text().find("refused put") != std::string::npos);
     CHECK(st == UCS_ERR_INVALID_ADDR);
     CHECK(put_comp.last == UCS_OK);
-    CHECK(region.bytes == at_dereg);         /* nothing written after the deregistration */
+    CHECK(region.bytes == at_dereg); /* nothing written after the deregistration */
 
     /* The connection goes on: the next put lands. */
     uint64_t word = 0x1122334455667788ull;
     REQUIRE(ep->put_short(&word, sizeof(word), reinterpret_cast<uintptr_t>(spare.bytes.data()),
                           spare.rkey.rkey) == UCS_OK);
     counted_comp flush2;
-    REQUIRE(test::poll_until([&] {
+    REQUIRE(test::poll_until(
+        [&] {
         st = ep->flush(0, &flush2);
         return st != UCS_ERR_NO_RESOURCE;
-    }, pump));
+        },
+        pump));
     if (st == UCS_INPROGRESS) {
         REQUIRE(test::poll_until([&] { return flush2.fired > 0; }, pump));
         st = flush2.last;
@@ -435,8 +440,8 @@ TEST_CASE("tcp get_zcopy reply stops writing when its ep is destroyed mid-frame"
     std::vector<uint8_t> local(size, 0);
     counted_comp get_comp;
     uct::iov v{local.data(), size, uct::MEM_HANDLE_NULL};
-    REQUIRE(ep->get_zcopy(&v, 1, reinterpret_cast<uintptr_t>(region.bytes.data()),
-                          region.rkey.rkey, &get_comp) == UCS_INPROGRESS);
+    REQUIRE(ep->get_zcopy(&v, 1, reinterpret_cast<uintptr_t>(region.bytes.data()), region.rkey.rkey,
+                          &get_comp) == UCS_INPROGRESS);
     auto pump = [&] {
         initiator.progress();
         target.progress();
@@ -448,11 +453,10 @@ TEST_CASE("tcp get_zcopy reply stops writing when its ep is destroyed mid-frame"
 
     /* Both ends close (the target has no ep of its own); whatever was still
      * in flight is read and dropped. */
-    REQUIRE(test::poll_until([&] {
-        return (connections(initiator) == 0) && (connections(target) == 0);
-    }, pump));
+    REQUIRE(test::poll_until(
+        [&] { return (connections(initiator) == 0) && (connections(target) == 0); }, pump));
     CHECK(local == at_destroy);
-    CHECK(get_comp.fired == 0);              /* a destroyed ep completes nothing */
+    CHECK(get_comp.fired == 0); /* a destroyed ep completes nothing */
 
     target.md().owner().rkey_release(region.rkey);
     CHECK(target.md().mem_dereg(region.memh) == UCS_OK);

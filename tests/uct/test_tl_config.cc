@@ -30,7 +30,7 @@ using config_test::log_capture;
 
 /* Opens `tl` with the environment as it is now; the log goes to `log`. */
 struct opened {
-    log_capture      log{UCS_LOG_LEVEL_ERROR};
+    log_capture log{UCS_LOG_LEVEL_ERROR};
     test::uct_entity entity;
 
     explicit opened(const char *tl, const std::string &env_prefix = "") :
@@ -43,8 +43,7 @@ struct opened {
 void check_refused(const opened &o, const std::string &variable)
 {
     CHECK_FALSE(o.entity.ok());
-    CHECK(o.entity.error().find(ucs_status_string(UCS_ERR_INVALID_PARAM)) !=
-          std::string::npos);
+    CHECK(o.entity.error().find(ucs_status_string(UCS_ERR_INVALID_PARAM)) != std::string::npos);
     const std::string log = o.log.text();
     INFO("log: " << log);
     CHECK(log.find(variable) != std::string::npos);
@@ -230,8 +229,7 @@ TEST_CASE("UCX_SELF_* variables configure the self iface", "[self]")
     received_length = 0;
     CHECK(ep->am_short(1, 0, payload.data(), unsigned(max_payload)) == UCS_OK);
     CHECK(received_length == 1024);
-    CHECK(ep->am_short(1, 0, payload.data(), unsigned(max_payload + 1)) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(ep->am_short(1, 0, payload.data(), unsigned(max_payload + 1)) == UCS_ERR_INVALID_PARAM);
 }
 
 TEST_CASE("the env prefix of the iface params wins for self", "[self]")
@@ -289,7 +287,7 @@ TEST_CASE("tcp defaults are UCX's where UCX has the variable", "[tcp]")
     CHECK(c.max_iov == 6);
     CHECK(c.max_poll == 16);
     CHECK(c.nodelay);
-    CHECK(c.sndbuf == 0);   /* auto: the kernel tunes it */
+    CHECK(c.sndbuf == 0); /* auto: the kernel tunes it */
     CHECK(c.rcvbuf == 0);
     CHECK(uct::tcp::check_tcp_config(c) == UCS_OK);
     CHECK(registry_knows("TCP"));

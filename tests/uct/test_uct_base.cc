@@ -18,10 +18,7 @@ public:
     uct::md &owner_md() const override { throw 0; }
     ucs_status_t get_device_address(void *) const override { return UCS_OK; }
     ucs_status_t get_address(void *) const override { return UCS_OK; }
-    bool is_reachable(const void *, size_t, const void *, size_t) const override
-    {
-        return false;
-    }
+    bool is_reachable(const void *, size_t, const void *, size_t) const override { return false; }
     unsigned progress() override { return 0; }
 
     ucs_status_t deliver(uct::am_id_t id, void *data, size_t length)
@@ -34,14 +31,14 @@ private:
 };
 
 struct am_capture {
-    int    calls = 0;
+    int calls     = 0;
     size_t length = 0;
-    char   text[16] = {};
+    char text[16] = {};
 };
 
 ucs_status_t capture_am(void *arg, void *data, size_t length, unsigned)
 {
-    auto *c = static_cast<am_capture*>(arg);
+    auto *c = static_cast<am_capture *>(arg);
     ++c->calls;
     c->length = length;
     std::memcpy(c->text, data, std::min(length, sizeof(c->text) - 1));
@@ -67,8 +64,7 @@ TEST_CASE("AM handlers dispatch by id; unknown ids are dropped", "[uct_base]")
     CHECK(iface.deliver(200, msg, 4) == UCS_OK);
     CHECK(cap.calls == 1);
 
-    CHECK(iface.set_am_handler(uct::AM_ID_MAX, capture_am, &cap, 0) ==
-          UCS_ERR_INVALID_PARAM);
+    CHECK(iface.set_am_handler(uct::AM_ID_MAX, capture_am, &cap, 0) == UCS_ERR_INVALID_PARAM);
     REQUIRE(iface.set_am_handler(5, nullptr, nullptr, 0) == UCS_OK);
     CHECK(iface.deliver(5, msg, 4) == UCS_OK);
     CHECK(cap.calls == 1);
@@ -79,7 +75,7 @@ TEST_CASE("completions fire once at zero and keep the first error", "[uct_base]"
     struct counted : uct::completion {
         int fired = 0;
     } comp;
-    comp.func   = [](uct::completion *self) { ++static_cast<counted*>(self)->fired; };
+    comp.func   = [](uct::completion *self) { ++static_cast<counted *>(self)->fired; };
     comp.count  = 3;
     comp.status = UCS_OK;
 
@@ -117,8 +113,8 @@ TEST_CASE("every transport says how its eps connect", "[uct_base]")
             REQUIRE(md->query_tl_resources(&tls) == UCS_OK);
             for (const uct::tl_resource &tl : tls) {
                 uct::iface_params params;
-                params.tl_name  = tl.tl_name;
-                params.dev_name = tl.dev_name;
+                params.tl_name    = tl.tl_name;
+                params.dev_name   = tl.dev_name;
                 uct::iface *iface = nullptr;
                 if (md->iface_open(worker, params, &iface) != UCS_OK) {
                     WARN(tl.tl_name << "/" << tl.dev_name << " does not open here");
@@ -138,7 +134,7 @@ TEST_CASE("every transport says how its eps connect", "[uct_base]")
             }
         }
     }
-    CHECK(opened >= 4);   /* self, posix, sysv, tcp at least */
+    CHECK(opened >= 4); /* self, posix, sysv, tcp at least */
 }
 
 TEST_CASE("open_md_of finds the md of a transport, on a device or any", "[uct_base]")
@@ -158,9 +154,7 @@ TEST_CASE("open_md_of finds the md of a transport, on a device or any", "[uct_ba
     CHECK(std::strcmp(resource.dev_name, device.c_str()) == 0);
 
     uct::md *none = nullptr;
-    CHECK(uct::open_md_of("self", "no-such-device", &comp, &none, &resource) ==
-          UCS_ERR_NO_DEVICE);
-    CHECK(uct::open_md_of("no-such-transport", "", &comp, &none, &resource) ==
-          UCS_ERR_NO_DEVICE);
+    CHECK(uct::open_md_of("self", "no-such-device", &comp, &none, &resource) == UCS_ERR_NO_DEVICE);
+    CHECK(uct::open_md_of("no-such-transport", "", &comp, &none, &resource) == UCS_ERR_NO_DEVICE);
     CHECK(none == nullptr);
 }

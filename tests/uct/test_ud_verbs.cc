@@ -29,8 +29,8 @@ struct am_counter {
 
     static ucs_status_t on_am(void *arg, void *data, size_t length, unsigned)
     {
-        auto *p = static_cast<const uint8_t*>(data);
-        static_cast<am_counter*>(arg)->messages.emplace_back(p, p + length);
+        auto *p = static_cast<const uint8_t *>(data);
+        static_cast<am_counter *>(arg)->messages.emplace_back(p, p + length);
         return UCS_OK;
     }
 };
@@ -40,7 +40,7 @@ class raw_sender {
 public:
     bool open(uint16_t dest_lid, uint32_t dest_qpn)
     {
-        int count = 0;
+        int count         = 0;
         ibv_device **list = ibv_get_device_list(&count);
         if ((list == nullptr) || (count == 0)) {
             return false;
@@ -52,13 +52,13 @@ public:
             return false;
         }
         constexpr int access = IBV_ACCESS_LOCAL_WRITE;
-        mr_ = ibv_reg_mr(pd_, buffer_, sizeof(buffer_), access);
+        mr_                  = ibv_reg_mr(pd_, buffer_, sizeof(buffer_), access);
         ibv_qp_init_attr init{};
         init.send_cq = init.recv_cq = cq_;
-        init.qp_type = IBV_QPT_UD;
+        init.qp_type                = IBV_QPT_UD;
         init.cap.max_send_wr = init.cap.max_recv_wr = 16;
         init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-        qp_ = ibv_create_qp(pd_, &init);
+        qp_                                           = ibv_create_qp(pd_, &init);
         if ((mr_ == nullptr) || (qp_ == nullptr)) {
             return false;
         }
@@ -66,8 +66,8 @@ public:
         attr.qp_state = IBV_QPS_INIT;
         attr.port_num = 1;
         attr.qkey     = uct::ib::ud_verbs_iface::QKEY;
-        if (ibv_modify_qp(qp_, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                          IBV_QP_QKEY) != 0) {
+        if (ibv_modify_qp(qp_, &attr,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0) {
             return false;
         }
         attr          = {};
@@ -128,7 +128,7 @@ public:
         }
         ibv_wc wc;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        int n = 0;
+        int n               = 0;
         while ((n = ibv_poll_cq(cq_, 1, &wc)) == 0) {
             if (std::chrono::steady_clock::now() > deadline) {
                 return false;
@@ -138,14 +138,14 @@ public:
     }
 
 private:
-    ibv_context *ctx_ = nullptr;
-    ibv_pd      *pd_ = nullptr;
-    ibv_cq      *cq_ = nullptr;
-    ibv_mr      *mr_ = nullptr;
-    ibv_qp      *qp_ = nullptr;
-    ibv_ah      *ah_ = nullptr;
-    uint32_t    dest_qpn_ = 0;
-    uint8_t     buffer_[4096];
+    ibv_context *ctx_  = nullptr;
+    ibv_pd *pd_        = nullptr;
+    ibv_cq *cq_        = nullptr;
+    ibv_mr *mr_        = nullptr;
+    ibv_qp *qp_        = nullptr;
+    ibv_ah *ah_        = nullptr;
+    uint32_t dest_qpn_ = 0;
+    uint8_t buffer_[4096];
 };
 
 std::vector<uint8_t> packet(const ud_header &hdr, size_t payload = 8)
@@ -161,8 +161,8 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
 {
     test::uct_entity e("ud_verbs");
     if (!e.ok()) {
-        WARN("ud_verbs: skipped: no verbs device here (" << e.error()
-             << "); meson test ud_verbs runs this on the emulated device");
+        WARN("ud_verbs: skipped: no verbs device here ("
+             << e.error() << "); meson test ud_verbs runs this on the emulated device");
         return;
     }
     am_counter sink;
@@ -185,19 +185,21 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
     const uint32_t psn = 1000;
     const ud_header syn{3, ud_header::AM | ud_header::SYN, ud_header::MAGIC, 0, 77, psn, 0, 0};
     ud_header bad_magic = syn;
-    bad_magic.magic = 0x1234;
+    bad_magic.magic     = 0x1234;
     ud_header bad_flags = syn;
     bad_flags.flags |= 0x80;
     ud_header bad_id = syn;
-    bad_id.am_id = 200;
+    bad_id.am_id     = 200;
     const ud_header stray_ack{0, ud_header::ACK, ud_header::MAGIC, 12345, 1, 0, 99, 0};
     const ud_header no_syn{3, ud_header::AM, ud_header::MAGIC, 0, 78, 5, 0, 0};
 
     const std::vector<std::vector<uint8_t>> malformed = {
-        std::vector<uint8_t>(10, 0xff),    /* shorter than the header */
-        packet(bad_magic), packet(bad_flags), packet(bad_id),
-        packet(stray_ack, 0),              /* an ACK for no ep of ours */
-        packet(no_syn),                    /* a source that never started */
+        std::vector<uint8_t>(10, 0xff), /* shorter than the header */
+        packet(bad_magic),
+        packet(bad_flags),
+        packet(bad_id),
+        packet(stray_ack, 0), /* an ACK for no ep of ours */
+        packet(no_syn),       /* a source that never started */
     };
     for (const auto &bytes : malformed) {
         REQUIRE(raw.send(bytes));
@@ -205,17 +207,17 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
     /* Then well-formed: the first packet of a source, a gap, a duplicate. */
     REQUIRE(raw.send(packet(syn)));
     ud_header gap = syn;
-    gap.flags = ud_header::AM;
-    gap.psn   = psn + 2;
+    gap.flags     = ud_header::AM;
+    gap.psn       = psn + 2;
     REQUIRE(raw.send(packet(gap)));
     REQUIRE(raw.send(packet(syn)));
 
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    auto drops = [&] {
+    auto drops          = [&] {
         const std::string text = log.text();
-        size_t count = 0;
+        size_t count           = 0;
         for (size_t at = text.find("dropping"); at != std::string::npos;
-             at = text.find("dropping", at + 1)) {
+             at        = text.find("dropping", at + 1)) {
             ++count;
         }
         return count;
@@ -242,7 +244,7 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
     /* The iface's own eps still work. */
     uct::ep *ep = e.connect(addr);
     REQUIRE(ep != nullptr);
-    uint64_t word = 42;
+    uint64_t word       = 42;
     ucs_status_t status = UCS_ERR_NO_RESOURCE;
     while ((status = ep->am_short(3, word, nullptr, 0)) == UCS_ERR_NO_RESOURCE) {
         e.progress();

@@ -13,8 +13,7 @@ std::vector<uint8_t> uct_addresses::serialize() const
         std::memcpy(blob.data() + sizeof(lens), device.data(), device.size());
     }
     if (!iface.empty()) {
-        std::memcpy(blob.data() + sizeof(lens) + device.size(), iface.data(),
-                    iface.size());
+        std::memcpy(blob.data() + sizeof(lens) + device.size(), iface.data(), iface.size());
     }
     return blob;
 }
@@ -35,9 +34,9 @@ bool uct_addresses::deserialize(const std::vector<uint8_t> &blob, uct_addresses 
     return true;
 }
 
-uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
-                       size_t rx_headroom, const std::string &env_prefix,
-                       uct::error_handler_t err_handler, void *err_arg)
+uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name, size_t rx_headroom,
+                       const std::string &env_prefix, uct::error_handler_t err_handler,
+                       void *err_arg)
 {
     worker_ = std::make_unique<uct::worker>(nullptr, UCS_THREAD_MODE_SINGLE);
 
@@ -53,7 +52,7 @@ uct_entity::uct_entity(const std::string &tl_name, const std::string &dev_name,
     params.env_prefix      = env_prefix.c_str();
     params.err_handler     = err_handler;
     params.err_handler_arg = err_arg;
-    ucs_status_t status = md_->iface_open(*worker_, params, &iface_);
+    ucs_status_t status    = md_->iface_open(*worker_, params, &iface_);
     if (status != UCS_OK) {
         error_ = std::string("iface_open(") + tl_name + "): " + ucs_status_string(status);
         iface_ = nullptr;
@@ -79,12 +78,11 @@ uct_addresses addresses_of(const uct::iface &iface)
     return addr;
 }
 
-uct::ep *connect_to(uct::iface &iface, const uct_addresses &peer,
-                    std::vector<uct::ep*> *owned)
+uct::ep *connect_to(uct::iface &iface, const uct_addresses &peer, std::vector<uct::ep *> *owned)
 {
     uct::ep *ep = nullptr;
-    if (iface.ep_create_connected(peer.device.data(), peer.device.size(),
-                                  peer.iface.data(), peer.iface.size(), &ep) != UCS_OK) {
+    if (iface.ep_create_connected(peer.device.data(), peer.device.size(), peer.iface.data(),
+                                  peer.iface.size(), &ep) != UCS_OK) {
         return nullptr;
     }
     owned->push_back(ep);

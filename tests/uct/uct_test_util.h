@@ -25,13 +25,13 @@ namespace test {
 /* A uct completion that counts how often it ran and keeps the last status;
  * `n` operations must complete before it runs. */
 struct counted_comp : uct::completion {
-    int          fired = 0;
-    ucs_status_t last  = UCS_OK;
+    int fired         = 0;
+    ucs_status_t last = UCS_OK;
 
     explicit counted_comp(int n = 1)
     {
-        func   = [](uct::completion *self) {
-            auto *c = static_cast<counted_comp*>(self);
+        func = [](uct::completion *self) {
+            auto *c = static_cast<counted_comp *>(self);
             ++c->fired;
             c->last = c->status;
         };
@@ -70,17 +70,16 @@ uct_addresses addresses_of(const uct::iface &iface);
 
 /* A CONNECT_TO_IFACE ep from `iface` to `peer`, kept in `owned`; null on
  * failure. */
-uct::ep *connect_to(uct::iface &iface, const uct_addresses &peer,
-                    std::vector<uct::ep*> *owned);
+uct::ep *connect_to(uct::iface &iface, const uct_addresses &peer, std::vector<uct::ep *> *owned);
 
 class uct_entity {
 public:
     /* Opens the transport; check ok() (false with a message if unavailable).
      * env_prefix ("MPI_") is handed to iface_open like ucp does; err_handler
      * (with err_arg) becomes the iface's error handler. */
-    uct_entity(const std::string &tl_name, const std::string &dev_name = "",
-               size_t rx_headroom = 0, const std::string &env_prefix = "",
-               uct::error_handler_t err_handler = nullptr, void *err_arg = nullptr);
+    uct_entity(const std::string &tl_name, const std::string &dev_name = "", size_t rx_headroom = 0,
+               const std::string &env_prefix = "", uct::error_handler_t err_handler = nullptr,
+               void *err_arg = nullptr);
     ~uct_entity();
 
     bool ok() const { return iface_ != nullptr; }
@@ -103,12 +102,12 @@ public:
     unsigned progress() { return worker_->progress(); }
 
 private:
-    std::string                  error_;
+    std::string error_;
     std::unique_ptr<uct::worker> worker_;
-    uct::component               *component_ = nullptr;
-    uct::md                      *md_ = nullptr;
-    uct::iface                   *iface_ = nullptr;
-    std::vector<uct::ep*>        eps_;
+    uct::component *component_ = nullptr;
+    uct::md *md_               = nullptr;
+    uct::iface *iface_         = nullptr;
+    std::vector<uct::ep *> eps_;
 };
 
 } // namespace test

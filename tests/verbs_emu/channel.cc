@@ -68,14 +68,14 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
         return nullptr;
     }
     channel->address = make_channel_address();
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd           = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un addr;
     std::memset(&addr, 0, sizeof(addr));
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path + 1, channel->address.data(), channel->address.size());
     socklen_t length = socklen_t(offsetof(struct sockaddr_un, sun_path) + 1 +
                                  channel->address.size());
-    if (fd < 0 || bind(fd, reinterpret_cast<struct sockaddr*>(&addr), length) != 0) {
+    if (fd < 0 || bind(fd, reinterpret_cast<struct sockaddr *>(&addr), length) != 0) {
         int err = errno;
         if (fd >= 0) {
             close(fd);
@@ -85,8 +85,8 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
         return nullptr;
     }
     channel->ibv.context = context;
-    channel->ibv.fd = fd;
-    channel->ibv.refcnt = 0;
+    channel->ibv.fd      = fd;
+    channel->ibv.refcnt  = 0;
     ++ctx->users;
     register_object(channel);
     return &channel->ibv;
@@ -125,7 +125,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *ibv_channel, struct ibv_cq **cq_ou
                 errno = EINVAL;
                 return -1;
             }
-            fd = channel->ibv.fd;
+            fd         = channel->ibv.fd;
             emu_cq *cq = take_fired(channel);
             if (cq != nullptr) {
                 char token;
@@ -140,7 +140,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *ibv_channel, struct ibv_cq **cq_ou
                     }
                 }
                 ++cq->events_reported;
-                *cq_out = &cq->ibv;
+                *cq_out     = &cq->ibv;
                 *cq_context = cq->ibv.cq_context;
                 return 0;
             }

@@ -16,7 +16,7 @@ int env_int(const char *name, int fallback, int min, int max)
     if (text == nullptr || *text == '\0') {
         return fallback;
     }
-    char *end = nullptr;
+    char *end  = nullptr;
     long value = std::strtol(text, &end, 10);
     if (*end != '\0' || value < min || value > max) {
         return fallback;
@@ -29,11 +29,11 @@ int env_int(const char *name, int fallback, int min, int max)
 config read_config()
 {
     config cfg;
-    cfg.device_count = env_int("VERBS_EMU_DEVICES", 1, 1, kMaxDevices);
+    cfg.device_count     = env_int("VERBS_EMU_DEVICES", 1, 1, kMaxDevices);
     cfg.ports_per_device = env_int("VERBS_EMU_PORTS", 1, 1, kMaxPortsPerDevice);
-    const char *link = std::getenv("VERBS_EMU_LINK_LAYER");
-    cfg.ethernet = (link != nullptr) && (strcasecmp(link, "ethernet") == 0 ||
-                                         strcasecmp(link, "roce") == 0);
+    const char *link     = std::getenv("VERBS_EMU_LINK_LAYER");
+    cfg.ethernet         = (link != nullptr) &&
+                   (strcasecmp(link, "ethernet") == 0 || strcasecmp(link, "roce") == 0);
     return cfg;
 }
 
@@ -70,8 +70,7 @@ int port_gid_count(const config &cfg)
     return cfg.ethernet ? 2 : 1;
 }
 
-bool port_gid(const config &cfg, int device_index, int port_num, int gid_index,
-              union ibv_gid *gid)
+bool port_gid(const config &cfg, int device_index, int port_num, int gid_index, union ibv_gid *gid)
 {
     if (gid_index < 0 || gid_index >= port_gid_count(cfg)) {
         return false;
@@ -80,7 +79,7 @@ bool port_gid(const config &cfg, int device_index, int port_num, int gid_index,
     if (gid_index == 0) {
         /* link-local: fe80::<port guid> */
         gid->global.subnet_prefix = htobe64(0xfe80000000000000ull);
-        gid->global.interface_id = htobe64(node_guid(device_index) | uint64_t(port_num));
+        gid->global.interface_id  = htobe64(node_guid(device_index) | uint64_t(port_num));
     } else {
         /* RoCE v2 style IPv4-mapped address ::ffff:127.0.0.1 */
         gid->raw[10] = 0xff;
@@ -91,8 +90,7 @@ bool port_gid(const config &cfg, int device_index, int port_num, int gid_index,
     return true;
 }
 
-bool port_owns_gid(const config &cfg, int device_index, int port_num,
-                   const union ibv_gid &gid)
+bool port_owns_gid(const config &cfg, int device_index, int port_num, const union ibv_gid &gid)
 {
     for (int i = 0; i < port_gid_count(cfg); ++i) {
         union ibv_gid own;

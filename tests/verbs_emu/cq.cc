@@ -23,7 +23,7 @@ void cq_push(emu_cq *cq, const cqe_entry &entry)
          * is dropped) but make every later poll fail so the bug shows. */
         cq->overrun = true;
         std::fprintf(stderr, "verbs_emu: CQ %p overrun (%zu entries)\n",
-                     static_cast<void*>(&cq->ibv), cq->capacity);
+                     static_cast<void *>(&cq->ibv), cq->capacity);
     }
     cq->entries.push_back(entry);
     cq_fire_if_armed(cq);
@@ -58,7 +58,7 @@ int poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
     int polled = 0;
     while (polled < num_entries && !cq->entries.empty()) {
         const cqe_entry &entry = cq->entries.front();
-        wc[polled++] = entry.wc;
+        wc[polled++]           = entry.wc;
         if (entry.send_queue) {
             /* the send queue slots up to this WR are free again */
             entry.qp->sq_freed = std::max(entry.qp->sq_freed, entry.sq_seq + 1);
@@ -70,7 +70,7 @@ int poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
 
 int req_notify_cq(struct ibv_cq *ibv_cq, int solicited_only)
 {
-    (void)solicited_only;   /* every completion counts */
+    (void)solicited_only; /* every completion counts */
     std::lock_guard<std::mutex> guard(emu_lock());
     emu_cq *cq = lookup<emu_cq>(ibv_cq);
     if (cq == nullptr) {
@@ -86,7 +86,7 @@ int req_notify_cq(struct ibv_cq *ibv_cq, int solicited_only)
     uint64_t value = word->load(std::memory_order_acquire);
     if (cq->arm_pending) {
         if (value & 1) {
-            return 0;   /* still armed */
+            return 0; /* still armed */
         }
         /* it fired and the event was not read yet: keep it */
         ++cq->events_pending;
@@ -114,7 +114,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
                              struct ibv_comp_channel *ibv_channel, int comp_vector)
 {
     std::lock_guard<std::mutex> guard(emu_lock());
-    emu_context *ctx = lookup<emu_context>(context);
+    emu_context *ctx     = lookup<emu_context>(context);
     emu_channel *channel = lookup<emu_channel>(ibv_channel);
     if (ctx == nullptr || cqe < 1 || cqe > 4194303 || comp_vector < 0 ||
         comp_vector >= ctx->ibv.num_comp_vectors ||
@@ -140,14 +140,14 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
         ++channel->ibv.refcnt;
     }
     static uint32_t next_handle = 1;
-    cq->ctx = ctx;
-    cq->channel = channel;
-    cq->capacity = size_t(cqe);
-    cq->ibv.context = context;
-    cq->ibv.channel = ibv_channel;
-    cq->ibv.cq_context = cq_context;
-    cq->ibv.handle = next_handle++;
-    cq->ibv.cqe = cqe;
+    cq->ctx                     = ctx;
+    cq->channel                 = channel;
+    cq->capacity                = size_t(cqe);
+    cq->ibv.context             = context;
+    cq->ibv.channel             = ibv_channel;
+    cq->ibv.cq_context          = cq_context;
+    cq->ibv.handle              = next_handle++;
+    cq->ibv.cqe                 = cqe;
     pthread_mutex_init(&cq->ibv.mutex, nullptr);
     pthread_cond_init(&cq->ibv.cond, nullptr);
     ++ctx->users;
@@ -196,6 +196,6 @@ int ibv_resize_cq(struct ibv_cq *ibv_cq, int cqe)
         return EINVAL;
     }
     cq->capacity = size_t(cqe);
-    cq->ibv.cqe = cqe;
+    cq->ibv.cqe  = cqe;
     return 0;
 }

@@ -23,38 +23,38 @@ namespace verbs_emu {
 
 namespace {
 
-constexpr uint64_t kFabricMagic = 0x5645524253454d55ull; /* "VERBSEMU" */
+constexpr uint64_t kFabricMagic   = 0x5645524253454d55ull; /* "VERBSEMU" */
 constexpr uint32_t kFabricVersion = 1;
-constexpr uint64_t kInitReady = 1;
-constexpr uint64_t kInitBusyTag = 2;
+constexpr uint64_t kInitReady     = 1;
+constexpr uint64_t kInitBusyTag   = 2;
 
 /* QP numbers: slot index + 2 (0 and 1 are the special QPs of real HCAs)
  * in the low 17 bits, 7 generation bits above, so a reused slot gets a new
  * number for a while. */
-constexpr uint32_t kQpnIndexBits = 17;
+constexpr uint32_t kQpnIndexBits      = 17;
 constexpr uint32_t kQpnGenerationMask = 0x7f;
 /* Memory keys: 20 bits of index, 12 bits of generation (never 0). */
-constexpr uint32_t kMrIndexBits = 20;
+constexpr uint32_t kMrIndexBits      = 20;
 constexpr uint32_t kMrGenerationMask = 0xfff;
 
 struct qp_slot {
-    std::atomic<uint32_t> qpn;          /* 0: free; stored last when taken */
-    std::atomic<int32_t>  owner_pid;
-    std::atomic<int32_t>  ring_fd;
+    std::atomic<uint32_t> qpn; /* 0: free; stored last when taken */
+    std::atomic<int32_t> owner_pid;
+    std::atomic<int32_t> ring_fd;
     std::atomic<uint32_t> generation;
     std::atomic<uint32_t> type;
-    std::atomic<uint32_t> device_port;  /* device << 8 | port */
+    std::atomic<uint32_t> device_port; /* device << 8 | port */
     std::atomic<uint32_t> state;
     std::atomic<uint32_t> qkey;
     std::atomic<uint32_t> dest_qpn;
     std::atomic<uint32_t> access;
-    uint32_t              unused[6];
+    uint32_t unused[6];
 };
 static_assert(sizeof(qp_slot) == 64, "one cache line per QP slot");
 
 struct mr_slot {
-    std::atomic<uint32_t> key;          /* 0: free; stored last when taken */
-    std::atomic<int32_t>  owner_pid;
+    std::atomic<uint32_t> key; /* 0: free; stored last when taken */
+    std::atomic<int32_t> owner_pid;
     std::atomic<uint32_t> access;
     std::atomic<uint32_t> generation;
     std::atomic<uint64_t> addr;
@@ -65,38 +65,38 @@ static_assert(sizeof(mr_slot) == 40, "compact memory-key slots");
 
 struct cq_notify_slot {
     std::atomic<uint64_t> word;
-    std::atomic<int32_t>  owner_pid;    /* 0: free */
-    uint32_t              unused;
+    std::atomic<int32_t> owner_pid; /* 0: free */
+    uint32_t unused;
 };
 
 struct fabric_header {
-    std::atomic<uint64_t> init_word;    /* 0, busy tag | pid << 8, or ready */
-    uint64_t              magic;
-    uint32_t              version;
-    uint32_t              unused0;
-    uint64_t              total_size;
-    pthread_mutex_t       alloc_lock;   /* all allocations and frees */
-    pthread_mutex_t       atomic_lock;  /* the HCA's atomic unit */
-    uint32_t              qp_next;      /* rotating start of the next search */
-    uint32_t              qp_high_water;
-    uint32_t              mr_lowest_free;
-    uint32_t              mr_high_water;
-    uint32_t              cq_lowest_free;
-    uint32_t              cq_high_water;
+    std::atomic<uint64_t> init_word; /* 0, busy tag | pid << 8, or ready */
+    uint64_t magic;
+    uint32_t version;
+    uint32_t unused0;
+    uint64_t total_size;
+    pthread_mutex_t alloc_lock;  /* all allocations and frees */
+    pthread_mutex_t atomic_lock; /* the HCA's atomic unit */
+    uint32_t qp_next;            /* rotating start of the next search */
+    uint32_t qp_high_water;
+    uint32_t mr_lowest_free;
+    uint32_t mr_high_water;
+    uint32_t cq_lowest_free;
+    uint32_t cq_high_water;
 };
 
 struct fabric_layout {
     union {
         fabric_header header;
-        char          header_page[4096];
+        char header_page[4096];
     };
-    qp_slot        qps[kQpSlots];
-    mr_slot        mrs[kMrSlots];
+    qp_slot qps[kQpSlots];
+    mr_slot mrs[kMrSlots];
     cq_notify_slot cqs[kCqNotifySlots];
 };
 
 fabric_layout *g_fabric = nullptr;
-std::mutex     g_attach_mutex;
+std::mutex g_attach_mutex;
 
 /* Liveness answers cached for one sweep over a table. */
 class liveness_cache {
@@ -140,7 +140,7 @@ void reclaim_dead_owners(fabric_layout *f)
     }
     for (uint32_t i = 0; i < h.cq_high_water && i < kCqNotifySlots; ++i) {
         cq_notify_slot &slot = f->cqs[i];
-        pid_t owner = slot.owner_pid.load(std::memory_order_acquire);
+        pid_t owner          = slot.owner_pid.load(std::memory_order_acquire);
         if (owner != 0 && !cache.alive(owner)) {
             slot.owner_pid.store(0, std::memory_order_release);
             if (i < h.cq_lowest_free) {
@@ -153,31 +153,31 @@ void reclaim_dead_owners(fabric_layout *f)
 int initialise(fabric_layout *f)
 {
     fabric_header &h = f->header;
-    int rc = robust_mutex_init(&h.alloc_lock);
+    int rc           = robust_mutex_init(&h.alloc_lock);
     if (rc == 0) {
         rc = robust_mutex_init(&h.atomic_lock);
     }
     if (rc != 0) {
         return rc;
     }
-    h.magic = kFabricMagic;
-    h.version = kFabricVersion;
-    h.total_size = sizeof(fabric_layout);
-    h.qp_next = 0;
-    h.qp_high_water = 0;
+    h.magic          = kFabricMagic;
+    h.version        = kFabricVersion;
+    h.total_size     = sizeof(fabric_layout);
+    h.qp_next        = 0;
+    h.qp_high_water  = 0;
     h.mr_lowest_free = 0;
-    h.mr_high_water = 0;
+    h.mr_high_water  = 0;
     h.cq_lowest_free = 0;
-    h.cq_high_water = 0;
+    h.cq_high_water  = 0;
     return 0;
 }
 
 /* Waits for (or performs) the one-time initialisation of a new table. */
 int wait_ready(fabric_layout *f)
 {
-    fabric_header &h = f->header;
+    fabric_header &h      = f->header;
     const uint64_t my_tag = (uint64_t(getpid()) << 8) | kInitBusyTag;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto deadline         = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (;;) {
         uint64_t word = h.init_word.load(std::memory_order_acquire);
         if (word == kInitReady) {
@@ -214,7 +214,7 @@ int wait_ready(fabric_layout *f)
 int map_fabric(fabric_layout **out)
 {
     const std::string name = fabric_name();
-    int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd                 = shm_open(name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         return errno;
     }
@@ -233,23 +233,26 @@ int map_fabric(fabric_layout **out)
         }
     } else if (size_t(st.st_size) != sizeof(fabric_layout)) {
         close(fd);
-        std::fprintf(stderr, "verbs_emu: fabric %s has another layout; remove "
-                     "/dev/shm%s\n", name.c_str(), name.c_str());
+        std::fprintf(stderr,
+                     "verbs_emu: fabric %s has another layout; remove "
+                     "/dev/shm%s\n",
+                     name.c_str(), name.c_str());
         return EPROTO;
     }
-    void *base = mmap(nullptr, sizeof(fabric_layout), PROT_READ | PROT_WRITE,
-                      MAP_SHARED, fd, 0);
-    int err = errno;
+    void *base = mmap(nullptr, sizeof(fabric_layout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err    = errno;
     close(fd);
     if (base == MAP_FAILED) {
         return err;
     }
-    auto *f = static_cast<fabric_layout*>(base);
-    int rc = wait_ready(f);
+    auto *f = static_cast<fabric_layout *>(base);
+    int rc  = wait_ready(f);
     if (rc != 0) {
         if (rc == EPROTO) {
-            std::fprintf(stderr, "verbs_emu: fabric %s is of another version; "
-                         "remove /dev/shm%s\n", name.c_str(), name.c_str());
+            std::fprintf(stderr,
+                         "verbs_emu: fabric %s is of another version; "
+                         "remove /dev/shm%s\n",
+                         name.c_str(), name.c_str());
         }
         munmap(base, sizeof(fabric_layout));
         return rc;
@@ -278,7 +281,7 @@ int fabric_attach()
         return 0;
     }
     fabric_layout *f = nullptr;
-    int rc = map_fabric(&f);
+    int rc           = map_fabric(&f);
     if (rc != 0) {
         return rc;
     }
@@ -307,7 +310,7 @@ int fabric_alloc_qp(const qp_identity &id, uint32_t *qpn)
     for (int pass = 0; pass < 2; ++pass) {
         for (uint32_t n = 0; n < kQpSlots; ++n) {
             uint32_t index = uint32_t((uint64_t(h.qp_next) + n) % kQpSlots);
-            qp_slot &slot = f->qps[index];
+            qp_slot &slot  = f->qps[index];
             if (slot.qpn.load(std::memory_order_acquire) != 0) {
                 continue;
             }
@@ -337,11 +340,11 @@ int fabric_alloc_qp(const qp_identity &id, uint32_t *qpn)
     return ENOMEM;
 }
 
-void fabric_update_qp(uint32_t qpn, int port_num, uint32_t state, uint32_t qkey,
-                      uint32_t dest_qpn, uint32_t access)
+void fabric_update_qp(uint32_t qpn, int port_num, uint32_t state, uint32_t qkey, uint32_t dest_qpn,
+                      uint32_t access)
 {
     fabric_layout *f = fabric();
-    uint32_t index = qp_index_of(qpn);
+    uint32_t index   = qp_index_of(qpn);
     if (f == nullptr || index >= kQpSlots) {
         return;
     }
@@ -361,7 +364,7 @@ void fabric_update_qp(uint32_t qpn, int port_num, uint32_t state, uint32_t qkey,
 void fabric_free_qp(uint32_t qpn)
 {
     fabric_layout *f = fabric();
-    uint32_t index = qp_index_of(qpn);
+    uint32_t index   = qp_index_of(qpn);
     if (f == nullptr || index >= kQpSlots) {
         return;
     }
@@ -376,7 +379,7 @@ void fabric_free_qp(uint32_t qpn)
 bool fabric_lookup_qp(uint32_t qpn, qp_view *view)
 {
     fabric_layout *f = fabric();
-    uint32_t index = qp_index_of(qpn);
+    uint32_t index   = qp_index_of(qpn);
     if (f == nullptr || index >= kQpSlots || qpn == 0) {
         return false;
     }
@@ -384,16 +387,16 @@ bool fabric_lookup_qp(uint32_t qpn, qp_view *view)
     if (slot.qpn.load(std::memory_order_acquire) != qpn) {
         return false;
     }
-    uint32_t device_port = slot.device_port.load(std::memory_order_relaxed);
-    view->id.owner = slot.owner_pid.load(std::memory_order_relaxed);
-    view->id.ring_fd = slot.ring_fd.load(std::memory_order_relaxed);
-    view->id.type = slot.type.load(std::memory_order_relaxed);
+    uint32_t device_port  = slot.device_port.load(std::memory_order_relaxed);
+    view->id.owner        = slot.owner_pid.load(std::memory_order_relaxed);
+    view->id.ring_fd      = slot.ring_fd.load(std::memory_order_relaxed);
+    view->id.type         = slot.type.load(std::memory_order_relaxed);
     view->id.device_index = int(device_port >> 8);
-    view->id.port_num = int(device_port & 0xff);
-    view->state = slot.state.load(std::memory_order_acquire);
-    view->qkey = slot.qkey.load(std::memory_order_relaxed);
-    view->dest_qpn = slot.dest_qpn.load(std::memory_order_relaxed);
-    view->access = slot.access.load(std::memory_order_relaxed);
+    view->id.port_num     = int(device_port & 0xff);
+    view->state           = slot.state.load(std::memory_order_acquire);
+    view->qkey            = slot.qkey.load(std::memory_order_relaxed);
+    view->dest_qpn        = slot.dest_qpn.load(std::memory_order_relaxed);
+    view->access          = slot.access.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     /* freed or reused while we read: the copy may mix two QPs */
     return slot.qpn.load(std::memory_order_relaxed) == qpn;
@@ -414,16 +417,15 @@ int fabric_alloc_mr(const mr_view &mr, uint32_t *key)
         /* lowest free first keeps the touched part of the table small */
         /* hints live in shared memory: bound them before indexing */
         uint32_t high_water = std::min(h.mr_high_water, kMrSlots);
-        uint32_t index = std::min(h.mr_lowest_free, high_water);
-        while (index < high_water &&
-               f->mrs[index].key.load(std::memory_order_relaxed) != 0) {
+        uint32_t index      = std::min(h.mr_lowest_free, high_water);
+        while (index < high_water && f->mrs[index].key.load(std::memory_order_relaxed) != 0) {
             ++index;
         }
         if (index >= kMrSlots) {
             reclaim_dead_owners(f);
             continue;
         }
-        mr_slot &slot = f->mrs[index];
+        mr_slot &slot       = f->mrs[index];
         uint32_t generation = (slot.generation.load(std::memory_order_relaxed) + 1) &
                               kMrGenerationMask;
         if (generation == 0) {
@@ -450,7 +452,7 @@ int fabric_alloc_mr(const mr_view &mr, uint32_t *key)
 void fabric_free_mr(uint32_t key)
 {
     fabric_layout *f = fabric();
-    uint32_t index = key & ((1u << kMrIndexBits) - 1);
+    uint32_t index   = key & ((1u << kMrIndexBits) - 1);
     if (f == nullptr || index >= kMrSlots) {
         return;
     }
@@ -467,7 +469,7 @@ void fabric_free_mr(uint32_t key)
 bool fabric_lookup_mr(uint32_t key, mr_view *view)
 {
     fabric_layout *f = fabric();
-    uint32_t index = key & ((1u << kMrIndexBits) - 1);
+    uint32_t index   = key & ((1u << kMrIndexBits) - 1);
     if (f == nullptr || key == 0 || index >= kMrSlots) {
         return false;
     }
@@ -475,10 +477,10 @@ bool fabric_lookup_mr(uint32_t key, mr_view *view)
     if (slot.key.load(std::memory_order_acquire) != key) {
         return false;
     }
-    view->owner = slot.owner_pid.load(std::memory_order_relaxed);
+    view->owner  = slot.owner_pid.load(std::memory_order_relaxed);
     view->access = slot.access.load(std::memory_order_relaxed);
-    view->addr = slot.addr.load(std::memory_order_relaxed);
-    view->iova = slot.iova.load(std::memory_order_relaxed);
+    view->addr   = slot.addr.load(std::memory_order_relaxed);
+    view->iova   = slot.iova.load(std::memory_order_relaxed);
     view->length = slot.length.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     return slot.key.load(std::memory_order_relaxed) == key;
@@ -497,9 +499,8 @@ int fabric_alloc_cq_notify(uint32_t *slot_index)
     fabric_header &h = f->header;
     for (int pass = 0; pass < 2; ++pass) {
         uint32_t high_water = std::min(h.cq_high_water, kCqNotifySlots);
-        uint32_t index = std::min(h.cq_lowest_free, high_water);
-        while (index < high_water &&
-               f->cqs[index].owner_pid.load(std::memory_order_relaxed) != 0) {
+        uint32_t index      = std::min(h.cq_lowest_free, high_water);
+        while (index < high_water && f->cqs[index].owner_pid.load(std::memory_order_relaxed) != 0) {
             ++index;
         }
         if (index >= kCqNotifySlots) {
@@ -546,9 +547,8 @@ std::atomic<uint64_t> *fabric_cq_notify_word(uint32_t slot_index)
     return &f->cqs[slot_index].word;
 }
 
-fabric_atomic_guard::fabric_atomic_guard()
-    : locked_(fabric() != nullptr &&
-              robust_mutex_lock(&fabric()->header.atomic_lock) == 0)
+fabric_atomic_guard::fabric_atomic_guard() :
+    locked_(fabric() != nullptr && robust_mutex_lock(&fabric()->header.atomic_lock) == 0)
 {
 }
 

@@ -19,43 +19,43 @@
 
 namespace verbs_emu {
 
-constexpr uint32_t kQpSlots = 65536;
-constexpr uint32_t kMrSlots = 1u << 20;
+constexpr uint32_t kQpSlots       = 65536;
+constexpr uint32_t kMrSlots       = 1u << 20;
 constexpr uint32_t kCqNotifySlots = 65536;
-constexpr uint32_t kNoSlot = 0xffffffffu;
+constexpr uint32_t kNoSlot        = 0xffffffffu;
 
 /* Attaches this process (idempotent). 0, or an errno value. */
 int fabric_attach();
 
 struct qp_identity {
-    pid_t    owner;
-    int      ring_fd;
-    uint32_t type;        /* enum ibv_qp_type */
-    int      device_index;
-    int      port_num;
+    pid_t owner;
+    int ring_fd;
+    uint32_t type; /* enum ibv_qp_type */
+    int device_index;
+    int port_num;
 };
 
 struct qp_view {
     qp_identity id;
-    uint32_t    state;    /* enum ibv_qp_state */
-    uint32_t    qkey;
-    uint32_t    dest_qpn;
-    uint32_t    access;   /* the QP's qp_access_flags */
+    uint32_t state; /* enum ibv_qp_state */
+    uint32_t qkey;
+    uint32_t dest_qpn;
+    uint32_t access; /* the QP's qp_access_flags */
 };
 
 /* Allocates a QP number; 0 or ENOMEM. */
 int fabric_alloc_qp(const qp_identity &id, uint32_t *qpn);
 /* Publishes what peers check before they send to the QP. */
-void fabric_update_qp(uint32_t qpn, int port_num, uint32_t state, uint32_t qkey,
-                      uint32_t dest_qpn, uint32_t access);
+void fabric_update_qp(uint32_t qpn, int port_num, uint32_t state, uint32_t qkey, uint32_t dest_qpn,
+                      uint32_t access);
 void fabric_free_qp(uint32_t qpn);
 /* False if no QP has this number now. */
 bool fabric_lookup_qp(uint32_t qpn, qp_view *view);
 
 struct mr_view {
-    pid_t    owner;
-    uint64_t addr;    /* in the owner's address space */
-    uint64_t iova;    /* the address peers use */
+    pid_t owner;
+    uint64_t addr; /* in the owner's address space */
+    uint64_t iova; /* the address peers use */
     uint64_t length;
     uint32_t access;
 };
@@ -77,7 +77,7 @@ public:
     fabric_atomic_guard();
     ~fabric_atomic_guard();
     bool locked() const { return locked_; }
-    fabric_atomic_guard(const fabric_atomic_guard &) = delete;
+    fabric_atomic_guard(const fabric_atomic_guard &)            = delete;
     fabric_atomic_guard &operator=(const fabric_atomic_guard &) = delete;
 
 private:

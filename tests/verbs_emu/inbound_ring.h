@@ -18,7 +18,7 @@ public:
 
     inbound_ring() = default;
     ~inbound_ring() { destroy(); }
-    inbound_ring(const inbound_ring &) = delete;
+    inbound_ring(const inbound_ring &)            = delete;
     inbound_ring &operator=(const inbound_ring &) = delete;
 
     /* Creates the memfd; 0 or an errno value. The ring is not valid for
@@ -34,8 +34,7 @@ public:
     /* Copies and checks the record at the head. */
     peek_result peek(record_header *record);
     /* Copies `length` payload bytes of the head record from `offset`. */
-    void copy_payload(const record_header &record, size_t offset, void *dst,
-                      size_t length) const;
+    void copy_payload(const record_header &record, size_t offset, void *dst, size_t length) const;
     /* Releases the head record and wakes a sender waiting for room. */
     void pop(const record_header &record);
     /* Drops everything published so far. */
@@ -44,13 +43,13 @@ public:
     void wake_waiter();
 
 private:
-    int             fd_ = -1;
-    ring_header    *header_ = nullptr;
-    uint8_t        *data_ = nullptr;
-    size_t          capacity_ = 0;
-    uint64_t        head_ = 0;
-    uint64_t        expected_sequence_ = 0;
-    bool            resync_ = true;   /* accept any sequence (after drops) */
+    int fd_                     = -1;
+    ring_header *header_        = nullptr;
+    uint8_t *data_              = nullptr;
+    size_t capacity_            = 0;
+    uint64_t head_              = 0;
+    uint64_t expected_sequence_ = 0;
+    bool resync_                = true; /* accept any sequence (after drops) */
 };
 
 /* The ring size for a QP with `max_recv_wr` receives (0 with an SRQ). */

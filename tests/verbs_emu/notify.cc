@@ -14,8 +14,8 @@ namespace verbs_emu {
 
 namespace {
 
-std::once_flag   g_socket_once;
-int              g_send_socket = -1;
+std::once_flag g_socket_once;
+int g_send_socket = -1;
 std::atomic<unsigned> g_channel_counter{0};
 
 int send_socket()
@@ -30,13 +30,13 @@ int send_socket()
 
 std::string make_channel_address()
 {
-    return "verbs_emu." + std::to_string(getuid()) + "." + std::to_string(getpid()) +
-           "." + std::to_string(g_channel_counter.fetch_add(1));
+    return "verbs_emu." + std::to_string(getuid()) + "." + std::to_string(getpid()) + "." +
+           std::to_string(g_channel_counter.fetch_add(1));
 }
 
 void notify_send(const char *address)
 {
-    int fd = send_socket();
+    int fd        = send_socket();
     size_t length = strnlen(address, kNotifyAddressBytes);
     if (fd < 0 || length == 0) {
         return;
@@ -46,11 +46,11 @@ void notify_send(const char *address)
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path + 1, address, length);
     socklen_t addr_length = socklen_t(offsetof(struct sockaddr_un, sun_path) + 1 + length);
-    const char token = 'e';
+    const char token      = 'e';
     /* A full queue means the fd is readable already; a missing address
      * means the channel (or its process) is gone. Neither needs more. */
     (void)sendto(fd, &token, sizeof(token), MSG_DONTWAIT | MSG_NOSIGNAL,
-                 reinterpret_cast<struct sockaddr*>(&addr), addr_length);
+                 reinterpret_cast<struct sockaddr *>(&addr), addr_length);
 }
 
 void notify_fire(uint32_t slot, const char *address)

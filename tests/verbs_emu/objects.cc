@@ -45,10 +45,7 @@ void reset_in_child()
 }
 
 struct fork_handlers {
-    fork_handlers()
-    {
-        pthread_atfork(lock_for_fork, unlock_after_fork, reset_in_child);
-    }
+    fork_handlers() { pthread_atfork(lock_for_fork, unlock_after_fork, reset_in_child); }
 } g_fork_handlers;
 
 } // namespace
@@ -58,7 +55,7 @@ struct ibv_wc make_wc(const emu_qp *qp, uint64_t wr_id, enum ibv_wc_status statu
 {
     struct ibv_wc wc;
     std::memset(&wc, 0, sizeof(wc));
-    wc.wr_id = wr_id;
+    wc.wr_id  = wr_id;
     wc.status = status;
     wc.opcode = opcode;
     wc.qp_num = qp->ibv.qp_num;

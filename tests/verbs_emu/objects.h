@@ -32,126 +32,126 @@ struct emu_srq;
 
 struct emu_context {
     struct ibv_context ibv;
-    int                device_index;
-    config             cfg;        /* as the environment said at open time */
-    int                users = 0;  /* PDs, CQs and channels made from it */
+    int device_index;
+    config cfg;    /* as the environment said at open time */
+    int users = 0; /* PDs, CQs and channels made from it */
 };
 
 struct emu_pd {
     struct ibv_pd ibv;
-    int           users = 0;       /* MRs, QPs, SRQs and AHs made from it */
+    int users = 0; /* MRs, QPs, SRQs and AHs made from it */
 };
 
 struct emu_mr {
     struct ibv_mr ibv;
-    emu_pd       *pd;
-    uint64_t      iova;            /* the addresses sges and peers use */
-    uint32_t      access;
+    emu_pd *pd;
+    uint64_t iova; /* the addresses sges and peers use */
+    uint32_t access;
 };
 
 struct emu_ah {
-    struct ibv_ah       ibv;
-    emu_pd             *pd;
-    struct ibv_ah_attr  attr;
+    struct ibv_ah ibv;
+    emu_pd *pd;
+    struct ibv_ah_attr attr;
 };
 
 struct emu_channel {
     struct ibv_comp_channel ibv;
-    std::string             address;   /* abstract socket name */
-    std::vector<emu_cq*>    cqs;
+    std::string address; /* abstract socket name */
+    std::vector<emu_cq *> cqs;
 };
 
 struct cqe_entry {
     struct ibv_wc wc;
-    emu_qp       *qp;
-    bool          send_queue;      /* frees send-queue slots when polled */
-    uint64_t      sq_seq;
+    emu_qp *qp;
+    bool send_queue; /* frees send-queue slots when polled */
+    uint64_t sq_seq;
 };
 
 struct emu_cq {
-    struct ibv_cq         ibv;
-    emu_context          *ctx;
-    emu_channel          *channel;
-    size_t                capacity;
+    struct ibv_cq ibv;
+    emu_context *ctx;
+    emu_channel *channel;
+    size_t capacity;
     std::deque<cqe_entry> entries;
-    bool                  overrun = false;
-    std::vector<emu_qp*>  send_qps;
-    std::vector<emu_qp*>  recv_qps;
-    size_t                drain_start = 0;   /* round robin over recv_qps */
-    uint32_t              notify_slot = kNoSlot;
-    uint64_t              arm_sequence = 0;
-    bool                  arm_pending = false;   /* armed, not yet reported */
-    unsigned              events_pending = 0;    /* fired before a re-arm */
-    uint32_t              events_reported = 0;
+    bool overrun = false;
+    std::vector<emu_qp *> send_qps;
+    std::vector<emu_qp *> recv_qps;
+    size_t drain_start       = 0; /* round robin over recv_qps */
+    uint32_t notify_slot     = kNoSlot;
+    uint64_t arm_sequence    = 0;
+    bool arm_pending         = false; /* armed, not yet reported */
+    unsigned events_pending  = 0;     /* fired before a re-arm */
+    uint32_t events_reported = 0;
 };
 
 struct recv_wqe {
-    uint64_t                   wr_id;
+    uint64_t wr_id;
     std::vector<struct ibv_sge> sges;
 };
 
 struct emu_srq {
-    struct ibv_srq       ibv;
-    emu_context         *ctx;
-    emu_pd              *pd;
-    uint32_t             max_wr;
-    uint32_t             max_sge;
-    uint32_t             limit = 0;
+    struct ibv_srq ibv;
+    emu_context *ctx;
+    emu_pd *pd;
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t limit = 0;
     std::deque<recv_wqe> wqes;
-    std::vector<emu_qp*> qps;
+    std::vector<emu_qp *> qps;
 };
 
 struct send_wqe {
-    uint64_t                    wr_id;
-    uint64_t                    seq;          /* position in the send queue */
-    enum ibv_wr_opcode          opcode;
-    unsigned                    send_flags;
-    uint32_t                    imm;          /* network order */
+    uint64_t wr_id;
+    uint64_t seq; /* position in the send queue */
+    enum ibv_wr_opcode opcode;
+    unsigned send_flags;
+    uint32_t imm; /* network order */
     std::vector<struct ibv_sge> sges;
-    std::vector<uint8_t>        inline_data;  /* IBV_SEND_INLINE copies at post */
-    uint64_t                    remote_addr;
-    uint32_t                    rkey;
-    uint64_t                    compare_add;
-    uint64_t                    swap;
-    struct ibv_ah_attr          ud_ah;
-    uint32_t                    remote_qpn;
-    uint32_t                    remote_qkey;
-    uint64_t                    bytes_sent = 0;   /* a SEND larger than the ring */
-    bool                        started = false;
+    std::vector<uint8_t> inline_data; /* IBV_SEND_INLINE copies at post */
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint64_t compare_add;
+    uint64_t swap;
+    struct ibv_ah_attr ud_ah;
+    uint32_t remote_qpn;
+    uint32_t remote_qkey;
+    uint64_t bytes_sent = 0; /* a SEND larger than the ring */
+    bool started        = false;
 };
 
 /* A receive in progress: the WQE a multi-record message lands in. */
 struct inbound_message {
-    bool     active = false;
-    recv_wqe    wqe;
-    gather_list buffers;       /* the WQE's sges as host memory */
-    uint64_t length = 0;
-    uint16_t opcode = 0;
-    uint16_t flags = 0;
-    uint32_t imm = 0;
+    bool active = false;
+    recv_wqe wqe;
+    gather_list buffers; /* the WQE's sges as host memory */
+    uint64_t length  = 0;
+    uint16_t opcode  = 0;
+    uint16_t flags   = 0;
+    uint32_t imm     = 0;
     uint32_t src_qpn = 0;
     uint16_t src_lid = 0;
 };
 
 struct emu_qp {
-    struct ibv_qp        ibv;
-    emu_context         *ctx;
-    emu_pd              *pd;
-    emu_cq              *send_cq;
-    emu_cq              *recv_cq;
-    emu_srq             *srq;
-    struct ibv_qp_cap    cap;
-    bool                 sq_sig_all;
-    struct ibv_qp_attr   attr;        /* everything modify_qp was given */
-    inbound_ring         ring;
-    std::deque<send_wqe> sq;          /* posted and not yet executed */
-    uint64_t             sq_posted = 0;
-    uint64_t             sq_freed = 0;   /* slots given back by polled CQEs */
+    struct ibv_qp ibv;
+    emu_context *ctx;
+    emu_pd *pd;
+    emu_cq *send_cq;
+    emu_cq *recv_cq;
+    emu_srq *srq;
+    struct ibv_qp_cap cap;
+    bool sq_sig_all;
+    struct ibv_qp_attr attr; /* everything modify_qp was given */
+    inbound_ring ring;
+    std::deque<send_wqe> sq; /* posted and not yet executed */
+    uint64_t sq_posted = 0;
+    uint64_t sq_freed  = 0; /* slots given back by polled CQEs */
     std::deque<recv_wqe> rq;
-    inbound_message      inbound;
-    bool                 stalled = false;
-    clock::time_point    stall_deadline;  /* for a peer that is not ready */
-    bool                 stall_has_deadline = false;
+    inbound_message inbound;
+    bool stalled = false;
+    clock::time_point stall_deadline; /* for a peer that is not ready */
+    bool stall_has_deadline = false;
 };
 
 /* The one lock over all emulator state of this process. */
@@ -160,9 +160,9 @@ std::mutex &emu_lock();
 /* Live objects by address: calls with a destroyed or foreign pointer fail
  * with EINVAL instead of touching freed memory. */
 template <typename T>
-std::unordered_set<const void*> &registry()
+std::unordered_set<const void *> &registry()
 {
-    static std::unordered_set<const void*> live;
+    static std::unordered_set<const void *> live;
     return live;
 }
 
@@ -172,7 +172,7 @@ T *lookup(const void *ibv_object)
     if (ibv_object == nullptr || registry<T>().count(ibv_object) == 0) {
         return nullptr;
     }
-    return reinterpret_cast<T*>(const_cast<void*>(ibv_object));
+    return reinterpret_cast<T *>(const_cast<void *>(ibv_object));
 }
 
 template <typename T>
@@ -199,8 +199,8 @@ void forget_stalled_send_queues();
  * MRs' iovas), requiring `access` (e.g. IBV_ACCESS_LOCAL_WRITE). Appends
  * host pieces to `out`; false if a key is unknown, of another PD, lacks the
  * access, or does not cover its sge. */
-bool resolve_local_sges(const emu_pd *pd, const struct ibv_sge *sges, size_t count,
-                        uint32_t access, gather_list *out);
+bool resolve_local_sges(const emu_pd *pd, const struct ibv_sge *sges, size_t count, uint32_t access,
+                        gather_list *out);
 
 /* CQ side (cq.cc) */
 void cq_push(emu_cq *cq, const cqe_entry &entry);
@@ -208,11 +208,11 @@ void cq_fire_if_armed(emu_cq *cq);
 void cq_purge_qp(emu_cq *cq, const emu_qp *qp);
 
 /* QP side */
-void qp_publish(emu_qp *qp);                 /* state etc. into the fabric */
-void qp_to_error(emu_qp *qp);                /* flushes both queues */
+void qp_publish(emu_qp *qp);  /* state etc. into the fabric */
+void qp_to_error(emu_qp *qp); /* flushes both queues */
 void qp_flush_receives(emu_qp *qp);
 void qp_mark_stalled(emu_qp *qp, bool stalled);
-bool qp_has_deliverable(emu_qp *qp);         /* a record and a WQE for it */
+bool qp_has_deliverable(emu_qp *qp); /* a record and a WQE for it */
 void progress_send_queue(emu_qp *qp);
 void progress_stalled_send_queues();
 /* Turns ring records into receive CQEs while `cq` has room. */

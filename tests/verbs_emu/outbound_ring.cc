@@ -54,16 +54,17 @@ bool map_ring(uint32_t qpn, const qp_view &view, outbound_ring *ring)
         return false;
     }
     char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(view.id.owner),
-                  view.id.ring_fd);
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(view.id.owner), view.id.ring_fd);
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         if (errno == EACCES || errno == EPERM) {
             static bool told = false;
             if (!told) {
                 told = true;
-                std::fprintf(stderr, "verbs_emu: cannot open %s: %s (ptrace "
-                             "restrictions?)\n", path, std::strerror(errno));
+                std::fprintf(stderr,
+                             "verbs_emu: cannot open %s: %s (ptrace "
+                             "restrictions?)\n",
+                             path, std::strerror(errno));
             }
         }
         return false;
@@ -80,9 +81,9 @@ bool map_ring(uint32_t qpn, const qp_view &view, outbound_ring *ring)
     if (base == MAP_FAILED) {
         return false;
     }
-    auto *header = static_cast<ring_header*>(base);
+    auto *header    = static_cast<ring_header *>(base);
     size_t capacity = __atomic_load_n(&header->capacity, __ATOMIC_RELAXED);
-    bool valid = __atomic_load_n(&header->magic, __ATOMIC_ACQUIRE) == kRingMagic &&
+    bool valid      = __atomic_load_n(&header->magic, __ATOMIC_ACQUIRE) == kRingMagic &&
                  header->version == kRingVersion && header->qpn == qpn &&
                  header->owner_pid == view.id.owner && capacity >= kMinRingBytes &&
                  (capacity & (capacity - 1)) == 0 &&
@@ -91,25 +92,25 @@ bool map_ring(uint32_t qpn, const qp_view &view, outbound_ring *ring)
         munmap(base, size_t(st.st_size));
         return false;
     }
-    ring->qpn = qpn;
-    ring->owner = view.id.owner;
-    ring->ring_fd = view.id.ring_fd;
-    ring->header = header;
-    ring->data = static_cast<uint8_t*>(base) + kRingHeaderBytes;
-    ring->map_bytes = size_t(st.st_size);
-    ring->capacity = capacity;
-    ring->pidfd = (view.id.owner == getpid()) ? -1 : open_pidfd(view.id.owner);
+    ring->qpn        = qpn;
+    ring->owner      = view.id.owner;
+    ring->ring_fd    = view.id.ring_fd;
+    ring->header     = header;
+    ring->data       = static_cast<uint8_t *>(base) + kRingHeaderBytes;
+    ring->map_bytes  = size_t(st.st_size);
+    ring->capacity   = capacity;
+    ring->pidfd      = (view.id.owner == getpid()) ? -1 : open_pidfd(view.id.owner);
     ring->checked_at = std::chrono::steady_clock::now();
-    ring->alive = true;
+    ring->alive      = true;
     return true;
 }
 
 void copy_into_ring(outbound_ring &ring, uint64_t position, const void *src, size_t length)
 {
     size_t offset = position & (ring.capacity - 1);
-    size_t first = std::min(length, ring.capacity - offset);
+    size_t first  = std::min(length, ring.capacity - offset);
     std::memcpy(ring.data + offset, src, first);
-    std::memcpy(ring.data, static_cast<const uint8_t*>(src) + first, length - first);
+    std::memcpy(ring.data, static_cast<const uint8_t *>(src) + first, length - first);
 }
 
 /* Gathers straight from the sender's buffers into the (wrapping) ring. */
@@ -126,8 +127,7 @@ void gather_into_ring(outbound_ring &ring, uint64_t position, const gather_list 
             continue;
         }
         size_t chunk = std::min(length, size_t(piece.iov_len - skip));
-        copy_into_ring(ring, position, static_cast<const uint8_t*>(piece.iov_base) + skip,
-                       chunk);
+        copy_into_ring(ring, position, static_cast<const uint8_t *>(piece.iov_base) + skip, chunk);
         position += chunk;
         length -= chunk;
         skip = 0;
@@ -165,19 +165,19 @@ bool outbound_owner_alive(outbound_ring &ring)
         return pidfd_alive(ring.pidfd);
     }
     constexpr auto kRecheck = std::chrono::milliseconds(2);
-    auto now = std::chrono::steady_clock::now();
+    auto now                = std::chrono::steady_clock::now();
     if (ring.alive && now - ring.checked_at >= kRecheck) {
-        ring.alive = process_alive(ring.owner);
+        ring.alive      = process_alive(ring.owner);
         ring.checked_at = now;
     }
     return ring.alive;
 }
 
-produce_status ring_produce(outbound_ring &ring, record_header record,
-                            const gather_list &source, uint64_t source_offset,
-                            size_t payload_min, size_t payload_max, size_t *written)
+produce_status ring_produce(outbound_ring &ring, record_header record, const gather_list &source,
+                            uint64_t source_offset, size_t payload_min, size_t payload_max,
+                            size_t *written)
 {
-    *written = 0;
+    *written            = 0;
     ring_header *header = ring.header;
     robust_guard lock(&header->producer_lock);
     if (!lock.locked()) {
@@ -193,11 +193,10 @@ produce_status ring_produce(outbound_ring &ring, record_header record,
     if (free_bytes < record_size_for(payload_min)) {
         return produce_status::no_room;
     }
-    size_t payload = size_t(std::min<uint64_t>(payload_max,
-                                               free_bytes - sizeof(record_header)));
-    record.size = uint32_t(record_size_for(payload));
+    size_t payload = size_t(std::min<uint64_t>(payload_max, free_bytes - sizeof(record_header)));
+    record.size    = uint32_t(record_size_for(payload));
     record.fragment_length = uint32_t(payload);
-    record.sequence = header->next_sequence;
+    record.sequence        = header->next_sequence;
     if (record.opcode == kRecordSend && record.offset + payload == record.message_length) {
         record.flags |= kRecordLast;
     }
@@ -249,7 +248,7 @@ void gather_copy(const gather_list &source, uint64_t offset, uint8_t *dst, size_
             continue;
         }
         size_t chunk = std::min(length, size_t(piece.iov_len - offset));
-        std::memcpy(dst, static_cast<const uint8_t*>(piece.iov_base) + offset, chunk);
+        std::memcpy(dst, static_cast<const uint8_t *>(piece.iov_base) + offset, chunk);
         dst += chunk;
         length -= chunk;
         offset = 0;

@@ -24,17 +24,17 @@ namespace verbs_emu {
 using gather_list = std::vector<struct iovec>;
 
 struct outbound_ring {
-    uint32_t     qpn = 0;
-    pid_t        owner = 0;
-    int          ring_fd = -1;
-    int          pidfd = -1;
+    uint32_t qpn        = 0;
+    pid_t owner         = 0;
+    int ring_fd         = -1;
+    int pidfd           = -1;
     ring_header *header = nullptr;
-    uint8_t     *data = nullptr;
-    size_t       map_bytes = 0;
-    size_t       capacity = 0;   /* checked once at mapping, then ours */
+    uint8_t *data       = nullptr;
+    size_t map_bytes    = 0;
+    size_t capacity     = 0; /* checked once at mapping, then ours */
     /* without pidfds liveness costs a /proc read: answer from a recent one */
     std::chrono::steady_clock::time_point checked_at;
-    bool         alive = true;
+    bool alive = true;
 };
 
 /* The mapping for QP `qpn` as `view` describes it; nullptr if it cannot be
@@ -50,9 +50,9 @@ enum class produce_status { done, no_room, broken };
  * `source_offset` if there is room, else as many as fit but at least
  * `payload_min`. `*written` gets the payload bytes stored. A SEND record
  * whose payload ends the message gets kRecordLast. */
-produce_status ring_produce(outbound_ring &ring, record_header record,
-                            const gather_list &source, uint64_t source_offset,
-                            size_t payload_min, size_t payload_max, size_t *written);
+produce_status ring_produce(outbound_ring &ring, record_header record, const gather_list &source,
+                            uint64_t source_offset, size_t payload_min, size_t payload_max,
+                            size_t *written);
 
 /* Whether a record with `payload` bytes fits now (single producer: room
  * can then only grow until it writes). */

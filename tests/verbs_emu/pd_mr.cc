@@ -14,15 +14,15 @@ namespace verbs_emu {
 
 namespace {
 
-std::unordered_map<uint32_t, emu_mr*> g_local_mrs;
+std::unordered_map<uint32_t, emu_mr *> g_local_mrs;
 
 /* Like pinning: every page of the range must be mapped, and the ends
  * readable. EFAULT otherwise. */
 bool range_is_mapped(const void *addr, size_t length)
 {
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
-    uintptr_t start = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
-    uintptr_t end = reinterpret_cast<uintptr_t>(addr) + length;
+    uintptr_t start   = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
+    uintptr_t end     = reinterpret_cast<uintptr_t>(addr) + length;
     if (end < reinterpret_cast<uintptr_t>(addr)) {
         return false;
     }
@@ -30,15 +30,15 @@ bool range_is_mapped(const void *addr, size_t length)
     while (start < end) {
         size_t span = std::min<uintptr_t>(end - start, residency.size() * page);
         /* mincore fails with ENOMEM on any unmapped page of the span */
-        if (mincore(reinterpret_cast<void*>(start), span, residency.data()) != 0) {
+        if (mincore(reinterpret_cast<void *>(start), span, residency.data()) != 0) {
             return false;
         }
         start += span;
     }
     char probe;
-    struct iovec local = {&probe, 1};
-    struct iovec remote[2] = {{const_cast<void*>(addr), 1},
-                              {static_cast<char*>(const_cast<void*>(addr)) + length - 1, 1}};
+    struct iovec local     = {&probe, 1};
+    struct iovec remote[2] = {{const_cast<void *>(addr), 1},
+                              {static_cast<char *>(const_cast<void *>(addr)) + length - 1, 1}};
     for (const struct iovec &end_byte : remote) {
         if (process_vm_readv(getpid(), &local, 1, &end_byte, 1, 0) != 1) {
             return false;
@@ -47,8 +47,8 @@ bool range_is_mapped(const void *addr, size_t length)
     return true;
 }
 
-struct ibv_mr *register_mr(struct ibv_pd *ibv_pd, void *addr, size_t length,
-                           uint64_t iova, unsigned access)
+struct ibv_mr *register_mr(struct ibv_pd *ibv_pd, void *addr, size_t length, uint64_t iova,
+                           unsigned access)
 {
     std::lock_guard<std::mutex> guard(emu_lock());
     emu_pd *pd = lookup<emu_pd>(ibv_pd);
@@ -77,28 +77,28 @@ struct ibv_mr *register_mr(struct ibv_pd *ibv_pd, void *addr, size_t length,
         return nullptr;
     }
     mr_view entry;
-    entry.owner = getpid();
-    entry.addr = reinterpret_cast<uint64_t>(addr);
-    entry.iova = iova;
+    entry.owner  = getpid();
+    entry.addr   = reinterpret_cast<uint64_t>(addr);
+    entry.iova   = iova;
     entry.length = length;
     entry.access = access;
     uint32_t key = 0;
-    int rc = fabric_alloc_mr(entry, &key);
+    int rc       = fabric_alloc_mr(entry, &key);
     if (rc != 0) {
         delete mr;
         errno = rc;
         return nullptr;
     }
-    mr->pd = pd;
-    mr->iova = iova;
-    mr->access = access;
-    mr->ibv.context = pd->ibv.context;
-    mr->ibv.pd = ibv_pd;
-    mr->ibv.addr = addr;
-    mr->ibv.length = length;
-    mr->ibv.handle = key;
-    mr->ibv.lkey = key;
-    mr->ibv.rkey = key;
+    mr->pd           = pd;
+    mr->iova         = iova;
+    mr->access       = access;
+    mr->ibv.context  = pd->ibv.context;
+    mr->ibv.pd       = ibv_pd;
+    mr->ibv.addr     = addr;
+    mr->ibv.length   = length;
+    mr->ibv.handle   = key;
+    mr->ibv.lkey     = key;
+    mr->ibv.rkey     = key;
     g_local_mrs[key] = mr;
     ++pd->users;
     register_object(mr);
@@ -118,8 +118,8 @@ emu_mr *find_local_mr(uint32_t lkey)
     return (it == g_local_mrs.end()) ? nullptr : it->second;
 }
 
-bool resolve_local_sges(const emu_pd *pd, const struct ibv_sge *sges, size_t count,
-                        uint32_t access, gather_list *out)
+bool resolve_local_sges(const emu_pd *pd, const struct ibv_sge *sges, size_t count, uint32_t access,
+                        gather_list *out)
 {
     for (size_t i = 0; i < count; ++i) {
         const struct ibv_sge &sge = sges[i];
@@ -133,7 +133,7 @@ bool resolve_local_sges(const emu_pd *pd, const struct ibv_sge *sges, size_t cou
             return false;
         }
         uint64_t host = reinterpret_cast<uint64_t>(mr->ibv.addr) + (sge.addr - mr->iova);
-        out->push_back({reinterpret_cast<void*>(host), sge.length});
+        out->push_back({reinterpret_cast<void *>(host), sge.length});
     }
     return true;
 }
@@ -156,8 +156,8 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
         return nullptr;
     }
     static uint32_t next_handle = 1;
-    pd->ibv.context = context;
-    pd->ibv.handle = next_handle++;
+    pd->ibv.context             = context;
+    pd->ibv.handle              = next_handle++;
     ++ctx->users;
     register_object(pd);
     return &pd->ibv;
@@ -184,18 +184,17 @@ int ibv_dealloc_pd(struct ibv_pd *ibv_pd)
 
 struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-    return register_mr(pd, addr, length, reinterpret_cast<uint64_t>(addr),
-                       unsigned(access));
+    return register_mr(pd, addr, length, reinterpret_cast<uint64_t>(addr), unsigned(access));
 }
 
-struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length,
-                                 uint64_t iova, int access)
+struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+                                 int access)
 {
     return register_mr(pd, addr, length, iova, unsigned(access));
 }
 
-struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-                                uint64_t iova, unsigned int access)
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+                                unsigned int access)
 {
     return register_mr(pd, addr, length, iova, access);
 }

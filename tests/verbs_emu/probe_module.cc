@@ -9,7 +9,7 @@
 extern "C" __attribute__((visibility("default"))) const char *verbs_emu_probe()
 {
     static char name[IBV_SYSFS_NAME_MAX];
-    int count = 0;
+    int count                = 0;
     struct ibv_device **list = ibv_get_device_list(&count);
     if (list == nullptr || count < 1) {
         return nullptr;
@@ -19,8 +19,7 @@ extern "C" __attribute__((visibility("default"))) const char *verbs_emu_probe()
     struct ibv_context *ctx = ibv_open_device(list[0]);
     ibv_free_device_list(list);
     struct ibv_port_attr port;
-    bool ok = ctx != nullptr && ibv_query_port(ctx, 1, &port) == 0 &&
-              port.state == IBV_PORT_ACTIVE;
+    bool ok = ctx != nullptr && ibv_query_port(ctx, 1, &port) == 0 && port.state == IBV_PORT_ACTIVE;
     if (ctx != nullptr) {
         ibv_close_device(ctx);
     }

@@ -36,15 +36,15 @@ bool accepts_packets(const emu_qp *qp)
 void scatter_fragment(emu_qp *qp, const record_header &record, uint64_t skip)
 {
     const uint64_t fragment_begin = record.offset;
-    const uint64_t fragment_end = record.offset + record.fragment_length;
-    uint64_t piece_begin = 0;
+    const uint64_t fragment_end   = record.offset + record.fragment_length;
+    uint64_t piece_begin          = 0;
     for (const struct iovec &piece : qp->inbound.buffers) {
         uint64_t piece_end = piece_begin + piece.iov_len;
-        uint64_t from = std::max({piece_begin, fragment_begin, skip});
-        uint64_t to = std::min(piece_end, fragment_end);
+        uint64_t from      = std::max({piece_begin, fragment_begin, skip});
+        uint64_t to        = std::min(piece_end, fragment_end);
         if (from < to) {
             qp->ring.copy_payload(record, size_t(from - fragment_begin),
-                                  static_cast<uint8_t*>(piece.iov_base) + (from - piece_begin),
+                                  static_cast<uint8_t *>(piece.iov_base) + (from - piece_begin),
                                   size_t(to - from));
         }
         piece_begin = piece_end;
@@ -54,9 +54,9 @@ void scatter_fragment(emu_qp *qp, const record_header &record, uint64_t skip)
 void complete_receive(emu_qp *qp, enum ibv_wc_status status)
 {
     const inbound_message &in = qp->inbound;
-    struct ibv_wc wc = make_wc(qp, in.wqe.wr_id, status,
-                               (in.opcode == kRecordWriteImm) ? IBV_WC_RECV_RDMA_WITH_IMM
-                                                              : IBV_WC_RECV);
+    struct ibv_wc wc          = make_wc(qp, in.wqe.wr_id, status,
+                               (in.opcode == kRecordWriteImm) ? IBV_WC_RECV_RDMA_WITH_IMM :
+                                                                         IBV_WC_RECV);
     if (status == IBV_WC_SUCCESS) {
         /* RDMA_WRITE_WITH_IMM reports the written length (as rxe and mlx5) */
         wc.byte_len = uint32_t(in.length);
@@ -67,8 +67,8 @@ void complete_receive(emu_qp *qp, enum ibv_wc_status status)
         if (in.flags & kRecordHasGrh) {
             wc.wc_flags |= IBV_WC_GRH;
         }
-        wc.src_qp = in.src_qpn;
-        wc.slid = in.src_lid;
+        wc.src_qp     = in.src_qpn;
+        wc.slid       = in.src_lid;
         wc.pkey_index = 0;
     }
     cq_push(qp->recv_cq, {wc, qp, false, 0});
@@ -84,19 +84,19 @@ bool begin_message(emu_qp *qp, const record_header &record, bool *failed)
         return false;
     }
     inbound_message &in = qp->inbound;
-    in = inbound_message();
-    in.active = true;
-    in.wqe = std::move(source.front());
+    in                  = inbound_message();
+    in.active           = true;
+    in.wqe              = std::move(source.front());
     source.pop_front();
-    in.length = record.message_length;
-    in.opcode = record.opcode;
-    in.flags = record.flags;
-    in.imm = record.imm;
+    in.length  = record.message_length;
+    in.opcode  = record.opcode;
+    in.flags   = record.flags;
+    in.imm     = record.imm;
     in.src_qpn = record.src_qpn;
     in.src_lid = record.src_lid;
-    *failed = false;
+    *failed    = false;
     if (record.opcode == kRecordWriteImm) {
-        return true;   /* the data went by RDMA: nothing to scatter */
+        return true; /* the data went by RDMA: nothing to scatter */
     }
     if (!resolve_local_sges(wqe_pd(qp), in.wqe.sges.data(), in.wqe.sges.size(),
                             IBV_ACCESS_LOCAL_WRITE, &in.buffers)) {
@@ -138,10 +138,9 @@ void drain_inbound(emu_qp *qp)
             qp_to_error(qp);
             return;
         }
-        bool from_peer = qp->ibv.qp_type == IBV_QPT_UD ||
-                         record.src_qpn == qp->attr.dest_qp_num;
+        bool from_peer = qp->ibv.qp_type == IBV_QPT_UD || record.src_qpn == qp->attr.dest_qp_num;
         if (!accepts_packets(qp) || !from_peer) {
-            qp->ring.pop(record);   /* dropped, as the HCA would */
+            qp->ring.pop(record); /* dropped, as the HCA would */
             continue;
         }
         if (record.flags & kRecordFirst) {
@@ -155,7 +154,7 @@ void drain_inbound(emu_qp *qp)
             {
                 bool failed = false;
                 if (!begin_message(qp, record, &failed)) {
-                    return;   /* no receive posted: the record waits */
+                    return; /* no receive posted: the record waits */
                 }
                 if (failed) {
                     qp->ring.pop(record);
@@ -164,12 +163,11 @@ void drain_inbound(emu_qp *qp)
                 }
             }
         } else if (!qp->inbound.active) {
-            qp->ring.pop(record);   /* the rest of a message we dropped */
+            qp->ring.pop(record); /* the rest of a message we dropped */
             continue;
         }
         if (record.opcode == kRecordSend) {
-            bool grh_unfilled = qp->ibv.qp_type == IBV_QPT_UD &&
-                                !(record.flags & kRecordHasGrh);
+            bool grh_unfilled = qp->ibv.qp_type == IBV_QPT_UD && !(record.flags & kRecordHasGrh);
             scatter_fragment(qp, record, grh_unfilled ? kGrhBytes : 0);
         }
         qp->ring.pop(record);
@@ -183,7 +181,7 @@ int post_recv(struct ibv_qp *ibv_qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 {
     std::lock_guard<std::mutex> guard(emu_lock());
     emu_qp *qp = lookup<emu_qp>(ibv_qp);
-    int rc = 0;
+    int rc     = 0;
     if (qp == nullptr || qp->srq != nullptr || qp->ibv.state == IBV_QPS_RESET) {
         rc = EINVAL;
     }
@@ -208,7 +206,7 @@ int post_recv(struct ibv_qp *ibv_qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
     }
     if (qp != nullptr) {
         if (qp->ibv.state == IBV_QPS_ERR) {
-            qp_flush_receives(qp);   /* receives posted in error flush at once */
+            qp_flush_receives(qp); /* receives posted in error flush at once */
         } else if (qp_has_deliverable(qp)) {
             /* a waiting message lands now: an event if the CQ is armed */
             cq_fire_if_armed(qp->recv_cq);

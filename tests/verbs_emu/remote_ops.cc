@@ -19,8 +19,8 @@ enum class cma_result { ok, fault, peer_gone };
 
 /* Moves `length` bytes between `local` pieces and [remote, +length) of
  * `pid`, resuming after partial transfers. */
-cma_result cma_transfer(pid_t pid, const gather_list &local, uint64_t remote,
-                        uint64_t length, bool write)
+cma_result cma_transfer(pid_t pid, const gather_list &local, uint64_t remote, uint64_t length,
+                        bool write)
 {
     uint64_t done = 0;
     while (done < length) {
@@ -32,13 +32,12 @@ cma_result cma_transfer(pid_t pid, const gather_list &local, uint64_t remote,
                 skip -= piece.iov_len;
                 continue;
             }
-            pieces.push_back({static_cast<uint8_t*>(piece.iov_base) + skip,
-                              piece.iov_len - skip});
+            pieces.push_back({static_cast<uint8_t *>(piece.iov_base) + skip, piece.iov_len - skip});
             skip = 0;
         }
-        struct iovec far = {reinterpret_cast<void*>(remote + done), size_t(length - done)};
-        ssize_t n = write ? process_vm_writev(pid, pieces.data(), pieces.size(), &far, 1, 0)
-                          : process_vm_readv(pid, pieces.data(), pieces.size(), &far, 1, 0);
+        struct iovec far = {reinterpret_cast<void *>(remote + done), size_t(length - done)};
+        ssize_t n = write ? process_vm_writev(pid, pieces.data(), pieces.size(), &far, 1, 0) :
+                            process_vm_readv(pid, pieces.data(), pieces.size(), &far, 1, 0);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -50,7 +49,8 @@ cma_result cma_transfer(pid_t pid, const gather_list &local, uint64_t remote,
                 static bool told = false;
                 if (!told) {
                     told = true;
-                    std::fprintf(stderr, "verbs_emu: process_vm_%sv refused (EPERM): "
+                    std::fprintf(stderr,
+                                 "verbs_emu: process_vm_%sv refused (EPERM): "
                                  "ptrace restrictions block CMA\n",
                                  write ? "write" : "read");
                 }
@@ -68,9 +68,8 @@ bool resolve_remote(uint32_t rkey, uint64_t remote_addr, uint64_t length, uint32
                     pid_t target, uint64_t *host)
 {
     mr_view mr;
-    if (!fabric_lookup_mr(rkey, &mr) || mr.owner != target ||
-        (mr.access & access) != access || mr.iova + mr.length < mr.iova ||
-        remote_addr < mr.iova ||
+    if (!fabric_lookup_mr(rkey, &mr) || mr.owner != target || (mr.access & access) != access ||
+        mr.iova + mr.length < mr.iova || remote_addr < mr.iova ||
         remote_addr + length < remote_addr || remote_addr + length > mr.iova + mr.length) {
         return false;
     }
@@ -89,8 +88,8 @@ enum ibv_wc_status cma_failure_status(cma_result result, outbound_ring &ring)
 
 } // namespace
 
-exec_result rdma_write(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
-                       outbound_ring &ring, bool with_imm)
+exec_result rdma_write(emu_qp *qp, const send_wqe &wqe, const qp_view &peer, outbound_ring &ring,
+                       bool with_imm)
 {
     uint64_t length = send_length(wqe);
     if (length > kMaxMessageBytes) {
@@ -126,36 +125,35 @@ exec_result rdma_write(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
     if (with_imm) {
         record_header record;
         std::memset(&record, 0, sizeof(record));
-        record.opcode = kRecordWriteImm;
-        record.flags = kRecordFirst | kRecordLast | kRecordHasImm;
-        record.src_qpn = qp->ibv.qp_num;
-        record.imm = wqe.imm;
-        record.message_length = length;   /* reported as the receive's byte_len */
-        record.src_lid = port_lid(qp->ctx->cfg, qp->ctx->device_index, qp->attr.port_num);
-        record.src_pid = getpid();
-        size_t written = 0;
+        record.opcode         = kRecordWriteImm;
+        record.flags          = kRecordFirst | kRecordLast | kRecordHasImm;
+        record.src_qpn        = qp->ibv.qp_num;
+        record.imm            = wqe.imm;
+        record.message_length = length; /* reported as the receive's byte_len */
+        record.src_lid        = port_lid(qp->ctx->cfg, qp->ctx->device_index, qp->attr.port_num);
+        record.src_pid        = getpid();
+        size_t written        = 0;
         produce_status status = ring_produce(ring, record, gather_list(), 0, 0, 0, &written);
         if (status == produce_status::broken) {
             return exec_error(IBV_WC_RETRY_EXC_ERR);
         }
         if (status == produce_status::no_room) {
-            return exec_stall();   /* someone else filled it; the write repeats */
+            return exec_stall(); /* someone else filled it; the write repeats */
         }
         ring_notify_owner(ring);
     }
     return exec_ok();
 }
 
-exec_result rdma_read(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
-                      outbound_ring &ring)
+exec_result rdma_read(emu_qp *qp, const send_wqe &wqe, const qp_view &peer, outbound_ring &ring)
 {
     uint64_t length = send_length(wqe);
     if (length > kMaxMessageBytes) {
         return exec_error(IBV_WC_LOC_LEN_ERR);
     }
     gather_list local;
-    if (!resolve_local_sges(qp->pd, wqe.sges.data(), wqe.sges.size(),
-                            IBV_ACCESS_LOCAL_WRITE, &local)) {
+    if (!resolve_local_sges(qp->pd, wqe.sges.data(), wqe.sges.size(), IBV_ACCESS_LOCAL_WRITE,
+                            &local)) {
         return exec_error(IBV_WC_LOC_PROT_ERR);
     }
     if (length == 0) {
@@ -163,8 +161,8 @@ exec_result rdma_read(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
     }
     uint64_t host = 0;
     if (!(peer.access & IBV_ACCESS_REMOTE_READ) ||
-        !resolve_remote(wqe.rkey, wqe.remote_addr, length, IBV_ACCESS_REMOTE_READ,
-                        peer.id.owner, &host)) {
+        !resolve_remote(wqe.rkey, wqe.remote_addr, length, IBV_ACCESS_REMOTE_READ, peer.id.owner,
+                        &host)) {
         return exec_error(IBV_WC_REM_ACCESS_ERR);
     }
     cma_result moved = cma_transfer(peer.id.owner, local, host, length, false);
@@ -174,12 +172,11 @@ exec_result rdma_read(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
     return exec_ok(uint32_t(length));
 }
 
-exec_result atomic_op(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
-                      outbound_ring &ring)
+exec_result atomic_op(emu_qp *qp, const send_wqe &wqe, const qp_view &peer, outbound_ring &ring)
 {
     gather_list result_buffer;
-    if (!resolve_local_sges(qp->pd, wqe.sges.data(), wqe.sges.size(),
-                            IBV_ACCESS_LOCAL_WRITE, &result_buffer) ||
+    if (!resolve_local_sges(qp->pd, wqe.sges.data(), wqe.sges.size(), IBV_ACCESS_LOCAL_WRITE,
+                            &result_buffer) ||
         result_buffer.size() != 1) {
         return exec_error(IBV_WC_LOC_PROT_ERR);
     }
@@ -188,8 +185,8 @@ exec_result atomic_op(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
     }
     uint64_t host = 0;
     if (!(peer.access & IBV_ACCESS_REMOTE_ATOMIC) ||
-        !resolve_remote(wqe.rkey, wqe.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC,
-                        peer.id.owner, &host)) {
+        !resolve_remote(wqe.rkey, wqe.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, peer.id.owner,
+                        &host)) {
         return exec_error(IBV_WC_REM_ACCESS_ERR);
     }
     uint64_t original = 0;
@@ -201,7 +198,7 @@ exec_result atomic_op(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
             return exec_error(IBV_WC_REM_OP_ERR);
         }
         gather_list old_value = {{&original, sizeof(original)}};
-        cma_result moved = cma_transfer(peer.id.owner, old_value, host, 8, false);
+        cma_result moved      = cma_transfer(peer.id.owner, old_value, host, 8, false);
         if (moved == cma_result::ok) {
             uint64_t updated = original;
             if (wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
@@ -211,7 +208,7 @@ exec_result atomic_op(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
             }
             if (updated != original) {
                 gather_list new_value = {{&updated, sizeof(updated)}};
-                moved = cma_transfer(peer.id.owner, new_value, host, 8, true);
+                moved                 = cma_transfer(peer.id.owner, new_value, host, 8, true);
             }
         }
         if (moved != cma_result::ok) {

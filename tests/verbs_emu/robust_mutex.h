@@ -19,8 +19,10 @@ void robust_mutex_unlock(pthread_mutex_t *mutex);
 
 class robust_guard {
 public:
-    explicit robust_guard(pthread_mutex_t *mutex)
-        : mutex_(mutex), locked_(robust_mutex_lock(mutex) == 0) {}
+    explicit robust_guard(pthread_mutex_t *mutex) :
+        mutex_(mutex), locked_(robust_mutex_lock(mutex) == 0)
+    {
+    }
     ~robust_guard()
     {
         if (locked_) {
@@ -28,12 +30,12 @@ public:
         }
     }
     bool locked() const { return locked_; }
-    robust_guard(const robust_guard &) = delete;
+    robust_guard(const robust_guard &)            = delete;
     robust_guard &operator=(const robust_guard &) = delete;
 
 private:
     pthread_mutex_t *mutex_;
-    bool             locked_;
+    bool locked_;
 };
 
 } // namespace verbs_emu

@@ -11,9 +11,9 @@
 namespace verbs_emu {
 
 struct exec_result {
-    bool               stall;      /* try again later; nothing was done */
+    bool stall; /* try again later; nothing was done */
     enum ibv_wc_status status;
-    uint32_t           byte_len;
+    uint32_t byte_len;
 };
 
 inline exec_result exec_ok(uint32_t byte_len = 0)
@@ -41,12 +41,10 @@ enum class room_wait { room_now, stalled, peer_dead };
  * send CQ, then looks again (the receiver may have drained meanwhile). */
 room_wait wait_for_room(emu_qp *qp, outbound_ring &ring, size_t payload);
 
-exec_result rdma_write(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
-                       outbound_ring &ring, bool with_imm);
-exec_result rdma_read(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
-                      outbound_ring &ring);
-exec_result atomic_op(emu_qp *qp, const send_wqe &wqe, const qp_view &peer,
-                      outbound_ring &ring);
+exec_result rdma_write(emu_qp *qp, const send_wqe &wqe, const qp_view &peer, outbound_ring &ring,
+                       bool with_imm);
+exec_result rdma_read(emu_qp *qp, const send_wqe &wqe, const qp_view &peer, outbound_ring &ring);
+exec_result atomic_op(emu_qp *qp, const send_wqe &wqe, const qp_view &peer, outbound_ring &ring);
 
 } // namespace verbs_emu
 

@@ -16,10 +16,10 @@ namespace verbs_emu {
 
 namespace {
 
-std::unordered_set<emu_qp*> g_stalled;
+std::unordered_set<emu_qp *> g_stalled;
 
-constexpr uint32_t kQkeyFromQp = 0x80000000u;  /* IB: take the QP's own qkey */
-constexpr size_t   kGrhBytes = 40;
+constexpr uint32_t kQkeyFromQp = 0x80000000u; /* IB: take the QP's own qkey */
+constexpr size_t kGrhBytes     = 40;
 
 bool opcode_allowed(const emu_qp *qp, enum ibv_wr_opcode opcode)
 {
@@ -53,8 +53,7 @@ bool carries_inline(const struct ibv_send_wr &wr)
 int validate_wr(const emu_qp *qp, const struct ibv_send_wr &wr)
 {
     if (!opcode_allowed(qp, wr.opcode) || wr.num_sge < 0 ||
-        uint32_t(wr.num_sge) > qp->cap.max_send_sge ||
-        (wr.num_sge > 0 && wr.sg_list == nullptr)) {
+        uint32_t(wr.num_sge) > qp->cap.max_send_sge || (wr.num_sge > 0 && wr.sg_list == nullptr)) {
         return EINVAL;
     }
     if (carries_inline(wr)) {
@@ -81,17 +80,16 @@ int validate_wr(const emu_qp *qp, const struct ibv_send_wr &wr)
 send_wqe copy_wr(emu_qp *qp, const struct ibv_send_wr &wr)
 {
     send_wqe wqe;
-    wqe.wr_id = wr.wr_id;
-    wqe.seq = qp->sq_posted;
-    wqe.opcode = wr.opcode;
+    wqe.wr_id      = wr.wr_id;
+    wqe.seq        = qp->sq_posted;
+    wqe.opcode     = wr.opcode;
     wqe.send_flags = wr.send_flags;
-    wqe.imm = wr.imm_data;
+    wqe.imm        = wr.imm_data;
     if (carries_inline(wr)) {
         /* inline data is copied at post time: the buffer is free at once */
         for (int i = 0; i < wr.num_sge; ++i) {
-            const auto *bytes = reinterpret_cast<const uint8_t*>(wr.sg_list[i].addr);
-            wqe.inline_data.insert(wqe.inline_data.end(), bytes,
-                                   bytes + wr.sg_list[i].length);
+            const auto *bytes = reinterpret_cast<const uint8_t *>(wr.sg_list[i].addr);
+            wqe.inline_data.insert(wqe.inline_data.end(), bytes, bytes + wr.sg_list[i].length);
         }
         wqe.send_flags |= IBV_SEND_INLINE;
     } else {
@@ -99,17 +97,17 @@ send_wqe copy_wr(emu_qp *qp, const struct ibv_send_wr &wr)
         wqe.sges.assign(wr.sg_list, wr.sg_list + wr.num_sge);
     }
     if (qp->ibv.qp_type == IBV_QPT_UD) {
-        wqe.ud_ah = lookup<emu_ah>(wr.wr.ud.ah)->attr;
-        wqe.remote_qpn = wr.wr.ud.remote_qpn;
+        wqe.ud_ah       = lookup<emu_ah>(wr.wr.ud.ah)->attr;
+        wqe.remote_qpn  = wr.wr.ud.remote_qpn;
         wqe.remote_qkey = wr.wr.ud.remote_qkey;
     } else if (is_atomic(wr.opcode)) {
         wqe.remote_addr = wr.wr.atomic.remote_addr;
-        wqe.rkey = wr.wr.atomic.rkey;
+        wqe.rkey        = wr.wr.atomic.rkey;
         wqe.compare_add = wr.wr.atomic.compare_add;
-        wqe.swap = wr.wr.atomic.swap;
+        wqe.swap        = wr.wr.atomic.swap;
     } else {
         wqe.remote_addr = wr.wr.rdma.remote_addr;
-        wqe.rkey = wr.wr.rdma.rkey;
+        wqe.rkey        = wr.wr.rdma.rkey;
     }
     return wqe;
 }
@@ -145,10 +143,9 @@ clock::duration retry_window(const emu_qp *qp)
     if (qp->attr.timeout == 0) {
         return kLongest;
     }
-    double seconds = 4.096e-6 * double(1ull << qp->attr.timeout) *
-                     double(qp->attr.retry_cnt + 1);
-    auto window = std::chrono::duration_cast<clock::duration>(
-        std::chrono::duration<double>(seconds));
+    double seconds = 4.096e-6 * double(1ull << qp->attr.timeout) * double(qp->attr.retry_cnt + 1);
+    auto window =
+        std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
     return std::clamp<clock::duration>(window, std::chrono::milliseconds(1), kLongest);
 }
 
@@ -164,26 +161,26 @@ exec_result rc_send(emu_qp *qp, send_wqe &wqe, outbound_ring &ring)
     }
     record_header record;
     std::memset(&record, 0, sizeof(record));
-    record.opcode = kRecordSend;
-    record.src_qpn = qp->ibv.qp_num;
-    record.imm = wqe.imm;
-    record.message_length = total;
-    record.src_lid = own_lid(qp);
-    record.src_pid = getpid();
+    record.opcode             = kRecordSend;
+    record.src_qpn            = qp->ibv.qp_num;
+    record.imm                = wqe.imm;
+    record.message_length     = total;
+    record.src_lid            = own_lid(qp);
+    record.src_pid            = getpid();
     const size_t fragment_max = std::min(kMaxFragmentBytes, ring.capacity / 4);
     for (;;) {
         uint64_t remaining = total - wqe.bytes_sent;
         size_t payload_max = size_t(std::min<uint64_t>(remaining, fragment_max));
         /* a short message goes whole; a long one in pieces of what fits */
         size_t payload_min = std::min<size_t>(payload_max, 4096);
-        record.offset = wqe.bytes_sent;
-        record.flags = (wqe.bytes_sent == 0) ? kRecordFirst : 0;
+        record.offset      = wqe.bytes_sent;
+        record.flags       = (wqe.bytes_sent == 0) ? kRecordFirst : 0;
         if (wqe.opcode == IBV_WR_SEND_WITH_IMM) {
             record.flags |= kRecordHasImm;
         }
-        size_t written = 0;
-        produce_status status = ring_produce(ring, record, source, wqe.bytes_sent,
-                                             payload_min, payload_max, &written);
+        size_t written        = 0;
+        produce_status status = ring_produce(ring, record, source, wqe.bytes_sent, payload_min,
+                                             payload_max, &written);
         if (status == produce_status::broken) {
             return exec_error(IBV_WC_RETRY_EXC_ERR);
         }
@@ -219,13 +216,13 @@ exec_result execute_rc(emu_qp *qp, send_wqe &wqe)
     }
     if (!accepts_packets(peer.state)) {
         if (peer.state != IBV_QPS_RESET && peer.state != IBV_QPS_INIT) {
-            return exec_error(IBV_WC_RETRY_EXC_ERR);   /* peer in error */
+            return exec_error(IBV_WC_RETRY_EXC_ERR); /* peer in error */
         }
         /* not connected yet: hardware retries until the timeout */
         clock::time_point now = clock::now();
         if (!qp->stall_has_deadline) {
             qp->stall_has_deadline = true;
-            qp->stall_deadline = now + retry_window(qp);
+            qp->stall_deadline     = now + retry_window(qp);
         } else if (now > qp->stall_deadline) {
             return exec_error(IBV_WC_RETRY_EXC_ERR);
         }
@@ -237,7 +234,7 @@ exec_result execute_rc(emu_qp *qp, send_wqe &wqe)
     }
     qp->stall_has_deadline = false;
     if (peer.dest_qpn != qp->ibv.qp_num) {
-        return exec_error(IBV_WC_RETRY_EXC_ERR);   /* connected to someone else */
+        return exec_error(IBV_WC_RETRY_EXC_ERR); /* connected to someone else */
     }
     switch (wqe.opcode) {
     case IBV_WR_SEND:
@@ -264,11 +261,10 @@ void build_grh(const emu_qp *qp, const struct ibv_ah_attr &ah, uint64_t payload,
     std::memset(grh, 0, sizeof(*grh));
     grh->version_tclass_flow = htobe32((6u << 28) | (uint32_t(ah.grh.traffic_class) << 20) |
                                        (ah.grh.flow_label & 0xfffff));
-    grh->paylen = htobe16(uint16_t(payload));
-    grh->next_hdr = 0x1b;
-    grh->hop_limit = ah.grh.hop_limit;
-    port_gid(qp->ctx->cfg, qp->ctx->device_index, qp->attr.port_num, ah.grh.sgid_index,
-             &grh->sgid);
+    grh->paylen              = htobe16(uint16_t(payload));
+    grh->next_hdr            = 0x1b;
+    grh->hop_limit           = ah.grh.hop_limit;
+    port_gid(qp->ctx->cfg, qp->ctx->device_index, qp->attr.port_num, ah.grh.sgid_index, &grh->sgid);
     grh->dgid = ah.grh.dgid;
 }
 
@@ -310,16 +306,16 @@ exec_result execute_ud(emu_qp *qp, send_wqe &wqe)
     record_header record;
     std::memset(&record, 0, sizeof(record));
     record.opcode = kRecordSend;
-    record.flags = kRecordFirst | kRecordLast | (global ? kRecordHasGrh : 0) |
+    record.flags  = kRecordFirst | kRecordLast | (global ? kRecordHasGrh : 0) |
                    ((wqe.opcode == IBV_WR_SEND_WITH_IMM) ? kRecordHasImm : 0);
-    record.src_qpn = qp->ibv.qp_num;
-    record.imm = wqe.imm;
+    record.src_qpn        = qp->ibv.qp_num;
+    record.imm            = wqe.imm;
     record.message_length = kGrhBytes + total;
-    record.src_lid = own_lid(qp);
-    record.src_pid = getpid();
-    size_t written = 0;
-    if (ring_produce(*ring, record, source, 0, kGrhBytes + total, kGrhBytes + total,
-                     &written) == produce_status::done) {
+    record.src_lid        = own_lid(qp);
+    record.src_pid        = getpid();
+    size_t written        = 0;
+    if (ring_produce(*ring, record, source, 0, kGrhBytes + total, kGrhBytes + total, &written) ==
+        produce_status::done) {
         ring_notify_owner(*ring);
     }
     return exec_ok();
@@ -332,7 +328,7 @@ void push_send_completion(emu_qp *qp, const send_wqe &wqe, const exec_result &re
         return;
     }
     struct ibv_wc wc = make_wc(qp, wqe.wr_id, result.status, wc_opcode_for(wqe.opcode));
-    wc.byte_len = result.byte_len;
+    wc.byte_len      = result.byte_len;
     cq_push(qp->send_cq, {wc, qp, true, wqe.seq});
 }
 
@@ -371,8 +367,7 @@ bool gather_send_data(const emu_qp *qp, const send_wqe &wqe, gather_list *out)
 {
     if (wqe.send_flags & IBV_SEND_INLINE) {
         if (!wqe.inline_data.empty()) {
-            out->push_back({const_cast<uint8_t*>(wqe.inline_data.data()),
-                            wqe.inline_data.size()});
+            out->push_back({const_cast<uint8_t *>(wqe.inline_data.data()), wqe.inline_data.size()});
         }
         return true;
     }
@@ -382,8 +377,7 @@ bool gather_send_data(const emu_qp *qp, const send_wqe &wqe, gather_list *out)
 room_wait wait_for_room(emu_qp *qp, outbound_ring &ring, size_t payload)
 {
     if (qp->send_cq->channel != nullptr) {
-        ring_register_waiter(ring, qp->send_cq->notify_slot,
-                             qp->send_cq->channel->address.c_str());
+        ring_register_waiter(ring, qp->send_cq->notify_slot, qp->send_cq->channel->address.c_str());
     }
     if (ring_has_room(ring, payload)) {
         return room_wait::room_now;
@@ -412,15 +406,15 @@ void progress_send_queue(emu_qp *qp)
 {
     while (!qp->sq.empty()) {
         if (qp->ibv.state == IBV_QPS_ERR) {
-            qp_to_error(qp);   /* flushes what is left */
+            qp_to_error(qp); /* flushes what is left */
             return;
         }
         if (qp->ibv.state != IBV_QPS_RTS) {
-            break;             /* SQD: held until RTS again */
+            break; /* SQD: held until RTS again */
         }
-        send_wqe &wqe = qp->sq.front();
-        exec_result result = (qp->ibv.qp_type == IBV_QPT_UD) ? execute_ud(qp, wqe)
-                                                             : execute_rc(qp, wqe);
+        send_wqe &wqe      = qp->sq.front();
+        exec_result result = (qp->ibv.qp_type == IBV_QPT_UD) ? execute_ud(qp, wqe) :
+                                                               execute_rc(qp, wqe);
         if (result.stall) {
             qp_mark_stalled(qp, true);
             return;
@@ -428,7 +422,7 @@ void progress_send_queue(emu_qp *qp)
         push_send_completion(qp, wqe, result);
         qp->sq.pop_front();
         if (result.status != IBV_WC_SUCCESS) {
-            qp_to_error(qp);   /* every later WR flushes */
+            qp_to_error(qp); /* every later WR flushes */
             return;
         }
     }
@@ -440,7 +434,7 @@ void progress_stalled_send_queues()
     if (g_stalled.empty()) {
         return;
     }
-    std::vector<emu_qp*> stalled(g_stalled.begin(), g_stalled.end());
+    std::vector<emu_qp *> stalled(g_stalled.begin(), g_stalled.end());
     for (emu_qp *qp : stalled) {
         if (g_stalled.count(qp) != 0) {
             progress_send_queue(qp);
@@ -452,7 +446,7 @@ int post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 {
     std::lock_guard<std::mutex> guard(emu_lock());
     emu_qp *qp = lookup<emu_qp>(ibv_qp);
-    int rc = 0;
+    int rc     = 0;
     if (qp == nullptr || qp->ibv.state == IBV_QPS_RESET || qp->ibv.state == IBV_QPS_INIT ||
         qp->ibv.state == IBV_QPS_RTR) {
         rc = EINVAL;
@@ -470,7 +464,7 @@ int post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv_send_wr 
         *bad_wr = wr;
     }
     if (qp != nullptr) {
-        progress_send_queue(qp);   /* also what is posted before a bad WR */
+        progress_send_queue(qp); /* also what is posted before a bad WR */
     }
     return rc;
 }

@@ -7,8 +7,7 @@
 
 namespace verbs_emu {
 
-int post_srq_recv(struct ibv_srq *ibv_srq, struct ibv_recv_wr *wr,
-                  struct ibv_recv_wr **bad_wr)
+int post_srq_recv(struct ibv_srq *ibv_srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
     std::lock_guard<std::mutex> guard(emu_lock());
     emu_srq *srq = lookup<emu_srq>(ibv_srq);
@@ -69,15 +68,15 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibv_pd, struct ibv_srq_init_attr *
         return nullptr;
     }
     static uint32_t next_handle = 1;
-    srq->ctx = lookup<emu_context>(pd->ibv.context);
-    srq->pd = pd;
-    srq->max_wr = attr.max_wr;
-    srq->max_sge = std::max<uint32_t>(attr.max_sge, 1);
-    srq->limit = attr.srq_limit;
-    srq->ibv.context = pd->ibv.context;
-    srq->ibv.srq_context = init_attr->srq_context;
-    srq->ibv.pd = ibv_pd;
-    srq->ibv.handle = next_handle++;
+    srq->ctx                    = lookup<emu_context>(pd->ibv.context);
+    srq->pd                     = pd;
+    srq->max_wr                 = attr.max_wr;
+    srq->max_sge                = std::max<uint32_t>(attr.max_sge, 1);
+    srq->limit                  = attr.srq_limit;
+    srq->ibv.context            = pd->ibv.context;
+    srq->ibv.srq_context        = init_attr->srq_context;
+    srq->ibv.pd                 = ibv_pd;
+    srq->ibv.handle             = next_handle++;
     pthread_mutex_init(&srq->ibv.mutex, nullptr);
     pthread_cond_init(&srq->ibv.cond, nullptr);
     attr.max_sge = srq->max_sge;
@@ -114,8 +113,8 @@ int ibv_query_srq(struct ibv_srq *ibv_srq, struct ibv_srq_attr *attr)
     if (srq == nullptr || attr == nullptr) {
         return EINVAL;
     }
-    attr->max_wr = srq->max_wr;
-    attr->max_sge = srq->max_sge;
+    attr->max_wr    = srq->max_wr;
+    attr->max_sge   = srq->max_sge;
     attr->srq_limit = srq->limit;
     return 0;
 }

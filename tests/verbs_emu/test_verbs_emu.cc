@@ -25,48 +25,48 @@ namespace {
 struct ibv_qp *make_qp(const device &dev, struct ibv_cq *cq, enum ibv_qp_type type)
 {
     struct ibv_qp_init_attr init = {};
-    init.send_cq = cq;
-    init.recv_cq = cq;
-    init.qp_type = type;
-    init.cap.max_send_wr = 8;
-    init.cap.max_recv_wr = 8;
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
+    init.send_cq                 = cq;
+    init.recv_cq                 = cq;
+    init.qp_type                 = type;
+    init.cap.max_send_wr         = 8;
+    init.cap.max_recv_wr         = 8;
+    init.cap.max_send_sge        = 1;
+    init.cap.max_recv_sge        = 1;
     return ibv_create_qp(dev.pd, &init);
 }
 
 int modify(struct ibv_qp *qp, enum ibv_qp_state state, int mask)
 {
     struct ibv_qp_attr attr = {};
-    attr.qp_state = state;
-    attr.port_num = 1;
-    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    attr.qkey = 7;
-    attr.path_mtu = IBV_MTU_4096;
-    attr.dest_qp_num = qp->qp_num;
+    attr.qp_state           = state;
+    attr.port_num           = 1;
+    attr.qp_access_flags    = IBV_ACCESS_REMOTE_WRITE;
+    attr.qkey               = 7;
+    attr.path_mtu           = IBV_MTU_4096;
+    attr.dest_qp_num        = qp->qp_num;
     attr.max_dest_rd_atomic = 1;
-    attr.min_rnr_timer = 12;
-    attr.ah_attr.dlid = 1;
-    attr.ah_attr.port_num = 1;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
-    attr.max_rd_atomic = 1;
+    attr.min_rnr_timer      = 12;
+    attr.ah_attr.dlid       = 1;
+    attr.ah_attr.port_num   = 1;
+    attr.timeout            = 14;
+    attr.retry_cnt          = 7;
+    attr.rnr_retry          = 7;
+    attr.max_rd_atomic      = 1;
     return ibv_modify_qp(qp, &attr, mask | IBV_QP_STATE);
 }
 
 constexpr int kInitMask = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-constexpr int kRtrMask = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+constexpr int kRtrMask  = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-constexpr int kRtsMask = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                         IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+constexpr int kRtsMask = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                         IBV_QP_MAX_QP_RD_ATOMIC;
 
 } // namespace
 
 TEST_CASE("verbs_emu: the emulated device and its InfiniBand port", "[verbs_emu]")
 {
-    REQUIRE(emulator_present());   /* run with LD_PRELOAD=libverbs_emu.so */
-    int count = 0;
+    REQUIRE(emulator_present()); /* run with LD_PRELOAD=libverbs_emu.so */
+    int count                = 0;
     struct ibv_device **list = ibv_get_device_list(&count);
     REQUIRE(list != nullptr);
     REQUIRE(count == 1);
@@ -98,7 +98,7 @@ TEST_CASE("verbs_emu: the emulated device and its InfiniBand port", "[verbs_emu]
     CHECK(std::strcmp(attr.fw_ver, "emulated") == 0);
 
     struct ibv_device_attr_ex attr_ex;
-    CHECK(ibv_query_device_ex(ctx, nullptr, &attr_ex) == 0);   /* legacy fallback */
+    CHECK(ibv_query_device_ex(ctx, nullptr, &attr_ex) == 0); /* legacy fallback */
     CHECK(attr_ex.orig_attr.max_qp == 65536);
 
     struct ibv_port_attr port;
@@ -123,7 +123,7 @@ TEST_CASE("verbs_emu: the emulated device and its InfiniBand port", "[verbs_emu]
 
     /* what the context promises to the inline helpers */
     struct ibv_cq_init_attr_ex cq_ex = {};
-    cq_ex.cqe = 4;
+    cq_ex.cqe                        = 4;
     CHECK(ibv_create_cq_ex(ctx, &cq_ex) == nullptr);
     CHECK(errno == EOPNOTSUPP);
     CHECK(ibv_close_device(ctx) == 0);
@@ -135,7 +135,7 @@ TEST_CASE("verbs_emu: more devices and ports have distinct LIDs", "[verbs_emu]")
     test::child_process child([](int) {
         setenv("VERBS_EMU_DEVICES", "2", 1);
         setenv("VERBS_EMU_PORTS", "2", 1);
-        int count = 0;
+        int count                = 0;
         struct ibv_device **list = ibv_get_device_list(&count);
         TEST_CHILD_CHECK(list != nullptr && count == 2);
         TEST_CHILD_CHECK(std::strcmp(ibv_get_device_name(list[1]), "emu1") == 0);
@@ -176,11 +176,11 @@ TEST_CASE("verbs_emu: the Ethernet (RoCE) link layer", "[verbs_emu]")
         TEST_CHILD_CHECK(entry.gid_type == IBV_GID_TYPE_ROCE_V2);
         /* RoCE routes by GID only */
         struct ibv_ah_attr ah_attr = {};
-        ah_attr.port_num = 1;
-        ah_attr.dlid = 1;
+        ah_attr.port_num           = 1;
+        ah_attr.dlid               = 1;
         TEST_CHILD_CHECK(ibv_create_ah(dev.pd, &ah_attr) == nullptr && errno == EINVAL);
         ah_attr.is_global = 1;
-        ah_attr.grh.dgid = gid;
+        ah_attr.grh.dgid  = gid;
         struct ibv_ah *ah = ibv_create_ah(dev.pd, &ah_attr);
         TEST_CHILD_CHECK(ah != nullptr);
         ibv_destroy_ah(ah);
@@ -202,26 +202,26 @@ TEST_CASE("verbs_emu: modify_qp checks transitions and attribute masks", "[verbs
         struct ibv_qp *qp = make_qp(dev, cq, IBV_QPT_RC);
         REQUIRE(qp != nullptr);
         CHECK(qp->state == IBV_QPS_RESET);
-        CHECK(modify(qp, IBV_QPS_RTR, kRtrMask) == EINVAL);            /* skips INIT */
-        CHECK(modify(qp, IBV_QPS_ERR, 0) == EINVAL);                   /* not from RESET */
+        CHECK(modify(qp, IBV_QPS_RTR, kRtrMask) == EINVAL); /* skips INIT */
+        CHECK(modify(qp, IBV_QPS_ERR, 0) == EINVAL);        /* not from RESET */
         CHECK(modify(qp, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT) == EINVAL);
-        CHECK(modify(qp, IBV_QPS_INIT, kInitMask | IBV_QP_SQ_PSN) == EINVAL);  /* extra */
-        CHECK(modify(qp, IBV_QPS_INIT, kInitMask | IBV_QP_QKEY) == EINVAL);    /* UD's */
+        CHECK(modify(qp, IBV_QPS_INIT, kInitMask | IBV_QP_SQ_PSN) == EINVAL); /* extra */
+        CHECK(modify(qp, IBV_QPS_INIT, kInitMask | IBV_QP_QKEY) == EINVAL);   /* UD's */
         REQUIRE(modify(qp, IBV_QPS_INIT, kInitMask) == 0);
         CHECK(qp->state == IBV_QPS_INIT);
         CHECK(verbs_test::post_send(qp, IBV_WR_SEND, nullptr, 0, 0, 1) == false);
-        CHECK(modify(qp, IBV_QPS_RTS, kRtsMask) == EINVAL);            /* skips RTR */
+        CHECK(modify(qp, IBV_QPS_RTS, kRtsMask) == EINVAL); /* skips RTR */
         CHECK(modify(qp, IBV_QPS_RTR, kRtrMask & ~IBV_QP_MIN_RNR_TIMER) == EINVAL);
         REQUIRE(modify(qp, IBV_QPS_RTR, kRtrMask) == 0);
         CHECK(modify(qp, IBV_QPS_RTS, kRtsMask & ~IBV_QP_RNR_RETRY) == EINVAL);
         REQUIRE(modify(qp, IBV_QPS_RTS, kRtsMask) == 0);
-        CHECK(modify(qp, IBV_QPS_RTS, IBV_QP_PATH_MTU) == EINVAL);     /* not in RTS */
+        CHECK(modify(qp, IBV_QPS_RTS, IBV_QP_PATH_MTU) == EINVAL); /* not in RTS */
         CHECK(modify(qp, IBV_QPS_RTS, IBV_QP_MIN_RNR_TIMER) == 0);
         CHECK(modify(qp, IBV_QPS_SQD, 0) == 0);
         CHECK(modify(qp, IBV_QPS_RTS, 0) == 0);
-        CHECK(modify(qp, IBV_QPS_INIT, kInitMask) == EINVAL);          /* backwards */
+        CHECK(modify(qp, IBV_QPS_INIT, kInitMask) == EINVAL); /* backwards */
         CHECK(modify(qp, IBV_QPS_ERR, 0) == 0);
-        CHECK(modify(qp, IBV_QPS_RTS, 0) == EINVAL);                   /* only RESET out */
+        CHECK(modify(qp, IBV_QPS_RTS, 0) == EINVAL); /* only RESET out */
         CHECK(modify(qp, IBV_QPS_RESET, 0) == 0);
         CHECK(modify(qp, IBV_QPS_INIT, kInitMask) == 0);
 
@@ -236,11 +236,11 @@ TEST_CASE("verbs_emu: modify_qp checks transitions and attribute masks", "[verbs
     SECTION("UD") {
         struct ibv_qp *qp = make_qp(dev, cq, IBV_QPT_UD);
         REQUIRE(qp != nullptr);
-        CHECK(modify(qp, IBV_QPS_INIT, kInitMask) == EINVAL);    /* needs QKEY */
+        CHECK(modify(qp, IBV_QPS_INIT, kInitMask) == EINVAL); /* needs QKEY */
         REQUIRE(modify(qp, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0);
-        CHECK(modify(qp, IBV_QPS_RTR, IBV_QP_AV) == EINVAL);     /* UD has no path */
+        CHECK(modify(qp, IBV_QPS_RTR, IBV_QP_AV) == EINVAL); /* UD has no path */
         REQUIRE(modify(qp, IBV_QPS_RTR, 0) == 0);
-        CHECK(modify(qp, IBV_QPS_RTS, 0) == EINVAL);             /* needs SQ_PSN */
+        CHECK(modify(qp, IBV_QPS_RTS, 0) == EINVAL); /* needs SQ_PSN */
         REQUIRE(modify(qp, IBV_QPS_RTS, IBV_QP_SQ_PSN) == 0);
         CHECK(ibv_destroy_qp(qp) == 0);
     }
@@ -248,26 +248,26 @@ TEST_CASE("verbs_emu: modify_qp checks transitions and attribute masks", "[verbs
         struct ibv_qp *qp = make_qp(dev, cq, IBV_QPT_RC);
         REQUIRE(qp != nullptr);
         struct ibv_qp_attr attr = {};
-        attr.qp_state = IBV_QPS_INIT;
-        attr.port_num = 2;
+        attr.qp_state           = IBV_QPS_INIT;
+        attr.port_num           = 2;
         CHECK(ibv_modify_qp(qp, &attr, IBV_QP_STATE | kInitMask) == EINVAL);
-        attr.port_num = 1;
+        attr.port_num   = 1;
         attr.pkey_index = 1;
         CHECK(ibv_modify_qp(qp, &attr, IBV_QP_STATE | kInitMask) == EINVAL);
         CHECK(ibv_destroy_qp(qp) == 0);
     }
     SECTION("resource limits") {
         struct ibv_qp_init_attr init = {};
-        init.send_cq = cq;
-        init.recv_cq = cq;
-        init.qp_type = IBV_QPT_RC;
-        init.cap.max_send_wr = 16385;
+        init.send_cq                 = cq;
+        init.recv_cq                 = cq;
+        init.qp_type                 = IBV_QPT_RC;
+        init.cap.max_send_wr         = 16385;
         CHECK(ibv_create_qp(dev.pd, &init) == nullptr);
-        init.cap.max_send_wr = 1;
+        init.cap.max_send_wr     = 1;
         init.cap.max_inline_data = 513;
         CHECK(ibv_create_qp(dev.pd, &init) == nullptr);
         init.cap.max_inline_data = 0;
-        init.qp_type = IBV_QPT_UC;
+        init.qp_type             = IBV_QPT_UC;
         CHECK(ibv_create_qp(dev.pd, &init) == nullptr);
         CHECK(ibv_create_cq(dev.ctx, 0, nullptr, nullptr, 0) == nullptr);
     }
@@ -281,8 +281,8 @@ TEST_CASE("verbs_emu: memory registration", "[verbs_emu]")
     device dev;
     REQUIRE(open_device(&dev));
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
-    void *region = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *region = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                        0);
     REQUIRE(region != MAP_FAILED);
 
     struct ibv_mr *mr = ibv_reg_mr(dev.pd, region, 4 * page, kLocalWrite | kRemoteWrite);
@@ -306,11 +306,11 @@ TEST_CASE("verbs_emu: memory registration", "[verbs_emu]")
     const int on_demand = kLocalWrite | IBV_ACCESS_ON_DEMAND;
     CHECK(ibv_reg_mr(dev.pd, region, page, on_demand) == nullptr);
     CHECK(errno == EINVAL);
-    munmap(static_cast<char*>(region) + 2 * page, page);   /* a hole */
+    munmap(static_cast<char *>(region) + 2 * page, page); /* a hole */
     CHECK(ibv_reg_mr(dev.pd, region, 4 * page, kLocalWrite) == nullptr);
     CHECK(errno == EFAULT);
-    const int access = kLocalWrite | IBV_ACCESS_RELAXED_ORDERING;
-    struct ibv_mr *relaxed = ibv_reg_mr(dev.pd, region, page, access);   /* via iova2 */
+    const int access       = kLocalWrite | IBV_ACCESS_RELAXED_ORDERING;
+    struct ibv_mr *relaxed = ibv_reg_mr(dev.pd, region, page, access); /* via iova2 */
     REQUIRE(relaxed != nullptr);
 
     CHECK(ibv_dereg_mr(relaxed) == 0);
@@ -334,8 +334,7 @@ TEST_CASE("verbs_emu: a dlopened module linking libibverbs gets the emulator", "
     dlclose(module);
 }
 
-TEST_CASE("verbs_emu: a forked child does not inherit the parent's verbs objects",
-          "[verbs_emu]")
+TEST_CASE("verbs_emu: a forked child does not inherit the parent's verbs objects", "[verbs_emu]")
 {
     REQUIRE(emulator_present());
     device dev;
@@ -360,7 +359,7 @@ TEST_CASE("verbs_emu: a forked child does not inherit the parent's verbs objects
         return 0;
     });
     CHECK(child.wait() == 0);
-    CHECK(modify(qp, IBV_QPS_INIT, kInitMask) == 0);   /* still the parent's */
+    CHECK(modify(qp, IBV_QPS_INIT, kInitMask) == 0); /* still the parent's */
     CHECK(ibv_destroy_qp(qp) == 0);
     CHECK(ibv_destroy_cq(cq) == 0);
     close_device(&dev);

@@ -39,18 +39,18 @@ TEST_CASE("verbs_emu: RC send/recv with immediate, inline and several sges", "[v
         rc_side side;
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, 64 * 1024, kAllAccess, &side));
         uint32_t lkey = side.mr->lkey;
-        uint8_t *buf = side.buffer;
+        uint8_t *buf  = side.buffer;
         for (uint64_t i = 0; i < 4; ++i) {
             TEST_CHILD_CHECK(post_recv(side.ep.qp, buf + i * 4096, 4096, lkey, i));
         }
         /* the multi-sge message lands in two pieces of a two-sge receive */
-        struct ibv_sge sges[2] = {{uint64_t(buf + 16384), 100, lkey},
-                                  {uint64_t(buf + 20480), 4000, lkey}};
-        struct ibv_recv_wr wr = {};
+        struct ibv_sge sges[2]  = {{uint64_t(buf + 16384), 100, lkey},
+                                   {uint64_t(buf + 20480), 4000, lkey}};
+        struct ibv_recv_wr wr   = {};
         struct ibv_recv_wr *bad = nullptr;
-        wr.wr_id = 4;
-        wr.sg_list = sges;
-        wr.num_sge = 2;
+        wr.wr_id                = 4;
+        wr.sg_list              = sges;
+        wr.num_sge              = 2;
         TEST_CHILD_CHECK(ibv_post_recv(side.ep.qp, &wr, &bad) == 0);
         TEST_CHILD_CHECK(test::sync_peer(fd));
 
@@ -84,13 +84,13 @@ TEST_CASE("verbs_emu: RC send/recv with immediate, inline and several sges", "[v
     rc_side side;
     REQUIRE(setup_rc_side(child.fd(), opts, 64 * 1024, kAllAccess, &side));
     REQUIRE(test::sync_peer(child.fd()));
-    uint8_t *buf = side.buffer;
+    uint8_t *buf  = side.buffer;
     uint32_t lkey = side.mr->lkey;
     fill_pattern(buf, 100, 1);
     REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, buf, 100, lkey, 0));
     fill_pattern(buf + 4096, 200, 2);
-    REQUIRE(post_send(side.ep.qp, IBV_WR_SEND_WITH_IMM, buf + 4096, 200, lkey, 1,
-                      IBV_SEND_SIGNALED, 0, 0, htobe32(0x1234abcd)));
+    REQUIRE(post_send(side.ep.qp, IBV_WR_SEND_WITH_IMM, buf + 4096, 200, lkey, 1, IBV_SEND_SIGNALED,
+                      0, 0, htobe32(0x1234abcd)));
     /* inline: the data is copied at post time, the buffer is free at once */
     fill_pattern(buf + 8192, 64, 3);
     REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, buf + 8192, 64, 0, 2,
@@ -103,16 +103,16 @@ TEST_CASE("verbs_emu: RC send/recv with immediate, inline and several sges", "[v
     std::memcpy(buf + 16384, message.data(), 50);
     std::memcpy(buf + 20000, message.data() + 50, 150);
     std::memcpy(buf + 30000, message.data() + 200, 1000);
-    struct ibv_sge sges[3] = {{uint64_t(buf + 16384), 50, lkey},
-                              {uint64_t(buf + 20000), 150, lkey},
-                              {uint64_t(buf + 30000), 1000, lkey}};
-    struct ibv_send_wr wr = {};
+    struct ibv_sge sges[3]  = {{uint64_t(buf + 16384), 50, lkey},
+                               {uint64_t(buf + 20000), 150, lkey},
+                               {uint64_t(buf + 30000), 1000, lkey}};
+    struct ibv_send_wr wr   = {};
     struct ibv_send_wr *bad = nullptr;
-    wr.wr_id = 4;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.sg_list = sges;
-    wr.num_sge = 3;
+    wr.wr_id                = 4;
+    wr.opcode               = IBV_WR_SEND;
+    wr.send_flags           = IBV_SEND_SIGNALED;
+    wr.sg_list              = sges;
+    wr.num_sge              = 3;
     REQUIRE(ibv_post_send(side.ep.qp, &wr, &bad) == 0);
 
     std::vector<struct ibv_wc> wcs;
@@ -120,7 +120,7 @@ TEST_CASE("verbs_emu: RC send/recv with immediate, inline and several sges", "[v
     for (uint64_t i = 0; i < 5; ++i) {
         INFO(describe(wcs[i]));
         CHECK(wcs[i].status == IBV_WC_SUCCESS);
-        CHECK(wcs[i].wr_id == i);      /* in posting order */
+        CHECK(wcs[i].wr_id == i); /* in posting order */
         CHECK(wcs[i].opcode == IBV_WC_SEND);
     }
     REQUIRE(test::sync_peer(child.fd()));
@@ -134,14 +134,14 @@ TEST_CASE("verbs_emu: RC over a shared receive queue", "[verbs_emu]")
     qp_options opts;
     test::child_process child([&](int fd) {
         qp_options mine = opts;
-        mine.use_srq = true;
+        mine.use_srq    = true;
         rc_side side;
         TEST_CHILD_CHECK(setup_rc_side(fd, mine, 64 * 1024, kAllAccess, &side));
         /* receives go to the SRQ, not to a QP that has one */
         TEST_CHILD_CHECK(!post_recv(side.ep.qp, side.buffer, 64, side.mr->lkey, 99));
         for (uint64_t i = 0; i < 5; ++i) {
-            TEST_CHILD_CHECK(post_srq_recv(side.ep.srq, side.buffer + i * 1024, 1024,
-                                           side.mr->lkey, 100 + i));
+            TEST_CHILD_CHECK(post_srq_recv(side.ep.srq, side.buffer + i * 1024, 1024, side.mr->lkey,
+                                           100 + i));
         }
         TEST_CHILD_CHECK(test::sync_peer(fd));
         std::vector<struct ibv_wc> wcs;
@@ -153,14 +153,14 @@ TEST_CASE("verbs_emu: RC over a shared receive queue", "[verbs_emu]")
         }
         /* the QP's error does not flush what belongs to the SRQ */
         struct ibv_qp_attr attr = {};
-        attr.qp_state = IBV_QPS_ERR;
+        attr.qp_state           = IBV_QPS_ERR;
         TEST_CHILD_CHECK(ibv_modify_qp(side.ep.qp, &attr, IBV_QP_STATE) == 0);
         struct ibv_wc wc;
         TEST_CHILD_CHECK(ibv_poll_cq(side.ep.recv_cq, 1, &wc) == 0);
         struct ibv_srq_attr srq_attr;
         TEST_CHILD_CHECK(ibv_query_srq(side.ep.srq, &srq_attr) == 0);
         TEST_CHILD_CHECK(srq_attr.max_wr == mine.srq_wr);
-        TEST_CHILD_CHECK(ibv_destroy_srq(side.ep.srq) == EBUSY);   /* a QP uses it */
+        TEST_CHILD_CHECK(ibv_destroy_srq(side.ep.srq) == EBUSY); /* a QP uses it */
         TEST_CHILD_CHECK(wait_for_peer(fd));
         teardown_rc_side(&side);
         return 0;
@@ -170,8 +170,7 @@ TEST_CASE("verbs_emu: RC over a shared receive queue", "[verbs_emu]")
     REQUIRE(test::sync_peer(child.fd()));
     for (uint32_t i = 0; i < 3; ++i) {
         fill_pattern(side.buffer + i * 1024, 500, i);
-        REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer + i * 1024, 500,
-                          side.mr->lkey, i));
+        REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer + i * 1024, 500, side.mr->lkey, i));
     }
     std::vector<struct ibv_wc> wcs;
     REQUIRE(poll_completions(side.ep.send_cq, 3, &wcs) == 3);
@@ -181,12 +180,11 @@ TEST_CASE("verbs_emu: RC over a shared receive queue", "[verbs_emu]")
     teardown_rc_side(&side);
 }
 
-TEST_CASE("verbs_emu: RC send bigger than the ring completes as the receiver drains",
-          "[verbs_emu]")
+TEST_CASE("verbs_emu: RC send bigger than the ring completes as the receiver drains", "[verbs_emu]")
 {
     REQUIRE(emulator_present());
     qp_options opts;
-    opts.max_recv_wr = 4;   /* the smallest ring: 256 KiB */
+    opts.max_recv_wr    = 4; /* the smallest ring: 256 KiB */
     const size_t length = (1u << 20) + 123;
     test::child_process child([&](int fd) {
         rc_side side;
@@ -205,10 +203,9 @@ TEST_CASE("verbs_emu: RC send bigger than the ring completes as the receiver dra
     rc_side side;
     REQUIRE(setup_rc_side(child.fd(), opts, length, kAllAccess, &side));
     fill_pattern(side.buffer, length, 77);
-    REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, uint32_t(length),
-                      side.mr->lkey, 1));
+    REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, uint32_t(length), side.mr->lkey, 1));
     struct ibv_wc wc;
-    CHECK(ibv_poll_cq(side.ep.send_cq, 1, &wc) == 0);   /* stalled on the full ring */
+    CHECK(ibv_poll_cq(side.ep.send_cq, 1, &wc) == 0); /* stalled on the full ring */
     REQUIRE(test::sync_peer(child.fd()));
     REQUIRE(poll_one(side.ep.send_cq, &wc));
     CHECK(wc.status == IBV_WC_SUCCESS);
@@ -221,18 +218,18 @@ TEST_CASE("verbs_emu: RC delivers 10000 messages in order", "[verbs_emu]")
 {
     REQUIRE(emulator_present());
     constexpr uint32_t kMessages = 10000;
-    constexpr uint32_t kSlots = 128;
+    constexpr uint32_t kSlots    = 128;
     qp_options opts;
     test::child_process child([&](int fd) {
         rc_side side;
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, kSlots * 64, kAllAccess, &side));
         for (uint32_t slot = 0; slot < kSlots; ++slot) {
-            TEST_CHILD_CHECK(post_recv(side.ep.qp, side.buffer + slot * 64, 64,
-                                       side.mr->lkey, slot));
+            TEST_CHILD_CHECK(post_recv(side.ep.qp, side.buffer + slot * 64, 64, side.mr->lkey,
+                                       slot));
         }
         TEST_CHILD_CHECK(test::sync_peer(fd));
         uint32_t expected = 0;
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        auto deadline     = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         while (expected < kMessages && std::chrono::steady_clock::now() < deadline) {
             struct ibv_wc wc[32];
             int n = ibv_poll_cq(side.ep.recv_cq, 32, wc);
@@ -244,8 +241,8 @@ TEST_CASE("verbs_emu: RC delivers 10000 messages in order", "[verbs_emu]")
                 std::memcpy(&sequence, side.buffer + slot * 64, 8);
                 TEST_CHILD_CHECK(sequence == expected);
                 ++expected;
-                TEST_CHILD_CHECK(post_recv(side.ep.qp, side.buffer + slot * 64, 64,
-                                           side.mr->lkey, slot));
+                TEST_CHILD_CHECK(post_recv(side.ep.qp, side.buffer + slot * 64, 64, side.mr->lkey,
+                                           slot));
             }
         }
         TEST_CHILD_CHECK(expected == kMessages);
@@ -257,9 +254,9 @@ TEST_CASE("verbs_emu: RC delivers 10000 messages in order", "[verbs_emu]")
     REQUIRE(setup_rc_side(child.fd(), opts, 64, kAllAccess, &side));
     REQUIRE(test::sync_peer(child.fd()));
     uint32_t completed = 0;
-    uint32_t posted = 0;
-    bool in_order = true;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    uint32_t posted    = 0;
+    bool in_order      = true;
+    auto deadline      = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (completed < kMessages && std::chrono::steady_clock::now() < deadline) {
         while (posted < kMessages && posted - completed < opts.max_send_wr) {
             uint64_t sequence = posted;
@@ -291,7 +288,7 @@ TEST_CASE("verbs_emu: RC RDMA write and read at the edges of a region", "[verbs_
     test::child_process child([&](int fd) {
         rc_side side;
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, region, kAllAccess, &side));
-        fill_pattern(side.buffer + 1000, 300, 30);     /* for the peer to read */
+        fill_pattern(side.buffer + 1000, 300, 30); /* for the peer to read */
         TEST_CHILD_CHECK(post_recv(side.ep.qp, nullptr, 0, side.mr->lkey, 55));
         TEST_CHILD_CHECK(test::sync_peer(fd));
         /* the write with immediate consumes a receive and reports its length */
@@ -312,20 +309,20 @@ TEST_CASE("verbs_emu: RC RDMA write and read at the edges of a region", "[verbs_
     rc_side side;
     REQUIRE(setup_rc_side(child.fd(), opts, region, kAllAccess, &side));
     REQUIRE(test::sync_peer(child.fd()));
-    uint8_t *buf = side.buffer;
-    uint32_t lkey = side.mr->lkey;
+    uint8_t *buf          = side.buffer;
+    uint32_t lkey         = side.mr->lkey;
     const peer_info &peer = side.peer;
     fill_pattern(buf, 100, 10);
     fill_pattern(buf + 100, 100, 11);
     fill_pattern(buf + 200, 512, 12);
     REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf, 100, lkey, 1, IBV_SEND_SIGNALED,
                       peer.addr, peer.rkey));
-    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf + 100, 100, lkey, 2,
-                      IBV_SEND_SIGNALED, peer.addr + region - 100, peer.rkey));
-    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_READ, buf + 4096, 100, lkey, 3,
-                      IBV_SEND_SIGNALED, peer.addr + region - 100, peer.rkey));
-    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_READ, buf + 8192, 300, lkey, 4,
-                      IBV_SEND_SIGNALED, peer.addr + 1000, peer.rkey));
+    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf + 100, 100, lkey, 2, IBV_SEND_SIGNALED,
+                      peer.addr + region - 100, peer.rkey));
+    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_READ, buf + 4096, 100, lkey, 3, IBV_SEND_SIGNALED,
+                      peer.addr + region - 100, peer.rkey));
+    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_READ, buf + 8192, 300, lkey, 4, IBV_SEND_SIGNALED,
+                      peer.addr + 1000, peer.rkey));
     REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE_WITH_IMM, buf + 200, 512, lkey, 5,
                       IBV_SEND_SIGNALED, peer.addr + 2048, peer.rkey, htobe32(99)));
     std::vector<struct ibv_wc> wcs;
@@ -337,7 +334,7 @@ TEST_CASE("verbs_emu: RC RDMA write and read at the edges of a region", "[verbs_
     }
     CHECK(wcs[0].opcode == IBV_WC_RDMA_WRITE);
     CHECK(wcs[2].opcode == IBV_WC_RDMA_READ);
-    CHECK(check_pattern(buf + 4096, 100, 11));   /* read back what we wrote */
+    CHECK(check_pattern(buf + 4096, 100, 11)); /* read back what we wrote */
     CHECK(check_pattern(buf + 8192, 300, 30));
     REQUIRE(test::sync_peer(child.fd()));
     CHECK(child.wait() == 0);
@@ -351,16 +348,24 @@ TEST_CASE("verbs_emu: RC remote access errors, then the QP flushes", "[verbs_emu
     const size_t region = 8192;
     enum class fault { out_of_bounds, no_read_access, deregistered, misaligned_atomic };
     fault which = fault::out_of_bounds;
-    SECTION("out of bounds") { which = fault::out_of_bounds; }
-    SECTION("no remote read access") { which = fault::no_read_access; }
-    SECTION("deregistered key") { which = fault::deregistered; }
-    SECTION("misaligned atomic") { which = fault::misaligned_atomic; }
+    SECTION("out of bounds") {
+        which = fault::out_of_bounds;
+    }
+    SECTION("no remote read access") {
+        which = fault::no_read_access;
+    }
+    SECTION("deregistered key") {
+        which = fault::deregistered;
+    }
+    SECTION("misaligned atomic") {
+        which = fault::misaligned_atomic;
+    }
 
     test::child_process child([&](int fd) {
         rc_side side;
-        int access = (which == fault::no_read_access)
-                         ? (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
-                         : kAllAccess;
+        int access = (which == fault::no_read_access) ?
+                         (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) :
+                         kAllAccess;
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, region, access, &side));
         if (which == fault::deregistered) {
             TEST_CHILD_CHECK(ibv_dereg_mr(side.mr) == 0);
@@ -374,33 +379,32 @@ TEST_CASE("verbs_emu: RC remote access errors, then the QP flushes", "[verbs_emu
     rc_side side;
     REQUIRE(setup_rc_side(child.fd(), opts, region, kAllAccess, &side));
     REQUIRE(test::sync_peer(child.fd()));
-    uint8_t *buf = side.buffer;
-    uint32_t lkey = side.mr->lkey;
-    const peer_info &peer = side.peer;
+    uint8_t *buf                = side.buffer;
+    uint32_t lkey               = side.mr->lkey;
+    const peer_info &peer       = side.peer;
     enum ibv_wc_status expected = IBV_WC_REM_ACCESS_ERR;
     switch (which) {
     case fault::out_of_bounds:
-        REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf, 100, lkey, 1,
-                          IBV_SEND_SIGNALED, peer.addr + region - 50, peer.rkey));
+        REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf, 100, lkey, 1, IBV_SEND_SIGNALED,
+                          peer.addr + region - 50, peer.rkey));
         break;
     case fault::no_read_access:
-        REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_READ, buf, 100, lkey, 1,
-                          IBV_SEND_SIGNALED, peer.addr, peer.rkey));
+        REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_READ, buf, 100, lkey, 1, IBV_SEND_SIGNALED,
+                          peer.addr, peer.rkey));
         break;
     case fault::deregistered:
-        REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf, 100, lkey, 1,
-                          IBV_SEND_SIGNALED, peer.addr, peer.rkey));
+        REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf, 100, lkey, 1, IBV_SEND_SIGNALED,
+                          peer.addr, peer.rkey));
         break;
     case fault::misaligned_atomic:
         REQUIRE(post_atomic(side.ep.qp, IBV_WR_ATOMIC_FETCH_AND_ADD,
-                            reinterpret_cast<uint64_t*>(buf), lkey, 1, peer.addr + 4,
-                            peer.rkey, 1, 0));
+                            reinterpret_cast<uint64_t *>(buf), lkey, 1, peer.addr + 4, peer.rkey, 1,
+                            0));
         expected = IBV_WC_REM_INV_REQ_ERR;
         break;
     }
     /* a correct WR behind the failed one is flushed, signaled or not */
-    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf, 8, lkey, 2, 0, peer.addr,
-                      peer.rkey));
+    REQUIRE(post_send(side.ep.qp, IBV_WR_RDMA_WRITE, buf, 8, lkey, 2, 0, peer.addr, peer.rkey));
     std::vector<struct ibv_wc> wcs;
     REQUIRE(poll_completions(side.ep.send_cq, 2, &wcs) == 2);
     INFO(describe(wcs[0]));
@@ -418,19 +422,17 @@ TEST_CASE("verbs_emu: RC atomics from two processes at once are exact", "[verbs_
 {
     REQUIRE(emulator_present());
     constexpr int kFetchAdds = 500;
-    constexpr int kSwaps = 200;
+    constexpr int kSwaps     = 200;
     qp_options opts;
 
     /* Each side increments the parent's counter kFetchAdds times with
      * fetch-and-add and kSwaps times with compare-and-swap loops; every
      * increment must have seen a different old value. */
-    auto increment = [&](struct ibv_qp *qp, struct ibv_cq *cq, uint64_t *result,
-                         uint32_t lkey, uint64_t addr, uint32_t rkey,
-                         std::vector<uint64_t> *seen) -> bool {
+    auto increment = [&](struct ibv_qp *qp, struct ibv_cq *cq, uint64_t *result, uint32_t lkey,
+                         uint64_t addr, uint32_t rkey, std::vector<uint64_t> *seen) -> bool {
         struct ibv_wc wc;
         for (int i = 0; i < kFetchAdds; ++i) {
-            if (!post_atomic(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, result, lkey, 1, addr, rkey,
-                             1, 0) ||
+            if (!post_atomic(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, result, lkey, 1, addr, rkey, 1, 0) ||
                 !poll_one(cq, &wc) || wc.status != IBV_WC_SUCCESS || wc.byte_len != 8) {
                 return false;
             }
@@ -438,8 +440,8 @@ TEST_CASE("verbs_emu: RC atomics from two processes at once are exact", "[verbs_
         }
         uint64_t guess = 0;
         for (int done = 0; done < kSwaps;) {
-            if (!post_atomic(qp, IBV_WR_ATOMIC_CMP_AND_SWP, result, lkey, 2, addr, rkey,
-                             guess, guess + 1) ||
+            if (!post_atomic(qp, IBV_WR_ATOMIC_CMP_AND_SWP, result, lkey, 2, addr, rkey, guess,
+                             guess + 1) ||
                 !poll_one(cq, &wc) || wc.status != IBV_WC_SUCCESS) {
                 return false;
             }
@@ -458,7 +460,7 @@ TEST_CASE("verbs_emu: RC atomics from two processes at once are exact", "[verbs_
         TEST_CHILD_CHECK(test::sync_peer(fd));
         std::vector<uint64_t> seen;
         TEST_CHILD_CHECK(increment(side.ep.qp, side.ep.send_cq,
-                                   reinterpret_cast<uint64_t*>(side.buffer), side.mr->lkey,
+                                   reinterpret_cast<uint64_t *>(side.buffer), side.mr->lkey,
                                    side.peer.addr, side.peer.rkey, &seen));
         TEST_CHILD_CHECK(test::send_blob(fd, seen.data(), seen.size() * sizeof(uint64_t)));
         TEST_CHILD_CHECK(wait_for_peer(fd));
@@ -467,21 +469,21 @@ TEST_CASE("verbs_emu: RC atomics from two processes at once are exact", "[verbs_
     });
     rc_side side;
     REQUIRE(setup_rc_side(child.fd(), opts, 4096, kAllAccess, &side));
-    auto *counter = reinterpret_cast<uint64_t*>(side.buffer);
-    *counter = 0;
+    auto *counter = reinterpret_cast<uint64_t *>(side.buffer);
+    *counter      = 0;
 
     /* the parent reaches its own memory through a loopback QP pair */
     endpoint near, far;
     REQUIRE(create_endpoint(side.dev, opts, &near));
     REQUIRE(create_endpoint(side.dev, opts, &far));
     peer_info near_info = local_info(side.dev, near, nullptr);
-    peer_info far_info = local_info(side.dev, far, nullptr);
+    peer_info far_info  = local_info(side.dev, far, nullptr);
     REQUIRE(connect_rc(side.dev, near, far_info, opts));
     REQUIRE(connect_rc(side.dev, far, near_info, opts));
 
     REQUIRE(test::sync_peer(child.fd()));
     std::vector<uint64_t> seen;
-    REQUIRE(increment(near.qp, near.send_cq, reinterpret_cast<uint64_t*>(side.buffer + 64),
+    REQUIRE(increment(near.qp, near.send_cq, reinterpret_cast<uint64_t *>(side.buffer + 64),
                       side.mr->lkey, uint64_t(counter), side.mr->rkey, &seen));
     std::vector<uint8_t> blob;
     REQUIRE(test::recv_blob(child.fd(), &blob));
@@ -547,11 +549,11 @@ TEST_CASE("verbs_emu: completion channel events across processes", "[verbs_emu]"
         int channel_fd = side.ep.channel->fd;
         TEST_CHILD_CHECK(post_recv(side.ep.qp, side.buffer, 4096, side.mr->lkey, 3));
         TEST_CHILD_CHECK(ibv_req_notify_cq(side.ep.recv_cq, 0) == 0);
-        TEST_CHILD_CHECK(!test::readable(channel_fd));   /* nothing arrived yet */
-        TEST_CHILD_CHECK(test::sync_peer(fd));           /* peer: send now */
+        TEST_CHILD_CHECK(!test::readable(channel_fd)); /* nothing arrived yet */
+        TEST_CHILD_CHECK(test::sync_peer(fd));         /* peer: send now */
         TEST_CHILD_CHECK(test::readable(channel_fd, 5000));
         struct ibv_cq *cq = nullptr;
-        void *context = nullptr;
+        void *context     = nullptr;
         TEST_CHILD_CHECK(ibv_get_cq_event(side.ep.channel, &cq, &context) == 0);
         TEST_CHILD_CHECK(cq == side.ep.recv_cq);
         ibv_ack_cq_events(cq, 1);
@@ -573,7 +575,7 @@ TEST_CASE("verbs_emu: completion channel events across processes", "[verbs_emu]"
     REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, 32, side.mr->lkey, 9));
     REQUIRE(test::readable(side.ep.channel->fd, 5000));
     struct ibv_cq *cq = nullptr;
-    void *context = nullptr;
+    void *context     = nullptr;
     REQUIRE(ibv_get_cq_event(side.ep.channel, &cq, &context) == 0);
     CHECK(cq == side.ep.send_cq);
     ibv_ack_cq_events(cq, 1);
@@ -585,13 +587,12 @@ TEST_CASE("verbs_emu: completion channel events across processes", "[verbs_emu]"
     teardown_rc_side(&side);
 }
 
-TEST_CASE("verbs_emu: a sender stalled on a full ring is woken by its channel",
-          "[verbs_emu]")
+TEST_CASE("verbs_emu: a sender stalled on a full ring is woken by its channel", "[verbs_emu]")
 {
     REQUIRE(emulator_present());
     qp_options opts;
-    opts.max_recv_wr = 4;   /* 256 KiB ring */
-    opts.use_channel = true;
+    opts.max_recv_wr    = 4; /* 256 KiB ring */
+    opts.use_channel    = true;
     const size_t length = 1u << 20;
     test::child_process child([&](int fd) {
         rc_side side;
@@ -599,7 +600,7 @@ TEST_CASE("verbs_emu: a sender stalled on a full ring is woken by its channel",
         TEST_CHILD_CHECK(test::sync_peer(fd));
         TEST_CHILD_CHECK(post_recv(side.ep.qp, side.buffer, uint32_t(length), side.mr->lkey, 1));
         struct ibv_wc wc;
-        TEST_CHILD_CHECK(poll_one(side.ep.recv_cq, &wc));   /* drains as data comes */
+        TEST_CHILD_CHECK(poll_one(side.ep.recv_cq, &wc)); /* drains as data comes */
         TEST_CHILD_CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == length);
         TEST_CHILD_CHECK(check_pattern(side.buffer, length, 5));
         TEST_CHILD_CHECK(wait_for_peer(fd));
@@ -612,7 +613,7 @@ TEST_CASE("verbs_emu: a sender stalled on a full ring is woken by its channel",
     REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, uint32_t(length), side.mr->lkey, 1));
     REQUIRE(test::sync_peer(child.fd()));
     /* the usual event loop: arm, poll, sleep on the channel */
-    bool done = false;
+    bool done  = false;
     int events = 0;
     while (!done) {
         REQUIRE(ibv_req_notify_cq(side.ep.send_cq, 0) == 0);
@@ -626,7 +627,7 @@ TEST_CASE("verbs_emu: a sender stalled on a full ring is woken by its channel",
         }
         REQUIRE(test::readable(side.ep.channel->fd, 5000));
         struct ibv_cq *cq = nullptr;
-        void *context = nullptr;
+        void *context     = nullptr;
         REQUIRE(ibv_get_cq_event(side.ep.channel, &cq, &context) == 0);
         CHECK(cq == side.ep.send_cq);
         ibv_ack_cq_events(cq, 1);
@@ -642,7 +643,7 @@ TEST_CASE("verbs_emu: modify to ERR flushes sends and receives", "[verbs_emu]")
 {
     REQUIRE(emulator_present());
     qp_options opts;
-    opts.max_recv_wr = 4;   /* small ring, filled quickly */
+    opts.max_recv_wr = 4; /* small ring, filled quickly */
     test::child_process child([&](int fd) {
         rc_side side;
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, 4096, kAllAccess, &side));
@@ -665,7 +666,7 @@ TEST_CASE("verbs_emu: modify to ERR flushes sends and receives", "[verbs_emu]")
     REQUIRE(post_recv(side.ep.qp, side.buffer, 64, side.mr->lkey, 101));
 
     struct ibv_qp_attr attr = {};
-    attr.qp_state = IBV_QPS_ERR;
+    attr.qp_state           = IBV_QPS_ERR;
     REQUIRE(ibv_modify_qp(side.ep.qp, &attr, IBV_QP_STATE) == 0);
     std::vector<struct ibv_wc> flushed;
     REQUIRE(poll_completions(side.ep.send_cq, 8 - sent, &flushed) == 8 - sent);
@@ -695,27 +696,27 @@ TEST_CASE("verbs_emu: RC sends to a killed peer fail with RETRY_EXC_ERR", "[verb
     qp_options opts;
     opts.max_recv_wr = 4;
     bool stall_first = false;
-    bool reap = false;
+    bool reap        = false;
     SECTION("outstanding sends stalled on the dead peer's full ring") {
         stall_first = true;
-        reap = true;
+        reap        = true;
     }
     SECTION("the next send after the peer died (not yet reaped)") {
         stall_first = false;
-        reap = false;
+        reap        = false;
     }
     test::child_process child([&](int fd) {
         rc_side side;
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, 4096, kAllAccess, &side));
         TEST_CHILD_CHECK(test::sync_peer(fd));
-        TEST_CHILD_CHECK(wait_for_peer(fd));   /* until killed */
+        TEST_CHILD_CHECK(wait_for_peer(fd)); /* until killed */
         return 0;
     });
     const uint32_t message = 64 * 1024;
     rc_side side;
     REQUIRE(setup_rc_side(child.fd(), opts, message, kAllAccess, &side));
     REQUIRE(test::sync_peer(child.fd()));
-    size_t sent = 0;
+    size_t sent     = 0;
     uint64_t posted = 0;
     if (stall_first) {
         for (; posted < 8; ++posted) {
@@ -744,11 +745,10 @@ TEST_CASE("verbs_emu: RC sends to a killed peer fail with RETRY_EXC_ERR", "[verb
         }
     } else {
         /* sends racing with the kill may still succeed; then one fails */
-        bool failed = false;
+        bool failed   = false;
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
         while (!failed && std::chrono::steady_clock::now() < deadline) {
-            REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, 16, side.mr->lkey,
-                              posted++));
+            REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, 16, side.mr->lkey, posted++));
             struct ibv_wc wc;
             REQUIRE(poll_one(side.ep.send_cq, &wc));
             INFO(describe(wc));
@@ -766,7 +766,7 @@ TEST_CASE("verbs_emu: post_send refuses what hardware refuses", "[verbs_emu]")
     REQUIRE(emulator_present());
     qp_options opts;
     opts.max_send_wr = 4;
-    opts.max_sge = 2;
+    opts.max_sge     = 2;
     test::child_process child([&](int fd) {
         rc_side side;
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, 4096, kAllAccess, &side));
@@ -779,20 +779,20 @@ TEST_CASE("verbs_emu: post_send refuses what hardware refuses", "[verbs_emu]")
     });
     rc_side side;
     REQUIRE(setup_rc_side(child.fd(), opts, 4096, kAllAccess, &side));
-    uint32_t lkey = side.mr->lkey;
-    struct ibv_sge sges[3] = {{uint64_t(side.buffer), 8, lkey},
-                              {uint64_t(side.buffer + 8), 8, lkey},
-                              {uint64_t(side.buffer + 16), 8, lkey}};
+    uint32_t lkey            = side.mr->lkey;
+    struct ibv_sge sges[3]   = {{uint64_t(side.buffer), 8, lkey},
+                                {uint64_t(side.buffer + 8), 8, lkey},
+                                {uint64_t(side.buffer + 16), 8, lkey}};
     struct ibv_send_wr first = {}, second = {};
-    first.wr_id = 1;
-    first.opcode = IBV_WR_SEND;
-    first.sg_list = sges;
-    first.num_sge = 1;
-    first.next = &second;
-    second = first;
-    second.wr_id = 2;
-    second.num_sge = 3;   /* more than max_send_sge */
-    second.next = nullptr;
+    first.wr_id             = 1;
+    first.opcode            = IBV_WR_SEND;
+    first.sg_list           = sges;
+    first.num_sge           = 1;
+    first.next              = &second;
+    second                  = first;
+    second.wr_id            = 2;
+    second.num_sge          = 3; /* more than max_send_sge */
+    second.next             = nullptr;
     struct ibv_send_wr *bad = nullptr;
     CHECK(ibv_post_send(side.ep.qp, &first, &bad) == EINVAL);
     CHECK(bad == &second);
@@ -801,7 +801,7 @@ TEST_CASE("verbs_emu: post_send refuses what hardware refuses", "[verbs_emu]")
     /* unsignaled WRs keep their slots until a later signaled one is polled */
     REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, 8, lkey, 3, 0));
     REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, 8, lkey, 4));
-    CHECK(ibv_post_send(side.ep.qp, &first, &bad) == 0);   /* the 4th slot */
+    CHECK(ibv_post_send(side.ep.qp, &first, &bad) == 0); /* the 4th slot */
     CHECK(ibv_post_send(side.ep.qp, &first, &bad) == ENOMEM);
     CHECK(bad == &first);
     struct ibv_wc wc;

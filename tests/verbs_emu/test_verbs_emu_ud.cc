@@ -22,11 +22,11 @@ constexpr size_t kGrh = 40;
 
 /* A UD endpoint with a registered buffer, and the peer's address. */
 struct ud_side {
-    device         dev;
-    endpoint       ep;
+    device dev;
+    endpoint ep;
     std::vector<uint8_t> buffer = std::vector<uint8_t>(64 * 1024);
-    struct ibv_mr *mr = nullptr;
-    peer_info      peer = {};
+    struct ibv_mr *mr           = nullptr;
+    peer_info peer              = {};
 };
 
 bool setup_ud_side(int fd, const qp_options &opts, ud_side *side)
@@ -35,11 +35,9 @@ bool setup_ud_side(int fd, const qp_options &opts, ud_side *side)
         !bring_up_ud(side->ep, opts)) {
         return false;
     }
-    side->mr = ibv_reg_mr(side->dev.pd, side->buffer.data(), side->buffer.size(),
-                          kLocalWrite);
+    side->mr = ibv_reg_mr(side->dev.pd, side->buffer.data(), side->buffer.size(), kLocalWrite);
     peer_info mine = local_info(side->dev, side->ep, nullptr);
-    return side->mr != nullptr && test::send_value(fd, mine) &&
-           test::recv_value(fd, &side->peer);
+    return side->mr != nullptr && test::send_value(fd, mine) && test::recv_value(fd, &side->peer);
 }
 
 void teardown_ud_side(ud_side *side)
@@ -54,18 +52,18 @@ void teardown_ud_side(ud_side *side)
 bool post_ud_send(ud_side &side, struct ibv_ah *ah, const void *data, uint32_t length,
                   uint64_t wr_id, uint32_t qkey, uint32_t imm = 0, bool with_imm = false)
 {
-    struct ibv_sge sge = {uint64_t(data), length, side.mr->lkey};
-    struct ibv_send_wr wr = {};
+    struct ibv_sge sge      = {uint64_t(data), length, side.mr->lkey};
+    struct ibv_send_wr wr   = {};
     struct ibv_send_wr *bad = nullptr;
-    wr.wr_id = wr_id;
-    wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.imm_data = imm;
-    wr.wr.ud.ah = ah;
-    wr.wr.ud.remote_qpn = side.peer.qpn;
-    wr.wr.ud.remote_qkey = qkey;
+    wr.wr_id                = wr_id;
+    wr.opcode               = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+    wr.send_flags           = IBV_SEND_SIGNALED;
+    wr.sg_list              = &sge;
+    wr.num_sge              = 1;
+    wr.imm_data             = imm;
+    wr.wr.ud.ah             = ah;
+    wr.wr.ud.remote_qpn     = side.peer.qpn;
+    wr.wr.ud.remote_qkey    = qkey;
     return ibv_post_send(side.ep.qp, &wr, &bad) == 0;
 }
 
@@ -93,8 +91,7 @@ TEST_CASE("verbs_emu: UD datagrams land after a 40-byte GRH area", "[verbs_emu]"
         /* a local route: no GRH, its area left as it was */
         TEST_CHILD_CHECK(wcs[0].wr_id == 1 && wcs[0].byte_len == kGrh + 100);
         TEST_CHILD_CHECK(!(wcs[0].wc_flags & IBV_WC_GRH));
-        TEST_CHILD_CHECK((wcs[0].wc_flags & IBV_WC_WITH_IMM) &&
-                         be32toh(wcs[0].imm_data) == 42);
+        TEST_CHILD_CHECK((wcs[0].wc_flags & IBV_WC_WITH_IMM) && be32toh(wcs[0].imm_data) == 42);
         for (size_t i = 0; i < kGrh; ++i) {
             TEST_CHILD_CHECK(buf[i] == 0xaa);
         }
@@ -110,7 +107,7 @@ TEST_CASE("verbs_emu: UD datagrams land after a 40-byte GRH area", "[verbs_emu]"
         TEST_CHILD_CHECK(check_pattern(buf + 8192 + kGrh, 200, 2));
         /* an address handle for the reply, built from the completion */
         struct ibv_ah *reply = ibv_create_ah_from_wc(side.dev.pd, &wcs[1],
-                                                     reinterpret_cast<struct ibv_grh*>(buf + 8192),
+                                                     reinterpret_cast<struct ibv_grh *>(buf + 8192),
                                                      1);
         TEST_CHILD_CHECK(reply != nullptr);
         ibv_destroy_ah(reply);
@@ -120,7 +117,7 @@ TEST_CASE("verbs_emu: UD datagrams land after a 40-byte GRH area", "[verbs_emu]"
     });
     ud_side side;
     REQUIRE(setup_ud_side(child.fd(), opts, &side));
-    struct ibv_ah *local = make_ah(side.dev, side.peer, false);
+    struct ibv_ah *local  = make_ah(side.dev, side.peer, false);
     struct ibv_ah *global = make_ah(side.dev, side.peer, true);
     REQUIRE(local != nullptr);
     REQUIRE(global != nullptr);
@@ -151,11 +148,10 @@ TEST_CASE("verbs_emu: UD drops what the target does not accept", "[verbs_emu]")
         TEST_CHILD_CHECK(setup_ud_side(fd, opts, &side));
         uint8_t *buf = side.buffer.data();
         for (uint64_t i = 0; i < 4; ++i) {
-            TEST_CHILD_CHECK(post_recv(side.ep.qp, buf + i * 8192, kGrh + 4096,
-                                       side.mr->lkey, i));
+            TEST_CHILD_CHECK(post_recv(side.ep.qp, buf + i * 8192, kGrh + 4096, side.mr->lkey, i));
         }
         TEST_CHILD_CHECK(test::sync_peer(fd));
-        TEST_CHILD_CHECK(test::sync_peer(fd));   /* everything is sent */
+        TEST_CHILD_CHECK(test::sync_peer(fd)); /* everything is sent */
         /* only the datagrams with the right qkey arrived, in order */
         std::vector<struct ibv_wc> wcs;
         TEST_CHILD_CHECK(poll_completions(side.ep.recv_cq, 2, &wcs) == 2);
@@ -176,14 +172,14 @@ TEST_CASE("verbs_emu: UD drops what the target does not accept", "[verbs_emu]")
     REQUIRE(test::sync_peer(child.fd()));
     uint8_t *buf = side.buffer.data();
     fill_pattern(buf, 64, 1);
-    REQUIRE(post_ud_send(side, ah, buf, 64, 1, opts.qkey + 1));        /* wrong qkey */
+    REQUIRE(post_ud_send(side, ah, buf, 64, 1, opts.qkey + 1)); /* wrong qkey */
     fill_pattern(buf + 1024, 64, 2);
     REQUIRE(post_ud_send(side, ah, buf + 1024, 64, 2, opts.qkey));
     fill_pattern(buf + 2048, 64, 3);
-    REQUIRE(post_ud_send(side, ah, buf + 2048, 64, 3, 0x80000000u));   /* QP's qkey */
+    REQUIRE(post_ud_send(side, ah, buf + 2048, 64, 3, 0x80000000u)); /* QP's qkey */
     /* an address that does not reach the target's port */
-    peer_info elsewhere = side.peer;
-    elsewhere.lid = uint16_t(side.peer.lid + 5);
+    peer_info elsewhere       = side.peer;
+    elsewhere.lid             = uint16_t(side.peer.lid + 5);
     struct ibv_ah *wrong_port = make_ah(side.dev, elsewhere, false);
     REQUIRE(wrong_port != nullptr);
     REQUIRE(post_ud_send(side, wrong_port, buf, 64, 4, opts.qkey));
@@ -214,27 +210,27 @@ TEST_CASE("verbs_emu: UD refuses a datagram larger than the MTU", "[verbs_emu]")
     std::vector<uint8_t> buffer(8192);
     struct ibv_mr *mr = ibv_reg_mr(dev.pd, buffer.data(), buffer.size(), kLocalWrite);
     REQUIRE(mr != nullptr);
-    peer_info self = local_info(dev, ep, nullptr);
+    peer_info self    = local_info(dev, ep, nullptr);
     struct ibv_ah *ah = make_ah(dev, self, false);
     REQUIRE(ah != nullptr);
 
-    struct ibv_sge sge = {uint64_t(buffer.data()), 4097, mr->lkey};
-    struct ibv_send_wr wr = {};
+    struct ibv_sge sge      = {uint64_t(buffer.data()), 4097, mr->lkey};
+    struct ibv_send_wr wr   = {};
     struct ibv_send_wr *bad = nullptr;
-    wr.wr_id = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.wr.ud.ah = ah;
-    wr.wr.ud.remote_qpn = self.qpn;
-    wr.wr.ud.remote_qkey = opts.qkey;
+    wr.wr_id                = 1;
+    wr.opcode               = IBV_WR_SEND;
+    wr.send_flags           = IBV_SEND_SIGNALED;
+    wr.sg_list              = &sge;
+    wr.num_sge              = 1;
+    wr.wr.ud.ah             = ah;
+    wr.wr.ud.remote_qpn     = self.qpn;
+    wr.wr.ud.remote_qkey    = opts.qkey;
     REQUIRE(ibv_post_send(ep.qp, &wr, &bad) == 0);
     struct ibv_wc wc;
     REQUIRE(poll_one(ep.send_cq, &wc));
     CHECK(wc.status == IBV_WC_LOC_LEN_ERR);
     /* RDMA has no place on a datagram QP */
-    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.opcode  = IBV_WR_RDMA_WRITE;
     sge.length = 8;
     CHECK(ibv_post_send(ep.qp, &wr, &bad) == EINVAL);
 
@@ -282,7 +278,7 @@ TEST_CASE("verbs_emu: RC and UD over the Ethernet link layer route by GID", "[ve
     REQUIRE(rc_ready);
     REQUIRE(ud_ready);
     CHECK(rc.dev.port.lid == 0);
-    CHECK(make_ah(ud.dev, ud.peer, false) == nullptr);   /* RoCE needs a GRH */
+    CHECK(make_ah(ud.dev, ud.peer, false) == nullptr); /* RoCE needs a GRH */
     struct ibv_ah *ah = make_ah(ud.dev, ud.peer, true);
     REQUIRE(ah != nullptr);
     REQUIRE(test::sync_peer(child.fd()));

@@ -10,7 +10,7 @@ using namespace verbs_emu;
 int ibv_rereg_mr(struct ibv_mr *, int, struct ibv_pd *, void *, size_t, int)
 {
     errno = EOPNOTSUPP;
-    return IBV_REREG_MR_ERR_INPUT;   /* the old MR stays valid */
+    return IBV_REREG_MR_ERR_INPUT; /* the old MR stays valid */
 }
 
 int ibv_attach_mcast(struct ibv_qp *, const union ibv_gid *, uint16_t)
@@ -84,7 +84,7 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)
 
 int ibv_query_qp_data_in_order(struct ibv_qp *, enum ibv_wr_opcode, uint32_t)
 {
-    return 0;   /* no promise beyond what the verbs guarantee */
+    return 0; /* no promise beyond what the verbs guarantee */
 }
 
 int ibv_resolve_eth_l2_from_gid(struct ibv_context *, struct ibv_ah_attr *,

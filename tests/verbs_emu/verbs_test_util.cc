@@ -9,7 +9,7 @@ namespace verbs_test {
 
 bool emulator_present()
 {
-    int count = 0;
+    int count                = 0;
     struct ibv_device **list = ibv_get_device_list(&count);
     if (list == nullptr) {
         return false;
@@ -21,7 +21,7 @@ bool emulator_present()
 
 bool open_device(device *dev, int index)
 {
-    int count = 0;
+    int count                = 0;
     struct ibv_device **list = ibv_get_device_list(&count);
     if (list == nullptr || index >= count) {
         if (list != nullptr) {
@@ -66,25 +66,25 @@ bool create_endpoint(const device &dev, const qp_options &opts, endpoint *ep)
     }
     if (opts.use_srq) {
         struct ibv_srq_init_attr srq_attr = {};
-        srq_attr.attr.max_wr = opts.srq_wr;
-        srq_attr.attr.max_sge = opts.max_sge;
-        ep->srq = ibv_create_srq(dev.pd, &srq_attr);
+        srq_attr.attr.max_wr              = opts.srq_wr;
+        srq_attr.attr.max_sge             = opts.max_sge;
+        ep->srq                           = ibv_create_srq(dev.pd, &srq_attr);
         if (ep->srq == nullptr) {
             return false;
         }
     }
     struct ibv_qp_init_attr init = {};
-    init.send_cq = ep->send_cq;
-    init.recv_cq = ep->recv_cq;
-    init.srq = ep->srq;
-    init.qp_type = opts.type;
-    init.sq_sig_all = opts.sq_sig_all ? 1 : 0;
-    init.cap.max_send_wr = opts.max_send_wr;
-    init.cap.max_recv_wr = opts.max_recv_wr;
-    init.cap.max_send_sge = opts.max_sge;
-    init.cap.max_recv_sge = opts.max_sge;
-    init.cap.max_inline_data = opts.max_inline;
-    ep->qp = ibv_create_qp(dev.pd, &init);
+    init.send_cq                 = ep->send_cq;
+    init.recv_cq                 = ep->recv_cq;
+    init.srq                     = ep->srq;
+    init.qp_type                 = opts.type;
+    init.sq_sig_all              = opts.sq_sig_all ? 1 : 0;
+    init.cap.max_send_wr         = opts.max_send_wr;
+    init.cap.max_recv_wr         = opts.max_recv_wr;
+    init.cap.max_send_sge        = opts.max_sge;
+    init.cap.max_recv_sge        = opts.max_sge;
+    init.cap.max_inline_data     = opts.max_inline;
+    ep->qp                       = ibv_create_qp(dev.pd, &init);
     return ep->qp != nullptr;
 }
 
@@ -111,156 +111,152 @@ void destroy_endpoint(endpoint *ep)
 peer_info local_info(const device &dev, const endpoint &ep, const struct ibv_mr *mr)
 {
     peer_info info = {};
-    info.qpn = ep.qp->qp_num;
-    info.lid = dev.port.lid;
-    info.gid = dev.gid;
+    info.qpn       = ep.qp->qp_num;
+    info.lid       = dev.port.lid;
+    info.gid       = dev.gid;
     if (mr != nullptr) {
-        info.addr = reinterpret_cast<uint64_t>(mr->addr);
-        info.rkey = mr->rkey;
+        info.addr   = reinterpret_cast<uint64_t>(mr->addr);
+        info.rkey   = mr->rkey;
         info.length = mr->length;
     }
     return info;
 }
 
-bool connect_rc(const device &dev, endpoint &ep, const peer_info &peer,
-                const qp_options &opts)
+bool connect_rc(const device &dev, endpoint &ep, const peer_info &peer, const qp_options &opts)
 {
     struct ibv_qp_attr attr = {};
-    attr.qp_state = IBV_QPS_INIT;
-    attr.pkey_index = 0;
-    attr.port_num = 1;
-    attr.qp_access_flags = opts.access;
-    if (ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                        IBV_QP_ACCESS_FLAGS) != 0) {
+    attr.qp_state           = IBV_QPS_INIT;
+    attr.pkey_index         = 0;
+    attr.port_num           = 1;
+    attr.qp_access_flags    = opts.access;
+    if (ibv_modify_qp(ep.qp, &attr,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
         return false;
     }
-    attr = {};
-    attr.qp_state = IBV_QPS_RTR;
-    attr.path_mtu = IBV_MTU_4096;
-    attr.dest_qp_num = peer.qpn;
-    attr.rq_psn = 0;
+    attr                    = {};
+    attr.qp_state           = IBV_QPS_RTR;
+    attr.path_mtu           = IBV_MTU_4096;
+    attr.dest_qp_num        = peer.qpn;
+    attr.rq_psn             = 0;
     attr.max_dest_rd_atomic = 16;
-    attr.min_rnr_timer = 12;
-    attr.ah_attr.dlid = peer.lid;
-    attr.ah_attr.port_num = 1;
+    attr.min_rnr_timer      = 12;
+    attr.ah_attr.dlid       = peer.lid;
+    attr.ah_attr.port_num   = 1;
     if (dev.port.link_layer == IBV_LINK_LAYER_ETHERNET) {
-        attr.ah_attr.is_global = 1;
-        attr.ah_attr.grh.dgid = peer.gid;
+        attr.ah_attr.is_global      = 1;
+        attr.ah_attr.grh.dgid       = peer.gid;
         attr.ah_attr.grh.sgid_index = 0;
-        attr.ah_attr.grh.hop_limit = 64;
+        attr.ah_attr.grh.hop_limit  = 64;
     }
-    if (ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                        IBV_QP_MAX_DEST_RD_ATOMIC |
-                                        IBV_QP_MIN_RNR_TIMER) != 0) {
+    if (ibv_modify_qp(ep.qp, &attr,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         return false;
     }
-    attr = {};
-    attr.qp_state = IBV_QPS_RTS;
-    attr.sq_psn = 0;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
+    attr               = {};
+    attr.qp_state      = IBV_QPS_RTS;
+    attr.sq_psn        = 0;
+    attr.timeout       = 14;
+    attr.retry_cnt     = 7;
+    attr.rnr_retry     = 7;
     attr.max_rd_atomic = 16;
-    return ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-                                           IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                           IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+    return ibv_modify_qp(ep.qp, &attr,
+                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
 }
 
 bool bring_up_ud(endpoint &ep, const qp_options &opts)
 {
     struct ibv_qp_attr attr = {};
-    attr.qp_state = IBV_QPS_INIT;
-    attr.pkey_index = 0;
-    attr.port_num = 1;
-    attr.qkey = opts.qkey;
-    if (ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                        IBV_QP_QKEY) != 0) {
+    attr.qp_state           = IBV_QPS_INIT;
+    attr.pkey_index         = 0;
+    attr.port_num           = 1;
+    attr.qkey               = opts.qkey;
+    if (ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) !=
+        0) {
         return false;
     }
-    attr = {};
+    attr          = {};
     attr.qp_state = IBV_QPS_RTR;
     if (ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE) != 0) {
         return false;
     }
-    attr = {};
+    attr          = {};
     attr.qp_state = IBV_QPS_RTS;
-    attr.sq_psn = 0;
+    attr.sq_psn   = 0;
     return ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0;
 }
 
 struct ibv_ah *make_ah(const device &dev, const peer_info &peer, bool global)
 {
     struct ibv_ah_attr attr = {};
-    attr.dlid = peer.lid;
-    attr.port_num = 1;
+    attr.dlid               = peer.lid;
+    attr.port_num           = 1;
     if (global) {
-        attr.is_global = 1;
-        attr.grh.dgid = peer.gid;
+        attr.is_global      = 1;
+        attr.grh.dgid       = peer.gid;
         attr.grh.sgid_index = 0;
-        attr.grh.hop_limit = 64;
+        attr.grh.hop_limit  = 64;
     }
     return ibv_create_ah(dev.pd, &attr);
 }
 
-bool post_send(struct ibv_qp *qp, enum ibv_wr_opcode opcode, const void *buf,
-               uint32_t length, uint32_t lkey, uint64_t wr_id, unsigned flags,
-               uint64_t remote_addr, uint32_t rkey, uint32_t imm)
+bool post_send(struct ibv_qp *qp, enum ibv_wr_opcode opcode, const void *buf, uint32_t length,
+               uint32_t lkey, uint64_t wr_id, unsigned flags, uint64_t remote_addr, uint32_t rkey,
+               uint32_t imm)
 {
-    struct ibv_sge sge = {reinterpret_cast<uint64_t>(buf), length, lkey};
-    struct ibv_send_wr wr = {};
+    struct ibv_sge sge      = {reinterpret_cast<uint64_t>(buf), length, lkey};
+    struct ibv_send_wr wr   = {};
     struct ibv_send_wr *bad = nullptr;
-    wr.wr_id = wr_id;
-    wr.opcode = opcode;
-    wr.send_flags = flags;
-    wr.sg_list = &sge;
-    wr.num_sge = (length > 0) ? 1 : 0;
-    wr.imm_data = imm;
-    wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey = rkey;
+    wr.wr_id                = wr_id;
+    wr.opcode               = opcode;
+    wr.send_flags           = flags;
+    wr.sg_list              = &sge;
+    wr.num_sge              = (length > 0) ? 1 : 0;
+    wr.imm_data             = imm;
+    wr.wr.rdma.remote_addr  = remote_addr;
+    wr.wr.rdma.rkey         = rkey;
     return ibv_post_send(qp, &wr, &bad) == 0;
 }
 
-bool post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode opcode, uint64_t *result,
-                 uint32_t lkey, uint64_t wr_id, uint64_t remote_addr, uint32_t rkey,
-                 uint64_t compare_add, uint64_t swap)
+bool post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode opcode, uint64_t *result, uint32_t lkey,
+                 uint64_t wr_id, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
+                 uint64_t swap)
 {
-    struct ibv_sge sge = {reinterpret_cast<uint64_t>(result), 8, lkey};
-    struct ibv_send_wr wr = {};
-    struct ibv_send_wr *bad = nullptr;
-    wr.wr_id = wr_id;
-    wr.opcode = opcode;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    struct ibv_sge sge       = {reinterpret_cast<uint64_t>(result), 8, lkey};
+    struct ibv_send_wr wr    = {};
+    struct ibv_send_wr *bad  = nullptr;
+    wr.wr_id                 = wr_id;
+    wr.opcode                = opcode;
+    wr.send_flags            = IBV_SEND_SIGNALED;
+    wr.sg_list               = &sge;
+    wr.num_sge               = 1;
     wr.wr.atomic.remote_addr = remote_addr;
-    wr.wr.atomic.rkey = rkey;
+    wr.wr.atomic.rkey        = rkey;
     wr.wr.atomic.compare_add = compare_add;
-    wr.wr.atomic.swap = swap;
+    wr.wr.atomic.swap        = swap;
     return ibv_post_send(qp, &wr, &bad) == 0;
 }
 
-bool post_recv(struct ibv_qp *qp, void *buf, uint32_t length, uint32_t lkey,
-               uint64_t wr_id)
+bool post_recv(struct ibv_qp *qp, void *buf, uint32_t length, uint32_t lkey, uint64_t wr_id)
 {
-    struct ibv_sge sge = {reinterpret_cast<uint64_t>(buf), length, lkey};
-    struct ibv_recv_wr wr = {};
+    struct ibv_sge sge      = {reinterpret_cast<uint64_t>(buf), length, lkey};
+    struct ibv_recv_wr wr   = {};
     struct ibv_recv_wr *bad = nullptr;
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    wr.wr_id                = wr_id;
+    wr.sg_list              = &sge;
+    wr.num_sge              = 1;
     return ibv_post_recv(qp, &wr, &bad) == 0;
 }
 
-bool post_srq_recv(struct ibv_srq *srq, void *buf, uint32_t length, uint32_t lkey,
-                   uint64_t wr_id)
+bool post_srq_recv(struct ibv_srq *srq, void *buf, uint32_t length, uint32_t lkey, uint64_t wr_id)
 {
-    struct ibv_sge sge = {reinterpret_cast<uint64_t>(buf), length, lkey};
-    struct ibv_recv_wr wr = {};
+    struct ibv_sge sge      = {reinterpret_cast<uint64_t>(buf), length, lkey};
+    struct ibv_recv_wr wr   = {};
     struct ibv_recv_wr *bad = nullptr;
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    wr.wr_id                = wr_id;
+    wr.sg_list              = &sge;
+    wr.num_sge              = 1;
     return ibv_post_srq_recv(srq, &wr, &bad) == 0;
 }
 
@@ -268,7 +264,7 @@ size_t poll_completions(struct ibv_cq *cq, size_t count, std::vector<struct ibv_
                         std::chrono::milliseconds timeout)
 {
     auto deadline = std::chrono::steady_clock::now() + timeout;
-    size_t got = 0;
+    size_t got    = 0;
     while (got < count && std::chrono::steady_clock::now() < deadline) {
         struct ibv_wc wc[16];
         int n = ibv_poll_cq(cq, int(std::min<size_t>(16, count - got)), wc);
@@ -298,8 +294,8 @@ bool setup_rc_side(int fd, const qp_options &opts, size_t buffer_bytes, int mr_a
         return false;
     }
     side->buffer_bytes = buffer_bytes;
-    size_t rounded = (buffer_bytes + 4095) & ~size_t(4095);
-    side->buffer = static_cast<uint8_t*>(std::aligned_alloc(4096, rounded));
+    size_t rounded     = (buffer_bytes + 4095) & ~size_t(4095);
+    side->buffer       = static_cast<uint8_t *>(std::aligned_alloc(4096, rounded));
     if (side->buffer == nullptr) {
         return false;
     }
@@ -327,16 +323,16 @@ void teardown_rc_side(rc_side *side)
 
 std::string describe(const struct ibv_wc &wc)
 {
-    return std::string(ibv_wc_status_str(wc.status)) + " opcode " +
-           std::to_string(int(wc.opcode)) + " wr_id " + std::to_string(wc.wr_id);
+    return std::string(ibv_wc_status_str(wc.status)) + " opcode " + std::to_string(int(wc.opcode)) +
+           " wr_id " + std::to_string(wc.wr_id);
 }
 
 void fill_pattern(void *buf, size_t length, uint32_t seed)
 {
-    auto *bytes = static_cast<uint8_t*>(buf);
+    auto *bytes    = static_cast<uint8_t *>(buf);
     uint32_t state = seed * 2654435761u + 1;
     for (size_t i = 0; i < length; ++i) {
-        state = state * 1103515245u + 12345u;
+        state    = state * 1103515245u + 12345u;
         bytes[i] = uint8_t(state >> 16);
     }
 }

@@ -24,8 +24,8 @@ bool bad(const char *fmt, const char *arg)
 /* A positive count (-n, -N). */
 bool parse_count(const char *text, size_t *value)
 {
-    char *end = nullptr;
-    errno = 0;
+    char *end            = nullptr;
+    errno                = 0;
     unsigned long long v = std::strtoull(text, &end, 10);
     if ((errno != 0) || (end == text) || (*end != '\0') || (text[0] == '-') || (v == 0)) {
         return false;
@@ -56,8 +56,13 @@ bool parse_features(const char *text, options *opts)
 
 bool parse_dev_types(const char *text, unsigned *types)
 {
-    static const struct { const char *name; unsigned bits; } names[] = {
-        {"all", dev_type::ALL}, {"shm", dev_type::SHM}, {"net", dev_type::NET},
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {
+        {"all", dev_type::ALL},
+        {"shm", dev_type::SHM},
+        {"net", dev_type::NET},
         {"self", dev_type::SELF},
     };
     for (const auto &n : names) {
@@ -85,15 +90,16 @@ bool parse_placement(const char *text, placement *where)
 
 bool anything_asked(const options &o)
 {
-    return o.version || o.devices || o.build || o.types || o.system || o.topology ||
-           o.memcpy_bw || (o.config_flags & UCS_CONFIG_PRINT_CONFIG) || o.wants_ucp();
+    return o.version || o.devices || o.build || o.types || o.system || o.topology || o.memcpy_bw ||
+           (o.config_flags & UCS_CONFIG_PRINT_CONFIG) || o.wants_ucp();
 }
 
 } // namespace
 
 void usage(FILE *stream)
 {
-    std::fprintf(stream,
+    std::fprintf(
+        stream,
         "Usage: ucx_info [options]\n"
         "At least one of the following options has to be set:\n"
         "  -v              Show version information\n"
@@ -150,7 +156,7 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
 {
     int c;
     *exit_code = EXIT_USAGE;
-    opterr = 0;
+    opterr     = 0;
     while ((c = getopt(argc, argv, ":vdbysTMcCafpwem:u:t:n:N:D:P:A:6h")) != -1) {
         const char opt[2] = {char(optopt), '\0'};
         // clang-format off
@@ -225,10 +231,10 @@ bool parse_options(int argc, char **argv, options *opts, int *exit_code)
         *exit_code = EXIT_NOTHING;
         return false;
     }
-    if (opts->wants_ucp() &&
-        !(opts->features & ~uint64_t(UCP_FEATURE_WAKEUP))) {
+    if (opts->wants_ucp() && !(opts->features & ~uint64_t(UCP_FEATURE_WAKEUP))) {
         return bad("Please select at least one of 'a','r','t','s','m' UCP features "
-                   "using -u switch.%s", "");
+                   "using -u switch.%s",
+                   "");
     }
     if (opts->ipv6 && opts->ip_address.empty()) {
         return bad("-6 is for the address of -A%s", "");

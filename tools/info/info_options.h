@@ -26,34 +26,31 @@ constexpr unsigned ALL  = NET | SHM | SELF | ACC;
 
 struct options {
     /* What to print. */
-    bool        version = false;      /* -v */
-    bool        devices = false;      /* -d */
-    bool        build = false;        /* -b */
-    bool        types = false;        /* -y */
-    bool        system = false;       /* -s */
-    bool        topology = false;     /* -T */
-    bool        memcpy_bw = false;    /* -M */
-    unsigned    config_flags = 0;     /* -c -f -a -C: ucs_config_print_flags_t */
-    bool        ucp_context = false;  /* -p */
-    bool        ucp_worker = false;   /* -w */
-    bool        ucp_ep = false;       /* -e */
-    std::string mem_size;             /* -m, empty: not asked */
+    bool version          = false; /* -v */
+    bool devices          = false; /* -d */
+    bool build            = false; /* -b */
+    bool types            = false; /* -y */
+    bool system           = false; /* -s */
+    bool topology         = false; /* -T */
+    bool memcpy_bw        = false; /* -M */
+    unsigned config_flags = 0;     /* -c -f -a -C: ucs_config_print_flags_t */
+    bool ucp_context      = false; /* -p */
+    bool ucp_worker       = false; /* -w */
+    bool ucp_ep           = false; /* -e */
+    std::string mem_size;          /* -m, empty: not asked */
 
     /* How. */
-    uint64_t    features = 0;         /* -u: UCP_FEATURE_* */
-    bool        err_handling = false; /* -u ...e */
-    std::string tl_filter;            /* -t */
-    size_t      num_eps = 0;          /* -n, 0: not given */
-    size_t      num_ppn = 0;          /* -N, 0: not given */
-    unsigned    dev_types = dev_type::ALL; /* -D */
-    placement   peer = placement::SELF;    /* -P */
-    std::string ip_address;           /* -A */
-    bool        ipv6 = false;         /* -6 */
+    uint64_t features = 0;                /* -u: UCP_FEATURE_* */
+    bool err_handling = false;            /* -u ...e */
+    std::string tl_filter;                /* -t */
+    size_t num_eps     = 0;               /* -n, 0: not given */
+    size_t num_ppn     = 0;               /* -N, 0: not given */
+    unsigned dev_types = dev_type::ALL;   /* -D */
+    placement peer     = placement::SELF; /* -P */
+    std::string ip_address;               /* -A */
+    bool ipv6 = false;                    /* -6 */
 
-    bool wants_ucp() const
-    {
-        return ucp_context || ucp_worker || ucp_ep || !mem_size.empty();
-    }
+    bool wants_ucp() const { return ucp_context || ucp_worker || ucp_ep || !mem_size.empty(); }
 };
 
 /* UCX's exit codes: ucx_info returns -1 and -2 from main. */

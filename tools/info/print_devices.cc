@@ -19,7 +19,7 @@ std::string size_text(size_t size)
         return "unlimited";
     }
     const char *units[] = {"", "K", "M", "G", "T"};
-    unsigned u = 0;
+    unsigned u          = 0;
     while ((u < 4) && (size >= 1024) && (size % 1024 == 0)) {
         size /= 1024;
         ++u;
@@ -30,16 +30,20 @@ std::string size_text(size_t size)
 const char *type_text(uct::device_type type)
 {
     switch (type) {
-    case uct::device_type::NET:  return "network";
-    case uct::device_type::SHM:  return "intra-node";
-    case uct::device_type::ACC:  return "accelerator";
-    case uct::device_type::SELF: return "loopback";
+    case uct::device_type::NET:
+        return "network";
+    case uct::device_type::SHM:
+        return "intra-node";
+    case uct::device_type::ACC:
+        return "accelerator";
+    case uct::device_type::SELF:
+        return "loopback";
     }
     return "unknown";
 }
 
-void print_limit(FILE *out, const char *name, uint64_t flags, uint64_t flag,
-                 size_t limit, size_t max_iov = 0)
+void print_limit(FILE *out, const char *name, uint64_t flags, uint64_t flag, size_t limit,
+                 size_t max_iov = 0)
 {
     if (!(flags & flag)) {
         return;
@@ -60,15 +64,13 @@ void print_atomics(FILE *out, const uct::iface_attr &attr)
         bool fetch32 = attr.atomic32_fetch & bit, fetch64 = attr.atomic64_fetch & bit;
         if (post32 || post64) {
             std::fprintf(out, "#         %12s: %s%s%s bit\n",
-                         (std::string("atomic_") + names[op]).c_str(),
-                         post32 ? "32" : "", (post32 && post64) ? ", " : "",
-                         post64 ? "64" : "");
+                         (std::string("atomic_") + names[op]).c_str(), post32 ? "32" : "",
+                         (post32 && post64) ? ", " : "", post64 ? "64" : "");
         }
         if (fetch32 || fetch64) {
             std::fprintf(out, "#         %12s: %s%s%s bit\n",
-                         (std::string("atomic_f") + names[op]).c_str(),
-                         fetch32 ? "32" : "", (fetch32 && fetch64) ? ", " : "",
-                         fetch64 ? "64" : "");
+                         (std::string("atomic_f") + names[op]).c_str(), fetch32 ? "32" : "",
+                         (fetch32 && fetch64) ? ", " : "", fetch64 ? "64" : "");
         }
     }
 }
@@ -120,8 +122,7 @@ void print_iface(FILE *out, const uct::tl_resource &tl, const uct::iface_attr &a
                  (attr.event_flags & uct::event_flag::FD) ? "fd" : "none");
 }
 
-void print_md(FILE *out, const char *md_name, const char *component,
-              const uct::md_attr &mattr)
+void print_md(FILE *out, const char *md_name, const char *component, const uct::md_attr &mattr)
 {
     std::fprintf(out, "#\n# Memory domain: %s\n", md_name);
     std::fprintf(out, "#     Component: %s\n", component);
@@ -143,7 +144,7 @@ void print_md(FILE *out, const char *md_name, const char *component,
 unsigned print_devices(FILE *out, const std::string &tl_filter)
 {
     unsigned count = 0;
-    std::string names;   /* every transport seen, for the -t error */
+    std::string names; /* every transport seen, for the -t error */
     uct::worker worker(nullptr, UCS_THREAD_MODE_SINGLE);
 
     for (uct::component *comp : uct::components()) {
@@ -155,8 +156,7 @@ unsigned print_devices(FILE *out, const std::string &tl_filter)
             uct::md *raw_md = nullptr;
             if (comp->md_open(mdr.md_name, &raw_md) != UCS_OK) {
                 if (tl_filter.empty()) {
-                    std::fprintf(out, "# < failed to open memory domain %s >\n",
-                                 mdr.md_name);
+                    std::fprintf(out, "# < failed to open memory domain %s >\n", mdr.md_name);
                 }
                 continue;
             }
@@ -184,12 +184,13 @@ unsigned print_devices(FILE *out, const std::string &tl_filter)
             }
             for (const auto &tl : tls) {
                 uct::iface_params params;
-                params.tl_name  = tl.tl_name;
-                params.dev_name = tl.dev_name;
+                params.tl_name        = tl.tl_name;
+                params.dev_name       = tl.dev_name;
                 uct::iface *raw_iface = nullptr;
-                ucs_status_t status = md->iface_open(worker, params, &raw_iface);
+                ucs_status_t status   = md->iface_open(worker, params, &raw_iface);
                 if (status != UCS_OK) {
-                    std::fprintf(out, "#\n#      Transport: %s\n#         Device: %s\n"
+                    std::fprintf(out,
+                                 "#\n#      Transport: %s\n#         Device: %s\n"
                                  "#   < failed to open interface: %s >\n",
                                  tl.tl_name, tl.dev_name, ucs_status_string(status));
                     continue;

@@ -33,8 +33,8 @@ std::string cpuinfo_field(const std::string &cpuinfo, const char *key)
             end = cpuinfo.size();
         }
         const std::string line = cpuinfo.substr(pos, end - pos);
-        pos = end + 1;
-        const size_t colon = line.find(':');
+        pos                    = end + 1;
+        const size_t colon     = line.find(':');
         if ((colon != std::string::npos) && (trim(line.substr(0, colon)) == key)) {
             return trim(line.substr(colon + 1));
         }
@@ -70,11 +70,11 @@ double monotonic_seconds()
  * 20 ms: 100% is a perfect match (what UCX calls the timer accuracy). */
 double timer_accuracy_percent()
 {
-    const double t0 = monotonic_seconds();
+    const double t0               = monotonic_seconds();
     const ucs::sys::ticks_t start = ucs::sys::get_time();
     while (monotonic_seconds() - t0 < 0.02) {
     }
-    const double elapsed = monotonic_seconds() - t0;
+    const double elapsed  = monotonic_seconds() - t0;
     const double measured = ucs::sys::time_to_sec(ucs::sys::get_time() - start);
     return 100.0 * (1.0 - std::fabs(measured - elapsed) / elapsed);
 }
@@ -82,7 +82,7 @@ double timer_accuracy_percent()
 std::string size_text(size_t bytes)
 {
     const char *units[] = {"", "K", "M", "G", "T"};
-    unsigned u = 0;
+    unsigned u          = 0;
     while ((u < 4) && (bytes >= 1024) && (bytes % 1024 == 0)) {
         bytes /= 1024;
         ++u;
@@ -96,10 +96,8 @@ void print_system(FILE *out)
 {
     std::string cpuinfo;
     ucs::sys::read_file_string("/proc/cpuinfo", &cpuinfo, 1 << 20);
-    std::fprintf(out, "# Timer frequency: %.3f MHz (%s)\n",
-                 ucs::sys::time_frequency() / 1e6,
-                 ucs::sys::time_uses_cycle_counter() ? "CPU cycle counter"
-                                                     : "CLOCK_MONOTONIC");
+    std::fprintf(out, "# Timer frequency: %.3f MHz (%s)\n", ucs::sys::time_frequency() / 1e6,
+                 ucs::sys::time_uses_cycle_counter() ? "CPU cycle counter" : "CLOCK_MONOTONIC");
     std::fprintf(out, "# Timer accuracy: %.3f %%\n", timer_accuracy_percent());
     std::fprintf(out, "# CPU vendor: %s\n", cpu_vendor(cpuinfo).c_str());
     const std::string model = cpuinfo_field(cpuinfo, "model name");
@@ -108,8 +106,8 @@ void print_system(FILE *out)
     std::fprintf(out, "# Cache line size: %zu bytes\n", ucs::sys::cache_line_size());
     std::fprintf(out, "# Page size: %s, huge page size: %s\n",
                  size_text(ucs::sys::page_size()).c_str(),
-                 ucs::sys::huge_page_size() ? size_text(ucs::sys::huge_page_size()).c_str()
-                                            : "none");
+                 ucs::sys::huge_page_size() ? size_text(ucs::sys::huge_page_size()).c_str() :
+                                              "none");
     std::fprintf(out, "# Physical memory: %.2f GiB\n",
                  double(ucs::sys::physical_memory_size()) / double(1ull << 30));
     std::fprintf(out, "# Host name: %s\n", ucs::sys::host_name());

@@ -56,8 +56,7 @@ std::string pci_address(const fs::path &device_link)
     return last;
 }
 
-void print_device(FILE *out, const char *kind, const std::string &name,
-                  const fs::path &class_entry)
+void print_device(FILE *out, const char *kind, const std::string &name, const fs::path &class_entry)
 {
     const std::string pci = pci_address(class_entry);
     if (pci.empty()) {
@@ -86,13 +85,13 @@ void print_topology(FILE *out)
     }
     const fs::path cpus("/sys/devices/system/cpu");
     for (const std::string &cpu : entries(cpus, "cpu")) {
-        const fs::path topo = cpus / cpu / "topology";
+        const fs::path topo       = cpus / cpu / "topology";
         const std::string package = read_line(topo / "physical_package_id");
         if (package.empty()) {
-            continue;   /* cpufreq, cpuidle, ...: not a CPU */
+            continue; /* cpufreq, cpuidle, ...: not a CPU */
         }
-        std::fprintf(out, "#   %s: socket %s, core %s, siblings %s\n", cpu.c_str(),
-                     package.c_str(), read_line(topo / "core_id").c_str(),
+        std::fprintf(out, "#   %s: socket %s, core %s, siblings %s\n", cpu.c_str(), package.c_str(),
+                     read_line(topo / "core_id").c_str(),
                      read_line(topo / "thread_siblings_list").c_str());
     }
     const fs::path net("/sys/class/net");

@@ -24,7 +24,7 @@ namespace {
 /* UCX's layout: "    sizeof(name) = ....... N", dots up to a column. */
 void print_size(FILE *out, const char *name, size_t size)
 {
-    std::string label = std::string("sizeof(") + name + ") = ";
+    std::string label      = std::string("sizeof(") + name + ") = ";
     constexpr size_t width = 40;
     if (label.size() < width) {
         label += std::string(width - label.size(), '.');

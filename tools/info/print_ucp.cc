@@ -38,9 +38,14 @@ ucs_status_t restrict_devices(ucp_config_t *config, const options &opts)
             allowed &= ~dev_type::SHM;
         }
     }
-    static const struct { unsigned bit; const char *var; } kinds[] = {
-        {dev_type::NET, "NET_DEVICES"}, {dev_type::SHM, "SHM_DEVICES"},
-        {dev_type::SELF, "SELF_DEVICES"}, {dev_type::ACC, "ACC_DEVICES"},
+    static const struct {
+        unsigned bit;
+        const char *var;
+    } kinds[] = {
+        {dev_type::NET, "NET_DEVICES"},
+        {dev_type::SHM, "SHM_DEVICES"},
+        {dev_type::SELF, "SELF_DEVICES"},
+        {dev_type::ACC, "ACC_DEVICES"},
     };
     for (const auto &k : kinds) {
         if (!(allowed & k.bit)) {
@@ -100,7 +105,7 @@ ucp_ep_params_t base_ep_params(const options &opts)
     ucp_ep_params_t params = {};
     if (opts.err_handling) {
         params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-        params.err_mode    = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     }
     return params;
 }
@@ -116,7 +121,7 @@ int print_ep_to_self(ucp_worker_h worker, const options &opts)
     }
     ucp_ep_params_t params = base_ep_params(opts);
     params.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address     = address;
+    params.address = address;
     ucp_ep_h ep;
     status = ucp_ep_create(worker, &params, &ep);
     ucp_worker_release_address(worker, address);
@@ -133,12 +138,12 @@ bool parse_ip(const options &opts, sockaddr_storage *addr, socklen_t *len)
 {
     std::memset(addr, 0, sizeof(*addr));
     if (opts.ipv6) {
-        auto *in6 = reinterpret_cast<sockaddr_in6*>(addr);
+        auto *in6        = reinterpret_cast<sockaddr_in6 *>(addr);
         in6->sin6_family = AF_INET6;
         *len             = sizeof(*in6);
         return inet_pton(AF_INET6, opts.ip_address.c_str(), &in6->sin6_addr) == 1;
     }
-    auto *in = reinterpret_cast<sockaddr_in*>(addr);
+    auto *in       = reinterpret_cast<sockaddr_in *>(addr);
     in->sin_family = AF_INET;
     *len           = sizeof(*in);
     return inet_pton(AF_INET, opts.ip_address.c_str(), &in->sin_addr) == 1;
@@ -152,7 +157,7 @@ bool connected(ucp_ep_h ep)
 
 void on_conn_request(ucp_conn_request_h request, void *arg)
 {
-    *static_cast<ucp_conn_request_h*>(arg) = request;
+    *static_cast<ucp_conn_request_h *>(arg) = request;
 }
 
 /* -e -A: a client endpoint to our own listener on that address, printed
@@ -162,55 +167,54 @@ int print_ep_to_listener(ucp_worker_h worker, const options &opts)
     sockaddr_storage addr;
     socklen_t addr_len;
     if (!parse_ip(opts, &addr, &addr_len)) {
-        std::fprintf(stderr, "ucx_info: -A %s: not an IPv%c address%s\n",
-                     opts.ip_address.c_str(), opts.ipv6 ? '6' : '4',
-                     opts.ipv6 ? "" : " (-6 for IPv6)");
+        std::fprintf(stderr, "ucx_info: -A %s: not an IPv%c address%s\n", opts.ip_address.c_str(),
+                     opts.ipv6 ? '6' : '4', opts.ipv6 ? "" : " (-6 for IPv6)");
         return 1;
     }
     ucp_conn_request_h conn_request = nullptr;
     ucp_listener_params_t lparams   = {};
-    lparams.field_mask            = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                                    UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    lparams.sockaddr.addr         = reinterpret_cast<const sockaddr*>(&addr);
-    lparams.sockaddr.addrlen      = addr_len;
-    lparams.conn_handler.cb       = on_conn_request;
-    lparams.conn_handler.arg      = &conn_request;
+    lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lparams.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
+    lparams.sockaddr.addrlen = addr_len;
+    lparams.conn_handler.cb  = on_conn_request;
+    lparams.conn_handler.arg = &conn_request;
     ucp_listener_h listener;
     ucs_status_t status = ucp_listener_create(worker, &lparams, &listener);
     if (status != UCS_OK) {
-        std::fprintf(stderr, "ucx_info: cannot listen on %s: %s\n",
-                     opts.ip_address.c_str(), ucs_status_string(status));
+        std::fprintf(stderr, "ucx_info: cannot listen on %s: %s\n", opts.ip_address.c_str(),
+                     ucs_status_string(status));
         return 1;
     }
     ucp_listener_attr_t lattr = {};
-    lattr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-    status = ucp_listener_query(listener, &lattr);
+    lattr.field_mask          = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+    status                    = ucp_listener_query(listener, &lattr);
     if (status != UCS_OK) {
         ucp_listener_destroy(listener);
         return failed("ucp_listener_query", status);
     }
 
-    int result = 0;
+    int result      = 0;
     ucp_ep_h client = nullptr, server = nullptr;
     ucp_ep_params_t params = base_ep_params(opts);
-    params.field_mask      |= UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS;
+    params.field_mask |= UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS;
     params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    params.sockaddr.addr    = reinterpret_cast<const sockaddr*>(&lattr.sockaddr);
+    params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&lattr.sockaddr);
     params.sockaddr.addrlen = addr_len;
-    status = ucp_ep_create(worker, &params, &client);
+    status                  = ucp_ep_create(worker, &params, &client);
     if (status != UCS_OK) {
         client = nullptr;
         result = failed("ucp_ep_create (client)", status);
     } else if (!progress_until(worker, [&] { return conn_request != nullptr; })) {
-        std::fprintf(stderr, "ucx_info: no connection request reached the listener on "
-                     "%s within %lld s\n", opts.ip_address.c_str(),
-                     static_cast<long long>(CONNECT_TIMEOUT.count()));
+        std::fprintf(stderr,
+                     "ucx_info: no connection request reached the listener on "
+                     "%s within %lld s\n",
+                     opts.ip_address.c_str(), static_cast<long long>(CONNECT_TIMEOUT.count()));
         result = 1;
     } else {
         ucp_ep_params_t sparams = base_ep_params(opts);
-        sparams.field_mask  |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
+        sparams.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
         sparams.conn_request = conn_request;
-        status = ucp_ep_create(worker, &sparams, &server);
+        status               = ucp_ep_create(worker, &sparams, &server);
         if (status != UCS_OK) {
             server = nullptr;
             result = failed("ucp_ep_create (server)", status);
@@ -218,8 +222,10 @@ int print_ep_to_listener(ucp_worker_h worker, const options &opts)
             /* Lanes are chosen once the server's address arrives: until
              * then the ep has only a placeholder lane. */
             if (!progress_until(worker, [&] { return connected(client); })) {
-                std::fprintf(stderr, "ucx_info: the endpoint to the listener on %s did "
-                             "not connect within %lld s\n", opts.ip_address.c_str(),
+                std::fprintf(stderr,
+                             "ucx_info: the endpoint to the listener on %s did "
+                             "not connect within %lld s\n",
+                             opts.ip_address.c_str(),
                              static_cast<long long>(CONNECT_TIMEOUT.count()));
                 result = 1;
             } else if (!client->usable()) {
@@ -247,8 +253,8 @@ bool valid_mem_size(const std::string &text)
 int print_worker_and_ep(ucp_context_h context, const options &opts)
 {
     ucp_worker_params_t wparams = {};
-    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wparams.field_mask          = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode         = UCS_THREAD_MODE_SINGLE;
     ucp_worker_h worker;
     ucs_status_t status = ucp_worker_create(context, &wparams, &worker);
     if (status != UCS_OK) {
@@ -259,8 +265,8 @@ int print_worker_and_ep(ucp_context_h context, const options &opts)
         ucp_worker_print_info(worker, stdout);
     }
     if (opts.ucp_ep) {
-        result = opts.ip_address.empty() ? print_ep_to_self(worker, opts)
-                                         : print_ep_to_listener(worker, opts);
+        result = opts.ip_address.empty() ? print_ep_to_self(worker, opts) :
+                                           print_ep_to_listener(worker, opts);
     }
     ucp_worker_destroy(worker);
     return result;
@@ -287,14 +293,14 @@ int print_ucp(const options &opts)
     }
 
     ucp_params_t params = {};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = opts.features;
+    params.field_mask   = UCP_PARAM_FIELD_FEATURES;
+    params.features     = opts.features;
     if (opts.num_eps != 0) {
-        params.field_mask       |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+        params.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
         params.estimated_num_eps = opts.num_eps;
     }
     if (opts.num_ppn != 0) {
-        params.field_mask       |= UCP_PARAM_FIELD_ESTIMATED_NUM_PPN;
+        params.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_PPN;
         params.estimated_num_ppn = opts.num_ppn;
     }
     ucp_context_h context;

@@ -26,11 +26,10 @@ namespace {
 
 void print_version()
 {
-    std::printf("# Library version: %d.%d.%d (UCP API, ABI-compatible)\n",
-                UCX_API_MAJOR, UCX_API_MINOR, UCX_API_RELEASE);
+    std::printf("# Library version: %d.%d.%d (UCP API, ABI-compatible)\n", UCX_API_MAJOR,
+                UCX_API_MINOR, UCX_API_RELEASE);
     std::printf("# Project version: ucx-ng %s\n", UCX_NG_VERSION);
-    std::printf("# Library path: built with %s, %s build\n", UCX_NG_CXX,
-                UCX_NG_BUILD_TYPE);
+    std::printf("# Library path: built with %s, %s build\n", UCX_NG_CXX, UCX_NG_BUILD_TYPE);
     /* As UCX 1.13 reads them; a later file overrides an earlier one. */
     for (const std::string &path : ucs::config::file_paths()) {
         std::printf("# Configuration file: %s%s\n", path.c_str(),

@@ -31,25 +31,25 @@ BEGIN_C_DECLS
  * ucm_set_event_handler(), not events.
  */
 typedef enum ucm_event_type {
-    UCM_EVENT_NONE                = 0,
+    UCM_EVENT_NONE = 0,
 
-    UCM_EVENT_MMAP                = UCS_BIT(0),
-    UCM_EVENT_MUNMAP              = UCS_BIT(1),
-    UCM_EVENT_MREMAP              = UCS_BIT(2),
-    UCM_EVENT_SHMAT               = UCS_BIT(3),
-    UCM_EVENT_SHMDT               = UCS_BIT(4),
-    UCM_EVENT_SBRK                = UCS_BIT(5),
-    UCM_EVENT_MADVISE             = UCS_BIT(6),
-    UCM_EVENT_BRK                 = UCS_BIT(7),
+    UCM_EVENT_MMAP    = UCS_BIT(0),
+    UCM_EVENT_MUNMAP  = UCS_BIT(1),
+    UCM_EVENT_MREMAP  = UCS_BIT(2),
+    UCM_EVENT_SHMAT   = UCS_BIT(3),
+    UCM_EVENT_SHMDT   = UCS_BIT(4),
+    UCM_EVENT_SBRK    = UCS_BIT(5),
+    UCM_EVENT_MADVISE = UCS_BIT(6),
+    UCM_EVENT_BRK     = UCS_BIT(7),
 
-    UCM_EVENT_VM_MAPPED           = UCS_BIT(16),  /* after memory appeared */
-    UCM_EVENT_VM_UNMAPPED         = UCS_BIT(17),  /* before memory goes away */
+    UCM_EVENT_VM_MAPPED   = UCS_BIT(16), /* after memory appeared */
+    UCM_EVENT_VM_UNMAPPED = UCS_BIT(17), /* before memory goes away */
 
-    UCM_EVENT_MEM_TYPE_ALLOC      = UCS_BIT(20),  /* device memory allocated */
-    UCM_EVENT_MEM_TYPE_FREE       = UCS_BIT(21),  /* device memory released */
+    UCM_EVENT_MEM_TYPE_ALLOC = UCS_BIT(20), /* device memory allocated */
+    UCM_EVENT_MEM_TYPE_FREE  = UCS_BIT(21), /* device memory released */
 
     /* Register the handler only; do not install any hook for it. */
-    UCM_EVENT_FLAG_NO_INSTALL     = UCS_BIT(24),
+    UCM_EVENT_FLAG_NO_INSTALL = UCS_BIT(24),
     /* Report allocations made before the handler was set (device memory
      * only; libucm has no device-memory hooks, so this is accepted and does
      * nothing). */
@@ -69,9 +69,9 @@ typedef enum ucm_mmap_hook_mode {
 
 /* How libucm keeps itself loaded once hooks point into it. */
 typedef enum ucm_module_unload_prevent_mode {
-    UCM_UNLOAD_PREVENT_MODE_LAZY,   /* pin with RTLD_LAZY | RTLD_NODELETE */
-    UCM_UNLOAD_PREVENT_MODE_NOW,    /* pin with RTLD_NOW | RTLD_NODELETE */
-    UCM_UNLOAD_PREVENT_MODE_NONE,   /* do not pin (unsafe after hooking) */
+    UCM_UNLOAD_PREVENT_MODE_LAZY, /* pin with RTLD_LAZY | RTLD_NODELETE */
+    UCM_UNLOAD_PREVENT_MODE_NOW,  /* pin with RTLD_NOW | RTLD_NODELETE */
+    UCM_UNLOAD_PREVENT_MODE_NONE, /* do not pin (unsafe after hooking) */
     UCM_UNLOAD_PREVENT_MODE_LAST
 } ucm_module_unload_prevent_mode_t;
 
@@ -82,70 +82,70 @@ typedef enum ucm_module_unload_prevent_mode {
  * (void*)-1) and holds the real result once the original function has run.
  */
 typedef union ucm_event {
-    struct {                       /* UCM_EVENT_MMAP */
-        void               *result;
-        void               *address;
-        size_t             size;
-        int                prot;
-        int                flags;
-        int                fd;
-        off_t              offset;
+    struct { /* UCM_EVENT_MMAP */
+        void *result;
+        void *address;
+        size_t size;
+        int prot;
+        int flags;
+        int fd;
+        off_t offset;
     } mmap;
 
-    struct {                       /* UCM_EVENT_MUNMAP */
-        int                result;
-        void               *address;
-        size_t             size;
+    struct { /* UCM_EVENT_MUNMAP */
+        int result;
+        void *address;
+        size_t size;
     } munmap;
 
-    struct {                       /* UCM_EVENT_MREMAP */
-        void               *result;
-        void               *address;
-        size_t             old_size;
-        size_t             new_size;
-        int                flags;
+    struct { /* UCM_EVENT_MREMAP */
+        void *result;
+        void *address;
+        size_t old_size;
+        size_t new_size;
+        int flags;
     } mremap;
 
-    struct {                       /* UCM_EVENT_SHMAT */
-        void               *result;
-        int                shmid;
-        const void         *shmaddr;
-        int                shmflg;
+    struct { /* UCM_EVENT_SHMAT */
+        void *result;
+        int shmid;
+        const void *shmaddr;
+        int shmflg;
     } shmat;
 
-    struct {                       /* UCM_EVENT_SHMDT */
-        int                result;
-        const void         *shmaddr;
+    struct { /* UCM_EVENT_SHMDT */
+        int result;
+        const void *shmaddr;
     } shmdt;
 
-    struct {                       /* UCM_EVENT_SBRK */
-        void               *result;
-        intptr_t           increment;
+    struct { /* UCM_EVENT_SBRK */
+        void *result;
+        intptr_t increment;
     } sbrk;
 
-    struct {                       /* UCM_EVENT_MADVISE */
-        int                result;
-        void               *addr;
-        size_t             length;
-        int                advice;
+    struct { /* UCM_EVENT_MADVISE */
+        int result;
+        void *addr;
+        size_t length;
+        int advice;
     } madvise;
 
-    struct {                       /* UCM_EVENT_BRK */
-        int                result;
-        void               *addr;
+    struct { /* UCM_EVENT_BRK */
+        int result;
+        void *addr;
     } brk;
 
     /* UCM_EVENT_VM_MAPPED (sent after the change) and UCM_EVENT_VM_UNMAPPED
      * (sent before it): the affected range. Read-only. */
     struct {
-        void               *address;
-        size_t             size;
+        void *address;
+        size_t size;
     } vm_mapped, vm_unmapped;
 
-    struct {                       /* UCM_EVENT_MEM_TYPE_ALLOC / _FREE */
-        void               *address;
-        size_t             size;
-        ucs_memory_type_t  mem_type;  /* UCS_MEMORY_TYPE_LAST: not known */
+    struct { /* UCM_EVENT_MEM_TYPE_ALLOC / _FREE */
+        void *address;
+        size_t size;
+        ucs_memory_type_t mem_type; /* UCS_MEMORY_TYPE_LAST: not known */
     } mem_type;
 } ucm_event_t;
 
@@ -159,16 +159,16 @@ typedef union ucm_event {
  * compatibility and have no effect.
  */
 typedef struct ucm_global_config {
-    ucs_log_level_t      log_level;
-    int                  enable_events;
+    ucs_log_level_t log_level;
+    int enable_events;
     ucm_mmap_hook_mode_t mmap_hook_mode;
-    int                  enable_malloc_hooks;
-    int                  enable_malloc_reloc;
-    int                  cuda_hook_modes;
-    int                  enable_dynamic_mmap_thresh;
-    size_t               alloc_alignment;
-    int                  dlopen_process_rpath;
-    int                  module_unload_prevent_mode;
+    int enable_malloc_hooks;
+    int enable_malloc_reloc;
+    int cuda_hook_modes;
+    int enable_dynamic_mmap_thresh;
+    size_t alloc_alignment;
+    int dlopen_process_rpath;
+    int module_unload_prevent_mode;
 } ucm_global_config_t;
 
 /* The settings themselves; prefer ucm_set_global_opts(). */
@@ -192,8 +192,7 @@ extern ucm_global_config_t ucm_global_opts;
  * deliver nothing. A handler may call ucm_unset_event_handler(), but
  * ucm_set_event_handler() fails there with UCS_ERR_BUSY.
  */
-typedef void (*ucm_event_callback_t)(ucm_event_type_t event_type,
-                                     ucm_event_t *event, void *arg);
+typedef void (*ucm_event_callback_t)(ucm_event_type_t event_type, ucm_event_t *event, void *arg);
 
 
 /** Copies *ucm_opts into ucm_global_opts (for example to turn memory events
@@ -212,8 +211,7 @@ void ucm_set_global_opts(const ucm_global_config_t *ucm_opts);
  * ucm_global_opts) or a requested event cannot be hooked; UCS_ERR_BUSY when
  * called from inside an event handler; UCS_ERR_NO_MEMORY.
  */
-ucs_status_t ucm_set_event_handler(int events, int priority,
-                                   ucm_event_callback_t cb, void *arg);
+ucs_status_t ucm_set_event_handler(int events, int priority, ucm_event_callback_t cb, void *arg);
 
 /**
  * Stops delivering "events" to the handler(s) registered with (cb, arg).
@@ -247,16 +245,14 @@ ucs_status_t ucm_test_external_events(int events);
 /** The system function itself (mmap, munmap, mremap, shmat, shmdt, sbrk,
  *  brk, madvise): the same arguments and result, and no event is raised. */
 /**@{*/
-void *ucm_orig_mmap(void *addr, size_t length, int prot, int flags, int fd,
-                    off_t offset);
-int   ucm_orig_munmap(void *addr, size_t length);
-void *ucm_orig_mremap(void *old_address, size_t old_size, size_t new_size,
-                      int flags);
+void *ucm_orig_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset);
+int ucm_orig_munmap(void *addr, size_t length);
+void *ucm_orig_mremap(void *old_address, size_t old_size, size_t new_size, int flags);
 void *ucm_orig_shmat(int shmid, const void *shmaddr, int shmflg);
-int   ucm_orig_shmdt(const void *shmaddr);
+int ucm_orig_shmdt(const void *shmaddr);
 void *ucm_orig_sbrk(intptr_t increment);
-int   ucm_orig_brk(void *addr);
-int   ucm_orig_madvise(void *addr, size_t length, int advice);
+int ucm_orig_brk(void *addr);
+int ucm_orig_madvise(void *addr, size_t length, int advice);
 /**@}*/
 
 
@@ -266,16 +262,14 @@ int   ucm_orig_madvise(void *addr, size_t length, int advice);
  *  four arguments cannot carry the target address (the mremap hook itself
  *  handles it). */
 /**@{*/
-void *ucm_mmap(void *addr, size_t length, int prot, int flags, int fd,
-               off_t offset);
-int   ucm_munmap(void *addr, size_t length);
-void *ucm_mremap(void *old_address, size_t old_size, size_t new_size,
-                 int flags);
+void *ucm_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset);
+int ucm_munmap(void *addr, size_t length);
+void *ucm_mremap(void *old_address, size_t old_size, size_t new_size, int flags);
 void *ucm_shmat(int shmid, const void *shmaddr, int shmflg);
-int   ucm_shmdt(const void *shmaddr);
+int ucm_shmdt(const void *shmaddr);
 void *ucm_sbrk(intptr_t increment);
-int   ucm_brk(void *addr);
-int   ucm_madvise(void *addr, size_t length, int advice);
+int ucm_brk(void *addr);
+int ucm_madvise(void *addr, size_t length, int advice);
 /**@}*/
 
 /** dlopen() that also hooks the newly loaded objects. */

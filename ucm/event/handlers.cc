@@ -13,23 +13,22 @@ namespace ucm::event {
 namespace {
 
 struct handler {
-    handler              *next;
-    std::atomic<int>     events;   /* cleared in place by an in-handler unset */
-    int                  priority;
+    handler *next;
+    std::atomic<int> events; /* cleared in place by an in-handler unset */
+    int priority;
     ucm_event_callback_t cb;
-    void                 *arg;
+    void *arg;
 };
 
 /* What the calling thread is doing; initial-exec TLS so that touching it
  * never allocates (hooks may run inside another library's allocator). */
 struct thread_state {
-    unsigned depth;        /* 1 while running handlers */
-    bool     original_ran; /* the original call ran in this dispatch */
-    int      original_errno;
+    unsigned depth;    /* 1 while running handlers */
+    bool original_ran; /* the original call ran in this dispatch */
+    int original_errno;
 };
 
-__attribute__((tls_model("initial-exec")))
-thread_local thread_state tls_state;
+__attribute__((tls_model("initial-exec"))) thread_local thread_state tls_state;
 
 void original_call_entry(ucm_event_type_t type, ucm_event_t *event, void *)
 {
@@ -40,13 +39,12 @@ void original_call_entry(ucm_event_type_t type, ucm_event_t *event, void *)
 
 /* Sits at priority 0 and is never removed: user handlers with priority 0
  * are inserted after it, so they see the result as the header promises. */
-constinit handler original_entry{nullptr, native_events, 0,
-                                 original_call_entry, nullptr};
+constinit handler original_entry{nullptr, native_events, 0, original_call_entry, nullptr};
 
-handler *list_head              = &original_entry;
-pthread_rwlock_t list_lock      = PTHREAD_RWLOCK_INITIALIZER;
+handler *list_head         = &original_entry;
+pthread_rwlock_t list_lock = PTHREAD_RWLOCK_INITIALIZER;
 std::atomic<int> wanted_events{0};
-bool locked_for_fork            = false;   /* forking thread only */
+bool locked_for_fork = false; /* forking thread only */
 
 bool is_user_entry(const handler *h)
 {
@@ -57,7 +55,7 @@ bool is_user_entry(const handler *h)
  * and refresh the wanted mask. */
 void prune_and_refresh(handler **garbage)
 {
-    int wanted = 0;
+    int wanted     = 0;
     handler **link = &list_head;
     while (*link != nullptr) {
         handler *h = *link;
@@ -99,11 +97,10 @@ bool in_dispatch()
     return tls_state.depth != 0;
 }
 
-ucs_status_t add_handler(int events, int priority, ucm_event_callback_t cb,
-                         void *arg)
+ucs_status_t add_handler(int events, int priority, ucm_event_callback_t cb, void *arg)
 {
     if (in_dispatch()) {
-        return UCS_ERR_BUSY;   /* we hold the lock for reading */
+        return UCS_ERR_BUSY; /* we hold the lock for reading */
     }
 
     void *memory = malloc(sizeof(handler));
@@ -158,7 +155,7 @@ dispatch_scope::dispatch_scope() : m_active(false)
         return;
     }
     if (pthread_rwlock_rdlock(&list_lock) != 0) {
-        return;   /* cannot happen in practice; degrade to a plain call */
+        return; /* cannot happen in practice; degrade to a plain call */
     }
     tls_state.depth        = 1;
     tls_state.original_ran = false;
@@ -173,7 +170,7 @@ dispatch_scope::~dispatch_scope()
     tls_state.depth = 0;
     pthread_rwlock_unlock(&list_lock);
     if (tls_state.original_ran) {
-        errno = tls_state.original_errno;   /* handlers may have changed it */
+        errno = tls_state.original_errno; /* handlers may have changed it */
     }
 }
 

@@ -18,16 +18,13 @@
 
 namespace ucm::event {
 
-constexpr int native_events = UCM_EVENT_MMAP | UCM_EVENT_MUNMAP |
-                              UCM_EVENT_MREMAP | UCM_EVENT_SHMAT |
-                              UCM_EVENT_SHMDT | UCM_EVENT_SBRK |
+constexpr int native_events = UCM_EVENT_MMAP | UCM_EVENT_MUNMAP | UCM_EVENT_MREMAP |
+                              UCM_EVENT_SHMAT | UCM_EVENT_SHMDT | UCM_EVENT_SBRK |
                               UCM_EVENT_MADVISE | UCM_EVENT_BRK;
 constexpr int vm_events       = UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
-constexpr int mem_type_events = UCM_EVENT_MEM_TYPE_ALLOC |
-                                UCM_EVENT_MEM_TYPE_FREE;
+constexpr int mem_type_events = UCM_EVENT_MEM_TYPE_ALLOC | UCM_EVENT_MEM_TYPE_FREE;
 constexpr int all_events      = native_events | vm_events | mem_type_events;
-constexpr int flag_bits       = UCM_EVENT_FLAG_NO_INSTALL |
-                                UCM_EVENT_FLAG_EXISTING_ALLOC;
+constexpr int flag_bits       = UCM_EVENT_FLAG_NO_INSTALL | UCM_EVENT_FLAG_EXISTING_ALLOC;
 
 /* Whether some user handler wants any of these events (cheap, lock-free). */
 bool wanted(int events);
@@ -36,8 +33,7 @@ bool wanted(int events);
 bool in_dispatch();
 
 /* Add a handler. Fails with UCS_ERR_BUSY inside a handler. */
-ucs_status_t add_handler(int events, int priority, ucm_event_callback_t cb,
-                         void *arg);
+ucs_status_t add_handler(int events, int priority, ucm_event_callback_t cb, void *arg);
 
 /* Remove events from the handlers registered with (cb, arg). Inside a
  * handler the list cannot be edited: the events are cleared at once and
@@ -49,8 +45,8 @@ public:
     dispatch_scope();
     ~dispatch_scope();
 
-    dispatch_scope(const dispatch_scope&)            = delete;
-    dispatch_scope &operator=(const dispatch_scope&) = delete;
+    dispatch_scope(const dispatch_scope &)            = delete;
+    dispatch_scope &operator=(const dispatch_scope &) = delete;
 
     /* False when the thread was already dispatching: the caller must then
      * perform the plain system call and raise no event. */

@@ -14,27 +14,20 @@ namespace {
 
 /* The 5th mremap() argument has no place in ucm_event_t; the hook passes it
  * to call_original() through the (dispatching) thread. */
-__attribute__((tls_model("initial-exec")))
-thread_local void *tls_mremap_target;
+__attribute__((tls_model("initial-exec"))) thread_local void *tls_mremap_target;
 
-constexpr int mmap_events    = UCM_EVENT_MMAP | UCM_EVENT_VM_MAPPED |
-                               UCM_EVENT_VM_UNMAPPED;
+constexpr int mmap_events    = UCM_EVENT_MMAP | UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
 constexpr int munmap_events  = UCM_EVENT_MUNMAP | UCM_EVENT_VM_UNMAPPED;
-constexpr int mremap_events  = UCM_EVENT_MREMAP | UCM_EVENT_VM_MAPPED |
-                               UCM_EVENT_VM_UNMAPPED;
-constexpr int shmat_events   = UCM_EVENT_SHMAT | UCM_EVENT_VM_MAPPED |
-                               UCM_EVENT_VM_UNMAPPED;
+constexpr int mremap_events  = UCM_EVENT_MREMAP | UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
+constexpr int shmat_events   = UCM_EVENT_SHMAT | UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
 constexpr int shmdt_events   = UCM_EVENT_SHMDT | UCM_EVENT_VM_UNMAPPED;
-constexpr int sbrk_events    = UCM_EVENT_SBRK | UCM_EVENT_VM_MAPPED |
-                               UCM_EVENT_VM_UNMAPPED;
-constexpr int brk_events     = UCM_EVENT_BRK | UCM_EVENT_VM_MAPPED |
-                               UCM_EVENT_VM_UNMAPPED;
+constexpr int sbrk_events    = UCM_EVENT_SBRK | UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
+constexpr int brk_events     = UCM_EVENT_BRK | UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
 constexpr int madvise_events = UCM_EVENT_MADVISE | UCM_EVENT_VM_UNMAPPED;
 
-void *const failed_ptr = reinterpret_cast<void*>(-1);   /* MAP_FAILED too */
+void *const failed_ptr = reinterpret_cast<void *>(-1); /* MAP_FAILED too */
 
-void *call_mremap(void *old_address, size_t old_size, size_t new_size,
-                  int flags, void *new_address)
+void *call_mremap(void *old_address, size_t old_size, size_t new_size, int flags, void *new_address)
 {
     if (flags & MREMAP_FIXED) {
         return mremap(old_address, old_size, new_size, flags, new_address);
@@ -49,30 +42,25 @@ void call_original(ucm_event_type_t type, ucm_event_t *event)
     switch (type) {
     case UCM_EVENT_MMAP:
         if (event->mmap.result == failed_ptr) {
-            event->mmap.result = mmap(event->mmap.address, event->mmap.size,
-                                      event->mmap.prot, event->mmap.flags,
-                                      event->mmap.fd, event->mmap.offset);
+            event->mmap.result = mmap(event->mmap.address, event->mmap.size, event->mmap.prot,
+                                      event->mmap.flags, event->mmap.fd, event->mmap.offset);
         }
         break;
     case UCM_EVENT_MUNMAP:
         if (event->munmap.result == -1) {
-            event->munmap.result = munmap(event->munmap.address,
-                                          event->munmap.size);
+            event->munmap.result = munmap(event->munmap.address, event->munmap.size);
         }
         break;
     case UCM_EVENT_MREMAP:
         if (event->mremap.result == failed_ptr) {
-            event->mremap.result = call_mremap(event->mremap.address,
-                                               event->mremap.old_size,
-                                               event->mremap.new_size,
-                                               event->mremap.flags,
+            event->mremap.result = call_mremap(event->mremap.address, event->mremap.old_size,
+                                               event->mremap.new_size, event->mremap.flags,
                                                tls_mremap_target);
         }
         break;
     case UCM_EVENT_SHMAT:
         if (event->shmat.result == failed_ptr) {
-            event->shmat.result = shmat(event->shmat.shmid,
-                                        event->shmat.shmaddr,
+            event->shmat.result = shmat(event->shmat.shmid, event->shmat.shmaddr,
                                         event->shmat.shmflg);
         }
         break;
@@ -88,8 +76,7 @@ void call_original(ucm_event_type_t type, ucm_event_t *event)
         break;
     case UCM_EVENT_MADVISE:
         if (event->madvise.result == -1) {
-            event->madvise.result = madvise(event->madvise.addr,
-                                            event->madvise.length,
+            event->madvise.result = madvise(event->madvise.addr, event->madvise.length,
                                             event->madvise.advice);
         }
         break;
@@ -120,8 +107,7 @@ bool advice_releases_memory(int advice)
     }
 }
 
-void *mmap_with_events(void *addr, size_t length, int prot, int flags, int fd,
-                       off_t offset)
+void *mmap_with_events(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
@@ -166,13 +152,12 @@ int munmap_with_events(void *addr, size_t length)
     return event.munmap.result;
 }
 
-void *mremap_with_events(void *old_address, size_t old_size, size_t new_size,
-                         int flags, void *new_address)
+void *mremap_with_events(void *old_address, size_t old_size, size_t new_size, int flags,
+                         void *new_address)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return call_mremap(old_address, old_size, new_size, flags,
-                           new_address);
+        return call_mremap(old_address, old_size, new_size, flags, new_address);
     }
 
     event::dispatch_vm_unmapped(old_address, old_size);
@@ -190,8 +175,7 @@ void *mremap_with_events(void *old_address, size_t old_size, size_t new_size,
     event::dispatch(UCM_EVENT_MREMAP, &event);
 
     if (event.mremap.result != failed_ptr) {
-        event::dispatch_vm_mapped(event.mremap.result,
-                                  event.mremap.new_size);
+        event::dispatch_vm_mapped(event.mremap.result, event.mremap.new_size);
     }
     return event.mremap.result;
 }
@@ -205,7 +189,7 @@ void *shmat_with_events(int shmid, const void *shmaddr, int shmflg)
 
     size_t size = sys::shm_segment_size(shmid);
     if ((shmflg & SHM_REMAP) && (shmaddr != nullptr)) {
-        event::dispatch_vm_unmapped(const_cast<void*>(shmaddr), size);
+        event::dispatch_vm_unmapped(const_cast<void *>(shmaddr), size);
     }
 
     ucm_event_t event;
@@ -231,7 +215,7 @@ int shmdt_with_events(const void *shmaddr)
     /* shmdt() takes no size: ask the kernel's view of the mapping. */
     size_t size = sys::mapping_size(shmaddr);
     if (size != 0) {
-        event::dispatch_vm_unmapped(const_cast<void*>(shmaddr), size);
+        event::dispatch_vm_unmapped(const_cast<void *>(shmaddr), size);
     }
 
     ucm_event_t event;
@@ -249,9 +233,8 @@ void *sbrk_with_events(intptr_t increment)
     }
 
     if (increment < 0) {
-        auto *end = static_cast<char*>(sys::current_brk());
-        event::dispatch_vm_unmapped(end + increment,
-                                    static_cast<size_t>(-increment));
+        auto *end = static_cast<char *>(sys::current_brk());
+        event::dispatch_vm_unmapped(end + increment, static_cast<size_t>(-increment));
     }
 
     ucm_event_t event;
@@ -260,8 +243,7 @@ void *sbrk_with_events(intptr_t increment)
     event::dispatch(UCM_EVENT_SBRK, &event);
 
     if ((event.sbrk.result != failed_ptr) && (event.sbrk.increment > 0)) {
-        event::dispatch_vm_mapped(event.sbrk.result,
-                                  static_cast<size_t>(event.sbrk.increment));
+        event::dispatch_vm_mapped(event.sbrk.result, static_cast<size_t>(event.sbrk.increment));
     }
     return event.sbrk.result;
 }
@@ -273,8 +255,8 @@ int brk_with_events(void *addr)
         return brk(addr);
     }
 
-    auto *old_end = static_cast<char*>(sys::current_brk());
-    auto *new_end = static_cast<char*>(addr);
+    auto *old_end = static_cast<char *>(sys::current_brk());
+    auto *new_end = static_cast<char *>(addr);
     if (new_end < old_end) {
         event::dispatch_vm_unmapped(new_end, old_end - new_end);
     }
@@ -310,8 +292,7 @@ int madvise_with_events(void *addr, size_t length, int advice)
     return event.madvise.result;
 }
 
-void *hook_mmap(void *addr, size_t length, int prot, int flags, int fd,
-                off_t offset)
+void *hook_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
     if (!event::wanted(mmap_events)) {
         return mmap(addr, length, prot, flags, fd, offset);
@@ -327,23 +308,20 @@ int hook_munmap(void *addr, size_t length)
     return munmap_with_events(addr, length);
 }
 
-void *hook_mremap(void *old_address, size_t old_size, size_t new_size,
-                  int flags, ...)
+void *hook_mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...)
 {
     void *new_address = nullptr;
     if (flags & MREMAP_FIXED) {
         va_list ap;
         va_start(ap, flags);
-        new_address = va_arg(ap, void*);
+        new_address = va_arg(ap, void *);
         va_end(ap);
     }
 
     if (!event::wanted(mremap_events)) {
-        return call_mremap(old_address, old_size, new_size, flags,
-                           new_address);
+        return call_mremap(old_address, old_size, new_size, flags, new_address);
     }
-    return mremap_with_events(old_address, old_size, new_size, flags,
-                              new_address);
+    return mremap_with_events(old_address, old_size, new_size, flags, new_address);
 }
 
 void *hook_shmat(int shmid, const void *shmaddr, int shmflg)

@@ -24,35 +24,29 @@ constexpr int vm_unmapped = UCM_EVENT_VM_UNMAPPED;
 
 struct hook_entry {
     const char *symbol;
-    void       *hook;
-    int        events;    /* events this hook delivers; 0: infrastructure */
-    bool       enabled;   /* written under install_lock */
+    void *hook;
+    int events;   /* events this hook delivers; 0: infrastructure */
+    bool enabled; /* written under install_lock */
 };
 
-template<typename Fn> void *as_pointer(Fn *fn)
+template <typename Fn>
+void *as_pointer(Fn *fn)
 {
-    return reinterpret_cast<void*>(fn);
+    return reinterpret_cast<void *>(fn);
 }
 
 hook_entry hook_table[] = {
-    {"mmap",    as_pointer(hook_mmap),
-     UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false},
-    {"mmap64",  as_pointer(hook_mmap),
-     UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false},
-    {"munmap",  as_pointer(hook_munmap),  UCM_EVENT_MUNMAP | vm_unmapped, false},
-    {"mremap",  as_pointer(hook_mremap),
-     UCM_EVENT_MREMAP | vm_mapped | vm_unmapped, false},
-    {"shmat",   as_pointer(hook_shmat),
-     UCM_EVENT_SHMAT | vm_mapped | vm_unmapped, false},
-    {"shmdt",   as_pointer(hook_shmdt),   UCM_EVENT_SHMDT | vm_unmapped, false},
-    {"sbrk",    as_pointer(hook_sbrk),
-     UCM_EVENT_SBRK | vm_mapped | vm_unmapped, false},
-    {"brk",     as_pointer(hook_brk),
-     UCM_EVENT_BRK | vm_mapped | vm_unmapped, false},
-    {"madvise", as_pointer(hook_madvise), UCM_EVENT_MADVISE | vm_unmapped,
-     false},
+    {"mmap", as_pointer(hook_mmap), UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false},
+    {"mmap64", as_pointer(hook_mmap), UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false},
+    {"munmap", as_pointer(hook_munmap), UCM_EVENT_MUNMAP | vm_unmapped, false},
+    {"mremap", as_pointer(hook_mremap), UCM_EVENT_MREMAP | vm_mapped | vm_unmapped, false},
+    {"shmat", as_pointer(hook_shmat), UCM_EVENT_SHMAT | vm_mapped | vm_unmapped, false},
+    {"shmdt", as_pointer(hook_shmdt), UCM_EVENT_SHMDT | vm_unmapped, false},
+    {"sbrk", as_pointer(hook_sbrk), UCM_EVENT_SBRK | vm_mapped | vm_unmapped, false},
+    {"brk", as_pointer(hook_brk), UCM_EVENT_BRK | vm_mapped | vm_unmapped, false},
+    {"madvise", as_pointer(hook_madvise), UCM_EVENT_MADVISE | vm_unmapped, false},
     /* Keeps objects loaded later hooked as well. */
-    {"dlopen",  as_pointer(reloc::hook_dlopen), 0, false},
+    {"dlopen", as_pointer(reloc::hook_dlopen), 0, false},
 };
 constexpr size_t hook_count = sizeof(hook_table) / sizeof(hook_table[0]);
 
@@ -78,9 +72,7 @@ reloc::patch_result patch_enabled()
  * dangling: mark it RTLD_NODELETE. Under install_lock. */
 void pin_library()
 {
-    if (pinned ||
-        (ucm_global_opts.module_unload_prevent_mode ==
-         UCM_UNLOAD_PREVENT_MODE_NONE)) {
+    if (pinned || (ucm_global_opts.module_unload_prevent_mode == UCM_UNLOAD_PREVENT_MODE_NONE)) {
         return;
     }
     Dl_info info;
@@ -88,8 +80,9 @@ void pin_library()
         ucm_diag("cannot find libucm's path to pin it");
         return;
     }
-    int mode = (ucm_global_opts.module_unload_prevent_mode ==
-                UCM_UNLOAD_PREVENT_MODE_NOW) ? RTLD_NOW : RTLD_LAZY;
+    int mode = (ucm_global_opts.module_unload_prevent_mode == UCM_UNLOAD_PREVENT_MODE_NOW) ?
+                   RTLD_NOW :
+                   RTLD_LAZY;
     if (dlopen(info.dli_fname, mode | RTLD_NOLOAD | RTLD_NODELETE) == nullptr) {
         ucm_diag("cannot pin %s: %s", info.dli_fname, dlerror());
         return;
@@ -122,7 +115,7 @@ ucs_status_t install(int events)
         return UCS_ERR_UNSUPPORTED;
     }
     if ((installed_events() & events) == events) {
-        return UCS_OK;   /* later objects are covered by the dlopen hook */
+        return UCS_OK; /* later objects are covered by the dlopen hook */
     }
 
     pthread_mutex_lock(&install_lock);
@@ -138,13 +131,13 @@ ucs_status_t install(int events)
     ucs_status_t status        = UCS_OK;
     if (result.failed != 0) {
         ucm_warn("could not patch %u relocation slot(s): memory events may "
-                 "be missed", result.failed);
+                 "be missed",
+                 result.failed);
         status = UCS_ERR_UNSUPPORTED;
     } else {
         installed.fetch_or(events, std::memory_order_acq_rel);
     }
-    ucm_debug("installed hooks for events 0x%x: %u slot(s) patched", events,
-              result.written);
+    ucm_debug("installed hooks for events 0x%x: %u slot(s) patched", events, result.written);
     pthread_mutex_unlock(&install_lock);
     return status;
 }
@@ -164,7 +157,8 @@ void refresh_hooks()
     pthread_mutex_unlock(&install_lock);
     if (result.failed != 0) {
         ucm_warn("could not patch %u relocation slot(s) of a newly loaded "
-                 "object", result.failed);
+                 "object",
+                 result.failed);
     }
 }
 
@@ -174,9 +168,9 @@ namespace {
  * threads are ignored). Indexed by event bit. */
 struct probe {
     pthread_t thread;
-    void      *address[32];
-    size_t    size[32];
-    unsigned  count[32];
+    void *address[32];
+    size_t size[32];
+    unsigned count[32];
 
     void reset()
     {
@@ -197,7 +191,7 @@ struct probe {
 
 void probe_handler(ucm_event_type_t type, ucm_event_t *event, void *arg)
 {
-    auto *p = static_cast<probe*>(arg);
+    auto *p = static_cast<probe *>(arg);
     if (!pthread_equal(p->thread, pthread_self())) {
         return;
     }
@@ -225,7 +219,7 @@ void probe_handler(ucm_event_type_t type, ucm_event_t *event, void *arg)
         address = event->shmat.result;
         break;
     case UCM_EVENT_SHMDT:
-        address = const_cast<void*>(event->shmdt.shmaddr);
+        address = const_cast<void *>(event->shmdt.shmaddr);
         break;
     case UCM_EVENT_VM_MAPPED:
         address = event->vm_mapped.address;
@@ -238,20 +232,19 @@ void probe_handler(ucm_event_type_t type, ucm_event_t *event, void *arg)
     default:
         return;
     }
-    unsigned bit = __builtin_ctz(static_cast<unsigned>(type));
+    unsigned bit    = __builtin_ctz(static_cast<unsigned>(type));
     p->address[bit] = address;
     p->size[bit]    = size;
     ++p->count[bit];
 }
 
-bool expect(const probe &p, int events, int type, const void *address,
-            size_t size, const char *what)
+bool expect(const probe &p, int events, int type, const void *address, size_t size,
+            const char *what)
 {
     if (!(events & type) || p.saw(type, address, size)) {
         return true;
     }
-    ucm_diag("self-test: %s did not deliver event 0x%x for %p", what, type,
-             address);
+    ucm_diag("self-test: %s did not deliver event 0x%x for %p", what, type, address);
     return false;
 }
 
@@ -261,11 +254,10 @@ bool slots_intact(int events)
         if (!entry.enabled || !(entry.events & events)) {
             continue;
         }
-        reloc::slot_census census = reloc::count_slots(entry.symbol,
-                                                       entry.hook);
+        reloc::slot_census census = reloc::count_slots(entry.symbol, entry.hook);
         if (census.mismatched != 0) {
-            ucm_diag("self-test: %u of %u %s slot(s) bypass the hook",
-                     census.mismatched, census.total, entry.symbol);
+            ucm_diag("self-test: %u of %u %s slot(s) bypass the hook", census.mismatched,
+                     census.total, entry.symbol);
             return false;
         }
     }
@@ -314,7 +306,7 @@ bool exercise_hooks(probe &p, int events)
             p.reset();
             void *attached = hook_shmat(shmid, nullptr, 0);
             shmctl(shmid, IPC_RMID, nullptr);
-            if (attached == reinterpret_cast<void*>(-1)) {
+            if (attached == reinterpret_cast<void *>(-1)) {
                 ucm_diag("self-test: shmat failed");
                 return false;
             }

@@ -18,15 +18,15 @@ namespace {
 
 struct caller_paths {
     const void *caller;
-    bool       found;
-    char       object_name[PATH_MAX];
-    const char *runpath;   /* in the object's string table */
+    bool found;
+    char object_name[PATH_MAX];
+    const char *runpath; /* in the object's string table */
     const char *rpath;
 };
 
 int find_caller(dl_phdr_info *info, size_t, void *arg)
 {
-    auto *ctx = static_cast<caller_paths*>(arg);
+    auto *ctx = static_cast<caller_paths *>(arg);
     elf_object object;
     if (!object.load(info) || !object.contains(ctx->caller)) {
         return 0;
@@ -44,8 +44,7 @@ bool origin_of(const char *object_name, char *origin, size_t size)
     char resolved[PATH_MAX];
     if (object_name[0] == '\0') {
         /* The main program reports an empty name. */
-        ssize_t length = readlink("/proc/self/exe", resolved,
-                                  sizeof(resolved) - 1);
+        ssize_t length = readlink("/proc/self/exe", resolved, sizeof(resolved) - 1);
         if (length <= 0) {
             return false;
         }
@@ -58,15 +57,14 @@ bool origin_of(const char *object_name, char *origin, size_t size)
     if (slash == nullptr) {
         return false;
     }
-    *slash = '\0';
+    *slash  = '\0';
     int ret = snprintf(origin, size, "%s", (slash == resolved) ? "/" : resolved);
     return (ret > 0) && (static_cast<size_t>(ret) < size);
 }
 
 /* Expand $ORIGIN / ${ORIGIN} in one search-path entry. Entries with other
  * dynamic string tokens ($LIB, $PLATFORM) are skipped. */
-bool expand_entry(const char *entry, size_t length, const char *origin,
-                  char *out, size_t size)
+bool expand_entry(const char *entry, size_t length, const char *origin, char *out, size_t size)
 {
     size_t used = 0;
     for (size_t i = 0; i < length;) {
@@ -88,11 +86,11 @@ bool expand_entry(const char *entry, size_t length, const char *origin,
             }
             piece        = origin;
             piece_length = strlen(origin);
-            i           += token;
+            i += token;
         } else {
             piece        = entry + i;
             piece_length = 1;
-            i           += 1;
+            i += 1;
         }
         if (used + piece_length + 1 > size) {
             return false;
@@ -105,8 +103,8 @@ bool expand_entry(const char *entry, size_t length, const char *origin,
 }
 
 /* Look for filename in each directory of a colon-separated list. */
-bool search_list(const char *list, const char *origin, const char *filename,
-                 char *path, size_t size)
+bool search_list(const char *list, const char *origin, const char *filename, char *path,
+                 size_t size)
 {
     if (list == nullptr) {
         return false;
@@ -116,8 +114,7 @@ bool search_list(const char *list, const char *origin, const char *filename,
         char dir[PATH_MAX];
         if (expand_entry(entry, length, origin, dir, sizeof(dir))) {
             int ret = snprintf(path, size, "%s/%s", dir, filename);
-            if ((ret > 0) && (static_cast<size_t>(ret) < size) &&
-                (access(path, F_OK) == 0)) {
+            if ((ret > 0) && (static_cast<size_t>(ret) < size) && (access(path, F_OK) == 0)) {
                 return true;
             }
         }
@@ -131,8 +128,7 @@ bool search_list(const char *list, const char *origin, const char *filename,
 
 } // namespace
 
-bool find_in_caller_paths(const char *filename, const void *caller,
-                          char *path, size_t size)
+bool find_in_caller_paths(const char *filename, const void *caller, char *path, size_t size)
 {
     if ((filename == nullptr) || (strchr(filename, '/') != nullptr)) {
         return false;
@@ -146,13 +142,12 @@ bool find_in_caller_paths(const char *filename, const void *caller,
     }
 
     char origin_buf[PATH_MAX];
-    const char *origin = origin_of(ctx.object_name, origin_buf,
-                                   sizeof(origin_buf)) ? origin_buf : nullptr;
+    const char *origin = origin_of(ctx.object_name, origin_buf, sizeof(origin_buf)) ? origin_buf :
+                                                                                      nullptr;
 
     if (ctx.runpath != nullptr) {
         /* RUNPATH ranks after LD_LIBRARY_PATH; glibc finds those itself. */
-        if (search_list(getenv("LD_LIBRARY_PATH"), nullptr, filename, path,
-                        size)) {
+        if (search_list(getenv("LD_LIBRARY_PATH"), nullptr, filename, path, size)) {
             return false;
         }
         return search_list(ctx.runpath, origin, filename, path, size);
@@ -171,8 +166,7 @@ void *dlopen_for(const char *filename, int flags, const void *caller)
         if (handle == nullptr) {
             char path[PATH_MAX];
             if (find_in_caller_paths(filename, caller, path, sizeof(path))) {
-                ucm_debug("dlopen(%s): found %s in the caller's paths",
-                          filename, path);
+                ucm_debug("dlopen(%s): found %s in the caller's paths", filename, path);
                 handle = dlopen(path, flags);
             }
         }

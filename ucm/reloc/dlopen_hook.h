@@ -23,8 +23,7 @@ void *hook_dlopen(const char *filename, int flags);
 /* Find a bare library name in the RUNPATH/RPATH of the object containing
  * `caller`, writing the full path into `path`. False when the name has a
  * slash, is not found there, or LD_LIBRARY_PATH takes precedence. */
-bool find_in_caller_paths(const char *filename, const void *caller,
-                          char *path, size_t size);
+bool find_in_caller_paths(const char *filename, const void *caller, char *path, size_t size);
 
 } // namespace ucm::reloc
 

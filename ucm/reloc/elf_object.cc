@@ -23,15 +23,18 @@ constexpr unsigned long glob_dat_type  = R_PPC64_GLOB_DAT;
 #else
 /* Other targets (including 32-bit ones, whose mmap/mmap64 split the hooks
  * do not model) get no hooks: installing reports UCS_ERR_UNSUPPORTED. */
-#  define UCM_NO_IMPORT_SLOTS 1
+#define UCM_NO_IMPORT_SLOTS 1
 #endif
 
 int segment_protection(ElfW(Word) flags)
 {
     int prot = PROT_NONE;
-    if (flags & PF_R) prot |= PROT_READ;
-    if (flags & PF_W) prot |= PROT_WRITE;
-    if (flags & PF_X) prot |= PROT_EXEC;
+    if (flags & PF_R)
+        prot |= PROT_READ;
+    if (flags & PF_W)
+        prot |= PROT_WRITE;
+    if (flags & PF_X)
+        prot |= PROT_EXEC;
     return prot;
 }
 
@@ -76,8 +79,7 @@ bool elf_object::load(const dl_phdr_info *info)
     const ElfW(Dyn) *dynamic = nullptr;
     for (size_t i = 0; i < m_phnum; ++i) {
         if (m_phdr[i].p_type == PT_DYNAMIC) {
-            dynamic = reinterpret_cast<const ElfW(Dyn)*>(m_base +
-                                                         m_phdr[i].p_vaddr);
+            dynamic = reinterpret_cast<const ElfW(Dyn) *>(m_base + m_phdr[i].p_vaddr);
         }
     }
     if (dynamic == nullptr) {
@@ -122,8 +124,7 @@ bool elf_object::contains(const void *addr) const
     for (size_t i = 0; i < m_phnum; ++i) {
         const ElfW(Phdr) &ph = m_phdr[i];
         uintptr_t start      = m_base + ph.p_vaddr;
-        if ((ph.p_type == PT_LOAD) && (value >= start) &&
-            (value < start + ph.p_memsz)) {
+        if ((ph.p_type == PT_LOAD) && (value >= start) && (value < start + ph.p_memsz)) {
             return true;
         }
     }
@@ -136,8 +137,7 @@ int elf_object::page_protection(uintptr_t addr) const
     for (size_t i = 0; i < m_phnum; ++i) {
         const ElfW(Phdr) &ph = m_phdr[i];
         uintptr_t start      = m_base + ph.p_vaddr;
-        if ((ph.p_type == PT_LOAD) && (addr >= start) &&
-            (addr < start + ph.p_memsz)) {
+        if ((ph.p_type == PT_LOAD) && (addr >= start) && (addr < start + ph.p_memsz)) {
             prot = segment_protection(ph.p_flags);
         }
     }
@@ -154,8 +154,7 @@ int elf_object::page_protection(uintptr_t addr) const
             continue;
         }
         uintptr_t start = sys::align_down(m_base + ph.p_vaddr, page);
-        uintptr_t end   = sys::align_down(m_base + ph.p_vaddr + ph.p_memsz,
-                                          page);
+        uintptr_t end   = sys::align_down(m_base + ph.p_vaddr + ph.p_memsz, page);
         if ((addr >= start) && (addr < end)) {
             prot &= ~PROT_WRITE;
         }

@@ -12,11 +12,11 @@
 #include <link.h>
 
 #if __ELF_NATIVE_CLASS == 64
-#  define UCM_ELF_R_SYM(_info)  ELF64_R_SYM(_info)
-#  define UCM_ELF_R_TYPE(_info) ELF64_R_TYPE(_info)
+#define UCM_ELF_R_SYM(_info)  ELF64_R_SYM(_info)
+#define UCM_ELF_R_TYPE(_info) ELF64_R_TYPE(_info)
 #else
-#  define UCM_ELF_R_SYM(_info)  ELF32_R_SYM(_info)
-#  define UCM_ELF_R_TYPE(_info) ELF32_R_TYPE(_info)
+#define UCM_ELF_R_SYM(_info)  ELF32_R_SYM(_info)
+#define UCM_ELF_R_TYPE(_info) ELF32_R_TYPE(_info)
 #endif
 
 namespace ucm::reloc {
@@ -46,7 +46,8 @@ public:
      * address of a function imported by name (PLT and GOT entries). Slots
      * may be reported twice when tables overlap.
      */
-    template<typename Fn> void for_each_import_slot(Fn &&fn) const
+    template <typename Fn>
+    void for_each_import_slot(Fn &&fn) const
     {
         if (m_jmprel_is_rela) {
             walk<ElfW(Rela)>(m_jmprel, m_jmprel_size, sizeof(ElfW(Rela)), fn);
@@ -67,16 +68,14 @@ private:
         return (offset < 0) ? nullptr : string_at(static_cast<size_t>(offset));
     }
 
-    template<typename Reloc, typename Fn>
+    template <typename Reloc, typename Fn>
     void walk(uintptr_t table, size_t size, size_t entry_size, Fn &fn) const
     {
-        if ((table == 0) || (m_symtab == nullptr) ||
-            (entry_size < sizeof(Reloc))) {
+        if ((table == 0) || (m_symtab == nullptr) || (entry_size < sizeof(Reloc))) {
             return;
         }
-        for (size_t offset = 0; offset + entry_size <= size;
-             offset += entry_size) {
-            auto *reloc = reinterpret_cast<const Reloc*>(table + offset);
+        for (size_t offset = 0; offset + entry_size <= size; offset += entry_size) {
+            auto *reloc = reinterpret_cast<const Reloc *>(table + offset);
             if (!is_import_slot_type(UCM_ELF_R_TYPE(reloc->r_info))) {
                 continue;
             }
@@ -88,30 +87,30 @@ private:
             if ((name == nullptr) || (name[0] == '\0')) {
                 continue;
             }
-            fn(name, reinterpret_cast<void**>(m_base + reloc->r_offset));
+            fn(name, reinterpret_cast<void **>(m_base + reloc->r_offset));
         }
     }
 
-    ElfW(Addr)       m_base   = 0;
-    const char       *m_name  = "";
-    const ElfW(Phdr) *m_phdr  = nullptr;
-    size_t           m_phnum  = 0;
+    ElfW(Addr) m_base        = 0;
+    const char *m_name       = "";
+    const ElfW(Phdr) *m_phdr = nullptr;
+    size_t m_phnum           = 0;
 
-    const ElfW(Sym)  *m_symtab = nullptr;
-    const char       *m_strtab = nullptr;
-    size_t           m_strsz   = 0;
-    long             m_runpath = -1;
-    long             m_rpath   = -1;
+    const ElfW(Sym) *m_symtab = nullptr;
+    const char *m_strtab      = nullptr;
+    size_t m_strsz            = 0;
+    long m_runpath            = -1;
+    long m_rpath              = -1;
 
-    uintptr_t m_jmprel         = 0;
-    size_t    m_jmprel_size    = 0;
-    bool      m_jmprel_is_rela = true;
-    uintptr_t m_rela           = 0;
-    size_t    m_rela_size      = 0;
-    size_t    m_rela_entry     = sizeof(ElfW(Rela));
-    uintptr_t m_rel            = 0;
-    size_t    m_rel_size       = 0;
-    size_t    m_rel_entry      = sizeof(ElfW(Rel));
+    uintptr_t m_jmprel    = 0;
+    size_t m_jmprel_size  = 0;
+    bool m_jmprel_is_rela = true;
+    uintptr_t m_rela      = 0;
+    size_t m_rela_size    = 0;
+    size_t m_rela_entry   = sizeof(ElfW(Rela));
+    uintptr_t m_rel       = 0;
+    size_t m_rel_size     = 0;
+    size_t m_rel_entry    = sizeof(ElfW(Rel));
 };
 
 /* Whether this architecture's slot relocation types are known. */

@@ -26,8 +26,7 @@ bool write_slot(const elf_object &object, void **slot, void *value)
     const auto address = reinterpret_cast<uintptr_t>(slot);
     const int prot     = object.page_protection(address);
     if (prot < 0) {
-        ucm_debug("slot %p is outside %s", static_cast<void*>(slot),
-                  object.name());
+        ucm_debug("slot %p is outside %s", static_cast<void *>(slot), object.name());
         return false;
     }
 
@@ -38,29 +37,28 @@ bool write_slot(const elf_object &object, void **slot, void *value)
 
     /* RELRO (or otherwise read-only) page: open it for the write only. */
     const size_t page = sys::page_size();
-    void *page_start  = reinterpret_cast<void*>(sys::align_down(address, page));
+    void *page_start  = reinterpret_cast<void *>(sys::align_down(address, page));
     if (mprotect(page_start, page, prot | PROT_WRITE) != 0) {
-        ucm_diag("cannot make %p in %s writable: %s", page_start,
-                 object.name(), strerror(errno));
+        ucm_diag("cannot make %p in %s writable: %s", page_start, object.name(), strerror(errno));
         return false;
     }
     __atomic_store_n(slot, value, __ATOMIC_RELEASE);
     if (mprotect(page_start, page, prot) != 0) {
-        ucm_diag("cannot restore protection of %p in %s: %s", page_start,
-                 object.name(), strerror(errno));
+        ucm_diag("cannot restore protection of %p in %s: %s", page_start, object.name(),
+                 strerror(errno));
     }
     return true;
 }
 
 struct patch_context {
     const symbol_patch *patches;
-    size_t             count;
-    patch_result       result;
+    size_t count;
+    patch_result result;
 };
 
 int patch_object(dl_phdr_info *info, size_t, void *arg)
 {
-    auto *ctx = static_cast<patch_context*>(arg);
+    auto *ctx = static_cast<patch_context *>(arg);
     elf_object object;
     if (!object.load(info) || is_self(object)) {
         return 0;
@@ -76,8 +74,7 @@ int patch_object(dl_phdr_info *info, size_t, void *arg)
                 break;
             }
             if (write_slot(object, slot, patch.hook)) {
-                ucm_trace("%s: %s slot %p -> hook", object.name(), name,
-                          static_cast<void*>(slot));
+                ucm_trace("%s: %s slot %p -> hook", object.name(), name, static_cast<void *>(slot));
                 ++ctx->result.written;
             } else {
                 ++ctx->result.failed;
@@ -89,14 +86,14 @@ int patch_object(dl_phdr_info *info, size_t, void *arg)
 }
 
 struct census_context {
-    const char  *symbol;
-    const void  *expected;
+    const char *symbol;
+    const void *expected;
     slot_census census;
 };
 
 int count_object(dl_phdr_info *info, size_t, void *arg)
 {
-    auto *ctx = static_cast<census_context*>(arg);
+    auto *ctx = static_cast<census_context *>(arg);
     elf_object object;
     if (!object.load(info) || is_self(object)) {
         return 0;
@@ -108,8 +105,8 @@ int count_object(dl_phdr_info *info, size_t, void *arg)
         }
         ++ctx->census.total;
         if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) != ctx->expected) {
-            ucm_debug("%s: %s slot %p does not hold the hook", object.name(),
-                      name, static_cast<void*>(slot));
+            ucm_debug("%s: %s slot %p does not hold the hook", object.name(), name,
+                      static_cast<void *>(slot));
             ++ctx->census.mismatched;
         }
     });

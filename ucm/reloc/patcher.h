@@ -15,12 +15,12 @@ namespace ucm::reloc {
 
 struct symbol_patch {
     const char *symbol;
-    void       *hook;
+    void *hook;
 };
 
 struct patch_result {
-    unsigned written;   /* slots changed now */
-    unsigned failed;    /* slots that could not be made writable */
+    unsigned written; /* slots changed now */
+    unsigned failed;  /* slots that could not be made writable */
 };
 
 /* Point every slot importing one of the symbols at its hook. Idempotent:
@@ -28,8 +28,8 @@ struct patch_result {
 patch_result patch_loaded_objects(const symbol_patch *patches, size_t count);
 
 struct slot_census {
-    unsigned total;       /* slots importing the symbol */
-    unsigned mismatched;  /* of those, slots not holding `expected` */
+    unsigned total;      /* slots importing the symbol */
+    unsigned mismatched; /* of those, slots not holding `expected` */
 };
 
 /* Inspect the slots importing symbol in every object but libucm. */

@@ -12,8 +12,7 @@
 namespace ucm {
 
 bool log_enabled(ucs_log_level_t level);
-void log_print(ucs_log_level_t level, const char *format, ...)
-    UCS_F_PRINTF(2, 3);
+void log_print(ucs_log_level_t level, const char *format, ...) UCS_F_PRINTF(2, 3);
 
 } // namespace ucm
 

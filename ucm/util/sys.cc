@@ -17,7 +17,7 @@ namespace ucm::sys {
 size_t page_size()
 {
     static size_t cached = 0;
-    size_t value = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    size_t value         = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (value == 0) {
         value = getauxval(AT_PAGESZ);
         if (value == 0) {
@@ -47,8 +47,7 @@ bool env_allows_events()
             return true;
         }
     }
-    ucm_warn("invalid value UCX_MEM_EVENTS=%s, memory events stay enabled",
-             value);
+    ucm_warn("invalid value UCX_MEM_EVENTS=%s, memory events stay enabled", value);
     return true;
 }
 
@@ -76,8 +75,8 @@ public:
         }
     }
 
-    line_reader(const line_reader&)            = delete;
-    line_reader &operator=(const line_reader&) = delete;
+    line_reader(const line_reader &)            = delete;
+    line_reader &operator=(const line_reader &) = delete;
 
     bool ok() const { return m_fd >= 0; }
 
@@ -86,8 +85,7 @@ public:
     const char *next()
     {
         for (;;) {
-            char *newline = static_cast<char*>(
-                    memchr(m_buf + m_start, '\n', m_end - m_start));
+            char *newline = static_cast<char *>(memchr(m_buf + m_start, '\n', m_end - m_start));
             if (newline != nullptr) {
                 *newline         = '\0';
                 const char *line = m_buf + m_start;
@@ -101,13 +99,12 @@ public:
             m_start = 0;
             m_end   = partial;
             if (m_end == sizeof(m_buf) - 1) {
-                m_buf[m_end] = '\0';   /* overlong line: hand out a cut */
+                m_buf[m_end] = '\0'; /* overlong line: hand out a cut */
                 m_end        = 0;
                 return m_buf;
             }
 
-            ssize_t nread = read(m_fd, m_buf + m_end,
-                                 sizeof(m_buf) - 1 - m_end);
+            ssize_t nread = read(m_fd, m_buf + m_end, sizeof(m_buf) - 1 - m_end);
             if ((nread < 0) && (errno == EINTR)) {
                 continue;
             }
@@ -115,7 +112,7 @@ public:
                 if (m_end == 0) {
                     return nullptr;
                 }
-                m_buf[m_end] = '\0';   /* last line without newline */
+                m_buf[m_end] = '\0'; /* last line without newline */
                 m_end        = 0;
                 return m_buf;
             }
@@ -124,17 +121,17 @@ public:
     }
 
 private:
-    int    m_fd    = -1;
+    int m_fd       = -1;
     size_t m_start = 0;
     size_t m_end   = 0;
-    char   m_buf[1024];
+    char m_buf[1024];
 };
 
 struct maps_entry {
-    uintptr_t          start;
-    uintptr_t          end;
+    uintptr_t start;
+    uintptr_t end;
     unsigned long long inode;
-    char               device[16];
+    char device[16];
 };
 
 /* "start-end perms offset dev inode path" */
@@ -149,10 +146,13 @@ bool parse_maps_line(const char *line, maps_entry *entry)
 
     /* Skip the perms and offset fields, copy dev, read the inode. */
     for (int field = 0; field < 2; ++field) {
-        while (*cursor == ' ') ++cursor;
-        while ((*cursor != ' ') && (*cursor != '\0')) ++cursor;
+        while (*cursor == ' ')
+            ++cursor;
+        while ((*cursor != ' ') && (*cursor != '\0'))
+            ++cursor;
     }
-    while (*cursor == ' ') ++cursor;
+    while (*cursor == ' ')
+        ++cursor;
     size_t length = strcspn(cursor, " ");
     if ((length == 0) || (length >= sizeof(entry->device))) {
         return false;
@@ -174,7 +174,7 @@ size_t mapping_size(const void *addr)
 
     const uintptr_t target = reinterpret_cast<uintptr_t>(addr);
     maps_entry first{};
-    bool found = false;
+    bool found  = false;
     size_t size = 0;
     while (const char *line = maps.next()) {
         maps_entry entry{};
@@ -187,8 +187,7 @@ size_t mapping_size(const void *addr)
                 found = true;
                 size  = entry.end - entry.start;
             }
-        } else if ((entry.start == first.start + size) &&
-                   (entry.inode == first.inode) &&
+        } else if ((entry.start == first.start + size) && (entry.inode == first.inode) &&
                    (strcmp(entry.device, first.device) == 0)) {
             /* Same object split by mprotect or by the kernel. */
             size += entry.end - entry.start;

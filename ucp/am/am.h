@@ -22,53 +22,53 @@
 namespace ucp {
 
 namespace am_desc_kind {
-constexpr uint8_t EAGER = 1;   /* the whole message is in the descriptor */
-constexpr uint8_t RNDV  = 2;   /* an RTS: the data is still at the sender */
+constexpr uint8_t EAGER = 1; /* the whole message is in the descriptor */
+constexpr uint8_t RNDV  = 2; /* an RTS: the data is still at the sender */
 } // namespace am_desc_kind
 
 /* Where a descriptor is in its life. */
 namespace am_desc_state {
-constexpr uint8_t NEW        = 0;   /* not handed to a handler yet */
-constexpr uint8_t IN_HANDLER = 1;   /* its handler is running */
-constexpr uint8_t KEPT       = 2;   /* the handler returned UCS_INPROGRESS */
-constexpr uint8_t CONSUMED   = 3;   /* released or received from inside the handler */
+constexpr uint8_t NEW        = 0; /* not handed to a handler yet */
+constexpr uint8_t IN_HANDLER = 1; /* its handler is running */
+constexpr uint8_t KEPT       = 2; /* the handler returned UCS_INPROGRESS */
+constexpr uint8_t CONSUMED   = 3; /* released or received from inside the handler */
 } // namespace am_desc_state
 
 constexpr uint32_t am_desc_magic = 0xa3d35c01u;
 
 struct alignas(16) am_desc {
     uint32_t magic;
-    uint8_t  kind;           /* am_desc_kind:: */
-    uint8_t  state;          /* am_desc_state:: */
-    uint8_t  pooled;         /* base is a desc_pool element, else malloc'ed */
-    uint8_t  send_flags;     /* wire::am_hdr_flag:: */
+    uint8_t kind;       /* am_desc_kind:: */
+    uint8_t state;      /* am_desc_state:: */
+    uint8_t pooled;     /* base is a desc_pool element, else malloc'ed */
+    uint8_t send_flags; /* wire::am_hdr_flag:: */
     uint16_t am_id;
-    uint8_t  rndv_flags;     /* RNDV: wire::rts_flag:: of the offer */
+    uint8_t rndv_flags; /* RNDV: wire::rts_flag:: of the offer */
     uint32_t header_length;
     uint64_t src_uuid;
-    uint64_t ep_id;          /* our ep the sender named (reply ep, ATS); 0: none */
-    size_t   length;         /* data bytes (EAGER) or message bytes (RNDV) */
-    size_t   received;       /* EAGER being reassembled: bytes in so far */
-    void     *base;          /* the allocation this lives in */
-    uint8_t  *header;        /* copy of the user header */
+    uint64_t ep_id;  /* our ep the sender named (reply ep, ATS); 0: none */
+    size_t length;   /* data bytes (EAGER) or message bytes (RNDV) */
+    size_t received; /* EAGER being reassembled: bytes in so far */
+    void *base;      /* the allocation this lives in */
+    uint8_t *header; /* copy of the user header */
     /* RNDV: the sender's offer. */
     uint64_t sreq_id;
     uint64_t address;
-    uint8_t  *rkey;
+    uint8_t *rkey;
     uint32_t rkey_length;
-    char     md_name[16];
+    char md_name[16];
 
-    uint8_t *data() { return reinterpret_cast<uint8_t*>(this + 1); }
+    uint8_t *data() { return reinterpret_cast<uint8_t *>(this + 1); }
 };
 
 static_assert(sizeof(am_desc) % 16 == 0, "the data after a descriptor stays aligned");
 
 /* Per-worker active-message receive state. */
 struct am_worker {
-    ucs::mpool desc_pool;        /* descriptors of single-fragment size */
-    size_t     pool_room = 0;    /* bytes a pool element has after the descriptor */
+    ucs::mpool desc_pool; /* descriptors of single-fragment size */
+    size_t pool_room = 0; /* bytes a pool element has after the descriptor */
     /* Multi-fragment messages being reassembled. */
-    std::unordered_map<msg_key, am_desc*, msg_key_hash> partial;
+    std::unordered_map<msg_key, am_desc *, msg_key_hash> partial;
 };
 
 /*
@@ -97,7 +97,7 @@ inline bool am_id_to_wire(unsigned id, uint16_t *wire_id, uint8_t *hdr_flags)
 inline std::vector<am_handler> &am_handler_table(ucp_worker *worker, uint8_t hdr_flags)
 {
     return (hdr_flags & wire::am_hdr_flag::LAYERED) ? worker->layered_am_handlers :
-                                                       worker->am_handlers;
+                                                      worker->am_handlers;
 }
 
 /* The worker's active-message state, made on first use; nullptr: no memory. */
@@ -123,8 +123,8 @@ void am_desc_consume(am_desc *desc);
  * Pulls the data of a rendezvous descriptor into buffer/count as
  * ucp_am_recv_data_nbx does; the descriptor is consumed in every case.
  */
-ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer,
-                              size_t count, const ucp_request_param_t *param);
+ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer, size_t count,
+                              const ucp_request_param_t *param);
 
 /* Tells the sender of a rendezvous message that it is done with. */
 void am_rndv_finish(ucp_worker *worker, const am_desc *desc, ucs_status_t status);

@@ -33,7 +33,7 @@ am_worker *am_worker_get(ucp_worker *worker)
     if (worker->am_state != nullptr) {
         return worker->am_state;
     }
-    auto state = std::make_unique<am_worker>();
+    auto state       = std::make_unique<am_worker>();
     size_t max_bcopy = 0;
     for (const worker_iface &wi : worker->ifaces) {
         max_bcopy = std::max(max_bcopy, wi.iface->attr().am.max_bcopy);
@@ -55,13 +55,13 @@ am_worker *am_worker_get(ucp_worker *worker)
 
 am_desc *am_desc_alloc(ucp_worker *worker, size_t data_length, size_t extra)
 {
-    am_worker *state = worker->am_state;
+    am_worker *state   = worker->am_state;
     const size_t align = desc_alignment(worker);
     /* Lengths come from peers: refuse what cannot be a real message. */
     size_t room;
     if ((state == nullptr) || (extra > wire::max_message_length) ||
-        !ucs::alloc_size(align - alignof(am_desc) + extra, data_length,
-                         wire::max_message_length, &room)) {
+        !ucs::alloc_size(align - alignof(am_desc) + extra, data_length, wire::max_message_length,
+                         &room)) {
         return nullptr;
     }
     void *base;
@@ -71,14 +71,14 @@ am_desc *am_desc_alloc(ucp_worker *worker, size_t data_length, size_t extra)
     } else {
         base = std::aligned_alloc(alignof(am_desc),
                                   (sizeof(am_desc) + room + alignof(am_desc) - 1) &
-                                  ~(alignof(am_desc) - 1));
+                                      ~(alignof(am_desc) - 1));
     }
     if (base == nullptr) {
         return nullptr;
     }
     const uintptr_t data = (reinterpret_cast<uintptr_t>(base) + sizeof(am_desc) + align - 1) &
                            ~uintptr_t(align - 1);
-    auto *desc   = new (reinterpret_cast<void*>(data - sizeof(am_desc))) am_desc{};
+    auto *desc   = new (reinterpret_cast<void *>(data - sizeof(am_desc))) am_desc{};
     desc->magic  = am_desc_magic;
     desc->pooled = pooled;
     desc->base   = base;
@@ -87,19 +87,18 @@ am_desc *am_desc_alloc(ucp_worker *worker, size_t data_length, size_t extra)
 
 am_desc *am_desc_of(void *data)
 {
-    if ((data == nullptr) ||
-        (reinterpret_cast<uintptr_t>(data) % alignof(am_desc) != 0)) {
+    if ((data == nullptr) || (reinterpret_cast<uintptr_t>(data) % alignof(am_desc) != 0)) {
         return nullptr;
     }
-    auto *desc = reinterpret_cast<am_desc*>(data) - 1;
+    auto *desc = reinterpret_cast<am_desc *>(data) - 1;
     return (desc->magic == am_desc_magic) ? desc : nullptr;
 }
 
 void am_desc_free(am_desc *desc)
 {
-    void *base   = desc->base;
-    bool pooled  = desc->pooled;
-    desc->magic  = 0;    /* a second release finds no descriptor */
+    void *base  = desc->base;
+    bool pooled = desc->pooled;
+    desc->magic = 0; /* a second release finds no descriptor */
     desc->~am_desc();
     if (pooled) {
         ucs::mpool::put(base);
@@ -111,7 +110,7 @@ void am_desc_free(am_desc *desc)
 void am_desc_consume(am_desc *desc)
 {
     if (desc->state == am_desc_state::IN_HANDLER) {
-        desc->state = am_desc_state::CONSUMED;   /* freed when the handler returns */
+        desc->state = am_desc_state::CONSUMED; /* freed when the handler returns */
         return;
     }
     am_desc_free(desc);

@@ -50,29 +50,27 @@ void warn_unknown_id(const ucp_worker *worker, uint16_t id, uint8_t send_flags)
 
 void warn_malformed(const ucp_worker *worker, const char *what, size_t length)
 {
-    ucs_warn("worker '%s': dropping a malformed %s (%zu bytes)", worker->name.c_str(),
-             what, length);
+    ucs_warn("worker '%s': dropping a malformed %s (%zu bytes)", worker->name.c_str(), what,
+             length);
 }
 
-ucs_status_t invoke(const am_handler &h, const void *header, size_t header_length,
-                    void *data, size_t length, uint8_t send_flags, ucp_ep *reply,
-                    uint64_t recv_attr)
+ucs_status_t invoke(const am_handler &h, const void *header, size_t header_length, void *data,
+                    size_t length, uint8_t send_flags, ucp_ep *reply, uint64_t recv_attr)
 {
     const bool want_reply = send_flags & wire::am_hdr_flag::REPLY;
     if (h.legacy_cb != nullptr) {
         return h.legacy_cb(h.arg, data, length, want_reply ? reply : nullptr,
-                           (recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) ?
-                           UCP_CB_PARAM_FLAG_DATA : 0);
+                           (recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) ? UCP_CB_PARAM_FLAG_DATA : 0);
     }
     ucp_am_recv_param_t param;
     param.recv_attr = recv_attr;
     param.reply_ep  = nullptr;
     if (want_reply) {
         param.recv_attr |= UCP_AM_RECV_ATTR_FIELD_REPLY_EP;
-        param.reply_ep   = reply;
+        param.reply_ep = reply;
     }
-    return h.cb(h.arg, (header_length != 0) ? header : nullptr, header_length, data,
-                length, &param);
+    return h.cb(h.arg, (header_length != 0) ? header : nullptr, header_length, data, length,
+                &param);
 }
 
 /* The reply ep a message asked for in *ep_p (nullptr when it asked for
@@ -104,8 +102,8 @@ void legacy_rndv_pull(ucp_worker *worker, am_desc *rts)
 {
     am_desc *desc = am_desc_alloc(worker, rts->length, rts->header_length);
     if (desc == nullptr) {
-        ucs_error("worker '%s': no memory for a %zu-byte active message",
-                  worker->name.c_str(), rts->length);
+        ucs_error("worker '%s': no memory for a %zu-byte active message", worker->name.c_str(),
+                  rts->length);
         drop_desc(worker, rts, UCS_ERR_NO_MEMORY);
         return;
     }
@@ -122,21 +120,21 @@ void legacy_rndv_pull(ucp_worker *worker, am_desc *rts)
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.cb.recv_am   = legacy_pull_done;
-    param.user_data    = desc;
+    param.cb.recv_am     = legacy_pull_done;
+    param.user_data      = desc;
     ucs_status_ptr_t req = am_rndv_recv(worker, rts, desc->data(), desc->length, &param);
     if (UCS_PTR_IS_ERR(req)) {
-        ucs_error("worker '%s': cannot fetch a rendezvous active message: %s",
-                  worker->name.c_str(), ucs_status_string(UCS_PTR_STATUS(req)));
+        ucs_error("worker '%s': cannot fetch a rendezvous active message: %s", worker->name.c_str(),
+                  ucs_status_string(UCS_PTR_STATUS(req)));
         am_desc_free(desc);
         return;
     }
-    ucp_request_free(req);   /* the callback has the descriptor */
+    ucp_request_free(req); /* the callback has the descriptor */
 }
 
 void legacy_pull_done(void *request, ucs_status_t status, size_t, void *user_data)
 {
-    auto *desc         = static_cast<am_desc*>(user_data);
+    auto *desc         = static_cast<am_desc *>(user_data);
     ucp_worker *worker = request::from_user(request)->worker;
     am_handler h;
     if (status != UCS_OK) {
@@ -147,9 +145,9 @@ void legacy_pull_done(void *request, ucs_status_t status, size_t, void *user_dat
     } else {
         ucp_ep *reply;
         resolve_reply(worker, desc->send_flags, desc->src_uuid, desc->ep_id, &reply);
-        desc->state   = am_desc_state::IN_HANDLER;
-        status = invoke(h, desc->header, desc->header_length, desc->data(), desc->length,
-                        desc->send_flags, reply, UCP_AM_RECV_ATTR_FLAG_DATA);
+        desc->state = am_desc_state::IN_HANDLER;
+        status      = invoke(h, desc->header, desc->header_length, desc->data(), desc->length,
+                             desc->send_flags, reply, UCP_AM_RECV_ATTR_FLAG_DATA);
         if ((status == UCS_INPROGRESS) && (desc->state != am_desc_state::CONSUMED)) {
             desc->state = am_desc_state::KEPT;
             return;
@@ -170,8 +168,8 @@ void deliver_desc(ucp_worker *worker, am_desc *desc, ucp_ep *reply)
     ucs_status_t status;
     if (desc->kind == am_desc_kind::EAGER) {
         desc->state = am_desc_state::IN_HANDLER;
-        status = invoke(h, desc->header, desc->header_length, desc->data(), desc->length,
-                        desc->send_flags, reply, UCP_AM_RECV_ATTR_FLAG_DATA);
+        status      = invoke(h, desc->header, desc->header_length, desc->data(), desc->length,
+                             desc->send_flags, reply, UCP_AM_RECV_ATTR_FLAG_DATA);
         if ((status == UCS_INPROGRESS) && (desc->state != am_desc_state::CONSUMED)) {
             desc->state = am_desc_state::KEPT;
         } else {
@@ -185,10 +183,10 @@ void deliver_desc(ucp_worker *worker, am_desc *desc, ucp_ep *reply)
         return;
     }
     desc->state = am_desc_state::IN_HANDLER;
-    status = invoke(h, desc->header, desc->header_length, desc->data(), desc->length,
-                    desc->send_flags, reply, UCP_AM_RECV_ATTR_FLAG_RNDV);
+    status      = invoke(h, desc->header, desc->header_length, desc->data(), desc->length,
+                         desc->send_flags, reply, UCP_AM_RECV_ATTR_FLAG_RNDV);
     if (desc->state == am_desc_state::CONSUMED) {
-        am_desc_free(desc);      /* received or released inside the handler */
+        am_desc_free(desc); /* received or released inside the handler */
     } else if (status == UCS_INPROGRESS) {
         desc->state = am_desc_state::KEPT;
     } else {
@@ -218,10 +216,10 @@ bool misaligned(const ucp_worker *worker, const void *data)
 
 ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::am_hdr hdr;
-    wire::am_reply_hdr reply_to{};     /* REPLY: the sender, our ep it names */
+    wire::am_reply_hdr reply_to{}; /* REPLY: the sender, our ep it names */
     const uint8_t *user_header;
     if (!r.get(&hdr) || ((hdr.flags & wire::am_hdr_flag::REPLY) && !r.get(&reply_to)) ||
         (hdr.header_length > max_am_header) || !r.bytes(hdr.header_length, &user_header)) {
@@ -229,7 +227,7 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
         return UCS_OK;
     }
     /* The handler gets the transport's buffer, which is writable. */
-    auto *p           = const_cast<uint8_t*>(r.pos());
+    auto *p           = const_cast<uint8_t *>(r.pos());
     const size_t left = r.left();
 
     am_handler h;
@@ -243,8 +241,8 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
     }
     if (!(h.flags & UCP_AM_FLAG_PERSISTENT_DATA) && !misaligned(worker, p)) {
         /* The common case: the handler reads the transport's buffer. */
-        ucs_status_t status = invoke(h, user_header, hdr.header_length, p, left,
-                                     hdr.flags, reply, 0);
+        ucs_status_t status = invoke(h, user_header, hdr.header_length, p, left, hdr.flags, reply,
+                                     0);
         if (status == UCS_INPROGRESS) {
             ucs_warn("worker '%s': the handler of active message %u kept data it was "
                      "not given to keep (no DATA flag); it is released now",
@@ -255,8 +253,8 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
 
     am_desc *desc = am_desc_alloc(worker, left, hdr.header_length);
     if (desc == nullptr) {
-        ucs_error("worker '%s': no memory to keep a %zu-byte active message",
-                  worker->name.c_str(), left);
+        ucs_error("worker '%s': no memory to keep a %zu-byte active message", worker->name.c_str(),
+                  left);
         return UCS_OK;
     }
     desc->kind          = am_desc_kind::EAGER;
@@ -275,7 +273,7 @@ ucs_status_t am_single_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::am_first_hdr hdr;
     const uint8_t *user_header;
@@ -292,20 +290,19 @@ ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
     }
     am_handler h;
     if (!find_handler(worker, hdr.am.am_id, hdr.am.flags, &h)) {
-        warn_unknown_id(worker, hdr.am.am_id, hdr.am.flags);   /* its other fragments find nothing */
+        warn_unknown_id(worker, hdr.am.am_id, hdr.am.flags); /* its other fragments find nothing */
         return UCS_OK;
     }
     am_worker *state = worker->am_state;
     const msg_key key{hdr.src_uuid, hdr.msg_id};
     if (state->partial.count(key)) {
-        ucs_warn("worker '%s': duplicate active message id from a peer",
-                 worker->name.c_str());
+        ucs_warn("worker '%s': duplicate active message id from a peer", worker->name.c_str());
         return UCS_OK;
     }
     am_desc *desc = am_desc_alloc(worker, hdr.total_length, hdr.am.header_length);
     if (desc == nullptr) {
-        ucs_error("worker '%s': no memory for a %llu-byte active message",
-                  worker->name.c_str(), static_cast<unsigned long long>(hdr.total_length));
+        ucs_error("worker '%s': no memory for a %llu-byte active message", worker->name.c_str(),
+                  static_cast<unsigned long long>(hdr.total_length));
         return UCS_OK;
     }
     desc->kind          = am_desc_kind::EAGER;
@@ -326,8 +323,7 @@ ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
     try {
         state->partial.emplace(key, desc);
     } catch (const std::bad_alloc &) {
-        ucs_error("worker '%s': no memory to reassemble an active message",
-                  worker->name.c_str());
+        ucs_error("worker '%s': no memory to reassemble an active message", worker->name.c_str());
         am_desc_free(desc);
     }
     return UCS_OK;
@@ -335,7 +331,7 @@ ucs_status_t am_first_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t am_middle_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::eager_middle_hdr hdr;
     if (!r.get(&hdr)) {
@@ -344,17 +340,15 @@ ucs_status_t am_middle_handler(void *arg, void *data, size_t length, unsigned)
     }
     am_worker *state = worker->am_state;
     if (state == nullptr) {
-        ucs_debug("worker '%s': fragment of an unknown active message",
-                  worker->name.c_str());
+        ucs_debug("worker '%s': fragment of an unknown active message", worker->name.c_str());
         return UCS_OK;
     }
     auto it = state->partial.find(msg_key{hdr.src_uuid, hdr.msg_id});
     if (it == state->partial.end()) {
-        ucs_debug("worker '%s': fragment of an unknown active message",
-                  worker->name.c_str());
+        ucs_debug("worker '%s': fragment of an unknown active message", worker->name.c_str());
         return UCS_OK;
     }
-    am_desc *desc   = it->second;
+    am_desc *desc     = it->second;
     const size_t frag = r.left();
     if (!ucs::range_inside(hdr.offset, frag, desc->length)) {
         warn_malformed(worker, "active message fragment", length);
@@ -371,14 +365,13 @@ ucs_status_t am_middle_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::am_rts_hdr rts;
     const uint8_t *user_header, *rkey;
     if (!r.get(&rts) || (rts.am.header_length > max_am_header) ||
         !r.bytes(rts.am.header_length, &user_header) || !r.bytes(rts.rkey_length, &rkey) ||
-        (rts.md_name[sizeof(rts.md_name) - 1] != '\0') ||
-        (rts.length > wire::max_message_length)) {
+        (rts.md_name[sizeof(rts.md_name) - 1] != '\0') || (rts.length > wire::max_message_length)) {
         warn_malformed(worker, "rendezvous active message", length);
         return UCS_OK;
     }
@@ -394,8 +387,7 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
     }
     am_desc *desc = am_desc_alloc(worker, 0, rts.am.header_length + rts.rkey_length);
     if (desc == nullptr) {
-        ucs_error("worker '%s': no memory for a rendezvous active message",
-                  worker->name.c_str());
+        ucs_error("worker '%s': no memory for a rendezvous active message", worker->name.c_str());
         send_reply_to(worker, rts.ep_id, rts.src_uuid, wire::AM_RNDV_ATS, rts.sreq_id,
                       UCS_ERR_NO_MEMORY);
         return UCS_OK;
@@ -423,8 +415,7 @@ ucs_status_t am_rts_handler(void *arg, void *data, size_t length, unsigned)
 
 void am_rndv_finish(ucp_worker *worker, const am_desc *desc, ucs_status_t status)
 {
-    send_reply_to(worker, desc->ep_id, desc->src_uuid, wire::AM_RNDV_ATS, desc->sreq_id,
-                  status);
+    send_reply_to(worker, desc->ep_id, desc->src_uuid, wire::AM_RNDV_ATS, desc->sreq_id, status);
 }
 
 } // namespace ucp

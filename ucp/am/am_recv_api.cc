@@ -26,8 +26,7 @@ constexpr uint32_t handler_flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTEN
 /* The wire carries 16-bit ids, as UCX does. */
 constexpr unsigned max_am_id = UINT16_MAX;
 
-ucs_status_t set_handler(ucp_worker *worker, uint16_t id, uint8_t hdr_flags,
-                         const am_handler &h)
+ucs_status_t set_handler(ucp_worker *worker, uint16_t id, uint8_t hdr_flags, const am_handler &h)
 {
     if (am_worker_get(worker) == nullptr) {
         return UCS_ERR_NO_MEMORY;
@@ -35,7 +34,7 @@ ucs_status_t set_handler(ucp_worker *worker, uint16_t id, uint8_t hdr_flags,
     std::vector<am_handler> &table = am_handler_table(worker, hdr_flags);
     if (id >= table.size()) {
         if ((h.cb == nullptr) && (h.legacy_cb == nullptr)) {
-            return UCS_OK;   /* removing what was never set */
+            return UCS_OK; /* removing what was never set */
         }
         table.resize(size_t(id) + 1);
     }
@@ -76,7 +75,7 @@ request *recv_data_request(ucp_worker *worker, const ucp_request_param_t *param)
 ucs_status_t no_request_status(const ucp_request_param_t *param)
 {
     return (param->op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) ? UCS_ERR_INVALID_PARAM :
-                                                              UCS_ERR_NO_MEMORY;
+                                                               UCS_ERR_NO_MEMORY;
 }
 
 ucp_datatype_t param_datatype(const ucp_request_param_t *param)
@@ -90,9 +89,9 @@ ucs_status_ptr_t eager_recv(ucp_worker *worker, am_desc *desc, void *buffer, siz
                             const ucp_request_param_t *param)
 {
     dt::unpacker unpacker;
-    ucs_status_t status = dt::start_in_memory_type(unpacker, param, param_datatype(param),
-                                                       buffer, count);
-    size_t length = 0;
+    ucs_status_t status = dt::start_in_memory_type(unpacker, param, param_datatype(param), buffer,
+                                                   count);
+    size_t length       = 0;
     if (status == UCS_OK) {
         length = std::min(desc->length, unpacker.capacity());
         status = unpacker.unpack(desc->data(), 0, desc->length);
@@ -115,14 +114,14 @@ ucs_status_ptr_t eager_recv(ucp_worker *worker, am_desc *desc, void *buffer, siz
 
 } // namespace
 
-ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer,
-                              size_t count, const ucp_request_param_t *param)
+ucs_status_ptr_t am_rndv_recv(ucp_worker *worker, am_desc *desc, void *buffer, size_t count,
+                              const ucp_request_param_t *param)
 {
-    request *req = recv_data_request(worker, param);
+    request *req        = recv_data_request(worker, param);
     ucs_status_t status = (req == nullptr) ? no_request_status(param) : UCS_OK;
     if (status == UCS_OK) {
-        status = dt::start_in_memory_type(req->u.recv.unpacker, param,
-                                          param_datatype(param), buffer, count);
+        status = dt::start_in_memory_type(req->u.recv.unpacker, param, param_datatype(param),
+                                          buffer, count);
         if (status != UCS_OK) {
             request_put(req);
         }
@@ -159,8 +158,8 @@ using ucp::guarded;
 
 extern "C" {
 
-ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id,
-                                       ucp_am_callback_t cb, void *arg, uint32_t flags)
+ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id, ucp_am_callback_t cb,
+                                       void *arg, uint32_t flags)
 {
     if ((worker == nullptr) || (flags & ~ucp::handler_flags)) {
         return UCS_ERR_INVALID_PARAM;
@@ -187,7 +186,8 @@ ucs_status_t ucp_worker_set_am_recv_handler(ucp_worker_h worker,
     if (!(mask & UCP_AM_HANDLER_PARAM_FIELD_ID) || !(mask & UCP_AM_HANDLER_PARAM_FIELD_CB) ||
         !ucp::am_id_to_wire(param->id, &wire_id, &hdr_flags)) {
         ucs_error("ucp_worker_set_am_recv_handler: an id up to %u (or a layered id of "
-                  "ucp_ext.h) and a callback field are required", ucp::max_am_id);
+                  "ucp_ext.h) and a callback field are required",
+                  ucp::max_am_id);
         return UCS_ERR_INVALID_PARAM;
     }
     const uint32_t flags = (mask & UCP_AM_HANDLER_PARAM_FIELD_FLAGS) ? param->flags : 0;
@@ -218,14 +218,15 @@ ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc, void
     ucp::am_desc *desc = ucp::am_desc_of(data_desc);
     if ((desc == nullptr) || (desc->state == ucp::am_desc_state::CONSUMED)) {
         ucs_error("ucp_am_recv_data_nbx: %p is not a data descriptor of an active "
-                  "message", data_desc);
+                  "message",
+                  data_desc);
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_am_recv_data_nbx", [&]() {
+    ucs_status_t status     = guarded("ucp_am_recv_data_nbx", [&]() {
         result = (desc->kind == ucp::am_desc_kind::RNDV) ?
-                 ucp::am_rndv_recv(worker, desc, buffer, count, param) :
-                 ucp::eager_recv(worker, desc, buffer, count, param);
+                         ucp::am_rndv_recv(worker, desc, buffer, count, param) :
+                         ucp::eager_recv(worker, desc, buffer, count, param);
         return UCS_OK;
     });
     return (status == UCS_OK) ? result : UCS_STATUS_PTR(status);
@@ -240,7 +241,8 @@ void ucp_am_data_release(ucp_worker_h worker, void *data)
     ucp::am_desc *desc = ucp::am_desc_of(data);
     if ((desc == nullptr) || (desc->state == ucp::am_desc_state::CONSUMED)) {
         ucs_error("ucp_am_data_release: %p is not active message data kept by a "
-                  "handler", data);
+                  "handler",
+                  data);
         return;
     }
     if (desc->kind == ucp::am_desc_kind::RNDV) {

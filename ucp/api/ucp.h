@@ -50,38 +50,36 @@ enum ucp_params_field {
 
 /* Communication features requested in ucp_params_t::features. */
 enum ucp_feature {
-    UCP_FEATURE_TAG    = UCS_BIT(0),  /* tag matching */
-    UCP_FEATURE_RMA    = UCS_BIT(1),  /* put/get */
-    UCP_FEATURE_AMO32  = UCS_BIT(2),  /* 32-bit atomics */
-    UCP_FEATURE_AMO64  = UCS_BIT(3),  /* 64-bit atomics */
-    UCP_FEATURE_WAKEUP = UCS_BIT(4),  /* event fd / ucp_worker_wait */
-    UCP_FEATURE_STREAM = UCS_BIT(5),  /* ordered byte streams */
-    UCP_FEATURE_AM     = UCS_BIT(6)   /* active messages */
+    UCP_FEATURE_TAG    = UCS_BIT(0), /* tag matching */
+    UCP_FEATURE_RMA    = UCS_BIT(1), /* put/get */
+    UCP_FEATURE_AMO32  = UCS_BIT(2), /* 32-bit atomics */
+    UCP_FEATURE_AMO64  = UCS_BIT(3), /* 64-bit atomics */
+    UCP_FEATURE_WAKEUP = UCS_BIT(4), /* event fd / ucp_worker_wait */
+    UCP_FEATURE_STREAM = UCS_BIT(5), /* ordered byte streams */
+    UCP_FEATURE_AM     = UCS_BIT(6)  /* active messages */
 };
 
 /* Arguments of ucp_init(). */
 typedef struct ucp_params {
-    uint64_t                       field_mask;      /* ucp_params_field bits */
-    uint64_t                       features;        /* ucp_feature bits */
-    size_t                         request_size;    /* user bytes per request */
-    ucp_request_init_callback_t    request_init;
+    uint64_t field_mask; /* ucp_params_field bits */
+    uint64_t features;   /* ucp_feature bits */
+    size_t request_size; /* user bytes per request */
+    ucp_request_init_callback_t request_init;
     ucp_request_cleanup_callback_t request_cleanup;
-    uint64_t                       tag_sender_mask; /* tag bits naming the sender */
-    int                            mt_workers_shared; /* workers on several threads */
-    size_t                         estimated_num_eps; /* hint for resource sizing */
-    size_t                         estimated_num_ppn; /* processes per node hint */
-    const char                     *name;
+    uint64_t tag_sender_mask; /* tag bits naming the sender */
+    int mt_workers_shared;    /* workers on several threads */
+    size_t estimated_num_eps; /* hint for resource sizing */
+    size_t estimated_num_ppn; /* processes per node hint */
+    const char *name;
 } ucp_params_t;
 
 /* Which fields of ucp_lib_attr_t to fill. */
-enum ucp_lib_attr_field {
-    UCP_LIB_ATTR_FIELD_MAX_THREAD_LEVEL = UCS_BIT(0)
-};
+enum ucp_lib_attr_field { UCP_LIB_ATTR_FIELD_MAX_THREAD_LEVEL = UCS_BIT(0) };
 
 /* Result of ucp_lib_query(). */
 typedef struct ucp_lib_attr {
-    uint64_t          field_mask;
-    ucs_thread_mode_t max_thread_level;  /* highest mode this build supports */
+    uint64_t field_mask;
+    ucs_thread_mode_t max_thread_level; /* highest mode this build supports */
 } ucp_lib_attr_t;
 
 /* Which fields of ucp_context_attr_t to fill. */
@@ -94,11 +92,11 @@ enum ucp_context_attr_field {
 
 /* Result of ucp_context_query(). */
 typedef struct ucp_context_attr {
-    uint64_t          field_mask;
-    size_t            request_size;  /* bytes UCP keeps before the user area */
+    uint64_t field_mask;
+    size_t request_size; /* bytes UCP keeps before the user area */
     ucs_thread_mode_t thread_mode;
-    uint64_t          memory_types;  /* bit per ucs_memory_type_t supported */
-    char              name[UCP_ENTITY_NAME_MAX];
+    uint64_t memory_types; /* bit per ucs_memory_type_t supported */
+    char name[UCP_ENTITY_NAME_MAX];
 } ucp_context_attr_t;
 
 
@@ -122,8 +120,7 @@ ucs_status_t ucp_lib_query(ucp_lib_attr_t *attr);
  *         (the variable is named in the log); UCS_ERR_IO_ERROR when filename
  *         cannot be read; UCS_ERR_NO_MEMORY.
  */
-ucs_status_t ucp_config_read(const char *env_prefix, const char *filename,
-                             ucp_config_t **config_p);
+ucs_status_t ucp_config_read(const char *env_prefix, const char *filename, ucp_config_t **config_p);
 
 /**
  * Frees a configuration from ucp_config_read(). A context created from it
@@ -139,8 +136,7 @@ void ucp_config_release(ucp_config_t *config);
  * @return UCS_OK; UCS_ERR_NO_ELEM for an unknown name; UCS_ERR_INVALID_PARAM
  *         for a value the setting does not accept.
  */
-ucs_status_t ucp_config_modify(ucp_config_t *config, const char *name,
-                               const char *value);
+ucs_status_t ucp_config_modify(ucp_config_t *config, const char *name, const char *value);
 
 /**
  * Writes a configuration as UCX_NAME=value lines.
@@ -150,8 +146,8 @@ ucs_status_t ucp_config_modify(ucp_config_t *config, const char *name,
  * @param print_flags  ucs_config_print_flags_t bits (documentation, hidden
  *                     settings, commented-out defaults).
  */
-void ucp_config_print(const ucp_config_t *config, FILE *stream,
-                      const char *title, ucs_config_print_flags_t print_flags);
+void ucp_config_print(const ucp_config_t *config, FILE *stream, const char *title,
+                      ucs_config_print_flags_t print_flags);
 
 /**
  * The version of the library that is actually loaded, which may be newer
@@ -160,8 +156,7 @@ void ucp_config_print(const ucp_config_t *config, FILE *stream,
  * @param minor_version   receives the minor version (13).
  * @param release_number  receives the release number.
  */
-void ucp_get_version(unsigned *major_version, unsigned *minor_version,
-                     unsigned *release_number);
+void ucp_get_version(unsigned *major_version, unsigned *minor_version, unsigned *release_number);
 
 /**
  * The loaded library's version as text ("1.13.1"); a static string.
@@ -183,22 +178,18 @@ const char *ucp_get_version_string(void);
  *         UCX_TLS and the device lists (the log says which exist);
  *         UCS_ERR_UNSUPPORTED for a newer API major version.
  */
-ucs_status_t ucp_init_version(unsigned api_major_version,
-                              unsigned api_minor_version,
-                              const ucp_params_t *params,
-                              const ucp_config_t *config,
+ucs_status_t ucp_init_version(unsigned api_major_version, unsigned api_minor_version,
+                              const ucp_params_t *params, const ucp_config_t *config,
                               ucp_context_h *context_p);
 
 /**
  * Creates a context (see ucp_init_version()); inline so that the caller's
  * compile-time API version reaches the library.
  */
-static inline ucs_status_t ucp_init(const ucp_params_t *params,
-                                    const ucp_config_t *config,
+static inline ucs_status_t ucp_init(const ucp_params_t *params, const ucp_config_t *config,
                                     ucp_context_h *context_p)
 {
-    return ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, params, config,
-                            context_p);
+    return ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, params, config, context_p);
 }
 
 /**
@@ -215,8 +206,7 @@ void ucp_cleanup(ucp_context_h context_p);
  *                   can handle, its name.
  * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
  */
-ucs_status_t ucp_context_query(ucp_context_h context_p,
-                               ucp_context_attr_t *attr);
+ucs_status_t ucp_context_query(ucp_context_h context_p, ucp_context_attr_t *attr);
 
 /**
  * Prints a context's features, thread mode, endpoint estimates, memory
@@ -232,15 +222,15 @@ void ucp_context_print_info(const ucp_context_h context, FILE *stream);
 /* Bits of ucp_request_param_t::op_attr_mask: fields set (low 16 bits) and
  * behaviour flags (high bits). */
 typedef enum {
-    UCP_OP_ATTR_FIELD_REQUEST       = UCS_BIT(0),
-    UCP_OP_ATTR_FIELD_CALLBACK      = UCS_BIT(1),
-    UCP_OP_ATTR_FIELD_USER_DATA     = UCS_BIT(2),
-    UCP_OP_ATTR_FIELD_DATATYPE      = UCS_BIT(3),
-    UCP_OP_ATTR_FIELD_FLAGS         = UCS_BIT(4),
-    UCP_OP_ATTR_FIELD_REPLY_BUFFER  = UCS_BIT(5),
-    UCP_OP_ATTR_FIELD_MEMORY_TYPE   = UCS_BIT(6),
-    UCP_OP_ATTR_FIELD_RECV_INFO     = UCS_BIT(7),
-    UCP_OP_ATTR_FIELD_MEMH          = UCS_BIT(8),
+    UCP_OP_ATTR_FIELD_REQUEST      = UCS_BIT(0),
+    UCP_OP_ATTR_FIELD_CALLBACK     = UCS_BIT(1),
+    UCP_OP_ATTR_FIELD_USER_DATA    = UCS_BIT(2),
+    UCP_OP_ATTR_FIELD_DATATYPE     = UCS_BIT(3),
+    UCP_OP_ATTR_FIELD_FLAGS        = UCS_BIT(4),
+    UCP_OP_ATTR_FIELD_REPLY_BUFFER = UCS_BIT(5),
+    UCP_OP_ATTR_FIELD_MEMORY_TYPE  = UCS_BIT(6),
+    UCP_OP_ATTR_FIELD_RECV_INFO    = UCS_BIT(7),
+    UCP_OP_ATTR_FIELD_MEMH         = UCS_BIT(8),
 
     /* clang-format off */
     UCP_OP_ATTR_FLAG_NO_IMM_CMPL    = UCS_BIT(16), /* always return a request */
@@ -249,28 +239,28 @@ typedef enum {
     UCP_OP_ATTR_FLAG_MULTI_SEND     = UCS_BIT(19)  /* tune for bandwidth of many
                                                       operations in flight */
 } ucp_op_attr_t;
-    /* clang-format on */
+/* clang-format on */
 
 /* Common argument of all *_nbx calls. */
 typedef struct {
-    uint32_t          op_attr_mask; /* ucp_op_attr_t bits */
-    uint32_t          flags;        /* call-specific flags */
-    void              *request;     /* caller's request (FIELD_REQUEST) */
+    uint32_t op_attr_mask; /* ucp_op_attr_t bits */
+    uint32_t flags;        /* call-specific flags */
+    void *request;         /* caller's request (FIELD_REQUEST) */
     union {
-        ucp_send_nbx_callback_t         send;
-        ucp_tag_recv_nbx_callback_t     recv;
-        ucp_stream_recv_nbx_callback_t  recv_stream;
+        ucp_send_nbx_callback_t send;
+        ucp_tag_recv_nbx_callback_t recv;
+        ucp_stream_recv_nbx_callback_t recv_stream;
         ucp_am_recv_data_nbx_callback_t recv_am;
     } cb;
-    ucp_datatype_t    datatype;     /* default: ucp_dt_make_contig(1) */
-    void              *user_data;   /* passed to the callback */
-    void              *reply_buffer;/* result of fetching atomics */
+    ucp_datatype_t datatype; /* default: ucp_dt_make_contig(1) */
+    void *user_data;         /* passed to the callback */
+    void *reply_buffer;      /* result of fetching atomics */
     ucs_memory_type_t memory_type;
     union {
-        size_t              *length;   /* stream receive */
+        size_t *length;                /* stream receive */
         ucp_tag_recv_info_t *tag_info; /* tag receive */
-    } recv_info;                    /* filled when the call completes at once */
-    ucp_mem_h         memh;         /* buffer is already registered here */
+    } recv_info;                       /* filled when the call completes at once */
+    ucp_mem_h memh;                    /* buffer is already registered here */
 } ucp_request_param_t;
 
 /* Which fields of ucp_request_attr_t to fill. */
@@ -283,10 +273,10 @@ typedef enum {
 
 /* Result of ucp_request_query(). */
 typedef struct {
-    uint64_t          field_mask;
-    char              *debug_string;      /* caller's buffer */
-    size_t            debug_string_size;
-    ucs_status_t      status;
+    uint64_t field_mask;
+    char *debug_string; /* caller's buffer */
+    size_t debug_string_size;
+    ucs_status_t status;
     ucs_memory_type_t mem_type;
 } ucp_request_attr_t;
 
@@ -311,8 +301,7 @@ ucs_status_t ucp_request_check_status(void *request);
  * sender's tag and the message length.
  * @return UCS_INPROGRESS, or the final status.
  */
-ucs_status_t ucp_tag_recv_request_test(void *request,
-                                       ucp_tag_recv_info_t *info);
+ucs_status_t ucp_tag_recv_request_test(void *request, ucp_tag_recv_info_t *info);
 
 /**
  * Polls a stream receive request; when it has completed, stores the received
@@ -360,21 +349,21 @@ enum ucp_worker_params_field {
 
 /* Values of ucp_worker_params_t::flags. */
 typedef enum {
-    UCP_WORKER_FLAG_IGNORE_REQUEST_LEAK = UCS_BIT(0)  /* no warning at destroy */
+    UCP_WORKER_FLAG_IGNORE_REQUEST_LEAK = UCS_BIT(0) /* no warning at destroy */
 } ucp_worker_flags_t;
 
 /* Arguments of ucp_worker_create(). */
 typedef struct ucp_worker_params {
-    uint64_t          field_mask;   /* ucp_worker_params_field bits */
+    uint64_t field_mask; /* ucp_worker_params_field bits */
     ucs_thread_mode_t thread_mode;
-    ucs_cpu_set_t     cpu_mask;     /* CPUs to place worker resources near */
-    unsigned          events;       /* ucp_wakeup_event_t bits */
-    void              *user_data;
-    int               event_fd;     /* external epoll fd to add our fd to */
-    uint64_t          flags;        /* ucp_worker_flags_t bits */
-    const char        *name;
-    size_t            am_alignment; /* alignment of AM data given to handlers */
-    uint64_t          client_id;    /* sent to servers in connection requests */
+    ucs_cpu_set_t cpu_mask; /* CPUs to place worker resources near */
+    unsigned events;        /* ucp_wakeup_event_t bits */
+    void *user_data;
+    int event_fd;   /* external epoll fd to add our fd to */
+    uint64_t flags; /* ucp_worker_flags_t bits */
+    const char *name;
+    size_t am_alignment; /* alignment of AM data given to handlers */
+    uint64_t client_id;  /* sent to servers in connection requests */
 } ucp_worker_params_t;
 
 /* Which fields of ucp_worker_attr_t to fill. */
@@ -389,30 +378,28 @@ enum ucp_worker_attr_field {
 
 /* Values of ucp_worker_attr_t::address_flags. */
 typedef enum {
-    UCP_WORKER_ADDRESS_FLAG_NET_ONLY = UCS_BIT(0)  /* leave out shm/loopback */
+    UCP_WORKER_ADDRESS_FLAG_NET_ONLY = UCS_BIT(0) /* leave out shm/loopback */
 } ucp_worker_address_flags_t;
 
 /* Result of ucp_worker_query(). */
 typedef struct ucp_worker_attr {
-    uint64_t          field_mask;
+    uint64_t field_mask;
     ucs_thread_mode_t thread_mode;
-    uint32_t          address_flags;   /* in: ucp_worker_address_flags_t */
-    ucp_address_t     *address;        /* free with ucp_worker_release_address */
-    size_t            address_length;
-    size_t            max_am_header;   /* largest header ucp_am_send_nbx takes */
-    char              name[UCP_ENTITY_NAME_MAX];
-    size_t            max_debug_string; /* size for ucp_request_query strings */
+    uint32_t address_flags; /* in: ucp_worker_address_flags_t */
+    ucp_address_t *address; /* free with ucp_worker_release_address */
+    size_t address_length;
+    size_t max_am_header; /* largest header ucp_am_send_nbx takes */
+    char name[UCP_ENTITY_NAME_MAX];
+    size_t max_debug_string; /* size for ucp_request_query strings */
 } ucp_worker_attr_t;
 
 /* Which fields of ucp_worker_address_attr_t to fill. */
-enum ucp_worker_address_attr_field {
-    UCP_WORKER_ADDRESS_ATTR_FIELD_UID = UCS_BIT(0)
-};
+enum ucp_worker_address_attr_field { UCP_WORKER_ADDRESS_ATTR_FIELD_UID = UCS_BIT(0) };
 
 /* Result of ucp_worker_address_query(). */
 typedef struct ucp_worker_address_attr {
     uint64_t field_mask;
-    uint64_t worker_uid;  /* unique id of the worker that packed the address */
+    uint64_t worker_uid; /* unique id of the worker that packed the address */
 } ucp_worker_address_attr_t;
 
 
@@ -427,8 +414,7 @@ typedef struct ucp_worker_address_attr {
  *         the context cannot give; UCS_ERR_NO_MEMORY; UCS_ERR_IO_ERROR when no
  *         transport interface could be opened.
  */
-ucs_status_t ucp_worker_create(ucp_context_h context,
-                               const ucp_worker_params_t *params,
+ucs_status_t ucp_worker_create(ucp_context_h context, const ucp_worker_params_t *params,
                                ucp_worker_h *worker_p);
 
 /**
@@ -462,8 +448,7 @@ void ucp_worker_print_info(ucp_worker_h worker, FILE *stream);
  * @param address_length_p  receives its length in bytes.
  * @return UCS_OK, UCS_ERR_INVALID_PARAM or UCS_ERR_NO_MEMORY.
  */
-ucs_status_t ucp_worker_get_address(ucp_worker_h worker,
-                                    ucp_address_t **address_p,
+ucs_status_t ucp_worker_get_address(ucp_worker_h worker, ucp_address_t **address_p,
                                     size_t *address_length_p);
 
 /**
@@ -476,8 +461,7 @@ void ucp_worker_release_address(ucp_worker_h worker, ucp_address_t *address);
  * that packed it, UCP_WORKER_ADDRESS_ATTR_FIELD_UID).
  * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a NULL or malformed address.
  */
-ucs_status_t ucp_worker_address_query(ucp_address_t *address,
-                                      ucp_worker_address_attr_t *attr);
+ucs_status_t ucp_worker_address_query(ucp_address_t *address, ucp_worker_address_attr_t *attr);
 
 /**
  * Moves all of the worker's communication forward: polls its transports,
@@ -533,8 +517,7 @@ ucs_status_t ucp_worker_fence(ucp_worker_h worker);
 /**
  * Old form of ucp_worker_flush_nbx() with a callback without user data.
  */
-ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags,
-                                     ucp_send_callback_t cb);
+ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags, ucp_send_callback_t cb);
 
 /**
  * Completes every operation of the worker, on all its endpoints, at the
@@ -544,8 +527,7 @@ ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags,
  * @return NULL when everything had completed, a request to wait on, or an
  *         error pointer.
  */
-ucs_status_ptr_t ucp_worker_flush_nbx(ucp_worker_h worker,
-                                      const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_worker_flush_nbx(ucp_worker_h worker, const ucp_request_param_t *param);
 
 
 /* ======================================================================
@@ -561,20 +543,18 @@ enum ucp_listener_params_field {
 
 /* Arguments of ucp_listener_create(). */
 typedef struct ucp_listener_params {
-    uint64_t                      field_mask;
-    ucs_sock_addr_t               sockaddr;       /* address to listen on */
+    uint64_t field_mask;
+    ucs_sock_addr_t sockaddr;                     /* address to listen on */
     ucp_listener_accept_handler_t accept_handler; /* deprecated */
-    ucp_listener_conn_handler_t   conn_handler;
+    ucp_listener_conn_handler_t conn_handler;
 } ucp_listener_params_t;
 
 /* Which fields of ucp_listener_attr_t to fill. */
-enum ucp_listener_attr_field {
-    UCP_LISTENER_ATTR_FIELD_SOCKADDR = UCS_BIT(0)
-};
+enum ucp_listener_attr_field { UCP_LISTENER_ATTR_FIELD_SOCKADDR = UCS_BIT(0) };
 
 /* Result of ucp_listener_query(): the bound address (port 0 resolved). */
 typedef struct ucp_listener_attr {
-    uint64_t                field_mask;
+    uint64_t field_mask;
     struct sockaddr_storage sockaddr;
 } ucp_listener_attr_t;
 
@@ -586,9 +566,9 @@ enum ucp_conn_request_attr_field {
 
 /* Result of ucp_conn_request_query(). */
 typedef struct ucp_conn_request_attr {
-    uint64_t                field_mask;
+    uint64_t field_mask;
     struct sockaddr_storage client_address;
-    uint64_t                client_id;  /* the client worker's client_id */
+    uint64_t client_id; /* the client worker's client_id */
 } ucp_conn_request_attr_t;
 
 
@@ -604,8 +584,7 @@ typedef struct ucp_conn_request_attr {
  *         UCS_ERR_INVALID_ADDR when the address is not one of this host's;
  *         UCS_ERR_IO_ERROR.
  */
-ucs_status_t ucp_listener_create(ucp_worker_h worker,
-                                 const ucp_listener_params_t *params,
+ucs_status_t ucp_listener_create(ucp_worker_h worker, const ucp_listener_params_t *params,
                                  ucp_listener_h *listener_p);
 
 /**
@@ -618,24 +597,21 @@ void ucp_listener_destroy(ucp_listener_h listener);
  * asked for port 0).
  * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
  */
-ucs_status_t ucp_listener_query(ucp_listener_h listener,
-                                ucp_listener_attr_t *attr);
+ucs_status_t ucp_listener_query(ucp_listener_h listener, ucp_listener_attr_t *attr);
 
 /**
  * Refuses a connection request; the client's endpoint fails with
  * UCS_ERR_REJECTED.
  * @return UCS_OK, or UCS_ERR_INVALID_PARAM for an unknown listener or request.
  */
-ucs_status_t ucp_listener_reject(ucp_listener_h listener,
-                                 ucp_conn_request_h conn_request);
+ucs_status_t ucp_listener_reject(ucp_listener_h listener, ucp_conn_request_h conn_request);
 
 /**
  * Reports facts about a connection request: the client's address and the
  * client id its worker sent.
  * @return UCS_OK, or UCS_ERR_INVALID_PARAM.
  */
-ucs_status_t ucp_conn_request_query(ucp_conn_request_h conn_request,
-                                    ucp_conn_request_attr_t *attr);
+ucs_status_t ucp_conn_request_query(ucp_conn_request_h conn_request, ucp_conn_request_attr_t *attr);
 
 
 /* ======================================================================
@@ -657,21 +633,18 @@ enum ucp_ep_params_field {
 
 /* Values of ucp_ep_params_t::flags. */
 enum ucp_ep_params_flags_field {
-    UCP_EP_PARAMS_FLAGS_CLIENT_SERVER  = UCS_BIT(0),  /* connect via sockaddr */
-    UCP_EP_PARAMS_FLAGS_NO_LOOPBACK    = UCS_BIT(1),  /* not to itself */
-    UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID = UCS_BIT(2)   /* send worker client_id */
+    UCP_EP_PARAMS_FLAGS_CLIENT_SERVER  = UCS_BIT(0), /* connect via sockaddr */
+    UCP_EP_PARAMS_FLAGS_NO_LOOPBACK    = UCS_BIT(1), /* not to itself */
+    UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID = UCS_BIT(2)  /* send worker client_id */
 };
 
 /* ucp_request_param_t::flags for ucp_ep_close_nbx(). */
 typedef enum {
-    UCP_EP_CLOSE_FLAG_FORCE = UCS_BIT(0)  /* drop without flushing */
+    UCP_EP_CLOSE_FLAG_FORCE = UCS_BIT(0) /* drop without flushing */
 } ucp_ep_close_flags_t;
 
 /* The mode argument of ucp_ep_close_nb(). */
-enum ucp_ep_close_mode {
-    UCP_EP_CLOSE_MODE_FORCE = 0,
-    UCP_EP_CLOSE_MODE_FLUSH = 1
-};
+enum ucp_ep_close_mode { UCP_EP_CLOSE_MODE_FORCE = 0, UCP_EP_CLOSE_MODE_FLUSH = 1 };
 
 /* Which fields of ucp_ep_attr_t to fill. */
 enum ucp_ep_attr_field {
@@ -682,8 +655,8 @@ enum ucp_ep_attr_field {
 
 /* Result of ucp_ep_query(). */
 typedef struct ucp_ep_attr {
-    uint64_t                field_mask;
-    char                    name[UCP_ENTITY_NAME_MAX];
+    uint64_t field_mask;
+    char name[UCP_ENTITY_NAME_MAX];
     struct sockaddr_storage local_sockaddr;
     struct sockaddr_storage remote_sockaddr;
 } ucp_ep_attr_t;
@@ -700,12 +673,12 @@ typedef enum ucp_ep_perf_attr_field {
 
 typedef struct {
     uint64_t field_mask;
-    size_t   message_size;
+    size_t message_size;
 } ucp_ep_evaluate_perf_param_t;
 
 typedef struct {
     uint64_t field_mask;
-    double   estimated_time;  /* seconds for one message of message_size */
+    double estimated_time; /* seconds for one message of message_size */
 } ucp_ep_evaluate_perf_attr_t;
 
 
@@ -721,8 +694,7 @@ typedef struct {
  *         reaches the peer (with UCP_ERR_HANDLING_MODE_PEER: none that can
  *         detect its failure); UCS_ERR_NO_MEMORY.
  */
-ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
-                           ucp_ep_h *ep_p);
+ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params, ucp_ep_h *ep_p);
 
 /**
  * Old form of ucp_ep_close_nbx(): mode UCP_EP_CLOSE_MODE_FLUSH completes
@@ -736,8 +708,7 @@ ucs_status_ptr_t ucp_ep_close_nb(ucp_ep_h ep, unsigned mode);
  * outstanding.
  * @return NULL when closed, a request to wait on, or an error pointer.
  */
-ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep,
-                                  const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep, const ucp_request_param_t *param);
 
 /**
  * Prints an endpoint's peer, error mode, lanes and, per message size, the
@@ -756,16 +727,14 @@ ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr);
 /**
  * Old form of ucp_ep_flush_nbx() with a callback without user data.
  */
-ucs_status_ptr_t ucp_ep_flush_nb(ucp_ep_h ep, unsigned flags,
-                                 ucp_send_callback_t cb);
+ucs_status_ptr_t ucp_ep_flush_nb(ucp_ep_h ep, unsigned flags, ucp_send_callback_t cb);
 
 /**
  * Completes every operation of the endpoint at the remote side.
  * @return NULL when everything had completed, a request to wait on, or an
  *         error pointer.
  */
-ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep,
-                                  const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param);
 
 /**
  * Estimates how long one message of param->message_size bytes takes on this
@@ -774,8 +743,7 @@ ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep,
  * @return UCS_OK; UCS_ERR_INVALID_PARAM without a message size;
  *         UCS_ERR_NOT_CONNECTED for an endpoint still connecting.
  */
-ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep,
-                                  const ucp_ep_evaluate_perf_param_t *param,
+ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep, const ucp_ep_evaluate_perf_param_t *param,
                                   ucp_ep_evaluate_perf_attr_t *attr);
 
 
@@ -794,9 +762,9 @@ enum ucp_mem_map_params_field {
 
 /* Values of ucp_mem_map_params_t::flags. */
 enum {
-    UCP_MEM_MAP_NONBLOCK = UCS_BIT(0),  /* map pages lazily, on first use */
-    UCP_MEM_MAP_ALLOCATE = UCS_BIT(1),  /* UCP allocates the memory */
-    UCP_MEM_MAP_FIXED    = UCS_BIT(2)   /* allocate exactly at address */
+    UCP_MEM_MAP_NONBLOCK = UCS_BIT(0), /* map pages lazily, on first use */
+    UCP_MEM_MAP_ALLOCATE = UCS_BIT(1), /* UCP allocates the memory */
+    UCP_MEM_MAP_FIXED    = UCS_BIT(2)  /* allocate exactly at address */
 };
 
 /* Values of ucp_mem_map_params_t::prot. */
@@ -809,11 +777,11 @@ enum {
 
 /* Arguments of ucp_mem_map(). */
 typedef struct ucp_mem_map_params {
-    uint64_t          field_mask;   /* ucp_mem_map_params_field bits */
-    void              *address;
-    size_t            length;
-    unsigned          flags;        /* UCP_MEM_MAP_* */
-    unsigned          prot;         /* UCP_MEM_MAP_PROT_* */
+    uint64_t field_mask; /* ucp_mem_map_params_field bits */
+    void *address;
+    size_t length;
+    unsigned flags; /* UCP_MEM_MAP_* */
+    unsigned prot;  /* UCP_MEM_MAP_PROT_* */
     ucs_memory_type_t memory_type;
 } ucp_mem_map_params_t;
 
@@ -825,15 +793,15 @@ enum ucp_mem_advise_params_field {
 };
 
 typedef enum ucp_mem_advice {
-    UCP_MADV_NORMAL = 0,  /* no special treatment */
-    UCP_MADV_WILLNEED     /* about to be accessed: map it now */
+    UCP_MADV_NORMAL = 0, /* no special treatment */
+    UCP_MADV_WILLNEED    /* about to be accessed: map it now */
 } ucp_mem_advice_t;
 
 /* Arguments of ucp_mem_advise(). */
 typedef struct ucp_mem_advise_params {
-    uint64_t         field_mask;
-    void             *address;
-    size_t           length;
+    uint64_t field_mask;
+    void *address;
+    size_t length;
     ucp_mem_advice_t advice;
 } ucp_mem_advise_params_t;
 
@@ -849,8 +817,7 @@ typedef struct ucp_mem_advise_params {
  * @return UCS_OK; UCS_ERR_INVALID_PARAM (no length, unknown flags);
  *         UCS_ERR_NO_MEMORY; UCS_ERR_UNSUPPORTED for memory types not handled.
  */
-ucs_status_t ucp_mem_map(ucp_context_h context,
-                         const ucp_mem_map_params_t *params,
+ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *params,
                          ucp_mem_h *memh_p);
 
 /**
@@ -870,8 +837,7 @@ ucs_status_t ucp_mem_query(const ucp_mem_h memh, ucp_mem_attr_t *attr);
  * prints how and where they were allocated and registered, and frees them
  * (ucx_info -m). mem_size takes the settings' size syntax ("64k", "1m").
  */
-void ucp_mem_print_info(const char *mem_size, ucp_context_h context,
-                        FILE *stream);
+void ucp_mem_print_info(const char *mem_size, ucp_context_h context, FILE *stream);
 
 /**
  * Tells UCP how a mapped range will be used: UCP_MADV_WILLNEED maps its
@@ -879,8 +845,7 @@ void ucp_mem_print_info(const char *mem_size, ucp_context_h context,
  * @return UCS_OK, or UCS_ERR_INVALID_PARAM (missing fields, a range outside
  *         the mapping).
  */
-ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
-                            ucp_mem_advise_params_t *params);
+ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh, ucp_mem_advise_params_t *params);
 
 /**
  * Packs the remote key of a mapping: the bytes a peer unpacks with
@@ -891,8 +856,8 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
  * @param size_p         receives its size.
  * @return UCS_OK, UCS_ERR_INVALID_PARAM or UCS_ERR_NO_MEMORY.
  */
-ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh,
-                           void **rkey_buffer_p, size_t *size_p);
+ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh, void **rkey_buffer_p,
+                           size_t *size_p);
 
 /**
  * Frees a packed key from ucp_rkey_pack().
@@ -907,8 +872,7 @@ void ucp_rkey_buffer_release(void *rkey_buffer);
  * @return UCS_OK; UCS_ERR_INVALID_PARAM for a malformed key; UCS_ERR_UNREACHABLE
  *         when no transport of the endpoint can use it.
  */
-ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer,
-                                ucp_rkey_h *rkey_p);
+ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer, ucp_rkey_h *rkey_p);
 
 /**
  * A local pointer to remote memory that this process can reach directly
@@ -933,10 +897,10 @@ void ucp_rkey_destroy(ucp_rkey_h rkey);
 
 /* The class bits of ucp_datatype_t. */
 enum ucp_dt_type {
-    UCP_DATATYPE_CONTIG     = 0,   /* element size in the upper bits */
+    UCP_DATATYPE_CONTIG     = 0, /* element size in the upper bits */
     UCP_DATATYPE_STRIDED    = 1,
-    UCP_DATATYPE_IOV        = 2,   /* buffer is a ucp_dt_iov_t array */
-    UCP_DATATYPE_GENERIC    = 7,   /* made by ucp_dt_create_generic() */
+    UCP_DATATYPE_IOV        = 2, /* buffer is a ucp_dt_iov_t array */
+    UCP_DATATYPE_GENERIC    = 7, /* made by ucp_dt_create_generic() */
     UCP_DATATYPE_SHIFT      = 3,
     UCP_DATATYPE_CLASS_MASK = UCS_MASK(UCP_DATATYPE_SHIFT)
 };
@@ -949,7 +913,7 @@ enum ucp_dt_type {
 #define ucp_dt_make_iov() ((ucp_datatype_t)UCP_DATATYPE_IOV)
 
 typedef struct ucp_dt_iov {
-    void   *buffer;
+    void *buffer;
     size_t length;
 } ucp_dt_iov_t;
 
@@ -961,8 +925,7 @@ typedef struct ucp_generic_dt_ops {
     size_t (*packed_size)(void *state);
     /* Pack up to max_length bytes at offset; returns the bytes written. */
     size_t (*pack)(void *state, size_t offset, void *dest, size_t max_length);
-    ucs_status_t (*unpack)(void *state, size_t offset, const void *src,
-                           size_t length);
+    ucs_status_t (*unpack)(void *state, size_t offset, const void *src, size_t length);
     void (*finish)(void *state);
 } ucp_generic_dt_ops_t;
 
@@ -973,8 +936,8 @@ typedef struct ucp_generic_dt_ops {
  * @param datatype_p  receives the datatype; destroy it with ucp_dt_destroy().
  * @return UCS_OK, UCS_ERR_INVALID_PARAM or UCS_ERR_NO_MEMORY.
  */
-ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops,
-                                   void *context, ucp_datatype_t *datatype_p);
+ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops, void *context,
+                                   ucp_datatype_t *datatype_p);
 
 /**
  * Destroys a generic datatype. Operations still using it must have completed.
@@ -988,21 +951,21 @@ void ucp_dt_destroy(ucp_datatype_t datatype);
 
 /* Flags of ucp_worker_set_am_handler() handlers. */
 enum ucp_am_cb_flags {
-    UCP_AM_FLAG_WHOLE_MSG       = UCS_BIT(0),  /* never split into fragments */
-    UCP_AM_FLAG_PERSISTENT_DATA = UCS_BIT(1)   /* data can always be kept */
+    UCP_AM_FLAG_WHOLE_MSG       = UCS_BIT(0), /* never split into fragments */
+    UCP_AM_FLAG_PERSISTENT_DATA = UCS_BIT(1)  /* data can always be kept */
 };
 
 /* Values of ucp_request_param_t::flags for ucp_am_send_nbx(). */
 enum ucp_send_am_flags {
-    UCP_AM_SEND_FLAG_REPLY = UCS_BIT(0),  /* receiver gets a reply endpoint */
-    UCP_AM_SEND_FLAG_EAGER = UCS_BIT(1),  /* force the eager protocol */
-    UCP_AM_SEND_FLAG_RNDV  = UCS_BIT(2),  /* force the rendezvous protocol */
-    UCP_AM_SEND_REPLY      = UCP_AM_SEND_FLAG_REPLY  /* old name */
+    UCP_AM_SEND_FLAG_REPLY = UCS_BIT(0),            /* receiver gets a reply endpoint */
+    UCP_AM_SEND_FLAG_EAGER = UCS_BIT(1),            /* force the eager protocol */
+    UCP_AM_SEND_FLAG_RNDV  = UCS_BIT(2),            /* force the rendezvous protocol */
+    UCP_AM_SEND_REPLY      = UCP_AM_SEND_FLAG_REPLY /* old name */
 };
 
 /* The flags argument of ucp_am_callback_t. */
 enum ucp_cb_param_flags {
-    UCP_CB_PARAM_FLAG_DATA = UCS_BIT(0)  /* data may be kept (UCS_INPROGRESS) */
+    UCP_CB_PARAM_FLAG_DATA = UCS_BIT(0) /* data may be kept (UCS_INPROGRESS) */
 };
 
 /* clang-format off */
@@ -1025,17 +988,17 @@ enum ucp_am_handler_param_field {
 
 /* Arguments of ucp_worker_set_am_recv_handler(). */
 typedef struct ucp_am_handler_param {
-    uint64_t               field_mask;
-    unsigned               id;
-    uint32_t               flags;  /* ucp_am_cb_flags */
-    ucp_am_recv_callback_t cb;     /* NULL removes the handler */
-    void                   *arg;
+    uint64_t field_mask;
+    unsigned id;
+    uint32_t flags;            /* ucp_am_cb_flags */
+    ucp_am_recv_callback_t cb; /* NULL removes the handler */
+    void *arg;
 } ucp_am_handler_param_t;
 
 /* What an ucp_am_recv_callback_t learns about the message. */
 struct ucp_am_recv_param {
-    uint64_t recv_attr;  /* ucp_am_recv_attr_t bits */
-    ucp_ep_h reply_ep;   /* valid with UCP_AM_RECV_ATTR_FIELD_REPLY_EP */
+    uint64_t recv_attr; /* ucp_am_recv_attr_t bits */
+    ucp_ep_h reply_ep;  /* valid with UCP_AM_RECV_ATTR_FIELD_REPLY_EP */
 };
 
 
@@ -1044,9 +1007,8 @@ struct ucp_am_recv_param {
  * removes) the handler of active messages with this id, sent by
  * ucp_am_send_nb().
  */
-ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id,
-                                       ucp_am_callback_t cb, void *arg,
-                                       uint32_t flags);
+ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id, ucp_am_callback_t cb,
+                                       void *arg, uint32_t flags);
 
 /**
  * Sets, or with param->cb NULL removes, the handler of active messages with
@@ -1062,10 +1024,8 @@ ucs_status_t ucp_worker_set_am_recv_handler(ucp_worker_h worker,
 /**
  * Old form of ucp_am_send_nbx(), without a header.
  */
-ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id,
-                                const void *buffer, size_t count,
-                                ucp_datatype_t datatype,
-                                ucp_send_callback_t cb, unsigned flags);
+ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void *buffer, size_t count,
+                                ucp_datatype_t datatype, ucp_send_callback_t cb, unsigned flags);
 
 /**
  * Sends an active message: a header and data delivered to the handler of
@@ -1079,8 +1039,7 @@ ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id,
  * @param param          callback, flags (UCP_AM_SEND_FLAG_*), datatype...
  * @return NULL when sent at once, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id,
-                                 const void *header, size_t header_length,
+ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header, size_t header_length,
                                  const void *buffer, size_t count,
                                  const ucp_request_param_t *param);
 
@@ -1089,9 +1048,8 @@ ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id,
  * what the handler received with UCP_AM_RECV_ATTR_FLAG_RNDV.
  * @return NULL when the data is already there, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc,
-                                      void *buffer, size_t count,
-                                      const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc, void *buffer,
+                                      size_t count, const ucp_request_param_t *param);
 
 /**
  * Releases active-message data a handler kept by returning UCS_INPROGRESS.
@@ -1105,15 +1063,15 @@ void ucp_am_data_release(ucp_worker_h worker, void *data);
 
 /* Values of the flags argument / ucp_request_param_t::flags of receives. */
 typedef enum {
-    UCP_STREAM_RECV_FLAG_WAITALL = UCS_BIT(0)  /* complete only when full */
+    UCP_STREAM_RECV_FLAG_WAITALL = UCS_BIT(0) /* complete only when full */
 } ucp_stream_recv_flags_t;
 
 /* One entry filled by ucp_stream_worker_poll(). */
 typedef struct ucp_stream_poll_ep {
     ucp_ep_h ep;
-    void     *user_data;   /* ucp_ep_params_t::user_data of ep */
+    void *user_data; /* ucp_ep_params_t::user_data of ep */
     unsigned flags;
-    uint8_t  reserved[16];
+    uint8_t reserved[16];
 } ucp_stream_poll_ep_t;
 
 
@@ -1125,31 +1083,28 @@ typedef struct ucp_stream_poll_ep {
  * @param flags     reserved, 0.
  * @return the number of entries filled, or a negative ucs_status_t.
  */
-ssize_t ucp_stream_worker_poll(ucp_worker_h worker,
-                               ucp_stream_poll_ep_t *poll_eps, size_t max_eps,
+ssize_t ucp_stream_worker_poll(ucp_worker_h worker, ucp_stream_poll_ep_t *poll_eps, size_t max_eps,
                                unsigned flags);
 
 /**
  * Old form of ucp_stream_send_nbx() with an explicit datatype.
  */
-ucs_status_ptr_t ucp_stream_send_nb(ucp_ep_h ep, const void *buffer,
-                                    size_t count, ucp_datatype_t datatype,
-                                    ucp_send_callback_t cb, unsigned flags);
+ucs_status_ptr_t ucp_stream_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
+                                    ucp_datatype_t datatype, ucp_send_callback_t cb,
+                                    unsigned flags);
 
 /**
  * Appends data to the endpoint's byte stream to the peer (UCP_FEATURE_STREAM).
  * @return NULL when sent at once, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer,
-                                     size_t count,
+ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
                                      const ucp_request_param_t *param);
 
 /**
  * Old form of ucp_stream_recv_nbx() with an explicit datatype.
  */
 ucs_status_ptr_t ucp_stream_recv_nb(ucp_ep_h ep, void *buffer, size_t count,
-                                    ucp_datatype_t datatype,
-                                    ucp_stream_recv_callback_t cb,
+                                    ucp_datatype_t datatype, ucp_stream_recv_callback_t cb,
                                     size_t *length, unsigned flags);
 
 /**
@@ -1162,8 +1117,7 @@ ucs_status_ptr_t ucp_stream_recv_nb(ucp_ep_h ep, void *buffer, size_t count,
  * @param param   callback, flags, datatype...
  * @return NULL when done at once, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void *buffer, size_t count,
-                                     size_t *length,
+ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void *buffer, size_t count, size_t *length,
                                      const ucp_request_param_t *param);
 
 /**
@@ -1187,8 +1141,8 @@ void ucp_stream_data_release(ucp_ep_h ep, void *data);
 
 /* What a completed tag receive or a probe reports. */
 struct ucp_tag_recv_info {
-    ucp_tag_t sender_tag;  /* the full tag the sender used */
-    size_t    length;      /* bytes of the message */
+    ucp_tag_t sender_tag; /* the full tag the sender used */
+    size_t length;        /* bytes of the message */
 };
 
 
@@ -1197,8 +1151,7 @@ struct ucp_tag_recv_info {
  * without user data.
  */
 ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
-                                 ucp_datatype_t datatype, ucp_tag_t tag,
-                                 ucp_send_callback_t cb);
+                                 ucp_datatype_t datatype, ucp_tag_t tag, ucp_send_callback_t cb);
 
 /**
  * Sends a tagged message using request memory the caller provides (req
@@ -1206,15 +1159,14 @@ ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
  * @return UCS_OK when sent at once, UCS_INPROGRESS (poll req), or an error.
  */
 ucs_status_t ucp_tag_send_nbr(ucp_ep_h ep, const void *buffer, size_t count,
-                              ucp_datatype_t datatype, ucp_tag_t tag,
-                              void *req);
+                              ucp_datatype_t datatype, ucp_tag_t tag, void *req);
 
 /**
  * Old form of ucp_tag_send_sync_nbx().
  */
-ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void *buffer,
-                                      size_t count, ucp_datatype_t datatype,
-                                      ucp_tag_t tag, ucp_send_callback_t cb);
+ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void *buffer, size_t count,
+                                      ucp_datatype_t datatype, ucp_tag_t tag,
+                                      ucp_send_callback_t cb);
 
 /**
  * Sends a tagged message to the endpoint's peer; it is delivered to a receive
@@ -1226,8 +1178,7 @@ ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void *buffer,
  * @param param   callback, user data, datatype, memory handle, flags...
  * @return NULL when sent at once, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                                  ucp_tag_t tag,
+ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
                                   const ucp_request_param_t *param);
 
 /**
@@ -1235,16 +1186,14 @@ ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
  * matched it.
  * @return NULL, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer,
-                                       size_t count, ucp_tag_t tag,
+ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
                                        const ucp_request_param_t *param);
 
 /**
  * Old form of ucp_tag_recv_nbx() with an explicit datatype.
  */
-ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void *buffer,
-                                 size_t count, ucp_datatype_t datatype,
-                                 ucp_tag_t tag, ucp_tag_t tag_mask,
+ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void *buffer, size_t count,
+                                 ucp_datatype_t datatype, ucp_tag_t tag, ucp_tag_t tag_mask,
                                  ucp_tag_recv_callback_t cb);
 
 /**
@@ -1252,8 +1201,8 @@ ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void *buffer,
  * @return UCS_OK when received at once, UCS_INPROGRESS, or an error.
  */
 ucs_status_t ucp_tag_recv_nbr(ucp_worker_h worker, void *buffer, size_t count,
-                              ucp_datatype_t datatype, ucp_tag_t tag,
-                              ucp_tag_t tag_mask, void *req);
+                              ucp_datatype_t datatype, ucp_tag_t tag, ucp_tag_t tag_mask,
+                              void *req);
 
 /**
  * Receives the first message whose tag equals tag in the bits of tag_mask.
@@ -1267,10 +1216,8 @@ ucs_status_t ucp_tag_recv_nbr(ucp_worker_h worker, void *buffer, size_t count,
  *         a request, or an error pointer. A longer message truncates into
  *         UCS_ERR_MESSAGE_TRUNCATED.
  */
-ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer,
-                                  size_t count, ucp_tag_t tag,
-                                  ucp_tag_t tag_mask,
-                                  const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t count, ucp_tag_t tag,
+                                  ucp_tag_t tag_mask, const ucp_request_param_t *param);
 
 /**
  * Looks for an arrived message that matches, without receiving it.
@@ -1282,25 +1229,22 @@ ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer,
  * @param info      receives its tag and length.
  * @return a message handle, or NULL when none matched.
  */
-ucp_tag_message_h ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag,
-                                   ucp_tag_t tag_mask, int remove,
-                                   ucp_tag_recv_info_t *info);
+ucp_tag_message_h ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag, ucp_tag_t tag_mask,
+                                   int remove, ucp_tag_recv_info_t *info);
 
 /**
  * Old form of ucp_tag_msg_recv_nbx().
  */
-ucs_status_ptr_t ucp_tag_msg_recv_nb(ucp_worker_h worker, void *buffer,
-                                     size_t count, ucp_datatype_t datatype,
-                                     ucp_tag_message_h message,
+ucs_status_ptr_t ucp_tag_msg_recv_nb(ucp_worker_h worker, void *buffer, size_t count,
+                                     ucp_datatype_t datatype, ucp_tag_message_h message,
                                      ucp_tag_recv_callback_t cb);
 
 /**
  * Receives a message taken out with ucp_tag_probe_nb(remove != 0).
  * @return NULL when done at once, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer,
-                                      size_t count, ucp_tag_message_h message,
-                                      const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer, size_t count,
+                                      ucp_tag_message_h message, const ucp_request_param_t *param);
 
 
 /* ======================================================================
@@ -1311,15 +1255,14 @@ ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer,
  * Writes length bytes to remote memory; completion is seen through a flush.
  * @return UCS_OK when done locally at once, UCS_INPROGRESS, or an error.
  */
-ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
-                         uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey);
 
 /**
  * Old form of ucp_put_nbx() with a callback without user data.
  */
-ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
-                            uint64_t remote_addr, ucp_rkey_h rkey,
-                            ucp_send_callback_t cb);
+ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                            ucp_rkey_h rkey, ucp_send_callback_t cb);
 
 /**
  * Writes count bytes (contiguous) from buffer to remote_addr of the memory
@@ -1328,32 +1271,29 @@ ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
  * @return NULL, a request, or an error pointer (UCS_ERR_INVALID_ADDR outside
  *         the key's region).
  */
-ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                             uint64_t remote_addr, ucp_rkey_h rkey,
-                             const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count, uint64_t remote_addr,
+                             ucp_rkey_h rkey, const ucp_request_param_t *param);
 
 /**
  * Reads length bytes of remote memory; completion is seen through a flush.
  * @return UCS_OK, UCS_INPROGRESS, or an error.
  */
-ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length,
-                         uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey);
 
 /**
  * Old form of ucp_get_nbx() with a callback without user data.
  */
-ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void *buffer, size_t length,
-                            uint64_t remote_addr, ucp_rkey_h rkey,
-                            ucp_send_callback_t cb);
+ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                            ucp_rkey_h rkey, ucp_send_callback_t cb);
 
 /**
  * Reads count bytes from remote_addr of the memory described by rkey into
  * buffer; the request completes when the data is there.
  * @return NULL, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
-                             uint64_t remote_addr, ucp_rkey_h rkey,
-                             const ucp_request_param_t *param);
+ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count, uint64_t remote_addr,
+                             ucp_rkey_h rkey, const ucp_request_param_t *param);
 
 /* Opcodes of ucp_atomic_post() (no result). */
 typedef enum {
@@ -1396,9 +1336,8 @@ typedef enum {
  * @param rkey         the remote key.
  * @return UCS_OK, UCS_INPROGRESS or an error.
  */
-ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode,
-                             uint64_t value, size_t op_size,
-                             uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode, uint64_t value,
+                             size_t op_size, uint64_t remote_addr, ucp_rkey_h rkey);
 
 /**
  * Applies an atomic operation to remote memory and stores the previous value
@@ -1406,9 +1345,8 @@ ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode,
  * the compared one).
  * @return NULL, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
-                                     uint64_t value, void *result,
-                                     size_t op_size, uint64_t remote_addr,
+ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode, uint64_t value,
+                                     void *result, size_t op_size, uint64_t remote_addr,
                                      ucp_rkey_h rkey, ucp_send_callback_t cb);
 
 /**
@@ -1418,9 +1356,8 @@ ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
  * reply buffer holds the swap value on entry, the operand is the compared one).
  * @return NULL, a request, or an error pointer.
  */
-ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode,
-                                   const void *buffer, size_t count,
-                                   uint64_t remote_addr, ucp_rkey_h rkey,
+ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const void *buffer,
+                                   size_t count, uint64_t remote_addr, ucp_rkey_h rkey,
                                    const ucp_request_param_t *param);
 
 END_C_DECLS

@@ -14,7 +14,7 @@ BEGIN_C_DECLS
 /* Old listener handler: UCP creates the endpoint before calling cb. */
 typedef struct ucp_listener_accept_handler {
     ucp_listener_accept_callback_t cb;
-    void                           *arg;  /* passed back to cb */
+    void *arg; /* passed back to cb */
 } ucp_listener_accept_handler_t;
 
 
@@ -67,68 +67,64 @@ ucs_status_t ucp_worker_flush(ucp_worker_h worker);
 /**
  * Deprecated: ucp_put_nbx() and a wait until the buffer may be reused.
  */
-ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length,
-                     uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                     ucp_rkey_h rkey);
 
 /**
  * Deprecated: ucp_get_nbx() and a wait until the data has arrived.
  */
-ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length,
-                     uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                     ucp_rkey_h rkey);
 
 
 /**
  * Deprecated: adds add to the 32-bit word at remote_addr.
  */
-ucs_status_t ucp_atomic_add32(ucp_ep_h ep, uint32_t add,
-                              uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_atomic_add32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr, ucp_rkey_h rkey);
 
 /**
  * Deprecated: adds add to the 64-bit word at remote_addr.
  */
-ucs_status_t ucp_atomic_add64(ucp_ep_h ep, uint64_t add,
-                              uint64_t remote_addr, ucp_rkey_h rkey);
+ucs_status_t ucp_atomic_add64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr, ucp_rkey_h rkey);
 
 /**
  * Deprecated: adds add to the 32-bit word at remote_addr, waits, and stores
  * its previous value in *result.
  */
-ucs_status_t ucp_atomic_fadd32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint32_t *result);
+ucs_status_t ucp_atomic_fadd32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint32_t *result);
 
 /**
  * Deprecated: the 64-bit ucp_atomic_fadd32().
  */
-ucs_status_t ucp_atomic_fadd64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint64_t *result);
+ucs_status_t ucp_atomic_fadd64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint64_t *result);
 
 /**
  * Deprecated: writes swap to the 32-bit word at remote_addr, waits, and
  * stores its previous value in *result.
  */
-ucs_status_t ucp_atomic_swap32(ucp_ep_h ep, uint32_t swap, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint32_t *result);
+ucs_status_t ucp_atomic_swap32(ucp_ep_h ep, uint32_t swap, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint32_t *result);
 
 /**
  * Deprecated: the 64-bit ucp_atomic_swap32().
  */
-ucs_status_t ucp_atomic_swap64(ucp_ep_h ep, uint64_t swap, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint64_t *result);
+ucs_status_t ucp_atomic_swap64(ucp_ep_h ep, uint64_t swap, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint64_t *result);
 
 /**
  * Deprecated: writes swap to the 32-bit word at remote_addr if it equals
  * compare, waits, and stores its previous value in *result.
  */
-ucs_status_t ucp_atomic_cswap32(ucp_ep_h ep, uint32_t compare, uint32_t swap,
-                                uint64_t remote_addr, ucp_rkey_h rkey,
-                                uint32_t *result);
+ucs_status_t ucp_atomic_cswap32(ucp_ep_h ep, uint32_t compare, uint32_t swap, uint64_t remote_addr,
+                                ucp_rkey_h rkey, uint32_t *result);
 
 /**
  * Deprecated: the 64-bit ucp_atomic_cswap32().
  */
-ucs_status_t ucp_atomic_cswap64(ucp_ep_h ep, uint64_t compare, uint64_t swap,
-                                uint64_t remote_addr, ucp_rkey_h rkey,
-                                uint64_t *result);
+ucs_status_t ucp_atomic_cswap64(ucp_ep_h ep, uint64_t compare, uint64_t swap, uint64_t remote_addr,
+                                ucp_rkey_h rkey, uint64_t *result);
 
 END_C_DECLS
 

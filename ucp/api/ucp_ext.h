@@ -51,7 +51,7 @@ enum ucp_cntr_flags {
 typedef struct ucp_cntr_params {
     uint64_t field_mask; /**< ucp_cntr_params_field bits of the fields set */
     uint64_t flags;      /**< ucp_cntr_flags bits; 0 if not set */
-    void     *user_data; /**< returned by ucp_cntr_query(); NULL if not set */
+    void *user_data;     /**< returned by ucp_cntr_query(); NULL if not set */
 } ucp_cntr_params_t;
 
 /** @brief Fields of ucp_cntr_attr_t to fill. */
@@ -63,10 +63,10 @@ enum ucp_cntr_attr_field {
 
 /** @brief What ucp_cntr_query() reports. */
 typedef struct ucp_cntr_attr {
-    uint64_t     field_mask; /**< ucp_cntr_attr_field bits to fill */
-    uint64_t     flags;      /**< the flags the counter was created with */
-    void         *user_data; /**< the user data it was created with */
-    ucp_worker_h worker;     /**< the worker it lives on */
+    uint64_t field_mask; /**< ucp_cntr_attr_field bits to fill */
+    uint64_t flags;      /**< the flags the counter was created with */
+    void *user_data;     /**< the user data it was created with */
+    ucp_worker_h worker; /**< the worker it lives on */
 } ucp_cntr_attr_t;
 
 /**
@@ -182,7 +182,7 @@ enum ucp_ext_request_param_field {
     UCP_EXT_PARAM_FIELD_ERR_CNTR = UCS_BIT(1), /**< ucp_ext_request_param_t::err_cntr */
     /** ucp_ext_request_param_t::trigger_cntr and trigger_threshold: a
      *  triggered operation (below). */
-    UCP_EXT_PARAM_FIELD_TRIGGER  = UCS_BIT(2)
+    UCP_EXT_PARAM_FIELD_TRIGGER = UCS_BIT(2)
 };
 
 /* clang-format off */
@@ -351,8 +351,7 @@ ucs_status_t ucp_dwq_cancel(ucp_worker_h worker, void *request);
  * @return UCS_OK; UCS_ERR_INVALID_PARAM for a NULL worker or a counter that
  *         is not a live counter of @a worker.
  */
-ucs_status_t ucp_dwq_flush(ucp_worker_h worker, ucp_cntr_h trigger_cntr,
-                           size_t *cancelled_p);
+ucs_status_t ucp_dwq_flush(ucp_worker_h worker, ucp_cntr_h trigger_cntr, size_t *cancelled_p);
 
 /* ----------------------------------------------------------------------
  * Poll sets, wait sets and trywait
@@ -373,8 +372,8 @@ typedef enum ucp_object_type {
 
 /** @brief An object that poll sets, wait sets and ucp_trywait() take. */
 typedef struct ucp_object {
-    ucp_object_type_t type;   /**< what @a handle is */
-    void              *handle; /**< the worker, counter or wait set */
+    ucp_object_type_t type; /**< what @a handle is */
+    void *handle;           /**< the worker, counter or wait set */
 } ucp_object_t;
 
 /**
@@ -490,9 +489,9 @@ ucs_status_t ucp_waitset_get_fd(ucp_waitset_h set, int *fd_p);
 
 /** @brief The fds of a UCP_WAIT_POLLFD set (libfabric's fi_wait_pollfd). */
 typedef struct ucp_waitset_pollfd {
-    uint64_t      change_index; /**< out: moves whenever the set of fds changes */
-    size_t        nfds;         /**< in: room in @a fds; out: how many there are */
-    struct pollfd *fds;         /**< out: fd and POLLIN of each */
+    uint64_t change_index; /**< out: moves whenever the set of fds changes */
+    size_t nfds;           /**< in: room in @a fds; out: how many there are */
+    struct pollfd *fds;    /**< out: fd and POLLIN of each */
 } ucp_waitset_pollfd_t;
 
 /**
@@ -532,7 +531,7 @@ ucs_status_t ucp_trywait(const ucp_object_t *objects, size_t count);
  * never equals a layered one, so a layer's messages reach only its own
  * handlers, and the application's never reach them.
  */
-#define UCP_EXT_AM_ID_LAYERED       0x10000u
+#define UCP_EXT_AM_ID_LAYERED 0x10000u
 /** @brief How many layered active-message ids there are. */
 #define UCP_EXT_AM_ID_LAYERED_COUNT 256u
 
@@ -553,8 +552,8 @@ typedef unsigned (*ucp_worker_callback_t)(void *arg);
  *
  * @return UCS_OK with the id in *id_p; UCS_ERR_INVALID_PARAM for NULL.
  */
-ucs_status_t ucp_worker_callback_add(ucp_worker_h worker, ucp_worker_callback_t cb,
-                                     void *arg, unsigned *id_p);
+ucs_status_t ucp_worker_callback_add(ucp_worker_h worker, ucp_worker_callback_t cb, void *arg,
+                                     unsigned *id_p);
 
 /**
  * @brief Makes the next progress of the worker run callback `id` once,

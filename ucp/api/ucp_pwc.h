@@ -42,18 +42,18 @@ extern "C" {
 
 /** @brief A completion identifier. */
 typedef struct ucp_cid {
-    uint64_t   u64;   /**< the id when size is 0 */
+    uint64_t u64;     /**< the id when size is 0 */
     const void *data; /**< size > 0: the id's bytes */
-    size_t     size;  /**< 0: the id is u64; else bytes at data */
+    size_t size;      /**< 0: the id is u64; else bytes at data */
 } ucp_cid_t;
 
 /** @brief Flags of ucp_pwc_put() and ucp_pwc_get(). */
 enum ucp_pwc_flags {
     /** No local completion: the initiator's probe does not return this
      *  operation, unless it failed (a failure is never silent). */
-    UCP_PWC_FLAG_NO_LCE      = UCS_BIT(0),
+    UCP_PWC_FLAG_NO_LCE = UCS_BIT(0),
     /** No remote completion: the target learns nothing. */
-    UCP_PWC_FLAG_NO_RCE      = UCS_BIT(1),
+    UCP_PWC_FLAG_NO_RCE = UCS_BIT(1),
     /** The remote completion adds 1 to the counter the target bound with
      *  ucp_pwc_bind_cntr() instead of queueing the remote id (the id is
      *  queued when it bound none). Visible after the data, as an id. */
@@ -78,9 +78,9 @@ enum ucp_pwc_flags {
  *         rkey with data, unknown flags, a range outside the key, a key
  *         without remote write access. The ep's status when it failed.
  */
-ucs_status_t ucp_pwc_put(ucp_ep_h ep, const void *buffer, size_t length,
-                         uint64_t remote_addr, ucp_rkey_h rkey, const ucp_cid_t *local_cid,
-                         const ucp_cid_t *remote_cid, unsigned flags);
+ucs_status_t ucp_pwc_put(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey, const ucp_cid_t *local_cid, const ucp_cid_t *remote_cid,
+                         unsigned flags);
 
 /**
  * @brief Reads @a length bytes from @a remote_addr into @a buffer with
@@ -92,8 +92,8 @@ ucs_status_t ucp_pwc_put(ucp_ep_h ep, const void *buffer, size_t length,
  *         key without remote read access.
  */
 ucs_status_t ucp_pwc_get(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
-                         ucp_rkey_h rkey, const ucp_cid_t *local_cid,
-                         const ucp_cid_t *remote_cid, unsigned flags);
+                         ucp_rkey_h rkey, const ucp_cid_t *local_cid, const ucp_cid_t *remote_cid,
+                         unsigned flags);
 
 /** @brief ucp_pwc_completion_t::flags */
 enum ucp_pwc_completion_flags {
@@ -104,16 +104,16 @@ enum ucp_pwc_completion_flags {
 
 /** @brief A completion ucp_pwc_probe() returns. */
 typedef struct ucp_pwc_completion {
-    unsigned     flags;  /**< ucp_pwc_completion_flags */
+    unsigned flags; /**< ucp_pwc_completion_flags */
     /** Local: how the operation ended (UCS_OK, or why it failed; a failed
      *  put or get may have moved some of its data). Remote: UCS_OK. */
     ucs_status_t status;
     /** Local: the operation's ep. Remote: this worker's ep to the source
      *  (NULL if it was destroyed since). */
-    ucp_ep_h     ep;
+    ucp_ep_h ep;
     /** Local: the id as given. Remote: by value, or its bytes, valid until
      *  the next ucp_pwc_probe() on this worker. */
-    ucp_cid_t    cid;
+    ucp_cid_t cid;
 } ucp_pwc_completion_t;
 
 /** @brief Called by ucp_pwc_probe() for each completion it takes. */
@@ -137,13 +137,13 @@ enum ucp_pwc_probe_flags {
 
 /** @brief Arguments of ucp_pwc_probe(). */
 typedef struct ucp_pwc_probe_params {
-    uint64_t          field_mask; /**< ucp_pwc_probe_field bits of the fields set */
-    unsigned          flags;      /**< ucp_pwc_probe_flags; both if not set */
+    uint64_t field_mask; /**< ucp_pwc_probe_field bits of the fields set */
+    unsigned flags;      /**< ucp_pwc_probe_flags; both if not set */
     /** Only completions of operations on this ep (local), or from the peer
      *  it reaches (remote); all if not set. */
-    ucp_ep_h          ep;
-    ucp_pwc_handler_t handler;    /**< called for each completion taken */
-    void              *arg;       /**< the handler's argument */
+    ucp_ep_h ep;
+    ucp_pwc_handler_t handler; /**< called for each completion taken */
+    void *arg;                 /**< the handler's argument */
 } ucp_pwc_probe_params_t;
 
 /**

@@ -8,13 +8,12 @@
 
 /* Packs a major/minor pair into one comparable integer. */
 #define UCP_VERSION(_major, _minor) \
-    (((_major) << UCP_VERSION_MAJOR_SHIFT) | \
-     ((_minor) << UCP_VERSION_MINOR_SHIFT))
-#define UCP_VERSION_MAJOR_SHIFT    24
-#define UCP_VERSION_MINOR_SHIFT    16
+    (((_major) << UCP_VERSION_MAJOR_SHIFT) | ((_minor) << UCP_VERSION_MINOR_SHIFT))
+#define UCP_VERSION_MAJOR_SHIFT 24
+#define UCP_VERSION_MINOR_SHIFT 16
 
-#define UCP_API_MAJOR              1
-#define UCP_API_MINOR              13
-#define UCP_API_VERSION            UCP_VERSION(1, 13)
+#define UCP_API_MAJOR   1
+#define UCP_API_MINOR   13
+#define UCP_API_VERSION UCP_VERSION(1, 13)
 
 #endif

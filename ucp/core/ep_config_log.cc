@@ -18,7 +18,7 @@ namespace {
 
 std::string lane_resource(const ucp_ep *ep, uint8_t lane)
 {
-    const ucp_worker *worker    = ep->worker;
+    const ucp_worker *worker = ep->worker;
     const uct::tl_resource &res =
         worker->context.tls[worker->ifaces[ep->lanes[lane].iface_index].tl_index].resource;
     return std::string(res.tl_name) + "/" + res.dev_name;
@@ -74,8 +74,8 @@ std::string describe_ep_config(const ucp_ep *ep)
     if (ep->am_lane == no_lane) {
         return "";
     }
-    const uint64_t features = ep->worker->context.features;
-    const bool rma_emulated = (ep->rma_lane == no_lane);
+    const uint64_t features              = ep->worker->context.features;
+    const bool rma_emulated              = (ep->rma_lane == no_lane);
     const std::vector<uint8_t> am_lanes  = {ep->am_lane, ep->rndv_lane};
     const std::vector<uint8_t> rma_lanes = {rma_emulated ? ep->am_lane : ep->rma_lane};
 
@@ -108,8 +108,8 @@ void log_ep_lanes(const ucp_ep *ep)
     }
     const ucp_worker *worker = ep->worker;
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        ucs_debug("worker '%s' ep %u to '%s': lane[%u] %s%s%s%s", worker->name.c_str(),
-                  ep->id, ep->peer_name.c_str(), i, lane_resource(ep, i).c_str(),
+        ucs_debug("worker '%s' ep %u to '%s': lane[%u] %s%s%s%s", worker->name.c_str(), ep->id,
+                  ep->peer_name.c_str(), i, lane_resource(ep, i).c_str(),
                   (i == ep->am_lane) ? " am" : "", (i == ep->rndv_lane) ? " rndv" : "",
                   (i == ep->rma_lane) ? " rma" : "");
     }

@@ -46,8 +46,8 @@ public:
     }
 
 private:
-    mutable std::mutex            mutex_;
-    std::unordered_set<const T*>  handles_;
+    mutable std::mutex mutex_;
+    std::unordered_set<const T *> handles_;
 };
 
 } // namespace ucp

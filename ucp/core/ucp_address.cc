@@ -20,8 +20,8 @@ constexpr size_t max_dev_type = static_cast<size_t>(uct::device_type::SELF);
 /* The fixed header, as laid out on the wire. */
 struct address_header {
     uint32_t magic;
-    uint8_t  version;
-    uint8_t  flags;
+    uint8_t version;
+    uint8_t flags;
     uint16_t num_entries;
     uint32_t total_length;
     uint32_t reserved;
@@ -30,18 +30,19 @@ struct address_header {
 };
 /* Frozen: changing it requires bumping address_version, which peers check. The
  * magic and version never move: a peer of any version must be able to refuse us. */
-static_assert(sizeof(address_header) == address_header_size,
-              "the header is the wire layout");
+static_assert(sizeof(address_header) == address_header_size, "the header is the wire layout");
 static_assert((offsetof(address_header, version) == 4) &&
-              (offsetof(address_header, total_length) == 8) &&
-              (offsetof(address_header, worker_uuid) == 16), "address header layout");
+                  (offsetof(address_header, total_length) == 8) &&
+                  (offsetof(address_header, worker_uuid) == 16),
+              "address header layout");
 
 /* Sequential writer; the size was computed beforehand. */
 class writer {
 public:
     explicit writer(uint8_t *p) : m_p(p) {}
 
-    template <typename T> void put(T value)
+    template <typename T>
+    void put(T value)
     {
         std::memcpy(m_p, &value, sizeof(value));
         m_p += sizeof(value);
@@ -89,8 +90,7 @@ bool read_blob(ucs::wire_reader &r, std::vector<uint8_t> *out)
 
 bool string_fits(const std::string &s, size_t min_len, size_t max_len)
 {
-    return (s.size() >= min_len) && (s.size() <= max_len) &&
-           (s.find('\0') == std::string::npos);
+    return (s.size() >= min_len) && (s.size() <= max_len) && (s.find('\0') == std::string::npos);
 }
 
 } // namespace
@@ -106,26 +106,26 @@ size_t address_packed_size(const unpacked_address &addr)
         if (!string_fits(e.tl_name, 1, address_max_tl_name) ||
             !string_fits(e.md_name, 1, address_max_tl_name) ||
             (static_cast<size_t>(e.dev_type) > max_dev_type) || (e.flags == 0) ||
-            (e.flags & ~address_entry_flag::all) ||
-            (e.dev_addr.size() > UINT16_MAX) || (e.iface_addr.size() > UINT16_MAX)) {
+            (e.flags & ~address_entry_flag::all) || (e.dev_addr.size() > UINT16_MAX) ||
+            (e.iface_addr.size() > UINT16_MAX)) {
             return 0;
         }
-        size += 1 + e.tl_name.size() + 1 + 1 + e.md_name.size() + 1 + 1 + 1 +
-                2 + e.dev_addr.size() + 2 + e.iface_addr.size();
+        size += 1 + e.tl_name.size() + 1 + 1 + e.md_name.size() + 1 + 1 + 1 + 2 +
+                e.dev_addr.size() + 2 + e.iface_addr.size();
     }
     return (size <= address_max_length) ? size : 0;
 }
 
-ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
-                          size_t *length_p)
+ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p, size_t *length_p)
 {
     size_t size = address_packed_size(addr);
     if (size == 0) {
         ucs_error("worker address of '%s' does not fit the address format "
-                  "(%zu entries)", addr.worker_name.c_str(), addr.entries.size());
+                  "(%zu entries)",
+                  addr.worker_name.c_str(), addr.entries.size());
         return UCS_ERR_INVALID_PARAM;
     }
-    auto *buffer = static_cast<uint8_t*>(std::malloc(size));
+    auto *buffer = static_cast<uint8_t *>(std::malloc(size));
     if (buffer == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -133,8 +133,8 @@ ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
     writer w(buffer);
     w.put(address_header{address_magic, address_version,
                          addr.net_only ? address_flag::NET_ONLY : uint8_t(0),
-                         static_cast<uint16_t>(addr.entries.size()),
-                         static_cast<uint32_t>(size), 0, addr.worker_uuid, addr.node_id});
+                         static_cast<uint16_t>(addr.entries.size()), static_cast<uint32_t>(size), 0,
+                         addr.worker_uuid, addr.node_id});
     w.string(addr.worker_name);
     for (const address_entry &e : addr.entries) {
         w.string(e.tl_name);
@@ -152,8 +152,8 @@ ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
     return UCS_OK;
 }
 
-ucs_status_t address_peek(const void *buffer, size_t length,
-                          size_t *total_length_p, uint64_t *worker_uuid_p)
+ucs_status_t address_peek(const void *buffer, size_t length, size_t *total_length_p,
+                          uint64_t *worker_uuid_p)
 {
     if ((buffer == nullptr) || (length < address_header_size)) {
         return UCS_ERR_INVALID_PARAM;
@@ -167,12 +167,11 @@ ucs_status_t address_peek(const void *buffer, size_t length,
         return UCS_ERR_INVALID_PARAM;
     }
     if (h.version != address_version) {
-        ucs_debug("worker address: version %u, expected %u", h.version,
-                  address_version);
+        ucs_debug("worker address: version %u, expected %u", h.version, address_version);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((h.flags & ~address_flag::all) || (h.reserved != 0) || (h.num_entries > address_max_entries) ||
-        (h.total_length < address_header_size + 2) ||
+    if ((h.flags & ~address_flag::all) || (h.reserved != 0) ||
+        (h.num_entries > address_max_entries) || (h.total_length < address_header_size + 2) ||
         (h.total_length > address_max_length)) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -185,8 +184,7 @@ ucs_status_t address_peek(const void *buffer, size_t length,
     return UCS_OK;
 }
 
-ucs_status_t unpack_address(const void *buffer, size_t length,
-                            unpacked_address *out)
+ucs_status_t unpack_address(const void *buffer, size_t length, unpacked_address *out)
 {
     if (out == nullptr) {
         return UCS_ERR_INVALID_PARAM;
@@ -197,8 +195,7 @@ ucs_status_t unpack_address(const void *buffer, size_t length,
         return status;
     }
     if (total_length > length) {
-        ucs_debug("worker address: %zu bytes announced, %zu available",
-                  total_length, length);
+        ucs_debug("worker address: %zu bytes announced, %zu available", total_length, length);
         return UCS_ERR_INVALID_PARAM;
     }
 

@@ -50,7 +50,7 @@
 
 namespace ucp {
 
-constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
+constexpr uint32_t address_magic = 0x41504355; /* "UCPA" little-endian */
 /* The version two workers must share: an ep is made only to an address of
  * this version. Bumped whenever this format, a transport's address inside
  * it, or a UCP message header or AM id (ucp/proto/wire.h) changes, so peers
@@ -65,12 +65,12 @@ constexpr uint32_t address_magic        = 0x41504355; /* "UCPA" little-endian */
  * 7: stream rendezvous (AM_STREAM_RTS). 8: the header says whether the
  * address lists only network transports, and wireup messages describe the
  * sender by the same kind of address its peer reached it by. */
-constexpr uint8_t  address_version      = 8;
-constexpr size_t   address_header_size  = 32;         /* up to name_length */
-constexpr size_t   address_max_length   = 64 * 1024;
-constexpr size_t   address_max_entries  = 256;
-constexpr size_t   address_max_name     = 255;        /* worker name chars */
-constexpr size_t   address_max_tl_name  = 31;         /* as uct::tl_resource */
+constexpr uint8_t address_version    = 8;
+constexpr size_t address_header_size = 32; /* up to name_length */
+constexpr size_t address_max_length  = 64 * 1024;
+constexpr size_t address_max_entries = 256;
+constexpr size_t address_max_name    = 255; /* worker name chars */
+constexpr size_t address_max_tl_name = 31;  /* as uct::tl_resource */
 
 /* Bits of the header's flags. */
 namespace address_flag {
@@ -81,25 +81,25 @@ constexpr uint8_t all      = NET_ONLY;
 
 /* Bits of address_entry::flags. */
 namespace address_entry_flag {
-constexpr uint8_t CONNECT_TO_IFACE = 1u << 0;   /* uct::iface::ep_create_connected */
-constexpr uint8_t CONNECT_TO_EP    = 1u << 1;   /* uct::iface::ep_create + connect_to_ep */
+constexpr uint8_t CONNECT_TO_IFACE = 1u << 0; /* uct::iface::ep_create_connected */
+constexpr uint8_t CONNECT_TO_EP    = 1u << 1; /* uct::iface::ep_create + connect_to_ep */
 constexpr uint8_t all              = CONNECT_TO_IFACE | CONNECT_TO_EP;
 } // namespace address_entry_flag
 
 struct address_entry {
-    std::string          tl_name;
-    std::string          md_name;
-    uct::device_type     dev_type = uct::device_type::NET;
+    std::string tl_name;
+    std::string md_name;
+    uct::device_type dev_type = uct::device_type::NET;
     std::vector<uint8_t> dev_addr;
     std::vector<uint8_t> iface_addr;
-    uint8_t              flags = address_entry_flag::CONNECT_TO_IFACE;
+    uint8_t flags = address_entry_flag::CONNECT_TO_IFACE;
 };
 
 struct unpacked_address {
-    uint64_t                   worker_uuid = 0;
-    uint64_t                   node_id = 0;
-    std::string                worker_name;
-    bool                       net_only = false;   /* address_flag::NET_ONLY */
+    uint64_t worker_uuid = 0;
+    uint64_t node_id     = 0;
+    std::string worker_name;
+    bool net_only = false; /* address_flag::NET_ONLY */
     std::vector<address_entry> entries;
 };
 
@@ -110,16 +110,15 @@ size_t address_packed_size(const unpacked_address &addr);
  * Packs addr into a malloc'd buffer (freed with free()). UCS_ERR_INVALID_PARAM
  * when a name or address is too long for the format.
  */
-ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p,
-                          size_t *length_p);
+ucs_status_t pack_address(const unpacked_address &addr, void **buffer_p, size_t *length_p);
 
 /*
  * Validates the fixed header of an address and returns its total length.
  * `length` is how many bytes the caller knows to be readable; ucp_ep_create
  * (pointer only) passes address_header_size, then unpacks total_length.
  */
-ucs_status_t address_peek(const void *buffer, size_t length,
-                          size_t *total_length_p, uint64_t *worker_uuid_p);
+ucs_status_t address_peek(const void *buffer, size_t length, size_t *total_length_p,
+                          uint64_t *worker_uuid_p);
 
 /*
  * Unpacks and validates everything: magic, version, reserved bits, every
@@ -127,8 +126,7 @@ ucs_status_t address_peek(const void *buffer, size_t length,
  * device types, entry flags, and that the entries end exactly at total_length (which must
  * be <= length). Anything malformed: UCS_ERR_INVALID_PARAM, out untouched.
  */
-ucs_status_t unpack_address(const void *buffer, size_t length,
-                            unpacked_address *out);
+ucs_status_t unpack_address(const void *buffer, size_t length, unpacked_address *out);
 
 /* 64-bit id of this host's current boot (ucs::sys::machine_id). */
 uint64_t local_node_id();

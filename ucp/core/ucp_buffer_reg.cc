@@ -22,7 +22,7 @@ public:
     {
         uct::mem_h memh     = nullptr;
         ucs_status_t status = mem_reg_temp(ctx_, md_index_, address, length, &memh);
-        *handle_p = memh;
+        *handle_p           = memh;
         return status;
     }
 
@@ -39,13 +39,13 @@ public:
 
 private:
     ucp_context &ctx_;
-    unsigned    md_index_;
+    unsigned md_index_;
 };
 
 void md_rcache_deleter::operator()(md_rcache *cache) const
 {
     if (cache != nullptr) {
-        cache->cache.reset();   /* deregisters through the adapter */
+        cache->cache.reset(); /* deregisters through the adapter */
         delete cache;
     }
 }
@@ -89,20 +89,22 @@ ucs_status_t create_rcaches(ucp_context &ctx)
             return UCS_ERR_NO_MEMORY;
         }
         ucs::rcache_params params;
-        params.name        = m.name.c_str();
-        params.registrar   = adapter.get();
-        params.max_regions = ctx.config.rcache_max_regions;
-        params.max_size    = ctx.config.rcache_max_size;
+        params.name         = m.name.c_str();
+        params.registrar    = adapter.get();
+        params.max_regions  = ctx.config.rcache_max_regions;
+        params.max_size     = ctx.config.rcache_max_size;
         ucs_status_t status = ucs::rcache::create(params, &adapter->cache);
         if (status == UCS_ERR_UNSUPPORTED) {
             if (enable == UCS_YES) {
                 ucs_error("UCX_RCACHE_ENABLE=yes, but the registration cache of md %s "
                           "needs memory events, which are disabled (UCX_MEM_EVENTS) "
-                          "or cannot be hooked", m.name.c_str());
+                          "or cannot be hooked",
+                          m.name.c_str());
                 return status;
             }
             ucs_diag("md %s: no registration cache without memory events: "
-                     "registering per operation", m.name.c_str());
+                     "registering per operation",
+                     m.name.c_str());
             continue;
         }
         if (status != UCS_OK) {
@@ -119,16 +121,16 @@ ucs::rcache *md_cache(const ucp_context &ctx, unsigned md_index)
     return (adapter != nullptr) ? adapter->cache.get() : nullptr;
 }
 
-ucs_status_t buffer_reg_get(ucp_context &ctx, unsigned md_index, const void *address,
-                            size_t length, buffer_reg *reg)
+ucs_status_t buffer_reg_get(ucp_context &ctx, unsigned md_index, const void *address, size_t length,
+                            buffer_reg *reg)
 {
     ucs::rcache *cache = md_cache(ctx, md_index);
     if (cache == nullptr) {
         reg->region = nullptr;
-        return mem_reg_temp(ctx, md_index, const_cast<void*>(address), length, &reg->memh);
+        return mem_reg_temp(ctx, md_index, const_cast<void *>(address), length, &reg->memh);
     }
     ucs_status_t status = cache->get(address, length, &reg->region);
-    reg->memh = (status == UCS_OK) ? reg->region->handle() : nullptr;
+    reg->memh           = (status == UCS_OK) ? reg->region->handle() : nullptr;
     if (status != UCS_OK) {
         reg->region = nullptr;
     }

@@ -24,8 +24,8 @@ namespace ucp {
 
 /* A buffer registered on one md. Zero-initialised: nothing registered. */
 struct buffer_reg {
-    uct::mem_h         memh;     /* what uct calls take */
-    ucs::rcache_region *region;  /* non-null: held from the md's cache */
+    uct::mem_h memh;            /* what uct calls take */
+    ucs::rcache_region *region; /* non-null: held from the md's cache */
 
     bool held() const { return (memh != nullptr) || (region != nullptr); }
 };
@@ -49,8 +49,8 @@ ucs::rcache *md_cache(const ucp_context &ctx, unsigned md_index);
  * operation; *reg must hold nothing. UCS_ERR_UNSUPPORTED if the md cannot
  * register memory, or the md's error.
  */
-ucs_status_t buffer_reg_get(ucp_context &ctx, unsigned md_index, const void *address,
-                            size_t length, buffer_reg *reg);
+ucs_status_t buffer_reg_get(ucp_context &ctx, unsigned md_index, const void *address, size_t length,
+                            buffer_reg *reg);
 
 /* Gives a held registration back (to the cache, or deregisters); *reg then
  * holds nothing. */

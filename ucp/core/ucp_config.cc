@@ -20,8 +20,7 @@
 
 namespace ucp {
 
-const char *const rndv_scheme_names[RNDV_SCHEME_LAST] = {"auto", "get_zcopy",
-                                                         "put_zcopy"};
+const char *const rndv_scheme_names[RNDV_SCHEME_LAST] = {"auto", "get_zcopy", "put_zcopy"};
 
 const char *const atomic_mode_names[ATOMIC_MODE_LAST] = {"cpu", "device", "guess"};
 
@@ -41,10 +40,10 @@ bool parse_frag_size(const char *text, void *dest, const ucs::config::parser &)
     size_t host_size = default_frag_size;
     for (std::string_view entry : entries) {
         const size_t colon = entry.find(':');
-        bool host = true;
+        bool host          = true;
         if (colon != std::string_view::npos) {
             const std::string_view type = entry.substr(0, colon);
-            unsigned t = 0;
+            unsigned t                  = 0;
             while ((t < UCS_MEMORY_TYPE_LAST) && (type != ucs_memory_type_names[t])) {
                 ++t;
             }
@@ -78,9 +77,14 @@ std::string syntax_frag_size(const ucs::config::parser &)
     return "size, or <memory type>:<size>,... (the host size is used)";
 }
 
-constexpr ucs::config::parser type_frag_size = {
-    parse_frag_size, print_frag_size, ucs::config::detail::clone_plain,
-    ucs::config::detail::release_plain, syntax_frag_size, nullptr, 0, sizeof(size_t)};
+constexpr ucs::config::parser type_frag_size = {parse_frag_size,
+                                                print_frag_size,
+                                                ucs::config::detail::clone_plain,
+                                                ucs::config::detail::release_plain,
+                                                syntax_frag_size,
+                                                nullptr,
+                                                0,
+                                                sizeof(size_t)};
 
 constexpr ucs::config::field context_fields[] = {
     UCS_CONFIG_FIELD(context_config, tls, "TLS", "all",
@@ -115,8 +119,7 @@ constexpr ucs::config::field context_fields[] = {
     UCS_CONFIG_FIELD(context_config, bcopy_thresh, "BCOPY_THRESH", "0",
                      "Message size from which a copy into a transport buffer is used\n"
                      "instead of an inline (short) send.",
-                     ucs::config::type_size,
-                     ucs::config::field_no_effect),
+                     ucs::config::type_size, ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, zcopy_thresh, "ZCOPY_THRESH", "auto",
                      "Message size from which eager messages (on lanes with zero-copy\n"
@@ -155,25 +158,21 @@ constexpr ucs::config::field context_fields[] = {
                      "Most transport lanes one eager message is split over. Eager\n"
                      "messages use the active-message lane only, so every value acts\n"
                      "as 1.",
-                     ucs::config::type_uint,
-                     ucs::config::field_no_effect),
+                     ucs::config::type_uint, ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, max_rndv_lanes, "MAX_RNDV_LANES", "1",
                      "Most transport lanes one rendezvous transfer is split over.",
-                     ucs::config::type_uint,
-                     ucs::config::field_no_effect),
+                     ucs::config::type_uint, ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, estimated_num_eps, "ESTIMATED_NUM_EPS", "1",
                      "Expected number of endpoints per worker, used to size resources;\n"
                      "ucp_params_t::estimated_num_eps overrides it.",
-                     ucs::config::type_ulong,
-                     ucs::config::field_no_effect),
+                     ucs::config::type_ulong, ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, estimated_num_ppn, "ESTIMATED_NUM_PPN", "1",
                      "Expected number of processes per node, used to size shared\n"
                      "resources; ucp_params_t::estimated_num_ppn overrides it.",
-                     ucs::config::type_ulong,
-                     ucs::config::field_no_effect),
+                     ucs::config::type_ulong, ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, keepalive_interval, "KEEPALIVE_INTERVAL", "20s",
                      "Time between checks that the peers of endpoints with peer error\n"
@@ -181,8 +180,7 @@ constexpr ucs::config::field context_fields[] = {
                      ucs::config::type_time),
 
     UCS_CONFIG_FIELD(context_config, keepalive_num_eps, "KEEPALIVE_NUM_EPS", "128",
-                     "Most endpoints checked in one keepalive round.",
-                     ucs::config::type_uint,
+                     "Most endpoints checked in one keepalive round.", ucs::config::type_uint,
                      ucs::config::field_no_effect),
 
     UCS_CONFIG_FIELD(context_config, max_peer_eps, "MAX_PEER_EPS", "16384",
@@ -208,8 +206,8 @@ constexpr ucs::config::field context_fields[] = {
                      "          otherwise cpu",
                      ucs::config::type_enum(atomic_mode_names)),
 
-    UCS_CONFIG_FIELD(context_config, immediate_progress_interval,
-                     "IMMEDIATE_PROGRESS_INTERVAL", "20us",
+    UCS_CONFIG_FIELD(context_config, immediate_progress_interval, "IMMEDIATE_PROGRESS_INTERVAL",
+                     "20us",
                      "A process that only issues operations completing inside their call\n"
                      "(RMA and atomics on memory mapped here, or on its own memory) and\n"
                      "does not call ucp_worker_progress progresses the worker once it\n"
@@ -270,12 +268,12 @@ bool name_in(const ucs_config_names_array_t &list, std::string_view name)
 /* Transports an alias in UCX_TLS stands for (nullptr-terminated). */
 const char *const *alias_members(std::string_view alias)
 {
-    static const char *const shm[] = {"posix", "sysv", "cma", nullptr};
-    static const char *const mm[]  = {"posix", "sysv", nullptr};
+    static const char *const shm[]  = {"posix", "sysv", "cma", nullptr};
+    static const char *const mm[]   = {"posix", "sysv", nullptr};
     static const char *const cuda[] = {"cuda_copy", "cuda_ipc", nullptr};
     /* As UCX: rc brings ud along to carry the wireup. */
-    static const char *const rc[]   = {"rc_verbs", "ud_verbs", nullptr};
-    static const char *const ud[]   = {"ud_verbs", nullptr};
+    static const char *const rc[] = {"rc_verbs", "ud_verbs", nullptr};
+    static const char *const ud[] = {"ud_verbs", nullptr};
     if ((alias == "rc") || (alias == "rc_v") || (alias == "ib")) {
         return rc;
     }
@@ -355,8 +353,8 @@ ucs_status_t apply_file(ucp_config &config, const char *filename)
 {
     std::ifstream in(filename);
     if (!in) {
-        ucs_error("ucp_config_read: cannot read configuration file '%s': %s",
-                  filename, std::strerror(errno));
+        ucs_error("ucp_config_read: cannot read configuration file '%s': %s", filename,
+                  std::strerror(errno));
         return UCS_ERR_IO_ERROR;
     }
 
@@ -368,13 +366,12 @@ ucs_status_t apply_file(ucp_config &config, const char *filename)
         }
         size_t eq = text.find('=');
         if (eq == std::string::npos) {
-            ucs_warn("%s:%u: expected NAME = value, ignoring the line", filename,
-                     line_no);
+            ucs_warn("%s:%u: expected NAME = value, ignoring the line", filename, line_no);
             continue;
         }
         std::string name  = trim(std::string_view(text).substr(0, eq));
         std::string value = trim(std::string_view(text).substr(eq + 1));
-        size_t hash = value.find(" #");
+        size_t hash       = value.find(" #");
         if (hash != std::string::npos) {
             value = trim(std::string_view(value).substr(0, hash));
         }
@@ -388,16 +385,14 @@ ucs_status_t apply_file(ucp_config &config, const char *filename)
         if (env_sets(config.env_prefix, name)) {
             continue;
         }
-        ucs_status_t status = ucs::config::set_value(&config.values,
-                                                     context_config_table,
+        ucs_status_t status = ucs::config::set_value(&config.values, context_config_table,
                                                      name.c_str(), value.c_str());
         if (status == UCS_ERR_NO_ELEM) {
             /* Settings of other layers may share the file. */
-            ucs_debug("%s:%u: UCX_%s is not a UCP context setting", filename,
-                      line_no, name.c_str());
-        } else if (status != UCS_OK) {
-            ucs_error("%s:%u: invalid value for UCX_%s", filename, line_no,
+            ucs_debug("%s:%u: UCX_%s is not a UCP context setting", filename, line_no,
                       name.c_str());
+        } else if (status != UCS_OK) {
+            ucs_error("%s:%u: invalid value for UCX_%s", filename, line_no, name.c_str());
             return status;
         }
     }
@@ -431,9 +426,9 @@ constexpr const char *context_no_effect[] = {
 };
 // clang-format on
 
-constinit const ucs::config::table context_config_table = {
-    "UCP context", "", context_fields, sizeof(context_config), context_aliases,
-    context_no_effect};
+constinit const ucs::config::table context_config_table = {"UCP context",   "",
+                                                           context_fields,  sizeof(context_config),
+                                                           context_aliases, context_no_effect};
 
 UCS_CONFIG_REGISTER_TABLE(context_config_table);
 
@@ -442,8 +437,7 @@ bool tl_allowed(const ucs_config_allow_list_t &tls, const char *tl_name)
     return allowed(tls, tl_listed(tls.array, tl_name));
 }
 
-bool device_allowed(const context_config &config, uct::device_type type,
-                    const char *dev_name)
+bool device_allowed(const context_config &config, uct::device_type type, const char *dev_name)
 {
     const ucs_config_allow_list_t *list;
     switch (type) {
@@ -499,22 +493,20 @@ const char *device_type_name(uct::device_type type)
 
 extern "C" {
 
-ucs_status_t ucp_config_read(const char *env_prefix, const char *filename,
-                             ucp_config_t **config_p)
+ucs_status_t ucp_config_read(const char *env_prefix, const char *filename, ucp_config_t **config_p)
 {
     if (config_p == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
     return ucp::guarded("ucp_config_read", [&]() -> ucs_status_t {
-        auto config = std::make_unique<ucp_config>();
+        auto config        = std::make_unique<ucp_config>();
         std::string prefix = (env_prefix != nullptr) ? env_prefix : "";
         while (!prefix.empty() && (prefix.back() == '_')) {
             prefix.pop_back();
         }
         config->env_prefix = prefix;
 
-        ucs_status_t status = ucs::config::fill(&config->values,
-                                                ucp::context_config_table,
+        ucs_status_t status = ucs::config::fill(&config->values, ucp::context_config_table,
                                                 prefix.c_str());
         if (status != UCS_OK) {
             return status;
@@ -540,28 +532,25 @@ void ucp_config_release(ucp_config_t *config)
     delete config;
 }
 
-ucs_status_t ucp_config_modify(ucp_config_t *config, const char *name,
-                               const char *value)
+ucs_status_t ucp_config_modify(ucp_config_t *config, const char *name, const char *value)
 {
     if ((config == nullptr) || (name == nullptr) || (value == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
     return ucp::guarded("ucp_config_modify", [&]() {
-        return ucs::config::set_value(&config->values, ucp::context_config_table,
-                                      name, value);
+        return ucs::config::set_value(&config->values, ucp::context_config_table, name, value);
     });
 }
 
-void ucp_config_print(const ucp_config_t *config, FILE *stream,
-                      const char *title, ucs_config_print_flags_t print_flags)
+void ucp_config_print(const ucp_config_t *config, FILE *stream, const char *title,
+                      ucs_config_print_flags_t print_flags)
 {
     if ((config == nullptr) || (stream == nullptr)) {
         return;
     }
     ucp::guarded("ucp_config_print", [&]() {
-        return ucs::config::print(stream, &config->values,
-                                  ucp::context_config_table, print_flags, title,
-                                  config->env_prefix.c_str());
+        return ucs::config::print(stream, &config->values, ucp::context_config_table, print_flags,
+                                  title, config->env_prefix.c_str());
     });
 }
 

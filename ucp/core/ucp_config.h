@@ -25,9 +25,9 @@ extern const char *const rndv_scheme_names[RNDV_SCHEME_LAST];
 
 /* UCX_ATOMIC_MODE, indexed like atomic_mode_names. */
 enum atomic_mode : unsigned {
-    ATOMIC_MODE_CPU,      /* CPU atomics and transports coherent with them */
-    ATOMIC_MODE_DEVICE,   /* only the transports' device (NIC) atomics */
-    ATOMIC_MODE_GUESS,    /* device where a transport has them, else cpu */
+    ATOMIC_MODE_CPU,    /* CPU atomics and transports coherent with them */
+    ATOMIC_MODE_DEVICE, /* only the transports' device (NIC) atomics */
+    ATOMIC_MODE_GUESS,  /* device where a transport has them, else cpu */
     ATOMIC_MODE_LAST
 };
 
@@ -76,8 +76,7 @@ extern const ucs::config::table context_config_table;
 bool tl_allowed(const ucs_config_allow_list_t &tls, const char *tl_name);
 
 /* Whether a device passes the device list of its type (UCX_NET_DEVICES...). */
-bool device_allowed(const context_config &config, uct::device_type type,
-                    const char *dev_name);
+bool device_allowed(const context_config &config, uct::device_type type, const char *dev_name);
 
 /* The variable name that filters devices of a type: "UCX_NET_DEVICES". */
 const char *device_list_var(uct::device_type type);
@@ -89,7 +88,7 @@ const char *device_type_name(uct::device_type type);
 /* The public handle: settings plus the env prefix they were read with. */
 struct ucp_config {
     ucp::context_config values;
-    std::string         env_prefix; /* "MPI" or "" */
+    std::string env_prefix; /* "MPI" or "" */
 };
 
 #endif

@@ -16,9 +16,8 @@
 
 namespace {
 
-const char *const feature_names[] = {"TAG", "RMA", "AMO32", "AMO64", "WAKEUP",
-                                     "STREAM", "AM"};
-constexpr uint64_t all_features = (1ull << std::size(feature_names)) - 1;
+const char *const feature_names[] = {"TAG", "RMA", "AMO32", "AMO64", "WAKEUP", "STREAM", "AM"};
+constexpr uint64_t all_features   = (1ull << std::size(feature_names)) - 1;
 
 std::string features_string(uint64_t features)
 {
@@ -87,8 +86,7 @@ ucs_status_t apply_params(ucp_context &ctx, const ucp_params_t &params)
     if ((mask & UCP_PARAM_FIELD_NAME) && (params.name != nullptr)) {
         ctx.name.assign(params.name, strnlen(params.name, UCP_ENTITY_NAME_MAX - 1));
     } else {
-        ctx.name = "ucp_context_" + std::to_string(reinterpret_cast<uintptr_t>(&ctx) %
-                                                   1000000);
+        ctx.name = "ucp_context_" + std::to_string(reinterpret_cast<uintptr_t>(&ctx) % 1000000);
     }
     return UCS_OK;
 }
@@ -100,7 +98,7 @@ void log_version()
         return;
     }
     Dl_info info;
-    if ((dladdr(reinterpret_cast<void*>(&ucp_init_version), &info) != 0) &&
+    if ((dladdr(reinterpret_cast<void *>(&ucp_init_version), &info) != 0) &&
         (info.dli_fname != nullptr)) {
         ucs_info("Version %s (loaded from %s)", ucp_get_version_string(), info.dli_fname);
     } else {
@@ -108,9 +106,8 @@ void log_version()
     }
 }
 
-ucs_status_t create_context(unsigned api_major, unsigned api_minor,
-                            const ucp_params_t &params, const ucp_config_t *config,
-                            ucp_context_h *context_p)
+ucs_status_t create_context(unsigned api_major, unsigned api_minor, const ucp_params_t &params,
+                            const ucp_config_t *config, ucp_context_h *context_p)
 {
     if (api_major > UCP_API_MAJOR) {
         ucs_error("ucp_init: the application was built for UCP API %u.%u, this "
@@ -120,16 +117,15 @@ ucs_status_t create_context(unsigned api_major, unsigned api_minor,
     }
     if ((api_major == UCP_API_MAJOR) && (api_minor > UCP_API_MINOR)) {
         ucs_diag("ucp_init: application built for UCP API %u.%u, library "
-                 "provides %u.%u", api_major, api_minor, UCP_API_MAJOR,
-                 UCP_API_MINOR);
+                 "provides %u.%u",
+                 api_major, api_minor, UCP_API_MAJOR, UCP_API_MINOR);
     }
 
     log_version();
     auto ctx = std::make_unique<ucp_context>();
     ucs_status_t status;
     if (config != nullptr) {
-        status = ucs::config::clone(&config->values, &ctx->config,
-                                    ucp::context_config_table);
+        status = ucs::config::clone(&config->values, &ctx->config, ucp::context_config_table);
         ctx->env_prefix = config->env_prefix;
     } else {
         status = ucs::config::fill(&ctx->config, ucp::context_config_table);
@@ -152,8 +148,8 @@ ucs_status_t create_context(unsigned api_major, unsigned api_minor,
     if (status != UCS_OK) {
         return status;
     }
-    ucs_debug("created ucp context '%s' with %zu resources on %zu mds",
-              ctx->name.c_str(), ctx->tls.size(), ctx->mds.size());
+    ucs_debug("created ucp context '%s' with %zu resources on %zu mds", ctx->name.c_str(),
+              ctx->tls.size(), ctx->mds.size());
     *context_p = ctx.release();
     return UCS_OK;
 }
@@ -192,24 +188,23 @@ ucs_status_t ucp_context::discover_resources()
         }
         for (const uct::md_resource &md_res : md_resources) {
             uct::md *raw_md = nullptr;
-            status = component->md_open(md_res.md_name, &raw_md);
+            status          = component->md_open(md_res.md_name, &raw_md);
             if (status != UCS_OK) {
-                ucs_diag("failed to open memory domain %s of component %s: %s",
-                         md_res.md_name, component->name(),
-                         ucs_status_string(status));
+                ucs_diag("failed to open memory domain %s of component %s: %s", md_res.md_name,
+                         component->name(), ucs_status_string(status));
                 continue;
             }
             std::unique_ptr<uct::md> md(raw_md);
             std::vector<uct::tl_resource> resources;
             status = md->query_tl_resources(&resources);
             if (status != UCS_OK) {
-                ucs_diag("memory domain %s: failed to query resources: %s",
-                         md_res.md_name, ucs_status_string(status));
+                ucs_diag("memory domain %s: failed to query resources: %s", md_res.md_name,
+                         ucs_status_string(status));
                 continue;
             }
 
             const auto md_index = static_cast<unsigned>(mds.size());
-            bool used = false;
+            bool used           = false;
             for (const uct::tl_resource &res : resources) {
                 seen += seen.empty() ? "" : ", ";
                 seen += std::string(res.tl_name) + "/" + res.dev_name;
@@ -246,8 +241,7 @@ ucs_status_t ucp_context::discover_resources()
     if (tls.empty()) {
         ucs_error("no usable transport resource: UCX_TLS=%s, UCX_NET_DEVICES=%s, "
                   "UCX_SHM_DEVICES=%s, UCX_SELF_DEVICES=%s; available: %s",
-                  allow_list_text(config.tls).c_str(),
-                  allow_list_text(config.net_devices).c_str(),
+                  allow_list_text(config.tls).c_str(), allow_list_text(config.net_devices).c_str(),
                   allow_list_text(config.shm_devices).c_str(),
                   allow_list_text(config.self_devices).c_str(),
                   seen.empty() ? "none (no transport is built in)" : seen.c_str());
@@ -259,10 +253,8 @@ ucs_status_t ucp_context::discover_resources()
 
 extern "C" {
 
-ucs_status_t ucp_init_version(unsigned api_major_version,
-                              unsigned api_minor_version,
-                              const ucp_params_t *params,
-                              const ucp_config_t *config,
+ucs_status_t ucp_init_version(unsigned api_major_version, unsigned api_minor_version,
+                              const ucp_params_t *params, const ucp_config_t *config,
                               ucp_context_h *context_p)
 {
     if ((params == nullptr) || (context_p == nullptr)) {
@@ -270,8 +262,7 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
         return UCS_ERR_INVALID_PARAM;
     }
     return ucp::guarded("ucp_init", [&]() {
-        return create_context(api_major_version, api_minor_version, *params,
-                              config, context_p);
+        return create_context(api_major_version, api_minor_version, *params, config, context_p);
     });
 }
 
@@ -308,22 +299,19 @@ void ucp_context_print_info(const ucp_context_h context, FILE *stream)
     ucp::guarded("ucp_context_print_info", [&]() {
         std::fprintf(stream, "#\n# UCP context\n#\n");
         std::fprintf(stream, "#     name: %s\n", context->name.c_str());
-        std::fprintf(stream, "#     features: %s\n",
-                     features_string(context->features).c_str());
+        std::fprintf(stream, "#     features: %s\n", features_string(context->features).c_str());
         std::fprintf(stream, "#     thread mode: %s\n",
                      ucs_thread_mode_names[context->thread_mode()]);
         std::fprintf(stream, "#     estimated endpoints: %zu, processes per node: %zu\n",
                      context->estimated_num_eps, context->estimated_num_ppn);
         for (size_t i = 0; i < context->mds.size(); ++i) {
             std::fprintf(stream, "#     md %zu: %s (component %s)\n", i,
-                         context->mds[i].name.c_str(),
-                         context->mds[i].component->name());
+                         context->mds[i].name.c_str(), context->mds[i].component->name());
         }
         for (size_t i = 0; i < context->tls.size(); ++i) {
             const uct::tl_resource &res = context->tls[i].resource;
-            std::fprintf(stream, "#     resource %zu: %s/%s (%s, md %u)\n", i,
-                         res.tl_name, res.dev_name, ucp::device_type_name(res.type),
-                         context->tls[i].md_index);
+            std::fprintf(stream, "#     resource %zu: %s/%s (%s, md %u)\n", i, res.tl_name,
+                         res.dev_name, ucp::device_type_name(res.type), context->tls[i].md_index);
         }
         std::fprintf(stream, "#\n");
         return UCS_OK;

@@ -19,47 +19,47 @@ namespace ucp {
 
 /* An opened memory domain that at least one chosen resource lives on. */
 struct md_entry {
-    uct::component          *component;
+    uct::component *component;
     std::unique_ptr<uct::md> md;
-    std::string             name;
-    md_rcache_ptr           rcache = {};  /* destroyed before the md */
+    std::string name;
+    md_rcache_ptr rcache = {}; /* destroyed before the md */
 };
 
 /* A transport resource that passed UCX_TLS and the device lists. */
 struct tl_entry {
     uct::tl_resource resource;
-    unsigned         md_index;   /* into ucp_context::mds */
+    unsigned md_index; /* into ucp_context::mds */
 };
 
 } // namespace ucp
 
 struct ucp_context {
-    ucp_context() = default;
-    ucp_context(const ucp_context &) = delete;
+    ucp_context()                               = default;
+    ucp_context(const ucp_context &)            = delete;
     ucp_context &operator=(const ucp_context &) = delete;
     ~ucp_context();
 
     /* Settings (a private copy of the ucp_config_t given to ucp_init). */
-    ucp::context_config            config{};
-    bool                           config_filled = false;
-    std::string                    env_prefix;   /* "MPI" or "" */
+    ucp::context_config config{};
+    bool config_filled = false;
+    std::string env_prefix; /* "MPI" or "" */
 
     /* ucp_params_t, defaults where the field_mask left a field out. */
-    uint64_t                       features = 0;
-    size_t                         user_request_size = 0;
-    ucp_request_init_callback_t    request_init = nullptr;
+    uint64_t features                              = 0;
+    size_t user_request_size                       = 0;
+    ucp_request_init_callback_t request_init       = nullptr;
     ucp_request_cleanup_callback_t request_cleanup = nullptr;
-    uint64_t                       tag_sender_mask = 0;
-    bool                           mt_workers_shared = false;
-    size_t                         estimated_num_eps = 1;
-    size_t                         estimated_num_ppn = 1;
-    std::string                    name;
+    uint64_t tag_sender_mask                       = 0;
+    bool mt_workers_shared                         = false;
+    size_t estimated_num_eps                       = 1;
+    size_t estimated_num_ppn                       = 1;
+    std::string name;
 
-    std::vector<ucp::md_entry>     mds;
-    std::vector<ucp::tl_entry>     tls;
+    std::vector<ucp::md_entry> mds;
+    std::vector<ucp::tl_entry> tls;
 
     /* What ucp_mem_map exposed: emulated RMA from peers is checked against it. */
-    ucp::region_registry           mapped_regions;
+    ucp::region_registry mapped_regions;
 
     ucs_thread_mode_t thread_mode() const
     {

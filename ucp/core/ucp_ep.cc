@@ -34,8 +34,8 @@ namespace {
 
 ucs_status_t pending_dispatch(uct::pending_req *p)
 {
-    request *req      = request_of_pending(p);
-    ucp_ep *ep        = req->u.send.ep;
+    request *req        = request_of_pending(p);
+    ucp_ep *ep          = req->u.send.ep;
     ucs_status_t status = req->u.send.step(req);
     if ((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) {
         return status;
@@ -51,13 +51,13 @@ ucs_status_t pending_dispatch(uct::pending_req *p)
 /* Why an ep's requests are purged. */
 struct purge_reason {
     ucs_status_t status;
-    bool         lanes_gone;   /* the lanes are destroyed next */
+    bool lanes_gone; /* the lanes are destroyed next */
 };
 
 void settle_pending(uct::pending_req *p, const purge_reason &why)
 {
     request *req = request_of_pending(p);
-    req->flags  &= ~request_flag::PENDING;
+    req->flags &= ~request_flag::PENDING;
     --req->u.send.ep->num_pending;
     if (req->flags & request_flag::ZCOPY) {
         zcopy::abort(req, why.status, why.lanes_gone);
@@ -71,7 +71,7 @@ void settle_pending(uct::pending_req *p, const purge_reason &why)
 
 void pending_purge_cb(uct::pending_req *p, void *arg)
 {
-    settle_pending(p, *static_cast<const purge_reason*>(arg));
+    settle_pending(p, *static_cast<const purge_reason *>(arg));
 }
 
 } // namespace
@@ -89,10 +89,9 @@ void purge_requests(ucp_ep *ep, ucs_status_t status, bool lanes_gone)
 {
     purge_reason why{status, lanes_gone};
     ep_for_each_uct_ep(ep, [&](uct::ep *e) { e->pending_purge(pending_purge_cb, &why); });
-    std::vector<request*> waiting;
+    std::vector<request *> waiting;
     ep->worker->req_ids.for_each([&](unsigned, request *req) {
-        ucp_ep *owner = (req->flags & request_flag::RECV) ? req->u.recv.ep :
-                        req->u.send.ep;
+        ucp_ep *owner = (req->flags & request_flag::RECV) ? req->u.recv.ep : req->u.send.ep;
         if (owner == ep) {
             waiting.push_back(req);
         }
@@ -144,7 +143,7 @@ uct::ep *ep_wireup_lane(const ucp_ep *ep)
             return ep->lanes[i].ep;
         }
     }
-    return ep->am_ep;   /* a client-server ep's placeholder: never sends */
+    return ep->am_ep; /* a client-server ep's placeholder: never sends */
 }
 
 ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_length)
@@ -171,8 +170,8 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
     lane_plan plan;
     status = select_lanes(*worker, remote, &plan);
     if (status != UCS_OK) {
-        ucs_error("ucp_ep_create: no transport of worker '%s' reaches '%s'",
-                  worker->name.c_str(), remote.worker_name.c_str());
+        ucs_error("ucp_ep_create: no transport of worker '%s' reaches '%s'", worker->name.c_str(),
+                  remote.worker_name.c_str());
         return status;
     }
 
@@ -181,10 +180,10 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         const address_entry &e = *c.entry;
         uct::iface *iface      = worker->ifaces[c.iface_index].iface;
         uct::ep *uct_ep        = nullptr;
-        status = c.p2p ? iface->ep_create(&uct_ep) :
-                         iface->ep_create_connected(e.dev_addr.data(), e.dev_addr.size(),
-                                                    e.iface_addr.data(), e.iface_addr.size(),
-                                                    &uct_ep);
+        status                 = c.p2p ?
+                                     iface->ep_create(&uct_ep) :
+                                     iface->ep_create_connected(e.dev_addr.data(), e.dev_addr.size(),
+                                                                e.iface_addr.data(), e.iface_addr.size(), &uct_ep);
         if (status != UCS_OK) {
             ucs_error("ucp_ep_create: %s lane to '%s' failed: %s", e.tl_name.c_str(),
                       remote.worker_name.c_str(), ucs_status_string(status));
@@ -195,7 +194,7 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         if (c.p2p) {
             ep->p2p_dev_addrs.resize(ep->num_lanes + 1);
             ep->p2p_dev_addrs[ep->num_lanes] = e.dev_addr;
-            p2p = true;
+            p2p                              = true;
         }
         ep->lanes[ep->num_lanes++] = {uct_ep, c.iface_index, worker->context.tls[tl].md_index,
                                       c.p2p, uint16_t(c.entry_index)};
@@ -212,15 +211,17 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         if (status != UCS_OK) {
             ucs_error("ucp_ep_create: the lanes of worker '%s' to '%s' connect to eps, and no "
                       "transport connecting to an iface reaches it to carry their wireup (allow "
-                      "one in UCX_TLS: tcp, shared memory or self)", worker->name.c_str(),
-                      remote.worker_name.c_str());
+                      "one in UCX_TLS: tcp, shared memory or self)",
+                      worker->name.c_str(), remote.worker_name.c_str());
             destroy_lanes(ep);
             return status;
         }
         const address_entry &e = *aux.entry;
-        status = worker->ifaces[aux.iface_index].iface->ep_create_connected(
-                     e.dev_addr.data(), e.dev_addr.size(), e.iface_addr.data(),
-                     e.iface_addr.size(), &ep->aux_ep);
+        status = worker->ifaces[aux.iface_index].iface->ep_create_connected(e.dev_addr.data(),
+                                                                            e.dev_addr.size(),
+                                                                            e.iface_addr.data(),
+                                                                            e.iface_addr.size(),
+                                                                            &ep->aux_ep);
         if (status != UCS_OK) {
             ucs_error("ucp_ep_create: %s wireup lane to '%s' failed: %s", e.tl_name.c_str(),
                       remote.worker_name.c_str(), ucs_status_string(status));
@@ -235,11 +236,11 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
     if (ep->peer_name.empty()) {
         ep->peer_name = remote.worker_name;
     }
-    ep->am_lane   = plan.am;
-    ep->rndv_lane = plan.rndv;
-    ep->rma_lane  = plan.rma;
+    ep->am_lane       = plan.am;
+    ep->rndv_lane     = plan.rndv;
+    ep->rma_lane      = plan.rma;
     ep->mem_rndv_lane = plan.mem_rndv;
-    ep->am_ep     = ep->lanes[plan.am].ep;
+    ep->am_ep         = ep->lanes[plan.am].ep;
     ep_config_attach(ep);
 
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
@@ -254,12 +255,12 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
     return UCS_OK;
 }
 
-ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
-                                  size_t max_length, uint32_t flags, ucp_ep **ep_p)
+ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address, size_t max_length,
+                                  uint32_t flags, ucp_ep **ep_p)
 {
-    auto ep = std::make_unique<ucp_ep>();
-    ep->worker = worker;
-    ep->flags  = flags;
+    auto ep             = std::make_unique<ucp_ep>();
+    ep->worker          = worker;
+    ep->flags           = flags;
     ucs_status_t status = worker->register_ep(ep.get());
     if (status != UCS_OK) {
         return status;
@@ -275,8 +276,8 @@ ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
         ++worker->num_peer_eps;
     }
     ucs_debug("worker '%s': ep %u to '%s': %u lanes, am lane %u, rndv lane %d%s",
-              worker->name.c_str(), raw->id, raw->peer_name.c_str(), raw->num_lanes,
-              raw->am_lane, raw->rndv_lane == no_lane ? -1 : int(raw->rndv_lane),
+              worker->name.c_str(), raw->id, raw->peer_name.c_str(), raw->num_lanes, raw->am_lane,
+              raw->rndv_lane == no_lane ? -1 : int(raw->rndv_lane),
               (raw->aux_ep != nullptr) ? ", an aux lane for the wireup" : "");
     *ep_p = raw;
     return UCS_OK;
@@ -298,7 +299,7 @@ void ep_destroy(ucp_ep *ep)
     worker->ep_ids.remove(ep->id);
     ep_for_each_uct_ep(ep, [worker](uct::ep *e) { worker->eps_by_lane.erase(e); });
     if (!ep_proxy_is_lane(ep)) {
-        delete ep->proxy;       /* a lane one goes with the lanes */
+        delete ep->proxy; /* a lane one goes with the lanes */
     }
     ep->proxy = nullptr;
     destroy_lanes(ep);
@@ -322,8 +323,8 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
     if (ep->flags & ep_flag::FAILED) {
         return;
     }
-    ep->flags  |= ep_flag::FAILED;
-    ep->status  = status;
+    ep->flags |= ep_flag::FAILED;
+    ep->status = status;
     wireup::ep_forget(ep);
     ext::triggers_ep_gone(ep, status);
     ext::pwc_ep_gone(ep, status);
@@ -339,9 +340,8 @@ void set_failed(ucp_ep *ep, ucs_status_t status, bool quiet)
         ep->flags |= ep_flag::ERR_NOTIFIED;
         ep->err_handler.cb(ep->user_data, ep, status);
     } else if ((status != UCS_ERR_CANCELED) && !quiet) {
-        ucs_error("worker '%s': connection to '%s' failed: %s",
-                  ep->worker->name.c_str(), ep->peer_name.c_str(),
-                  ucs_status_string(status));
+        ucs_error("worker '%s': connection to '%s' failed: %s", ep->worker->name.c_str(),
+                  ep->peer_name.c_str(), ucs_status_string(status));
     }
 }
 
@@ -374,29 +374,31 @@ bool ep_notify_closed(ucp_ep *ep)
      * it for us (its user never sees it), with its connections. */
     bool other = false;
     worker->ep_ids.for_each([&](unsigned, ucp_ep *e) {
-        other |= (e != ep) && (e->remote_uuid == ep->remote_uuid) &&
-                 (e->flags & ep_flag::USER) && !(e->flags & ep_flag::CLOSED);
+        other |= (e != ep) && (e->remote_uuid == ep->remote_uuid) && (e->flags & ep_flag::USER) &&
+                 !(e->flags & ep_flag::CLOSED);
     });
     if (other && (ep->remote_id == 0)) {
-        return true;    /* its pair is not known to us: nothing to name */
+        return true; /* its pair is not known to us: nothing to name */
     }
     /* The uuid, and the id of the peer's ep paired with this one when it
      * is not the last. */
     const uint64_t notice[2] = {worker->uuid, ep->remote_id};
-    const size_t length = other ? sizeof(notice) : sizeof(notice[0]);
-    ucs_status_t status = lane->am_short(wire::AM_EP_CLOSED, notice[0], &notice[1],
-                                         unsigned(length - sizeof(notice[0])));
+    const size_t length      = other ? sizeof(notice) : sizeof(notice[0]);
+    ucs_status_t status      = lane->am_short(wire::AM_EP_CLOSED, notice[0], &notice[1],
+                                              unsigned(length - sizeof(notice[0])));
     if ((status == UCS_ERR_UNSUPPORTED) || (status == UCS_ERR_INVALID_PARAM)) {
         struct packed_notice {
             const uint64_t *words;
-            size_t         length;
+            size_t length;
         } arg{notice, length};
-        ssize_t packed = lane->am_bcopy(wire::AM_EP_CLOSED,
-                                        [](void *dest, void *a) -> size_t {
-            auto *n = static_cast<packed_notice*>(a);
-            std::memcpy(dest, n->words, n->length);
-            return n->length;
-        }, &arg, 0);
+        ssize_t packed = lane->am_bcopy(
+            wire::AM_EP_CLOSED,
+            [](void *dest, void *a) -> size_t {
+                auto *n = static_cast<packed_notice *>(a);
+                std::memcpy(dest, n->words, n->length);
+                return n->length;
+            },
+            &arg, 0);
         status = (packed >= 0) ? UCS_OK : ucs_status_t(packed);
     }
     return status != UCS_ERR_NO_RESOURCE;
@@ -404,16 +406,16 @@ bool ep_notify_closed(ucp_ep *ep)
 
 ucs_status_t ep_closed_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     uint64_t uuid, ep_id = 0;
     if (((length != sizeof(uuid)) && (length != 2 * sizeof(uuid))) || !r.get(&uuid) ||
         ((length > sizeof(uuid)) && (!r.get(&ep_id) || (ep_id == 0)))) {
-        ucs_warn("worker '%s': dropping a malformed close notice (%zu bytes)",
-                 worker->name.c_str(), length);
+        ucs_warn("worker '%s': dropping a malformed close notice (%zu bytes)", worker->name.c_str(),
+                 length);
         return UCS_OK;
     }
-    worker->closed_peers.emplace_back(uuid, ep_id);   /* acted on outside the transport */
+    worker->closed_peers.emplace_back(uuid, ep_id); /* acted on outside the transport */
     worker->schedule(deferred::CLOSED_PEERS);
     return UCS_OK;
 }
@@ -439,7 +441,7 @@ unsigned process_closed_peers(ucp_worker *worker)
             }
             continue;
         }
-        std::vector<ucp_ep*> eps;
+        std::vector<ucp_ep *> eps;
         worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) {
             if ((ep->remote_uuid == uuid) && ep->usable()) {
                 eps.push_back(ep);
@@ -498,9 +500,8 @@ ucs_status_t ep_send_or_queue(ucp_ep *ep, request *req)
     if (ucs_unlikely(!ep->usable())) {
         return ep->status;
     }
-    if (ucs_unlikely(!(ep->flags & ep_flag::READY)) &&
-        (req->flags & request_flag::NAMES_PEER_EP)) {
-        ep_hold_sends(ep);      /* until the REPLY tells us the peer's ep */
+    if (ucs_unlikely(!(ep->flags & ep_flag::READY)) && (req->flags & request_flag::NAMES_PEER_EP)) {
+        ep_hold_sends(ep); /* until the REPLY tells us the peer's ep */
     }
     return send_or_pend(ep, ep->am_ep, req, (ep->num_pending == 0) && !ep->held());
 }
@@ -519,16 +520,19 @@ namespace {
 bool try_send_reply(ucp_ep *ep, uint8_t am_id, uint64_t req_id, int8_t status)
 {
     if (!ep->usable()) {
-        return true;    /* dropped: the peer is gone */
+        return true; /* dropped: the peer is gone */
     }
     wire::reply_hdr hdr{req_id, status, {}};
     ucs_status_t st = ep->am_ep->am_short(am_id, req_id, &hdr.status,
                                           sizeof(hdr) - sizeof(uint64_t));
     if (st == UCS_ERR_UNSUPPORTED || st == UCS_ERR_INVALID_PARAM) {
-        ssize_t packed = ep->am_ep->am_bcopy(am_id, [](void *dest, void *arg) -> size_t {
-            std::memcpy(dest, arg, sizeof(wire::reply_hdr));
-            return sizeof(wire::reply_hdr);
-        }, &hdr, 0);
+        ssize_t packed = ep->am_ep->am_bcopy(
+            am_id,
+            [](void *dest, void *arg) -> size_t {
+                std::memcpy(dest, arg, sizeof(wire::reply_hdr));
+                return sizeof(wire::reply_hdr);
+            },
+            &hdr, 0);
         st = (packed >= 0) ? UCS_OK : ucs_status_t(packed);
     }
     return st != UCS_ERR_NO_RESOURCE;
@@ -544,11 +548,12 @@ ucp_ep *sender_ep(ucp_worker *worker, uint64_t ep_id, uint64_t uuid)
     }
     if (worker->dropped_bad_ep_ids++ == 0) {
         ucs_warn("worker '%s': dropping a message of worker 0x%llx naming ep 0x%llx, which is "
-                 "not an ep of ours to it (stale or forged)", worker->name.c_str(),
-                 static_cast<unsigned long long>(uuid), static_cast<unsigned long long>(ep_id));
+                 "not an ep of ours to it (stale or forged)",
+                 worker->name.c_str(), static_cast<unsigned long long>(uuid),
+                 static_cast<unsigned long long>(ep_id));
     } else {
-        ucs_debug("worker '%s': dropping a message naming unknown ep 0x%llx",
-                  worker->name.c_str(), static_cast<unsigned long long>(ep_id));
+        ucs_debug("worker '%s': dropping a message naming unknown ep 0x%llx", worker->name.c_str(),
+                  static_cast<unsigned long long>(ep_id));
     }
     return nullptr;
 }
@@ -574,7 +579,7 @@ void send_reply_to(ucp_worker *worker, uint64_t ep_id, uint64_t uuid, uint8_t am
 ucs_status_t worker_lane_error(void *arg, uct::ep *failed, ucs_status_t status)
 {
     /* Called from inside a transport's progress: act later, outside it. */
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     worker->failed_lanes.emplace_back(failed, status);
     worker->schedule(deferred::FAILED_LANES);
     return UCS_OK;
@@ -590,14 +595,14 @@ unsigned process_failed_lanes(ucp_worker *worker)
         worker->failed_lanes.pop_back();
         auto it = worker->eps_by_lane.find(failed.first);
         if (it == worker->eps_by_lane.end()) {
-            continue;   /* already destroyed */
+            continue; /* already destroyed */
         }
         ucp_ep *ep = it->second;
         /* The user's error handler may close (free) a user ep. */
         const bool internal = !(ep->flags & ep_flag::USER);
         ep_set_failed(ep, failed.second);
         if (internal) {
-            ep_destroy(ep);   /* nobody holds an internal ep */
+            ep_destroy(ep); /* nobody holds an internal ep */
         }
         ++count;
     }
@@ -607,10 +612,10 @@ unsigned process_failed_lanes(ucp_worker *worker)
 unsigned process_queued_replies(ucp_worker *worker)
 {
     unsigned count = 0;
-    auto &q = worker->queued_replies;
+    auto &q        = worker->queued_replies;
     while (!q.empty()) {
         queued_reply r = q.front();
-        ucp_ep *ep = worker->ep_by_id(r.ep_id, r.uuid);
+        ucp_ep *ep     = worker->ep_by_id(r.ep_id, r.uuid);
         if (ep == nullptr) {
             ucs_debug("dropping a reply to a gone ep of worker 0x%llx",
                       static_cast<unsigned long long>(r.uuid));
@@ -638,9 +643,8 @@ void worker_keepalive(ucp_worker *worker)
         }
         for (uint8_t i = 0; i < ep->num_lanes; ++i) {
             const lane &l = ep->lanes[i];
-            if (ep->worker->ifaces[l.iface_index].iface->attr().flags &
-                uct::iface_flag::EP_CHECK) {
-                l.ep->check(0, nullptr);   /* a dead peer is reported as an error */
+            if (ep->worker->ifaces[l.iface_index].iface->attr().flags & uct::iface_flag::EP_CHECK) {
+                l.ep->check(0, nullptr); /* a dead peer is reported as an error */
             }
         }
     });
@@ -650,10 +654,10 @@ namespace {
 
 /* A slot's callback: the feature's deferred work, scheduled again while
  * some is left. */
-template <unsigned (*Work)(ucp_worker*), deferred Slot, bool (*Left)(const ucp_worker&)>
+template <unsigned (*Work)(ucp_worker *), deferred Slot, bool (*Left)(const ucp_worker &)>
 unsigned run_deferred(void *arg)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker         = static_cast<ucp_worker *>(arg);
     const unsigned count = Work(worker);
     if (Left(*worker)) {
         worker->schedule(Slot);
@@ -661,18 +665,36 @@ unsigned run_deferred(void *arg)
     return count;
 }
 
-bool lanes_left(const ucp_worker &w) { return !w.failed_lanes.empty(); }
-bool peers_left(const ucp_worker &w) { return !w.closed_peers.empty(); }
-bool replies_left(const ucp_worker &w) { return !w.queued_replies.empty(); }
-bool rndv_left(const ucp_worker &w) { return !w.rndv_deferred.empty(); }
-bool rma_left(const ucp_worker &w) { return !w.rma.deferred.empty(); }
-bool flushes_left(const ucp_worker &w) { return !w.flush_requests.empty(); }
+bool lanes_left(const ucp_worker &w)
+{
+    return !w.failed_lanes.empty();
+}
+bool peers_left(const ucp_worker &w)
+{
+    return !w.closed_peers.empty();
+}
+bool replies_left(const ucp_worker &w)
+{
+    return !w.queued_replies.empty();
+}
+bool rndv_left(const ucp_worker &w)
+{
+    return !w.rndv_deferred.empty();
+}
+bool rma_left(const ucp_worker &w)
+{
+    return !w.rma.deferred.empty();
+}
+bool flushes_left(const ucp_worker &w)
+{
+    return !w.flush_requests.empty();
+}
 
 } // namespace
 
 void register_deferred_work(ucp_worker *worker)
 {
-    using callback_t = ucs::callback_queue::callback_t;
+    using callback_t         = ucs::callback_queue::callback_t;
     const callback_t slots[] = {
         run_deferred<process_failed_lanes, deferred::FAILED_LANES, lanes_left>,
         run_deferred<process_closed_peers, deferred::CLOSED_PEERS, peers_left>,
@@ -686,7 +708,7 @@ void register_deferred_work(ucp_worker *worker)
     static_assert(std::size(slots) == size_t(deferred::count), "one callback per slot");
     for (size_t i = 0; i < std::size(slots); ++i) {
         const unsigned id = worker->progress_queue.add(slots[i], worker);
-        ucs_assert(id == i);   /* schedule(deferred) names slots by index */
+        ucs_assert(id == i); /* schedule(deferred) names slots by index */
     }
 }
 

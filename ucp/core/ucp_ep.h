@@ -31,37 +31,37 @@
 namespace ucp {
 
 struct lane {
-    uct::ep  *ep;
-    unsigned iface_index;   /* into ucp_worker::ifaces */
-    unsigned md_index;      /* into ucp_context::mds */
+    uct::ep *ep;
+    unsigned iface_index; /* into ucp_worker::ifaces */
+    unsigned md_index;    /* into ucp_context::mds */
     /* A connect-to-ep lane: its uct ep connects to the peer's ep on the
      * peer's address entry `remote_entry`, in the wireup. */
-    bool     p2p;
+    bool p2p;
     uint16_t remote_entry;
 };
 
 namespace ep_flag {
-constexpr uint32_t USER      = 1u << 0;  /* handed to the application */
-constexpr uint32_t FAILED    = 1u << 1;  /* a lane reported an error */
-constexpr uint32_t CLOSED    = 1u << 2;  /* ucp_ep_close* called */
+constexpr uint32_t USER         = 1u << 0; /* handed to the application */
+constexpr uint32_t FAILED       = 1u << 1; /* a lane reported an error */
+constexpr uint32_t CLOSED       = 1u << 2; /* ucp_ep_close* called */
 constexpr uint32_t ERR_NOTIFIED = 1u << 3;
 /* Client-server ep waiting for the server's address: its only lane is a
  * placeholder that queues every send (ucp/wireup/sockaddr_ep.cc). */
-constexpr uint32_t CONNECTING   = 1u << 8;
+constexpr uint32_t CONNECTING = 1u << 8;
 /* Wireup (ucp/wireup/wireup.h). */
-constexpr uint32_t REQ_SENT     = 1u << 9;   /* our REQUEST is out */
+constexpr uint32_t REQ_SENT        = 1u << 9;  /* our REQUEST is out */
 constexpr uint32_t LOCAL_CONNECTED = 1u << 10; /* our p2p lanes are connected */
 /* Every lane may be used: the peer's ep is known and its p2p lanes are
  * connected to ours. Until then sends that need the peer queue. */
-constexpr uint32_t READY        = 1u << 11;
+constexpr uint32_t READY = 1u << 11;
 /* An ep made for a peer's REQUEST, not the application's yet: a later
  * ucp_ep_create to that peer with the same conn_sn adopts it. */
-constexpr uint32_t UNEXPECTED   = 1u << 12;
+constexpr uint32_t UNEXPECTED = 1u << 12;
 /* Our REQUEST waits for the peer's REPLY, or a REQUEST of the peer's with
  * our conn_sn (both sides connecting at once). */
-constexpr uint32_t EXPECTED     = 1u << 13;
+constexpr uint32_t EXPECTED = 1u << 13;
 /* The client's ep of a client-server connection (sockaddr_ep.cc). */
-constexpr uint32_t CLIENT       = 1u << 14;
+constexpr uint32_t CLIENT = 1u << 14;
 } // namespace ep_flag
 
 } // namespace ucp
@@ -79,29 +79,29 @@ struct ep_sockaddrs {
 } // namespace ucp
 
 struct ucp_ep {
-    ucp_worker                *worker = nullptr;
-    uint64_t                  remote_uuid = 0;
-    std::string               peer_name;
-    unsigned                  id = 0;               /* in worker->ep_ids */
+    ucp_worker *worker   = nullptr;
+    uint64_t remote_uuid = 0;
+    std::string peer_name;
+    unsigned id = 0; /* in worker->ep_ids */
     /* What the peer names us by (id and a generation, ucp_worker::ep_by_id),
      * and its ep paired with us; 0 until the wireup told it. */
-    uint64_t                  local_id = 0;
-    uint64_t                  remote_id = 0;
+    uint64_t local_id  = 0;
+    uint64_t remote_id = 0;
     /* The n-th ep this worker made to the peer by address (ep matching). */
-    uint32_t                  conn_sn = 0;
-    uint32_t                  flags = 0;
-    ucs_status_t              status = UCS_OK;
-    ucp_err_handling_mode_t   err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    ucp_err_handler_t         err_handler{nullptr, nullptr};
-    void                      *user_data = nullptr;
+    uint32_t conn_sn                 = 0;
+    uint32_t flags                   = 0;
+    ucs_status_t status              = UCS_OK;
+    ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    ucp_err_handler_t err_handler{nullptr, nullptr};
+    void *user_data = nullptr;
 
-    ucp::lane                 lanes[ucp::max_lanes] = {};
-    uint8_t                   num_lanes = 0;
-    uint8_t                   am_lane = ucp::no_lane;
-    uint8_t                   rndv_lane = ucp::no_lane;  /* get_zcopy pull */
-    uint8_t                   rma_lane = ucp::no_lane;   /* put/get/atomics */
+    ucp::lane lanes[ucp::max_lanes] = {};
+    uint8_t num_lanes               = 0;
+    uint8_t am_lane                 = ucp::no_lane;
+    uint8_t rndv_lane               = ucp::no_lane; /* get_zcopy pull */
+    uint8_t rma_lane                = ucp::no_lane; /* put/get/atomics */
     /* Rendezvous of non-host memory (cuda_ipc); no_lane: it goes eagerly. */
-    uint8_t                   mem_rndv_lane = ucp::no_lane;
+    uint8_t mem_rndv_lane = ucp::no_lane;
 
     /* The rendezvous lane for data in memory of `type`. */
     uint8_t rndv_lane_for(ucs_memory_type_t type) const
@@ -110,35 +110,35 @@ struct ucp_ep {
     }
     /* The ep's wireup messages go out of a connect-to-iface lane, or of
      * this ep when every lane connects to an ep (not a lane: no role). */
-    uct::ep                   *aux_ep = nullptr;
-    unsigned                  aux_iface_index = 0;
+    uct::ep *aux_ep          = nullptr;
+    unsigned aux_iface_index = 0;
     /* Queues the ep's sends until it is READY (am_ep points to it then). */
-    ucp::proxy_ep             *proxy = nullptr;
+    ucp::proxy_ep *proxy = nullptr;
     /* Until the p2p lanes are connected: the peer's device address of each
      * (by lane index), from its worker address. */
     std::vector<std::vector<uint8_t>> p2p_dev_addrs;
     /* The peer's address we connected by listed only its network transports:
      * our wireup messages describe us by the same kind of address, so the
      * two sides' lanes and the entries they name agree. */
-    bool                      net_only_address = false;
+    bool net_only_address = false;
 
     /* The configuration shared with eps of the same lanes (protocol limits
      * and selection), and fast-path copies of the AM lane and its limits. */
-    const ucp::ep_config      *cfg = nullptr;
-    uct::ep                   *am_ep = nullptr;
-    ssize_t                   max_eager_short = -1;
+    const ucp::ep_config *cfg = nullptr;
+    uct::ep *am_ep            = nullptr;
+    ssize_t max_eager_short   = -1;
 
     /* Sends queued behind a busy lane; while non-zero new sends queue too. */
-    unsigned                  num_pending = 0;
+    unsigned num_pending = 0;
     /* Stream receive state (operations issue). */
-    void                      *stream = nullptr;
+    void *stream = nullptr;
     /* Client-server eps: the bootstrap connection's addresses (ucp_ep_query);
      * null for other eps (256 bytes that most eps never need). */
     std::unique_ptr<ucp::ep_sockaddrs> sockaddrs;
     /* RMA and atomic requests not complete yet (ucp/rma): flush waits. */
-    uint32_t                  rma_outstanding = 0;
+    uint32_t rma_outstanding = 0;
     /* Put and get with completion ids (ucp/ext/pwc.h), made by the first. */
-    ucp::ext::pwc_peer        *pwc = nullptr;
+    ucp::ext::pwc_peer *pwc = nullptr;
 
     bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
     /* Sends go to the proxy's queue: the ep is not READY yet. */
@@ -154,8 +154,8 @@ namespace ucp {
  * is trusted then). Nothing is sent: ucp/wireup/wireup.h starts the
  * handshake (wireup::connect).
  */
-ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address,
-                                  size_t max_length, uint32_t flags, ucp_ep **ep_p);
+ucs_status_t ep_create_to_address(ucp_worker *worker, const void *address, size_t max_length,
+                                  uint32_t flags, ucp_ep **ep_p);
 
 /*
  * Gives `ep`, which has no lanes yet, lanes to the worker at `address` (at
@@ -216,7 +216,8 @@ inline bool ep_proxy_is_lane(const ucp_ep *ep)
 }
 
 /* Every uct ep of the ep (lanes, aux ep, proxy), once each. */
-template <typename Fn> void ep_for_each_uct_ep(ucp_ep *ep, Fn &&fn)
+template <typename Fn>
+void ep_for_each_uct_ep(ucp_ep *ep, Fn &&fn)
 {
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
         if (ep->lanes[i].ep != nullptr) {
@@ -227,7 +228,7 @@ template <typename Fn> void ep_for_each_uct_ep(ucp_ep *ep, Fn &&fn)
         fn(ep->aux_ep);
     }
     if ((ep->proxy != nullptr) && !ep_proxy_is_lane(ep)) {
-        fn(static_cast<uct::ep*>(ep->proxy));
+        fn(static_cast<uct::ep *>(ep->proxy));
     }
 }
 

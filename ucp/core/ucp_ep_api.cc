@@ -33,8 +33,8 @@ void flush_comp_noop(uct::completion *)
 uct::ep *flush_lane_at(request *req, unsigned cursor, ucp_ep **ep_p)
 {
     flush_state &f = req->u.flush;
-    ucp_ep *ep = (f.ep != nullptr) ? f.ep : req->worker->ep_ids.lookup(cursor / max_lanes);
-    *ep_p = ep;
+    ucp_ep *ep     = (f.ep != nullptr) ? f.ep : req->worker->ep_ids.lookup(cursor / max_lanes);
+    *ep_p          = ep;
     if ((ep == nullptr) || ((f.ep != nullptr) && (cursor >= max_lanes))) {
         return nullptr;
     }
@@ -48,7 +48,7 @@ bool flush_advance(request *req)
     flush_state &f = req->u.flush;
     /* An ep's flush visits its lanes only (the cursor is the lane index). */
     const unsigned end = (f.ep != nullptr) ? f.ep->num_lanes :
-                         unsigned(req->worker->ep_ids.size() * max_lanes);
+                                             unsigned(req->worker->ep_ids.size() * max_lanes);
     while (f.next_lane < end) {
         ucp_ep *ep;
         uct::ep *lane = flush_lane_at(req, f.next_lane, &ep);
@@ -57,10 +57,10 @@ bool flush_advance(request *req)
             continue;
         }
         if (ep->num_pending != 0) {
-            return false;       /* our own queue drains first */
+            return false; /* our own queue drains first */
         }
         if (ep->rma_outstanding != 0) {
-            return false;       /* RMA/atomics in flight or awaiting the target */
+            return false; /* RMA/atomics in flight or awaiting the target */
         }
         if (f.close_mode) {
             /* Closing needs only our side drained, never the peer's answer
@@ -85,12 +85,11 @@ bool flush_advance(request *req)
         }
         ++f.next_lane;
     }
-    if ((f.next_lane == end) && f.close_mode && (f.ep != nullptr) &&
-        !ep_notify_closed(f.ep)) {
-        return false;           /* the notice waits for room on the lane */
+    if ((f.next_lane == end) && f.close_mode && (f.ep != nullptr) && !ep_notify_closed(f.ep)) {
+        return false; /* the notice waits for room on the lane */
     }
     if (f.next_lane == end) {
-        ++f.next_lane;          /* drop the count held while issuing, once */
+        ++f.next_lane; /* drop the count held while issuing, once */
         --f.comp.count;
     }
     return f.comp.count == 0;
@@ -98,11 +97,11 @@ bool flush_advance(request *req)
 
 void flush_finish(request *req)
 {
-    flush_state &f = req->u.flush;
+    flush_state &f      = req->u.flush;
     ucs_status_t status = f.comp.status;
     if (f.close_mode && (f.ep != nullptr)) {
         if (!f.ep->usable()) {
-            status = UCS_OK;   /* closing a failed ep succeeds */
+            status = UCS_OK; /* closing a failed ep succeeds */
         }
         ep_destroy(f.ep);
         f.ep = nullptr;
@@ -156,10 +155,10 @@ ucs_status_ptr_t flush_start(ucp_worker *worker, ucp_ep *ep, bool close,
     }
     req->flags |= request_flag::FLUSH;
     flush_state &f = req->u.flush;
-    f.ep          = ep;
-    f.next_lane   = 0;
-    f.comp        = {flush_comp_noop, 1, UCS_OK};
-    f.close_mode  = close ? 1 : 0;
+    f.ep           = ep;
+    f.next_lane    = 0;
+    f.comp         = {flush_comp_noop, 1, UCS_OK};
+    f.close_mode   = close ? 1 : 0;
 
     if (!flush_advance(req)) {
         worker->flush_requests.push_back(req);
@@ -207,7 +206,7 @@ ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep
         ucp_ep probe;
         ucs_status_t status = apply_ep_params(&probe, params);
         if (status == UCS_OK) {
-            status = ep_create_sockaddr(worker, params, ep_p);   /* ucp/wireup/ */
+            status = ep_create_sockaddr(worker, params, ep_p); /* ucp/wireup/ */
         }
         if (status == UCS_OK) {
             apply_ep_params(*ep_p, params);
@@ -218,14 +217,14 @@ ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep
         ucs_error("ucp_ep_create: no remote worker address given");
         return UCS_ERR_INVALID_PARAM;
     }
-    ucp_ep probe;   /* validates the parameters before anything is created */
+    ucp_ep probe; /* validates the parameters before anything is created */
     ucs_status_t status = apply_ep_params(&probe, params);
     if (status != UCS_OK) {
         return status;
     }
     /* Adopts the ep a matching REQUEST of the peer made, or makes one. */
     ucp_ep *ep = nullptr;
-    status = wireup::connect(worker, params.address, SIZE_MAX, 0, &ep);
+    status     = wireup::connect(worker, params.address, SIZE_MAX, 0, &ep);
     if (status != UCS_OK) {
         return status;
     }
@@ -237,8 +236,7 @@ ucs_status_t ep_create(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep
 void print_ep(ucp_ep *ep, FILE *stream)
 {
     ucp_worker *worker = ep->worker;
-    std::fprintf(stream, "#\n# UCP endpoint %u of worker '%s'\n#\n", ep->id,
-                 worker->name.c_str());
+    std::fprintf(stream, "#\n# UCP endpoint %u of worker '%s'\n#\n", ep->id, worker->name.c_str());
     std::fprintf(stream, "#   peer: %s%s%s\n", ep->peer_name.c_str(),
                  ep->usable() ? "" : " (failed)",
                  (ep->flags & ep_flag::CONNECTING) ? " (connecting to a listener)" : "");
@@ -252,13 +250,13 @@ void print_ep(ucp_ep *ep, FILE *stream)
         for (uint8_t i = 0; i < ep->num_lanes; ++i) {
             const lane &l = ep->lanes[i];
             const uct::tl_resource &res =
-                    worker->context.tls[worker->ifaces[l.iface_index].tl_index].resource;
-            std::fprintf(stream, "#   lane[%u]: %s/%s, connects to the peer's %s\n", i,
-                         res.tl_name, res.dev_name, l.p2p ? "ep" : "iface");
+                worker->context.tls[worker->ifaces[l.iface_index].tl_index].resource;
+            std::fprintf(stream, "#   lane[%u]: %s/%s, connects to the peer's %s\n", i, res.tl_name,
+                         res.dev_name, l.p2p ? "ep" : "iface");
         }
         if (ep->aux_ep != nullptr) {
             const uct::tl_resource &res =
-                    worker->context.tls[worker->ifaces[ep->aux_iface_index].tl_index].resource;
+                worker->context.tls[worker->ifaces[ep->aux_iface_index].tl_index].resource;
             std::fprintf(stream, "#   wireup lane: %s/%s (aux, connects to the peer's iface)\n",
                          res.tl_name, res.dev_name);
         }
@@ -298,7 +296,7 @@ ucp_request_param_t legacy_flush_param(ucp_send_callback_t cb)
 unsigned flush_progress(ucp_worker *worker)
 {
     unsigned count = 0;
-    auto requests = std::move(worker->flush_requests);
+    auto requests  = std::move(worker->flush_requests);
     worker->flush_requests.clear();
     for (request *req : requests) {
         if (flush_advance(req)) {
@@ -306,7 +304,7 @@ unsigned flush_progress(ucp_worker *worker)
             ++count;
         } else {
             worker->flush_requests.push_back(req);
-        worker->schedule(deferred::FLUSH);
+            worker->schedule(deferred::FLUSH);
         }
     }
     return count;
@@ -318,8 +316,7 @@ using ucp::guarded;
 
 extern "C" {
 
-ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
-                           ucp_ep_h *ep_p)
+ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params, ucp_ep_h *ep_p)
 {
     if ((worker == nullptr) || (params == nullptr) || (ep_p == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -339,7 +336,7 @@ ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
     ucp_worker *worker = ep->worker;
     ucp::worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_ep_close", [&]() {
+    ucs_status_t status     = guarded("ucp_ep_close", [&]() {
         ep->flags |= ucp::ep_flag::CLOSED;
         ucp::ext::triggers_ep_gone(ep, UCS_ERR_CANCELED);
         ucp::ext::pwc_ep_gone(ep, UCS_ERR_CANCELED);
@@ -387,7 +384,7 @@ ucs_status_ptr_t ep_flush(ucp_ep_h ep, const ucp_request_param_t *param)
         return UCS_STATUS_PTR(ep->status);
     }
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_ep_flush", [&]() {
+    ucs_status_t status     = guarded("ucp_ep_flush", [&]() {
         result = ucp::flush_start(ep->worker, ep, false, param);
         return UCS_OK;
     });
@@ -398,7 +395,7 @@ ucs_status_ptr_t worker_flush(ucp_worker_h worker, const ucp_request_param_t *pa
 {
     ucp::worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_worker_flush", [&]() {
+    ucs_status_t status     = guarded("ucp_worker_flush", [&]() {
         result = ucp::flush_start(worker, nullptr, false, param);
         return UCS_OK;
     });
@@ -473,9 +470,8 @@ ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
     if (attr->field_mask & UCP_EP_ATTR_FIELD_NAME) {
         std::snprintf(attr->name, sizeof(attr->name), "%s", ep->peer_name.c_str());
     }
-    if (attr->field_mask & (UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR |
-                            UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR)) {
-        return ucp::ep_query_sockaddr(ep, attr);   /* client-server eps only */
+    if (attr->field_mask & (UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR | UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR)) {
+        return ucp::ep_query_sockaddr(ep, attr); /* client-server eps only */
     }
     return UCS_OK;
 }
@@ -501,17 +497,17 @@ ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep, const ucp_ep_evaluate_perf_param_
     if (!ep->usable() || (ep->am_ep == nullptr)) {
         return ep->usable() ? UCS_ERR_NOT_CONNECTED : ep->status;
     }
-    const double size   = double(param->message_size);
-    const auto &am      = ep->am_ep->owner().attr().perf;
-    auto transfer       = [size](const uct::perf_model &m) {
+    const double size = double(param->message_size);
+    const auto &am    = ep->am_ep->owner().attr().perf;
+    auto transfer     = [size](const uct::perf_model &m) {
         return (m.bandwidth_Bps > 0) ? size / m.bandwidth_Bps : 0.0;
     };
     const double am_msg = am.send_overhead_s + am.latency_s + am.recv_overhead_s;
     if ((param->message_size < ep->cfg->thresh.rndv) || (ep->rndv_lane == ucp::no_lane)) {
         attr->estimated_time = am_msg + transfer(am);
     } else {
-        const auto &rndv = ep->worker->ifaces[ep->lanes[ep->rndv_lane].iface_index]
-                                   .iface->attr().perf;
+        const auto &rndv =
+            ep->worker->ifaces[ep->lanes[ep->rndv_lane].iface_index].iface->attr().perf;
         attr->estimated_time = 2 * am_msg + rndv.latency_s + transfer(rndv);
     }
     return UCS_OK;
@@ -524,10 +520,9 @@ ucs_status_ptr_t ucp_ep_modify_nb(ucp_ep_h ep, const ucp_ep_params_t *params)
     }
     /* As UCX 1.13: the handlers and user data can change, not whom the ep
      * reaches nor how it handles errors. */
-    if (params->field_mask & (UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                              UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                              UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE)) {
+    if (params->field_mask &
+        (UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+         UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE)) {
         return UCS_STATUS_PTR(UCS_ERR_NOT_IMPLEMENTED);
     }
     ucp::worker_guard guard(ep->worker);
@@ -540,9 +535,8 @@ ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer, ucp_rkey_h
         return UCS_ERR_INVALID_PARAM;
     }
     ucp::worker_guard guard(ep->worker);
-    return guarded("ucp_ep_rkey_unpack", [&]() {
-        return ucp::rkey_unpack(ep->worker->context, rkey_buffer, rkey_p);
-    });
+    return guarded("ucp_ep_rkey_unpack",
+                   [&]() { return ucp::rkey_unpack(ep->worker->context, rkey_buffer, rkey_p); });
 }
 
 void ucp_ep_print_info(ucp_ep_h ep, FILE *stream)

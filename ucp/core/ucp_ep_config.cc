@@ -55,8 +55,7 @@ bool has_md(const ucp_worker &worker, const ep_config_key &key, uint8_t lane)
     return key.lanes[lane].md_index < worker.context.mds.size();
 }
 
-const uct::iface_attr &lane_attr(const ucp_worker &worker, const ep_config_key &key,
-                                 uint8_t lane)
+const uct::iface_attr &lane_attr(const ucp_worker &worker, const ep_config_key &key, uint8_t lane)
 {
     return worker.ifaces[key.lanes[lane].iface_index].iface->attr();
 }
@@ -87,29 +86,26 @@ double bandwidth_of(const uct::perf_model &perf)
  */
 constexpr size_t rndv_auto_max = 512 * 1024;
 
-size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key,
-                        const ep_thresholds &t)
+size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key, const ep_thresholds &t)
 {
     if (key.rndv_lane == no_lane) {
         return SIZE_MAX;
     }
     if (!has_md(worker, key, key.am_lane) || !has_md(worker, key, key.rndv_lane)) {
-        return rndv_auto_max;   /* a placeholder lane: no model yet */
+        return rndv_auto_max; /* a placeholder lane: no model yet */
     }
     const uct::iface_attr &am   = lane_attr(worker, key, key.am_lane);
     const uct::iface_attr &rndv = lane_attr(worker, key, key.rndv_lane);
-    const uct::md_attr &md = worker.context.mds[key.lanes[key.rndv_lane].md_index].md->attr();
-    const size_t fragment  = (t.zcopy_frag > 0) ? t.zcopy_frag : std::max(t.middle_frag,
-                                                                           size_t(1));
+    const uct::md_attr &md      = worker.context.mds[key.lanes[key.rndv_lane].md_index].md->attr();
+    const size_t fragment = (t.zcopy_frag > 0) ? t.zcopy_frag : std::max(t.middle_frag, size_t(1));
     const double eager_per_byte = 1.0 / std::min(bandwidth_of(am.perf), bcopy_bandwidth_Bps) +
                                   (am.perf.send_overhead_s + am.perf.recv_overhead_s) /
-                                  double(fragment);
+                                      double(fragment);
     double reg_per_byte = 0;
-    double once         = 2 * rndv.perf.latency_s + rndv.perf.send_overhead_s +
-                          am.perf.send_overhead_s;
+    double once = 2 * rndv.perf.latency_s + rndv.perf.send_overhead_s + am.perf.send_overhead_s;
     if (md.flags & uct::md_flag::NEED_MEMH) {
-        once         += 2 * md.reg_overhead_s;
-        reg_per_byte  = 2 * md.reg_growth_s_per_byte;
+        once += 2 * md.reg_overhead_s;
+        reg_per_byte = 2 * md.reg_growth_s_per_byte;
     }
     auto thresh_at = [&](double rndv_bandwidth) {
         const double saved_per_byte = eager_per_byte - (1.0 / rndv_bandwidth + reg_per_byte);
@@ -118,11 +114,10 @@ size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key,
         }
         return std::max(size_t(std::ceil(once / saved_per_byte)), size_t(1));
     };
-    size_t thresh = thresh_at(bandwidth_of(rndv.perf));
+    size_t thresh             = thresh_at(bandwidth_of(rndv.perf));
     const context_config &cfg = worker.context.config;
-    const bool splits = (rndv.flags & uct::iface_flag::PUT_ZCOPY) &&
-                        (lane_resource(worker, key, key.rndv_lane).type ==
-                         uct::device_type::SHM) &&
+    const bool splits         = (rndv.flags & uct::iface_flag::PUT_ZCOPY) &&
+                        (lane_resource(worker, key, key.rndv_lane).type == uct::device_type::SHM) &&
                         (cfg.rndv_scheme == RNDV_SCHEME_AUTO);
     if (splits && (cfg.rndv_split_thresh < thresh)) {
         thresh = std::max(thresh_at(2 * bandwidth_of(rndv.perf)), cfg.rndv_split_thresh);
@@ -137,14 +132,14 @@ size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key,
  */
 size_t auto_zcopy_thresh(const uct::md_attr &md)
 {
-    double fixed      = zcopy_overhead_s;
+    double fixed          = zcopy_overhead_s;
     double saved_per_byte = 1.0 / bcopy_bandwidth_Bps;
     if (md.flags & uct::md_flag::NEED_MEMH) {
-        fixed          += md.reg_overhead_s;
+        fixed += md.reg_overhead_s;
         saved_per_byte -= md.reg_growth_s_per_byte;
     }
     if (saved_per_byte <= 0) {
-        return SIZE_MAX;    /* registering costs more than copying, at any size */
+        return SIZE_MAX; /* registering costs more than copying, at any size */
     }
     const double thresh = std::ceil(fixed / saved_per_byte);
     return (thresh >= double(SIZE_MAX)) ? SIZE_MAX : size_t(thresh);
@@ -167,12 +162,12 @@ void zcopy_thresholds(const ucp_worker &worker, const ep_config_key &key,
     t.zcopy_needs_memh = false;
     if (!(attr.flags & uct::iface_flag::AM_ZCOPY) || (attr.am.max_zcopy == 0) ||
         (attr.am.max_iov == 0) || !has_md(worker, key, key.am_lane)) {
-        return;     /* no am_zcopy, or a placeholder lane (no md) */
+        return; /* no am_zcopy, or a placeholder lane (no md) */
     }
     const context_config &cfg = worker.context.config;
     const uct::md_attr &md    = worker.context.mds[key.lanes[key.am_lane].md_index].md->attr();
-    size_t thresh = (cfg.zcopy_thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) :
-                    cfg.zcopy_thresh;
+    size_t thresh      = (cfg.zcopy_thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) :
+                                                                        cfg.zcopy_thresh;
     t.zcopy            = std::max({thresh, attr.am.min_zcopy, size_t(1)});
     t.zcopy_frag       = std::min(attr.am.max_zcopy, zcopy_frag_max);
     t.am_zcopy_frag    = std::min(attr.am.max_zcopy, am_zcopy_frag_max);
@@ -187,8 +182,7 @@ void zcopy_thresholds(const ucp_worker &worker, const ep_config_key &key,
  * eagerly: the handler reads it in place, where a rendezvous pays a round
  * trip and a copy into the receiver's buffer. Otherwise as tag sends.
  */
-size_t am_rndv_thresh(const ucp_worker &worker, const ep_config_key &key,
-                      const ep_thresholds &t)
+size_t am_rndv_thresh(const ucp_worker &worker, const ep_config_key &key, const ep_thresholds &t)
 {
     if ((t.rndv == SIZE_MAX) || (t.am_zcopy_frag == 0) || (t.zcopy == SIZE_MAX) ||
         (worker.context.config.rndv_thresh != ucs::config::size_auto)) {
@@ -204,9 +198,10 @@ ep_thresholds compute_thresholds(const ucp_worker &worker, const ep_config_key &
                                  const uct::iface_attr &attr)
 {
     ep_thresholds t{};
-    t.max_eager_short = ((attr.flags & uct::iface_flag::AM_SHORT) &&
+    t.max_eager_short  = ((attr.flags & uct::iface_flag::AM_SHORT) &&
                          (attr.am.max_short >= sizeof(ucp_tag_t))) ?
-                        ssize_t(attr.am.max_short - sizeof(ucp_tag_t)) : -1;
+                             ssize_t(attr.am.max_short - sizeof(ucp_tag_t)) :
+                             -1;
     const size_t bcopy = attr.am.max_bcopy;
     t.am_max_bcopy     = bcopy;
     t.max_eager_only   = bcopy - sizeof(ucp_tag_t);
@@ -233,8 +228,7 @@ ep_thresholds compute_thresholds(const ucp_worker &worker, const ep_config_key &
 }
 
 /* What lane `i` offers put, get and atomics (nothing for a placeholder). */
-proto::rma_lane_limits rma_limits(const ucp_worker &worker, const ep_config_key &key,
-                                  uint8_t i)
+proto::rma_lane_limits rma_limits(const ucp_worker &worker, const ep_config_key &key, uint8_t i)
 {
     proto::rma_lane_limits l;
     if (!has_md(worker, key, i)) {
@@ -244,17 +238,17 @@ proto::rma_lane_limits rma_limits(const ucp_worker &worker, const ep_config_key 
     const uct::md_attr &md      = worker.context.mds[key.lanes[i].md_index].md->attr();
     using namespace uct::iface_flag;
     auto offered = [&](uint64_t flag, size_t size) { return (attr.flags & flag) ? size : 0; };
-    l.put_short = (attr.flags & PUT_SHORT) ? ssize_t(attr.put.max_short) : -1;
-    l.put_bcopy = offered(PUT_BCOPY, attr.put.max_bcopy);
-    l.put_zcopy = offered(PUT_ZCOPY, attr.put.max_zcopy);
-    l.get_bcopy = offered(GET_BCOPY, attr.get.max_bcopy);
-    l.get_zcopy = offered(GET_ZCOPY, attr.get.max_zcopy);
+    l.put_short  = (attr.flags & PUT_SHORT) ? ssize_t(attr.put.max_short) : -1;
+    l.put_bcopy  = offered(PUT_BCOPY, attr.put.max_bcopy);
+    l.put_zcopy  = offered(PUT_ZCOPY, attr.put.max_zcopy);
+    l.get_bcopy  = offered(GET_BCOPY, attr.get.max_bcopy);
+    l.get_zcopy  = offered(GET_ZCOPY, attr.get.max_zcopy);
     const size_t thresh = worker.context.config.zcopy_thresh;
-    l.zcopy     = (thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) : thresh;
-    l.mem_types = md.access_mem_types;
+    l.zcopy             = (thresh == ucs::config::size_auto) ? auto_zcopy_thresh(md) : thresh;
+    l.mem_types         = md.access_mem_types;
     const bool cpu_mode = (worker.atomic_mode == ATOMIC_MODE_CPU);
-    l.amo       = (attr.flags & (cpu_mode ? ATOMIC_CPU : ATOMIC_DEVICE)) &&
-                  ((attr.atomic32_fetch | attr.atomic64_fetch) != 0);
+    l.amo               = (attr.flags & (cpu_mode ? ATOMIC_CPU : ATOMIC_DEVICE)) &&
+            ((attr.atomic32_fetch | attr.atomic64_fetch) != 0);
     return l;
 }
 
@@ -265,9 +259,9 @@ ep_config_key key_of(const ucp_ep &ep)
     for (uint8_t i = 0; i < ep.num_lanes; ++i) {
         key.lanes[i] = {ep.lanes[i].iface_index, ep.lanes[i].md_index};
     }
-    key.am_lane   = ep.am_lane;
-    key.rndv_lane = ep.rndv_lane;
-    key.rma_lane  = ep.rma_lane;
+    key.am_lane       = ep.am_lane;
+    key.rndv_lane     = ep.rndv_lane;
+    key.rma_lane      = ep.rma_lane;
     key.mem_rndv_lane = ep.mem_rndv_lane;
     return key;
 }
@@ -276,32 +270,33 @@ std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &e
                                        const ep_config_key &key, unsigned index)
 {
     const ep_thresholds thresh = compute_thresholds(worker, key, ep.am_ep->owner().attr());
-    uint64_t rndv_mem_types = (key.rndv_lane != no_lane) ? (1ull << UCS_MEMORY_TYPE_HOST) : 0;
+    uint64_t rndv_mem_types    = (key.rndv_lane != no_lane) ? (1ull << UCS_MEMORY_TYPE_HOST) : 0;
     if (key.mem_rndv_lane != no_lane) {
-        rndv_mem_types |= worker.context.mds[key.lanes[key.mem_rndv_lane].md_index]
-                                  .md->attr().reg_mem_types & ~(1ull << UCS_MEMORY_TYPE_HOST);
+        rndv_mem_types |=
+            worker.context.mds[key.lanes[key.mem_rndv_lane].md_index].md->attr().reg_mem_types &
+            ~(1ull << UCS_MEMORY_TYPE_HOST);
     }
     proto::table_inputs inputs{thresh, rndv_mem_types};
     for (uint8_t i = 0; i < key.num_lanes; ++i) {
         inputs.rma_lanes[i] = rma_limits(worker, key, i);
     }
     inputs.amo_cpu = (worker.atomic_mode == ATOMIC_MODE_CPU);
-    auto cfg = std::make_unique<ep_config>(ep_config{
-        index, key, thresh, {}, {}, {}, false, false, {}, proto::table(inputs)});
+    auto cfg       = std::make_unique<ep_config>(
+        ep_config{index, key, thresh, {}, {}, {}, false, false, {}, proto::table(inputs)});
     for (uint8_t i = 0; i < key.num_lanes; ++i) {
         const uct::tl_resource &res = lane_resource(worker, key, i);
-        cfg->lane_names[i] = has_md(worker, key, i) ?
-                             std::string(res.tl_name) + "/" + res.dev_name :
-                             std::string("(connecting)");
+        cfg->lane_names[i]          = has_md(worker, key, i) ?
+                                          std::string(res.tl_name) + "/" + res.dev_name :
+                                          std::string("(connecting)");
     }
     cfg->am_tl = has_md(worker, key, key.am_lane) ?
-                 lane_resource(worker, key, key.am_lane).tl_name : "the connecting lane";
+                     lane_resource(worker, key, key.am_lane).tl_name :
+                     "the connecting lane";
     if (key.rndv_lane != no_lane) {
         const worker_iface &wi = worker.ifaces[key.lanes[key.rndv_lane].iface_index];
-        cfg->rndv_tl       = lane_resource(worker, key, key.rndv_lane).tl_name;
-        cfg->rndv_can_push = (wi.iface->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
-        cfg->rndv_on_shm   = lane_resource(worker, key, key.rndv_lane).type ==
-                             uct::device_type::SHM;
+        cfg->rndv_tl           = lane_resource(worker, key, key.rndv_lane).tl_name;
+        cfg->rndv_can_push     = (wi.iface->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
+        cfg->rndv_on_shm = lane_resource(worker, key, key.rndv_lane).type == uct::device_type::SHM;
     }
     if (key.mem_rndv_lane != no_lane) {
         cfg->mem_rndv_tl = lane_resource(worker, key, key.mem_rndv_lane).tl_name;
@@ -326,7 +321,7 @@ void print_rma_tables(const ucp_worker &worker, const ep_config &cfg,
 {
     using proto::operation;
     const uint64_t features = worker.context.features;
-    bool mappable = false;
+    bool mappable           = false;
     for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
         mappable |= has_md(worker, cfg.key, i) &&
                     (worker.context.mds[cfg.key.lanes[i].md_index].md->attr().flags &
@@ -334,14 +329,13 @@ void print_rma_tables(const ucp_worker &worker, const ep_config &cfg,
     }
     for (operation op : {operation::PUT, operation::GET, operation::AMO}) {
         const bool wanted = (op == operation::AMO) ?
-                            (features & (UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64)) != 0 :
-                            (features & UCP_FEATURE_RMA) != 0;
+                                (features & (UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64)) != 0 :
+                                (features & UCP_FEATURE_RMA) != 0;
         if (!wanted) {
             continue;
         }
         std::fprintf(stream, "#\n#   %s%s, by how the remote key is reached:\n",
-                     proto::operation_name(op),
-                     (op == operation::AMO) ? "" : " (size in bytes)");
+                     proto::operation_name(op), (op == operation::AMO) ? "" : " (size in bytes)");
         auto table_of = [&](uint8_t reach, const std::string &how) {
             std::fprintf(stream, "#   %s:\n", how.c_str());
             proto::print(stream, cfg.protocols,
@@ -353,7 +347,7 @@ void print_rma_tables(const ucp_worker &worker, const ep_config &cfg,
         for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
             if (lane_serves(cfg, op, i)) {
                 table_of(i, "the key has an entry for lane[" + std::to_string(i) + "] " +
-                         cfg.lane_names[i]);
+                                cfg.lane_names[i]);
             }
         }
         table_of(proto::rma_reach::AM, "no lane reaches the key");
@@ -364,9 +358,9 @@ void print_rma_tables(const ucp_worker &worker, const ep_config &cfg,
 
 const ep_config *ep_config_attach(ucp_ep *ep)
 {
-    ucp_worker *worker = ep->worker;
+    ucp_worker *worker      = ep->worker;
     const ep_config_key key = key_of(*ep);
-    const ep_config *found = nullptr;
+    const ep_config *found  = nullptr;
     for (const auto &cfg : worker->ep_configs) {
         if (cfg->key == key) {
             found = cfg.get();
@@ -393,12 +387,10 @@ const ep_config *ep_config_attach(ucp_ep *ep)
 
 void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *stream)
 {
-    std::fprintf(stream, "#\n#   ep_cfg[%u] of worker '%s':\n", cfg.index,
-                 worker.name.c_str());
+    std::fprintf(stream, "#\n#   ep_cfg[%u] of worker '%s':\n", cfg.index, worker.name.c_str());
     for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
         std::fprintf(stream, "#   lane[%u]: %s%s%s%s%s\n", i, cfg.lane_names[i].c_str(),
-                     (i == cfg.key.am_lane) ? " am" : "",
-                     (i == cfg.key.rndv_lane) ? " rndv" : "",
+                     (i == cfg.key.am_lane) ? " am" : "", (i == cfg.key.rndv_lane) ? " rndv" : "",
                      (i == cfg.key.rma_lane) ? " rma" : "",
                      (i == cfg.key.mem_rndv_lane) ? " rndv(device memory)" : "");
     }
@@ -409,33 +401,33 @@ void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *strea
     } else if (t.zcopy == SIZE_MAX) {
         std::fprintf(stream, "#   eager zcopy: off (UCX_ZCOPY_THRESH=inf)\n");
     } else {
-        std::fprintf(stream, "#   eager zcopy from %zu bytes on %s%s\n", t.zcopy,
-                     cfg.am_tl.c_str(), t.zcopy_needs_memh ?
-                     " (the buffer is registered: iov data goes by copy)" : "");
+        std::fprintf(stream, "#   eager zcopy from %zu bytes on %s%s\n", t.zcopy, cfg.am_tl.c_str(),
+                     t.zcopy_needs_memh ? " (the buffer is registered: iov data goes by copy)" :
+                                          "");
     }
 
     /* The receiver picks the rendezvous scheme; shown as it would with our
      * lanes at both ends. */
     const context_config &ccfg = worker.context.config;
-    size_t push_from = SIZE_MAX;
+    size_t push_from           = SIZE_MAX;
     if (cfg.rndv_can_push && (ccfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY)) {
         push_from = 0;
-    } else if (cfg.rndv_can_push && (ccfg.rndv_scheme == RNDV_SCHEME_AUTO) &&
-               cfg.rndv_on_shm) {
+    } else if (cfg.rndv_can_push && (ccfg.rndv_scheme == RNDV_SCHEME_AUTO) && cfg.rndv_on_shm) {
         push_from = ccfg.rndv_split_thresh;
     }
     const std::string rndv_get  = "rendezvous, receiver gets (get_zcopy) on " + cfg.rndv_tl;
     const std::string rndv_push = ((ccfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY) ?
-                                   "rendezvous, sender puts (put_zcopy) on " :
-                                   "rendezvous split, sender puts half, receiver gets half "
-                                   "on ") + cfg.rndv_tl;
+                                       "rendezvous, sender puts (put_zcopy) on " :
+                                       "rendezvous split, sender puts half, receiver gets half "
+                                       "on ") +
+                                  cfg.rndv_tl;
     const proto::print_names names{cfg.am_tl.c_str(), rndv_get.c_str(), rndv_push.c_str(),
                                    push_from, cfg.lane_names};
     using proto::operation;
     using proto::dt_class;
     const struct {
-        operation   op;
-        dt_class    dt;
+        operation op;
+        dt_class dt;
         const char *note;
     } tables[] = {
         {operation::TAG, dt_class::contig, nullptr},

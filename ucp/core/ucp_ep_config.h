@@ -25,28 +25,28 @@ struct ep_config_key {
         unsigned md_index;
         bool operator==(const lane_key &) const = default;
     };
-    lane_key lanes[max_lanes] = {};
-    uint8_t  num_lanes = 0;
-    uint8_t  am_lane   = no_lane;
-    uint8_t  rndv_lane = no_lane;
-    uint8_t  rma_lane  = no_lane;
-    uint8_t  mem_rndv_lane = no_lane;
+    lane_key lanes[max_lanes]                    = {};
+    uint8_t num_lanes                            = 0;
+    uint8_t am_lane                              = no_lane;
+    uint8_t rndv_lane                            = no_lane;
+    uint8_t rma_lane                             = no_lane;
+    uint8_t mem_rndv_lane                        = no_lane;
     bool operator==(const ep_config_key &) const = default;
 };
 
 struct ep_config {
-    unsigned       index;     /* ep_cfg[index] in the worker's list */
-    ep_config_key  key;
-    ep_thresholds  thresh;
+    unsigned index; /* ep_cfg[index] in the worker's list */
+    ep_config_key key;
+    ep_thresholds thresh;
     /* Names for printing: "tcp/lo" per lane, the AM lane's and the
      * rendezvous lane's transports, and whether the latter can push. */
-    std::string    lane_names[max_lanes];
-    std::string    am_tl;
-    std::string    rndv_tl;
-    bool           rndv_can_push = false;
-    bool           rndv_on_shm   = false;
-    std::string    mem_rndv_tl;   /* empty: no rendezvous of non-host memory */
-    proto::table   protocols;
+    std::string lane_names[max_lanes];
+    std::string am_tl;
+    std::string rndv_tl;
+    bool rndv_can_push = false;
+    bool rndv_on_shm   = false;
+    std::string mem_rndv_tl; /* empty: no rendezvous of non-host memory */
+    proto::table protocols;
 };
 
 /*

@@ -24,8 +24,8 @@ namespace {
 
 /* Handles the application holds, so a stale one is refused, not followed. */
 struct handle_registry {
-    std::mutex                      lock;
-    std::unordered_set<const void*> live;
+    std::mutex lock;
+    std::unordered_set<const void *> live;
 
     void add(const void *p)
     {
@@ -60,8 +60,8 @@ ucs_status_t check_params(const ucp_listener_params_t &params, sockaddr_storage 
     }
     const bool accept = (mask & UCP_LISTENER_PARAM_FIELD_ACCEPT_HANDLER) &&
                         (params.accept_handler.cb != nullptr);
-    const bool conn   = (mask & UCP_LISTENER_PARAM_FIELD_CONN_HANDLER) &&
-                        (params.conn_handler.cb != nullptr);
+    const bool conn = (mask & UCP_LISTENER_PARAM_FIELD_CONN_HANDLER) &&
+                      (params.conn_handler.cb != nullptr);
     if (accept == conn) {
         ucs_error("ucp_listener_create: exactly one of accept_handler and "
                   "conn_handler must be given");
@@ -71,8 +71,9 @@ ucs_status_t check_params(const ucp_listener_params_t &params, sockaddr_storage 
         return UCS_ERR_INVALID_PARAM;
     }
     const sa_family_t family = params.sockaddr.addr->sa_family;
-    const socklen_t need = (family == AF_INET) ? sizeof(sockaddr_in) :
-                           (family == AF_INET6) ? sizeof(sockaddr_in6) : 0;
+    const socklen_t need     = (family == AF_INET)  ? sizeof(sockaddr_in) :
+                               (family == AF_INET6) ? sizeof(sockaddr_in6) :
+                                                      0;
     if ((need == 0) || (params.sockaddr.addrlen < need)) {
         ucs_error("ucp_listener_create: address family %d is not IPv4 or IPv6", int(family));
         return UCS_ERR_INVALID_PARAM;
@@ -92,12 +93,13 @@ ucs_status_t open_socket(const sockaddr_storage &addr, socklen_t len, int *fd_p)
     }
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    if (::bind(fd, reinterpret_cast<const sockaddr *>(&addr), len) != 0) {
         const int err = errno;
         ucs_error("ucp_listener_create: bind failed: %s", std::strerror(err));
         ::close(fd);
-        return (err == EADDRINUSE) ? UCS_ERR_BUSY :
-               (err == EADDRNOTAVAIL) ? UCS_ERR_INVALID_ADDR : UCS_ERR_IO_ERROR;
+        return (err == EADDRINUSE)    ? UCS_ERR_BUSY :
+               (err == EADDRNOTAVAIL) ? UCS_ERR_INVALID_ADDR :
+                                        UCS_ERR_IO_ERROR;
     }
     if (::listen(fd, SOMAXCONN) != 0) {
         ucs_error("ucp_listener_create: listen failed: %m");
@@ -122,7 +124,7 @@ ucs_status_t create_listener(ucp_worker *worker, const ucp_listener_params_t &pa
     if (status != UCS_OK) {
         return status;
     }
-    auto listener = std::make_unique<ucp_listener>();
+    auto listener    = std::make_unique<ucp_listener>();
     listener->worker = worker;
     if (params.field_mask & UCP_LISTENER_PARAM_FIELD_CONN_HANDLER) {
         listener->conn_handler = params.conn_handler;
@@ -135,7 +137,7 @@ ucs_status_t create_listener(ucp_worker *worker, const ucp_listener_params_t &pa
         return status;
     }
     socklen_t len = sizeof(listener->bound);
-    if (getsockname(listener->fd, reinterpret_cast<sockaddr*>(&listener->bound), &len) != 0) {
+    if (getsockname(listener->fd, reinterpret_cast<sockaddr *>(&listener->bound), &len) != 0) {
         listener->bound = addr;
     }
     status = manager->add_listener(listener.get());
@@ -194,9 +196,8 @@ ucs_status_t ucp_listener_create(ucp_worker_h worker, const ucp_listener_params_
         return UCS_ERR_INVALID_PARAM;
     }
     ucp::worker_guard guard(worker);
-    return ucp::guarded("ucp_listener_create", [&]() {
-        return ucp::create_listener(worker, *params, listener_p);
-    });
+    return ucp::guarded("ucp_listener_create",
+                        [&]() { return ucp::create_listener(worker, *params, listener_p); });
 }
 
 void ucp_listener_destroy(ucp_listener_h listener)
@@ -206,7 +207,7 @@ void ucp_listener_destroy(ucp_listener_h listener)
     }
     ucp::guarded("ucp_listener_destroy", [&]() {
         ucp::listener_unregister(listener);
-        if (ucp_worker *worker = listener->worker) {   /* nullptr: its worker is gone */
+        if (ucp_worker *worker = listener->worker) { /* nullptr: its worker is gone */
             ucp::worker_guard guard(worker);
             worker->sockaddr_cm->remove_listener(listener);
             ::close(listener->fd);
@@ -232,13 +233,11 @@ ucs_status_t ucp_listener_reject(ucp_listener_h listener, ucp_conn_request_h con
     if (!ucp::listener_alive(listener) || !ucp::conn_request_alive(conn_request)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return ucp::guarded("ucp_listener_reject", [&]() {
-        return ucp::cs::reject_request(conn_request, UCS_ERR_REJECTED);
-    });
+    return ucp::guarded("ucp_listener_reject",
+                        [&]() { return ucp::cs::reject_request(conn_request, UCS_ERR_REJECTED); });
 }
 
-ucs_status_t ucp_conn_request_query(ucp_conn_request_h conn_request,
-                                    ucp_conn_request_attr_t *attr)
+ucs_status_t ucp_conn_request_query(ucp_conn_request_h conn_request, ucp_conn_request_attr_t *attr)
 {
     if (!ucp::conn_request_alive(conn_request) || (attr == nullptr)) {
         return UCS_ERR_INVALID_PARAM;

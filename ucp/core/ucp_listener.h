@@ -17,22 +17,22 @@
 struct ucp_worker;
 
 struct ucp_listener {
-    ucp_worker                    *worker = nullptr;
-    uint64_t                      id = 0;          /* in the worker's cm */
-    int                           fd = -1;
-    sockaddr_storage              bound{};         /* port 0 resolved */
+    ucp_worker *worker = nullptr;
+    uint64_t id        = 0; /* in the worker's cm */
+    int fd             = -1;
+    sockaddr_storage bound{}; /* port 0 resolved */
     ucp_listener_accept_handler_t accept_handler{nullptr, nullptr};
-    ucp_listener_conn_handler_t   conn_handler{nullptr, nullptr};
+    ucp_listener_conn_handler_t conn_handler{nullptr, nullptr};
 };
 
 struct ucp_conn_request {
-    ucp_worker           *worker = nullptr;   /* the listener's */
-    ucp_listener         *listener = nullptr; /* nullptr once it is destroyed */
-    uint64_t             conn_id = 0;         /* bootstrap connection in the cm */
-    sockaddr_storage     client_sockaddr{};
-    sockaddr_storage     local_sockaddr{};    /* our end of the connection */
-    uint64_t             client_id = 0;
-    std::vector<uint8_t> client_address;      /* validated packed worker address */
+    ucp_worker *worker     = nullptr; /* the listener's */
+    ucp_listener *listener = nullptr; /* nullptr once it is destroyed */
+    uint64_t conn_id       = 0;       /* bootstrap connection in the cm */
+    sockaddr_storage client_sockaddr{};
+    sockaddr_storage local_sockaddr{}; /* our end of the connection */
+    uint64_t client_id = 0;
+    std::vector<uint8_t> client_address; /* validated packed worker address */
 };
 
 namespace ucp {

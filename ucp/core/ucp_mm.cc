@@ -30,8 +30,7 @@ namespace {
 constexpr unsigned known_map_flags = UCP_MEM_MAP_NONBLOCK | UCP_MEM_MAP_ALLOCATE |
                                      UCP_MEM_MAP_FIXED;
 constexpr unsigned all_prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE |
-                              UCP_MEM_MAP_PROT_REMOTE_READ |
-                              UCP_MEM_MAP_PROT_REMOTE_WRITE;
+                              UCP_MEM_MAP_PROT_REMOTE_READ | UCP_MEM_MAP_PROT_REMOTE_WRITE;
 constexpr uint64_t all_advise_fields = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
                                        UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
                                        UCP_MEM_ADVISE_PARAM_FIELD_ADVICE;
@@ -76,8 +75,7 @@ int mmap_prot(unsigned prot)
  */
 void populate(void *address, size_t length, bool writable)
 {
-    if ((madvise(address, length, writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) ==
-         0) ||
+    if ((madvise(address, length, writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0) ||
         (writable && (madvise(address, length, MADV_POPULATE_READ) == 0))) {
         return;
     }
@@ -87,8 +85,7 @@ void populate(void *address, size_t length, bool writable)
 }
 
 /* An md that registers this memory and whose transports use the handle. */
-bool md_registers(const ucp_context &ctx, unsigned md_index, ucs_memory_type_t type,
-                  size_t length)
+bool md_registers(const ucp_context &ctx, unsigned md_index, ucs_memory_type_t type, size_t length)
 {
     const uct::md_attr &attr = ctx.mds[md_index].md->attr();
     return (md_index < max_mds) && (attr.flags & uct::md_flag::REG) &&
@@ -121,8 +118,8 @@ ucs_status_t finish_md_alloc(const mem_map_request &req, ucp_mem &mem)
 {
     const int prot = mmap_prot(mem.prot);
     if ((prot != (PROT_READ | PROT_WRITE)) && (mprotect(mem.address, mem.length, prot) != 0)) {
-        ucs_error("ucp_mem_map: cannot set protection 0x%x on %p+%zu: %s", mem.prot,
-                  mem.address, mem.length, strerror(errno));
+        ucs_error("ucp_mem_map: cannot set protection 0x%x on %p+%zu: %s", mem.prot, mem.address,
+                  mem.length, strerror(errno));
         return UCS_ERR_INVALID_PARAM;
     }
     if (!(req.flags & UCP_MEM_MAP_NONBLOCK) && (prot != PROT_NONE)) {
@@ -144,7 +141,8 @@ ucs_status_t mmap_alloc(const mem_map_request &req, ucp_mem &mem)
         const int err = errno;
         if (fixed && (err == EEXIST)) {
             ucs_error("ucp_mem_map: %p+%zu is already mapped; UCP_MEM_MAP_FIXED "
-                      "does not replace a mapping", req.address, length);
+                      "does not replace a mapping",
+                      req.address, length);
             return UCS_ERR_ALREADY_EXISTS;
         }
         ucs_error("ucp_mem_map: cannot allocate %zu bytes: %s", length, strerror(err));
@@ -175,23 +173,24 @@ ucs_status_t allocate(ucp_context &ctx, const mem_map_request &req, ucp_mem &mem
         ucs_status_t status;
         {
             auto lock = md_lock(ctx);
-            status    = ctx.mds[md_index].md->mem_alloc_of_type(mem.mem_type, &length,
-                                                                  &address, flags, &memh);
+            status = ctx.mds[md_index].md->mem_alloc_of_type(mem.mem_type, &length, &address, flags,
+                                                             &memh);
         }
         if (status == UCS_OK) {
-            mem.address                = address;
-            mem.length                 = length;
-            mem.alloc_method           = mem_alloc_method::MD;
-            mem.alloc_md_index         = md_index;
-            mem.uct_memhs[md_index]    = memh;
-            mem.md_map                |= md_bit(md_index);
+            mem.address             = address;
+            mem.length              = length;
+            mem.alloc_method        = mem_alloc_method::MD;
+            mem.alloc_md_index      = md_index;
+            mem.uct_memhs[md_index] = memh;
+            mem.md_map |= md_bit(md_index);
             /* Device memory has no pages of ours to protect or populate. */
             return (mem.mem_type == UCS_MEMORY_TYPE_HOST) ? finish_md_alloc(req, mem) : UCS_OK;
         }
         if (fixed && (status == UCS_ERR_ALREADY_EXISTS)) {
             ucs_error("ucp_mem_map: %p+%zu is already mapped; UCP_MEM_MAP_FIXED "
-                      "does not replace a mapping", req.address, req.length);
-            return status;   /* no other method can use a taken range */
+                      "does not replace a mapping",
+                      req.address, req.length);
+            return status; /* no other method can use a taken range */
         }
         ucs_debug("ucp_mem_map: md %s could not allocate %zu bytes: %s",
                   ctx.mds[md_index].name.c_str(), req.length, ucs_status_string(status));
@@ -219,8 +218,7 @@ ucs_status_t release(ucp_context &ctx, ucp_mem &mem)
         ucs_status_t status = ctx.mds[i].md->mem_dereg(mem.uct_memhs[i]);
         if (status != UCS_OK) {
             ucs_error("ucp_mem_unmap: md %s failed to deregister %p+%zu: %s",
-                      ctx.mds[i].name.c_str(), mem.address, mem.length,
-                      ucs_status_string(status));
+                      ctx.mds[i].name.c_str(), mem.address, mem.length, ucs_status_string(status));
             result = (result == UCS_OK) ? status : result;
         }
         mem.uct_memhs[i] = nullptr;
@@ -228,17 +226,15 @@ ucs_status_t release(ucp_context &ctx, ucp_mem &mem)
 
     ucs_status_t status = UCS_OK;
     if (mem.alloc_method == mem_alloc_method::MD) {
-        status = ctx.mds[mem.alloc_md_index].md->mem_free(
-                mem.uct_memhs[mem.alloc_md_index]);
+        status = ctx.mds[mem.alloc_md_index].md->mem_free(mem.uct_memhs[mem.alloc_md_index]);
         mem.uct_memhs[mem.alloc_md_index] = nullptr;
     } else if ((mem.alloc_method == mem_alloc_method::MMAP) &&
                (munmap(mem.address, mem.length) != 0)) {
         status = UCS_ERR_INVALID_ADDR;
     }
     if (status != UCS_OK) {
-        ucs_error("ucp_mem_unmap: failed to free %p+%zu (%s): %s", mem.address,
-                  mem.length, mem_alloc_method_name(mem.alloc_method),
-                  ucs_status_string(status));
+        ucs_error("ucp_mem_unmap: failed to free %p+%zu (%s): %s", mem.address, mem.length,
+                  mem_alloc_method_name(mem.alloc_method), ucs_status_string(status));
         result = (result == UCS_OK) ? status : result;
     }
     mem.alloc_method = mem_alloc_method::NONE;
@@ -248,25 +244,22 @@ ucs_status_t release(ucp_context &ctx, ucp_mem &mem)
 
 ucs_status_t register_on_mds(ucp_context &ctx, const mem_map_request &req, ucp_mem &mem)
 {
-    const unsigned flags = (req.flags & UCP_MEM_MAP_NONBLOCK) ? uct::mem_flag::NONBLOCK
-                                                              : 0;
-    auto lock = md_lock(ctx);
+    const unsigned flags = (req.flags & UCP_MEM_MAP_NONBLOCK) ? uct::mem_flag::NONBLOCK : 0;
+    auto lock            = md_lock(ctx);
     for (unsigned i = 0; i < ctx.mds.size(); ++i) {
         if ((mem.uct_memhs[i] != nullptr) || !(req.md_map & md_bit(i)) ||
             !md_registers(ctx, i, mem.mem_type, mem.length)) {
             continue;
         }
         uct::mem_h memh     = nullptr;
-        ucs_status_t status = ctx.mds[i].md->mem_reg(mem.address, mem.length, flags,
-                                                     &memh);
+        ucs_status_t status = ctx.mds[i].md->mem_reg(mem.address, mem.length, flags, &memh);
         if (status != UCS_OK) {
-            ucs_error("ucp_mem_map: md %s failed to register %p+%zu: %s",
-                      ctx.mds[i].name.c_str(), mem.address, mem.length,
-                      ucs_status_string(status));
+            ucs_error("ucp_mem_map: md %s failed to register %p+%zu: %s", ctx.mds[i].name.c_str(),
+                      mem.address, mem.length, ucs_status_string(status));
             return status;
         }
         mem.uct_memhs[i] = memh;
-        mem.md_map      |= md_bit(i);
+        mem.md_map |= md_bit(i);
     }
     return UCS_OK;
 }
@@ -279,13 +272,13 @@ ucs_status_t parse_map_params(const ucp_mem_map_params_t &params, mem_map_reques
         ucs_error("ucp_mem_map: the length is required (UCP_MEM_MAP_PARAM_FIELD_LENGTH)");
         return UCS_ERR_INVALID_PARAM;
     }
-    req->length   = params.length;
-    req->address  = (mask & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ? params.address : nullptr;
-    req->flags    = (mask & UCP_MEM_MAP_PARAM_FIELD_FLAGS) ? params.flags : 0;
-    req->prot     = (mask & UCP_MEM_MAP_PARAM_FIELD_PROT) ? params.prot : all_prot;
-    const int mem_type = (mask & UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE)
-                                 ? ucs::raw_enum(params.memory_type)
-                                 : int(UCS_MEMORY_TYPE_UNKNOWN);
+    req->length        = params.length;
+    req->address       = (mask & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ? params.address : nullptr;
+    req->flags         = (mask & UCP_MEM_MAP_PARAM_FIELD_FLAGS) ? params.flags : 0;
+    req->prot          = (mask & UCP_MEM_MAP_PARAM_FIELD_PROT) ? params.prot : all_prot;
+    const int mem_type = (mask & UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE) ?
+                             ucs::raw_enum(params.memory_type) :
+                             int(UCS_MEMORY_TYPE_UNKNOWN);
     if (req->flags & ~known_map_flags) {
         ucs_error("ucp_mem_map: unknown flags 0x%x", req->flags & ~known_map_flags);
         return UCS_ERR_INVALID_PARAM;
@@ -309,23 +302,24 @@ ucs_status_t parse_map_params(const ucp_mem_map_params_t &params, mem_map_reques
         }
         if ((address == 0) || (address % page_size() != 0)) {
             ucs_error("ucp_mem_map: UCP_MEM_MAP_FIXED requires a page-aligned "
-                      "address, got %p", req->address);
+                      "address, got %p",
+                      req->address);
             return UCS_ERR_INVALID_PARAM;
         }
     }
     if (req->length == 0) {
-        return UCS_OK;   /* an empty handle, as UCX gives */
+        return UCS_OK; /* an empty handle, as UCX gives */
     }
     if (!allocate && (address == 0)) {
         ucs_error("ucp_mem_map: a NULL address with length %zu requires "
-                  "UCP_MEM_MAP_ALLOCATE", req->length);
+                  "UCP_MEM_MAP_ALLOCATE",
+                  req->length);
         return UCS_ERR_INVALID_PARAM;
     }
     uintptr_t end;
     if (__builtin_add_overflow(address, align_up(req->length, page_size()), &end) ||
         (req->length > SIZE_MAX - page_size())) {
-        ucs_error("ucp_mem_map: %p+%zu wraps around the address space", req->address,
-                  req->length);
+        ucs_error("ucp_mem_map: %p+%zu wraps around the address space", req->address, req->length);
         return UCS_ERR_INVALID_PARAM;
     }
     if (allocate && (req->mem_type == UCS_MEMORY_TYPE_UNKNOWN) &&
@@ -340,8 +334,8 @@ ucs_status_t parse_map_params(const ucp_mem_map_params_t &params, mem_map_reques
 
 std::unique_lock<std::mutex> md_lock(const ucp_context &ctx)
 {
-    return ctx.mt_workers_shared ? std::unique_lock<std::mutex>(g_md_mutex)
-                                 : std::unique_lock<std::mutex>();
+    return ctx.mt_workers_shared ? std::unique_lock<std::mutex>(g_md_mutex) :
+                                   std::unique_lock<std::mutex>();
 }
 
 const char *mem_alloc_method_name(mem_alloc_method method)
@@ -390,8 +384,7 @@ ucs_status_t mem_map(ucp_context &ctx, const mem_map_request &req, ucp_mem **mem
     /* Operations on this memory need not ask the detectors what it is. */
     ucs::memtype::remember(mem->address, mem->length, mem->mem_type);
     ucs_debug("mapped %p+%zu (%s, %s) on md map 0x%llx", mem->address, mem->length,
-              ucs_memory_type_names[mem->mem_type],
-              mem_alloc_method_name(mem->alloc_method),
+              ucs_memory_type_names[mem->mem_type], mem_alloc_method_name(mem->alloc_method),
               static_cast<unsigned long long>(mem->md_map));
     *memh_p = mem.release();
     return UCS_OK;
@@ -405,8 +398,8 @@ ucs_status_t mem_unmap(ucp_context &ctx, ucp_mem *memh)
     return status;
 }
 
-ucs_status_t mem_reg_temp(ucp_context &ctx, unsigned md_index, void *address,
-                          size_t length, uct::mem_h *memh_p)
+ucs_status_t mem_reg_temp(ucp_context &ctx, unsigned md_index, void *address, size_t length,
+                          uct::mem_h *memh_p)
 {
     uintptr_t end;
     if ((md_index >= ctx.mds.size()) || (memh_p == nullptr) ||
@@ -440,7 +433,7 @@ bool live_memh(const ucp_mem *memh, const char *call)
         return true;
     }
     ucs_error("%s(%p): not a live memory handle (unmapped already?)", call,
-              static_cast<const void*>(memh));
+              static_cast<const void *>(memh));
     return false;
 }
 
@@ -452,9 +445,9 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
                          ucp_mem_h *memh_p)
 {
     if ((context == nullptr) || (params == nullptr) || (memh_p == nullptr)) {
-        ucs_error("ucp_mem_map: NULL %s", (context == nullptr) ? "context"
-                                          : (params == nullptr) ? "params"
-                                                                : "memh_p");
+        ucs_error("ucp_mem_map: NULL %s", (context == nullptr) ? "context" :
+                                          (params == nullptr)  ? "params" :
+                                                                 "memh_p");
         return UCS_ERR_INVALID_PARAM;
     }
     return ucp::guarded("ucp_mem_map", [&]() {
@@ -498,8 +491,8 @@ ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
     return ucp::guarded("ucp_mem_unmap", [&]() {
         ucp::ext::mem_unbind_cntr(memh);
         if ((memh->length > 0) && (memh->mem_type == UCS_MEMORY_TYPE_HOST)) {
-            context->mapped_regions.remove(reinterpret_cast<uintptr_t>(memh->address),
-                                           memh->length, memh->secret);
+            context->mapped_regions.remove(reinterpret_cast<uintptr_t>(memh->address), memh->length,
+                                           memh->secret);
         }
         return ucp::mem_unmap(*context, memh);
     });
@@ -522,8 +515,7 @@ ucs_status_t ucp_mem_query(const ucp_mem_h memh, ucp_mem_attr_t *attr)
     return UCS_OK;
 }
 
-ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
-                            ucp_mem_advise_params_t *params)
+ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh, ucp_mem_advise_params_t *params)
 {
     if ((context == nullptr) || (memh == nullptr) || (params == nullptr) ||
         !ucp::live_memh(memh, "ucp_mem_advise") || (memh->context != context)) {
@@ -541,25 +533,24 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
     }
     const auto address = reinterpret_cast<uintptr_t>(params->address);
     if (!memh->contains(address, params->length)) {
-        ucs_error("ucp_mem_advise: %p+%zu is not inside the mapped %p+%zu",
-                  params->address, params->length, memh->address, memh->length);
+        ucs_error("ucp_mem_advise: %p+%zu is not inside the mapped %p+%zu", params->address,
+                  params->length, memh->address, memh->length);
         return UCS_ERR_INVALID_PARAM;
     }
     if ((params->length == 0) || (memh->mem_type != UCS_MEMORY_TYPE_HOST)) {
-        return UCS_OK;   /* nothing the host kernel can act on */
+        return UCS_OK; /* nothing the host kernel can act on */
     }
 
     /* Advice is a hint: the kernel refusing it is not an error. */
-    const size_t page = ucp::page_size();
+    const size_t page     = ucp::page_size();
     const uintptr_t start = ucp::align_down(address, page);
     const uintptr_t end   = ucp::align_up(address + params->length, page);
-    auto *range           = reinterpret_cast<void*>(start);
+    auto *range           = reinterpret_cast<void *>(start);
     if (advice == UCP_MADV_WILLNEED) {
-        ucp::populate(range, end - start,
-                      (memh->prot & UCP_MEM_MAP_PROT_LOCAL_WRITE) != 0);
+        ucp::populate(range, end - start, (memh->prot & UCP_MEM_MAP_PROT_LOCAL_WRITE) != 0);
     } else if (madvise(range, end - start, MADV_NORMAL) != 0) {
-        ucs_debug("ucp_mem_advise: madvise(%p, %zu, NORMAL): %s", range,
-                  size_t(end - start), strerror(errno));
+        ucs_debug("ucp_mem_advise: madvise(%p, %zu, NORMAL): %s", range, size_t(end - start),
+                  strerror(errno));
     }
     return UCS_OK;
 }
@@ -572,18 +563,18 @@ void ucp_mem_print_info(const char *mem_size, ucp_context_h context, FILE *strea
     ucp::guarded("ucp_mem_print_info", [&]() {
         const auto &size_type = ucs::config::type_size;
         size_t length         = 0;
-        if (!size_type.parse(mem_size, &length, size_type) ||
-            (length == ucs::config::size_inf) || (length == ucs::config::size_auto)) {
+        if (!size_type.parse(mem_size, &length, size_type) || (length == ucs::config::size_inf) ||
+            (length == ucs::config::size_auto)) {
             ucs_error("ucp_mem_print_info: '%s' is not a memory size (%s)", mem_size,
                       size_type.syntax(size_type).c_str());
             return UCS_ERR_INVALID_PARAM;
         }
 
         ucp::mem_map_request req;
-        req.length = length;
-        req.flags  = UCP_MEM_MAP_ALLOCATE;
-        req.prot   = ucp::all_prot;
-        ucp_mem *memh = nullptr;
+        req.length          = length;
+        req.flags           = UCP_MEM_MAP_ALLOCATE;
+        req.prot            = ucp::all_prot;
+        ucp_mem *memh       = nullptr;
         ucs_status_t status = ucp::mem_map(*context, req, &memh);
         if (status != UCS_OK) {
             std::fprintf(stream, "# failed to allocate %s: %s\n", mem_size,

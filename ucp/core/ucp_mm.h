@@ -46,21 +46,21 @@ std::unique_lock<std::mutex> md_lock(const ucp_context &ctx);
 
 /* Who provided the memory of a ucp_mem. */
 enum class mem_alloc_method : uint8_t {
-    NONE,   /* the application's memory, only registered */
-    MD,     /* an md's mem_alloc (ucp_mem::alloc_md_index) */
-    MMAP    /* anonymous mmap */
+    NONE, /* the application's memory, only registered */
+    MD,   /* an md's mem_alloc (ucp_mem::alloc_md_index) */
+    MMAP  /* anonymous mmap */
 };
 
 const char *mem_alloc_method_name(mem_alloc_method method);
 
 /* What ucp_mem_map() was asked for, after checking the parameters. */
 struct mem_map_request {
-    void              *address = nullptr;  /* to register; or hint / fixed address */
-    size_t            length = 0;
-    unsigned          flags = 0;           /* UCP_MEM_MAP_* */
-    unsigned          prot = 0;            /* UCP_MEM_MAP_PROT_* */
-    ucs_memory_type_t mem_type = UCS_MEMORY_TYPE_UNKNOWN;  /* UNKNOWN: detect */
-    uint64_t          md_map = ~uint64_t(0); /* register on these mds at most */
+    void *address              = nullptr; /* to register; or hint / fixed address */
+    size_t length              = 0;
+    unsigned flags             = 0;                       /* UCP_MEM_MAP_* */
+    unsigned prot              = 0;                       /* UCP_MEM_MAP_PROT_* */
+    ucs_memory_type_t mem_type = UCS_MEMORY_TYPE_UNKNOWN; /* UNKNOWN: detect */
+    uint64_t md_map            = ~uint64_t(0);            /* register on these mds at most */
 };
 
 /*
@@ -79,8 +79,8 @@ ucs_status_t mem_unmap(ucp_context &ctx, ucp_mem *memh);
  * unmapped user buffer). UCS_ERR_INVALID_PARAM for a bad md index or range,
  * UCS_ERR_UNSUPPORTED when the md cannot register memory.
  */
-ucs_status_t mem_reg_temp(ucp_context &ctx, unsigned md_index, void *address,
-                          size_t length, uct::mem_h *memh_p);
+ucs_status_t mem_reg_temp(ucp_context &ctx, unsigned md_index, void *address, size_t length,
+                          uct::mem_h *memh_p);
 ucs_status_t mem_dereg_temp(ucp_context &ctx, unsigned md_index, uct::mem_h memh);
 
 } // namespace ucp
@@ -88,23 +88,23 @@ ucs_status_t mem_dereg_temp(ucp_context &ctx, unsigned md_index, uct::mem_h memh
 struct ucp_cntr;
 
 struct ucp_mem {
-    ucp_context            *context = nullptr;
-    void                   *address = nullptr;
-    size_t                 length = 0;
-    ucs_memory_type_t      mem_type = UCS_MEMORY_TYPE_HOST;
-    unsigned               prot = 0;         /* UCP_MEM_MAP_PROT_* */
-    unsigned               map_flags = 0;    /* UCP_MEM_MAP_* it was mapped with */
-    ucp::mem_alloc_method  alloc_method = ucp::mem_alloc_method::NONE;
-    unsigned               alloc_md_index = 0; /* with alloc_method MD */
-    uint64_t               md_map = 0;       /* mds holding a handle (alloc or reg) */
-    std::vector<uct::mem_h> uct_memhs;       /* by md index; null where none */
+    ucp_context *context               = nullptr;
+    void *address                      = nullptr;
+    size_t length                      = 0;
+    ucs_memory_type_t mem_type         = UCS_MEMORY_TYPE_HOST;
+    unsigned prot                      = 0; /* UCP_MEM_MAP_PROT_* */
+    unsigned map_flags                 = 0; /* UCP_MEM_MAP_* it was mapped with */
+    ucp::mem_alloc_method alloc_method = ucp::mem_alloc_method::NONE;
+    unsigned alloc_md_index            = 0; /* with alloc_method MD */
+    uint64_t md_map                    = 0; /* mds holding a handle (alloc or reg) */
+    std::vector<uct::mem_h> uct_memhs;      /* by md index; null where none */
     /* Random, never 0: packed into its remote keys; a peer's emulated put,
      * get or atomic must present it (region_registry). */
-    uint64_t               secret = 0;
+    uint64_t secret = 0;
     /* ucp_mem_bind_cntr: the counter peers' operations count on here
      * (its keys then say so), and which ones (UCP_MEM_CNTR_REMOTE_*). */
-    ucp_cntr               *cntr = nullptr;
-    uint64_t               cntr_events = 0;
+    ucp_cntr *cntr       = nullptr;
+    uint64_t cntr_events = 0;
 
     /* The uct handle of this memory on md `md_index`, null if none. */
     uct::mem_h uct_memh(unsigned md_index) const

@@ -24,14 +24,14 @@ void trace_request(const request *req, const char *event)
                !(req->flags & request_flag::COMPLETED)) {
         detail = " before completing";
     }
-    ucs_trace_req("req %p: %s%s", static_cast<const void*>(req), event, detail);
+    ucs_trace_req("req %p: %s%s", static_cast<const void *>(req), event, detail);
 }
 
 namespace {
 
 [[gnu::cold, gnu::noinline]] void trace_completed(const request *req, ucs_status_t status)
 {
-    ucs_trace_req("req %p: completed, %s%s", static_cast<const void*>(req),
+    ucs_trace_req("req %p: completed, %s%s", static_cast<const void *>(req),
                   ucs_status_string(status),
                   (req->flags & request_flag::CALLBACK) ? ", calling back" : "");
 }
@@ -40,13 +40,13 @@ namespace {
 
 void request_complete(request *req, ucs_status_t status)
 {
-    ucs_assert(!(req->flags & request_flag::COMPLETED));   /* completes once */
+    ucs_assert(!(req->flags & request_flag::COMPLETED)); /* completes once */
     if (ucs::log_enabled(UCS_LOG_LEVEL_TRACE_REQ)) {
-        trace_completed(req, status);   /* first: nothing else is live yet */
+        trace_completed(req, status); /* first: nothing else is live yet */
     }
     const uint32_t flags = req->flags | request_flag::COMPLETED;
-    req->status = status;
-    req->flags  = flags;
+    req->status          = status;
+    req->flags           = flags;
     if (flags & request_flag::CALLBACK) {
         void *user = req->user_ptr();
         if (flags & request_flag::STREAM) {
@@ -72,24 +72,23 @@ void request_complete(request *req, ucs_status_t status)
 ucs_status_t send_stage_whole(send_state &s)
 {
     const size_t length = s.packer.length();
-    s.bounce = ucs::memtype::bounce_alloc(std::max<size_t>(length, 1));
+    s.bounce            = ucs::memtype::bounce_alloc(std::max<size_t>(length, 1));
     if (s.bounce == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
     if (s.packer.pack(s.bounce, 0, length) != length) {
-        return UCS_ERR_IO_ERROR;   /* the memory type's copier failed */
+        return UCS_ERR_IO_ERROR; /* the memory type's copier failed */
     }
     s.packer.finish();
     return s.packer.start(ucp_dt_make_contig(1), s.bounce, length);
 }
 
-ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
-                               const ucp_request_param_t *param, ucp_datatype_t dt,
-                               const void *buffer, size_t count)
+ucs_status_t send_packer_start(request *req, const ucp_ep *ep, const ucp_request_param_t *param,
+                               ucp_datatype_t dt, const void *buffer, size_t count)
 {
-    send_state &s = req->u.send;
-    s.bounce = nullptr;
-    s.reg    = {};
+    send_state &s       = req->u.send;
+    s.bounce            = nullptr;
+    s.reg               = {};
     ucs_status_t status = dt::start_in_memory_type(s.packer, param, dt, buffer, count);
     if ((status == UCS_OK) && (s.packer.memory_type() != UCS_MEMORY_TYPE_HOST)) {
         const size_t fragment = (ep->cfg != nullptr) ? ep->cfg->thresh.am_max_bcopy : 0;
@@ -122,8 +121,8 @@ request *send_request_get(ucp_worker *worker, const ucp_request_param_t *param)
         request_reset(req, worker, 0);
     }
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
-        req->cb.send  = param->cb.send;
-        req->flags   |= request_flag::CALLBACK;
+        req->cb.send = param->cb.send;
+        req->flags |= request_flag::CALLBACK;
         if (param->op_attr_mask & param_legacy_callback) {
             req->flags |= request_flag::LEGACY_CB;
         }
@@ -213,10 +212,10 @@ void send_done(request *req)
 void reply_arrived(request *req, ucs_status_t status)
 {
     if (!(req->flags & request_flag::SYNC) || (req->flags & request_flag::ACKED)) {
-        return;     /* not awaited, or a duplicate */
+        return; /* not awaited, or a duplicate */
     }
-    req->flags  |= request_flag::ACKED;
-    req->status  = status;
+    req->flags |= request_flag::ACKED;
+    req->status = status;
     /* A rendezvous push still writing finishes the send when it ends. */
     if ((req->flags & request_flag::SEND_DONE) && !(req->flags & request_flag::PUSHING)) {
         send_request_finish(req, status);
@@ -293,32 +292,29 @@ ucs_status_t ucp_request_query(void *request, ucp_request_attr_t *attr)
     const uint32_t flags    = req->flags;
     const uint64_t mask     = attr->field_mask;
     if ((mask & UCP_REQUEST_ATTR_FIELD_INFO_STRING) &&
-        (!(mask & UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE) ||
-         (attr->debug_string == nullptr) || (attr->debug_string_size == 0))) {
+        (!(mask & UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE) || (attr->debug_string == nullptr) ||
+         (attr->debug_string_size == 0))) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (mask & UCP_REQUEST_ATTR_FIELD_STATUS) {
         attr->status = (flags & request_flag::COMPLETED) ? req->status : UCS_INPROGRESS;
     }
     if (mask & UCP_REQUEST_ATTR_FIELD_MEM_TYPE) {
-        attr->mem_type = UCS_MEMORY_TYPE_HOST;     /* the only one supported yet */
+        attr->mem_type = UCS_MEMORY_TYPE_HOST; /* the only one supported yet */
     }
     if (mask & UCP_REQUEST_ATTR_FIELD_INFO_STRING) {
         char state[64];
         if (flags & request_flag::COMPLETED) {
-            std::snprintf(state, sizeof(state), "completed: %s",
-                          ucs_status_string(req->status));
+            std::snprintf(state, sizeof(state), "completed: %s", ucs_status_string(req->status));
         } else {
             std::snprintf(state, sizeof(state), "in progress");
         }
         if (flags & request_flag::TRIGGERED) {
-            std::snprintf(attr->debug_string, attr->debug_string_size,
-                          "triggered %s, %s", (flags & request_flag::RECV) ? "tag receive" :
-                          "operation", state);
+            std::snprintf(attr->debug_string, attr->debug_string_size, "triggered %s, %s",
+                          (flags & request_flag::RECV) ? "tag receive" : "operation", state);
         } else if (flags & request_flag::STREAM) {
             std::snprintf(attr->debug_string, attr->debug_string_size,
-                          "stream receive, %zu bytes received, %s",
-                          req->u.recv.info.length, state);
+                          "stream receive, %zu bytes received, %s", req->u.recv.info.length, state);
         } else if (flags & request_flag::RECV) {
             /* sender_tag and length: of the matched message, if any yet */
             std::snprintf(attr->debug_string, attr->debug_string_size,
@@ -330,12 +326,10 @@ ucs_status_t ucp_request_query(void *request, ucp_request_attr_t *attr)
         } else if (flags & request_flag::RMA) {
             std::snprintf(attr->debug_string, attr->debug_string_size,
                           "rma/atomic, %zu bytes at 0x%llx, %s", req->u.send.rma.length,
-                          static_cast<unsigned long long>(req->u.send.rma.remote_addr),
-                          state);
+                          static_cast<unsigned long long>(req->u.send.rma.remote_addr), state);
         } else {
-            std::snprintf(attr->debug_string, attr->debug_string_size,
-                          "send, %zu bytes%s%s, %s", req->u.send.packer.length(),
-                          (flags & request_flag::SYNC) ? ", sync" : "",
+            std::snprintf(attr->debug_string, attr->debug_string_size, "send, %zu bytes%s%s, %s",
+                          req->u.send.packer.length(), (flags & request_flag::SYNC) ? ", sync" : "",
                           (flags & request_flag::RNDV_SEND) ? ", rendezvous" : "", state);
         }
     }
@@ -349,7 +343,7 @@ void ucp_request_free(void *request)
     }
     ucp::request *req = request::from_user(request);
     if (req->flags & request_flag::EXTERNAL) {
-        return;     /* the caller's memory */
+        return; /* the caller's memory */
     }
     ucp::trace_request_event(req, "freed by the application");
     ucp::worker_guard guard(req->worker);

@@ -26,32 +26,32 @@
 namespace ucp {
 
 namespace request_flag {
-constexpr uint32_t COMPLETED  = 1u << 0;
-constexpr uint32_t RELEASED   = 1u << 1;  /* freed by the user before completion */
-constexpr uint32_t EXTERNAL   = 1u << 2;  /* the caller's memory: never pooled */
-constexpr uint32_t CALLBACK   = 1u << 3;
-constexpr uint32_t LEGACY_CB  = 1u << 4;  /* pre-nbx callback: no user_data */
-constexpr uint32_t RECV       = 1u << 5;  /* tag receive: recv.info is valid */
-constexpr uint32_t EXPECTED   = 1u << 6;  /* queued in the tag matcher */
-constexpr uint32_t HAS_ID     = 1u << 7;  /* registered for replies from a peer */
-constexpr uint32_t PENDING    = 1u << 8;  /* queued on a uct ep's pending queue */
-constexpr uint32_t SYNC       = 1u << 9;  /* done only with the peer's reply too (sync, rndv) */
-constexpr uint32_t STREAM     = 1u << 10; /* stream receive */
-constexpr uint32_t FLUSH      = 1u << 11;
-constexpr uint32_t SEND_DONE  = 1u << 12; /* every byte handed to the transport */
-constexpr uint32_t ACKED      = 1u << 13; /* the peer's reply arrived */
-constexpr uint32_t WAITALL    = 1u << 14; /* stream receive: only when full */
-constexpr uint32_t RMA        = 1u << 15; /* put/get/atomic: send.rma is valid */
-constexpr uint32_t RNDV_SEND  = 1u << 16; /* rendezvous send: the receiver may ask for a push */
-constexpr uint32_t PUSHING    = 1u << 17; /* rendezvous send writing its part: send.push is valid */
-constexpr uint32_t PUSH_FAILED= 1u << 18; /* the ep failed during the push: finish when it ends */
-constexpr uint32_t AWAIT_PUSH = 1u << 19; /* rendezvous receive waiting for the sender's ATP */
-constexpr uint32_t ZCOPY      = 1u << 20; /* eager zero-copy send: send.zcopy is valid */
-constexpr uint32_t WIREUP     = 1u << 21; /* a wireup message: never held by the proxy */
+constexpr uint32_t COMPLETED = 1u << 0;
+constexpr uint32_t RELEASED  = 1u << 1; /* freed by the user before completion */
+constexpr uint32_t EXTERNAL  = 1u << 2; /* the caller's memory: never pooled */
+constexpr uint32_t CALLBACK  = 1u << 3;
+constexpr uint32_t LEGACY_CB = 1u << 4;  /* pre-nbx callback: no user_data */
+constexpr uint32_t RECV      = 1u << 5;  /* tag receive: recv.info is valid */
+constexpr uint32_t EXPECTED  = 1u << 6;  /* queued in the tag matcher */
+constexpr uint32_t HAS_ID    = 1u << 7;  /* registered for replies from a peer */
+constexpr uint32_t PENDING   = 1u << 8;  /* queued on a uct ep's pending queue */
+constexpr uint32_t SYNC      = 1u << 9;  /* done only with the peer's reply too (sync, rndv) */
+constexpr uint32_t STREAM    = 1u << 10; /* stream receive */
+constexpr uint32_t FLUSH     = 1u << 11;
+constexpr uint32_t SEND_DONE = 1u << 12; /* every byte handed to the transport */
+constexpr uint32_t ACKED     = 1u << 13; /* the peer's reply arrived */
+constexpr uint32_t WAITALL   = 1u << 14; /* stream receive: only when full */
+constexpr uint32_t RMA       = 1u << 15; /* put/get/atomic: send.rma is valid */
+constexpr uint32_t RNDV_SEND = 1u << 16; /* rendezvous send: the receiver may ask for a push */
+constexpr uint32_t PUSHING   = 1u << 17; /* rendezvous send writing its part: send.push is valid */
+constexpr uint32_t PUSH_FAILED = 1u << 18; /* the ep failed during the push: finish when it ends */
+constexpr uint32_t AWAIT_PUSH  = 1u << 19; /* rendezvous receive waiting for the sender's ATP */
+constexpr uint32_t ZCOPY       = 1u << 20; /* eager zero-copy send: send.zcopy is valid */
+constexpr uint32_t WIREUP      = 1u << 21; /* a wireup message: never held by the proxy */
 /* Its messages name the peer's ep (remote_id): waits for the wireup REPLY. */
 constexpr uint32_t NAMES_PEER_EP = 1u << 22;
 /* What a triggered operation's caller holds (ucp/ext/trigger.h). */
-constexpr uint32_t TRIGGERED  = 1u << 23;
+constexpr uint32_t TRIGGERED = 1u << 23;
 } // namespace request_flag
 
 struct request;
@@ -102,14 +102,14 @@ struct rma_state {
  * and one per uct put in flight; at zero the ATP goes to the receiver.
  */
 struct push_state {
-    uct::completion  comp;
-    uct::rkey_bundle rkey;         /* the receiver's buffer, on send.rndv_md */
-    uint64_t         remote_addr;
-    size_t           length;
-    size_t           offset;       /* bytes issued */
-    uint64_t         rreq_id;      /* what the ATP names */
-    uint64_t         dest_uuid;    /* the receiver's worker */
-    uint64_t         dest_ep_id;   /* our ep the RTR named: the ATP goes out of it */
+    uct::completion comp;
+    uct::rkey_bundle rkey; /* the receiver's buffer, on send.rndv_md */
+    uint64_t remote_addr;
+    size_t length;
+    size_t offset;       /* bytes issued */
+    uint64_t rreq_id;    /* what the ATP names */
+    uint64_t dest_uuid;  /* the receiver's worker */
+    uint64_t dest_ep_id; /* our ep the RTR named: the ATP goes out of it */
 };
 
 /*
@@ -120,29 +120,29 @@ struct push_state {
  */
 struct zcopy_state {
     uct::completion comp;
-    uint8_t         issuing;
+    uint8_t issuing;
 };
 
 struct send_state {
-    ucp_ep          *ep;
-    dt::packer      packer;
-    ucp_tag_t       tag;
-    size_t          offset;      /* bytes handed to the transport so far */
-    uint64_t        msg_id;      /* multi-fragment eager */
-    send_step_t     step;
+    ucp_ep *ep;
+    dt::packer packer;
+    ucp_tag_t tag;
+    size_t offset;   /* bytes handed to the transport so far */
+    uint64_t msg_id; /* multi-fragment eager */
+    send_step_t step;
     uct::pending_req pending;
-    buffer_reg      reg;         /* rendezvous, zero-copy: the buffer on rndv_md */
-    void            *bounce;     /* rendezvous of a non-contiguous buffer */
-    unsigned        rndv_md;
-    uint8_t         am_id;       /* stream / active-message sends */
-    uint16_t        user_am_id;  /* ucp_am_send_*: the application's id */
-    uint32_t        am_flags;
-    uint32_t        header_length;  /* beside am_flags: no padding */
-    const void      *header;
+    buffer_reg reg; /* rendezvous, zero-copy: the buffer on rndv_md */
+    void *bounce;   /* rendezvous of a non-contiguous buffer */
+    unsigned rndv_md;
+    uint8_t am_id;       /* stream / active-message sends */
+    uint16_t user_am_id; /* ucp_am_send_*: the application's id */
+    uint32_t am_flags;
+    uint32_t header_length; /* beside am_flags: no padding */
+    const void *header;
     union {
-        rma_state   rma;         /* put/get/atomics (request_flag::RMA) */
-        push_state  push;        /* rendezvous push (request_flag::PUSHING) */
-        zcopy_state zcopy;       /* eager zero-copy (request_flag::ZCOPY) */
+        rma_state rma;     /* put/get/atomics (request_flag::RMA) */
+        push_state push;   /* rendezvous push (request_flag::PUSHING) */
+        zcopy_state zcopy; /* eager zero-copy (request_flag::ZCOPY) */
     };
 };
 
@@ -150,31 +150,31 @@ struct rndv_pieces;
 
 struct recv_state {
     tag::expected_entry expected;
-    dt::unpacker        unpacker;
-    ucp_tag_recv_info_t info;       /* sender_tag, length */
-    size_t              received;   /* bytes placed so far */
-    ucs_status_t        data_status;/* first unpack error (truncation) */
-    uint32_t            elem_size;  /* stream receive: completes on whole elements */
+    dt::unpacker unpacker;
+    ucp_tag_recv_info_t info; /* sender_tag, length */
+    size_t received;          /* bytes placed so far */
+    ucs_status_t data_status; /* first unpack error (truncation) */
+    uint32_t elem_size;       /* stream receive: completes on whole elements */
     /* Rendezvous pull. */
-    ucp_ep              *ep;
-    uint64_t            src_uuid;
-    uint64_t            src_ep_id;     /* our ep the sender named: RTR and ATS go out of it */
-    uint64_t            remote_req_id;
-    uint64_t            remote_addr;
-    size_t              get_length;    /* bytes to pull (<= capacity) */
-    uct::completion     comp;
-    uct::rkey_bundle    rkey;
-    void                *bounce;       /* from ucs::memtype::bounce_alloc */
-    rndv_pieces         *pieces;       /* a bounce pull in pieces (tag_rndv.cc) */
+    ucp_ep *ep;
+    uint64_t src_uuid;
+    uint64_t src_ep_id; /* our ep the sender named: RTR and ATS go out of it */
+    uint64_t remote_req_id;
+    uint64_t remote_addr;
+    size_t get_length; /* bytes to pull (<= capacity) */
+    uct::completion comp;
+    uct::rkey_bundle rkey;
+    void *bounce;        /* from ucs::memtype::bounce_alloc */
+    rndv_pieces *pieces; /* a bounce pull in pieces (tag_rndv.cc) */
     /* Split rendezvous: the sender writes [0, push_length) into our buffer,
      * whose key comes from get_reg when held (it covers the whole buffer:
      * one registration), else from push_reg on rkey_md; we pull the rest. */
-    buffer_reg          push_reg;
-    buffer_reg          get_reg;       /* where we pull to, if rkey_md needs a memh */
-    size_t              push_length;
-    unsigned            rkey_md;       /* beside the flags: no padding */
-    uint8_t             rts_flags;     /* wire::rts_flag:: of the offer */
-    bool                rtr_sent;
+    buffer_reg push_reg;
+    buffer_reg get_reg; /* where we pull to, if rkey_md needs a memh */
+    size_t push_length;
+    unsigned rkey_md;  /* beside the flags: no padding */
+    uint8_t rts_flags; /* wire::rts_flag:: of the offer */
+    bool rtr_sent;
 
     /* A receive starts: nothing placed, no error, no pull under way. */
     void start(const ucp_tag_recv_info_t &what)
@@ -190,35 +190,35 @@ struct recv_state {
 };
 
 struct flush_state {
-    ucp_ep   *ep;            /* nullptr: the whole worker */
-    unsigned next_lane;      /* lanes below this are flushed or in flight */
+    ucp_ep *ep;         /* nullptr: the whole worker */
+    unsigned next_lane; /* lanes below this are flushed or in flight */
     uct::completion comp;
-    uint32_t close_mode;     /* ep close: UCP_EP_CLOSE_MODE_* + 1, 0 = plain flush */
+    uint32_t close_mode; /* ep close: UCP_EP_CLOSE_MODE_* + 1, 0 = plain flush */
 };
 
 struct request {
-    uint32_t     flags;
+    uint32_t flags;
     ucs_status_t status;
     union {
-        ucp_send_nbx_callback_t     send;
-        ucp_send_callback_t         send_legacy;
+        ucp_send_nbx_callback_t send;
+        ucp_send_callback_t send_legacy;
         ucp_tag_recv_nbx_callback_t recv;
-        ucp_tag_recv_callback_t     recv_legacy;
+        ucp_tag_recv_callback_t recv_legacy;
         ucp_stream_recv_nbx_callback_t stream;
-        void                        *any;
+        void *any;
     } cb;
-    void         *user_data;
+    void *user_data;
     ucp_worker_h worker;
-    uint64_t     id;             /* when HAS_ID: what a peer's reply names */
+    uint64_t id; /* when HAS_ID: what a peer's reply names */
     union u {
         u() {}
-        send_state  send;
-        recv_state  recv;
+        send_state send;
+        recv_state recv;
         flush_state flush;
     } u;
 
     void *user_ptr() { return this + 1; }
-    static request *from_user(void *user) { return static_cast<request*>(user) - 1; }
+    static request *from_user(void *user) { return static_cast<request *>(user) - 1; }
 };
 
 static_assert(sizeof(request) % 16 == 0, "user area must stay 16-byte aligned");
@@ -247,8 +247,8 @@ inline void request_reset(request *req, ucp_worker_h worker, uint32_t flags)
 /* The request whose send waits in a pending queue as `p`. */
 inline request *request_of_pending(uct::pending_req *p)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(p) -
-                                      offsetof(request, u.send.pending));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(p) -
+                                       offsetof(request, u.send.pending));
 }
 
 /* The caller's request (FIELD_REQUEST) of an operation that completed inside

@@ -25,12 +25,12 @@ namespace {
 
 struct rkey_header {
     uint32_t magic;
-    uint8_t  version;
-    uint8_t  flags;
+    uint8_t version;
+    uint8_t flags;
     uint16_t num_entries;
     uint32_t total_length;
-    uint8_t  mem_type;
-    uint8_t  remote_access;
+    uint8_t mem_type;
+    uint8_t remote_access;
     uint16_t reserved;
     uint64_t address;
     uint64_t length;
@@ -39,16 +39,16 @@ struct rkey_header {
 /* Frozen: changing it requires bumping rkey_version, which peers check. The magic
  * and version never move: a peer of any version must be able to refuse the key. */
 static_assert(sizeof(rkey_header) == rkey_header_size, "the header is the wire layout");
-static_assert((offsetof(rkey_header, version) == 4) &&
-              (offsetof(rkey_header, mem_type) == 12) &&
-              (offsetof(rkey_header, secret) == 32), "rkey header layout");
+static_assert((offsetof(rkey_header, version) == 4) && (offsetof(rkey_header, mem_type) == 12) &&
+                  (offsetof(rkey_header, secret) == 32),
+              "rkey header layout");
 
 /* An entry as found in the packed bytes (pointers into the buffer). */
 struct packed_entry {
     std::string_view component;
     std::string_view md;
-    const uint8_t    *key;
-    size_t           key_length;
+    const uint8_t *key;
+    size_t key_length;
 };
 
 const char *component_name(const ucp_context &ctx, unsigned md_index)
@@ -57,8 +57,7 @@ const char *component_name(const ucp_context &ctx, unsigned md_index)
 }
 
 /* Whether md_index's handle in memh goes into a key, and its entry size. */
-size_t entry_size(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_map,
-                  unsigned md_index)
+size_t entry_size(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_map, unsigned md_index)
 {
     if ((md_index >= ctx.mds.size()) || !(memh.md_map & md_map & md_bit(md_index)) ||
         (memh.uct_memh(md_index) == nullptr)) {
@@ -101,15 +100,14 @@ ucs_status_t parse(const void *buffer, size_t length, rkey_header *header,
     for (unsigned i = 0; i < header->num_entries; ++i) {
         packed_entry entry;
         if (!r.string(1, rkey_max_name, &entry.component) ||
-            !r.string(1, rkey_max_name, &entry.md) ||
-            !r.blob16(&entry.key, &entry.key_length) || (entry.key_length == 0)) {
+            !r.string(1, rkey_max_name, &entry.md) || !r.blob16(&entry.key, &entry.key_length) ||
+            (entry.key_length == 0)) {
             ucs_debug("rkey: entry %u is malformed", i);
             return UCS_ERR_INVALID_PARAM;
         }
         for (const packed_entry &other : *entries) {
             if ((other.component == entry.component) && (other.md == entry.md)) {
-                ucs_debug("rkey: md %.*s appears twice", int(entry.md.size()),
-                          entry.md.data());
+                ucs_debug("rkey: md %.*s appears twice", int(entry.md.size()), entry.md.data());
                 return UCS_ERR_INVALID_PARAM;
             }
         }
@@ -164,13 +162,12 @@ size_t rkey_packed_size(const ucp_context &ctx, const ucp_mem &memh, uint64_t md
 }
 
 ucs_status_t rkey_pack(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_map,
-                       uint64_t address, uint64_t length, void *buffer,
-                       size_t buffer_length, size_t *packed_length_p)
+                       uint64_t address, uint64_t length, void *buffer, size_t buffer_length,
+                       size_t *packed_length_p)
 {
     const size_t total_length = rkey_packed_size(ctx, memh, md_map);
-    if ((buffer == nullptr) || (packed_length_p == nullptr) ||
-        (buffer_length < total_length) || (total_length > rkey_max_length) ||
-        !memh.contains(address, length)) {
+    if ((buffer == nullptr) || (packed_length_p == nullptr) || (buffer_length < total_length) ||
+        (total_length > rkey_max_length) || !memh.contains(address, length)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -185,18 +182,18 @@ ucs_status_t rkey_pack(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_
     header.secret        = memh.secret;
     header.flags         = (memh.cntr != nullptr) ? rkey_flag::COUNTED : 0;
 
-    auto *bytes   = static_cast<uint8_t*>(buffer);
+    auto *bytes   = static_cast<uint8_t *>(buffer);
     size_t offset = rkey_header_size;
     auto lock     = md_lock(ctx);
     for (unsigned i = 0; i < ctx.mds.size(); ++i) {
         if (entry_size(ctx, memh, md_map, i) == 0) {
             continue;
         }
-        for (std::string_view name : {std::string_view(component_name(ctx, i)),
-                                      std::string_view(ctx.mds[i].name)}) {
+        for (std::string_view name :
+             {std::string_view(component_name(ctx, i)), std::string_view(ctx.mds[i].name)}) {
             bytes[offset++] = uint8_t(name.size() + 1);
             std::memcpy(bytes + offset, name.data(), name.size());
-            offset        += name.size();
+            offset += name.size();
             bytes[offset++] = '\0';
         }
         const auto key_length = uint16_t(ctx.mds[i].md->attr().rkey_packed_size);
@@ -204,8 +201,8 @@ ucs_status_t rkey_pack(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_
         offset += sizeof(key_length);
         ucs_status_t status = ctx.mds[i].md->mkey_pack(memh.uct_memh(i), bytes + offset);
         if (status != UCS_OK) {
-            ucs_error("rkey_pack: md %s failed to pack a key: %s",
-                      ctx.mds[i].name.c_str(), ucs_status_string(status));
+            ucs_error("rkey_pack: md %s failed to pack a key: %s", ctx.mds[i].name.c_str(),
+                      ucs_status_string(status));
             return status;
         }
         offset += key_length;
@@ -226,14 +223,12 @@ ucs_status_t rkey_peek(const void *buffer, size_t length, size_t *total_length_p
     uint64_t end;
     if ((header.magic != rkey_magic) || (header.version != rkey_version) ||
         (header.flags & ~rkey_flag::ALL) || (header.reserved != 0) ||
-        (header.num_entries > rkey_max_entries) ||
-        (header.total_length < rkey_header_size) ||
-        (header.total_length > rkey_max_length) ||
-        (header.mem_type >= UCS_MEMORY_TYPE_LAST) ||
+        (header.num_entries > rkey_max_entries) || (header.total_length < rkey_header_size) ||
+        (header.total_length > rkey_max_length) || (header.mem_type >= UCS_MEMORY_TYPE_LAST) ||
         (header.remote_access & ~rkey_access::ALL) ||
         __builtin_add_overflow(header.address, header.length, &end)) {
-        ucs_debug("rkey: malformed header (magic 0x%x version %u length %u)",
-                  header.magic, header.version, header.total_length);
+        ucs_debug("rkey: malformed header (magic 0x%x version %u length %u)", header.magic,
+                  header.version, header.total_length);
         return UCS_ERR_INVALID_PARAM;
     }
     *total_length_p = header.total_length;
@@ -242,8 +237,7 @@ ucs_status_t rkey_peek(const void *buffer, size_t length, size_t *total_length_p
 
 namespace {
 
-ucs_status_t unpack(ucp_context &ctx, const void *buffer, size_t length,
-                    ucp_rkey_h *rkey_p)
+ucs_status_t unpack(ucp_context &ctx, const void *buffer, size_t length, ucp_rkey_h *rkey_p)
 {
     rkey_header header;
     std::vector<packed_entry> packed;
@@ -263,9 +257,8 @@ ucs_status_t unpack(ucp_context &ctx, const void *buffer, size_t length,
     for (const packed_entry &entry : packed) {
         const int md_index = find_md(ctx, entry);
         if ((md_index < 0) || (unsigned(md_index) >= max_mds)) {
-            ucs_debug("rkey: no local md %.*s/%.*s, entry skipped",
-                      int(entry.component.size()), entry.component.data(),
-                      int(entry.md.size()), entry.md.data());
+            ucs_debug("rkey: no local md %.*s/%.*s, entry skipped", int(entry.component.size()),
+                      entry.component.data(), int(entry.md.size()), entry.md.data());
             continue;
         }
         uct::component *component = ctx.mds[md_index].component;
@@ -294,8 +287,7 @@ ucs_status_t unpack(ucp_context &ctx, const void *buffer, size_t length,
 
 } // namespace
 
-ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, size_t length,
-                         ucp_rkey_h *rkey_p)
+ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, size_t length, ucp_rkey_h *rkey_p)
 {
     if (rkey_p == nullptr) {
         return UCS_ERR_INVALID_PARAM;
@@ -308,11 +300,11 @@ ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, ucp_rkey_h *rkey_
     if ((buffer != nullptr) && (rkey_p != nullptr) &&
         (std::memcmp(buffer, ucx_empty_key, sizeof(ucx_empty_key)) == 0)) {
         return guarded("rkey_unpack", [&]() {
-            auto rkey     = std::make_unique<ucp_rkey>();
-            rkey->address = 0;
-            rkey->length  = UINT64_MAX;   /* bounded by the target's regions instead */
+            auto rkey           = std::make_unique<ucp_rkey>();
+            rkey->address       = 0;
+            rkey->length        = UINT64_MAX; /* bounded by the target's regions instead */
             rkey->remote_access = rkey_access::ALL;
-            *rkey_p       = hand_out(std::move(rkey));
+            *rkey_p             = hand_out(std::move(rkey));
             return UCS_OK;
         });
     }
@@ -343,9 +335,9 @@ ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh, void **rkey_bu
         return UCS_ERR_INVALID_PARAM;
     }
     return ucp::guarded("ucp_rkey_pack", [&]() {
-        const uint64_t all   = ~uint64_t(0);
-        const size_t size    = ucp::rkey_packed_size(*context, *memh, all);
-        void *buffer         = std::malloc(size);
+        const uint64_t all = ~uint64_t(0);
+        const size_t size  = ucp::rkey_packed_size(*context, *memh, all);
+        void *buffer       = std::malloc(size);
         if (buffer == nullptr) {
             return UCS_ERR_NO_MEMORY;
         }
@@ -397,7 +389,8 @@ void ucp_rkey_destroy(ucp_rkey_h rkey)
     }
     if (!ucp::live_handles<ucp_rkey>::instance().remove(rkey)) {
         ucs_warn("ucp_rkey_destroy(%p): not a live remote key (destroyed already?), "
-                 "ignored", static_cast<void*>(rkey));
+                 "ignored",
+                 static_cast<void *>(rkey));
         return;
     }
     ucp::destroyed_rkeys.fetch_add(1, std::memory_order_seq_cst);

@@ -55,12 +55,12 @@
 
 namespace ucp {
 
-constexpr uint32_t rkey_magic        = 0x4b504355; /* "UCPK" little-endian */
-constexpr uint8_t  rkey_version      = 2;       /* 2: the secret */
-constexpr size_t   rkey_header_size  = 40;
-constexpr size_t   rkey_max_length   = 64 * 1024;
-constexpr size_t   rkey_max_entries  = max_mds;
-constexpr size_t   rkey_max_name     = 31;         /* name chars, without the NUL */
+constexpr uint32_t rkey_magic     = 0x4b504355; /* "UCPK" little-endian */
+constexpr uint8_t rkey_version    = 2;          /* 2: the secret */
+constexpr size_t rkey_header_size = 40;
+constexpr size_t rkey_max_length  = 64 * 1024;
+constexpr size_t rkey_max_entries = max_mds;
+constexpr size_t rkey_max_name    = 31; /* name chars, without the NUL */
 
 /* rkey header flags. A key with a flag a peer does not know is refused
  * there (rkey_peek), never misread. */
@@ -82,9 +82,9 @@ constexpr uint8_t ALL   = READ | WRITE;
 
 /* One md's part of an unpacked key. */
 struct rkey_entry {
-    unsigned         md_index;    /* into ucp_context::mds of the unpacking context */
-    uct::component   *component;  /* released the bundle; does rkey_ptr */
-    uct::rkey_bundle bundle;      /* bundle.rkey goes to the uct ep operations */
+    unsigned md_index;         /* into ucp_context::mds of the unpacking context */
+    uct::component *component; /* released the bundle; does rkey_ptr */
+    uct::rkey_bundle bundle;   /* bundle.rkey goes to the uct ep operations */
 };
 
 /* Bytes rkey_pack() writes for memh's handles on the mds of md_map. */
@@ -99,8 +99,8 @@ size_t rkey_packed_size(const ucp_context &ctx, const ucp_mem &memh,
  * short buffer. Allocates nothing.
  */
 ucs_status_t rkey_pack(const ucp_context &ctx, const ucp_mem &memh, uint64_t md_map,
-                       uint64_t address, uint64_t length, void *buffer,
-                       size_t buffer_length, size_t *packed_length_p);
+                       uint64_t address, uint64_t length, void *buffer, size_t buffer_length,
+                       size_t *packed_length_p);
 
 /*
  * Validates the fixed header and returns total_length. `length` is how many
@@ -112,8 +112,7 @@ ucs_status_t rkey_peek(const void *buffer, size_t length, size_t *total_length_p
  * Unpacks a key of at most `length` readable bytes. Anything malformed:
  * UCS_ERR_INVALID_PARAM and nothing allocated. Destroy with ucp_rkey_destroy.
  */
-ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, size_t length,
-                         ucp_rkey_h *rkey_p);
+ucs_status_t rkey_unpack(ucp_context &ctx, const void *buffer, size_t length, ucp_rkey_h *rkey_p);
 
 /*
  * UCX's packed key of a handle registered on no memory domain: a zero md
@@ -147,15 +146,15 @@ uint64_t rkeys_destroyed();
 } // namespace ucp
 
 struct ucp_rkey {
-    uint64_t                     address = 0;   /* the region in the owner */
-    uint64_t                     length = 0;
-    ucs_memory_type_t            mem_type = UCS_MEMORY_TYPE_HOST;
-    uint8_t                      remote_access = 0;  /* ucp::rkey_access */
-    uint64_t                     secret = 0;    /* the owner's mapping secret; 0 opens nothing */
-    bool                         counted = false;  /* rkey_flag::COUNTED: emulated only */
-    uint64_t                     md_map = 0;    /* bit per md index with an entry */
-    std::vector<ucp::rkey_entry> entries;       /* ascending md_index, one per bit */
-    ucp::rma::rkey_cache         rma_cache;     /* ucp/rma's choices for this key */
+    uint64_t address           = 0; /* the region in the owner */
+    uint64_t length            = 0;
+    ucs_memory_type_t mem_type = UCS_MEMORY_TYPE_HOST;
+    uint8_t remote_access      = 0;       /* ucp::rkey_access */
+    uint64_t secret            = 0;       /* the owner's mapping secret; 0 opens nothing */
+    bool counted               = false;   /* rkey_flag::COUNTED: emulated only */
+    uint64_t md_map            = 0;       /* bit per md index with an entry */
+    std::vector<ucp::rkey_entry> entries; /* ascending md_index, one per bit */
+    ucp::rma::rkey_cache rma_cache;       /* ucp/rma's choices for this key */
 
     /*
      * [addr, addr + len) lies inside the region (overflow-safe). Every RMA
@@ -167,10 +166,7 @@ struct ucp_rkey {
     }
 
     /* Whether the owner allowed these rkey_access bits. */
-    bool allows(uint8_t access) const
-    {
-        return (remote_access & access) == access;
-    }
+    bool allows(uint8_t access) const { return (remote_access & access) == access; }
 
     /* The entry for the md a lane uses, or null when the key has none. O(1). */
     const ucp::rkey_entry *find(unsigned md_index) const

@@ -8,8 +8,7 @@
 
 extern "C" {
 
-void ucp_get_version(unsigned *major_version, unsigned *minor_version,
-                     unsigned *release_number)
+void ucp_get_version(unsigned *major_version, unsigned *minor_version, unsigned *release_number)
 {
     if (major_version != nullptr) {
         *major_version = UCX_API_MAJOR;
@@ -28,8 +27,8 @@ void ucp_get_version(unsigned *major_version, unsigned *minor_version,
 const char *ucp_get_version_string(void)
 {
     /* Both numbers: applications compare the first, people read the second. */
-    return UCP_STR(UCX_API_MAJOR) "." UCP_STR(UCX_API_MINOR) "." \
-           UCP_STR(UCX_API_RELEASE) " (ucx-ng " UCX_NG_VERSION ")";
+    return UCP_STR(UCX_API_MAJOR) "." UCP_STR(UCX_API_MINOR) "." UCP_STR(
+        UCX_API_RELEASE) " (ucx-ng " UCX_NG_VERSION ")";
 }
 
 ucs_status_t ucp_lib_query(ucp_lib_attr_t *attr)

@@ -27,9 +27,8 @@ namespace {
  */
 unsigned uct_events_of(unsigned events)
 {
-    constexpr unsigned tx = UCP_WAKEUP_RMA | UCP_WAKEUP_AMO | UCP_WAKEUP_TAG_SEND |
-                            UCP_WAKEUP_TX;
-    unsigned uct_events = uct::event_flag::RECV | uct::event_flag::RECV_SIG;
+    constexpr unsigned tx = UCP_WAKEUP_RMA | UCP_WAKEUP_AMO | UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TX;
+    unsigned uct_events   = uct::event_flag::RECV | uct::event_flag::RECV_SIG;
     if ((events == 0) || (events & tx)) {
         uct_events |= uct::event_flag::SEND_COMP;
     }
@@ -59,7 +58,7 @@ ucs_status_t arm_locked(ucp_worker *worker, wakeup *w)
      * through any of them. */
     for (unsigned i = 0; i < worker->ifaces.size(); ++i) {
         const worker_iface &wi = worker->ifaces[i];
-        ucs_status_t status = wi.iface->event_arm(w->uct_events);
+        ucs_status_t status    = wi.iface->event_arm(w->uct_events);
         if (status == UCS_OK) {
             continue;
         }
@@ -72,12 +71,12 @@ ucs_status_t arm_locked(ucp_worker *worker, wakeup *w)
             if (!w->warned_unarmable) {
                 w->warned_unarmable = true;
                 ucs_diag("worker '%s': %s cannot arm for wakeup; ucp_worker_arm "
-                         "will always answer busy", worker->name.c_str(),
-                         worker->context.tls[wi.tl_index].resource.tl_name);
+                         "will always answer busy",
+                         worker->name.c_str(), worker->context.tls[wi.tl_index].resource.tl_name);
             }
             return UCS_ERR_BUSY;
         }
-        return status;   /* UCS_ERR_BUSY or a failure */
+        return status; /* UCS_ERR_BUSY or a failure */
     }
     return sockaddr_arm(worker);
 }
@@ -91,24 +90,23 @@ ucs_status_t epoll_add(int epfd, int fd, void *ptr)
     ev.data.ptr = ptr;
     if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         ucs_error("wakeup: cannot add fd %d to epoll set %d: %m", fd, epfd);
-        return (errno == EBADF || errno == EINVAL) ? UCS_ERR_INVALID_PARAM :
-                                                     UCS_ERR_IO_ERROR;
+        return (errno == EBADF || errno == EINVAL) ? UCS_ERR_INVALID_PARAM : UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
 }
 
 ucs_status_t worker_wakeup_init(ucp_worker *worker, const ucp_worker_params_t &params)
 {
-    auto w = std::make_unique<wakeup>();
+    auto w        = std::make_unique<wakeup>();
     w->uct_events = uct_events_of(worker->events);
-    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    w->epfd       = epoll_create1(EPOLL_CLOEXEC);
     if (w->epfd < 0) {
         ucs_error("wakeup: epoll_create1 failed: %m");
         return UCS_ERR_IO_ERROR;
     }
     /* From here on the worker owns it: cleanup closes what was opened. */
-    worker->wakeup = w.release();
-    wakeup &wk = *worker->wakeup;
+    worker->wakeup      = w.release();
+    wakeup &wk          = *worker->wakeup;
     ucs_status_t status = wk.signal.open();
     if (status == UCS_OK) {
         status = epoll_add(wk.epfd, wk.signal.fd(), nullptr);
@@ -175,7 +173,7 @@ ucs_status_t ucp_worker_get_efd(ucp_worker_h worker, int *fd)
         return UCS_ERR_INVALID_PARAM;
     }
     if (w->external_epfd >= 0) {
-        return UCS_ERR_UNSUPPORTED;   /* events go to the application's set */
+        return UCS_ERR_UNSUPPORTED; /* events go to the application's set */
     }
     *fd = w->epfd;
     return UCS_OK;
@@ -205,7 +203,7 @@ ucs_status_t ucp_worker_wait(ucp_worker_h worker)
     }
     ucs_status_t status = ucp_worker_arm(worker);
     if (status == UCS_ERR_BUSY) {
-        return UCS_OK;      /* events are there: the caller progresses */
+        return UCS_OK; /* events are there: the caller progresses */
     }
     if (status != UCS_OK) {
         return status;
@@ -228,7 +226,7 @@ ucs_status_t ucp_worker_signal(ucp_worker_h worker)
     if (w == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return w->signal.signal();   /* an eventfd write: safe from any thread */
+    return w->signal.signal(); /* an eventfd write: safe from any thread */
 }
 
 void ucp_worker_wait_mem(ucp_worker_h, void *address)

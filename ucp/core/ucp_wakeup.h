@@ -22,11 +22,11 @@ struct ucp_worker;
 namespace ucp {
 
 struct wakeup {
-    int           epfd = -1;           /* what ucp_worker_get_efd returns */
-    ucs::event_fd signal;              /* ucp_worker_signal */
-    int           external_epfd = -1;  /* the application's set we joined */
-    unsigned      uct_events = 0;      /* uct::event_flag bits to arm */
-    bool          warned_unarmable = false;
+    int epfd = -1;              /* what ucp_worker_get_efd returns */
+    ucs::event_fd signal;       /* ucp_worker_signal */
+    int external_epfd     = -1; /* the application's set we joined */
+    unsigned uct_events   = 0;  /* uct::event_flag bits to arm */
+    bool warned_unarmable = false;
 };
 
 /* Adds `fd` to epoll set `epfd` for readability, `ptr` as its data

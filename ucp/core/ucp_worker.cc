@@ -100,9 +100,9 @@ ucs_status_t apply_params(ucp_worker &worker, const ucp_worker_params_t &params)
 
 void request_obj_init(void *arg, void *obj, void *)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
-    auto *req    = static_cast<ucp::request*>(obj);
-    std::memset(static_cast<void*>(req), 0, sizeof(*req));
+    auto *worker = static_cast<ucp_worker *>(arg);
+    auto *req    = static_cast<ucp::request *>(obj);
+    std::memset(static_cast<void *>(req), 0, sizeof(*req));
     if (worker->context.request_init != nullptr) {
         worker->context.request_init(req->user_ptr());
     }
@@ -110,9 +110,9 @@ void request_obj_init(void *arg, void *obj, void *)
 
 void request_obj_cleanup(void *arg, void *obj)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     if (worker->context.request_cleanup != nullptr) {
-        worker->context.request_cleanup(static_cast<ucp::request*>(obj)->user_ptr());
+        worker->context.request_cleanup(static_cast<ucp::request *>(obj)->user_ptr());
     }
 }
 
@@ -157,19 +157,18 @@ atomic_mode resolve_atomic_mode(const ucp_worker &worker)
      * Every worker of a context sees the same resources. */
     using uct::atomic_op;
     using uct::atomic_op_bit;
-    const uint64_t post  = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
-                           atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
-    const uint64_t fetch = post | atomic_op_bit(atomic_op::SWAP) |
-                           atomic_op_bit(atomic_op::CSWAP);
+    const uint64_t post = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
+                          atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
+    const uint64_t fetch = post | atomic_op_bit(atomic_op::SWAP) | atomic_op_bit(atomic_op::CSWAP);
     const uint64_t features = worker.context.features;
-    const bool need32 = (features & UCP_FEATURE_AMO32) != 0;
-    const bool need64 = (features & UCP_FEATURE_AMO64) != 0;
+    const bool need32       = (features & UCP_FEATURE_AMO32) != 0;
+    const bool need64       = (features & UCP_FEATURE_AMO64) != 0;
     if (!need32 && !need64) {
         return ATOMIC_MODE_CPU;
     }
     for (const worker_iface &wi : worker.ifaces) {
         const uct::iface_attr &attr = wi.iface->attr();
-        const bool has32 = ((attr.atomic32_post & post) == post) &&
+        const bool has32            = ((attr.atomic32_post & post) == post) &&
                            ((attr.atomic32_fetch & fetch) == fetch);
         const bool has64 = ((attr.atomic64_post & post) == post) &&
                            ((attr.atomic64_fetch & fetch) == fetch);
@@ -188,29 +187,30 @@ namespace {
 ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &params,
                            ucp_worker_h *worker_p)
 {
-    auto worker = std::make_unique<ucp_worker>(context);
+    auto worker         = std::make_unique<ucp_worker>(context);
     ucs_status_t status = apply_params(*worker, params);
     if (status != UCS_OK) {
         return status;
     }
-    worker->uuid       = new_worker_uuid();
+    worker->uuid = new_worker_uuid();
     /* In MULTI mode this worker's lock serialises every call into the
      * transports, so they run single-threaded and keep lock-free data paths. */
     const ucs_thread_mode_t uct_mode = (worker->thread_mode == UCS_THREAD_MODE_MULTI) ?
-                                       UCS_THREAD_MODE_SERIALIZED : worker->thread_mode;
-    worker->uct_worker = std::make_unique<uct::worker>(nullptr, uct_mode);
-    worker->next_msg_id = worker->uuid * 0x9e3779b97f4a7c15ull;
-    worker->peer_check_interval = ucs::sys::time_from_sec(ucp::peer_check_period_sec);
-    worker->peer_check_next     = ucs::sys::get_time() + worker->peer_check_interval;
-    const double interval = context.config.keepalive_interval;
+                                           UCS_THREAD_MODE_SERIALIZED :
+                                           worker->thread_mode;
+    worker->uct_worker               = std::make_unique<uct::worker>(nullptr, uct_mode);
+    worker->next_msg_id              = worker->uuid * 0x9e3779b97f4a7c15ull;
+    worker->peer_check_interval      = ucs::sys::time_from_sec(ucp::peer_check_period_sec);
+    worker->peer_check_next          = ucs::sys::get_time() + worker->peer_check_interval;
+    const double interval            = context.config.keepalive_interval;
     if ((interval > 0) && (interval < 1e9)) {
         worker->keepalive_interval = std::max<uint64_t>(ucs::sys::time_from_sec(interval), 1);
         worker->keepalive_next     = ucs::sys::get_time() + worker->keepalive_interval;
     }
     const double immediate = context.config.immediate_progress_interval;
     if (immediate < 1e9) {
-        worker->immediate_progress_interval =
-                std::max<uint64_t>(ucs::sys::time_from_sec(immediate), 1);
+        worker->immediate_progress_interval = std::max<uint64_t>(ucs::sys::time_from_sec(immediate),
+                                                                 1);
     }
     ucp::register_deferred_work(worker.get());
     status = init_request_pool(*worker);
@@ -232,9 +232,8 @@ ucs_status_t create_worker(ucp_context &context, const ucp_worker_params_t &para
             return status;
         }
     }
-    ucs_debug("created worker '%s' (uuid 0x%llx) with %zu ifaces",
-              worker->name.c_str(), static_cast<unsigned long long>(worker->uuid),
-              worker->ifaces.size());
+    ucs_debug("created worker '%s' (uuid 0x%llx) with %zu ifaces", worker->name.c_str(),
+              static_cast<unsigned long long>(worker->uuid), worker->ifaces.size());
     *worker_p = worker.release();
     return UCS_OK;
 }
@@ -246,7 +245,7 @@ ucp_worker::~ucp_worker()
     /* Out of every poll and wait set first: their epoll sets hold our fd. */
     ucp::ext::member_gone({UCP_OBJECT_WORKER, this}, &event_sets);
     /* Endpoints first: they hold uct eps of the ifaces below. */
-    std::vector<ucp_ep*> eps;
+    std::vector<ucp_ep *> eps;
     for (unsigned i = 0; i < ep_ids.size(); ++i) {
         if (ucp_ep *ep = ep_ids.lookup(i)) {
             eps.push_back(ep);
@@ -262,9 +261,9 @@ ucp_worker::~ucp_worker()
     ucp::tag_recv_cleanup(this);
     ucp::am_cleanup(this);
     ucp::stream_cleanup(this);
-    ucp::ext::triggers_cleanup(this);   /* what the cleanups above did not complete */
+    ucp::ext::triggers_cleanup(this); /* what the cleanups above did not complete */
     ucp::ext::pwc_cleanup(this);
-    ucp::cntr_cleanup(this);   /* their fds hold the wakeup fd */
+    ucp::cntr_cleanup(this); /* their fds hold the wakeup fd */
     for (auto it = ifaces.rbegin(); it != ifaces.rend(); ++it) {
         uct_worker->progress_unregister(it->iface);
         delete it->iface;
@@ -275,24 +274,21 @@ ucp_worker::~ucp_worker()
 
 ucs_status_t ucp_worker::open_ifaces()
 {
-    std::string env_prefix = context.env_prefix.empty() ? "" :
-                             context.env_prefix + "_";
+    std::string env_prefix = context.env_prefix.empty() ? "" : context.env_prefix + "_";
     for (unsigned i = 0; i < context.tls.size(); ++i) {
         const ucp::tl_entry &tl = context.tls[i];
         uct::iface_params params;
-        params.tl_name    = tl.resource.tl_name;
-        params.dev_name   = tl.resource.dev_name;
-        params.env_prefix = env_prefix.c_str();
+        params.tl_name         = tl.resource.tl_name;
+        params.dev_name        = tl.resource.dev_name;
+        params.env_prefix      = env_prefix.c_str();
         params.err_handler     = ucp::worker_lane_error;
         params.err_handler_arg = this;
 
-        uct::iface *iface = nullptr;
-        ucs_status_t status = context.mds[tl.md_index].md->iface_open(*uct_worker,
-                                                                      params, &iface);
+        uct::iface *iface   = nullptr;
+        ucs_status_t status = context.mds[tl.md_index].md->iface_open(*uct_worker, params, &iface);
         if (status != UCS_OK) {
-            ucs_error("worker '%s': failed to open %s/%s: %s", name.c_str(),
-                      tl.resource.tl_name, tl.resource.dev_name,
-                      ucs_status_string(status));
+            ucs_error("worker '%s': failed to open %s/%s: %s", name.c_str(), tl.resource.tl_name,
+                      tl.resource.dev_name, ucs_status_string(status));
             return status; /* the destructor closes the ones already open */
         }
         /* Transports register for progress when opened; we progress an
@@ -323,21 +319,23 @@ ucp::unpacked_address ucp_worker::address(bool net_only,
     addr.net_only    = net_only;
     for (unsigned i = 0; i < ifaces.size(); ++i) {
         const ucp::worker_iface &wi = ifaces[i];
-        const ucp::tl_entry &tl = context.tls[wi.tl_index];
+        const ucp::tl_entry &tl     = context.tls[wi.tl_index];
         if (net_only && (tl.resource.type != uct::device_type::NET)) {
             continue;
         }
         ucp::address_entry e;
-        e.tl_name  = tl.resource.tl_name;
-        e.md_name  = context.mds[tl.md_index].name;
-        e.dev_type = tl.resource.type;
+        e.tl_name                   = tl.resource.tl_name;
+        e.md_name                   = context.mds[tl.md_index].name;
+        e.dev_type                  = tl.resource.type;
         const uct::iface_attr &attr = wi.iface->attr();
-        e.flags    = ((attr.flags & uct::iface_flag::CONNECT_TO_IFACE) ?
-                      ucp::address_entry_flag::CONNECT_TO_IFACE : 0) |
-                     ((attr.flags & uct::iface_flag::CONNECT_TO_EP) ?
-                      ucp::address_entry_flag::CONNECT_TO_EP : 0);
+        e.flags                     = ((attr.flags & uct::iface_flag::CONNECT_TO_IFACE) ?
+                                           ucp::address_entry_flag::CONNECT_TO_IFACE :
+                                           0) |
+                  ((attr.flags & uct::iface_flag::CONNECT_TO_EP) ?
+                       ucp::address_entry_flag::CONNECT_TO_EP :
+                       0);
         if (e.flags == 0) {
-            continue;      /* nothing can connect to it */
+            continue; /* nothing can connect to it */
         }
         e.dev_addr.resize(attr.device_addr_len);
         e.iface_addr.resize(attr.iface_addr_len);
@@ -346,9 +344,8 @@ ucp::unpacked_address ucp_worker::address(bool net_only,
             status = wi.iface->get_address(e.iface_addr.data());
         }
         if (status != UCS_OK) {
-            ucs_warn("worker '%s': %s/%s has no address (%s), leaving it out",
-                     name.c_str(), tl.resource.tl_name, tl.resource.dev_name,
-                     ucs_status_string(status));
+            ucs_warn("worker '%s': %s/%s has no address (%s), leaving it out", name.c_str(),
+                     tl.resource.tl_name, tl.resource.dev_name, ucs_status_string(status));
             continue;
         }
         addr.entries.push_back(std::move(e));
@@ -367,7 +364,7 @@ ucs_status_t ucp_worker::register_ep(ucp_ep *ep)
     }
     ep->local_id = (uint64_t(ep_generation++) << 32) | ep->id;
     if (ep_generation == 0) {
-        ep_generation = 1;     /* 0 never names an ep */
+        ep_generation = 1; /* 0 never names an ep */
     }
     return UCS_OK;
 }
@@ -389,10 +386,10 @@ uint64_t ucp_worker::register_request(ucp::request *req)
     }
     uint64_t id = (uint64_t(req_generation++) << 32) | index;
     if (req_generation == 0) {
-        req_generation = 1;   /* 0 never names a request */
+        req_generation = 1; /* 0 never names a request */
     }
     req->id = id;
-    req->flags    |= ucp::request_flag::HAS_ID;
+    req->flags |= ucp::request_flag::HAS_ID;
     return id;
 }
 
@@ -437,7 +434,7 @@ unsigned ucp_worker::progress_inactive_ifaces()
      * whose progress is cheap without eps (shared memory) show arrivals
      * there; tcp shows new connections on its fd at once. */
     const bool poll_fds = (++inactive_looks % ucp::idle_fd_poll_period) == 0;
-    unsigned count = 0;
+    unsigned count      = 0;
     for (unsigned i = 0; i < ifaces.size(); ++i) {
         ucp::worker_iface &wi = ifaces[i];
         if (wi.active) {
@@ -452,7 +449,7 @@ unsigned ucp_worker::progress_inactive_ifaces()
             }
         }
         if (n != 0) {
-            activate_iface(i);   /* a peer reaches us there */
+            activate_iface(i); /* a peer reaches us there */
             count += n;
         }
     }
@@ -466,7 +463,7 @@ unsigned ucp_worker::check_peers()
         return 0;
     }
     peer_check_next = now + peer_check_interval;
-    unsigned count = 0;
+    unsigned count  = 0;
     for (const ucp::worker_iface &wi : ifaces) {
         count += wi.iface->check_peers();
     }
@@ -515,7 +512,7 @@ void ucp_worker::progress_after_immediate_run()
     }
     const uint64_t now = ucs::sys::get_time();
     if (immediate_ops == ucp::immediate_check_period) {
-        immediate_since = now;      /* a run starts */
+        immediate_since = now; /* a run starts */
     } else if (now - immediate_since >= immediate_progress_interval) {
         progress_locked();
     }
@@ -528,10 +525,9 @@ ucs_status_t get_address(ucp_worker &worker, bool net_only, ucp_address_t **addr
 {
     return ucp::guarded("ucp_worker_get_address", [&]() {
         void *buffer;
-        ucs_status_t status = ucp::pack_address(worker.address(net_only), &buffer,
-                                                length_p);
+        ucs_status_t status = ucp::pack_address(worker.address(net_only), &buffer, length_p);
         if (status == UCS_OK) {
-            *address_p = static_cast<ucp_address_t*>(buffer);
+            *address_p = static_cast<ucp_address_t *>(buffer);
         }
         return status;
     });
@@ -541,16 +537,14 @@ ucs_status_t get_address(ucp_worker &worker, bool net_only, ucp_address_t **addr
 
 extern "C" {
 
-ucs_status_t ucp_worker_create(ucp_context_h context,
-                               const ucp_worker_params_t *params,
+ucs_status_t ucp_worker_create(ucp_context_h context, const ucp_worker_params_t *params,
                                ucp_worker_h *worker_p)
 {
     if ((context == nullptr) || (params == nullptr) || (worker_p == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return ucp::guarded("ucp_worker_create", [&]() {
-        return create_worker(*context, *params, worker_p);
-    });
+    return ucp::guarded("ucp_worker_create",
+                        [&]() { return create_worker(*context, *params, worker_p); });
 }
 
 void ucp_worker_destroy(ucp_worker_h worker)
@@ -590,8 +584,7 @@ ucs_status_t ucp_worker_query(ucp_worker_h worker, ucp_worker_attr_t *attr)
 ucs_status_t ucp_worker_get_address(ucp_worker_h worker, ucp_address_t **address_p,
                                     size_t *address_length_p)
 {
-    if ((worker == nullptr) || (address_p == nullptr) ||
-        (address_length_p == nullptr)) {
+    if ((worker == nullptr) || (address_p == nullptr) || (address_length_p == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
     return get_address(*worker, false, address_p, address_length_p);
@@ -602,16 +595,14 @@ void ucp_worker_release_address(ucp_worker_h, ucp_address_t *address)
     std::free(address);
 }
 
-ucs_status_t ucp_worker_address_query(ucp_address_t *address,
-                                      ucp_worker_address_attr_t *attr)
+ucs_status_t ucp_worker_address_query(ucp_address_t *address, ucp_worker_address_attr_t *attr)
 {
     if ((address == nullptr) || (attr == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
     uint64_t uuid;
     /* Only a pointer: the fixed header is all we may read before checking it. */
-    ucs_status_t status = ucp::address_peek(address, ucp::address_header_size,
-                                            nullptr, &uuid);
+    ucs_status_t status = ucp::address_peek(address, ucp::address_header_size, nullptr, &uuid);
     if ((status == UCS_OK) && (attr->field_mask & UCP_WORKER_ADDRESS_ATTR_FIELD_UID)) {
         attr->worker_uid = uuid;
     }
@@ -641,19 +632,18 @@ void ucp_worker_print_info(ucp_worker_h worker, FILE *stream)
         std::fprintf(stream, "#\n# UCP worker '%s'\n#\n", worker->name.c_str());
         std::fprintf(stream, "#     uuid: 0x%016llx\n",
                      static_cast<unsigned long long>(worker->uuid));
-        std::fprintf(stream, "#     thread mode: %s\n",
-                     ucs_thread_mode_names[worker->thread_mode]);
+        std::fprintf(stream, "#     thread mode: %s\n", ucs_thread_mode_names[worker->thread_mode]);
         std::fprintf(stream, "#     atomic mode: %s\n",
                      ucp::atomic_mode_names[worker->atomic_mode]);
-        std::fprintf(stream, "#     endpoint configurations: %zu\n",
-                     worker->ep_configs.size());
+        std::fprintf(stream, "#     endpoint configurations: %zu\n", worker->ep_configs.size());
         for (const ucp::worker_iface &wi : worker->ifaces) {
             const uct::tl_resource &res = worker->context.tls[wi.tl_index].resource;
             const uct::iface_attr &attr = wi.iface->attr();
-            std::fprintf(stream, "#     iface %s/%s: am short %zu bcopy %zu, "
-                         "address %zu+%zu bytes, %s\n", res.tl_name, res.dev_name,
-                         attr.am.max_short, attr.am.max_bcopy, attr.device_addr_len,
-                         attr.iface_addr_len,
+            std::fprintf(stream,
+                         "#     iface %s/%s: am short %zu bcopy %zu, "
+                         "address %zu+%zu bytes, %s\n",
+                         res.tl_name, res.dev_name, attr.am.max_short, attr.am.max_bcopy,
+                         attr.device_addr_len, attr.iface_addr_len,
                          wi.active ? "progressed" : "idle (looked at now and then)");
         }
         std::fprintf(stream, "#\n");

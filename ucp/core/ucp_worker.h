@@ -36,8 +36,8 @@ namespace ucp {
  */
 struct worker_iface {
     uct::iface *iface;
-    unsigned   tl_index;     /* into ucp_context::tls */
-    bool       active;       /* to be progressed on every call */
+    unsigned tl_index; /* into ucp_context::tls */
+    bool active;       /* to be progressed on every call */
 };
 
 /* Progress calls between two looks at the inactive ifaces (a power of 2),
@@ -56,10 +56,10 @@ constexpr double peer_check_period_sec = 0.1;
 
 /* A UCP-level active-message handler (filled by ucp_worker_set_am_*). */
 struct am_handler {
-    ucp_am_recv_callback_t cb = nullptr;
-    ucp_am_callback_t      legacy_cb = nullptr;  /* ucp_worker_set_am_handler */
-    void                   *arg = nullptr;
-    uint32_t               flags = 0;
+    ucp_am_recv_callback_t cb   = nullptr;
+    ucp_am_callback_t legacy_cb = nullptr; /* ucp_worker_set_am_handler */
+    void *arg                   = nullptr;
+    uint32_t flags              = 0;
 };
 
 /* Receive-side state of active messages and streams (ucp/am, ucp/stream),
@@ -105,16 +105,24 @@ using conn_key_hash = msg_key_hash;
  * schedules it again while work is left.
  */
 enum class deferred : unsigned {
-    FAILED_LANES, CLOSED_PEERS, WIREUPS, REPLIES, RNDV, STREAM, RMA, FLUSH, count
+    FAILED_LANES,
+    CLOSED_PEERS,
+    WIREUPS,
+    REPLIES,
+    RNDV,
+    STREAM,
+    RMA,
+    FLUSH,
+    count
 };
 
 /* A control reply that found its lane busy; sent again from progress. */
 struct queued_reply {
-    uint64_t ep_id;     /* our ep the request named; resolved when sending */
-    uint64_t uuid;      /* the peer worker that ep must reach */
-    uint8_t  am_id;
+    uint64_t ep_id; /* our ep the request named; resolved when sending */
+    uint64_t uuid;  /* the peer worker that ep must reach */
+    uint8_t am_id;
     uint64_t req_id;
-    int8_t   status;
+    int8_t status;
 };
 
 } // namespace ucp
@@ -124,136 +132,136 @@ namespace ucp::ext {
 struct trigger_state;
 struct pwc_state;
 class event_set;
-}
+} // namespace ucp::ext
 
 struct ucp_worker {
     explicit ucp_worker(ucp_context &ctx) : context(ctx) {}
-    ucp_worker(const ucp_worker &) = delete;
+    ucp_worker(const ucp_worker &)            = delete;
     ucp_worker &operator=(const ucp_worker &) = delete;
     ~ucp_worker();
 
-    ucp_context                        &context;
-    ucs_thread_mode_t                  thread_mode = UCS_THREAD_MODE_SINGLE;
-    uint64_t                           uuid = 0;
-    std::string                        name;
-    void                               *user_data = nullptr;
-    unsigned                           events = 0;
-    uint64_t                           flags = 0;
-    size_t                             am_alignment = 1;
-    uint64_t                           client_id = 0;
+    ucp_context &context;
+    ucs_thread_mode_t thread_mode = UCS_THREAD_MODE_SINGLE;
+    uint64_t uuid                 = 0;
+    std::string name;
+    void *user_data     = nullptr;
+    unsigned events     = 0;
+    uint64_t flags      = 0;
+    size_t am_alignment = 1;
+    uint64_t client_id  = 0;
     /* UCX_ATOMIC_MODE resolved (cpu or device) once from the resources. */
-    ucp::atomic_mode                   atomic_mode = ucp::ATOMIC_MODE_CPU;
+    ucp::atomic_mode atomic_mode = ucp::ATOMIC_MODE_CPU;
 
-    std::unique_ptr<uct::worker>       uct_worker;
-    std::vector<ucp::worker_iface>     ifaces;
+    std::unique_ptr<uct::worker> uct_worker;
+    std::vector<ucp::worker_iface> ifaces;
 
     /* Taken by API calls only in UCS_THREAD_MODE_MULTI; recursive because
      * callbacks run under it and may call the API again. */
-    ucs::recursive_lock                lock;
+    ucs::recursive_lock lock;
 
-    std::vector<ucp::am_handler>       am_handlers;  /* indexed by AM id */
+    std::vector<ucp::am_handler> am_handlers; /* indexed by AM id */
     /* Indexed by layered id - UCP_EXT_AM_ID_LAYERED (<ucp/api/ucp_ext.h>). */
-    std::vector<ucp::am_handler>       layered_am_handlers;
-    ucp::am_worker                     *am_state = nullptr;
-    ucp::stream_worker                 *stream_state = nullptr;
+    std::vector<ucp::am_handler> layered_am_handlers;
+    ucp::am_worker *am_state         = nullptr;
+    ucp::stream_worker *stream_state = nullptr;
 
     /* Requests: pooled elements of sizeof(request) + user request_size. */
-    ucs::mpool                         request_pool;
+    ucs::mpool request_pool;
     /* Descriptors of small unexpected messages (tag/tag_recv.h). */
-    ucs::mpool                         rx_message_pool;
+    ucs::mpool rx_message_pool;
     /* Records of operations counted on counters (ucp/ext/op_cntr.cc), set
      * up by the first one. */
-    ucs::mpool                         counted_op_pool;
+    ucs::mpool counted_op_pool;
 
     /* Endpoints by index; ep_by_id() checks the generation of an id. */
-    ucs::ptr_array<ucp_ep>             ep_ids;
-    uint32_t                           ep_generation = 1;
+    ucs::ptr_array<ucp_ep> ep_ids;
+    uint32_t ep_generation = 1;
     /* Live eps this worker made for peers' REQUESTs (no USER flag),
      * bounded by UCX_MAX_PEER_EPS with the REQUESTs still queued. */
-    unsigned                           num_peer_eps = 0;
-    uint64_t                           dropped_wireups = 0;
+    unsigned num_peer_eps    = 0;
+    uint64_t dropped_wireups = 0;
     /* Messages dropped because the ep they named is not ours (stale, forged). */
-    uint64_t                           dropped_bad_ep_ids = 0;
-    std::unordered_map<const uct::ep*, ucp_ep*> eps_by_lane;
+    uint64_t dropped_bad_ep_ids = 0;
+    std::unordered_map<const uct::ep *, ucp_ep *> eps_by_lane;
     /* Ep matching (ucp/wireup/wireup.h): eps made to each peer by address
      * so far, our REQUESTs not answered yet, and eps made for the peer's
      * REQUESTs not adopted by the application yet, by (peer, conn_sn). */
     std::unordered_map<uint64_t, uint32_t> conn_sn_next;
-    std::unordered_map<ucp::conn_key, ucp_ep*, ucp::conn_key_hash> eps_expected;
-    std::unordered_map<ucp::conn_key, ucp_ep*, ucp::conn_key_hash> eps_unexpected;
+    std::unordered_map<ucp::conn_key, ucp_ep *, ucp::conn_key_hash> eps_expected;
+    std::unordered_map<ucp::conn_key, ucp_ep *, ucp::conn_key_hash> eps_unexpected;
     /* What eps with the same lanes share (ucp_ep_config.h), ep_cfg[i]. */
     std::vector<std::unique_ptr<ucp::ep_config>> ep_configs;
 
     /* Requests a peer's reply names: index in the low 32 bits, a generation
      * in the high ones so a stale or forged id matches nothing. */
-    ucs::ptr_array<ucp::request>       req_ids;
-    uint32_t                           req_generation = 1;
+    ucs::ptr_array<ucp::request> req_ids;
+    uint32_t req_generation = 1;
 
     /* Tag matching and multi-fragment messages in flight. */
-    ucp::tag::matcher                  tag_matcher;
-    std::unordered_map<ucp::msg_key, ucp::request*, ucp::msg_key_hash> rx_expected;
-    std::unordered_map<ucp::msg_key, ucp::rx_message*, ucp::msg_key_hash> rx_unexpected;
-    uint64_t                           next_msg_id = 0;
+    ucp::tag::matcher tag_matcher;
+    std::unordered_map<ucp::msg_key, ucp::request *, ucp::msg_key_hash> rx_expected;
+    std::unordered_map<ucp::msg_key, ucp::rx_message *, ucp::msg_key_hash> rx_unexpected;
+    uint64_t next_msg_id = 0;
 
     /* Deferred work (ucp::deferred) and polling features, run by progress:
      * the extensions (triggered operations, collectives, poll sets) register
      * their callbacks here too. */
-    ucs::callback_queue                progress_queue;
+    ucs::callback_queue progress_queue;
     /* By progress_queue id: 1 if ucp_worker_callback_add gave it. */
-    std::vector<uint8_t>               api_callbacks;
+    std::vector<uint8_t> api_callbacks;
 
     /* Work deferred out of transport callbacks. */
-    std::vector<std::pair<const uct::ep*, ucs_status_t>> failed_lanes;
-    std::deque<ucp::queued_reply>      queued_replies;
+    std::vector<std::pair<const uct::ep *, ucs_status_t>> failed_lanes;
+    std::deque<ucp::queued_reply> queued_replies;
     /* Wireup messages checked by the handler, acted on from progress; a
      * REQUEST for a client-server ep still connecting waits here. */
-    std::deque<ucp::wireup::message>   wireup_msgs;
-    unsigned                           queued_requests = 0;   /* REQUESTs among them */
+    std::deque<ucp::wireup::message> wireup_msgs;
+    unsigned queued_requests = 0; /* REQUESTs among them */
     /* Close notices: (peer worker uuid, our ep id). Id 0: the peer closed
      * its last ep to us, and all our eps to it fail; else the peer's ep
      * paired with that one of ours closed, which goes if it is internal. */
     std::vector<std::pair<uint64_t, uint64_t>> closed_peers;
     /* Rendezvous receives waiting for an ep to their sender or a free lane. */
-    std::vector<ucp::request*>         rndv_deferred;
-    std::vector<ucp::request*>         flush_requests;
+    std::vector<ucp::request *> rndv_deferred;
+    std::vector<ucp::request *> flush_requests;
     /* RMA and atomics: fence bookkeeping, replies owed to peers. */
-    ucp::rma::worker_state             rma;
+    ucp::rma::worker_state rma;
 
     /* Keepalive: eps with peer error handling probe their peers. */
-    uint64_t                           keepalive_interval = 0;  /* ticks, 0: off */
-    uint64_t                           keepalive_next = 0;
-    unsigned                           progress_count = 0;
+    uint64_t keepalive_interval = 0; /* ticks, 0: off */
+    uint64_t keepalive_next     = 0;
+    unsigned progress_count     = 0;
     /* Progress calls running (nested ones too: ucp_worker_fence from a
      * callback); callbacks inside them must not start another. */
-    unsigned                           progress_depth = 0;
+    unsigned progress_depth = 0;
     /* Operations that completed inside their call since the last progress,
      * when that run reached immediate_check_period, and how long it may
      * last before the worker progresses by itself (ticks; 0: never). */
-    unsigned                           immediate_ops = 0;
-    uint64_t                           immediate_since = 0;
-    uint64_t                           immediate_progress_interval = 0;
+    unsigned immediate_ops               = 0;
+    uint64_t immediate_since             = 0;
+    uint64_t immediate_progress_interval = 0;
     /* Next look for dead peers (check_peers), in ticks. */
-    uint64_t                           peer_check_next = 0;
-    uint64_t                           peer_check_interval = 0;
+    uint64_t peer_check_next     = 0;
+    uint64_t peer_check_interval = 0;
     /* Ifaces not progressed on every call (see worker_iface). */
-    unsigned                           num_inactive_ifaces = 0;
-    unsigned                           inactive_looks = 0;
+    unsigned num_inactive_ifaces = 0;
+    unsigned inactive_looks      = 0;
 
     /* UCP_FEATURE_WAKEUP state (ucp_wakeup.cc), nullptr without the feature. */
-    ucp::wakeup                        *wakeup = nullptr;
+    ucp::wakeup *wakeup = nullptr;
     /* Counters created on this worker (ucp/ext/cntr.h). */
-    std::unordered_set<ucp_cntr*>      counters;
+    std::unordered_set<ucp_cntr *> counters;
     /* Triggered operations (ucp/ext/trigger.h), made by the first one. */
-    ucp::ext::trigger_state            *triggers = nullptr;
+    ucp::ext::trigger_state *triggers = nullptr;
     /* Put and get with completion ids (ucp/ext/pwc.h), made by the first
      * call or message. */
-    ucp::ext::pwc_state                *pwc = nullptr;
+    ucp::ext::pwc_state *pwc = nullptr;
     /* Poll and wait sets the worker is in (ucp/ext/event_set.h). */
-    std::vector<ucp::ext::event_set*>  event_sets;
+    std::vector<ucp::ext::event_set *> event_sets;
     /* Client-server connection manager, created by the first listener or
      * sockaddr ep (ucp/wireup/sockaddr_cm.h). */
-    ucp::cs::cm                        *sockaddr_cm = nullptr;
-    unsigned                           sockaddr_progress_id = ucs::callback_queue::invalid_id;
+    ucp::cs::cm *sockaddr_cm      = nullptr;
+    unsigned sockaddr_progress_id = ucs::callback_queue::invalid_id;
 
     /* Opens an iface per context resource; on failure closes what it opened. */
     ucs_status_t open_ifaces();
@@ -287,7 +295,7 @@ struct ucp_worker {
     void unregister_request(ucp::request *req);
 
     /* A pooled request, or nullptr when memory ran out. */
-    ucp::request *get_request() { return static_cast<ucp::request*>(request_pool.get()); }
+    ucp::request *get_request() { return static_cast<ucp::request *>(request_pool.get()); }
 
     /* The next progress runs the deferred work of this kind. */
     void schedule(ucp::deferred work) { progress_queue.schedule(unsigned(work)); }
@@ -336,7 +344,7 @@ public:
             worker_->lock.unlock();
         }
     }
-    worker_guard(const worker_guard &) = delete;
+    worker_guard(const worker_guard &)            = delete;
     worker_guard &operator=(const worker_guard &) = delete;
 
 private:

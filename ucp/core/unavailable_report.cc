@@ -19,29 +19,36 @@ const char *const tl_aliases[] = {"sm", "shm", "mm", "cuda", "rc", "rc_v", "ud",
 const char *device_type_words(uct::device_type type)
 {
     switch (type) {
-    case uct::device_type::NET:  return "network";
-    case uct::device_type::SHM:  return "intra-node";
-    case uct::device_type::ACC:  return "accelerator";
-    case uct::device_type::SELF: return "loopback";
+    case uct::device_type::NET:
+        return "network";
+    case uct::device_type::SHM:
+        return "intra-node";
+    case uct::device_type::ACC:
+        return "accelerator";
+    case uct::device_type::SELF:
+        return "loopback";
     }
     return "unknown";
 }
 
-const ucs_config_allow_list_t &device_list(const context_config &config,
-                                           uct::device_type type)
+const ucs_config_allow_list_t &device_list(const context_config &config, uct::device_type type)
 {
     switch (type) {
-    case uct::device_type::NET:  return config.net_devices;
-    case uct::device_type::SHM:  return config.shm_devices;
-    case uct::device_type::ACC:  return config.acc_devices;
-    case uct::device_type::SELF: break;
+    case uct::device_type::NET:
+        return config.net_devices;
+    case uct::device_type::SHM:
+        return config.shm_devices;
+    case uct::device_type::ACC:
+        return config.acc_devices;
+    case uct::device_type::SELF:
+        break;
     }
     return config.self_devices;
 }
 
 bool tl_name_exists(const std::string &name, const std::vector<found_resource> &found)
 {
-    char *names[] = {const_cast<char*>(name.c_str())};
+    char *names[] = {const_cast<char *>(name.c_str())};
     ucs_config_allow_list_t one{};
     one.array.names = names;
     one.array.count = 1;
@@ -56,7 +63,7 @@ bool tl_name_exists(const std::string &name, const std::vector<found_resource> &
 
 void report(const ucs_config_names_array_t &wanted, const std::string &what,
             const std::set<std::string> &available,
-            const std::function<bool(const std::string&)> &exists)
+            const std::function<bool(const std::string &)> &exists)
 {
     std::string missing;
     unsigned count = 0;
@@ -85,8 +92,7 @@ void report(const ucs_config_names_array_t &wanted, const std::string &what,
 
 } // namespace
 
-void warn_unavailable(const context_config &config,
-                      const std::vector<found_resource> &found)
+void warn_unavailable(const context_config &config, const std::vector<found_resource> &found)
 {
     for (uct::device_type type : {uct::device_type::NET, uct::device_type::SHM,
                                   uct::device_type::ACC, uct::device_type::SELF}) {
@@ -96,9 +102,8 @@ void warn_unavailable(const context_config &config,
                 available.insert("'" + res.dev_name + "'(" + res.component + ")");
             }
         }
-        report(device_list(config, type).array,
-               std::string(device_type_words(type)) + " device", available,
-               [&](const std::string &name) {
+        report(device_list(config, type).array, std::string(device_type_words(type)) + " device",
+               available, [&](const std::string &name) {
                    for (const found_resource &res : found) {
                        if ((res.type == type) && (res.dev_name == name)) {
                            return true;

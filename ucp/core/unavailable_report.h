@@ -16,9 +16,9 @@ namespace ucp {
 
 /* A resource a component offers on this host, before any filtering. */
 struct found_resource {
-    std::string      tl_name;   /* "tcp" */
-    std::string      dev_name;  /* "eth0" */
-    std::string      component; /* "tcp", "posix", ... */
+    std::string tl_name;   /* "tcp" */
+    std::string dev_name;  /* "eth0" */
+    std::string component; /* "tcp", "posix", ... */
     uct::device_type type;
 };
 
@@ -27,8 +27,7 @@ struct found_resource {
  *   transports 'foo','bar' are not available, please use one or more of: cma, mm, ...
  *   network device 'bogus0' is not available, please use one or more of: 'eth0'(tcp), 'lo'(tcp)
  */
-void warn_unavailable(const context_config &config,
-                      const std::vector<found_resource> &found);
+void warn_unavailable(const context_config &config, const std::vector<found_resource> &found);
 
 } // namespace ucp
 

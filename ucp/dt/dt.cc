@@ -12,8 +12,7 @@ namespace ucp::dt {
 
 ucs_status_t reject(ucp_datatype_t dt, const char *why) noexcept
 {
-    ucs_error("invalid datatype 0x%llx: %s",
-              static_cast<unsigned long long>(dt), why);
+    ucs_error("invalid datatype 0x%llx: %s", static_cast<unsigned long long>(dt), why);
     return UCS_ERR_INVALID_PARAM;
 }
 
@@ -21,8 +20,8 @@ ucs_status_t reject(ucp_datatype_t dt, const char *why) noexcept
 
 using ucp::dt::generic_dt;
 
-ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops,
-                                   void *context, ucp_datatype_t *datatype_p)
+ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops, void *context,
+                                   ucp_datatype_t *datatype_p)
 {
     if ((ops == nullptr) || (datatype_p == nullptr)) {
         ucs_error("ucp_dt_create_generic: ops and datatype_p must not be NULL");

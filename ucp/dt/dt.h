@@ -40,7 +40,7 @@ enum class dt_class : uint8_t { contig, iov, generic };
  * free). Made by ucp_dt_create_generic(), freed by ucp_dt_destroy(). */
 struct generic_dt {
     ucp_generic_dt_ops_t ops;
-    void                 *context;
+    void *context;
 };
 
 /* Larger iov counts are taken as garbage rather than walked. */
@@ -53,8 +53,8 @@ inline size_t contig_elem_size(ucp_datatype_t dt) noexcept
 
 inline const generic_dt *generic_of(ucp_datatype_t dt) noexcept
 {
-    return reinterpret_cast<const generic_dt*>(static_cast<uintptr_t>(
-            dt & ~static_cast<ucp_datatype_t>(UCP_DATATYPE_CLASS_MASK)));
+    return reinterpret_cast<const generic_dt *>(
+        static_cast<uintptr_t>(dt & ~static_cast<ucp_datatype_t>(UCP_DATATYPE_CLASS_MASK)));
 }
 
 /* Cold path: logs why `dt` or its buffer is rejected; returns
@@ -130,17 +130,17 @@ struct iov_cursor {
      * range [offset, offset + length), which must lie within the total.
      */
     template <typename Visit>
-    void walk(const ucp_dt_iov_t *iov, size_t count, size_t offset,
-              size_t length, Visit &&visit) noexcept
+    void walk(const ucp_dt_iov_t *iov, size_t count, size_t offset, size_t length,
+              Visit &&visit) noexcept
     {
         seek(iov, count, offset);
         size_t done = 0;
         while (done < length) {
             const ucp_dt_iov_t &entry = iov[index];
-            size_t in_entry = offset + done - start;
-            size_t n        = std::min(entry.length - in_entry, length - done);
+            size_t in_entry           = offset + done - start;
+            size_t n                  = std::min(entry.length - in_entry, length - done);
             if (n > 0) {
-                visit(static_cast<char*>(entry.buffer) + in_entry, done, n);
+                visit(static_cast<char *>(entry.buffer) + in_entry, done, n);
             }
             done += n;
             if (in_entry + n == entry.length) {
@@ -153,13 +153,11 @@ struct iov_cursor {
 
 /* Shared argument checks of packer::start and unpacker::start; sets
  * *length_p to the byte length of a contig or iov buffer. */
-inline ucs_status_t buffer_length(dt_class cls, ucp_datatype_t dt,
-                                  const void *buffer, size_t count,
+inline ucs_status_t buffer_length(dt_class cls, ucp_datatype_t dt, const void *buffer, size_t count,
                                   size_t *length_p) noexcept
 {
     if (cls == dt_class::contig) {
-        if (ucs_unlikely(__builtin_mul_overflow(count, contig_elem_size(dt),
-                                                length_p))) {
+        if (ucs_unlikely(__builtin_mul_overflow(count, contig_elem_size(dt), length_p))) {
             return reject(dt, "contig length overflows");
         }
         if (ucs_unlikely((buffer == nullptr) && (*length_p > 0))) {
@@ -174,7 +172,7 @@ inline ucs_status_t buffer_length(dt_class cls, ucp_datatype_t dt,
     if (ucs_unlikely((buffer == nullptr) && (count > 0))) {
         return reject(dt, "NULL iov array");
     }
-    const auto *iov = static_cast<const ucp_dt_iov_t*>(buffer);
+    const auto *iov = static_cast<const ucp_dt_iov_t *>(buffer);
     size_t total    = 0;
     for (size_t i = 0; i < count; ++i) {
         if (ucs_unlikely(__builtin_add_overflow(total, iov[i].length, &total))) {
@@ -198,11 +196,10 @@ inline ucs_status_t buffer_length(dt_class cls, ucp_datatype_t dt,
 class packer {
 public:
     /* generic: calls start_pack and packed_size; iov: validates and sums. */
-    ucs_status_t start(ucp_datatype_t dt, const void *buffer,
-                       size_t count) noexcept
+    ucs_status_t start(ucp_datatype_t dt, const void *buffer, size_t count) noexcept
     {
-        *this = packer();
-        dt_class cls = dt_class::contig;
+        *this               = packer();
+        dt_class cls        = dt_class::contig;
         ucs_status_t status = classify(dt, &cls);
         if (ucs_unlikely(status != UCS_OK)) {
             return status;
@@ -220,8 +217,7 @@ public:
         }
 
         const generic_dt *gen = generic_of(dt);
-        if (ucs_unlikely((gen->ops.start_pack == nullptr) ||
-                         (gen->ops.packed_size == nullptr) ||
+        if (ucs_unlikely((gen->ops.start_pack == nullptr) || (gen->ops.packed_size == nullptr) ||
                          (gen->ops.pack == nullptr))) {
             return reject(dt, "generic datatype cannot pack");
         }
@@ -266,18 +262,16 @@ public:
         switch (m_class) {
         case dt_class::contig:
             if (ucs_unlikely(m_mem_type != UCS_MEMORY_TYPE_HOST)) {
-                return staged_copy(dest, static_cast<const char*>(m_buffer) + offset,
-                                   n) ? n : 0;
+                return staged_copy(dest, static_cast<const char *>(m_buffer) + offset, n) ? n : 0;
             }
-            std::memcpy(dest, static_cast<const char*>(m_buffer) + offset, n);
+            std::memcpy(dest, static_cast<const char *>(m_buffer) + offset, n);
             return n;
         case dt_class::iov: {
             bool ok = true;
             m_cursor.walk(iov(), m_iov_count, offset, n,
                           [this, dest, &ok](const char *entry, size_t done, size_t len) {
-                              ok = ok && staged_copy(static_cast<char*>(dest) + done,
-                                                     entry, len);
-                          });
+                ok = ok && staged_copy(static_cast<char *>(dest) + done, entry, len);
+            });
             return ok ? n : 0;
         }
         case dt_class::generic:
@@ -295,8 +289,8 @@ public:
      * Returns the entry count and sets *length_p to the bytes covered.
      * generic: returns 0 and *length_p = 0 (it must be packed).
      */
-    size_t to_iov(uct::iov *out, size_t max_iov, size_t offset,
-                  size_t max_length, size_t *length_p) const noexcept
+    size_t to_iov(uct::iov *out, size_t max_iov, size_t offset, size_t max_length,
+                  size_t *length_p) const noexcept
     {
         *length_p = 0;
         if ((offset >= m_length) || (max_iov == 0) || (max_length == 0)) {
@@ -304,8 +298,7 @@ public:
         }
         size_t n = std::min(max_length, m_length - offset);
         if (m_class == dt_class::contig) {
-            out[0] = {static_cast<const char*>(m_buffer) + offset, n,
-                      uct::MEM_HANDLE_NULL};
+            out[0]    = {static_cast<const char *>(m_buffer) + offset, n, uct::MEM_HANDLE_NULL};
             *length_p = n;
             return 1;
         }
@@ -321,12 +314,11 @@ public:
         size_t covered         = 0;
         while ((covered < n) && (entries < max_iov)) {
             const ucp_dt_iov_t &entry = iov()[cur.index];
-            size_t in_entry = offset + covered - cur.start;
-            size_t len      = std::min(entry.length - in_entry, n - covered);
+            size_t in_entry           = offset + covered - cur.start;
+            size_t len                = std::min(entry.length - in_entry, n - covered);
             if (len > 0) {
-                out[entries++] = {static_cast<const char*>(entry.buffer) +
-                                          in_entry,
-                                  len, uct::MEM_HANDLE_NULL};
+                out[entries++] = {static_cast<const char *>(entry.buffer) + in_entry, len,
+                                  uct::MEM_HANDLE_NULL};
             }
             covered += len;
             if (in_entry + len == entry.length) {
@@ -352,14 +344,11 @@ public:
     }
 
 private:
-    const ucp_dt_iov_t *iov() const noexcept
-    {
-        return static_cast<const ucp_dt_iov_t*>(m_buffer);
-    }
+    const ucp_dt_iov_t *iov() const noexcept { return static_cast<const ucp_dt_iov_t *>(m_buffer); }
 
     /* The generic state shares the buffer slot; it is the user's object,
      * only handed back to the user's callbacks. */
-    void *state() const noexcept { return const_cast<void*>(m_buffer); }
+    void *state() const noexcept { return const_cast<void *>(m_buffer); }
 
     bool staged_copy(void *dest, const void *src, size_t length) const noexcept
     {
@@ -367,18 +356,17 @@ private:
             std::memcpy(dest, src, length);
             return true;
         }
-        return ucs::memtype::copy(dest, UCS_MEMORY_TYPE_HOST, src, m_mem_type, length) ==
-               UCS_OK;
+        return ucs::memtype::copy(dest, UCS_MEMORY_TYPE_HOST, src, m_mem_type, length) == UCS_OK;
     }
 
-    const void       *m_buffer  = nullptr; /* contig data, iov array or generic state */
+    const void *m_buffer        = nullptr; /* contig data, iov array or generic state */
     const generic_dt *m_generic = nullptr;
-    size_t           m_length    = 0;
-    size_t           m_iov_count = 0;
+    size_t m_length             = 0;
+    size_t m_iov_count          = 0;
     /* A position cache, not state: to_iov() may move it. */
     mutable detail::iov_cursor m_cursor;
-    dt_class         m_class  = dt_class::contig;
-    bool             m_active = false; /* generic state awaits finish() */
+    dt_class m_class             = dt_class::contig;
+    bool m_active                = false; /* generic state awaits finish() */
     ucs_memory_type_t m_mem_type = UCS_MEMORY_TYPE_HOST;
 };
 
@@ -391,8 +379,8 @@ public:
     /* generic: calls start_unpack and packed_size (kept as capacity()). */
     ucs_status_t start(ucp_datatype_t dt, void *buffer, size_t count) noexcept
     {
-        *this = unpacker();
-        dt_class cls = dt_class::contig;
+        *this               = unpacker();
+        dt_class cls        = dt_class::contig;
         ucs_status_t status = classify(dt, &cls);
         if (ucs_unlikely(status != UCS_OK)) {
             return status;
@@ -410,8 +398,7 @@ public:
         }
 
         const generic_dt *gen = generic_of(dt);
-        if (ucs_unlikely((gen->ops.start_unpack == nullptr) ||
-                         (gen->ops.packed_size == nullptr) ||
+        if (ucs_unlikely((gen->ops.start_unpack == nullptr) || (gen->ops.packed_size == nullptr) ||
                          (gen->ops.unpack == nullptr))) {
             return reject(dt, "generic datatype cannot unpack");
         }
@@ -447,29 +434,24 @@ public:
      */
     ucs_status_t unpack(const void *src, size_t offset, size_t length) noexcept
     {
-        size_t fit = (offset >= m_capacity) ?
-                             0 :
-                             std::min(length, m_capacity - offset);
+        size_t fit          = (offset >= m_capacity) ? 0 : std::min(length, m_capacity - offset);
         ucs_status_t status = UCS_OK;
         if (fit > 0) {
             switch (m_class) {
             case dt_class::contig:
                 if (ucs_unlikely(m_mem_type != UCS_MEMORY_TYPE_HOST)) {
-                    status = staged_copy(static_cast<char*>(m_buffer) + offset, src, fit);
+                    status = staged_copy(static_cast<char *>(m_buffer) + offset, src, fit);
                     break;
                 }
-                std::memcpy(static_cast<char*>(m_buffer) + offset, src, fit);
+                std::memcpy(static_cast<char *>(m_buffer) + offset, src, fit);
                 break;
             case dt_class::iov:
-                m_cursor.walk(static_cast<const ucp_dt_iov_t*>(m_buffer),
-                              m_iov_count, offset, fit,
+                m_cursor.walk(static_cast<const ucp_dt_iov_t *>(m_buffer), m_iov_count, offset, fit,
                               [this, src, &status](char *entry, size_t done, size_t len) {
-                                  if (status == UCS_OK) {
-                                      status = staged_copy(
-                                              entry, static_cast<const char*>(src) + done,
-                                              len);
-                                  }
-                              });
+                    if (status == UCS_OK) {
+                        status = staged_copy(entry, static_cast<const char *>(src) + done, len);
+                    }
+                });
                 break;
             case dt_class::generic:
                 if (ucs_unlikely(!m_active)) {
@@ -506,20 +488,19 @@ private:
         return ucs::memtype::copy(dest, m_mem_type, src, UCS_MEMORY_TYPE_HOST, length);
     }
 
-    void             *m_buffer    = nullptr; /* contig data, iov array or generic state */
-    const generic_dt *m_generic   = nullptr;
-    size_t           m_capacity   = 0;
-    size_t           m_iov_count  = 0;
+    void *m_buffer              = nullptr; /* contig data, iov array or generic state */
+    const generic_dt *m_generic = nullptr;
+    size_t m_capacity           = 0;
+    size_t m_iov_count          = 0;
     detail::iov_cursor m_cursor;
-    dt_class         m_class  = dt_class::contig;
-    bool             m_active = false;
+    dt_class m_class             = dt_class::contig;
+    bool m_active                = false;
     ucs_memory_type_t m_mem_type = UCS_MEMORY_TYPE_HOST;
 };
 
 static_assert(std::is_trivially_copyable_v<packer> && (sizeof(packer) <= 64),
               "a packer lives inside a request");
-static_assert(std::is_trivially_copyable_v<unpacker> &&
-                      (sizeof(unpacker) <= 64),
+static_assert(std::is_trivially_copyable_v<unpacker> && (sizeof(unpacker) <= 64),
               "an unpacker lives inside a request");
 
 } // namespace ucp::dt

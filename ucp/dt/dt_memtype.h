@@ -24,7 +24,7 @@ inline const void *first_data(ucp_datatype_t dt, const void *buffer, size_t coun
         return buffer;
     }
     if (((dt & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_IOV) && (buffer != nullptr)) {
-        const auto *iov = static_cast<const ucp_dt_iov_t*>(buffer);
+        const auto *iov = static_cast<const ucp_dt_iov_t *>(buffer);
         for (size_t i = 0; i < count; ++i) {
             if (iov[i].length > 0) {
                 *length_p = iov[i].length;
@@ -32,7 +32,7 @@ inline const void *first_data(ucp_datatype_t dt, const void *buffer, size_t coun
             }
         }
     }
-    return nullptr;   /* generic data is the application's to pack: host */
+    return nullptr; /* generic data is the application's to pack: host */
 }
 
 } // namespace detail
@@ -50,7 +50,7 @@ inline ucs_status_t param_memory_type(const ucp_request_param_t *param, ucp_data
 {
     ucs_memory_type_t type = UCS_MEMORY_TYPE_UNKNOWN;
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) {
-        const int raw = ucs::raw_enum(param->memory_type);   /* any int may come in */
+        const int raw = ucs::raw_enum(param->memory_type); /* any int may come in */
         if ((raw < 0) || (raw > int(UCS_MEMORY_TYPE_UNKNOWN))) {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -61,8 +61,8 @@ inline ucs_status_t param_memory_type(const ucp_request_param_t *param, ucp_data
             *type_p = UCS_MEMORY_TYPE_HOST;
             return UCS_OK;
         }
-        size_t length      = 0;
-        const void *data   = detail::first_data(dt, buffer, count, &length);
+        size_t length    = 0;
+        const void *data = detail::first_data(dt, buffer, count, &length);
         type = (data == nullptr) ? UCS_MEMORY_TYPE_HOST : ucs::memtype::detect(data, length);
     }
     if ((type != UCS_MEMORY_TYPE_HOST) && !ucs::memtype::can_copy(type)) {

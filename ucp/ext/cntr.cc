@@ -33,12 +33,10 @@ namespace ucp {
 
 namespace {
 
-constexpr uint64_t known_param_fields = UCP_CNTR_PARAM_FIELD_FLAGS |
-                                        UCP_CNTR_PARAM_FIELD_USER_DATA;
-constexpr uint64_t known_attr_fields  = UCP_CNTR_ATTR_FIELD_FLAGS |
-                                        UCP_CNTR_ATTR_FIELD_USER_DATA |
-                                        UCP_CNTR_ATTR_FIELD_WORKER;
-constexpr uint64_t known_flags        = UCP_CNTR_FLAG_EVENTS_BYTES;
+constexpr uint64_t known_param_fields = UCP_CNTR_PARAM_FIELD_FLAGS | UCP_CNTR_PARAM_FIELD_USER_DATA;
+constexpr uint64_t known_attr_fields  = UCP_CNTR_ATTR_FIELD_FLAGS | UCP_CNTR_ATTR_FIELD_USER_DATA |
+                                       UCP_CNTR_ATTR_FIELD_WORKER;
+constexpr uint64_t known_flags = UCP_CNTR_FLAG_EVENTS_BYTES;
 
 } // namespace
 
@@ -97,7 +95,7 @@ ucs_status_t update(ucp_cntr *c, Change &&change)
      * nothing (both sequentially consistent, as arm's store and load). */
     if (!c->armed.load(std::memory_order_seq_cst) ||
         !c->armed.exchange(false, std::memory_order_seq_cst)) {
-        return UCS_OK;      /* nobody sleeps on the fd */
+        return UCS_OK; /* nobody sleeps on the fd */
     }
     /* A saturated eventfd is already readable: signal() never fails then. */
     return c->changed.signal();
@@ -137,8 +135,7 @@ ucs_status_t ucp_cntr_create(ucp_worker_h worker, const ucp_cntr_params_t *param
         (params->field_mask & ~ucp::known_param_fields)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    const uint64_t flags = (params->field_mask & UCP_CNTR_PARAM_FIELD_FLAGS) ?
-                           params->flags : 0;
+    const uint64_t flags = (params->field_mask & UCP_CNTR_PARAM_FIELD_FLAGS) ? params->flags : 0;
     if (flags & ~ucp::known_flags) {
         ucs_error("ucp_cntr_create: unknown flags 0x%llx",
                   static_cast<unsigned long long>(flags & ~ucp::known_flags));
@@ -149,8 +146,8 @@ ucs_status_t ucp_cntr_create(ucp_worker_h worker, const ucp_cntr_params_t *param
         auto c       = std::make_unique<ucp_cntr>();
         c->worker    = worker;
         c->flags     = flags;
-        c->user_data = (params->field_mask & UCP_CNTR_PARAM_FIELD_USER_DATA) ?
-                       params->user_data : nullptr;
+        c->user_data = (params->field_mask & UCP_CNTR_PARAM_FIELD_USER_DATA) ? params->user_data :
+                                                                               nullptr;
         ucs_status_t status = ucp::open_fds(*c);
         if (status != UCS_OK) {
             return status;
@@ -165,23 +162,24 @@ ucs_status_t ucp_cntr_create(ucp_worker_h worker, const ucp_cntr_params_t *param
 ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr)
 {
     if ((cntr == nullptr) || !live_cntrs::instance().contains(cntr)) {
-        ucs_error("ucp_cntr_destroy: %p is not a live counter", static_cast<void*>(cntr));
+        ucs_error("ucp_cntr_destroy: %p is not a live counter", static_cast<void *>(cntr));
         return UCS_ERR_INVALID_PARAM;
     }
     ucp::worker_guard guard(cntr->worker);
     if (!cntr->event_sets.empty()) {
         ucs_error("ucp_cntr_destroy: counter %p is in %zu poll or wait sets",
-                  static_cast<void*>(cntr), cntr->event_sets.size());
+                  static_cast<void *>(cntr), cntr->event_sets.size());
         return UCS_ERR_BUSY;
     }
     if (!cntr->bound_regions.empty()) {
         ucs_error("ucp_cntr_destroy: counter %p counts operations on %zu mapped regions "
-                  "(ucp_mem_bind_cntr)", static_cast<void*>(cntr), cntr->bound_regions.size());
+                  "(ucp_mem_bind_cntr)",
+                  static_cast<void *>(cntr), cntr->bound_regions.size());
         return UCS_ERR_BUSY;
     }
     if (cntr->pending_work != 0) {
         ucs_error("ucp_cntr_destroy: %u operations in flight or triggered still use counter %p",
-                  cntr->pending_work, static_cast<void*>(cntr));
+                  cntr->pending_work, static_cast<void *>(cntr));
         return UCS_ERR_BUSY;
     }
     ucp::destroy(cntr);
@@ -190,8 +188,7 @@ ucs_status_t ucp_cntr_destroy(ucp_cntr_h cntr)
 
 ucs_status_t ucp_cntr_query(ucp_cntr_h cntr, ucp_cntr_attr_t *attr)
 {
-    if ((cntr == nullptr) || (attr == nullptr) ||
-        (attr->field_mask & ~ucp::known_attr_fields)) {
+    if ((cntr == nullptr) || (attr == nullptr) || (attr->field_mask & ~ucp::known_attr_fields)) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (attr->field_mask & UCP_CNTR_ATTR_FIELD_FLAGS) {
@@ -236,16 +233,14 @@ ucs_status_t ucp_cntr_add_err(ucp_cntr_h cntr, uint64_t value)
 
 ucs_status_t ucp_cntr_set(ucp_cntr_h cntr, uint64_t value)
 {
-    return ucp::update(cntr, [value](ucp_cntr &c) {
-        c.value.store(value, std::memory_order_seq_cst);
-    });
+    return ucp::update(cntr,
+                       [value](ucp_cntr &c) { c.value.store(value, std::memory_order_seq_cst); });
 }
 
 ucs_status_t ucp_cntr_set_err(ucp_cntr_h cntr, uint64_t value)
 {
-    return ucp::update(cntr, [value](ucp_cntr &c) {
-        c.error.store(value, std::memory_order_seq_cst);
-    });
+    return ucp::update(cntr,
+                       [value](ucp_cntr &c) { c.error.store(value, std::memory_order_seq_cst); });
 }
 
 ucs_status_t ucp_cntr_get_fd(ucp_cntr_h cntr, int *fd_p)
@@ -264,7 +259,7 @@ ucs_status_t ucp_cntr_arm(ucp_cntr_h cntr)
     }
     ucp::worker_guard guard(cntr->worker);
     cntr->armed.store(true, std::memory_order_seq_cst);
-    cntr->changed.drain();      /* signals of changes the check below sees */
+    cntr->changed.drain(); /* signals of changes the check below sees */
     const uint64_t changes = cntr->changes.load(std::memory_order_seq_cst);
     if ((cntr->seen_changes.exchange(changes, std::memory_order_relaxed) != changes) ||
         ucp::ext::triggers_due(*cntr->worker)) {
@@ -278,11 +273,11 @@ ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms)
     if (cntr == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    using clock         = std::chrono::steady_clock;
-    const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
+    using clock          = std::chrono::steady_clock;
+    const auto deadline  = clock::now() + std::chrono::milliseconds(timeout_ms);
     const bool can_sleep = ucp::has_wakeup(*cntr->worker);
     const uint64_t error = cntr->error.load(std::memory_order_acquire);
-    clock::time_point idle_since{};   /* progress has found nothing since */
+    clock::time_point idle_since{}; /* progress has found nothing since */
     for (;;) {
         if (cntr->error.load(std::memory_order_acquire) != error) {
             return UCS_ERR_IO_ERROR;
@@ -291,16 +286,17 @@ ucs_status_t ucp_cntr_wait(ucp_cntr_h cntr, uint64_t threshold, int timeout_ms)
             return UCS_OK;
         }
         const unsigned progressed = ucp_worker_progress(cntr->worker);
-        int left_ms = -1;
+        int left_ms               = -1;
         /* Checked on every round: a worker busy with other traffic must
          * not keep a wait past its timeout. */
         if (timeout_ms >= 0) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - clock::now());
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                                    clock::now());
             if (left.count() <= 0) {
                 /* One last look: the progress above may have counted. */
                 return (cntr->value.load(std::memory_order_acquire) >= threshold) ?
-                       UCS_OK : UCS_ERR_TIMED_OUT;
+                           UCS_OK :
+                           UCS_ERR_TIMED_OUT;
             }
             left_ms = int(left.count());
         }

@@ -30,7 +30,7 @@ class event_set;
  * ucp/ext/trigger.cc, starts with it). */
 struct trigger_entry {
     ucs::list_link link;
-    uint64_t       threshold;
+    uint64_t threshold;
 };
 /* Triggered operations waiting for a counter, by threshold; equal
  * thresholds in posting order (ucp/ext/trigger.h). */
@@ -38,27 +38,27 @@ using cntr_trigger_queue = ucs::intrusive_list<trigger_entry, &trigger_entry::li
 } // namespace ucp::ext
 
 struct ucp_cntr {
-    ucp_worker            *worker = nullptr;
-    uint64_t              flags = 0;
-    void                  *user_data = nullptr;
+    ucp_worker *worker = nullptr;
+    uint64_t flags     = 0;
+    void *user_data    = nullptr;
     std::atomic<uint64_t> value{0};
     std::atomic<uint64_t> error{0};
-    ucs::event_fd         changed;          /* signalled by a change while armed */
-    std::atomic<uint64_t> changes{0};       /* adds and sets so far */
-    std::atomic<uint64_t> seen_changes{0};  /* `changes` at the last arm */
-    std::atomic<bool>     armed{false};     /* a thread may sleep on the fd */
-    int                   epfd = -1;        /* ucp_cntr_get_fd */
+    ucs::event_fd changed;                 /* signalled by a change while armed */
+    std::atomic<uint64_t> changes{0};      /* adds and sets so far */
+    std::atomic<uint64_t> seen_changes{0}; /* `changes` at the last arm */
+    std::atomic<bool> armed{false};        /* a thread may sleep on the fd */
+    int epfd = -1;                         /* ucp_cntr_get_fd */
     /* Operations in flight counting on it, and triggered operations
      * waiting for it, counting on it or updating it. */
-    unsigned              pending_work = 0;
+    unsigned pending_work = 0;
     ucp::ext::cntr_trigger_queue triggers;
     /* In the worker's list of counters with queued operations; read by
      * updates from any thread, which then wake the worker. */
-    std::atomic<bool>     has_triggers{false};
+    std::atomic<bool> has_triggers{false};
     /* Regions whose peers' operations count here (ucp_mem_bind_cntr). */
-    std::vector<ucp_mem*> bound_regions;
+    std::vector<ucp_mem *> bound_regions;
     /* Poll and wait sets it is in (ucp/ext/event_set.h). */
-    std::vector<ucp::ext::event_set*> event_sets;
+    std::vector<ucp::ext::event_set *> event_sets;
 
     ~ucp_cntr();
 };

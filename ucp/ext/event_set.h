@@ -46,7 +46,7 @@ void member_joined(const ucp_object_t &object, event_set *set);
 void member_left(const ucp_object_t &object, event_set *set);
 
 /* The object goes: every set it is in forgets it (with a warning). */
-void member_gone(const ucp_object_t &object, std::vector<event_set*> *sets);
+void member_gone(const ucp_object_t &object, std::vector<event_set *> *sets);
 
 inline bool same_object(const ucp_object_t &a, const ucp_object_t &b)
 {

@@ -26,8 +26,8 @@ void unbind(ucp_mem *memh)
     if (cntr == nullptr) {
         return;
     }
-    memh->context->mapped_regions.bind(reinterpret_cast<uintptr_t>(memh->address),
-                                       memh->length, memh->secret, {});
+    memh->context->mapped_regions.bind(reinterpret_cast<uintptr_t>(memh->address), memh->length,
+                                       memh->secret, {});
     auto &bound = cntr->bound_regions;
     bound.erase(std::remove(bound.begin(), bound.end(), memh), bound.end());
     memh->cntr        = nullptr;
@@ -41,8 +41,7 @@ void count_remote(const region_counter &counter, uint64_t event, uint64_t bytes)
     if ((counter.cntr == nullptr) || !(counter.events & event)) {
         return;
     }
-    ucp_cntr_add(counter.cntr,
-                 (counter.cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES) ? bytes : 1);
+    ucp_cntr_add(counter.cntr, (counter.cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES) ? bytes : 1);
 }
 
 void mem_unbind_cntr(ucp_mem *memh)
@@ -64,7 +63,7 @@ extern "C" {
 ucs_status_t ucp_mem_bind_cntr(ucp_mem_h memh, ucp_cntr_h cntr, uint64_t events)
 {
     if ((memh == nullptr) || !ucp::live_handles<ucp_mem>::instance().contains(memh)) {
-        ucs_error("ucp_mem_bind_cntr: %p is not a mapped region", static_cast<void*>(memh));
+        ucs_error("ucp_mem_bind_cntr: %p is not a mapped region", static_cast<void *>(memh));
         return UCS_ERR_INVALID_PARAM;
     }
     if (events & ~ucp::ext::known_events) {
@@ -74,7 +73,7 @@ ucs_status_t ucp_mem_bind_cntr(ucp_mem_h memh, ucp_cntr_h cntr, uint64_t events)
     }
     if ((cntr != nullptr) && (events != 0)) {
         if (!ucp::live_handles<ucp_cntr>::instance().contains(cntr)) {
-            ucs_error("ucp_mem_bind_cntr: %p is not a live counter", static_cast<void*>(cntr));
+            ucs_error("ucp_mem_bind_cntr: %p is not a live counter", static_cast<void *>(cntr));
             return UCS_ERR_INVALID_PARAM;
         }
         if (&cntr->worker->context != memh->context) {
@@ -95,9 +94,8 @@ ucs_status_t ucp_mem_bind_cntr(ucp_mem_h memh, ucp_cntr_h cntr, uint64_t events)
         cntr->bound_regions.push_back(memh);
         memh->cntr        = cntr;
         memh->cntr_events = events;
-        memh->context->mapped_regions.bind(reinterpret_cast<uintptr_t>(memh->address),
-                                           memh->length, memh->secret,
-                                           ucp::region_counter{cntr, events});
+        memh->context->mapped_regions.bind(reinterpret_cast<uintptr_t>(memh->address), memh->length,
+                                           memh->secret, ucp::region_counter{cntr, events});
         return UCS_OK;
     });
 }

@@ -17,16 +17,16 @@ namespace ucp::ext {
 
 /* What a counted operation keeps until it completes. */
 struct counted_op {
-    ucp_worker_h        worker;
-    ucp_cntr            *cntr;
-    ucp_cntr            *err_cntr;
-    op_kind             kind;
-    size_t              bytes;          /* SEND */
-    ucp_request_param_t user;           /* the caller's callback and user data */
-    ucp_tag_recv_info_t info;           /* TAG_RECV when the caller gave none */
-    ucp_tag_recv_info_t *info_p;        /* where a TAG_RECV's info goes */
-    bool                in_call;        /* its nbx call has not returned yet */
-    bool                completed;      /* counted inside the call, by the callback */
+    ucp_worker_h worker;
+    ucp_cntr *cntr;
+    ucp_cntr *err_cntr;
+    op_kind kind;
+    size_t bytes;                /* SEND */
+    ucp_request_param_t user;    /* the caller's callback and user data */
+    ucp_tag_recv_info_t info;    /* TAG_RECV when the caller gave none */
+    ucp_tag_recv_info_t *info_p; /* where a TAG_RECV's info goes */
+    bool in_call;                /* its nbx call has not returned yet */
+    bool completed;              /* counted inside the call, by the callback */
 };
 
 /* Under the worker's guard. The worker's own set answers both questions
@@ -37,15 +37,15 @@ bool cntr_live_on(ucp_cntr *cntr, ucp_worker_h worker, const char *field)
         return true;
     }
     if (!live_handles<ucp_cntr>::instance().contains(cntr)) {
-        ucs_error("%s: %p is not a live counter", field, static_cast<void*>(cntr));
+        ucs_error("%s: %p is not a live counter", field, static_cast<void *>(cntr));
     } else {
-        ucs_error("%s: counter %p lives on another worker", field, static_cast<void*>(cntr));
+        ucs_error("%s: counter %p lives on another worker", field, static_cast<void *>(cntr));
     }
     return false;
 }
 
-ucs_status_t ext_counters(const ucp_ext_request_param_t *ext, ucp_worker_h worker,
-                          uint64_t known, ucp_cntr **cntr, ucp_cntr **err_cntr)
+ucs_status_t ext_counters(const ucp_ext_request_param_t *ext, ucp_worker_h worker, uint64_t known,
+                          ucp_cntr **cntr, ucp_cntr **err_cntr)
 {
     if (ext->ext_field_mask & ~known) {
         ucs_error("UCP_OP_ATTR_FIELD_EXT: unknown ext_field_mask bits 0x%llx",
@@ -77,10 +77,11 @@ namespace {
 size_t send_bytes(const void *buffer, size_t count, const ucp_request_param_t *param)
 {
     const ucp_datatype_t datatype = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                                    param->datatype : ucp_dt_make_contig(1);
+                                        param->datatype :
+                                        ucp_dt_make_contig(1);
     dt::packer packer;
     if (packer.start(datatype, buffer, count) != UCS_OK) {
-        return 0;       /* the operation refuses it */
+        return 0; /* the operation refuses it */
     }
     const size_t bytes = packer.length();
     packer.finish();
@@ -117,7 +118,7 @@ counted_op *new_record(ucp_worker *worker)
             return nullptr;
         }
     }
-    return static_cast<counted_op*>(pool.get());
+    return static_cast<counted_op *>(pool.get());
 }
 
 /* Gives a record back (under the worker's guard). */
@@ -149,7 +150,7 @@ void *user_data_of(const counted_op *op)
 
 void on_send(void *request, ucs_status_t status, void *arg)
 {
-    auto *op = static_cast<counted_op*>(arg);
+    auto *op = static_cast<counted_op *>(arg);
     count(op, status, op->bytes);
     if (has_user_callback(op) && (op->user.cb.send != nullptr)) {
         op->user.cb.send(request, status, user_data_of(op));
@@ -157,10 +158,9 @@ void on_send(void *request, ucs_status_t status, void *arg)
     done_in_callback(op);
 }
 
-void on_tag_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
-                 void *arg)
+void on_tag_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info, void *arg)
 {
-    auto *op = static_cast<counted_op*>(arg);
+    auto *op = static_cast<counted_op *>(arg);
     count(op, status, (info != nullptr) ? info->length : 0);
     if (has_user_callback(op) && (op->user.cb.recv != nullptr)) {
         op->user.cb.recv(request, status, info, user_data_of(op));
@@ -170,7 +170,7 @@ void on_tag_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *
 
 void on_stream_recv(void *request, ucs_status_t status, size_t length, void *arg)
 {
-    auto *op = static_cast<counted_op*>(arg);
+    auto *op = static_cast<counted_op *>(arg);
     count(op, status, length);
     if (has_user_callback(op) && (op->user.cb.recv_stream != nullptr)) {
         op->user.cb.recv_stream(request, status, length, user_data_of(op));
@@ -183,7 +183,7 @@ void on_stream_recv(void *request, ucs_status_t status, size_t length, void *arg
 ucs_status_t counted_begin(const op_desc &desc, const ucp_request_param_t *param,
                            ucp_request_param_t *base, counted_op **op_p)
 {
-    const auto *ext   = reinterpret_cast<const ucp_ext_request_param_t*>(param);
+    const auto *ext      = reinterpret_cast<const ucp_ext_request_param_t *>(param);
     const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR;
     ucp_worker_h worker  = desc.worker;
     const op_kind kind   = desc.kind;
@@ -200,23 +200,22 @@ ucs_status_t counted_begin(const op_desc &desc, const ucp_request_param_t *param
      * callbacks run once more for it). */
     const bool wants_bytes = (kind == op_kind::SEND) && (cntr != nullptr) &&
                              (cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES);
-    const size_t bytes     = wants_bytes ? send_bytes(desc.buffer, desc.count, &ext->base) :
-                                           0;
-    void *record = new_record(worker);
+    const size_t bytes = wants_bytes ? send_bytes(desc.buffer, desc.count, &ext->base) : 0;
+    void *record       = new_record(worker);
     if (record == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
-    auto *op = new (record) counted_op{worker, cntr, err_cntr, kind, bytes, ext->base, {},
-                                       nullptr, true, false};
+    auto *op = new (record)
+        counted_op{worker, cntr, err_cntr, kind, bytes, ext->base, {}, nullptr, true, false};
     for (ucp_cntr *c : {cntr, err_cntr}) {
         if (c != nullptr) {
             ++c->pending_work;
         }
     }
-    *base               = ext->base;
-    base->op_attr_mask  = (base->op_attr_mask & ~uint32_t(UCP_OP_ATTR_FIELD_EXT)) |
-                          UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    base->user_data     = op;
+    *base              = ext->base;
+    base->op_attr_mask = (base->op_attr_mask & ~uint32_t(UCP_OP_ATTR_FIELD_EXT)) |
+                         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    base->user_data = op;
     switch (kind) {
     case op_kind::SEND:
         base->cb.send = on_send;
@@ -225,10 +224,11 @@ ucs_status_t counted_begin(const op_desc &desc, const ucp_request_param_t *param
         base->cb.recv = on_tag_recv;
         /* The caller's info if it gave one (it may give NULL), else ours:
          * a receive done inside the call counts its length from it. */
-        op->info_p    = ((base->op_attr_mask & UCP_OP_ATTR_FIELD_RECV_INFO) &&
-                         (base->recv_info.tag_info != nullptr)) ?
-                        base->recv_info.tag_info : &op->info;
-        base->op_attr_mask      |= UCP_OP_ATTR_FIELD_RECV_INFO;
+        op->info_p = ((base->op_attr_mask & UCP_OP_ATTR_FIELD_RECV_INFO) &&
+                      (base->recv_info.tag_info != nullptr)) ?
+                         base->recv_info.tag_info :
+                         &op->info;
+        base->op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
         base->recv_info.tag_info = op->info_p;
         break;
     case op_kind::STREAM_RECV:
@@ -244,11 +244,11 @@ ucs_status_ptr_t counted_end(counted_op *op, ucs_status_ptr_t result, const size
     op->in_call = false;
     if (op->completed) {
         worker_guard guard(op->worker);
-        release(op);         /* the callback counted it (UCP_OP_ATTR_FLAG_NO_IMM_CMPL) */
+        release(op); /* the callback counted it (UCP_OP_ATTR_FLAG_NO_IMM_CMPL) */
         return result;
     }
     if (UCS_PTR_IS_PTR(result)) {
-        return result;       /* counted by the callback later */
+        return result; /* counted by the callback later */
     }
     size_t bytes = op->bytes;
     if (result == nullptr) {

@@ -25,9 +25,9 @@ namespace ucp::ext {
 /* Which callback of ucp_request_param_t the operation completes with, and
  * where its byte count comes from. */
 enum class op_kind {
-    SEND,         /* cb.send; the bytes of counted()'s buffer and count */
-    TAG_RECV,     /* cb.recv; ucp_tag_recv_info_t::length */
-    STREAM_RECV   /* cb.recv_stream; the length received */
+    SEND,       /* cb.send; the bytes of counted()'s buffer and count */
+    TAG_RECV,   /* cb.recv; ucp_tag_recv_info_t::length */
+    STREAM_RECV /* cb.recv_stream; the length received */
 };
 
 inline bool wants_counting(const ucp_request_param_t *param)
@@ -38,14 +38,14 @@ inline bool wants_counting(const ucp_request_param_t *param)
 /* What a counted operation is, beyond its parameters. */
 struct op_desc {
     ucp_worker_h worker;
-    op_kind      kind;
-    const void   *buffer;        /* a SEND's data: its size is counted with EVENTS_BYTES */
-    size_t       count;
-    ucp_ep_h     ep     = nullptr;  /* a triggered one is cancelled when the ep goes */
-    ucp_rkey_h   rkey   = nullptr;  /* a triggered one checks it is live when it fires */
+    op_kind kind;
+    const void *buffer; /* a SEND's data: its size is counted with EVENTS_BYTES */
+    size_t count;
+    ucp_ep_h ep          = nullptr; /* a triggered one is cancelled when the ep goes */
+    ucp_rkey_h rkey      = nullptr; /* a triggered one checks it is live when it fires */
     const size_t *length = nullptr; /* a stream receive's length output */
-    bool         can_trigger = true;
-    ucp_cntr     *updates = nullptr; /* ucp_cntr_op_nbx: held until a triggered one fires */
+    bool can_trigger     = true;
+    ucp_cntr *updates    = nullptr; /* ucp_cntr_op_nbx: held until a triggered one fires */
 };
 
 struct counted_op;
@@ -70,7 +70,7 @@ public:
     static constexpr std::size_t capacity = 64;
 
     template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, start_fn>>>
-    start_fn(F f) noexcept      /* NOLINT: converts like std::function */
+    start_fn(F f) noexcept /* NOLINT: converts like std::function */
     {
         static_assert(sizeof(F) <= capacity, "start_fn: the capture is too big");
         static_assert(alignof(F) <= alignof(std::max_align_t), "start_fn: over-aligned");
@@ -78,7 +78,7 @@ public:
                       "start_fn: capture plain values only");
         new (m_storage) F(f);
         m_call = [](const void *storage, const ucp_request_param_t *param) {
-            return (*static_cast<const F*>(storage))(param);
+            return (*static_cast<const F *>(storage))(param);
         };
     }
 
@@ -89,7 +89,7 @@ public:
 
 private:
     alignas(std::max_align_t) unsigned char m_storage[capacity];
-    ucs_status_ptr_t (*m_call)(const void*, const ucp_request_param_t*);
+    ucs_status_ptr_t (*m_call)(const void *, const ucp_request_param_t *);
 };
 
 /* The ext param asks for a trigger (UCP_EXT_PARAM_FIELD_TRIGGER). */
@@ -123,8 +123,8 @@ bool cntr_live_on(ucp_cntr *cntr, ucp_worker_h worker, const char *field);
 
 /* The counters of `ext` (fields in `known` only), checked live on `worker`
  * (caller holds its guard); nullptr where not given. */
-ucs_status_t ext_counters(const ucp_ext_request_param_t *ext, ucp_worker_h worker,
-                          uint64_t known, ucp_cntr **cntr, ucp_cntr **err_cntr);
+ucs_status_t ext_counters(const ucp_ext_request_param_t *ext, ucp_worker_h worker, uint64_t known,
+                          ucp_cntr **cntr, ucp_cntr **err_cntr);
 
 /* Counts a failure of an operation with these counters (cancelled before
  * it started): 1 on err_cntr's error value, or cntr's. */

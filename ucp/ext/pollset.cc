@@ -24,10 +24,10 @@
 struct ucp_pollset final : public ucp::ext::event_set {
     struct member {
         ucp_object_t object;
-        void         *user_data;
-        uint64_t     value;     /* a counter's values when last reported */
-        uint64_t     error;
-        bool         pending;   /* had events that did not fit */
+        void *user_data;
+        uint64_t value; /* a counter's values when last reported */
+        uint64_t error;
+        bool pending; /* had events that did not fit */
     };
 
     using event_set::event_set;
@@ -51,20 +51,21 @@ struct ucp_pollset final : public ucp::ext::event_set {
 
     void forget(const ucp_object_t &object) override
     {
-        members.erase(std::remove_if(members.begin(), members.end(), [&](const member &m) {
-            return ucp::ext::same_object(m.object, object);
-        }), members.end());
+        members.erase(std::remove_if(
+                          members.begin(), members.end(),
+                          [&](const member &m) { return ucp::ext::same_object(m.object, object); }),
+                      members.end());
     }
 
     /* A poll's snapshot of the members: an object and its index then. */
     struct slot {
         ucp_object_t object;
-        size_t       index;
+        size_t index;
     };
 
     std::vector<member> members;
-    size_t              next = 0;   /* the member the next poll starts with */
-    std::vector<slot>   scratch;    /* the snapshot's room, kept between polls */
+    size_t next = 0;           /* the member the next poll starts with */
+    std::vector<slot> scratch; /* the snapshot's room, kept between polls */
 };
 
 namespace {
@@ -77,11 +78,11 @@ ucp_pollset::member *check(ucp_pollset &set, const ucp_pollset::slot &s)
 {
     const ucp_object_t &object = s.object;
     if (object.type == UCP_OBJECT_WORKER) {
-        const bool progressed = ucp_worker_progress(static_cast<ucp_worker*>(object.handle)) != 0;
+        const bool progressed  = ucp_worker_progress(static_cast<ucp_worker *>(object.handle)) != 0;
         ucp_pollset::member *m = set.lookup(object, s.index);
         return ((m != nullptr) && (progressed || m->pending)) ? m : nullptr;
     }
-    auto *cntr = static_cast<ucp_cntr*>(object.handle);
+    auto *cntr = static_cast<ucp_cntr *>(object.handle);
     /* ucp_cntr_read's progress, done here: what it finds belongs to the
      * worker, which must not miss it if it is a member too. */
     if (ucp_worker_progress(cntr->worker) != 0) {
@@ -89,11 +90,11 @@ ucp_pollset::member *check(ucp_pollset &set, const ucp_pollset::slot &s)
             w->pending = true;
         }
     }
-    const uint64_t value = cntr->value.load(std::memory_order_acquire);
-    const uint64_t error = cntr->error.load(std::memory_order_acquire);
+    const uint64_t value   = cntr->value.load(std::memory_order_acquire);
+    const uint64_t error   = cntr->error.load(std::memory_order_acquire);
     ucp_pollset::member *m = set.lookup(object, s.index);
-    return ((m != nullptr) && (m->pending || (value != m->value) || (error != m->error))) ?
-           m : nullptr;
+    return ((m != nullptr) && (m->pending || (value != m->value) || (error != m->error))) ? m :
+                                                                                            nullptr;
 }
 
 void report(ucp_pollset::member *m, void **user_data, int *found)
@@ -101,7 +102,7 @@ void report(ucp_pollset::member *m, void **user_data, int *found)
     user_data[(*found)++] = m->user_data;
     m->pending            = false;
     if (m->object.type == UCP_OBJECT_CNTR) {
-        auto *cntr = static_cast<ucp_cntr*>(m->object.handle);
+        auto *cntr = static_cast<ucp_cntr *>(m->object.handle);
         m->value   = cntr->value.load(std::memory_order_acquire);
         m->error   = cntr->error.load(std::memory_order_acquire);
     }
@@ -127,7 +128,7 @@ ucs_status_t ucp_pollset_create(ucp_context_h context, ucp_pollset_h *set_p)
 ucs_status_t ucp_pollset_destroy(ucp_pollset_h set)
 {
     if ((set == nullptr) || !live_pollsets::instance().contains(set)) {
-        ucs_error("ucp_pollset_destroy: %p is not a live poll set", static_cast<void*>(set));
+        ucs_error("ucp_pollset_destroy: %p is not a live poll set", static_cast<void *>(set));
         return UCS_ERR_INVALID_PARAM;
     }
     if (!set->members.empty()) {
@@ -155,7 +156,7 @@ ucs_status_t ucp_pollset_add(ucp_pollset_h set, const ucp_object_t *object, void
         ucp_pollset::member m{*object, user_data, 0, 0, false};
         if (object->type == UCP_OBJECT_CNTR) {
             /* Changes from now on are events. */
-            auto *cntr = static_cast<ucp_cntr*>(object->handle);
+            auto *cntr = static_cast<ucp_cntr *>(object->handle);
             m.value    = cntr->value.load(std::memory_order_acquire);
             m.error    = cntr->error.load(std::memory_order_acquire);
         }
@@ -204,7 +205,7 @@ int ucp_pollset_poll(ucp_pollset_h set, void **user_data, int count)
             continue;
         }
         if (found == count) {
-            m->pending = true;      /* reported by the next poll */
+            m->pending = true; /* reported by the next poll */
             continue;
         }
         report(m, user_data, &found);

@@ -25,21 +25,21 @@ enum class pwc_kind : uint8_t { PUT, GET };
 
 /* One put or get with completion ids, from its call to its local completion. */
 struct pwc_op {
-    ucp_worker           *worker;
-    ucp_ep               *ep;
-    pwc_kind             kind;
-    uint8_t              *buffer;
-    size_t               length;
-    uint64_t             remote_addr;
-    ucp_rkey             *rkey;
-    uint64_t             secret;         /* the key's, for the packed path */
-    ucp_cid_t            local_cid;
-    uint64_t             remote_u64;
+    ucp_worker *worker;
+    ucp_ep *ep;
+    pwc_kind kind;
+    uint8_t *buffer;
+    size_t length;
+    uint64_t remote_addr;
+    ucp_rkey *rkey;
+    uint64_t secret; /* the key's, for the packed path */
+    ucp_cid_t local_cid;
+    uint64_t remote_u64;
     std::vector<uint8_t> remote_payload; /* an id of bytes, copied at the call */
-    unsigned             flags;          /* ucp_pwc_flags */
-    bool                 takes_credit;   /* the target queues its id */
-    bool                 credit_taken = false;
-    bool                 packed;         /* the data travels with the id */
+    unsigned flags;                      /* ucp_pwc_flags */
+    bool takes_credit;                   /* the target queues its id */
+    bool credit_taken = false;
+    bool packed; /* the data travels with the id */
 };
 
 namespace {
@@ -84,8 +84,8 @@ constexpr size_t max_inline_message = 128;
  * sysv segment of the peer: a CPU copy reaches it, visible at once). */
 uint8_t *direct_target(ucp_ep *ep, ucp_rkey *rkey, uint64_t remote_addr)
 {
-    return (rma::cache_of(ep, rkey).direct != nullptr) ?
-           rma::direct_address(rkey, remote_addr) : nullptr;
+    return (rma::cache_of(ep, rkey).direct != nullptr) ? rma::direct_address(rkey, remote_addr) :
+                                                         nullptr;
 }
 
 /* The ep sends now: wired up, nothing queued before. */
@@ -99,9 +99,9 @@ bool lane_free(const ucp_ep *ep)
 /* What an AM_PWC carries, from an operation or from a call's arguments. */
 struct message {
     wire::pwc_hdr hdr;
-    const void    *id;       /* hdr.id_size bytes */
-    const void    *data;     /* DATA: `length` bytes */
-    size_t        length;
+    const void *id;   /* hdr.id_size bytes */
+    const void *data; /* DATA: `length` bytes */
+    size_t length;
 };
 
 uint8_t wire_flags(unsigned flags, pwc_kind kind, bool packed)
@@ -114,8 +114,8 @@ uint8_t wire_flags(unsigned flags, pwc_kind kind, bool packed)
 
 size_t pack_message(void *dest, void *arg)
 {
-    const auto *m = static_cast<const message*>(arg);
-    auto *out     = static_cast<uint8_t*>(dest);
+    const auto *m = static_cast<const message *>(arg);
+    auto *out     = static_cast<uint8_t *>(dest);
     std::memcpy(out, &m->hdr, sizeof(m->hdr));
     size_t size = sizeof(m->hdr);
     if (m->hdr.id_size != 0) {
@@ -143,13 +143,13 @@ ssize_t send_now(ucp_ep *ep, const message &m)
     if ((attr.flags & uct::iface_flag::AM_SHORT) && (size <= attr.am.max_short) &&
         (size <= max_inline_message)) {
         uint8_t packed[max_inline_message];
-        pack_message(packed, const_cast<message*>(&m));
+        pack_message(packed, const_cast<message *>(&m));
         uint64_t first;
         std::memcpy(&first, packed, sizeof(first));
         return ep->am_ep->am_short(wire::AM_PWC, first, packed + sizeof(first),
                                    unsigned(size - sizeof(first)));
     }
-    return ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, const_cast<message*>(&m), 0);
+    return ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, const_cast<message *>(&m), 0);
 }
 
 /* The AM_PWC of an operation. */
@@ -174,7 +174,7 @@ message message_of(const pwc_op *op)
 /* The AM_PWC of a send request (whose user data is the operation). */
 size_t pack_pwc(void *dest, void *arg)
 {
-    message m = message_of(static_cast<const pwc_op*>(static_cast<request*>(arg)->user_data));
+    message m = message_of(static_cast<const pwc_op *>(static_cast<request *>(arg)->user_data));
     return pack_message(dest, &m);
 }
 
@@ -182,7 +182,7 @@ ucs_status_t pwc_step(request *req)
 {
     const ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_PWC, pack_pwc, req, 0);
     if (packed < 0) {
-        return ucs_status_t(packed);    /* NO_RESOURCE: retried from the pending queue */
+        return ucs_status_t(packed); /* NO_RESOURCE: retried from the pending queue */
     }
     send_done(req);
     return UCS_OK;
@@ -190,7 +190,7 @@ ucs_status_t pwc_step(request *req)
 
 void on_message_sent(void *, ucs_status_t status, void *arg)
 {
-    complete(static_cast<pwc_op*>(arg), status);
+    complete(static_cast<pwc_op *>(arg), status);
 }
 
 /* The AM_PWC, through a send request of the ep (queued behind a busy lane
@@ -205,12 +205,12 @@ void send_message(pwc_op *op)
         }
     }
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = on_message_sent;
-    param.user_data    = op;
+    param.op_attr_mask            = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send                 = on_message_sent;
+    param.user_data               = op;
     const ucs_status_ptr_t result = pwc_send_request(op->ep, wire::AM_PWC, pwc_step, &param);
     if (UCS_PTR_IS_PTR(result)) {
-        ucp_request_free(result);       /* the callback completes the operation */
+        ucp_request_free(result); /* the callback completes the operation */
     } else {
         complete(op, UCS_PTR_STATUS(result));
     }
@@ -230,12 +230,14 @@ void then(pwc_op *op, ucs_status_ptr_t result, next_step next)
     next(op, UCS_PTR_STATUS(result));
 }
 
-template <next_step Next> void call_next(void *, ucs_status_t status, void *arg)
+template <next_step Next>
+void call_next(void *, ucs_status_t status, void *arg)
 {
-    Next(static_cast<pwc_op*>(arg), status);
+    Next(static_cast<pwc_op *>(arg), status);
 }
 
-template <next_step Next> ucp_request_param_t param_for(pwc_op *op)
+template <next_step Next>
+ucp_request_param_t param_for(pwc_op *op)
 {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -249,7 +251,7 @@ void after_flush(pwc_op *op, ucs_status_t status)
     if (status != UCS_OK) {
         complete(op, status);
     } else {
-        send_message(op);       /* the data is at the target: the id follows */
+        send_message(op); /* the data is at the target: the id follows */
     }
 }
 
@@ -260,7 +262,7 @@ void after_data(pwc_op *op, ucs_status_t status)
         return;
     }
     if (op->kind == pwc_kind::GET) {
-        send_message(op);       /* the data left the target: it may reuse it */
+        send_message(op); /* the data left the target: it may reuse it */
         return;
     }
     /* A put completes when its source may be reused; the flush, when the
@@ -277,7 +279,7 @@ void start(pwc_op *op)
     }
     if (op->packed || (op->length == 0)) {
         if ((op->length == 0) && !wants_remote(op)) {
-            complete(op, UCS_OK);       /* nothing to move, nobody to tell */
+            complete(op, UCS_OK); /* nothing to move, nobody to tell */
         } else {
             send_message(op);
         }
@@ -286,10 +288,10 @@ void start(pwc_op *op)
     if (op->kind == pwc_kind::PUT) {
         if (uint8_t *direct = direct_target(op->ep, op->rkey, op->remote_addr)) {
             std::memcpy(direct, op->buffer, op->length);
-            std::atomic_thread_fence(std::memory_order_release);    /* data before id */
+            std::atomic_thread_fence(std::memory_order_release); /* data before id */
             op->length = 0;
             if (wants_remote(op)) {
-                send_message(op);       /* visible already: no flush */
+                send_message(op); /* visible already: no flush */
             } else {
                 complete(op, UCS_OK);
             }
@@ -372,8 +374,8 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     }
     const bool remote = !(flags & UCP_PWC_FLAG_NO_RCE);
     if (remote && (remote_cid != nullptr) && (remote_cid->size > st->max_id_size)) {
-        ucs_error("pwc: a remote id of %zu bytes; UCX_PWC_MAX_ID_SIZE is %zu",
-                  remote_cid->size, st->max_id_size);
+        ucs_error("pwc: a remote id of %zu bytes; UCX_PWC_MAX_ID_SIZE is %zu", remote_cid->size,
+                  st->max_id_size);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     pwc_peer *peer = pwc_peer_of(ep);
@@ -383,18 +385,19 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     const size_t id_size = (remote && (remote_cid != nullptr)) ? remote_cid->size : 0;
     /* A remote id counted on the target's counter takes no place in its
      * queue (one queued there for want of a counter gives no credit back). */
-    const bool takes_credit = remote && !(flags & UCP_PWC_FLAG_REMOTE_CNTR);
-    const size_t message_size = sizeof(wire::pwc_hdr) + id_size + length;  /* if packed */
+    const bool takes_credit   = remote && !(flags & UCP_PWC_FLAG_REMOTE_CNTR);
+    const size_t message_size = sizeof(wire::pwc_hdr) + id_size + length; /* if packed */
     /* The target's memory mapped here: a copy into it, then the id. Small
      * puts still travel with the id (one message beats a copy and one). */
-    uint8_t *direct = ((kind == pwc_kind::PUT) && (length > packed_over_direct)) ?
-                      direct_target(ep, rkey, remote_addr) : nullptr;
+    uint8_t *direct   = ((kind == pwc_kind::PUT) && (length > packed_over_direct)) ?
+                            direct_target(ep, rkey, remote_addr) :
+                            nullptr;
     const bool packed = (kind == pwc_kind::PUT) && (length != 0) && (length <= st->packed_max) &&
                         ((direct == nullptr) || (length <= packed_over_direct)) &&
                         (message_size <= ep->am_ep->owner().attr().am.max_bcopy);
     const bool must_wait = !peer->waiting.empty() || (takes_credit && (peer->credits == 0));
     if (must_wait && (peer->waiting.size() >= st->window)) {
-        return UCS_ERR_NO_RESOURCE;     /* the target's queue and ours are full */
+        return UCS_ERR_NO_RESOURCE; /* the target's queue and ours are full */
     }
     /* The common small case: one message now, no record (its local part is
      * done when the lane took a copy). */
@@ -402,7 +405,7 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     if (!must_wait && (packed || copies_now || ((length == 0) && remote)) && lane_free(ep)) {
         if (copies_now) {
             std::memcpy(direct, buffer, length);
-            std::atomic_thread_fence(std::memory_order_release);    /* data before id */
+            std::atomic_thread_fence(std::memory_order_release); /* data before id */
             if (!remote) {
                 if (!(flags & UCP_PWC_FLAG_NO_LCE)) {
                     pwc_push_local(ep->worker, ep,
@@ -410,7 +413,7 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
                 }
                 return UCS_OK;
             }
-            length = 0;         /* what is left is the id */
+            length = 0; /* what is left is the id */
         }
         message m{};
         m.hdr.src_uuid = ep->worker->uuid;
@@ -431,8 +434,8 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
                 --peer->credits;
             }
             if (!(flags & UCP_PWC_FLAG_NO_LCE)) {
-                pwc_push_local(ep->worker, ep, (local_cid != nullptr) ? *local_cid : ucp_cid_t{},
-                               0, UCS_OK);
+                pwc_push_local(ep->worker, ep, (local_cid != nullptr) ? *local_cid : ucp_cid_t{}, 0,
+                               UCS_OK);
             }
             return UCS_OK;
         }
@@ -442,11 +445,11 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
         /* The data is in place already: the id goes as an operation (which
          * also reports a failure). */
     }
-    auto op = std::make_unique<pwc_op>();
+    auto op         = std::make_unique<pwc_op>();
     op->worker      = ep->worker;
     op->ep          = ep;
     op->kind        = kind;
-    op->buffer      = static_cast<uint8_t*>(buffer);
+    op->buffer      = static_cast<uint8_t *>(buffer);
     op->length      = length;
     op->remote_addr = remote_addr;
     op->rkey        = rkey;
@@ -456,7 +459,7 @@ ucs_status_t post_locked(ucp_ep *ep, pwc_kind kind, void *buffer, size_t length,
     if (remote && (remote_cid != nullptr)) {
         op->remote_u64 = remote_cid->u64;
         if (id_size != 0) {
-            const auto *bytes = static_cast<const uint8_t*>(remote_cid->data);
+            const auto *bytes = static_cast<const uint8_t *>(remote_cid->data);
             op->remote_payload.assign(bytes, bytes + id_size);
         }
     }
@@ -507,15 +510,15 @@ ucs_status_ptr_t pwc_send_request(ucp_ep *ep, uint8_t am_id, send_step_t step,
     s.offset      = 0;
     s.am_id       = am_id;
     (void)s.packer.start(ucp_dt_make_contig(1), nullptr, 0);
-    s.step        = step;
-    req->flags   |= request_flag::NAMES_PEER_EP;   /* the header names the peer's ep */
+    s.step = step;
+    req->flags |= request_flag::NAMES_PEER_EP; /* the header names the peer's ep */
     return send_request_start(req, param);
 }
 
 pwc_state *pwc_state_make(ucp_worker *worker)
 {
     if (worker->pwc == nullptr) {
-        auto *st        = new (std::nothrow) pwc_state;
+        auto *st = new (std::nothrow) pwc_state;
         if (st == nullptr) {
             return nullptr;
         }
@@ -560,7 +563,7 @@ void pwc_ep_gone(ucp_ep *ep, ucs_status_t status)
     if (ep->pwc == nullptr) {
         return;
     }
-    std::deque<pwc_op*> waiting;
+    std::deque<pwc_op *> waiting;
     waiting.swap(ep->pwc->waiting);
     for (pwc_op *op : waiting) {
         complete(op, status);
@@ -572,19 +575,19 @@ void pwc_ep_gone(ucp_ep *ep, ucs_status_t status)
 extern "C" {
 
 ucs_status_t ucp_pwc_put(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
-                         ucp_rkey_h rkey, const ucp_cid_t *local_cid,
-                         const ucp_cid_t *remote_cid, unsigned flags)
+                         ucp_rkey_h rkey, const ucp_cid_t *local_cid, const ucp_cid_t *remote_cid,
+                         unsigned flags)
 {
-    return ucp::ext::post(ep, ucp::ext::pwc_kind::PUT, const_cast<void*>(buffer), length,
+    return ucp::ext::post(ep, ucp::ext::pwc_kind::PUT, const_cast<void *>(buffer), length,
                           remote_addr, rkey, local_cid, remote_cid, flags);
 }
 
 ucs_status_t ucp_pwc_get(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
-                         ucp_rkey_h rkey, const ucp_cid_t *local_cid,
-                         const ucp_cid_t *remote_cid, unsigned flags)
+                         ucp_rkey_h rkey, const ucp_cid_t *local_cid, const ucp_cid_t *remote_cid,
+                         unsigned flags)
 {
-    return ucp::ext::post(ep, ucp::ext::pwc_kind::GET, buffer, length, remote_addr, rkey,
-                          local_cid, remote_cid, flags);
+    return ucp::ext::post(ep, ucp::ext::pwc_kind::GET, buffer, length, remote_addr, rkey, local_cid,
+                          remote_cid, flags);
 }
 
 } // extern "C"

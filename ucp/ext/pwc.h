@@ -43,30 +43,30 @@ struct pwc_op;
 
 /* A completion waiting for the probe; the id's bytes live in `payload`. */
 struct pwc_entry {
-    ucp_pwc_completion_t   completion;
-    std::vector<uint8_t>   payload;
+    ucp_pwc_completion_t completion;
+    std::vector<uint8_t> payload;
 };
 
 /* An ep's side of the flow control and its operations. */
 struct pwc_peer {
-    unsigned             credits = 0;  /* remote ids we may still send */
-    unsigned             owed    = 0;  /* ids of this peer the application took, not given back */
-    size_t               pending = 0;  /* our operations on the ep not completed */
-    std::deque<pwc_op*>  waiting;      /* for credits, in posting order */
-    bool                 granting = false;  /* an AM_PWC_CREDIT is on its way out */
+    unsigned credits = 0;         /* remote ids we may still send */
+    unsigned owed    = 0;         /* ids of this peer the application took, not given back */
+    size_t pending   = 0;         /* our operations on the ep not completed */
+    std::deque<pwc_op *> waiting; /* for credits, in posting order */
+    bool granting = false;        /* an AM_PWC_CREDIT is on its way out */
 };
 
 struct pwc_state {
-    std::deque<pwc_entry>             local;
-    std::deque<pwc_entry>             remote;
+    std::deque<pwc_entry> local;
+    std::deque<pwc_entry> remote;
     /* Payloads of the ids the last probe returned (valid until the next). */
     std::vector<std::vector<uint8_t>> handed_out;
-    size_t                            pending = 0;     /* our operations */
-    ucp_cntr                          *remote_cntr = nullptr;  /* ucp_pwc_bind_cntr */
-    size_t                            max_id_size;
-    unsigned                          window;          /* credits per ep */
-    unsigned                          grant_batch;     /* credits given back at once */
-    size_t                            packed_max;
+    size_t pending        = 0;       /* our operations */
+    ucp_cntr *remote_cntr = nullptr; /* ucp_pwc_bind_cntr */
+    size_t max_id_size;
+    unsigned window;      /* credits per ep */
+    unsigned grant_batch; /* credits given back at once */
+    size_t packed_max;
 };
 
 /* An AM of the ep with no data of its own: `step` packs and sends it (the

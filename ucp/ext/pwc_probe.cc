@@ -30,7 +30,7 @@ constexpr unsigned entry_credited = 1u << 31;
 
 size_t pack_credit(void *dest, void *arg)
 {
-    auto *req  = static_cast<request*>(arg);
+    auto *req  = static_cast<request *>(arg);
     ucp_ep *ep = req->u.send.ep;
     /* What is owed when it goes out: grants asked meanwhile ride along. */
     const wire::pwc_credit_hdr hdr{req->worker->uuid, ep->remote_id, ep->pwc->owed, 0};
@@ -41,8 +41,8 @@ size_t pack_credit(void *dest, void *arg)
 
 ucs_status_t credit_step(request *req)
 {
-    const ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_PWC_CREDIT, pack_credit,
-                                                           req, 0);
+    const ssize_t packed = req->u.send.ep->am_ep->am_bcopy(wire::AM_PWC_CREDIT, pack_credit, req,
+                                                           0);
     if (packed < 0) {
         return ucs_status_t(packed);
     }
@@ -55,9 +55,8 @@ ucs_status_t credit_step(request *req)
 void send_credits(ucp_ep *ep)
 {
     const ucp_request_param_t param{};
-    ep->pwc->granting = true;
-    const ucs_status_ptr_t result = pwc_send_request(ep, wire::AM_PWC_CREDIT, credit_step,
-                                                     &param);
+    ep->pwc->granting             = true;
+    const ucs_status_ptr_t result = pwc_send_request(ep, wire::AM_PWC_CREDIT, credit_step, &param);
     if (UCS_PTR_IS_PTR(result)) {
         ucp_request_free(result);
     } else if (result != nullptr) {
@@ -67,8 +66,7 @@ void send_credits(ucp_ep *ep)
 }
 
 /* Moves up to `max` entries of `ep` from `queue` to `out`, in order. */
-void take(std::deque<pwc_entry> &queue, const ucp_ep *ep, size_t max,
-          std::vector<pwc_entry> *out)
+void take(std::deque<pwc_entry> &queue, const ucp_ep *ep, size_t max, std::vector<pwc_entry> *out)
 {
     auto keep = queue.begin();
     for (auto it = queue.begin(); it != queue.end(); ++it) {
@@ -100,7 +98,7 @@ void hand_out(pwc_state *st, pwc_entry &&entry, ucp_pwc_completion_t *out,
         *out = c;
     }
     if (handler != nullptr) {
-        handler(&c, arg);       /* may post: the entry is off its queue */
+        handler(&c, arg); /* may post: the entry is off its queue */
     }
 }
 
@@ -108,8 +106,7 @@ void hand_out(pwc_state *st, pwc_entry &&entry, ucp_pwc_completion_t *out,
  * spinning caller's call stays small. */
 __attribute__((noinline)) size_t take_completions(pwc_state *st, unsigned flags, ucp_ep *ep,
                                                   ucp_pwc_handler_t handler, void *arg,
-                                                  ucp_pwc_completion_t *completions,
-                                                  size_t max)
+                                                  ucp_pwc_completion_t *completions, size_t max)
 {
     size_t count = 0;
     st->handed_out.clear();
@@ -131,27 +128,28 @@ __attribute__((noinline)) size_t take_completions(pwc_state *st, unsigned flags,
         std::vector<pwc_entry> taken;
         take(*queue, ep, max - count, &taken);
         for (pwc_entry &entry : taken) {
-            hand_out(st, std::move(entry),
-                     (completions != nullptr) ? &completions[count] : nullptr, handler, arg);
+            hand_out(st, std::move(entry), (completions != nullptr) ? &completions[count] : nullptr,
+                     handler, arg);
             ++count;
         }
     }
     return count;
 }
 
-ucs_status_t probe_locked(ucp_worker *worker, unsigned flags, ucp_ep *ep,
-                          ucp_pwc_handler_t handler, void *arg,
-                          ucp_pwc_completion_t *completions, size_t max, size_t *count_p,
+ucs_status_t probe_locked(ucp_worker *worker, unsigned flags, ucp_ep *ep, ucp_pwc_handler_t handler,
+                          void *arg, ucp_pwc_completion_t *completions, size_t max, size_t *count_p,
                           size_t *pending_p)
 {
     pwc_state *st = worker->pwc;
     /* The spinning caller's common case: nothing came. */
     *count_p = ((st != nullptr) && (max != 0) && (!st->local.empty() || !st->remote.empty())) ?
-               take_completions(st, flags, ep, handler, arg, completions, max) : 0;
+                   take_completions(st, flags, ep, handler, arg, completions, max) :
+                   0;
     if (pending_p != nullptr) {
-        *pending_p = (st == nullptr) ? 0 :
-                     (ep == nullptr) ? st->pending :
-                     (ep->pwc != nullptr) ? ep->pwc->pending : 0;
+        *pending_p = (st == nullptr)      ? 0 :
+                     (ep == nullptr)      ? st->pending :
+                     (ep->pwc != nullptr) ? ep->pwc->pending :
+                                            0;
     }
     return UCS_OK;
 }
@@ -213,14 +211,14 @@ namespace ucp {
 
 ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::pwc_hdr hdr;
     if (!r.get(&hdr)) {
         ucs_warn("worker '%s': dropping a short put with completion", worker->name.c_str());
         return UCS_OK;
     }
-    ucp_ep *ep = sender_ep(worker, hdr.ep_id, hdr.src_uuid);
+    ucp_ep *ep         = sender_ep(worker, hdr.ep_id, hdr.src_uuid);
     ext::pwc_state *st = ext::pwc_state_of(worker);
     if ((ep == nullptr) || (st == nullptr)) {
         return UCS_OK;
@@ -230,8 +228,8 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
     if ((hdr.flags & ~wire::pwc_flag::ALL) || (hdr.id_size > st->max_id_size) ||
         !r.bytes(hdr.id_size, &id) || (!(hdr.flags & wire::pwc_flag::DATA) && !r.at_end())) {
         ucs_error("worker '%s': dropping a malformed put with completion (flags 0x%x, id of "
-                  "%u bytes, %zu bytes after it, UCX_PWC_MAX_ID_SIZE %zu)", worker->name.c_str(),
-                  hdr.flags, hdr.id_size, r.left(), st->max_id_size);
+                  "%u bytes, %zu bytes after it, UCX_PWC_MAX_ID_SIZE %zu)",
+                  worker->name.c_str(), hdr.flags, hdr.id_size, r.left(), st->max_id_size);
         return UCS_OK;
     }
     if (hdr.flags & wire::pwc_flag::DATA) {
@@ -239,15 +237,15 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
         region_counter counter;
         if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret, &counter)) {
             ucs_error("worker '%s': refused a put with completion to 0x%llx+%zu outside the "
-                      "regions its key opens", worker->name.c_str(),
-                      static_cast<unsigned long long>(hdr.address), size);
+                      "regions its key opens",
+                      worker->name.c_str(), static_cast<unsigned long long>(hdr.address), size);
             if (credited) {
-                ext::pwc_ids_taken(ep, 1);      /* no id queued: its credit goes back */
+                ext::pwc_ids_taken(ep, 1); /* no id queued: its credit goes back */
             }
             return UCS_OK;
         }
         if (size != 0) {
-            std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
+            std::memcpy(reinterpret_cast<void *>(hdr.address), r.pos(), size);
         }
         ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_WRITE, size);
     }
@@ -260,9 +258,12 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
     }
     ext::pwc_entry entry;
     entry.completion = {UCP_PWC_COMPLETION_REMOTE |
-                        ((hdr.flags & wire::pwc_flag::GET) ? unsigned(UCP_PWC_COMPLETION_GET) : 0u) |
-                        (credited ? ext::entry_credited : 0u),
-                        UCS_OK, ep, {hdr.cid, nullptr, 0}};
+                            ((hdr.flags & wire::pwc_flag::GET) ? unsigned(UCP_PWC_COMPLETION_GET) :
+                                                                 0u) |
+                            (credited ? ext::entry_credited : 0u),
+                        UCS_OK,
+                        ep,
+                        {hdr.cid, nullptr, 0}};
     entry.payload.assign(id, id + hdr.id_size);
     st->remote.push_back(std::move(entry));
     return UCS_OK;
@@ -270,7 +271,7 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t pwc_credit_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::pwc_credit_hdr hdr;
     if (!r.get(&hdr)) {
@@ -335,7 +336,7 @@ ucs_status_t ucp_pwc_bind_cntr(ucp_worker_h worker, ucp_cntr_h cntr)
         }
         st->remote_cntr = cntr;
         if (cntr != nullptr) {
-            ++cntr->pending_work;       /* not destroyed while bound */
+            ++cntr->pending_work; /* not destroyed while bound */
         }
         return UCS_OK;
     });

@@ -32,42 +32,41 @@ namespace ucp::ext {
  * its trigger counter's queue, and the threshold). From the worker's pool
  * of records: a post allocates nothing else but the caller's request. */
 struct trigger_op : trigger_entry {
-    op_desc             desc;
-    start_fn            start;
-    ucp_request_param_t user;        /* the caller's parameters */
-    ucp_cntr            *cntr;       /* completion counters */
-    ucp_cntr            *err_cntr;
-    ucp_cntr            *updates;    /* ucp_cntr_op_nbx: the counter it changes */
-    ucp_cntr            *trigger;
-    uint64_t            rkeys_destroyed; /* at post: desc.rkey is live while unchanged */
-    request             *outer;      /* what the caller holds */
-    void                *inner    = nullptr; /* the started operation's request */
-    ucs::list_link      ops_link;    /* in trigger_state::ops */
-    bool                started   = false;
-    bool                finished  = false;   /* completed; kept until a cancel batch ends */
+    op_desc desc;
+    start_fn start;
+    ucp_request_param_t user; /* the caller's parameters */
+    ucp_cntr *cntr;           /* completion counters */
+    ucp_cntr *err_cntr;
+    ucp_cntr *updates; /* ucp_cntr_op_nbx: the counter it changes */
+    ucp_cntr *trigger;
+    uint64_t rkeys_destroyed; /* at post: desc.rkey is live while unchanged */
+    request *outer;           /* what the caller holds */
+    void *inner = nullptr;    /* the started operation's request */
+    ucs::list_link ops_link;  /* in trigger_state::ops */
+    bool started  = false;
+    bool finished = false; /* completed; kept until a cancel batch ends */
 };
 
 struct trigger_state {
     /* Counters with queued operations (has_triggers set); nullptr where one
      * was destroyed while firing ran. */
-    std::vector<ucp_cntr*>                            armed;
+    std::vector<ucp_cntr *> armed;
     /* Queued and started operations (the request their caller holds names
      * its own in request::id). */
     ucs::intrusive_list<trigger_op, &trigger_op::ops_link> ops;
-    ucs::mpool                                        records;    /* of trigger_op */
+    ucs::mpool records; /* of trigger_op */
     /* Cancel batches running: operations finished meanwhile stay allocated
      * (graveyard) so the batch can tell them from live ones. */
-    unsigned                                          batch = 0;
-    std::vector<trigger_op*>                          graveyard;
-    unsigned                                          progress_id =
-            ucs::callback_queue::invalid_id;
-    bool                                              firing = false;
+    unsigned batch = 0;
+    std::vector<trigger_op *> graveyard;
+    unsigned progress_id = ucs::callback_queue::invalid_id;
+    bool firing          = false;
     /* A queue may have emptied by a cancel: the next firing call tidies. */
-    bool                                              maybe_idle = false;
+    bool maybe_idle = false;
     /* A counter with queued operations changed (any thread), or a post
      * queued behind due ones: the next firing call looks. Otherwise the
      * call every progress makes while operations wait returns at once. */
-    std::atomic<bool>                                 maybe_due{false};
+    std::atomic<bool> maybe_due{false};
 };
 
 namespace {
@@ -102,7 +101,7 @@ void release(trigger_op *op)
 
 trigger_op *first_queued(ucp_cntr *c)
 {
-    return static_cast<trigger_op*>(c->triggers.front());
+    return static_cast<trigger_op *>(c->triggers.front());
 }
 
 bool due(ucp_cntr *c)
@@ -157,16 +156,15 @@ void finish(trigger_op *op, ucs_status_t status)
 
 void on_started_send(void *request, ucs_status_t status, void *arg)
 {
-    auto *op = static_cast<trigger_op*>(arg);
+    auto *op = static_cast<trigger_op *>(arg);
     ucp_request_free(request);
     op->inner = nullptr;
     finish(op, status);
 }
 
-void on_started_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
-                     void *arg)
+void on_started_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info, void *arg)
 {
-    auto *op = static_cast<trigger_op*>(arg);
+    auto *op = static_cast<trigger_op *>(arg);
     if ((info != nullptr) && (info != &op->outer->u.recv.info)) {
         op->outer->u.recv.info = *info;
     }
@@ -183,15 +181,15 @@ ucs_status_ptr_t rkey_gone(const ucp_request_param_t *)
 /* Starts a queued operation (taken off its counter's queue already). */
 void start(trigger_op *op)
 {
-    op->started = true;
+    op->started              = true;
     ucp_request_param_t base = op->user;
     base.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
     base.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    base.user_data     = op;
+    base.user_data = op;
     if (op->desc.kind == op_kind::TAG_RECV) {
-        base.cb.recv                = on_started_recv;
-        base.op_attr_mask          |= UCP_OP_ATTR_FIELD_RECV_INFO;
-        base.recv_info.tag_info     = &op->outer->u.recv.info;
+        base.cb.recv = on_started_recv;
+        base.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+        base.recv_info.tag_info = &op->outer->u.recv.info;
     } else {
         base.cb.send = on_started_send;
     }
@@ -202,22 +200,23 @@ void start(trigger_op *op)
     ucp_cntr *const held[] = {op->cntr, op->err_cntr, op->updates};
     op->trigger            = nullptr;
     const bool rkey_dead   = (op->desc.rkey != nullptr) &&
-                             (rkeys_destroyed() != op->rkeys_destroyed) &&
-                             !live_handles<ucp_rkey>::instance().contains(op->desc.rkey);
+                           (rkeys_destroyed() != op->rkeys_destroyed) &&
+                           !live_handles<ucp_rkey>::instance().contains(op->desc.rkey);
     ucs_status_ptr_t result;
     if (!rkey_dead && (op->cntr == nullptr) && (op->err_cntr == nullptr)) {
-        result = op->start(&base);      /* nothing to count */
+        result = op->start(&base); /* nothing to count */
     } else {
         ucp_ext_request_param_t p{};
-        p.base               = base;
+        p.base = base;
         p.base.op_attr_mask |= UCP_OP_ATTR_FIELD_EXT;
-        p.ext_field_mask     = ((op->cntr != nullptr) ? UCP_EXT_PARAM_FIELD_CNTR : 0) |
-                               ((op->err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
-        p.cntr               = op->cntr;
-        p.err_cntr           = op->err_cntr;
+        p.ext_field_mask = ((op->cntr != nullptr) ? UCP_EXT_PARAM_FIELD_CNTR : 0) |
+                           ((op->err_cntr != nullptr) ? UCP_EXT_PARAM_FIELD_ERR_CNTR : 0);
+        p.cntr     = op->cntr;
+        p.err_cntr = op->err_cntr;
         if (rkey_dead) {
             ucs_error("triggered operation %p: its remote key %p was destroyed before it "
-                      "started", op->outer->user_ptr(), static_cast<void*>(op->desc.rkey));
+                      "started",
+                      op->outer->user_ptr(), static_cast<void *>(op->desc.rkey));
             result = counted(op->desc, &p.base, rkey_gone);
         } else {
             result = counted(op->desc, &p.base, op->start);
@@ -229,7 +228,7 @@ void start(trigger_op *op)
         }
     }
     if (UCS_PTR_IS_PTR(result)) {
-        op->inner = result;     /* finishes in on_started_* */
+        op->inner = result; /* finishes in on_started_* */
         return;
     }
     finish(op, UCS_PTR_STATUS(result));
@@ -278,11 +277,11 @@ __attribute__((noinline)) unsigned fire_due_slow(ucp_worker *worker, trigger_sta
             if (c == nullptr) {
                 continue;
             }
-            ++c->pending_work;      /* not destroyed by a callback meanwhile */
+            ++c->pending_work; /* not destroyed by a callback meanwhile */
             while (due(c)) {
                 trigger_op *op = first_queued(c);
                 cntr_trigger_queue::remove(*op);
-                --c->pending_work;  /* its hold as trigger */
+                --c->pending_work; /* its hold as trigger */
                 st.maybe_idle |= c->triggers.empty();
                 start(op);
                 ++started;
@@ -295,7 +294,7 @@ __attribute__((noinline)) unsigned fire_due_slow(ucp_worker *worker, trigger_sta
             break;
         }
         if (++pass == max_firing_passes) {
-            break;                  /* the flag stays: the next progress goes on */
+            break; /* the flag stays: the next progress goes on */
         }
         st.maybe_due.exchange(false, std::memory_order_acq_rel);
     }
@@ -309,14 +308,14 @@ __attribute__((noinline)) unsigned fire_due_slow(ucp_worker *worker, trigger_sta
 
 unsigned fire_due(void *arg)
 {
-    auto *worker      = static_cast<ucp_worker*>(arg);
+    auto *worker      = static_cast<ucp_worker *>(arg);
     trigger_state &st = *worker->triggers;
     /* The common call (every progress of a spinning application while
      * operations wait): nothing changed, nothing due. A plain load first:
      * no locked instruction (a full barrier) on each poll. */
-    if (st.firing || (!st.maybe_idle && (!st.maybe_due.load(std::memory_order_relaxed) ||
-                                         !st.maybe_due.exchange(false,
-                                                                std::memory_order_acq_rel)))) {
+    if (st.firing ||
+        (!st.maybe_idle && (!st.maybe_due.load(std::memory_order_relaxed) ||
+                            !st.maybe_due.exchange(false, std::memory_order_acq_rel)))) {
         return 0;
     }
     return fire_due_slow(worker, st);
@@ -326,7 +325,7 @@ void arm(ucp_worker *worker, trigger_state &st, ucp_cntr *c)
 {
     if (!c->has_triggers.load(std::memory_order_relaxed)) {
         st.armed.push_back(c);
-        c->has_triggers.store(true, std::memory_order_seq_cst);   /* see cntr.cc, update */
+        c->has_triggers.store(true, std::memory_order_seq_cst); /* see cntr.cc, update */
     }
     if (st.progress_id == ucs::callback_queue::invalid_id) {
         st.progress_id = worker->progress_queue.add_persistent(fire_due, worker);
@@ -346,10 +345,10 @@ request *outer_request(ucp_worker *worker, const ucp_request_param_t *param, op_
     }
     req->flags |= request_flag::TRIGGERED;
     if (kind == op_kind::TAG_RECV) {
-        req->flags         |= request_flag::RECV;
-        req->cb.recv        = (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) ?
-                              param->cb.recv : nullptr;
-        req->u.recv.info    = {};
+        req->flags |= request_flag::RECV;
+        req->cb.recv     = (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) ? param->cb.recv :
+                                                                                nullptr;
+        req->u.recv.info = {};
     }
     return req;
 }
@@ -363,21 +362,21 @@ trigger_op *find(ucp_worker *worker, const request *req)
         (req->flags & request_flag::COMPLETED) || (req->worker != worker)) {
         return nullptr;
     }
-    auto *op = reinterpret_cast<trigger_op*>(uintptr_t(req->id));
+    auto *op = reinterpret_cast<trigger_op *>(uintptr_t(req->id));
     return ((op != nullptr) && (op->outer == req) && !op->finished) ? op : nullptr;
 }
 
 /* The queued operations waiting for `trigger` (all when nullptr). */
-std::vector<trigger_op*> queued(ucp_worker *worker, ucp_cntr *trigger)
+std::vector<trigger_op *> queued(ucp_worker *worker, ucp_cntr *trigger)
 {
-    std::vector<trigger_op*> ops;
+    std::vector<trigger_op *> ops;
     if (worker->triggers == nullptr) {
         return ops;
     }
     for (ucp_cntr *c : worker->triggers->armed) {
         if ((c != nullptr) && ((trigger == nullptr) || (c == trigger))) {
             for (trigger_entry &entry : c->triggers) {
-                ops.push_back(static_cast<trigger_op*>(&entry));
+                ops.push_back(static_cast<trigger_op *>(&entry));
             }
         }
     }
@@ -388,8 +387,8 @@ std::vector<trigger_op*> queued(ucp_worker *worker, ucp_cntr *trigger)
  * callbacks of the cancelled may post, start or cancel others: records
  * finished meanwhile stay allocated until the batch ends. */
 template <typename Pred>
-size_t cancel_queued(ucp_worker *worker, const std::vector<trigger_op*> &ops,
-                     ucs_status_t status, Pred &&pred)
+size_t cancel_queued(ucp_worker *worker, const std::vector<trigger_op *> &ops, ucs_status_t status,
+                     Pred &&pred)
 {
     if (ops.empty()) {
         return 0;
@@ -428,8 +427,7 @@ ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t 
      * destroyed meanwhile (trigger_op::rkeys_destroyed). */
     const uint64_t rkeys_before = rkeys_destroyed();
     if ((desc.rkey != nullptr) && !live_handles<ucp_rkey>::instance().contains(desc.rkey)) {
-        ucs_error("triggered operation: remote key %p is not live",
-                  static_cast<void*>(desc.rkey));
+        ucs_error("triggered operation: remote key %p is not live", static_cast<void *>(desc.rkey));
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     /* Met already, and nothing due before it: the plain call, now (which
@@ -443,12 +441,12 @@ ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t 
     ucp_cntr *cntr, *err_cntr;
     const uint64_t known = UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR |
                            UCP_EXT_PARAM_FIELD_TRIGGER;
-    ucs_status_t status  = ext_counters(ext, worker, known, &cntr, &err_cntr);
+    ucs_status_t status = ext_counters(ext, worker, known, &cntr, &err_cntr);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
     }
     if (ext->base.op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
-        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);     /* it cannot start now */
+        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE); /* it cannot start now */
     }
     if ((ext->base.op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) && (ext->base.request == nullptr)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
@@ -463,11 +461,22 @@ ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t 
         ucs::mpool::put(record);
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
-    auto *op = new (record) trigger_op{{{}, ext->trigger_threshold}, desc, start_op,
-                                       ext->base, cntr, err_cntr, desc.updates, trigger,
-                                       rkeys_before, outer, nullptr, {}, false, false};
+    auto *op = new (record) trigger_op{{{}, ext->trigger_threshold},
+                                       desc,
+                                       start_op,
+                                       ext->base,
+                                       cntr,
+                                       err_cntr,
+                                       desc.updates,
+                                       trigger,
+                                       rkeys_before,
+                                       outer,
+                                       nullptr,
+                                       {},
+                                       false,
+                                       false};
     op->user.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_EXT);
-    outer->id = uintptr_t(op);      /* no HAS_ID: the field is free */
+    outer->id = uintptr_t(op); /* no HAS_ID: the field is free */
     st->ops.push_back(*op);
     enqueue(trigger, op);
     hold_counters(op, +1);
@@ -480,7 +489,7 @@ ucs_status_ptr_t post_locked(const op_desc &desc, const ucp_ext_request_param_t 
 bool wants_trigger(const ucp_request_param_t *param)
 {
     return wants_counting(param) &&
-           (reinterpret_cast<const ucp_ext_request_param_t*>(param)->ext_field_mask &
+           (reinterpret_cast<const ucp_ext_request_param_t *>(param)->ext_field_mask &
             UCP_EXT_PARAM_FIELD_TRIGGER);
 }
 
@@ -495,9 +504,9 @@ ucs_status_ptr_t post_triggered(const op_desc &desc, const ucp_request_param_t *
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     worker_guard guard(desc.worker);
-    ucs_status_ptr_t result = nullptr;
+    ucs_status_ptr_t result   = nullptr;
     const ucs_status_t status = guarded("triggered operation", [&]() {
-        result = post_locked(desc, reinterpret_cast<const ucp_ext_request_param_t*>(param),
+        result = post_locked(desc, reinterpret_cast<const ucp_ext_request_param_t *>(param),
                              start_op);
         return UCS_OK;
     });
@@ -535,7 +544,7 @@ void triggers_forget_cntr(ucp_cntr *cntr)
         return;
     }
     if (st->firing) {
-        *it = nullptr;          /* the firing loop walks the vector */
+        *it = nullptr; /* the firing loop walks the vector */
     } else {
         st->armed.erase(it);
     }
@@ -592,7 +601,7 @@ ucs_status_ptr_t ucp_cntr_op_nbx(ucp_cntr_h cntr, ucp_cntr_op_t op, uint64_t val
                                  const ucp_request_param_t *param)
 {
     if ((cntr == nullptr) || !ucp::live_handles<ucp_cntr>::instance().contains(cntr)) {
-        ucs_error("ucp_cntr_op_nbx: %p is not a live counter", static_cast<void*>(cntr));
+        ucs_error("ucp_cntr_op_nbx: %p is not a live counter", static_cast<void *>(cntr));
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     /* A C caller may pass any int: read it as one. */
@@ -603,16 +612,20 @@ ucs_status_ptr_t ucp_cntr_op_nbx(ucp_cntr_h cntr, ucp_cntr_op_t op, uint64_t val
     }
     auto apply = [cntr, raw_op, value](const ucp_request_param_t *) -> ucs_status_ptr_t {
         switch (raw_op) {
-        case UCP_CNTR_OP_ADD:     return UCS_STATUS_PTR(ucp_cntr_add(cntr, value));
-        case UCP_CNTR_OP_SET:     return UCS_STATUS_PTR(ucp_cntr_set(cntr, value));
-        case UCP_CNTR_OP_ADD_ERR: return UCS_STATUS_PTR(ucp_cntr_add_err(cntr, value));
-        default:                  return UCS_STATUS_PTR(ucp_cntr_set_err(cntr, value));
+        case UCP_CNTR_OP_ADD:
+            return UCS_STATUS_PTR(ucp_cntr_add(cntr, value));
+        case UCP_CNTR_OP_SET:
+            return UCS_STATUS_PTR(ucp_cntr_set(cntr, value));
+        case UCP_CNTR_OP_ADD_ERR:
+            return UCS_STATUS_PTR(ucp_cntr_add_err(cntr, value));
+        default:
+            return UCS_STATUS_PTR(ucp_cntr_set_err(cntr, value));
         }
     };
     if (!ucp::ext::wants_counting(param)) {
         return apply(param);
     }
-    const auto *ext = reinterpret_cast<const ucp_ext_request_param_t*>(param);
+    const auto *ext = reinterpret_cast<const ucp_ext_request_param_t *>(param);
     if (ext->ext_field_mask & (UCP_EXT_PARAM_FIELD_CNTR | UCP_EXT_PARAM_FIELD_ERR_CNTR)) {
         ucs_error("ucp_cntr_op_nbx: a counter update takes no completion counters");
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
@@ -654,9 +667,9 @@ ucs_status_t ucp_dwq_flush(ucp_worker_h worker, ucp_cntr_h trigger_cntr, size_t 
     }
     /* What is queued now: operations the callbacks of the cancelled ones
      * post stay queued. */
-    const size_t cancelled = ucp::ext::cancel_queued(
-            worker, ucp::ext::queued(worker, trigger_cntr), UCS_ERR_CANCELED,
-            [](const trigger_op &) { return true; });
+    const size_t cancelled = ucp::ext::cancel_queued(worker, ucp::ext::queued(worker, trigger_cntr),
+                                                     UCS_ERR_CANCELED,
+                                                     [](const trigger_op &) { return true; });
     if (cancelled_p != nullptr) {
         *cancelled_p = cancelled;
     }

@@ -37,8 +37,7 @@
 #include <unistd.h>
 
 struct ucp_waitset final : public ucp::ext::event_set {
-    ucp_waitset(ucp_context_h context, ucp_wait_obj_t wait_obj) :
-        event_set(context), kind(wait_obj)
+    ucp_waitset(ucp_context_h context, ucp_wait_obj_t wait_obj) : event_set(context), kind(wait_obj)
     {
     }
 
@@ -75,18 +74,18 @@ struct ucp_waitset final : public ucp::ext::event_set {
     static int fd_of(const ucp_object_t &object)
     {
         if (object.type == UCP_OBJECT_WORKER) {
-            return static_cast<ucp_worker*>(object.handle)->wakeup->epfd;
+            return static_cast<ucp_worker *>(object.handle)->wakeup->epfd;
         }
-        return static_cast<ucp_cntr*>(object.handle)->epfd;
+        return static_cast<ucp_cntr *>(object.handle)->epfd;
     }
 
-    const ucp_wait_obj_t      kind;
-    std::mutex                lock;          /* members, change_index */
+    const ucp_wait_obj_t kind;
+    std::mutex lock; /* members, change_index */
     std::vector<ucp_object_t> members;
-    uint64_t                  change_index = 0;
-    ucs::event_fd             signal;        /* ucp_waitset_signal (FD, POLLFD) */
-    std::atomic<bool>         signalled{false};  /* ucp_waitset_signal (YIELD) */
-    int                       epfd = -1;     /* FD: members' fds and `signal` */
+    uint64_t change_index = 0;
+    ucs::event_fd signal;               /* ucp_waitset_signal (FD, POLLFD) */
+    std::atomic<bool> signalled{false}; /* ucp_waitset_signal (YIELD) */
+    int epfd = -1;                      /* FD: members' fds and `signal` */
 };
 
 namespace ucp::ext {
@@ -136,7 +135,7 @@ bool sleep_on(ucp_waitset *set, int timeout_ms)
 {
     if (set->kind == UCP_WAIT_FD) {
         epoll_event events[8];
-        return epoll_wait(set->epfd, events, 8, timeout_ms) > 0;   /* EINTR: look again */
+        return epoll_wait(set->epfd, events, 8, timeout_ms) > 0; /* EINTR: look again */
     }
     std::vector<pollfd> fds{{set->signal.fd(), POLLIN, 0}};
     {
@@ -159,7 +158,7 @@ extern "C" {
 ucs_status_t ucp_waitset_create(ucp_context_h context, ucp_wait_obj_t wait_obj,
                                 ucp_waitset_h *set_p)
 {
-    const int kind = ucs::raw_enum(wait_obj);   /* a C caller may pass any int */
+    const int kind = ucs::raw_enum(wait_obj); /* a C caller may pass any int */
     if ((context == nullptr) || (set_p == nullptr) || (kind < UCP_WAIT_UNSPEC) ||
         (kind > UCP_WAIT_YIELD)) {
         return UCS_ERR_INVALID_PARAM;
@@ -193,14 +192,13 @@ ucs_status_t ucp_waitset_create(ucp_context_h context, ucp_wait_obj_t wait_obj,
 ucs_status_t ucp_waitset_destroy(ucp_waitset_h set)
 {
     if ((set == nullptr) || !live_waitsets::instance().contains(set)) {
-        ucs_error("ucp_waitset_destroy: %p is not a live wait set", static_cast<void*>(set));
+        ucs_error("ucp_waitset_destroy: %p is not a live wait set", static_cast<void *>(set));
         return UCS_ERR_INVALID_PARAM;
     }
     {
         std::lock_guard<std::mutex> guard(set->lock);
         if (!set->members.empty()) {
-            ucs_error("ucp_waitset_destroy: the set still has %zu members",
-                      set->members.size());
+            ucs_error("ucp_waitset_destroy: the set still has %zu members", set->members.size());
             return UCS_ERR_BUSY;
         }
     }
@@ -226,8 +224,7 @@ ucs_status_t ucp_waitset_add(ucp_waitset_h set, const ucp_object_t *object)
             }
         }
         if (set->epfd >= 0) {
-            ucs_status_t added = ucp::epoll_add(set->epfd, ucp_waitset::fd_of(*object),
-                                                nullptr);
+            ucs_status_t added = ucp::epoll_add(set->epfd, ucp_waitset::fd_of(*object), nullptr);
             if (added != UCS_OK) {
                 return added;
             }
@@ -238,7 +235,7 @@ ucs_status_t ucp_waitset_add(ucp_waitset_h set, const ucp_object_t *object)
         return UCS_OK;
     });
     if (status == UCS_OK) {
-        ucp_waitset_signal(set);    /* a waiter arms the new member too */
+        ucp_waitset_signal(set); /* a waiter arms the new member too */
     }
     return status;
 }
@@ -255,7 +252,7 @@ ucs_status_t ucp_waitset_remove(ucp_waitset_h set, const ucp_object_t *object)
         }
         ucp::ext::member_left(*object, set);
     }
-    ucp_waitset_signal(set);        /* a POLLFD waiter drops its fd */
+    ucp_waitset_signal(set); /* a POLLFD waiter drops its fd */
     return UCS_OK;
 }
 
@@ -278,15 +275,15 @@ ucs_status_t ucp_waitset_wait(ucp_waitset_h set, int timeout_ms)
     for (;;) {
         ucs_status_t status = ucp::ext::waitset_trywait(set);
         if (status == UCS_ERR_BUSY) {
-            return UCS_OK;          /* work, or a signal: the caller progresses */
+            return UCS_OK; /* work, or a signal: the caller progresses */
         }
         if (status != UCS_OK) {
             return status;
         }
         int left_ms = -1;
         if (timeout_ms >= 0) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - clock::now());
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                                    clock::now());
             if (left.count() < 0) {
                 return UCS_ERR_TIMED_OUT;
             }
@@ -326,8 +323,8 @@ ucs_status_t ucp_waitset_get_pollfd(ucp_waitset_h set, ucp_waitset_pollfd_t *pol
         return UCS_ERR_UNSUPPORTED;
     }
     std::lock_guard<std::mutex> guard(set->lock);
-    const size_t needed         = set->members.size() + 1;
-    pollfd_set->change_index    = set->change_index;
+    const size_t needed      = set->members.size() + 1;
+    pollfd_set->change_index = set->change_index;
     if ((pollfd_set->nfds < needed) || (pollfd_set->fds == nullptr)) {
         pollfd_set->nfds = needed;
         return UCS_ERR_BUFFER_TOO_SMALL;
@@ -350,10 +347,10 @@ ucs_status_t ucp_trywait(const ucp_object_t *objects, size_t count)
         if (object.handle == nullptr) {
             return UCS_ERR_INVALID_PARAM;
         }
-        ucs_status_t status = (object.type == UCP_OBJECT_WAITSET) ?
-                              ucp::ext::waitset_trywait(
-                                      static_cast<ucp_waitset*>(object.handle)) :
-                              ucp::ext::arm(object);
+        ucs_status_t status =
+            (object.type == UCP_OBJECT_WAITSET) ?
+                ucp::ext::waitset_trywait(static_cast<ucp_waitset *>(object.handle)) :
+                ucp::ext::arm(object);
         if (status != UCS_OK) {
             return status;
         }

@@ -20,8 +20,8 @@ bool given_by_api(const ucp_worker *worker, unsigned id)
 
 extern "C" {
 
-ucs_status_t ucp_worker_callback_add(ucp_worker_h worker, ucp_worker_callback_t cb,
-                                     void *arg, unsigned *id_p)
+ucs_status_t ucp_worker_callback_add(ucp_worker_h worker, ucp_worker_callback_t cb, void *arg,
+                                     unsigned *id_p)
 {
     if ((worker == nullptr) || (cb == nullptr) || (id_p == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -33,12 +33,12 @@ ucs_status_t ucp_worker_callback_add(ucp_worker_h worker, ucp_worker_callback_t 
             try {
                 worker->api_callbacks.resize(size_t(id) + 1, 0);
             } catch (...) {
-                worker->progress_queue.remove(id);   /* as if never added */
+                worker->progress_queue.remove(id); /* as if never added */
                 throw;
             }
         }
         worker->api_callbacks[id] = 1;
-        *id_p = id;
+        *id_p                     = id;
         return UCS_OK;
     });
 }

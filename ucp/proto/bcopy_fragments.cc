@@ -15,9 +15,8 @@ ucs_status_t send_bcopy_fragments(request *req, const bcopy_fragments &how)
     do {
         const bool first    = (s.offset == 0) && !progressed;
         const size_t before = s.offset;
-        ssize_t packed = s.ep->am_ep->am_bcopy(first ? how.first_id : how.middle_id,
-                                               first ? how.pack_first : how.pack_middle,
-                                               req, 0);
+        ssize_t packed      = s.ep->am_ep->am_bcopy(first ? how.first_id : how.middle_id,
+                                               first ? how.pack_first : how.pack_middle, req, 0);
         if (packed == UCS_ERR_NO_RESOURCE) {
             return (progressed || (s.offset != 0)) ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
         }

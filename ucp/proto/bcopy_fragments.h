@@ -15,11 +15,11 @@
 namespace ucp {
 
 struct bcopy_fragments {
-    uint8_t              first_id;     /* AM id of the first fragment */
-    uct::pack_callback_t pack_first;   /* sets the offset past its payload */
-    uint8_t              middle_id;    /* AM id of the others */
-    uct::pack_callback_t pack_middle;  /* advances the offset */
-    const char           *operation;   /* names the call in errors */
+    uint8_t first_id;                 /* AM id of the first fragment */
+    uct::pack_callback_t pack_first;  /* sets the offset past its payload */
+    uint8_t middle_id;                /* AM id of the others */
+    uct::pack_callback_t pack_middle; /* advances the offset */
+    const char *operation;            /* names the call in errors */
 };
 
 /*

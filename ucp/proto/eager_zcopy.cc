@@ -24,8 +24,8 @@ namespace {
 
 request *request_of(uct::completion *comp)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(comp) -
-                                      offsetof(request, u.send.zcopy.comp));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(comp) -
+                                       offsetof(request, u.send.zcopy.comp));
 }
 
 /* The transport gave back the last fragment (or the step its reference). */
@@ -33,7 +33,7 @@ void completed(uct::completion *comp)
 {
     request *req = request_of(comp);
     if (req->flags & request_flag::COMPLETED) {
-        return;     /* defensive: a purge completes a send early only when its
+        return; /* defensive: a purge completes a send early only when its
                        lanes are destroyed, and then nothing calls back */
     }
     if (comp->status == UCS_OK) {
@@ -46,9 +46,9 @@ void completed(uct::completion *comp)
 /* No more fragments will be issued: drops the reference held for that. */
 void stop_issuing(request *req)
 {
-    send_state &s = req->u.send;
-    s.offset         = s.packer.length();
-    s.zcopy.issuing  = 0;
+    send_state &s   = req->u.send;
+    s.offset        = s.packer.length();
+    s.zcopy.issuing = 0;
     uct::invoke_completion(&s.zcopy.comp, UCS_OK);
 }
 
@@ -60,8 +60,7 @@ void stop_issuing(request *req)
 ucs_status_t fail(request *req, ucs_status_t status)
 {
     zcopy_state &z = req->u.send.zcopy;
-    if (!(req->flags & request_flag::PENDING) && (req->u.send.offset == 0) &&
-        (z.comp.count == 1)) {
+    if (!(req->flags & request_flag::PENDING) && (req->u.send.offset == 0) && (z.comp.count == 1)) {
         return status;
     }
     uct::completion_update_status(&z.comp, status);
@@ -89,10 +88,8 @@ bool applies(request *req, size_t max_header_length)
     switch (s.packer.type_class()) {
     case dt::dt_class::contig:
         if (need_memh &&
-            (buffer_reg_get(ctx, md_index, s.packer.contig_buffer(), length, &reg) !=
-             UCS_OK)) {
-            ucs_debug("eager zcopy: registration of %zu bytes failed, sending by copy",
-                      length);
+            (buffer_reg_get(ctx, md_index, s.packer.contig_buffer(), length, &reg) != UCS_OK)) {
+            ucs_debug("eager zcopy: registration of %zu bytes failed, sending by copy", length);
             return false;
         }
         break;
@@ -108,15 +105,15 @@ bool applies(request *req, size_t max_header_length)
         break;
     }
     default:
-        return false;   /* generic datatypes are packed by the application */
+        return false; /* generic datatypes are packed by the application */
     }
     if (reg.held()) {
         s.reg     = reg;
-        s.rndv_md = md_index;  /* released with the send */
+        s.rndv_md = md_index; /* released with the send */
     }
     s.zcopy.comp    = {completed, 1, UCS_OK};
     s.zcopy.issuing = 1;
-    req->flags     |= request_flag::ZCOPY;
+    req->flags |= request_flag::ZCOPY;
     return true;
 }
 
@@ -136,7 +133,7 @@ ucs_status_t send(request *req, header_fn header, size_t frag_size)
         size_t frag;
         const size_t count = s.packer.to_iov(iov, entries, s.offset, frag_size, &frag);
         if (ucs_unlikely(count == 0)) {
-            return fail(req, UCS_ERR_IO_ERROR);   /* applies() ruled this out */
+            return fail(req, UCS_ERR_IO_ERROR); /* applies() ruled this out */
         }
         for (size_t i = 0; i < count; ++i) {
             iov[i].memh = s.reg.memh;
@@ -144,8 +141,8 @@ ucs_status_t send(request *req, header_fn header, size_t frag_size)
         uint8_t am_id;
         const size_t hdr_length = header(req, s.offset, frag, hdr, &am_id);
         ++z.comp.count;
-        ucs_status_t status = ep->am_ep->am_zcopy(am_id, hdr, unsigned(hdr_length), iov,
-                                                  count, 0, &z.comp);
+        ucs_status_t status = ep->am_ep->am_zcopy(am_id, hdr, unsigned(hdr_length), iov, count, 0,
+                                                  &z.comp);
         if (status == UCS_INPROGRESS) {
             if (!(req->flags & request_flag::HAS_ID)) {
                 /* Found by a purge of the ep from now on (no id: untracked). */
@@ -160,10 +157,10 @@ ucs_status_t send(request *req, header_fn header, size_t frag_size)
                 return fail(req, status);
             }
         }
-        s.offset  += frag;
+        s.offset += frag;
         progressed = true;
     }
-    stop_issuing(req);      /* may complete the send: `req` is not touched after */
+    stop_issuing(req); /* may complete the send: `req` is not touched after */
     return UCS_OK;
 }
 
@@ -172,7 +169,7 @@ void abort(request *req, ucs_status_t status, bool lanes_gone)
     zcopy_state &z = req->u.send.zcopy;
     uct::completion_update_status(&z.comp, status);
     if (z.issuing) {
-        z.issuing = 0;
+        z.issuing          = 0;
         req->u.send.offset = req->u.send.packer.length();
         --z.comp.count;
     }

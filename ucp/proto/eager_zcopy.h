@@ -33,8 +33,7 @@ constexpr size_t max_iov = 16;
  * its length and sets *am_id. offset == 0 && length == the message length:
  * the message goes in one piece.
  */
-using header_fn = size_t (*)(request *req, size_t offset, size_t length, void *out,
-                             uint8_t *am_id);
+using header_fn = size_t (*)(request *req, size_t offset, size_t length, void *out, uint8_t *am_id);
 
 /*
  * Whether the send in req->u.send (ep, packer set), for which the

@@ -15,12 +15,12 @@ namespace ucp::proto {
 namespace {
 
 struct candidates {
-    uint8_t  count = 0;
+    uint8_t count                 = 0;
     protocol list[max_candidates] = {};
 
     void add(protocol p)
     {
-        ucs_assert(count < max_candidates);   /* each protocol at most once */
+        ucs_assert(count < max_candidates); /* each protocol at most once */
         list[count++] = p;
     }
 };
@@ -49,15 +49,14 @@ bool host(const key &k)
 bool can_rndv(const table_inputs &in, const key &k)
 {
     constexpr uint64_t host = 1ull << UCS_MEMORY_TYPE_HOST;
-    return (k.dt == dt_class::contig) &&
-           (in.rndv_mem_types & ((1ull << k.mem_type) | host));
+    return (k.dt == dt_class::contig) && (in.rndv_mem_types & ((1ull << k.mem_type) | host));
 }
 
 candidates tag_rules(const table_inputs &in, const key &k, size_t length)
 {
     const ep_thresholds &t = in.thresh;
-    const bool sync   = (k.op == operation::TAG_SYNC);
-    const bool contig = (k.dt == dt_class::contig);
+    const bool sync        = (k.op == operation::TAG_SYNC);
+    const bool contig      = (k.dt == dt_class::contig);
     candidates c;
     if (contig && host(k) && !sync && (t.max_eager_short >= 0) &&
         (length <= size_t(t.max_eager_short))) {
@@ -70,8 +69,8 @@ candidates tag_rules(const table_inputs &in, const key &k, size_t length)
     if (host(k) && zcopy_possible(t, k.dt, wire::eager_max_header) && (length >= t.zcopy)) {
         c.add(protocol::EAGER_ZCOPY);
     }
-    const size_t only = sync ? t.max_eager_only - sizeof(wire::eager_sync_hdr) +
-                               sizeof(ucp_tag_t) : t.max_eager_only;
+    const size_t only = sync ? t.max_eager_only - sizeof(wire::eager_sync_hdr) + sizeof(ucp_tag_t) :
+                               t.max_eager_only;
     c.add((length <= only) ? protocol::EAGER_BCOPY_SINGLE : protocol::EAGER_BCOPY_MULTI);
     return c;
 }
@@ -81,8 +80,8 @@ candidates tag_rules(const table_inputs &in, const key &k, size_t length)
 candidates am_rules(const table_inputs &in, const key &k, size_t length)
 {
     const ep_thresholds &t = in.thresh;
-    const bool contig = (k.dt == dt_class::contig);
-    const bool reply  = (k.variant & am_variant::REPLY);
+    const bool contig      = (k.dt == dt_class::contig);
+    const bool reply       = (k.variant & am_variant::REPLY);
     candidates c;
     if (can_rndv(in, k) && !(k.variant & am_variant::FORCE_EAGER) &&
         ((k.variant & am_variant::FORCE_RNDV) || (length >= t.am_rndv))) {
@@ -92,8 +91,7 @@ candidates am_rules(const table_inputs &in, const key &k, size_t length)
         (length <= size_t(t.max_eager_short))) {
         c.add(protocol::EAGER_SHORT);
     }
-    if (host(k) && zcopy_possible(t, k.dt, sizeof(wire::am_first_hdr)) &&
-        (length >= t.zcopy)) {
+    if (host(k) && zcopy_possible(t, k.dt, sizeof(wire::am_first_hdr)) && (length >= t.zcopy)) {
         c.add(protocol::EAGER_ZCOPY);
     }
     const size_t single = sizeof(wire::am_hdr) + (reply ? sizeof(wire::am_reply_hdr) : 0);
@@ -136,7 +134,7 @@ size_t rma_zcopy_from(size_t zcopy, size_t max_bcopy)
 candidates rma_lane_rules(const rma_lane_limits &l, const key &k, size_t length)
 {
     candidates c;
-    const bool put   = (k.op == operation::PUT);
+    const bool put         = (k.op == operation::PUT);
     const size_t max_bcopy = host(k) ? (put ? l.put_bcopy : l.get_bcopy) : 0;
     const size_t max_zcopy = put ? l.put_zcopy : l.get_zcopy;
     if (!host(k) && !(l.mem_types & (1ull << k.mem_type))) {
@@ -161,8 +159,7 @@ candidates rma_rules(const table_inputs &in, const key &k, size_t length)
     if ((k.variant == rma_reach::DIRECT) || (k.variant == rma_reach::AM)) {
         /* Both are the CPU's, here or at the target: not in device mode. */
         if (host(k) && (!amo || in.amo_cpu)) {
-            c.add((k.variant == rma_reach::DIRECT) ? protocol::RMA_DIRECT :
-                                                     protocol::RMA_EMULATED);
+            c.add((k.variant == rma_reach::DIRECT) ? protocol::RMA_DIRECT : protocol::RMA_EMULATED);
         }
         return c;
     }
@@ -175,7 +172,7 @@ candidates rma_rules(const table_inputs &in, const key &k, size_t length)
         c.add(protocol::AMO_LANE);
     }
     if (host(k) && in.amo_cpu) {
-        c.add(protocol::RMA_EMULATED);   /* an op or size the lane lacks */
+        c.add(protocol::RMA_EMULATED); /* an op or size the lane lacks */
     }
     return c;
 }
@@ -222,9 +219,9 @@ std::vector<size_t> boundaries(const table_inputs &in, const key &k)
         }
         after(t.max_eager_only);
         after(t.max_eager_only - sizeof(wire::eager_sync_hdr) + sizeof(ucp_tag_t));
-        for (size_t header : {sizeof(wire::am_hdr),
-                              sizeof(wire::am_hdr) + sizeof(wire::am_reply_hdr),
-                              sizeof(wire::stream_hdr)}) {
+        for (size_t header :
+             {sizeof(wire::am_hdr), sizeof(wire::am_hdr) + sizeof(wire::am_reply_hdr),
+              sizeof(wire::stream_hdr)}) {
             if (t.am_max_bcopy > header) {
                 after(t.am_max_bcopy - header);
             }
@@ -254,34 +251,35 @@ size_t table::key_index(const key &k)
                size_t(k.mem_type);
     }
     ucs_assert(k.variant < am_variant::count);
-    return ((size_t(k.op) * am_variant::count + k.variant) * num_dt_classes +
-            size_t(k.dt)) * UCS_MEMORY_TYPE_LAST + size_t(k.mem_type);
+    return ((size_t(k.op) * am_variant::count + k.variant) * num_dt_classes + size_t(k.dt)) *
+               UCS_MEMORY_TYPE_LAST +
+           size_t(k.mem_type);
 }
 
 void build(const table_inputs &in, const key &k, selection *out)
 {
     out->count = 0;
     if (!is_rma(k.op) && !ucs::memtype::can_copy(k.mem_type)) {
-        return;     /* nothing loaded can stage this memory (RMA: a lane moves it) */
+        return; /* nothing loaded can stage this memory (RMA: a lane moves it) */
     }
     const std::vector<size_t> points = boundaries(in, k);
-    size_t from = 0;
+    size_t from                      = 0;
     for (size_t i = 0; i <= points.size(); ++i) {
-        const size_t last = (i < points.size()) ? points[i] - 1 : SIZE_MAX;
+        const size_t last  = (i < points.size()) ? points[i] - 1 : SIZE_MAX;
         const candidates c = rules(in, k, from);
         if ((out->count > 0) && same(out->ranges[out->count - 1], c)) {
-            out->ranges[out->count - 1].last = last;   /* the same answer: one range */
-            from = last + 1;
+            out->ranges[out->count - 1].last = last; /* the same answer: one range */
+            from                             = last + 1;
             continue;
         }
         range &r = out->ranges[out->count++];
-        r.last  = last;
-        r.count = c.count;
+        r.last   = last;
+        r.count  = c.count;
         std::copy(c.list, c.list + c.count, r.candidates);
         from = last + 1;
     }
     if ((out->count == 1) && (out->ranges[0].count == 0)) {
-        out->count = 0;   /* nothing serves any size */
+        out->count = 0; /* nothing serves any size */
     }
 }
 
@@ -329,7 +327,7 @@ const char *eager_name(protocol p)
 }
 
 struct line {
-    size_t      from, to;
+    size_t from, to;
     std::string text;
 };
 
@@ -352,8 +350,7 @@ void add_line(std::vector<line> &lines, size_t from, size_t to, std::string text
  * the size. */
 const char *family_name(protocol p)
 {
-    const bool bcopy = (p == protocol::EAGER_BCOPY_SINGLE) ||
-                       (p == protocol::EAGER_BCOPY_MULTI);
+    const bool bcopy = (p == protocol::EAGER_BCOPY_SINGLE) || (p == protocol::EAGER_BCOPY_MULTI);
     if (p == protocol::RMA_EMULATED) {
         return "emulated over active messages";
     }
@@ -362,21 +359,21 @@ const char *family_name(protocol p)
 
 /* The lines of one range of a put, get or atomic table. */
 void add_rma_lines(std::vector<line> &lines, const table_inputs &in, const key &k,
-                   const print_names &names, size_t from, const range &r,
-                   const std::string &suffix)
+                   const print_names &names, size_t from, const range &r, const std::string &suffix)
 {
-    const bool put  = (k.op == operation::PUT);
-    const char *op  = put ? "put" : "get";
-    const std::string lane = (k.variant < max_lanes) ? names.lane_names[k.variant] :
-                                                        std::string();
+    const bool put         = (k.op == operation::PUT);
+    const char *op         = put ? "put" : "get";
+    const std::string lane = (k.variant < max_lanes) ? names.lane_names[k.variant] : std::string();
     switch (r.candidates[0]) {
     case protocol::RMA_DIRECT:
-        add_line(lines, from, r.last, std::string((k.op == operation::AMO) ?
-                 "CPU atomics" : "CPU copies") + " in the key's segment mapped here" + suffix);
+        add_line(lines, from, r.last,
+                 std::string((k.op == operation::AMO) ? "CPU atomics" : "CPU copies") +
+                     " in the key's segment mapped here" + suffix);
         return;
     case protocol::RMA_EMULATED:
-        add_line(lines, from, r.last, std::string("active messages on ") + names.am_tl +
-                 ", the target's CPU does it" + suffix);
+        add_line(lines, from, r.last,
+                 std::string("active messages on ") + names.am_tl + ", the target's CPU does it" +
+                     suffix);
         return;
     case protocol::AMO_LANE:
         add_line(lines, from, r.last, "atomics of " + lane + suffix);
@@ -387,12 +384,12 @@ void add_rma_lines(std::vector<line> &lines, const table_inputs &in, const key &
     default:
         break;
     }
-    const bool zcopy = (r.candidates[0] == protocol::RMA_ZCOPY);
+    const bool zcopy         = (r.candidates[0] == protocol::RMA_ZCOPY);
     const rma_lane_limits &l = in.rma_lanes[k.variant];
-    const size_t frag  = zcopy ? (put ? l.put_zcopy : l.get_zcopy) :
-                                 (put ? l.put_bcopy : l.get_bcopy);
-    const std::string text = std::string(op) + (zcopy ? "_zcopy" : "_bcopy") + " on " + lane;
-    const size_t one = (frag < (SIZE_MAX >> 2)) ? std::min(frag, r.last) : r.last;
+    const size_t frag        = zcopy ? (put ? l.put_zcopy : l.get_zcopy) :
+                                       (put ? l.put_bcopy : l.get_bcopy);
+    const std::string text   = std::string(op) + (zcopy ? "_zcopy" : "_bcopy") + " on " + lane;
+    const size_t one         = (frag < (SIZE_MAX >> 2)) ? std::min(frag, r.last) : r.last;
     add_line(lines, from, one, text + suffix);
     /* Transports without a practical limit say so with a huge one. */
     if ((frag < r.last) && (frag < (SIZE_MAX >> 2))) {
@@ -413,8 +410,8 @@ void print(FILE *stream, const table &t, const key &k, const print_names &names)
         const range &r = sel.ranges[i];
         /* What serves a message the first protocol declines. */
         const std::string suffix = (r.count > 1) ?
-                                   std::string(" | else ") + family_name(r.candidates[1]) :
-                                   std::string();
+                                       std::string(" | else ") + family_name(r.candidates[1]) :
+                                       std::string();
         const std::string am_tl(names.am_tl);
         if (r.count == 0) {
             add_line(lines, from, r.last, "none: no transport here moves it");
@@ -432,8 +429,7 @@ void print(FILE *stream, const table &t, const key &k, const print_names &names)
             add_line(lines, from, std::min(frag, r.last),
                      "eager zcopy on " + am_tl + ", one fragment" + suffix);
             add_line(lines, std::max(frag + 1, from), r.last,
-                     "eager zcopy on " + am_tl + ", fragments of " + std::to_string(frag) +
-                     suffix);
+                     "eager zcopy on " + am_tl + ", fragments of " + std::to_string(frag) + suffix);
             break;
         }
         case protocol::RNDV: {

@@ -40,7 +40,7 @@
 namespace ucp {
 
 constexpr unsigned max_lanes = 8;
-constexpr uint8_t  no_lane   = 0xff;
+constexpr uint8_t no_lane    = 0xff;
 
 /*
  * Message-size limits of the protocols, from the AM lane and the config.
@@ -48,22 +48,22 @@ constexpr uint8_t  no_lane   = 0xff;
  * eager zcopy (from zcopy), rendezvous (from rndv, which wins over zcopy).
  */
 struct ep_thresholds {
-    ssize_t max_eager_short;  /* payload bytes that fit am_short with the tag; -1: none */
-    size_t max_eager_only;    /* one bcopy fragment with the tag header */
-    size_t first_frag;        /* payload of an eager first fragment */
-    size_t middle_frag;       /* payload of an eager middle fragment */
-    size_t rndv;              /* from this size up: rendezvous (SIZE_MAX: never) */
-    size_t sync_first_frag;   /* payload of a sync first fragment */
+    ssize_t max_eager_short; /* payload bytes that fit am_short with the tag; -1: none */
+    size_t max_eager_only;   /* one bcopy fragment with the tag header */
+    size_t first_frag;       /* payload of an eager first fragment */
+    size_t middle_frag;      /* payload of an eager middle fragment */
+    size_t rndv;             /* from this size up: rendezvous (SIZE_MAX: never) */
+    size_t sync_first_frag;  /* payload of a sync first fragment */
     /* Eager zero-copy on the AM lane (UCX_ZCOPY_THRESH); zcopy_frag == 0
      * when the lane has no am_zcopy. */
-    size_t zcopy;             /* from this size up: eager zcopy (SIZE_MAX: never) */
-    size_t zcopy_frag;        /* payload bytes of one tag or stream zcopy fragment */
-    size_t am_zcopy_frag;     /* payload bytes of one active-message zcopy fragment */
-    size_t am_rndv;           /* active messages: from this size up, rendezvous */
-    size_t zcopy_max_hdr;     /* UCP header bytes one am_zcopy carries inline */
-    size_t zcopy_max_iov;     /* data entries of one am_zcopy */
-    size_t am_max_bcopy;      /* bytes of one am_bcopy, headers included */
-    bool   zcopy_needs_memh;  /* the AM lane's md registers zero-copy buffers */
+    size_t zcopy;          /* from this size up: eager zcopy (SIZE_MAX: never) */
+    size_t zcopy_frag;     /* payload bytes of one tag or stream zcopy fragment */
+    size_t am_zcopy_frag;  /* payload bytes of one active-message zcopy fragment */
+    size_t am_rndv;        /* active messages: from this size up, rendezvous */
+    size_t zcopy_max_hdr;  /* UCP header bytes one am_zcopy carries inline */
+    size_t zcopy_max_iov;  /* data entries of one am_zcopy */
+    size_t am_max_bcopy;   /* bytes of one am_bcopy, headers included */
+    bool zcopy_needs_memh; /* the AM lane's md registers zero-copy buffers */
 };
 
 namespace proto {
@@ -86,16 +86,16 @@ inline bool is_rma(operation op)
 /* How put, get and atomics reach a remote key (their key's variant). */
 namespace rma_reach {
 /* 0 .. max_lanes - 1: that lane of the configuration. */
-constexpr uint8_t DIRECT = max_lanes;       /* the key's segment is mapped here */
-constexpr uint8_t AM     = max_lanes + 1;   /* no lane: emulated over active messages */
+constexpr uint8_t DIRECT = max_lanes;     /* the key's segment is mapped here */
+constexpr uint8_t AM     = max_lanes + 1; /* no lane: emulated over active messages */
 constexpr uint8_t count  = max_lanes + 2;
 } // namespace rma_reach
 
 /* Active-message send flags that change the choice (the key's variant). */
 namespace am_variant {
-constexpr uint8_t REPLY       = 1u << 0;   /* UCP_AM_SEND_FLAG_REPLY */
-constexpr uint8_t FORCE_EAGER = 1u << 1;   /* UCP_AM_SEND_FLAG_EAGER */
-constexpr uint8_t FORCE_RNDV  = 1u << 2;   /* UCP_AM_SEND_FLAG_RNDV */
+constexpr uint8_t REPLY       = 1u << 0; /* UCP_AM_SEND_FLAG_REPLY */
+constexpr uint8_t FORCE_EAGER = 1u << 1; /* UCP_AM_SEND_FLAG_EAGER */
+constexpr uint8_t FORCE_RNDV  = 1u << 2; /* UCP_AM_SEND_FLAG_RNDV */
 constexpr uint8_t count       = 8;
 } // namespace am_variant
 
@@ -105,40 +105,40 @@ constexpr size_t num_dt_classes = 3;
 static_assert(size_t(dt_class::generic) == num_dt_classes - 1, "dt classes are indexes");
 
 enum class protocol : uint8_t {
-    EAGER_SHORT,         /* one am_short, the UCP header inline */
-    EAGER_BCOPY_SINGLE,  /* one am_bcopy */
-    EAGER_BCOPY_MULTI,   /* a first and middle am_bcopy fragments */
-    EAGER_ZCOPY,         /* am_zcopy fragments from the sender's buffer */
-    RNDV,                /* a request to send; the data moves by zero-copy RMA */
-    RMA_DIRECT,          /* CPU copies or atomics in the key's segment mapped here */
-    RMA_SHORT,           /* one put_short */
-    RMA_BCOPY,           /* put/get_bcopy fragments */
-    RMA_ZCOPY,           /* put/get_zcopy fragments from/to the buffer in place */
-    AMO_LANE,            /* the lane's atomic (declines an op or size it lacks) */
-    RMA_EMULATED,        /* active messages; the target's CPU does it */
+    EAGER_SHORT,        /* one am_short, the UCP header inline */
+    EAGER_BCOPY_SINGLE, /* one am_bcopy */
+    EAGER_BCOPY_MULTI,  /* a first and middle am_bcopy fragments */
+    EAGER_ZCOPY,        /* am_zcopy fragments from the sender's buffer */
+    RNDV,               /* a request to send; the data moves by zero-copy RMA */
+    RMA_DIRECT,         /* CPU copies or atomics in the key's segment mapped here */
+    RMA_SHORT,          /* one put_short */
+    RMA_BCOPY,          /* put/get_bcopy fragments */
+    RMA_ZCOPY,          /* put/get_zcopy fragments from/to the buffer in place */
+    AMO_LANE,           /* the lane's atomic (declines an op or size it lacks) */
+    RMA_EMULATED,       /* active messages; the target's CPU does it */
     last
 };
 
 struct key {
-    operation         op;
-    uint8_t           variant = 0;   /* am_variant bits for AM, rma_reach for RMA, else 0 */
-    dt_class          dt      = dt_class::contig;
+    operation op;
+    uint8_t variant            = 0; /* am_variant bits for AM, rma_reach for RMA, else 0 */
+    dt_class dt                = dt_class::contig;
     ucs_memory_type_t mem_type = UCS_MEMORY_TYPE_HOST;
 };
 
-constexpr unsigned max_candidates = unsigned(protocol::last);  /* each at most once */
-constexpr unsigned max_ranges     = 12;   /* more than the rules can cut */
+constexpr unsigned max_candidates = unsigned(protocol::last); /* each at most once */
+constexpr unsigned max_ranges     = 12;                       /* more than the rules can cut */
 
 struct range {
-    size_t   last;                          /* largest size in the range; SIZE_MAX: no end */
-    uint8_t  count;                         /* candidates, most preferred first */
+    size_t last;   /* largest size in the range; SIZE_MAX: no end */
+    uint8_t count; /* candidates, most preferred first */
     protocol candidates[max_candidates];
 };
 
 /* The ranges of one key, ordered by size; no ranges: no protocol serves it. */
 struct selection {
     std::array<range, max_ranges> ranges;
-    uint8_t                       count = 0;
+    uint8_t count = 0;
 
     /* The range holding `length`; count != 0. */
     const range &find(size_t length) const
@@ -159,24 +159,24 @@ struct selection {
  * copy and a zero-copy call exist.
  */
 struct rma_lane_limits {
-    ssize_t  put_short  = -1;   /* bytes of one put_short; -1: none */
-    size_t   put_bcopy  = 0;
-    size_t   put_zcopy  = 0;
-    size_t   get_bcopy  = 0;
-    size_t   get_zcopy  = 0;
-    size_t   zcopy      = SIZE_MAX;   /* UCX_ZCOPY_THRESH, or the md's model */
-    uint64_t mem_types  = 0;          /* local memory types its md reaches */
-    bool     amo        = false;      /* atomics of the context's atomic mode */
+    ssize_t put_short  = -1; /* bytes of one put_short; -1: none */
+    size_t put_bcopy   = 0;
+    size_t put_zcopy   = 0;
+    size_t get_bcopy   = 0;
+    size_t get_zcopy   = 0;
+    size_t zcopy       = SIZE_MAX; /* UCX_ZCOPY_THRESH, or the md's model */
+    uint64_t mem_types = 0;        /* local memory types its md reaches */
+    bool amo           = false;    /* atomics of the context's atomic mode */
 };
 
 /* What the tables of a configuration are built from. */
 struct table_inputs {
     ep_thresholds thresh;
-    uint64_t      rndv_mem_types;   /* bit per memory type a rendezvous lane moves */
+    uint64_t rndv_mem_types; /* bit per memory type a rendezvous lane moves */
     std::array<rma_lane_limits, max_lanes> rma_lanes = {};
     /* UCX_ATOMIC_MODE=cpu: CPU atomics (a mapped segment, the target's CPU)
      * may serve atomics; device: only a lane's. */
-    bool          amo_cpu = true;
+    bool amo_cpu = true;
 };
 
 /* The selection tables of one endpoint configuration, built on first use. */
@@ -196,7 +196,7 @@ private:
 
     static size_t key_index(const key &k);
 
-    table_inputs                                                        in_;
+    table_inputs in_;
     mutable std::array<std::unique_ptr<selection>, num_send_keys + num_rma_keys> built_;
 };
 
@@ -229,11 +229,11 @@ auto select_first(const selection &sel, size_t length, Start &&start)
  * rendezvous schemes (the receiver picks one: pulling, and from
  * rndv_push_from on, pushing or splitting the transfer), and the lanes. */
 struct print_names {
-    const char        *am_tl;
-    const char        *rndv_get;
-    const char        *rndv_push;
-    size_t            rndv_push_from;   /* SIZE_MAX: never */
-    const std::string *lane_names;      /* max_lanes of them, "tcp/lo" */
+    const char *am_tl;
+    const char *rndv_get;
+    const char *rndv_push;
+    size_t rndv_push_from;         /* SIZE_MAX: never */
+    const std::string *lane_names; /* max_lanes of them, "tcp/lo" */
 };
 
 /* One size range of a table: "#   from .. to   text". */

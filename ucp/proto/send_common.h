@@ -19,7 +19,8 @@ constexpr uint32_t param_legacy_callback = 1u << 31;
 
 /* Stores a pre-nbx callback in ucp_request_param_t's callback union; the
  * LEGACY_CB flag makes completion call it with its own signature. */
-template <typename To, typename From> To callback_cast(From f)
+template <typename To, typename From>
+To callback_cast(From f)
 {
     return reinterpret_cast<To>(reinterpret_cast<void (*)()>(f));
 }
@@ -27,13 +28,13 @@ template <typename To, typename From> To callback_cast(From f)
 /* Bytes a bcopy packs as they are: `arg` of pack_span. */
 struct byte_span {
     const void *data;
-    size_t     length;
+    size_t length;
 };
 
 /* uct::pack_callback_t copying a byte_span. */
 inline size_t pack_span(void *dest, void *arg)
 {
-    const auto *span = static_cast<const byte_span*>(arg);
+    const auto *span = static_cast<const byte_span *>(arg);
     std::memcpy(dest, span->data, span->length);
     return span->length;
 }
@@ -65,9 +66,8 @@ void send_request_abort(request *req);
  * larger ones are staged per fragment, or go by a rendezvous lane for that
  * memory. On failure the request is given back.
  */
-ucs_status_t send_packer_start(request *req, const ucp_ep *ep,
-                               const ucp_request_param_t *param, ucp_datatype_t dt,
-                               const void *buffer, size_t count);
+ucs_status_t send_packer_start(request *req, const ucp_ep *ep, const ucp_request_param_t *param,
+                               ucp_datatype_t dt, const void *buffer, size_t count);
 
 /* Copies the whole message of a non-host packer into a host bounce buffer
  * (send_state::bounce, freed with the request) and points the packer there.

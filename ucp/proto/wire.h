@@ -83,9 +83,9 @@ static_assert(sizeof(ucp_tag_t) == 8, "the tag is the AM_EAGER_ONLY header");
 
 /* wireup_hdr::type: the handshake of ucp/wireup/wireup.cc. */
 namespace wireup_type {
-constexpr uint8_t REQUEST = 1;   /* + worker address + ep addresses of our p2p lanes */
-constexpr uint8_t REPLY   = 2;   /* + ep addresses of our p2p lanes */
-constexpr uint8_t ACK     = 3;   /* nothing: our p2p lanes are connected to yours */
+constexpr uint8_t REQUEST = 1; /* + worker address + ep addresses of our p2p lanes */
+constexpr uint8_t REPLY   = 2; /* + ep addresses of our p2p lanes */
+constexpr uint8_t ACK     = 3; /* nothing: our p2p lanes are connected to yours */
 } // namespace wireup_type
 
 /*
@@ -95,14 +95,14 @@ constexpr uint8_t ACK     = 3;   /* nothing: our p2p lanes are connected to your
  * the ep they are for (dst_ep_id), which the REQUEST's answer told.
  */
 struct wireup_hdr {
-    uint8_t  type;                        /* wireup_type:: */
-    uint8_t  reserved8;
-    uint16_t num_ep_addrs;                /* wireup_ep_addr records at the end */
-    uint32_t conn_sn;                     /* REQUEST: the sender's n-th ep to us */
+    uint8_t type; /* wireup_type:: */
+    uint8_t reserved8;
+    uint16_t num_ep_addrs; /* wireup_ep_addr records at the end */
+    uint32_t conn_sn;      /* REQUEST: the sender's n-th ep to us */
     uint64_t src_uuid;
-    uint64_t src_ep_id;                   /* the sender's ep: answers name it */
-    uint64_t dst_ep_id;                   /* REPLY, ACK: the receiver's ep; else 0 */
-    uint32_t address_length;              /* REQUEST: worker address bytes; else 0 */
+    uint64_t src_ep_id;      /* the sender's ep: answers name it */
+    uint64_t dst_ep_id;      /* REPLY, ACK: the receiver's ep; else 0 */
+    uint32_t address_length; /* REQUEST: worker address bytes; else 0 */
     /* From a server's ep accepting a client-server connection: the client's
      * port of that connection, so the client knows the request belongs to
      * its ep still connecting (it makes no ep of its own then); else 0. */
@@ -111,8 +111,9 @@ struct wireup_hdr {
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert((sizeof(wireup_hdr) == 40) && (offsetof(wireup_hdr, conn_sn) == 4) &&
-              (offsetof(wireup_hdr, dst_ep_id) == 24) &&
-              (offsetof(wireup_hdr, address_length) == 32), "wireup_hdr layout");
+                  (offsetof(wireup_hdr, dst_ep_id) == 24) &&
+                  (offsetof(wireup_hdr, address_length) == 32),
+              "wireup_hdr layout");
 
 /* The address of the sender's ep on a connect-to-ep lane: for the entry of
  * the sender's worker address whose iface it belongs to; `length` bytes of
@@ -129,9 +130,9 @@ constexpr size_t wireup_max_ep_addr = 256;
 
 struct eager_first_hdr {
     ucp_tag_t tag;
-    uint64_t  src_uuid;
-    uint64_t  msg_id;
-    uint64_t  total_length;
+    uint64_t src_uuid;
+    uint64_t msg_id;
+    uint64_t total_length;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(eager_first_hdr) == 32, "eager_first_hdr layout");
@@ -154,8 +155,8 @@ struct request_hdr {
 static_assert(sizeof(request_hdr) == 16, "request_hdr layout");
 
 struct eager_sync_hdr {
-    ucp_tag_t   tag;
-    uint64_t    src_uuid;
+    ucp_tag_t tag;
+    uint64_t src_uuid;
     request_hdr req;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
@@ -168,31 +169,30 @@ constexpr size_t eager_max_header = sizeof(eager_first_hdr) + sizeof(request_hdr
 /* An acknowledgement or rendezvous completion naming the sender's request. */
 struct reply_hdr {
     uint64_t req_id;
-    int8_t   status;
-    uint8_t  reserved[7];
+    int8_t status;
+    uint8_t reserved[7];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 /* am_short sends req_id as its 8-byte header and the status onwards as payload. */
-static_assert((sizeof(reply_hdr) == 16) && (offsetof(reply_hdr, status) == 8),
-              "reply_hdr layout");
+static_assert((sizeof(reply_hdr) == 16) && (offsetof(reply_hdr, status) == 8), "reply_hdr layout");
 
 constexpr unsigned rts_md_name_max = 16;
 
 struct rts_hdr {
     ucp_tag_t tag;
-    uint64_t  src_uuid;
-    uint64_t  sreq_id;
-    uint64_t  address;
-    uint64_t  length;
-    char      md_name[rts_md_name_max];   /* NUL-padded */
-    uint32_t  rkey_length;                /* packed rkey bytes after the header */
-    uint8_t   flags;                      /* rts_flag:: */
-    uint8_t   reserved[3];                /* the ATS also serves sync sends */
-    uint64_t  ep_id;                      /* the receiver's ep: RTR and ATS go out of it */
+    uint64_t src_uuid;
+    uint64_t sreq_id;
+    uint64_t address;
+    uint64_t length;
+    char md_name[rts_md_name_max]; /* NUL-padded */
+    uint32_t rkey_length;          /* packed rkey bytes after the header */
+    uint8_t flags;                 /* rts_flag:: */
+    uint8_t reserved[3];           /* the ATS also serves sync sends */
+    uint64_t ep_id;                /* the receiver's ep: RTR and ATS go out of it */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert((sizeof(rts_hdr) == 72) && (offsetof(rts_hdr, md_name) == 40) &&
-              (offsetof(rts_hdr, rkey_length) == 56) && (offsetof(rts_hdr, ep_id) == 64),
+                  (offsetof(rts_hdr, rkey_length) == 56) && (offsetof(rts_hdr, ep_id) == 64),
               "rts_hdr layout");
 
 /* Bits of rts_hdr::flags and am_rts_hdr::flags. */
@@ -212,8 +212,8 @@ constexpr uint8_t CAN_PUSH = 1u << 0;
 struct rtr_hdr {
     uint64_t sreq_id;
     uint64_t rreq_id;
-    uint64_t src_uuid;                    /* the receiver's worker */
-    uint64_t ep_id;                       /* the sender's ep the ATP goes out of */
+    uint64_t src_uuid; /* the receiver's worker */
+    uint64_t ep_id;    /* the sender's ep the ATP goes out of */
     uint64_t address;
     uint64_t length;
     uint32_t rkey_length;
@@ -254,10 +254,10 @@ static_assert(sizeof(am_reply_hdr) == 16, "am_reply_hdr layout");
  * so a small message without user header or reply goes out inline.
  */
 struct am_hdr {
-    uint16_t am_id;                       /* the application's id */
-    uint8_t  flags;                       /* am_hdr_flag:: */
-    uint8_t  reserved;
-    uint32_t header_length;               /* user header bytes */
+    uint16_t am_id; /* the application's id */
+    uint8_t flags;  /* am_hdr_flag:: */
+    uint8_t reserved;
+    uint32_t header_length; /* user header bytes */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert((sizeof(am_hdr) == sizeof(uint64_t)) && (offsetof(am_hdr, header_length) == 4),
@@ -265,11 +265,11 @@ static_assert((sizeof(am_hdr) == sizeof(uint64_t)) && (offsetof(am_hdr, header_l
 
 /* The first fragment of a user active message sent in several. */
 struct am_first_hdr {
-    am_hdr   am;
+    am_hdr am;
     uint64_t src_uuid;
     uint64_t msg_id;
-    uint64_t total_length;                /* data bytes, user header excluded */
-    uint64_t ep_id;                       /* REPLY: the receiver's ep to give; else 0 */
+    uint64_t total_length; /* data bytes, user header excluded */
+    uint64_t ep_id;        /* REPLY: the receiver's ep to give; else 0 */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(am_first_hdr) == 40, "am_first_hdr layout");
@@ -277,21 +277,21 @@ static_assert(sizeof(am_first_hdr) == 40, "am_first_hdr layout");
 /* A rendezvous user active message: the data stays at the sender until the
  * receiver pulls it (ucp_am_recv_data_nbx); the ATS completes the send. */
 struct am_rts_hdr {
-    am_hdr   am;
+    am_hdr am;
     uint64_t src_uuid;
     uint64_t sreq_id;
     uint64_t address;
     uint64_t length;
-    char     md_name[rts_md_name_max];    /* NUL-padded */
-    uint32_t rkey_length;                 /* after the user header */
-    uint8_t  flags;                       /* rts_flag:: */
-    uint8_t  reserved[3];
-    uint64_t ep_id;                       /* the receiver's ep: ATS (and reply ep) */
+    char md_name[rts_md_name_max]; /* NUL-padded */
+    uint32_t rkey_length;          /* after the user header */
+    uint8_t flags;                 /* rts_flag:: */
+    uint8_t reserved[3];
+    uint64_t ep_id; /* the receiver's ep: ATS (and reply ep) */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert((sizeof(am_rts_hdr) == 72) && (offsetof(am_rts_hdr, md_name) == 40) &&
-              (offsetof(am_rts_hdr, rkey_length) == 56) &&
-              (offsetof(am_rts_hdr, ep_id) == 64), "am_rts_hdr layout");
+                  (offsetof(am_rts_hdr, rkey_length) == 56) && (offsetof(am_rts_hdr, ep_id) == 64),
+              "am_rts_hdr layout");
 
 /*
  * Emulated RMA and atomics (ucp/rma): requests the target executes against
@@ -315,10 +315,10 @@ struct rma_put_hdr {
     uint64_t req_id;
     uint64_t address;
     uint64_t secret;
-    uint64_t ep_id;       /* the target's ep the answer goes out of */
-    uint64_t length;      /* bytes of the whole put (for EVENTS_BYTES counters) */
-    uint8_t  flags;       /* rma_put_flag */
-    uint8_t  reserved[7];
+    uint64_t ep_id;  /* the target's ep the answer goes out of */
+    uint64_t length; /* bytes of the whole put (for EVENTS_BYTES counters) */
+    uint8_t flags;   /* rma_put_flag */
+    uint8_t reserved[7];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(rma_put_hdr) == 56, "rma_put_hdr layout");
@@ -340,8 +340,8 @@ static_assert(sizeof(rma_get_req_hdr) == 48, "rma_get_req_hdr layout");
 struct rma_get_rep_hdr {
     uint64_t req_id;
     uint64_t offset;
-    int8_t   status;
-    uint8_t  reserved[7];
+    int8_t status;
+    uint8_t reserved[7];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(rma_get_rep_hdr) == 24, "rma_get_rep_hdr layout");
@@ -352,13 +352,13 @@ struct atomic_req_hdr {
     uint64_t src_uuid;
     uint64_t req_id;
     uint64_t address;
-    uint64_t value;       /* CSWAP: the value swapped in */
-    uint64_t compare;     /* CSWAP only */
+    uint64_t value;   /* CSWAP: the value swapped in */
+    uint64_t compare; /* CSWAP only */
     uint64_t secret;
     uint64_t ep_id;
-    uint8_t  op;
-    uint8_t  size;
-    uint8_t  reserved[6];
+    uint8_t op;
+    uint8_t size;
+    uint8_t reserved[6];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert((sizeof(atomic_req_hdr) == 64) && (offsetof(atomic_req_hdr, op) == 56),
@@ -367,8 +367,8 @@ static_assert((sizeof(atomic_req_hdr) == 64) && (offsetof(atomic_req_hdr, op) ==
 struct atomic_rep_hdr {
     uint64_t req_id;
     uint64_t result;
-    int8_t   status;
-    uint8_t  reserved[7];
+    int8_t status;
+    uint8_t reserved[7];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(atomic_rep_hdr) == 24, "atomic_rep_hdr layout");
@@ -392,13 +392,13 @@ constexpr uint8_t ALL         = DATA | NO_RCE | REMOTE_CNTR | GET;
  * element header fill one cache line. */
 struct pwc_hdr {
     uint64_t src_uuid;
-    uint64_t ep_id;       /* the target's ep to us: it names the source */
-    uint64_t address;     /* DATA: where the bytes after the id go */
-    uint64_t secret;      /* DATA: the key's */
-    uint64_t cid;         /* the id when id_size is 0 */
-    uint32_t id_size;     /* bytes of id payload after the header */
-    uint8_t  flags;       /* pwc_flag */
-    uint8_t  reserved[3];
+    uint64_t ep_id;   /* the target's ep to us: it names the source */
+    uint64_t address; /* DATA: where the bytes after the id go */
+    uint64_t secret;  /* DATA: the key's */
+    uint64_t cid;     /* the id when id_size is 0 */
+    uint32_t id_size; /* bytes of id payload after the header */
+    uint8_t flags;    /* pwc_flag */
+    uint8_t reserved[3];
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert((sizeof(pwc_hdr) == 48) && (offsetof(pwc_hdr, id_size) == 40), "pwc_hdr layout");
@@ -406,7 +406,7 @@ static_assert((sizeof(pwc_hdr) == 48) && (offsetof(pwc_hdr, id_size) == 40), "pw
 /* AM_PWC_CREDIT: the application took `credits` ids the receiver sent. */
 struct pwc_credit_hdr {
     uint64_t src_uuid;
-    uint64_t ep_id;       /* the receiver's ep to us */
+    uint64_t ep_id; /* the receiver's ep to us */
     uint32_t credits;
     uint32_t reserved;
 };

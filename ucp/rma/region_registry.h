@@ -24,8 +24,8 @@ namespace ucp {
 
 /* A counter bound to a region (ucp_mem_bind_cntr): what it counts there. */
 struct region_counter {
-    ucp_cntr *cntr   = nullptr;
-    uint64_t events  = 0;       /* UCP_MEM_CNTR_REMOTE_* */
+    ucp_cntr *cntr  = nullptr;
+    uint64_t events = 0; /* UCP_MEM_CNTR_REMOTE_* */
 };
 
 class region_registry {
@@ -61,17 +61,17 @@ private:
     }
 
     struct region {
-        size_t         length;
-        uint64_t       secret;
+        size_t length;
+        uint64_t secret;
         region_counter counter;
     };
 
     /* start -> region; several entries may share a start. */
     std::multimap<uintptr_t, region> regions_;
     /* The longest region ever added: how far back a containing one may start. */
-    size_t                           max_length_ = 0;
-    bool                             shared_ = false;
-    mutable std::mutex               mutex_;
+    size_t max_length_ = 0;
+    bool shared_       = false;
+    mutable std::mutex mutex_;
 };
 
 } // namespace ucp

@@ -17,19 +17,19 @@ namespace ucp::rma {
 constexpr uint8_t no_cached_lane = 0xff;
 
 struct rkey_cache {
-    const ucp_ep *ep = nullptr;              /* the lanes below are this ep's */
-    uint8_t      put_lane = no_cached_lane;  /* no_cached_lane: emulate over AM */
-    uint8_t      get_lane = no_cached_lane;
-    uint8_t      amo_lane = no_cached_lane;  /* atomics of the worker's atomic mode */
-    uint8_t      amo_post32 = 0;             /* uct::atomic_op_bit sets of amo_lane */
-    uint8_t      amo_fetch32 = 0;
-    uint8_t      amo_post64 = 0;
-    uint8_t      amo_fetch64 = 0;
+    const ucp_ep *ep    = nullptr;        /* the lanes below are this ep's */
+    uint8_t put_lane    = no_cached_lane; /* no_cached_lane: emulate over AM */
+    uint8_t get_lane    = no_cached_lane;
+    uint8_t amo_lane    = no_cached_lane; /* atomics of the worker's atomic mode */
+    uint8_t amo_post32  = 0;              /* uct::atomic_op_bit sets of amo_lane */
+    uint8_t amo_fetch32 = 0;
+    uint8_t amo_post64  = 0;
+    uint8_t amo_fetch64 = 0;
     /* The worker's atomic mode is cpu: CPU atomics on a direct mapping and
      * emulation (the target's CPU applies them) may serve atomics. */
-    bool         amo_cpu = true;
-    bool         direct_checked = false;
-    uint8_t      *direct = nullptr;          /* ucp_rkey::address mapped here */
+    bool amo_cpu        = true;
+    bool direct_checked = false;
+    uint8_t *direct     = nullptr; /* ucp_rkey::address mapped here */
 };
 
 } // namespace ucp::rma

@@ -63,21 +63,24 @@ inline const rkey_cache &cache_of(const ucp_ep *ep, ucp_rkey *rkey)
  * key: the key of its selection table (ucp/proto/select.h). */
 inline uint8_t reach_of(const rkey_cache &c, uint8_t lane)
 {
-    return (c.direct != nullptr) ? proto::rma_reach::DIRECT :
-           (lane != no_cached_lane) ? lane : proto::rma_reach::AM;
+    return (c.direct != nullptr)    ? proto::rma_reach::DIRECT :
+           (lane != no_cached_lane) ? lane :
+                                      proto::rma_reach::AM;
 }
 
 inline path path_of(uint8_t reach)
 {
     return (reach == proto::rma_reach::DIRECT) ? path::DIRECT :
-           (reach == proto::rma_reach::AM) ? path::EMULATED : path::LANE;
+           (reach == proto::rma_reach::AM)     ? path::EMULATED :
+                                                 path::LANE;
 }
 
 /* The path a protocol of an RMA table takes. */
 inline path path_of(proto::protocol p)
 {
-    return (p == proto::protocol::RMA_DIRECT) ? path::DIRECT :
-           (p == proto::protocol::RMA_EMULATED) ? path::EMULATED : path::LANE;
+    return (p == proto::protocol::RMA_DIRECT)   ? path::DIRECT :
+           (p == proto::protocol::RMA_EMULATED) ? path::EMULATED :
+                                                  path::LANE;
 }
 
 /* The protocol of the ep's table for `length` bytes of `op` that reach the
@@ -108,7 +111,7 @@ bool select_atomic(const ucp_ep *ep, uint8_t reach, Takes &&takes)
     if (sel.count == 0) {
         return false;
     }
-    const proto::range &r = sel.find(0);   /* atomics have one range */
+    const proto::range &r = sel.find(0); /* atomics have one range */
     return std::any_of(r.candidates, r.candidates + r.count, takes);
 }
 
@@ -124,8 +127,8 @@ inline uint8_t *direct_address(const ucp_rkey *rkey, uint64_t remote_addr)
  * data kept aside; nullptr when out of memory. The caller fills
  * u.send.rma's operation fields, then calls request_start().
  */
-request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *param,
-                     op_kind kind, path how);
+request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *param, op_kind kind,
+                     path how);
 
 /*
  * Issues the operation (or queues it behind the ep's pending sends) with
@@ -138,8 +141,7 @@ ucs_status_ptr_t request_start(request *req, const ucp_request_param_t *param);
 /* The request of an rma_state. */
 inline request *request_of(rma_state *r)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(r) -
-                                      offsetof(request, u.send.rma));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(r) - offsetof(request, u.send.rma));
 }
 
 /* ---- emulation (rma_emulation.cc) ---- */

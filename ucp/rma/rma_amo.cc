@@ -54,16 +54,15 @@ uint64_t load_operand(const void *buffer, unsigned size)
 }
 
 /* Checks what needs no lock; fills size, op and whether it fetches. */
-ucs_status_t check_params(ucp_ep_h ep, int opcode, const void *buffer,
-                          size_t count, uint64_t remote_addr, ucp_rkey_h rkey,
-                          const ucp_request_param_t *param, unsigned *size_p,
-                          uct::atomic_op *op_p, bool *fetch_p)
+ucs_status_t check_params(ucp_ep_h ep, int opcode, const void *buffer, size_t count,
+                          uint64_t remote_addr, ucp_rkey_h rkey, const ucp_request_param_t *param,
+                          unsigned *size_p, uct::atomic_op *op_p, bool *fetch_p)
 {
     if ((ep == nullptr) || (rkey == nullptr) || (param == nullptr) || (buffer == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
     const uint32_t mask = param->op_attr_mask;
-    *op_p = uct_op_of(opcode);
+    *op_p               = uct_op_of(opcode);
     if (*op_p == uct::atomic_op::LAST) {
         ucs_error("ucp_atomic_op_nbx: invalid opcode %d", opcode);
         return UCS_ERR_INVALID_PARAM;
@@ -110,21 +109,20 @@ bool lane_does(const rkey_cache &c, uct::atomic_op op, unsigned size, bool fetch
     if (c.amo_lane == no_cached_lane) {
         return false;
     }
-    const uint8_t bit   = uint8_t(uct::atomic_op_bit(op));
+    const uint8_t bit       = uint8_t(uct::atomic_op_bit(op));
     const uint8_t fetch_ops = (size == sizeof(uint32_t)) ? c.amo_fetch32 : c.amo_fetch64;
     const uint8_t post_ops  = (size == sizeof(uint32_t)) ? c.amo_post32 : c.amo_post64;
     return (fetch_ops & bit) || (!fetch && (post_ops & bit));
 }
 
-ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
-                           size_t count, uint64_t remote_addr, ucp_rkey *rkey,
-                           const ucp_request_param_t *param)
+ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer, size_t count,
+                           uint64_t remote_addr, ucp_rkey *rkey, const ucp_request_param_t *param)
 {
     unsigned size;
     uct::atomic_op op;
     bool fetch;
-    ucs_status_t status = check_params(ep, opcode, buffer, count, remote_addr, rkey, param,
-                                       &size, &op, &fetch);
+    ucs_status_t status = check_params(ep, opcode, buffer, count, remote_addr, rkey, param, &size,
+                                       &op, &fetch);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
     }
@@ -132,13 +130,13 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
     ucp_worker *worker = ep->worker;
     worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
-    bool immediate          = false;   /* done inside the call (see completed_in_call) */
-    status = guarded("ucp_atomic_op_nbx", [&]() {
+    bool immediate          = false; /* done inside the call (see completed_in_call) */
+    status                  = guarded("ucp_atomic_op_nbx", [&]() {
         if (!rkey->covers(remote_addr, size)) {
             ucs_diag("ucp_atomic_op_nbx: 0x%llx+%u is outside the key's region 0x%llx+%llu",
-                     static_cast<unsigned long long>(remote_addr), size,
-                     static_cast<unsigned long long>(rkey->address),
-                     static_cast<unsigned long long>(rkey->length));
+                                      static_cast<unsigned long long>(remote_addr), size,
+                                      static_cast<unsigned long long>(rkey->address),
+                                      static_cast<unsigned long long>(rkey->length));
             return UCS_ERR_INVALID_ADDR;
         }
         if (rkey->mem_type != UCS_MEMORY_TYPE_HOST) {
@@ -158,18 +156,18 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
         /* Device atomics only: a CPU atomic (direct or by the target's CPU)
          * would not be atomic with the NIC's on the same word. */
         const uint8_t reach = c.amo_cpu ? reach_of(c, c.amo_lane) :
-                              (c.amo_lane != no_cached_lane) ? c.amo_lane :
-                                                               proto::rma_reach::AM;
-        path how = path::LANE;
+                                               (c.amo_lane != no_cached_lane) ? c.amo_lane :
+                                                                                proto::rma_reach::AM;
+        path how            = path::LANE;
         if (!select_atomic(ep, reach, [&](proto::protocol p) {
                 if ((p == proto::protocol::AMO_LANE) && !lane_does(c, op, size, fetch)) {
-                    return false;   /* the lane lacks this op or size */
+                    return false; /* the lane lacks this op or size */
                 }
                 how = path_of(p);
                 return true;
             })) {
             ucs_error("ucp_atomic_op_nbx: UCX_ATOMIC_MODE=device and no transport "
-                      "to this peer has that device atomic");
+                                                        "to this peer has that device atomic");
             return UCS_ERR_UNSUPPORTED;
         }
         const uint32_t attr_mask = param->op_attr_mask;
@@ -177,9 +175,8 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
             if (how == path::DIRECT) {
                 uint64_t old;
-                const ucs_status_t done = cpu_atomic(op, size,
-                                                     direct_address(rkey, remote_addr),
-                                                     value, compare, &old);
+                const ucs_status_t done = cpu_atomic(op, size, direct_address(rkey, remote_addr),
+                                                                      value, compare, &old);
                 if (done == UCS_OK) {
                     if (fetch) {
                         store_result(param->reply_buffer, size, old);
@@ -190,11 +187,10 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
             }
             const uint8_t post_ops = (size == sizeof(uint32_t)) ? c.amo_post32 : c.amo_post64;
             if ((how == path::LANE) && !fetch && (post_ops & uct::atomic_op_bit(op))) {
-                const lane &l = ep->lanes[c.amo_lane];
-                const ucs_status_t posted =
-                    l.ep->atomic_post(op, size, value, remote_addr,
-                                      rkey->find(l.md_index)->bundle.rkey);
-                immediate = (posted == UCS_OK);
+                const lane &l             = ep->lanes[c.amo_lane];
+                const ucs_status_t posted = l.ep->atomic_post(op, size, value, remote_addr,
+                                                                               rkey->find(l.md_index)->bundle.rkey);
+                immediate                 = (posted == UCS_OK);
                 if (posted != UCS_ERR_NO_RESOURCE) {
                     return posted;
                 }
@@ -208,7 +204,7 @@ ucs_status_ptr_t atomic_op(ucp_ep *ep, int opcode, const void *buffer,
             return UCS_ERR_NO_MEMORY;
         }
         rma_state &r  = req->u.send.rma;
-        r.buffer      = fetch ? static_cast<uint8_t*>(param->reply_buffer) : nullptr;
+        r.buffer      = fetch ? static_cast<uint8_t *>(param->reply_buffer) : nullptr;
         r.length      = size;
         r.remote_addr = remote_addr;
         r.rkey        = rkey;
@@ -261,15 +257,14 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const vo
 {
     /* A C caller may pass any int: read it as one. */
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
-                                  count, ep, rkey}, param,
-                                 [=](const ucp_request_param_t *base) {
-            return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer, count, remote_addr,
-                                       rkey, base);
-        });
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer, count,
+                                  ep, rkey},
+                                 param, [=](const ucp_request_param_t *base) {
+                                     return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer,
+                                                                count, remote_addr, rkey, base);
+                                 });
     }
-    return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer, count, remote_addr, rkey,
-                               param);
+    return ucp::rma::atomic_op(ep, ucs::raw_enum(opcode), buffer, count, remote_addr, rkey, param);
 }
 
 ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode, uint64_t value,
@@ -301,15 +296,14 @@ ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode, uint64_t 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype     = ucp_dt_make_contig(op_size);
     status = ucp::rma::nbi_status(ucp_atomic_op_nbx(ep, op, &operand, 1, remote_addr, rkey,
-                                                   &param));
+                                                    &param));
     /* Posted: remote completion is a flush's business. */
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
 
-ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
-                                     uint64_t value, void *result, size_t op_size,
-                                     uint64_t remote_addr, ucp_rkey_h rkey,
-                                     ucp_send_callback_t cb)
+ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode, uint64_t value,
+                                     void *result, size_t op_size, uint64_t remote_addr,
+                                     ucp_rkey_h rkey, ucp_send_callback_t cb)
 {
     ucp_atomic_op_t op;
     switch (ucs::raw_enum(opcode)) {
@@ -320,7 +314,7 @@ ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
         op = UCP_ATOMIC_OP_SWAP;
         break;
     case UCP_ATOMIC_FETCH_OP_CSWAP:
-        op = UCP_ATOMIC_OP_CSWAP;   /* value compares, *result is swapped in */
+        op = UCP_ATOMIC_OP_CSWAP; /* value compares, *result is swapped in */
         break;
     case UCP_ATOMIC_FETCH_OP_FAND:
         op = UCP_ATOMIC_OP_AND;
@@ -344,21 +338,19 @@ ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
     }
     ucp_request_param_t param = ucp::rma::legacy_param(cb);
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-    param.datatype      = ucp_dt_make_contig(op_size);
-    param.reply_buffer  = result;
+    param.datatype     = ucp_dt_make_contig(op_size);
+    param.reply_buffer = result;
     return ucp_atomic_op_nbx(ep, op, &operand, 1, remote_addr, rkey, &param);
 }
 
 /* ---- blocking compat calls ---- */
 
-ucs_status_t ucp_atomic_add32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr,
-                              ucp_rkey_h rkey)
+ucs_status_t ucp_atomic_add32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr, ucp_rkey_h rkey)
 {
     return ucp_atomic_post(ep, UCP_ATOMIC_POST_OP_ADD, add, sizeof(add), remote_addr, rkey);
 }
 
-ucs_status_t ucp_atomic_add64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr,
-                              ucp_rkey_h rkey)
+ucs_status_t ucp_atomic_add64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr, ucp_rkey_h rkey)
 {
     return ucp_atomic_post(ep, UCP_ATOMIC_POST_OP_ADD, add, sizeof(add), remote_addr, rkey);
 }
@@ -368,47 +360,46 @@ ucs_status_t ucp_atomic_add64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr,
 namespace {
 
 template <typename T>
-ucs_status_t fetch_blocking(ucp_ep_h ep, ucp_atomic_fetch_op_t op, T value,
-                            uint64_t remote_addr, ucp_rkey_h rkey, T *result)
+ucs_status_t fetch_blocking(ucp_ep_h ep, ucp_atomic_fetch_op_t op, T value, uint64_t remote_addr,
+                            ucp_rkey_h rkey, T *result)
 {
     if ((ep == nullptr) || (result == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return ucp::rma::wait_blocking(ep->worker,
-                                   ucp_atomic_fetch_nb(ep, op, value, result, sizeof(T),
-                                                       remote_addr, rkey, nullptr));
+    return ucp::rma::wait_blocking(ep->worker, ucp_atomic_fetch_nb(ep, op, value, result, sizeof(T),
+                                                                   remote_addr, rkey, nullptr));
 }
 
 } // namespace
 
 extern "C" {
 
-ucs_status_t ucp_atomic_fadd32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint32_t *result)
+ucs_status_t ucp_atomic_fadd32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint32_t *result)
 {
     return fetch_blocking(ep, UCP_ATOMIC_FETCH_OP_FADD, add, remote_addr, rkey, result);
 }
 
-ucs_status_t ucp_atomic_fadd64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint64_t *result)
+ucs_status_t ucp_atomic_fadd64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint64_t *result)
 {
     return fetch_blocking(ep, UCP_ATOMIC_FETCH_OP_FADD, add, remote_addr, rkey, result);
 }
 
-ucs_status_t ucp_atomic_swap32(ucp_ep_h ep, uint32_t swap, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint32_t *result)
+ucs_status_t ucp_atomic_swap32(ucp_ep_h ep, uint32_t swap, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint32_t *result)
 {
     return fetch_blocking(ep, UCP_ATOMIC_FETCH_OP_SWAP, swap, remote_addr, rkey, result);
 }
 
-ucs_status_t ucp_atomic_swap64(ucp_ep_h ep, uint64_t swap, uint64_t remote_addr,
-                               ucp_rkey_h rkey, uint64_t *result)
+ucs_status_t ucp_atomic_swap64(ucp_ep_h ep, uint64_t swap, uint64_t remote_addr, ucp_rkey_h rkey,
+                               uint64_t *result)
 {
     return fetch_blocking(ep, UCP_ATOMIC_FETCH_OP_SWAP, swap, remote_addr, rkey, result);
 }
 
-ucs_status_t ucp_atomic_cswap32(ucp_ep_h ep, uint32_t compare, uint32_t swap,
-                                uint64_t remote_addr, ucp_rkey_h rkey, uint32_t *result)
+ucs_status_t ucp_atomic_cswap32(ucp_ep_h ep, uint32_t compare, uint32_t swap, uint64_t remote_addr,
+                                ucp_rkey_h rkey, uint32_t *result)
 {
     if (result == nullptr) {
         return UCS_ERR_INVALID_PARAM;
@@ -417,8 +408,8 @@ ucs_status_t ucp_atomic_cswap32(ucp_ep_h ep, uint32_t compare, uint32_t swap,
     return fetch_blocking(ep, UCP_ATOMIC_FETCH_OP_CSWAP, compare, remote_addr, rkey, result);
 }
 
-ucs_status_t ucp_atomic_cswap64(ucp_ep_h ep, uint64_t compare, uint64_t swap,
-                                uint64_t remote_addr, ucp_rkey_h rkey, uint64_t *result)
+ucs_status_t ucp_atomic_cswap64(ucp_ep_h ep, uint64_t compare, uint64_t swap, uint64_t remote_addr,
+                                ucp_rkey_h rkey, uint64_t *result)
 {
     if (result == nullptr) {
         return UCS_ERR_INVALID_PARAM;

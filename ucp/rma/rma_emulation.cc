@@ -29,30 +29,33 @@ ucs_status_t send_header(uct::ep *ep, uint8_t am_id, const Header &hdr)
     if ((attr.flags & uct::iface_flag::AM_SHORT) && (sizeof(hdr) <= attr.am.max_short)) {
         uint64_t first;
         std::memcpy(&first, &hdr, sizeof(first));
-        return ep->am_short(am_id, first, reinterpret_cast<const uint8_t*>(&hdr) + sizeof(first),
+        return ep->am_short(am_id, first, reinterpret_cast<const uint8_t *>(&hdr) + sizeof(first),
                             unsigned(sizeof(hdr) - sizeof(first)));
     }
-    ssize_t packed = ep->am_bcopy(am_id, [](void *dest, void *arg) -> size_t {
-        std::memcpy(dest, arg, sizeof(Header));
-        return sizeof(Header);
-    }, const_cast<Header*>(&hdr), 0);
+    ssize_t packed = ep->am_bcopy(
+        am_id,
+        [](void *dest, void *arg) -> size_t {
+            std::memcpy(dest, arg, sizeof(Header));
+            return sizeof(Header);
+        },
+        const_cast<Header *>(&hdr), 0);
     return (packed < 0) ? ucs_status_t(packed) : UCS_OK;
 }
 
 /* A header followed by `length` bytes from `data`. */
 struct header_and_data {
     const void *header;
-    size_t     header_length;
+    size_t header_length;
     const void *data;
-    size_t     length;
+    size_t length;
 };
 
 size_t pack_header_and_data(void *dest, void *arg)
 {
-    auto *a = static_cast<header_and_data*>(arg);
+    auto *a = static_cast<header_and_data *>(arg);
     std::memcpy(dest, a->header, a->header_length);
     if (a->length != 0) {
-        std::memcpy(static_cast<uint8_t*>(dest) + a->header_length, a->data, a->length);
+        std::memcpy(static_cast<uint8_t *>(dest) + a->header_length, a->data, a->length);
     }
     return a->header_length + a->length;
 }
@@ -97,13 +100,19 @@ ucs_status_t emulated_put(request *req)
     }
     bool progressed = false;
     while (offset < r.length) {
-        const size_t chunk = std::min(r.length - offset, room);
+        const size_t chunk  = std::min(r.length - offset, room);
         const uint8_t flags = (offset + chunk == r.length) ? wire::rma_put_flag::LAST : 0;
-        const wire::rma_put_hdr hdr{req->worker->uuid, req->id, r.remote_addr + offset,
-                                    r.rkey->secret, ep->remote_id, r.length, flags, {}};
+        const wire::rma_put_hdr hdr{req->worker->uuid,
+                                    req->id,
+                                    r.remote_addr + offset,
+                                    r.rkey->secret,
+                                    ep->remote_id,
+                                    r.length,
+                                    flags,
+                                    {}};
         ucs_status_t status = send_awaited(req, [&]() {
-            return send_header_and_data(am, wire::AM_RMA_PUT, &hdr, sizeof(hdr),
-                                        r.buffer + offset, chunk);
+            return send_header_and_data(am, wire::AM_RMA_PUT, &hdr, sizeof(hdr), r.buffer + offset,
+                                        chunk);
         });
         if (status == UCS_ERR_NO_RESOURCE) {
             return progressed ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
@@ -111,7 +120,7 @@ ucs_status_t emulated_put(request *req)
         if (status != UCS_OK) {
             return issue_failed(req, status);
         }
-        offset    += chunk;
+        offset += chunk;
         progressed = true;
     }
     issue_done(req);
@@ -121,8 +130,8 @@ ucs_status_t emulated_put(request *req)
 ucs_status_t emulated_get(request *req)
 {
     const rma_state &r = req->u.send.rma;
-    const wire::rma_get_req_hdr hdr{req->worker->uuid, req->id, r.remote_addr, r.length,
-                                    r.rkey->secret, req->u.send.ep->remote_id};
+    const wire::rma_get_req_hdr hdr{req->worker->uuid, req->id,        r.remote_addr,
+                                    r.length,          r.rkey->secret, req->u.send.ep->remote_id};
     ucs_status_t status = send_awaited(req, [&]() {
         return send_header(req->u.send.ep->am_ep, wire::AM_RMA_GET_REQ, hdr);
     });
@@ -140,15 +149,15 @@ ucs_status_t emulated_amo(request *req)
 {
     const rma_state &r = req->u.send.rma;
     wire::atomic_req_hdr hdr{};
-    hdr.src_uuid = req->worker->uuid;
-    hdr.req_id   = req->id;
-    hdr.address  = r.remote_addr;
-    hdr.value    = r.value;
-    hdr.compare  = r.compare;
-    hdr.secret   = r.rkey->secret;
-    hdr.ep_id    = req->u.send.ep->remote_id;
-    hdr.op       = r.amo_op;
-    hdr.size     = r.size;
+    hdr.src_uuid        = req->worker->uuid;
+    hdr.req_id          = req->id;
+    hdr.address         = r.remote_addr;
+    hdr.value           = r.value;
+    hdr.compare         = r.compare;
+    hdr.secret          = r.rkey->secret;
+    hdr.ep_id           = req->u.send.ep->remote_id;
+    hdr.op              = r.amo_op;
+    hdr.size            = r.size;
     ucs_status_t status = send_awaited(req, [&]() {
         return send_header(req->u.send.ep->am_ep, wire::AM_ATOMIC_REQ, hdr);
     });
@@ -172,33 +181,30 @@ bool send_get_data(ucp_worker *worker, uct::ep *am, deferred_reply &r)
         region_counter counter;
         /* Checked again each time: a deferred reply reads the memory later. */
         if ((r.status == UCS_OK) &&
-            !worker->context.mapped_regions.contains(r.address, r.length, r.secret,
-                                                     &counter)) {
+            !worker->context.mapped_regions.contains(r.address, r.length, r.secret, &counter)) {
             r.status = hdr.status = int8_t(UCS_ERR_INVALID_ADDR);
         }
         if (r.status != UCS_OK) {
-            ucs_status_t status = send_header_and_data(am, wire::AM_RMA_GET_REP, &hdr,
-                                                       sizeof(hdr), nullptr, 0);
+            ucs_status_t status = send_header_and_data(am, wire::AM_RMA_GET_REP, &hdr, sizeof(hdr),
+                                                       nullptr, 0);
             return status != UCS_ERR_NO_RESOURCE;
         }
-        const size_t chunk = std::min<uint64_t>(r.length,
-                                                max_payload(am, sizeof(hdr)));
+        const size_t chunk = std::min<uint64_t>(r.length, max_payload(am, sizeof(hdr)));
         if (chunk == 0) {
-            return true;   /* nothing left (or a lane that cannot carry data) */
+            return true; /* nothing left (or a lane that cannot carry data) */
         }
-        ucs_status_t status = send_header_and_data(am, wire::AM_RMA_GET_REP, &hdr,
-                                                   sizeof(hdr),
-                                                   reinterpret_cast<const void*>(r.address),
+        ucs_status_t status = send_header_and_data(am, wire::AM_RMA_GET_REP, &hdr, sizeof(hdr),
+                                                   reinterpret_cast<const void *>(r.address),
                                                    chunk);
         if (status == UCS_ERR_NO_RESOURCE) {
             return false;
         }
         if (status != UCS_OK) {
-            return true;   /* the requester's ep failed: nobody to answer */
+            return true; /* the requester's ep failed: nobody to answer */
         }
         r.address += chunk;
-        r.offset  += chunk;
-        r.length  -= chunk;
+        r.offset += chunk;
+        r.length -= chunk;
         if (r.length == 0) {
             /* Every byte is read (copied into the replies): counted now. */
             ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_READ, r.offset);
@@ -249,7 +255,7 @@ void reply(ucp_worker *worker, const deferred_reply &r)
         worker->schedule(deferred::RMA);
         return;
     }
-    queue.push_back(r);   /* behind the ones waiting already */
+    queue.push_back(r); /* behind the ones waiting already */
 }
 
 /* The emulated request of this kind a reply names, or nullptr. */
@@ -315,7 +321,7 @@ bool read_request(ucp_worker *worker, ucs::wire_reader &r, Header *hdr, const ch
 
 ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::rma_put_hdr hdr;
     if (!read_request(worker, r, &hdr, "RMA put")) {
@@ -330,7 +336,7 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
         status = UCS_ERR_INVALID_ADDR;
     } else {
         if (size != 0) {
-            std::memcpy(reinterpret_cast<void*>(hdr.address), r.pos(), size);
+            std::memcpy(reinterpret_cast<void *>(hdr.address), r.pos(), size);
         }
         /* Fragments arrive in order: at the last one the whole put landed. */
         if (hdr.flags & wire::rma_put_flag::LAST) {
@@ -344,7 +350,7 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::rma_get_req_hdr hdr;
     if (!read_request(worker, r, &hdr, "RMA get")) {
@@ -358,15 +364,14 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
                   static_cast<unsigned long long>(hdr.length));
         status = UCS_ERR_INVALID_ADDR;
     }
-    rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id,
-                                      wire::AM_RMA_GET_REP, int8_t(status), 0, hdr.address,
-                                      hdr.length, 0, hdr.secret});
+    rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id, wire::AM_RMA_GET_REP,
+                                      int8_t(status), 0, hdr.address, hdr.length, 0, hdr.secret});
     return UCS_OK;
 }
 
 ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::atomic_req_hdr hdr;
     if (!read_request(worker, r, &hdr, "atomic request")) {
@@ -389,20 +394,20 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
         status = UCS_ERR_INVALID_ADDR;
     } else {
         status = rma::cpu_atomic(uct::atomic_op(hdr.op), hdr.size,
-                                 reinterpret_cast<void*>(hdr.address), hdr.value,
-                                 hdr.compare, &old);
+                                 reinterpret_cast<void *>(hdr.address), hdr.value, hdr.compare,
+                                 &old);
         if (status == UCS_OK) {
             ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_ATOMIC, hdr.size);
         }
     }
-    rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id,
-                                      wire::AM_ATOMIC_REP, int8_t(status), old, 0, 0, 0, 0});
+    rma::reply(worker, deferred_reply{hdr.ep_id, hdr.src_uuid, hdr.req_id, wire::AM_ATOMIC_REP,
+                                      int8_t(status), old, 0, 0, 0, 0});
     return UCS_OK;
 }
 
 ucs_status_t rma_cmpl_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::reply_hdr hdr;
     if (!r.get(&hdr)) {
@@ -418,7 +423,7 @@ ucs_status_t rma_cmpl_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t atomic_rep_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader reader(data, length);
     wire::atomic_rep_hdr hdr;
     if (!reader.get(&hdr)) {
@@ -440,7 +445,7 @@ ucs_status_t atomic_rep_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t rma_get_rep_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader reader(data, length);
     wire::rma_get_rep_hdr hdr;
     if (!reader.get(&hdr)) {
@@ -451,8 +456,8 @@ ucs_status_t rma_get_rep_handler(void *arg, void *data, size_t length, unsigned)
     if ((req == nullptr) || (req->u.send.rma.flags & rma::state_flag::GET_DONE)) {
         return UCS_OK;
     }
-    rma_state &r       = req->u.send.rma;
-    const size_t size  = reader.left();
+    rma_state &r        = req->u.send.rma;
+    const size_t size   = reader.left();
     ucs_status_t status = wire::peer_status(hdr.status);
     if ((status == UCS_OK) && (!ucs::range_inside(hdr.offset, size, r.length) || (size == 0))) {
         ucs_error("worker '%s': get reply of %zu bytes at offset %llu for %zu bytes",
@@ -462,7 +467,7 @@ ucs_status_t rma_get_rep_handler(void *arg, void *data, size_t length, unsigned)
     }
     if (status == UCS_OK) {
         std::memcpy(r.buffer + hdr.offset, reader.pos(), size);
-        req->u.send.offset += size;   /* the bytes arrived */
+        req->u.send.offset += size; /* the bytes arrived */
         if (req->u.send.offset < r.length) {
             return UCS_OK;
         }

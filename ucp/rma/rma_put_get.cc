@@ -73,8 +73,8 @@ inline void copy(void *dest, const void *src, size_t length)
 }
 
 /* A put or get through the key's mapping here (cache.direct set). */
-inline void copy_direct(op_kind kind, const ucp_rkey *rkey, uint64_t remote_addr,
-                        void *buffer, size_t length)
+inline void copy_direct(op_kind kind, const ucp_rkey *rkey, uint64_t remote_addr, void *buffer,
+                        size_t length)
 {
     uint8_t *local = direct_address(rkey, remote_addr);
     if (kind == op_kind::PUT) {
@@ -85,8 +85,8 @@ inline void copy_direct(op_kind kind, const ucp_rkey *rkey, uint64_t remote_addr
 }
 
 /* Tries to finish at once without a request; UCS_ERR_NO_RESOURCE: use one. */
-ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, proto::protocol p,
-                     uint8_t lane, void *buffer, size_t length, uint64_t remote_addr)
+ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, proto::protocol p, uint8_t lane,
+                     void *buffer, size_t length, uint64_t remote_addr)
 {
     if (p == proto::protocol::RMA_DIRECT) {
         copy_direct(kind, rkey, remote_addr, buffer, length);
@@ -106,25 +106,24 @@ ucs_status_t try_now(op_kind kind, ucp_ep *ep, ucp_rkey *rkey, proto::protocol p
  * already mapped here for this ep, nothing queued, a single-threaded
  * worker and no flags: a copy, done in the call. Whether it applied.
  */
-inline bool direct_now(op_kind kind, ucp_ep *ep, void *buffer, size_t length,
-                       uint64_t remote_addr, const ucp_rkey *rkey, uint32_t attr_mask)
+inline bool direct_now(op_kind kind, ucp_ep *ep, void *buffer, size_t length, uint64_t remote_addr,
+                       const ucp_rkey *rkey, uint32_t attr_mask)
 {
     constexpr uint32_t plain = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                                UCP_OP_ATTR_FIELD_DATATYPE;
     const rkey_cache &c = rkey->rma_cache;
     if ((attr_mask & ~plain) || (c.ep != ep) || (c.direct == nullptr) || (length == 0) ||
-        (buffer == nullptr) || (rkey->mem_type != UCS_MEMORY_TYPE_HOST) ||
-        (ep->num_pending != 0) || !ep->usable() || ep->worker->multi_threaded() ||
-        ucs::memtype::have_detectors() || !rkey->covers(remote_addr, length)) {
+        (buffer == nullptr) || (rkey->mem_type != UCS_MEMORY_TYPE_HOST) || (ep->num_pending != 0) ||
+        !ep->usable() || ep->worker->multi_threaded() || ucs::memtype::have_detectors() ||
+        !rkey->covers(remote_addr, length)) {
         return false;
     }
     copy_direct(kind, rkey, remote_addr, buffer, length);
     return true;
 }
 
-ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
-                         uint64_t remote_addr, ucp_rkey *rkey,
-                         const ucp_request_param_t *param)
+ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count, uint64_t remote_addr,
+                         ucp_rkey *rkey, const ucp_request_param_t *param)
 {
     const char *name = (kind == op_kind::PUT) ? "ucp_put" : "ucp_get";
     if ((ep == nullptr) || (rkey == nullptr) || (param == nullptr) ||
@@ -153,17 +152,17 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
     worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
     bool immediate          = false;
-    status = guarded(name, [&]() {
+    status                  = guarded(name, [&]() {
         const uint32_t attr_mask = param->op_attr_mask;
         if ((length == 0) && !(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) {
-            result = nullptr;   /* nothing to move, nowhere to check */
+            result = nullptr; /* nothing to move, nowhere to check */
             return UCS_OK;
         }
         if ((length != 0) && !rkey->covers(remote_addr, length)) {
             ucs_diag("%s: 0x%llx+%zu is outside the key's region 0x%llx+%llu", name,
-                     static_cast<unsigned long long>(remote_addr), length,
-                     static_cast<unsigned long long>(rkey->address),
-                     static_cast<unsigned long long>(rkey->length));
+                                      static_cast<unsigned long long>(remote_addr), length,
+                                      static_cast<unsigned long long>(rkey->address),
+                                      static_cast<unsigned long long>(rkey->length));
             return UCS_ERR_INVALID_ADDR;
         }
         if (!ep->usable()) {
@@ -178,7 +177,7 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
          * buffer, owned by the request or freed when done in the call. A put
          * copies the source there first; a get copies it out at completion. */
         std::unique_ptr<void, decltype(&ucs::memtype::bounce_free)> staged(
-                nullptr, &ucs::memtype::bounce_free);
+                             nullptr, &ucs::memtype::bounce_free);
         const ucs_memory_type_t user_type = local_type;
         void *const user_buffer           = buffer;
         if ((local_type != UCS_MEMORY_TYPE_HOST) && (rkey->mem_type == UCS_MEMORY_TYPE_HOST) &&
@@ -188,8 +187,8 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
                 return UCS_ERR_NO_MEMORY;
             }
             if (kind == op_kind::PUT) {
-                ucs_status_t copied = ucs::memtype::copy(staged.get(), UCS_MEMORY_TYPE_HOST,
-                                                         buffer, local_type, length);
+                ucs_status_t copied = ucs::memtype::copy(staged.get(), UCS_MEMORY_TYPE_HOST, buffer,
+                                                                          local_type, length);
                 if (copied != UCS_OK) {
                     return copied;
                 }
@@ -201,29 +200,27 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         if (((rkey->mem_type != UCS_MEMORY_TYPE_HOST) || (local_type != UCS_MEMORY_TYPE_HOST)) &&
             !lane_moves(ep, how, lane, local_type)) {
             ucs_diag("%s: no transport here moves %s memory to %s memory", name,
-                     ucs_memory_type_names[(kind == op_kind::PUT) ? local_type :
-                                                                   rkey->mem_type],
-                     ucs_memory_type_names[(kind == op_kind::PUT) ? rkey->mem_type :
-                                                                   local_type]);
+                                      ucs_memory_type_names[(kind == op_kind::PUT) ? local_type : rkey->mem_type],
+                                      ucs_memory_type_names[(kind == op_kind::PUT) ? rkey->mem_type : local_type]);
             return UCS_ERR_UNSUPPORTED;
         }
 
         const proto::operation op = (kind == op_kind::PUT) ? proto::operation::PUT :
-                                                               proto::operation::GET;
+                                                                              proto::operation::GET;
         const proto::protocol p   = select(ep, op, reach, local_type, length);
         if (p == proto::protocol::last) {
-            ucs_diag("%s: no protocol of lane[%u] moves %zu bytes of %s memory", name, lane,
-                     length, ucs_memory_type_names[local_type]);
+            ucs_diag("%s: no protocol of lane[%u] moves %zu bytes of %s memory", name, lane, length,
+                                      ucs_memory_type_names[local_type]);
             return UCS_ERR_UNSUPPORTED;
         }
         if (!(attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && (ep->num_pending == 0)) {
             ucs_status_t now = try_now(kind, ep, rkey, p, lane, buffer, length, remote_addr);
             if ((now == UCS_OK) && stage_out) {
                 now = ucs::memtype::copy(user_buffer, user_type, buffer, UCS_MEMORY_TYPE_HOST,
-                                         length);
+                                                          length);
             }
             if (now != UCS_ERR_NO_RESOURCE) {
-                result    = UCS_STATUS_PTR(now);   /* nullptr when done */
+                result    = UCS_STATUS_PTR(now); /* nullptr when done */
                 immediate = (now == UCS_OK);
                 return UCS_OK;
             }
@@ -235,17 +232,17 @@ ucs_status_ptr_t put_get(op_kind kind, ucp_ep *ep, void *buffer, size_t count,
         if (req == nullptr) {
             return UCS_ERR_NO_MEMORY;
         }
-        req->u.send.bounce = staged.release();   /* freed with the request */
-        rma_state &r  = req->u.send.rma;
-        r.staged_for  = stage_out ? static_cast<uint8_t*>(user_buffer) : nullptr;
-        r.staged_type = uint8_t(user_type);
-        r.buffer      = static_cast<uint8_t*>(buffer);
-        r.length      = length;
-        r.remote_addr = remote_addr;
-        r.rkey        = rkey;
-        r.lane        = lane;
-        r.protocol    = uint8_t(p);
-        result        = request_start(req, param);
+        req->u.send.bounce = staged.release(); /* freed with the request */
+        rma_state &r       = req->u.send.rma;
+        r.staged_for       = stage_out ? static_cast<uint8_t *>(user_buffer) : nullptr;
+        r.staged_type      = uint8_t(user_type);
+        r.buffer           = static_cast<uint8_t *>(buffer);
+        r.length           = length;
+        r.remote_addr      = remote_addr;
+        r.rkey             = rkey;
+        r.lane             = lane;
+        r.protocol         = uint8_t(p);
+        result             = request_start(req, param);
         return UCS_OK;
     });
     if (immediate) {
@@ -295,29 +292,29 @@ const ucp_request_param_t no_param{};
 
 extern "C" {
 
-ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                             uint64_t remote_addr, ucp_rkey_h rkey,
-                             const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count, uint64_t remote_addr,
+                             ucp_rkey_h rkey, const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
-                                  count, ep, rkey}, param,
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer, count,
+                                  ep, rkey},
+                                 param,
                                  [=](const ucp_request_param_t *base) {
-            return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer), count,
+            return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void *>(buffer), count,
                                      remote_addr, rkey, base);
         });
     }
-    return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer), count,
-                             remote_addr, rkey, param);
+    return ucp::rma::put_get(op_kind::PUT, ep, const_cast<void *>(buffer), count, remote_addr, rkey,
+                             param);
 }
 
-ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
-                             uint64_t remote_addr, ucp_rkey_h rkey,
-                             const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count, uint64_t remote_addr,
+                             ucp_rkey_h rkey, const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
-                                  count, ep, rkey}, param,
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer, count,
+                                  ep, rkey},
+                                 param,
                                  [=](const ucp_request_param_t *base) {
             return ucp::rma::put_get(op_kind::GET, ep, buffer, count, remote_addr, rkey, base);
         });
@@ -325,52 +322,52 @@ ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
     return ucp::rma::put_get(op_kind::GET, ep, buffer, count, remote_addr, rkey, param);
 }
 
-ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
-                         uint64_t remote_addr, ucp_rkey_h rkey)
+ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey)
 {
-    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::PUT, ep, const_cast<void*>(buffer),
+    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::PUT, ep, const_cast<void *>(buffer),
                                                   length, remote_addr, rkey, &no_param));
 }
 
-ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length,
-                         uint64_t remote_addr, ucp_rkey_h rkey)
+ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey)
 {
-    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::GET, ep, buffer, length,
-                                                  remote_addr, rkey, &no_param));
+    return ucp::rma::nbi_status(ucp::rma::put_get(op_kind::GET, ep, buffer, length, remote_addr,
+                                                  rkey, &no_param));
 }
 
-ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
-                            uint64_t remote_addr, ucp_rkey_h rkey, ucp_send_callback_t cb)
+ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                            ucp_rkey_h rkey, ucp_send_callback_t cb)
 {
     const ucp_request_param_t param = ucp::rma::legacy_param(cb);
     return ucp_put_nbx(ep, buffer, length, remote_addr, rkey, &param);
 }
 
-ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void *buffer, size_t length,
-                            uint64_t remote_addr, ucp_rkey_h rkey, ucp_send_callback_t cb)
+ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                            ucp_rkey_h rkey, ucp_send_callback_t cb)
 {
     const ucp_request_param_t param = ucp::rma::legacy_param(cb);
     return ucp_get_nbx(ep, buffer, length, remote_addr, rkey, &param);
 }
 
-ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length,
-                     uint64_t remote_addr, ucp_rkey_h rkey)
+ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                     ucp_rkey_h rkey)
 {
     if (ep == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return ucp::rma::wait_blocking(ep->worker, ucp_put_nbx(ep, buffer, length, remote_addr,
-                                                           rkey, &no_param));
+    return ucp::rma::wait_blocking(ep->worker,
+                                   ucp_put_nbx(ep, buffer, length, remote_addr, rkey, &no_param));
 }
 
-ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length,
-                     uint64_t remote_addr, ucp_rkey_h rkey)
+ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                     ucp_rkey_h rkey)
 {
     if (ep == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return ucp::rma::wait_blocking(ep->worker, ucp_get_nbx(ep, buffer, length, remote_addr,
-                                                           rkey, &no_param));
+    return ucp::rma::wait_blocking(ep->worker,
+                                   ucp_get_nbx(ep, buffer, length, remote_addr, rkey, &no_param));
 }
 
 } // extern "C"

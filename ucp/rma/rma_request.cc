@@ -30,7 +30,7 @@ void account_done(request *req)
     }
     r.flags &= uint8_t(~(state_flag::COUNTED | state_flag::COUNTED_EMULATED));
     buffer_reg_release(req->worker->context, req->u.send.rndv_md, &req->u.send.reg);
-    ucs::memtype::bounce_free(req->u.send.bounce);   /* a staged copy of device memory */
+    ucs::memtype::bounce_free(req->u.send.bounce); /* a staged copy of device memory */
     req->u.send.bounce = nullptr;
 }
 
@@ -62,7 +62,8 @@ void completed_cb(void *user, ucs_status_t status, void *user_data)
         /* An _nbi or post operation: nobody else will hear of it. */
         ucs_error("worker '%s': %s to 0x%llx failed: %s", req->worker->name.c_str(),
                   (op_kind(r.kind) == op_kind::PUT) ? "put" :
-                  (op_kind(r.kind) == op_kind::GET) ? "get" : "atomic",
+                  (op_kind(r.kind) == op_kind::GET) ? "get" :
+                                                      "atomic",
                   static_cast<unsigned long long>(r.remote_addr), ucs_status_string(status));
     }
     if (!(r.flags & state_flag::USER_CB)) {
@@ -78,7 +79,7 @@ void completed_cb(void *user, ucs_status_t status, void *user_data)
 /* The last part is back. Inside the starting call: only noted. */
 void part_done(uct::completion *comp)
 {
-    auto *r      = reinterpret_cast<rma_state*>(comp);
+    auto *r      = reinterpret_cast<rma_state *>(comp);
     request *req = request_of(r);
     if (r->flags & state_flag::IN_CALL) {
         r->flags |= state_flag::DONE_IN_CALL;
@@ -134,8 +135,7 @@ ucs_status_t zcopy_memh(request *req, uct::mem_h *memh_p)
         return UCS_OK;
     }
     if (!s.reg.held()) {
-        ucs_status_t status = buffer_reg_get(ctx, md_index, s.rma.buffer, s.rma.length,
-                                             &s.reg);
+        ucs_status_t status = buffer_reg_get(ctx, md_index, s.rma.buffer, s.rma.length, &s.reg);
         if (status != UCS_OK) {
             return status;
         }
@@ -153,17 +153,17 @@ ucs_status_t out_of_resources(bool progressed)
 
 ucs_status_t lane_put(request *req)
 {
-    rma_state &r           = req->u.send.rma;
-    size_t &offset         = req->u.send.offset;
-    uct::ep *ep            = lane_ep(req);
+    rma_state &r                = req->u.send.rma;
+    size_t &offset              = req->u.send.offset;
+    uct::ep *ep                 = lane_ep(req);
     const uct::iface_attr &attr = lane_attr(req);
-    const uct::rkey_t rkey = lane_rkey(req);
-    bool progressed        = false;
+    const uct::rkey_t rkey      = lane_rkey(req);
+    bool progressed             = false;
     while (offset < r.length) {
-        const size_t left       = r.length - offset;
-        const uint8_t *source   = r.buffer + offset;
-        const uint64_t remote   = r.remote_addr + offset;
-        size_t chunk            = 0;
+        const size_t left     = r.length - offset;
+        const uint8_t *source = r.buffer + offset;
+        const uint64_t remote = r.remote_addr + offset;
+        size_t chunk          = 0;
         ucs_status_t status;
         switch (proto::protocol(r.protocol)) {
         case proto::protocol::RMA_SHORT:
@@ -174,7 +174,7 @@ ucs_status_t lane_put(request *req)
             chunk = std::min(left, attr.put.max_bcopy);
             byte_span arg{source, chunk};
             ssize_t packed = ep->put_bcopy(pack_span, &arg, remote, rkey);
-            status = (packed < 0) ? ucs_status_t(packed) : UCS_OK;
+            status         = (packed < 0) ? ucs_status_t(packed) : UCS_OK;
             break;
         }
         case proto::protocol::RMA_ZCOPY: {
@@ -199,7 +199,7 @@ ucs_status_t lane_put(request *req)
         if (status != UCS_OK) {
             return issue_failed(req, status);
         }
-        offset    += chunk;
+        offset += chunk;
         progressed = true;
     }
     issue_done(req);
@@ -208,12 +208,12 @@ ucs_status_t lane_put(request *req)
 
 ucs_status_t lane_get(request *req)
 {
-    rma_state &r           = req->u.send.rma;
-    size_t &offset         = req->u.send.offset;
-    uct::ep *ep            = lane_ep(req);
+    rma_state &r                = req->u.send.rma;
+    size_t &offset              = req->u.send.offset;
+    uct::ep *ep                 = lane_ep(req);
     const uct::iface_attr &attr = lane_attr(req);
-    const uct::rkey_t rkey = lane_rkey(req);
-    bool progressed        = false;
+    const uct::rkey_t rkey      = lane_rkey(req);
+    bool progressed             = false;
     while (offset < r.length) {
         const size_t left     = r.length - offset;
         uint8_t *dest         = r.buffer + offset;
@@ -249,7 +249,7 @@ ucs_status_t lane_get(request *req)
         if (status != UCS_OK) {
             return issue_failed(req, status);
         }
-        offset    += chunk;
+        offset += chunk;
         progressed = true;
     }
     issue_done(req);
@@ -258,20 +258,20 @@ ucs_status_t lane_get(request *req)
 
 ucs_status_t lane_amo(request *req)
 {
-    rma_state &r = req->u.send.rma;
-    uct::ep *ep  = lane_ep(req);
-    const auto op = uct::atomic_op(r.amo_op);
+    rma_state &r                = req->u.send.rma;
+    uct::ep *ep                 = lane_ep(req);
+    const auto op               = uct::atomic_op(r.amo_op);
     const uct::iface_attr &attr = lane_attr(req);
-    const uint64_t post_ops = (r.size == 4) ? attr.atomic32_post : attr.atomic64_post;
+    const uint64_t post_ops     = (r.size == 4) ? attr.atomic32_post : attr.atomic64_post;
     ucs_status_t status;
     if (!(r.flags & state_flag::FETCH) && (post_ops & uct::atomic_op_bit(op))) {
         status = ep->atomic_post(op, r.size, r.value, r.remote_addr, lane_rkey(req));
     } else {
-        void *result = (r.flags & state_flag::FETCH) ? static_cast<void*>(r.buffer)
-                                                     : static_cast<void*>(&r.compare);
-        status = with_comp(r, [&](uct::completion *comp) {
+        void *result = (r.flags & state_flag::FETCH) ? static_cast<void *>(r.buffer) :
+                                                       static_cast<void *>(&r.compare);
+        status       = with_comp(r, [&](uct::completion *comp) {
             return ep->atomic_fetch(op, r.size, r.value, r.compare, result, r.remote_addr,
-                                    lane_rkey(req), comp);
+                                          lane_rkey(req), comp);
         });
     }
     if (status == UCS_ERR_NO_RESOURCE) {
@@ -286,8 +286,8 @@ ucs_status_t lane_amo(request *req)
 
 ucs_status_t direct_step(request *req)
 {
-    rma_state &r   = req->u.send.rma;
-    uint8_t *local = direct_address(r.rkey, r.remote_addr);
+    rma_state &r        = req->u.send.rma;
+    uint8_t *local      = direct_address(r.rkey, r.remote_addr);
     ucs_status_t status = UCS_OK;
     switch (op_kind(r.kind)) {
     case op_kind::PUT:
@@ -298,8 +298,7 @@ ucs_status_t direct_step(request *req)
         break;
     case op_kind::AMO: {
         uint64_t old;
-        status = cpu_atomic(uct::atomic_op(r.amo_op), r.size, local, r.value, r.compare,
-                            &old);
+        status = cpu_atomic(uct::atomic_op(r.amo_op), r.size, local, r.value, r.compare, &old);
         if ((status == UCS_OK) && (r.flags & state_flag::FETCH)) {
             store_result(r.buffer, r.size, old);
         }
@@ -317,7 +316,7 @@ ucs_status_t step(request *req)
 {
     const rma_state &r = req->u.send.rma;
     if ((r.length == 0) && (op_kind(r.kind) != op_kind::AMO)) {
-        issue_done(req);   /* nothing to move: done on every path */
+        issue_done(req); /* nothing to move: done on every path */
         return UCS_OK;
     }
     switch (path(r.path)) {
@@ -357,7 +356,7 @@ T apply_atomic(uct::atomic_op op, T *target, T operand, T compare)
     default:
         __atomic_compare_exchange_n(target, &compare, operand, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST);
-        return compare;   /* the old value either way */
+        return compare; /* the old value either way */
     }
 }
 
@@ -381,8 +380,8 @@ void consider_lane(const ucp_ep *ep, const ucp_rkey *rkey, uint8_t index, rkey_c
     }
     /* Only atomics of the worker's mode: in cpu mode those coherent with
      * the CPU's (every other path uses those), in device mode the NIC's. */
-    if ((c->amo_lane == no_cached_lane) && (attr.flags & (c->amo_cpu ? ATOMIC_CPU :
-                                                                       ATOMIC_DEVICE)) &&
+    if ((c->amo_lane == no_cached_lane) &&
+        (attr.flags & (c->amo_cpu ? ATOMIC_CPU : ATOMIC_DEVICE)) &&
         ((attr.atomic32_fetch | attr.atomic64_fetch) != 0)) {
         c->amo_lane    = index;
         c->amo_post32  = uint8_t(attr.atomic32_post);
@@ -402,14 +401,14 @@ uint8_t *find_direct(const ucp_rkey *rkey)
         void *first = nullptr;
         void *last  = nullptr;
         if ((entry.component->rkey_ptr(entry.bundle, rkey->address, &first) != UCS_OK) ||
-            (entry.component->rkey_ptr(entry.bundle, rkey->address + rkey->length - 1,
-                                       &last) != UCS_OK)) {
+            (entry.component->rkey_ptr(entry.bundle, rkey->address + rkey->length - 1, &last) !=
+             UCS_OK)) {
             continue;
         }
         /* One contiguous mapping of the whole region. */
-        if (static_cast<uint8_t*>(last) - static_cast<uint8_t*>(first) ==
+        if (static_cast<uint8_t *>(last) - static_cast<uint8_t *>(first) ==
             ptrdiff_t(rkey->length - 1)) {
-            return static_cast<uint8_t*>(first);
+            return static_cast<uint8_t *>(first);
         }
     }
     return nullptr;
@@ -425,14 +424,14 @@ void cache_fill(const ucp_ep *ep, ucp_rkey *rkey)
         c.direct         = rkey->counted ? nullptr : find_direct(rkey);
         c.direct_checked = true;
     }
-    c.ep          = ep;
-    c.amo_cpu     = (ep->worker->atomic_mode == ATOMIC_MODE_CPU);
-    c.put_lane    = no_cached_lane;
-    c.get_lane    = no_cached_lane;
-    c.amo_lane    = no_cached_lane;
-    c.amo_post32  = c.amo_fetch32 = c.amo_post64 = c.amo_fetch64 = 0;
+    c.ep         = ep;
+    c.amo_cpu    = (ep->worker->atomic_mode == ATOMIC_MODE_CPU);
+    c.put_lane   = no_cached_lane;
+    c.get_lane   = no_cached_lane;
+    c.amo_lane   = no_cached_lane;
+    c.amo_post32 = c.amo_fetch32 = c.amo_post64 = c.amo_fetch64 = 0;
     if (rkey->counted) {
-        return;     /* no lane: every operation is emulated, and counted there */
+        return; /* no lane: every operation is emulated, and counted there */
     }
     /* The ep's RMA lane first: the best one where the key has an entry. */
     if (ep->rma_lane < ep->num_lanes) {
@@ -442,7 +441,7 @@ void cache_fill(const ucp_ep *ep, ucp_rkey *rkey)
         consider_lane(ep, rkey, i, &c);
     }
     ucs_debug("rkey %p on ep %u: direct %s, put lane %d, get lane %d, atomic lane %d",
-              static_cast<void*>(rkey), ep->id, (c.direct != nullptr) ? "yes" : "no",
+              static_cast<void *>(rkey), ep->id, (c.direct != nullptr) ? "yes" : "no",
               (c.put_lane == no_cached_lane) ? -1 : int(c.put_lane),
               (c.get_lane == no_cached_lane) ? -1 : int(c.get_lane),
               (c.amo_lane == no_cached_lane) ? -1 : int(c.amo_lane));
@@ -455,19 +454,19 @@ ucs_status_t cpu_atomic(uct::atomic_op op, unsigned size, void *target, uint64_t
         return UCS_ERR_INVALID_PARAM;
     }
     if (size == sizeof(uint32_t)) {
-        *result = apply_atomic<uint32_t>(op, static_cast<uint32_t*>(target), uint32_t(value),
+        *result = apply_atomic<uint32_t>(op, static_cast<uint32_t *>(target), uint32_t(value),
                                          uint32_t(compare));
         return UCS_OK;
     }
     if (size == sizeof(uint64_t)) {
-        *result = apply_atomic<uint64_t>(op, static_cast<uint64_t*>(target), value, compare);
+        *result = apply_atomic<uint64_t>(op, static_cast<uint64_t *>(target), value, compare);
         return UCS_OK;
     }
     return UCS_ERR_INVALID_PARAM;
 }
 
-request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *param,
-                     op_kind kind, path how)
+request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *param, op_kind kind,
+                     path how)
 {
     request *req;
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) {
@@ -487,27 +486,27 @@ request *request_get(ucp_worker *worker, ucp_ep *ep, const ucp_request_param_t *
     }
 
     send_state &s = req->u.send;
-    s.ep     = ep;
-    s.packer = dt::packer();   /* inert: a purge may finish() it */
-    s.offset = 0;
-    s.step   = step;
-    s.reg   = {};
-    s.bounce = nullptr;
+    s.ep          = ep;
+    s.packer      = dt::packer(); /* inert: a purge may finish() it */
+    s.offset      = 0;
+    s.step        = step;
+    s.reg         = {};
+    s.bounce      = nullptr;
 
     rma_state &r = s.rma;
     if (how == path::EMULATED) {
-        req->flags |= request_flag::NAMES_PEER_EP;   /* the target answers to our ep */
+        req->flags |= request_flag::NAMES_PEER_EP; /* the target answers to our ep */
     }
-    r.comp     = {part_done, 1, UCS_OK};
-    r.kind     = uint8_t(kind);
-    r.path     = uint8_t(how);
-    r.flags    = 0;
-    r.protocol = uint8_t(proto::protocol::last);   /* a lane put or get sets it */
+    r.comp        = {part_done, 1, UCS_OK};
+    r.kind        = uint8_t(kind);
+    r.path        = uint8_t(how);
+    r.flags       = 0;
+    r.protocol    = uint8_t(proto::protocol::last); /* a lane put or get sets it */
     r.staged_for  = nullptr;
     r.staged_type = 0;
     if ((param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) && (param->cb.send != nullptr)) {
         r.user_cb.nbx = param->cb.send;
-        r.flags      |= state_flag::USER_CB;
+        r.flags |= state_flag::USER_CB;
         if (param->op_attr_mask & param_legacy_callback) {
             r.flags |= state_flag::USER_LEGACY_CB;
         }
@@ -549,7 +548,7 @@ ucs_status_ptr_t request_start(request *req, const ucp_request_param_t *param)
     }
     status = r.comp.status;
     if (param->op_attr_mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
-        request_complete(req, status);   /* the caller asked for the callback */
+        request_complete(req, status); /* the caller asked for the callback */
         return req->user_ptr();
     }
     status = finish_transfer(req, status);

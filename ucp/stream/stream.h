@@ -35,13 +35,13 @@ constexpr uint32_t stream_seg_magic = 0x5e95e901u;
 /* Received bytes not consumed yet; the data follows the header. */
 struct alignas(16) stream_seg {
     ucs::queue_elem qelem;
-    uint32_t        magic;
-    uint8_t         pooled;    /* a seg_pool element, else malloc'ed */
-    uint8_t         remote;    /* a rendezvous: data() holds a stream_remote */
-    size_t          length;    /* bytes at data(); remote: the sender's bytes */
-    size_t          offset;    /* bytes consumed so far (remote: 0) */
+    uint32_t magic;
+    uint8_t pooled; /* a seg_pool element, else malloc'ed */
+    uint8_t remote; /* a rendezvous: data() holds a stream_remote */
+    size_t length;  /* bytes at data(); remote: the sender's bytes */
+    size_t offset;  /* bytes consumed so far (remote: 0) */
 
-    uint8_t *data() { return reinterpret_cast<uint8_t*>(this + 1); }
+    uint8_t *data() { return reinterpret_cast<uint8_t *>(this + 1); }
     size_t left() const { return length - offset; }
 };
 
@@ -50,14 +50,14 @@ using stream_seg_queue = ucs::intrusive_queue<stream_seg, &stream_seg::qelem>;
 /* What a remote segment holds at data(); the sender's packed key follows. */
 struct stream_remote {
     wire::rts_hdr rts;
-    stream_seg    *staged;    /* its bytes, pulled into a segment of ours */
-    uint64_t      arrived;    /* ucs::sys::get_time() */
-    bool          lost;       /* the pull failed: dropped at the head */
+    stream_seg *staged; /* its bytes, pulled into a segment of ours */
+    uint64_t arrived;   /* ucs::sys::get_time() */
+    bool lost;          /* the pull failed: dropped at the head */
 };
 
 inline stream_remote *remote_of(stream_seg *seg)
 {
-    return reinterpret_cast<stream_remote*>(seg->data());
+    return reinterpret_cast<stream_remote *>(seg->data());
 }
 
 /* How long a rendezvous waits for a receive before it is pulled into a
@@ -69,30 +69,30 @@ struct stream_pull;
 
 /* The receive side of one ep's stream (ucp_ep::stream). */
 struct stream_ep {
-    ucp_ep           *ep;
-    stream_seg_queue segs;       /* in arrival order; empty while recvs wait */
-    ucs::list_link   recvs;      /* posted receives: request::u.recv.expected.link */
-    ucs::list_link   ready_link; /* in stream_worker::ready */
-    bool             ready = false;
-    stream_pull      *pull = nullptr;      /* pulling a remote segment */
-    unsigned         unpulled = 0;         /* remote segments no pull started on */
-    bool             draining = false;     /* in stream_drain */
-    bool             drain_again = false;  /* a pull ended during it */
-    bool             deferred = false;     /* in stream_worker::deferred */
-    bool             closing = false;      /* no new pulls: the ep goes away */
+    ucp_ep *ep;
+    stream_seg_queue segs;     /* in arrival order; empty while recvs wait */
+    ucs::list_link recvs;      /* posted receives: request::u.recv.expected.link */
+    ucs::list_link ready_link; /* in stream_worker::ready */
+    bool ready        = false;
+    stream_pull *pull = nullptr; /* pulling a remote segment */
+    unsigned unpulled = 0;       /* remote segments no pull started on */
+    bool draining     = false;   /* in stream_drain */
+    bool drain_again  = false;   /* a pull ended during it */
+    bool deferred     = false;   /* in stream_worker::deferred */
+    bool closing      = false;   /* no new pulls: the ep goes away */
 };
 
 /* Per-worker stream state (ucp_worker::stream_state). */
 struct stream_worker {
-    ucs::mpool     seg_pool;         /* segments of one fragment's size */
-    size_t         pool_room = 0;
+    ucs::mpool seg_pool; /* segments of one fragment's size */
+    size_t pool_room = 0;
     /* Eps with data, for ucp_stream_worker_poll. */
     ucs::intrusive_list<stream_ep, &stream_ep::ready_link> ready;
     /* Eps with a rendezvous no receive took: staged from progress. */
-    std::deque<stream_ep*> deferred;
+    std::deque<stream_ep *> deferred;
     /* Rendezvous pulls so far: into a receive, into a segment of ours. */
-    uint64_t       pulls_direct = 0;
-    uint64_t       pulls_staged = 0;
+    uint64_t pulls_direct = 0;
+    uint64_t pulls_staged = 0;
 };
 
 /* The worker's stream state, made on first use; nullptr: no memory. */

@@ -26,8 +26,8 @@ constexpr size_t pool_room_max = 64 * 1024;
 
 request *request_of_link(ucs::list_link *link)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(link) -
-                                      offsetof(request, u.recv.expected.link));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(link) -
+                                       offsetof(request, u.recv.expected.link));
 }
 
 } // namespace
@@ -41,7 +41,7 @@ stream_seg *stream_seg_alloc(stream_worker *sw, size_t length)
     } else {
         mem = std::aligned_alloc(alignof(stream_seg),
                                  (sizeof(stream_seg) + length + alignof(stream_seg) - 1) &
-                                 ~(alignof(stream_seg) - 1));
+                                     ~(alignof(stream_seg) - 1));
     }
     if (mem == nullptr) {
         return nullptr;
@@ -68,12 +68,11 @@ void stream_deliver(stream_worker *sw, stream_ep *se, const uint8_t *data, size_
     ucs::list_link done;
     ucs::list_ops::init_head(done);
     size_t offset = 0;
-    while ((offset < length) && !ucs::list_ops::is_empty(se->recvs) &&
-           !stream_must_queue(se)) {
+    while ((offset < length) && !ucs::list_ops::is_empty(se->recvs) && !stream_must_queue(se)) {
         request *req = request_of_link(se->recvs.next);
         offset += stream_recv_fill(req, data + offset, length - offset);
         if (!stream_recv_can_complete(req)) {
-            break;    /* it took every byte and wants more */
+            break; /* it took every byte and wants more */
         }
         ucs::list_ops::unlink(&req->u.recv.expected.link);
         ucs::list_ops::insert_between(&req->u.recv.expected.link, done.prev, &done);
@@ -84,8 +83,8 @@ void stream_deliver(stream_worker *sw, stream_ep *se, const uint8_t *data, size_
             seg = stream_seg_alloc(sw, length - offset);
             if (seg == nullptr) {
                 ucs_error("stream: no memory for %zu received bytes; the stream of "
-                          "ep to '%s' lost them", length - offset,
-                          se->ep->peer_name.c_str());
+                          "ep to '%s' lost them",
+                          length - offset, se->ep->peer_name.c_str());
             } else {
                 std::memcpy(seg->data(), data + offset, length - offset);
             }
@@ -138,7 +137,7 @@ stream_worker *stream_worker_get(ucp_worker *worker)
     size_t max_fragment = 0;
     for (const worker_iface &wi : worker->ifaces) {
         const uct::iface_attr &attr = wi.iface->attr();
-        max_fragment = std::max(max_fragment, attr.am.max_bcopy);
+        max_fragment                = std::max(max_fragment, attr.am.max_bcopy);
         if (attr.flags & uct::iface_flag::AM_ZCOPY) {
             max_fragment = std::max(max_fragment, attr.am.max_zcopy);
         }
@@ -163,7 +162,7 @@ void stream_seg_free(stream_seg *seg)
         stream_seg_free(remote_of(seg)->staged);
     }
     const bool pooled = seg->pooled;
-    seg->magic = 0;    /* a second release finds no segment */
+    seg->magic        = 0; /* a second release finds no segment */
     seg->~stream_seg();
     if (pooled) {
         ucs::mpool::put(seg);
@@ -199,7 +198,7 @@ bool stream_recv_can_complete(const request *req)
 
 size_t stream_recv_fill(request *req, const uint8_t *data, size_t length)
 {
-    recv_state &r = req->u.recv;
+    recv_state &r  = req->u.recv;
     const size_t n = std::min(length, r.unpacker.capacity() - r.received);
     if (n == 0) {
         return 0;
@@ -226,7 +225,7 @@ stream_ep *stream_ep_attach(ucp_worker *worker, ucp_ep *ep)
     if (sw == nullptr) {
         return nullptr;
     }
-    auto *se = static_cast<stream_ep*>(ep->stream);
+    auto *se = static_cast<stream_ep *>(ep->stream);
     if (se == nullptr) {
         se = new (std::nothrow) stream_ep;
         if (se == nullptr) {
@@ -241,7 +240,7 @@ stream_ep *stream_ep_attach(ucp_worker *worker, ucp_ep *ep)
 
 ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::stream_hdr hdr;
     if (!r.get(&hdr)) {
@@ -261,8 +260,8 @@ ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
     stream_worker *sw = stream_worker_get(worker);
     stream_ep *se     = stream_ep_attach(worker, ep);
     if (se == nullptr) {
-        ucs_error("worker '%s': no memory for a stream of ep to '%s'",
-                  worker->name.c_str(), ep->peer_name.c_str());
+        ucs_error("worker '%s': no memory for a stream of ep to '%s'", worker->name.c_str(),
+                  ep->peer_name.c_str());
         return UCS_OK;
     }
     stream_deliver(sw, se, payload, size, nullptr);
@@ -271,21 +270,21 @@ ucs_status_t stream_am_handler(void *arg, void *data, size_t length, unsigned)
 
 void stream_ep_fail(ucp_ep *ep, ucs_status_t status)
 {
-    if (auto *se = static_cast<stream_ep*>(ep->stream)) {
+    if (auto *se = static_cast<stream_ep *>(ep->stream)) {
         fail_receives(se, status);
     }
 }
 
 void stream_ep_closing(ucp_ep *ep)
 {
-    if (auto *se = static_cast<stream_ep*>(ep->stream)) {
+    if (auto *se = static_cast<stream_ep *>(ep->stream)) {
         se->closing = true;
     }
 }
 
 void stream_ep_destroy(ucp_ep *ep)
 {
-    auto *se = static_cast<stream_ep*>(ep->stream);
+    auto *se = static_cast<stream_ep *>(ep->stream);
     if (se == nullptr) {
         return;
     }

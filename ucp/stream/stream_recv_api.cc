@@ -24,8 +24,7 @@ namespace {
 void consume_segments(stream_worker *sw, stream_ep *se, request *req)
 {
     const recv_state &r = req->u.recv;
-    while ((r.received < r.unpacker.capacity()) && !se->segs.empty() &&
-           !se->segs.front()->remote) {
+    while ((r.received < r.unpacker.capacity()) && !se->segs.empty() && !se->segs.front()->remote) {
         stream_seg *seg = se->segs.front();
         seg->offset += stream_recv_fill(req, seg->data() + seg->offset, seg->left());
         if (seg->left() != 0) {
@@ -37,8 +36,7 @@ void consume_segments(stream_worker *sw, stream_ep *se, request *req)
     stream_ep_update_ready(sw, se);
 }
 
-void legacy_recv_callback(void *request, ucs_status_t status, size_t length,
-                          void *user_data)
+void legacy_recv_callback(void *request, ucs_status_t status, size_t length, void *user_data)
 {
     ucp_stream_recv_callback_t cb;
     static_assert(sizeof(cb) == sizeof(user_data));
@@ -49,23 +47,25 @@ void legacy_recv_callback(void *request, ucs_status_t status, size_t length,
 ucs_status_ptr_t recv_common(ucp_ep *ep, void *buffer, size_t count, size_t *length,
                              const ucp_request_param_t *param)
 {
-    ucp_worker *worker = ep->worker;
+    ucp_worker *worker   = ep->worker;
     const uint32_t flags = (param->op_attr_mask & UCP_OP_ATTR_FIELD_FLAGS) ? param->flags : 0;
     if (flags & ~uint32_t(UCP_STREAM_RECV_FLAG_WAITALL)) {
         ucs_error("ucp_stream_recv: unknown flags 0x%x", flags);
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                              param->datatype : ucp_dt_make_contig(1);
-    stream_worker *sw = stream_worker_get(worker);
-    stream_ep *se     = (sw != nullptr) ? stream_ep_attach(worker, ep) : nullptr;
+                                  param->datatype :
+                                  ucp_dt_make_contig(1);
+    stream_worker *sw       = stream_worker_get(worker);
+    stream_ep *se           = (sw != nullptr) ? stream_ep_attach(worker, ep) : nullptr;
     if (se == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
     request *req = send_request_get(worker, param);
     if (req == nullptr) {
         return UCS_STATUS_PTR((param->op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) ?
-                              UCS_ERR_INVALID_PARAM : UCS_ERR_NO_MEMORY);
+                                  UCS_ERR_INVALID_PARAM :
+                                  UCS_ERR_NO_MEMORY);
     }
     req->flags &= ~request_flag::LEGACY_CB;
     req->flags |= request_flag::STREAM;
@@ -75,16 +75,17 @@ ucs_status_ptr_t recv_common(ucp_ep *ep, void *buffer, size_t count, size_t *len
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
         req->cb.stream = param->cb.recv_stream;
     }
-    recv_state &r = req->u.recv;
+    recv_state &r       = req->u.recv;
     ucs_status_t status = dt::start_in_memory_type(r.unpacker, param, dt, buffer, count);
     if (status != UCS_OK) {
         request_put(req);
         return UCS_STATUS_PTR(status);
     }
     r.start({0, 0});
-    r.ep          = ep;
-    r.elem_size   = ((dt & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) ?
-                    dt::contig_elem_size(dt) : 1;
+    r.ep        = ep;
+    r.elem_size = ((dt & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) ?
+                      dt::contig_elem_size(dt) :
+                      1;
 
     /* No callback from inside the call, unless a request was asked for. */
     const uint32_t cb_flag = req->flags & request_flag::CALLBACK;
@@ -100,7 +101,7 @@ ucs_status_ptr_t recv_common(ucp_ep *ep, void *buffer, size_t count, size_t *len
         const bool first = ucs::list_ops::is_empty(se->recvs);
         ucs::list_ops::insert_between(&r.expected.link, se->recvs.prev, &se->recvs);
         if (first && stream_must_queue(se)) {
-            stream_drain(sw, se, false);    /* a rendezvous at the head: pull it */
+            stream_drain(sw, se, false); /* a rendezvous at the head: pull it */
         }
         if (!(req->flags & request_flag::COMPLETED)) {
             req->flags |= cb_flag;
@@ -122,7 +123,7 @@ ucs_status_ptr_t recv_checked(ucp_ep_h ep, void *buffer, size_t count, size_t *l
     }
     worker_guard guard(ep->worker);
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_stream_recv", [&]() {
+    ucs_status_t status     = guarded("ucp_stream_recv", [&]() {
         result = recv_common(ep, buffer, count, length, param);
         return UCS_OK;
     });
@@ -138,10 +139,10 @@ ucs_status_ptr_t recv_data(ucp_ep *ep, size_t *length)
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
     if (!se->segs.empty() && se->segs.front()->remote) {
-        stream_drain(sw, se, true);     /* stages it: done at once over shared memory */
+        stream_drain(sw, se, true); /* stages it: done at once over shared memory */
     }
     stream_seg *seg = se->segs.empty() || se->segs.front()->remote ? nullptr :
-                      se->segs.pull_front();
+                                                                     se->segs.pull_front();
     stream_ep_update_ready(sw, se);
     if (seg == nullptr) {
         return ep->usable() ? nullptr : UCS_STATUS_PTR(ep->status);
@@ -164,13 +165,19 @@ ucs_status_ptr_t recv_data(ucp_ep *ep, size_t *length)
 
 extern "C" {
 
-ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void *buffer, size_t count,
-                                     size_t *length, const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void *buffer, size_t count, size_t *length,
+                                     const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
         /* Not triggered: the length output belongs to the call. */
-        const ucp::ext::op_desc desc{ucp::ext::worker_of(ep), ucp::ext::op_kind::STREAM_RECV,
-                                     buffer, count, ep, nullptr, length, false};
+        const ucp::ext::op_desc desc{ucp::ext::worker_of(ep),
+                                     ucp::ext::op_kind::STREAM_RECV,
+                                     buffer,
+                                     count,
+                                     ep,
+                                     nullptr,
+                                     length,
+                                     false};
         return ucp::ext::counted(desc, param, [=](const ucp_request_param_t *base) {
             return ucp::recv_checked(ep, buffer, count, length, base);
         });
@@ -188,7 +195,7 @@ ucs_status_ptr_t ucp_stream_recv_nb(ucp_ep_h ep, void *buffer, size_t count,
     param.flags        = flags;
     if (cb != nullptr) {
         /* The old callback has no user_data: it travels in it instead. */
-        param.op_attr_mask  |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
         param.cb.recv_stream = ucp::legacy_recv_callback;
         std::memcpy(&param.user_data, &cb, sizeof(cb));
     }
@@ -202,7 +209,7 @@ ucs_status_ptr_t ucp_stream_recv_data_nb(ucp_ep_h ep, size_t *length)
     }
     ucp::worker_guard guard(ep->worker);
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = ucp::guarded("ucp_stream_recv_data_nb", [&]() {
+    ucs_status_t status     = ucp::guarded("ucp_stream_recv_data_nb", [&]() {
         result = ucp::recv_data(ep, length);
         return UCS_OK;
     });
@@ -217,7 +224,7 @@ void ucp_stream_data_release(ucp_ep_h ep, void *data)
         return;
     }
     ucp::worker_guard guard(ep->worker);
-    auto *seg = reinterpret_cast<ucp::stream_seg*>(data) - 1;
+    auto *seg = reinterpret_cast<ucp::stream_seg *>(data) - 1;
     if (seg->magic != ucp::stream_seg_magic) {
         ucs_error("ucp_stream_data_release: %p is not stream data", data);
         return;
@@ -225,10 +232,10 @@ void ucp_stream_data_release(ucp_ep_h ep, void *data)
     ucp::stream_seg_free(seg);
 }
 
-ssize_t ucp_stream_worker_poll(ucp_worker_h worker, ucp_stream_poll_ep_t *poll_eps,
-                               size_t max_eps, unsigned flags)
+ssize_t ucp_stream_worker_poll(ucp_worker_h worker, ucp_stream_poll_ep_t *poll_eps, size_t max_eps,
+                               unsigned flags)
 {
-    (void)flags;    /* reserved, as in UCX */
+    (void)flags; /* reserved, as in UCX */
     if ((worker == nullptr) || ((poll_eps == nullptr) && (max_eps != 0))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -248,7 +255,7 @@ ssize_t ucp_stream_worker_poll(ucp_worker_h worker, ucp_stream_poll_ep_t *poll_e
             continue;
         }
         sw->ready.remove(se);
-        se.ready = false;
+        se.ready                  = false;
         poll_eps[count]           = {};
         poll_eps[count].ep        = se.ep;
         poll_eps[count].user_data = se.ep->user_data;

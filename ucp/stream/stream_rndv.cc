@@ -40,11 +40,11 @@ namespace ucp {
 /* One pull in flight: a remote segment of `se`, into a receive (the head
  * segment) or a segment of ours. */
 struct stream_pull {
-    stream_ep    *se;        /* nullptr once the ep is gone */
-    stream_seg   *remote;
-    request      *recv;      /* the receive pulled into, or nullptr */
-    stream_seg   *staged;    /* the segment pulled into, or nullptr */
-    bool         done = false;
+    stream_ep *se; /* nullptr once the ep is gone */
+    stream_seg *remote;
+    request *recv;      /* the receive pulled into, or nullptr */
+    stream_seg *staged; /* the segment pulled into, or nullptr */
+    bool done           = false;
     ucs_status_t status = UCS_OK;
 };
 
@@ -52,8 +52,8 @@ namespace {
 
 request *request_of_link(ucs::list_link *link)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(link) -
-                                      offsetof(request, u.recv.expected.link));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(link) -
+                                       offsetof(request, u.recv.expected.link));
 }
 
 void add_done(request *req, ucs::list_link *done)
@@ -65,7 +65,7 @@ void add_done(request *req, ucs::list_link *done)
 /* The pull's receive request ended: done, failed or canceled. */
 void pull_completed(void *, ucs_status_t status, const ucp_tag_recv_info_t *, void *user_data)
 {
-    auto *pull   = static_cast<stream_pull*>(user_data);
+    auto *pull   = static_cast<stream_pull *>(user_data);
     pull->done   = true;
     pull->status = status;
     if (pull->se == nullptr) {
@@ -89,37 +89,36 @@ bool fits(const request *req, const stream_seg *seg)
  * If it cannot start, the segment is marked lost and its sender told. */
 void start_pull(stream_worker *sw, stream_ep *se, stream_seg *seg, request *recv)
 {
-    ucp_worker *worker     = se->ep->worker;
-    stream_remote *remote  = remote_of(seg);
+    ucp_worker *worker    = se->ep->worker;
+    stream_remote *remote = remote_of(seg);
     --se->unpulled;
     auto *pull = new (std::nothrow) stream_pull{se, seg, recv, nullptr};
     void *dest = nullptr;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.datatype     = ucp_dt_make_contig(1);
-    param.cb.recv      = pull_completed;
-    param.user_data    = pull;
+    param.datatype  = ucp_dt_make_contig(1);
+    param.cb.recv   = pull_completed;
+    param.user_data = pull;
     if ((pull != nullptr) && (recv != nullptr)) {
         const recv_state &r = recv->u.recv;
-        dest = static_cast<uint8_t*>(r.unpacker.contig_buffer()) + r.received;
+        dest                = static_cast<uint8_t *>(r.unpacker.contig_buffer()) + r.received;
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        param.memory_type   = r.unpacker.memory_type();
+        param.memory_type = r.unpacker.memory_type();
     } else if (pull != nullptr) {
         pull->staged = stream_seg_alloc(sw, seg->length);
-        dest = (pull->staged != nullptr) ? pull->staged->data() : nullptr;
+        dest         = (pull->staged != nullptr) ? pull->staged->data() : nullptr;
     }
     request *req = (dest != nullptr) ? send_request_get(worker, &param) : nullptr;
-    if ((req != nullptr) &&
-        (dt::start_in_memory_type(req->u.recv.unpacker, &param, param.datatype, dest,
-                                  seg->length) != UCS_OK)) {
+    if ((req != nullptr) && (dt::start_in_memory_type(req->u.recv.unpacker, &param, param.datatype,
+                                                      dest, seg->length) != UCS_OK)) {
         request_put(req);
         req = nullptr;
     }
     if (req == nullptr) {
         ucs_error("worker '%s': no memory to pull %zu stream bytes from '%s': the stream "
-                  "lost them", worker->name.c_str(), seg->length,
-                  se->ep->peer_name.c_str());
+                  "lost them",
+                  worker->name.c_str(), seg->length, se->ep->peer_name.c_str());
         if (pull != nullptr) {
             if (pull->staged != nullptr) {
                 stream_seg_free(pull->staged);
@@ -135,11 +134,11 @@ void start_pull(stream_worker *sw, stream_ep *se, stream_seg *seg, request *recv
     req->u.recv.start({0, seg->length});
     se->pull = pull;
     ++((recv != nullptr) ? sw->pulls_direct : sw->pulls_staged);
-    ucs_debug("worker '%s': pulling %zu stream bytes from '%s' into %s",
-                   worker->name.c_str(), seg->length, se->ep->peer_name.c_str(),
-                   (recv != nullptr) ? "the receive" : "a segment");
+    ucs_debug("worker '%s': pulling %zu stream bytes from '%s' into %s", worker->name.c_str(),
+              seg->length, se->ep->peer_name.c_str(),
+              (recv != nullptr) ? "the receive" : "a segment");
     rndv_recv_start(worker, req, remote->rts, remote + 1, remote->rts.rkey_length);
-    ucp_request_free(req->user_ptr());   /* pull_completed has what it needs */
+    ucp_request_free(req->user_ptr()); /* pull_completed has what it needs */
 }
 
 /* The pull ended: its bytes join the receive, or wait in the remote
@@ -225,8 +224,7 @@ void stage_waiting(stream_worker *sw, stream_ep *se, uint64_t now)
     }
     for (stream_seg &seg : se->segs) {
         if (unpulled(se, seg)) {
-            if (now - remote_of(&seg)->arrived >=
-                ucs::sys::time_from_usec(stream_stage_delay_us)) {
+            if (now - remote_of(&seg)->arrived >= ucs::sys::time_from_usec(stream_stage_delay_us)) {
                 start_pull(sw, se, &seg, nullptr);
             }
             return;
@@ -264,7 +262,7 @@ void stream_drain(stream_worker *sw, stream_ep *se, bool staging)
                     continue;
                 }
                 if ((se->pull != nullptr) || se->closing || !se->ep->usable()) {
-                    break;      /* one pull at a time; none on an ep going away */
+                    break; /* one pull at a time; none on an ep going away */
                 }
                 request *head = waiting ? request_of_link(se->recvs.next) : nullptr;
                 if ((head != nullptr) && fits(head, seg)) {
@@ -284,7 +282,7 @@ void stream_drain(stream_worker *sw, stream_ep *se, bool staging)
     } while (se->drain_again);
     se->draining = false;
     if (se->unpulled != 0) {
-        defer(sw, se);      /* staged from progress if no receive takes it */
+        defer(sw, se); /* staged from progress if no receive takes it */
     }
     stream_ep_update_ready(sw, se);
 
@@ -297,7 +295,7 @@ void stream_drain(stream_worker *sw, stream_ep *se, bool staging)
 
 ucs_status_t stream_rts_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     wire::rts_hdr rts;
     const uint8_t *rkey;
     if (!rndv_read_rts(data, length, &rts, &rkey) || (rts.length == 0)) {
@@ -312,16 +310,17 @@ ucs_status_t stream_rts_handler(void *arg, void *data, size_t length, unsigned)
     stream_worker *sw = stream_worker_get(worker);
     stream_ep *se     = (sw != nullptr) ? stream_ep_attach(worker, ep) : nullptr;
     stream_seg *seg   = (se != nullptr) ?
-                        stream_seg_alloc(sw, sizeof(stream_remote) + rts.rkey_length) : nullptr;
+                            stream_seg_alloc(sw, sizeof(stream_remote) + rts.rkey_length) :
+                            nullptr;
     if (seg == nullptr) {
-        ucs_error("worker '%s': no memory for a stream rendezvous from '%s'",
-                  worker->name.c_str(), ep->peer_name.c_str());
+        ucs_error("worker '%s': no memory for a stream rendezvous from '%s'", worker->name.c_str(),
+                  ep->peer_name.c_str());
         send_reply_to(worker, rts.ep_id, rts.src_uuid, wire::AM_RNDV_ATS, rts.sreq_id,
                       UCS_ERR_NO_MEMORY);
         return UCS_OK;
     }
-    stream_remote *remote = new (seg->data()) stream_remote{rts, nullptr,
-                                                            ucs::sys::get_time(), false};
+    stream_remote *remote = new (seg->data())
+        stream_remote{rts, nullptr, ucs::sys::get_time(), false};
     std::memcpy(remote + 1, rkey, rts.rkey_length);
     seg->remote = 1;
     seg->length = rts.length;
@@ -358,10 +357,10 @@ unsigned stream_deferred_progress(ucp_worker *worker)
         stream_ep *se = sw->deferred.front();
         sw->deferred.pop_front();
         se->deferred = false;
-        se->draining = true;        /* a pull done at once is settled below */
+        se->draining = true; /* a pull done at once is settled below */
         stage_waiting(sw, se, now);
         se->draining = false;
-        stream_drain(sw, se, false);    /* lists it again while one waits */
+        stream_drain(sw, se, false); /* lists it again while one waits */
         ++count;
     }
     return count;

@@ -33,10 +33,10 @@ size_t fragment_room(const ucp_ep *ep)
 
 size_t pack_fragment(void *dest, void *arg)
 {
-    auto *req     = static_cast<request*>(arg);
+    auto *req     = static_cast<request *>(arg);
     send_state &s = req->u.send;
     const wire::stream_hdr hdr{req->worker->uuid, s.ep->remote_id};
-    char *out = static_cast<char*>(dest);
+    char *out = static_cast<char *>(dest);
     std::memcpy(out, &hdr, sizeof(hdr));
     size_t n = s.packer.pack(out + sizeof(hdr), s.offset, fragment_room(s.ep));
     s.offset += n;
@@ -46,7 +46,7 @@ size_t pack_fragment(void *dest, void *arg)
 ucs_status_t stream_step(request *req)
 {
     if (req->u.send.packer.length() == 0) {
-        send_done(req);     /* a datatype of no bytes adds nothing to the stream */
+        send_done(req); /* a datatype of no bytes adds nothing to the stream */
         return UCS_OK;
     }
     /* Every fragment is alike: the stream header, then the next bytes. */
@@ -76,26 +76,27 @@ ucs_status_t stream_zcopy_step(request *req)
 /* What the request-less fast path packs. */
 struct inline_send {
     wire::stream_hdr hdr;
-    const void       *buffer;
-    size_t           length;
+    const void *buffer;
+    size_t length;
 };
 
 size_t pack_inline(void *dest, void *arg)
 {
-    auto *send = static_cast<inline_send*>(arg);
+    auto *send = static_cast<inline_send *>(arg);
     std::memcpy(dest, &send->hdr, sizeof(send->hdr));
-    std::memcpy(static_cast<char*>(dest) + sizeof(send->hdr), send->buffer, send->length);
+    std::memcpy(static_cast<char *>(dest) + sizeof(send->hdr), send->buffer, send->length);
     return sizeof(send->hdr) + send->length;
 }
 
 ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
                              const ucp_request_param_t *param)
 {
-    ucp_worker *worker = ep->worker;
+    ucp_worker *worker      = ep->worker;
     const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                              param->datatype : ucp_dt_make_contig(1);
+                                  param->datatype :
+                                  ucp_dt_make_contig(1);
     if (count == 0) {
-        return nullptr;     /* nothing to add to the stream */
+        return nullptr; /* nothing to add to the stream */
     }
     if (!ep->usable()) {
         return UCS_STATUS_PTR(ep->status);
@@ -106,15 +107,14 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
      * slot (am_short, the header's first word as its header) where it
      * fits: over shared memory the receiver then reads one cache line. */
     if ((dt == ucp_dt_make_contig(1)) && (count <= fragment_room(ep)) &&
-        (count < ep->cfg->thresh.zcopy) &&
-        (ep->num_pending == 0) && (ep->flags & ep_flag::READY) &&
+        (count < ep->cfg->thresh.zcopy) && (ep->num_pending == 0) && (ep->flags & ep_flag::READY) &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
         dt::host_buffer(param, buffer, count)) {
         const wire::stream_hdr hdr{worker->uuid, ep->remote_id};
         /* max_eager_short counts the payload after an 8-byte word. */
         if (ssize_t(sizeof(hdr) - sizeof(uint64_t) + count) <= ep->max_eager_short) {
             const uct::iov iov[] = {{&hdr, sizeof(hdr), nullptr}, {buffer, count, nullptr}};
-            ucs_status_t status = ep->am_ep->am_short_iov(wire::AM_STREAM, iov, 2);
+            ucs_status_t status  = ep->am_ep->am_short_iov(wire::AM_STREAM, iov, 2);
             if (ucs_likely(status == UCS_OK)) {
                 return nullptr;
             }
@@ -141,24 +141,25 @@ ucs_status_ptr_t send_common(ucp_ep *ep, const void *buffer, size_t count,
         return UCS_STATUS_PTR(status);
     }
     send_state &s = req->u.send;
-    s.ep     = ep;
-    s.offset = 0;
-    s.am_id  = wire::AM_STREAM;
-    s.tag    = 0;     /* a stream RTS carries none */
+    s.ep          = ep;
+    s.offset      = 0;
+    s.am_id       = wire::AM_STREAM;
+    s.tag         = 0; /* a stream RTS carries none */
     req->flags |= request_flag::NAMES_PEER_EP;
-    const proto::key k{proto::operation::STREAM, 0, s.packer.type_class(),
-                       s.packer.memory_type()};
+    const proto::key k{proto::operation::STREAM, 0, s.packer.type_class(), s.packer.memory_type()};
     s.step = proto::select_first(ep->cfg->protocols.get(k), s.packer.length(),
                                  [req](proto::protocol p) -> send_step_t {
-        if (p == proto::protocol::RNDV) {
-            return (rndv_select(req) != nullptr) ? stream_rts_step : nullptr;
-        }
-        if (p == proto::protocol::EAGER_ZCOPY) {
-            return zcopy::applies(req, sizeof(wire::stream_hdr)) ? stream_zcopy_step :
-                                                                   nullptr;
-        }
-        return stream_step;   /* one or more copied fragments */
-    });
+                                     if (p == proto::protocol::RNDV) {
+                                         return (rndv_select(req) != nullptr) ? stream_rts_step :
+                                                                                nullptr;
+                                     }
+                                     if (p == proto::protocol::EAGER_ZCOPY) {
+                                         return zcopy::applies(req, sizeof(wire::stream_hdr)) ?
+                                                    stream_zcopy_step :
+                                                    nullptr;
+                                     }
+                                     return stream_step; /* one or more copied fragments */
+                                 });
     if (s.step == nullptr) {
         send_request_abort(req);
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
@@ -174,7 +175,7 @@ ucs_status_ptr_t send_checked(ucp_ep_h ep, const void *buffer, size_t count,
     }
     worker_guard guard(ep->worker);
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_stream_send", [&]() {
+    ucs_status_t status     = guarded("ucp_stream_send", [&]() {
         result = send_common(ep, buffer, count, param);
         return UCS_OK;
     });
@@ -191,26 +192,25 @@ ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer, size_t cou
                                      const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
-                                  count, ep}, param,
-                                 [=](const ucp_request_param_t *base) {
-            return ucp::send_checked(ep, buffer, count, base);
-        });
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer, count,
+                                  ep},
+                                 param, [=](const ucp_request_param_t *base) {
+                                     return ucp::send_checked(ep, buffer, count, base);
+                                 });
     }
     return ucp::send_checked(ep, buffer, count, param);
 }
 
 ucs_status_ptr_t ucp_stream_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
-                                    ucp_datatype_t datatype, ucp_send_callback_t cb,
-                                    unsigned flags)
+                                    ucp_datatype_t datatype, ucp_send_callback_t cb, unsigned flags)
 {
-    (void)flags;    /* reserved, as in UCX */
+    (void)flags; /* reserved, as in UCX */
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype     = datatype;
     if (cb != nullptr) {
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | ucp::param_legacy_callback;
-        param.cb.send       = ucp::callback_cast<ucp_send_nbx_callback_t>(cb);
+        param.cb.send = ucp::callback_cast<ucp_send_nbx_callback_t>(cb);
     }
     return ucp::send_checked(ep, buffer, count, &param);
 }

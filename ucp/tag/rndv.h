@@ -43,15 +43,14 @@ void rndv_fill_rts(Hdr &hdr, const request *req)
 {
     const send_state &s = req->u.send;
     const ucp_worker *w = req->worker;
-    hdr.src_uuid    = w->uuid;
-    hdr.sreq_id     = req->id;
-    hdr.address     = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
-    hdr.length      = s.packer.length();
-    hdr.rkey_length = uint32_t(w->context.mds[s.rndv_md].md->attr().rkey_packed_size);
-    hdr.flags       = rndv_rts_flags(req);
-    hdr.ep_id       = s.ep->remote_id;
-    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s",
-                  w->context.mds[s.rndv_md].name.c_str());
+    hdr.src_uuid        = w->uuid;
+    hdr.sreq_id         = req->id;
+    hdr.address         = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
+    hdr.length          = s.packer.length();
+    hdr.rkey_length     = uint32_t(w->context.mds[s.rndv_md].md->attr().rkey_packed_size);
+    hdr.flags           = rndv_rts_flags(req);
+    hdr.ep_id           = s.ep->remote_id;
+    std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s", w->context.mds[s.rndv_md].name.c_str());
 }
 
 /* Sender: the RTS of a rendezvous send (rndv_select made it one): rts_hdr
@@ -66,8 +65,7 @@ ucs_status_t rndv_send_rts(request *req, uint8_t am_id);
 /* Receiver: an RTS from a peer (tag or stream): the header and the packed key
  * after it, checked (the key's length, the md name's end, the length).
  * false: malformed. */
-bool rndv_read_rts(const void *data, size_t length, wire::rts_hdr *rts,
-                   const uint8_t **rkey);
+bool rndv_read_rts(const void *data, size_t length, wire::rts_hdr *rts, const uint8_t **rkey);
 
 /* Sender: an RTR asked it to write part of the message. */
 ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned flags);

@@ -21,17 +21,17 @@ namespace {
 
 request *request_of_push(uct::completion *comp)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(comp) -
-                                      offsetof(request, u.send.push.comp));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(comp) -
+                                       offsetof(request, u.send.push.comp));
 }
 
 /* Every put is done (or failed): tell the receiver, finish if it already
  * answered or the ep failed meanwhile. */
 void push_done(uct::completion *comp)
 {
-    request *req       = request_of_push(comp);
-    send_state &s      = req->u.send;
-    ucp_worker *worker = req->worker;
+    request *req              = request_of_push(comp);
+    send_state &s             = req->u.send;
+    ucp_worker *worker        = req->worker;
     const ucs_status_t status = comp->status;
     if ((s.push.rkey.handle != nullptr) || (s.push.rkey.rkey != 0)) {
         worker->context.mds[s.rndv_md].component->rkey_release(s.push.rkey);
@@ -42,18 +42,18 @@ void push_done(uct::completion *comp)
         send_request_finish(req, req->status);
         return;
     }
-    send_reply_to(worker, s.push.dest_ep_id, s.push.dest_uuid, wire::AM_RNDV_ATP,
-                  s.push.rreq_id, status);
+    send_reply_to(worker, s.push.dest_ep_id, s.push.dest_uuid, wire::AM_RNDV_ATP, s.push.rreq_id,
+                  status);
     if ((req->flags & request_flag::ACKED) && (req->flags & request_flag::SEND_DONE)) {
-        send_request_finish(req, req->status);   /* the ATS overtook our ATP */
+        send_request_finish(req, req->status); /* the ATS overtook our ATP */
     }
 }
 
 /* Refuses an RTR: the receiver completes its request with `status`. */
 void refuse_rtr(ucp_worker *worker, const wire::rtr_hdr &rtr, ucs_status_t status)
 {
-    ucs_debug("worker '%s': refusing a rendezvous push request: %s",
-              worker->name.c_str(), ucs_status_string(status));
+    ucs_debug("worker '%s': refusing a rendezvous push request: %s", worker->name.c_str(),
+              ucs_status_string(status));
     send_reply_to(worker, rtr.ep_id, rtr.src_uuid, wire::AM_RNDV_ATP, rtr.rreq_id, status);
 }
 
@@ -75,46 +75,47 @@ uint8_t rndv_rts_flags(const request *req)
 {
     const send_state &s = req->u.send;
     return (rndv_lane_with(s.ep, s.rndv_md, uct::iface_flag::PUT_ZCOPY) != nullptr) ?
-           wire::rts_flag::CAN_PUSH : 0;
+               wire::rts_flag::CAN_PUSH :
+               0;
 }
 
 void rndv_push_continue(request *req)
 {
-    send_state &s   = req->u.send;
-    push_state &p   = s.push;
-    const lane *l   = rndv_lane_with(s.ep, s.rndv_md, uct::iface_flag::PUT_ZCOPY);
+    send_state &s = req->u.send;
+    push_state &p = s.push;
+    const lane *l = rndv_lane_with(s.ep, s.rndv_md, uct::iface_flag::PUT_ZCOPY);
     if ((l != nullptr) && !(s.ep->flags & ep_flag::READY)) {
-        req->worker->rndv_deferred.push_back(req);   /* its p2p lanes wait for the wireup */
+        req->worker->rndv_deferred.push_back(req); /* its p2p lanes wait for the wireup */
         req->worker->schedule(deferred::RNDV);
         return;
     }
-    if (l == nullptr) {   /* the lane went away (ep failure) */
+    if (l == nullptr) { /* the lane went away (ep failure) */
         uct::completion_update_status(&p.comp, UCS_ERR_UNREACHABLE);
         p.offset = p.length;
     }
     if (l != nullptr) {
         const uct::iface_attr &attr = s.ep->worker->ifaces[l->iface_index].iface->attr();
-        const size_t max_frag = std::max<size_t>(attr.put.max_zcopy, 1);
-        auto *src = static_cast<const uint8_t*>(s.packer.contig_buffer());
+        const size_t max_frag       = std::max<size_t>(attr.put.max_zcopy, 1);
+        auto *src                   = static_cast<const uint8_t *>(s.packer.contig_buffer());
         while ((p.offset < p.length) && (p.comp.status == UCS_OK)) {
             const size_t frag = std::min(max_frag, p.length - p.offset);
-            uct::iov iov{const_cast<uint8_t*>(src) + p.offset, frag, s.reg.memh};
+            uct::iov iov{const_cast<uint8_t *>(src) + p.offset, frag, s.reg.memh};
             ++p.comp.count;
-            ucs_status_t status = l->ep->put_zcopy(&iov, 1, p.remote_addr + p.offset,
-                                                   p.rkey.rkey, &p.comp);
+            ucs_status_t status = l->ep->put_zcopy(&iov, 1, p.remote_addr + p.offset, p.rkey.rkey,
+                                                   &p.comp);
             if (status != UCS_INPROGRESS) {
                 --p.comp.count;
                 if (status == UCS_ERR_NO_RESOURCE) {
                     req->worker->rndv_deferred.push_back(req);
                     req->worker->schedule(deferred::RNDV);
-                    return;   /* the issuing count stays held */
+                    return; /* the issuing count stays held */
                 }
                 uct::completion_update_status(&p.comp, status);
             }
             p.offset += frag;
         }
     }
-    uct::invoke_completion(&p.comp, UCS_OK);   /* the issuing count */
+    uct::invoke_completion(&p.comp, UCS_OK); /* the issuing count */
 }
 
 void rndv_push_fail(request *req, ucs_status_t status)
@@ -122,7 +123,7 @@ void rndv_push_fail(request *req, ucs_status_t status)
     req->status = status;
     req->flags |= request_flag::PUSH_FAILED;
     auto &deferred = req->worker->rndv_deferred;
-    auto it = std::find(deferred.begin(), deferred.end(), req);
+    auto it        = std::find(deferred.begin(), deferred.end(), req);
     if (it != deferred.end()) {
         /* Nothing more will be issued: drop the issuing count. */
         deferred.erase(it);
@@ -133,13 +134,12 @@ void rndv_push_fail(request *req, ucs_status_t status)
 
 ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::rtr_hdr rtr;
     const uint8_t *rkey;
     if (!r.get(&rtr) || !r.bytes(rtr.rkey_length, &rkey)) {
-        ucs_warn("worker '%s': dropping a malformed rendezvous push request",
-                 worker->name.c_str());
+        ucs_warn("worker '%s': dropping a malformed rendezvous push request", worker->name.c_str());
         return UCS_OK;
     }
     if (sender_ep(worker, rtr.ep_id, rtr.src_uuid) == nullptr) {
@@ -147,8 +147,7 @@ ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
     }
     request *req = worker->lookup_request(rtr.sreq_id);
     if ((req == nullptr) || (req->flags & request_flag::RECV) ||
-        !(req->flags & request_flag::RNDV_SEND) ||
-        (req->u.send.ep->local_id != rtr.ep_id) ||
+        !(req->flags & request_flag::RNDV_SEND) || (req->u.send.ep->local_id != rtr.ep_id) ||
         (req->flags & (request_flag::PUSHING | request_flag::ACKED))) {
         refuse_rtr(worker, rtr, UCS_ERR_INVALID_PARAM);
         return UCS_OK;
@@ -162,10 +161,11 @@ ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
         refuse_rtr(worker, rtr, UCS_ERR_UNSUPPORTED);
         return UCS_OK;
     }
-    push_state &p = s.push;
-    p.rkey = {};
-    ucs_status_t status = worker->context.mds[s.rndv_md].component->rkey_unpack(
-            rkey, rtr.rkey_length, &p.rkey);
+    push_state &p       = s.push;
+    p.rkey              = {};
+    ucs_status_t status = worker->context.mds[s.rndv_md].component->rkey_unpack(rkey,
+                                                                                rtr.rkey_length,
+                                                                                &p.rkey);
     if (status != UCS_OK) {
         p.rkey = {};
         refuse_rtr(worker, rtr, status);
@@ -180,7 +180,7 @@ ucs_status_t rndv_rtr_handler(void *arg, void *data, size_t length, unsigned)
     p.rreq_id     = rtr.rreq_id;
     p.dest_uuid   = rtr.src_uuid;
     p.dest_ep_id  = rtr.ep_id;
-    req->flags   |= request_flag::PUSHING;
+    req->flags |= request_flag::PUSHING;
     rndv_push_continue(req);
     return UCS_OK;
 }

@@ -44,8 +44,7 @@ namespace ucp::tag {
 constexpr ucp_tag_t exact_mask = ~ucp_tag_t(0);
 
 /* Whether a message tagged `msg_tag` is accepted by (recv_tag, recv_mask). */
-constexpr bool tag_matches(ucp_tag_t msg_tag, ucp_tag_t recv_tag,
-                           ucp_tag_t recv_mask) noexcept
+constexpr bool tag_matches(ucp_tag_t msg_tag, ucp_tag_t recv_tag, ucp_tag_t recv_mask) noexcept
 {
     return ((msg_tag ^ recv_tag) & recv_mask) == 0;
 }
@@ -54,15 +53,15 @@ constexpr bool tag_matches(ucp_tag_t msg_tag, ucp_tag_t recv_tag,
  * matcher owns the rest while the entry is queued. */
 struct expected_entry {
     ucs::list_link link;
-    ucp_tag_t      tag;
-    ucp_tag_t      tag_mask;
-    uint64_t       sn;        /* post order, assigned by add_expected() */
-    uint8_t        queue;     /* IN_EXACT, IN_WILD_LIST, or its mask group */
+    ucp_tag_t tag;
+    ucp_tag_t tag_mask;
+    uint64_t sn;   /* post order, assigned by add_expected() */
+    uint8_t queue; /* IN_EXACT, IN_WILD_LIST, or its mask group */
 };
 
 /* expected_entry::queue: where the matcher keeps it. */
-constexpr uint8_t IN_EXACT     = 0xff;   /* its tag's bucket */
-constexpr uint8_t IN_WILD_LIST = 0xfe;   /* the list of unindexed wildcards */
+constexpr uint8_t IN_EXACT     = 0xff; /* its tag's bucket */
+constexpr uint8_t IN_WILD_LIST = 0xfe; /* the list of unindexed wildcards */
 
 /* Embedded in a message descriptor. The caller sets tag. */
 struct unexpected_entry {
@@ -70,9 +69,9 @@ struct unexpected_entry {
     ucs::list_link tag_link;     /* messages of this tag, if in_bucket */
     ucs::list_link mask_link0;   /* messages of this tag & mask of slot 0 */
     ucs::list_link mask_link1;   /* ... of slot 1 */
-    ucp_tag_t      tag;
-    bool           in_bucket;
-    uint8_t        in_mask_slots; /* bit i: linked in slot i's index */
+    ucp_tag_t tag;
+    bool in_bucket;
+    uint8_t in_mask_slots; /* bit i: linked in slot i's index */
 };
 
 /* Wildcard masks whose receives find unexpected messages by index. */
@@ -90,8 +89,7 @@ public:
      * cheaper than making an index. */
     static constexpr size_t MASK_INDEX_MIN_MESSAGES = 64;
 
-    explicit matcher(size_t max_tag_buckets = SIZE_MAX,
-                     unsigned max_mask_groups = MAX_MASK_GROUPS,
+    explicit matcher(size_t max_tag_buckets = SIZE_MAX, unsigned max_mask_groups = MAX_MASK_GROUPS,
                      size_t mask_index_min_messages = MASK_INDEX_MIN_MESSAGES) noexcept :
         m_max_tag_buckets(max_tag_buckets),
         m_max_mask_groups(std::min(max_mask_groups, MAX_MASK_GROUPS)),
@@ -99,8 +97,8 @@ public:
     {
     }
 
-    matcher(const matcher&)            = delete;
-    matcher &operator=(const matcher&) = delete;
+    matcher(const matcher &)            = delete;
+    matcher &operator=(const matcher &) = delete;
 
     /* Queues a posted receive after all earlier ones. */
     void add_expected(expected_entry *e) noexcept
@@ -206,13 +204,11 @@ public:
      * The earliest-arrived message accepted by (tag, tag_mask), removed
      * from the queue when `remove`; nullptr if none.
      */
-    unexpected_entry *find_unexpected(ucp_tag_t tag, ucp_tag_t tag_mask,
-                                      bool remove) noexcept
+    unexpected_entry *find_unexpected(ucp_tag_t tag, ucp_tag_t tag_mask, bool remove) noexcept
     {
         if ((tag_mask == exact_mask) && (m_num_unindexed == 0)) {
-            tag_list *bucket = m_unexpected_buckets.empty() ?
-                                       nullptr :
-                                       m_unexpected_buckets.find(tag);
+            tag_list *bucket = m_unexpected_buckets.empty() ? nullptr :
+                                                              m_unexpected_buckets.find(tag);
             if (bucket == nullptr) {
                 return nullptr;
             }
@@ -233,7 +229,7 @@ public:
 
         if ((tag_mask != exact_mask) && (tag_mask != 0) &&
             (m_num_unexpected >= m_mask_index_min_messages)) {
-            bool indexed = false;
+            bool indexed        = false;
             unexpected_entry *u = find_by_mask_slot(tag, tag_mask, &indexed);
             if (indexed) {
                 if ((u != nullptr) && remove) {
@@ -276,14 +272,8 @@ public:
     size_t num_unexpected() const noexcept { return m_num_unexpected; }
 
     /* Distinct tags indexed right now (diagnostics and tests). */
-    size_t num_expected_buckets() const noexcept
-    {
-        return m_expected_buckets.size();
-    }
-    size_t num_unexpected_buckets() const noexcept
-    {
-        return m_unexpected_buckets.size();
-    }
+    size_t num_expected_buckets() const noexcept { return m_expected_buckets.size(); }
+    size_t num_unexpected_buckets() const noexcept { return m_unexpected_buckets.size(); }
     /* Wildcard masks whose unexpected-message index is kept now. */
     unsigned num_unexpected_mask_indexes() const noexcept
     {
@@ -292,7 +282,8 @@ public:
 
     /* Visits queued messages in arrival order; f(unexpected_entry&) must
      * not change the matcher. */
-    template <typename F> void for_each_unexpected(F &&f)
+    template <typename F>
+    void for_each_unexpected(F &&f)
     {
         for (unexpected_entry &u : m_unexpected) {
             f(u);
@@ -304,7 +295,8 @@ public:
      * for each message in arrival order after it left the queue, so f may
      * release it. f must not call the matcher.
      */
-    template <typename F> void take_all_unexpected(F &&f)
+    template <typename F>
+    void take_all_unexpected(F &&f)
     {
         m_unexpected_buckets.clear();
         for (unsigned i = 0; i < unexpected_mask_slots; ++i) {
@@ -322,7 +314,8 @@ public:
      * each receive after it left the queue (so f may release it), in no
      * particular order. O(n). f must not call the matcher.
      */
-    template <typename F> void take_all_expected(F &&f)
+    template <typename F>
+    void take_all_expected(F &&f)
     {
         for (auto bucket : m_expected_buckets) {
             while (expected_entry *e = bucket.value.pop_front()) {
@@ -348,17 +341,14 @@ public:
     }
 
 private:
-    using expected_list = ucs::intrusive_list<expected_entry,
-                                              &expected_entry::link>;
-    using tag_list      = ucs::intrusive_list<unexpected_entry,
-                                              &unexpected_entry::tag_link>;
-    using arrival_list  = ucs::intrusive_list<unexpected_entry,
-                                              &unexpected_entry::arrival_link>;
+    using expected_list = ucs::intrusive_list<expected_entry, &expected_entry::link>;
+    using tag_list      = ucs::intrusive_list<unexpected_entry, &unexpected_entry::tag_link>;
+    using arrival_list  = ucs::intrusive_list<unexpected_entry, &unexpected_entry::arrival_link>;
 
     /* Wildcard receives of one mask, by their tag & mask. */
     struct mask_group {
-        ucp_tag_t                               mask  = 0;
-        size_t                                  count = 0;   /* receives queued */
+        ucp_tag_t mask = 0;
+        size_t count   = 0; /* receives queued */
         ucs::hash_map<ucp_tag_t, expected_list> buckets;
     };
 
@@ -379,7 +369,7 @@ private:
             empty = &m_groups[m_num_groups++];
         }
         if (empty != nullptr) {
-            empty->mask = mask;   /* its buckets are all gone with its receives */
+            empty->mask = mask; /* its buckets are all gone with its receives */
         }
         return empty;
     }
@@ -400,9 +390,10 @@ private:
     using mask_list1 = ucs::intrusive_list<unexpected_entry, &unexpected_entry::mask_link1>;
 
     /* While in use, every queued message is in one bucket, in arrival order. */
-    template <typename List> struct mask_index {
-        ucp_tag_t                      mask     = 0;
-        uint64_t                       last_use = 0;  /* m_mask_finds then */
+    template <typename List>
+    struct mask_index {
+        ucp_tag_t mask    = 0;
+        uint64_t last_use = 0; /* m_mask_finds then */
         ucs::hash_map<ucp_tag_t, List> buckets;
     };
 
@@ -412,7 +403,8 @@ private:
     static constexpr uint64_t mask_slot_idle_finds = 16;
 
     /* f(slot's index) for slot i; the two slots differ in type (their link). */
-    template <typename F> decltype(auto) with_mask_slot(unsigned i, F &&f)
+    template <typename F>
+    decltype(auto) with_mask_slot(unsigned i, F &&f)
     {
         return (i == 0) ? f(m_mask_index0) : f(m_mask_index1);
     }
@@ -512,7 +504,7 @@ private:
                 slot = int(i);
                 break;
             }
-            const uint64_t age = used ? last : 0;   /* a free slot goes first */
+            const uint64_t age = used ? last : 0; /* a free slot goes first */
             if (age < oldest) {
                 oldest = age;
                 victim = int(i);
@@ -528,7 +520,7 @@ private:
             slot = victim;
         }
         *indexed = true;
-        return with_mask_slot(unsigned(slot), [&](auto &index) -> unexpected_entry* {
+        return with_mask_slot(unsigned(slot), [&](auto &index) -> unexpected_entry * {
             index.last_use = m_mask_finds;
             auto *bucket   = index.buckets.find(tag & mask);
             return (bucket != nullptr) ? bucket->front() : nullptr;
@@ -543,22 +535,22 @@ private:
     }
 
     ucs::hash_map<ucp_tag_t, expected_list> m_expected_buckets;
-    expected_list                           m_expected_wild;
-    ucs::hash_map<ucp_tag_t, tag_list>      m_unexpected_buckets;
-    arrival_list                            m_unexpected;
-    uint64_t                                m_next_sn       = 0;
-    size_t                                  m_num_expected  = 0;
-    size_t                                  m_num_unexpected = 0;
-    size_t                                  m_num_unindexed = 0; /* unexpected, not in a bucket */
-    size_t                                  m_max_tag_buckets;
-    unsigned                                m_max_mask_groups;
-    unsigned                                m_num_groups = 0;   /* ever assigned */
-    mask_group                              m_groups[MAX_MASK_GROUPS];
-    size_t                                  m_mask_index_min_messages;
-    mask_index<mask_list0>                  m_mask_index0;
-    mask_index<mask_list1>                  m_mask_index1;
-    uint8_t                                 m_mask_slots_used = 0; /* bit per slot */
-    uint64_t                                m_mask_finds = 0;  /* indexed searches */
+    expected_list m_expected_wild;
+    ucs::hash_map<ucp_tag_t, tag_list> m_unexpected_buckets;
+    arrival_list m_unexpected;
+    uint64_t m_next_sn      = 0;
+    size_t m_num_expected   = 0;
+    size_t m_num_unexpected = 0;
+    size_t m_num_unindexed  = 0; /* unexpected, not in a bucket */
+    size_t m_max_tag_buckets;
+    unsigned m_max_mask_groups;
+    unsigned m_num_groups = 0; /* ever assigned */
+    mask_group m_groups[MAX_MASK_GROUPS];
+    size_t m_mask_index_min_messages;
+    mask_index<mask_list0> m_mask_index0;
+    mask_index<mask_list1> m_mask_index1;
+    uint8_t m_mask_slots_used = 0; /* bit per slot */
+    uint64_t m_mask_finds     = 0; /* indexed searches */
 };
 
 } // namespace ucp::tag

@@ -28,14 +28,14 @@ namespace {
 
 request *request_of_expected(tag::expected_entry *e)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(e) -
-                                      offsetof(request, u.recv.expected));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(e) -
+                                       offsetof(request, u.recv.expected));
 }
 
 rx_message *message_of(tag::unexpected_entry *u)
 {
-    return reinterpret_cast<rx_message*>(reinterpret_cast<char*>(u) -
-                                         offsetof(rx_message, entry));
+    return reinterpret_cast<rx_message *>(reinterpret_cast<char *>(u) -
+                                          offsetof(rx_message, entry));
 }
 
 /* A message descriptor with room for `data_length` bytes after it: small
@@ -44,20 +44,19 @@ rx_message *message_of(tag::unexpected_entry *u)
 rx_message *message_alloc(ucp_worker *worker, ucp_tag_t tag, uint64_t data_length)
 {
     size_t size;
-    if (!ucs::alloc_size(sizeof(rx_message), data_length, wire::max_message_length,
-                         &size)) {
+    if (!ucs::alloc_size(sizeof(rx_message), data_length, wire::max_message_length, &size)) {
         return nullptr;
     }
     const bool pooled = (data_length <= rx_message_pooled_payload);
-    void *mem = pooled ? worker->rx_message_pool.get() : std::malloc(size);
+    void *mem         = pooled ? worker->rx_message_pool.get() : std::malloc(size);
     if (mem == nullptr) {
         return nullptr;
     }
-    auto *msg = new (mem) rx_message;   /* not rx_message{}: see rx_message */
+    auto *msg        = new (mem) rx_message; /* not rx_message{}: see rx_message */
     msg->pooled      = pooled;
     msg->entry.tag   = tag;
     msg->data_length = data_length;
-    msg->data        = reinterpret_cast<uint8_t*>(msg + 1);
+    msg->data        = reinterpret_cast<uint8_t *>(msg + 1);
     return msg;
 }
 
@@ -99,9 +98,8 @@ void store_unexpected(ucp_worker *worker, rx_message *msg)
 }
 
 /* Eager message in one piece (`hdr_length` bytes of header before it). */
-ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payload,
-                          size_t length, bool sync, uint64_t src_uuid,
-                          const wire::request_hdr &rhdr)
+ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payload, size_t length,
+                          bool sync, uint64_t src_uuid, const wire::request_hdr &rhdr)
 {
     request *req = take_receive(worker, tag);
     if (req != nullptr) {
@@ -109,8 +107,7 @@ ucs_status_t eager_single(ucp_worker *worker, ucp_tag_t tag, const uint8_t *payl
         req->u.recv.info.length     = length;
         recv_place(req, payload, 0, length);
         if (sync) {
-            send_reply_to(worker, rhdr.ep_id, src_uuid, wire::AM_SYNC_ACK, rhdr.req_id,
-                          UCS_OK);
+            send_reply_to(worker, rhdr.ep_id, src_uuid, wire::AM_SYNC_ACK, rhdr.req_id, UCS_OK);
         }
         recv_finish(req, req->u.recv.data_status);
         return UCS_OK;
@@ -148,8 +145,8 @@ ucs_status_t eager_first(ucp_worker *worker, const void *data, size_t length, bo
     const size_t frag      = r.left();
     if ((frag > hdr.total_length) || (hdr.total_length > wire::max_message_length)) {
         ucs_warn("worker '%s': dropping an eager fragment of %zu bytes announcing a "
-                 "message of %llu", worker->name.c_str(), frag,
-                 static_cast<unsigned long long>(hdr.total_length));
+                 "message of %llu",
+                 worker->name.c_str(), frag, static_cast<unsigned long long>(hdr.total_length));
         return UCS_OK;
     }
     const msg_key key{hdr.src_uuid, hdr.msg_id};
@@ -165,8 +162,7 @@ ucs_status_t eager_first(ucp_worker *worker, const void *data, size_t length, bo
         recv_place(req, payload, 0, frag);
         req->u.recv.received = frag;
         if (sync) {
-            send_reply_to(worker, rhdr.ep_id, hdr.src_uuid, wire::AM_SYNC_ACK, rhdr.req_id,
-                          UCS_OK);
+            send_reply_to(worker, rhdr.ep_id, hdr.src_uuid, wire::AM_SYNC_ACK, rhdr.req_id, UCS_OK);
         }
         if (frag == hdr.total_length) {
             recv_finish(req, req->u.recv.data_status);
@@ -208,14 +204,13 @@ void deliver_unexpected(ucp_worker *worker, request *req, rx_message *msg)
         return;
     }
     if (msg->sync) {
-        send_reply_to(worker, msg->ep_id, msg->src_uuid, wire::AM_SYNC_ACK, msg->sreq_id,
-                      UCS_OK);
+        send_reply_to(worker, msg->ep_id, msg->src_uuid, wire::AM_SYNC_ACK, msg->sreq_id, UCS_OK);
     }
     recv_place(req, msg->data, 0, msg->received);
     req->u.recv.received = msg->received;
     if ((msg->received == msg->total) || (msg->lost != UCS_OK)) {
-        const ucs_status_t status = (msg->received == msg->total) ?
-                                    req->u.recv.data_status : msg->lost;
+        const ucs_status_t status = (msg->received == msg->total) ? req->u.recv.data_status :
+                                                                    msg->lost;
         message_free(msg);
         recv_finish(req, status);
         return;
@@ -237,7 +232,7 @@ void recv_finish(request *req, ucs_status_t status)
 
 ucs_status_t eager_only_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     ucp_tag_t tag;
     if (!r.get(&tag)) {
@@ -249,7 +244,7 @@ ucs_status_t eager_only_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::eager_sync_hdr hdr;
     if (!r.get(&hdr)) {
@@ -264,17 +259,17 @@ ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsig
 
 ucs_status_t eager_first_handler(void *arg, void *data, size_t length, unsigned)
 {
-    return eager_first(static_cast<ucp_worker*>(arg), data, length, false);
+    return eager_first(static_cast<ucp_worker *>(arg), data, length, false);
 }
 
 ucs_status_t eager_sync_first_handler(void *arg, void *data, size_t length, unsigned)
 {
-    return eager_first(static_cast<ucp_worker*>(arg), data, length, true);
+    return eager_first(static_cast<ucp_worker *>(arg), data, length, true);
 }
 
 ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::eager_middle_hdr hdr;
     if (!r.get(&hdr)) {
@@ -286,11 +281,10 @@ ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned
     const msg_key key{hdr.src_uuid, hdr.msg_id};
 
     if (auto it = worker->rx_expected.find(key); it != worker->rx_expected.end()) {
-        request *req = it->second;
+        request *req       = it->second;
         const size_t total = req->u.recv.info.length;
         if (!ucs::range_inside(hdr.offset, frag, total)) {
-            ucs_warn("worker '%s': eager fragment outside its message",
-                     worker->name.c_str());
+            ucs_warn("worker '%s': eager fragment outside its message", worker->name.c_str());
             return UCS_OK;
         }
         recv_place(req, payload, hdr.offset, frag);
@@ -304,8 +298,7 @@ ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned
     if (auto it = worker->rx_unexpected.find(key); it != worker->rx_unexpected.end()) {
         rx_message *msg = it->second;
         if (!ucs::range_inside(hdr.offset, frag, msg->total)) {
-            ucs_warn("worker '%s': eager fragment outside its message",
-                     worker->name.c_str());
+            ucs_warn("worker '%s': eager fragment outside its message", worker->name.c_str());
             return UCS_OK;
         }
         std::memcpy(msg->data + hdr.offset, payload, frag);
@@ -321,12 +314,11 @@ ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned
 
 ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     wire::rts_hdr rts;
     const uint8_t *rkey;
     if (!rndv_read_rts(data, length, &rts, &rkey)) {
-        ucs_warn("worker '%s': dropping a malformed rendezvous request",
-                 worker->name.c_str());
+        ucs_warn("worker '%s': dropping a malformed rendezvous request", worker->name.c_str());
         return UCS_OK;
     }
     if (sender_ep(worker, rts.ep_id, rts.src_uuid) == nullptr) {
@@ -341,8 +333,7 @@ ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
     }
     rx_message *msg = message_alloc(worker, rts.tag, rts.rkey_length);
     if (msg == nullptr) {
-        ucs_error("worker '%s': no memory for a rendezvous request",
-                  worker->name.c_str());
+        ucs_error("worker '%s': no memory for a rendezvous request", worker->name.c_str());
         return UCS_OK;
     }
     msg->rndv     = true;
@@ -358,7 +349,7 @@ ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned)
 
 ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::reply_hdr hdr;
     if (!r.get(&hdr)) {
@@ -377,7 +368,7 @@ ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned)
 
 void tag_recv_peer_lost(ucp_worker *worker, uint64_t uuid, ucs_status_t status)
 {
-    std::vector<request*> receives;
+    std::vector<request *> receives;
     for (auto it = worker->rx_expected.begin(); it != worker->rx_expected.end();) {
         if (it->first.uuid == uuid) {
             receives.push_back(it->second);
@@ -390,22 +381,21 @@ void tag_recv_peer_lost(ucp_worker *worker, uint64_t uuid, ucs_status_t status)
     for (auto it = worker->rx_unexpected.begin(); it != worker->rx_unexpected.end();) {
         if (it->first.uuid == uuid) {
             it->second->lost = status;
-            it = worker->rx_unexpected.erase(it);
+            it               = worker->rx_unexpected.erase(it);
         } else {
             ++it;
         }
     }
     for (request *req : receives) {
         ucs_debug("worker '%s': a message from a lost peer stops at %zu of %zu bytes",
-                  worker->name.c_str(), req->u.recv.received,
-                  size_t(req->u.recv.info.length));
-        recv_finish(req, status);     /* the callback may post more receives */
+                  worker->name.c_str(), req->u.recv.received, size_t(req->u.recv.info.length));
+        recv_finish(req, status); /* the callback may post more receives */
     }
 }
 
 void tag_recv_cleanup(ucp_worker *worker)
 {
-    std::unordered_set<rx_message*> messages;
+    std::unordered_set<rx_message *> messages;
     for (auto &entry : worker->rx_unexpected) {
         messages.insert(entry.second);
     }
@@ -429,18 +419,19 @@ request *recv_request_get(ucp_worker *worker, const ucp_request_param_t *param)
     return req;
 }
 
-ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count,
-                             ucp_tag_t tag, ucp_tag_t tag_mask,
-                             const ucp_request_param_t *param, rx_message *msg)
+ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count, ucp_tag_t tag,
+                             ucp_tag_t tag_mask, const ucp_request_param_t *param, rx_message *msg)
 {
     const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                              param->datatype : ucp_dt_make_contig(1);
-    request *req = recv_request_get(worker, param);
+                                  param->datatype :
+                                  ucp_dt_make_contig(1);
+    request *req            = recv_request_get(worker, param);
     if (req == nullptr) {
         return UCS_STATUS_PTR((param->op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST) ?
-                              UCS_ERR_INVALID_PARAM : UCS_ERR_NO_MEMORY);
+                                  UCS_ERR_INVALID_PARAM :
+                                  UCS_ERR_NO_MEMORY);
     }
-    recv_state &r = req->u.recv;
+    recv_state &r       = req->u.recv;
     ucs_status_t status = dt::start_in_memory_type(r.unpacker, param, dt, buffer, count);
     if (status != UCS_OK) {
         request_put(req);
@@ -454,7 +445,7 @@ ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count,
 
     if (msg == nullptr) {
         tag::unexpected_entry *u = worker->tag_matcher.find_unexpected(tag, tag_mask, true);
-        msg = (u != nullptr) ? message_of(u) : nullptr;
+        msg                      = (u != nullptr) ? message_of(u) : nullptr;
     }
     if (msg != nullptr) {
         deliver_unexpected(worker, req, msg);
@@ -476,16 +467,15 @@ ucs_status_ptr_t recv_common(ucp_worker *worker, void *buffer, size_t count,
     return request_immediate_result(req, cb_flag, param);
 }
 
-ucs_status_ptr_t recv_checked(ucp_worker_h worker, void *buffer, size_t count,
-                              ucp_tag_t tag, ucp_tag_t tag_mask,
-                              const ucp_request_param_t *param, rx_message *msg)
+ucs_status_ptr_t recv_checked(ucp_worker_h worker, void *buffer, size_t count, ucp_tag_t tag,
+                              ucp_tag_t tag_mask, const ucp_request_param_t *param, rx_message *msg)
 {
     if ((worker == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     ucp::worker_guard guard(worker);
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = guarded("ucp_tag_recv", [&]() {
+    ucs_status_t status     = guarded("ucp_tag_recv", [&]() {
         result = recv_common(worker, buffer, count, tag, tag_mask, param, msg);
         return UCS_OK;
     });
@@ -497,8 +487,8 @@ ucp_request_param_t legacy_recv_param(ucp_datatype_t datatype, ucp_tag_recv_call
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL | param_legacy_callback;
-    param.datatype     = datatype;
-    param.cb.recv      = ucp::callback_cast<ucp_tag_recv_nbx_callback_t>(cb);
+    param.datatype = datatype;
+    param.cb.recv  = ucp::callback_cast<ucp_tag_recv_nbx_callback_t>(cb);
     return param;
 }
 
@@ -508,9 +498,8 @@ ucp_request_param_t legacy_recv_param(ucp_datatype_t datatype, ucp_tag_recv_call
 
 extern "C" {
 
-ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t count,
-                                  ucp_tag_t tag, ucp_tag_t tag_mask,
-                                  const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t count, ucp_tag_t tag,
+                                  ucp_tag_t tag_mask, const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
         return ucp::ext::counted({worker, ucp::ext::op_kind::TAG_RECV, buffer, count}, param,
@@ -522,16 +511,15 @@ ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t coun
 }
 
 ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void *buffer, size_t count,
-                                 ucp_datatype_t datatype, ucp_tag_t tag,
-                                 ucp_tag_t tag_mask, ucp_tag_recv_callback_t cb)
+                                 ucp_datatype_t datatype, ucp_tag_t tag, ucp_tag_t tag_mask,
+                                 ucp_tag_recv_callback_t cb)
 {
     ucp_request_param_t param = ucp::legacy_recv_param(datatype, cb);
     return ucp::recv_checked(worker, buffer, count, tag, tag_mask, &param, nullptr);
 }
 
 ucs_status_t ucp_tag_recv_nbr(ucp_worker_h worker, void *buffer, size_t count,
-                              ucp_datatype_t datatype, ucp_tag_t tag,
-                              ucp_tag_t tag_mask, void *req)
+                              ucp_datatype_t datatype, ucp_tag_t tag, ucp_tag_t tag_mask, void *req)
 {
     if (req == nullptr) {
         return UCS_ERR_INVALID_PARAM;
@@ -539,23 +527,21 @@ ucs_status_t ucp_tag_recv_nbr(ucp_worker_h worker, void *buffer, size_t count,
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REQUEST |
                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.datatype     = datatype;
-    param.request      = req;
-    ucs_status_ptr_t result = ucp::recv_checked(worker, buffer, count, tag, tag_mask,
-                                                &param, nullptr);
+    param.datatype          = datatype;
+    param.request           = req;
+    ucs_status_ptr_t result = ucp::recv_checked(worker, buffer, count, tag, tag_mask, &param,
+                                                nullptr);
     return UCS_PTR_IS_ERR(result) ? UCS_PTR_STATUS(result) : UCS_OK;
 }
 
-ucp_tag_message_h ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag,
-                                   ucp_tag_t tag_mask, int remove,
-                                   ucp_tag_recv_info_t *info)
+ucp_tag_message_h ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag, ucp_tag_t tag_mask,
+                                   int remove, ucp_tag_recv_info_t *info)
 {
     if (worker == nullptr) {
         return nullptr;
     }
     ucp::worker_guard guard(worker);
-    ucp::tag::unexpected_entry *u = worker->tag_matcher.find_unexpected(tag, tag_mask,
-                                                                      remove != 0);
+    ucp::tag::unexpected_entry *u = worker->tag_matcher.find_unexpected(tag, tag_mask, remove != 0);
     if (u == nullptr) {
         return nullptr;
     }
@@ -568,24 +554,22 @@ ucp_tag_message_h ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag,
 }
 
 ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer, size_t count,
-                                      ucp_tag_message_h message,
-                                      const ucp_request_param_t *param)
+                                      ucp_tag_message_h message, const ucp_request_param_t *param)
 {
     if (message == nullptr) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    auto *msg = reinterpret_cast<ucp::rx_message*>(message);
+    auto *msg = reinterpret_cast<ucp::rx_message *>(message);
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
         /* Not triggered: the message handle is valid only until received. */
         ucp::ext::op_desc desc{worker, ucp::ext::op_kind::TAG_RECV, buffer, count};
         desc.can_trigger = false;
         return ucp::ext::counted(desc, param, [=](const ucp_request_param_t *base) {
-            return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0),
-                                     base, msg);
+            return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0), base,
+                                     msg);
         });
     }
-    return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0),
-                             param, msg);
+    return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0), param, msg);
 }
 
 ucs_status_ptr_t ucp_tag_msg_recv_nb(ucp_worker_h worker, void *buffer, size_t count,
@@ -596,9 +580,8 @@ ucs_status_ptr_t ucp_tag_msg_recv_nb(ucp_worker_h worker, void *buffer, size_t c
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     ucp_request_param_t param = ucp::legacy_recv_param(datatype, cb);
-    auto *msg = reinterpret_cast<ucp::rx_message*>(message);
-    return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0),
-                             &param, msg);
+    auto *msg                 = reinterpret_cast<ucp::rx_message *>(message);
+    return ucp::recv_checked(worker, buffer, count, msg->entry.tag, ~ucp_tag_t(0), &param, msg);
 }
 
 void ucp_request_cancel(ucp_worker_h worker, void *request)

@@ -18,19 +18,19 @@ namespace ucp {
  * message never reads, and a zeroing it would pay for each). */
 struct rx_message {
     tag::unexpected_entry entry;
-    bool          rndv = false;
-    bool          sync = false;
-    uint64_t      src_uuid = 0;
-    uint64_t      sreq_id = 0;
-    uint64_t      ep_id = 0;       /* sync: our ep the sender named, the ack goes out of it */
-    uint64_t      msg_id = 0;
-    size_t        total = 0;       /* message length */
-    size_t        received = 0;    /* eager bytes stored so far */
-    wire::rts_hdr rts;             /* rendezvous: the sender's offer */
-    size_t        data_length = 0; /* bytes at data: payload, or the packed rkey */
-    bool          pooled = false;  /* from ucp_worker::rx_message_pool, else malloc */
-    ucs_status_t  lost = UCS_OK;   /* its sender died before sending the rest */
-    uint8_t       *data = nullptr; /* right after this struct */
+    bool rndv         = false;
+    bool sync         = false;
+    uint64_t src_uuid = 0;
+    uint64_t sreq_id  = 0;
+    uint64_t ep_id    = 0; /* sync: our ep the sender named, the ack goes out of it */
+    uint64_t msg_id   = 0;
+    size_t total      = 0;        /* message length */
+    size_t received   = 0;        /* eager bytes stored so far */
+    wire::rts_hdr rts;            /* rendezvous: the sender's offer */
+    size_t data_length = 0;       /* bytes at data: payload, or the packed rkey */
+    bool pooled        = false;   /* from ucp_worker::rx_message_pool, else malloc */
+    ucs_status_t lost  = UCS_OK;  /* its sender died before sending the rest */
+    uint8_t *data      = nullptr; /* right after this struct */
 };
 
 /* Payload bytes a pooled message descriptor holds; larger ones are malloc'd
@@ -41,8 +41,7 @@ constexpr size_t rx_message_pooled_payload = 256;
 ucs_status_t eager_only_handler(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t eager_sync_only_handler(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t eager_first_handler(void *arg, void *data, size_t length, unsigned flags);
-ucs_status_t eager_sync_first_handler(void *arg, void *data, size_t length,
-                                      unsigned flags);
+ucs_status_t eager_sync_first_handler(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t eager_middle_handler(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t rndv_rts_handler(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t reply_handler(void *arg, void *data, size_t length, unsigned flags);
@@ -56,8 +55,8 @@ void tag_recv_cleanup(ucp_worker *worker);
 void tag_recv_peer_lost(ucp_worker *worker, uint64_t uuid, ucs_status_t status);
 
 /* Starts pulling a matched rendezvous message into req. */
-void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
-                     const void *rkey, size_t rkey_length);
+void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts, const void *rkey,
+                     size_t rkey_length);
 
 /* Receive completion with the datatype finished. */
 void recv_finish(request *req, ucs_status_t status);

@@ -39,7 +39,7 @@ namespace {
 
 size_t pack_rts(void *dest, void *arg)
 {
-    return rndv_pack_rts(static_cast<request*>(arg), dest);
+    return rndv_pack_rts(static_cast<request *>(arg), dest);
 }
 
 ucs_status_t rts_step(request *req)
@@ -49,18 +49,18 @@ ucs_status_t rts_step(request *req)
 
 request *request_of_comp(uct::completion *comp)
 {
-    return reinterpret_cast<request*>(reinterpret_cast<char*>(comp) -
-                                      offsetof(request, u.recv.comp));
+    return reinterpret_cast<request *>(reinterpret_cast<char *>(comp) -
+                                       offsetof(request, u.recv.comp));
 }
 
 } // namespace
 
 /* One piece of a bounce pull: its get's completion, and where it goes. */
 struct rndv_piece {
-    uct::completion comp;   /* first: the get completes this */
-    request         *req;
-    size_t          offset;
-    size_t          length;
+    uct::completion comp; /* first: the get completes this */
+    request *req;
+    size_t offset;
+    size_t length;
 };
 
 // clang-format off
@@ -77,17 +77,17 @@ namespace {
 /* A piece is in the bounce buffer: start its copy to the destination. */
 ucs_status_t piece_move_on(request *req, const rndv_piece &p)
 {
-    recv_state &r = req->u.recv;
+    recv_state &r     = req->u.recv;
     r.pieces->copying = true;
-    return ucs::memtype::copy_start(static_cast<uint8_t*>(r.unpacker.contig_buffer()) + p.offset,
+    return ucs::memtype::copy_start(static_cast<uint8_t *>(r.unpacker.contig_buffer()) + p.offset,
                                     r.unpacker.memory_type(),
-                                    static_cast<uint8_t*>(r.bounce) + p.offset,
+                                    static_cast<uint8_t *>(r.bounce) + p.offset,
                                     UCS_MEMORY_TYPE_HOST, p.length);
 }
 
 void piece_get_completed(uct::completion *comp)
 {
-    auto *p            = reinterpret_cast<rndv_piece*>(comp);
+    auto *p             = reinterpret_cast<rndv_piece *>(comp);
     ucs_status_t status = comp->status;
     if (status == UCS_OK) {
         status = piece_move_on(p->req, *p);
@@ -110,7 +110,9 @@ rndv_pieces *make_pieces(request *req, size_t size)
     try {
         pieces->piece.reserve((r.get_length + size - 1) / size);
         for (size_t offset = 0; offset < r.get_length; offset += size) {
-            pieces->piece.push_back({{piece_get_completed, 1, UCS_OK}, req, offset,
+            pieces->piece.push_back({{piece_get_completed, 1, UCS_OK},
+                                     req,
+                                     offset,
                                      std::min(size, r.get_length - offset)});
         }
     } catch (...) {
@@ -155,13 +157,13 @@ void rndv_recv_release(request *req)
 /* Everything pulled (or failed): unpack, answer the sender, complete. */
 void rndv_recv_done(request *req)
 {
-    recv_state &r      = req->u.recv;
-    ucp_worker *worker = req->worker;
+    recv_state &r         = req->u.recv;
+    ucp_worker *worker    = req->worker;
     ucs_status_t transfer = r.comp.status;
     if ((r.bounce != nullptr) && (transfer == UCS_OK)) {
         ucs_status_t st;
         if (r.pieces != nullptr) {
-            st = ucs::memtype::copy_finish(r.unpacker.memory_type());
+            st                = ucs::memtype::copy_finish(r.unpacker.memory_type());
             r.pieces->copying = false;
         } else {
             st = r.unpacker.unpack(r.bounce, 0, r.get_length);
@@ -171,8 +173,7 @@ void rndv_recv_done(request *req)
         }
     }
     rndv_recv_release(req);
-    send_reply_to(worker, r.src_ep_id, r.src_uuid, wire::AM_RNDV_ATS, r.remote_req_id,
-                  transfer);
+    send_reply_to(worker, r.src_ep_id, r.src_uuid, wire::AM_RNDV_ATS, r.remote_req_id, transfer);
     recv_finish(req, (transfer != UCS_OK) ? transfer : r.data_status);
 }
 
@@ -191,13 +192,12 @@ bool rndv_issue(request *req)
         return true;
     }
     const uct::iface_attr &attr = r.ep->worker->ifaces[l->iface_index].iface->attr();
-    const size_t max_frag = std::max<size_t>(attr.get.max_zcopy, 1);
+    const size_t max_frag       = std::max<size_t>(attr.get.max_zcopy, 1);
     if ((r.bounce != nullptr) && (r.pieces == nullptr) && (r.received == 0)) {
-        r.pieces = make_pieces(req, std::min(max_frag,
-                                             req->worker->context.config.rndv_frag_size));
+        r.pieces = make_pieces(req, std::min(max_frag, req->worker->context.config.rndv_frag_size));
     }
-    auto *dest = static_cast<uint8_t*>(r.bounce != nullptr ? r.bounce :
-                                       r.unpacker.contig_buffer());
+    auto *dest = static_cast<uint8_t *>(r.bounce != nullptr ? r.bounce :
+                                                              r.unpacker.contig_buffer());
     while ((r.received < r.get_length) && (r.comp.status == UCS_OK)) {
         size_t frag           = std::min(max_frag, r.get_length - r.received);
         uct::completion *comp = &r.comp;
@@ -210,8 +210,8 @@ bool rndv_issue(request *req)
         }
         uct::iov iov{dest + r.received, frag, r.get_reg.memh};
         ++r.comp.count;
-        ucs_status_t status = l->ep->get_zcopy(&iov, 1, r.remote_addr + r.received,
-                                               r.rkey.rkey, comp);
+        ucs_status_t status = l->ep->get_zcopy(&iov, 1, r.remote_addr + r.received, r.rkey.rkey,
+                                               comp);
         if (status == UCS_INPROGRESS) {
             r.received += frag;
             continue;
@@ -221,7 +221,7 @@ bool rndv_issue(request *req)
             return false;
         }
         if ((piece != nullptr) && (status == UCS_OK)) {
-            status = piece_move_on(req, *piece);   /* the get is done already */
+            status = piece_move_on(req, *piece); /* the get is done already */
         }
         uct::completion_update_status(&r.comp, status);
         r.received += frag;
@@ -237,11 +237,11 @@ bool rndv_issue(request *req)
  */
 size_t push_length_for(const request *req)
 {
-    const recv_state &r      = req->u.recv;
-    const ucp_worker *worker = req->worker;
+    const recv_state &r       = req->u.recv;
+    const ucp_worker *worker  = req->worker;
     const context_config &cfg = worker->context.config;
-    if (!(r.rts_flags & wire::rts_flag::CAN_PUSH) || (r.bounce != nullptr) ||
-        (r.get_length == 0) || (cfg.rndv_scheme == RNDV_SCHEME_GET_ZCOPY)) {
+    if (!(r.rts_flags & wire::rts_flag::CAN_PUSH) || (r.bounce != nullptr) || (r.get_length == 0) ||
+        (cfg.rndv_scheme == RNDV_SCHEME_GET_ZCOPY)) {
         return 0;
     }
     if (cfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY) {
@@ -267,7 +267,7 @@ struct rtr_pack_args {
 
 size_t pack_rtr(void *dest, void *arg)
 {
-    auto *a       = static_cast<rtr_pack_args*>(arg);
+    auto *a       = static_cast<rtr_pack_args *>(arg);
     request *req  = a->req;
     recv_state &r = req->u.recv;
     wire::rtr_hdr hdr{};
@@ -280,7 +280,7 @@ size_t pack_rtr(void *dest, void *arg)
     hdr.rkey_length = uint32_t(a->md->attr().rkey_packed_size);
     std::memcpy(dest, &hdr, sizeof(hdr));
     const uct::mem_h memh = r.get_reg.held() ? r.get_reg.memh : r.push_reg.memh;
-    if (a->md->mkey_pack(memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
+    if (a->md->mkey_pack(memh, static_cast<char *>(dest) + sizeof(hdr)) != UCS_OK) {
         return 0;
     }
     return sizeof(hdr) + hdr.rkey_length;
@@ -291,9 +291,9 @@ size_t pack_rtr(void *dest, void *arg)
  * dropped and we pull everything. */
 bool request_push(request *req)
 {
-    recv_state &r = req->u.recv;
+    recv_state &r      = req->u.recv;
     ucp_worker *worker = req->worker;
-    uct::md &md   = *worker->context.mds[r.rkey_md].md;
+    uct::md &md        = *worker->context.mds[r.rkey_md].md;
     if (md.attr().rkey_packed_size + sizeof(wire::rtr_hdr) >
         r.ep->am_ep->owner().attr().am.max_bcopy) {
         r.push_length = 0;
@@ -302,8 +302,8 @@ bool request_push(request *req)
     /* The pull's registration (never of a bounce buffer here: a bounced
      * receive is never split) covers the head already. */
     if (!r.get_reg.held() && !r.push_reg.held() &&
-        (buffer_reg_get(worker->context, r.rkey_md, r.unpacker.contig_buffer(),
-                        r.push_length, &r.push_reg) != UCS_OK)) {
+        (buffer_reg_get(worker->context, r.rkey_md, r.unpacker.contig_buffer(), r.push_length,
+                        &r.push_reg) != UCS_OK)) {
         r.push_length = 0;
         return true;
     }
@@ -321,10 +321,10 @@ bool request_push(request *req)
     }
     ucs_debug("worker '%s': split rendezvous: the sender writes %zu of %zu bytes",
               worker->name.c_str(), r.push_length, r.get_length);
-    r.rtr_sent   = true;
-    r.received   = r.push_length;   /* the sender writes the head */
-    req->flags  |= request_flag::AWAIT_PUSH;
-    ++r.comp.count;                 /* released by the ATP */
+    r.rtr_sent = true;
+    r.received = r.push_length; /* the sender writes the head */
+    req->flags |= request_flag::AWAIT_PUSH;
+    ++r.comp.count; /* released by the ATP */
     return true;
 }
 
@@ -347,8 +347,8 @@ void rndv_continue(request *req)
         req->worker->schedule(deferred::RNDV);
         return;
     }
-    if ((r.ep != nullptr) && (r.push_length != 0) && !r.rtr_sent &&
-        (r.comp.status == UCS_OK) && !request_push(req)) {
+    if ((r.ep != nullptr) && (r.push_length != 0) && !r.rtr_sent && (r.comp.status == UCS_OK) &&
+        !request_push(req)) {
         req->worker->rndv_deferred.push_back(req);
         req->worker->schedule(deferred::RNDV);
         return;
@@ -365,20 +365,19 @@ void rndv_continue(request *req)
 
 size_t rndv_pack_rts(request *req, void *dest)
 {
-    send_state &s   = req->u.send;
-    uct::md &md     = *req->worker->context.mds[s.rndv_md].md;
+    send_state &s = req->u.send;
+    uct::md &md   = *req->worker->context.mds[s.rndv_md].md;
     wire::rts_hdr hdr{};
-    hdr.tag         = s.tag;
+    hdr.tag = s.tag;
     rndv_fill_rts(hdr, req);
     std::memcpy(dest, &hdr, sizeof(hdr));
-    if (md.mkey_pack(s.reg.memh, static_cast<char*>(dest) + sizeof(hdr)) != UCS_OK) {
+    if (md.mkey_pack(s.reg.memh, static_cast<char *>(dest) + sizeof(hdr)) != UCS_OK) {
         return 0;
     }
     return sizeof(hdr) + hdr.rkey_length;
 }
 
-bool rndv_read_rts(const void *data, size_t length, wire::rts_hdr *rts,
-                   const uint8_t **rkey)
+bool rndv_read_rts(const void *data, size_t length, wire::rts_hdr *rts, const uint8_t **rkey)
 {
     ucs::wire_reader r(data, length);
     return r.get(rts) && r.bytes(rts->rkey_length, rkey) &&
@@ -393,7 +392,7 @@ ucs_status_t rndv_send_rts(request *req, uint8_t am_id)
         return ucs_status_t(packed);
     }
     if (packed == 0) {
-        return UCS_ERR_IO_ERROR;   /* the key could not be packed */
+        return UCS_ERR_IO_ERROR; /* the key could not be packed */
     }
     send_done(req);
     return UCS_OK;
@@ -401,12 +400,11 @@ ucs_status_t rndv_send_rts(request *req, uint8_t am_id)
 
 ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     ucs::wire_reader r(data, length);
     wire::reply_hdr hdr;
     if (!r.get(&hdr)) {
-        ucs_warn("worker '%s': dropping a short rendezvous push answer",
-                 worker->name.c_str());
+        ucs_warn("worker '%s': dropping a short rendezvous push answer", worker->name.c_str());
         return UCS_OK;
     }
     request *req = worker->lookup_request(hdr.req_id);
@@ -423,35 +421,34 @@ ucs_status_t rndv_atp_handler(void *arg, void *data, size_t length, unsigned)
 
 uint8_t rndv_lane_of(request *req)
 {
-    send_state &s = req->u.send;
+    send_state &s                = req->u.send;
     const ucs_memory_type_t type = s.packer.memory_type();
-    const uint8_t lane = s.ep->rndv_lane_for(type);
+    const uint8_t lane           = s.ep->rndv_lane_for(type);
     if ((lane != no_lane) || (type == UCS_MEMORY_TYPE_HOST) || (s.ep->rndv_lane == no_lane)) {
         return lane;
     }
     if (send_stage_whole(s) != UCS_OK) {
-        return no_lane;   /* the eager protocols say why */
+        return no_lane; /* the eager protocols say why */
     }
     return s.ep->rndv_lane;
 }
 
 send_step_t rndv_select(request *req)
 {
-    send_state &s  = req->u.send;
-    ucp_ep *ep     = s.ep;
+    send_state &s            = req->u.send;
+    ucp_ep *ep               = s.ep;
     const uint8_t lane_index = rndv_lane_of(req);
     if (lane_index == no_lane) {
         return nullptr;
     }
-    const lane &l  = ep->lanes[lane_index];
-    uct::md &md    = *req->worker->context.mds[l.md_index].md;
+    const lane &l = ep->lanes[lane_index];
+    uct::md &md   = *req->worker->context.mds[l.md_index].md;
     if (md.attr().rkey_packed_size + sizeof(wire::rts_hdr) >
         ep->am_ep->owner().attr().am.max_bcopy) {
         return nullptr;
     }
-    ucs_status_t status = buffer_reg_get(req->worker->context, l.md_index,
-                                         s.packer.contig_buffer(), s.packer.length(),
-                                         &s.reg);
+    ucs_status_t status = buffer_reg_get(req->worker->context, l.md_index, s.packer.contig_buffer(),
+                                         s.packer.length(), &s.reg);
     if (status != UCS_OK) {
         ucs_debug("rendezvous registration failed (%s): sending eagerly",
                   ucs_status_string(status));
@@ -471,8 +468,8 @@ send_step_t rndv_select(request *req)
     return rts_step;
 }
 
-void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
-                     const void *rkey, size_t rkey_length)
+void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts, const void *rkey,
+                     size_t rkey_length)
 {
     recv_state &r   = req->u.recv;
     r.src_uuid      = rts.src_uuid;
@@ -494,7 +491,7 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     r.rtr_sent      = false;
 
     const size_t capacity = r.unpacker.capacity();
-    r.get_length = std::min<size_t>(rts.length, capacity);
+    r.get_length          = std::min<size_t>(rts.length, capacity);
     if (rts.length > capacity) {
         r.data_status = UCS_ERR_MESSAGE_TRUNCATED;
     }
@@ -504,16 +501,15 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     ucs_status_t status = UCS_ERR_UNREACHABLE;
     for (unsigned i = 0; i < worker->context.mds.size(); ++i) {
         if (worker->context.mds[i].name == rts.md_name) {
-            status = worker->context.mds[i].component->rkey_unpack(rkey, rkey_length,
-                                                                   &r.rkey);
+            status    = worker->context.mds[i].component->rkey_unpack(rkey, rkey_length, &r.rkey);
             r.rkey_md = i;
             break;
         }
     }
     if (status != UCS_OK) {
-        ucs_error("worker '%s': cannot use the rendezvous key of md '%s': %s",
-                  worker->name.c_str(), rts.md_name, ucs_status_string(status));
-        r.rkey = {};
+        ucs_error("worker '%s': cannot use the rendezvous key of md '%s': %s", worker->name.c_str(),
+                  rts.md_name, ucs_status_string(status));
+        r.rkey        = {};
         r.comp.status = status;
         uct::invoke_completion(&r.comp, status);
         return;
@@ -534,11 +530,11 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     if ((r.get_length > 0) &&
         (worker->context.mds[r.rkey_md].md->attr().flags & uct::md_flag::NEED_MEMH)) {
         void *dest = (r.bounce != nullptr) ? r.bounce : r.unpacker.contig_buffer();
-        status = buffer_reg_get(worker->context, r.rkey_md, dest, r.get_length, &r.get_reg);
+        status     = buffer_reg_get(worker->context, r.rkey_md, dest, r.get_length, &r.get_reg);
         if (status != UCS_OK) {
             ucs_error("worker '%s': cannot register the rendezvous receive buffer on "
-                      "md '%s': %s", worker->name.c_str(), rts.md_name,
-                      ucs_status_string(status));
+                      "md '%s': %s",
+                      worker->name.c_str(), rts.md_name, ucs_status_string(status));
             uct::invoke_completion(&r.comp, status);
             return;
         }
@@ -564,7 +560,7 @@ void fail_waiting_request(request *req, ucs_status_t status)
 {
     if (!(req->flags & request_flag::RECV)) {
         if (req->flags & request_flag::PUSHING) {
-            rndv_push_fail(req, status);   /* finished when the puts end */
+            rndv_push_fail(req, status); /* finished when the puts end */
         } else {
             send_request_finish(req, status);
         }

@@ -27,7 +27,7 @@ namespace {
 
 ucs_status_t eager_short_step(request *req)
 {
-    send_state &s = req->u.send;
+    send_state &s       = req->u.send;
     ucs_status_t status = s.ep->am_ep->am_short(wire::AM_EAGER_ONLY, s.tag,
                                                 s.packer.contig_buffer(),
                                                 unsigned(s.packer.length()));
@@ -46,7 +46,7 @@ size_t eager_header(request *req, size_t offset, bool whole, void *out, uint8_t 
 {
     const send_state &s = req->u.send;
     const bool sync     = (req->flags & request_flag::SYNC);
-    char *p = static_cast<char*>(out);
+    char *p             = static_cast<char *>(out);
     if (whole) {
         if (sync) {
             const wire::eager_sync_hdr hdr{s.tag, req->worker->uuid, {req->id, s.ep->remote_id}};
@@ -59,8 +59,7 @@ size_t eager_header(request *req, size_t offset, bool whole, void *out, uint8_t 
         return sizeof(s.tag);
     }
     if (offset == 0) {
-        const wire::eager_first_hdr hdr{s.tag, req->worker->uuid, s.msg_id,
-                                        s.packer.length()};
+        const wire::eager_first_hdr hdr{s.tag, req->worker->uuid, s.msg_id, s.packer.length()};
         std::memcpy(p, &hdr, sizeof(hdr));
         if (!sync) {
             *am_id = wire::AM_EAGER_FIRST;
@@ -79,9 +78,9 @@ size_t eager_header(request *req, size_t offset, bool whole, void *out, uint8_t 
 
 size_t pack_eager_only(void *dest, void *arg)
 {
-    auto *req = static_cast<request*>(arg);
+    auto *req     = static_cast<request *>(arg);
     send_state &s = req->u.send;
-    char *out = static_cast<char*>(dest);
+    char *out     = static_cast<char *>(dest);
     uint8_t am_id;
     const size_t hdr = eager_header(req, 0, true, out, &am_id);
     return hdr + s.packer.pack(out + hdr, 0, s.packer.length());
@@ -89,10 +88,9 @@ size_t pack_eager_only(void *dest, void *arg)
 
 ucs_status_t eager_only_step(request *req)
 {
-    send_state &s = req->u.send;
+    send_state &s   = req->u.send;
     const bool sync = (req->flags & request_flag::SYNC);
-    ssize_t packed = s.ep->am_ep->am_bcopy(sync ? wire::AM_EAGER_SYNC_ONLY :
-                                                  wire::AM_EAGER_ONLY,
+    ssize_t packed  = s.ep->am_ep->am_bcopy(sync ? wire::AM_EAGER_SYNC_ONLY : wire::AM_EAGER_ONLY,
                                            pack_eager_only, req, 0);
     if (packed < 0) {
         return ucs_status_t(packed);
@@ -103,25 +101,25 @@ ucs_status_t eager_only_step(request *req)
 
 size_t pack_eager_first(void *dest, void *arg)
 {
-    auto *req = static_cast<request*>(arg);
-    send_state &s = req->u.send;
+    auto *req              = static_cast<request *>(arg);
+    send_state &s          = req->u.send;
     const ep_thresholds &t = s.ep->cfg->thresh;
-    char *out = static_cast<char*>(dest);
+    char *out              = static_cast<char *>(dest);
     uint8_t am_id;
     const size_t hdr = eager_header(req, 0, false, out, &am_id);
     const size_t max = (req->flags & request_flag::SYNC) ? t.sync_first_frag : t.first_frag;
-    s.offset = s.packer.pack(out + hdr, 0, max);
+    s.offset         = s.packer.pack(out + hdr, 0, max);
     return hdr + s.offset;
 }
 
 size_t pack_eager_middle(void *dest, void *arg)
 {
-    auto *req = static_cast<request*>(arg);
+    auto *req     = static_cast<request *>(arg);
     send_state &s = req->u.send;
-    char *out = static_cast<char*>(dest);
+    char *out     = static_cast<char *>(dest);
     uint8_t am_id;
     const size_t hdr = eager_header(req, s.offset, false, out, &am_id);
-    size_t n = s.packer.pack(out + hdr, s.offset, s.ep->cfg->thresh.middle_frag);
+    size_t n         = s.packer.pack(out + hdr, s.offset, s.ep->cfg->thresh.middle_frag);
     s.offset += n;
     return hdr + n;
 }
@@ -130,8 +128,8 @@ ucs_status_t eager_multi_step(request *req)
 {
     const bool sync = req->flags & request_flag::SYNC;
     return send_bcopy_fragments(req, {sync ? wire::AM_EAGER_SYNC_FIRST : wire::AM_EAGER_FIRST,
-                                      pack_eager_first, wire::AM_EAGER_MIDDLE,
-                                      pack_eager_middle, "ucp_tag_send"});
+                                      pack_eager_first, wire::AM_EAGER_MIDDLE, pack_eager_middle,
+                                      "ucp_tag_send"});
 }
 
 /* ---- eager zero-copy ---------------------------------------------------- */
@@ -178,19 +176,19 @@ send_step_t tag_select_protocol(request *req)
 {
     const send_state &s = req->u.send;
     const proto::key k{(req->flags & request_flag::SYNC) ? proto::operation::TAG_SYNC :
-                                                            proto::operation::TAG,
+                                                           proto::operation::TAG,
                        0, s.packer.type_class(), s.packer.memory_type()};
     return proto::select_first(s.ep->cfg->protocols.get(k), s.packer.length(),
                                [req](proto::protocol p) { return tag_start(req, p); });
 }
 
-ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
-                                 ucp_tag_t tag, const ucp_request_param_t *param,
-                                 bool sync)
+ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count, ucp_tag_t tag,
+                                 const ucp_request_param_t *param, bool sync)
 {
-    ucp_worker *worker = ep->worker;
+    ucp_worker *worker      = ep->worker;
     const ucp_datatype_t dt = (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                              param->datatype : ucp_dt_make_contig(1);
+                                  param->datatype :
+                                  ucp_dt_make_contig(1);
 
     /* Fast path: a small contiguous message goes out inline. No pooled
      * request; a caller's own request (FIELD_REQUEST, Open MPI's blocking
@@ -226,10 +224,10 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
         return UCS_STATUS_PTR(status);
     }
     send_state &s = req->u.send;
-    s.ep  = ep;
-    s.tag = tag;
-    s.offset = 0;
-    s.msg_id = worker->next_msg_id++;
+    s.ep          = ep;
+    s.tag         = tag;
+    s.offset      = 0;
+    s.msg_id      = worker->next_msg_id++;
     if (sync) {
         req->flags |= request_flag::SYNC | request_flag::NAMES_PEER_EP;
         if (worker->register_request(req) == 0) {
@@ -249,15 +247,15 @@ ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
 
 namespace {
 
-ucs_status_ptr_t send_checked(ucp_ep_h ep, const void *buffer, size_t count,
-                              ucp_tag_t tag, const ucp_request_param_t *param, bool sync)
+ucs_status_ptr_t send_checked(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                              const ucp_request_param_t *param, bool sync)
 {
     if ((ep == nullptr) || (param == nullptr) || !ucp::buffer_valid(buffer, count, param)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     ucp::worker_guard guard(ep->worker);
     ucs_status_ptr_t result = nullptr;
-    ucs_status_t status = ucp::guarded("ucp_tag_send", [&]() {
+    ucs_status_t status     = ucp::guarded("ucp_tag_send", [&]() {
         result = ucp::tag_send_common(ep, buffer, count, tag, param, sync);
         return UCS_OK;
     });
@@ -277,35 +275,34 @@ ucp_request_param_t legacy_send_param(ucp_datatype_t datatype, ucp_send_callback
 
 extern "C" {
 
-ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                                  ucp_tag_t tag, const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                                  const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
-                                  count, ep}, param,
-                                 [=](const ucp_request_param_t *base) {
-            return send_checked(ep, buffer, count, tag, base, false);
-        });
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer, count,
+                                  ep},
+                                 param, [=](const ucp_request_param_t *base) {
+                                     return send_checked(ep, buffer, count, tag, base, false);
+                                 });
     }
     return send_checked(ep, buffer, count, tag, param, false);
 }
 
-ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                                       ucp_tag_t tag, const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                                       const ucp_request_param_t *param)
 {
     if (ucs_unlikely(ucp::ext::wants_counting(param))) {
-        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer,
-                                  count, ep}, param,
-                                 [=](const ucp_request_param_t *base) {
-            return send_checked(ep, buffer, count, tag, base, true);
-        });
+        return ucp::ext::counted({ucp::ext::worker_of(ep), ucp::ext::op_kind::SEND, buffer, count,
+                                  ep},
+                                 param, [=](const ucp_request_param_t *base) {
+                                     return send_checked(ep, buffer, count, tag, base, true);
+                                 });
     }
     return send_checked(ep, buffer, count, tag, param, true);
 }
 
 ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
-                                 ucp_datatype_t datatype, ucp_tag_t tag,
-                                 ucp_send_callback_t cb)
+                                 ucp_datatype_t datatype, ucp_tag_t tag, ucp_send_callback_t cb)
 {
     ucp_request_param_t param = legacy_send_param(datatype, cb);
     param.op_attr_mask |= ucp::param_legacy_callback;
@@ -328,9 +325,9 @@ ucs_status_t ucp_tag_send_nbr(ucp_ep_h ep, const void *buffer, size_t count,
         return UCS_ERR_INVALID_PARAM;
     }
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REQUEST;
-    param.datatype     = datatype;
-    param.request      = req;
+    param.op_attr_mask      = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REQUEST;
+    param.datatype          = datatype;
+    param.request           = req;
     ucs_status_ptr_t result = send_checked(ep, buffer, count, tag, &param, false);
     if (UCS_PTR_IS_ERR(result)) {
         return UCS_PTR_STATUS(result);

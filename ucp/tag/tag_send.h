@@ -12,9 +12,8 @@ namespace ucp {
 send_step_t tag_select_protocol(request *req);
 
 /* The body of ucp_tag_send_nbx / ucp_tag_send_sync_nbx (lock held). */
-ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count,
-                                 ucp_tag_t tag, const ucp_request_param_t *param,
-                                 bool sync);
+ucs_status_ptr_t tag_send_common(ucp_ep *ep, const void *buffer, size_t count, ucp_tag_t tag,
+                                 const ucp_request_param_t *param, bool sync);
 
 } // namespace ucp
 

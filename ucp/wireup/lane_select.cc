@@ -45,11 +45,11 @@ bool find_entry(const ucp_worker &worker, unsigned i, const unpacked_address &re
         }
         const bool to_iface = (flags & uct::iface_flag::CONNECT_TO_IFACE) &&
                               (e.flags & address_entry_flag::CONNECT_TO_IFACE);
-        const bool to_ep    = (flags & uct::iface_flag::CONNECT_TO_EP) &&
-                              (e.flags & address_entry_flag::CONNECT_TO_EP);
+        const bool to_ep = (flags & uct::iface_flag::CONNECT_TO_EP) &&
+                           (e.flags & address_entry_flag::CONNECT_TO_EP);
         if ((to_iface || to_ep) &&
-            wi.iface->is_reachable(e.dev_addr.data(), e.dev_addr.size(),
-                                   e.iface_addr.data(), e.iface_addr.size())) {
+            wi.iface->is_reachable(e.dev_addr.data(), e.dev_addr.size(), e.iface_addr.data(),
+                                   e.iface_addr.size())) {
             *out = {i, &e, n, !to_iface};
             return true;
         }
@@ -70,8 +70,7 @@ ucs_status_t select_aux(const ucp_worker &worker, const unpacked_address &remote
             c.p2p) {
             continue;
         }
-        if (!found ||
-            better_am(attr, worker.ifaces[aux->iface_index].iface->attr())) {
+        if (!found || better_am(attr, worker.ifaces[aux->iface_index].iface->attr())) {
             *aux  = c;
             found = true;
         }
@@ -79,8 +78,7 @@ ucs_status_t select_aux(const ucp_worker &worker, const unpacked_address &remote
     return found ? UCS_OK : UCS_ERR_UNREACHABLE;
 }
 
-ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remote,
-                          lane_plan *plan)
+ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remote, lane_plan *plan)
 {
     const ucp_context &ctx = worker.context;
     /* One candidate per local iface: the first peer entry it reaches. */
@@ -112,10 +110,9 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
     /* Accelerator transports (cuda_copy, cuda_ipc) move accelerator memory
      * only: they take no host role below. */
     for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
-        const uct::iface_attr &attr = attr_of(lane);
+        const uct::iface_attr &attr   = attr_of(lane);
         constexpr uint64_t host_types = 1ull << UCS_MEMORY_TYPE_HOST;
-        if ((type_of(lane) == uct::device_type::ACC) &&
-            (attr.flags & uct::iface_flag::GET_ZCOPY) &&
+        if ((type_of(lane) == uct::device_type::ACC) && (attr.flags & uct::iface_flag::GET_ZCOPY) &&
             (md_flags_of(lane) & uct::md_flag::REG) &&
             (md_attr_of(lane).reg_mem_types & ~host_types) &&
             ((plan->mem_rndv == no_lane) || better_bulk(attr, attr_of(plan->mem_rndv)))) {
@@ -144,12 +141,10 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
         const uct::device_type type =
             ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
         const bool local_scope = (am_type != uct::device_type::NET);
-        if ((local_scope && (type == uct::device_type::NET)) ||
-            (type == uct::device_type::ACC)) {
+        if ((local_scope && (type == uct::device_type::NET)) || (type == uct::device_type::ACC)) {
             continue;
         }
-        if ((attr.flags & uct::iface_flag::GET_ZCOPY) &&
-            (md_flags_of(lane) & uct::md_flag::REG) &&
+        if ((attr.flags & uct::iface_flag::GET_ZCOPY) && (md_flags_of(lane) & uct::md_flag::REG) &&
             ((plan->rndv == no_lane) || better_bulk(attr, attr_of(plan->rndv)))) {
             plan->rndv = lane;
         }
@@ -186,9 +181,8 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
             const uct::device_type type =
                 ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
             if (((am_type != uct::device_type::NET) && (type == uct::device_type::NET)) ||
-                (type == uct::device_type::ACC) ||
-                !(attr_of(lane).flags & put_get) || !(md_flags_of(lane) & uct::md_flag::REG) ||
-                md_taken(md_of(lane))) {
+                (type == uct::device_type::ACC) || !(attr_of(lane).flags & put_get) ||
+                !(md_flags_of(lane) & uct::md_flag::REG) || md_taken(md_of(lane))) {
                 continue;
             }
             plan->rma_extra.push_back(lane);

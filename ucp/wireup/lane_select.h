@@ -17,10 +17,10 @@ struct ucp_worker;
 namespace ucp {
 
 struct lane_candidate {
-    unsigned            iface_index;   /* into ucp_worker::ifaces */
-    const address_entry *entry;        /* the peer's matching address entry */
-    unsigned            entry_index;   /* its index in the peer's address */
-    bool                p2p;           /* connects to an ep of the peer */
+    unsigned iface_index;       /* into ucp_worker::ifaces */
+    const address_entry *entry; /* the peer's matching address entry */
+    unsigned entry_index;       /* its index in the peer's address */
+    bool p2p;                   /* connects to an ep of the peer */
 };
 
 struct lane_plan {

@@ -23,8 +23,8 @@ namespace {
  */
 bool drain(proxy_ep *proxy, uct::ep *real)
 {
-    bool alive   = true;
-    proxy->alive = &alive;
+    bool alive       = true;
+    proxy->alive     = &alive;
     bool lane_queued = false;
     while (alive && !proxy->queue_empty()) {
         uct::pending_req *p = proxy->queue_pop();
@@ -39,7 +39,7 @@ bool drain(proxy_ep *proxy, uct::ep *real)
                 lane_queued = true;
                 break;
             }
-            if (status == UCS_ERR_BUSY) {    /* room again: send it ourselves */
+            if (status == UCS_ERR_BUSY) { /* room again: send it ourselves */
                 if (p->func(p) == UCS_OK) {
                     break;
                 }
@@ -56,15 +56,15 @@ bool drain(proxy_ep *proxy, uct::ep *real)
 }
 
 struct moved_requests {
-    proxy_ep                       *proxy;
-    std::vector<uct::pending_req*> wireup;
+    proxy_ep *proxy;
+    std::vector<uct::pending_req *> wireup;
 };
 
 void move_to_proxy(uct::pending_req *p, void *arg)
 {
-    auto *m = static_cast<moved_requests*>(arg);
+    auto *m = static_cast<moved_requests *>(arg);
     if (request_of_pending(p)->flags & request_flag::WIREUP) {
-        m->wireup.push_back(p);      /* goes out ahead of the held sends */
+        m->wireup.push_back(p); /* goes out ahead of the held sends */
     } else {
         m->proxy->pending_add(p, 0);
     }
@@ -98,7 +98,7 @@ ucs_status_t proxy_ep::pending_add(uct::pending_req *req, unsigned)
 
 void proxy_ep::pending_purge(uct::pending_purge_callback_t cb, void *arg)
 {
-    std::deque<uct::pending_req*> queue;
+    std::deque<uct::pending_req *> queue;
     queue.swap(queue_);
     for (uct::pending_req *req : queue) {
         cb(req, arg);
@@ -146,7 +146,7 @@ void ep_hold_sends(ucp_ep *ep)
                 break;
             }
             if (status != UCS_ERR_BUSY) {
-                ep_fail_pending(p, status);     /* the lane failed meanwhile */
+                ep_fail_pending(p, status); /* the lane failed meanwhile */
                 break;
             }
         }
@@ -170,7 +170,7 @@ bool ep_release_sends(ucp_ep *ep)
     }
     proxy->forward_to = real;
     if (!drain(proxy, real)) {
-        return false;       /* the ep was destroyed, and the proxy with it */
+        return false; /* the ep was destroyed, and the proxy with it */
     }
     ep->am_ep = real;
     ep->proxy = nullptr;

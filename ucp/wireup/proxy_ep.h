@@ -35,14 +35,11 @@ public:
     uct::md &owner_md() const override { return md_; }
     ucs_status_t get_device_address(void *) const override { return UCS_ERR_UNSUPPORTED; }
     ucs_status_t get_address(void *) const override { return UCS_ERR_UNSUPPORTED; }
-    bool is_reachable(const void *, size_t, const void *, size_t) const override
-    {
-        return false;
-    }
+    bool is_reachable(const void *, size_t, const void *, size_t) const override { return false; }
     unsigned progress() override { return 0; }
 
 private:
-    uct::md         &md_;
+    uct::md &md_;
     uct::iface_attr attr_;
 };
 
@@ -59,8 +56,7 @@ public:
         return (forward_to != nullptr) ? forward_to->am_short(id, header, payload, length) :
                                          UCS_ERR_NO_RESOURCE;
     }
-    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg,
-                     unsigned flags) override
+    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg, unsigned flags) override
     {
         return (forward_to != nullptr) ? forward_to->am_bcopy(id, pack, arg, flags) :
                                          ssize_t(UCS_ERR_NO_RESOURCE);
@@ -70,8 +66,8 @@ public:
                           uct::completion *comp) override
     {
         return (forward_to != nullptr) ?
-               forward_to->am_zcopy(id, header, header_length, iov, iovcnt, flags, comp) :
-               UCS_ERR_NO_RESOURCE;
+                   forward_to->am_zcopy(id, header, header_length, iov, iovcnt, flags, comp) :
+                   UCS_ERR_NO_RESOURCE;
     }
     ucs_status_t pending_add(uct::pending_req *req, unsigned) override;
     void pending_purge(uct::pending_purge_callback_t cb, void *arg) override;
@@ -83,12 +79,12 @@ public:
     /* Appends what `other` holds, in order, and empties it. */
     void take_queue(proxy_ep &other);
 
-    uct::ep               *forward_to = nullptr;  /* the real AM lane while draining */
-    bool                  *alive      = nullptr;  /* cleared when destroyed */
-    std::function<void()> on_destroy;            /* e.g. cancel a client-server handshake */
+    uct::ep *forward_to = nullptr;    /* the real AM lane while draining */
+    bool *alive         = nullptr;    /* cleared when destroyed */
+    std::function<void()> on_destroy; /* e.g. cancel a client-server handshake */
 
 private:
-    std::deque<uct::pending_req*> queue_;
+    std::deque<uct::pending_req *> queue_;
 };
 
 /*

@@ -23,8 +23,7 @@ namespace ucp {
  * UCP_EP_PARAM_FIELD_CONN_REQUEST (server: accepts the request). The
  * caller applies the common ep parameters (error handler, ...) afterwards.
  */
-ucs_status_t ep_create_sockaddr(ucp_worker *worker, const ucp_ep_params_t &params,
-                                ucp_ep **ep_p);
+ucs_status_t ep_create_sockaddr(ucp_worker *worker, const ucp_ep_params_t &params, ucp_ep **ep_p);
 
 /* ucp_ep_query's LOCAL/REMOTE_SOCKADDR fields. */
 ucs_status_t ep_query_sockaddr(const ucp_ep *ep, ucp_ep_attr_t *attr);

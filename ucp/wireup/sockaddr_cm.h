@@ -43,39 +43,41 @@ namespace ucp::cs {
 
 using steady = std::chrono::steady_clock;
 
-constexpr unsigned max_handshakes     = 512;   /* open or unanswered per listener */
-constexpr unsigned idle_poll_interval = 128;   /* progress calls */
+constexpr unsigned max_handshakes     = 512; /* open or unanswered per listener */
+constexpr unsigned idle_poll_interval = 128; /* progress calls */
 
 /* One bootstrap TCP connection carrying a handshake. */
 struct conn {
     enum class phase : uint8_t {
-        connecting,  /* client: connect() in flight */
-        sending,     /* writing our frame */
-        receiving,   /* reading the peer's frame */
-        waiting,     /* server: the application has the request */
-        dead         /* closed; freed by the next sweep */
+        connecting, /* client: connect() in flight */
+        sending,    /* writing our frame */
+        receiving,  /* reading the peer's frame */
+        waiting,    /* server: the application has the request */
+        dead        /* closed; freed by the next sweep */
     };
 
-    conn(uint64_t id_, int fd_, bool server_, unsigned accepted)
-        : id(id_), fd(fd_), server(server_), reader(accepted) {}
+    conn(uint64_t id_, int fd_, bool server_, unsigned accepted) :
+        id(id_), fd(fd_), server(server_), reader(accepted)
+    {
+    }
 
-    uint64_t             id;
-    int                  fd;
-    bool                 server;
-    phase                state = phase::dead;
-    frame_reader         reader;
+    uint64_t id;
+    int fd;
+    bool server;
+    phase state = phase::dead;
+    frame_reader reader;
     std::vector<uint8_t> tx;
-    size_t               tx_sent = 0;
-    sockaddr_storage     local{};
-    sockaddr_storage     remote{};
-    ucs::async_handler_id handler = 0;    /* fd handler; 0: not watched */
-    ucs::async_handler_id timer   = 0;    /* server: request timeout */
-    ucs_status_t         failure = UCS_OK;/* client: failed before any event */
+    size_t tx_sent = 0;
+    sockaddr_storage local{};
+    sockaddr_storage remote{};
+    ucs::async_handler_id handler = 0;      /* fd handler; 0: not watched */
+    ucs::async_handler_id timer   = 0;      /* server: request timeout */
+    ucs_status_t failure          = UCS_OK; /* client: failed before any event */
     /* Server side. */
-    uint64_t             listener_id = 0;
-    ucp_conn_request     *request = nullptr;
+    uint64_t listener_id      = 0;
+    ucp_conn_request *request = nullptr;
     /* Client side. */
-    ucp_ep               *ep = nullptr;
+    ucp_ep *ep = nullptr;
 };
 
 class cm;
@@ -88,7 +90,7 @@ class cm {
 public:
     explicit cm(ucp_worker *worker);
     ~cm();
-    cm(const cm &) = delete;
+    cm(const cm &)            = delete;
     cm &operator=(const cm &) = delete;
 
     ucs_status_t init();
@@ -105,8 +107,7 @@ public:
      * Takes `fd` (a socket whose connect() returned `connect_errno`, 0 or
      * EINPROGRESS) and sends `request` once connected. Returns the conn id.
      */
-    uint64_t start_client(ucp_ep *ep, int fd, int connect_errno,
-                          std::vector<uint8_t> request);
+    uint64_t start_client(ucp_ep *ep, int fd, int connect_errno, std::vector<uint8_t> request);
     /* The client ep went away before the handshake finished. */
     void forget_client(uint64_t conn_id);
 
@@ -133,20 +134,20 @@ private:
     void client_accepted(conn *c);
     void deliver_request(conn *c);
 
-    ucp_worker                                       *worker_;
-    std::unique_ptr<ucs::async_context>              async_;
-    int                                              wait_fd_ = -1; /* async_'s */
-    uint64_t                                         next_id_ = 1;
-    std::unordered_map<uint64_t, ucp_listener*>      listeners_;
+    ucp_worker *worker_;
+    std::unique_ptr<ucs::async_context> async_;
+    int wait_fd_      = -1; /* async_'s */
+    uint64_t next_id_ = 1;
+    std::unordered_map<uint64_t, ucp_listener *> listeners_;
     std::unordered_map<uint64_t, ucs::async_handler_id> listener_handlers_;
     std::unordered_map<uint64_t, std::unique_ptr<conn>> conns_;
-    std::vector<uint64_t>                            dead_;
-    std::vector<uint64_t>                            failed_;   /* clients to fail */
-    std::unique_ptr<proxy_iface>                     placeholder_;
-    steady::duration                                  request_timeout_;
-    unsigned                                         tick_ = 0;
-    bool                                             poll_now_ = false;
-    bool                                             in_progress_ = false;
+    std::vector<uint64_t> dead_;
+    std::vector<uint64_t> failed_; /* clients to fail */
+    std::unique_ptr<proxy_iface> placeholder_;
+    steady::duration request_timeout_;
+    unsigned tick_    = 0;
+    bool poll_now_    = false;
+    bool in_progress_ = false;
 };
 
 /* The worker's cm, created (and added to its wakeup set) on first use. */

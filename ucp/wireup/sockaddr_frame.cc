@@ -53,25 +53,23 @@ ucs_status_t frame_reader::header_complete()
 {
     std::memcpy(&header_, raw_header_, sizeof(header_));
     const frame_header &h = header_;
-    if ((h.magic != frame_magic) || (h.version != frame_version) ||
-        (h.type >= 32) || !(accepted_ & (1u << h.type)) || (h.reserved != 0) ||
-        (h.flags & ~frame_flag::ALL)) {
+    if ((h.magic != frame_magic) || (h.version != frame_version) || (h.type >= 32) ||
+        !(accepted_ & (1u << h.type)) || (h.reserved != 0) || (h.flags & ~frame_flag::ALL)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((h.flags & frame_flag::CLIENT_ID) ? (h.type != FRAME_CONN_REQUEST) :
-                                            (h.client_id != 0)) {
+    if ((h.flags & frame_flag::CLIENT_ID) ? (h.type != FRAME_CONN_REQUEST) : (h.client_id != 0)) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (h.type == FRAME_REJECT) {
         if ((h.length != 0) || (h.status >= 0)) {
-            return UCS_ERR_INVALID_PARAM;   /* a reject carries a reason only */
+            return UCS_ERR_INVALID_PARAM; /* a reject carries a reason only */
         }
     } else if ((h.status != 0) || (h.length < address_header_size) ||
                (h.length > address_max_length)) {
         return UCS_ERR_INVALID_PARAM;
     }
     have_header_ = true;
-    body_.resize(h.length);   /* bounded above: at most address_max_length */
+    body_.resize(h.length); /* bounded above: at most address_max_length */
     return UCS_INPROGRESS;
 }
 
@@ -130,14 +128,14 @@ ucs_status_t frame_reader::read_from(int fd)
             continue;
         }
         return ((errno == EAGAIN) || (errno == EWOULDBLOCK)) ? UCS_INPROGRESS :
-                                                                UCS_ERR_CONNECTION_RESET;
+                                                               UCS_ERR_CONNECTION_RESET;
     }
 }
 
 ucs_status_t frame_reader::feed(const void *data, size_t length, size_t *consumed)
 {
-    const auto *in = static_cast<const uint8_t*>(data);
-    size_t used = 0;
+    const auto *in      = static_cast<const uint8_t *>(data);
+    size_t used         = 0;
     ucs_status_t status = UCS_INPROGRESS;
     while ((used < length) && (status == UCS_INPROGRESS)) {
         const size_t n = std::min(wanted(), length - used);
@@ -145,7 +143,7 @@ ucs_status_t frame_reader::feed(const void *data, size_t length, size_t *consume
             break;
         }
         std::memcpy(cursor(), in + used, n);
-        used  += n;
+        used += n;
         status = advance(n);
     }
     *consumed = used;

@@ -23,35 +23,36 @@
 
 namespace ucp::cs {
 
-constexpr uint32_t frame_magic   = 0x53504355; /* "UCPS" little-endian */
-constexpr uint8_t  frame_version = 1;
+constexpr uint32_t frame_magic  = 0x53504355; /* "UCPS" little-endian */
+constexpr uint8_t frame_version = 1;
 
 enum frame_type : uint8_t {
-    FRAME_CONN_REQUEST = 1,   /* client -> server: client worker address */
-    FRAME_ACCEPT       = 2,   /* server -> client: server worker address */
-    FRAME_REJECT       = 3    /* server -> client: no body, status says why */
+    FRAME_CONN_REQUEST = 1, /* client -> server: client worker address */
+    FRAME_ACCEPT       = 2, /* server -> client: server worker address */
+    FRAME_REJECT       = 3  /* server -> client: no body, status says why */
 };
 
 namespace frame_flag {
-constexpr uint8_t CLIENT_ID = 1u << 0;   /* client_id is meaningful */
+constexpr uint8_t CLIENT_ID = 1u << 0; /* client_id is meaningful */
 constexpr uint8_t ALL       = CLIENT_ID;
 } // namespace frame_flag
 
 struct frame_header {
     uint32_t magic;
-    uint8_t  version;
-    uint8_t  type;
-    uint8_t  flags;
-    uint8_t  reserved;
-    uint32_t length;      /* body bytes */
-    int32_t  status;      /* REJECT: the reason (a ucs_status_t); else 0 */
-    uint64_t client_id;   /* CONN_REQUEST with flag CLIENT_ID; else 0 */
+    uint8_t version;
+    uint8_t type;
+    uint8_t flags;
+    uint8_t reserved;
+    uint32_t length;    /* body bytes */
+    int32_t status;     /* REJECT: the reason (a ucs_status_t); else 0 */
+    uint64_t client_id; /* CONN_REQUEST with flag CLIENT_ID; else 0 */
 };
 /* Frozen: changing it requires bumping frame_version, which peers check. The
  * magic and version never move: a peer of any version must be able to refuse us. */
 static_assert((sizeof(frame_header) == 24) && (offsetof(frame_header, version) == 4) &&
-              (offsetof(frame_header, length) == 8) &&
-              (offsetof(frame_header, client_id) == 16), "frame header layout");
+                  (offsetof(frame_header, length) == 8) &&
+                  (offsetof(frame_header, client_id) == 16),
+              "frame header layout");
 
 /* Header + body ready to write. */
 std::vector<uint8_t> make_frame(frame_type type, ucs_status_t status, uint8_t flags,
@@ -86,12 +87,12 @@ private:
     uint8_t *cursor();
     ucs_status_t advance(size_t n);
 
-    unsigned             accepted_;
-    uint8_t              raw_header_[sizeof(frame_header)] = {};
-    size_t               received_ = 0;   /* header + body bytes so far */
-    bool                 have_header_ = false;
-    bool                 done_ = false;
-    frame_header         header_{};
+    unsigned accepted_;
+    uint8_t raw_header_[sizeof(frame_header)] = {};
+    size_t received_                          = 0; /* header + body bytes so far */
+    bool have_header_                         = false;
+    bool done_                                = false;
+    frame_header header_{};
     std::vector<uint8_t> body_;
 };
 

@@ -67,9 +67,10 @@ ucs_status_t message_step(request *req)
     return UCS_OK;
 }
 
-template <typename T> void append(std::vector<uint8_t> *out, const T &value)
+template <typename T>
+void append(std::vector<uint8_t> *out, const T &value)
 {
-    const auto *p = reinterpret_cast<const uint8_t*>(&value);
+    const auto *p = reinterpret_cast<const uint8_t *>(&value);
     out->insert(out->end(), p, p + sizeof(value));
 }
 
@@ -79,14 +80,13 @@ template <typename T> void append(std::vector<uint8_t> *out, const T &value)
  * transports, or the network ones): the peer's ep made from it chooses
  * lanes among the same kind as ours, and its lanes' entry indices and the
  * REPLY's (of that kind of its address) are the ones ours use. */
-ucs_status_t pack_message(ucp_ep *ep, uint8_t type, uint16_t client_port,
-                          std::vector<uint8_t> *out)
+ucs_status_t pack_message(ucp_ep *ep, uint8_t type, uint16_t client_port, std::vector<uint8_t> *out)
 {
     ucp_worker *worker = ep->worker;
     std::vector<unsigned> iface_of_entry;
     const unpacked_address self = worker->address(ep->net_only_address, &iface_of_entry);
-    void *address        = nullptr;
-    size_t address_length = 0;
+    void *address               = nullptr;
+    size_t address_length       = 0;
     if (type == wire::wireup_type::REQUEST) {
         ucs_status_t status = pack_address(self, &address, &address_length);
         if (status != UCS_OK) {
@@ -107,12 +107,12 @@ ucs_status_t pack_message(ucp_ep *ep, uint8_t type, uint16_t client_port,
             if ((it == iface_of_entry.end()) || (length > wire::wireup_max_ep_addr) ||
                 (l.ep->get_address(bytes.data()) != UCS_OK)) {
                 std::free(address);
-                ucs_error("worker '%s': no address for lane %u of ep %u", worker->name.c_str(),
-                          i, ep->id);
+                ucs_error("worker '%s': no address for lane %u of ep %u", worker->name.c_str(), i,
+                          ep->id);
                 return UCS_ERR_INVALID_ADDR;
             }
-            append(&records, wire::wireup_ep_addr{uint16_t(it - iface_of_entry.begin()),
-                                                  uint16_t(length)});
+            append(&records,
+                   wire::wireup_ep_addr{uint16_t(it - iface_of_entry.begin()), uint16_t(length)});
             records.insert(records.end(), bytes.begin(), bytes.end());
             ++num_records;
         }
@@ -129,7 +129,7 @@ ucs_status_t pack_message(ucp_ep *ep, uint8_t type, uint16_t client_port,
     out->clear();
     append(out, hdr);
     if (address != nullptr) {
-        const auto *a = static_cast<const uint8_t*>(address);
+        const auto *a = static_cast<const uint8_t *>(address);
         out->insert(out->end(), a, a + address_length);
         std::free(address);
     }
@@ -148,12 +148,13 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
     uct::ep *lane = ep_wireup_lane(ep);
     if (bytes.size() > lane->owner().attr().am.max_bcopy) {
         ucs_error("worker '%s': a wireup %s of %zu bytes does not fit the wireup lane "
-                  "(%zu bytes)", worker->name.c_str(), type_name(type), bytes.size(),
+                  "(%zu bytes)",
+                  worker->name.c_str(), type_name(type), bytes.size(),
                   lane->owner().attr().am.max_bcopy);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     /* send_state::bounce: freed by whoever ends the request. */
-    void *copy = ucs::memtype::bounce_alloc(bytes.size());
+    void *copy   = ucs::memtype::bounce_alloc(bytes.size());
     request *req = (copy != nullptr) ? worker->get_request() : nullptr;
     if (req == nullptr) {
         ucs::memtype::bounce_free(copy);
@@ -163,7 +164,7 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
     request_reset(req, worker, request_flag::RELEASED | request_flag::WIREUP);
     req->u.send.ep     = ep;
     req->u.send.step   = message_step;
-    req->u.send.packer = dt::packer();   /* inert: a purge releases the request */
+    req->u.send.packer = dt::packer(); /* inert: a purge releases the request */
     req->u.send.reg    = {};
     req->u.send.bounce = copy;
     req->u.send.offset = bytes.size();
@@ -171,7 +172,7 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
               type_name(type), ep->peer_name.c_str());
     status = ep_send_wireup(ep, req);
     if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
-        send_request_abort(req);      /* never sent nor queued: its copy goes too */
+        send_request_abort(req); /* never sent nor queued: its copy goes too */
         return status;
     }
     return UCS_OK;
@@ -179,8 +180,8 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
 
 /* ---- the handshake ---------------------------------------------------- */
 
-void key_erase(std::unordered_map<conn_key, ucp_ep*, conn_key_hash> &map,
-               const conn_key &key, const ucp_ep *ep)
+void key_erase(std::unordered_map<conn_key, ucp_ep *, conn_key_hash> &map, const conn_key &key,
+               const ucp_ep *ep)
 {
     auto it = map.find(key);
     if ((it != map.end()) && (it->second == ep)) {
@@ -195,9 +196,8 @@ void set_ready(ucp_ep *ep)
         return;
     }
     ep->flags |= ep_flag::READY;
-    ucs_debug("worker '%s': ep %u to '%s' is wired up (peer ep 0x%llx)",
-              ep->worker->name.c_str(), ep->id, ep->peer_name.c_str(),
-              static_cast<unsigned long long>(ep->remote_id));
+    ucs_debug("worker '%s': ep %u to '%s' is wired up (peer ep 0x%llx)", ep->worker->name.c_str(),
+              ep->id, ep->peer_name.c_str(), static_cast<unsigned long long>(ep->remote_id));
     ep_release_sends(ep);
 }
 
@@ -206,8 +206,9 @@ bool set_remote(ucp_ep *ep, uint64_t remote_id)
 {
     if ((ep->remote_id != 0) && (ep->remote_id != remote_id)) {
         ucs_warn("worker '%s': ep %u to '%s' is paired with peer ep 0x%llx already, "
-                 "not 0x%llx: dropping the wireup message", ep->worker->name.c_str(), ep->id,
-                 ep->peer_name.c_str(), static_cast<unsigned long long>(ep->remote_id),
+                 "not 0x%llx: dropping the wireup message",
+                 ep->worker->name.c_str(), ep->id, ep->peer_name.c_str(),
+                 static_cast<unsigned long long>(ep->remote_id),
                  static_cast<unsigned long long>(remote_id));
         return false;
     }
@@ -243,7 +244,7 @@ bool connect_p2p(ucp_ep *ep, const message &msg)
             }
         }
         const uct::iface_attr &attr = worker->ifaces[l.iface_index].iface->attr();
-        ucs_status_t status = UCS_ERR_UNREACHABLE;
+        ucs_status_t status         = UCS_ERR_UNREACHABLE;
         if ((found != nullptr) && (found->bytes.size() == attr.ep_addr_len) &&
             (i < ep->p2p_dev_addrs.size())) {
             const std::vector<uint8_t> &dev = ep->p2p_dev_addrs[i];
@@ -253,8 +254,7 @@ bool connect_p2p(ucp_ep *ep, const message &msg)
         if (status != UCS_OK) {
             ucs_error("worker '%s': cannot connect lane %u (%s) of ep %u to '%s': %s",
                       worker->name.c_str(), i,
-                      worker->context.tls[worker->ifaces[l.iface_index].tl_index]
-                              .resource.tl_name,
+                      worker->context.tls[worker->ifaces[l.iface_index].tl_index].resource.tl_name,
                       ep->id, ep->peer_name.c_str(),
                       (found == nullptr) ? "the peer gave no ep address for it" :
                                            ucs_status_string(status));
@@ -305,7 +305,8 @@ void process_request(ucp_worker *worker, const message &msg)
         ep = connecting_from(worker, uint16_t(msg.hdr.client_port), &waiting);
         if ((ep != nullptr) && (ep->remote_uuid != uuid)) {
             ucs_warn("worker '%s': a client-server wireup request from another worker "
-                     "than the server's: dropped", worker->name.c_str());
+                     "than the server's: dropped",
+                     worker->name.c_str());
             return;
         }
     }
@@ -313,7 +314,7 @@ void process_request(ucp_worker *worker, const message &msg)
     if ((ep == nullptr) && by_sn) {
         auto it = worker->eps_expected.find({uuid, msg.hdr.conn_sn});
         if (it != worker->eps_expected.end()) {
-            ep = it->second;     /* both sides connect at once: the pair forms here */
+            ep = it->second; /* both sides connect at once: the pair forms here */
         }
     }
     if (ep == nullptr) {
@@ -326,8 +327,8 @@ void process_request(ucp_worker *worker, const message &msg)
             ++worker->dropped_wireups;
             return;
         }
-        ucs_status_t status = ep_create_to_address(worker, msg.address.data(),
-                                                   msg.address.size(), 0, &ep);
+        ucs_status_t status = ep_create_to_address(worker, msg.address.data(), msg.address.size(),
+                                                   0, &ep);
         if (status != UCS_OK) {
             ucs_warn("worker '%s': cannot answer a peer that connected to us: %s",
                      worker->name.c_str(), ucs_status_string(status));
@@ -335,11 +336,11 @@ void process_request(ucp_worker *worker, const message &msg)
         }
         if (by_sn) {
             ep->conn_sn = msg.hdr.conn_sn;
-            ep->flags  |= ep_flag::UNEXPECTED;
+            ep->flags |= ep_flag::UNEXPECTED;
             worker->eps_unexpected[{uuid, ep->conn_sn}] = ep;
         }
         if (has_p2p_lanes(ep)) {
-            ep_hold_sends(ep);   /* until the peer's lanes are connected to ours */
+            ep_hold_sends(ep); /* until the peer's lanes are connected to ours */
         }
     }
     answer_request(ep, msg);
@@ -403,8 +404,8 @@ bool read_message(const void *data, size_t length, message *msg)
 {
     ucs::wire_reader r(data, length);
     wire::wireup_hdr &hdr = msg->hdr;
-    if (!r.get(&hdr) || (hdr.reserved8 != 0) || (hdr.reserved16 != 0) ||
-        (hdr.src_ep_id == 0) || (hdr.num_ep_addrs > max_lanes)) {
+    if (!r.get(&hdr) || (hdr.reserved8 != 0) || (hdr.reserved16 != 0) || (hdr.src_ep_id == 0) ||
+        (hdr.num_ep_addrs > max_lanes)) {
         return false;
     }
     switch (hdr.type) {
@@ -462,7 +463,7 @@ const char *state_name(const ucp_ep *ep)
     }
     if (ep->remote_id == 0) {
         return (ep->flags & ep_flag::REQ_SENT) ? "request sent, waiting for the reply" :
-                                                  "waiting for the server's request";
+                                                 "waiting for the server's request";
     }
     return "lanes connected, waiting for the peer's ack";
 }
@@ -483,8 +484,8 @@ ucs_status_t connect(ucp_worker *worker, const void *address, size_t max_length,
                      uint16_t client_port, ucp_ep **ep_p)
 {
     uint64_t uuid;
-    ucs_status_t status = address_peek(address, std::min(max_length, address_header_size),
-                                       nullptr, &uuid);
+    ucs_status_t status = address_peek(address, std::min(max_length, address_header_size), nullptr,
+                                       &uuid);
     if (status != UCS_OK) {
         ucs_error("ucp_ep_create: not a worker address");
         return status;
@@ -505,8 +506,8 @@ ucs_status_t connect(ucp_worker *worker, const void *address, size_t max_length,
             ep->flags = (ep->flags & ~ep_flag::UNEXPECTED) | ep_flag::USER;
             --worker->num_peer_eps;
             ucs_debug("worker '%s': ep %u (made for a request of '%s') is the "
-                      "application's now", worker->name.c_str(), ep->id,
-                      ep->peer_name.c_str());
+                      "application's now",
+                      worker->name.c_str(), ep->id, ep->peer_name.c_str());
             *ep_p = ep;
             return UCS_OK;
         }
@@ -559,7 +560,7 @@ unsigned progress(ucp_worker *worker)
                 bool waiting;
                 connecting_from(worker, uint16_t(msg.hdr.client_port), &waiting);
                 if (waiting) {
-                    worker->wireup_msgs.push_back(std::move(msg));   /* its ep has no lanes yet */
+                    worker->wireup_msgs.push_back(std::move(msg)); /* its ep has no lanes yet */
                     continue;
                 }
             }
@@ -586,7 +587,7 @@ namespace ucp {
 
 ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
 {
-    auto *worker = static_cast<ucp_worker*>(arg);
+    auto *worker = static_cast<ucp_worker *>(arg);
     wireup::message msg;
     if (!wireup::read_message(data, length, &msg)) {
         ucs_warn("worker '%s': dropping a malformed wireup message (%zu bytes)",
@@ -597,15 +598,14 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
         (worker->ep_by_id(msg.hdr.dst_ep_id, msg.hdr.src_uuid) == nullptr)) {
         ucs_debug("worker '%s': a wireup %s names no ep of ours to its sender: dropped",
                   worker->name.c_str(), wireup::type_name(msg.hdr.type));
-        return UCS_OK;       /* stale: its ep is gone */
+        return UCS_OK; /* stale: its ep is gone */
     }
     if (wireup::makes_new_ep(worker, msg.hdr) &&
-        (worker->num_peer_eps + worker->queued_requests >=
-         worker->context.config.max_peer_eps)) {
+        (worker->num_peer_eps + worker->queued_requests >= worker->context.config.max_peer_eps)) {
         if (worker->dropped_wireups++ == 0) {
             ucs_warn("worker '%s': %u endpoints made for peers already (UCX_MAX_PEER_EPS): "
-                     "dropping wireup requests of new peers", worker->name.c_str(),
-                     worker->num_peer_eps);
+                     "dropping wireup requests of new peers",
+                     worker->name.c_str(), worker->num_peer_eps);
         }
         return UCS_OK;
     }
@@ -613,8 +613,8 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
      * ours (checked above), and dropping one would hold that ep forever. */
     if ((msg.hdr.type == wire::wireup_type::REQUEST) &&
         (worker->queued_requests >= wireup::max_queued_messages)) {
-        ucs_warn("worker '%s': %u wireup requests wait already: dropping one",
-                 worker->name.c_str(), worker->queued_requests);
+        ucs_warn("worker '%s': %u wireup requests wait already: dropping one", worker->name.c_str(),
+                 worker->queued_requests);
         return UCS_OK;
     }
     if (msg.hdr.type == wire::wireup_type::REQUEST) {

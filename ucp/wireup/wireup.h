@@ -56,14 +56,14 @@ namespace ucp::wireup {
 
 /* One connect-to-ep lane's ep address from a wireup message. */
 struct ep_address {
-    uint16_t             entry;    /* in the sender's worker address */
+    uint16_t entry; /* in the sender's worker address */
     std::vector<uint8_t> bytes;
 };
 
 /* A validated wireup message waiting for progress. */
 struct message {
-    wire::wireup_hdr        hdr;
-    std::vector<uint8_t>    address;      /* REQUEST: the sender's worker address */
+    wire::wireup_hdr hdr;
+    std::vector<uint8_t> address; /* REQUEST: the sender's worker address */
     std::vector<ep_address> ep_addrs;
 };
 

@@ -38,10 +38,7 @@ constexpr unsigned max_handlers_per_progress = 256;
 class lock_release {
 public:
     explicit lock_release(recursive_lock &lock) : m_lock(lock) {}
-    ~lock_release()
-    {
-        m_lock.unlock();
-    }
+    ~lock_release() { m_lock.unlock(); }
     lock_release(const lock_release &)            = delete;
     lock_release &operator=(const lock_release &) = delete;
 
@@ -50,7 +47,7 @@ private:
 };
 
 /* Callbacks run on the loop thread or inside progress(): nothing may escape. */
-template<typename Callback, typename... Args>
+template <typename Callback, typename... Args>
 void invoke_callback(const char *what, Callback &callback, Args... args)
 {
     try {
@@ -76,24 +73,24 @@ const char *async_mode_name(async_mode mode)
 }
 
 struct fd_entry {
-    async_handler_id  id;
-    int               fd;
-    unsigned          events;
-    unsigned          generation       = 0; /* bumped to disown pending waits */
-    bool              removed          = false;
-    bool              running          = false; /* callback on the stack */
-    bool              restore_blocking = false; /* fd was blocking when added */
+    async_handler_id id;
+    int fd;
+    unsigned events;
+    unsigned generation   = 0; /* bumped to disown pending waits */
+    bool removed          = false;
+    bool running          = false; /* callback on the stack */
+    bool restore_blocking = false; /* fd was blocking when added */
     async_fd_callback callback;
     std::optional<asio::posix::stream_descriptor> descriptor;
 };
 
 struct timer_entry {
-    async_handler_id                  id;
+    async_handler_id id;
     std::chrono::steady_clock::duration interval;
-    timer_mode                        tmode;
-    bool                              removed = false;
-    bool                              running = false;
-    async_timer_callback              callback;
+    timer_mode tmode;
+    bool removed = false;
+    bool running = false;
+    async_timer_callback callback;
     std::optional<asio::steady_timer> timer;
 };
 
@@ -125,35 +122,23 @@ public:
         m_thread = std::thread([this]() { loop(); });
     }
 
-    async_mode mode() const
-    {
-        return m_mode;
-    }
+    async_mode mode() const { return m_mode; }
 
-    recursive_lock &lock()
-    {
-        return m_lock;
-    }
+    recursive_lock &lock() { return m_lock; }
 
     bool on_loop_thread() const
     {
         return (m_mode == async_mode::thread) &&
-               (m_loop_id.load(std::memory_order_acquire) ==
-                std::this_thread::get_id());
+               (m_loop_id.load(std::memory_order_acquire) == std::this_thread::get_id());
     }
 
-    bool is_stopped() const
-    {
-        return m_stopping.load(std::memory_order_acquire);
-    }
+    bool is_stopped() const { return m_stopping.load(std::memory_order_acquire); }
 
-    ucs_status_t add(int fd, unsigned events, async_fd_callback callback,
-                     async_handler_id *id_p);
+    ucs_status_t add(int fd, unsigned events, async_fd_callback callback, async_handler_id *id_p);
     ucs_status_t modify(async_handler_id id, unsigned events);
     ucs_status_t remove(async_handler_id id);
     ucs_status_t add_timer(std::chrono::nanoseconds interval, timer_mode tmode,
-                           async_timer_callback callback,
-                           async_handler_id *id_p);
+                           async_timer_callback callback, async_handler_id *id_p);
     ucs_status_t remove_timer(async_handler_id id);
     ucs_status_t post(std::function<void()> fn);
     ucs_status_t wait_fd(int *fd_p);
@@ -163,21 +148,17 @@ public:
     async_stats stats() const;
 
     /* Detaches the loop thread; used when the owner dies on that thread. */
-    void detach_thread()
-    {
-        m_thread.detach();
-    }
+    void detach_thread() { m_thread.detach(); }
 
 private:
     void loop();
     bool enter_handler();
     void arm_fd(const std::shared_ptr<fd_entry> &entry);
     void arm_fd_event(const std::shared_ptr<fd_entry> &entry, unsigned event);
-    void on_fd_ready(const std::shared_ptr<fd_entry> &entry, unsigned generation,
-                     unsigned event, const boost::system::error_code &ec);
+    void on_fd_ready(const std::shared_ptr<fd_entry> &entry, unsigned generation, unsigned event,
+                     const boost::system::error_code &ec);
     void arm_timer(const std::shared_ptr<timer_entry> &entry);
-    void on_timer(const std::shared_ptr<timer_entry> &entry,
-                  const boost::system::error_code &ec);
+    void on_timer(const std::shared_ptr<timer_entry> &entry, const boost::system::error_code &ec);
     ucs_status_t mirror(int op, const fd_entry &entry);
     void update_wait_timer();
     void retire_fd(fd_entry &entry);
@@ -185,21 +166,20 @@ private:
     void retire_all();
     uint64_t callbacks_run() const;
 
-    const async_mode  m_mode;
-    recursive_lock    m_lock;
+    const async_mode m_mode;
+    recursive_lock m_lock;
     std::atomic<bool> m_stopping{false};
-    std::mutex        m_stop_mutex; /* serializes concurrent stop() calls */
+    std::mutex m_stop_mutex; /* serializes concurrent stop() calls */
 
     /* The I/O context outlives the maps: pending Asio handlers hold entries. */
     asio::io_context m_io;
-    std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
-            m_work;
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> m_work;
 
-    std::unordered_map<async_handler_id, std::shared_ptr<fd_entry>>    m_fds;
+    std::unordered_map<async_handler_id, std::shared_ptr<fd_entry>> m_fds;
     std::unordered_map<async_handler_id, std::shared_ptr<timer_entry>> m_timers;
     async_handler_id m_next_id = 1;
-    int              m_wait_epfd = -1; /* wait_fd(): mirrors the fd handlers */
-    int              m_wait_timerfd = -1; /* in that set: due at the next timer */
+    int m_wait_epfd            = -1; /* wait_fd(): mirrors the fd handlers */
+    int m_wait_timerfd         = -1; /* in that set: due at the next timer */
 
     std::atomic<uint64_t> m_fd_events{0};
     std::atomic<uint64_t> m_timers_fired{0};
@@ -207,7 +187,7 @@ private:
     std::atomic<uint64_t> m_blocked_waits{0};
 
     std::atomic<std::thread::id> m_loop_id{};
-    std::thread                  m_thread;
+    std::thread m_thread;
 };
 
 void async_context::impl::loop()
@@ -246,18 +226,15 @@ bool async_context::impl::enter_handler()
     return true;
 }
 
-void async_context::impl::arm_fd_event(const std::shared_ptr<fd_entry> &entry,
-                                      unsigned event)
+void async_context::impl::arm_fd_event(const std::shared_ptr<fd_entry> &entry, unsigned event)
 {
-    const auto wait_type = (event == async_event::read) ?
-                                   asio::posix::descriptor_base::wait_read :
-                                   asio::posix::descriptor_base::wait_write;
+    const auto wait_type = (event == async_event::read) ? asio::posix::descriptor_base::wait_read :
+                                                          asio::posix::descriptor_base::wait_write;
     const unsigned generation = entry->generation;
-    entry->descriptor->async_wait(
-            wait_type, [this, entry, generation,
-                        event](const boost::system::error_code &ec) {
-                on_fd_ready(entry, generation, event, ec);
-            });
+    entry->descriptor->async_wait(wait_type, [this, entry, generation,
+                                              event](const boost::system::error_code &ec) {
+        on_fd_ready(entry, generation, event, ec);
+    });
 }
 
 void async_context::impl::arm_fd(const std::shared_ptr<fd_entry> &entry)
@@ -270,9 +247,8 @@ void async_context::impl::arm_fd(const std::shared_ptr<fd_entry> &entry)
     }
 }
 
-void async_context::impl::on_fd_ready(const std::shared_ptr<fd_entry> &entry,
-                                      unsigned generation, unsigned event,
-                                      const boost::system::error_code &ec)
+void async_context::impl::on_fd_ready(const std::shared_ptr<fd_entry> &entry, unsigned generation,
+                                      unsigned event, const boost::system::error_code &ec)
 {
     if (ec == asio::error::operation_aborted) {
         return; /* cancelled by modify(), remove() or stop() */
@@ -289,8 +265,7 @@ void async_context::impl::on_fd_ready(const std::shared_ptr<fd_entry> &entry,
     unsigned fired = event;
     if (ec) {
         /* Not re-armed: an fd in error would otherwise spin the loop. */
-        ucs_error("async: waiting on fd %d failed: %s", entry->fd,
-                  ec.message().c_str());
+        ucs_error("async: waiting on fd %d failed: %s", entry->fd, ec.message().c_str());
         fired = async_event::error;
     }
 
@@ -334,8 +309,7 @@ void async_context::impl::on_timer(const std::shared_ptr<timer_entry> &entry,
         return;
     }
     if (ec) {
-        ucs_error("async: timer %lu failed: %s", (unsigned long)entry->id,
-                  ec.message().c_str());
+        ucs_error("async: timer %lu failed: %s", (unsigned long)entry->id, ec.message().c_str());
         return;
     }
 
@@ -361,7 +335,7 @@ void async_context::impl::on_timer(const std::shared_ptr<timer_entry> &entry,
 
     /* Fixed rate, but after a long stall (blocked context) skip the missed
      * ticks instead of firing them back to back. */
-    auto next = entry->timer->expiry() + entry->interval;
+    auto next      = entry->timer->expiry() + entry->interval;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) {
         next = now + entry->interval;
@@ -370,8 +344,7 @@ void async_context::impl::on_timer(const std::shared_ptr<timer_entry> &entry,
         entry->timer->expires_at(next);
         arm_timer(entry);
     } catch (const std::exception &e) {
-        ucs_error("async: cannot re-arm timer %lu: %s",
-                  (unsigned long)entry->id, e.what());
+        ucs_error("async: cannot re-arm timer %lu: %s", (unsigned long)entry->id, e.what());
     }
 }
 
@@ -387,8 +360,8 @@ ucs_status_t async_context::impl::mirror(int op, const fd_entry &entry)
         return UCS_OK;
     }
     epoll_event ev{};
-    ev.events  = ((entry.events & async_event::read) ? EPOLLIN : 0u) |
-                 ((entry.events & async_event::write) ? EPOLLOUT : 0u);
+    ev.events = ((entry.events & async_event::read) ? EPOLLIN : 0u) |
+                ((entry.events & async_event::write) ? EPOLLOUT : 0u);
     ev.data.fd = entry.fd;
     int ret    = ::epoll_ctl(m_wait_epfd, op, entry.fd, &ev);
     if ((ret != 0) && (op == EPOLL_CTL_MOD) && (errno == ENOENT)) {
@@ -467,8 +440,8 @@ void async_context::impl::update_wait_timer()
     if (earliest) {
         /* A deadline already passed still needs a non-zero value to fire. */
         const int64_t ns = std::max<int64_t>(
-                1, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           earliest->time_since_epoch()).count());
+            1, std::chrono::duration_cast<std::chrono::nanoseconds>(earliest->time_since_epoch())
+                   .count());
         spec.it_value.tv_sec  = time_t(ns / 1000000000);
         spec.it_value.tv_nsec = long(ns % 1000000000);
     }
@@ -525,12 +498,10 @@ void async_context::impl::retire_all()
     m_timers.clear();
 }
 
-ucs_status_t async_context::impl::add(int fd, unsigned events,
-                                      async_fd_callback callback,
+ucs_status_t async_context::impl::add(int fd, unsigned events, async_fd_callback callback,
                                       async_handler_id *id_p)
 {
-    if ((fd < 0) || !callback || (id_p == nullptr) || (events == 0) ||
-        (events & ~fd_event_mask)) {
+    if ((fd < 0) || !callback || (id_p == nullptr) || (events == 0) || (events & ~fd_event_mask)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -574,9 +545,8 @@ ucs_status_t async_context::impl::add(int fd, unsigned events,
         if (ec) {
             ucs_error("async: cannot watch fd %d: %s", fd, ec.message().c_str());
             entry->descriptor.reset(); /* assign failed: nothing to release */
-            return (ec == boost::system::errc::file_exists) ?
-                           UCS_ERR_ALREADY_EXISTS :
-                           UCS_ERR_IO_ERROR;
+            return (ec == boost::system::errc::file_exists) ? UCS_ERR_ALREADY_EXISTS :
+                                                              UCS_ERR_IO_ERROR;
         }
         arm_fd(entry);
         const ucs_status_t status = mirror(EPOLL_CTL_ADD, *entry);
@@ -599,8 +569,7 @@ ucs_status_t async_context::impl::add(int fd, unsigned events,
     }
 
     *id_p = m_next_id++;
-    ucs_debug("async: added fd %d events 0x%x as handler %lu", fd, events,
-              (unsigned long)*id_p);
+    ucs_debug("async: added fd %d events 0x%x as handler %lu", fd, events, (unsigned long)*id_p);
     return UCS_OK;
 }
 
@@ -651,10 +620,8 @@ ucs_status_t async_context::impl::remove(async_handler_id id)
     return UCS_OK;
 }
 
-ucs_status_t async_context::impl::add_timer(std::chrono::nanoseconds interval,
-                                            timer_mode tmode,
-                                            async_timer_callback callback,
-                                            async_handler_id *id_p)
+ucs_status_t async_context::impl::add_timer(std::chrono::nanoseconds interval, timer_mode tmode,
+                                            async_timer_callback callback, async_handler_id *id_p)
 {
     if ((interval.count() <= 0) || !callback || (id_p == nullptr) ||
         ((tmode != timer_mode::periodic) && (tmode != timer_mode::one_shot))) {
@@ -670,8 +637,7 @@ ucs_status_t async_context::impl::add_timer(std::chrono::nanoseconds interval,
     try {
         entry           = std::make_shared<timer_entry>();
         entry->id       = m_next_id;
-        entry->interval = std::chrono::duration_cast<
-                std::chrono::steady_clock::duration>(interval);
+        entry->interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval);
         entry->tmode    = tmode;
         entry->callback = std::move(callback);
         entry->timer.emplace(m_io);
@@ -756,11 +722,10 @@ unsigned async_context::impl::progress()
         return 0; /* blocked by the caller, or called from inside a handler */
     }
 
-    const uint64_t before      = callbacks_run();
+    const uint64_t before        = callbacks_run();
     const uint64_t timers_before = m_timers_fired.load(std::memory_order_relaxed);
     try {
-        for (unsigned i = 0; (i < max_handlers_per_progress) && !is_stopped();
-             ++i) {
+        for (unsigned i = 0; (i < max_handlers_per_progress) && !is_stopped(); ++i) {
             if (m_io.poll_one() == 0) {
                 break;
             }
@@ -797,8 +762,7 @@ void async_context::impl::stop()
     /* The loop thread may be waiting for the caller's own block(): let go of
      * it while joining, and never wait for m_stop_mutex while holding it.
      * (In poll mode there is no thread, and the caller may be a handler.) */
-    const unsigned held = (m_mode == async_mode::thread) ? m_lock.unlock_all() :
-                                                           0;
+    const unsigned held = (m_mode == async_mode::thread) ? m_lock.unlock_all() : 0;
     {
         std::lock_guard<std::mutex> stop_guard(m_stop_mutex);
         m_work.reset();
@@ -828,11 +792,9 @@ async_stats async_context::impl::stats() const
 
 /* ---- public wrapper ---- */
 
-ucs_status_t async_context::create(async_mode mode,
-                                   std::unique_ptr<async_context> *context_p)
+ucs_status_t async_context::create(async_mode mode, std::unique_ptr<async_context> *context_p)
 {
-    if ((context_p == nullptr) ||
-        ((mode != async_mode::thread) && (mode != async_mode::poll))) {
+    if ((context_p == nullptr) || ((mode != async_mode::thread) && (mode != async_mode::poll))) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -845,8 +807,7 @@ ucs_status_t async_context::create(async_mode mode,
     } catch (const std::bad_alloc &) {
         return UCS_ERR_NO_MEMORY;
     } catch (const std::exception &e) {
-        ucs_error("cannot create %s async context: %s", async_mode_name(mode),
-                  e.what());
+        ucs_error("cannot create %s async context: %s", async_mode_name(mode), e.what());
         return UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
@@ -878,8 +839,7 @@ async_mode async_context::mode() const
     return m_impl->mode();
 }
 
-ucs_status_t async_context::add(int fd, unsigned events,
-                                async_fd_callback callback,
+ucs_status_t async_context::add(int fd, unsigned events, async_fd_callback callback,
                                 async_handler_id *id_p)
 {
     return m_impl->add(fd, events, std::move(callback), id_p);
@@ -895,10 +855,8 @@ ucs_status_t async_context::remove(async_handler_id id)
     return m_impl->remove(id);
 }
 
-ucs_status_t async_context::add_timer(std::chrono::nanoseconds interval,
-                                      timer_mode tmode,
-                                      async_timer_callback callback,
-                                      async_handler_id *id_p)
+ucs_status_t async_context::add_timer(std::chrono::nanoseconds interval, timer_mode tmode,
+                                      async_timer_callback callback, async_handler_id *id_p)
 {
     return m_impl->add_timer(interval, tmode, std::move(callback), id_p);
 }

@@ -60,8 +60,7 @@ enum class timer_mode {
 /* Identifies a handler; never reused within a context. 0 is never valid. */
 using async_handler_id = uint64_t;
 
-using async_fd_callback =
-        std::function<void(async_handler_id id, int fd, unsigned events)>;
+using async_fd_callback    = std::function<void(async_handler_id id, int fd, unsigned events)>;
 using async_timer_callback = std::function<void(async_handler_id id)>;
 
 struct async_stats {
@@ -74,8 +73,7 @@ struct async_stats {
 class async_context {
 public:
     /* Builds a context; THREAD mode also starts its loop thread. */
-    static ucs_status_t create(async_mode mode,
-                               std::unique_ptr<async_context> *context_p);
+    static ucs_status_t create(async_mode mode, std::unique_ptr<async_context> *context_p);
 
     ~async_context();
 
@@ -91,8 +89,7 @@ public:
      * directories), UCS_ERR_ALREADY_EXISTS if fd already has a handler here,
      * UCS_ERR_CANCELED after stop().
      */
-    ucs_status_t add(int fd, unsigned events, async_fd_callback callback,
-                     async_handler_id *id_p);
+    ucs_status_t add(int fd, unsigned events, async_fd_callback callback, async_handler_id *id_p);
 
     /* Changes the events of a handler; 0 pauses it until the next modify(). */
     ucs_status_t modify(async_handler_id id, unsigned events);
@@ -102,8 +99,7 @@ public:
 
     /* `interval` must be positive. */
     ucs_status_t add_timer(std::chrono::nanoseconds interval, timer_mode tmode,
-                           async_timer_callback callback,
-                           async_handler_id *id_p);
+                           async_timer_callback callback, async_handler_id *id_p);
 
     /* UCS_ERR_NO_ELEM if `id` is not a registered timer (a fired one-shot). */
     ucs_status_t remove_timer(async_handler_id id);
@@ -119,20 +115,11 @@ public:
     unsigned progress();
 
     /* The owner's critical section; recursive, cheap when uncontended. */
-    void block()
-    {
-        m_lock->lock();
-    }
+    void block() { m_lock->lock(); }
 
-    void unblock()
-    {
-        m_lock->unlock();
-    }
+    void unblock() { m_lock->unlock(); }
 
-    bool is_blocked_by_me() const
-    {
-        return m_lock->owned_by_me();
-    }
+    bool is_blocked_by_me() const { return m_lock->owned_by_me(); }
 
     /* True on this context's loop thread (THREAD mode, inside a handler). */
     bool on_loop_thread() const;
@@ -169,21 +156,15 @@ private:
     explicit async_context(std::unique_ptr<impl> impl);
 
     std::unique_ptr<impl> m_impl;
-    recursive_lock       *m_lock; /* inside m_impl; inline block()/unblock() */
+    recursive_lock *m_lock; /* inside m_impl; inline block()/unblock() */
 };
 
 /* Holds an async context blocked for the lifetime of a scope. */
 class async_block_guard {
 public:
-    explicit async_block_guard(async_context &context) : m_context(context)
-    {
-        m_context.block();
-    }
+    explicit async_block_guard(async_context &context) : m_context(context) { m_context.block(); }
 
-    ~async_block_guard()
-    {
-        m_context.unblock();
-    }
+    ~async_block_guard() { m_context.unblock(); }
 
     async_block_guard(const async_block_guard &)            = delete;
     async_block_guard &operator=(const async_block_guard &) = delete;

@@ -28,16 +28,10 @@ public:
 
     void close();
 
-    bool is_open() const
-    {
-        return m_fd >= 0;
-    }
+    bool is_open() const { return m_fd >= 0; }
 
     /* -1 until open() succeeds. */
-    int fd() const
-    {
-        return m_fd;
-    }
+    int fd() const { return m_fd; }
 
     /* Makes fd() readable. Never blocks: a saturated counter is already
      * readable, so that case is a success too. */
@@ -54,8 +48,8 @@ public:
     bool drain_signalled() const;
 
 private:
-    int                       m_fd = -1;
-    mutable std::atomic<bool> m_signalled{false};   /* signal() since drain_signalled() */
+    int m_fd = -1;
+    mutable std::atomic<bool> m_signalled{false}; /* signal() since drain_signalled() */
 };
 
 } // namespace ucs

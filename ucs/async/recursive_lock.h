@@ -17,8 +17,8 @@ namespace ucs {
 
 class recursive_lock {
 public:
-    recursive_lock() = default;
-    recursive_lock(const recursive_lock &) = delete;
+    recursive_lock()                                  = default;
+    recursive_lock(const recursive_lock &)            = delete;
     recursive_lock &operator=(const recursive_lock &) = delete;
 
     void lock()
@@ -76,15 +76,11 @@ public:
     /* Only the owner can ever read its own id here, so relaxed is enough. */
     bool owned_by_me() const
     {
-        return m_owner.load(std::memory_order_relaxed) ==
-               std::this_thread::get_id();
+        return m_owner.load(std::memory_order_relaxed) == std::this_thread::get_id();
     }
 
     /* How many times the calling thread holds the lock (0 if it does not). */
-    unsigned depth_by_me() const
-    {
-        return owned_by_me() ? m_depth : 0;
-    }
+    unsigned depth_by_me() const { return owned_by_me() ? m_depth : 0; }
 
 private:
     void take_ownership()
@@ -93,9 +89,9 @@ private:
         m_depth = 1;
     }
 
-    std::mutex                   m_mutex;
+    std::mutex m_mutex;
     std::atomic<std::thread::id> m_owner{};
-    unsigned                     m_depth = 0; /* written only by the owner */
+    unsigned m_depth = 0; /* written only by the owner */
 };
 
 } // namespace ucs

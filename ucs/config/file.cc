@@ -23,17 +23,17 @@ namespace {
  * is not one (UCX_CONFIG_FILE=/dev/urandom, a binary), and is not read. */
 constexpr size_t max_file_size      = 1 << 20;
 constexpr size_t max_line_length    = 4096;
-constexpr unsigned max_line_reports = 10;    /* malformed lines warned about */
+constexpr unsigned max_line_reports = 10; /* malformed lines warned about */
 constexpr const char *file_name     = "ucx.conf";
 
 struct parsed_file {
     std::unordered_map<std::string, file_value> values;
-    std::vector<std::string>                    order; /* first appearance */
-    unsigned                                    malformed = 0;
+    std::vector<std::string> order; /* first appearance */
+    unsigned malformed = 0;
 };
 
 /* Both are constant-initialised, so lookups from library constructors work. */
-std::mutex                         cache_lock;
+std::mutex cache_lock;
 std::shared_ptr<const parsed_file> cache;
 
 bool valid_name(std::string_view name)
@@ -78,8 +78,8 @@ bool extract_value(std::string_view text, std::string &value)
     return true;
 }
 
-void parse_line(const std::string &path, unsigned line_number,
-                std::string_view line, parsed_file &parsed)
+void parse_line(const std::string &path, unsigned line_number, std::string_view line,
+                parsed_file &parsed)
 {
     std::string_view text = detail::trim(line);
     if (text.empty() || (text.front() == '#')) {
@@ -104,8 +104,7 @@ void parse_line(const std::string &path, unsigned line_number,
         var_name = "UCX_" + var_name;
     }
     auto [it, inserted] = parsed.values.insert_or_assign(
-            var_name,
-            file_value{std::move(value), path + ":" + std::to_string(line_number)});
+        var_name, file_value{std::move(value), path + ":" + std::to_string(line_number)});
     if (inserted) {
         parsed.order.push_back(it->first);
     }
@@ -116,8 +115,7 @@ void load_into(const std::string &path, parsed_file *parsed)
 {
 
     std::string content;
-    const ucs_status_t status = ucs::sys::read_file_string(path.c_str(), &content,
-                                                           max_file_size);
+    const ucs_status_t status = ucs::sys::read_file_string(path.c_str(), &content, max_file_size);
     if (status == UCS_ERR_NO_ELEM) {
         ucs_debug("configuration file '%s' not found", path.c_str());
         return;
@@ -138,8 +136,8 @@ void load_into(const std::string &path, parsed_file *parsed)
         if (end == content.npos) {
             end = content.size();
         }
-        parse_line(path, ++line_number,
-                   std::string_view(content).substr(start, end - start), *parsed);
+        parse_line(path, ++line_number, std::string_view(content).substr(start, end - start),
+                   *parsed);
         start = end + 1;
     }
     ucs_debug("parsed configuration file '%s'", path.c_str());
@@ -174,14 +172,13 @@ std::vector<std::string> file_paths()
 {
     const char *only = std::getenv("UCX_CONFIG_FILE");
     if (only != nullptr) {
-        return (*only == '\0') ? std::vector<std::string>{} :
-                                  std::vector<std::string>{only};
+        return (*only == '\0') ? std::vector<std::string>{} : std::vector<std::string>{only};
     }
 
     /* UCX 1.13's list (ucs_config_parse_config_files), in its order. */
     std::vector<std::string> paths = {UCX_NG_SYSCONF_FILE};
     Dl_info info;
-    if ((dladdr(reinterpret_cast<void*>(&file_paths), &info) != 0) &&
+    if ((dladdr(reinterpret_cast<void *>(&file_paths), &info) != 0) &&
         (info.dli_fname != nullptr)) {
         std::string library = info.dli_fname;
         size_t slash        = library.rfind('/');

@@ -81,11 +81,11 @@ constexpr config::field global_fields[] = {
                      config::type_enum(log_level_names)),
 };
 
-std::mutex     load_lock;
+std::mutex load_lock;
 std::once_flag init_once;
 global_options current_opts;
-bool           current_filled = false;
-ucs_status_t   current_status = UCS_OK;
+bool current_filled         = false;
+ucs_status_t current_status = UCS_OK;
 
 void apply(const global_options &opts, ucs_status_t &status)
 {
@@ -99,19 +99,18 @@ void apply(const global_options &opts, ucs_status_t &status)
 
 /* UCX 1.13's ucs options that have no counterpart here. */
 constexpr const char *global_no_effect[] = {
-    "LOG_FILE_FILTER", "LOG_BUFFER", "LOG_DATA_SIZE", "LOG_PRINT_ENABLE",
-    "ERROR_MAIL_TO", "ERROR_MAIL_FOOTER", "GDB_COMMAND", "DEBUG_SIGNO",
-    "LOG_LEVEL_TRIGGER", "ASYNC_SIGNO", "MEMTRACK_LIMIT", "RCACHE_CHECK_PFN",
-    "TOPO_PRIO", "LOG_FILE_SIZE",
-    "LOG_FILE_ROTATE", "VFS_ENABLE", "VFS_THREAD_AFFINITY", "MEMTRACK_DEST",
-    "PROFILE_MODE", "PROFILE_FILE", "PROFILE_LOG_SIZE", "RCACHE_STAT_MIN",
-    "RCACHE_STAT_MAX", "BUILTIN_MEMCPY_MIN", "BUILTIN_MEMCPY_MAX",
+    "LOG_FILE_FILTER",     "LOG_BUFFER",        "LOG_DATA_SIZE",   "LOG_PRINT_ENABLE",
+    "ERROR_MAIL_TO",       "ERROR_MAIL_FOOTER", "GDB_COMMAND",     "DEBUG_SIGNO",
+    "LOG_LEVEL_TRIGGER",   "ASYNC_SIGNO",       "MEMTRACK_LIMIT",  "RCACHE_CHECK_PFN",
+    "TOPO_PRIO",           "LOG_FILE_SIZE",     "LOG_FILE_ROTATE", "VFS_ENABLE",
+    "VFS_THREAD_AFFINITY", "MEMTRACK_DEST",     "PROFILE_MODE",    "PROFILE_FILE",
+    "PROFILE_LOG_SIZE",    "RCACHE_STAT_MIN",   "RCACHE_STAT_MAX", "BUILTIN_MEMCPY_MIN",
+    "BUILTIN_MEMCPY_MAX",
 };
 
 /* constinit: the library constructor may run before dynamic initialisation. */
-constinit const config::table global_opts_table = {
-    "UCS global options", "", global_fields, sizeof(global_options), {},
-    global_no_effect};
+constinit const config::table global_opts_table = {"UCS global options",   "", global_fields,
+                                                   sizeof(global_options), {}, global_no_effect};
 
 UCS_CONFIG_REGISTER_TABLE(global_opts_table);
 
@@ -144,7 +143,7 @@ void global_init()
         global_opts_load();
         std::vector<std::string> signals(current_opts.error_signals.names,
                                          current_opts.error_signals.names +
-                                         current_opts.error_signals.count);
+                                             current_opts.error_signals.count);
         debug::error_signals_install(current_opts.handle_errors, signals);
     });
 }

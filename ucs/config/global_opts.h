@@ -10,16 +10,16 @@
 namespace ucs {
 
 struct global_options {
-    ucs_log_level_t          log_level;            /* UCX_LOG_LEVEL */
-    char                     *log_file;            /* UCX_LOG_FILE, "" = stdout */
-    ucs_ternary_auto_value_t memtype_cache;        /* UCX_MEMTYPE_CACHE */
-    unsigned                 async_max_events;     /* UCX_ASYNC_MAX_EVENTS */
-    unsigned                 handle_errors;        /* UCX_HANDLE_ERRORS: bit per ucs_handle_error_t */
-    ucs_config_names_array_t error_signals;        /* UCX_ERROR_SIGNALS: "SEGV", ... */
-    int                      warn_unused_env_vars; /* UCX_WARN_UNUSED_ENV_VARS */
-    char                     *module_dir;          /* UCX_MODULE_DIR */
-    ucs_config_allow_list_t  modules;              /* UCX_MODULES */
-    ucs_log_level_t          module_log_level;     /* UCX_MODULE_LOG_LEVEL */
+    ucs_log_level_t log_level;              /* UCX_LOG_LEVEL */
+    char *log_file;                         /* UCX_LOG_FILE, "" = stdout */
+    ucs_ternary_auto_value_t memtype_cache; /* UCX_MEMTYPE_CACHE */
+    unsigned async_max_events;              /* UCX_ASYNC_MAX_EVENTS */
+    unsigned handle_errors;                 /* UCX_HANDLE_ERRORS: bit per ucs_handle_error_t */
+    ucs_config_names_array_t error_signals; /* UCX_ERROR_SIGNALS: "SEGV", ... */
+    int warn_unused_env_vars;               /* UCX_WARN_UNUSED_ENV_VARS */
+    char *module_dir;                       /* UCX_MODULE_DIR */
+    ucs_config_allow_list_t modules;        /* UCX_MODULES */
+    ucs_log_level_t module_log_level;       /* UCX_MODULE_LOG_LEVEL */
 };
 
 /* The table of global_options; registered, so ucx_info -c prints it. */

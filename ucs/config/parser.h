@@ -42,13 +42,13 @@ struct table;
 struct parser;
 
 /* Special values; numerically the same as UCX's UCS_MEMUNITS_* / UCS_ULUNITS_*. */
-inline constexpr size_t        size_inf   = SIZE_MAX;
-inline constexpr size_t        size_auto  = SIZE_MAX - 1;
+inline constexpr size_t size_inf          = SIZE_MAX;
+inline constexpr size_t size_auto         = SIZE_MAX - 1;
 inline constexpr unsigned long ulong_inf  = ULONG_MAX;
 inline constexpr unsigned long ulong_auto = ULONG_MAX - 1;
-inline constexpr double        time_inf   = std::numeric_limits<double>::infinity();
-inline constexpr double        time_auto  = -2.0;
-inline constexpr double        bw_auto    = -2.0; /* UCX's UCS_CONFIG_BW_AUTO */
+inline constexpr double time_inf          = std::numeric_limits<double>::infinity();
+inline constexpr double time_auto         = -2.0;
+inline constexpr double bw_auto           = -2.0; /* UCX's UCS_CONFIG_BW_AUTO */
 
 /*
  * One value type. Contract of the functions (the config engine relies on it):
@@ -62,15 +62,15 @@ inline constexpr double        bw_auto    = -2.0; /* UCX's UCS_CONFIG_BW_AUTO */
  * All five are set for every type except type_table.
  */
 struct parser {
-    bool         (*parse)(const char *text, void *dest, const parser &self);
-    std::string  (*print)(const void *value, const parser &self);
+    bool (*parse)(const char *text, void *dest, const parser &self);
+    std::string (*print)(const void *value, const parser &self);
     ucs_status_t (*clone)(const void *src, void *dest, const parser &self);
-    void         (*release)(void *value, const parser &self);
-    std::string  (*syntax)(const parser &self);
-    const void   *arg        = nullptr; /* type-specific data, e.g. enum names */
-    size_t       arg_count   = 0;
-    size_t       value_size  = 0;       /* bytes of the value in the struct */
-    const table  *sub_table  = nullptr; /* only for type_table */
+    void (*release)(void *value, const parser &self);
+    std::string (*syntax)(const parser &self);
+    const void *arg        = nullptr; /* type-specific data, e.g. enum names */
+    size_t arg_count       = 0;
+    size_t value_size      = 0;       /* bytes of the value in the struct */
+    const table *sub_table = nullptr; /* only for type_table */
 };
 
 namespace detail {
@@ -146,9 +146,11 @@ constexpr size_t count_names(const char *const *names)
 } // namespace detail
 
 #define UCS_CONFIG_PLAIN_TYPE_(_kind, _ctype) \
-    parser{detail::parse_##_kind, detail::print_##_kind, detail::clone_plain, \
-           detail::release_plain, detail::syntax_##_kind, nullptr, 0, \
-           sizeof(_ctype), nullptr}
+    parser \
+    { \
+        detail::parse_##_kind, detail::print_##_kind, detail::clone_plain, detail::release_plain, \
+            detail::syntax_##_kind, nullptr, 0, sizeof(_ctype), nullptr \
+    }
 
 // clang-format off
 inline constexpr parser type_int          = UCS_CONFIG_PLAIN_TYPE_(int, int);
@@ -188,9 +190,15 @@ inline constexpr parser type_allow_list{
 template <size_t N>
 constexpr parser type_enum(const char *const (&names)[N])
 {
-    return parser{detail::parse_enum, detail::print_enum, detail::clone_plain,
-                  detail::release_plain, detail::syntax_enum, names, N,
-                  sizeof(unsigned), nullptr};
+    return parser{detail::parse_enum,
+                  detail::print_enum,
+                  detail::clone_plain,
+                  detail::release_plain,
+                  detail::syntax_enum,
+                  names,
+                  N,
+                  sizeof(unsigned),
+                  nullptr};
 }
 
 /* A set of names stored as an unsigned bit mask (at most 32 names). */
@@ -198,17 +206,23 @@ template <size_t N>
 constexpr parser type_bitmap(const char *const (&names)[N])
 {
     static_assert(N <= 32);
-    return parser{detail::parse_bitmap, detail::print_bitmap, detail::clone_plain,
-                  detail::release_plain, detail::syntax_bitmap, names, N,
-                  sizeof(unsigned), nullptr};
+    return parser{detail::parse_bitmap,
+                  detail::print_bitmap,
+                  detail::clone_plain,
+                  detail::release_plain,
+                  detail::syntax_bitmap,
+                  names,
+                  N,
+                  sizeof(unsigned),
+                  nullptr};
 }
 
 /* The same for a NULL-terminated name list (UCX style). */
 constexpr parser type_enum_list(const char *const *names)
 {
-    return parser{detail::parse_enum, detail::print_enum, detail::clone_plain,
-                  detail::release_plain, detail::syntax_enum, names,
-                  detail::count_names(names), sizeof(unsigned), nullptr};
+    return parser{detail::parse_enum,         detail::print_enum,  detail::clone_plain,
+                  detail::release_plain,      detail::syntax_enum, names,
+                  detail::count_names(names), sizeof(unsigned),    nullptr};
 }
 
 /*
@@ -222,8 +236,7 @@ constexpr parser type_table(const table &sub)
 {
     /* The engine flattens sub-tables into their leaf fields, so the
      * functions are never called. */
-    return parser{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0,
-                  &sub};
+    return parser{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, &sub};
 }
 
 } // namespace ucs::config

@@ -30,8 +30,7 @@ inline T load(const void *src)
 
 inline bool is_space(char c)
 {
-    return (c == ' ') || (c == '\t') || (c == '\n') || (c == '\r') ||
-           (c == '\f') || (c == '\v');
+    return (c == ' ') || (c == '\t') || (c == '\n') || (c == '\r') || (c == '\f') || (c == '\v');
 }
 
 inline std::string_view trim(std::string_view text)

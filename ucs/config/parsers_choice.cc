@@ -75,11 +75,16 @@ bool parse_ternary(const char *text, void *dest, const parser &)
 std::string print_ternary(const void *src, const parser &)
 {
     switch (load<ucs_ternary_auto_value_t>(src)) {
-    case UCS_NO:   return "no";
-    case UCS_YES:  return "yes";
-    case UCS_TRY:  return "try";
-    case UCS_AUTO: return "auto";
-    default:       return "<invalid>";
+    case UCS_NO:
+        return "no";
+    case UCS_YES:
+        return "yes";
+    case UCS_TRY:
+        return "try";
+    case UCS_AUTO:
+        return "auto";
+    default:
+        return "<invalid>";
     }
 }
 
@@ -109,10 +114,14 @@ bool parse_on_off_auto(const char *text, void *dest, const parser &)
 std::string print_on_off_auto(const void *src, const parser &)
 {
     switch (load<ucs_on_off_auto_value_t>(src)) {
-    case UCS_CONFIG_OFF:  return "off";
-    case UCS_CONFIG_ON:   return "on";
-    case UCS_CONFIG_AUTO: return "auto";
-    default:              return "<invalid>";
+    case UCS_CONFIG_OFF:
+        return "off";
+    case UCS_CONFIG_ON:
+        return "on";
+    case UCS_CONFIG_AUTO:
+        return "auto";
+    default:
+        return "<invalid>";
     }
 }
 
@@ -127,7 +136,7 @@ namespace {
 
 const char *const *enum_names(const parser &self)
 {
-    return static_cast<const char *const*>(self.arg);
+    return static_cast<const char *const *>(self.arg);
 }
 
 } // namespace

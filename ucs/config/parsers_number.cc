@@ -31,8 +31,7 @@ bool parse_integer(const char *text, T &value)
 }
 
 /* Splits "1.5e3ms" into the leading number text and the unit suffix. */
-void split_number(std::string_view text, std::string_view &number,
-                  std::string_view &unit)
+void split_number(std::string_view text, std::string_view &number, std::string_view &unit)
 {
     auto is_digit = [&](size_t i) {
         return (i < text.size()) && (text[i] >= '0') && (text[i] <= '9');
@@ -63,7 +62,7 @@ void split_number(std::string_view text, std::string_view &number,
 
 struct unit_scale {
     const char *suffix;
-    double     scale;
+    double scale;
 };
 
 } // namespace
@@ -89,8 +88,7 @@ bool parse_double_text(std::string_view text, double &value)
     }
     const char *end = text.data() + text.size();
     auto result     = std::from_chars(text.data(), end, value);
-    return (result.ec == std::errc()) && (result.ptr == end) &&
-           !std::isnan(value);
+    return (result.ec == std::errc()) && (result.ptr == end) && !std::isnan(value);
 }
 
 /* int */
@@ -175,7 +173,7 @@ std::string syntax_ulong(const parser &)
 namespace {
 
 const struct {
-    char   letter;
+    char letter;
     size_t scale;
 } size_units[] = {
     {'t', size_t(1) << 40},
@@ -210,7 +208,8 @@ bool parse_size(const char *text, void *dest, const parser &)
             for (const auto &u : size_units) {
                 if ((std::tolower(static_cast<unsigned char>(unit[0])) == u.letter) &&
                     ((unit.size() == 1) ||
-                     ((unit.size() == 2) && (std::tolower(static_cast<unsigned char>(unit[1])) == 'b')))) {
+                     ((unit.size() == 2) &&
+                      (std::tolower(static_cast<unsigned char>(unit[1])) == 'b')))) {
                     scale = u.scale;
                 }
             }
@@ -237,8 +236,7 @@ std::string print_size(const void *src, const parser &)
     if (value != 0) {
         for (const auto &u : size_units) {
             if ((value % u.scale) == 0) {
-                return std::to_string(value / u.scale) +
-                       static_cast<char>(std::toupper(u.letter));
+                return std::to_string(value / u.scale) + static_cast<char>(std::toupper(u.letter));
             }
         }
     }
@@ -278,7 +276,10 @@ namespace {
 
 /* Divisors rather than factors: 10/1e6 is the correctly rounded 1e-5. */
 const unit_scale time_units[] = {
-    {"s", 1.0}, {"ms", 1e3}, {"us", 1e6}, {"ns", 1e9},
+    {"s", 1.0},
+    {"ms", 1e3},
+    {"us", 1e6},
+    {"ns", 1e9},
 };
 
 } // namespace
@@ -295,8 +296,7 @@ bool parse_time(const char *text, void *dest, const parser &)
         std::string_view number, unit;
         split_number(view, number, unit);
         double count;
-        if (!parse_double_text(number, count) || !std::isfinite(count) ||
-            (count < 0)) {
+        if (!parse_double_text(number, count) || !std::isfinite(count) || (count < 0)) {
             return false;
         }
         double divisor = unit.empty() ? 1.0 : 0.0;
@@ -349,10 +349,13 @@ std::string syntax_time(const parser &)
 namespace {
 
 const struct {
-    char   letter;
+    char letter;
     double scale;
 } bw_units[] = {
-    {'T', 1099511627776.0}, {'G', 1073741824.0}, {'M', 1048576.0}, {'K', 1024.0},
+    {'T', 1099511627776.0},
+    {'G', 1073741824.0},
+    {'M', 1048576.0},
+    {'K', 1024.0},
 };
 
 } // namespace
@@ -367,8 +370,7 @@ bool parse_bw(const char *text, void *dest, const parser &)
         std::string_view number, unit;
         split_number(view, number, unit);
         double count;
-        if (!parse_double_text(number, count) || !std::isfinite(count) ||
-            (count < 0)) {
+        if (!parse_double_text(number, count) || !std::isfinite(count) || (count < 0)) {
             return false;
         }
 

@@ -15,7 +15,7 @@ namespace {
 
 char *duplicate(std::string_view text)
 {
-    char *copy = static_cast<char*>(std::malloc(text.size() + 1));
+    char *copy = static_cast<char *>(std::malloc(text.size() + 1));
     if (copy != nullptr) {
         std::memcpy(copy, text.data(), text.size());
         copy[text.size()] = '\0';
@@ -33,14 +33,13 @@ void free_names(ucs_config_names_array_t &array)
 }
 
 /* Builds an array from items; false (and nothing allocated) on no memory. */
-bool make_names(const std::vector<std::string_view> &items,
-                ucs_config_names_array_t &array)
+bool make_names(const std::vector<std::string_view> &items, ucs_config_names_array_t &array)
 {
     array = {};
     if (items.empty()) {
         return true;
     }
-    array.names = static_cast<char**>(std::calloc(items.size(), sizeof(char*)));
+    array.names = static_cast<char **>(std::calloc(items.size(), sizeof(char *)));
     if (array.names == nullptr) {
         return false;
     }
@@ -66,8 +65,7 @@ std::string join_names(const ucs_config_names_array_t &array)
     return text;
 }
 
-bool clone_names(const ucs_config_names_array_t &src,
-                 ucs_config_names_array_t &dest)
+bool clone_names(const ucs_config_names_array_t &src, ucs_config_names_array_t &dest)
 {
     std::vector<std::string_view> items(src.names, src.names + src.count);
     return make_names(items, dest);
@@ -109,13 +107,13 @@ bool parse_string(const char *text, void *dest, const parser &)
 
 std::string print_string(const void *src, const parser &)
 {
-    const char *value = load<const char*>(src);
+    const char *value = load<const char *>(src);
     return (value != nullptr) ? value : "";
 }
 
 ucs_status_t clone_string(const void *src, void *dest, const parser &)
 {
-    const char *value = load<const char*>(src);
+    const char *value = load<const char *>(src);
     char *copy        = duplicate((value != nullptr) ? value : "");
     if (copy == nullptr) {
         return UCS_ERR_NO_MEMORY;
@@ -126,8 +124,8 @@ ucs_status_t clone_string(const void *src, void *dest, const parser &)
 
 void release_string(void *value, const parser &)
 {
-    std::free(load<char*>(value));
-    store(value, static_cast<char*>(nullptr));
+    std::free(load<char *>(value));
+    store(value, static_cast<char *>(nullptr));
 }
 
 std::string syntax_string(const parser &)

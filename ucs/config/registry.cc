@@ -13,9 +13,9 @@ namespace ucs::config {
 namespace {
 
 struct registry {
-    std::mutex                lock;
-    std::vector<const table*> tables;
-    std::vector<std::string>  env_prefixes;
+    std::mutex lock;
+    std::vector<const table *> tables;
+    std::vector<std::string> env_prefixes;
 };
 
 /* Never destroyed: registrations in other libraries may outlive ours at exit. */
@@ -55,11 +55,10 @@ void unregister_table(const table &t)
 {
     registry &r = the_registry();
     std::lock_guard<std::mutex> guard(r.lock);
-    r.tables.erase(std::remove(r.tables.begin(), r.tables.end(), &t),
-                   r.tables.end());
+    r.tables.erase(std::remove(r.tables.begin(), r.tables.end(), &t), r.tables.end());
 }
 
-std::vector<const table*> registered_tables()
+std::vector<const table *> registered_tables()
 {
     registry &r = the_registry();
     std::lock_guard<std::mutex> guard(r.lock);
@@ -96,8 +95,8 @@ ucs_status_t print_all(FILE *stream, unsigned flags, const char *env_prefix)
     try {
         for (const table *t : registered_tables()) {
             if (!fits(*t)) {
-                ucs_error("configuration table '%s': fields beyond struct_size %zu",
-                          t->title, t->struct_size);
+                ucs_error("configuration table '%s': fields beyond struct_size %zu", t->title,
+                          t->struct_size);
                 result = UCS_ERR_INVALID_PARAM;
                 continue;
             }
@@ -105,8 +104,8 @@ ucs_status_t print_all(FILE *stream, unsigned flags, const char *env_prefix)
             std::vector<unsigned char> opts(std::max<size_t>(t->struct_size, 1));
             ucs_status_t status = fill(opts.data(), *t, env_prefix);
             if (status != UCS_OK) {
-                std::fprintf(stream, "#\n# %s: invalid configuration: %s\n#\n",
-                             t->title, ucs_status_string(status));
+                std::fprintf(stream, "#\n# %s: invalid configuration: %s\n#\n", t->title,
+                             ucs_status_string(status));
                 result = status;
                 continue;
             }

@@ -26,20 +26,14 @@ void register_table(const table &t);
 void unregister_table(const table &t);
 
 /* The registered tables, in registration order. */
-std::vector<const table*> registered_tables();
+std::vector<const table *> registered_tables();
 
 /* Registers a table for the lifetime of a static object. */
 class table_registration {
 public:
-    explicit table_registration(const table &t) : m_table(t)
-    {
-        register_table(m_table);
-    }
+    explicit table_registration(const table &t) : m_table(t) { register_table(m_table); }
 
-    ~table_registration()
-    {
-        unregister_table(m_table);
-    }
+    ~table_registration() { unregister_table(m_table); }
 
     table_registration(const table_registration &)            = delete;
     table_registration &operator=(const table_registration &) = delete;
@@ -51,8 +45,8 @@ private:
 #define UCS_CONFIG_CONCAT2_(_a, _b) _a##_b
 #define UCS_CONFIG_CONCAT_(_a, _b)  UCS_CONFIG_CONCAT2_(_a, _b)
 #define UCS_CONFIG_REGISTER_TABLE(_table) \
-    static ::ucs::config::table_registration \
-        UCS_CONFIG_CONCAT_(ucs_config_table_registration_, __LINE__)(_table)
+    static ::ucs::config::table_registration UCS_CONFIG_CONCAT_(ucs_config_table_registration_, \
+                                                                __LINE__)(_table)
 
 /*
  * Fills each registered table from the environment and the file and prints

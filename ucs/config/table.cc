@@ -20,17 +20,16 @@ constexpr unsigned max_nesting = 8;
 
 void *member_of(void *opts, const leaf &l)
 {
-    return static_cast<char*>(opts) + l.offset;
+    return static_cast<char *>(opts) + l.offset;
 }
 
 const void *member_of(const void *opts, const leaf &l)
 {
-    return static_cast<const char*>(opts) + l.offset;
+    return static_cast<const char *>(opts) + l.offset;
 }
 
-void flatten_into(const table &t, const std::string &prefix,
-                  const std::string &short_prefix, bool with_short,
-                  size_t base, unsigned depth, std::vector<leaf> &out)
+void flatten_into(const table &t, const std::string &prefix, const std::string &short_prefix,
+                  bool with_short, size_t base, unsigned depth, std::vector<leaf> &out)
 {
     for (const field &f : t.fields) {
         std::string name = (f.name != nullptr) ? f.name : "";
@@ -38,11 +37,11 @@ void flatten_into(const table &t, const std::string &prefix,
             out.push_back({&f, prefix + name, with_short ? short_prefix + name : "",
                            base + f.offset});
         } else if (depth < max_nesting) {
-            flatten_into(*f.type.sub_table, prefix + name, short_prefix + name,
-                         with_short, base + f.offset, depth + 1, out);
+            flatten_into(*f.type.sub_table, prefix + name, short_prefix + name, with_short,
+                         base + f.offset, depth + 1, out);
         } else {
-            ucs_error("configuration table '%s': sub-tables nested deeper than %u",
-                      t.title, max_nesting);
+            ucs_error("configuration table '%s': sub-tables nested deeper than %u", t.title,
+                      max_nesting);
         }
     }
 }
@@ -62,12 +61,11 @@ struct value_source {
     std::string text;
     std::string var_name; /* the variable that set it, or the field's own name */
     std::string location; /* "path:line" for the file, "" otherwise */
-    bool        is_default = false;
+    bool is_default = false;
 };
 
 /* Variable names that may set the field, most specific first. */
-std::vector<std::string> candidate_names(const table &t, const leaf &l,
-                                         const std::string &env)
+std::vector<std::string> candidate_names(const table &t, const leaf &l, const std::string &env)
 {
     std::vector<std::string> names;
     auto add = [&](const std::string &prefix) {
@@ -118,14 +116,12 @@ value_source find_source(const table &t, const leaf &l, const std::string &env)
     return default_source(l, env);
 }
 
-void log_invalid(const leaf &l, const std::string &var_name,
-                 const std::string &text, const std::string &location,
-                 bool is_default)
+void log_invalid(const leaf &l, const std::string &var_name, const std::string &text,
+                 const std::string &location, bool is_default)
 {
     std::string where = location.empty() ? "" : " at " + location;
-    ucs_error("Invalid %svalue for %s: '%s'%s (expected %s)",
-              is_default ? "default " : "", var_name.c_str(), text.c_str(),
-              where.c_str(), l.f->type.syntax(l.f->type).c_str());
+    ucs_error("Invalid %svalue for %s: '%s'%s (expected %s)", is_default ? "default " : "",
+              var_name.c_str(), text.c_str(), where.c_str(), l.f->type.syntax(l.f->type).c_str());
 }
 
 void release_leaves(void *opts, const std::vector<leaf> &leaves, size_t count)
@@ -170,8 +166,7 @@ ucs_status_t guarded(const char *what, Body &&body)
     }
 }
 
-ucs_status_t fill_from(void *opts, const table &t, const char *env_prefix,
-                       bool defaults_only)
+ucs_status_t fill_from(void *opts, const table &t, const char *env_prefix, bool defaults_only)
 {
     if (opts == nullptr) {
         return UCS_ERR_INVALID_PARAM;
@@ -187,11 +182,9 @@ ucs_status_t fill_from(void *opts, const table &t, const char *env_prefix,
         }
         for (; filled < leaves.size(); ++filled) {
             const leaf &l    = leaves[filled];
-            value_source src = defaults_only ? default_source(l, env) :
-                                               find_source(t, l, env);
+            value_source src = defaults_only ? default_source(l, env) : find_source(t, l, env);
             if (!l.f->type.parse(src.text.c_str(), member_of(opts, l), l.f->type)) {
-                log_invalid(l, src.var_name, src.text, src.location,
-                            src.is_default);
+                log_invalid(l, src.var_name, src.text, src.location, src.is_default);
                 return UCS_ERR_INVALID_PARAM;
             }
         }
@@ -248,8 +241,7 @@ ucs_status_t clone(const void *src, void *dest, const table &t)
         leaves = flatten(t);
         for (; cloned < leaves.size(); ++cloned) {
             const leaf &l  = leaves[cloned];
-            ucs_status_t s = l.f->type.clone(member_of(src, l), member_of(dest, l),
-                                             l.f->type);
+            ucs_status_t s = l.f->type.clone(member_of(src, l), member_of(dest, l), l.f->type);
             if (s != UCS_OK) {
                 return s;
             }
@@ -262,8 +254,7 @@ ucs_status_t clone(const void *src, void *dest, const table &t)
     return status;
 }
 
-ucs_status_t set_value(void *opts, const table &t, const char *name,
-                       const char *value)
+ucs_status_t set_value(void *opts, const table &t, const char *name, const char *value)
 {
     if ((opts == nullptr) || (name == nullptr) || (value == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -290,8 +281,7 @@ ucs_status_t set_value(void *opts, const table &t, const char *name,
     });
 }
 
-ucs_status_t get_value(const void *opts, const table &t, const char *name,
-                       std::string &value)
+ucs_status_t get_value(const void *opts, const table &t, const char *name, std::string &value)
 {
     if ((opts == nullptr) || (name == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -329,17 +319,16 @@ void print_doc(FILE *stream, const table &t, const leaf &l)
     std::fprintf(stream, "#\n");
     std::string_view doc = (l.f->doc != nullptr) ? l.f->doc : "";
     while (!doc.empty()) {
-        size_t newline = doc.find('\n');
+        size_t newline        = doc.find('\n');
         std::string_view line = doc.substr(0, newline);
-        std::fprintf(stream, "#%s%.*s\n", line.empty() ? "" : " ",
-                     static_cast<int>(line.size()), line.data());
+        std::fprintf(stream, "#%s%.*s\n", line.empty() ? "" : " ", static_cast<int>(line.size()),
+                     line.data());
         doc.remove_prefix((newline == doc.npos) ? doc.size() : newline + 1);
     }
     if (l.f->flags & field_no_effect) {
         std::fprintf(stream, "#\n# no effect here (accepted for compatibility with UCX 1.13)\n");
     }
-    std::fprintf(stream, "#\n# syntax:    %s\n",
-                 l.f->type.syntax(l.f->type).c_str());
+    std::fprintf(stream, "#\n# syntax:    %s\n", l.f->type.syntax(l.f->type).c_str());
     std::string others;
     for (const std::string &name : candidate_names(t, l, "")) {
         if (name != "UCX_" + l.name) {
@@ -357,8 +346,8 @@ void print_doc(FILE *stream, const table &t, const leaf &l)
 
 } // namespace
 
-ucs_status_t print(FILE *stream, const void *opts, const table &t,
-                   unsigned flags, const char *title, const char *env_prefix)
+ucs_status_t print(FILE *stream, const void *opts, const table &t, unsigned flags,
+                   const char *title, const char *env_prefix)
 {
     if ((stream == nullptr) || (opts == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -367,8 +356,9 @@ ucs_status_t print(FILE *stream, const void *opts, const table &t,
     return guarded("printing configuration", [&] {
         if (flags & UCS_CONFIG_PRINT_HEADER) {
             std::fprintf(stream, "#\n# %s\n#\n",
-                         (title != nullptr) ? title :
-                         (t.title != nullptr) ? t.title : "");
+                         (title != nullptr)   ? title :
+                         (t.title != nullptr) ? t.title :
+                                                "");
         }
         if (!(flags & UCS_CONFIG_PRINT_CONFIG)) {
             return UCS_OK;
@@ -381,20 +371,22 @@ ucs_status_t print(FILE *stream, const void *opts, const table &t,
             }
             std::string value = l.f->type.print(member_of(opts, l), l.f->type);
             bool comment      = (flags & UCS_CONFIG_PRINT_COMMENT_DEFAULT) &&
-                                (value == printed_default(l));
+                           (value == printed_default(l));
             if (flags & UCS_CONFIG_PRINT_DOC) {
                 print_doc(stream, t, l);
             }
-            std::fprintf(stream, "%sUCX_%s%s=%s\n", comment ? "#" : "",
-                         env.c_str(), l.name.c_str(), value.c_str());
+            std::fprintf(stream, "%sUCX_%s%s=%s\n", comment ? "#" : "", env.c_str(), l.name.c_str(),
+                         value.c_str());
             if (flags & UCS_CONFIG_PRINT_DOC) {
                 std::fprintf(stream, "\n");
             }
         }
         if (flags & UCS_CONFIG_PRINT_HIDDEN) {
             for (const char *name : t.no_effect_names) {
-                std::fprintf(stream, "# UCX_%s%s: accepted for compatibility with UCX "
-                             "1.13, no effect here\n", env.c_str(), name);
+                std::fprintf(stream,
+                             "# UCX_%s%s: accepted for compatibility with UCX "
+                             "1.13, no effect here\n",
+                             env.c_str(), name);
             }
         }
         return std::ferror(stream) ? UCS_ERR_IO_ERROR : UCS_OK;

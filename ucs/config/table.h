@@ -56,7 +56,7 @@ namespace ucs::config {
 
 enum field_flags : unsigned {
     /* Internal tunable: printed only with UCS_CONFIG_PRINT_HIDDEN. */
-    field_hidden    = 1u << 0,
+    field_hidden = 1u << 0,
     /* A UCX 1.13 setting that is parsed but changes nothing here; printed
      * with a note saying so. */
     field_no_effect = 1u << 1,
@@ -73,9 +73,9 @@ struct field {
     const char *name;          /* without "UCX_" and the table prefix: "LOG_LEVEL" */
     const char *default_value; /* text, parsed like a user's value */
     const char *doc;           /* description; lines separated by '\n' */
-    size_t     offset;         /* of the member in the settings struct */
-    parser     type;
-    unsigned   flags = 0;      /* field_flags */
+    size_t offset;             /* of the member in the settings struct */
+    parser type;
+    unsigned flags = 0; /* field_flags */
 };
 
 // clang-format off
@@ -97,9 +97,9 @@ struct table {
  * A field whose member size is checked against its type at compile time
  * (a mismatch does not compile). Prefer UCS_CONFIG_FIELD, which calls it.
  */
-consteval field make_field(const char *name, const char *default_value,
-                           const char *doc, size_t offset, size_t member_size,
-                           const parser &type, unsigned flags = 0)
+consteval field make_field(const char *name, const char *default_value, const char *doc,
+                           size_t offset, size_t member_size, const parser &type,
+                           unsigned flags = 0)
 {
     if ((type.sub_table == nullptr) && (member_size != type.value_size)) {
         throw "configuration field: the member's type does not match its parser";
@@ -109,15 +109,15 @@ consteval field make_field(const char *name, const char *default_value,
 
 #define UCS_CONFIG_FIELD(_struct, _member, _name, _default, _doc, _type, ...) \
     ::ucs::config::make_field(_name, _default, _doc, offsetof(_struct, _member), \
-                              sizeof(static_cast<_struct*>(nullptr)->_member), \
-                              _type, ##__VA_ARGS__)
+                              sizeof(static_cast<_struct *>(nullptr)->_member), _type, \
+                              ##__VA_ARGS__)
 
 /* A field as the engine sees it, sub-tables flattened. */
 struct leaf {
     const field *f;
     std::string name;       /* table prefix + sub-table prefixes + name: "TCP_SNDBUF" */
     std::string short_name; /* the same without the table prefix, "" if it has none */
-    size_t      offset;     /* from the start of the top-level struct */
+    size_t offset;          /* from the start of the top-level struct */
 };
 
 /* The leaf fields of a table in declaration order. */
@@ -147,12 +147,10 @@ ucs_status_t clone(const void *src, void *dest, const table &t);
  * name, UCS_ERR_INVALID_PARAM (and an ERROR log) when the text is malformed;
  * the old value is kept on error.
  */
-ucs_status_t set_value(void *opts, const table &t, const char *name,
-                       const char *value);
+ucs_status_t set_value(void *opts, const table &t, const char *name, const char *value);
 
 /* The value of one member as text (same names as set_value). */
-ucs_status_t get_value(const void *opts, const table &t, const char *name,
-                       std::string &value);
+ucs_status_t get_value(const void *opts, const table &t, const char *name, std::string &value);
 
 /*
  * Prints a filled struct with ucs_config_print_flags_t semantics:
@@ -164,9 +162,8 @@ ucs_status_t get_value(const void *opts, const table &t, const char *name,
  *                    no_effect_names as "# UCX_<NAME>: accepted ..." lines
  *   COMMENT_DEFAULT  "#UCX_NAME=value" for values equal to the default
  */
-ucs_status_t print(FILE *stream, const void *opts, const table &t,
-                   unsigned flags, const char *title = nullptr,
-                   const char *env_prefix = nullptr);
+ucs_status_t print(FILE *stream, const void *opts, const table &t, unsigned flags,
+                   const char *title = nullptr, const char *env_prefix = nullptr);
 
 } // namespace ucs::config
 

@@ -9,20 +9,20 @@
 #include <sys/socket.h>
 
 typedef enum {
-    UCS_LOG_LEVEL_FATAL,        /* print and abort */
-    UCS_LOG_LEVEL_ERROR,        /* an error status goes back to the caller */
-    UCS_LOG_LEVEL_WARN,         /* something is off, work continues */
-    UCS_LOG_LEVEL_DIAG,         /* silent adjustments, handled internal errors */
+    UCS_LOG_LEVEL_FATAL, /* print and abort */
+    UCS_LOG_LEVEL_ERROR, /* an error status goes back to the caller */
+    UCS_LOG_LEVEL_WARN,  /* something is off, work continues */
+    UCS_LOG_LEVEL_DIAG,  /* silent adjustments, handled internal errors */
     UCS_LOG_LEVEL_INFO,
-    UCS_LOG_LEVEL_DEBUG,        /* low volume */
-    UCS_LOG_LEVEL_TRACE,        /* high volume */
-    UCS_LOG_LEVEL_TRACE_REQ,    /* every request */
-    UCS_LOG_LEVEL_TRACE_DATA,   /* every transport message */
-    UCS_LOG_LEVEL_TRACE_ASYNC,  /* the async engine */
-    UCS_LOG_LEVEL_TRACE_FUNC,   /* function entries */
-    UCS_LOG_LEVEL_TRACE_POLL,   /* polling loops */
+    UCS_LOG_LEVEL_DEBUG,       /* low volume */
+    UCS_LOG_LEVEL_TRACE,       /* high volume */
+    UCS_LOG_LEVEL_TRACE_REQ,   /* every request */
+    UCS_LOG_LEVEL_TRACE_DATA,  /* every transport message */
+    UCS_LOG_LEVEL_TRACE_ASYNC, /* the async engine */
+    UCS_LOG_LEVEL_TRACE_FUNC,  /* function entries */
+    UCS_LOG_LEVEL_TRACE_POLL,  /* polling loops */
     UCS_LOG_LEVEL_LAST,
-    UCS_LOG_LEVEL_PRINT         /* unconditional output */
+    UCS_LOG_LEVEL_PRINT /* unconditional output */
 } ucs_log_level_t;
 
 typedef enum {
@@ -67,22 +67,21 @@ typedef enum {
 
 /* What a configuration printer shows. */
 typedef enum {
-    UCS_CONFIG_PRINT_CONFIG          = UCS_BIT(0),  /* name=value lines */
-    UCS_CONFIG_PRINT_HEADER          = UCS_BIT(1),  /* a title line */
-    UCS_CONFIG_PRINT_DOC             = UCS_BIT(2),  /* each field's description */
-    UCS_CONFIG_PRINT_HIDDEN          = UCS_BIT(3),  /* internal fields too */
-    UCS_CONFIG_PRINT_COMMENT_DEFAULT = UCS_BIT(4)   /* comment out default values */
+    UCS_CONFIG_PRINT_CONFIG          = UCS_BIT(0), /* name=value lines */
+    UCS_CONFIG_PRINT_HEADER          = UCS_BIT(1), /* a title line */
+    UCS_CONFIG_PRINT_DOC             = UCS_BIT(2), /* each field's description */
+    UCS_CONFIG_PRINT_HIDDEN          = UCS_BIT(3), /* internal fields too */
+    UCS_CONFIG_PRINT_COMMENT_DEFAULT = UCS_BIT(4)  /* comment out default values */
 } ucs_config_print_flags_t;
 
 #define UCS_CONFIG_ARRAY_FIELD(_type, _array_name) \
     struct { \
-        _type    *_array_name; \
+        _type *_array_name; \
         unsigned count; \
         unsigned pad; \
     }
 
-#define UCS_CONFIG_STRING_ARRAY_FIELD(_array_name) \
-    UCS_CONFIG_ARRAY_FIELD(char*, _array_name)
+#define UCS_CONFIG_STRING_ARRAY_FIELD(_array_name) UCS_CONFIG_ARRAY_FIELD(char *, _array_name)
 
 typedef UCS_CONFIG_STRING_ARRAY_FIELD(names) ucs_config_names_array_t;
 
@@ -93,19 +92,19 @@ typedef enum {
 } ucs_config_allow_list_mode_t;
 
 typedef struct {
-    ucs_config_names_array_t     array;
+    ucs_config_names_array_t array;
     ucs_config_allow_list_mode_t mode;
 } ucs_config_allow_list_t;
 
 typedef struct ucs_sock_addr {
     const struct sockaddr *addr;
-    socklen_t              addrlen;
+    socklen_t addrlen;
 } ucs_sock_addr_t;
 
 typedef struct ucs_log_component_config {
     ucs_log_level_t log_level;
-    char            name[16];
-    const char      *file_filter;
+    char name[16];
+    const char *file_filter;
 } ucs_log_component_config_t;
 
 #endif

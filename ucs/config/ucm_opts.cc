@@ -24,14 +24,20 @@ constexpr config::field ucm_fields[] = {
 
 /* UCX 1.13's other libucm settings: the hooks here have one fixed method. */
 constexpr const char *ucm_no_effect[] = {
-    "MEM_LOG_LEVEL", "MEM_ALLOC_ALIGN", "MEM_MMAP_HOOK_MODE", "MEM_MALLOC_HOOKS",
-    "MEM_MALLOC_RELOC", "MEM_CUDA_HOOK_MODE", "MEM_CUDA_RELOC",
-    "MEM_DYNAMIC_MMAP_THRESH", "MEM_DLOPEN_PROCESS_RPATH",
+    "MEM_LOG_LEVEL",
+    "MEM_ALLOC_ALIGN",
+    "MEM_MMAP_HOOK_MODE",
+    "MEM_MALLOC_HOOKS",
+    "MEM_MALLOC_RELOC",
+    "MEM_CUDA_HOOK_MODE",
+    "MEM_CUDA_RELOC",
+    "MEM_DYNAMIC_MMAP_THRESH",
+    "MEM_DLOPEN_PROCESS_RPATH",
     "MEM_MODULE_UNLOAD_PREVENT_MODE",
 };
 
-constinit const config::table ucm_opts_table = {
-    "Memory hooks (libucm)", "", ucm_fields, sizeof(ucm_options), {}, ucm_no_effect};
+constinit const config::table ucm_opts_table = {"Memory hooks (libucm)", "", ucm_fields,
+                                                sizeof(ucm_options),     {}, ucm_no_effect};
 
 } // namespace
 

@@ -91,8 +91,7 @@ std::string to_upper(std::string_view text)
 /* Edit distance counting a swap of two neighbours as one edit ("LEVLE"). */
 size_t edit_distance(const std::string &a, const std::string &b)
 {
-    std::vector<std::vector<size_t>> d(a.size() + 1,
-                                       std::vector<size_t>(b.size() + 1));
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
     for (size_t i = 0; i <= a.size(); ++i) {
         d[i][0] = i;
     }
@@ -102,10 +101,8 @@ size_t edit_distance(const std::string &a, const std::string &b)
     for (size_t i = 1; i <= a.size(); ++i) {
         for (size_t j = 1; j <= b.size(); ++j) {
             size_t cost = (a[i - 1] == b[j - 1]) ? 0 : 1;
-            d[i][j]     = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                                    d[i - 1][j - 1] + cost});
-            if ((i > 1) && (j > 1) && (a[i - 1] == b[j - 2]) &&
-                (a[i - 2] == b[j - 1])) {
+            d[i][j]     = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if ((i > 1) && (j > 1) && (a[i - 1] == b[j - 2]) && (a[i - 2] == b[j - 1])) {
                 d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
             }
         }
@@ -122,7 +119,7 @@ bool is_prefix_related(const std::string &a, const std::string &b)
 }
 
 struct known_names {
-    std::set<std::string>    names;    /* without "UCX_"; exact case, as getenv */
+    std::set<std::string> names;       /* without "UCX_"; exact case, as getenv */
     std::vector<std::string> prefixes; /* env prefixes + "_" */
 
     bool contains(const std::string &name) const
@@ -178,9 +175,8 @@ std::string describe_unknown(const std::string &name, const known_names &known)
     auto consider = [&](const std::string &wanted, const std::string &prefix) {
         for (const std::string &candidate : known.names) {
             std::string upper_candidate = to_upper(candidate);
-            size_t distance = edit_distance(wanted, upper_candidate);
-            if ((distance <= max_edit_distance) ||
-                is_prefix_related(wanted, upper_candidate)) {
+            size_t distance             = edit_distance(wanted, upper_candidate);
+            if ((distance <= max_edit_distance) || is_prefix_related(wanted, upper_candidate)) {
                 close.emplace_back(distance, "UCX_" + prefix + candidate);
             }
         }
@@ -196,7 +192,7 @@ std::string describe_unknown(const std::string &name, const known_names &known)
     /* Only the closest spellings when there are any (LOG_LEVLE suggests
      * LOG_LEVEL, not also LOG_FILE at distance 3); else the prefix relatives. */
     std::sort(close.begin(), close.end());
-    bool have_close = !close.empty() && (close.front().first <= max_edit_distance);
+    bool have_close  = !close.empty() && (close.front().first <= max_edit_distance);
     std::string text = "UCX_" + name;
     std::vector<std::string> shown;
     for (const auto &[distance, candidate] : close) {
@@ -287,8 +283,8 @@ bool warn_unused_env_vars()
         list += (list.empty() ? "" : ", ") + item;
     }
     ucs_warn("unused environment variable%s: %s (set UCX_WARN_UNUSED_ENV_VARS=n "
-             "to suppress this warning)", (unused.size() > 1) ? "s" : "",
-             list.c_str());
+             "to suppress this warning)",
+             (unused.size() > 1) ? "s" : "", list.c_str());
     return true;
 }
 

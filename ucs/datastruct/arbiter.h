@@ -52,8 +52,8 @@ class arbiter_group;
 
 /* Embedded in a pending request; small enough for uct_pending_req_t::priv. */
 struct arbiter_elem {
-    arbiter_elem  *prev  = nullptr;
-    arbiter_elem  *next  = nullptr;
+    arbiter_elem *prev   = nullptr;
+    arbiter_elem *next   = nullptr;
     arbiter_group *group = nullptr; /* null while not queued */
 
     /* For elements living in raw memory where no constructor ran. */
@@ -71,9 +71,9 @@ struct arbiter_elem {
  * use of it; destroying it unschedules it and detaches its elements. */
 class arbiter_group {
 public:
-    arbiter_group() noexcept = default;
-    arbiter_group(const arbiter_group&)            = delete;
-    arbiter_group &operator=(const arbiter_group&) = delete;
+    arbiter_group() noexcept                        = default;
+    arbiter_group(const arbiter_group &)            = delete;
+    arbiter_group &operator=(const arbiter_group &) = delete;
 
     ~arbiter_group()
     {
@@ -136,7 +136,8 @@ public:
 
     /* Calls f(arbiter_elem&) for each element, head first; f must not
      * change the group. */
-    template <typename F> void for_each(F &&f) const
+    template <typename F>
+    void for_each(F &&f) const
     {
         for (arbiter_elem *e = m_head; e != nullptr; e = e->next) {
             f(*e);
@@ -184,19 +185,19 @@ private:
         return owner_of(link, &arbiter_group::m_sched_link);
     }
 
-    arbiter_elem *m_head  = nullptr;
-    arbiter_elem *m_tail  = nullptr;
-    std::size_t   m_count = 0;
-    list_link     m_sched_link;
+    arbiter_elem *m_head = nullptr;
+    arbiter_elem *m_tail = nullptr;
+    std::size_t m_count  = 0;
+    list_link m_sched_link;
     std::uint32_t m_epoch = 0; /* last dispatch that visited this group */
-    state         m_state = state::idle;
+    state m_state         = state::idle;
 };
 
 class arbiter {
 public:
     arbiter() noexcept { list_ops::init_head(m_sched); }
-    arbiter(const arbiter&)            = delete;
-    arbiter &operator=(const arbiter&) = delete;
+    arbiter(const arbiter &)            = delete;
+    arbiter &operator=(const arbiter &) = delete;
 
     ~arbiter()
     {
@@ -228,8 +229,7 @@ public:
         if (group.m_state == state::desched_wanted) {
             group.m_state = state::dispatching; /* its dispatch keeps it */
         } else if ((group.m_state == state::idle) && !group.empty()) {
-            list_ops::insert_between(&group.m_sched_link, m_sched.prev,
-                                     &m_sched);
+            list_ops::insert_between(&group.m_sched_link, m_sched.prev, &m_sched);
             group.m_state = state::scheduled;
         }
     }
@@ -282,8 +282,7 @@ public:
             list_ops::unlink(&group->m_sched_link);
             if (group->m_epoch == epoch) {
                 /* Visited, descheduled and scheduled again in this call. */
-                list_ops::insert_between(&group->m_sched_link, visited.prev,
-                                         &visited);
+                list_ops::insert_between(&group->m_sched_link, visited.prev, &visited);
                 continue;
             }
             group->m_epoch = epoch;
@@ -318,8 +317,7 @@ public:
                 } else {
                     before = &visited;
                 }
-                list_ops::insert_between(&group->m_sched_link, before->prev,
-                                         before);
+                list_ops::insert_between(&group->m_sched_link, before->prev, before);
             }
 
             if (result == arbiter_cb_result::STOP) {
@@ -370,8 +368,7 @@ public:
     }
 
 private:
-    static void insert_after(arbiter_group &group, arbiter_elem *pos,
-                             arbiter_elem &elem) noexcept
+    static void insert_after(arbiter_group &group, arbiter_elem *pos, arbiter_elem &elem) noexcept
     {
         if (pos == nullptr) {
             group.push_front(elem);
@@ -393,13 +390,12 @@ private:
      * it ends up empty. */
     void desched_if_empty(arbiter_group &group) noexcept
     {
-        if (group.empty() &&
-            (group.m_state == arbiter_group::state::scheduled)) {
+        if (group.empty() && (group.m_state == arbiter_group::state::scheduled)) {
             desched(group);
         }
     }
 
-    list_link     m_sched; /* scheduled groups, next to dispatch first */
+    list_link m_sched; /* scheduled groups, next to dispatch first */
     std::uint32_t m_epoch = 0;
 };
 

@@ -51,7 +51,7 @@ public:
         if (e.cb == nullptr) {
             return;
         }
-        busy_       -= unsigned(e.due) + unsigned(e.persistent);
+        busy_ -= unsigned(e.due) + unsigned(e.persistent);
         persistent_ -= unsigned(e.persistent);
         e = element{};
         free_.push_back(id);
@@ -114,10 +114,10 @@ public:
 
 private:
     struct element {
-        callback_t cb         = nullptr;
-        void       *arg       = nullptr;
-        bool       due        = false;
-        bool       persistent = false;
+        callback_t cb   = nullptr;
+        void *arg       = nullptr;
+        bool due        = false;
+        bool persistent = false;
     };
 
     unsigned insert(callback_t cb, void *arg, bool persistent)
@@ -136,11 +136,11 @@ private:
     /* A vector: the walk on every progress is a pointer increment (a
      * deque's indexing costs a division per element). dispatch() walks by
      * index and keeps no reference across a callback. */
-    std::vector<element>                      elements_;
-    std::vector<unsigned>                     free_;
-    std::deque<std::pair<callback_t, void*>>  oneshots_;
-    unsigned                                  busy_ = 0;   /* due + persistent + one-shot */
-    unsigned                                  persistent_ = 0;
+    std::vector<element> elements_;
+    std::vector<unsigned> free_;
+    std::deque<std::pair<callback_t, void *>> oneshots_;
+    unsigned busy_       = 0; /* due + persistent + one-shot */
+    unsigned persistent_ = 0;
 };
 
 } // namespace ucs

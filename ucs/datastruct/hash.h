@@ -25,29 +25,27 @@ constexpr std::uint64_t hash_mix64(std::uint64_t x) noexcept
     return x;
 }
 
-template <typename Key> struct hash {
-    std::size_t operator()(const Key &key) const
-        noexcept(noexcept(std::hash<Key>{}(key)))
+template <typename Key>
+struct hash {
+    std::size_t operator()(const Key &key) const noexcept(noexcept(std::hash<Key>{}(key)))
     {
         return static_cast<std::size_t>(hash_mix64(std::hash<Key>{}(key)));
     }
 };
 
 template <typename Key>
-    requires(std::is_integral_v<Key> || std::is_enum_v<Key>)
-struct hash<Key> {
+requires(std::is_integral_v<Key> || std::is_enum_v<Key>) struct hash<Key> {
     constexpr std::size_t operator()(Key key) const noexcept
     {
-        return static_cast<std::size_t>(
-                hash_mix64(static_cast<std::uint64_t>(key)));
+        return static_cast<std::size_t>(hash_mix64(static_cast<std::uint64_t>(key)));
     }
 };
 
-template <typename Pointee> struct hash<Pointee*> {
+template <typename Pointee>
+struct hash<Pointee *> {
     std::size_t operator()(const Pointee *ptr) const noexcept
     {
-        return static_cast<std::size_t>(
-                hash_mix64(reinterpret_cast<std::uintptr_t>(ptr)));
+        return static_cast<std::size_t>(hash_mix64(reinterpret_cast<std::uintptr_t>(ptr)));
     }
 };
 

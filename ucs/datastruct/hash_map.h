@@ -38,16 +38,15 @@ template <typename Key, typename Value, typename Hash = ucs::hash<Key>,
 class hash_map {
     /* Entries are moved by growth and by backward shift: moves must not fail. */
     static_assert(std::is_nothrow_move_constructible_v<Key> &&
-                  std::is_nothrow_move_constructible_v<Value>,
+                      std::is_nothrow_move_constructible_v<Value>,
                   "hash_map keys and values need noexcept move constructors");
 
     struct slot {
-        Key   key;
+        Key key;
         Value value;
 
         template <typename... Args>
-        explicit slot(const Key &k, Args &&...args) :
-            key(k), value(std::forward<Args>(args)...)
+        explicit slot(const Key &k, Args &&...args) : key(k), value(std::forward<Args>(args)...)
         {
         }
     };
@@ -56,7 +55,7 @@ public:
     /* What iteration yields; the key must not be changed. */
     struct entry_ref {
         const Key &key;
-        Value     &value;
+        Value &value;
     };
 
     class iterator {
@@ -67,8 +66,7 @@ public:
         using reference         = entry_ref;
 
         iterator() noexcept = default;
-        iterator(const hash_map *map, std::size_t index) noexcept :
-            m_map(map), m_index(index)
+        iterator(const hash_map *map, std::size_t index) noexcept : m_map(map), m_index(index)
         {
             skip_free();
         }
@@ -94,10 +92,7 @@ public:
             ++*this;
             return prev;
         }
-        bool operator==(const iterator &other) const noexcept
-        {
-            return m_index == other.m_index;
-        }
+        bool operator==(const iterator &other) const noexcept { return m_index == other.m_index; }
 
     private:
         void skip_free() noexcept
@@ -108,7 +103,7 @@ public:
         }
 
         const hash_map *m_map = nullptr;
-        std::size_t     m_index = 0;
+        std::size_t m_index   = 0;
     };
 
     /* Load limit is 7/10 of the capacity. */
@@ -116,8 +111,8 @@ public:
 
     hash_map() noexcept = default;
 
-    hash_map(const hash_map&)            = delete;
-    hash_map &operator=(const hash_map&) = delete;
+    hash_map(const hash_map &)            = delete;
+    hash_map &operator=(const hash_map &) = delete;
 
     hash_map(hash_map &&other) noexcept { steal(other); }
 
@@ -179,14 +174,13 @@ public:
      * key was present, and {nullptr, false} when growing failed.
      */
     template <typename... Args>
-    std::pair<Value*, bool> emplace(const Key &key, Args &&...args)
+    std::pair<Value *, bool> emplace(const Key &key, Args &&...args)
     {
         std::size_t index = find_index(key);
         if (index != npos) {
             return {&m_slots[index].value, false};
         }
-        if (ucs_unlikely(m_size >= m_grow_at) &&
-            (rehash(grown_capacity()) != UCS_OK)) {
+        if (ucs_unlikely(m_size >= m_grow_at) && (rehash(grown_capacity()) != UCS_OK)) {
             return {nullptr, false};
         }
 
@@ -200,12 +194,12 @@ public:
         return {&m_slots[index].value, true};
     }
 
-    std::pair<Value*, bool> insert(const Key &key, const Value &value)
+    std::pair<Value *, bool> insert(const Key &key, const Value &value)
     {
         return emplace(key, value);
     }
 
-    std::pair<Value*, bool> insert(const Key &key, Value &&value)
+    std::pair<Value *, bool> insert(const Key &key, Value &&value)
     {
         return emplace(key, std::move(value));
     }
@@ -239,7 +233,8 @@ public:
      * after a free slot, so the backward shift of an erase never moves an
      * entry the scan has already passed.
      */
-    template <typename Pred> std::size_t erase_if(Pred &&pred)
+    template <typename Pred>
+    std::size_t erase_if(Pred &&pred)
     {
         if (m_size == 0) {
             return 0;
@@ -253,8 +248,7 @@ public:
         std::size_t index  = (start + 1) & m_mask;
         while (index != start) {
             if (m_used[index] &&
-                pred(static_cast<const Key&>(m_slots[index].key),
-                     m_slots[index].value)) {
+                pred(static_cast<const Key &>(m_slots[index].key), m_slots[index].value)) {
                 erase_at(index); /* a later entry may now sit at index */
                 ++erased;
             } else {
@@ -282,8 +276,7 @@ public:
 private:
     static constexpr std::size_t npos = ~std::size_t(0);
     /* Keeps the byte count of the storage from overflowing. */
-    static constexpr std::size_t max_capacity =
-            (~std::size_t(0) / (sizeof(slot) + 1)) / 2;
+    static constexpr std::size_t max_capacity = (~std::size_t(0) / (sizeof(slot) + 1)) / 2;
 
     static constexpr std::size_t load_limit(std::size_t capacity) noexcept
     {
@@ -292,9 +285,8 @@ private:
 
     static constexpr std::size_t storage_alignment()
     {
-        return alignof(slot) > __STDCPP_DEFAULT_NEW_ALIGNMENT__ ?
-                       alignof(slot) :
-                       __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+        return alignof(slot) > __STDCPP_DEFAULT_NEW_ALIGNMENT__ ? alignof(slot) :
+                                                                  __STDCPP_DEFAULT_NEW_ALIGNMENT__;
     }
 
     std::size_t grown_capacity() const noexcept
@@ -304,7 +296,7 @@ private:
 
     std::size_t home_of(const Key &key) const noexcept(noexcept(Hash{}(key)))
     {
-        return Hash{}(key) & m_mask;
+        return Hash{}(key)&m_mask;
     }
 
     std::size_t find_index(const Key &key) const noexcept(noexcept(Hash{}(key)))
@@ -313,8 +305,7 @@ private:
             return npos;
         }
         /* Terminates: the load limit keeps at least one slot free. */
-        for (std::size_t index = home_of(key); m_used[index];
-             index = (index + 1) & m_mask) {
+        for (std::size_t index = home_of(key); m_used[index]; index = (index + 1) & m_mask) {
             if (KeyEqual{}(m_slots[index].key, key)) {
                 return index;
             }
@@ -327,8 +318,7 @@ private:
     void erase_at(std::size_t hole) noexcept
     {
         m_slots[hole].~slot();
-        for (std::size_t next = (hole + 1) & m_mask; m_used[next];
-             next = (next + 1) & m_mask) {
+        for (std::size_t next = (hole + 1) & m_mask; m_used[next]; next = (next + 1) & m_mask) {
             std::size_t home = home_of(m_slots[next].key);
             if (((next - home) & m_mask) >= ((next - hole) & m_mask)) {
                 new (&m_slots[hole]) slot(std::move(m_slots[next]));
@@ -343,15 +333,13 @@ private:
     ucs_status_t rehash(std::size_t capacity) noexcept
     {
         std::size_t bytes = capacity * sizeof(slot) + capacity;
-        void *memory = ::operator new(bytes,
-                                      std::align_val_t(storage_alignment()),
-                                      std::nothrow);
+        void *memory = ::operator new(bytes, std::align_val_t(storage_alignment()), std::nothrow);
         if (memory == nullptr) {
             return UCS_ERR_NO_MEMORY;
         }
 
-        slot *slots = static_cast<slot*>(memory);
-        auto *used  = reinterpret_cast<std::uint8_t*>(slots + capacity);
+        slot *slots = static_cast<slot *>(memory);
+        auto *used  = reinterpret_cast<std::uint8_t *>(slots + capacity);
         std::fill(used, used + capacity, std::uint8_t(0));
         std::size_t mask = capacity - 1;
 
@@ -397,20 +385,20 @@ private:
 
     void steal(hash_map &other) noexcept
     {
-        m_slots          = std::exchange(other.m_slots, nullptr);
-        m_used           = std::exchange(other.m_used, nullptr);
-        m_capacity       = std::exchange(other.m_capacity, 0);
-        m_mask           = std::exchange(other.m_mask, 0);
-        m_size           = std::exchange(other.m_size, 0);
-        m_grow_at        = std::exchange(other.m_grow_at, 0);
+        m_slots    = std::exchange(other.m_slots, nullptr);
+        m_used     = std::exchange(other.m_used, nullptr);
+        m_capacity = std::exchange(other.m_capacity, 0);
+        m_mask     = std::exchange(other.m_mask, 0);
+        m_size     = std::exchange(other.m_size, 0);
+        m_grow_at  = std::exchange(other.m_grow_at, 0);
     }
 
-    slot         *m_slots    = nullptr;
-    std::uint8_t *m_used     = nullptr; /* 1 where m_slots holds an entry */
-    std::size_t   m_capacity = 0;
-    std::size_t   m_mask     = 0;
-    std::size_t   m_size     = 0;
-    std::size_t   m_grow_at  = 0; /* size at which the next insert grows */
+    slot *m_slots          = nullptr;
+    std::uint8_t *m_used   = nullptr; /* 1 where m_slots holds an entry */
+    std::size_t m_capacity = 0;
+    std::size_t m_mask     = 0;
+    std::size_t m_size     = 0;
+    std::size_t m_grow_at  = 0; /* size at which the next insert grows */
 };
 
 } // namespace ucs

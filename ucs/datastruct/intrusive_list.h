@@ -39,8 +39,7 @@ inline bool is_empty(const list_link &head) noexcept
     return head.next == &head;
 }
 
-inline void insert_between(list_link *elem, list_link *prev,
-                           list_link *next) noexcept
+inline void insert_between(list_link *elem, list_link *prev, list_link *next) noexcept
 {
     elem->prev = prev;
     elem->next = next;
@@ -73,15 +72,16 @@ inline void splice_before(list_link *pos, list_link &from) noexcept
 
 template <typename T, list_link T::*Link>
 class intrusive_list {
-    template <bool Const> class basic_iterator {
-        using link_ptr = std::conditional_t<Const, const list_link*, list_link*>;
+    template <bool Const>
+    class basic_iterator {
+        using link_ptr = std::conditional_t<Const, const list_link *, list_link *>;
 
     public:
         using iterator_category = std::bidirectional_iterator_tag;
         using value_type        = T;
         using difference_type   = std::ptrdiff_t;
-        using pointer           = std::conditional_t<Const, const T*, T*>;
-        using reference         = std::conditional_t<Const, const T&, T&>;
+        using pointer           = std::conditional_t<Const, const T *, T *>;
+        using reference         = std::conditional_t<Const, const T &, T &>;
 
         basic_iterator() noexcept = default;
         explicit basic_iterator(link_ptr link) noexcept : m_link(link) {}
@@ -124,14 +124,11 @@ class intrusive_list {
         using iterator_category = std::forward_iterator_tag;
         using value_type        = T;
         using difference_type   = std::ptrdiff_t;
-        using pointer           = T*;
-        using reference         = T&;
+        using pointer           = T *;
+        using reference         = T &;
 
         safe_iterator() noexcept = default;
-        explicit safe_iterator(list_link *link) noexcept :
-            m_link(link), m_next(link->next)
-        {
-        }
+        explicit safe_iterator(list_link *link) noexcept : m_link(link), m_next(link->next) {}
 
         T &operator*() const noexcept { return *owner_of(m_link, Link); }
         T *operator->() const noexcept { return owner_of(m_link, Link); }
@@ -176,8 +173,8 @@ public:
     intrusive_list() noexcept { list_ops::init_head(m_head); }
 
     /* The head is the circle's sentinel: copying would alias elements. */
-    intrusive_list(const intrusive_list&)            = delete;
-    intrusive_list &operator=(const intrusive_list&) = delete;
+    intrusive_list(const intrusive_list &)            = delete;
+    intrusive_list &operator=(const intrusive_list &) = delete;
 
     intrusive_list(intrusive_list &&other) noexcept
     {
@@ -267,7 +264,8 @@ public:
 
     /* Removes every element for which pred(T&) is true; returns how many.
      * pred may free the element it returns true for. */
-    template <typename Pred> std::size_t remove_if(Pred &&pred)
+    template <typename Pred>
+    std::size_t remove_if(Pred &&pred)
     {
         std::size_t removed = 0;
         for (T &elem : safe()) {

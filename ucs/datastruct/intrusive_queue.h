@@ -40,8 +40,8 @@ public:
         using iterator_category = std::forward_iterator_tag;
         using value_type        = T;
         using difference_type   = std::ptrdiff_t;
-        using pointer           = T*;
-        using reference         = T&;
+        using pointer           = T *;
+        using reference         = T &;
 
         iterator() noexcept = default;
         explicit iterator(queue_elem **pos) noexcept : m_pos(pos) {}
@@ -68,10 +68,7 @@ public:
     private:
         friend class intrusive_queue;
 
-        queue_elem *current() const noexcept
-        {
-            return (m_pos == nullptr) ? nullptr : *m_pos;
-        }
+        queue_elem *current() const noexcept { return (m_pos == nullptr) ? nullptr : *m_pos; }
 
         queue_elem **m_pos = nullptr;
     };
@@ -79,8 +76,8 @@ public:
     intrusive_queue() noexcept = default;
 
     /* m_tail may point into the object itself: no implicit copies. */
-    intrusive_queue(const intrusive_queue&)            = delete;
-    intrusive_queue &operator=(const intrusive_queue&) = delete;
+    intrusive_queue(const intrusive_queue &)            = delete;
+    intrusive_queue &operator=(const intrusive_queue &) = delete;
 
     intrusive_queue(intrusive_queue &&other) noexcept { splice_back(other); }
 
@@ -117,8 +114,7 @@ public:
     T *back() noexcept
     {
         /* m_tail is the address of the last element's `next` field. */
-        return empty() ? nullptr :
-                         owner_of(owner_of(m_tail, &queue_elem::next), Link);
+        return empty() ? nullptr : owner_of(owner_of(m_tail, &queue_elem::next), Link);
     }
 
     void push_back(T &elem) noexcept
@@ -179,7 +175,8 @@ public:
     /* Removes every element for which pred(T&) is true, in queue order;
      * pred may release the element it returns true for, but must not
      * modify this queue. Returns the count. */
-    template <typename Pred> std::size_t remove_if(Pred &&pred)
+    template <typename Pred>
+    std::size_t remove_if(Pred &&pred)
     {
         std::size_t removed = 0;
         queue_elem **pos    = &m_head;
@@ -224,7 +221,7 @@ public:
     iterator end() noexcept { return iterator(); }
 
 private:
-    queue_elem  *m_head = nullptr;
+    queue_elem *m_head  = nullptr;
     queue_elem **m_tail = &m_head; /* the null link to store the next element into */
 };
 

@@ -24,17 +24,18 @@
 
 namespace ucs {
 
-template <typename T> class ptr_array {
+template <typename T>
+class ptr_array {
 public:
     /* Index of "no slot"; never returned by insert(). */
     static constexpr unsigned invalid_index = ~0u;
 
     ptr_array() noexcept = default;
 
-    ptr_array(const ptr_array&)            = delete;
-    ptr_array &operator=(const ptr_array&) = delete;
-    ptr_array(ptr_array&&) noexcept            = default;
-    ptr_array &operator=(ptr_array&&) noexcept = default;
+    ptr_array(const ptr_array &)                = delete;
+    ptr_array &operator=(const ptr_array &)     = delete;
+    ptr_array(ptr_array &&) noexcept            = default;
+    ptr_array &operator=(ptr_array &&) noexcept = default;
 
     /* Stores `value` (must not be null) and returns its index in *index_p. */
     ucs_status_t insert(T *value, unsigned *index_p) noexcept
@@ -115,7 +116,8 @@ public:
 
     /* Calls f(unsigned index, T *value) for every live entry in index
      * order; f may remove the entry it is called for. */
-    template <typename F> void for_each(F &&f) const
+    template <typename F>
+    void for_each(F &&f) const
     {
         for (std::size_t i = 0; i < m_slots.size(); ++i) {
             T *value = m_slots[i].value;
@@ -137,7 +139,7 @@ private:
     static constexpr std::size_t max_slots = invalid_index;
 
     struct slot {
-        T       *value;     /* nullptr while the slot is free */
+        T *value;           /* nullptr while the slot is free */
         unsigned next_free; /* next free index when free (LIFO chain) */
     };
 
@@ -152,8 +154,8 @@ private:
     }
 
     std::vector<slot> m_slots;
-    unsigned          m_free_head = invalid_index;
-    std::size_t       m_count     = 0;
+    unsigned m_free_head = invalid_index;
+    std::size_t m_count  = 0;
 };
 
 } // namespace ucs

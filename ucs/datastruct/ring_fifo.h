@@ -18,7 +18,8 @@
 
 namespace ucs {
 
-template <typename T> class ring_fifo {
+template <typename T>
+class ring_fifo {
     static_assert(std::is_trivially_copyable_v<T>, "values move by copy when the ring grows");
 
 public:
@@ -27,8 +28,8 @@ public:
         using iterator_category = std::forward_iterator_tag;
         using value_type        = T;
         using difference_type   = std::ptrdiff_t;
-        using pointer           = const T*;
-        using reference         = const T&;
+        using pointer           = const T *;
+        using reference         = const T &;
 
         const_iterator(const ring_fifo *fifo, size_t index) : fifo_(fifo), index_(index) {}
         const T &operator*() const { return fifo_->at(index_); }
@@ -43,7 +44,7 @@ public:
 
     private:
         const ring_fifo *fifo_;
-        size_t          index_;   /* from the front */
+        size_t index_; /* from the front */
     };
 
     bool empty() const noexcept { return count_ == 0; }
@@ -95,9 +96,9 @@ private:
     }
 
     std::unique_ptr<T[]> slots_;
-    size_t               capacity_ = 0;
-    size_t               head_     = 0;
-    size_t               count_    = 0;
+    size_t capacity_ = 0;
+    size_t head_     = 0;
+    size_t count_    = 0;
 };
 
 } // namespace ucs

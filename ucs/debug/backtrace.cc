@@ -29,7 +29,7 @@ void write_all(int fd, const char *text, size_t length)
         if (written <= 0) {
             return; /* nowhere left to report to */
         }
-        text   += written;
+        text += written;
         length -= static_cast<size_t>(written);
     }
 }
@@ -65,15 +65,15 @@ std::string describe_frame(Dwfl *dwfl, unsigned index, void *frame)
         }
         int line_number       = 0;
         Dwfl_Line *line       = dwfl_module_getsrc(module, lookup);
-        const char *file_name = (line != nullptr) ?
-                dwfl_lineinfo(line, nullptr, &line_number, nullptr, nullptr, nullptr) :
-                nullptr;
+        const char *file_name = (line != nullptr) ? dwfl_lineinfo(line, nullptr, &line_number,
+                                                                  nullptr, nullptr, nullptr) :
+                                                    nullptr;
         if (file_name != nullptr) {
             where = std::string(file_name) + ":" + std::to_string(line_number);
         } else {
-            const char *object = dwfl_module_info(module, nullptr, nullptr, nullptr,
-                                                  nullptr, nullptr, nullptr, nullptr);
-            where = (object != nullptr) ? object : "??";
+            const char *object = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr,
+                                                  nullptr, nullptr, nullptr);
+            where              = (object != nullptr) ? object : "??";
         }
     }
     /* UCX writes "name()"; a demangled C++ name already has its parameters. */
@@ -130,7 +130,7 @@ public:
 
 private:
     struct sigaction m_old_segv, m_old_bus;
-    sigset_t         m_old_mask;
+    sigset_t m_old_mask;
 };
 
 } // namespace
@@ -162,7 +162,7 @@ void backtrace_write(int fd, void *const *frames, size_t count)
     write_text(fd, head);
 
     fault_guard guard;
-    Dwfl *volatile dwfl = nullptr; /* without one, frames are listed unsymbolised */
+    Dwfl *volatile dwfl  = nullptr; /* without one, frames are listed unsymbolised */
     volatile size_t next = 0;
     if (sigsetjmp(symbolise_jump, 1) == 0) {
         dwfl = dwfl_begin(&callbacks);

@@ -24,20 +24,20 @@ namespace ucs::debug {
 
 namespace {
 
-constexpr size_t   max_frames        = 64;
-constexpr unsigned watchdog_seconds  = 30;
+constexpr size_t max_frames         = 64;
+constexpr unsigned watchdog_seconds = 30;
 /* libdw's line-table reader alone keeps ~300 KiB of arrays on the stack. */
-constexpr size_t   alt_stack_size    = 1024 * 1024;
+constexpr size_t alt_stack_size = 1024 * 1024;
 
 struct saved_action {
-    int              signo;
+    int signo;
     struct sigaction action;
 };
 
 /* Written once by install() before any handler can run, then only read. */
 saved_action saved[NSIG];
-size_t       saved_count   = 0;
-unsigned     handle_mask   = 0;
+size_t saved_count   = 0;
+unsigned handle_mask = 0;
 std::once_flag install_once;
 
 std::atomic<long> reporting_tid{0};
@@ -87,13 +87,13 @@ public:
             if (written <= 0) {
                 return;
             }
-            p    += written;
+            p += written;
             left -= static_cast<size_t>(written);
         }
     }
 
 private:
-    char   m_text[512];
+    char m_text[512];
     size_t m_length = 0;
 };
 
@@ -120,45 +120,68 @@ const char *signal_cause(int signo, int code)
     switch (signo) {
     case SIGSEGV:
         switch (code) {
-        case SEGV_MAPERR: return "address not mapped to object";
-        case SEGV_ACCERR: return "invalid permissions for mapped object";
+        case SEGV_MAPERR:
+            return "address not mapped to object";
+        case SEGV_ACCERR:
+            return "invalid permissions for mapped object";
         }
         break;
     case SIGBUS:
         switch (code) {
-        case BUS_ADRALN: return "invalid address alignment";
-        case BUS_ADRERR: return "nonexistent physical address";
-        case BUS_OBJERR: return "object-specific hardware error";
+        case BUS_ADRALN:
+            return "invalid address alignment";
+        case BUS_ADRERR:
+            return "nonexistent physical address";
+        case BUS_OBJERR:
+            return "object-specific hardware error";
         }
         break;
     case SIGILL:
         switch (code) {
-        case ILL_ILLOPC: return "illegal opcode";
-        case ILL_ILLOPN: return "illegal operand";
-        case ILL_ILLADR: return "illegal addressing mode";
-        case ILL_ILLTRP: return "illegal trap";
-        case ILL_PRVOPC: return "privileged opcode";
-        case ILL_PRVREG: return "privileged register";
-        case ILL_COPROC: return "coprocessor error";
-        case ILL_BADSTK: return "internal stack error";
+        case ILL_ILLOPC:
+            return "illegal opcode";
+        case ILL_ILLOPN:
+            return "illegal operand";
+        case ILL_ILLADR:
+            return "illegal addressing mode";
+        case ILL_ILLTRP:
+            return "illegal trap";
+        case ILL_PRVOPC:
+            return "privileged opcode";
+        case ILL_PRVREG:
+            return "privileged register";
+        case ILL_COPROC:
+            return "coprocessor error";
+        case ILL_BADSTK:
+            return "internal stack error";
         }
         break;
     case SIGFPE:
         switch (code) {
-        case FPE_INTDIV: return "integer divide by zero";
-        case FPE_INTOVF: return "integer overflow";
-        case FPE_FLTDIV: return "floating-point divide by zero";
-        case FPE_FLTOVF: return "floating-point overflow";
-        case FPE_FLTUND: return "floating-point underflow";
-        case FPE_FLTRES: return "floating-point inexact result";
-        case FPE_FLTINV: return "floating-point invalid operation";
-        case FPE_FLTSUB: return "subscript out of range";
+        case FPE_INTDIV:
+            return "integer divide by zero";
+        case FPE_INTOVF:
+            return "integer overflow";
+        case FPE_FLTDIV:
+            return "floating-point divide by zero";
+        case FPE_FLTOVF:
+            return "floating-point overflow";
+        case FPE_FLTUND:
+            return "floating-point underflow";
+        case FPE_FLTRES:
+            return "floating-point inexact result";
+        case FPE_FLTINV:
+            return "floating-point invalid operation";
+        case FPE_FLTSUB:
+            return "subscript out of range";
         }
         break;
     case SIGTRAP:
         switch (code) {
-        case TRAP_BRKPT: return "process breakpoint";
-        case TRAP_TRACE: return "process trace trap";
+        case TRAP_BRKPT:
+            return "process breakpoint";
+        case TRAP_TRACE:
+            return "process trace trap";
         }
         break;
     }
@@ -175,11 +198,11 @@ void restore_saved_actions()
 /* The instruction that faulted, so the report starts there, not in the handler. */
 void *faulting_pc(void *context)
 {
-    auto *uc = static_cast<ucontext_t*>(context);
+    auto *uc = static_cast<ucontext_t *>(context);
 #if defined(__x86_64__)
-    return reinterpret_cast<void*>(uc->uc_mcontext.gregs[REG_RIP]);
+    return reinterpret_cast<void *>(uc->uc_mcontext.gregs[REG_RIP]);
 #elif defined(__aarch64__)
-    return reinterpret_cast<void*>(uc->uc_mcontext.pc);
+    return reinterpret_cast<void *>(uc->uc_mcontext.pc);
 #else
     (void)uc;
     return nullptr;
@@ -233,30 +256,41 @@ void error_handler(int signo, siginfo_t *info, void *context)
 
     line_buffer caught;
     /* UCX's "[%s:%-5d:%s:%d] " prefix: host, pid, thread number, tid. */
-    caught.add("[").add(log_host_name()).add(":")
-          .add_number(static_cast<unsigned long>(getpid()), 10, 5).add(":")
-          .add_number(log_thread_number()).add(":")
-          .add_number(static_cast<unsigned long>(tid)).add("] Caught signal ")
-          .add_number(static_cast<unsigned long>(signo)).add(" (")
-          .add(sigdescr_np(signo)).add(": ").add(signal_cause(signo, info->si_code));
+    caught.add("[")
+        .add(log_host_name())
+        .add(":")
+        .add_number(static_cast<unsigned long>(getpid()), 10, 5)
+        .add(":")
+        .add_number(log_thread_number())
+        .add(":")
+        .add_number(static_cast<unsigned long>(tid))
+        .add("] Caught signal ")
+        .add_number(static_cast<unsigned long>(signo))
+        .add(" (")
+        .add(sigdescr_np(signo))
+        .add(": ")
+        .add(signal_cause(signo, info->si_code));
     if (signo == SIGSEGV) {
-        caught.add(" at address 0x")
-              .add_number(reinterpret_cast<uintptr_t>(info->si_addr), 16);
+        caught.add(" at address 0x").add_number(reinterpret_cast<uintptr_t>(info->si_addr), 16);
     }
     caught.add(")\n").write_to(STDERR_FILENO);
 
     if (has(handle_mask, UCS_HANDLE_ERROR_DEBUG)) {
-        line_buffer().add("UCX_HANDLE_ERRORS=debug: this build starts no debugger, "
-                          "printing the backtrace instead\n").write_to(STDERR_FILENO);
+        line_buffer()
+            .add("UCX_HANDLE_ERRORS=debug: this build starts no debugger, "
+                 "printing the backtrace instead\n")
+            .write_to(STDERR_FILENO);
     }
-    if (has(handle_mask, UCS_HANDLE_ERROR_BACKTRACE) ||
-        has(handle_mask, UCS_HANDLE_ERROR_DEBUG)) {
+    if (has(handle_mask, UCS_HANDLE_ERROR_BACKTRACE) || has(handle_mask, UCS_HANDLE_ERROR_DEBUG)) {
         write_backtrace(context);
     }
     if (has(handle_mask, UCS_HANDLE_ERROR_FREEZE)) {
         signal(SIGINT, SIG_DFL); /* as UCX: Ctrl+C still ends a frozen process */
-        line_buffer().add("[").add(log_process_id()).add("] Process frozen...\n")
-                     .write_to(STDERR_FILENO);
+        line_buffer()
+            .add("[")
+            .add(log_process_id())
+            .add("] Process frozen...\n")
+            .write_to(STDERR_FILENO);
         for (;;) {
             pause();
         }
@@ -299,8 +333,7 @@ int signal_from_name(const std::string &name)
     if (std::isdigit(static_cast<unsigned char>(name[0]))) {
         char *end   = nullptr;
         long number = std::strtol(name.c_str(), &end, 10);
-        return ((*end == '\0') && (number > 0) && (number < NSIG)) ?
-               static_cast<int>(number) : -1;
+        return ((*end == '\0') && (number > 0) && (number < NSIG)) ? static_cast<int>(number) : -1;
     }
     std::string abbrev = name;
     for (char &c : abbrev) {
@@ -318,8 +351,7 @@ int signal_from_name(const std::string &name)
     return -1;
 }
 
-void error_signals_install(unsigned handle_errors,
-                           const std::vector<std::string> &signal_names)
+void error_signals_install(unsigned handle_errors, const std::vector<std::string> &signal_names)
 {
     std::call_once(install_once, [&] {
         constexpr unsigned actions = (1u << UCS_HANDLE_ERROR_BACKTRACE) |
@@ -342,7 +374,8 @@ void error_signals_install(unsigned handle_errors,
             int signo = signal_from_name(name);
             if ((signo < 0) || (signo == SIGKILL) || (signo == SIGSTOP)) {
                 ucs_error("UCX_ERROR_SIGNALS: '%s' is not a signal that can be "
-                          "handled (e.g. SEGV, SIGBUS, 8)", name.c_str());
+                          "handled (e.g. SEGV, SIGBUS, 8)",
+                          name.c_str());
                 continue;
             }
             bool duplicate = false;

@@ -31,8 +31,7 @@ namespace ucs::debug {
  * on the named signals ("SEGV", "SIGSEGV" or a number). A name that is not a
  * signal is reported as an error and skipped. Does nothing when called again.
  */
-void error_signals_install(unsigned handle_errors,
-                           const std::vector<std::string> &signal_names);
+void error_signals_install(unsigned handle_errors, const std::vector<std::string> &signal_names);
 
 /* Puts back the previous handlers where ours is still installed. */
 void error_signals_restore();

@@ -15,25 +15,25 @@ namespace ucs {
 ucs_log_level_t g_log_level = UCS_LOG_LEVEL_WARN;
 
 const char *const log_level_names[UCS_LOG_LEVEL_LAST] = {
-    "fatal", "error", "warn", "diag", "info", "debug",
-    "trace", "req", "data", "async", "func", "poll",
+    "fatal", "error", "warn", "diag",  "info", "debug",
+    "trace", "req",   "data", "async", "func", "poll",
 };
 
 namespace {
 
 /* Level tags as UCX prints them (padded to 5 columns by the format). */
 const char *const level_tags[UCS_LOG_LEVEL_LAST] = {
-    "FATAL", "ERROR", "WARN", "DIAG", "INFO", "DEBUG",
-    "TRACE", "REQ", "DATA", "ASYNC", "FUNC", "POLL",
+    "FATAL", "ERROR", "WARN", "DIAG",  "INFO", "DEBUG",
+    "TRACE", "REQ",   "DATA", "ASYNC", "FUNC", "POLL",
 };
 
-std::mutex output_lock;      /* keeps lines from different threads whole */
+std::mutex output_lock; /* keeps lines from different threads whole */
 FILE *output_stream = nullptr;
-bool  output_owned  = false; /* we opened it, we close it */
+bool output_owned   = false; /* we opened it, we close it */
 
 /* Threads are numbered in the order they first log, as UCX names them. */
 std::atomic<unsigned> thread_count{0};
-thread_local int      thread_number = -1;
+thread_local int thread_number = -1;
 
 const char *basename_of(const char *path)
 {
@@ -83,8 +83,7 @@ const char *log_host_name()
 
 const char *log_process_id()
 {
-    static const std::string id = std::string(log_host_name()) + ":" +
-                                  std::to_string(getpid());
+    static const std::string id = std::string(log_host_name()) + ":" + std::to_string(getpid());
     return id.c_str();
 }
 
@@ -109,8 +108,7 @@ bool log_level_from_string(const char *name, ucs_log_level_t *level)
     }
     /* UCX also accepts "trace_req" style spellings of the trace levels. */
     if (strncasecmp(name, "trace_", 6) == 0) {
-        return log_level_from_string(name + 6, level) &&
-               (*level >= UCS_LOG_LEVEL_TRACE_REQ);
+        return log_level_from_string(name + 6, level) && (*level >= UCS_LOG_LEVEL_TRACE_REQ);
     }
     return false;
 }
@@ -131,7 +129,7 @@ ucs_status_t log_set_file(const char *path)
         stream = stderr;
     } else {
         std::string full = expand_path(path);
-        stream = std::fopen(full.c_str(), "a");
+        stream           = std::fopen(full.c_str(), "a");
         if (stream == nullptr) {
             std::fprintf(stderr, "[%s] UCX  ERROR cannot open log file '%s': %s\n",
                          log_process_id(), full.c_str(), std::strerror(errno));
@@ -149,8 +147,8 @@ ucs_status_t log_set_file(const char *path)
     return UCS_OK;
 }
 
-void log_vdispatch(const char *file, unsigned line, const char *function,
-                   ucs_log_level_t level, const char *format, va_list ap)
+void log_vdispatch(const char *file, unsigned line, const char *function, ucs_log_level_t level,
+                   const char *format, va_list ap)
 {
     (void)function;
     char message[1024];
@@ -164,15 +162,14 @@ void log_vdispatch(const char *file, unsigned line, const char *function,
      * logs ("UCX  ERROR", file:line right-aligned) read ours too. */
     std::lock_guard<std::mutex> guard(output_lock);
     FILE *stream = log_stream();
-    std::fprintf(stream, "[%ld.%06ld] [%s:%-5d:%u] %17s:%-4u %-4s %-5s %s\n",
-                 (long)tv.tv_sec, (long)tv.tv_usec, log_host_name(),
-                 static_cast<int>(getpid()), log_thread_number(),
+    std::fprintf(stream, "[%ld.%06ld] [%s:%-5d:%u] %17s:%-4u %-4s %-5s %s\n", (long)tv.tv_sec,
+                 (long)tv.tv_usec, log_host_name(), static_cast<int>(getpid()), log_thread_number(),
                  basename_of(file), line, "UCX", tag, message);
     std::fflush(stream);
 }
 
-void log_dispatch(const char *file, unsigned line, const char *function,
-                  ucs_log_level_t level, const char *format, ...)
+void log_dispatch(const char *file, unsigned line, const char *function, ucs_log_level_t level,
+                  const char *format, ...)
 {
     va_list ap;
     va_start(ap, format);
@@ -180,8 +177,7 @@ void log_dispatch(const char *file, unsigned line, const char *function,
     va_end(ap);
 }
 
-void log_fatal(const char *file, unsigned line, const char *function,
-               const char *format, ...)
+void log_fatal(const char *file, unsigned line, const char *function, const char *format, ...)
 {
     va_list ap;
     va_start(ap, format);

@@ -30,16 +30,14 @@ inline bool log_enabled(ucs_log_level_t level)
     return (level <= max_log_level) && ucs_unlikely(level <= g_log_level);
 }
 
-void log_dispatch(const char *file, unsigned line, const char *function,
-                  ucs_log_level_t level, const char *format, ...)
-    UCS_F_PRINTF(5, 6);
+void log_dispatch(const char *file, unsigned line, const char *function, ucs_log_level_t level,
+                  const char *format, ...) UCS_F_PRINTF(5, 6);
 
-void log_vdispatch(const char *file, unsigned line, const char *function,
-                   ucs_log_level_t level, const char *format, va_list ap);
+void log_vdispatch(const char *file, unsigned line, const char *function, ucs_log_level_t level,
+                   const char *format, va_list ap);
 
-[[noreturn]] void log_fatal(const char *file, unsigned line,
-                            const char *function, const char *format, ...)
-    UCS_F_PRINTF(4, 5);
+[[noreturn]] void log_fatal(const char *file, unsigned line, const char *function,
+                            const char *format, ...) UCS_F_PRINTF(4, 5);
 
 /* Level names as accepted in UCX_LOG_LEVEL ("fatal" .. "poll"), indexed by level. */
 extern const char *const log_level_names[UCS_LOG_LEVEL_LAST];
@@ -73,13 +71,11 @@ unsigned log_thread_number();
 #define ucs_log(_level, _fmt, ...) \
     do { \
         if (ucs::log_enabled(_level)) { \
-            ucs::log_dispatch(__FILE__, __LINE__, __func__, (_level), \
-                              _fmt, ##__VA_ARGS__); \
+            ucs::log_dispatch(__FILE__, __LINE__, __func__, (_level), _fmt, ##__VA_ARGS__); \
         } \
     } while (0)
 
-#define ucs_fatal(_fmt, ...) \
-    ucs::log_fatal(__FILE__, __LINE__, __func__, _fmt, ##__VA_ARGS__)
+#define ucs_fatal(_fmt, ...) ucs::log_fatal(__FILE__, __LINE__, __func__, _fmt, ##__VA_ARGS__)
 
 #define ucs_error(_fmt, ...)       ucs_log(UCS_LOG_LEVEL_ERROR, _fmt, ##__VA_ARGS__)
 #define ucs_warn(_fmt, ...)        ucs_log(UCS_LOG_LEVEL_WARN, _fmt, ##__VA_ARGS__)

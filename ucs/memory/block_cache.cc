@@ -26,7 +26,7 @@ void *block_cache::get(size_t length)
         return nullptr;
     }
     const size_t size = size_class(length);
-    std::vector<std::pair<size_t, void*>> evicted;
+    std::vector<std::pair<size_t, void *>> evicted;
     try {
         std::lock_guard<std::mutex> guard(lock_);
         auto it = idle_.find(size);
@@ -37,15 +37,15 @@ void *block_cache::get(size_t length)
             return block;
         }
         if (total_ - idle_bytes_ + size > lim_.max_total) {
-            return nullptr;   /* too much in use: the idle blocks stay */
+            return nullptr; /* too much in use: the idle blocks stay */
         }
         while (total_ + size > lim_.max_total) {
             evicted.push_back(*idle_.begin());
-            total_      -= idle_.begin()->first;
+            total_ -= idle_.begin()->first;
             idle_bytes_ -= idle_.begin()->first;
             idle_.erase(idle_.begin());
         }
-        total_ += size;       /* reserved before the slow calls below */
+        total_ += size; /* reserved before the slow calls below */
     } catch (...) {
         return nullptr;
     }

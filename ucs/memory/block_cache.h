@@ -20,19 +20,19 @@ namespace ucs {
 class block_cache {
 public:
     struct limits {
-        size_t min_block;   /* smaller requests get no block; at least 1 */
-        size_t max_block;   /* larger ones neither */
-        size_t max_total;   /* in use and idle */
+        size_t min_block; /* smaller requests get no block; at least 1 */
+        size_t max_block; /* larger ones neither */
+        size_t max_total; /* in use and idle */
     };
-    using get_fn     = void *(*)(size_t size);   /* nullptr: failed */
+    using get_fn     = void *(*)(size_t size); /* nullptr: failed */
     using release_fn = void (*)(void *block, size_t size);
 
-    block_cache(get_fn get, release_fn release, const limits &lim)
-        : get_(get), release_(release), lim_(lim)
+    block_cache(get_fn get, release_fn release, const limits &lim) :
+        get_(get), release_(release), lim_(lim)
     {
         lim_.min_block = (lim_.min_block == 0) ? 1 : lim_.min_block;
     }
-    block_cache(const block_cache &) = delete;
+    block_cache(const block_cache &)            = delete;
     block_cache &operator=(const block_cache &) = delete;
     /* Idle blocks are given back; blocks in use are the users' to put back
      * before (a cache that outlives them is never destroyed). */
@@ -50,13 +50,13 @@ public:
     size_t size_class(size_t length) const;
 
 private:
-    get_fn                                 get_;
-    release_fn                             release_;
-    limits                                 lim_;
-    mutable std::mutex                     lock_;
-    std::unordered_multimap<size_t, void*> idle_;
-    size_t                                 total_      = 0;
-    size_t                                 idle_bytes_ = 0;   /* of total_ */
+    get_fn get_;
+    release_fn release_;
+    limits lim_;
+    mutable std::mutex lock_;
+    std::unordered_multimap<size_t, void *> idle_;
+    size_t total_      = 0;
+    size_t idle_bytes_ = 0; /* of total_ */
 };
 
 } // namespace ucs

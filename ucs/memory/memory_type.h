@@ -10,11 +10,11 @@
 BEGIN_C_DECLS
 
 typedef enum ucs_memory_type {
-    UCS_MEMORY_TYPE_HOST,          /* ordinary system memory */
-    UCS_MEMORY_TYPE_CUDA,          /* CUDA device memory */
-    UCS_MEMORY_TYPE_CUDA_MANAGED,  /* CUDA managed (unified) memory */
-    UCS_MEMORY_TYPE_ROCM,          /* ROCm device memory */
-    UCS_MEMORY_TYPE_ROCM_MANAGED,  /* ROCm managed memory */
+    UCS_MEMORY_TYPE_HOST,         /* ordinary system memory */
+    UCS_MEMORY_TYPE_CUDA,         /* CUDA device memory */
+    UCS_MEMORY_TYPE_CUDA_MANAGED, /* CUDA managed (unified) memory */
+    UCS_MEMORY_TYPE_ROCM,         /* ROCm device memory */
+    UCS_MEMORY_TYPE_ROCM_MANAGED, /* ROCm managed memory */
     UCS_MEMORY_TYPE_LAST,
     UCS_MEMORY_TYPE_UNKNOWN = UCS_MEMORY_TYPE_LAST
 } ucs_memory_type_t;

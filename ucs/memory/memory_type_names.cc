@@ -8,12 +8,7 @@ const char *ucs_memory_type_names[] = {
 };
 
 const char *ucs_memory_type_descs[] = {
-    "System memory",
-    "NVIDIA GPU memory",
-    "NVIDIA GPU managed/unified memory",
-    "AMD/ROCm GPU memory",
-    "AMD/ROCm GPU managed memory",
-    "Unknown memory type",
+    "System memory",       "NVIDIA GPU memory",           "NVIDIA GPU managed/unified memory",
+    "AMD/ROCm GPU memory", "AMD/ROCm GPU managed memory", "Unknown memory type",
 };
-
 }

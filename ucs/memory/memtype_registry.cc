@@ -29,21 +29,21 @@ struct detector_table {
 };
 
 std::atomic<const detector_table *> g_table{nullptr};
-std::mutex                          g_update_lock;
-std::atomic<copier>                 g_copiers[UCS_MEMORY_TYPE_LAST];
-std::atomic<const async_copier *>   g_async_copiers[UCS_MEMORY_TYPE_LAST];
+std::mutex g_update_lock;
+std::atomic<copier> g_copiers[UCS_MEMORY_TYPE_LAST];
+std::atomic<const async_copier *> g_async_copiers[UCS_MEMORY_TYPE_LAST];
 std::atomic<const host_allocator *> g_bounce_allocator{nullptr};
 
 /* Bounce buffers a provider gave, with what bounce_free needs; malloc'ed
  * ones are not listed. Kept aside, not in front of the buffer, so that a
  * provider is asked for exactly the length (its size classes fit). */
 struct provided_block {
-    size_t               length;
+    size_t length;
     const host_allocator *owner;
 };
-std::mutex                                  g_bounce_lock;
-std::unordered_map<void*, provided_block>   g_provided_blocks;
-std::atomic<bool>                           g_blocks_provided{false};
+std::mutex g_bounce_lock;
+std::unordered_map<void *, provided_block> g_provided_blocks;
+std::atomic<bool> g_blocks_provided{false};
 
 /*
  * Readers use a snapshot without any lock or reference count, so a replaced
@@ -87,22 +87,22 @@ const uintptr_t g_heap_floor = reinterpret_cast<uintptr_t>(sbrk(0));
 bool in_heap(const void *address, size_t length) noexcept
 {
     const auto start = reinterpret_cast<uintptr_t>(address);
-    const auto brk   = reinterpret_cast<uintptr_t>(sbrk(0));   /* no system call */
+    const auto brk   = reinterpret_cast<uintptr_t>(sbrk(0)); /* no system call */
     return (g_heap_floor != uintptr_t(-1)) && (start >= g_heap_floor) && (start < brk) &&
            (length <= brk - start);
 }
 
 struct known_region {
-    uintptr_t         start;
-    uintptr_t         end;
+    uintptr_t start;
+    uintptr_t end;
     ucs_memory_type_t type;
 };
 
 /* Remembered regions, by start; read under the shared lock on every
  * detection once one exists. */
-std::shared_mutex          g_known_lock;
-std::vector<known_region>  g_known;
-std::atomic<bool>          g_have_known{false};
+std::shared_mutex g_known_lock;
+std::vector<known_region> g_known;
+std::atomic<bool> g_have_known{false};
 
 bool find_known(const void *address, size_t length, ucs_memory_type_t *type)
 {
@@ -136,9 +136,7 @@ void remember(const void *address, size_t length, ucs_memory_type_t type)
     std::unique_lock<std::shared_mutex> guard(g_known_lock);
     try {
         auto pos = std::upper_bound(g_known.begin(), g_known.end(), start,
-                                    [](uintptr_t a, const known_region &r) {
-                                        return a < r.start;
-                                    });
+                                    [](uintptr_t a, const known_region &r) { return a < r.start; });
         g_known.insert(pos, {start, start + length, type});
         g_have_known.store(true, std::memory_order_release);
     } catch (const std::bad_alloc &) {
@@ -181,8 +179,8 @@ ucs_memory_type_t detect_slow(const void *address, size_t length) noexcept
                 return type;
             }
         } catch (...) {
-            ucs_debug("%s memory detector threw for %p; treated as no",
-                      ucs_memory_type_names[type], address);
+            ucs_debug("%s memory detector threw for %p; treated as no", ucs_memory_type_names[type],
+                      address);
         }
     }
     return UCS_MEMORY_TYPE_HOST;
@@ -236,8 +234,8 @@ ucs_status_t unregister_detector(ucs_memory_type_t type)
     }
 
     try {
-        auto table  = std::make_unique<detector_table>();
-        bool found  = false;
+        auto table = std::make_unique<detector_table>();
+        bool found = false;
         for (const auto &entry : current->entries) {
             if (entry.first == type) {
                 found = true;
@@ -275,8 +273,9 @@ ucs_status_t unregister_copier(ucs_memory_type_t type)
     if (!is_detectable_type(type)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return (g_copiers[type].exchange(nullptr, std::memory_order_acq_rel) != nullptr)
-                   ? UCS_OK : UCS_ERR_NO_ELEM;
+    return (g_copiers[type].exchange(nullptr, std::memory_order_acq_rel) != nullptr) ?
+               UCS_OK :
+               UCS_ERR_NO_ELEM;
 }
 
 bool can_copy(ucs_memory_type_t type) noexcept
@@ -319,8 +318,9 @@ ucs_status_t unregister_async_copier(ucs_memory_type_t type)
     if (!is_detectable_type(type)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    return (g_async_copiers[type].exchange(nullptr, std::memory_order_acq_rel) != nullptr)
-                   ? UCS_OK : UCS_ERR_NO_ELEM;
+    return (g_async_copiers[type].exchange(nullptr, std::memory_order_acq_rel) != nullptr) ?
+               UCS_OK :
+               UCS_ERR_NO_ELEM;
 }
 
 ucs_status_t copy_start(void *dest, ucs_memory_type_t dest_type, const void *src,
@@ -352,15 +352,16 @@ ucs_status_t register_bounce_allocator(const host_allocator *allocator)
         return UCS_ERR_INVALID_PARAM;
     }
     const host_allocator *none = nullptr;
-    return g_bounce_allocator.compare_exchange_strong(none, allocator,
-                                                      std::memory_order_acq_rel)
-                   ? UCS_OK : UCS_ERR_ALREADY_EXISTS;
+    return g_bounce_allocator.compare_exchange_strong(none, allocator, std::memory_order_acq_rel) ?
+               UCS_OK :
+               UCS_ERR_ALREADY_EXISTS;
 }
 
 ucs_status_t unregister_bounce_allocator()
 {
-    return (g_bounce_allocator.exchange(nullptr, std::memory_order_acq_rel) != nullptr)
-                   ? UCS_OK : UCS_ERR_NO_ELEM;
+    return (g_bounce_allocator.exchange(nullptr, std::memory_order_acq_rel) != nullptr) ?
+               UCS_OK :
+               UCS_ERR_NO_ELEM;
 }
 
 void *bounce_alloc(size_t length) noexcept
@@ -375,7 +376,7 @@ void *bounce_alloc(size_t length) noexcept
                 g_blocks_provided.store(true, std::memory_order_relaxed);
                 return block;
             } catch (...) {
-                provider->release(block, length);   /* no memory to list it */
+                provider->release(block, length); /* no memory to list it */
             }
         }
     }

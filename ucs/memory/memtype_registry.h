@@ -92,7 +92,7 @@ ucs_status_t copy(void *dest, ucs_memory_type_t dest_type, const void *src,
  * module, as one constant pair; a type without them copies in copy_start.
  */
 struct async_copier {
-    copier       start;
+    copier start;
     ucs_status_t (*finish)();
 };
 
@@ -116,7 +116,7 @@ ucs_status_t copy_finish(ucs_memory_type_t type) noexcept;
  * bounce_alloc returned, whoever provided it, and ignores nullptr.
  */
 struct host_allocator {
-    void *(*alloc)(size_t length);               /* nullptr: none to give */
+    void *(*alloc)(size_t length); /* nullptr: none to give */
     void (*release)(void *buffer, size_t length);
 };
 

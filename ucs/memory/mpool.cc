@@ -19,10 +19,10 @@ namespace ucs {
 /* Bookkeeping at the start of every chunk, so chunks need no other memory. */
 struct mpool::chunk_header {
     chunk_header *next;
-    void         *base;      /* as returned by chunk_alloc */
-    std::size_t   size;      /* as reported by chunk_alloc */
-    char         *first_obj; /* user pointer of the first element */
-    unsigned      num_elems;
+    void *base;       /* as returned by chunk_alloc */
+    std::size_t size; /* as reported by chunk_alloc */
+    char *first_obj;  /* user pointer of the first element */
+    unsigned num_elems;
 };
 
 namespace {
@@ -45,8 +45,7 @@ ucs_status_t default_chunk_alloc(void *, std::size_t *size_p, void **chunk_p)
 {
     if (*size_p >= mmap_threshold) {
         std::size_t size = align_up(*size_p, sysconf(_SC_PAGESIZE));
-        void *ptr = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *ptr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (ptr == MAP_FAILED) {
             return UCS_ERR_NO_MEMORY;
         }
@@ -93,43 +92,41 @@ ucs_status_t mpool::init(const mpool_params &params) noexcept
         ucs_error("mpool %s: invalid element size %zu", name, params.elem_size);
         return UCS_ERR_INVALID_PARAM;
     }
-    if (!is_power_of_two(params.alignment) ||
-        (params.alignment > max_alignment)) {
-        ucs_error("mpool %s: alignment %zu is not a power of two up to %zu",
-                  name, params.alignment, max_alignment);
+    if (!is_power_of_two(params.alignment) || (params.alignment > max_alignment)) {
+        ucs_error("mpool %s: alignment %zu is not a power of two up to %zu", name, params.alignment,
+                  max_alignment);
         return UCS_ERR_INVALID_PARAM;
     }
     if (params.align_offset > params.elem_size) {
-        ucs_error("mpool %s: align offset %zu is past the element size %zu",
-                  name, params.align_offset, params.elem_size);
+        ucs_error("mpool %s: align offset %zu is past the element size %zu", name,
+                  params.align_offset, params.elem_size);
         return UCS_ERR_INVALID_PARAM;
     }
     if ((params.elems_per_chunk == 0) || (params.max_elems == 0)) {
         ucs_error("mpool %s: elements per chunk (%u) and maximum (%u) must "
-                  "be positive", name, params.elems_per_chunk,
-                  params.max_elems);
+                  "be positive",
+                  name, params.elems_per_chunk, params.max_elems);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((params.ops.chunk_alloc == nullptr) !=
-        (params.ops.chunk_release == nullptr)) {
+    if ((params.ops.chunk_alloc == nullptr) != (params.ops.chunk_release == nullptr)) {
         ucs_error("mpool %s: chunk_alloc and chunk_release go together", name);
         return UCS_ERR_INVALID_PARAM;
     }
 
     /* Keeping every header pointer-aligned (when align_offset allows)
      * makes the fast path's loads and stores single aligned accesses. */
-    m_alignment    = std::max(params.alignment, alignof(void*));
-    m_elem_size    = params.elem_size;
-    m_align_offset = params.align_offset;
-    m_stride       = align_up(header_size + params.elem_size, m_alignment);
+    m_alignment       = std::max(params.alignment, alignof(void *));
+    m_elem_size       = params.elem_size;
+    m_align_offset    = params.align_offset;
+    m_stride          = align_up(header_size + params.elem_size, m_alignment);
     m_elems_per_chunk = params.elems_per_chunk;
-    m_max_elems    = params.max_elems;
-    m_num_elems    = 0;
-    m_num_chunks   = 0;
-    m_free_list    = nullptr;
-    m_chunks       = nullptr;
-    m_ops          = params.ops;
-    m_arg          = params.arg;
+    m_max_elems       = params.max_elems;
+    m_num_elems       = 0;
+    m_num_chunks      = 0;
+    m_free_list       = nullptr;
+    m_chunks          = nullptr;
+    m_ops             = params.ops;
+    m_arg             = params.arg;
     if (m_ops.chunk_alloc == nullptr) {
         m_ops.chunk_alloc   = default_chunk_alloc;
         m_ops.chunk_release = default_chunk_release;
@@ -150,8 +147,7 @@ ucs_status_t mpool::grow(unsigned num_elems) noexcept
 
     /* Worst-case room for the chunk header, padding to the first aligned
      * element, and the elements themselves. */
-    const std::size_t overhead = (alignof(chunk_header) - 1) +
-                                 sizeof(chunk_header) + header_size +
+    const std::size_t overhead = (alignof(chunk_header) - 1) + sizeof(chunk_header) + header_size +
                                  m_align_offset + (m_alignment - 1);
     if (num_elems > (SIZE_MAX - overhead) / m_stride) {
         return UCS_ERR_INVALID_PARAM;
@@ -164,19 +160,16 @@ ucs_status_t mpool::grow(unsigned num_elems) noexcept
         if ((status == UCS_OK) && (base != nullptr)) {
             m_ops.chunk_release(m_arg, base, size);
         }
-        ucs_error("mpool %s: failed to allocate a chunk of %zu bytes: %s",
-                  m_name, wanted_size,
-                  ucs_status_string((status == UCS_OK) ? UCS_ERR_NO_MEMORY :
-                                                         status));
+        ucs_error("mpool %s: failed to allocate a chunk of %zu bytes: %s", m_name, wanted_size,
+                  ucs_status_string((status == UCS_OK) ? UCS_ERR_NO_MEMORY : status));
         return (status == UCS_OK) ? UCS_ERR_NO_MEMORY : status;
     }
 
-    const auto start  = reinterpret_cast<std::uintptr_t>(base);
-    const auto hdr_at = align_up(start, alignof(chunk_header));
-    const std::uintptr_t data_at = hdr_at + sizeof(chunk_header);
-    const std::uintptr_t first_obj =
-            align_up(data_at + header_size + m_align_offset, m_alignment) -
-            m_align_offset;
+    const auto start               = reinterpret_cast<std::uintptr_t>(base);
+    const auto hdr_at              = align_up(start, alignof(chunk_header));
+    const std::uintptr_t data_at   = hdr_at + sizeof(chunk_header);
+    const std::uintptr_t first_obj = align_up(data_at + header_size + m_align_offset, m_alignment) -
+                                     m_align_offset;
 
     /* An allocator that gave more than asked lends the room to more
      * elements; otherwise the chunk holds exactly what was asked. */
@@ -184,14 +177,13 @@ ucs_status_t mpool::grow(unsigned num_elems) noexcept
     if (size == wanted_size) {
         fit = std::min<std::size_t>(fit, num_elems);
     }
-    const auto count = static_cast<unsigned>(
-            std::min<std::size_t>(fit, m_max_elems - m_num_elems));
+    const auto count = static_cast<unsigned>(std::min<std::size_t>(fit, m_max_elems - m_num_elems));
 
-    auto *chunk      = new (reinterpret_cast<void*>(hdr_at)) chunk_header;
+    auto *chunk      = new (reinterpret_cast<void *>(hdr_at)) chunk_header;
     chunk->next      = m_chunks;
     chunk->base      = base;
     chunk->size      = size;
-    chunk->first_obj = reinterpret_cast<char*>(first_obj);
+    chunk->first_obj = reinterpret_cast<char *>(first_obj);
     chunk->num_elems = count;
     m_chunks         = chunk;
     ++m_num_chunks;
@@ -211,7 +203,8 @@ ucs_status_t mpool::grow(unsigned num_elems) noexcept
     m_num_elems += count;
 
     ucs_debug("mpool %s: added chunk %p of %zu bytes with %u elements "
-              "(%u in total)", m_name, base, size, count, m_num_elems);
+              "(%u in total)",
+              m_name, base, size, count, m_num_elems);
     return UCS_OK;
 }
 
@@ -235,7 +228,7 @@ unsigned mpool::num_free() const noexcept
 {
     unsigned count = 0;
     for (const char *header = m_free_list; header != nullptr;
-         header = load_pointer<const char>(header)) {
+         header             = load_pointer<const char>(header)) {
         ++count;
     }
     return count;
@@ -249,8 +242,8 @@ void mpool::cleanup() noexcept
 
     const unsigned in_use = m_num_elems - num_free();
     if (in_use != 0) {
-        ucs_warn("mpool %s: %u of %u elements were not returned to the pool",
-                 m_name, in_use, m_num_elems);
+        ucs_warn("mpool %s: %u of %u elements were not returned to the pool", m_name, in_use,
+                 m_num_elems);
     }
 
     while (m_chunks != nullptr) {

@@ -41,8 +41,7 @@ namespace ucs {
 struct mpool_ops {
     /* Allocates a chunk of at least *size_p bytes and may raise *size_p to
      * what it really gave (the pool then fits more elements). */
-    ucs_status_t (*chunk_alloc)(void *arg, std::size_t *size_p,
-                                void **chunk_p) = nullptr;
+    ucs_status_t (*chunk_alloc)(void *arg, std::size_t *size_p, void **chunk_p) = nullptr;
     /* Releases a chunk; `size` is the final *size_p of its chunk_alloc. */
     void (*chunk_release)(void *arg, void *chunk, std::size_t size) = nullptr;
     /* Once per element, when created; `chunk` is what chunk_alloc returned. */
@@ -52,26 +51,26 @@ struct mpool_ops {
 };
 
 struct mpool_params {
-    const char *name            = "mpool"; /* for diagnostics; copied */
-    std::size_t elem_size       = 0;       /* bytes available to the user */
-    std::size_t alignment       = 1;       /* power of two */
-    std::size_t align_offset    = 0;       /* obj + align_offset is aligned; <= elem_size */
-    unsigned    elems_per_chunk = 128;     /* at least this many per grow */
-    unsigned    max_elems       = UINT_MAX; /* UINT_MAX: no limit */
-    mpool_ops   ops;                       /* any null callback: default / none */
-    void       *arg             = nullptr; /* passed to every callback */
+    const char *name         = "mpool";  /* for diagnostics; copied */
+    std::size_t elem_size    = 0;        /* bytes available to the user */
+    std::size_t alignment    = 1;        /* power of two */
+    std::size_t align_offset = 0;        /* obj + align_offset is aligned; <= elem_size */
+    unsigned elems_per_chunk = 128;      /* at least this many per grow */
+    unsigned max_elems       = UINT_MAX; /* UINT_MAX: no limit */
+    mpool_ops ops;                       /* any null callback: default / none */
+    void *arg = nullptr;                 /* passed to every callback */
 };
 
 class mpool {
 public:
-    static constexpr unsigned    unlimited   = UINT_MAX;
-    static constexpr std::size_t header_size = sizeof(void*);
+    static constexpr unsigned unlimited      = UINT_MAX;
+    static constexpr std::size_t header_size = sizeof(void *);
 
     mpool() noexcept = default;
     ~mpool() { cleanup(); }
 
-    mpool(const mpool&)            = delete;
-    mpool &operator=(const mpool&) = delete;
+    mpool(const mpool &)            = delete;
+    mpool &operator=(const mpool &) = delete;
 
     /* Validates params (UCS_ERR_INVALID_PARAM) and sets the pool up; no
      * memory is taken until the first get() or grow(). */
@@ -98,8 +97,8 @@ public:
     /* Returns an element from get() of any pool to that pool. */
     static UCS_F_ALWAYS_INLINE void put(void *obj) noexcept
     {
-        char  *header = static_cast<char*>(obj) - header_size;
-        mpool *pool   = load_pointer<mpool>(header);
+        char *header = static_cast<char *>(obj) - header_size;
+        mpool *pool  = load_pointer<mpool>(header);
         store_pointer(header, pool->m_free_list);
         pool->m_free_list = header;
     }
@@ -107,7 +106,7 @@ public:
     /* The pool an element (currently handed out) belongs to. */
     static mpool *owner(const void *obj) noexcept
     {
-        return load_pointer<mpool>(static_cast<const char*>(obj) - header_size);
+        return load_pointer<mpool>(static_cast<const char *>(obj) - header_size);
     }
 
     /* Adds one chunk with room for at least `num_elems` elements (fewer if
@@ -130,7 +129,8 @@ public:
 private:
     struct chunk_header;
 
-    template <typename T> static T *load_pointer(const char *where) noexcept
+    template <typename T>
+    static T *load_pointer(const char *where) noexcept
     {
         /* The header may be unaligned when align_offset is odd. */
         T *value;
@@ -145,19 +145,19 @@ private:
 
     void *get_slow() noexcept;
 
-    char         *m_free_list    = nullptr; /* header of the next free element */
-    chunk_header *m_chunks       = nullptr;
-    std::size_t   m_elem_size    = 0;
-    std::size_t   m_alignment    = 0;
-    std::size_t   m_align_offset = 0;
-    std::size_t   m_stride       = 0;
-    unsigned      m_elems_per_chunk = 0;
-    unsigned      m_max_elems    = 0;
-    unsigned      m_num_elems    = 0;
-    unsigned      m_num_chunks   = 0;
-    mpool_ops     m_ops;
-    void         *m_arg          = nullptr;
-    char          m_name[48]     = {};
+    char *m_free_list          = nullptr; /* header of the next free element */
+    chunk_header *m_chunks     = nullptr;
+    std::size_t m_elem_size    = 0;
+    std::size_t m_alignment    = 0;
+    std::size_t m_align_offset = 0;
+    std::size_t m_stride       = 0;
+    unsigned m_elems_per_chunk = 0;
+    unsigned m_max_elems       = 0;
+    unsigned m_num_elems       = 0;
+    unsigned m_num_chunks      = 0;
+    mpool_ops m_ops;
+    void *m_arg     = nullptr;
+    char m_name[48] = {};
 };
 
 /* Same as mpool::put, for code that reads better with a free function. */

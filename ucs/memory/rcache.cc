@@ -31,7 +31,7 @@ struct rcache_events {
         if (__builtin_add_overflow(start, event->vm_unmapped.size, &end)) {
             end = UINTPTR_MAX;
         }
-        static_cast<rcache*>(arg)->on_unmapped(start, end);
+        static_cast<rcache *>(arg)->on_unmapped(start, end);
     }
 };
 
@@ -47,11 +47,9 @@ unsigned long self_id()
 rcache::rcache(const rcache_params &params) :
     registrar_(params.registrar),
     alignment_((params.alignment != 0) ? params.alignment : sys::page_size()),
-    max_regions_(params.max_regions),
-    max_size_(params.max_size)
+    max_regions_(params.max_regions), max_size_(params.max_size)
 {
-    std::snprintf(name_, sizeof(name_), "%s",
-                  (params.name != nullptr) ? params.name : "rcache");
+    std::snprintf(name_, sizeof(name_), "%s", (params.name != nullptr) ? params.name : "rcache");
 }
 
 ucs_status_t rcache::create(const rcache_params &params, std::unique_ptr<rcache> *cache_p)
@@ -64,15 +62,13 @@ ucs_status_t rcache::create(const rcache_params &params, std::unique_ptr<rcache>
     if (cache == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
-    ucs_status_t status = ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED,
-                                                params.event_priority,
+    ucs_status_t status = ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, params.event_priority,
                                                 rcache_events::unmapped, cache.get());
     if (status == UCS_OK) {
         /* The hooks exist; check that an unmap really reaches handlers. */
         status = ucm_test_events(UCM_EVENT_VM_UNMAPPED);
         if (status != UCS_OK) {
-            ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, rcache_events::unmapped,
-                                    cache.get());
+            ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, rcache_events::unmapped, cache.get());
         }
     }
     if (status != UCS_OK) {
@@ -81,7 +77,7 @@ ucs_status_t rcache::create(const rcache_params &params, std::unique_ptr<rcache>
         return (status == UCS_ERR_NO_MEMORY) ? status : UCS_ERR_UNSUPPORTED;
     }
     cache->events_set_ = true;
-    *cache_p = std::move(cache);
+    *cache_p           = std::move(cache);
     return UCS_OK;
 }
 
@@ -107,8 +103,8 @@ rcache::~rcache()
     if (live != 0) {
         /* Deregistering them would pull registrations from under their
          * users; their put() would touch freed memory. Left as they are. */
-        ucs_warn("rcache '%s': destroyed with %zu region(s) still in use (%zu cached)",
-                 name_, live, in_use);
+        ucs_warn("rcache '%s': destroyed with %zu region(s) still in use (%zu cached)", name_, live,
+                 in_use);
     }
 }
 
@@ -129,7 +125,7 @@ void rcache::on_unmapped(uintptr_t start, uintptr_t end)
 {
     if ((end <= low_.load(std::memory_order_acquire)) ||
         (start >= high_.load(std::memory_order_acquire))) {
-        return;     /* no cached region has ever been there */
+        return; /* no cached region has ever been there */
     }
     if ((owner_.load(std::memory_order_relaxed) != self_id()) && lock_.try_lock()) {
         mark_unmapped(start, end);
@@ -143,8 +139,8 @@ void rcache::on_unmapped(uintptr_t start, uintptr_t end)
         queue_[queued_++] = {start, end};
     } else {
         unmapped_range &last = queue_[max_queued_unmaps - 1];
-        last.start = std::min(last.start, start);
-        last.end   = std::max(last.end, end);
+        last.start           = std::min(last.start, start);
+        last.end             = std::max(last.end, end);
     }
     queue_lock_.clear(std::memory_order_release);
     unmaps_pending_.store(true, std::memory_order_release);
@@ -197,8 +193,8 @@ void rcache::apply_unmaps()
      * another thread queued after the copy above (the next get or put
      * would then hand out its stale region). At worst one empty pass. */
     while (rcache_region *region = unmapped_.front()) {
-        ucs_trace("rcache '%s': region 0x%lx..0x%lx unmapped (%u users)", name_,
-                  region->start_, region->end_, region->refcount_);
+        ucs_trace("rcache '%s': region 0x%lx..0x%lx unmapped (%u users)", name_, region->start_,
+                  region->end_, region->refcount_);
         remove_from_cache(region);
         ++stats_.invalidations;
         release_if_unused(region);
@@ -213,7 +209,7 @@ void rcache::remove_from_cache(rcache_region *region)
         lru_.remove(*region);
     }
     table_.erase(region->start_);
-    bytes_         -= region->length();
+    bytes_ -= region->length();
     region->cached_ = false;
 }
 
@@ -230,8 +226,7 @@ void rcache::release_if_unused(rcache_region *region)
 
 void rcache::evict_over_bounds()
 {
-    while (((table_.size() > max_regions_) || (bytes_ > max_size_)) &&
-           !lru_.empty()) {
+    while (((table_.size() > max_regions_) || (bytes_ > max_size_)) && !lru_.empty()) {
         rcache_region *region = lru_.front();
         remove_from_cache(region);
         ++stats_.evictions;
@@ -239,16 +234,15 @@ void rcache::evict_over_bounds()
     }
 }
 
-ucs_status_t rcache::create_region(uintptr_t start, uintptr_t end,
-                                   rcache_region **region_p)
+ucs_status_t rcache::create_region(uintptr_t start, uintptr_t end, rcache_region **region_p)
 {
     void *handle;
-    ucs_status_t status = registrar_->mem_reg(reinterpret_cast<void*>(start),
-                                               end - start, &handle);
+    ucs_status_t status = registrar_->mem_reg(reinterpret_cast<void *>(start), end - start,
+                                              &handle);
     if (status != UCS_OK) {
         return status;
     }
-    auto *region = new (std::nothrow) rcache_region;
+    auto *region  = new (std::nothrow) rcache_region;
     bool inserted = false;
     if (region != nullptr) {
         try {
@@ -256,7 +250,7 @@ ucs_status_t rcache::create_region(uintptr_t start, uintptr_t end,
         } catch (...) {
         }
     }
-    if (!inserted) {    /* no memory (the table never holds an overlap) */
+    if (!inserted) { /* no memory (the table never holds an overlap) */
         delete region;
         registrar_->mem_dereg(handle);
         return UCS_ERR_NO_MEMORY;
@@ -266,7 +260,7 @@ ucs_status_t rcache::create_region(uintptr_t start, uintptr_t end,
     region->handle_   = handle;
     region->refcount_ = 1;
     region->cached_   = true;
-    bytes_           += end - start;
+    bytes_ += end - start;
     ++live_;
     ++stats_.registrations;
     if (start < low_.load(std::memory_order_relaxed)) {
@@ -280,19 +274,18 @@ ucs_status_t rcache::create_region(uintptr_t start, uintptr_t end,
 }
 
 /* A miss: one region over [start, end) and every cached region it overlaps. */
-ucs_status_t rcache::register_region(uintptr_t start, uintptr_t end,
-                                     rcache_region **region_p)
+ucs_status_t rcache::register_region(uintptr_t start, uintptr_t end, rcache_region **region_p)
 {
     uintptr_t merged_start = start;
     uintptr_t merged_end   = end;
-    auto it = table_.upper_bound(start);
+    auto it                = table_.upper_bound(start);
     if ((it != table_.begin()) && (std::prev(it)->second->end_ > start)) {
         --it;
     }
     while ((it != table_.end()) && (it->first < end)) {
         rcache_region *old = (it++)->second;
-        merged_start = std::min(merged_start, old->start_);
-        merged_end   = std::max(merged_end, old->end_);
+        merged_start       = std::min(merged_start, old->start_);
+        merged_end         = std::max(merged_end, old->end_);
         remove_from_cache(old);
         ++stats_.merges;
         release_if_unused(old);
@@ -302,8 +295,8 @@ ucs_status_t rcache::register_region(uintptr_t start, uintptr_t end,
         /* The merged span may cross memory the md cannot register (a hole,
          * other permissions); the request's own span overlaps nothing now. */
         ucs_debug("rcache '%s': registering merged 0x%lx..0x%lx failed (%s), "
-                  "registering 0x%lx..0x%lx", name_, merged_start, merged_end,
-                  ucs_status_string(status), start, end);
+                  "registering 0x%lx..0x%lx",
+                  name_, merged_start, merged_end, ucs_status_string(status), start, end);
         status = create_region(start, end, region_p);
     }
     return status;
@@ -313,8 +306,7 @@ ucs_status_t rcache::get(const void *address, size_t length, rcache_region **reg
 {
     const auto addr = reinterpret_cast<uintptr_t>(address);
     uintptr_t last;
-    if ((region_p == nullptr) || (length == 0) ||
-        __builtin_add_overflow(addr, length - 1, &last) ||
+    if ((region_p == nullptr) || (length == 0) || __builtin_add_overflow(addr, length - 1, &last) ||
         (last > UINTPTR_MAX - alignment_)) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -364,7 +356,7 @@ void rcache::put(rcache_region *region)
     apply_unmaps();
     if (--region->refcount_ == 0) {
         if (region->cached_) {
-            lru_.push_back(*region);    /* most recently used */
+            lru_.push_back(*region); /* most recently used */
             evict_over_bounds();
         } else {
             release_if_unused(region);

@@ -61,31 +61,31 @@ namespace ucs {
  * cache's lock held, never from the unmap handler. */
 class rcache_registrar {
 public:
-    virtual ~rcache_registrar() = default;
+    virtual ~rcache_registrar()                                                 = default;
     virtual ucs_status_t mem_reg(void *address, size_t length, void **handle_p) = 0;
-    virtual void mem_dereg(void *handle) = 0;
+    virtual void mem_dereg(void *handle)                                        = 0;
 };
 
 struct rcache_params {
-    const char       *name = "rcache";    /* for log messages */
+    const char *name            = "rcache"; /* for log messages */
     rcache_registrar *registrar = nullptr;
-    size_t           alignment = 0;       /* power of two; 0: the page size */
-    size_t           max_regions = SIZE_MAX;
-    size_t           max_size = SIZE_MAX; /* bytes of all cached regions */
-    int              event_priority = 1000; /* of the libucm handler */
+    size_t alignment            = 0; /* power of two; 0: the page size */
+    size_t max_regions          = SIZE_MAX;
+    size_t max_size             = SIZE_MAX; /* bytes of all cached regions */
+    int event_priority          = 1000;     /* of the libucm handler */
 };
 
 /* Counters since creation (for tests, benchmarks and debug logs). */
 struct rcache_stats {
-    uint64_t gets = 0;
-    uint64_t hits = 0;
-    uint64_t registrations = 0;    /* registrar mem_reg calls that succeeded */
+    uint64_t gets            = 0;
+    uint64_t hits            = 0;
+    uint64_t registrations   = 0; /* registrar mem_reg calls that succeeded */
     uint64_t deregistrations = 0;
-    uint64_t merges = 0;           /* cached regions absorbed by a larger one */
-    uint64_t invalidations = 0;    /* regions dropped because memory was unmapped */
-    uint64_t evictions = 0;        /* regions dropped for the bounds */
-    size_t   regions = 0;          /* in the cache now */
-    size_t   bytes = 0;            /* in the cache now */
+    uint64_t merges          = 0; /* cached regions absorbed by a larger one */
+    uint64_t invalidations   = 0; /* regions dropped because memory was unmapped */
+    uint64_t evictions       = 0; /* regions dropped for the bounds */
+    size_t regions           = 0; /* in the cache now */
+    size_t bytes             = 0; /* in the cache now */
 };
 
 class rcache;
@@ -110,7 +110,7 @@ private:
     list_link link_;               /* cached: in the LRU list while unused,
                                        in the unmapped list once marked */
 };
-    // clang-format on
+// clang-format on
 
 class rcache {
 public:
@@ -121,14 +121,13 @@ public:
      * owner must register per operation instead.
      * UCS_ERR_INVALID_PARAM for a missing registrar or a bad alignment.
      */
-    static ucs_status_t create(const rcache_params &params,
-                               std::unique_ptr<rcache> *cache_p);
+    static ucs_status_t create(const rcache_params &params, std::unique_ptr<rcache> *cache_p);
 
     /* Deregisters everything; regions still referenced are reported. */
     ~rcache();
 
-    rcache(const rcache&)            = delete;
-    rcache &operator=(const rcache&) = delete;
+    rcache(const rcache &)            = delete;
+    rcache &operator=(const rcache &) = delete;
 
     /*
      * A region covering [address, address + length), with a reference the
@@ -142,7 +141,7 @@ public:
     const char *name() const { return name_; }
 
 private:
-    using table_t = std::map<uintptr_t, rcache_region*>;
+    using table_t = std::map<uintptr_t, rcache_region *>;
     using list_t  = intrusive_list<rcache_region, &rcache_region::link_>;
 
     /* Ranges the unmap handler could not apply at once. */
@@ -162,37 +161,35 @@ private:
     void remove_from_cache(rcache_region *region);
     void release_if_unused(rcache_region *region);
     void evict_over_bounds();
-    ucs_status_t register_region(uintptr_t start, uintptr_t end,
-                                 rcache_region **region_p);
-    ucs_status_t create_region(uintptr_t start, uintptr_t end,
-                               rcache_region **region_p);
+    ucs_status_t register_region(uintptr_t start, uintptr_t end, rcache_region **region_p);
+    ucs_status_t create_region(uintptr_t start, uintptr_t end, rcache_region **region_p);
     void lock();
     void unlock();
 
-    char               name_[32];
-    rcache_registrar   *registrar_;
-    size_t             alignment_;
-    size_t             max_regions_;
-    size_t             max_size_;
-    bool               events_set_ = false;
+    char name_[32];
+    rcache_registrar *registrar_;
+    size_t alignment_;
+    size_t max_regions_;
+    size_t max_size_;
+    bool events_set_ = false;
 
     mutable std::mutex lock_;
-    table_t            table_;     /* cached regions by start, never overlapping */
-    list_t             lru_;       /* cached, unreferenced; front: least recent */
-    list_t             unmapped_;  /* cached, marked unmapped: to remove */
-    size_t             live_ = 0;  /* regions not yet deregistered */
+    table_t table_;   /* cached regions by start, never overlapping */
+    list_t lru_;      /* cached, unreferenced; front: least recent */
+    list_t unmapped_; /* cached, marked unmapped: to remove */
+    size_t live_ = 0; /* regions not yet deregistered */
     /* pthread_self() of the thread holding lock_: the unmap handler may
      * run on it (from an allocation under the lock), and must not lock. */
     std::atomic<unsigned long> owner_{0};
-    size_t             bytes_ = 0;
-    rcache_stats       stats_;
+    size_t bytes_ = 0;
+    rcache_stats stats_;
 
     /* Written by the unmap handler (under queue_lock_, a spin flag held
      * only for a few stores), read and cleared under lock_. */
-    std::atomic<bool>  unmaps_pending_{false};
-    std::atomic_flag   queue_lock_ = ATOMIC_FLAG_INIT;
-    unmapped_range     queue_[max_queued_unmaps];
-    unsigned           queued_ = 0;
+    std::atomic<bool> unmaps_pending_{false};
+    std::atomic_flag queue_lock_ = ATOMIC_FLAG_INIT;
+    unmapped_range queue_[max_queued_unmaps];
+    unsigned queued_ = 0;
     /* Lowest and highest address any cached region has had: most unmaps
      * are of other memory and are dismissed without a lock. */
     std::atomic<uintptr_t> low_{UINTPTR_MAX};

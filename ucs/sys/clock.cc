@@ -8,7 +8,7 @@
 #include <string>
 
 #if defined(__x86_64__)
-#  include <cpuid.h>
+#include <cpuid.h>
 #endif
 
 namespace ucs::sys {
@@ -16,7 +16,7 @@ namespace ucs::sys {
 namespace detail {
 
 std::atomic<time_source> g_time_source{time_source::unknown};
-std::atomic<double>      g_ticks_per_sec{0.0};
+std::atomic<double> g_ticks_per_sec{0.0};
 
 } // namespace detail
 
@@ -30,12 +30,11 @@ uint64_t monotonic_ns()
 {
     struct timespec ts;
     ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-           static_cast<uint64_t>(ts.tv_nsec);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 struct time_sample {
-    ticks_t  ticks;
+    ticks_t ticks;
     uint64_t ns;
 };
 
@@ -58,7 +57,7 @@ time_sample take_sample()
 }
 
 time_sample g_calibration_start{};
-std::mutex  g_calibration_lock;
+std::mutex g_calibration_lock;
 
 #if defined(__x86_64__)
 /* The TSC runs at a constant rate in all power states, and the kernel trusts
@@ -66,8 +65,7 @@ std::mutex  g_calibration_lock;
 bool tsc_is_reliable()
 {
     unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) ||
-        !(edx & (1u << 8))) {
+    if (!__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 8))) {
         return false;
     }
 
@@ -86,24 +84,20 @@ void choose_time_source()
 #if defined(__x86_64__)
     if (tsc_is_reliable()) {
         g_calibration_start = take_sample();
-        detail::g_time_source.store(detail::time_source::cycle_counter,
-                                    std::memory_order_release);
+        detail::g_time_source.store(detail::time_source::cycle_counter, std::memory_order_release);
         return;
     }
 #elif defined(__aarch64__)
     uint64_t frequency;
     __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(frequency));
     if (frequency != 0) {
-        detail::g_ticks_per_sec.store(static_cast<double>(frequency),
-                                      std::memory_order_relaxed);
-        detail::g_time_source.store(detail::time_source::cycle_counter,
-                                    std::memory_order_release);
+        detail::g_ticks_per_sec.store(static_cast<double>(frequency), std::memory_order_relaxed);
+        detail::g_time_source.store(detail::time_source::cycle_counter, std::memory_order_release);
         return;
     }
 #endif
     detail::g_ticks_per_sec.store(1e9, std::memory_order_relaxed);
-    detail::g_time_source.store(detail::time_source::clock,
-                                std::memory_order_release);
+    detail::g_time_source.store(detail::time_source::clock, std::memory_order_release);
 }
 
 std::once_flag g_choose_once;
@@ -124,8 +118,7 @@ namespace detail {
 ticks_t get_time_slow() noexcept
 {
     ensure_time_source();
-    if (g_time_source.load(std::memory_order_acquire) ==
-        time_source::cycle_counter) {
+    if (g_time_source.load(std::memory_order_acquire) == time_source::cycle_counter) {
         return read_cycle_counter();
     }
     return monotonic_ns();
@@ -147,8 +140,8 @@ double calibrate_frequency() noexcept
         end = take_sample();
     } while (end.ns - g_calibration_start.ns < min_calibration_ns);
 
-    frequency = static_cast<double>(end.ticks - g_calibration_start.ticks) *
-                1e9 / static_cast<double>(end.ns - g_calibration_start.ns);
+    frequency = static_cast<double>(end.ticks - g_calibration_start.ticks) * 1e9 /
+                static_cast<double>(end.ns - g_calibration_start.ns);
     g_ticks_per_sec.store(frequency, std::memory_order_relaxed);
     ucs_debug("cycle counter frequency: %.3f MHz", frequency / 1e6);
     return frequency;

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #if defined(__x86_64__)
-#  include <x86intrin.h>
+#include <x86intrin.h>
 #endif
 
 namespace ucs::sys {
@@ -34,10 +34,10 @@ enum class time_source : int {
 };
 
 extern std::atomic<time_source> g_time_source;
-extern std::atomic<double>      g_ticks_per_sec; /* 0 until calibrated */
+extern std::atomic<double> g_ticks_per_sec; /* 0 until calibrated */
 
 ticks_t get_time_slow() noexcept;
-double  calibrate_frequency() noexcept;
+double calibrate_frequency() noexcept;
 
 inline ticks_t read_cycle_counter() noexcept
 {

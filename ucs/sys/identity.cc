@@ -32,8 +32,7 @@ std::string read_trimmed(const char *path)
     if (read_file_string(path, &content, 4096) != UCS_OK) {
         return {};
     }
-    while (!content.empty() &&
-           ((content.back() == '\n') || (content.back() == ' '))) {
+    while (!content.empty() && ((content.back() == '\n') || (content.back() == ' '))) {
         content.pop_back();
     }
     return content;
@@ -62,8 +61,8 @@ const char *namespace_name(namespace_type type)
 
 uint64_t compute_machine_id()
 {
-    uint64_t hash = fnv_offset_basis;
-    hash = fnv1a(hash, read_trimmed("/proc/sys/kernel/random/boot_id"));
+    uint64_t hash       = fnv_offset_basis;
+    hash                = fnv1a(hash, read_trimmed("/proc/sys/kernel/random/boot_id"));
     std::string machine = read_trimmed("/etc/machine-id");
     if (machine.empty()) {
         machine = read_trimmed("/var/lib/dbus/machine-id");
@@ -83,7 +82,7 @@ uint64_t node_id(std::initializer_list<namespace_type> scope)
 {
     uint64_t hash = machine_id();
     for (namespace_type type : scope) {
-        uint64_t inode = 0;   /* unreadable: the same for every such process */
+        uint64_t inode = 0; /* unreadable: the same for every such process */
         (void)namespace_inode(type, &inode);
         hash = fnv1a(hash, std::to_string(inode));
     }
@@ -115,16 +114,14 @@ uint64_t pid_namespace_id()
 uint64_t user_namespace_id()
 {
     uint64_t inode = 0;
-    return (namespace_inode(namespace_type::user, &inode) == UCS_OK) ? inode :
-                                                                        0;
+    return (namespace_inode(namespace_type::user, &inode) == UCS_OK) ? inode : 0;
 }
 
 int ptrace_scope()
 {
     long long value = 0;
-    if ((read_file_number("/proc/sys/kernel/yama/ptrace_scope", &value) !=
-         UCS_OK) ||
-        (value < 0) || (value > 3)) {
+    if ((read_file_number("/proc/sys/kernel/yama/ptrace_scope", &value) != UCS_OK) || (value < 0) ||
+        (value > 3)) {
         return -1;
     }
     return static_cast<int>(value);

@@ -27,14 +27,13 @@ namespace {
 std::string library_dir()
 {
     Dl_info info;
-    if ((dladdr(reinterpret_cast<void*>(&search_dirs), &info) == 0) ||
+    if ((dladdr(reinterpret_cast<void *>(&search_dirs), &info) == 0) ||
         (info.dli_fname == nullptr)) {
         return {};
     }
     /* Resolved: the loader may have found it through "$ORIGIN/../lib". */
     char resolved[PATH_MAX];
-    std::string path = (realpath(info.dli_fname, resolved) != nullptr) ? resolved
-                                                                         : info.dli_fname;
+    std::string path = (realpath(info.dli_fname, resolved) != nullptr) ? resolved : info.dli_fname;
     const size_t slash = path.rfind('/');
     return (slash == std::string::npos) ? std::string(".") : path.substr(0, slash);
 }
@@ -86,7 +85,7 @@ std::vector<candidate> find(const char *framework, const std::vector<std::string
     const std::string suffix = ".so";
     std::vector<candidate> found;
     for (const std::string &dir : dirs) {
-        std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
+        std::unique_ptr<DIR, int (*)(DIR *)> d(opendir(dir.c_str()), closedir);
         if (d == nullptr) {
             ucs_module_log("%s: %s (skipped)", dir.c_str(), strerror(errno));
             continue;
@@ -99,8 +98,7 @@ std::vector<candidate> find(const char *framework, const std::vector<std::string
                 (file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)) {
                 continue;
             }
-            candidate c{file.substr(prefix.size(),
-                                    file.size() - prefix.size() - suffix.size()),
+            candidate c{file.substr(prefix.size(), file.size() - prefix.size() - suffix.size()),
                         dir + "/" + file};
             if (!allowed(c.name)) {
                 ucs_module_log("%s: not in UCX_MODULES", c.path.c_str());
@@ -109,8 +107,7 @@ std::vector<candidate> find(const char *framework, const std::vector<std::string
             const auto same_name = [&](const candidate &o) { return o.name == c.name; };
             if (std::any_of(found.begin(), found.end(), same_name) ||
                 std::any_of(here.begin(), here.end(), same_name)) {
-                ucs_module_log("%s: module '%s' already found", c.path.c_str(),
-                               c.name.c_str());
+                ucs_module_log("%s: module '%s' already found", c.path.c_str(), c.name.c_str());
                 continue;
             }
             here.push_back(std::move(c));

@@ -25,7 +25,7 @@ namespace ucs::module {
 
 /* A module file found on disk, before it is opened. */
 struct candidate {
-    std::string name;   /* "ib" for libuct_ib.so */
+    std::string name; /* "ib" for libuct_ib.so */
     std::string path;
 };
 

@@ -70,15 +70,14 @@ ucs_status_t read_process_state(pid_t pid, process_state *state)
 uint64_t self_start_time()
 {
     /* Cached per pid: a forked child must not publish its parent's. */
-    static std::atomic<pid_t>    cached_pid{0};
+    static std::atomic<pid_t> cached_pid{0};
     static std::atomic<uint64_t> cached_start{0};
     const pid_t pid = getpid();
     if (cached_pid.load(std::memory_order_acquire) == pid) {
         return cached_start.load(std::memory_order_relaxed);
     }
     process_state state{};
-    const uint64_t start = (read_process_state(pid, &state) == UCS_OK) ?
-                           state.start_time : 0;
+    const uint64_t start = (read_process_state(pid, &state) == UCS_OK) ? state.start_time : 0;
     cached_start.store(start, std::memory_order_relaxed);
     cached_pid.store(pid, std::memory_order_release);
     return start;

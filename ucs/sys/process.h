@@ -18,7 +18,7 @@ namespace ucs::sys {
 
 struct process_state {
     uint64_t start_time; /* clock ticks after boot (/proc/<pid>/stat field 22) */
-    bool     exited;     /* a zombie (or dying): it runs no more */
+    bool exited;         /* a zombie (or dying): it runs no more */
 };
 
 /*

@@ -10,7 +10,7 @@ namespace ucs::sys {
 
 ucs_status_t random_bytes(void *buffer, size_t length)
 {
-    auto *p = static_cast<uint8_t*>(buffer);
+    auto *p = static_cast<uint8_t *>(buffer);
     while (length > 0) {
         ssize_t n = ::getrandom(p, length, 0);
         if (n < 0) {
@@ -20,7 +20,7 @@ ucs_status_t random_bytes(void *buffer, size_t length)
             ucs_error("getrandom(%zu bytes) failed: %m", length);
             return UCS_ERR_IO_ERROR;
         }
-        p      += n;
+        p += n;
         length -= size_t(n);
     }
     return UCS_OK;
@@ -39,8 +39,8 @@ uint64_t random_u64()
 
 bool secret_equal(const void *a, const void *b, size_t length)
 {
-    const auto *x = static_cast<const volatile uint8_t*>(a);
-    const auto *y = static_cast<const volatile uint8_t*>(b);
+    const auto *x = static_cast<const volatile uint8_t *>(a);
+    const auto *y = static_cast<const volatile uint8_t *>(b);
     uint8_t diff  = 0;
     for (size_t i = 0; i < length; ++i) {
         diff |= uint8_t(x[i] ^ y[i]);

@@ -13,15 +13,14 @@ namespace {
 
 ucs_status_t status_from_open_errno(int err)
 {
-    return ((err == ENOENT) || (err == ENOTDIR)) ? UCS_ERR_NO_ELEM :
-                                                   UCS_ERR_IO_ERROR;
+    return ((err == ENOENT) || (err == ENOTDIR)) ? UCS_ERR_NO_ELEM : UCS_ERR_IO_ERROR;
 }
 
 /* strtoll wants trailing text checked by hand; this accepts only blanks. */
 bool parse_number_prefix(const char *text, long long *value, const char **end_p)
 {
-    errno     = 0;
-    char *end = nullptr;
+    errno                  = 0;
+    char *end              = nullptr;
     const long long result = std::strtoll(text, &end, 10);
     if ((end == text) || (errno == ERANGE)) {
         return false;
@@ -54,8 +53,7 @@ bool parse_number(const char *text, long long *value)
     return true;
 }
 
-ucs_status_t read_file_string(const char *path, std::string *content,
-                              size_t max_size)
+ucs_status_t read_file_string(const char *path, std::string *content, size_t max_size)
 {
     if ((path == nullptr) || (content == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -107,12 +105,10 @@ ucs_status_t read_file_number(const char *path, long long *value)
     if (status != UCS_OK) {
         return status;
     }
-    return parse_number(content.c_str(), value) ? UCS_OK :
-                                                  UCS_ERR_INVALID_PARAM;
+    return parse_number(content.c_str(), value) ? UCS_OK : UCS_ERR_INVALID_PARAM;
 }
 
-ucs_status_t read_file_keyed_number(const char *path, const char *key,
-                                    long long *value)
+ucs_status_t read_file_keyed_number(const char *path, const char *key, long long *value)
 {
     if ((key == nullptr) || (*key == '\0') || (value == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -132,14 +128,12 @@ ucs_status_t read_file_keyed_number(const char *path, const char *key,
             line_end = content.size();
         }
 
-        const std::string line = content.substr(line_start,
-                                                line_end - line_start);
-        if ((line.compare(0, key_len, key) == 0) &&
-            (line.size() > key_len) && (line[key_len] == ':')) {
+        const std::string line = content.substr(line_start, line_end - line_start);
+        if ((line.compare(0, key_len, key) == 0) && (line.size() > key_len) &&
+            (line[key_len] == ':')) {
             long long result;
             const char *end;
-            if (!parse_number_prefix(line.c_str() + key_len + 1, &result,
-                                     &end)) {
+            if (!parse_number_prefix(line.c_str() + key_len + 1, &result, &end)) {
                 return UCS_ERR_INVALID_PARAM;
             }
             *value = result;

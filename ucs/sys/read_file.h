@@ -21,16 +21,14 @@
 namespace ucs::sys {
 
 /* The whole file. */
-ucs_status_t read_file_string(const char *path, std::string *content,
-                              size_t max_size = 65536);
+ucs_status_t read_file_string(const char *path, std::string *content, size_t max_size = 65536);
 
 /* A file holding one decimal integer, surrounding white space allowed. */
 ucs_status_t read_file_number(const char *path, long long *value);
 
 /* The integer on the line "key: value [unit]" (e.g. /proc/meminfo); the
  * value is returned as written, units are not applied. */
-ucs_status_t read_file_keyed_number(const char *path, const char *key,
-                                    long long *value);
+ucs_status_t read_file_keyed_number(const char *path, const char *key, long long *value);
 
 /* Parses a decimal integer with optional surrounding white space. */
 bool parse_number(const char *text, long long *value);

@@ -24,14 +24,12 @@ size_t detect_cache_line_size()
     if ((read_file_number("/sys/devices/system/cpu/cpu0/cache/index0/"
                           "coherency_line_size",
                           &value) == UCS_OK) &&
-        (value >= 16) && (value <= 1024) &&
-        is_power_of_two(static_cast<size_t>(value))) {
+        (value >= 16) && (value <= 1024) && is_power_of_two(static_cast<size_t>(value))) {
         return static_cast<size_t>(value);
     }
 
     const long sc_value = ::sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
-    if ((sc_value >= 16) && (sc_value <= 1024) &&
-        is_power_of_two(static_cast<size_t>(sc_value))) {
+    if ((sc_value >= 16) && (sc_value <= 1024) && is_power_of_two(static_cast<size_t>(sc_value))) {
         return static_cast<size_t>(sc_value);
     }
     return default_cache_line_size;
@@ -40,8 +38,7 @@ size_t detect_cache_line_size()
 size_t detect_huge_page_size()
 {
     long long kb = 0;
-    if ((read_file_keyed_number("/proc/meminfo", "Hugepagesize", &kb) != UCS_OK) ||
-        (kb <= 0)) {
+    if ((read_file_keyed_number("/proc/meminfo", "Hugepagesize", &kb) != UCS_OK) || (kb <= 0)) {
         return 0;
     }
     return static_cast<size_t>(kb) * 1024;
@@ -92,8 +89,7 @@ size_t physical_memory_size()
 {
     static const size_t value = [] {
         const long pages = ::sysconf(_SC_PHYS_PAGES);
-        return (pages > 0) ? static_cast<size_t>(pages) * page_size() :
-                             size_t(0);
+        return (pages > 0) ? static_cast<size_t>(pages) * page_size() : size_t(0);
     }();
     return value;
 }

@@ -53,7 +53,7 @@ constexpr bool alloc_size(size_t fixed, uint64_t payload, uint64_t limit, size_t
 class wire_reader {
 public:
     wire_reader(const void *data, size_t length) :
-        m_p(static_cast<const uint8_t*>(data)), m_left(length)
+        m_p(static_cast<const uint8_t *>(data)), m_left(length)
     {
     }
 
@@ -95,12 +95,11 @@ public:
     {
         uint8_t size;
         const uint8_t *text;
-        if (!get(&size) || (size < min_len + 1) || (size > max_len + 1) ||
-            !bytes(size, &text) || (text[size - 1] != '\0') ||
-            (std::memchr(text, '\0', size - 1) != nullptr)) {
+        if (!get(&size) || (size < min_len + 1) || (size > max_len + 1) || !bytes(size, &text) ||
+            (text[size - 1] != '\0') || (std::memchr(text, '\0', size - 1) != nullptr)) {
             return false;
         }
-        *out = std::string_view(reinterpret_cast<const char*>(text), size - 1);
+        *out = std::string_view(reinterpret_cast<const char *>(text), size - 1);
         return true;
     }
 
@@ -123,12 +122,12 @@ public:
 private:
     void advance(size_t n)
     {
-        m_p    += n;
+        m_p += n;
         m_left -= n;
     }
 
     const uint8_t *m_p;
-    size_t        m_left;
+    size_t m_left;
 };
 
 } // namespace ucs

@@ -49,10 +49,7 @@ public:
     }
 
     /* Forgets every request without touching them (their owners may be gone). */
-    void reset()
-    {
-        head_ = tail_ = nullptr;
-    }
+    void reset() { head_ = tail_ = nullptr; }
 
 private:
     static pending_req *next(const pending_req *req)

@@ -6,8 +6,7 @@
 
 namespace uct {
 
-ucs_status_t iface::set_am_handler(am_id_t id, am_callback_t cb, void *arg,
-                                   unsigned flags)
+ucs_status_t iface::set_am_handler(am_id_t id, am_callback_t cb, void *arg, unsigned flags)
 {
     if (id >= AM_ID_MAX) {
         ucs_error("active message id %u out of range (max %u)", id, AM_ID_MAX - 1);
@@ -93,8 +92,7 @@ ucs_status_t ep::am_short_iov(am_id_t id, const iov *iov, size_t iovcnt)
         return UCS_ERR_INVALID_PARAM;
     }
     std::memcpy(&header, gathered, sizeof(header));
-    return am_short(id, header, gathered + sizeof(header),
-                    unsigned(length - sizeof(header)));
+    return am_short(id, header, gathered + sizeof(header), unsigned(length - sizeof(header)));
 }
 
 ssize_t ep::am_bcopy(am_id_t, pack_callback_t, void *, unsigned)
@@ -102,8 +100,8 @@ ssize_t ep::am_bcopy(am_id_t, pack_callback_t, void *, unsigned)
     return UCS_ERR_UNSUPPORTED;
 }
 
-ucs_status_t ep::am_zcopy(am_id_t, const void *, unsigned, const iov *, size_t,
-                          unsigned, completion *)
+ucs_status_t ep::am_zcopy(am_id_t, const void *, unsigned, const iov *, size_t, unsigned,
+                          completion *)
 {
     return UCS_ERR_UNSUPPORTED;
 }
@@ -123,8 +121,7 @@ ucs_status_t ep::put_zcopy(const iov *, size_t, uint64_t, rkey_t, completion *)
     return UCS_ERR_UNSUPPORTED;
 }
 
-ucs_status_t ep::get_bcopy(unpack_callback_t, void *, size_t, uint64_t, rkey_t,
-                           completion *)
+ucs_status_t ep::get_bcopy(unpack_callback_t, void *, size_t, uint64_t, rkey_t, completion *)
 {
     return UCS_ERR_UNSUPPORTED;
 }
@@ -139,8 +136,8 @@ ucs_status_t ep::atomic_post(atomic_op, unsigned, uint64_t, uint64_t, rkey_t)
     return UCS_ERR_UNSUPPORTED;
 }
 
-ucs_status_t ep::atomic_fetch(atomic_op, unsigned, uint64_t, uint64_t, void *,
-                              uint64_t, rkey_t, completion *)
+ucs_status_t ep::atomic_fetch(atomic_op, unsigned, uint64_t, uint64_t, void *, uint64_t, rkey_t,
+                              completion *)
 {
     return UCS_ERR_UNSUPPORTED;
 }

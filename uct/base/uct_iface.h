@@ -21,18 +21,18 @@ public:
     virtual ~iface() = default;
 
     virtual const iface_attr &attr() const = 0;
-    virtual md &owner_md() const = 0;
+    virtual md &owner_md() const           = 0;
 
     /* Addresses a peer needs to reach this iface (attr() gives the lengths). */
     virtual ucs_status_t get_device_address(void *buffer) const = 0;
-    virtual ucs_status_t get_address(void *buffer) const = 0;
+    virtual ucs_status_t get_address(void *buffer) const        = 0;
 
     /*
      * Whether this iface can reach a peer with these addresses. The bytes came
      * from the peer: `*_len` are the lengths actually received.
      */
-    virtual bool is_reachable(const void *dev_addr, size_t dev_addr_len,
-                              const void *iface_addr, size_t iface_addr_len) const = 0;
+    virtual bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                              size_t iface_addr_len) const = 0;
 
     /* CONNECT_TO_IFACE transports: an ep connected to a peer iface. */
     virtual ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
@@ -78,13 +78,11 @@ public:
     /* Arms the fd for `events`; UCS_ERR_BUSY if something is already pending. */
     virtual ucs_status_t event_arm(unsigned events);
 
-    ucs_status_t set_am_handler(am_id_t id, am_callback_t cb, void *arg,
-                                unsigned flags);
+    ucs_status_t set_am_handler(am_id_t id, am_callback_t cb, void *arg, unsigned flags);
 
 protected:
     /* Transports call this for every arriving AM; one indirect call. */
-    ucs_status_t invoke_am_handler(am_id_t id, void *data, size_t length,
-                                   unsigned cb_flags)
+    ucs_status_t invoke_am_handler(am_id_t id, void *data, size_t length, unsigned cb_flags)
     {
         if (ucs_unlikely(id >= AM_ID_MAX)) {
             return drop_am(id, length);
@@ -96,24 +94,24 @@ protected:
 private:
     struct am_handler {
         am_callback_t cb;
-        void          *arg;
-        unsigned      flags;
+        void *arg;
+        unsigned flags;
     };
 
-    static ucs_status_t unhandled_am(void *arg, void *data, size_t length,
-                                     unsigned flags);
+    static ucs_status_t unhandled_am(void *arg, void *data, size_t length, unsigned flags);
     ucs_status_t drop_am(am_id_t id, size_t length);
 
     am_handler am_handlers_[AM_ID_MAX] = {
-#define UCT_UNHANDLED {unhandled_am, nullptr, 0}
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
-        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+#define UCT_UNHANDLED \
+    { \
+        unhandled_am, nullptr, 0 \
+    }
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED, UCT_UNHANDLED,
+        UCT_UNHANDLED, UCT_UNHANDLED,
 #undef UCT_UNHANDLED
     };
 };
@@ -136,30 +134,26 @@ public:
      * it to copy straight into its send slot. */
     virtual ucs_status_t am_short_iov(am_id_t id, const iov *iov, size_t iovcnt);
     /* Buffered AM: `pack` writes the payload; returns its length or an error. */
-    virtual ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg,
-                             unsigned flags);
+    virtual ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned flags);
     /* Zero-copy AM: a header copied inline plus iov payload sent in place. */
     virtual ucs_status_t am_zcopy(am_id_t id, const void *header, unsigned header_length,
-                                  const iov *iov, size_t iovcnt, unsigned flags,
-                                  completion *comp);
+                                  const iov *iov, size_t iovcnt, unsigned flags, completion *comp);
 
-    virtual ucs_status_t put_short(const void *buffer, unsigned length,
-                                   uint64_t remote_addr, rkey_t rkey);
-    virtual ssize_t put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
-                              rkey_t rkey);
-    virtual ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                                   rkey_t rkey, completion *comp);
+    virtual ucs_status_t put_short(const void *buffer, unsigned length, uint64_t remote_addr,
+                                   rkey_t rkey);
+    virtual ssize_t put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr, rkey_t rkey);
+    virtual ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                                   completion *comp);
     virtual ucs_status_t get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
                                    uint64_t remote_addr, rkey_t rkey, completion *comp);
-    virtual ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                                   rkey_t rkey, completion *comp);
+    virtual ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                                   completion *comp);
 
     /* Atomics; `size` is 4 or 8. Fetching forms write the old value to `result`. */
     virtual ucs_status_t atomic_post(atomic_op op, unsigned size, uint64_t value,
                                      uint64_t remote_addr, rkey_t rkey);
-    virtual ucs_status_t atomic_fetch(atomic_op op, unsigned size, uint64_t value,
-                                      uint64_t compare, void *result,
-                                      uint64_t remote_addr, rkey_t rkey,
+    virtual ucs_status_t atomic_fetch(atomic_op op, unsigned size, uint64_t value, uint64_t compare,
+                                      void *result, uint64_t remote_addr, rkey_t rkey,
                                       completion *comp);
 
     /*

@@ -27,8 +27,8 @@ ucs_status_t md::mem_alloc(size_t *, void **, unsigned, mem_h *)
     return UCS_ERR_UNSUPPORTED;
 }
 
-ucs_status_t md::mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p,
-                                   void **address_p, unsigned flags, mem_h *memh_p)
+ucs_status_t md::mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p, void **address_p,
+                                   unsigned flags, mem_h *memh_p)
 {
     if (type != UCS_MEMORY_TYPE_HOST) {
         return UCS_ERR_UNSUPPORTED;
@@ -70,9 +70,9 @@ ucs_status_t component::rkey_ptr(const rkey_bundle &, uint64_t, void **)
 namespace {
 
 /* Function-local so registration from other static initialisers is safe. */
-std::vector<component*> &registry()
+std::vector<component *> &registry()
 {
-    static std::vector<component*> list;
+    static std::vector<component *> list;
     return list;
 }
 
@@ -89,16 +89,16 @@ ucs_status_t init_module(const ucs::module::candidate &c, void *dl_handle)
 {
     auto entry = reinterpret_cast<module_entry_fn>(dlsym(dl_handle, module_entry_symbol));
     if (entry == nullptr) {
-        ucs_error("uct module %s (%s) has no %s(): not a uct module, not loaded",
-                  c.name.c_str(), c.path.c_str(), module_entry_symbol);
+        ucs_error("uct module %s (%s) has no %s(): not a uct module, not loaded", c.name.c_str(),
+                  c.path.c_str(), module_entry_symbol);
         return UCS_ERR_INVALID_PARAM;
     }
     const module_descriptor *desc = entry();
     if ((desc == nullptr) || (desc->abi_version != module_abi_version)) {
         ucs_error("uct module %s (%s) was built for module ABI version %u, this libuct "
                   "has version %u: not loaded (rebuild the module with this ucx-ng)",
-                  c.name.c_str(), c.path.c_str(),
-                  (desc != nullptr) ? desc->abi_version : 0u, module_abi_version);
+                  c.name.c_str(), c.path.c_str(), (desc != nullptr) ? desc->abi_version : 0u,
+                  module_abi_version);
         return UCS_ERR_UNSUPPORTED;
     }
     if ((desc->name == nullptr) || (c.name != desc->name)) {
@@ -115,7 +115,7 @@ ucs_status_t init_module(const ucs::module::candidate &c, void *dl_handle)
 
 } // namespace
 
-bool register_builtin(std::initializer_list<component*> list)
+bool register_builtin(std::initializer_list<component *> list)
 {
     for (component *c : list) {
         register_component(c);
@@ -168,7 +168,7 @@ ucs_status_t single_tl_resource(const char *tl_name, const char *dev_name, devic
     return UCS_OK;
 }
 
-const std::vector<component*> &components()
+const std::vector<component *> &components()
 {
     std::call_once(modules_once, [] { ucs::module::load_all("uct", init_module); });
     return registry();

@@ -16,17 +16,17 @@
 namespace uct {
 
 namespace md_flag {
-constexpr uint64_t ALLOC     = 1ull << 0;  /* can allocate memory (e.g. shared) */
-constexpr uint64_t REG       = 1ull << 1;  /* can register existing memory */
-constexpr uint64_t NEED_MEMH = 1ull << 2;  /* ops need a local memh */
-constexpr uint64_t NEED_RKEY = 1ull << 3;  /* ops need a remote key */
+constexpr uint64_t ALLOC     = 1ull << 0; /* can allocate memory (e.g. shared) */
+constexpr uint64_t REG       = 1ull << 1; /* can register existing memory */
+constexpr uint64_t NEED_MEMH = 1ull << 2; /* ops need a local memh */
+constexpr uint64_t NEED_RKEY = 1ull << 3; /* ops need a remote key */
 constexpr uint64_t ADVISE    = 1ull << 4;
-constexpr uint64_t FIXED     = 1ull << 5;  /* can allocate at a fixed address */
-constexpr uint64_t RKEY_PTR  = 1ull << 6;  /* remote memory directly addressable */
+constexpr uint64_t FIXED     = 1ull << 5; /* can allocate at a fixed address */
+constexpr uint64_t RKEY_PTR  = 1ull << 6; /* remote memory directly addressable */
 constexpr uint64_t SOCKADDR  = 1ull << 7;
 /* A registration holds the physical pages it found (ibv_reg_mr): after an
  * unmap the cache never sees, a cached region moves stale pages. */
-constexpr uint64_t REG_PINS  = 1ull << 8;
+constexpr uint64_t REG_PINS = 1ull << 8;
 } // namespace md_flag
 
 // clang-format off
@@ -39,22 +39,22 @@ constexpr unsigned FIXED    = 1u << 1;  /* mem_alloc: exactly at *address_p, nev
 // clang-format on
 
 struct md_attr {
-    uint64_t flags = 0;                 /* md_flag:: */
-    size_t   max_alloc = 0;
-    size_t   max_reg = 0;
-    size_t   rkey_packed_size = 0;      /* bytes mkey_pack writes */
-    uint64_t reg_mem_types = 1ull << UCS_MEMORY_TYPE_HOST;
-    uint64_t alloc_mem_types = 1ull << UCS_MEMORY_TYPE_HOST;   /* with md_flag::ALLOC */
-    uint64_t access_mem_types = 1ull << UCS_MEMORY_TYPE_HOST;
-    uint64_t detect_mem_types = 0;
-    double   reg_overhead_s = 0;        /* registration cost model */
-    double   reg_growth_s_per_byte = 0;
+    uint64_t flags               = 0; /* md_flag:: */
+    size_t max_alloc             = 0;
+    size_t max_reg               = 0;
+    size_t rkey_packed_size      = 0; /* bytes mkey_pack writes */
+    uint64_t reg_mem_types       = 1ull << UCS_MEMORY_TYPE_HOST;
+    uint64_t alloc_mem_types     = 1ull << UCS_MEMORY_TYPE_HOST; /* with md_flag::ALLOC */
+    uint64_t access_mem_types    = 1ull << UCS_MEMORY_TYPE_HOST;
+    uint64_t detect_mem_types    = 0;
+    double reg_overhead_s        = 0; /* registration cost model */
+    double reg_growth_s_per_byte = 0;
 };
 
 /* A remote key after unpacking: `rkey` goes to ep operations. */
 struct rkey_bundle {
-    rkey_t rkey = 0;
-    void   *handle = nullptr;  /* component bookkeeping for release */
+    rkey_t rkey  = 0;
+    void *handle = nullptr; /* component bookkeeping for release */
 };
 
 struct md_resource {
@@ -66,8 +66,8 @@ public:
     virtual ~md() = default;
 
     virtual const md_attr &attr() const = 0;
-    virtual component &owner() const = 0;
-    virtual const char *name() const = 0;
+    virtual component &owner() const    = 0;
+    virtual const char *name() const    = 0;
 
     /* Transport resources (tl + device) reachable through this md. */
     virtual ucs_status_t query_tl_resources(std::vector<tl_resource> *out) = 0;
@@ -75,8 +75,7 @@ public:
     virtual ucs_status_t iface_open(worker &worker, const iface_params &params,
                                     iface **iface_p) = 0;
 
-    virtual ucs_status_t mem_reg(void *address, size_t length, unsigned flags,
-                                 mem_h *memh_p);
+    virtual ucs_status_t mem_reg(void *address, size_t length, unsigned flags, mem_h *memh_p);
     virtual ucs_status_t mem_dereg(mem_h memh);
 
     /*
@@ -85,8 +84,8 @@ public:
      * md_flag::FIXED), *address_p is the page-aligned address the memory
      * must start at; UCS_ERR_ALREADY_EXISTS if something is mapped there.
      */
-    virtual ucs_status_t mem_alloc(size_t *length_p, void **address_p,
-                                   unsigned flags, mem_h *memh_p);
+    virtual ucs_status_t mem_alloc(size_t *length_p, void **address_p, unsigned flags,
+                                   mem_h *memh_p);
     /* mem_alloc of memory of `type` (one of attr().alloc_mem_types); the
      * default serves HOST through mem_alloc. */
     virtual ucs_status_t mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p,
@@ -108,14 +107,13 @@ public:
     virtual const char *name() const = 0;
 
     virtual ucs_status_t query_md_resources(std::vector<md_resource> *out) = 0;
-    virtual ucs_status_t md_open(const char *md_name, md **md_p) = 0;
+    virtual ucs_status_t md_open(const char *md_name, md **md_p)           = 0;
 
     /*
      * Unpacks a key a peer packed with mkey_pack. `length` is what the caller
      * actually holds: a short or corrupted buffer is UCS_ERR_INVALID_PARAM.
      */
-    virtual ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                                     rkey_bundle *rkey_p);
+    virtual ucs_status_t rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p);
     virtual void rkey_release(const rkey_bundle &rkey);
 
     /* Local pointer for remote_addr under rkey, if the memory is mapped here. */
@@ -138,7 +136,7 @@ ucs_status_t single_tl_resource(const char *tl_name, const char *dev_name, devic
  * order, then those of the loadable modules, which the first call loads
  * (uct_module.h).
  */
-const std::vector<component*> &components();
+const std::vector<component *> &components();
 
 /*
  * Opens the md that offers transport `tl_name` on `dev_name` (on any device

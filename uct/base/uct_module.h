@@ -32,9 +32,9 @@ constexpr uint32_t module_abi_version = 2;
 /* What a module's entry point returns. abi_version stays the first field
  * in every version, so that any libuct can read it. */
 struct module_descriptor {
-    uint32_t         abi_version;
-    uint32_t         num_components;
-    const char       *name;
+    uint32_t abi_version;
+    uint32_t num_components;
+    const char *name;
     component *const *components;
 };
 
@@ -44,7 +44,7 @@ constexpr const char *module_entry_symbol = "uct_module_descriptor";
 
 /* Registers the components of a transport linked into libuct (what
  * UCT_REGISTER_TRANSPORT expands to there); returns true. */
-bool register_builtin(std::initializer_list<component*> list);
+bool register_builtin(std::initializer_list<component *> list);
 
 /* A module the loader kept. */
 struct loaded_module {
@@ -62,9 +62,9 @@ std::vector<loaded_module> loaded_modules();
     extern "C" const uct::module_descriptor *uct_module_descriptor() \
     { \
         static uct::component *const list[] = {__VA_ARGS__}; \
-        static const uct::module_descriptor desc{ \
-            uct::module_abi_version, uint32_t(sizeof(list) / sizeof(list[0])), \
-            #_name, list}; \
+        static const uct::module_descriptor desc{uct::module_abi_version, \
+                                                 uint32_t(sizeof(list) / sizeof(list[0])), #_name, \
+                                                 list}; \
         return &desc; \
     }
 #else

@@ -20,11 +20,13 @@ namespace uct {
 
 class worker {
 public:
-    worker(ucs::async_context *async, ucs_thread_mode_t thread_mode)
-        : async_(async), thread_mode_(thread_mode) {}
+    worker(ucs::async_context *async, ucs_thread_mode_t thread_mode) :
+        async_(async), thread_mode_(thread_mode)
+    {
+    }
 
-    worker(const worker&) = delete;
-    worker &operator=(const worker&) = delete;
+    worker(const worker &)            = delete;
+    worker &operator=(const worker &) = delete;
 
     ucs::async_context *async() const { return async_; }
     ucs_thread_mode_t thread_mode() const { return thread_mode_; }
@@ -43,23 +45,21 @@ public:
 
     void progress_register(iface *i)
     {
-        if (std::find(progress_list_.begin(), progress_list_.end(), i) ==
-            progress_list_.end()) {
+        if (std::find(progress_list_.begin(), progress_list_.end(), i) == progress_list_.end()) {
             progress_list_.push_back(i);
         }
     }
 
     void progress_unregister(iface *i)
     {
-        progress_list_.erase(std::remove(progress_list_.begin(),
-                                         progress_list_.end(), i),
+        progress_list_.erase(std::remove(progress_list_.begin(), progress_list_.end(), i),
                              progress_list_.end());
     }
 
 private:
     ucs::async_context *async_;
-    ucs_thread_mode_t  thread_mode_;
-    std::vector<iface*> progress_list_;
+    ucs_thread_mode_t thread_mode_;
+    std::vector<iface *> progress_list_;
 };
 
 } // namespace uct

@@ -48,8 +48,7 @@ ucs_status_t copy_md::query_tl_resources(std::vector<tl_resource> *out)
     return single_tl_resource(COPY_TL_NAME, DEV_NAME, device_type::ACC, out);
 }
 
-ucs_status_t copy_md::iface_open(uct::worker &worker, const iface_params &,
-                                 uct::iface **iface_p)
+ucs_status_t copy_md::iface_open(uct::worker &worker, const iface_params &, uct::iface **iface_p)
 {
     auto *iface = new (std::nothrow) cuda_iface(*this, worker, transport_kind::COPY);
     if (iface == nullptr) {
@@ -59,15 +58,14 @@ ucs_status_t copy_md::iface_open(uct::worker &worker, const iface_params &,
     return UCS_OK;
 }
 
-ucs_status_t copy_md::detect_memory_type(const void *address, size_t,
-                                         ucs_memory_type_t *type_p)
+ucs_status_t copy_md::detect_memory_type(const void *address, size_t, ucs_memory_type_t *type_p)
 {
     *type_p = pointer_memory_type(address);
     return UCS_OK;
 }
 
-ucs_status_t copy_md::mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p,
-                                        void **address_p, unsigned flags, mem_h *memh_p)
+ucs_status_t copy_md::mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p, void **address_p,
+                                        unsigned flags, mem_h *memh_p)
 {
     if (((type != UCS_MEMORY_TYPE_CUDA) && (type != UCS_MEMORY_TYPE_CUDA_MANAGED)) ||
         (flags & mem_flag::FIXED) || (*length_p == 0)) {
@@ -78,14 +76,14 @@ ucs_status_t copy_md::mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p
         return status;
     }
     CUdeviceptr address = 0;
-    status = (type == UCS_MEMORY_TYPE_CUDA) ?
-             check(driver()->cuMemAlloc(&address, *length_p), "cuMemAlloc") :
-             check(driver()->cuMemAllocManaged(&address, *length_p, CU_MEM_ATTACH_GLOBAL),
-                   "cuMemAllocManaged");
+    status              = (type == UCS_MEMORY_TYPE_CUDA) ?
+                              check(driver()->cuMemAlloc(&address, *length_p), "cuMemAlloc") :
+                              check(driver()->cuMemAllocManaged(&address, *length_p, CU_MEM_ATTACH_GLOBAL),
+                                    "cuMemAllocManaged");
     if (status != UCS_OK) {
         return UCS_ERR_NO_MEMORY;
     }
-    *address_p = reinterpret_cast<void*>(address);
+    *address_p = reinterpret_cast<void *>(address);
     *memh_p    = reinterpret_cast<mem_h>(address);
     return UCS_OK;
 }

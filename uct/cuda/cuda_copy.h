@@ -40,9 +40,8 @@ public:
     ucs_status_t detect_memory_type(const void *address, size_t length,
                                     ucs_memory_type_t *type_p) override;
     /* cuMemAlloc (CUDA) or cuMemAllocManaged (CUDA_MANAGED). */
-    ucs_status_t mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p,
-                                   void **address_p, unsigned flags,
-                                   mem_h *memh_p) override;
+    ucs_status_t mem_alloc_of_type(ucs_memory_type_t type, size_t *length_p, void **address_p,
+                                   unsigned flags, mem_h *memh_p) override;
     ucs_status_t mem_free(mem_h memh) override;
 
 private:

@@ -16,8 +16,8 @@ struct flush_join {
 
     static void done(completion *self)
     {
-        auto *join = reinterpret_cast<flush_join*>(self);
-        completion *user = join->user;
+        auto *join                = reinterpret_cast<flush_join *>(self);
+        completion *user          = join->user;
         const ucs_status_t status = self->status;
         delete join;
         invoke_completion(user, status);
@@ -69,14 +69,13 @@ ucs_status_t copy_queue::ready()
         return status;
     }
     for (lane &l : lanes_) {
-        status = check(driver()->cuStreamCreate(&l.stream, CU_STREAM_DEFAULT),
-                       "cuStreamCreate");
+        status = check(driver()->cuStreamCreate(&l.stream, CU_STREAM_DEFAULT), "cuStreamCreate");
         if (status == UCS_OK) {
             status = check(driver()->cuEventCreate(&l.fence_event, CU_EVENT_DISABLE_TIMING),
                            "cuEventCreate");
         }
         if (status != UCS_OK) {
-            return status;   /* the ones made are freed with the queue */
+            return status; /* the ones made are freed with the queue */
         }
     }
     setup_markers();
@@ -103,8 +102,7 @@ void copy_queue::setup_markers()
         return;
     }
     for (unsigned i = 0; i < num_streams; ++i) {
-        lanes_[i].marker     = reinterpret_cast<uint32_t*>(static_cast<char*>(markers_) +
-                                                           (i * line));
+        lanes_[i].marker = reinterpret_cast<uint32_t *>(static_cast<char *>(markers_) + (i * line));
         *lanes_[i].marker    = 0;
         lanes_[i].marker_dev = base + (i * line);
     }
@@ -133,7 +131,7 @@ ucs_status_t copy_queue::record_event(lane &l, completion *comp)
     try {
         l.pending.push_back({event, 0, comp});
     } catch (...) {
-        api->cuStreamSynchronize(l.stream);   /* nothing may wait on it later */
+        api->cuStreamSynchronize(l.stream); /* nothing may wait on it later */
         free_events_.push_back(event);
         return UCS_ERR_NO_MEMORY;
     }
@@ -149,7 +147,7 @@ ucs_status_t copy_queue::record(lane &l, completion *comp)
     /* The default flags fence the write after the stream's copies. */
     if (api->cuStreamWriteValue32(l.stream, l.marker_dev, l.issued + 1, 0) != CUDA_SUCCESS) {
         ucs_debug("cuda: the driver cannot write stream markers: completing by events");
-        use_markers_ = false;   /* markers already queued still land */
+        use_markers_ = false; /* markers already queued still land */
         return record_event(l, comp);
     }
     ++l.issued;
@@ -222,7 +220,7 @@ ucs_status_t copy_queue::end_operation(completion *comp)
     if (status != UCS_OK) {
         return status;
     }
-    status = record(lanes_[current_], comp);
+    status   = record(lanes_[current_], comp);
     current_ = (current_ + 1) % num_streams;
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }

@@ -31,8 +31,8 @@ namespace uct::cuda {
 
 class copy_queue {
 public:
-    copy_queue() = default;
-    copy_queue(const copy_queue &) = delete;
+    copy_queue()                              = default;
+    copy_queue(const copy_queue &)            = delete;
     copy_queue &operator=(const copy_queue &) = delete;
     /* Waits for the copies still in flight, then frees streams and events. */
     ~copy_queue();
@@ -64,17 +64,17 @@ private:
     static constexpr unsigned num_streams = 4;
 
     struct pending_op {
-        CUevent    event;   /* nullptr: the lane's marker reaching `seq` */
-        uint32_t   seq;
+        CUevent event; /* nullptr: the lane's marker reaching `seq` */
+        uint32_t seq;
         completion *comp;
     };
 
     struct lane {
-        CUstream               stream      = nullptr;
-        CUevent                fence_event = nullptr;   /* what a fence waits for */
-        uint32_t               *marker     = nullptr;   /* written by the stream */
-        CUdeviceptr            marker_dev  = 0;
-        uint32_t               issued      = 0;         /* the last marker queued */
+        CUstream stream        = nullptr;
+        CUevent fence_event    = nullptr; /* what a fence waits for */
+        uint32_t *marker       = nullptr; /* written by the stream */
+        CUdeviceptr marker_dev = 0;
+        uint32_t issued        = 0; /* the last marker queued */
         std::deque<pending_op> pending;
     };
 
@@ -86,12 +86,12 @@ private:
     ucs_status_t wait_for_others(unsigned target);
 
     std::array<lane, num_streams> lanes_;
-    unsigned                      current_ = 0;     /* the current operation's stream */
-    bool                          started_ = false; /* the streams exist */
-    bool                          fenced_  = false;
-    void                          *markers_ = nullptr;   /* pinned: one line per lane */
-    bool                          use_markers_ = false;  /* new operations write markers */
-    std::vector<CUevent>          free_events_;
+    unsigned current_ = 0;     /* the current operation's stream */
+    bool started_     = false; /* the streams exist */
+    bool fenced_      = false;
+    void *markers_    = nullptr; /* pinned: one line per lane */
+    bool use_markers_ = false;   /* new operations write markers */
+    std::vector<CUevent> free_events_;
 };
 
 } // namespace uct::cuda

@@ -15,39 +15,19 @@
 namespace uct::cuda {
 
 #define UCT_CUDA_DRIVER_FUNCTIONS(_fn) \
-    _fn(cuInit) \
-    _fn(cuGetErrorString) \
-    _fn(cuDeviceGetCount) \
-    _fn(cuDeviceGet) \
-    _fn(cuDeviceGetName) \
-    _fn(cuDevicePrimaryCtxRetain) \
-    _fn(cuCtxGetCurrent) \
-    _fn(cuCtxSetCurrent) \
-    _fn(cuPointerGetAttributes) \
-    _fn(cuPointerSetAttribute) \
-    _fn(cuMemGetAddressRange) \
-    _fn(cuMemAlloc) \
-    _fn(cuMemAllocManaged) \
-    _fn(cuMemFree) \
-    _fn(cuMemHostAlloc) \
-    _fn(cuMemcpyAsync) \
-    _fn(cuStreamCreate) \
-    _fn(cuStreamDestroy) \
-    _fn(cuStreamSynchronize) \
-    _fn(cuStreamWaitEvent) \
-    _fn(cuEventCreate) \
-    _fn(cuEventDestroy) \
-    _fn(cuEventRecord) \
-    _fn(cuEventQuery) \
-    _fn(cuIpcGetMemHandle) \
-    _fn(cuIpcOpenMemHandle) \
-    _fn(cuIpcCloseMemHandle) \
-    _fn(cuMemFreeHost)
+    _fn(cuInit) _fn(cuGetErrorString) _fn(cuDeviceGetCount) _fn(cuDeviceGet) _fn(cuDeviceGetName) \
+        _fn(cuDevicePrimaryCtxRetain) _fn(cuCtxGetCurrent) _fn(cuCtxSetCurrent) \
+            _fn(cuPointerGetAttributes) _fn(cuPointerSetAttribute) _fn(cuMemGetAddressRange) \
+                _fn(cuMemAlloc) _fn(cuMemAllocManaged) _fn(cuMemFree) _fn(cuMemHostAlloc) \
+                    _fn(cuMemcpyAsync) _fn(cuStreamCreate) _fn(cuStreamDestroy) \
+                        _fn(cuStreamSynchronize) _fn(cuStreamWaitEvent) _fn(cuEventCreate) \
+                            _fn(cuEventDestroy) _fn(cuEventRecord) _fn(cuEventQuery) \
+                                _fn(cuIpcGetMemHandle) _fn(cuIpcOpenMemHandle) \
+                                    _fn(cuIpcCloseMemHandle) _fn(cuMemFreeHost)
 
 /* Entry points the module does without (nullptr when the driver lacks them). */
 #define UCT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(_fn) \
-    _fn(cuMemHostGetDevicePointer) \
-    _fn(cuStreamWriteValue32)
+    _fn(cuMemHostGetDevicePointer) _fn(cuStreamWriteValue32)
 
 struct driver_api {
 #define UCT_CUDA_DECLARE(_name) decltype(&::_name) _name = nullptr;

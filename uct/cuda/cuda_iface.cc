@@ -21,18 +21,16 @@ constexpr size_t max_short = 8192;
 
 } // namespace
 
-cuda_iface::cuda_iface(uct::md &md, uct::worker &worker, transport_kind kind)
-    : md_(md), worker_(worker), kind_(kind),
-      self_{uint32_t(getpid()), ucs::sys::self_start_time()}
+cuda_iface::cuda_iface(uct::md &md, uct::worker &worker, transport_kind kind) :
+    md_(md), worker_(worker), kind_(kind), self_{uint32_t(getpid()), ucs::sys::self_start_time()}
 {
-    attr_.flags = iface_flag::PUT_ZCOPY | iface_flag::GET_ZCOPY |
-                  iface_flag::CONNECT_TO_IFACE;
+    attr_.flags = iface_flag::PUT_ZCOPY | iface_flag::GET_ZCOPY | iface_flag::CONNECT_TO_IFACE;
     for (op_limits *l : {&attr_.put, &attr_.get}) {
         l->max_zcopy = SIZE_MAX;
         l->max_iov   = max_iov;
     }
     if (kind == transport_kind::COPY) {
-        attr_.flags        |= iface_flag::PUT_SHORT;
+        attr_.flags |= iface_flag::PUT_SHORT;
         attr_.put.max_short = max_short;
         /* A staged copy: a driver call and a stream synchronize. */
         attr_.perf.latency_s     = 8e-6;
@@ -65,11 +63,11 @@ ucs_status_t cuda_iface::get_address(void *buffer) const
     return UCS_OK;
 }
 
-bool cuda_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
-                              const void *iface_addr, size_t iface_addr_len) const
+bool cuda_iface::is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                              size_t iface_addr_len) const
 {
-    if ((dev_addr == nullptr) || (dev_addr_len != sizeof(uint64_t)) ||
-        (iface_addr == nullptr) || (iface_addr_len != sizeof(iface_address))) {
+    if ((dev_addr == nullptr) || (dev_addr_len != sizeof(uint64_t)) || (iface_addr == nullptr) ||
+        (iface_addr_len != sizeof(iface_address))) {
         return false;
     }
     uint64_t node;
@@ -122,7 +120,7 @@ ucs_status_t cuda_iface::flush(unsigned flags, completion *comp)
         return UCS_OK;
     }
     if ((comp == nullptr) || (flags & flush_flag::CANCEL)) {
-        return UCS_INPROGRESS;   /* copies cannot be taken back: poll again */
+        return UCS_INPROGRESS; /* copies cannot be taken back: poll again */
     }
     ucs_status_t status = queue_.flush(comp);
     if (status == UCS_INPROGRESS) {
@@ -134,14 +132,14 @@ ucs_status_t cuda_iface::flush(unsigned flags, completion *comp)
 char *cuda_ep::target(uint64_t remote_addr, size_t length, rkey_t rkey) const
 {
     if (iface_.kind() == transport_kind::COPY) {
-        return reinterpret_cast<char*>(remote_addr);
+        return reinterpret_cast<char *>(remote_addr);
     }
     return ipc_target(rkey, remote_addr, length);
 }
 
 template <cuda_ep::direction dir>
-ucs_status_t cuda_ep::zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                            rkey_t rkey, completion *comp)
+ucs_status_t cuda_ep::zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                            completion *comp)
 {
     if ((iovcnt > max_iov) || ((iov == nullptr) && (iovcnt > 0))) {
         return UCS_ERR_INVALID_PARAM;
@@ -158,10 +156,10 @@ ucs_status_t cuda_ep::zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
                       remote_addr + offset, iov[i].length);
             return UCS_ERR_INVALID_PARAM;
         }
-        auto *local = const_cast<void*>(iov[i].buffer);
+        auto *local         = const_cast<void *>(iov[i].buffer);
         ucs_status_t status = (dir == direction::PUT) ?
-                              iface_.queue().copy(remote, local, iov[i].length) :
-                              iface_.queue().copy(local, remote, iov[i].length);
+                                  iface_.queue().copy(remote, local, iov[i].length) :
+                                  iface_.queue().copy(local, remote, iov[i].length);
         if (status != UCS_OK) {
             return status;
         }
@@ -170,25 +168,24 @@ ucs_status_t cuda_ep::zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
     return iface_.end_operation(comp);
 }
 
-ucs_status_t cuda_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                                rkey_t rkey, completion *comp)
+ucs_status_t cuda_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                                completion *comp)
 {
     return zcopy<direction::PUT>(iov, iovcnt, remote_addr, rkey, comp);
 }
 
-ucs_status_t cuda_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                                rkey_t rkey, completion *comp)
+ucs_status_t cuda_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                                completion *comp)
 {
     return zcopy<direction::GET>(iov, iovcnt, remote_addr, rkey, comp);
 }
 
-ucs_status_t cuda_ep::put_short(const void *buffer, unsigned length, uint64_t remote_addr,
-                                rkey_t)
+ucs_status_t cuda_ep::put_short(const void *buffer, unsigned length, uint64_t remote_addr, rkey_t)
 {
     if ((iface_.kind() != transport_kind::COPY) || (length > max_short)) {
         return UCS_ERR_UNSUPPORTED;
     }
-    return staged_copy(reinterpret_cast<void*>(remote_addr), UCS_MEMORY_TYPE_UNKNOWN, buffer,
+    return staged_copy(reinterpret_cast<void *>(remote_addr), UCS_MEMORY_TYPE_UNKNOWN, buffer,
                        UCS_MEMORY_TYPE_UNKNOWN, length);
 }
 

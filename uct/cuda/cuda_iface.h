@@ -43,8 +43,8 @@ public:
 
     ucs_status_t get_device_address(void *buffer) const override;
     ucs_status_t get_address(void *buffer) const override;
-    bool is_reachable(const void *dev_addr, size_t dev_addr_len,
-                      const void *iface_addr, size_t iface_addr_len) const override;
+    bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                      size_t iface_addr_len) const override;
     ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
                                      const void *iface_addr, size_t iface_addr_len,
                                      uct::ep **ep_p) override;
@@ -61,12 +61,12 @@ public:
     copy_queue &queue() { return queue_; }
 
 private:
-    uct::md        &md_;
-    uct::worker    &worker_;
+    uct::md &md_;
+    uct::worker &worker_;
     transport_kind kind_;
-    iface_attr     attr_;
-    iface_address  self_;
-    copy_queue     queue_;
+    iface_attr attr_;
+    iface_address self_;
+    copy_queue queue_;
 };
 
 class cuda_ep final : public uct::ep {

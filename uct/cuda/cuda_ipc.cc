@@ -18,7 +18,7 @@ namespace uct::cuda {
 
 namespace {
 
-constexpr uint32_t key_magic = 0x43495043;   /* "CIPC" */
+constexpr uint32_t key_magic = 0x43495043; /* "CIPC" */
 /* Opened handles kept once unused; beyond it the least recent is closed. */
 constexpr size_t max_unused_handles = 64;
 /* Allocations whose handles md remembers; beyond it the list restarts. */
@@ -26,8 +26,8 @@ constexpr size_t max_known_allocations = 4096;
 
 struct ipc_memh {
     CUipcMemHandle handle;
-    uint64_t       base;
-    uint64_t       length;
+    uint64_t base;
+    uint64_t length;
 };
 
 /* The process's opened peer handles, shared by every md and worker. */
@@ -35,9 +35,9 @@ class opened_handles {
 public:
     struct entry {
         CUipcMemHandle handle;
-        CUdeviceptr    mapped;
-        unsigned       refs;
-        uint64_t       last_use;
+        CUdeviceptr mapped;
+        unsigned refs;
+        uint64_t last_use;
     };
 
     ucs_status_t open(const CUipcMemHandle &handle, entry **entry_p)
@@ -47,7 +47,7 @@ public:
             if (std::memcmp(&e->handle, &handle, sizeof(handle)) == 0) {
                 ++e->refs;
                 e->last_use = ++clock_;
-                *entry_p = e.get();
+                *entry_p    = e.get();
                 return UCS_OK;
             }
         }
@@ -56,9 +56,9 @@ public:
             return status;
         }
         CUdeviceptr mapped = 0;
-        status = check(driver()->cuIpcOpenMemHandle(&mapped, handle,
-                                                    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-                       "cuIpcOpenMemHandle");
+        status             = check(driver()->cuIpcOpenMemHandle(&mapped, handle,
+                                                                CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                                   "cuIpcOpenMemHandle");
         if (status != UCS_OK) {
             return status;
         }
@@ -102,32 +102,31 @@ private:
         }
     }
 
-    std::mutex                          lock_;
+    std::mutex lock_;
     std::vector<std::unique_ptr<entry>> entries_;
-    uint64_t                            clock_ = 0;
+    uint64_t clock_ = 0;
 };
 
 opened_handles &handles()
 {
-    static auto *instance = new opened_handles();   /* outlives every key */
+    static auto *instance = new opened_handles(); /* outlives every key */
     return *instance;
 }
 
 /* An unpacked key: the peer's allocation and where it is mapped here. */
 struct ipc_rkey {
-    uint64_t               base;
-    uint64_t               length;
-    char                   *mapped;
-    opened_handles::entry  *opened;   /* nullptr: our own memory */
+    uint64_t base;
+    uint64_t length;
+    char *mapped;
+    opened_handles::entry *opened; /* nullptr: our own memory */
 };
 
 } // namespace
 
 char *ipc_target(rkey_t rkey, uint64_t remote_addr, size_t length)
 {
-    const auto *key = reinterpret_cast<const ipc_rkey*>(rkey);
-    if ((key == nullptr) || (remote_addr < key->base) ||
-        (remote_addr - key->base > key->length) ||
+    const auto *key = reinterpret_cast<const ipc_rkey *>(rkey);
+    if ((key == nullptr) || (remote_addr < key->base) || (remote_addr - key->base > key->length) ||
         (length > key->length - (remote_addr - key->base))) {
         return nullptr;
     }
@@ -150,8 +149,7 @@ ucs_status_t ipc_component::md_open(const char *md_name, uct::md **md_p)
     return open_gpu_md<ipc_md>(md_name, IPC_NAME, md_p);
 }
 
-ucs_status_t ipc_component::rkey_unpack(const void *buffer, size_t length,
-                                        rkey_bundle *rkey_p)
+ucs_status_t ipc_component::rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p)
 {
     ipc_packed_key packed;
     if ((buffer == nullptr) || (length < sizeof(packed))) {
@@ -164,17 +162,15 @@ ucs_status_t ipc_component::rkey_unpack(const void *buffer, size_t length,
     if (packed.node != ucs::sys::machine_id()) {
         return UCS_ERR_UNREACHABLE;
     }
-    auto key = std::make_unique<ipc_rkey>(ipc_rkey{packed.base, packed.length, nullptr,
-                                                   nullptr});
-    if ((packed.pid == uint32_t(getpid())) &&
-        (packed.start_time == ucs::sys::self_start_time())) {
-        key->mapped = reinterpret_cast<char*>(packed.base);   /* our own allocation */
+    auto key = std::make_unique<ipc_rkey>(ipc_rkey{packed.base, packed.length, nullptr, nullptr});
+    if ((packed.pid == uint32_t(getpid())) && (packed.start_time == ucs::sys::self_start_time())) {
+        key->mapped = reinterpret_cast<char *>(packed.base); /* our own allocation */
     } else {
         ucs_status_t status = handles().open(packed.handle, &key->opened);
         if (status != UCS_OK) {
             return status;
         }
-        key->mapped = reinterpret_cast<char*>(key->opened->mapped);
+        key->mapped = reinterpret_cast<char *>(key->opened->mapped);
     }
     rkey_p->rkey   = reinterpret_cast<rkey_t>(key.get());
     rkey_p->handle = key.release();
@@ -183,7 +179,7 @@ ucs_status_t ipc_component::rkey_unpack(const void *buffer, size_t length,
 
 void ipc_component::rkey_release(const rkey_bundle &rkey)
 {
-    auto *key = static_cast<ipc_rkey*>(rkey.handle);
+    auto *key = static_cast<ipc_rkey *>(rkey.handle);
     if (key == nullptr) {
         return;
     }
@@ -202,7 +198,7 @@ ipc_md::ipc_md()
     /* The copy engine writes wherever unified addressing reaches. */
     attr_.access_mem_types = (1ull << UCS_MEMORY_TYPE_HOST) | (1ull << UCS_MEMORY_TYPE_CUDA) |
                              (1ull << UCS_MEMORY_TYPE_CUDA_MANAGED);
-    attr_.reg_overhead_s   = 1e-6;
+    attr_.reg_overhead_s = 1e-6;
 }
 
 ipc_md::~ipc_md() = default;
@@ -224,24 +220,24 @@ ucs_status_t ipc_md::iface_open(uct::worker &worker, const iface_params &, uct::
 
 ucs_status_t ipc_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh_p)
 {
-    const driver_api *api = driver();
-    CUdeviceptr start         = 0;
-    size_t range              = 0;
-    unsigned long long buffer_id = 0;
-    unsigned int memory_type  = 0;
-    unsigned int is_managed   = 0;
+    const driver_api *api            = driver();
+    CUdeviceptr start                = 0;
+    size_t range                     = 0;
+    unsigned long long buffer_id     = 0;
+    unsigned int memory_type         = 0;
+    unsigned int is_managed          = 0;
     CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                         CU_POINTER_ATTRIBUTE_RANGE_SIZE,
                                         CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                         CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                         CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    void *data[] = {&start, &range, &buffer_id, &memory_type, &is_managed};
+    void *data[]                     = {&start, &range, &buffer_id, &memory_type, &is_managed};
     if ((api == nullptr) ||
-        (api->cuPointerGetAttributes(5, attributes, data,
-                                     reinterpret_cast<CUdeviceptr>(address)) != CUDA_SUCCESS) ||
+        (api->cuPointerGetAttributes(5, attributes, data, reinterpret_cast<CUdeviceptr>(address)) !=
+         CUDA_SUCCESS) ||
         (memory_type != CU_MEMORYTYPE_DEVICE) || (is_managed != 0) ||
         (reinterpret_cast<uintptr_t>(address) + length > start + range)) {
-        return UCS_ERR_UNSUPPORTED;   /* not (all) in one device allocation */
+        return UCS_ERR_UNSUPPORTED; /* not (all) in one device allocation */
     }
 
     auto memh = std::make_unique<ipc_memh>();
@@ -253,8 +249,7 @@ ucs_status_t ipc_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh
         } else {
             ucs_status_t status = ensure_context();
             if (status == UCS_OK) {
-                status = check(api->cuIpcGetMemHandle(&memh->handle, start),
-                               "cuIpcGetMemHandle");
+                status = check(api->cuIpcGetMemHandle(&memh->handle, start), "cuIpcGetMemHandle");
             }
             if (status != UCS_OK) {
                 return status;
@@ -276,13 +271,13 @@ ucs_status_t ipc_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh
 
 ucs_status_t ipc_md::mem_dereg(mem_h memh)
 {
-    delete static_cast<ipc_memh*>(memh);
+    delete static_cast<ipc_memh *>(memh);
     return UCS_OK;
 }
 
 ucs_status_t ipc_md::mkey_pack(mem_h memh, void *buffer)
 {
-    const auto *m = static_cast<const ipc_memh*>(memh);
+    const auto *m = static_cast<const ipc_memh *>(memh);
     if (m == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }

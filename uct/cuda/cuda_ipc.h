@@ -23,12 +23,12 @@ constexpr const char *IPC_NAME = "cuda_ipc";
 
 /* The wire form of a key. Frozen: peers of one build version read it. */
 struct __attribute__((packed)) ipc_packed_key {
-    uint32_t       magic;
-    uint32_t       pid;          /* the owner, with its start time: a key of */
-    uint64_t       start_time;   /* our own memory needs no handle opened    */
-    uint64_t       node;         /* ucs::sys::machine_id() of the owner */
-    uint64_t       base;         /* the allocation the handle maps */
-    uint64_t       length;
+    uint32_t magic;
+    uint32_t pid;        /* the owner, with its start time: a key of */
+    uint64_t start_time; /* our own memory needs no handle opened    */
+    uint64_t node;       /* ucs::sys::machine_id() of the owner */
+    uint64_t base;       /* the allocation the handle maps */
+    uint64_t length;
     CUipcMemHandle handle;
 };
 
@@ -43,8 +43,7 @@ public:
     ucs_status_t md_open(const char *md_name, uct::md **md_p) override;
     /* UCS_ERR_INVALID_PARAM for a short or foreign buffer,
      * UCS_ERR_UNREACHABLE for a key of another node. */
-    ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                             rkey_bundle *rkey_p) override;
+    ucs_status_t rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p) override;
     void rkey_release(const rkey_bundle &rkey) override;
 };
 
@@ -64,20 +63,19 @@ public:
                             uct::iface **iface_p) override;
 
     /* UCS_ERR_UNSUPPORTED for memory that is not device memory. */
-    ucs_status_t mem_reg(void *address, size_t length, unsigned flags,
-                         mem_h *memh_p) override;
+    ucs_status_t mem_reg(void *address, size_t length, unsigned flags, mem_h *memh_p) override;
     ucs_status_t mem_dereg(mem_h memh) override;
     ucs_status_t mkey_pack(mem_h memh, void *buffer) override;
 
 private:
     struct allocation {
         CUipcMemHandle handle;
-        uint64_t       base;
-        uint64_t       length;
+        uint64_t base;
+        uint64_t length;
     };
 
     md_attr attr_;
-    std::mutex lock_;   /* registrations come from any worker's thread */
+    std::mutex lock_; /* registrations come from any worker's thread */
     /* Handles of allocations registered before, by the driver's buffer id. */
     std::unordered_map<unsigned long long, allocation> handles_;
 };

@@ -20,9 +20,9 @@ namespace {
  * for the second, which takes it (valid for that one call only).
  */
 struct last_query {
-    const void        *address = nullptr;
-    ucs_memory_type_t type     = UCS_MEMORY_TYPE_HOST;
-    bool              valid    = false;
+    const void *address    = nullptr;
+    ucs_memory_type_t type = UCS_MEMORY_TYPE_HOST;
+    bool valid             = false;
 };
 thread_local last_query t_last;
 
@@ -46,9 +46,9 @@ constexpr size_t pinned_size = 256 * 1024;
 
 /* The stream of the staging copies and the pinned buffer of small ones. */
 struct stager {
-    std::mutex lock;            /* copies of all threads share both */
-    CUstream   stream = nullptr;
-    void       *pinned = nullptr;
+    std::mutex lock; /* copies of all threads share both */
+    CUstream stream     = nullptr;
+    void *pinned        = nullptr;
     ucs_status_t status = UCS_ERR_NO_DEVICE;
 };
 
@@ -60,9 +60,8 @@ stager &the_stager()
         const driver_api *api = driver();
         s.status = check(api->cuStreamCreate(&s.stream, CU_STREAM_DEFAULT), "cuStreamCreate");
         if ((s.status == UCS_OK) &&
-            (check(api->cuMemHostAlloc(&s.pinned, pinned_size, 0), "cuMemHostAlloc") !=
-             UCS_OK)) {
-            s.pinned = nullptr;   /* small copies go directly then */
+            (check(api->cuMemHostAlloc(&s.pinned, pinned_size, 0), "cuMemHostAlloc") != UCS_OK)) {
+            s.pinned = nullptr; /* small copies go directly then */
         }
     });
     return s;
@@ -83,10 +82,10 @@ stager *ready_stager(ucs_status_t *status)
 ucs_status_t copy_and_wait(CUstream stream, void *dest, const void *src, size_t length)
 {
     const driver_api *api = driver();
-    ucs_status_t status = check(api->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dest),
-                                                   reinterpret_cast<CUdeviceptr>(src), length,
-                                                   stream),
-                                "cuMemcpyAsync");
+    ucs_status_t status   = check(api->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dest),
+                                                     reinterpret_cast<CUdeviceptr>(src), length,
+                                                     stream),
+                                  "cuMemcpyAsync");
     if (status != UCS_OK) {
         return status;
     }
@@ -108,7 +107,7 @@ void *pin_block(size_t size)
 
 void unpin_block(void *block, size_t)
 {
-    if (ensure_context() == UCS_OK) {   /* the thread may have none current */
+    if (ensure_context() == UCS_OK) { /* the thread may have none current */
         driver()->cuMemFreeHost(block);
     }
 }
@@ -122,9 +121,9 @@ void unpin_block(void *block, size_t)
  */
 ucs::block_cache &the_pinned_blocks()
 {
-    static auto *blocks = new ucs::block_cache(   /* outlives every bounce buffer */
-            pin_block, unpin_block,
-            {64 * 1024, 64 * 1024 * 1024, 128 * 1024 * 1024});
+    static auto *blocks = new ucs::block_cache(/* outlives every bounce buffer */
+                                               pin_block, unpin_block,
+                                               {64 * 1024, 64 * 1024 * 1024, 128 * 1024 * 1024});
     return *blocks;
 }
 
@@ -139,8 +138,7 @@ void pinned_release(void *block, size_t length)
 }
 
 constexpr ucs::memtype::host_allocator pinned_allocator = {pinned_alloc, pinned_release};
-constexpr ucs::memtype::async_copier   async_staged_copy = {staged_copy_start,
-                                                            staged_copy_finish};
+constexpr ucs::memtype::async_copier async_staged_copy  = {staged_copy_start, staged_copy_finish};
 
 } // namespace
 
@@ -150,14 +148,13 @@ ucs_memory_type_t pointer_memory_type(const void *address)
     if ((api == nullptr) || (address == nullptr)) {
         return UCS_MEMORY_TYPE_HOST;
     }
-    unsigned int memory_type = 0;   /* CUmemorytype; 0 when unknown to the driver */
-    unsigned int is_managed  = 0;
+    unsigned int memory_type         = 0; /* CUmemorytype; 0 when unknown to the driver */
+    unsigned int is_managed          = 0;
     CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                         CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    void *data[] = {&memory_type, &is_managed};
+    void *data[]                     = {&memory_type, &is_managed};
     /* Unknown pointers (host memory) succeed with the attributes left 0. */
-    if (api->cuPointerGetAttributes(2, attributes, data,
-                                    reinterpret_cast<CUdeviceptr>(address)) !=
+    if (api->cuPointerGetAttributes(2, attributes, data, reinterpret_cast<CUdeviceptr>(address)) !=
         CUDA_SUCCESS) {
         return UCS_MEMORY_TYPE_HOST;
     }
@@ -180,9 +177,9 @@ ucs_status_t staged_copy(void *dest, ucs_memory_type_t dest_type, const void *sr
     }
     stager &s = *ready;
     std::lock_guard<std::mutex> guard(s.lock);
-    const bool to_device   = (src_type == UCS_MEMORY_TYPE_HOST) &&
-                             (dest_type != UCS_MEMORY_TYPE_HOST) &&
-                             (dest_type != UCS_MEMORY_TYPE_UNKNOWN);
+    const bool to_device = (src_type == UCS_MEMORY_TYPE_HOST) &&
+                           (dest_type != UCS_MEMORY_TYPE_HOST) &&
+                           (dest_type != UCS_MEMORY_TYPE_UNKNOWN);
     const bool from_device = (dest_type == UCS_MEMORY_TYPE_HOST) &&
                              (src_type != UCS_MEMORY_TYPE_HOST) &&
                              (src_type != UCS_MEMORY_TYPE_UNKNOWN);
@@ -243,16 +240,15 @@ void register_memtype_services()
              {std::pair{UCS_MEMORY_TYPE_CUDA,
                         ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA, cuda)},
               std::pair{UCS_MEMORY_TYPE_CUDA_MANAGED,
-                        ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA_MANAGED,
-                                                        managed)},
+                        ucs::memtype::register_detector(UCS_MEMORY_TYPE_CUDA_MANAGED, managed)},
               std::pair{UCS_MEMORY_TYPE_CUDA,
                         ucs::memtype::register_copier(UCS_MEMORY_TYPE_CUDA, staged_copy)},
               std::pair{UCS_MEMORY_TYPE_CUDA_MANAGED,
                         ucs::memtype::register_copier(UCS_MEMORY_TYPE_CUDA_MANAGED,
                                                       staged_copy)}}) {
             if (status != UCS_OK) {
-                ucs_diag("cuda: %s memory service not registered: %s",
-                         ucs_memory_type_names[type], ucs_status_string(status));
+                ucs_diag("cuda: %s memory service not registered: %s", ucs_memory_type_names[type],
+                         ucs_status_string(status));
             }
         }
         for (auto type : {UCS_MEMORY_TYPE_CUDA, UCS_MEMORY_TYPE_CUDA_MANAGED}) {
@@ -264,8 +260,7 @@ void register_memtype_services()
         }
         ucs_status_t status = ucs::memtype::register_bounce_allocator(&pinned_allocator);
         if (status != UCS_OK) {
-            ucs_diag("cuda: pinned bounce buffers not registered: %s",
-                     ucs_status_string(status));
+            ucs_diag("cuda: pinned bounce buffers not registered: %s", ucs_status_string(status));
         }
     });
 }

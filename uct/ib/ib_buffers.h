@@ -22,8 +22,8 @@ public:
     /* Buffers of `size` bytes, `per_slab` to a registration. */
     buffer_pool(ibv_pd *pd, size_t size, unsigned per_slab, const char *name);
     ~buffer_pool();
-    buffer_pool(const buffer_pool&) = delete;
-    buffer_pool &operator=(const buffer_pool&) = delete;
+    buffer_pool(const buffer_pool &)            = delete;
+    buffer_pool &operator=(const buffer_pool &) = delete;
 
     /* A buffer, or nullptr when no memory could be mapped or registered. */
     uint8_t *get();
@@ -31,7 +31,7 @@ public:
 
     static uint32_t lkey(const uint8_t *buffer)
     {
-        return reinterpret_cast<const header*>(buffer - sizeof(header))->lkey;
+        return reinterpret_cast<const header *>(buffer - sizeof(header))->lkey;
     }
 
     size_t size() const { return size_; }
@@ -44,21 +44,21 @@ private:
     };
 
     struct slab {
-        void   *memory;
+        void *memory;
         size_t length;
         ibv_mr *mr;
     };
 
     bool grow();
 
-    ibv_pd                *pd_;
-    size_t                size_;
-    size_t                stride_;
-    unsigned              per_slab_;
-    const char            *name_;
-    size_t                total_ = 0;
-    std::vector<slab>     slabs_;
-    std::vector<uint8_t*> free_;
+    ibv_pd *pd_;
+    size_t size_;
+    size_t stride_;
+    unsigned per_slab_;
+    const char *name_;
+    size_t total_ = 0;
+    std::vector<slab> slabs_;
+    std::vector<uint8_t *> free_;
 };
 
 /*
@@ -68,8 +68,8 @@ private:
  * how many were posted: fewer when the pool or the queue is out of room.
  */
 template <typename Post>
-unsigned post_receives(buffer_pool &pool, size_t offset, uint32_t length, unsigned count,
-                       Post post, const char *what)
+unsigned post_receives(buffer_pool &pool, size_t offset, uint32_t length, unsigned count, Post post,
+                       const char *what)
 {
     constexpr unsigned batch = 16;
     ibv_recv_wr wrs[batch];
@@ -82,9 +82,9 @@ unsigned post_receives(buffer_pool &pool, size_t offset, uint32_t length, unsign
             if (buffer == nullptr) {
                 break;
             }
-            sges[n] = {reinterpret_cast<uintptr_t>(buffer + offset), length,
-                       buffer_pool::lkey(buffer)};
-            wrs[n]  = {};
+            sges[n]        = {reinterpret_cast<uintptr_t>(buffer + offset), length,
+                              buffer_pool::lkey(buffer)};
+            wrs[n]         = {};
             wrs[n].wr_id   = reinterpret_cast<uintptr_t>(buffer);
             wrs[n].sg_list = &sges[n];
             wrs[n].num_sge = 1;
@@ -96,13 +96,13 @@ unsigned post_receives(buffer_pool &pool, size_t offset, uint32_t length, unsign
             break;
         }
         ibv_recv_wr *bad = nullptr;
-        const int rc = post(wrs, &bad);
-        unsigned done = n;
+        const int rc     = post(wrs, &bad);
+        unsigned done    = n;
         if (rc != 0) {
             /* Everything from `bad` on was not posted. */
             done = unsigned(bad - wrs);
             for (unsigned i = done; i < n; ++i) {
-                pool.put(reinterpret_cast<uint8_t*>(wrs[i].wr_id));
+                pool.put(reinterpret_cast<uint8_t *>(wrs[i].wr_id));
             }
             ucs_error("%s: posting receive buffers failed: %s", what, std::strerror(rc));
         }

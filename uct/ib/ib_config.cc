@@ -18,13 +18,14 @@ using ucs::config::type_ulong;
 
 struct ib_md_values {
     unsigned long gid_index;
-    double        reg_overhead;
+    double reg_overhead;
 };
 
 const ucs::config::field ib_md_fields[] = {
     UCS_CONFIG_FIELD(ib_md_values, gid_index, "GID_INDEX", "auto",
                      "Port GID index to use (auto: 0 on InfiniBand, the first RoCE v2 "
-                     "IPv4 GID on Ethernet).", type_ulong),
+                     "IPv4 GID on Ethernet).",
+                     type_ulong),
     UCS_CONFIG_FIELD(ib_md_values, reg_overhead, "MEM_REG_OVERHEAD", "16us",
                      "Memory registration overhead estimate.", type_time),
 };
@@ -43,29 +44,29 @@ constexpr const char *ib_md_no_effect[] = {
 };
 // clang-format on
 
-const ucs::config::table ib_md_table = {"IB memory domain", "IB_", ib_md_fields,
-                                        sizeof(ib_md_values), {}, ib_md_no_effect};
+const ucs::config::table ib_md_table = {"IB memory domain",   "IB_", ib_md_fields,
+                                        sizeof(ib_md_values), {},    ib_md_no_effect};
 UCS_CONFIG_REGISTER_TABLE(ib_md_table);
 
 struct rc_verbs_values {
-    size_t        seg_size;
-    unsigned      tx_queue_len;
-    unsigned      rx_queue_len;
-    size_t        tx_min_inline;
-    unsigned      tx_min_sge;
-    unsigned      tx_cq_moderation;
-    unsigned      tx_cq_len;
-    unsigned      rx_max_poll;
-    unsigned      tx_max_poll;
-    size_t        max_am_hdr;
-    double        timeout;
-    unsigned      retry_count;
-    double        rnr_timeout;
-    unsigned      rnr_retry_count;
+    size_t seg_size;
+    unsigned tx_queue_len;
+    unsigned rx_queue_len;
+    size_t tx_min_inline;
+    unsigned tx_min_sge;
+    unsigned tx_cq_moderation;
+    unsigned tx_cq_len;
+    unsigned rx_max_poll;
+    unsigned tx_max_poll;
+    size_t max_am_hdr;
+    double timeout;
+    unsigned retry_count;
+    double rnr_timeout;
+    unsigned rnr_retry_count;
     unsigned long sl;
     unsigned long traffic_class;
-    unsigned      hop_limit;
-    unsigned      path_mtu;
+    unsigned hop_limit;
+    unsigned path_mtu;
     unsigned long max_rd_atomic;
 };
 
@@ -74,19 +75,20 @@ const char *const path_mtu_names[] = {"default", "512", "1024", "2048", "4096"};
 const ucs::config::field rc_verbs_fields[] = {
     UCS_CONFIG_FIELD(rc_verbs_values, seg_size, "SEG_SIZE", "8256",
                      "Size of a receive buffer: the largest bcopy message, its 1-byte "
-                     "header included.", type_size),
+                     "header included.",
+                     type_size),
     UCS_CONFIG_FIELD(rc_verbs_values, tx_queue_len, "TX_QUEUE_LEN", "256",
                      "Length of each QP's send queue: work requests in flight per "
-                     "endpoint.", type_uint),
-    UCS_CONFIG_FIELD(rc_verbs_values, rx_queue_len, "RX_QUEUE_LEN", "4095",
-                     "Receive buffers posted to the interface's shared receive queue.",
+                     "endpoint.",
                      type_uint),
+    UCS_CONFIG_FIELD(rc_verbs_values, rx_queue_len, "RX_QUEUE_LEN", "4095",
+                     "Receive buffers posted to the interface's shared receive queue.", type_uint),
     UCS_CONFIG_FIELD(rc_verbs_values, tx_min_inline, "TX_MIN_INLINE", "64",
                      "Bytes of inline data to ask of each QP: the short-message limit "
-                     "(the device may give more).", type_size),
+                     "(the device may give more).",
+                     type_size),
     UCS_CONFIG_FIELD(rc_verbs_values, tx_min_sge, "TX_MIN_SGE", "5",
-                     "Gather entries per work request: the zero-copy iov limit.",
-                     type_uint),
+                     "Gather entries per work request: the zero-copy iov limit.", type_uint),
     UCS_CONFIG_FIELD(rc_verbs_values, tx_cq_moderation, "TX_CQ_MODERATION", "64",
                      "Send a signaled work request at least every this many.", type_uint),
     UCS_CONFIG_FIELD(rc_verbs_values, tx_cq_len, "TX_CQ_LEN", "4096",
@@ -99,16 +101,18 @@ const ucs::config::field rc_verbs_fields[] = {
                      "Largest header of an active message zcopy.", type_size),
     UCS_CONFIG_FIELD(rc_verbs_values, timeout, "TIMEOUT", "1s",
                      "Transport timeout: how long the device waits for an "
-                     "acknowledgement before retrying.", type_time),
+                     "acknowledgement before retrying.",
+                     type_time),
     UCS_CONFIG_FIELD(rc_verbs_values, retry_count, "RETRY_COUNT", "7",
                      "Transport retries before the QP fails (at most 7).", type_uint),
     UCS_CONFIG_FIELD(rc_verbs_values, rnr_timeout, "RNR_TIMEOUT", "1ms",
                      "How long a receiver with no buffer posted asks the sender to "
-                     "wait.", type_time),
+                     "wait.",
+                     type_time),
     UCS_CONFIG_FIELD(rc_verbs_values, rnr_retry_count, "RNR_RETRY_COUNT", "7",
                      "Receiver-not-ready retries (7: for ever).", type_uint),
-    UCS_CONFIG_FIELD(rc_verbs_values, sl, "SL", "auto",
-                     "InfiniBand service level (auto: 0).", type_ulong),
+    UCS_CONFIG_FIELD(rc_verbs_values, sl, "SL", "auto", "InfiniBand service level (auto: 0).",
+                     type_ulong),
     UCS_CONFIG_FIELD(rc_verbs_values, traffic_class, "TRAFFIC_CLASS", "auto",
                      "Traffic class of the global route header (auto: 0).", type_ulong),
     UCS_CONFIG_FIELD(rc_verbs_values, hop_limit, "HOP_LIMIT", "255",
@@ -118,42 +122,62 @@ const ucs::config::field rc_verbs_fields[] = {
                      ucs::config::type_enum(path_mtu_names)),
     UCS_CONFIG_FIELD(rc_verbs_values, max_rd_atomic, "MAX_RD_ATOMIC", "auto",
                      "RDMA reads and atomics in flight per QP (auto: the device's "
-                     "limit).", type_ulong),
+                     "limit).",
+                     type_ulong),
 };
 
 constexpr const char *rc_verbs_no_effect[] = {
-    "RC_VERBS_ALLOC", "RC_VERBS_FAILURE", "RC_VERBS_MAX_NUM_EPS", "RC_VERBS_TX_MAX_BATCH",
-    "RC_VERBS_TX_INLINE_RESP", "RC_VERBS_TX_MAX_BUFS", "RC_VERBS_TX_BUFS_GROW",
-    "RC_VERBS_RX_MAX_BATCH", "RC_VERBS_RX_INLINE", "RC_VERBS_RX_MAX_BUFS",
-    "RC_VERBS_RX_BUFS_GROW", "RC_VERBS_ADDR_TYPE", "RC_VERBS_IS_GLOBAL",
-    "RC_VERBS_NUM_PATHS", "RC_VERBS_ROCE_LOCAL_SUBNET", "RC_VERBS_ROCE_SUBNET_PREFIX_LEN",
-    "RC_VERBS_ROCE_PATH_FACTOR", "RC_VERBS_LID_PATH_BITS", "RC_VERBS_PKEY",
-    "RC_VERBS_FC_ENABLE", "RC_VERBS_FC_WND_SIZE", "RC_VERBS_FC_HARD_THRESH",
-    "RC_VERBS_FC_SOFT_THRESH", "RC_VERBS_FENCE", "RC_VERBS_MAX_GET_ZCOPY",
-    "RC_VERBS_TX_NUM_GET_BYTES", "RC_VERBS_TX_POLL_ALWAYS", "RC_VERBS_TX_MAX_WR",
+    "RC_VERBS_ALLOC",
+    "RC_VERBS_FAILURE",
+    "RC_VERBS_MAX_NUM_EPS",
+    "RC_VERBS_TX_MAX_BATCH",
+    "RC_VERBS_TX_INLINE_RESP",
+    "RC_VERBS_TX_MAX_BUFS",
+    "RC_VERBS_TX_BUFS_GROW",
+    "RC_VERBS_RX_MAX_BATCH",
+    "RC_VERBS_RX_INLINE",
+    "RC_VERBS_RX_MAX_BUFS",
+    "RC_VERBS_RX_BUFS_GROW",
+    "RC_VERBS_ADDR_TYPE",
+    "RC_VERBS_IS_GLOBAL",
+    "RC_VERBS_NUM_PATHS",
+    "RC_VERBS_ROCE_LOCAL_SUBNET",
+    "RC_VERBS_ROCE_SUBNET_PREFIX_LEN",
+    "RC_VERBS_ROCE_PATH_FACTOR",
+    "RC_VERBS_LID_PATH_BITS",
+    "RC_VERBS_PKEY",
+    "RC_VERBS_FC_ENABLE",
+    "RC_VERBS_FC_WND_SIZE",
+    "RC_VERBS_FC_HARD_THRESH",
+    "RC_VERBS_FC_SOFT_THRESH",
+    "RC_VERBS_FENCE",
+    "RC_VERBS_MAX_GET_ZCOPY",
+    "RC_VERBS_TX_NUM_GET_BYTES",
+    "RC_VERBS_TX_POLL_ALWAYS",
+    "RC_VERBS_TX_MAX_WR",
     "RC_VERBS_FLUSH_MODE",
 };
 
-const ucs::config::table rc_verbs_table = {"RC verbs transport", "RC_VERBS_",
-                                           rc_verbs_fields, sizeof(rc_verbs_values), {},
-                                           rc_verbs_no_effect};
+const ucs::config::table rc_verbs_table = {
+    "RC verbs transport",    "RC_VERBS_", rc_verbs_fields,
+    sizeof(rc_verbs_values), {},          rc_verbs_no_effect};
 UCS_CONFIG_REGISTER_TABLE(rc_verbs_table);
 
 struct ud_verbs_values {
-    size_t        seg_size;
-    unsigned      tx_queue_len;
-    unsigned      rx_queue_len;
-    size_t        tx_min_inline;
-    unsigned      tx_min_sge;
-    unsigned      rx_max_poll;
-    unsigned      tx_max_poll;
-    double        timeout;
-    double        timer_tick;
-    double        timer_backoff;
-    unsigned      max_window;
+    size_t seg_size;
+    unsigned tx_queue_len;
+    unsigned rx_queue_len;
+    size_t tx_min_inline;
+    unsigned tx_min_sge;
+    unsigned rx_max_poll;
+    unsigned tx_max_poll;
+    double timeout;
+    double timer_tick;
+    double timer_backoff;
+    unsigned max_window;
     unsigned long sl;
     unsigned long traffic_class;
-    unsigned      hop_limit;
+    unsigned hop_limit;
 };
 
 const ucs::config::field ud_verbs_fields[] = {
@@ -163,12 +187,14 @@ const ucs::config::field ud_verbs_fields[] = {
                      type_size),
     UCS_CONFIG_FIELD(ud_verbs_values, tx_queue_len, "TX_QUEUE_LEN", "256",
                      "Length of the interface QP's send queue; also bounds each "
-                     "endpoint's window.", type_uint),
+                     "endpoint's window.",
+                     type_uint),
     UCS_CONFIG_FIELD(ud_verbs_values, rx_queue_len, "RX_QUEUE_LEN", "4096",
                      "Receive buffers posted to the interface's QP.", type_uint),
     UCS_CONFIG_FIELD(ud_verbs_values, tx_min_inline, "TX_MIN_INLINE", "64",
                      "Bytes of inline data to ask of the QP: the short-message limit "
-                     "with the header.", type_size),
+                     "with the header.",
+                     type_size),
     UCS_CONFIG_FIELD(ud_verbs_values, tx_min_sge, "TX_MIN_SGE", "5",
                      "Gather entries per work request.", type_uint),
     UCS_CONFIG_FIELD(ud_verbs_values, rx_max_poll, "RX_MAX_POLL", "16",
@@ -177,17 +203,17 @@ const ucs::config::field ud_verbs_fields[] = {
                      "Send completions handled in one progress call.", type_uint),
     UCS_CONFIG_FIELD(ud_verbs_values, timeout, "TIMEOUT", "30s",
                      "An endpoint fails after this long without an acknowledgement of "
-                     "its outstanding packets.", type_time),
+                     "its outstanding packets.",
+                     type_time),
     UCS_CONFIG_FIELD(ud_verbs_values, timer_tick, "TIMER_TICK", "10ms",
                      "Retransmission timeout of unacknowledged packets.", type_time),
     UCS_CONFIG_FIELD(ud_verbs_values, timer_backoff, "TIMER_BACKOFF", "2.0",
                      "Factor of the retransmission timeout after each retransmission.",
                      ucs::config::type_double),
     UCS_CONFIG_FIELD(ud_verbs_values, max_window, "MAX_WINDOW", "1025",
-                     "Unacknowledged packets per endpoint (also at most TX_QUEUE_LEN).",
-                     type_uint),
-    UCS_CONFIG_FIELD(ud_verbs_values, sl, "SL", "auto",
-                     "InfiniBand service level (auto: 0).", type_ulong),
+                     "Unacknowledged packets per endpoint (also at most TX_QUEUE_LEN).", type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, sl, "SL", "auto", "InfiniBand service level (auto: 0).",
+                     type_ulong),
     UCS_CONFIG_FIELD(ud_verbs_values, traffic_class, "TRAFFIC_CLASS", "auto",
                      "Traffic class of the global route header (auto: 0).", type_ulong),
     UCS_CONFIG_FIELD(ud_verbs_values, hop_limit, "HOP_LIMIT", "255",
@@ -195,20 +221,37 @@ const ucs::config::field ud_verbs_fields[] = {
 };
 
 constexpr const char *ud_verbs_no_effect[] = {
-    "UD_VERBS_ALLOC", "UD_VERBS_FAILURE", "UD_VERBS_MAX_NUM_EPS", "UD_VERBS_TX_MAX_BATCH",
-    "UD_VERBS_TX_INLINE_RESP", "UD_VERBS_TX_MAX_BUFS", "UD_VERBS_TX_BUFS_GROW",
-    "UD_VERBS_RX_MAX_BATCH", "UD_VERBS_RX_INLINE", "UD_VERBS_RX_MAX_BUFS",
-    "UD_VERBS_RX_BUFS_GROW", "UD_VERBS_ADDR_TYPE", "UD_VERBS_IS_GLOBAL",
-    "UD_VERBS_NUM_PATHS", "UD_VERBS_ROCE_LOCAL_SUBNET", "UD_VERBS_ROCE_SUBNET_PREFIX_LEN",
-    "UD_VERBS_ROCE_PATH_FACTOR", "UD_VERBS_LID_PATH_BITS", "UD_VERBS_PKEY",
-    "UD_VERBS_PATH_MTU", "UD_VERBS_RX_QUEUE_LEN_INIT", "UD_VERBS_LINGER_TIMEOUT",
-    "UD_VERBS_ASYNC_TIMER_TICK", "UD_VERBS_MIN_POKE_TIME", "UD_VERBS_ETH_DGID_CHECK",
+    "UD_VERBS_ALLOC",
+    "UD_VERBS_FAILURE",
+    "UD_VERBS_MAX_NUM_EPS",
+    "UD_VERBS_TX_MAX_BATCH",
+    "UD_VERBS_TX_INLINE_RESP",
+    "UD_VERBS_TX_MAX_BUFS",
+    "UD_VERBS_TX_BUFS_GROW",
+    "UD_VERBS_RX_MAX_BATCH",
+    "UD_VERBS_RX_INLINE",
+    "UD_VERBS_RX_MAX_BUFS",
+    "UD_VERBS_RX_BUFS_GROW",
+    "UD_VERBS_ADDR_TYPE",
+    "UD_VERBS_IS_GLOBAL",
+    "UD_VERBS_NUM_PATHS",
+    "UD_VERBS_ROCE_LOCAL_SUBNET",
+    "UD_VERBS_ROCE_SUBNET_PREFIX_LEN",
+    "UD_VERBS_ROCE_PATH_FACTOR",
+    "UD_VERBS_LID_PATH_BITS",
+    "UD_VERBS_PKEY",
+    "UD_VERBS_PATH_MTU",
+    "UD_VERBS_RX_QUEUE_LEN_INIT",
+    "UD_VERBS_LINGER_TIMEOUT",
+    "UD_VERBS_ASYNC_TIMER_TICK",
+    "UD_VERBS_MIN_POKE_TIME",
+    "UD_VERBS_ETH_DGID_CHECK",
     "UD_VERBS_RX_ASYNC_MAX_POLL",
 };
 
-const ucs::config::table ud_verbs_table = {"UD verbs transport", "UD_VERBS_",
-                                           ud_verbs_fields, sizeof(ud_verbs_values), {},
-                                           ud_verbs_no_effect};
+const ucs::config::table ud_verbs_table = {
+    "UD verbs transport",    "UD_VERBS_", ud_verbs_fields,
+    sizeof(ud_verbs_values), {},          ud_verbs_no_effect};
 UCS_CONFIG_REGISTER_TABLE(ud_verbs_table);
 
 
@@ -233,11 +276,11 @@ uint8_t ib_timeout_code(double seconds)
 uint8_t ib_rnr_timer_code(double seconds)
 {
     /* IB's min_rnr_timer table in milliseconds, by code 1..31 (0 is 655.36). */
-    static const double ms[] = {0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16,
-                                0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92, 2.56,
-                                3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96,
+    static const double ms[] = {0.01,  0.02,  0.03,   0.04,   0.06,   0.08,   0.12,  0.16,
+                                0.24,  0.32,  0.48,   0.64,   0.96,   1.28,   1.92,  2.56,
+                                3.84,  5.12,  7.68,   10.24,  15.36,  20.48,  30.72, 40.96,
                                 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
-    const double wanted = seconds * 1e3;
+    const double wanted      = seconds * 1e3;
     for (size_t i = 0; i < std::size(ms); ++i) {
         if (ms[i] >= wanted) {
             return uint8_t(i + 1);
@@ -254,7 +297,7 @@ ucs_status_t read_ib_md_config(const char *env_prefix, ib_md_config *config)
         return status;
     }
     const ib_md_values values = v;
-    ucs::config::release(&v, ib_md_table);    /* it clears v */
+    ucs::config::release(&v, ib_md_table); /* it clears v */
     if ((values.gid_index != ucs::config::ulong_auto) && (values.gid_index > 255)) {
         ucs_error("invalid UCX_IB_GID_INDEX %lu (0..255 or auto)", values.gid_index);
         return UCS_ERR_INVALID_PARAM;
@@ -272,7 +315,7 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
         return status;
     }
     const rc_verbs_values v = filled;
-    ucs::config::release(&filled, rc_verbs_table);    /* it clears `filled` */
+    ucs::config::release(&filled, rc_verbs_table); /* it clears `filled` */
 
     if ((v.seg_size < 64) || (v.seg_size > (1u << 30))) {
         return invalid("rc_verbs", "UCX_RC_VERBS_SEG_SIZE out of range (64..1g)");
@@ -283,8 +326,7 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
                        "UCX_RC_VERBS_TX_QUEUE_LEN (2..65536) or RX_QUEUE_LEN (1..65536)");
     }
     if ((v.tx_min_sge < 1) || (v.tx_min_sge > 30) || (v.tx_min_inline > 4096)) {
-        return invalid("rc_verbs",
-                       "UCX_RC_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
+        return invalid("rc_verbs", "UCX_RC_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
     }
     if ((v.tx_cq_moderation < 1) || (v.tx_cq_len < 2) || (v.rx_max_poll < 1) ||
         (v.tx_max_poll < 1)) {
@@ -295,8 +337,7 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
         return invalid("rc_verbs", "UCX_RC_VERBS_MAX_AM_HDR above 4096");
     }
     if ((v.retry_count > 7) || (v.rnr_retry_count > 7)) {
-        return invalid("rc_verbs",
-                       "UCX_RC_VERBS_RETRY_COUNT and RNR_RETRY_COUNT are at most 7");
+        return invalid("rc_verbs", "UCX_RC_VERBS_RETRY_COUNT and RNR_RETRY_COUNT are at most 7");
     }
     auto auto_or = [](unsigned long value, unsigned long limit) {
         return (value == ucs::config::ulong_auto) ? 0ul : std::min(value, limit);
@@ -304,8 +345,7 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
     if (((v.sl != ucs::config::ulong_auto) && (v.sl > 15)) ||
         ((v.traffic_class != ucs::config::ulong_auto) && (v.traffic_class > 255)) ||
         (v.hop_limit > 255)) {
-        return invalid("rc_verbs",
-                       "UCX_RC_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
+        return invalid("rc_verbs", "UCX_RC_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
     }
     static const unsigned mtu_bytes[] = {0, 512, 1024, 2048, 4096};
 
@@ -339,7 +379,7 @@ ucs_status_t read_ud_verbs_config(const char *env_prefix, ud_verbs_config *confi
         return status;
     }
     const ud_verbs_values v = filled;
-    ucs::config::release(&filled, ud_verbs_table);    /* it clears `filled` */
+    ucs::config::release(&filled, ud_verbs_table); /* it clears `filled` */
 
     if ((v.seg_size < 128) || (v.seg_size > (1u << 30))) {
         return invalid("ud_verbs", "UCX_UD_VERBS_SEG_SIZE out of range (128..1g)");
@@ -350,24 +390,20 @@ ucs_status_t read_ud_verbs_config(const char *env_prefix, ud_verbs_config *confi
                        "UCX_UD_VERBS_TX_QUEUE_LEN (2..65536) or RX_QUEUE_LEN (1..65536)");
     }
     if ((v.tx_min_sge < 1) || (v.tx_min_sge > 30) || (v.tx_min_inline > 4096)) {
-        return invalid("ud_verbs",
-                       "UCX_UD_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
+        return invalid("ud_verbs", "UCX_UD_VERBS_TX_MIN_SGE (1..30) or TX_MIN_INLINE (..4096)");
     }
     if ((v.rx_max_poll < 1) || (v.tx_max_poll < 1) || (v.max_window < 2)) {
-        return invalid("ud_verbs",
-                       "UCX_UD_VERBS_RX_MAX_POLL and TX_MAX_POLL must be positive, "
-                       "MAX_WINDOW at least 2");
+        return invalid("ud_verbs", "UCX_UD_VERBS_RX_MAX_POLL and TX_MAX_POLL must be positive, "
+                                   "MAX_WINDOW at least 2");
     }
     if (!(v.timer_tick > 0) || !(v.timeout > v.timer_tick) || !(v.timer_backoff >= 1.0)) {
-        return invalid("ud_verbs",
-                       "UCX_UD_VERBS_TIMER_TICK must be positive, TIMEOUT above it and "
-                       "TIMER_BACKOFF at least 1");
+        return invalid("ud_verbs", "UCX_UD_VERBS_TIMER_TICK must be positive, TIMEOUT above it and "
+                                   "TIMER_BACKOFF at least 1");
     }
     if (((v.sl != ucs::config::ulong_auto) && (v.sl > 15)) ||
         ((v.traffic_class != ucs::config::ulong_auto) && (v.traffic_class > 255)) ||
         (v.hop_limit > 255)) {
-        return invalid("ud_verbs",
-                       "UCX_UD_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
+        return invalid("ud_verbs", "UCX_UD_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
     }
     auto auto_or = [](unsigned long value, unsigned long limit) {
         return (value == ucs::config::ulong_auto) ? 0ul : std::min(value, limit);

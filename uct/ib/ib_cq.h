@@ -19,8 +19,8 @@ class cq_pair {
 public:
     cq_pair() = default;
     ~cq_pair();
-    cq_pair(const cq_pair&) = delete;
-    cq_pair &operator=(const cq_pair&) = delete;
+    cq_pair(const cq_pair &)            = delete;
+    cq_pair &operator=(const cq_pair &) = delete;
 
     /* `tl` names the transport in error messages. */
     ucs_status_t create(ibv_context *ctx, int send_len, int recv_len, const char *tl);
@@ -42,13 +42,13 @@ private:
     int poll(ibv_cq *cq, std::vector<ibv_wc> *kept, ibv_wc *wc, int max);
     void drain_channel();
 
-    const char          *tl_ = "";
-    ibv_comp_channel    *channel_ = nullptr;
-    ibv_cq              *send_cq_ = nullptr;
-    ibv_cq              *recv_cq_ = nullptr;
+    const char *tl_            = "";
+    ibv_comp_channel *channel_ = nullptr;
+    ibv_cq *send_cq_           = nullptr;
+    ibv_cq *recv_cq_           = nullptr;
     std::vector<ibv_wc> kept_send_;
     std::vector<ibv_wc> kept_recv_;
-    bool                failure_reported_ = false;
+    bool failure_reported_ = false;
 };
 
 } // namespace uct::ib

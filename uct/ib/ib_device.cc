@@ -55,7 +55,7 @@ bool select_gid(ibv_context *ctx, port_info *port, unsigned long wanted)
 ucs_status_t device::open(const std::string &name, const ib_md_config &config,
                           std::unique_ptr<device> *device_p)
 {
-    int count = 0;
+    int count         = 0;
     ibv_device **list = ibv_get_device_list(&count);
     if (list == nullptr) {
         return UCS_ERR_NO_DEVICE;
@@ -88,8 +88,8 @@ ucs_status_t device::open(const std::string &name, const ib_md_config &config,
         }
         port.ethernet = (port.attr.link_layer == IBV_LINK_LAYER_ETHERNET);
         if (!select_gid(dev->context_, &port, config.gid_index)) {
-            ucs_error("ib: %s:%u has no GID index %lu (UCX_IB_GID_INDEX)", name.c_str(),
-                      num, config.gid_index);
+            ucs_error("ib: %s:%u has no GID index %lu (UCX_IB_GID_INDEX)", name.c_str(), num,
+                      config.gid_index);
             return UCS_ERR_INVALID_PARAM;
         }
         dev->ports_.push_back(port);
@@ -126,7 +126,7 @@ const port_info *device::active_port(unsigned num) const
 std::vector<std::string> device_names()
 {
     std::vector<std::string> names;
-    int count = 0;
+    int count         = 0;
     ibv_device **list = ibv_get_device_list(&count);
     if (list == nullptr) {
         return names;
@@ -144,7 +144,7 @@ bool parse_port_name(const std::string &dev_name, std::string *device, unsigned 
     if ((colon == std::string::npos) || (colon == 0) || (colon + 1 >= dev_name.size())) {
         return false;
     }
-    char *end = nullptr;
+    char *end               = nullptr;
     const unsigned long num = std::strtoul(dev_name.c_str() + colon + 1, &end, 10);
     if ((*end != '\0') || (num == 0) || (num > 255)) {
         return false;
@@ -170,7 +170,7 @@ bool port_reaches(const port_info &port, const device_address &peer)
         return false;
     }
     if (port.ethernet) {
-        return true;     /* routed by GID */
+        return true; /* routed by GID */
     }
     /* One subnet (the GID's prefix), reached by LID. */
     return (peer.lid != 0) && (std::memcmp(peer.gid, port.gid.raw, 8) == 0);
@@ -184,10 +184,10 @@ void fill_ah_attr(const port_info &port, const device_address &peer, uint8_t sl,
     ah->sl       = sl;
     ah->dlid     = peer.lid;
     if (port.ethernet) {
-        ah->is_global          = 1;
-        ah->grh.sgid_index     = uint8_t(port.gid_index);
-        ah->grh.hop_limit      = hop_limit;
-        ah->grh.traffic_class  = traffic_class;
+        ah->is_global         = 1;
+        ah->grh.sgid_index    = uint8_t(port.gid_index);
+        ah->grh.hop_limit     = hop_limit;
+        ah->grh.traffic_class = traffic_class;
         std::memcpy(ah->grh.dgid.raw, peer.gid, sizeof(peer.gid));
     }
 }
@@ -254,7 +254,7 @@ ibv_mtu mtu_enum(unsigned bytes)
 
 unsigned mtu_bytes(ibv_mtu mtu)
 {
-    return 128u << unsigned(mtu);    /* IBV_MTU_256 is 1 */
+    return 128u << unsigned(mtu); /* IBV_MTU_256 is 1 */
 }
 
 } // namespace uct::ib

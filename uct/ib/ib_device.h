@@ -19,11 +19,11 @@
 namespace uct::ib {
 
 struct port_info {
-    uint8_t       num = 0;           /* 1-based, as verbs counts */
+    uint8_t num = 0; /* 1-based, as verbs counts */
     ibv_port_attr attr{};
-    bool          ethernet = false;  /* RoCE: routed by GID, no LID */
-    int           gid_index = 0;
-    ibv_gid       gid{};
+    bool ethernet = false; /* RoCE: routed by GID, no LID */
+    int gid_index = 0;
+    ibv_gid gid{};
 };
 
 class device {
@@ -32,8 +32,8 @@ public:
     static ucs_status_t open(const std::string &name, const ib_md_config &config,
                              std::unique_ptr<device> *device_p);
     ~device();
-    device(const device&) = delete;
-    device &operator=(const device&) = delete;
+    device(const device &)            = delete;
+    device &operator=(const device &) = delete;
 
     const std::string &name() const { return name_; }
     ibv_context *context() const { return context_; }
@@ -46,10 +46,10 @@ public:
 private:
     device() = default;
 
-    std::string            name_;
-    ibv_context            *context_ = nullptr;
-    ibv_pd                 *pd_ = nullptr;
-    ibv_device_attr        attr_{};
+    std::string name_;
+    ibv_context *context_ = nullptr;
+    ibv_pd *pd_           = nullptr;
+    ibv_device_attr attr_{};
     std::vector<port_info> ports_;
 };
 
@@ -65,9 +65,9 @@ bool parse_port_name(const std::string &dev_name, std::string *device, unsigned 
  */
 struct device_address {
     uint16_t lid;
-    uint8_t  flags;            /* ETHERNET */
-    uint8_t  reserved[5];
-    uint8_t  gid[16];
+    uint8_t flags; /* ETHERNET */
+    uint8_t reserved[5];
+    uint8_t gid[16];
     static constexpr uint8_t ETHERNET = 1u << 0;
 };
 static_assert(sizeof(device_address) == 24, "device_address layout");

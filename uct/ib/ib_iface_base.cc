@@ -33,17 +33,17 @@ void ib_ep_base::pending_purge(pending_purge_callback_t cb, void *arg)
 
 unsigned ib_ep_base::dispatch_pending()
 {
-    unsigned count = 0;
+    unsigned count                    = 0;
     const std::shared_ptr<bool> alive = alive_;
-    dispatching_ = true;
+    dispatching_                      = true;
     while (!pending_.empty() && (ready() == UCS_OK)) {
-        pending_req *req = pending_.pop_front();
+        pending_req *req          = pending_.pop_front();
         const ucs_status_t status = req->func(req);
         if (!*alive) {
             return count;
         }
         if ((status == UCS_ERR_NO_RESOURCE) || (status == UCS_INPROGRESS)) {
-            pending_.push_front(req);     /* stays first */
+            pending_.push_front(req); /* stays first */
             break;
         }
         ++count;
@@ -52,8 +52,8 @@ unsigned ib_ep_base::dispatch_pending()
     return count;
 }
 
-ib_iface_base::ib_iface_base(const iface_params &params)
-    : err_handler_(params.err_handler), err_arg_(params.err_handler_arg)
+ib_iface_base::ib_iface_base(const iface_params &params) :
+    err_handler_(params.err_handler), err_arg_(params.err_handler_arg)
 {
 }
 
@@ -117,9 +117,9 @@ unsigned ib_iface_base::dispatch_pending()
 void ib_iface_base::flush_waiter_done(completion *self)
 {
     static_assert(offsetof(flush_waiter, inner) == 0);
-    auto *waiter = reinterpret_cast<flush_waiter*>(self);
+    auto *waiter     = reinterpret_cast<flush_waiter *>(self);
     completion *user = waiter->user;
-    waiter->user = nullptr;     /* free for the next iface flush */
+    waiter->user     = nullptr; /* free for the next iface flush */
     invoke_completion(user, self->status);
 }
 
@@ -166,7 +166,7 @@ ucs_status_t ib_iface_base::flush(unsigned flags, completion *comp)
         return UCS_OK;
     }
     if (waiter != nullptr) {
-        --waiter->inner.count;   /* the initial reference; the eps hold the rest */
+        --waiter->inner.count; /* the initial reference; the eps hold the rest */
     }
     return UCS_INPROGRESS;
 }

@@ -41,13 +41,13 @@ protected:
     /* Queued requests go first, except to the dispatcher itself. */
     bool pending_blocks() const { return !pending_.empty() && !dispatching_; }
 
-    ib_iface_base         &base_;
+    ib_iface_base &base_;
     /* False once the ep is destroyed: callbacks it runs may destroy it. */
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-    pending_queue         pending_;
+    pending_queue pending_;
 
 private:
-    bool                  dispatching_ = false;
+    bool dispatching_ = false;
 };
 
 class ib_iface_base : public iface {
@@ -70,20 +70,20 @@ protected:
     unsigned dispatch_pending();
     unsigned report_errors();
 
-    std::unordered_map<uint32_t, ib_ep_base*> eps_;
+    std::unordered_map<uint32_t, ib_ep_base *> eps_;
 
 private:
     struct flush_waiter {
-        completion inner;        /* first: the eps' flushes count it down */
+        completion inner; /* first: the eps' flushes count it down */
         completion *user;
     };
     static void flush_waiter_done(completion *self);
 
-    error_handler_t                                   err_handler_;
-    void                                              *err_arg_;
-    std::vector<ib_ep_base*>                          pending_eps_;
-    std::deque<std::pair<ib_ep_base*, ucs_status_t>>  errors_;
-    std::deque<std::unique_ptr<flush_waiter>>         flush_waiters_;
+    error_handler_t err_handler_;
+    void *err_arg_;
+    std::vector<ib_ep_base *> pending_eps_;
+    std::deque<std::pair<ib_ep_base *, ucs_status_t>> errors_;
+    std::deque<std::unique_ptr<flush_waiter>> flush_waiters_;
 };
 
 } // namespace uct::ib

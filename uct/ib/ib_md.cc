@@ -44,8 +44,7 @@ ucs_status_t ib_component::md_open(const char *md_name, md **md_p)
     return UCS_OK;
 }
 
-ucs_status_t ib_component::rkey_unpack(const void *buffer, size_t length,
-                                       rkey_bundle *rkey_p)
+ucs_status_t ib_component::rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p)
 {
     packed_rkey packed;
     ucs::wire_reader r(buffer, length);
@@ -64,7 +63,7 @@ ucs_status_t ib_component::rkey_unpack(const void *buffer, size_t length,
 
 void ib_component::rkey_release(const rkey_bundle &rkey)
 {
-    delete static_cast<remote_key*>(rkey.handle);
+    delete static_cast<remote_key *>(rkey.handle);
 }
 
 ib_component &ib_component_instance()
@@ -75,12 +74,10 @@ ib_component &ib_component_instance()
 
 UCT_REGISTER_TRANSPORT(ib, &ib_component_instance())
 
-ib_md::ib_md(std::unique_ptr<device> dev, const ib_md_config &config)
-    : dev_(std::move(dev))
+ib_md::ib_md(std::unique_ptr<device> dev, const ib_md_config &config) : dev_(std::move(dev))
 {
-    attr_.flags            = md_flag::REG | md_flag::NEED_MEMH | md_flag::NEED_RKEY |
-                             md_flag::REG_PINS;
-    attr_.max_reg          = dev_->attr().max_mr_size;
+    attr_.flags   = md_flag::REG | md_flag::NEED_MEMH | md_flag::NEED_RKEY | md_flag::REG_PINS;
+    attr_.max_reg = dev_->attr().max_mr_size;
     attr_.rkey_packed_size = sizeof(packed_rkey);
     attr_.reg_overhead_s   = config.reg_overhead_s;
 }
@@ -107,12 +104,9 @@ ucs_status_t ib_md::iface_open(worker &worker, const iface_params &params, iface
 {
     std::string dev_name;
     unsigned port_num = 0;
-    const bool ud = (params.tl_name != nullptr) &&
-                    (std::strcmp(params.tl_name, "ud_verbs") == 0);
-    if ((params.tl_name == nullptr) ||
-        (!ud && (std::strcmp(params.tl_name, "rc_verbs") != 0)) ||
-        (params.dev_name == nullptr) ||
-        !parse_port_name(params.dev_name, &dev_name, &port_num) ||
+    const bool ud = (params.tl_name != nullptr) && (std::strcmp(params.tl_name, "ud_verbs") == 0);
+    if ((params.tl_name == nullptr) || (!ud && (std::strcmp(params.tl_name, "rc_verbs") != 0)) ||
+        (params.dev_name == nullptr) || !parse_port_name(params.dev_name, &dev_name, &port_num) ||
         (dev_name != dev_->name())) {
         return UCS_ERR_NO_DEVICE;
     }
@@ -128,7 +122,7 @@ ucs_status_t ib_md::iface_open(worker &worker, const iface_params &params, iface
             return status;
         }
         auto iface = std::make_unique<ud_verbs_iface>(*this, *port, worker, params, config);
-        status = iface->init();
+        status     = iface->init();
         if (status != UCS_OK) {
             return status;
         }
@@ -141,7 +135,7 @@ ucs_status_t ib_md::iface_open(worker &worker, const iface_params &params, iface
         return status;
     }
     auto iface = std::make_unique<rc_verbs_iface>(*this, *port, worker, params, config);
-    status = iface->init();
+    status     = iface->init();
     if (status != UCS_OK) {
         return status;
     }
@@ -169,7 +163,7 @@ ucs_status_t ib_md::mem_dereg(mem_h memh)
     if (memh == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (ibv_dereg_mr(static_cast<ibv_mr*>(memh)) != 0) {
+    if (ibv_dereg_mr(static_cast<ibv_mr *>(memh)) != 0) {
         ucs_error("ib: ibv_dereg_mr failed: %m");
         return UCS_ERR_IO_ERROR;
     }
@@ -181,7 +175,7 @@ ucs_status_t ib_md::mkey_pack(mem_h memh, void *buffer)
     if ((memh == nullptr) || (buffer == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    const auto *mr = static_cast<const ibv_mr*>(memh);
+    const auto *mr = static_cast<const ibv_mr *>(memh);
     const packed_rkey packed{packed_rkey::MAGIC, mr->rkey, uint64_t(uintptr_t(mr->addr)),
                              uint64_t(mr->length)};
     std::memcpy(buffer, &packed, sizeof(packed));

@@ -19,9 +19,9 @@ namespace uct::ib {
 struct packed_rkey {
     uint32_t magic;
     uint32_t rkey;
-    uint64_t address;     /* the registered range: the initiator refuses */
-    uint64_t length;      /* what lies outside before the device would fail the QP */
-    static constexpr uint32_t MAGIC = 0x31424b49;   /* "IKB1" */
+    uint64_t address; /* the registered range: the initiator refuses */
+    uint64_t length;  /* what lies outside before the device would fail the QP */
+    static constexpr uint32_t MAGIC = 0x31424b49; /* "IKB1" */
 };
 static_assert(sizeof(packed_rkey) == 24, "packed_rkey layout");
 
@@ -40,7 +40,7 @@ struct remote_key {
 
 inline const remote_key &remote_key_of(rkey_t rkey)
 {
-    return *reinterpret_cast<const remote_key*>(rkey);
+    return *reinterpret_cast<const remote_key *>(rkey);
 }
 
 class ib_component : public component {
@@ -48,8 +48,7 @@ public:
     const char *name() const override { return "ib"; }
     ucs_status_t query_md_resources(std::vector<md_resource> *out) override;
     ucs_status_t md_open(const char *md_name, md **md_p) override;
-    ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                             rkey_bundle *rkey_p) override;
+    ucs_status_t rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p) override;
     void rkey_release(const rkey_bundle &rkey) override;
 };
 
@@ -64,11 +63,9 @@ public:
     const char *name() const override { return dev_->name().c_str(); }
 
     ucs_status_t query_tl_resources(std::vector<tl_resource> *out) override;
-    ucs_status_t iface_open(worker &worker, const iface_params &params,
-                            iface **iface_p) override;
+    ucs_status_t iface_open(worker &worker, const iface_params &params, iface **iface_p) override;
 
-    ucs_status_t mem_reg(void *address, size_t length, unsigned flags,
-                         mem_h *memh_p) override;
+    ucs_status_t mem_reg(void *address, size_t length, unsigned flags, mem_h *memh_p) override;
     ucs_status_t mem_dereg(mem_h memh) override;
     ucs_status_t mkey_pack(mem_h memh, void *buffer) override;
 
@@ -76,13 +73,13 @@ public:
 
 private:
     std::unique_ptr<device> dev_;
-    md_attr                 attr_;
+    md_attr attr_;
 };
 
 /* The lkey of a memory handle of this md (an iov's memh). */
 inline uint32_t memh_lkey(mem_h memh)
 {
-    return static_cast<const ibv_mr*>(memh)->lkey;
+    return static_cast<const ibv_mr *>(memh)->lkey;
 }
 
 } // namespace uct::ib

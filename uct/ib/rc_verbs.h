@@ -35,7 +35,7 @@ namespace uct::ib {
 /* An ep as the peer connects to it. */
 struct rc_ep_address {
     uint32_t qpn;
-    uint32_t psn;      /* the first packet sequence number this QP sends */
+    uint32_t psn; /* the first packet sequence number this QP sends */
 };
 static_assert(sizeof(rc_ep_address) == 8, "rc_ep_address layout");
 
@@ -49,27 +49,25 @@ public:
     ucs_status_t init();
 
     ucs_status_t get_address(void *buffer) const override;
-    ucs_status_t connect_to_ep(const void *dev_addr, size_t dev_addr_len,
-                               const void *ep_addr, size_t ep_addr_len) override;
+    ucs_status_t connect_to_ep(const void *dev_addr, size_t dev_addr_len, const void *ep_addr,
+                               size_t ep_addr_len) override;
 
     ucs_status_t am_short(am_id_t id, uint64_t header, const void *payload,
                           unsigned length) override;
     ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned flags) override;
-    ucs_status_t am_zcopy(am_id_t id, const void *header, unsigned header_length,
-                          const iov *iov, size_t iovcnt, unsigned flags,
-                          completion *comp) override;
+    ucs_status_t am_zcopy(am_id_t id, const void *header, unsigned header_length, const iov *iov,
+                          size_t iovcnt, unsigned flags, completion *comp) override;
     ucs_status_t put_short(const void *buffer, unsigned length, uint64_t remote_addr,
                            rkey_t rkey) override;
-    ssize_t put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
-                      rkey_t rkey) override;
-    ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
+    ssize_t put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr, rkey_t rkey) override;
+    ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                           completion *comp) override;
+    ucs_status_t get_bcopy(unpack_callback_t unpack, void *arg, size_t length, uint64_t remote_addr,
                            rkey_t rkey, completion *comp) override;
-    ucs_status_t get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
-                           uint64_t remote_addr, rkey_t rkey, completion *comp) override;
-    ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                           rkey_t rkey, completion *comp) override;
-    ucs_status_t atomic_post(atomic_op op, unsigned size, uint64_t value,
-                             uint64_t remote_addr, rkey_t rkey) override;
+    ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                           completion *comp) override;
+    ucs_status_t atomic_post(atomic_op op, unsigned size, uint64_t value, uint64_t remote_addr,
+                             rkey_t rkey) override;
     ucs_status_t atomic_fetch(atomic_op op, unsigned size, uint64_t value, uint64_t compare,
                               void *result, uint64_t remote_addr, rkey_t rkey,
                               completion *comp) override;
@@ -95,13 +93,13 @@ private:
 
     /* What a signaled request leaves to do when it completes. */
     struct tx_op {
-        uint64_t          sn;
-        op_kind           kind;
-        uint8_t           *buffer;     /* pool buffer to release, or get/atomic result */
-        completion        *comp;
-        unpack_callback_t unpack;      /* GET_BCOPY */
-        void              *arg;        /* GET_BCOPY: unpack's; ATOMIC: the result */
-        uint32_t          length;      /* GET_BCOPY bytes; ATOMIC: 4 or 8 */
+        uint64_t sn;
+        op_kind kind;
+        uint8_t *buffer; /* pool buffer to release, or get/atomic result */
+        completion *comp;
+        unpack_callback_t unpack; /* GET_BCOPY */
+        void *arg;                /* GET_BCOPY: unpack's; ATOMIC: the result */
+        uint32_t length;          /* GET_BCOPY bytes; ATOMIC: 4 or 8 */
     };
 
     ucs_status_t ready() const override;
@@ -117,48 +115,44 @@ private:
     ucs_status_t post_buffer(ibv_send_wr &wr, uint8_t *buffer, size_t length);
     /* put_zcopy and get_zcopy: one RDMA write or read of the iov. */
     ucs_status_t rdma_zcopy(ibv_wr_opcode opcode, const op_limits &limits, const iov *iov,
-                            size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
-                            completion *comp);
+                            size_t iovcnt, uint64_t remote_addr, rkey_t rkey, completion *comp);
     /* An RDMA write or read of `length` bytes; UCS_ERR_INVALID_PARAM, with
      * nothing posted, when they leave the remote key's range. */
     ucs_status_t post_rdma(ibv_wr_opcode opcode, ibv_sge *sge, int num_sge, size_t length,
-                           uint64_t remote_addr, rkey_t rkey, const tx_op *op,
-                           unsigned flags);
+                           uint64_t remote_addr, rkey_t rkey, const tx_op *op, unsigned flags);
     /* A fetch-add or compare-swap of 8 bytes; the old value goes to `result`
      * (with `comp`) when given, else nowhere. */
     ucs_status_t post_atomic(ibv_wr_opcode opcode, uint64_t compare_add, uint64_t swap,
-                             uint64_t remote_addr, rkey_t rkey, void *result,
-                             completion *comp);
+                             uint64_t remote_addr, rkey_t rkey, void *result, completion *comp);
     void finish(const tx_op &op, ucs_status_t status);
     /* The iov as gather entries (empty ones left out); UCS_ERR_INVALID_PARAM
      * past max_iov or max_bytes, or for an entry with no memory handle. */
-    static ucs_status_t iov_to_sge(const iov *iov, size_t iovcnt, size_t max_iov,
-                                   size_t max_bytes, ibv_sge *sge, int *num_sge,
-                                   size_t *total);
+    static ucs_status_t iov_to_sge(const iov *iov, size_t iovcnt, size_t max_iov, size_t max_bytes,
+                                   ibv_sge *sge, int *num_sge, size_t *total);
     /* A zero-length RDMA write, signaled: retires everything before it. */
     ucs_status_t post_nop();
 
-    rc_verbs_iface       &iface_;
-    ibv_qp               *qp_ = nullptr;
-    uint32_t             psn_ = 0;
-    bool                 connected_ = false;
-    ucs_status_t         failed_ = UCS_OK;
-    bool                 fence_next_ = false;
-    uint64_t             posted_sn_ = 0;
-    uint64_t             completed_sn_ = 0;
-    uint64_t             signaled_sn_ = 0;    /* last signaled request */
+    rc_verbs_iface &iface_;
+    ibv_qp *qp_            = nullptr;
+    uint32_t psn_          = 0;
+    bool connected_        = false;
+    ucs_status_t failed_   = UCS_OK;
+    bool fence_next_       = false;
+    uint64_t posted_sn_    = 0;
+    uint64_t completed_sn_ = 0;
+    uint64_t signaled_sn_  = 0; /* last signaled request */
     /* Requests up to here gave their send CQ entry back. Every request holds
      * one while outstanding: a QP in error completes even the unsignaled
      * ones (flush errors), and those must find room in the CQ. */
-    uint64_t             cq_returned_sn_ = 0;
-    unsigned             unsignaled_ = 0;
+    uint64_t cq_returned_sn_ = 0;
+    unsigned unsignaled_     = 0;
     ucs::ring_fifo<tx_op> ops_;
 };
 
 class rc_verbs_iface final : public ib_iface_base {
 public:
-    rc_verbs_iface(ib_md &md, const port_info &port, worker &worker,
-                   const iface_params &params, const rc_verbs_config &config);
+    rc_verbs_iface(ib_md &md, const port_info &port, worker &worker, const iface_params &params,
+                   const rc_verbs_config &config);
     ~rc_verbs_iface() override;
 
     ucs_status_t init();
@@ -207,19 +201,19 @@ private:
     /* A posted receive: the AM id byte, a zcopy header and SEG_SIZE - 1 bytes. */
     size_t rx_segment_size() const { return config_.seg_size + config_.max_am_hdr; }
 
-    ib_md                   &md_;
-    port_info               port_;
-    worker                  &worker_;
-    rc_verbs_config         config_;
-    iface_attr              attr_;
-    size_t                  rx_headroom_;
-    size_t                  max_inline_ = 0;
-    cq_pair                 cqs_;            /* eps_ are keyed by QP number */
-    ibv_srq                 *srq_ = nullptr;
-    buffer_pool             rx_pool_;
-    buffer_pool             tx_pool_;
-    unsigned                rx_posted_ = 0;
-    unsigned                tx_cq_available_;
+    ib_md &md_;
+    port_info port_;
+    worker &worker_;
+    rc_verbs_config config_;
+    iface_attr attr_;
+    size_t rx_headroom_;
+    size_t max_inline_ = 0;
+    cq_pair cqs_; /* eps_ are keyed by QP number */
+    ibv_srq *srq_ = nullptr;
+    buffer_pool rx_pool_;
+    buffer_pool tx_pool_;
+    unsigned rx_posted_ = 0;
+    unsigned tx_cq_available_;
 };
 
 } // namespace uct::ib

@@ -16,19 +16,19 @@ namespace uct::ib {
 
 namespace {
 
-constexpr unsigned POLL_BATCH = 16;
+constexpr unsigned POLL_BATCH       = 16;
 constexpr unsigned BUFFERS_PER_SLAB = 256;
 
 } // namespace
 
 rc_verbs_iface::rc_verbs_iface(ib_md &md, const port_info &port, worker &worker,
-                               const iface_params &params, const rc_verbs_config &config)
-    : ib_iface_base(params), md_(md), port_(port), worker_(worker), config_(config),
-      rx_headroom_(params.rx_headroom),
-      rx_pool_(md.dev().pd(), params.rx_headroom + config.seg_size + config.max_am_hdr,
-               BUFFERS_PER_SLAB, "receive"),
-      tx_pool_(md.dev().pd(), config.seg_size, BUFFERS_PER_SLAB, "send"),
-      tx_cq_available_(config.tx_cq_len)
+                               const iface_params &params, const rc_verbs_config &config) :
+    ib_iface_base(params),
+    md_(md), port_(port), worker_(worker), config_(config), rx_headroom_(params.rx_headroom),
+    rx_pool_(md.dev().pd(), params.rx_headroom + config.seg_size + config.max_am_hdr,
+             BUFFERS_PER_SLAB, "receive"),
+    tx_pool_(md.dev().pd(), config.seg_size, BUFFERS_PER_SLAB, "send"),
+    tx_cq_available_(config.tx_cq_len)
 {
 }
 
@@ -54,7 +54,7 @@ ucs_status_t rc_verbs_iface::init()
     ibv_srq_init_attr srq_attr{};
     srq_attr.attr.max_wr  = config_.rx_queue_len;
     srq_attr.attr.max_sge = 1;
-    srq_ = ibv_create_srq(dev.pd(), &srq_attr);
+    srq_                  = ibv_create_srq(dev.pd(), &srq_attr);
     if (srq_ == nullptr) {
         ucs_error("rc_verbs: ibv_create_srq(%u) failed: %m", config_.rx_queue_len);
         return UCS_ERR_IO_ERROR;
@@ -65,24 +65,23 @@ ucs_status_t rc_verbs_iface::init()
     }
 
     /* The QPs are created with this much inline room; the device may give more. */
-    max_inline_ = std::max<size_t>(config_.tx_min_inline, 9 + 1);
-    const size_t seg    = config_.seg_size;
-    const unsigned sge  = config_.tx_min_sge;
+    max_inline_          = std::max<size_t>(config_.tx_min_inline, 9 + 1);
+    const size_t seg     = config_.seg_size;
+    const unsigned sge   = config_.tx_min_sge;
     const size_t max_msg = port_.attr.max_msg_sz;
 
     using namespace iface_flag;
-    attr_.flags = AM_SHORT | AM_BCOPY | PENDING | PUT_SHORT | PUT_BCOPY | PUT_ZCOPY |
-                  GET_BCOPY | GET_ZCOPY | CONNECT_TO_EP | ERRHANDLE_PEER_FAILURE |
-                  EP_CHECK | CB_SYNC;
-    attr_.event_flags   = event_flag::FD | event_flag::SEND_COMP | event_flag::RECV;
-    attr_.am.max_short  = max_inline_ - 1;          /* the 1-byte header rides along */
-    attr_.am.max_bcopy  = seg - 1;
+    attr_.flags = AM_SHORT | AM_BCOPY | PENDING | PUT_SHORT | PUT_BCOPY | PUT_ZCOPY | GET_BCOPY |
+                  GET_ZCOPY | CONNECT_TO_EP | ERRHANDLE_PEER_FAILURE | EP_CHECK | CB_SYNC;
+    attr_.event_flags  = event_flag::FD | event_flag::SEND_COMP | event_flag::RECV;
+    attr_.am.max_short = max_inline_ - 1; /* the 1-byte header rides along */
+    attr_.am.max_bcopy = seg - 1;
     if (sge >= 2) {
         /* Header and payload: a receive segment has room for both. */
-        attr_.flags       |= AM_ZCOPY;
+        attr_.flags |= AM_ZCOPY;
         attr_.am.max_zcopy = seg - 1;
         attr_.am.max_hdr   = config_.max_am_hdr;
-        attr_.am.max_iov   = sge - 1;               /* one entry carries the header */
+        attr_.am.max_iov   = sge - 1; /* one entry carries the header */
     }
     attr_.put.max_short = max_inline_;
     attr_.put.max_bcopy = seg;
@@ -92,14 +91,14 @@ ucs_status_t rc_verbs_iface::init()
     attr_.get.max_zcopy = max_msg;
     attr_.get.max_iov   = std::min<unsigned>(sge, std::max(1, dev.attr().max_sge_rd));
     if (dev.attr().atomic_cap != IBV_ATOMIC_NONE) {
-        attr_.flags         |= ATOMIC_DEVICE;
+        attr_.flags |= ATOMIC_DEVICE;
         attr_.atomic64_post  = atomic_op_bit(atomic_op::ADD);
         attr_.atomic64_fetch = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::CSWAP);
     }
-    attr_.device_addr_len = sizeof(device_address);
-    attr_.iface_addr_len  = 0;
-    attr_.ep_addr_len     = sizeof(rc_ep_address);
-    attr_.max_num_eps     = size_t(std::max(1, dev.attr().max_qp));
+    attr_.device_addr_len      = sizeof(device_address);
+    attr_.iface_addr_len       = 0;
+    attr_.ep_addr_len          = sizeof(rc_ep_address);
+    attr_.max_num_eps          = size_t(std::max(1, dev.attr().max_qp));
     attr_.perf.latency_s       = 800e-9;
     attr_.perf.send_overhead_s = 75e-9;
     attr_.perf.recv_overhead_s = 75e-9;
@@ -118,7 +117,7 @@ ucs_status_t rc_verbs_iface::get_device_address(void *buffer) const
 
 ucs_status_t rc_verbs_iface::get_address(void *) const
 {
-    return UCS_OK;     /* an RC peer needs the device and the ep address only */
+    return UCS_OK; /* an RC peer needs the device and the ep address only */
 }
 
 bool rc_verbs_iface::is_reachable(const void *dev_addr, size_t dev_addr_len, const void *,
@@ -131,7 +130,7 @@ bool rc_verbs_iface::is_reachable(const void *dev_addr, size_t dev_addr_len, con
 
 ucs_status_t rc_verbs_iface::ep_create(ep **ep_p)
 {
-    auto ep = std::make_unique<rc_verbs_ep>(*this);
+    auto ep             = std::make_unique<rc_verbs_ep>(*this);
     ucs_status_t status = ep->init();
     if (status != UCS_OK) {
         return status;
@@ -142,22 +141,19 @@ ucs_status_t rc_verbs_iface::ep_create(ep **ep_p)
 
 void rc_verbs_iface::refill_srq()
 {
-    rx_posted_ += post_receives(rx_pool_, rx_headroom_, uint32_t(rx_segment_size()),
-                                config_.rx_queue_len - rx_posted_,
-                                [this](ibv_recv_wr *wr, ibv_recv_wr **bad) {
-                                    return ibv_post_srq_recv(srq_, wr, bad);
-                                },
-                                "rc_verbs");
+    rx_posted_ += post_receives(
+        rx_pool_, rx_headroom_, uint32_t(rx_segment_size()), config_.rx_queue_len - rx_posted_,
+        [this](ibv_recv_wr *wr, ibv_recv_wr **bad) { return ibv_post_srq_recv(srq_, wr, bad); },
+        "rc_verbs");
 }
 
 void rc_verbs_iface::handle_recv(const ibv_wc &wc)
 {
-    auto *buffer = reinterpret_cast<uint8_t*>(wc.wr_id);
+    auto *buffer = reinterpret_cast<uint8_t *>(wc.wr_id);
     --rx_posted_;
     if (ucs_unlikely(wc.status != IBV_WC_SUCCESS)) {
         if (wc.status != IBV_WC_WR_FLUSH_ERR) {
-            ucs_debug("rc_verbs: receive completion with error: %s",
-                      ibv_wc_status_str(wc.status));
+            ucs_debug("rc_verbs: receive completion with error: %s", ibv_wc_status_str(wc.status));
         }
         rx_pool_.put(buffer);
         return;
@@ -178,7 +174,7 @@ void rc_verbs_iface::handle_recv(const ibv_wc &wc)
 
 void rc_verbs_iface::release_am_desc(void *data)
 {
-    rx_pool_.put(static_cast<uint8_t*>(data) - 1 - rx_headroom_);
+    rx_pool_.put(static_cast<uint8_t *>(data) - 1 - rx_headroom_);
 }
 
 unsigned rc_verbs_iface::poll_recv()
@@ -201,10 +197,10 @@ unsigned rc_verbs_iface::poll_send()
     for (int i = 0; i < n; ++i) {
         auto it = eps_.find(wc[i].qp_num);
         if (it == eps_.end()) {
-            continue;     /* its ep is gone: it gave the CQ entries back */
+            continue; /* its ep is gone: it gave the CQ entries back */
         }
-        static_cast<rc_verbs_ep*>(it->second)->complete(wc[i].wr_id,
-                                                        wc_status_to_ucs(wc[i].status));
+        static_cast<rc_verbs_ep *>(it->second)
+            ->complete(wc[i].wr_id, wc_status_to_ucs(wc[i].status));
     }
     return unsigned(n);
 }
@@ -217,7 +213,7 @@ unsigned rc_verbs_iface::progress()
             /* Requests wait for send CQ entries that open batches of
              * unsignaled requests hold: close them. */
             for (const auto &[qpn, ep] : eps_) {
-                count += static_cast<rc_verbs_ep*>(ep)->close_batch() ? 1 : 0;
+                count += static_cast<rc_verbs_ep *>(ep)->close_batch() ? 1 : 0;
             }
         }
         count += dispatch_pending();

@@ -40,8 +40,8 @@ namespace uct::ib {
 /* The iface as a peer connects to it. */
 struct ud_iface_address {
     uint32_t qpn;
-    uint8_t  version;
-    uint8_t  reserved[3];
+    uint8_t version;
+    uint8_t reserved[3];
     static constexpr uint8_t VERSION = 1;
 };
 static_assert(sizeof(ud_iface_address) == 8, "ud_iface_address layout");
@@ -55,8 +55,8 @@ static_assert(sizeof(ud_iface_address) == 8, "ud_iface_address layout");
  * id of that source, ack_psn the last psn received in order.
  */
 struct ud_header {
-    uint8_t  am_id;
-    uint8_t  flags;
+    uint8_t am_id;
+    uint8_t flags;
     uint16_t magic;
     uint32_t dest_id;
     uint32_t src_id;
@@ -64,11 +64,11 @@ struct ud_header {
     uint32_t ack_psn;
     uint32_t reserved;
 
-    static constexpr uint16_t MAGIC = 0x7564;   /* "ud" */
-    static constexpr uint8_t  AM    = 1u << 0;  /* carries an active message */
-    static constexpr uint8_t  SYN   = 1u << 1;  /* the ep's first psn */
-    static constexpr uint8_t  ACK   = 1u << 2;  /* an ACK packet (no psn) */
-    static constexpr uint8_t  KNOWN = AM | SYN | ACK;
+    static constexpr uint16_t MAGIC = 0x7564;  /* "ud" */
+    static constexpr uint8_t AM     = 1u << 0; /* carries an active message */
+    static constexpr uint8_t SYN    = 1u << 1; /* the ep's first psn */
+    static constexpr uint8_t ACK    = 1u << 2; /* an ACK packet (no psn) */
+    static constexpr uint8_t KNOWN  = AM | SYN | ACK;
 };
 static_assert(sizeof(ud_header) == 24, "ud_header layout");
 
@@ -105,11 +105,11 @@ public:
 private:
     struct tx_entry {
         uint32_t psn;
-        uint8_t  *buffer;     /* the tx pool buffer holding the packet */
-        uint32_t length;      /* header and payload */
+        uint8_t *buffer; /* the tx pool buffer holding the packet */
+        uint32_t length; /* header and payload */
     };
     struct flush_entry {
-        uint32_t   psn;       /* done once this one is acknowledged */
+        uint32_t psn; /* done once this one is acknowledged */
         completion *comp;
     };
 
@@ -120,28 +120,28 @@ private:
     ucs_status_t post_entry(const tx_entry &e);
     uint32_t last_psn() const { return next_psn_ - 1; }
 
-    ud_verbs_iface        &iface_;
-    uint32_t              id_;
-    ibv_ah                *ah_ = nullptr;
-    uint32_t              peer_qpn_ = 0;
-    uint16_t              peer_lid_ = 0;
-    bool                  peer_ethernet_ = false;
-    uint8_t               peer_gid_[16] = {};
-    uint32_t              peer_rx_id_ = 0;      /* our id at the peer, once acked */
-    uint32_t              first_psn_ = 0;
-    uint32_t              next_psn_ = 0;
-    ucs_status_t          failed_ = UCS_OK;
-    ucs::ring_fifo<tx_entry>    window_;
+    ud_verbs_iface &iface_;
+    uint32_t id_;
+    ibv_ah *ah_           = nullptr;
+    uint32_t peer_qpn_    = 0;
+    uint16_t peer_lid_    = 0;
+    bool peer_ethernet_   = false;
+    uint8_t peer_gid_[16] = {};
+    uint32_t peer_rx_id_  = 0; /* our id at the peer, once acked */
+    uint32_t first_psn_   = 0;
+    uint32_t next_psn_    = 0;
+    ucs_status_t failed_  = UCS_OK;
+    ucs::ring_fifo<tx_entry> window_;
     ucs::ring_fifo<flush_entry> flushes_;
-    ucs::sys::ticks_t     last_ack_time_ = 0;   /* last progress of the window */
-    ucs::sys::ticks_t     rto_ = 0;
-    ucs::sys::ticks_t     rto_deadline_ = 0;
+    ucs::sys::ticks_t last_ack_time_ = 0; /* last progress of the window */
+    ucs::sys::ticks_t rto_           = 0;
+    ucs::sys::ticks_t rto_deadline_  = 0;
 };
 
 class ud_verbs_iface final : public ib_iface_base {
 public:
-    ud_verbs_iface(ib_md &md, const port_info &port, worker &worker,
-                   const iface_params &params, const ud_verbs_config &config);
+    ud_verbs_iface(ib_md &md, const port_info &port, worker &worker, const iface_params &params,
+                   const ud_verbs_config &config);
     ~ud_verbs_iface() override;
 
     ucs_status_t init();
@@ -188,12 +188,12 @@ private:
         uint32_t qpn;
         uint32_t src_id;
         uint16_t lid;
-        uint8_t  gid[16];
-        uint32_t id;               /* ours, told to the sender in ACKs */
+        uint8_t gid[16];
+        uint32_t id; /* ours, told to the sender in ACKs */
         uint32_t first_psn;
         uint32_t expected_psn;
-        bool     ack_due = false;
-        ibv_ah   *ah = nullptr;
+        bool ack_due = false;
+        ibv_ah *ah   = nullptr;
     };
 
     unsigned poll_send();
@@ -203,7 +203,7 @@ private:
     ud_verbs_ep *find_ep(uint32_t id) const
     {
         auto it = eps_.find(id);
-        return (it == eps_.end()) ? nullptr : static_cast<ud_verbs_ep*>(it->second);
+        return (it == eps_.end()) ? nullptr : static_cast<ud_verbs_ep *>(it->second);
     }
     void handle_recv(const ibv_wc &wc);
     void handle_ack_packet(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh);
@@ -215,28 +215,28 @@ private:
     /* A posted receive: the GRH area and one MTU. */
     size_t rx_length() const { return UD_GRH_LEN + mtu_; }
 
-    ib_md                   &md_;
-    port_info               port_;
-    worker                  &worker_;
-    ud_verbs_config         config_;
-    iface_attr              attr_;
-    size_t                  rx_headroom_;
-    size_t                  mtu_;
-    size_t                  max_packet_;
-    size_t                  max_inline_ = 0;
-    unsigned                window_limit_;
-    unsigned                sq_len_;
-    unsigned                sq_outstanding_ = 0;
-    ucs::sys::ticks_t       tick_ = 0, rto_max_ = 0, timeout_ = 0, next_timer_ = 0;
-    cq_pair                 cqs_;
-    ibv_qp                  *qp_ = nullptr;
-    buffer_pool             rx_pool_;
-    buffer_pool             tx_pool_;
-    unsigned                rx_posted_ = 0;
-    uint32_t                next_ep_id_ = 1;
-    std::vector<std::unique_ptr<rx_peer>>      rx_peers_;   /* by id - 1 */
-    std::unordered_map<uint64_t, std::vector<rx_peer*>> rx_by_source_;
-    std::vector<rx_peer*>   acks_due_;
+    ib_md &md_;
+    port_info port_;
+    worker &worker_;
+    ud_verbs_config config_;
+    iface_attr attr_;
+    size_t rx_headroom_;
+    size_t mtu_;
+    size_t max_packet_;
+    size_t max_inline_ = 0;
+    unsigned window_limit_;
+    unsigned sq_len_;
+    unsigned sq_outstanding_ = 0;
+    ucs::sys::ticks_t tick_ = 0, rto_max_ = 0, timeout_ = 0, next_timer_ = 0;
+    cq_pair cqs_;
+    ibv_qp *qp_ = nullptr;
+    buffer_pool rx_pool_;
+    buffer_pool tx_pool_;
+    unsigned rx_posted_  = 0;
+    uint32_t next_ep_id_ = 1;
+    std::vector<std::unique_ptr<rx_peer>> rx_peers_; /* by id - 1 */
+    std::unordered_map<uint64_t, std::vector<rx_peer *>> rx_by_source_;
+    std::vector<rx_peer *> acks_due_;
 };
 
 } // namespace uct::ib

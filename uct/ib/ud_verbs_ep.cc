@@ -22,8 +22,8 @@ bool psn_before(uint32_t a, uint32_t b)
 
 } // namespace
 
-ud_verbs_ep::ud_verbs_ep(ud_verbs_iface &iface, uint32_t id)
-    : ib_ep_base(iface), iface_(iface), id_(id)
+ud_verbs_ep::ud_verbs_ep(ud_verbs_iface &iface, uint32_t id) :
+    ib_ep_base(iface), iface_(iface), id_(id)
 {
 }
 
@@ -53,9 +53,9 @@ ucs_status_t ud_verbs_ep::init(const device_address &dev, const ud_iface_address
     peer_lid_      = dev.lid;
     peer_ethernet_ = (dev.flags & device_address::ETHERNET) != 0;
     std::memcpy(peer_gid_, dev.gid, sizeof(peer_gid_));
-    first_psn_     = uint32_t(ucs::sys::random_u64());
-    next_psn_      = first_psn_;
-    rto_           = iface_.tick();
+    first_psn_ = uint32_t(ucs::sys::random_u64());
+    next_psn_  = first_psn_;
+    rto_       = iface_.tick();
     return UCS_OK;
 }
 
@@ -91,8 +91,7 @@ ucs_status_t ud_verbs_ep::post_entry(const tx_entry &e)
     return iface_.post(ah_, peer_qpn_, packet, e.length, e.buffer);
 }
 
-ucs_status_t ud_verbs_ep::send_packet(uint8_t *buffer, uint8_t flags, am_id_t id,
-                                      size_t payload)
+ucs_status_t ud_verbs_ep::send_packet(uint8_t *buffer, uint8_t flags, am_id_t id, size_t payload)
 {
     const uint32_t psn = next_psn_;
     if (psn == first_psn_) {
@@ -118,8 +117,7 @@ ucs_status_t ud_verbs_ep::send_packet(uint8_t *buffer, uint8_t flags, am_id_t id
 ucs_status_t ud_verbs_ep::am_short(am_id_t id, uint64_t header, const void *payload,
                                    unsigned length)
 {
-    if (ucs_unlikely((id >= AM_ID_MAX) ||
-                     (length + sizeof(header) > iface_.attr().am.max_short))) {
+    if (ucs_unlikely((id >= AM_ID_MAX) || (length + sizeof(header) > iface_.attr().am.max_short))) {
         return UCS_ERR_INVALID_PARAM;
     }
     ucs_status_t status = ready();
@@ -185,9 +183,9 @@ void ud_verbs_ep::handle_ack(uint32_t ack_psn, uint32_t rx_id, ucs::sys::ticks_t
         iface_.release_tx(window_.front().buffer);
         window_.pop_front();
     }
-    last_ack_time_ = now;
-    rto_           = iface_.tick();
-    rto_deadline_  = now + rto_;
+    last_ack_time_                    = now;
+    rto_                              = iface_.tick();
+    rto_deadline_                     = now + rto_;
     const std::shared_ptr<bool> alive = alive_;
     while (!flushes_.empty() && !psn_before(ack_psn, flushes_.front().psn)) {
         completion *comp = flushes_.front().comp;
@@ -224,8 +222,8 @@ void ud_verbs_ep::check_timers(ucs::sys::ticks_t now)
             break;
         }
     }
-    rto_ = std::min(iface_.rto_max(),
-                    ucs::sys::ticks_t(double(rto_) * iface_.config().timer_backoff));
+    rto_          = std::min(iface_.rto_max(),
+                             ucs::sys::ticks_t(double(rto_) * iface_.config().timer_backoff));
     rto_deadline_ = now + rto_;
 }
 
@@ -275,7 +273,7 @@ ucs_status_t ud_verbs_ep::flush(unsigned, completion *comp)
 
 ucs_status_t ud_verbs_ep::fence(unsigned)
 {
-    return UCS_OK;     /* packets are delivered in the order sent */
+    return UCS_OK; /* packets are delivered in the order sent */
 }
 
 ucs_status_t ud_verbs_ep::check(unsigned, completion *)

@@ -15,7 +15,7 @@ namespace uct::ib {
 
 namespace {
 
-constexpr unsigned POLL_BATCH = 16;
+constexpr unsigned POLL_BATCH       = 16;
 constexpr unsigned BUFFERS_PER_SLAB = 256;
 
 uint64_t source_key(uint32_t qpn, uint32_t src_id)
@@ -25,32 +25,31 @@ uint64_t source_key(uint32_t qpn, uint32_t src_id)
 
 /* Where the send completion of a tx buffer is counted (TX_META bytes). */
 struct ud_tx_meta {
-    uint32_t posted;      /* sends of it not completed */
-    uint32_t released;    /* the window dropped it */
+    uint32_t posted;   /* sends of it not completed */
+    uint32_t released; /* the window dropped it */
     uint32_t reserved[2];
 };
 static_assert(sizeof(ud_tx_meta) == ud_verbs_iface::TX_META, "ud_tx_meta layout");
 
 ud_tx_meta &meta_of(uint8_t *buffer)
 {
-    return *reinterpret_cast<ud_tx_meta*>(buffer);
+    return *reinterpret_cast<ud_tx_meta *>(buffer);
 }
 
 } // namespace
 
 ud_verbs_iface::ud_verbs_iface(ib_md &md, const port_info &port, worker &worker,
-                               const iface_params &params, const ud_verbs_config &config)
-    : ib_iface_base(params), md_(md), port_(port), worker_(worker), config_(config),
-      rx_headroom_(params.rx_headroom),
-      mtu_(mtu_bytes(port.attr.active_mtu)),
-      max_packet_(std::min(config.seg_size, size_t(mtu_bytes(port.attr.active_mtu)))),
-      window_limit_(std::min(config.max_window, config.tx_queue_len)),
-      sq_len_(config.tx_queue_len),
-      rx_pool_(md.dev().pd(), params.rx_headroom + UD_GRH_LEN + mtu_bytes(port.attr.active_mtu),
-               BUFFERS_PER_SLAB, "receive"),
-      tx_pool_(md.dev().pd(), TX_META + std::min(config.seg_size,
-                                                 size_t(mtu_bytes(port.attr.active_mtu))),
-               BUFFERS_PER_SLAB, "send")
+                               const iface_params &params, const ud_verbs_config &config) :
+    ib_iface_base(params),
+    md_(md), port_(port), worker_(worker), config_(config), rx_headroom_(params.rx_headroom),
+    mtu_(mtu_bytes(port.attr.active_mtu)),
+    max_packet_(std::min(config.seg_size, size_t(mtu_bytes(port.attr.active_mtu)))),
+    window_limit_(std::min(config.max_window, config.tx_queue_len)), sq_len_(config.tx_queue_len),
+    rx_pool_(md.dev().pd(), params.rx_headroom + UD_GRH_LEN + mtu_bytes(port.attr.active_mtu),
+             BUFFERS_PER_SLAB, "receive"),
+    tx_pool_(md.dev().pd(),
+             TX_META + std::min(config.seg_size, size_t(mtu_bytes(port.attr.active_mtu))),
+             BUFFERS_PER_SLAB, "send")
 {
 }
 
@@ -74,10 +73,9 @@ ucs_status_t ud_verbs_iface::init()
                   config_.seg_size);
         return UCS_ERR_INVALID_PARAM;
     }
-    const device &dev = md_.dev();
-    ibv_context *ctx  = dev.context();
-    ucs_status_t status = cqs_.create(ctx, int(sq_len_), int(config_.rx_queue_len),
-                                      "ud_verbs");
+    const device &dev   = md_.dev();
+    ibv_context *ctx    = dev.context();
+    ucs_status_t status = cqs_.create(ctx, int(sq_len_), int(config_.rx_queue_len), "ud_verbs");
     if (status != UCS_OK) {
         return status;
     }
@@ -94,7 +92,7 @@ ucs_status_t ud_verbs_iface::init()
     qp_attr.cap.max_send_sge    = config_.tx_min_sge;
     qp_attr.cap.max_recv_sge    = 1;
     qp_attr.cap.max_inline_data = uint32_t(max_inline_);
-    qp_ = ibv_create_qp(dev.pd(), &qp_attr);
+    qp_                         = ibv_create_qp(dev.pd(), &qp_attr);
     if (qp_ == nullptr) {
         ucs_error("ud_verbs: ibv_create_qp failed: %m");
         return UCS_ERR_IO_ERROR;
@@ -104,18 +102,18 @@ ucs_status_t ud_verbs_iface::init()
     attr.pkey_index = 0;
     attr.port_num   = port_.num;
     attr.qkey       = QKEY;
-    int rc = ibv_modify_qp(qp_, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                           IBV_QP_QKEY);
+    int rc          = ibv_modify_qp(qp_, &attr,
+                                    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
     if (rc == 0) {
         attr          = {};
         attr.qp_state = IBV_QPS_RTR;
-        rc = ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+        rc            = ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
     }
     if (rc == 0) {
         attr          = {};
         attr.qp_state = IBV_QPS_RTS;
         attr.sq_psn   = 0;
-        rc = ibv_modify_qp(qp_, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+        rc            = ibv_modify_qp(qp_, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
     }
     if (rc != 0) {
         ucs_error("ud_verbs: UD QP %u to RTS failed: %s", qp_->qp_num, std::strerror(rc));
@@ -133,15 +131,15 @@ ucs_status_t ud_verbs_iface::init()
     rto_max_ = std::max(tick_, std::min(timeout_ / 4, ucs::sys::time_from_sec(1.0)));
 
     using namespace iface_flag;
-    attr_.flags = AM_SHORT | AM_BCOPY | PENDING | CONNECT_TO_IFACE |
-                  ERRHANDLE_PEER_FAILURE | EP_CHECK | CB_SYNC;
-    attr_.event_flags     = event_flag::FD | event_flag::SEND_COMP | event_flag::RECV;
-    attr_.am.max_short    = max_inline_ - sizeof(ud_header);
-    attr_.am.max_bcopy    = max_packet_ - sizeof(ud_header);
-    attr_.device_addr_len = sizeof(device_address);
-    attr_.iface_addr_len  = sizeof(ud_iface_address);
-    attr_.ep_addr_len     = 0;
-    attr_.max_num_eps     = size_t(1) << 30;
+    attr_.flags = AM_SHORT | AM_BCOPY | PENDING | CONNECT_TO_IFACE | ERRHANDLE_PEER_FAILURE |
+                  EP_CHECK | CB_SYNC;
+    attr_.event_flags          = event_flag::FD | event_flag::SEND_COMP | event_flag::RECV;
+    attr_.am.max_short         = max_inline_ - sizeof(ud_header);
+    attr_.am.max_bcopy         = max_packet_ - sizeof(ud_header);
+    attr_.device_addr_len      = sizeof(device_address);
+    attr_.iface_addr_len       = sizeof(ud_iface_address);
+    attr_.ep_addr_len          = 0;
+    attr_.max_num_eps          = size_t(1) << 30;
     attr_.perf.latency_s       = 1000e-9;
     attr_.perf.send_overhead_s = 100e-9;
     attr_.perf.recv_overhead_s = 100e-9;
@@ -171,26 +169,25 @@ bool parse_addresses(const void *dev_addr, size_t dev_addr_len, const void *ifac
                      size_t iface_addr_len, device_address *dev, ud_iface_address *addr)
 {
     ucs::wire_reader rd(dev_addr, dev_addr_len), ri(iface_addr, iface_addr_len);
-    return (dev_addr != nullptr) && (iface_addr != nullptr) && rd.get(dev) &&
-           rd.at_end() && ri.get(addr) && ri.at_end() &&
-           (addr->version == ud_iface_address::VERSION) && (addr->qpn <= 0xffffff);
+    return (dev_addr != nullptr) && (iface_addr != nullptr) && rd.get(dev) && rd.at_end() &&
+           ri.get(addr) && ri.at_end() && (addr->version == ud_iface_address::VERSION) &&
+           (addr->qpn <= 0xffffff);
 }
 
 } // namespace
 
-bool ud_verbs_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
-                                  const void *iface_addr, size_t iface_addr_len) const
+bool ud_verbs_iface::is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                                  size_t iface_addr_len) const
 {
     device_address dev;
     ud_iface_address addr;
-    return parse_addresses(dev_addr, dev_addr_len, iface_addr, iface_addr_len, &dev,
-                           &addr) &&
+    return parse_addresses(dev_addr, dev_addr_len, iface_addr, iface_addr_len, &dev, &addr) &&
            port_reaches(port_, dev);
 }
 
 ucs_status_t ud_verbs_iface::ep_create_connected(const void *dev_addr, size_t dev_addr_len,
-                                                 const void *iface_addr,
-                                                 size_t iface_addr_len, ep **ep_p)
+                                                 const void *iface_addr, size_t iface_addr_len,
+                                                 ep **ep_p)
 {
     device_address dev;
     ud_iface_address addr;
@@ -204,8 +201,8 @@ ucs_status_t ud_verbs_iface::ep_create_connected(const void *dev_addr, size_t de
     while ((id == 0) || (eps_.count(id) != 0)) {
         ++id;
     }
-    next_ep_id_ = id + 1;
-    auto ep = std::make_unique<ud_verbs_ep>(*this, id);
+    next_ep_id_         = id + 1;
+    auto ep             = std::make_unique<ud_verbs_ep>(*this, id);
     ucs_status_t status = ep->init(dev, addr);
     if (status != UCS_OK) {
         return status;
@@ -215,8 +212,8 @@ ucs_status_t ud_verbs_iface::ep_create_connected(const void *dev_addr, size_t de
     return UCS_OK;
 }
 
-ucs_status_t ud_verbs_iface::post(ibv_ah *ah, uint32_t qpn, const uint8_t *packet,
-                                  uint32_t length, uint8_t *buffer)
+ucs_status_t ud_verbs_iface::post(ibv_ah *ah, uint32_t qpn, const uint8_t *packet, uint32_t length,
+                                  uint8_t *buffer)
 {
     if (sq_full()) {
         return UCS_ERR_NO_RESOURCE;
@@ -227,20 +224,19 @@ ucs_status_t ud_verbs_iface::post(ibv_ah *ah, uint32_t qpn, const uint8_t *packe
     ibv_send_wr wr{};
     wr.wr_id             = inline_send ? 0 : reinterpret_cast<uintptr_t>(buffer);
     wr.opcode            = IBV_WR_SEND;
-    wr.sg_list           = const_cast<ibv_sge*>(&sge);
+    wr.sg_list           = const_cast<ibv_sge *>(&sge);
     wr.num_sge           = 1;
     wr.send_flags        = IBV_SEND_SIGNALED | (inline_send ? IBV_SEND_INLINE : 0);
     wr.wr.ud.ah          = ah;
     wr.wr.ud.remote_qpn  = qpn;
     wr.wr.ud.remote_qkey = QKEY;
-    ibv_send_wr *bad = nullptr;
-    const int rc = ibv_post_send(qp_, &wr, &bad);
+    ibv_send_wr *bad     = nullptr;
+    const int rc         = ibv_post_send(qp_, &wr, &bad);
     if (ucs_unlikely(rc != 0)) {
         if (rc == ENOMEM) {
             return UCS_ERR_NO_RESOURCE;
         }
-        ucs_error("ud_verbs: ibv_post_send on QP %u failed: %s", qp_->qp_num,
-                  std::strerror(rc));
+        ucs_error("ud_verbs: ibv_post_send on QP %u failed: %s", qp_->qp_num, std::strerror(rc));
         return UCS_ERR_IO_ERROR;
     }
     ++sq_outstanding_;
@@ -253,7 +249,7 @@ ucs_status_t ud_verbs_iface::post(ibv_ah *ah, uint32_t qpn, const uint8_t *packe
 void ud_verbs_iface::release_tx(uint8_t *buffer)
 {
     ud_tx_meta &m = meta_of(buffer);
-    m.released = 1;
+    m.released    = 1;
     if (m.posted == 0) {
         tx_pool_.put(buffer);
     }
@@ -261,12 +257,10 @@ void ud_verbs_iface::release_tx(uint8_t *buffer)
 
 void ud_verbs_iface::refill_rx()
 {
-    rx_posted_ += post_receives(rx_pool_, rx_headroom_, uint32_t(rx_length()),
-                                config_.rx_queue_len - rx_posted_,
-                                [this](ibv_recv_wr *wr, ibv_recv_wr **bad) {
-                                    return ibv_post_recv(qp_, wr, bad);
-                                },
-                                "ud_verbs");
+    rx_posted_ += post_receives(
+        rx_pool_, rx_headroom_, uint32_t(rx_length()), config_.rx_queue_len - rx_posted_,
+        [this](ibv_recv_wr *wr, ibv_recv_wr **bad) { return ibv_post_recv(qp_, wr, bad); },
+        "ud_verbs");
 }
 
 ud_verbs_iface::rx_peer *ud_verbs_iface::find_rx_peer(const ibv_wc &wc, const ud_header &hdr,
@@ -274,7 +268,7 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::find_rx_peer(const ibv_wc &wc, const ud
 {
     uint8_t gid[16] = {};
     if (wc.wc_flags & IBV_WC_GRH) {
-        std::memcpy(gid, grh + 8, sizeof(gid));    /* the source GID */
+        std::memcpy(gid, grh + 8, sizeof(gid)); /* the source GID */
     }
     auto matches = [&](const rx_peer &p) {
         return (p.qpn == wc.src_qp) && (p.src_id == hdr.src_id) &&
@@ -310,14 +304,13 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::new_rx_peer(const ibv_wc &wc, const ud_
         return nullptr;
     }
     ibv_ah_attr ah_attr;
-    fill_ah_attr(port_, from, config_.sl, config_.traffic_class, config_.hop_limit,
-                 &ah_attr);
+    fill_ah_attr(port_, from, config_.sl, config_.traffic_class, config_.hop_limit, &ah_attr);
     ibv_ah *ah = ibv_create_ah(md_.dev().pd(), &ah_attr);
     if (ah == nullptr) {
         ucs_warn("ud_verbs: ibv_create_ah toward QP %u failed: %m", wc.src_qp);
         return nullptr;
     }
-    auto peer = std::make_unique<rx_peer>();
+    auto peer    = std::make_unique<rx_peer>();
     peer->qpn    = wc.src_qp;
     peer->src_id = hdr.src_id;
     peer->lid    = uint16_t(wc.slid);
@@ -329,14 +322,13 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::new_rx_peer(const ibv_wc &wc, const ud_
     peer->first_psn    = hdr.psn;
     peer->expected_psn = hdr.psn;
     peer->ah           = ah;
-    rx_peer *p = peer.get();
+    rx_peer *p         = peer.get();
     rx_peers_.push_back(std::move(peer));
     rx_by_source_[source_key(wc.src_qp, hdr.src_id)].push_back(p);
     return p;
 }
 
-void ud_verbs_iface::handle_ack_packet(const ibv_wc &wc, const ud_header &hdr,
-                                       const uint8_t *grh)
+void ud_verbs_iface::handle_ack_packet(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh)
 {
     ud_verbs_ep *ep = find_ep(hdr.dest_id);
     if ((ep == nullptr) || !ep->from_peer(wc, grh)) {
@@ -348,12 +340,11 @@ void ud_verbs_iface::handle_ack_packet(const ibv_wc &wc, const ud_header &hdr,
 
 void ud_verbs_iface::handle_recv(const ibv_wc &wc)
 {
-    auto *buffer = reinterpret_cast<uint8_t*>(wc.wr_id);
+    auto *buffer = reinterpret_cast<uint8_t *>(wc.wr_id);
     --rx_posted_;
     if (ucs_unlikely(wc.status != IBV_WC_SUCCESS)) {
         if (wc.status != IBV_WC_WR_FLUSH_ERR) {
-            ucs_debug("ud_verbs: receive completion with error: %s",
-                      ibv_wc_status_str(wc.status));
+            ucs_debug("ud_verbs: receive completion with error: %s", ibv_wc_status_str(wc.status));
         }
         rx_pool_.put(buffer);
         return;
@@ -363,8 +354,7 @@ void ud_verbs_iface::handle_recv(const ibv_wc &wc)
     /* Everything below comes from the peer: checked before use. */
     if (ucs_unlikely((wc.byte_len < UD_GRH_LEN + sizeof(ud_header)) ||
                      (wc.byte_len > rx_length()))) {
-        ucs_warn("ud_verbs: dropping a packet of %u bytes from QP %u", wc.byte_len,
-                 wc.src_qp);
+        ucs_warn("ud_verbs: dropping a packet of %u bytes from QP %u", wc.byte_len, wc.src_qp);
         rx_pool_.put(buffer);
         return;
     }
@@ -387,8 +377,8 @@ void ud_verbs_iface::handle_recv(const ibv_wc &wc)
         /* Only an ep's first packet starts a source: a later one came
          * before it (the first is retransmitted with it). */
         if (!(hdr.flags & ud_header::SYN) || ((peer = new_rx_peer(wc, hdr, grh)) == nullptr)) {
-            ucs_debug("ud_verbs: dropping psn %u of a new source (QP %u ep %u)", hdr.psn,
-                      wc.src_qp, hdr.src_id);
+            ucs_debug("ud_verbs: dropping psn %u of a new source (QP %u ep %u)", hdr.psn, wc.src_qp,
+                      hdr.src_id);
             rx_pool_.put(buffer);
             return;
         }
@@ -408,12 +398,13 @@ void ud_verbs_iface::handle_recv(const ibv_wc &wc)
     }
     ++peer->expected_psn;
     if (!(hdr.flags & ud_header::AM)) {
-        rx_pool_.put(buffer);     /* a keepalive */
+        rx_pool_.put(buffer); /* a keepalive */
         return;
     }
-    uint8_t *data = packet + sizeof(ud_header);
-    const ucs_status_t status = invoke_am_handler(
-            hdr.am_id, data, wc.byte_len - UD_GRH_LEN - sizeof(ud_header), am_cb_flag::DESC);
+    uint8_t *data             = packet + sizeof(ud_header);
+    const ucs_status_t status = invoke_am_handler(hdr.am_id, data,
+                                                  wc.byte_len - UD_GRH_LEN - sizeof(ud_header),
+                                                  am_cb_flag::DESC);
     if (status != UCS_INPROGRESS) {
         rx_pool_.put(buffer);
     }
@@ -421,15 +412,15 @@ void ud_verbs_iface::handle_recv(const ibv_wc &wc)
 
 void ud_verbs_iface::release_am_desc(void *data)
 {
-    rx_pool_.put(static_cast<uint8_t*>(data) - sizeof(ud_header) - UD_GRH_LEN - rx_headroom_);
+    rx_pool_.put(static_cast<uint8_t *>(data) - sizeof(ud_header) - UD_GRH_LEN - rx_headroom_);
 }
 
 bool ud_verbs_iface::send_ack(rx_peer &peer)
 {
-    const ud_header hdr{0, ud_header::ACK, ud_header::MAGIC, peer.src_id, peer.id, 0,
-                        peer.expected_psn - 1, 0};
-    return post(peer.ah, peer.qpn, reinterpret_cast<const uint8_t*>(&hdr), sizeof(hdr),
-                nullptr) == UCS_OK;
+    const ud_header hdr{
+        0, ud_header::ACK, ud_header::MAGIC, peer.src_id, peer.id, 0, peer.expected_psn - 1, 0};
+    return post(peer.ah, peer.qpn, reinterpret_cast<const uint8_t *>(&hdr), sizeof(hdr), nullptr) ==
+           UCS_OK;
 }
 
 void ud_verbs_iface::send_acks()
@@ -439,7 +430,7 @@ void ud_verbs_iface::send_acks()
         if (send_ack(*peer)) {
             peer->ack_due = false;
         } else {
-            acks_due_[kept++] = peer;      /* no send slot: the next progress */
+            acks_due_[kept++] = peer; /* no send slot: the next progress */
         }
     }
     acks_due_.resize(kept);
@@ -473,11 +464,10 @@ unsigned ud_verbs_iface::poll_send()
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
             /* Lost like a dropped packet: retransmission or the timeout
              * takes care of it. */
-            ucs_debug("ud_verbs: send completion with error: %s",
-                      ibv_wc_status_str(wc[i].status));
+            ucs_debug("ud_verbs: send completion with error: %s", ibv_wc_status_str(wc[i].status));
         }
         if (wc[i].wr_id != 0) {
-            auto *buffer = reinterpret_cast<uint8_t*>(wc[i].wr_id);
+            auto *buffer  = reinterpret_cast<uint8_t *>(wc[i].wr_id);
             ud_tx_meta &m = meta_of(buffer);
             if ((--m.posted == 0) && m.released) {
                 tx_pool_.put(buffer);
@@ -497,7 +487,7 @@ unsigned ud_verbs_iface::check_timers()
     /* An ep may fail and run completions that destroy eps: work on a copy. */
     std::vector<uint32_t> ids;
     for (const auto &[id, ep] : eps_) {
-        if (static_cast<ud_verbs_ep*>(ep)->has_unacked()) {
+        if (static_cast<ud_verbs_ep *>(ep)->has_unacked()) {
             ids.push_back(id);
         }
     }
@@ -529,7 +519,7 @@ unsigned ud_verbs_iface::progress()
 
 ucs_status_t ud_verbs_iface::fence(unsigned)
 {
-    return UCS_OK;     /* one ep's packets are delivered in order */
+    return UCS_OK; /* one ep's packets are delivered in order */
 }
 
 ucs_status_t ud_verbs_iface::event_fd_get(int *fd_p)
@@ -549,7 +539,7 @@ ucs_status_t ud_verbs_iface::event_arm(unsigned events)
     /* Retransmission timers run in progress(): a worker with packets not
      * yet acknowledged must not sleep. */
     for (const auto &[id, ep] : eps_) {
-        if (static_cast<ud_verbs_ep*>(ep)->has_unacked()) {
+        if (static_cast<ud_verbs_ep *>(ep)->has_unacked()) {
             return UCS_ERR_BUSY;
         }
     }

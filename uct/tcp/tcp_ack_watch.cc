@@ -13,7 +13,7 @@ namespace uct::tcp {
 
 namespace {
 
-constexpr uint64_t max_rto_ms = 120000;   /* Linux's TCP_RTO_MAX */
+constexpr uint64_t max_rto_ms = 120000; /* Linux's TCP_RTO_MAX */
 
 /* A live peer answers at most one window probe per 500 ms
  * (net.ipv4.tcp_invalid_ratelimit) and the probe intervals double, so it
@@ -39,7 +39,7 @@ bool read_ack_state(int fd, ack_state *state)
     state->last_ack_ms = info.tcpi_last_ack_recv;
     /* Kernels before 4.6 do not report it: then only what is in flight counts. */
     const bool has_notsent = length >= offsetof(struct tcp_info, tcpi_notsent_bytes) +
-                                       sizeof(info.tcpi_notsent_bytes);
+                                           sizeof(info.tcpi_notsent_bytes);
     state->notsent_bytes = has_notsent ? info.tcpi_notsent_bytes : 0;
     return true;
 }

@@ -18,13 +18,13 @@ namespace uct::tcp {
 
 /* The TCP_INFO fields the verdict needs. */
 struct ack_state {
-    uint32_t unacked;          /* segments sent and not acknowledged */
-    uint32_t probes;           /* window or keepalive probes not answered */
-    uint32_t retransmits;      /* retransmission timeouts since the last ack moved */
-    uint32_t backoff;          /* doublings of the retransmission timeout */
-    uint32_t rto_us;           /* the current (backed-off) retransmission timeout */
-    uint32_t last_ack_ms;      /* time since the last acknowledgement arrived */
-    uint32_t notsent_bytes;    /* queued in the kernel, not sent yet (window closed) */
+    uint32_t unacked;       /* segments sent and not acknowledged */
+    uint32_t probes;        /* window or keepalive probes not answered */
+    uint32_t retransmits;   /* retransmission timeouts since the last ack moved */
+    uint32_t backoff;       /* doublings of the retransmission timeout */
+    uint32_t rto_us;        /* the current (backed-off) retransmission timeout */
+    uint32_t last_ack_ms;   /* time since the last acknowledgement arrived */
+    uint32_t notsent_bytes; /* queued in the kernel, not sent yet (window closed) */
 };
 
 /* Reads the connection's state; false (logged at debug) when the kernel

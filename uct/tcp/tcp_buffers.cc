@@ -41,7 +41,7 @@ uint8_t *buffer_pool::allocate()
         return nullptr;
     }
     ++in_use_;
-    return static_cast<uint8_t*>(p);
+    return static_cast<uint8_t *>(p);
 }
 
 void buffer_pool::release(uint8_t *buffer) const

@@ -27,8 +27,8 @@ public:
 
     buffer_pool() = default;
     ~buffer_pool();
-    buffer_pool(const buffer_pool&) = delete;
-    buffer_pool &operator=(const buffer_pool&) = delete;
+    buffer_pool(const buffer_pool &)            = delete;
+    buffer_pool &operator=(const buffer_pool &) = delete;
 
     ucs_status_t init(const char *name, size_t size);
 
@@ -48,7 +48,7 @@ public:
     {
         --in_use_;
         if (ucs_likely(idle_.size() < KEEP_IDLE)) {
-            idle_.push_back(buffer);   /* reserved: never allocates */
+            idle_.push_back(buffer); /* reserved: never allocates */
         } else {
             release(buffer);
         }
@@ -63,10 +63,10 @@ private:
     uint8_t *allocate();
     void release(uint8_t *buffer) const;
 
-    std::string           name_;
-    size_t                size_ = 0;     /* a page multiple */
-    unsigned              in_use_ = 0;
-    std::vector<uint8_t*> idle_;
+    std::string name_;
+    size_t size_     = 0; /* a page multiple */
+    unsigned in_use_ = 0;
+    std::vector<uint8_t *> idle_;
 };
 
 } // namespace uct::tcp

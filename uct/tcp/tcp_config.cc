@@ -17,31 +17,31 @@ namespace {
 
 /* The table's view of tcp_config: plain C types only, as the engine needs. */
 struct tcp_config_values {
-    size_t        sndbuf;
-    size_t        rcvbuf;
-    size_t        rx_seg_size;
-    size_t        tx_seg_size;
-    size_t        tx_buf_size;
-    size_t        max_short;
-    size_t        max_am_hdr;
-    size_t        max_zcopy;
+    size_t sndbuf;
+    size_t rcvbuf;
+    size_t rx_seg_size;
+    size_t tx_seg_size;
+    size_t tx_buf_size;
+    size_t max_short;
+    size_t max_am_hdr;
+    size_t max_zcopy;
     unsigned long max_iov;
     unsigned long max_get_iov;
-    unsigned      zcopy_inflight;
-    unsigned      rma_outstanding;
-    unsigned      max_poll;
-    unsigned      direct_poll_max;
-    unsigned      epoll_period;
-    int           backlog;
-    double        handshake_timeout;
-    int           nodelay;
-    size_t        rx_keep;
-    size_t        rx_lowat;
-    size_t        tx_batch;
-    double        keepidle;
-    double        keepintvl;
+    unsigned zcopy_inflight;
+    unsigned rma_outstanding;
+    unsigned max_poll;
+    unsigned direct_poll_max;
+    unsigned epoll_period;
+    int backlog;
+    double handshake_timeout;
+    int nodelay;
+    size_t rx_keep;
+    size_t rx_lowat;
+    size_t tx_batch;
+    double keepidle;
+    double keepintvl;
     unsigned long keepcnt;
-    double        user_timeout;
+    double user_timeout;
 };
 
 using ucs::config::field_hidden;
@@ -56,8 +56,7 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, tx_seg_size, "TX_SEG_SIZE", "8k",
                      "Size of send copy-out buffer: the largest bcopy message.", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, rx_seg_size, "RX_SEG_SIZE", "64k",
-                     "Size of the receive buffer of each connection (at least 256).",
-                     type_size),
+                     "Size of the receive buffer of each connection (at least 256).", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, tx_buf_size, "TX_BUF_SIZE", "64k",
                      "Send buffer of each connection, for frames the socket did not "
                      "take yet; holds at least one largest bcopy or short frame.",
@@ -65,51 +64,54 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, max_short, "MAX_SHORT", "256",
                      "Largest short message, its 8-byte header included.", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, max_am_hdr, "MAX_AM_HDR", "128",
-                     "Largest header of an active message zcopy.", type_size,
-                     field_hidden),
+                     "Largest header of an active message zcopy.", type_size, field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, max_zcopy, "MAX_ZCOPY", "1g",
-                     "Largest zcopy or get payload (a frame length is 32 bits).",
-                     type_size),
+                     "Largest zcopy or get payload (a frame length is 32 bits).", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, max_iov, "MAX_IOV", "6",
                      "Maximum IOV count that can contain user-defined payload in a "
-                     "single put or active message zcopy (1..62).", type_ulong),
+                     "single put or active message zcopy (1..62).",
+                     type_ulong),
     UCS_CONFIG_FIELD(tcp_config_values, max_get_iov, "MAX_GET_IOV", "4",
                      "Maximum IOV count of a get zcopy (1..8).", type_ulong),
     UCS_CONFIG_FIELD(tcp_config_values, zcopy_inflight, "ZCOPY_INFLIGHT", "16",
                      "Zcopy sends queued on one connection before sends return "
-                     "UCS_ERR_NO_RESOURCE (1..64).", type_uint, field_hidden),
-    UCS_CONFIG_FIELD(tcp_config_values, rma_outstanding, "RMA_OUTSTANDING", "64",
-                     "Gets, fetching atomics and flushes in flight per endpoint.",
+                     "UCS_ERR_NO_RESOURCE (1..64).",
                      type_uint, field_hidden),
+    UCS_CONFIG_FIELD(tcp_config_values, rma_outstanding, "RMA_OUTSTANDING", "64",
+                     "Gets, fetching atomics and flushes in flight per endpoint.", type_uint,
+                     field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, max_poll, "MAX_POLL", "16",
-                     "Number of events and reads per connection in one progress call.",
-                     type_uint),
+                     "Number of events and reads per connection in one progress call.", type_uint),
     UCS_CONFIG_FIELD(tcp_config_values, direct_poll_max, "DIRECT_POLL_MAX", "2",
                      "Up to this many connections are read directly, without "
-                     "epoll_wait.", type_uint, field_hidden),
+                     "epoll_wait.",
+                     type_uint, field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, epoll_period, "EPOLL_PERIOD", "16",
                      "When reading connections directly, call epoll_wait every this "
                      "many progress calls for new connections and peer failures.",
                      type_uint, field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, nodelay, "NODELAY", "y",
                      "Set TCP_NODELAY socket option to disable Nagle algorithm. Setting "
-                     "this\noption usually provides better performance", type_bool),
+                     "this\noption usually provides better performance",
+                     type_bool),
     UCS_CONFIG_FIELD(tcp_config_values, sndbuf, "SNDBUF", "auto",
                      "Socket send buffer size (auto: the kernel's autotuning).", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, rcvbuf, "RCVBUF", "auto",
-                     "Socket receive buffer size (auto: the kernel's autotuning).",
-                     type_size),
+                     "Socket receive buffer size (auto: the kernel's autotuning).", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, backlog, "BACKLOG", "1024",
                      "Listen backlog of each interface (the kernel caps it at "
-                     "somaxconn).", type_int),
+                     "somaxconn).",
+                     type_int),
     UCS_CONFIG_FIELD(tcp_config_values, handshake_timeout, "HANDSHAKE_TIMEOUT", "10s",
                      "An accepted connection that has not shown its handshake (with this "
                      "interface's key) this long after it was accepted is closed: a client "
                      "that does not hold this process's address cannot keep connections "
-                     "open.", ucs::config::type_time),
+                     "open.",
+                     ucs::config::type_time),
     UCS_CONFIG_FIELD(tcp_config_values, rx_keep, "RX_KEEP", "4m",
                      "A receive buffer for large frames up to this size is kept for the "
-                     "next large frame.", type_size, field_hidden),
+                     "next large frame.",
+                     type_size, field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, tx_batch, "TX_BATCH", "256k",
                      "One send call offers queued frames until this many bytes (a frame "
                      "is never cut): the kernel handles acknowledgements between calls "
@@ -124,7 +126,8 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, keepidle, "KEEPIDLE", "1s",
                      "The time the connection needs to remain idle before TCP starts "
                      "sending keepalive probes (whole seconds, at least 1). \"inf\" "
-                     "disables keepalive, \"auto\" keeps the system default.", type_time),
+                     "disables keepalive, \"auto\" keeps the system default.",
+                     type_time),
     UCS_CONFIG_FIELD(tcp_config_values, keepcnt, "KEEPCNT", "auto",
                      "The maximum number of keepalive probes TCP should send before "
                      "dropping the connection. \"inf\" disables keepalive, \"auto\" keeps "
@@ -133,7 +136,8 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, keepintvl, "KEEPINTVL", "1s",
                      "The time between individual keepalive probes (whole seconds, at "
                      "least 1). \"inf\" disables keepalive, \"auto\" keeps the system "
-                     "default.", type_time),
+                     "default.",
+                     type_time),
     UCS_CONFIG_FIELD(tcp_config_values, user_timeout, "USER_TIMEOUT", "1s",
                      "Maximum time that transmitted data (or a keepalive probe) may "
                      "remain unacknowledged before the connection is closed and the peer "
@@ -145,17 +149,16 @@ const ucs::config::field tcp_fields[] = {
 
 /* UCX 1.13's tcp and tcp connection-manager settings with no counterpart here. */
 constexpr const char *tcp_no_effect[] = {
-    "TCP_AF_PRIO", "TCP_CM_FAILURE", "TCP_CM_REUSEADDR", "TCP_CM_PRIV_DATA_LEN",
-    "TCP_CM_SNDBUF", "TCP_CM_RCVBUF", "TCP_CM_SYN_CNT", "TCP_MAX_BCOPY", "TCP_ALLOC",
-    "TCP_FAILURE", "TCP_MAX_NUM_EPS", "TCP_SENDV_THRESH", "TCP_PREFER_DEFAULT",
-    "TCP_PUT_ENABLE", "TCP_CONN_NB", "TCP_MAX_CONN_RETRIES", "TCP_SYN_CNT",
-    "TCP_TX_MAX_BUFS", "TCP_TX_BUFS_GROW", "TCP_RX_MAX_BUFS", "TCP_RX_BUFS_GROW",
-    "TCP_PORT_RANGE",
+    "TCP_AF_PRIO",        "TCP_CM_FAILURE",  "TCP_CM_REUSEADDR", "TCP_CM_PRIV_DATA_LEN",
+    "TCP_CM_SNDBUF",      "TCP_CM_RCVBUF",   "TCP_CM_SYN_CNT",   "TCP_MAX_BCOPY",
+    "TCP_ALLOC",          "TCP_FAILURE",     "TCP_MAX_NUM_EPS",  "TCP_SENDV_THRESH",
+    "TCP_PREFER_DEFAULT", "TCP_PUT_ENABLE",  "TCP_CONN_NB",      "TCP_MAX_CONN_RETRIES",
+    "TCP_SYN_CNT",        "TCP_TX_MAX_BUFS", "TCP_TX_BUFS_GROW", "TCP_RX_MAX_BUFS",
+    "TCP_RX_BUFS_GROW",   "TCP_PORT_RANGE",
 };
 
-const ucs::config::table tcp_config_table = {"TCP transport", "TCP_", tcp_fields,
-                                             sizeof(tcp_config_values), {},
-                                             tcp_no_effect};
+const ucs::config::table tcp_config_table = {"TCP transport",           "TCP_", tcp_fields,
+                                             sizeof(tcp_config_values), {},     tcp_no_effect};
 UCS_CONFIG_REGISTER_TABLE(tcp_config_table);
 
 /* A time option in whole seconds for TCP_KEEPIDLE/TCP_KEEPINTVL: 0 for
@@ -192,33 +195,34 @@ size_t socket_buffer_size(size_t value)
 tcp_config to_config(const tcp_config_values &v)
 {
     tcp_config c;
-    c.sndbuf          = socket_buffer_size(v.sndbuf);
-    c.rcvbuf          = socket_buffer_size(v.rcvbuf);
-    c.rx_seg_size     = v.rx_seg_size;
-    c.tx_seg_size     = v.tx_seg_size;
-    c.tx_buf_size     = v.tx_buf_size;
-    c.max_short       = v.max_short;
-    c.max_am_hdr      = v.max_am_hdr;
-    c.max_zcopy       = v.max_zcopy;
-    c.max_iov         = v.max_iov;
-    c.max_get_iov     = v.max_get_iov;
-    c.zcopy_inflight  = v.zcopy_inflight;
-    c.rma_outstanding = v.rma_outstanding;
-    c.max_poll        = v.max_poll;
-    c.direct_poll_max = v.direct_poll_max;
-    c.epoll_period    = v.epoll_period;
-    c.backlog         = v.backlog;
+    c.sndbuf            = socket_buffer_size(v.sndbuf);
+    c.rcvbuf            = socket_buffer_size(v.rcvbuf);
+    c.rx_seg_size       = v.rx_seg_size;
+    c.tx_seg_size       = v.tx_seg_size;
+    c.tx_buf_size       = v.tx_buf_size;
+    c.max_short         = v.max_short;
+    c.max_am_hdr        = v.max_am_hdr;
+    c.max_zcopy         = v.max_zcopy;
+    c.max_iov           = v.max_iov;
+    c.max_get_iov       = v.max_get_iov;
+    c.zcopy_inflight    = v.zcopy_inflight;
+    c.rma_outstanding   = v.rma_outstanding;
+    c.max_poll          = v.max_poll;
+    c.direct_poll_max   = v.direct_poll_max;
+    c.epoll_period      = v.epoll_period;
+    c.backlog           = v.backlog;
     c.handshake_timeout = v.handshake_timeout;
-    c.nodelay         = (v.nodelay != 0);
-    c.rx_keep         = v.rx_keep;
-    c.rx_lowat        = v.rx_lowat;
-    c.tx_batch        = v.tx_batch;
-    c.keepalive       = !std::isinf(v.keepidle) && !std::isinf(v.keepintvl) &&
-                        (v.keepcnt != ucs::config::ulong_inf);
+    c.nodelay           = (v.nodelay != 0);
+    c.rx_keep           = v.rx_keep;
+    c.rx_lowat          = v.rx_lowat;
+    c.tx_batch          = v.tx_batch;
+    c.keepalive         = !std::isinf(v.keepidle) && !std::isinf(v.keepintvl) &&
+                  (v.keepcnt != ucs::config::ulong_inf);
     c.keepidle_s      = whole_seconds(v.keepidle);
     c.keepintvl_s     = whole_seconds(v.keepintvl);
-    c.keepcnt         = (v.keepcnt == ucs::config::ulong_auto) ? 0 :
-                        int(std::clamp<unsigned long>(v.keepcnt, 1, 127));  /* kernel's range */
+    c.keepcnt         = (v.keepcnt == ucs::config::ulong_auto) ?
+                            0 :
+                            int(std::clamp<unsigned long>(v.keepcnt, 1, 127)); /* kernel's range */
     c.user_timeout_ms = user_timeout_ms(v.user_timeout);
     return c;
 }
@@ -279,8 +283,7 @@ ucs_status_t check_tcp_config(const tcp_config &c)
         (c.tx_buf_size < sizeof(handshake) + max_op_hdr + c.max_am_hdr)) {
         return fail("UCX_TCP_TX_BUF_SIZE too small for the segment, short and header sizes");
     }
-    if ((c.max_zcopy == 0) ||
-        (c.max_zcopy > UINT32_MAX - c.max_am_hdr - max_op_hdr) ||
+    if ((c.max_zcopy == 0) || (c.max_zcopy > UINT32_MAX - c.max_am_hdr - max_op_hdr) ||
         (c.max_am_hdr > UINT32_MAX) || (c.tx_seg_size > UINT32_MAX)) {
         return fail("UCX_TCP_MAX_ZCOPY + UCX_TCP_MAX_AM_HDR must fit a 32-bit frame length");
     }

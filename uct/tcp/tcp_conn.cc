@@ -39,23 +39,21 @@ int compare_iface_addr(const handshake &a, const handshake &b)
         return (a.family < b.family) ? -1 : 1;
     }
     const size_t len = (a.family == uint8_t(addr_family::IPV4)) ? 4 : 16;
-    int ip = std::memcmp(a.ip, b.ip, len);
+    int ip           = std::memcmp(a.ip, b.ip, len);
     if (ip != 0) {
         return ip;
     }
     return (a.port == b.port) ? 0 : ((a.port < b.port) ? -1 : 1);
 }
 
-tcp_conn::tcp_conn(tcp_iface &iface, int fd, bool outbound)
-    : iface_(iface), config_(iface.config()), fd_(fd),
-      outbound_(outbound),
-      state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE),
-      peer_sends_(!outbound)
+tcp_conn::tcp_conn(tcp_iface &iface, int fd, bool outbound) :
+    iface_(iface), config_(iface.config()), fd_(fd), outbound_(outbound),
+    state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE), peer_sends_(!outbound)
 {
     if (!outbound) {
         handshake_deadline_ = std::chrono::steady_clock::now() +
                               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                      std::chrono::duration<double>(config_.handshake_timeout));
+                                  std::chrono::duration<double>(config_.handshake_timeout));
     }
 }
 
@@ -64,7 +62,7 @@ tcp_conn::~tcp_conn()
     close();
     std::free(large_.buf);
     if (rx_ != nullptr) {
-        iface_.rx_buffers().put(rx_);   /* closed inside rx_progress(): still held */
+        iface_.rx_buffers().put(rx_); /* closed inside rx_progress(): still held */
     }
 }
 
@@ -82,9 +80,9 @@ ucs_status_t tcp_conn::init()
 
 void tcp_conn::set_state(conn_state state)
 {
-    if (connect_counted_ && !((state == conn_state::CONNECTING) ||
-                              (state == conn_state::WAIT_ACCEPT) ||
-                              (state == conn_state::WAIT_PEER))) {
+    if (connect_counted_ &&
+        !((state == conn_state::CONNECTING) || (state == conn_state::WAIT_ACCEPT) ||
+          (state == conn_state::WAIT_PEER))) {
         connect_counted_ = false;
         iface_.connect_finished();
     }
@@ -113,7 +111,7 @@ ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
     }
     peer_.port          = peer.port();
     peer_.conn_sn       = hs.conn_sn;
-    peer_.initiator_key = hs.acceptor_key;   /* what the peer's handshake would say */
+    peer_.initiator_key = hs.acceptor_key; /* what the peer's handshake would say */
     target_             = peer;
 
     iface_.connect_started();
@@ -149,7 +147,7 @@ void tcp_conn::wait_for_peer()
     close_socket();
     rx_head_ = rx_tail_ = 0;
     if (owner_ep_ == nullptr) {
-        close();   /* nobody waits for the peer's connection any more */
+        close(); /* nobody waits for the peer's connection any more */
         iface_.conn_closed();
         return;
     }
@@ -179,13 +177,13 @@ void tcp_conn::check_peer_wait(std::chrono::steady_clock::time_point now)
     /* The peer's connection never came (its ep went away, or its process
      * died, before connecting): try ours again. */
     ucs_debug("tcp: ep %p: no connection from iface port %u, connecting again",
-              static_cast<void*>(owner_ep_), unsigned(peer_.port));
+              static_cast<void *>(owner_ep_), unsigned(peer_.port));
     int fd = iface_.open_socket(target_.protocol().family());
     if (fd < 0) {
         schedule_failure(UCS_ERR_IO_ERROR, "cannot open a socket");
         return;
     }
-    fd_ = fd;
+    fd_             = fd;
     handshake hs    = iface_.local_handshake();
     hs.conn_sn      = peer_.conn_sn;
     hs.acceptor_key = peer_.initiator_key;
@@ -208,7 +206,7 @@ void tcp_conn::check_peer_wait(std::chrono::steady_clock::time_point now)
 
 void tcp_conn::set_conn_reply(internal_op op, uint8_t flags)
 {
-    frame_hdr  hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
+    frame_hdr hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
     conn_reply reply{};
     reply.flags = flags;
     std::memcpy(ctl_, &hdr, sizeof(hdr));
@@ -224,12 +222,12 @@ void tcp_conn::adopt(tcp_conn &accepted)
     if (accepted.ev_mask_ != 0) {
         iface_.epoll_update(&accepted, 0);
     }
-    fd_          = accepted.fd_;
-    accepted.fd_ = -1;
+    fd_               = accepted.fd_;
+    accepted.fd_      = -1;
     const uint32_t sn = peer_.conn_sn;
-    peer_         = accepted.peer_;
-    peer_.conn_sn = sn;
-    peer_sends_   = true;
+    peer_             = accepted.peer_;
+    peer_.conn_sn     = sn;
+    peer_sends_       = true;
     rx_head_ = rx_tail_ = 0;
     accepted.close();
     iface_.conn_closed();
@@ -237,7 +235,7 @@ void tcp_conn::adopt(tcp_conn &accepted)
     set_state(conn_state::CONNECTED);
     set_conn_reply(internal_op::CONN_ACCEPT, conn_reply_flag::PAIRED);
     ucs_debug("tcp: ep %p uses the connection from iface port %u (its ep %u)",
-              static_cast<void*>(owner_ep_), unsigned(peer_.port), unsigned(sn));
+              static_cast<void *>(owner_ep_), unsigned(peer_.port), unsigned(sn));
     send_detach_if_orphan();
     tx_kick();
     update_events();
@@ -276,7 +274,7 @@ void tcp_conn::update_events()
 
 void tcp_conn::finish_connect()
 {
-    int       err = 0;
+    int err       = 0;
     socklen_t len = sizeof(err);
     if (getsockopt(fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
         err = errno;
@@ -314,7 +312,9 @@ ucs_status_t tcp_conn::tx_send_zcopy(size_t hdr_length, const iov *iov, size_t i
 
 unsigned tcp_conn::tx_ctl()
 {
-    struct iovec v{ctl_ + ctl_sent_, size_t(ctl_len_ - ctl_sent_)};
+    struct iovec v {
+        ctl_ + ctl_sent_, size_t(ctl_len_ - ctl_sent_)
+    };
     ssize_t written = write_vec(&v, 1);
     if (written < 0) {
         return 0;
@@ -328,8 +328,7 @@ unsigned tcp_conn::tx_ctl()
 
 unsigned tcp_conn::tx_progress()
 {
-    if (in_tx_ || ((state_ != conn_state::CONNECTED) &&
-                   (state_ != conn_state::WAIT_ACCEPT))) {
+    if (in_tx_ || ((state_ != conn_state::CONNECTED) && (state_ != conn_state::WAIT_ACCEPT))) {
         return 0;
     }
     in_tx_       = true;
@@ -351,13 +350,13 @@ unsigned tcp_conn::tx_progress()
     completion *done[tx_queue::MAX_ZCOPY_SLOTS];
     bool blocked = false;
     while (!tx_.empty()) {
-        size_t total = 0;
-        size_t n     = tx_.gather(vec, tx_queue::MAX_GATHER, &total, config_.tx_batch);
+        size_t total   = 0;
+        size_t n       = tx_.gather(vec, tx_queue::MAX_GATHER, &total, config_.tx_batch);
         size_t written = 0;
         if (total > 0) {
             ssize_t ret = write_vec(vec, n);
             if (ret < 0) {
-                blocked = true;   /* full, or failed (then no longer CONNECTED) */
+                blocked = true; /* full, or failed (then no longer CONNECTED) */
                 break;
             }
             written = size_t(ret);
@@ -380,7 +379,7 @@ unsigned tcp_conn::tx_progress()
             }
         }
         if (written < total) {
-            blocked = true;   /* the socket buffer is full */
+            blocked = true; /* the socket buffer is full */
             break;
         }
         if (total == 0) {
@@ -403,10 +402,10 @@ ssize_t tcp_conn::write_vec(const struct iovec *vec, size_t n)
     if (n == 1) {
         ret = ::send(fd(), vec[0].iov_base, vec[0].iov_len, flags);
     } else {
-        struct msghdr msg{};
-        msg.msg_iov    = const_cast<struct iovec*>(vec);
+        struct msghdr msg {};
+        msg.msg_iov    = const_cast<struct iovec *>(vec);
         msg.msg_iovlen = n;
-        ret = ::sendmsg(fd(), &msg, flags);
+        ret            = ::sendmsg(fd(), &msg, flags);
     }
     if (ret < 0) {
         const int err = errno;
@@ -434,7 +433,8 @@ tcp_conn::ack_check tcp_conn::check_acks(uint32_t timeout_ms)
     char reason[128];
     std::snprintf(reason, sizeof(reason),
                   "the peer acknowledged nothing for %u ms (%u retransmissions, %u "
-                  "unanswered window probes)", ack.last_ack_ms, ack.retransmits, ack.probes);
+                  "unanswered window probes)",
+                  ack.last_ack_ms, ack.retransmits, ack.probes);
     schedule_failure(UCS_ERR_ENDPOINT_TIMEOUT, reason);
     return ack_check::FAILED;
 }
@@ -459,14 +459,14 @@ void tcp_conn::refresh_epoll_need()
 bool tcp_conn::has_send_room() const
 {
     constexpr size_t max_op_hdr = sizeof(frame_hdr) + sizeof(get_req);
-    return (tx_.send_room() >= max_op_hdr + config_.tx_seg_size) &&
-           !tx_.zcopy_full() && !fetches_.full() && (fence_seq_ == 0);
+    return (tx_.send_room() >= max_op_hdr + config_.tx_seg_size) && !tx_.zcopy_full() &&
+           !fetches_.full() && (fence_seq_ == 0);
 }
 
 ucs_status_t tcp_conn::pending_add(pending_req *req)
 {
     if (state_ >= conn_state::FAILED) {
-        return UCS_ERR_BUSY;   /* retrying the operation reports the failure */
+        return UCS_ERR_BUSY; /* retrying the operation reports the failure */
     }
     if (pending_.empty() && has_send_room()) {
         return UCS_ERR_BUSY;
@@ -490,10 +490,10 @@ unsigned tcp_conn::dispatch_pending()
     while (!pending_.empty() && (state_ < conn_state::FAILED) && has_send_room()) {
         /* Unlinked before the call: a request that went out may be freed
          * by its owner inside func. */
-        pending_req *req = pending_.pop_front();
-        dispatching_ = true;
+        pending_req *req    = pending_.pop_front();
+        dispatching_        = true;
         ucs_status_t status = req->func(req);
-        dispatching_ = false;
+        dispatching_        = false;
         if (state_ == conn_state::CLOSED) {
             break;
         }
@@ -519,7 +519,7 @@ ucs_status_t tcp_conn::flush(completion *comp)
         return UCS_OK;
     }
     if ((comp == nullptr) && !remote_unacked_) {
-        return UCS_INPROGRESS;   /* the caller polls; what is queued drains */
+        return UCS_INPROGRESS; /* the caller polls; what is queued drains */
     }
     if (!remote_unacked_ && fetches_.empty() && !tx_.empty()) {
         /* Only sends queued (maybe behind the connection setup): they are
@@ -546,13 +546,13 @@ ucs_status_t tcp_conn::flush(completion *comp)
         return UCS_ERR_NO_RESOURCE;
     }
     constexpr size_t length = sizeof(frame_hdr) + sizeof(flush_req);
-    uint8_t *p = tx_.reserve(length);
+    uint8_t *p              = tx_.reserve(length);
     if (p == nullptr) {
         return UCS_ERR_NO_RESOURCE;
     }
     fetch_op &op = fetches_.push();
-    op.kind = fetch_kind::FLUSH;
-    op.comp = comp;
+    op.kind      = fetch_kind::FLUSH;
+    op.comp      = comp;
     frame_hdr hdr{uint8_t(internal_op::FLUSH_REQ), frame_flag::INTERNAL, 0,
                   uint32_t(sizeof(flush_req))};
     flush_req req{op.seq};
@@ -569,7 +569,7 @@ void tcp_conn::complete_local_flushes()
     while (!local_flushes_.empty() && (local_flushes_.front().end <= tx_.bytes_sent())) {
         completion *comp = local_flushes_.front().comp;
         local_flushes_.pop_front();
-        invoke_completion(comp, UCS_OK);   /* may destroy the ep */
+        invoke_completion(comp, UCS_OK); /* may destroy the ep */
         if (state_ == conn_state::CLOSED) {
             return;
         }
@@ -579,7 +579,7 @@ void tcp_conn::complete_local_flushes()
 bool tcp_conn::flush_ready() const
 {
     if (state_ >= conn_state::FAILED) {
-        return true;    /* nothing to wait for */
+        return true; /* nothing to wait for */
     }
     return pending_.empty() && (idle() || has_send_room());
 }
@@ -607,7 +607,7 @@ unsigned tcp_conn::poll_direct()
 unsigned tcp_conn::handle_events(uint32_t events)
 {
     constexpr uint32_t failed_events = EPOLLERR | EPOLLHUP;
-    unsigned count = 0;
+    unsigned count                   = 0;
 
     if (state_ == conn_state::CONNECTING) {
         if (!(events & (EPOLLOUT | failed_events))) {
@@ -621,14 +621,13 @@ unsigned tcp_conn::handle_events(uint32_t events)
     }
     if ((events & (EPOLLOUT | failed_events)) &&
         (((state_ == conn_state::CONNECTED) && !tx_.empty()) || (ctl_len_ > 0))) {
-        set_tx_blocked(false);   /* tx_progress() sets it again if still full */
+        set_tx_blocked(false); /* tx_progress() sets it again if still full */
         count += tx_progress();
     }
     if (rx_blocked_) {
         resume_rx();
     }
-    if ((events & failed_events) && (state_ < conn_state::FAILED) && rx_blocked_ &&
-        tx_.empty()) {
+    if ((events & failed_events) && (state_ < conn_state::FAILED) && rx_blocked_ && tx_.empty()) {
         /* Neither direction noticed the error; don't let it spin. */
         schedule_failure(UCS_ERR_CONNECTION_RESET, "socket error");
     }
@@ -640,8 +639,7 @@ unsigned tcp_conn::handle_events(uint32_t events)
 
 void tcp_conn::io_error(const boost::system::error_code &ec, const char *op)
 {
-    const char *reason = (ec == boost::asio::error::eof) ? "closed by peer" :
-                                                            nullptr;
+    const char *reason = (ec == boost::asio::error::eof) ? "closed by peer" : nullptr;
     std::string text   = (reason != nullptr) ? std::string(reason) :
                                                (std::string(op) + ": " + ec.message());
     /* Keepalive or TCP_USER_TIMEOUT gave up on a silent peer: ETIMEDOUT, or
@@ -662,11 +660,10 @@ void tcp_conn::schedule_failure(ucs_status_t status, const char *reason)
         return;
     }
     if (owner_ep_ != nullptr) {
-        ucs_diag("tcp ep %p (peer port %u): %s", static_cast<void*>(owner_ep_),
+        ucs_diag("tcp ep %p (peer port %u): %s", static_cast<void *>(owner_ep_),
                  unsigned(peer_.port), reason);
     } else {
-        ucs_debug("tcp connection without ep (peer port %u): %s", unsigned(peer_.port),
-                  reason);
+        ucs_debug("tcp connection without ep (peer port %u): %s", unsigned(peer_.port), reason);
     }
     set_state(conn_state::FAILED);
     failure_ = status;
@@ -690,7 +687,7 @@ void tcp_conn::close_socket()
 void tcp_conn::handle_failure()
 {
     if (state_ != conn_state::FAILED) {
-        return;   /* closed meanwhile */
+        return; /* closed meanwhile */
     }
     close_socket();
 
@@ -699,7 +696,7 @@ void tcp_conn::handle_failure()
     tx_.clear(done, &ndone);
     sink_.kind = sink_kind::NONE;
     rx_head_ = rx_tail_ = 0;
-    rx_blocked_ = false;
+    rx_blocked_         = false;
 
     /* Every callback below may destroy the ep, which closes this connection. */
     for (unsigned i = 0; i < ndone; ++i) {
@@ -718,7 +715,7 @@ void tcp_conn::handle_failure()
     }
     fence_seq_ = 0;
     if (discard_replies_) {
-        fetches_.clear();   /* requests of a destroyed ep: nothing to complete */
+        fetches_.clear(); /* requests of a destroyed ep: nothing to complete */
     }
     while (!fetches_.empty()) {
         completion *comp = fetches_.front().comp;
@@ -752,8 +749,8 @@ void tcp_conn::handle_failure()
     }
 }
 
-bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer,
-                             uint32_t conn_sn, const iface_key &key) const
+bool tcp_conn::attachable_to(const boost::asio::ip::tcp::endpoint &peer, uint32_t conn_sn,
+                             const iface_key &key) const
 {
     if (outbound_ || ever_owned_ || peer_detached_ || (state_ != conn_state::CONNECTED) ||
         (peer.port() != peer_.port) || (conn_sn != peer_.conn_sn) ||

@@ -53,9 +53,9 @@ int compare_iface_addr(const handshake &a, const handshake &b);
 
 /* What an accepted connection becomes once its handshake was read. */
 enum class pairing : uint8_t {
-    NONE,         /* an ordinary accepted connection: answer CONN_ACCEPT */
-    REJECT,       /* our own ep's connection to that peer is kept instead */
-    ADOPTED       /* our ep's pending connection took over this socket */
+    NONE,   /* an ordinary accepted connection: answer CONN_ACCEPT */
+    REJECT, /* our own ep's connection to that peer is kept instead */
+    ADOPTED /* our ep's pending connection took over this socket */
 };
 
 class tcp_conn {
@@ -66,8 +66,8 @@ public:
     tcp_conn(tcp_iface &iface, int fd, bool outbound);
     ~tcp_conn();
 
-    tcp_conn(const tcp_conn&) = delete;
-    tcp_conn &operator=(const tcp_conn&) = delete;
+    tcp_conn(const tcp_conn &)            = delete;
+    tcp_conn &operator=(const tcp_conn &) = delete;
 
     ucs_status_t init();
 
@@ -123,8 +123,7 @@ public:
 
     /* Starts a non-blocking connect; `hs` goes first, the sends it buffers
      * after the peer's CONN_ACCEPT. */
-    ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer,
-                               const handshake &hs);
+    ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer, const handshake &hs);
 
     /* ---- send side, used by the ep operations ---- */
 
@@ -135,10 +134,10 @@ public:
             return failure_;
         }
         if (ucs_unlikely(!pending_.empty() && !dispatching_)) {
-            return UCS_ERR_NO_RESOURCE;   /* keep order behind queued requests */
+            return UCS_ERR_NO_RESOURCE; /* keep order behind queued requests */
         }
         if (ucs_unlikely(fence_seq_ != 0)) {
-            return UCS_ERR_NO_RESOURCE;   /* a fence waits for earlier replies */
+            return UCS_ERR_NO_RESOURCE; /* a fence waits for earlier replies */
         }
         return UCS_OK;
     }
@@ -163,8 +162,8 @@ public:
      * caller's iov. UCS_OK if everything was written at once (comp will not
      * be called), UCS_INPROGRESS otherwise. A reply uses the reply slots.
      */
-    ucs_status_t tx_send_zcopy(size_t hdr_length, const iov *iov, size_t iovcnt,
-                               completion *comp, bool reply = false);
+    ucs_status_t tx_send_zcopy(size_t hdr_length, const iov *iov, size_t iovcnt, completion *comp,
+                               bool reply = false);
 
     fetch_ring &fetches() { return fetches_; }
     bool fetch_ready(unsigned capacity) { return fetches_.ensure(capacity) && !fetches_.full(); }
@@ -220,121 +219,121 @@ public:
 
 private:
     unsigned tx_progress();
-    void     tx_kick();
+    void tx_kick();
     unsigned rx_progress();
     /* Parses whole frames in the receive buffer; false when the connection stopped. */
-    bool     parse_frames();
-    bool     parse_handshake();
+    bool parse_frames();
+    bool parse_handshake();
     /* CONN_ACCEPT or CONN_REJECT, the first frame an initiator reads. */
-    bool     parse_conn_reply();
+    bool parse_conn_reply();
     /* Queues a CONN_ACCEPT (or CONN_REJECT) before anything else sent. */
-    void     set_conn_reply(internal_op op, uint8_t flags);
+    void set_conn_reply(internal_op op, uint8_t flags);
     /* Tells the initiator to use its peer's connection, and closes. */
-    void     reject();
+    void reject();
     /* Rejected: waits for the peer's connection (closes if the ep is gone). */
-    void     wait_for_peer();
+    void wait_for_peer();
     /* Queues a DETACH frame: the ep on this side is gone. */
-    void     send_detach();
+    void send_detach();
     /* An ep destroyed while connecting: tell the peer once connected. */
-    void     send_detach_if_orphan();
+    void send_detach_if_orphan();
     unsigned tx_ctl();
     /* send()/sendmsg(); -1 when nothing was taken (a real error is
      * scheduled as a failure). */
-    ssize_t  write_vec(const struct iovec *vec, size_t n);
-    void     set_tx_blocked(bool blocked);
+    ssize_t write_vec(const struct iovec *vec, size_t n);
+    void set_tx_blocked(bool blocked);
     /* Tells the iface whether this connection must be polled through epoll
      * (it waits for writability, or reads with SO_RCVLOWAT). */
-    void     refresh_epoll_need();
+    void refresh_epoll_need();
     /* Delivers one validated frame; false if it must wait for send room. */
-    bool     dispatch(const frame_hdr &hdr, uint8_t *payload);
-    bool     valid_frame(const frame_hdr &hdr) const;
-    bool     dispatch_internal(const frame_hdr &hdr, uint8_t *payload);
-    void     handle_put(const put_hdr &hdr, const uint8_t *data, size_t data_length);
-    bool     handle_get_req(const get_req &req);
-    bool     handle_atomic(const atomic_req &req, bool fetch);
-    bool     handle_flush_req(const flush_req &req);
-    void     handle_detach();
-    void     finish_connect();
-    void     set_state(conn_state state);
-    void     close_socket();
+    bool dispatch(const frame_hdr &hdr, uint8_t *payload);
+    bool valid_frame(const frame_hdr &hdr) const;
+    bool dispatch_internal(const frame_hdr &hdr, uint8_t *payload);
+    void handle_put(const put_hdr &hdr, const uint8_t *data, size_t data_length);
+    bool handle_get_req(const get_req &req);
+    bool handle_atomic(const atomic_req &req, bool fetch);
+    bool handle_flush_req(const flush_req &req);
+    void handle_detach();
+    void finish_connect();
+    void set_state(conn_state state);
+    void close_socket();
     unsigned dispatch_pending();
-    void     resume_rx();
-    void     update_events();
-    void     protocol_error(const char *what);
-    void     io_error(const boost::system::error_code &ec, const char *op);
-    bool     has_send_room() const;
+    void resume_rx();
+    void update_events();
+    void protocol_error(const char *what);
+    void io_error(const boost::system::error_code &ec, const char *op);
+    bool has_send_room() const;
     /* Room for a reply frame's first `reserve_length` bytes, its header
      * written; from the send room when `copy`, else from the reply room. */
     uint8_t *reply_reserve(internal_op op, size_t frame_length, size_t reserve_length,
                            bool copy = false);
-    void     refuse_rma(const char *what, uint64_t address, uint64_t length);
-    void     rx_error(const boost::system::error_code &ec);
+    void refuse_rma(const char *what, uint64_t address, uint64_t length);
+    void rx_error(const boost::system::error_code &ec);
     /* After a failed read: rx_error() unless errno only means "no data now". */
-    void     rx_failed(ssize_t result);
+    void rx_failed(ssize_t result);
     /* The receive buffer for a read; false (failure scheduled) without one. */
-    bool     rx_acquire();
+    bool rx_acquire();
     /* Gives the receive buffer back when nothing waits in it. */
-    void     rx_release_if_empty();
-    bool     large_reserve(size_t length);
+    void rx_release_if_empty();
+    bool large_reserve(size_t length);
 
     /* ---- frames read straight into their destination (tcp_conn_rx.cc) ---- */
     enum class sink_kind : uint8_t {
         NONE,
-        BOUNCE,       /* larger than rx_ (an AM): into large_.buf, delivered whole */
-        PUT,          /* into the registered region */
-        GET_REPLY,    /* into the get_zcopy's iovs */
-        DISCARD       /* payload nobody may receive (refused put, departed ep) */
+        BOUNCE,    /* larger than rx_ (an AM): into large_.buf, delivered whole */
+        PUT,       /* into the registered region */
+        GET_REPLY, /* into the get_zcopy's iovs */
+        DISCARD    /* payload nobody may receive (refused put, departed ep) */
     };
     /* Starts reading the incomplete frame at rx_head_ into its destination;
      * false when it must wait for more bytes in rx_ (or failed). */
-    bool     start_sink(const frame_hdr &hdr, size_t avail);
+    bool start_sink(const frame_hdr &hdr, size_t avail);
     /* One read into the sink (and the receive buffer after it); false when
      * the socket has no more for now or the connection stopped. */
-    bool     sink_read(unsigned *count);
-    void     finish_sink();
+    bool sink_read(unsigned *count);
+    void finish_sink();
     /* SO_RCVLOWAT for the sink's remaining payload (see UCX_TCP_RX_LOWAT). */
-    void     update_rx_lowat();
-    void     set_rx_lowat(uint32_t bytes);
+    void update_rx_lowat();
+    void set_rx_lowat(uint32_t bytes);
     /* Completes the local flushes whose bytes were all written. */
-    void     complete_local_flushes();
+    void complete_local_flushes();
     /* The reply matches the oldest request; a protocol error otherwise. */
-    bool     check_reply(internal_op op, const reply_hdr &reply, size_t data_len);
+    bool check_reply(internal_op op, const reply_hdr &reply, size_t data_len);
     /* Completes the oldest request with its reply (data already placed for
      * a get_zcopy). */
-    void     complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len);
+    void complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len);
 
-    tcp_iface          &iface_;
-    const tcp_config   &config_;
-    int                fd_;
-    ep                 *owner_ep_ = nullptr;
-    const bool         outbound_;
-    conn_state         state_;
-    bool               dispatching_ = false;   /* inside dispatch_pending() */
-    bool               in_tx_ = false;         /* inside tx_progress() */
-    bool               in_rx_ = false;         /* inside rx_progress() */
-    bool               tx_deferred_ = false;   /* queued while in_rx_/in_tx_ */
-    bool               rx_blocked_ = false;    /* a request waits for send room */
-    bool               remote_unacked_ = false;/* puts/atomics since the last flush request */
-    bool               error_reported_ = false;
-    bool               connect_counted_ = false; /* counted in the iface's connecting total */
-    bool               ever_owned_ = false;    /* an ep used this end: never attach again */
-    bool               peer_detached_ = false; /* the peer's ep (if any) is gone */
-    bool               discard_replies_ = false; /* detached: replies have no requester */
-    bool               peer_sends_;            /* the peer sends more than replies here */
-    ucs_status_t       failure_ = UCS_OK;
-    ucs_status_t       rma_error_ = UCS_OK;    /* target: first refused put since last flush */
-    uint64_t           fence_seq_ = 0;         /* sends wait for this reply (0: none) */
-    uint64_t           flush_req_end_ = 0;     /* stream position after the last flush request */
-    uint32_t           ev_mask_ = 0;
-    uint32_t           rx_lowat_ = 0;          /* SO_RCVLOWAT set beyond 1 (0: not) */
-    bool               tx_blocked_ = false;    /* the socket took less than offered */
-    bool               epoll_needed_ = false;  /* counted in the iface's epoll_need */
-    bool               ack_watched_ = false;   /* sent data the ack watch looks after */
+    tcp_iface &iface_;
+    const tcp_config &config_;
+    int fd_;
+    ep *owner_ep_ = nullptr;
+    const bool outbound_;
+    conn_state state_;
+    bool dispatching_     = false; /* inside dispatch_pending() */
+    bool in_tx_           = false; /* inside tx_progress() */
+    bool in_rx_           = false; /* inside rx_progress() */
+    bool tx_deferred_     = false; /* queued while in_rx_/in_tx_ */
+    bool rx_blocked_      = false; /* a request waits for send room */
+    bool remote_unacked_  = false; /* puts/atomics since the last flush request */
+    bool error_reported_  = false;
+    bool connect_counted_ = false; /* counted in the iface's connecting total */
+    bool ever_owned_      = false; /* an ep used this end: never attach again */
+    bool peer_detached_   = false; /* the peer's ep (if any) is gone */
+    bool discard_replies_ = false; /* detached: replies have no requester */
+    bool peer_sends_;              /* the peer sends more than replies here */
+    ucs_status_t failure_   = UCS_OK;
+    ucs_status_t rma_error_ = UCS_OK; /* target: first refused put since last flush */
+    uint64_t fence_seq_     = 0;      /* sends wait for this reply (0: none) */
+    uint64_t flush_req_end_ = 0;      /* stream position after the last flush request */
+    uint32_t ev_mask_       = 0;
+    uint32_t rx_lowat_      = 0;     /* SO_RCVLOWAT set beyond 1 (0: not) */
+    bool tx_blocked_        = false; /* the socket took less than offered */
+    bool epoll_needed_      = false; /* counted in the iface's epoll_need */
+    bool ack_watched_       = false; /* sent data the ack watch looks after */
 
     /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_);
      * taken from the iface's pool for a read, given back once empty. */
-    uint8_t            *rx_ = nullptr;
-    size_t             rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
+    uint8_t *rx_   = nullptr;
+    size_t rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
 
     // clang-format off
     /* The payload of the frame being read straight into its destination:
@@ -360,22 +359,22 @@ private:
 
     /* Bounce buffer of AMs larger than the receive buffer (delivered whole). */
     struct {
-        uint8_t    *buf = nullptr;
-        size_t     cap = 0;
+        uint8_t *buf = nullptr;
+        size_t cap   = 0;
     } large_;
 
-    tx_queue           tx_;
+    tx_queue tx_;
     /* Flushes with nothing to confirm remotely (only sends queued): each
      * completes once the stream position it names is written. */
     struct local_flush {
-        uint64_t   end;
+        uint64_t end;
         completion *comp;
     };
     ucs::ring_fifo<local_flush> local_flushes_;
-    fetch_ring         fetches_;
-    pending_queue      pending_;
-    handshake          peer_{};                /* who is on the other side */
-    boost::asio::ip::tcp::endpoint target_;   /* outbound: where we connect */
+    fetch_ring fetches_;
+    pending_queue pending_;
+    handshake peer_{};                      /* who is on the other side */
+    boost::asio::ip::tcp::endpoint target_; /* outbound: where we connect */
     /* How long a rejected connection waits for the peer's before it tries
      * again. */
     static constexpr std::chrono::milliseconds PEER_WAIT{500};
@@ -385,8 +384,8 @@ private:
 
     /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
      * before the queue, and while the queue must wait. */
-    uint8_t            ctl_[sizeof(handshake)];
-    uint8_t            ctl_len_ = 0, ctl_sent_ = 0;
+    uint8_t ctl_[sizeof(handshake)];
+    uint8_t ctl_len_ = 0, ctl_sent_ = 0;
 };
 
 } // namespace uct::tcp

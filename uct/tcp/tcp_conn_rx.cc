@@ -43,22 +43,20 @@ T apply_atomic(atomic_op op, T *p, T value, T compare)
     case atomic_op::SWAP:
         return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
     case atomic_op::CSWAP:
-        __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
-        return compare;   /* the value found, whether or not it was swapped */
+        __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return compare; /* the value found, whether or not it was swapped */
     default:
         return 0;
     }
 }
 
-uint64_t execute_atomic(atomic_op op, unsigned size, void *ptr, uint64_t value,
-                        uint64_t compare)
+uint64_t execute_atomic(atomic_op op, unsigned size, void *ptr, uint64_t value, uint64_t compare)
 {
     if (size == sizeof(uint32_t)) {
-        return apply_atomic<uint32_t>(op, static_cast<uint32_t*>(ptr),
-                                      uint32_t(value), uint32_t(compare));
+        return apply_atomic<uint32_t>(op, static_cast<uint32_t *>(ptr), uint32_t(value),
+                                      uint32_t(compare));
     }
-    return apply_atomic<uint64_t>(op, static_cast<uint64_t*>(ptr), value, compare);
+    return apply_atomic<uint64_t>(op, static_cast<uint64_t *>(ptr), value, compare);
 }
 
 /* A status from the wire: OK or an error code, anything else is garbage. */
@@ -91,8 +89,8 @@ unsigned tcp_conn::rx_progress()
         }
         /* As much as the socket has, up to the buffer: one read takes many
          * small frames. */
-        size_t  want = rx_cap_ - rx_tail_;
-        ssize_t got  = ::recv(fd(), rx_ + rx_tail_, want, 0);
+        size_t want = rx_cap_ - rx_tail_;
+        ssize_t got = ::recv(fd(), rx_ + rx_tail_, want, 0);
         if (got <= 0) {
             rx_failed(got);
             break;
@@ -101,14 +99,14 @@ unsigned tcp_conn::rx_progress()
         rx_tail_ += size_t(got);
         parse_frames();
         if ((state_ != conn_state::CONNECTED) || rx_blocked_ || (size_t(got) < want)) {
-            break;   /* drained (a short read), stopped, or still setting up */
+            break; /* drained (a short read), stopped, or still setting up */
         }
     }
 
     in_rx_ = false;
     rx_release_if_empty();
     if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
-        tx_progress();   /* replies and sends queued by the handlers */
+        tx_progress(); /* replies and sends queued by the handlers */
     }
     update_events();
     return count;
@@ -139,8 +137,7 @@ bool tcp_conn::sink_read(unsigned *count)
 {
     if (sink_.kind == sink_kind::PUT) {
         /* The target may have deregistered the region since the put began. */
-        if (iface_.regions().region_ptr(sink_.region_id, sink_.address, sink_.left) ==
-            nullptr) {
+        if (iface_.regions().region_ptr(sink_.region_id, sink_.address, sink_.left) == nullptr) {
             refuse_rma("put", sink_.address, sink_.left);
             if (rma_error_ == UCS_OK) {
                 rma_error_ = UCS_ERR_INVALID_ADDR;
@@ -152,18 +149,18 @@ bool tcp_conn::sink_read(unsigned *count)
     /* The rest of the payload, then whatever follows it into the (empty)
      * receive buffer: one read, no copy of the payload. */
     struct iovec vec[fetch_op::MAX_IOV + 1];
-    int          n    = 0;
-    size_t       want = 0;
+    int n       = 0;
+    size_t want = 0;
     if (sink_.kind == sink_kind::DISCARD) {
         vec[n++] = {rx_, std::min(sink_.left, rx_cap_)};
         want     = vec[0].iov_len;
     } else {
         for (unsigned i = sink_.first; i < sink_.count; ++i) {
             vec[n++] = sink_.iov[i];
-            want    += sink_.iov[i].iov_len;
+            want += sink_.iov[i].iov_len;
         }
         vec[n++] = {rx_, rx_cap_};
-        want    += rx_cap_;
+        want += rx_cap_;
     }
     ssize_t got = ::readv(fd(), vec, n);
     if (got <= 0) {
@@ -180,9 +177,9 @@ bool tcp_conn::sink_read(unsigned *count)
         while (rest > 0) {
             struct iovec &v = sink_.iov[sink_.first];
             size_t step     = std::min(rest, v.iov_len);
-            v.iov_base      = static_cast<uint8_t*>(v.iov_base) + step;
-            v.iov_len      -= step;
-            rest           -= step;
+            v.iov_base      = static_cast<uint8_t *>(v.iov_base) + step;
+            v.iov_len -= step;
+            rest -= step;
             if (v.iov_len == 0) {
                 ++sink_.first;
             }
@@ -191,7 +188,7 @@ bool tcp_conn::sink_read(unsigned *count)
     }
     if (sink_.left > 0) {
         update_rx_lowat();
-        return bytes == want;   /* a short read: the socket is drained */
+        return bytes == want; /* a short read: the socket is drained */
     }
 
     rx_head_ = 0;
@@ -206,11 +203,11 @@ bool tcp_conn::sink_read(unsigned *count)
 bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
 {
     const uint8_t *payload = rx_ + rx_head_ + FRAME_HDR;
-    const size_t  have     = avail - FRAME_HDR;
-    sink_.hdr       = hdr;
-    sink_.first     = 0;
-    sink_.count     = 0;
-    sink_.pop_fetch = false;
+    const size_t have      = avail - FRAME_HDR;
+    sink_.hdr              = hdr;
+    sink_.first            = 0;
+    sink_.count            = 0;
+    sink_.pop_fetch        = false;
     /* Large frames back to back: a bulk transfer, where reading in large
      * pieces pays. A frame that answers a message of ours is waited for by
      * someone: read it as it comes, the copy overlapping the sender's. */
@@ -225,15 +222,15 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
                 return false;
             }
             std::memcpy(&ph, payload, sizeof(ph));
-            peer_sends_ = true;
+            peer_sends_           = true;
             const size_t data_len = hdr.length - sizeof(ph);
             const size_t got      = have - sizeof(ph);
-            auto *dest = static_cast<uint8_t*>(
-                    iface_.regions().region_ptr(ph.region_id, ph.address, data_len));
+            auto *dest            = static_cast<uint8_t *>(iface_.regions().region_ptr(ph.region_id,
+                                                                                       ph.address, data_len));
             if (ucs_unlikely(dest == nullptr)) {
                 refuse_rma("put", ph.address, data_len);
                 if (rma_error_ == UCS_OK) {
-                    rma_error_ = UCS_ERR_INVALID_ADDR;   /* reported by the next flush */
+                    rma_error_ = UCS_ERR_INVALID_ADDR; /* reported by the next flush */
                 }
                 sink_.kind = sink_kind::DISCARD;
             } else {
@@ -271,9 +268,9 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
                 } else {
                     /* What arrived already is copied; the rest is read in place. */
                     const uint8_t *src = payload + sizeof(reply);
-                    size_t         copied = 0;
+                    size_t copied      = 0;
                     for (uint32_t i = 0; i < f.iovcnt; ++i) {
-                        auto  *dst = static_cast<uint8_t*>(const_cast<void*>(f.iovs[i].buffer));
+                        auto *dst  = static_cast<uint8_t *>(const_cast<void *>(f.iovs[i].buffer));
                         size_t len = f.iovs[i].length;
                         size_t now = std::min(len, got - copied);
                         std::memcpy(dst, src + copied, now);
@@ -295,7 +292,7 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
     }
 
     if (FRAME_HDR + size_t(hdr.length) <= rx_cap_) {
-        return false;   /* the rest comes into the receive buffer */
+        return false; /* the rest comes into the receive buffer */
     }
     /* Larger than the receive buffer: delivered in one piece from a buffer
      * of its own, the rest of it read straight there. */
@@ -318,7 +315,7 @@ void tcp_conn::update_rx_lowat()
 {
     /* Below this, waiting for more saves too little to be worth a call. */
     constexpr size_t min_lowat = 64 * 1024;
-    size_t want = 0;
+    size_t want                = 0;
     if ((sink_.kind != sink_kind::NONE) && sink_.streaming && (config_.rx_lowat > 0) &&
         (sink_.left / 2 >= min_lowat)) {
         /* At most half of the rest: the copy of the last piece, which no
@@ -338,7 +335,7 @@ void tcp_conn::set_rx_lowat(uint32_t bytes)
 {
     int value = (bytes == 0) ? 1 : int(bytes);
     if (::setsockopt(fd(), SOL_SOCKET, SO_RCVLOWAT, &value, sizeof(value)) != 0) {
-        bytes = 0;   /* the kernel keeps the previous value: read as it comes */
+        bytes = 0; /* the kernel keeps the previous value: read as it comes */
     }
     rx_lowat_ = bytes;
     refresh_epoll_need();
@@ -347,14 +344,14 @@ void tcp_conn::set_rx_lowat(uint32_t bytes)
 void tcp_conn::finish_sink()
 {
     const sink_kind kind = sink_.kind;
-    sink_.kind     = sink_kind::NONE;
-    last_sink_end_ = std::chrono::steady_clock::now();
+    sink_.kind           = sink_kind::NONE;
+    last_sink_end_       = std::chrono::steady_clock::now();
     if (rx_lowat_ != 0) {
         set_rx_lowat(0);
     }
     switch (kind) {
     case sink_kind::BOUNCE:
-        dispatch(sink_.hdr, large_.buf);   /* large frames never wait for room */
+        dispatch(sink_.hdr, large_.buf); /* large frames never wait for room */
         if (large_.cap > config_.rx_keep) {
             std::free(large_.buf);
             large_.buf = nullptr;
@@ -371,11 +368,11 @@ void tcp_conn::finish_sink()
             if (sink_.region_id == fence_seq_) {
                 fence_seq_ = 0;
             }
-            fetches_.pop_front();   /* its ep is gone */
+            fetches_.pop_front(); /* its ep is gone */
         }
         break;
     default:
-        break;   /* a put is in place */
+        break; /* a put is in place */
     }
 }
 
@@ -396,7 +393,8 @@ void tcp_conn::rx_error(const boost::system::error_code &ec)
     if (ec == boost::asio::error::eof) {
         if ((state_ == conn_state::HANDSHAKE) && (rx_tail_ > rx_head_)) {
             ucs_error("tcp: connection closed after a truncated handshake "
-                      "(%zu of %zu bytes)", rx_tail_ - rx_head_, sizeof(handshake));
+                      "(%zu of %zu bytes)",
+                      rx_tail_ - rx_head_, sizeof(handshake));
         } else if ((sink_.kind != sink_kind::NONE) || (rx_tail_ > rx_head_)) {
             ucs_diag("tcp: connection closed inside a frame");
         }
@@ -413,7 +411,7 @@ void tcp_conn::resume_rx()
         rx_blocked_ = false;
         in_rx_      = true;
         parse_frames();
-        in_rx_      = false;
+        in_rx_ = false;
         if (tx_deferred_ && (state_ == conn_state::CONNECTED)) {
             tx_progress();
         }
@@ -436,8 +434,7 @@ bool tcp_conn::parse_handshake()
     handshake hs;
     ucs::wire_reader(rx_ + rx_head_, rx_tail_ - rx_head_).get(&hs);
     if ((hs.magic != HANDSHAKE_MAGIC) || (hs.version != HANDSHAKE_VERSION) ||
-        ((hs.family != uint8_t(addr_family::IPV4)) &&
-         (hs.family != uint8_t(addr_family::IPV6)))) {
+        ((hs.family != uint8_t(addr_family::IPV4)) && (hs.family != uint8_t(addr_family::IPV6)))) {
         protocol_error("invalid handshake");
         return false;
     }
@@ -454,7 +451,7 @@ bool tcp_conn::parse_handshake()
         schedule_failure(UCS_ERR_CONNECTION_RESET, "handshake without the iface key");
         return false;
     }
-    peer_     = hs;
+    peer_ = hs;
     rx_head_ += sizeof(hs);
     switch (iface_.pair_accepted(*this)) {
     case pairing::REJECT:
@@ -463,7 +460,7 @@ bool tcp_conn::parse_handshake()
         reject();
         return false;
     case pairing::ADOPTED:
-        return false;    /* this object is closed; our ep owns the socket now */
+        return false; /* this object is closed; our ep owns the socket now */
     case pairing::NONE:
         break;
     }
@@ -481,7 +478,7 @@ bool tcp_conn::parse_conn_reply()
     if (rx_tail_ - rx_head_ < length) {
         return true;
     }
-    frame_hdr  hdr;
+    frame_hdr hdr;
     conn_reply reply;
     std::memcpy(&hdr, rx_ + rx_head_, sizeof(hdr));
     std::memcpy(&reply, rx_ + rx_head_ + sizeof(hdr), sizeof(reply));
@@ -497,7 +494,7 @@ bool tcp_conn::parse_conn_reply()
         /* The peer's ep connected towards ours at the same time and its
          * connection is kept: it arrives through the listening socket. */
         ucs_debug("tcp: ep %p waits for the connection of iface port %u",
-                  static_cast<void*>(owner_ep_), unsigned(peer_.port));
+                  static_cast<void *>(owner_ep_), unsigned(peer_.port));
         wait_for_peer();
         return false;
     }
@@ -506,7 +503,7 @@ bool tcp_conn::parse_conn_reply()
         peer_sends_ = true;
     }
     send_detach_if_orphan();
-    tx_kick();   /* the sends buffered meanwhile */
+    tx_kick(); /* the sends buffered meanwhile */
     return true;
 }
 
@@ -561,7 +558,7 @@ bool tcp_conn::parse_frames()
                 return false;
             }
             if (state_ != conn_state::CONNECTED) {
-                return true;   /* the rest of the answer is still coming */
+                return true; /* the rest of the answer is still coming */
             }
         }
     }
@@ -577,7 +574,7 @@ bool tcp_conn::parse_frames()
         size_t avail = rx_tail_ - rx_head_;
         if (avail >= total) {
             if (!dispatch(hdr, rx_ + rx_head_ + FRAME_HDR)) {
-                rx_blocked_ = true;   /* retried when send room returns */
+                rx_blocked_ = true; /* retried when send room returns */
                 return false;
             }
             rx_head_ += total;
@@ -600,7 +597,7 @@ bool tcp_conn::parse_frames()
         /* Keep a partial frame at the front, so the next read completes it. */
         std::memmove(rx_, rx_ + rx_head_, rx_tail_ - rx_head_);
         rx_tail_ -= rx_head_;
-        rx_head_  = 0;
+        rx_head_ = 0;
     }
     return true;
 }
@@ -612,7 +609,7 @@ bool tcp_conn::large_reserve(size_t length)
     }
     std::free(large_.buf);
     /* malloc maps large sizes lazily: pages are touched as data arrives. */
-    large_.buf = static_cast<uint8_t*>(std::malloc(length));
+    large_.buf = static_cast<uint8_t *>(std::malloc(length));
     large_.cap = (large_.buf != nullptr) ? length : 0;
     return large_.buf != nullptr;
 }
@@ -642,7 +639,7 @@ bool tcp_conn::dispatch_internal(const frame_hdr &hdr, uint8_t *payload)
     case internal_op::PUT: {
         put_hdr ph;
         if (r.get(&ph)) {
-            handle_put(ph, const_cast<uint8_t*>(r.pos()), r.left());
+            handle_put(ph, const_cast<uint8_t *>(r.pos()), r.left());
         }
         return true;
     }
@@ -688,8 +685,8 @@ uint8_t *tcp_conn::reply_reserve(internal_op op, size_t frame_length, size_t res
 void tcp_conn::refuse_rma(const char *what, uint64_t address, uint64_t length)
 {
     ucs_error("tcp: refused %s of %lu bytes at 0x%lx from peer port %u: "
-              "not inside a registered region", what, length, address,
-              unsigned(peer_.port));
+              "not inside a registered region",
+              what, length, address, unsigned(peer_.port));
 }
 
 void tcp_conn::handle_put(const put_hdr &hdr, const uint8_t *data, size_t data_length)
@@ -698,7 +695,7 @@ void tcp_conn::handle_put(const put_hdr &hdr, const uint8_t *data, size_t data_l
     if (ucs_unlikely(dest == nullptr)) {
         refuse_rma("put", hdr.address, data_length);
         if (rma_error_ == UCS_OK) {
-            rma_error_ = UCS_ERR_INVALID_ADDR;   /* reported by the next flush */
+            rma_error_ = UCS_ERR_INVALID_ADDR; /* reported by the next flush */
         }
         return;
     }
@@ -708,7 +705,7 @@ void tcp_conn::handle_put(const put_hdr &hdr, const uint8_t *data, size_t data_l
 bool tcp_conn::handle_get_req(const get_req &req)
 {
     ucs_status_t status = UCS_OK;
-    void *src = nullptr;
+    void *src           = nullptr;
     if (req.length > config_.max_zcopy) {
         status = UCS_ERR_EXCEEDS_LIMIT;
     } else {
@@ -717,7 +714,7 @@ bool tcp_conn::handle_get_req(const get_req &req)
             status = UCS_ERR_INVALID_ADDR;
         }
     }
-    size_t    data = (status == UCS_OK) ? size_t(req.length) : 0;
+    size_t data = (status == UCS_OK) ? size_t(req.length) : 0;
     reply_hdr reply{req.seq, int32_t(status), 0};
 
     /* Small data is copied while the send buffer has room; otherwise the
@@ -725,8 +722,8 @@ bool tcp_conn::handle_get_req(const get_req &req)
      * guarantees: this side never stops reading for want of send room. */
     uint8_t *p = nullptr;
     if ((data <= config_.tx_seg_size) &&
-        ((p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data,
-                            sizeof(reply) + data, true)) != nullptr)) {
+        ((p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data, sizeof(reply) + data,
+                            true)) != nullptr)) {
         std::memcpy(p, &reply, sizeof(reply));
         if (data > 0) {
             std::memcpy(p + sizeof(reply), src, data);
@@ -735,14 +732,14 @@ bool tcp_conn::handle_get_req(const get_req &req)
     } else if (data == 0) {
         p = reply_reserve(internal_op::GET_REPLY, sizeof(reply), sizeof(reply));
         if (p == nullptr) {
-            return false;   /* the peer went beyond its window: wait */
+            return false; /* the peer went beyond its window: wait */
         }
         std::memcpy(p, &reply, sizeof(reply));
         tx_send(FRAME_HDR + sizeof(reply));
     } else {
         /* Sent straight from the registered memory, as RDMA would read it. */
         if (!tx_.zcopy_room(true)) {
-            return false;   /* the peer went beyond its window: wait */
+            return false; /* the peer went beyond its window: wait */
         }
         p = reply_reserve(internal_op::GET_REPLY, sizeof(reply) + data, sizeof(reply));
         if (p == nullptr) {
@@ -766,7 +763,7 @@ bool tcp_conn::handle_atomic(const atomic_req &req, bool fetch)
         return true;
     }
     constexpr size_t reply_length = sizeof(reply_hdr) + sizeof(uint64_t);
-    uint8_t *p = nullptr;
+    uint8_t *p                    = nullptr;
     if (fetch) {
         /* Room first: an executed atomic cannot be undone. */
         p = reply_reserve(internal_op::ATOMIC_REPLY, reply_length, reply_length);
@@ -776,14 +773,13 @@ bool tcp_conn::handle_atomic(const atomic_req &req, bool fetch)
     }
 
     ucs_status_t status = UCS_OK;
-    uint64_t     old    = 0;
-    void *ptr = iface_.regions().region_ptr(req.region_id, req.address, req.size);
+    uint64_t old        = 0;
+    void *ptr           = iface_.regions().region_ptr(req.region_id, req.address, req.size);
     if ((ptr == nullptr) || (req.address % req.size != 0)) {
         status = UCS_ERR_INVALID_ADDR;
         refuse_rma("atomic", req.address, req.size);
     } else {
-        old = execute_atomic(static_cast<atomic_op>(req.op), req.size, ptr, req.value,
-                             req.compare);
+        old = execute_atomic(static_cast<atomic_op>(req.op), req.size, ptr, req.value, req.compare);
     }
 
     if (fetch) {
@@ -799,8 +795,7 @@ bool tcp_conn::handle_atomic(const atomic_req &req, bool fetch)
 
 bool tcp_conn::handle_flush_req(const flush_req &req)
 {
-    uint8_t *p = reply_reserve(internal_op::FLUSH_REPLY, sizeof(reply_hdr),
-                               sizeof(reply_hdr));
+    uint8_t *p = reply_reserve(internal_op::FLUSH_REPLY, sizeof(reply_hdr), sizeof(reply_hdr));
     if (p == nullptr) {
         return false;
     }
@@ -845,26 +840,25 @@ bool tcp_conn::check_reply(internal_op op, const reply_hdr &reply, size_t data_l
 void tcp_conn::complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len)
 {
     if (reply.seq == fence_seq_) {
-        fence_seq_ = 0;   /* the last reply a fence waited for */
+        fence_seq_ = 0; /* the last reply a fence waited for */
     }
     if (discard_replies_) {
-        fetches_.pop_front();   /* its ep is gone */
+        fetches_.pop_front(); /* its ep is gone */
         return;
     }
 
     /* Off the ring before any user code runs: callbacks may post more. */
-    fetch_op          &f      = fetches_.front();
-    ucs_status_t      status  = wire_status(reply.status);
-    completion        *comp   = f.comp;
-    fetch_kind        kind    = f.kind;
-    unpack_callback_t unpack  = f.unpack;
-    void              *arg    = f.arg;
+    fetch_op &f              = fetches_.front();
+    ucs_status_t status      = wire_status(reply.status);
+    completion *comp         = f.comp;
+    fetch_kind kind          = f.kind;
+    unpack_callback_t unpack = f.unpack;
+    void *arg                = f.arg;
     if (status == UCS_OK) {
         if ((kind == fetch_kind::GET_ZCOPY) && (data != nullptr)) {
             size_t offset = 0;
             for (uint32_t i = 0; i < f.iovcnt; ++i) {
-                std::memcpy(const_cast<void*>(f.iovs[i].buffer), data + offset,
-                            f.iovs[i].length);
+                std::memcpy(const_cast<void *>(f.iovs[i].buffer), data + offset, f.iovs[i].length);
                 offset += f.iovs[i].length;
             }
         } else if (kind == fetch_kind::ATOMIC) {
@@ -892,7 +886,7 @@ void tcp_conn::handle_detach()
 {
     peer_detached_ = true;
     if (owner_ep_ == nullptr) {
-        close();    /* nobody uses this connection any more */
+        close(); /* nobody uses this connection any more */
         iface_.conn_closed();
     }
 }

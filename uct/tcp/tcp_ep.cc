@@ -29,14 +29,11 @@ constexpr uint64_t POST_OPS = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atom
 
 } // namespace
 
-tcp_ep::tcp_ep(tcp_iface &iface, tcp_conn *conn)
-    : ep(iface), iface_(iface), conn_(conn),
-      max_short_(iface.config().max_short),
-      max_bcopy_(iface.config().tx_seg_size),
-      max_zcopy_(iface.config().max_zcopy),
-      max_iov_(iface.config().max_iov),
-      max_get_iov_(iface.config().max_get_iov),
-      max_am_hdr_(iface.config().max_am_hdr)
+tcp_ep::tcp_ep(tcp_iface &iface, tcp_conn *conn) :
+    ep(iface), iface_(iface), conn_(conn), max_short_(iface.config().max_short),
+    max_bcopy_(iface.config().tx_seg_size), max_zcopy_(iface.config().max_zcopy),
+    max_iov_(iface.config().max_iov), max_get_iov_(iface.config().max_get_iov),
+    max_am_hdr_(iface.config().max_am_hdr)
 {
     conn_->set_owner_ep(this);
 }
@@ -65,8 +62,7 @@ bool tcp_ep::iov_total(const iov *iov, size_t iovcnt, size_t *total)
     return true;
 }
 
-ucs_status_t tcp_ep::am_short(am_id_t id, uint64_t header, const void *payload,
-                              unsigned length)
+ucs_status_t tcp_ep::am_short(am_id_t id, uint64_t header, const void *payload, unsigned length)
 {
     if (ucs_unlikely((id >= AM_ID_MAX) || (length + sizeof(header) > max_short_) ||
                      ((payload == nullptr) && (length > 0)))) {
@@ -76,8 +72,8 @@ ucs_status_t tcp_ep::am_short(am_id_t id, uint64_t header, const void *payload,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    size_t   frame_len = sizeof(header) + length;
-    uint8_t  *p        = conn_->tx_reserve(FRAME_HDR + frame_len);
+    size_t frame_len = sizeof(header) + length;
+    uint8_t *p       = conn_->tx_reserve(FRAME_HDR + frame_len);
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -114,14 +110,12 @@ ssize_t tcp_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)
 }
 
 ucs_status_t tcp_ep::am_zcopy(am_id_t id, const void *header, unsigned header_length,
-                              const iov *iov, size_t iovcnt, unsigned,
-                              completion *comp)
+                              const iov *iov, size_t iovcnt, unsigned, completion *comp)
 {
     size_t total = 0;
     if (ucs_unlikely((id >= AM_ID_MAX) || (header_length > max_am_hdr_) ||
-                     ((header == nullptr) && (header_length > 0)) ||
-                     (iovcnt > max_iov_) || !iov_total(iov, iovcnt, &total) ||
-                     (total > max_zcopy_))) {
+                     ((header == nullptr) && (header_length > 0)) || (iovcnt > max_iov_) ||
+                     !iov_total(iov, iovcnt, &total) || (total > max_zcopy_))) {
         return UCS_ERR_INVALID_PARAM;
     }
     ucs_status_t status = conn_->send_check();
@@ -157,8 +151,8 @@ ucs_status_t tcp_ep::put_short(const void *buffer, unsigned length, uint64_t rem
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    size_t  frame_len = sizeof(put_hdr) + length;
-    uint8_t *p        = conn_->tx_reserve(FRAME_HDR + frame_len);
+    size_t frame_len = sizeof(put_hdr) + length;
+    uint8_t *p       = conn_->tx_reserve(FRAME_HDR + frame_len);
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -173,8 +167,7 @@ ucs_status_t tcp_ep::put_short(const void *buffer, unsigned length, uint64_t rem
     return UCS_OK;
 }
 
-ssize_t tcp_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
-                          rkey_t rkey)
+ssize_t tcp_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr, rkey_t rkey)
 {
     const tcp_rkey *key = rkey_from(rkey);
     if (ucs_unlikely((key == nullptr) || (pack == nullptr))) {
@@ -194,7 +187,7 @@ ssize_t tcp_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
         return UCS_ERR_INVALID_PARAM;
     }
     if (ucs_unlikely(!key->covers(remote_addr, length))) {
-        return UCS_ERR_INVALID_ADDR;   /* nothing was committed */
+        return UCS_ERR_INVALID_ADDR; /* nothing was committed */
     }
     write_internal_hdr(p, internal_op::PUT, sizeof(put_hdr) + length);
     put_hdr hdr{key->region_id, remote_addr};
@@ -204,13 +197,13 @@ ssize_t tcp_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
     return ssize_t(length);
 }
 
-ucs_status_t tcp_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                               rkey_t rkey, completion *comp)
+ucs_status_t tcp_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                               completion *comp)
 {
     const tcp_rkey *key = rkey_from(rkey);
-    size_t total = 0;
-    if (ucs_unlikely((key == nullptr) || (iovcnt > max_iov_) ||
-                     !iov_total(iov, iovcnt, &total) || (total > max_zcopy_))) {
+    size_t total        = 0;
+    if (ucs_unlikely((key == nullptr) || (iovcnt > max_iov_) || !iov_total(iov, iovcnt, &total) ||
+                     (total > max_zcopy_))) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (ucs_unlikely(!key->covers(remote_addr, total))) {
@@ -248,16 +241,16 @@ ucs_status_t tcp_ep::post_get(const tcp_rkey &key, uint64_t remote_addr, size_t 
         return UCS_ERR_NO_RESOURCE;
     }
     constexpr size_t frame_len = FRAME_HDR + sizeof(get_req);
-    uint8_t *p = conn_->tx_reserve(frame_len);
+    uint8_t *p                 = conn_->tx_reserve(frame_len);
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
     /* The reply is matched only from progress(), so the caller may finish
      * filling *op_p after the request went out. */
     fetch_op &op = conn_->fetches().push();
-    op.kind   = kind;
-    op.length = length;
-    op.comp   = comp;
+    op.kind      = kind;
+    op.length    = length;
+    op.comp      = comp;
     write_internal_hdr(p, internal_op::GET_REQ, sizeof(get_req));
     get_req req{op.seq, key.region_id, remote_addr, length};
     std::memcpy(p + FRAME_HDR, &req, sizeof(req));
@@ -274,8 +267,7 @@ ucs_status_t tcp_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t lengt
         return UCS_ERR_INVALID_PARAM;
     }
     fetch_op *op;
-    ucs_status_t status = post_get(*key, remote_addr, length, fetch_kind::GET_BCOPY,
-                                   comp, &op);
+    ucs_status_t status = post_get(*key, remote_addr, length, fetch_kind::GET_BCOPY, comp, &op);
     if (status == UCS_INPROGRESS) {
         op->unpack = unpack;
         op->arg    = arg;
@@ -283,18 +275,17 @@ ucs_status_t tcp_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t lengt
     return status;
 }
 
-ucs_status_t tcp_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                               rkey_t rkey, completion *comp)
+ucs_status_t tcp_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                               completion *comp)
 {
     const tcp_rkey *key = rkey_from(rkey);
-    size_t total = 0;
+    size_t total        = 0;
     if (ucs_unlikely((key == nullptr) || (iovcnt > max_get_iov_) ||
                      !iov_total(iov, iovcnt, &total) || (total > max_zcopy_))) {
         return UCS_ERR_INVALID_PARAM;
     }
     fetch_op *op;
-    ucs_status_t status = post_get(*key, remote_addr, total, fetch_kind::GET_ZCOPY,
-                                   comp, &op);
+    ucs_status_t status = post_get(*key, remote_addr, total, fetch_kind::GET_ZCOPY, comp, &op);
     if (status == UCS_INPROGRESS) {
         op->iovcnt = uint32_t(iovcnt);
         std::copy(iov, iov + iovcnt, op->iovs);
@@ -302,8 +293,8 @@ ucs_status_t tcp_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_ad
     return status;
 }
 
-ucs_status_t tcp_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,
-                                 uint64_t remote_addr, rkey_t rkey)
+ucs_status_t tcp_ep::atomic_post(atomic_op op, unsigned size, uint64_t value, uint64_t remote_addr,
+                                 rkey_t rkey)
 {
     const tcp_rkey *key = rkey_from(rkey);
     if (ucs_unlikely((key == nullptr) || (op >= atomic_op::LAST) ||
@@ -320,7 +311,7 @@ ucs_status_t tcp_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,
         return status;
     }
     constexpr size_t frame_len = FRAME_HDR + sizeof(atomic_req);
-    uint8_t *p = conn_->tx_reserve(frame_len);
+    uint8_t *p                 = conn_->tx_reserve(frame_len);
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -337,9 +328,8 @@ ucs_status_t tcp_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,
     return UCS_OK;
 }
 
-ucs_status_t tcp_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value,
-                                  uint64_t compare, void *result, uint64_t remote_addr,
-                                  rkey_t rkey, completion *comp)
+ucs_status_t tcp_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value, uint64_t compare,
+                                  void *result, uint64_t remote_addr, rkey_t rkey, completion *comp)
 {
     const tcp_rkey *key = rkey_from(rkey);
     if (ucs_unlikely((key == nullptr) || (op >= atomic_op::LAST) || (result == nullptr) ||
@@ -358,15 +348,15 @@ ucs_status_t tcp_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value,
         return UCS_ERR_NO_RESOURCE;
     }
     constexpr size_t frame_len = FRAME_HDR + sizeof(atomic_req);
-    uint8_t *p = conn_->tx_reserve(frame_len);
+    uint8_t *p                 = conn_->tx_reserve(frame_len);
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    fetch_op &fop    = conn_->fetches().push();
-    fop.kind         = fetch_kind::ATOMIC;
-    fop.atomic_size  = uint8_t(size);
-    fop.comp         = comp;
-    fop.arg          = result;
+    fetch_op &fop   = conn_->fetches().push();
+    fop.kind        = fetch_kind::ATOMIC;
+    fop.atomic_size = uint8_t(size);
+    fop.comp        = comp;
+    fop.arg         = result;
     write_internal_hdr(p, internal_op::ATOMIC_REQ, sizeof(atomic_req));
     atomic_req req{};
     req.seq       = fop.seq;

@@ -21,15 +21,15 @@ enum class fetch_kind : uint8_t { GET_BCOPY, GET_ZCOPY, ATOMIC, FLUSH };
 struct fetch_op {
     static constexpr size_t MAX_IOV = 8;
 
-    uint64_t          seq;
-    fetch_kind        kind;
-    uint8_t           atomic_size;
-    uint32_t          iovcnt;
-    uint64_t          length;       /* data bytes a GET reply must carry */
-    completion        *comp;
-    unpack_callback_t unpack;       /* GET_BCOPY */
-    void              *arg;         /* GET_BCOPY: unpack argument; ATOMIC: result */
-    iov               iovs[MAX_IOV];/* GET_ZCOPY destinations */
+    uint64_t seq;
+    fetch_kind kind;
+    uint8_t atomic_size;
+    uint32_t iovcnt;
+    uint64_t length; /* data bytes a GET reply must carry */
+    completion *comp;
+    unpack_callback_t unpack; /* GET_BCOPY */
+    void *arg;                /* GET_BCOPY: unpack argument; ATOMIC: result */
+    iov iovs[MAX_IOV];        /* GET_ZCOPY destinations */
 };
 
 class fetch_ring {
@@ -81,10 +81,7 @@ public:
     /* Sequence number of the newest entry pushed (0: none yet). */
     uint64_t last_seq() const { return last_seq_; }
 
-    void clear()
-    {
-        first_ = count_ = 0;
-    }
+    void clear() { first_ = count_ = 0; }
 
     void pop_front()
     {
@@ -95,9 +92,9 @@ public:
 
 private:
     std::unique_ptr<fetch_op[]> ops_;
-    unsigned                    capacity_ = 0;
-    unsigned                    first_ = 0, count_ = 0;
-    uint64_t                    last_seq_ = 0;
+    unsigned capacity_ = 0;
+    unsigned first_ = 0, count_ = 0;
+    uint64_t last_seq_ = 0;
 };
 
 } // namespace uct::tcp

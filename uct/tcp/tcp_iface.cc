@@ -35,8 +35,8 @@ struct fd_guard {
     int fd;
 
     explicit fd_guard(int value) : fd(value) {}
-    fd_guard(const fd_guard&) = delete;
-    fd_guard &operator=(const fd_guard&) = delete;
+    fd_guard(const fd_guard &)            = delete;
+    fd_guard &operator=(const fd_guard &) = delete;
     ~fd_guard()
     {
         if (fd >= 0) {
@@ -60,10 +60,10 @@ boost::asio::ip::address make_address(addr_family family, const uint8_t *ip)
 } // namespace
 
 tcp_iface::tcp_iface(tcp_md &md, worker &worker, const iface_params &params,
-                     const tcp_config &config, const netif &nif)
-    : md_(md), worker_(worker), config_(config), netif_(nif),
-      err_handler_(params.err_handler), err_handler_arg_(params.err_handler_arg),
-      acceptor_(io_)
+                     const tcp_config &config, const netif &nif) :
+    md_(md),
+    worker_(worker), config_(config), netif_(nif), err_handler_(params.err_handler),
+    err_handler_arg_(params.err_handler_arg), acceptor_(io_)
 {
 }
 
@@ -106,8 +106,9 @@ ucs_status_t tcp_iface::init()
     if (status != UCS_OK) {
         return status;
     }
-    status = tx_buffers_.init("tcp_tx_buffers", config_.tx_buf_size +
-                                      size_t(config_.rma_outstanding) * MAX_REPLY_FRAME);
+    status = tx_buffers_.init("tcp_tx_buffers",
+                              config_.tx_buf_size +
+                                  size_t(config_.rma_outstanding) * MAX_REPLY_FRAME);
     if (status != UCS_OK) {
         return status;
     }
@@ -123,8 +124,8 @@ ucs_status_t tcp_iface::init()
     acceptor_.open(local.protocol(), ec);
     if (!ec && (config_.rcvbuf > 0)) {
         /* Set before listen() so accepted sockets negotiate a fitting window. */
-        acceptor_.set_option(boost::asio::socket_base::receive_buffer_size(
-                                     int(config_.rcvbuf)), ec);
+        acceptor_.set_option(boost::asio::socket_base::receive_buffer_size(int(config_.rcvbuf)),
+                             ec);
     }
     if (!ec) {
         acceptor_.bind(local, ec);
@@ -146,7 +147,7 @@ ucs_status_t tcp_iface::init()
 
     epoll_event ev{};
     ev.events   = EPOLLIN;
-    ev.data.ptr = nullptr;   /* the acceptor */
+    ev.data.ptr = nullptr; /* the acceptor */
     if (epoll_ctl(epfd_, EPOLL_CTL_ADD, acceptor_.native_handle(), &ev) != 0) {
         ucs_error("tcp: epoll_ctl() failed: %m");
         return UCS_ERR_IO_ERROR;
@@ -159,15 +160,15 @@ ucs_status_t tcp_iface::init()
     handshake_.version = HANDSHAKE_VERSION;
     handshake_.family  = uint8_t(netif_.family);
     std::memcpy(handshake_.ip, netif_.ip, ip_length(netif_.family));
-    handshake_.port    = port_;
-    if (ucs::sys::random_bytes(&handshake_.initiator_key,
-                               sizeof(handshake_.initiator_key)) != UCS_OK) {
+    handshake_.port = port_;
+    if (ucs::sys::random_bytes(&handshake_.initiator_key, sizeof(handshake_.initiator_key)) !=
+        UCS_OK) {
         return UCS_ERR_IO_ERROR;
     }
 
     init_attr();
     worker_.progress_register(this);
-    ucs_debug("tcp: iface %p listening on %s port %u", static_cast<void*>(this),
+    ucs_debug("tcp: iface %p listening on %s port %u", static_cast<void *>(this),
               netif_.name.c_str(), unsigned(port_));
     return UCS_OK;
 }
@@ -200,11 +201,10 @@ void tcp_iface::init_attr()
     attr_.get.opt_zcopy_align = 1;
     attr_.get.max_iov         = config_.max_get_iov;
 
-    uint64_t post  = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
-                     atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
-    uint64_t fetch = post | atomic_op_bit(atomic_op::SWAP) |
-                     atomic_op_bit(atomic_op::CSWAP);
-    attr_.atomic32_post  = attr_.atomic64_post  = post;
+    uint64_t post = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
+                    atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
+    uint64_t fetch      = post | atomic_op_bit(atomic_op::SWAP) | atomic_op_bit(atomic_op::CSWAP);
+    attr_.atomic32_post = attr_.atomic64_post = post;
     attr_.atomic32_fetch = attr_.atomic64_fetch = fetch;
 
     attr_.device_addr_len = sizeof(device_addr_hdr) + ip_length(netif_.family);
@@ -214,7 +214,7 @@ void tcp_iface::init_attr()
 
     attr_.perf.latency_s       = netif_.latency_s;
     attr_.perf.bandwidth_Bps   = netif_.bandwidth_Bps;
-    attr_.perf.send_overhead_s = 1e-6;   /* one send system call */
+    attr_.perf.send_overhead_s = 1e-6; /* one send system call */
     attr_.perf.recv_overhead_s = 1e-6;
     attr_.priority             = 0;
 
@@ -263,9 +263,9 @@ void tcp_iface::arm_ack_timer(bool armed)
     const long period_ns = long(ack_check_period_ms(config_.user_timeout_ms)) * 1000000L;
     struct itimerspec spec {};
     if (armed) {
-        spec.it_value.tv_sec     = period_ns / 1000000000L;
-        spec.it_value.tv_nsec    = period_ns % 1000000000L;
-        spec.it_interval         = spec.it_value;
+        spec.it_value.tv_sec  = period_ns / 1000000000L;
+        spec.it_value.tv_nsec = period_ns % 1000000000L;
+        spec.it_interval      = spec.it_value;
     }
     if (timerfd_settime(ack_timer_fd_, 0, &spec, nullptr) != 0) {
         ucs_error("tcp: timerfd_settime() failed: %m");
@@ -278,14 +278,14 @@ unsigned tcp_iface::check_acks()
 {
     uint64_t expirations;
     if (::read(ack_timer_fd_, &expirations, sizeof(expirations)) < 0) {
-        return 0;   /* not due (EAGAIN): another epoll round reported it */
+        return 0; /* not due (EAGAIN): another epoll round reported it */
     }
-    bool watching  = false;
+    bool watching   = false;
     unsigned failed = 0;
     for (size_t i = 0, n = conns_.size(); i < n; ++i) {
         const tcp_conn::ack_check found = conns_[i]->check_acks(config_.user_timeout_ms);
         watching |= (found == tcp_conn::ack_check::WATCHING);
-        failed   += (found == tcp_conn::ack_check::FAILED);
+        failed += (found == tcp_conn::ack_check::FAILED);
     }
     if (!watching) {
         arm_ack_timer(false);
@@ -309,7 +309,7 @@ ucs_status_t tcp_iface::get_device_address(void *buffer) const
     hdr.family  = uint8_t(netif_.family);
     hdr.flags   = netif_.loopback ? device_addr_flag::LOOPBACK : 0;
     hdr.host_id = netif_.loopback ? local_host_id() : 0;
-    auto *p = static_cast<uint8_t*>(buffer);
+    auto *p     = static_cast<uint8_t *>(buffer);
     std::memcpy(p, &hdr, sizeof(hdr));
     std::memcpy(p + sizeof(hdr), netif_.ip, ip_length(netif_.family));
     return UCS_OK;
@@ -327,14 +327,12 @@ ucs_status_t tcp_iface::get_address(void *buffer) const
     return UCS_OK;
 }
 
-bool tcp_iface::parse_peer(const void *dev_addr, size_t dev_addr_len,
-                           const void *iface_addr_p, size_t iface_addr_len,
-                           boost::asio::ip::tcp::endpoint *peer,
+bool tcp_iface::parse_peer(const void *dev_addr, size_t dev_addr_len, const void *iface_addr_p,
+                           size_t iface_addr_len, boost::asio::ip::tcp::endpoint *peer,
                            device_addr_hdr *hdr_out, iface_key *key_out) const
 {
     if ((dev_addr == nullptr) || (iface_addr_p == nullptr) ||
-        (dev_addr_len < sizeof(device_addr_hdr)) ||
-        (iface_addr_len != sizeof(iface_addr))) {
+        (dev_addr_len < sizeof(device_addr_hdr)) || (iface_addr_len != sizeof(iface_addr))) {
         return false;
     }
     device_addr_hdr hdr;
@@ -347,29 +345,27 @@ bool tcp_iface::parse_peer(const void *dev_addr, size_t dev_addr_len,
     }
     iface_addr addr;
     std::memcpy(&addr, iface_addr_p, sizeof(addr));
-    if ((addr.port == 0) ||
-        std::any_of(std::begin(addr.reserved), std::end(addr.reserved),
-                    [](uint8_t b) { return b != 0; })) {
+    if ((addr.port == 0) || std::any_of(std::begin(addr.reserved), std::end(addr.reserved),
+                                        [](uint8_t b) { return b != 0; })) {
         return false;
     }
     if (key_out != nullptr) {
         *key_out = addr.key;
     }
-    const auto *ip = static_cast<const uint8_t*>(dev_addr) + sizeof(hdr);
-    *peer = boost::asio::ip::tcp::endpoint(make_address(family, ip), addr.port);
+    const auto *ip = static_cast<const uint8_t *>(dev_addr) + sizeof(hdr);
+    *peer          = boost::asio::ip::tcp::endpoint(make_address(family, ip), addr.port);
     if (hdr_out != nullptr) {
         *hdr_out = hdr;
     }
     return true;
 }
 
-bool tcp_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
-                             const void *iface_addr_p, size_t iface_addr_len) const
+bool tcp_iface::is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr_p,
+                             size_t iface_addr_len) const
 {
     boost::asio::ip::tcp::endpoint peer;
     device_addr_hdr hdr;
-    if (!parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer, &hdr,
-                    nullptr)) {
+    if (!parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer, &hdr, nullptr)) {
         return false;
     }
     bool peer_loopback = (hdr.flags & device_addr_flag::LOOPBACK) != 0;
@@ -400,14 +396,13 @@ ucs_status_t tcp_iface::configure_socket(int fd)
 }
 
 ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_addr_len,
-                                            const void *iface_addr_p,
-                                            size_t iface_addr_len, ep **ep_p)
+                                            const void *iface_addr_p, size_t iface_addr_len,
+                                            ep **ep_p)
 {
     boost::asio::ip::tcp::endpoint peer;
     iface_key key;
     if ((ep_p == nullptr) ||
-        !parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer,
-                    nullptr, &key)) {
+        !parse_peer(dev_addr, dev_addr_len, iface_addr_p, iface_addr_len, &peer, nullptr, &key)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -427,8 +422,8 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
             } catch (...) {
                 return UCS_ERR_NO_MEMORY;
             }
-            ucs_debug("tcp: ep %p shares the connection from port %u",
-                      static_cast<void*>(*ep_p), unsigned(peer.port()));
+            ucs_debug("tcp: ep %p shares the connection from port %u", static_cast<void *>(*ep_p),
+                      unsigned(peer.port()));
             return UCS_OK;
         }
     }
@@ -441,12 +436,12 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
 
         auto conn = std::make_unique<tcp_conn>(*this, fd.fd, true);
         ucs_status_t status;
-        fd.fd = -1;   /* the connection owns it */
+        fd.fd  = -1; /* the connection owns it */
         status = conn->init();
         if (status != UCS_OK) {
             return status;
         }
-        auto ep = std::make_unique<tcp_ep>(*this, conn.get());
+        auto ep       = std::make_unique<tcp_ep>(*this, conn.get());
         tcp_conn *raw = conn.get();
         conns_.push_back(std::move(conn));
         handshake hs    = handshake_;
@@ -487,8 +482,7 @@ pairing tcp_iface::pair_accepted(tcp_conn &accepted)
          * lower address is kept; the peer decides the same way when it reads
          * our handshake, so both keep the same one whatever the timing. */
         if (order < 0) {
-            return (conn->state() == conn_state::WAIT_PEER) ? pairing::NONE :
-                                                              pairing::REJECT;
+            return (conn->state() == conn_state::WAIT_PEER) ? pairing::NONE : pairing::REJECT;
         }
         conn->adopt(accepted);
         return pairing::ADOPTED;
@@ -502,7 +496,7 @@ void tcp_iface::epoll_update(tcp_conn *conn, uint32_t events)
     epoll_event ev{};
     ev.events   = events;
     ev.data.ptr = conn;
-    int op = (old == 0) ? EPOLL_CTL_ADD : ((events == 0) ? EPOLL_CTL_DEL : EPOLL_CTL_MOD);
+    int op      = (old == 0) ? EPOLL_CTL_ADD : ((events == 0) ? EPOLL_CTL_DEL : EPOLL_CTL_MOD);
     if ((old == 0) && (events == 0)) {
         return;
     }
@@ -536,8 +530,8 @@ unsigned tcp_iface::progress()
      * does not put a system call into every progress of a busy worker. */
     const unsigned period = conns_.empty() ? config_.epoll_period * idle_epoll_factor :
                                              config_.epoll_period;
-    bool direct = (conns_.size() <= config_.direct_poll_max) &&
-                  (connecting_ == 0) && (epoll_need_ == 0) && (++tick_ < period);
+    bool direct           = (conns_.size() <= config_.direct_poll_max) && (connecting_ == 0) &&
+                  (epoll_need_ == 0) && (++tick_ < period);
     if (direct) {
         count = conns_.empty() ? 0 : poll_direct();
     } else {
@@ -572,7 +566,7 @@ unsigned tcp_iface::progress()
 unsigned tcp_iface::poll_direct()
 {
     unsigned count = 0;
-    size_t   n     = conns_.size();   /* eps created by callbacks wait a round */
+    size_t n       = conns_.size(); /* eps created by callbacks wait a round */
     for (size_t i = 0; i < n; ++i) {
         tcp_conn *conn = conns_[i].get();
         conn_state s   = conn->state();
@@ -599,7 +593,7 @@ unsigned tcp_iface::poll_epoll()
             count += check_acks();
             continue;
         }
-        auto *conn = static_cast<tcp_conn*>(events[i].data.ptr);
+        auto *conn = static_cast<tcp_conn *>(events[i].data.ptr);
         if (conn == nullptr) {
             count += accept_connections();
         } else if (conn->state() < conn_state::FAILED) {
@@ -631,7 +625,7 @@ unsigned tcp_iface::accept_connections()
                 continue;
             }
             auto conn = std::make_unique<tcp_conn>(*this, fd.fd, false);
-            fd.fd = -1;   /* the connection owns it */
+            fd.fd     = -1; /* the connection owns it */
             if (conn->init() != UCS_OK) {
                 ucs_error("tcp: no memory for an accepted connection");
                 continue;
@@ -669,7 +663,7 @@ void tcp_iface::report_ep_failure(ep *failed_ep, ucs_status_t status)
 {
     if (err_handler_ == nullptr) {
         ucs_error("tcp: ep %p lost its peer (%s) and no error handler is set",
-                  static_cast<void*>(failed_ep), ucs_status_string(status));
+                  static_cast<void *>(failed_ep), ucs_status_string(status));
         return;
     }
     err_handler_(err_handler_arg_, failed_ep, status);
@@ -679,7 +673,7 @@ void tcp_iface::release_conn(tcp_conn *conn)
 {
     conn->detach();
     if (!conn->closed()) {
-        return;   /* still serving the peer's ep; its end closes it */
+        return; /* still serving the peer's ep; its end closes it */
     }
     if (progress_depth_ > 0) {
         /* An event or a failure entry for it may still be in hand: it stays
@@ -687,8 +681,7 @@ void tcp_iface::release_conn(tcp_conn *conn)
         need_sweep_ = true;
         return;
     }
-    failures_.erase(std::remove(failures_.begin(), failures_.end(), conn),
-                    failures_.end());
+    failures_.erase(std::remove(failures_.begin(), failures_.end(), conn), failures_.end());
     auto it = std::find_if(conns_.begin(), conns_.end(),
                            [conn](const auto &c) { return c.get() == conn; });
     if (it != conns_.end()) {
@@ -748,7 +741,7 @@ ucs_status_t tcp_iface::flush(unsigned, completion *comp)
     }
     if (waiter != nullptr) {
         waiter->busy = true;
-        --waiter->inner.count;   /* the count started at 1 to stay above zero */
+        --waiter->inner.count; /* the count started at 1 to stay above zero */
     }
     return UCS_INPROGRESS;
 }
@@ -766,7 +759,7 @@ ucs_status_t tcp_iface::fence(unsigned)
 void tcp_iface::flush_waiter_done(completion *self)
 {
     static_assert(offsetof(flush_waiter, inner) == 0);
-    auto *waiter = reinterpret_cast<flush_waiter*>(self);
+    auto *waiter = reinterpret_cast<flush_waiter *>(self);
     waiter->busy = false;
     invoke_completion(waiter->user, self->status);
 }

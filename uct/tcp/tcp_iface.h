@@ -42,8 +42,8 @@ public:
 
     ucs_status_t get_device_address(void *buffer) const override;
     ucs_status_t get_address(void *buffer) const override;
-    bool is_reachable(const void *dev_addr, size_t dev_addr_len,
-                      const void *iface_addr, size_t iface_addr_len) const override;
+    bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                      size_t iface_addr_len) const override;
     ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
                                      const void *iface_addr, size_t iface_addr_len,
                                      ep **ep_p) override;
@@ -112,72 +112,71 @@ public:
     pairing pair_accepted(tcp_conn &accepted);
 
 private:
-    tcp_iface(tcp_md &md, worker &worker, const iface_params &params,
-              const tcp_config &config, const netif &nif);
+    tcp_iface(tcp_md &md, worker &worker, const iface_params &params, const tcp_config &config,
+              const netif &nif);
 
     ucs_status_t init();
-    void         init_attr();
+    void init_attr();
     ucs_status_t configure_socket(int fd);
-    unsigned     poll_epoll();
-    unsigned     poll_direct();
-    unsigned     accept_connections();
-    unsigned     handle_failures();
+    unsigned poll_epoll();
+    unsigned poll_direct();
+    unsigned accept_connections();
+    unsigned handle_failures();
     /* The ack watch's timer (a timerfd in the epoll set, so that a waiting
      * worker wakes up for it): every connection it watches is asked. */
     ucs_status_t init_ack_timer();
-    void         arm_ack_timer(bool armed);
-    unsigned     check_acks();
-    void        *ack_timer_tag() { return &ack_timer_fd_; }
-    void         sweep_closed();
-    bool         parse_peer(const void *dev_addr, size_t dev_addr_len,
-                            const void *iface_addr, size_t iface_addr_len,
-                            boost::asio::ip::tcp::endpoint *peer,
-                            device_addr_hdr *hdr, iface_key *key) const;
-    static void  flush_waiter_done(completion *self);
+    void arm_ack_timer(bool armed);
+    unsigned check_acks();
+    void *ack_timer_tag() { return &ack_timer_fd_; }
+    void sweep_closed();
+    bool parse_peer(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                    size_t iface_addr_len, boost::asio::ip::tcp::endpoint *peer,
+                    device_addr_hdr *hdr, iface_key *key) const;
+    static void flush_waiter_done(completion *self);
     /* Serial number of the next ep towards `peer`'s iface. */
-    uint32_t     next_conn_sn(const boost::asio::ip::tcp::endpoint &peer);
+    uint32_t next_conn_sn(const boost::asio::ip::tcp::endpoint &peer);
 
-    tcp_md                                  &md_;
-    worker                                  &worker_;
-    tcp_config                              config_;
-    netif                                   netif_;
-    error_handler_t                         err_handler_;
-    void                                    *err_handler_arg_;
-    iface_attr                              attr_;
-    size_t                                  max_am_frame_ = 0;
+    tcp_md &md_;
+    worker &worker_;
+    tcp_config config_;
+    netif netif_;
+    error_handler_t err_handler_;
+    void *err_handler_arg_;
+    iface_attr attr_;
+    size_t max_am_frame_ = 0;
 
-    boost::asio::io_context                 io_{1};
-    boost::asio::ip::tcp::acceptor          acceptor_;
-    uint16_t                                port_ = 0;
-    int                                     epfd_ = -1;
-    int                                     ack_timer_fd_ = -1;
-    bool                                    ack_timer_armed_ = false;
-    handshake                               handshake_{};
-    uint64_t                                refused_handshakes_ = 0;
+    boost::asio::io_context io_{1};
+    boost::asio::ip::tcp::acceptor acceptor_;
+    uint16_t port_        = 0;
+    int epfd_             = -1;
+    int ack_timer_fd_     = -1;
+    bool ack_timer_armed_ = false;
+    handshake handshake_{};
+    uint64_t refused_handshakes_ = 0;
 
-    buffer_pool                             rx_buffers_;   /* before conns_: outlive them */
-    buffer_pool                             tx_buffers_;
-    std::vector<std::unique_ptr<tcp_conn>>  conns_;
-    std::vector<tcp_conn*>                  failures_;
+    buffer_pool rx_buffers_; /* before conns_: outlive them */
+    buffer_pool tx_buffers_;
+    std::vector<std::unique_ptr<tcp_conn>> conns_;
+    std::vector<tcp_conn *> failures_;
     /* Eps created so far towards each peer iface (pairing serial numbers). */
     std::vector<std::pair<boost::asio::ip::tcp::endpoint, uint32_t>> conn_sns_;
-    unsigned                                progress_depth_ = 0;
-    unsigned                                connecting_ = 0;
-    int                                     epoll_need_ = 0;
-    unsigned                                tick_ = 0;
-    bool                                    need_sweep_ = false;
+    unsigned progress_depth_ = 0;
+    unsigned connecting_     = 0;
+    int epoll_need_          = 0;
+    unsigned tick_           = 0;
+    bool need_sweep_         = false;
     /* Accepted connections may still owe their handshake: their deadlines
      * are looked at every handshake_check_period progress calls. */
-    bool                                    handshakes_due_ = false;
-    unsigned                                handshake_ticks_ = 0;
+    bool handshakes_due_      = false;
+    unsigned handshake_ticks_ = 0;
 
     struct flush_waiter {
-        completion  inner;
-        completion  *user;
-        bool        busy;
+        completion inner;
+        completion *user;
+        bool busy;
     };
-    static constexpr unsigned MAX_FLUSH_WAITERS = 8;
-    flush_waiter                            flush_waiters_[MAX_FLUSH_WAITERS] = {};
+    static constexpr unsigned MAX_FLUSH_WAITERS    = 8;
+    flush_waiter flush_waiters_[MAX_FLUSH_WAITERS] = {};
 };
 
 } // namespace uct::tcp

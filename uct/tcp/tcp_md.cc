@@ -17,7 +17,7 @@ namespace uct::tcp {
 
 const tcp_rkey *rkey_from(rkey_t rkey)
 {
-    auto *key = reinterpret_cast<const tcp_rkey*>(rkey);
+    auto *key = reinterpret_cast<const tcp_rkey *>(rkey);
     if (ucs_unlikely((key == nullptr) || (key->magic != RKEY_MAGIC))) {
         return nullptr;
     }
@@ -45,8 +45,7 @@ ucs_status_t tcp_component::md_open(const char *md_name, md **md_p)
     return UCS_OK;
 }
 
-ucs_status_t tcp_component::rkey_unpack(const void *buffer, size_t length,
-                                        rkey_bundle *rkey_p)
+ucs_status_t tcp_component::rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p)
 {
     packed_rkey packed;
     uint64_t end;
@@ -54,13 +53,13 @@ ucs_status_t tcp_component::rkey_unpack(const void *buffer, size_t length,
         !ucs::wire_reader(buffer, length).get(&packed)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((packed.magic != RKEY_MAGIC) || (packed.region_id == 0) ||
-        (packed.length == 0) || !ucs::checked_add(packed.address, packed.length, &end)) {
+    if ((packed.magic != RKEY_MAGIC) || (packed.region_id == 0) || (packed.length == 0) ||
+        !ucs::checked_add(packed.address, packed.length, &end)) {
         ucs_debug("tcp: rejected a malformed remote key");
         return UCS_ERR_INVALID_PARAM;
     }
-    auto *key = new (std::nothrow) tcp_rkey{RKEY_MAGIC, packed.region_id,
-                                            packed.address, packed.length};
+    auto *key = new (std::nothrow)
+        tcp_rkey{RKEY_MAGIC, packed.region_id, packed.address, packed.length};
     if (key == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -71,9 +70,9 @@ ucs_status_t tcp_component::rkey_unpack(const void *buffer, size_t length,
 
 void tcp_component::rkey_release(const rkey_bundle &rkey)
 {
-    auto *key = static_cast<tcp_rkey*>(rkey.handle);
+    auto *key = static_cast<tcp_rkey *>(rkey.handle);
     if ((key != nullptr) && (key->magic == RKEY_MAGIC)) {
-        key->magic = 0;   /* a stale rkey_t now fails rkey_from() */
+        key->magic = 0; /* a stale rkey_t now fails rkey_from() */
         delete key;
     }
 }
@@ -91,7 +90,7 @@ tcp_md::tcp_md()
     attr_.flags            = md_flag::REG | md_flag::NEED_RKEY;
     attr_.max_reg          = SIZE_MAX;
     attr_.rkey_packed_size = sizeof(packed_rkey);
-    attr_.reg_overhead_s   = 50e-9;   /* a hash-map insert */
+    attr_.reg_overhead_s   = 50e-9; /* a hash-map insert */
 }
 
 ucs_status_t tcp_md::query_tl_resources(std::vector<tl_resource> *out)
@@ -114,8 +113,7 @@ ucs_status_t tcp_md::query_tl_resources(std::vector<tl_resource> *out)
     return UCS_OK;
 }
 
-ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params,
-                                iface **iface_p)
+ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params, iface **iface_p)
 {
     /* Read per iface, so each caller's env prefix applies. */
     tcp_config config;
@@ -150,8 +148,7 @@ ucs_status_t tcp_md::iface_open(worker &worker, const iface_params &params,
 ucs_status_t tcp_md::mem_reg(void *address, size_t length, unsigned, mem_h *memh_p)
 {
     auto start = reinterpret_cast<uint64_t>(address);
-    if ((memh_p == nullptr) || (address == nullptr) || (length == 0) ||
-        (start + length < start)) {
+    if ((memh_p == nullptr) || (address == nullptr) || (length == 0) || (start + length < start)) {
         return UCS_ERR_INVALID_PARAM;
     }
     /* A random id is the region's secret: a peer reaches the region only

@@ -20,7 +20,7 @@ namespace uct::tcp {
 
 /* An unpacked remote key; ep operations receive a pointer to it as rkey_t. */
 struct tcp_rkey {
-    uint64_t magic;        /* RKEY_MAGIC while alive */
+    uint64_t magic; /* RKEY_MAGIC while alive */
     uint64_t region_id;
     uint64_t address;
     uint64_t length;
@@ -40,8 +40,7 @@ public:
     const char *name() const override { return "tcp"; }
     ucs_status_t query_md_resources(std::vector<md_resource> *out) override;
     ucs_status_t md_open(const char *md_name, md **md_p) override;
-    ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                             rkey_bundle *rkey_p) override;
+    ucs_status_t rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p) override;
     void rkey_release(const rkey_bundle &rkey) override;
 };
 
@@ -57,14 +56,12 @@ public:
 
     ucs_status_t query_tl_resources(std::vector<tl_resource> *out) override;
     /* Opens with the UCX_TCP_* configuration (read_tcp_config). */
-    ucs_status_t iface_open(worker &worker, const iface_params &params,
-                            iface **iface_p) override;
+    ucs_status_t iface_open(worker &worker, const iface_params &params, iface **iface_p) override;
     /* Same, with explicit tunables (tests). */
-    ucs_status_t iface_open(worker &worker, const iface_params &params,
-                            const tcp_config &config, iface **iface_p);
+    ucs_status_t iface_open(worker &worker, const iface_params &params, const tcp_config &config,
+                            iface **iface_p);
 
-    ucs_status_t mem_reg(void *address, size_t length, unsigned flags,
-                         mem_h *memh_p) override;
+    ucs_status_t mem_reg(void *address, size_t length, unsigned flags, mem_h *memh_p) override;
     ucs_status_t mem_dereg(mem_h memh) override;
     ucs_status_t mkey_pack(mem_h memh, void *buffer) override;
 
@@ -83,7 +80,7 @@ public:
         if (ucs_unlikely(!ucs::range_inside(address, length, r.address, r.length))) {
             return nullptr;
         }
-        return reinterpret_cast<void*>(address);
+        return reinterpret_cast<void *>(address);
     }
 
 private:
@@ -92,8 +89,8 @@ private:
         uint64_t length;
     };
 
-    md_attr                                attr_;
-    std::unordered_map<uint64_t, region>   regions_;
+    md_attr attr_;
+    std::unordered_map<uint64_t, region> regions_;
 };
 
 } // namespace uct::tcp

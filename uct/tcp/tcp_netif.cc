@@ -15,16 +15,16 @@ namespace uct::tcp {
 
 namespace {
 
-constexpr double LOOPBACK_BANDWIDTH_BPS = 10e9;
-constexpr double LOOPBACK_LATENCY_S     = 10e-6;
-constexpr double NET_DEFAULT_BANDWIDTH_BPS = 10e9 / 8;   /* 10 Gb/s when unknown */
-constexpr double NET_LATENCY_S          = 20e-6;
+constexpr double LOOPBACK_BANDWIDTH_BPS    = 10e9;
+constexpr double LOOPBACK_LATENCY_S        = 10e-6;
+constexpr double NET_DEFAULT_BANDWIDTH_BPS = 10e9 / 8; /* 10 Gb/s when unknown */
+constexpr double NET_LATENCY_S             = 20e-6;
 
 /* Link speed in Mb/s from sysfs; 0 when unknown (virtual devices report -1). */
 long link_speed_mbps(const std::string &name)
 {
     std::string path = "/sys/class/net/" + name + "/speed";
-    FILE *f = std::fopen(path.c_str(), "r");
+    FILE *f          = std::fopen(path.c_str(), "r");
     if (f == nullptr) {
         return 0;
     }
@@ -51,8 +51,7 @@ void set_perf(netif *nif)
 /* Link-local IPv6 needs a scope id that means nothing to a peer. */
 bool usable_ipv6(const sockaddr_in6 *sa)
 {
-    return !IN6_IS_ADDR_LINKLOCAL(&sa->sin6_addr) &&
-           !IN6_IS_ADDR_MULTICAST(&sa->sin6_addr);
+    return !IN6_IS_ADDR_LINKLOCAL(&sa->sin6_addr) && !IN6_IS_ADDR_MULTICAST(&sa->sin6_addr);
 }
 
 } // namespace
@@ -68,8 +67,7 @@ std::vector<netif> discover_netifs()
 
     for (ifaddrs *ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
         if ((ifa->ifa_addr == nullptr) || !(ifa->ifa_flags & IFF_UP) ||
-            !(ifa->ifa_flags & IFF_RUNNING) ||
-            (std::strlen(ifa->ifa_name) >= IFNAMSIZ)) {
+            !(ifa->ifa_flags & IFF_RUNNING) || (std::strlen(ifa->ifa_name) >= IFNAMSIZ)) {
             continue;
         }
 
@@ -77,11 +75,11 @@ std::vector<netif> discover_netifs()
         nif.name     = ifa->ifa_name;
         nif.loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
         if (ifa->ifa_addr->sa_family == AF_INET) {
-            auto *sa   = reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr);
+            auto *sa   = reinterpret_cast<const sockaddr_in *>(ifa->ifa_addr);
             nif.family = addr_family::IPV4;
             std::memcpy(nif.ip, &sa->sin_addr, 4);
         } else if (ifa->ifa_addr->sa_family == AF_INET6) {
-            auto *sa = reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr);
+            auto *sa = reinterpret_cast<const sockaddr_in6 *>(ifa->ifa_addr);
             if (!usable_ipv6(sa)) {
                 continue;
             }
@@ -96,8 +94,7 @@ std::vector<netif> discover_netifs()
         bool merged = false;
         for (auto &known : result) {
             if (known.name == nif.name) {
-                if ((known.family == addr_family::IPV6) &&
-                    (nif.family == addr_family::IPV4)) {
+                if ((known.family == addr_family::IPV6) && (nif.family == addr_family::IPV4)) {
                     known = nif;
                 }
                 merged = true;

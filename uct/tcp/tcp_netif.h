@@ -17,10 +17,10 @@ namespace uct::tcp {
 struct netif {
     std::string name;
     addr_family family;
-    uint8_t     ip[16];        /* ip_length(family) bytes used */
-    bool        loopback;
-    double      bandwidth_Bps;
-    double      latency_s;
+    uint8_t ip[16]; /* ip_length(family) bytes used */
+    bool loopback;
+    double bandwidth_Bps;
+    double latency_s;
 };
 
 /* Interfaces in getifaddrs() order, one entry per name. */

@@ -33,9 +33,10 @@ int keepalive_count(const tcp_config &c)
     const long idle_ms     = long(c.keepidle_s) * 1000;
     const long interval_ms = long(c.keepintvl_s) * 1000;
     const long beyond_idle = long(c.user_timeout_ms) - idle_ms;
-    const long probes      = (beyond_idle <= interval_ms) ? 1 :
-                             (beyond_idle + interval_ms - 1) / interval_ms;
-    return int(std::min(probes, 127L));   /* the kernel's range */
+    const long probes      = (beyond_idle <= interval_ms) ?
+                                 1 :
+                                 (beyond_idle + interval_ms - 1) / interval_ms;
+    return int(std::min(probes, 127L)); /* the kernel's range */
 }
 
 } // namespace

@@ -83,7 +83,7 @@ uint64_t tx_queue::push_zcopy(const iov *iov, size_t iovcnt, completion *comp, b
 void tx_queue::drop_zc_front()
 {
     zc_sends_ -= zc_at(0).reply ? 0 : 1;
-    zc_first_  = (zc_first_ + 1) % zc_capacity_;
+    zc_first_ = (zc_first_ + 1) % zc_capacity_;
     --zc_count_;
 }
 
@@ -97,13 +97,12 @@ bool tx_queue::set_zcopy_comp(uint64_t ticket, completion *comp)
     return true;
 }
 
-size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total,
-                        size_t max_bytes) const
+size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total, size_t max_bytes) const
 {
-    size_t   n     = 0;
-    size_t   bytes = 0;
-    uint64_t pos   = buf_consumed_;
-    size_t   off   = head_;
+    size_t n     = 0;
+    size_t bytes = 0;
+    uint64_t pos = buf_consumed_;
+    size_t off   = head_;
 
     for (unsigned i = 0; i < zc_count_; ++i) {
         const zcopy_seg &z = zc_at(i);
@@ -113,10 +112,10 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total,
                 return n;
             }
             size_t len = size_t(z.insert_at - pos);
-            out[n++] = {buf_ + off, len};
+            out[n++]   = {buf_ + off, len};
             bytes += len;
-            off   += len;
-            pos    = z.insert_at;
+            off += len;
+            pos = z.insert_at;
         }
         for (uint32_t j = z.cur; j < z.iovcnt; ++j) {
             size_t skip = (j == z.cur) ? z.cur_offset : 0;
@@ -129,15 +128,14 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total,
                 *total = bytes;
                 return n;
             }
-            out[n++] = {static_cast<uint8_t*>(const_cast<void*>(z.iovs[j].buffer)) + skip,
-                        len};
+            out[n++] = {static_cast<uint8_t *>(const_cast<void *>(z.iovs[j].buffer)) + skip, len};
             bytes += len;
         }
     }
 
     if ((off < tail_) && (n < max) && (bytes < max_bytes)) {
         out[n++] = {buf_ + off, tail_ - off};
-        bytes   += tail_ - off;
+        bytes += tail_ - off;
     }
     *total = bytes;
     return n;
@@ -166,10 +164,10 @@ void tx_queue::consume(size_t length, completion **done, unsigned *ndone)
                 size_t left = z.iovs[z.cur].length - z.cur_offset;
                 if (left > length) {
                     z.cur_offset += length;
-                    length        = 0;
+                    length = 0;
                     break;
                 }
-                length      -= left;
+                length -= left;
                 ++z.cur;
                 z.cur_offset = 0;
             }
@@ -189,11 +187,11 @@ void tx_queue::consume(size_t length, completion **done, unsigned *ndone)
                                          (tail_ - head_);
         size_t take  = std::min(length, limit);
         if (take == 0) {
-            break;   /* more than was gathered: cannot happen */
+            break; /* more than was gathered: cannot happen */
         }
-        head_         += take;
+        head_ += take;
         buf_consumed_ += take;
-        length        -= take;
+        length -= take;
     }
     if (head_ == tail_) {
         head_ = tail_ = 0;

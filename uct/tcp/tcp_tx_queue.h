@@ -43,13 +43,13 @@ public:
     static constexpr size_t MAX_GATHER = 64;
 
     /* `pool`'s buffers hold buffer_size + reply_bytes; it outlives the queue. */
-    ucs_status_t init(buffer_pool &pool, size_t buffer_size, unsigned zcopy_slots,
-                      size_t max_iov, unsigned reply_slots = 0, size_t reply_bytes = 0);
+    ucs_status_t init(buffer_pool &pool, size_t buffer_size, unsigned zcopy_slots, size_t max_iov,
+                      unsigned reply_slots = 0, size_t reply_bytes = 0);
 
     tx_queue() = default;
     ~tx_queue() { release_buffer(); }
-    tx_queue(const tx_queue&) = delete;
-    tx_queue &operator=(const tx_queue&) = delete;
+    tx_queue(const tx_queue &)            = delete;
+    tx_queue &operator=(const tx_queue &) = delete;
 
     /* Holds a buffer now (for tests and diagnostics). */
     bool holds_buffer() const { return buf_ != nullptr; }
@@ -113,8 +113,7 @@ public:
      * completion) and iovcnt <= max_iov. Returns a ticket for
      * set_zcopy_comp().
      */
-    uint64_t push_zcopy(const iov *iov, size_t iovcnt, completion *comp,
-                        bool reply = false);
+    uint64_t push_zcopy(const iov *iov, size_t iovcnt, completion *comp, bool reply = false);
 
     /* Sets the completion of a queued segment; false if it was already written. */
     bool set_zcopy_comp(uint64_t ticket, completion *comp);
@@ -122,8 +121,7 @@ public:
     /* Fills `out` with the front of the queue, at most `max` entries and
      * no entry started once `max_bytes` are gathered (an entry is never
      * cut); returns entries and total bytes. */
-    size_t gather(struct iovec *out, size_t max, size_t *total,
-                  size_t max_bytes = SIZE_MAX) const;
+    size_t gather(struct iovec *out, size_t max, size_t *total, size_t max_bytes = SIZE_MAX) const;
 
     /*
      * Drops `length` written bytes. Completions of segments that finished
@@ -137,17 +135,17 @@ public:
 
 private:
     struct zcopy_seg {
-        uint64_t    insert_at;   /* buffered-stream position it follows */
-        completion  *comp;
-        uint32_t    iovcnt : 31;
-        uint32_t    reply  : 1;  /* counted against the reply slots */
-        uint32_t    cur;         /* first iov not fully written */
-        size_t      cur_offset;  /* bytes of iov[cur] already written */
-        iov         *iovs;       /* max_iov entries owned by the queue */
+        uint64_t insert_at; /* buffered-stream position it follows */
+        completion *comp;
+        uint32_t iovcnt : 31;
+        uint32_t reply : 1; /* counted against the reply slots */
+        uint32_t cur;       /* first iov not fully written */
+        size_t cur_offset;  /* bytes of iov[cur] already written */
+        iov *iovs;          /* max_iov entries owned by the queue */
     };
 
     uint8_t *reserve_slow(size_t length, size_t limit);
-    bool     alloc_zcopy_slots();
+    bool alloc_zcopy_slots();
     /* Back to the pool: nothing buffered refers to it any more. */
     void release_buffer()
     {
@@ -156,30 +154,27 @@ private:
             buf_ = nullptr;
         }
     }
-    void     drop_zc_front();
-    zcopy_seg &zc_at(unsigned i) const
-    {
-        return zc_[(zc_first_ + i) % zc_capacity_];
-    }
+    void drop_zc_front();
+    zcopy_seg &zc_at(unsigned i) const { return zc_[(zc_first_ + i) % zc_capacity_]; }
     /* Buffered-stream position of buf_[head_]. */
     uint64_t buffered_pos() const { return buf_consumed_; }
 
-    buffer_pool                  *pool_ = nullptr;
-    uint8_t                      *buf_ = nullptr;    /* held while bytes are buffered */
-    size_t                       capacity_ = 0;      /* replies included */
-    size_t                       send_capacity_ = 0; /* what sends may fill */
-    size_t                       head_ = 0, tail_ = 0;
-    uint64_t                     buf_consumed_ = 0;  /* buffered bytes written */
-    uint64_t                     sent_ = 0;          /* all bytes written */
+    buffer_pool *pool_    = nullptr;
+    uint8_t *buf_         = nullptr; /* held while bytes are buffered */
+    size_t capacity_      = 0;       /* replies included */
+    size_t send_capacity_ = 0;       /* what sends may fill */
+    size_t head_ = 0, tail_ = 0;
+    uint64_t buf_consumed_ = 0; /* buffered bytes written */
+    uint64_t sent_         = 0; /* all bytes written */
 
     std::unique_ptr<zcopy_seg[]> zc_;
-    std::unique_ptr<iov[]>       zc_iovs_;
-    unsigned                     zc_capacity_ = 0;
-    unsigned                     zc_first_ = 0, zc_count_ = 0;
-    unsigned                     zc_sends_ = 0;      /* zc_count_ less replies */
-    unsigned                     zc_send_limit_ = 0, zc_reply_limit_ = 0;
-    uint64_t                     zc_pushed_ = 0;     /* tickets handed out */
-    size_t                       max_iov_ = 0;
+    std::unique_ptr<iov[]> zc_iovs_;
+    unsigned zc_capacity_ = 0;
+    unsigned zc_first_ = 0, zc_count_ = 0;
+    unsigned zc_sends_      = 0; /* zc_count_ less replies */
+    unsigned zc_send_limit_ = 0, zc_reply_limit_ = 0;
+    uint64_t zc_pushed_ = 0; /* tickets handed out */
+    size_t max_iov_     = 0;
 };
 
 } // namespace uct::tcp

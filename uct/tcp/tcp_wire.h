@@ -40,10 +40,10 @@
 namespace uct::tcp {
 
 struct frame_hdr {
-    uint8_t  id;
-    uint8_t  flags;
-    uint16_t reserved;   /* zero */
-    uint32_t length;     /* payload bytes after this header */
+    uint8_t id;
+    uint8_t flags;
+    uint16_t reserved; /* zero */
+    uint32_t length;   /* payload bytes after this header */
 };
 /* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
 static_assert((sizeof(frame_hdr) == 8) && (offsetof(frame_hdr, length) == 4));
@@ -53,17 +53,17 @@ constexpr uint8_t INTERNAL = 1u << 0;
 } // namespace frame_flag
 
 enum class internal_op : uint8_t {
-    PUT = 1,          /* initiator -> target: put_hdr + data */
-    GET_REQ,          /* initiator -> target: get_req */
-    GET_REPLY,        /* target -> initiator: reply_hdr + data when OK */
-    ATOMIC_POST,      /* initiator -> target: atomic_req, no reply */
-    ATOMIC_REQ,       /* initiator -> target: atomic_req */
-    ATOMIC_REPLY,     /* target -> initiator: reply_hdr + uint64_t old value */
-    FLUSH_REQ,        /* initiator -> target: flush_req */
-    FLUSH_REPLY,      /* target -> initiator: reply_hdr */
-    DETACH,           /* either way, no payload: the sender's ep is gone */
-    CONN_ACCEPT,      /* acceptor -> initiator, first frame: conn_reply */
-    CONN_REJECT,      /* acceptor -> initiator, only frame: conn_reply, then close */
+    PUT = 1,      /* initiator -> target: put_hdr + data */
+    GET_REQ,      /* initiator -> target: get_req */
+    GET_REPLY,    /* target -> initiator: reply_hdr + data when OK */
+    ATOMIC_POST,  /* initiator -> target: atomic_req, no reply */
+    ATOMIC_REQ,   /* initiator -> target: atomic_req */
+    ATOMIC_REPLY, /* target -> initiator: reply_hdr + uint64_t old value */
+    FLUSH_REQ,    /* initiator -> target: flush_req */
+    FLUSH_REPLY,  /* target -> initiator: reply_hdr */
+    DETACH,       /* either way, no payload: the sender's ep is gone */
+    CONN_ACCEPT,  /* acceptor -> initiator, first frame: conn_reply */
+    CONN_REJECT,  /* acceptor -> initiator, only frame: conn_reply, then close */
     LAST
 };
 
@@ -84,14 +84,14 @@ struct get_req {
 static_assert(sizeof(get_req) == 32);
 
 struct atomic_req {
-    uint64_t seq;        /* 0 for ATOMIC_POST */
+    uint64_t seq; /* 0 for ATOMIC_POST */
     uint64_t region_id;
     uint64_t address;
     uint64_t value;
     uint64_t compare;
-    uint8_t  op;         /* uct::atomic_op */
-    uint8_t  size;       /* 4 or 8 */
-    uint8_t  reserved[6];
+    uint8_t op;   /* uct::atomic_op */
+    uint8_t size; /* 4 or 8 */
+    uint8_t reserved[6];
 };
 /* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
 static_assert((sizeof(atomic_req) == 48) && (offsetof(atomic_req, op) == 40));
@@ -105,7 +105,7 @@ static_assert(sizeof(flush_req) == 8);
 /* Replies come back in request order; `seq` lets the initiator check that. */
 struct reply_hdr {
     uint64_t seq;
-    int32_t  status;     /* ucs_status_t */
+    int32_t status; /* ucs_status_t */
     uint32_t reserved;
 };
 /* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
@@ -120,13 +120,13 @@ constexpr uint8_t PAIRED = 1u << 0;
 } // namespace conn_reply_flag
 
 struct conn_reply {
-    uint8_t  flags;      /* conn_reply_flag:: */
-    uint8_t  reserved[7];
+    uint8_t flags; /* conn_reply_flag:: */
+    uint8_t reserved[7];
 };
 /* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks. */
 static_assert(sizeof(conn_reply) == 8);
 
-constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078;   /* "xPCT" */
+constexpr uint32_t HANDSHAKE_MAGIC   = 0x54435078; /* "xPCT" */
 constexpr uint16_t HANDSHAKE_VERSION = 3;
 
 /* An iface's connection key (random, from the kernel's CSPRNG). */
@@ -144,16 +144,16 @@ static_assert(sizeof(iface_key) == 16);
  * the side with the lower address (family, ip, port).
  */
 struct handshake {
-    uint32_t  magic;
-    uint16_t  version;
-    uint8_t   family;     /* addr_family */
-    uint8_t   reserved;
-    uint8_t   ip[16];
-    uint16_t  port;       /* host order */
-    uint16_t  reserved2;
-    uint32_t  conn_sn;
-    iface_key acceptor_key;    /* the key of the iface connected to */
-    iface_key initiator_key;   /* the initiator iface's own key */
+    uint32_t magic;
+    uint16_t version;
+    uint8_t family; /* addr_family */
+    uint8_t reserved;
+    uint8_t ip[16];
+    uint16_t port; /* host order */
+    uint16_t reserved2;
+    uint32_t conn_sn;
+    iface_key acceptor_key;  /* the key of the iface connected to */
+    iface_key initiator_key; /* the initiator iface's own key */
 };
 /* Frozen: changing it requires bumping HANDSHAKE_VERSION, which the acceptor checks;
  * magic and version never move, so an acceptor of any version can refuse it. */
@@ -173,10 +173,10 @@ inline size_t ip_length(addr_family family)
  * so they carry a host identity and are reachable only from the same host.
  */
 struct device_addr_hdr {
-    uint8_t  family;     /* addr_family */
-    uint8_t  flags;      /* device_addr_flag:: */
-    uint8_t  reserved[6];
-    uint64_t host_id;    /* nonzero for loopback */
+    uint8_t family; /* addr_family */
+    uint8_t flags;  /* device_addr_flag:: */
+    uint8_t reserved[6];
+    uint64_t host_id; /* nonzero for loopback */
     /* followed by ip_length(family) bytes */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
@@ -188,14 +188,14 @@ constexpr uint8_t LOOPBACK = 1u << 0;
 
 /* Iface address: the listening port and the key a connection must show. */
 struct iface_addr {
-    uint16_t  port;       /* host order */
-    uint8_t   reserved[6];
+    uint16_t port; /* host order */
+    uint8_t reserved[6];
     iface_key key;
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert((sizeof(iface_addr) == 24) && (offsetof(iface_addr, key) == 8));
 
-constexpr uint64_t RKEY_MAGIC = 0x7463702d726b6579ull;  /* "tcp-rkey" */
+constexpr uint64_t RKEY_MAGIC = 0x7463702d726b6579ull; /* "tcp-rkey" */
 
 struct packed_rkey {
     uint64_t magic;

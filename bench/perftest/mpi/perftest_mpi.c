@@ -30,14 +30,14 @@ int perftest_mpi_init(int *rank, int *size)
  * is still one (empty) message, so sends and receives always pair up. */
 int perftest_mpi_send(const void *data, size_t length)
 {
-    const char *p = (const char*)data;
+    const char *p = (const char *)data;
     do {
         size_t n = (length < CHUNK) ? length : CHUNK;
-        if (MPI_Send(p, (int)n, MPI_BYTE, peer_rank, PERFTEST_MPI_TAG,
-                     MPI_COMM_WORLD) != MPI_SUCCESS) {
+        if (MPI_Send(p, (int)n, MPI_BYTE, peer_rank, PERFTEST_MPI_TAG, MPI_COMM_WORLD) !=
+            MPI_SUCCESS) {
             return -1;
         }
-        p      += n;
+        p += n;
         length -= n;
     } while (length > 0);
     return 0;
@@ -45,14 +45,14 @@ int perftest_mpi_send(const void *data, size_t length)
 
 int perftest_mpi_recv(void *data, size_t length)
 {
-    char *p = (char*)data;
+    char *p = (char *)data;
     do {
         size_t n = (length < CHUNK) ? length : CHUNK;
         if (MPI_Recv(p, (int)n, MPI_BYTE, peer_rank, PERFTEST_MPI_TAG, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE) != MPI_SUCCESS) {
             return -1;
         }
-        p      += n;
+        p += n;
         length -= n;
     } while (length > 0);
     return 0;

@@ -19,48 +19,48 @@ engine<CMD>::engine(session &s, const test_spec &spec, std::string *error) :
     }
     if constexpr (is_atomic(CMD)) {
         send_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-        send_param_.datatype      = ucp_dt_make_contig(s.length());
+        send_param_.datatype = ucp_dt_make_contig(s.length());
         if constexpr (CMD != ucp_cmd::ADD) {
             send_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-            send_param_.reply_buffer  = &reply_;
+            send_param_.reply_buffer = &reply_;
         }
     } else if constexpr (TWO_SIDED) {
         send_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-        send_param_.datatype      = s.send_datatype();
+        send_param_.datatype = s.send_datatype();
     }
     if (spec.prereg && !is_atomic(CMD)) {
         send_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        send_param_.memh          = s.send_memh();
+        send_param_.memh = s.send_memh();
     }
     /* GPU buffers are named, as UCX's tool does, sparing the detection. */
     if (spec.send_mem != UCS_MEMORY_TYPE_HOST) {
         send_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        send_param_.memory_type   = ucs_memory_type_t(spec.send_mem);
+        send_param_.memory_type = ucs_memory_type_t(spec.send_mem);
     }
 
     recv_param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                                UCP_OP_ATTR_FIELD_DATATYPE;
-    recv_param_.datatype     = s.recv_datatype();
-    recv_param_.user_data    = &f_;
+    recv_param_.datatype  = s.recv_datatype();
+    recv_param_.user_data = &f_;
     if constexpr (CMD == ucp_cmd::STREAM) {
         recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-        recv_param_.flags         = UCP_STREAM_RECV_FLAG_WAITALL;
+        recv_param_.flags          = UCP_STREAM_RECV_FLAG_WAITALL;
         recv_param_.cb.recv_stream = stream_recv_done;
     } else {
         recv_param_.cb.recv = tag_recv_done;
     }
     if (spec.recv_mem != UCS_MEMORY_TYPE_HOST) {
         recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        recv_param_.memory_type   = ucs_memory_type_t(spec.recv_mem);
+        recv_param_.memory_type = ucs_memory_type_t(spec.recv_mem);
     }
-    am_recv_param_              = recv_param_;
+    am_recv_param_ = recv_param_;
     am_recv_param_.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_FLAGS);
-    am_recv_param_.cb.recv_am   = am_data_done;
+    am_recv_param_.cb.recv_am = am_data_done;
     if (spec.prereg) {
-        recv_param_.op_attr_mask    |= UCP_OP_ATTR_FIELD_MEMH;
-        recv_param_.memh             = s.recv_memh();
+        recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        recv_param_.memh = s.recv_memh();
         am_recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        am_recv_param_.memh          = s.recv_memh();
+        am_recv_param_.memh = s.recv_memh();
     }
 
     /* Acknowledgements: one contiguous byte, on the test's own API. */
@@ -68,8 +68,7 @@ engine<CMD>::engine(session &s, const test_spec &spec, std::string *error) :
     ack_send_param_.cb.send      = send_done;
     ack_send_param_.user_data    = &f_;
     ack_recv_param_              = recv_param_;
-    ack_recv_param_.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_DATATYPE |
-                                              UCP_OP_ATTR_FIELD_MEMH |
+    ack_recv_param_.op_attr_mask &= ~uint32_t(UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_MEMH |
                                               UCP_OP_ATTR_FIELD_MEMORY_TYPE);
 }
 
@@ -140,7 +139,7 @@ bool engine<CMD>::track(ucs_status_ptr_t request, int64_t *in_flight)
 template <ucp_cmd CMD>
 void engine<CMD>::send_done(void *request, ucs_status_t status, void *user_data)
 {
-    auto *f = static_cast<flow*>(user_data);
+    auto *f = static_cast<flow *>(user_data);
     --f->sends;
     if (status != UCS_OK) {
         f->failure = status;
@@ -149,10 +148,10 @@ void engine<CMD>::send_done(void *request, ucs_status_t status, void *user_data)
 }
 
 template <ucp_cmd CMD>
-void engine<CMD>::tag_recv_done(void *request, ucs_status_t status,
-                                const ucp_tag_recv_info_t *, void *user_data)
+void engine<CMD>::tag_recv_done(void *request, ucs_status_t status, const ucp_tag_recv_info_t *,
+                                void *user_data)
 {
-    auto *f = static_cast<flow*>(user_data);
+    auto *f = static_cast<flow *>(user_data);
     --f->recvs;
     if (status != UCS_OK) {
         f->failure = status;
@@ -161,10 +160,9 @@ void engine<CMD>::tag_recv_done(void *request, ucs_status_t status,
 }
 
 template <ucp_cmd CMD>
-void engine<CMD>::stream_recv_done(void *request, ucs_status_t status, size_t,
-                                   void *user_data)
+void engine<CMD>::stream_recv_done(void *request, ucs_status_t status, size_t, void *user_data)
 {
-    auto *f = static_cast<flow*>(user_data);
+    auto *f = static_cast<flow *>(user_data);
     --f->recvs;
     if (status != UCS_OK) {
         f->failure = status;
@@ -173,10 +171,9 @@ void engine<CMD>::stream_recv_done(void *request, ucs_status_t status, size_t,
 }
 
 template <ucp_cmd CMD>
-void engine<CMD>::am_data_done(void *request, ucs_status_t status, size_t,
-                               void *user_data)
+void engine<CMD>::am_data_done(void *request, ucs_status_t status, size_t, void *user_data)
 {
-    auto *f = static_cast<flow*>(user_data);
+    auto *f = static_cast<flow *>(user_data);
     ++f->arrived;
     if (status != UCS_OK) {
         f->failure = status;
@@ -185,15 +182,14 @@ void engine<CMD>::am_data_done(void *request, ucs_status_t status, size_t,
 }
 
 template <ucp_cmd CMD>
-ucs_status_t engine<CMD>::on_am_data(void *arg, const void *, size_t, void *data,
-                                     size_t, const ucp_am_recv_param_t *param)
+ucs_status_t engine<CMD>::on_am_data(void *arg, const void *, size_t, void *data, size_t,
+                                     const ucp_am_recv_param_t *param)
 {
-    auto *e = static_cast<engine*>(arg);
+    auto *e = static_cast<engine *>(arg);
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         /* Rendezvous: fetch the data into our buffer; counted when there. */
         ucs_status_ptr_t request = ucp_am_recv_data_nbx(e->worker_, data, e->s_.recv_arg(),
-                                                        e->s_.recv_count(),
-                                                        &e->am_recv_param_);
+                                                        e->s_.recv_count(), &e->am_recv_param_);
         if (request == nullptr) {
             ++e->f_.arrived;
         } else if (UCS_PTR_IS_ERR(request)) {
@@ -209,7 +205,7 @@ template <ucp_cmd CMD>
 ucs_status_t engine<CMD>::on_am_ack(void *arg, const void *, size_t, void *, size_t,
                                     const ucp_am_recv_param_t *)
 {
-    ++static_cast<engine*>(arg)->f_.acks;
+    ++static_cast<engine *>(arg)->f_.acks;
     return UCS_OK;
 }
 
@@ -219,12 +215,11 @@ bool engine<CMD>::set_am_handlers(bool install)
     for (unsigned id : {DATA_AM_ID, ACK_AM_ID}) {
         ucp_am_handler_param_t param = {};
         param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                           UCP_AM_HANDLER_PARAM_FIELD_ARG |
-                           UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-        param.id         = id;
-        param.flags      = UCP_AM_FLAG_WHOLE_MSG;
-        param.cb         = install ? ((id == DATA_AM_ID) ? on_am_data : on_am_ack) : nullptr;
-        param.arg        = this;
+                           UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+        param.id            = id;
+        param.flags         = UCP_AM_FLAG_WHOLE_MSG;
+        param.cb            = install ? ((id == DATA_AM_ID) ? on_am_data : on_am_ack) : nullptr;
+        param.arg           = this;
         ucs_status_t status = ucp_worker_set_am_recv_handler(worker_, &param);
         if (status != UCS_OK) {
             return fail(failed("ucp_worker_set_am_recv_handler", status));
@@ -237,14 +232,12 @@ bool engine<CMD>::set_am_handlers(bool install)
 template <ucp_cmd CMD>
 bool engine<CMD>::post_send()
 {
-    if (ucs_unlikely(f_.sends >= window_) &&
-        !wait_until([this] { return f_.sends < window_; })) {
+    if (ucs_unlikely(f_.sends >= window_) && !wait_until([this] { return f_.sends < window_; })) {
         return false;
     }
     ucs_status_ptr_t request;
     if constexpr (CMD == ucp_cmd::TAG) {
-        request = ucp_tag_send_nbx(ep_, s_.send_arg(), s_.send_count(), DATA_TAG,
-                                   &send_param_);
+        request = ucp_tag_send_nbx(ep_, s_.send_arg(), s_.send_count(), DATA_TAG, &send_param_);
     } else if constexpr (CMD == ucp_cmd::TAG_SYNC) {
         request = ucp_tag_send_sync_nbx(ep_, s_.send_arg(), s_.send_count(), DATA_TAG,
                                         &send_param_);
@@ -254,18 +247,18 @@ bool engine<CMD>::post_send()
         request = ucp_am_send_nbx(ep_, DATA_AM_ID, am_header_.data(), am_header_.size(),
                                   s_.send_arg(), s_.send_count(), &send_param_);
     } else if constexpr (CMD == ucp_cmd::PUT) {
-        request = ucp_put_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(),
-                              s_.rkey(), &send_param_);
+        request = ucp_put_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(), s_.rkey(),
+                              &send_param_);
     } else if constexpr (CMD == ucp_cmd::PUT_FLUSH) {
-        request = ucp_put_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(),
-                              s_.rkey(), &send_param_);
+        request = ucp_put_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(), s_.rkey(),
+                              &send_param_);
         if (!track(request, &f_.sends)) {
             return false;
         }
         request = ucp_ep_flush_nbx(ep_, &send_param_);
     } else if constexpr (CMD == ucp_cmd::GET) {
-        request = ucp_get_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(),
-                              s_.rkey(), &send_param_);
+        request = ucp_get_nbx(ep_, s_.send_buffer(), s_.length(), s_.remote_address(), s_.rkey(),
+                              &send_param_);
     } else {
         constexpr ucp_atomic_op_t op = (CMD == ucp_cmd::SWAP)  ? UCP_ATOMIC_OP_SWAP :
                                        (CMD == ucp_cmd::CSWAP) ? UCP_ATOMIC_OP_CSWAP :
@@ -289,7 +282,8 @@ bool engine<CMD>::probe_recv()
         return false;
     }
     return track(ucp_tag_msg_recv_nbx(worker_, s_.recv_arg(), s_.recv_count(), message,
-                                      &recv_param_), &f_.recvs);
+                                      &recv_param_),
+                 &f_.recvs);
 }
 
 /* -r recv_data: takes the stream's data where UCP holds it, a message's
@@ -301,12 +295,12 @@ bool engine<CMD>::stream_recv_data()
     return wait_until([&] {
         while (need > 0) {
             if (stream_carry_ > 0) {
-                size_t take    = std::min(stream_carry_, need);
+                size_t take = std::min(stream_carry_, need);
                 stream_carry_ -= take;
-                need          -= take;
+                need -= take;
                 continue;
             }
-            size_t length = 0;
+            size_t length         = 0;
             ucs_status_ptr_t data = ucp_stream_recv_data_nb(ep_, &length);
             if (data == nullptr) {
                 return false;
@@ -335,8 +329,7 @@ bool engine<CMD>::post_recv()
             return stream_recv_data();
         }
     }
-    if (ucs_unlikely(f_.recvs >= window_) &&
-        !wait_until([this] { return f_.recvs < window_; })) {
+    if (ucs_unlikely(f_.recvs >= window_) && !wait_until([this] { return f_.recvs < window_; })) {
         return false;
     }
     ucs_status_ptr_t request;
@@ -344,8 +337,8 @@ bool engine<CMD>::post_recv()
         request = ucp_stream_recv_nbx(ep_, s_.recv_arg(), s_.recv_count(), &stream_length_,
                                       &recv_param_);
     } else {
-        request = ucp_tag_recv_nbx(worker_, s_.recv_arg(), s_.recv_count(), DATA_TAG,
-                                   recv_mask_, &recv_param_);
+        request = ucp_tag_recv_nbx(worker_, s_.recv_arg(), s_.recv_count(), DATA_TAG, recv_mask_,
+                                   &recv_param_);
     }
     return track(request, &f_.recvs);
 }
@@ -388,8 +381,7 @@ bool engine<CMD>::wait_ack()
     } else {
         ucs_status_ptr_t request;
         if constexpr (CMD == ucp_cmd::STREAM) {
-            request = ucp_stream_recv_nbx(ep_, ack_buf_, 1, &stream_length_,
-                                          &ack_recv_param_);
+            request = ucp_stream_recv_nbx(ep_, ack_buf_, 1, &stream_length_, &ack_recv_param_);
         } else {
             request = ucp_tag_recv_nbx(worker_, ack_buf_, 1, ACK_TAG, ~ucp_tag_t(0),
                                        &ack_recv_param_);
@@ -402,9 +394,9 @@ template <ucp_cmd CMD>
 bool engine<CMD>::flush()
 {
     ucp_request_param_t param = {};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = send_done;
-    param.user_data    = &f_;
+    param.op_attr_mask        = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send             = send_done;
+    param.user_data           = &f_;
     return track(ucp_ep_flush_nbx(ep_, &param), &f_.sends) &&
            wait_until([this] { return f_.sends == 0; });
 }
@@ -494,8 +486,7 @@ bool engine<CMD>::stream_responder(uint64_t count)
                     return false;
                 }
                 /* A stream receive takes the next bytes: one at a time. */
-                if ((CMD == ucp_cmd::STREAM) &&
-                    !wait_until([this] { return f_.recvs == 0; })) {
+                if ((CMD == ucp_cmd::STREAM) && !wait_until([this] { return f_.recvs == 0; })) {
                     return false;
                 }
             }
@@ -516,11 +507,10 @@ bool engine<CMD>::phase(bool initiator, uint64_t count, perf::timeline *tl)
     }
     if (tl != nullptr) {
         tl->start();
-        return pingpong ? pingpong_initiator<true>(count, tl)
-                        : stream_initiator<true>(count, tl);
+        return pingpong ? pingpong_initiator<true>(count, tl) : stream_initiator<true>(count, tl);
     }
-    return pingpong ? pingpong_initiator<false>(count, nullptr)
-                    : stream_initiator<false>(count, nullptr);
+    return pingpong ? pingpong_initiator<false>(count, nullptr) :
+                      stream_initiator<false>(count, nullptr);
 }
 
 template <ucp_cmd CMD>
@@ -554,8 +544,8 @@ run_status engine<CMD>::run(bool initiator, perf::timeline *tl)
     /* The responder waits here while the initiator runs a phase: -o makes
      * it wait without progressing. */
     auto barrier = [&] {
-        return (spec_.responder_idle && !initiator) ? s_.channel().barrier()
-                                                    : s_.progress_barrier();
+        return (spec_.responder_idle && !initiator) ? s_.channel().barrier() :
+                                                      s_.progress_barrier();
     };
     if (spec_.warmup > 0) {
         if (!phase(initiator, spec_.warmup, nullptr)) {

@@ -22,17 +22,28 @@ run_status run_with(perftest::ucp::session &s, perftest::run_context *ctx)
 run_status dispatch(perftest::ucp::session &s, perftest::run_context *ctx)
 {
     switch (ctx->spec->info().cmd) {
-    case ucp_cmd::TAG:      return run_with<ucp_cmd::TAG>(s, ctx);
-    case ucp_cmd::TAG_SYNC: return run_with<ucp_cmd::TAG_SYNC>(s, ctx);
-    case ucp_cmd::PUT:      return run_with<ucp_cmd::PUT>(s, ctx);
-    case ucp_cmd::GET:      return run_with<ucp_cmd::GET>(s, ctx);
-    case ucp_cmd::PUT_FLUSH: return run_with<ucp_cmd::PUT_FLUSH>(s, ctx);
-    case ucp_cmd::ADD:      return run_with<ucp_cmd::ADD>(s, ctx);
-    case ucp_cmd::FADD:     return run_with<ucp_cmd::FADD>(s, ctx);
-    case ucp_cmd::SWAP:     return run_with<ucp_cmd::SWAP>(s, ctx);
-    case ucp_cmd::CSWAP:    return run_with<ucp_cmd::CSWAP>(s, ctx);
-    case ucp_cmd::STREAM:   return run_with<ucp_cmd::STREAM>(s, ctx);
-    case ucp_cmd::AM:       return run_with<ucp_cmd::AM>(s, ctx);
+    case ucp_cmd::TAG:
+        return run_with<ucp_cmd::TAG>(s, ctx);
+    case ucp_cmd::TAG_SYNC:
+        return run_with<ucp_cmd::TAG_SYNC>(s, ctx);
+    case ucp_cmd::PUT:
+        return run_with<ucp_cmd::PUT>(s, ctx);
+    case ucp_cmd::GET:
+        return run_with<ucp_cmd::GET>(s, ctx);
+    case ucp_cmd::PUT_FLUSH:
+        return run_with<ucp_cmd::PUT_FLUSH>(s, ctx);
+    case ucp_cmd::ADD:
+        return run_with<ucp_cmd::ADD>(s, ctx);
+    case ucp_cmd::FADD:
+        return run_with<ucp_cmd::FADD>(s, ctx);
+    case ucp_cmd::SWAP:
+        return run_with<ucp_cmd::SWAP>(s, ctx);
+    case ucp_cmd::CSWAP:
+        return run_with<ucp_cmd::CSWAP>(s, ctx);
+    case ucp_cmd::STREAM:
+        return run_with<ucp_cmd::STREAM>(s, ctx);
+    case ucp_cmd::AM:
+        return run_with<ucp_cmd::AM>(s, ctx);
     }
     ctx->error = "unknown UCP command";
     return run_status::FATAL;

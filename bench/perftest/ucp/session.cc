@@ -26,8 +26,8 @@ uint64_t features_of(const test_spec &spec)
     case ucp_cmd::FADD:
     case ucp_cmd::SWAP:
     case ucp_cmd::CSWAP:
-        features = (spec.message_size() == sizeof(uint32_t)) ? UCP_FEATURE_AMO32
-                                                            : UCP_FEATURE_AMO64;
+        features = (spec.message_size() == sizeof(uint32_t)) ? UCP_FEATURE_AMO32 :
+                                                               UCP_FEATURE_AMO64;
         break;
     case ucp_cmd::STREAM:
         features = UCP_FEATURE_STREAM;
@@ -45,7 +45,7 @@ uint64_t features_of(const test_spec &spec)
 uint8_t *allocate(size_t size, int fill)
 {
     size_t rounded = (size + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
-    auto *p = static_cast<uint8_t*>(std::aligned_alloc(ALIGNMENT, rounded));
+    auto *p        = static_cast<uint8_t *>(std::aligned_alloc(ALIGNMENT, rounded));
     if (p != nullptr) {
         std::memset(p, fill, rounded);
     }
@@ -91,8 +91,8 @@ session::~session()
     if (ep_ != nullptr) {
         /* Only after a failure: drop it without waiting for the peer. */
         ucp_request_param_t param = {};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        param.op_attr_mask        = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags               = UCP_EP_CLOSE_FLAG_FORCE;
         ucs_status_t status;
         wait_request(*this, ucp_ep_close_nbx(ep_, &param), &status);
     }
@@ -132,8 +132,7 @@ bool session::agreed(bool ok_here, const std::string &why_here, std::string *err
     return ok_here && ok_there;
 }
 
-std::string create_context(const test_spec &spec, bool mt_workers_shared,
-                           ucp_context_h *context_p)
+std::string create_context(const test_spec &spec, bool mt_workers_shared, ucp_context_h *context_p)
 {
     ucp_config_t *config;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
@@ -147,13 +146,13 @@ std::string create_context(const test_spec &spec, bool mt_workers_shared,
             return failed("ucp_config_modify(TLS)", status);
         }
     }
-    ucp_params_t params = {};
+    ucp_params_t params      = {};
     params.field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features          = features_of(spec);
     params.estimated_num_eps = 1;
     if (mt_workers_shared) {
         /* -T: one worker per thread, the context between them. */
-        params.field_mask       |= UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+        params.field_mask |= UCP_PARAM_FIELD_MT_WORKERS_SHARED;
         params.mt_workers_shared = 1;
     }
     status = ucp_init(&params, config, context_p);
@@ -175,9 +174,9 @@ std::string session::create_worker()
         own_context_ = true;
     }
     ucp_worker_params_t wparams = {};
-    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = ucs_thread_mode_t(spec_.thread_mode);
-    ucs_status_t status = ucp_worker_create(context_, &wparams, &worker_);
+    wparams.field_mask          = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode         = ucs_thread_mode_t(spec_.thread_mode);
+    ucs_status_t status         = ucp_worker_create(context_, &wparams, &worker_);
     if (status != UCS_OK) {
         worker_ = nullptr;
         return failed("ucp_worker_create", status);
@@ -196,7 +195,7 @@ std::string session::connect()
         channel_.exchange(none, &theirs);
         return failed("ucp_worker_get_address", status);
     }
-    auto *bytes = reinterpret_cast<const uint8_t*>(address);
+    auto *bytes = reinterpret_cast<const uint8_t *>(address);
     std::vector<uint8_t> mine(bytes, bytes + address_length), theirs;
     ucp_worker_release_address(worker_, address);
     if (!channel_.exchange(mine, &theirs)) {
@@ -207,11 +206,11 @@ std::string session::connect()
     }
 
     ucp_ep_params_t params = {};
-    params.field_mask     = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address        = reinterpret_cast<const ucp_address_t*>(theirs.data());
+    params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address         = reinterpret_cast<const ucp_address_t *>(theirs.data());
     if (spec_.err_handling) {
         params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-        params.err_mode    = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     }
     status = ucp_ep_create(worker_, &params, &ep_);
     if (status != UCS_OK) {
@@ -224,38 +223,38 @@ std::string session::connect()
 /* UCP allocates the buffer, as UCX's tool has it do: the transports can then
  * reach it best (shared memory directly, where user memory would need CMA
  * or emulation). Failing that, ours, mapped for remote access if UCP can. */
-std::string session::allocate_buffer(int fill, uint8_t mem_type, uint8_t **buffer,
-                                     ucp_mem_h *memh, bool *owned)
+std::string session::allocate_buffer(int fill, uint8_t mem_type, uint8_t **buffer, ucp_mem_h *memh,
+                                     bool *owned)
 {
     ucp_mem_map_params_t params = {};
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    params.length     = buf_size_;
-    params.flags      = UCP_MEM_MAP_ALLOCATE | map_flags();
+    params.field_mask           = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    params.length               = buf_size_;
+    params.flags                = UCP_MEM_MAP_ALLOCATE | map_flags();
     if (mem_type != UCS_MEMORY_TYPE_HOST) {
         /* GPU memory: UCP allocates it (the cuda module), or the test cannot
          * run. Its content is not looked at: no fill. */
         params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-        params.memory_type = ucs_memory_type_t(mem_type);
+        params.memory_type  = ucs_memory_type_t(mem_type);
         ucs_status_t status = ucp_mem_map(context_, &params, memh);
         ucp_mem_attr_t attr = {};
-        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        attr.field_mask     = UCP_MEM_ATTR_FIELD_ADDRESS;
         if ((status == UCS_OK) && ((status = ucp_mem_query(*memh, &attr)) != UCS_OK)) {
             ucp_mem_unmap(context_, *memh);
         }
         if (status != UCS_OK) {
-            *memh = nullptr;
+            *memh                  = nullptr;
             const std::string what = std::string("ucp_mem_map of ") +
                                      ucs_memory_type_names[mem_type] + " memory";
             return failed(what.c_str(), status);
         }
-        *buffer = static_cast<uint8_t*>(attr.address);
+        *buffer = static_cast<uint8_t *>(attr.address);
         return {};
     }
     if (ucp_mem_map(context_, &params, memh) == UCS_OK) {
         ucp_mem_attr_t attr = {};
-        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        attr.field_mask     = UCP_MEM_ATTR_FIELD_ADDRESS;
         if (ucp_mem_query(*memh, &attr) == UCS_OK) {
-            *buffer = static_cast<uint8_t*>(attr.address);
+            *buffer = static_cast<uint8_t *>(attr.address);
             std::memset(*buffer, fill, buf_size_);
             return {};
         }
@@ -266,11 +265,11 @@ std::string session::allocate_buffer(int fill, uint8_t mem_type, uint8_t **buffe
     if (*buffer == nullptr) {
         return "cannot allocate " + std::to_string(buf_size_) + " bytes";
     }
-    *owned = true;
+    *owned            = true;
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                         UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    params.address    = *buffer;
-    params.flags      = map_flags();
+    params.address      = *buffer;
+    params.flags        = map_flags();
     ucs_status_t status = ucp_mem_map(context_, &params, memh);
     if (status != UCS_OK) {
         *memh = nullptr;
@@ -283,10 +282,9 @@ std::string session::allocate_buffer(int fill, uint8_t mem_type, uint8_t **buffe
 
 std::string session::make_buffers()
 {
-    length_   = spec_.message_size();
-    buf_size_ = std::max<size_t>(spec_.buffer_size(), 1);
-    std::string why = allocate_buffer(0x5a, spec_.send_mem, &send_buf_, &send_memh_,
-                                      &send_owned_);
+    length_         = spec_.message_size();
+    buf_size_       = std::max<size_t>(spec_.buffer_size(), 1);
+    std::string why = allocate_buffer(0x5a, spec_.send_mem, &send_buf_, &send_memh_, &send_owned_);
     if (!why.empty()) {
         return why;
     }
@@ -316,14 +314,14 @@ std::string session::exchange_keys()
 {
     std::vector<uint8_t> mine, theirs;
     std::string why;
-    void *packed = nullptr;
-    size_t packed_size = 0;
+    void *packed        = nullptr;
+    size_t packed_size  = 0;
     ucs_status_t status = ucp_rkey_pack(context_, recv_memh_, &packed, &packed_size);
     if (status == UCS_OK) {
         uint64_t address = reinterpret_cast<uintptr_t>(recv_buf_);
-        auto *a = reinterpret_cast<const uint8_t*>(&address);
+        auto *a          = reinterpret_cast<const uint8_t *>(&address);
         mine.assign(a, a + sizeof(address));
-        auto *k = static_cast<const uint8_t*>(packed);
+        auto *k = static_cast<const uint8_t *>(packed);
         mine.insert(mine.end(), k, k + packed_size);
         ucp_rkey_buffer_release(packed);
     } else {

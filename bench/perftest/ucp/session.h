@@ -26,8 +26,8 @@ public:
      * nullptr: the session creates its own. */
     session(const test_spec &spec, perf::oob &channel, ucp_context_h context = nullptr);
     ~session();
-    session(const session&) = delete;
-    session &operator=(const session&) = delete;
+    session(const session &)            = delete;
+    session &operator=(const session &) = delete;
 
     /* Context, worker, endpoint, buffers, remote key. */
     run_status setup(std::string *error);
@@ -52,8 +52,8 @@ public:
     perf::oob &channel() { return channel_; }
 
     /* Message buffers, as the operations take them (contig or iov). */
-    void *send_arg() { return send_iov_.empty() ? send_buf_ : (void*)send_iov_.data(); }
-    void *recv_arg() { return recv_iov_.empty() ? recv_buf_ : (void*)recv_iov_.data(); }
+    void *send_arg() { return send_iov_.empty() ? send_buf_ : (void *)send_iov_.data(); }
+    void *recv_arg() { return recv_iov_.empty() ? recv_buf_ : (void *)recv_iov_.data(); }
     size_t send_count() const { return send_iov_.empty() ? length_ : send_iov_.size(); }
     size_t recv_count() const { return recv_iov_.empty() ? length_ : recv_iov_.size(); }
     ucp_datatype_t send_datatype() const;
@@ -81,29 +81,28 @@ private:
     unsigned map_flags() const;
 
     const test_spec &spec_;
-    perf::oob       &channel_;
-    bool            sleep_wait_;
-    ucp_context_h   context_ = nullptr;
-    bool            own_context_ = false;
-    ucp_worker_h    worker_ = nullptr;
-    ucp_ep_h        ep_ = nullptr;
-    uint8_t         *send_buf_ = nullptr;
-    uint8_t         *recv_buf_ = nullptr;
-    size_t          length_ = 0;      /* message bytes */
-    size_t          buf_size_ = 0;    /* allocated bytes (strided iov included) */
+    perf::oob &channel_;
+    bool sleep_wait_;
+    ucp_context_h context_ = nullptr;
+    bool own_context_      = false;
+    ucp_worker_h worker_   = nullptr;
+    ucp_ep_h ep_           = nullptr;
+    uint8_t *send_buf_     = nullptr;
+    uint8_t *recv_buf_     = nullptr;
+    size_t length_         = 0; /* message bytes */
+    size_t buf_size_       = 0; /* allocated bytes (strided iov included) */
     std::vector<ucp_dt_iov_t> send_iov_, recv_iov_;
-    ucp_mem_h       send_memh_ = nullptr;
-    ucp_mem_h       recv_memh_ = nullptr;
-    bool            send_owned_ = false;   /* ours to free (not UCP's) */
-    bool            recv_owned_ = false;
-    uint64_t        remote_addr_ = 0;
-    ucp_rkey_h      rkey_ = nullptr;
+    ucp_mem_h send_memh_  = nullptr;
+    ucp_mem_h recv_memh_  = nullptr;
+    bool send_owned_      = false; /* ours to free (not UCP's) */
+    bool recv_owned_      = false;
+    uint64_t remote_addr_ = 0;
+    ucp_rkey_h rkey_      = nullptr;
 };
 
 /* A context for the spec's test; mt_workers_shared for -T. Empty string,
  * or why not. */
-std::string create_context(const test_spec &spec, bool mt_workers_shared,
-                           ucp_context_h *context_p);
+std::string create_context(const test_spec &spec, bool mt_workers_shared, ucp_context_h *context_p);
 
 /* "what: status text" */
 std::string failed(const char *what, ucs_status_t status);

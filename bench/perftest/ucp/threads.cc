@@ -20,10 +20,10 @@ namespace {
 /* One thread's engine, whatever its command. */
 class part {
 public:
-    virtual ~part() = default;
-    virtual bool begin(bool initiator, perf::timeline *tl) = 0;
+    virtual ~part()                                                        = default;
+    virtual bool begin(bool initiator, perf::timeline *tl)                 = 0;
     virtual bool phase(bool initiator, uint64_t count, perf::timeline *tl) = 0;
-    virtual bool end() = 0;
+    virtual bool end()                                                     = 0;
 };
 
 template <ucp_cmd CMD>
@@ -100,13 +100,13 @@ struct thread_errors {
     }
 };
 
-run_status run_parts(run_context *ctx, sessions &all,
-                     std::vector<std::unique_ptr<part>> &parts, thread_errors &errors)
+run_status run_parts(run_context *ctx, sessions &all, std::vector<std::unique_ptr<part>> &parts,
+                     thread_errors &errors)
 {
     const test_spec &spec = *ctx->spec;
     const bool initiator  = ctx->initiator;
     const bool idle       = spec.responder_idle && !initiator;
-    auto tl_of = [&](size_t t) -> perf::timeline* {
+    auto tl_of            = [&](size_t t) -> perf::timeline            *{
         return !initiator ? nullptr : (t == 0) ? ctx->tl : &ctx->thread_tls[t - 1];
     };
     for (size_t t = 0; t < parts.size(); ++t) {
@@ -170,8 +170,8 @@ run_status run_threads(run_context *ctx)
     const test_spec &spec = *ctx->spec;
     perf::oob &channel    = *ctx->channel;
     ucp_context_h context = nullptr;
-    std::string why = create_context(spec, true, &context);
-    bool ok_there = false;
+    std::string why       = create_context(spec, true, &context);
+    bool ok_there         = false;
     std::string why_there;
     if (!channel.agree(why.empty(), why, &ok_there, &why_there)) {
         ctx->error = "the out-of-band channel to the peer broke";

@@ -38,7 +38,7 @@
 #define KEY_LEN    320
 
 struct entry {
-    char     key[KEY_LEN];
+    char key[KEY_LEN];
     uint64_t count;
 };
 
@@ -109,7 +109,7 @@ static FILE *stream_file(void)
 
     if (!checked) {
         checked = 1;
-        on = getenv("UCP_TRACE_STREAM");
+        on      = getenv("UCP_TRACE_STREAM");
         if ((on != NULL) && (strcmp(on, "1") == 0)) {
             dir = getenv("UCP_TRACE_DIR");
             snprintf(path, sizeof(path), "%s/ucp_trace.%d.stream", dir ? dir : "/tmp",
@@ -178,7 +178,7 @@ static void __attribute__((destructor)) dump_table(void)
 static void *lookup(const char *name)
 {
     static const char *const libs[] = {"libucp.so.0", "libucs.so.0", "libucm.so.0"};
-    void *fn = dlsym(RTLD_NEXT, name);
+    void *fn                        = dlsym(RTLD_NEXT, name);
     unsigned i;
 
     /* Open MPI opens libucp through its components, outside the global
@@ -214,7 +214,7 @@ static struct strbuf size_bucket(size_t n)
 {
     struct strbuf b;
     size_t p = 1;
-    int k = 0;
+    int k    = 0;
 
     if (n == 0) {
         snprintf(b.s, sizeof(b.s), "0");
@@ -301,8 +301,7 @@ static struct strbuf param_str(const ucp_request_param_t *p, ucp_datatype_t *dt_
 #undef FLAG
     if (m & UCP_OP_ATTR_FIELD_DATATYPE) {
         *dt_out = p->datatype;
-        len += snprintf(b.s + len, sizeof(b.s) - (size_t)len, " dt=%s",
-                        dt_name(p->datatype).s);
+        len += snprintf(b.s + len, sizeof(b.s) - (size_t)len, " dt=%s", dt_name(p->datatype).s);
     }
     if (m & UCP_OP_ATTR_FIELD_FLAGS) {
         len += snprintf(b.s + len, sizeof(b.s) - (size_t)len, " flags=0x%x", p->flags);
@@ -337,13 +336,12 @@ static const char *st_result(ucs_status_t s)
 
 /* ---- context, config, worker -------------------------------------------- */
 
-ucs_status_t ucp_config_read(const char *env_prefix, const char *filename,
-                             ucp_config_t **config_p)
+ucs_status_t ucp_config_read(const char *env_prefix, const char *filename, ucp_config_t **config_p)
 {
     REAL(ucp_config_read);
     ucs_status_t s = real_ucp_config_read(env_prefix, filename, config_p);
-    record(CALLER, "ucp_config_read env_prefix=%s filename=%s %s",
-           env_prefix ? env_prefix : "NULL", filename ? filename : "NULL", st_result(s));
+    record(CALLER, "ucp_config_read env_prefix=%s filename=%s %s", env_prefix ? env_prefix : "NULL",
+           filename ? filename : "NULL", st_result(s));
     return s;
 }
 
@@ -359,12 +357,13 @@ ucs_status_t ucp_init_version(unsigned api_major_version, unsigned api_minor_ver
                               ucp_context_h *context_p)
 {
     REAL(ucp_init_version);
-    ucs_status_t s = real_ucp_init_version(api_major_version, api_minor_version, params,
-                                           config, context_p);
-    uint64_t m = params->field_mask;
+    ucs_status_t s = real_ucp_init_version(api_major_version, api_minor_version, params, config,
+                                           context_p);
+    uint64_t m     = params->field_mask;
 
-    record(CALLER, "ucp_init_version api=%u.%u field_mask=0x%" PRIx64
-           " features=0x%" PRIx64 " request_size=%zd request_init=%s request_cleanup=%s"
+    record(CALLER,
+           "ucp_init_version api=%u.%u field_mask=0x%" PRIx64 " features=0x%" PRIx64
+           " request_size=%zd request_init=%s request_cleanup=%s"
            " tag_sender_mask=0x%" PRIx64 " mt_workers_shared=%d estimated_num_eps=%zd"
            " estimated_num_ppn=%zd name=%s config=%s %s",
            api_major_version, api_minor_version, m,
@@ -393,9 +392,8 @@ ucs_status_t ucp_context_query(ucp_context_h context_p, ucp_context_attr_t *attr
     REAL(ucp_context_query);
     uint64_t asked = attr->field_mask;
     ucs_status_t s = real_ucp_context_query(context_p, attr);
-    record(CALLER, "ucp_context_query field_mask=0x%" PRIx64 " (request_size=%zu) %s",
-           asked, (asked & UCP_ATTR_FIELD_REQUEST_SIZE) ? attr->request_size : 0,
-           st_result(s));
+    record(CALLER, "ucp_context_query field_mask=0x%" PRIx64 " (request_size=%zu) %s", asked,
+           (asked & UCP_ATTR_FIELD_REQUEST_SIZE) ? attr->request_size : 0, st_result(s));
     return s;
 }
 
@@ -406,8 +404,7 @@ void ucp_context_print_info(const ucp_context_h context, FILE *stream)
     real_ucp_context_print_info(context, stream);
 }
 
-void ucp_get_version(unsigned *major_version, unsigned *minor_version,
-                     unsigned *release_number)
+void ucp_get_version(unsigned *major_version, unsigned *minor_version, unsigned *release_number)
 {
     REAL(ucp_get_version);
     record(CALLER, "ucp_get_version");
@@ -419,17 +416,17 @@ ucs_status_t ucp_worker_create(ucp_context_h context, const ucp_worker_params_t 
 {
     REAL(ucp_worker_create);
     ucs_status_t s = real_ucp_worker_create(context, params, worker_p);
-    uint64_t m = params->field_mask;
+    uint64_t m     = params->field_mask;
 
-    record(CALLER, "ucp_worker_create field_mask=0x%" PRIx64 " thread_mode=%d"
-           " events=0x%x flags=0x%" PRIx64 " user_data=%s event_fd=%s name=%s %s", m,
-           (m & UCP_WORKER_PARAM_FIELD_THREAD_MODE) ? (int)params->thread_mode : -1,
+    record(CALLER,
+           "ucp_worker_create field_mask=0x%" PRIx64 " thread_mode=%d"
+           " events=0x%x flags=0x%" PRIx64 " user_data=%s event_fd=%s name=%s %s",
+           m, (m & UCP_WORKER_PARAM_FIELD_THREAD_MODE) ? (int)params->thread_mode : -1,
            (m & UCP_WORKER_PARAM_FIELD_EVENTS) ? params->events : 0,
            (m & UCP_WORKER_PARAM_FIELD_FLAGS) ? params->flags : 0,
            (m & UCP_WORKER_PARAM_FIELD_USER_DATA) ? "yes" : "no",
            (m & UCP_WORKER_PARAM_FIELD_EVENT_FD) ? "yes" : "no",
-           (m & UCP_WORKER_PARAM_FIELD_NAME) && params->name ? params->name : "-",
-           st_result(s));
+           (m & UCP_WORKER_PARAM_FIELD_NAME) && params->name ? params->name : "-", st_result(s));
     return s;
 }
 
@@ -446,8 +443,7 @@ ucs_status_t ucp_worker_query(ucp_worker_h worker, ucp_worker_attr_t *attr)
     uint64_t asked = attr->field_mask;
     ucs_status_t s = real_ucp_worker_query(worker, attr);
     record(CALLER, "ucp_worker_query field_mask=0x%" PRIx64 " (thread_mode=%d) %s", asked,
-           (asked & UCP_WORKER_ATTR_FIELD_THREAD_MODE) ? (int)attr->thread_mode : -1,
-           st_result(s));
+           (asked & UCP_WORKER_ATTR_FIELD_THREAD_MODE) ? (int)attr->thread_mode : -1, st_result(s));
     return s;
 }
 
@@ -484,8 +480,7 @@ ucs_status_t ucp_worker_fence(ucp_worker_h worker)
     return s;
 }
 
-ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags,
-                                     ucp_send_callback_t cb)
+ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags, ucp_send_callback_t cb)
 {
     REAL(ucp_worker_flush_nb);
     ucs_status_ptr_t r = real_ucp_worker_flush_nb(worker, flags, cb);
@@ -493,8 +488,8 @@ ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags,
     return r;
 }
 
-ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id,
-                                       ucp_am_callback_t cb, void *arg, uint32_t flags)
+ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id, ucp_am_callback_t cb,
+                                       void *arg, uint32_t flags)
 {
     REAL(ucp_worker_set_am_handler);
     ucs_status_t s = real_ucp_worker_set_am_handler(worker, id, cb, arg, flags);
@@ -505,16 +500,16 @@ ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id,
 
 /* ---- endpoints ---------------------------------------------------------- */
 
-ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
-                           ucp_ep_h *ep_p)
+ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params, ucp_ep_h *ep_p)
 {
     REAL(ucp_ep_create);
     ucs_status_t s = real_ucp_ep_create(worker, params, ep_p);
-    uint64_t m = params->field_mask;
+    uint64_t m     = params->field_mask;
 
-    record(CALLER, "ucp_ep_create field_mask=0x%" PRIx64 " err_mode=%d flags=0x%x"
-           " err_handler=%s user_data=%s %s", m,
-           (m & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) ? (int)params->err_mode : -1,
+    record(CALLER,
+           "ucp_ep_create field_mask=0x%" PRIx64 " err_mode=%d flags=0x%x"
+           " err_handler=%s user_data=%s %s",
+           m, (m & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) ? (int)params->err_mode : -1,
            (m & UCP_EP_PARAM_FIELD_FLAGS) ? params->flags : 0,
            (m & UCP_EP_PARAM_FIELD_ERR_HANDLER) && params->err_handler.cb ? "yes" : "no",
            (m & UCP_EP_PARAM_FIELD_USER_DATA) ? "yes" : "no", st_result(s));
@@ -556,7 +551,7 @@ ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
 {
     REAL(ucp_ep_flush_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
+    struct strbuf p    = param_str(param, &dt);
     ucs_status_ptr_t r = real_ucp_ep_flush_nbx(ep, param);
     record(CALLER, "ucp_ep_flush_nbx %s %s", p.s, ptr_result(r));
     return r;
@@ -569,12 +564,13 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
 {
     REAL(ucp_mem_map);
     ucs_status_t s = real_ucp_mem_map(context, params, memh_p);
-    uint64_t m = params->field_mask;
+    uint64_t m     = params->field_mask;
 
-    record(CALLER, "ucp_mem_map field_mask=0x%" PRIx64 " address=%s length=%s flags=0x%x"
-           " prot=0x%x mem_type=%d%s %s", m,
-           (m & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ? (params->address ? "given" : "NULL")
-                                                 : "unset",
+    record(CALLER,
+           "ucp_mem_map field_mask=0x%" PRIx64 " address=%s length=%s flags=0x%x"
+           " prot=0x%x mem_type=%d%s %s",
+           m,
+           (m & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ? (params->address ? "given" : "NULL") : "unset",
            size_bucket((m & UCP_MEM_MAP_PARAM_FIELD_LENGTH) ? params->length : 0).s,
            (m & UCP_MEM_MAP_PARAM_FIELD_FLAGS) ? params->flags : 0,
            (m & UCP_MEM_MAP_PARAM_FIELD_PROT) ? params->prot : 0,
@@ -606,14 +602,12 @@ ucs_status_t ucp_mem_query(const ucp_mem_h memh, ucp_mem_attr_t *attr)
     return s;
 }
 
-ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
-                            ucp_mem_advise_params_t *params)
+ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh, ucp_mem_advise_params_t *params)
 {
     REAL(ucp_mem_advise);
     ucs_status_t s = real_ucp_mem_advise(context, memh, params);
     record(CALLER, "ucp_mem_advise field_mask=0x%" PRIx64 " advice=%d length=%s %s",
-           params->field_mask, (int)params->advice, size_bucket(params->length).s,
-           st_result(s));
+           params->field_mask, (int)params->advice, size_bucket(params->length).s, st_result(s));
     return s;
 }
 
@@ -664,10 +658,11 @@ ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops, void *contex
 {
     REAL(ucp_dt_create_generic);
     ucs_status_t s = real_ucp_dt_create_generic(ops, context, datatype_p);
-    record(CALLER, "ucp_dt_create_generic ops: start_pack=%d start_unpack=%d packed_size=%d"
-           " pack=%d unpack=%d finish=%d %s", ops->start_pack != NULL,
-           ops->start_unpack != NULL, ops->packed_size != NULL, ops->pack != NULL,
-           ops->unpack != NULL, ops->finish != NULL, st_result(s));
+    record(CALLER,
+           "ucp_dt_create_generic ops: start_pack=%d start_unpack=%d packed_size=%d"
+           " pack=%d unpack=%d finish=%d %s",
+           ops->start_pack != NULL, ops->start_unpack != NULL, ops->packed_size != NULL,
+           ops->pack != NULL, ops->unpack != NULL, ops->finish != NULL, st_result(s));
     return s;
 }
 
@@ -728,8 +723,7 @@ void ucp_request_cancel(ucp_worker_h worker, void *request)
 /* ---- tag matching ------------------------------------------------------- */
 
 ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
-                                 ucp_datatype_t datatype, ucp_tag_t tag,
-                                 ucp_send_callback_t cb)
+                                 ucp_datatype_t datatype, ucp_tag_t tag, ucp_send_callback_t cb)
 {
     REAL(ucp_tag_send_nb);
     ucs_status_ptr_t r = real_ucp_tag_send_nb(ep, buffer, count, datatype, tag, cb);
@@ -749,27 +743,27 @@ ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void *buffer, size_t co
     return r;
 }
 
-ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                                  ucp_tag_t tag, const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                                  const ucp_request_param_t *param)
 {
     REAL(ucp_tag_send_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
+    struct strbuf p    = param_str(param, &dt);
     ucs_status_ptr_t r = real_ucp_tag_send_nbx(ep, buffer, count, tag, param);
-    record(CALLER, "ucp_tag_send_nbx %s bytes=%s %s", p.s,
-           size_bucket(dt_bytes(dt, count)).s, ptr_result(r));
+    record(CALLER, "ucp_tag_send_nbx %s bytes=%s %s", p.s, size_bucket(dt_bytes(dt, count)).s,
+           ptr_result(r));
     return r;
 }
 
-ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                                       ucp_tag_t tag, const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                                       const ucp_request_param_t *param)
 {
     REAL(ucp_tag_send_sync_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
+    struct strbuf p    = param_str(param, &dt);
     ucs_status_ptr_t r = real_ucp_tag_send_sync_nbx(ep, buffer, count, tag, param);
-    record(CALLER, "ucp_tag_send_sync_nbx %s bytes=%s %s", p.s,
-           size_bucket(dt_bytes(dt, count)).s, ptr_result(r));
+    record(CALLER, "ucp_tag_send_sync_nbx %s bytes=%s %s", p.s, size_bucket(dt_bytes(dt, count)).s,
+           ptr_result(r));
     return r;
 }
 
@@ -778,21 +772,18 @@ ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void *buffer, size_t count
                                  ucp_tag_recv_callback_t cb)
 {
     REAL(ucp_tag_recv_nb);
-    ucs_status_ptr_t r = real_ucp_tag_recv_nb(worker, buffer, count, datatype, tag,
-                                              tag_mask, cb);
-    record(CALLER, "ucp_tag_recv_nb dt=%s bytes=%s tag_mask=0x%" PRIx64 " %s",
-           dt_name(datatype).s, size_bucket(dt_bytes(datatype, count)).s, tag_mask,
-           ptr_result(r));
+    ucs_status_ptr_t r = real_ucp_tag_recv_nb(worker, buffer, count, datatype, tag, tag_mask, cb);
+    record(CALLER, "ucp_tag_recv_nb dt=%s bytes=%s tag_mask=0x%" PRIx64 " %s", dt_name(datatype).s,
+           size_bucket(dt_bytes(datatype, count)).s, tag_mask, ptr_result(r));
     return r;
 }
 
-ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t count,
-                                  ucp_tag_t tag, ucp_tag_t tag_mask,
-                                  const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t count, ucp_tag_t tag,
+                                  ucp_tag_t tag_mask, const ucp_request_param_t *param)
 {
     REAL(ucp_tag_recv_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
+    struct strbuf p    = param_str(param, &dt);
     ucs_status_ptr_t r = real_ucp_tag_recv_nbx(worker, buffer, count, tag, tag_mask, param);
     record(CALLER, "ucp_tag_recv_nbx %s bytes=%s tag_mask=0x%" PRIx64 " %s", p.s,
            size_bucket(dt_bytes(dt, count)).s, tag_mask, ptr_result(r));
@@ -804,8 +795,8 @@ ucp_tag_message_h ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag, ucp_tag_t
 {
     REAL(ucp_tag_probe_nb);
     ucp_tag_message_h msg = real_ucp_tag_probe_nb(worker, tag, tag_mask, remove, info);
-    record(CALLER, "ucp_tag_probe_nb remove=%d tag_mask=0x%" PRIx64 " -> %s", remove,
-           tag_mask, msg ? "message" : "NULL");
+    record(CALLER, "ucp_tag_probe_nb remove=%d tag_mask=0x%" PRIx64 " -> %s", remove, tag_mask,
+           msg ? "message" : "NULL");
     return msg;
 }
 
@@ -814,37 +805,33 @@ ucs_status_ptr_t ucp_tag_msg_recv_nb(ucp_worker_h worker, void *buffer, size_t c
                                      ucp_tag_recv_callback_t cb)
 {
     REAL(ucp_tag_msg_recv_nb);
-    ucs_status_ptr_t r = real_ucp_tag_msg_recv_nb(worker, buffer, count, datatype, message,
-                                                  cb);
+    ucs_status_ptr_t r = real_ucp_tag_msg_recv_nb(worker, buffer, count, datatype, message, cb);
     record(CALLER, "ucp_tag_msg_recv_nb dt=%s bytes=%s %s", dt_name(datatype).s,
            size_bucket(dt_bytes(datatype, count)).s, ptr_result(r));
     return r;
 }
 
 ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void *buffer, size_t count,
-                                      ucp_tag_message_h message,
-                                      const ucp_request_param_t *param)
+                                      ucp_tag_message_h message, const ucp_request_param_t *param)
 {
     REAL(ucp_tag_msg_recv_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
+    struct strbuf p    = param_str(param, &dt);
     ucs_status_ptr_t r = real_ucp_tag_msg_recv_nbx(worker, buffer, count, message, param);
-    record(CALLER, "ucp_tag_msg_recv_nbx %s bytes=%s %s", p.s,
-           size_bucket(dt_bytes(dt, count)).s, ptr_result(r));
+    record(CALLER, "ucp_tag_msg_recv_nbx %s bytes=%s %s", p.s, size_bucket(dt_bytes(dt, count)).s,
+           ptr_result(r));
     return r;
 }
 
 /* ---- active messages ---------------------------------------------------- */
 
 ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void *buffer, size_t count,
-                                ucp_datatype_t datatype, ucp_send_callback_t cb,
-                                unsigned flags)
+                                ucp_datatype_t datatype, ucp_send_callback_t cb, unsigned flags)
 {
     REAL(ucp_am_send_nb);
     ucs_status_ptr_t r = real_ucp_am_send_nb(ep, id, buffer, count, datatype, cb, flags);
-    record(CALLER, "ucp_am_send_nb id=%u dt=%s bytes=%s flags=0x%x %s", id,
-           dt_name(datatype).s, size_bucket(dt_bytes(datatype, count)).s, flags,
-           ptr_result(r));
+    record(CALLER, "ucp_am_send_nb id=%u dt=%s bytes=%s flags=0x%x %s", id, dt_name(datatype).s,
+           size_bucket(dt_bytes(datatype, count)).s, flags, ptr_result(r));
     return r;
 }
 
@@ -859,8 +846,8 @@ ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length, uint64_t re
     return s;
 }
 
-ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
-                            uint64_t remote_addr, ucp_rkey_h rkey, ucp_send_callback_t cb)
+ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                            ucp_rkey_h rkey, ucp_send_callback_t cb)
 {
     REAL(ucp_put_nb);
     ucs_status_ptr_t r = real_ucp_put_nb(ep, buffer, length, remote_addr, rkey, cb);
@@ -868,8 +855,8 @@ ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
     return r;
 }
 
-ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
-                         uint64_t remote_addr, ucp_rkey_h rkey)
+ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                         ucp_rkey_h rkey)
 {
     REAL(ucp_put_nbi);
     ucs_status_t s = real_ucp_put_nbi(ep, buffer, length, remote_addr, rkey);
@@ -877,13 +864,12 @@ ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
     return s;
 }
 
-ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
-                             uint64_t remote_addr, ucp_rkey_h rkey,
-                             const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count, uint64_t remote_addr,
+                             ucp_rkey_h rkey, const ucp_request_param_t *param)
 {
     REAL(ucp_put_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
+    struct strbuf p    = param_str(param, &dt);
     ucs_status_ptr_t r = real_ucp_put_nbx(ep, buffer, count, remote_addr, rkey, param);
     record(CALLER, "ucp_put_nbx %s bytes=%s %s", p.s, size_bucket(dt_bytes(dt, count)).s,
            ptr_result(r));
@@ -913,7 +899,7 @@ ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count, uint64_t r
 {
     REAL(ucp_get_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
+    struct strbuf p    = param_str(param, &dt);
     ucs_status_ptr_t r = real_ucp_get_nbx(ep, buffer, count, remote_addr, rkey, param);
     record(CALLER, "ucp_get_nbx %s bytes=%s %s", p.s, size_bucket(dt_bytes(dt, count)).s,
            ptr_result(r));
@@ -935,22 +921,21 @@ ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode, uint64_t 
     static const char *const names[] = {"ADD", "AND", "OR", "XOR"};
     REAL(ucp_atomic_post);
     ucs_status_t s = real_ucp_atomic_post(ep, opcode, value, op_size, remote_addr, rkey);
-    record(CALLER, "ucp_atomic_post op=%s size=%zu %s",
-           atomic_op_name(opcode, names, 4), op_size, st_result(s));
+    record(CALLER, "ucp_atomic_post op=%s size=%zu %s", atomic_op_name(opcode, names, 4), op_size,
+           st_result(s));
     return s;
 }
 
-ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
-                                     uint64_t value, void *result, size_t op_size,
-                                     uint64_t remote_addr, ucp_rkey_h rkey,
-                                     ucp_send_callback_t cb)
+ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode, uint64_t value,
+                                     void *result, size_t op_size, uint64_t remote_addr,
+                                     ucp_rkey_h rkey, ucp_send_callback_t cb)
 {
     static const char *const names[] = {"FADD", "SWAP", "CSWAP", "FAND", "FOR", "FXOR"};
     REAL(ucp_atomic_fetch_nb);
-    ucs_status_ptr_t r = real_ucp_atomic_fetch_nb(ep, opcode, value, result, op_size,
-                                                  remote_addr, rkey, cb);
-    record(CALLER, "ucp_atomic_fetch_nb op=%s size=%zu %s",
-           atomic_op_name(opcode, names, 6), op_size, ptr_result(r));
+    ucs_status_ptr_t r = real_ucp_atomic_fetch_nb(ep, opcode, value, result, op_size, remote_addr,
+                                                  rkey, cb);
+    record(CALLER, "ucp_atomic_fetch_nb op=%s size=%zu %s", atomic_op_name(opcode, names, 6),
+           op_size, ptr_result(r));
     return r;
 }
 
@@ -960,9 +945,9 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const vo
 {
     REAL(ucp_atomic_op_nbx);
     ucp_datatype_t dt;
-    struct strbuf p = param_str(param, &dt);
-    ucs_status_ptr_t r = real_ucp_atomic_op_nbx(ep, opcode, buffer, count, remote_addr,
-                                                rkey, param);
+    struct strbuf p    = param_str(param, &dt);
+    ucs_status_ptr_t r = real_ucp_atomic_op_nbx(ep, opcode, buffer, count, remote_addr, rkey,
+                                                param);
     record(CALLER, "ucp_atomic_op_nbx op=%s count=%zu %s %s",
            atomic_op_name(opcode, atomic_op_names, 6), count, p.s, ptr_result(r));
     return r;

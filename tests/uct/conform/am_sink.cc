@@ -10,7 +10,7 @@ namespace {
 template <typename T>
 void put_raw(std::vector<uint8_t> *out, const T &value)
 {
-    const auto *p = reinterpret_cast<const uint8_t*>(&value);
+    const auto *p = reinterpret_cast<const uint8_t *>(&value);
     out->insert(out->end(), p, p + sizeof(value));
 }
 
@@ -74,17 +74,17 @@ am_sink::~am_sink()
 
 ucs_status_t am_sink::on_am(void *arg, void *data, size_t length, unsigned flags)
 {
-    auto *self = static_cast<am_sink*>(arg);
+    auto *self = static_cast<am_sink *>(arg);
     am_record r;
     r.flags  = flags;
     r.length = length;
     if (length != 0) {
-        const auto *p = static_cast<const uint8_t*>(data);
+        const auto *p = static_cast<const uint8_t *>(data);
         r.bytes.assign(p, p + length);
     }
     if (flags & uct::am_cb_flag::DESC) {
         /* The headroom is ours to write in front of a descriptor. */
-        std::memset(static_cast<uint8_t*>(data) - RX_HEADROOM, 0x5c, RX_HEADROOM);
+        std::memset(static_cast<uint8_t *>(data) - RX_HEADROOM, 0x5c, RX_HEADROOM);
         if ((length != 0) && (std::memcmp(data, r.bytes.data(), length) != 0)) {
             ++self->headroom_violations_;
         }

@@ -21,15 +21,15 @@ namespace test::conform {
 constexpr size_t RX_HEADROOM = 48;
 
 struct am_record {
-    uint32_t             flags = 0;
-    uint64_t             length = 0;
-    std::vector<uint8_t> bytes;        /* the first bytes, up to the take() limit */
+    uint32_t flags  = 0;
+    uint64_t length = 0;
+    std::vector<uint8_t> bytes; /* the first bytes, up to the take() limit */
 };
 
 struct kept_report {
-    uint64_t kept = 0;                 /* descriptors held */
-    uint64_t intact = 0;               /* of those, unchanged when released */
-    uint64_t headroom_violations = 0;  /* DESC messages changed by writing the headroom */
+    uint64_t kept                = 0; /* descriptors held */
+    uint64_t intact              = 0; /* of those, unchanged when released */
+    uint64_t headroom_violations = 0; /* DESC messages changed by writing the headroom */
 };
 
 void serialize(const std::vector<am_record> &records, std::vector<uint8_t> *out);
@@ -42,8 +42,8 @@ public:
     /* Installs the handler on `iface` (opened with RX_HEADROOM). */
     explicit am_sink(uct::iface &iface);
     ~am_sink();
-    am_sink(const am_sink&) = delete;
-    am_sink &operator=(const am_sink&) = delete;
+    am_sink(const am_sink &)            = delete;
+    am_sink &operator=(const am_sink &) = delete;
 
     void keep(bool on) { keep_ = on; }
     size_t count() const { return records_.size(); }
@@ -56,17 +56,17 @@ public:
 
 private:
     struct kept_desc {
-        void                 *data;
+        void *data;
         std::vector<uint8_t> copy;
     };
 
     static ucs_status_t on_am(void *arg, void *data, size_t length, unsigned flags);
 
-    uct::iface             &iface_;
-    bool                   keep_ = false;
+    uct::iface &iface_;
+    bool keep_ = false;
     std::vector<am_record> records_;
     std::vector<kept_desc> kept_;
-    uint64_t               headroom_violations_ = 0;
+    uint64_t headroom_violations_ = 0;
 };
 
 } // namespace test::conform

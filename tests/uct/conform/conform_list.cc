@@ -11,7 +11,7 @@ const std::vector<transport_spec> &transports()
     static const std::vector<transport_spec> list = [] {
         std::vector<transport_spec> out;
         const std::string all = UCT_CONFORM_TRANSPORTS;
-        size_t start = 0;
+        size_t start          = 0;
         while (start <= all.size()) {
             size_t end = all.find(',', start);
             if (end == std::string::npos) {
@@ -33,7 +33,7 @@ const std::vector<transport_spec> &transports()
     return list;
 }
 
-void for_each_transport(const std::function<void(const transport_spec&)> &body)
+void for_each_transport(const std::function<void(const transport_spec &)> &body)
 {
     for (const transport_spec &spec : transports()) {
         DYNAMIC_SECTION(spec.entry) {

@@ -22,15 +22,15 @@
 namespace test::conform {
 
 struct transport_spec {
-    std::string entry;     /* as listed: "tcp:lo" */
-    std::string tl;        /* "tcp" */
-    std::string dev;       /* "lo", or empty for the first device */
+    std::string entry; /* as listed: "tcp:lo" */
+    std::string tl;    /* "tcp" */
+    std::string dev;   /* "lo", or empty for the first device */
 };
 
 const std::vector<transport_spec> &transports();
 
 /* Runs `body` once per listed transport, each in a section named by its entry. */
-void for_each_transport(const std::function<void(const transport_spec&)> &body);
+void for_each_transport(const std::function<void(const transport_spec &)> &body);
 
 } // namespace test::conform
 

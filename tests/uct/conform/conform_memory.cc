@@ -73,8 +73,8 @@ bool exposed_memory::open(uct::md &md, size_t length)
         address_ = buffer;
         length_  = length;
     } else if (attr.flags & uct::md_flag::ALLOC) {
-        size_t got      = length;
-        void *address   = nullptr;
+        size_t got          = length;
+        void *address       = nullptr;
         ucs_status_t status = md.mem_alloc(&got, &address, 0, &memh_);
         if (status != UCS_OK) {
             why_ = std::string("mem_alloc: ") + ucs_status_string(status);
@@ -111,7 +111,7 @@ ucs_status_t unpacked_key::unpack(const std::vector<uint8_t> &packed)
 {
     release();
     ucs_status_t status = component_.rkey_unpack(packed.data(), packed.size(), &bundle_);
-    held_ = (status == UCS_OK);
+    held_               = (status == UCS_OK);
     return status;
 }
 

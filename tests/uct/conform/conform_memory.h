@@ -27,15 +27,15 @@ class exposed_memory {
 public:
     exposed_memory() = default;
     ~exposed_memory();
-    exposed_memory(const exposed_memory&) = delete;
-    exposed_memory &operator=(const exposed_memory&) = delete;
+    exposed_memory(const exposed_memory &)            = delete;
+    exposed_memory &operator=(const exposed_memory &) = delete;
 
     /* At least `length` bytes, registered or allocated (length() may be
      * larger: page rounding); false with why() when the md can do neither. */
     bool open(uct::md &md, size_t length);
     const std::string &why() const { return why_; }
 
-    uint8_t *data() const { return static_cast<uint8_t*>(address_); }
+    uint8_t *data() const { return static_cast<uint8_t *>(address_); }
     size_t length() const { return length_; }
     uint64_t address() const { return reinterpret_cast<uintptr_t>(address_); }
     uct::mem_h memh() const { return memh_; }
@@ -44,11 +44,11 @@ public:
     bool pack(std::vector<uint8_t> *key) const;
 
 private:
-    uct::md    *md_ = nullptr;
+    uct::md *md_     = nullptr;
     uct::mem_h memh_ = uct::MEM_HANDLE_NULL;
-    void       *address_ = nullptr;
-    size_t     length_ = 0;
-    bool       allocated_ = false;   /* md.mem_alloc, else our buffer + mem_reg */
+    void *address_   = nullptr;
+    size_t length_   = 0;
+    bool allocated_  = false; /* md.mem_alloc, else our buffer + mem_reg */
     std::string why_;
 };
 
@@ -57,8 +57,8 @@ class unpacked_key {
 public:
     explicit unpacked_key(uct::component &component) : component_(component) {}
     ~unpacked_key();
-    unpacked_key(const unpacked_key&) = delete;
-    unpacked_key &operator=(const unpacked_key&) = delete;
+    unpacked_key(const unpacked_key &)            = delete;
+    unpacked_key &operator=(const unpacked_key &) = delete;
 
     ucs_status_t unpack(const std::vector<uint8_t> &packed);
     void release();
@@ -66,9 +66,9 @@ public:
     const uct::rkey_bundle &bundle() const { return bundle_; }
 
 private:
-    uct::component   &component_;
+    uct::component &component_;
     uct::rkey_bundle bundle_;
-    bool             held_ = false;
+    bool held_ = false;
 };
 
 } // namespace test::conform

@@ -11,12 +11,12 @@ namespace {
 
 struct bytes_arg {
     const uint8_t *data;
-    size_t        length;
+    size_t length;
 };
 
 size_t pack_bytes(void *dest, void *arg)
 {
-    auto *a = static_cast<bytes_arg*>(arg);
+    auto *a = static_cast<bytes_arg *>(arg);
     if (a->length != 0) {
         std::memcpy(dest, a->data, a->length);
     }
@@ -26,7 +26,7 @@ size_t pack_bytes(void *dest, void *arg)
 /* get_bcopy's callback: may run before or after the call returns. */
 void unpack_bytes(void *arg, const void *data, size_t length)
 {
-    auto *t = static_cast<get_target*>(arg);
+    auto *t = static_cast<get_target *>(arg);
     ++t->unpacked;
     t->whole &= (length == t->length);
     std::memcpy(t->buffer, data, std::min(length, t->length));
@@ -115,14 +115,14 @@ size_t get_limit(const uct::iface_attr &attr, op_kind kind)
 namespace {
 
 /* The open registration scope's md and what it registered. */
-uct::md                 *scope_md = nullptr;
+uct::md *scope_md = nullptr;
 std::vector<uct::mem_h> scope_memhs;
 
 uct::mem_h register_entry(const uint8_t *buffer, size_t length)
 {
     uct::mem_h memh = uct::MEM_HANDLE_NULL;
     if ((scope_md == nullptr) || (length == 0) ||
-        (scope_md->mem_reg(const_cast<uint8_t*>(buffer), length, 0, &memh) != UCS_OK)) {
+        (scope_md->mem_reg(const_cast<uint8_t *>(buffer), length, 0, &memh) != UCS_OK)) {
         return uct::MEM_HANDLE_NULL;
     }
     scope_memhs.push_back(memh);
@@ -157,15 +157,14 @@ std::vector<uct::iov> split_iov(const uint8_t *buffer, size_t length, size_t iov
     return iov;
 }
 
-ucs_status_t send_am(uct::ep &ep, uct::am_id_t id, op_kind kind,
-                     const std::vector<uint8_t> &bytes, counted_comp *comp,
-                     size_t zcopy_hdr, size_t iovcnt)
+ucs_status_t send_am(uct::ep &ep, uct::am_id_t id, op_kind kind, const std::vector<uint8_t> &bytes,
+                     counted_comp *comp, size_t zcopy_hdr, size_t iovcnt)
 {
     switch (kind) {
     case op_kind::SHORT: {
         uint64_t header = 0;
         if (bytes.size() < sizeof(header)) {
-            return UCS_ERR_INVALID_PARAM;      /* a test bug, not the transport's */
+            return UCS_ERR_INVALID_PARAM; /* a test bug, not the transport's */
         }
         std::memcpy(&header, bytes.data(), sizeof(header));
         return ep.am_short(id, header, bytes.data() + sizeof(header),
@@ -177,15 +176,14 @@ ucs_status_t send_am(uct::ep &ep, uct::am_id_t id, op_kind kind,
     }
     default: {
         auto iov = split_iov(bytes.data() + zcopy_hdr, bytes.size() - zcopy_hdr, iovcnt);
-        return ep.am_zcopy(id, (zcopy_hdr == 0) ? nullptr : bytes.data(),
-                           unsigned(zcopy_hdr), iov.data(), iov.size(), 0, comp);
+        return ep.am_zcopy(id, (zcopy_hdr == 0) ? nullptr : bytes.data(), unsigned(zcopy_hdr),
+                           iov.data(), iov.size(), 0, comp);
     }
     }
 }
 
 ucs_status_t put(uct::ep &ep, op_kind kind, const uint8_t *buffer, size_t length,
-                 uint64_t remote_addr, uct::rkey_t rkey, counted_comp *comp,
-                 size_t iovcnt)
+                 uint64_t remote_addr, uct::rkey_t rkey, counted_comp *comp, size_t iovcnt)
 {
     switch (kind) {
     case op_kind::SHORT:

@@ -50,8 +50,8 @@ class registration_scope {
 public:
     explicit registration_scope(uct::md &md);
     ~registration_scope();
-    registration_scope(const registration_scope&) = delete;
-    registration_scope &operator=(const registration_scope&) = delete;
+    registration_scope(const registration_scope &)            = delete;
+    registration_scope &operator=(const registration_scope &) = delete;
 };
 
 /*
@@ -61,22 +61,20 @@ public:
  * am_bcopy's length becomes UCS_OK when it is bytes.size(), else
  * UCS_ERR_MESSAGE_TRUNCATED.
  */
-ucs_status_t send_am(uct::ep &ep, uct::am_id_t id, op_kind kind,
-                     const std::vector<uint8_t> &bytes, counted_comp *comp,
-                     size_t zcopy_hdr = 0, size_t iovcnt = 1);
+ucs_status_t send_am(uct::ep &ep, uct::am_id_t id, op_kind kind, const std::vector<uint8_t> &bytes,
+                     counted_comp *comp, size_t zcopy_hdr = 0, size_t iovcnt = 1);
 
 /* Puts `length` bytes of `buffer` at remote_addr (bcopy: as above). */
 ucs_status_t put(uct::ep &ep, op_kind kind, const uint8_t *buffer, size_t length,
-                 uint64_t remote_addr, uct::rkey_t rkey, counted_comp *comp,
-                 size_t iovcnt = 1);
+                 uint64_t remote_addr, uct::rkey_t rkey, counted_comp *comp, size_t iovcnt = 1);
 
 /* Where a get lands; it must live until the get completed. get_bcopy's
  * unpack callback counts its calls and checks it got the whole length. */
 struct get_target {
     uint8_t *buffer;
-    size_t  length;
-    int     unpacked = 0;
-    bool    whole = true;
+    size_t length;
+    int unpacked = 0;
+    bool whole   = true;
 };
 
 /* Gets target->length bytes from remote_addr into target->buffer. */
@@ -86,8 +84,7 @@ ucs_status_t get(uct::ep &ep, op_kind kind, get_target *target, uint64_t remote_
 /* True for what a refusal looks like: an error, not "retry" or "later". */
 inline bool is_error(ucs_status_t status)
 {
-    return (status != UCS_OK) && (status != UCS_INPROGRESS) &&
-           (status != UCS_ERR_NO_RESOURCE);
+    return (status != UCS_OK) && (status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE);
 }
 
 } // namespace test::conform

@@ -31,20 +31,18 @@ pair::pair(const transport_spec &spec) : spec_(spec)
     uct::device_type type;
     if (!find_resource(spec, &type)) {
         why_ = "no resource for transport '" + spec.tl + "'" +
-               (spec.dev.empty() ? "" : " on device '" + spec.dev + "'") +
-               " on this machine";
+               (spec.dev.empty() ? "" : " on device '" + spec.dev + "'") + " on this machine";
         return;
     }
 
     /* The peer process is forked before this one opens anything. */
     if (type != uct::device_type::SELF) {
-        peer_ = make_remote_peer(spec, [this] { return entity_ ? entity_->progress() : 0u; },
-                                 &why_);
+        peer_ = make_remote_peer(
+            spec, [this] { return entity_ ? entity_->progress() : 0u; }, &why_);
         INFO(why_);
         REQUIRE(peer_ != nullptr);
     }
-    entity_ = std::make_unique<uct_entity>(spec.tl, spec.dev, RX_HEADROOM, "", on_error,
-                                           this);
+    entity_ = std::make_unique<uct_entity>(spec.tl, spec.dev, RX_HEADROOM, "", on_error, this);
     INFO(entity_->error());
     REQUIRE(entity_->ok());
     registrations_ = std::make_unique<registration_scope>(entity_->md());
@@ -82,17 +80,20 @@ pair::~pair()
 
 ucs_status_t pair::on_error(void *arg, uct::ep *ep, ucs_status_t status)
 {
-    static_cast<pair*>(arg)->failures_.push_back({ep, status});
+    static_cast<pair *>(arg)->failures_.push_back({ep, status});
     return UCS_OK;
 }
 
 bool pair::wait_until(const std::function<bool()> &done)
 {
-    return poll_until(done, [this] {
+    return poll_until(
+        done,
+        [this] {
         if (progress() == 0) {
             sched_yield();
         }
-    }, WAIT_TIMEOUT);
+        },
+        WAIT_TIMEOUT);
 }
 
 ucs_status_t pair::retry(const std::function<ucs_status_t()> &op)
@@ -128,7 +129,7 @@ pair::remote_region pair::expose(size_t length, uint64_t seed)
     remote_region region;
     REQUIRE(peer_->expose(length, seed, &region.desc));
     REQUIRE(region.desc.length >= length);
-    region.key = std::make_unique<unpacked_key>(component());
+    region.key          = std::make_unique<unpacked_key>(component());
     ucs_status_t status = region.key->unpack(region.desc.packed_key);
     INFO("rkey_unpack: " << ucs_status_string(status));
     REQUIRE(status == UCS_OK);

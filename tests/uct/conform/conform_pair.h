@@ -25,8 +25,8 @@ class pair {
 public:
     explicit pair(const transport_spec &spec);
     ~pair();
-    pair(const pair&) = delete;
-    pair &operator=(const pair&) = delete;
+    pair(const pair &)            = delete;
+    pair &operator=(const pair &) = delete;
 
     /* False when the machine has no resource for the transport: why(). */
     bool ok() const { return ep_ != nullptr; }
@@ -44,7 +44,7 @@ public:
 
     /* What the iface's error handler reported, in order. */
     struct failure {
-        uct::ep      *ep;
+        uct::ep *ep;
         ucs_status_t status;
     };
     const std::vector<failure> &failures() const { return failures_; }
@@ -64,7 +64,7 @@ public:
 
     /* The peer's region, and its key unpacked here. */
     struct remote_region {
-        region_desc                   desc;
+        region_desc desc;
         std::unique_ptr<unpacked_key> key;
         uct::rkey_t rkey() const { return key->rkey(); }
     };
@@ -74,14 +74,14 @@ public:
 private:
     static ucs_status_t on_error(void *arg, uct::ep *ep, ucs_status_t status);
 
-    transport_spec                spec_;
-    std::string                   why_;
-    std::vector<failure>          failures_;
-    std::unique_ptr<uct_entity>   entity_;
+    transport_spec spec_;
+    std::string why_;
+    std::vector<failure> failures_;
+    std::unique_ptr<uct_entity> entity_;
     /* Zcopy entries' registrations; released before the md closes. */
     std::unique_ptr<registration_scope> registrations_;
     std::unique_ptr<conform::peer> peer_;
-    uct::ep                       *ep_ = nullptr;
+    uct::ep *ep_ = nullptr;
 };
 
 } // namespace test::conform

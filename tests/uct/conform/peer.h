@@ -31,8 +31,8 @@ constexpr std::chrono::milliseconds WAIT_TIMEOUT{10000};
 
 /* A region the peer exposed: where it is in the peer and its packed key. */
 struct region_desc {
-    uint64_t             address = 0;
-    uint64_t             length = 0;
+    uint64_t address = 0;
+    uint64_t length  = 0;
     std::vector<uint8_t> packed_key;
 };
 
@@ -42,7 +42,7 @@ public:
 
     /* The peer's iface addresses, to connect an ep to. */
     virtual const uct_addresses &addresses() const = 0;
-    virtual bool in_process() const = 0;
+    virtual bool in_process() const                = 0;
     /* CONNECT_TO_EP transports: the peer makes an ep connected to ours (at
      * `ep_address`, on our device at `device_address`) and gives its
      * ep's address back. */
@@ -55,14 +55,14 @@ public:
     virtual bool expose(size_t length, uint64_t seed, region_desc *out) = 0;
     /* Bytes of an exposed region, read or written by the peer itself. */
     virtual bool read(uint64_t address, size_t length, std::vector<uint8_t> *out) = 0;
-    virtual bool write(uint64_t address, const std::vector<uint8_t> &bytes) = 0;
+    virtual bool write(uint64_t address, const std::vector<uint8_t> &bytes)       = 0;
 
     /* Waits (bounded) until at least `count` messages reached the am_sink,
      * then hands over all of them, each cut to `max_bytes`; false if fewer
      * than `count` arrived (what did arrive is still in *out). */
     virtual bool take_ams(size_t count, size_t max_bytes, std::vector<am_record> *out) = 0;
-    virtual bool keep_descs(bool on) = 0;
-    virtual bool release_kept(kept_report *out) = 0;
+    virtual bool keep_descs(bool on)                                                   = 0;
+    virtual bool release_kept(kept_report *out)                                        = 0;
 
     /* Runs `fn` while the peer consumes nothing: a process that does not
      * progress, or (self) inside one of the iface's AM handlers, where the
@@ -82,8 +82,7 @@ std::unique_ptr<peer> make_local_peer(uct_entity &entity);
 /* Forks a process that opens `spec` and serves commands; `progress` runs
  * this process's worker while waiting for answers. Null with *why on failure. */
 std::unique_ptr<peer> make_remote_peer(const transport_spec &spec,
-                                       std::function<unsigned()> progress,
-                                       std::string *why);
+                                       std::function<unsigned()> progress, std::string *why);
 
 } // namespace test::conform
 

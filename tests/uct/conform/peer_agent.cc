@@ -37,7 +37,7 @@ public:
                 pollfd pfd{fd_, POLLIN, 0};
                 if (::poll(&pfd, 1, 0) != 1) {
                     if (events == 0) {
-                        sched_yield();    /* two cores shared with the parent */
+                        sched_yield(); /* two cores shared with the parent */
                     }
                     continue;
                 }
@@ -65,8 +65,8 @@ private:
             return expose(req.a, req.b);
         case command::READ: {
             const uint8_t *p = find(req.a, req.b);
-            return answer(p != nullptr, (p != nullptr) ?
-                          std::vector<uint8_t>(p, p + req.b) : std::vector<uint8_t>());
+            return answer(p != nullptr, (p != nullptr) ? std::vector<uint8_t>(p, p + req.b) :
+                                                         std::vector<uint8_t>());
         }
         case command::WRITE: {
             std::vector<uint8_t> bytes;
@@ -82,10 +82,11 @@ private:
         case command::TAKE_AMS: {
             bool arrived = poll_until([this, &req] { return sink_.count() >= req.a; },
                                       [this] {
-                                          if (entity_.progress() == 0) {
-                                              sched_yield();
-                                          }
-                                      }, WAIT_TIMEOUT);
+                if (entity_.progress() == 0) {
+                    sched_yield();
+                }
+            },
+                                      WAIT_TIMEOUT);
             std::vector<uint8_t> blob;
             serialize(sink_.take(req.b), &blob);
             return answer(arrived, blob);
@@ -97,7 +98,7 @@ private:
             return answer(true, {});
         case command::RELEASE_KEPT: {
             kept_report report = sink_.release_kept();
-            const auto *p = reinterpret_cast<const uint8_t*>(&report);
+            const auto *p      = reinterpret_cast<const uint8_t *>(&report);
             return answer(true, std::vector<uint8_t>(p, p + sizeof(report)));
         }
         case command::HOLD:
@@ -119,12 +120,11 @@ private:
         if (!recv_blob(fd_, &blob)) {
             return false;
         }
-        uct::ep *ep = nullptr;
+        uct::ep *ep   = nullptr;
         const bool ok = uct_addresses::deserialize(blob, &theirs) &&
                         ((ep = entity_.create_ep(&own)) != nullptr) &&
                         (ep->connect_to_ep(theirs.device.data(), theirs.device.size(),
-                                           theirs.iface.data(), theirs.iface.size()) ==
-                         UCS_OK);
+                                           theirs.iface.data(), theirs.iface.size()) == UCS_OK);
         return answer(ok, own);
     }
 
@@ -133,8 +133,7 @@ private:
         auto mem = std::make_unique<exposed_memory>();
         std::vector<uint8_t> key;
         if (!mem->open(entity_.md(), length) || !mem->pack(&key)) {
-            std::fprintf(stderr, "peer: cannot expose %zu bytes: %s\n", length,
-                         mem->why().c_str());
+            std::fprintf(stderr, "peer: cannot expose %zu bytes: %s\n", length, mem->why().c_str());
             return answer(false, {});
         }
         auto bytes = pattern(mem->length(), seed);
@@ -153,17 +152,17 @@ private:
         for (const auto &mem : regions_) {
             if ((address >= mem->address()) && (length <= mem->length()) &&
                 (address - mem->address() <= mem->length() - length)) {
-                return reinterpret_cast<uint8_t*>(address);
+                return reinterpret_cast<uint8_t *>(address);
             }
         }
         return nullptr;
     }
 
-    uct_entity                                   &entity_;
-    int                                          fd_;
-    am_sink                                      sink_;
+    uct_entity &entity_;
+    int fd_;
+    am_sink sink_;
     std::vector<std::unique_ptr<exposed_memory>> regions_;
-    bool                                         held_ = false;
+    bool held_ = false;
 };
 
 } // namespace

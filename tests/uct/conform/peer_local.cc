@@ -18,24 +18,21 @@ constexpr uct::am_id_t HOLD_AM_ID = 10;
 
 class local_peer final : public peer {
 public:
-    explicit local_peer(uct_entity &entity)
-        : entity_(entity), sink_(entity.iface()), addresses_(entity.addresses())
+    explicit local_peer(uct_entity &entity) :
+        entity_(entity), sink_(entity.iface()), addresses_(entity.addresses())
     {
         entity_.iface().set_am_handler(HOLD_AM_ID, on_hold, this, 0);
         hold_ep_ = entity_.connect(addresses_);
     }
 
-    ~local_peer() override
-    {
-        entity_.iface().set_am_handler(HOLD_AM_ID, nullptr, nullptr, 0);
-    }
+    ~local_peer() override { entity_.iface().set_am_handler(HOLD_AM_ID, nullptr, nullptr, 0); }
 
     const uct_addresses &addresses() const override { return addresses_; }
     bool in_process() const override { return true; }
     bool connect_ep(const std::vector<uint8_t> &, const std::vector<uint8_t> &,
                     std::vector<uint8_t> *) override
     {
-        return false;     /* self connects to its iface */
+        return false; /* self connects to its iface */
     }
 
     bool expose(size_t length, uint64_t seed, region_desc *out) override
@@ -60,7 +57,7 @@ public:
         if (!inside(address, length)) {
             return false;
         }
-        const auto *p = reinterpret_cast<const uint8_t*>(address);
+        const auto *p = reinterpret_cast<const uint8_t *>(address);
         out->assign(p, p + length);
         return true;
     }
@@ -70,7 +67,7 @@ public:
         if (!inside(address, bytes.size())) {
             return false;
         }
-        std::memcpy(reinterpret_cast<void*>(address), bytes.data(), bytes.size());
+        std::memcpy(reinterpret_cast<void *>(address), bytes.data(), bytes.size());
         return true;
     }
 
@@ -78,7 +75,7 @@ public:
     {
         bool arrived = poll_until([&] { return sink_.count() >= count; },
                                   [&] { entity_.progress(); }, WAIT_TIMEOUT);
-        *out = sink_.take(max_bytes);
+        *out         = sink_.take(max_bytes);
         return arrived;
     }
 
@@ -99,13 +96,13 @@ public:
         if ((hold_ep_ == nullptr) || !(entity_.attr().flags & uct::iface_flag::AM_SHORT)) {
             return false;
         }
-        held_fn_ = &fn;
-        ran_     = false;
-        bool sent = poll_until([&] {
-            return hold_ep_->am_short(HOLD_AM_ID, 0, nullptr, 0) != UCS_ERR_NO_RESOURCE;
-        }, [&] { entity_.progress(); }, WAIT_TIMEOUT);
-        bool ran = sent && poll_until([&] { return ran_; }, [&] { entity_.progress(); },
-                                      WAIT_TIMEOUT);
+        held_fn_  = &fn;
+        ran_      = false;
+        bool sent = poll_until(
+            [&] { return hold_ep_->am_short(HOLD_AM_ID, 0, nullptr, 0) != UCS_ERR_NO_RESOURCE; },
+            [&] { entity_.progress(); }, WAIT_TIMEOUT);
+        bool ran = sent &&
+                   poll_until([&] { return ran_; }, [&] { entity_.progress(); }, WAIT_TIMEOUT);
         held_fn_ = nullptr;
         return ran;
     }
@@ -116,7 +113,7 @@ public:
 private:
     static ucs_status_t on_hold(void *arg, void *, size_t, unsigned)
     {
-        auto *self = static_cast<local_peer*>(arg);
+        auto *self = static_cast<local_peer *>(arg);
         if (self->held_fn_ != nullptr) {
             (*self->held_fn_)();
             self->ran_ = true;
@@ -135,12 +132,12 @@ private:
         return false;
     }
 
-    uct_entity                                   &entity_;
-    am_sink                                      sink_;
-    uct_addresses                                addresses_;
-    uct::ep                                      *hold_ep_ = nullptr;
-    const std::function<void()>                  *held_fn_ = nullptr;
-    bool                                         ran_ = false;
+    uct_entity &entity_;
+    am_sink sink_;
+    uct_addresses addresses_;
+    uct::ep *hold_ep_                     = nullptr;
+    const std::function<void()> *held_fn_ = nullptr;
+    bool ran_                             = false;
     std::vector<std::unique_ptr<exposed_memory>> regions_;
 };
 

@@ -30,7 +30,7 @@ enum class command : uint32_t {
 // clang-format on
 
 struct request {
-    command  what;
+    command what;
     uint32_t reserved;
     uint64_t a;
     uint64_t b;

@@ -20,9 +20,8 @@ namespace {
 
 class remote_peer final : public peer {
 public:
-    remote_peer(const transport_spec &spec, std::function<unsigned()> progress)
-        : child_([spec](int fd) { return peer_agent(spec, fd); }),
-          progress_(std::move(progress))
+    remote_peer(const transport_spec &spec, std::function<unsigned()> progress) :
+        child_([spec](int fd) { return peer_agent(spec, fd); }), progress_(std::move(progress))
     {
     }
 
@@ -31,8 +30,7 @@ public:
     {
         std::vector<uint8_t> blob;
         bool ok = false;
-        if (!wait_readable() || !recv_value(child_.fd(), &ok) ||
-            !recv_blob(child_.fd(), &blob)) {
+        if (!wait_readable() || !recv_value(child_.fd(), &ok) || !recv_blob(child_.fd(), &blob)) {
             *why = "the peer process did not answer";
             return false;
         }
@@ -83,8 +81,7 @@ public:
 
     bool read(uint64_t address, size_t length, std::vector<uint8_t> *out) override
     {
-        return call({command::READ, 0, address, length}, nullptr, out) &&
-               (out->size() == length);
+        return call({command::READ, 0, address, length}, nullptr, out) && (out->size() == length);
     }
 
     bool write(uint64_t address, const std::vector<uint8_t> &bytes) override
@@ -151,37 +148,37 @@ private:
      * than the agent's own waits, so it answers first. */
     bool wait_readable()
     {
-        return poll_until([this] {
+        return poll_until(
+            [this] {
             pollfd pfd{child_.fd(), POLLIN, 0};
             return ::poll(&pfd, 1, 0) == 1;
-        }, [this] {
+            },
+            [this] {
             if (progress_() == 0) {
                 sched_yield();
             }
-        }, 2 * WAIT_TIMEOUT);
+        },
+            2 * WAIT_TIMEOUT);
     }
 
-    bool call(const request &req, const std::vector<uint8_t> *payload,
-              std::vector<uint8_t> *answer)
+    bool call(const request &req, const std::vector<uint8_t> *payload, std::vector<uint8_t> *answer)
     {
         bool ok = false;
         return send_value(child_.fd(), req) &&
-               ((payload == nullptr) || send_blob(child_.fd(), *payload)) &&
-               wait_readable() && recv_value(child_.fd(), &ok) &&
-               recv_blob(child_.fd(), answer) && ok;
+               ((payload == nullptr) || send_blob(child_.fd(), *payload)) && wait_readable() &&
+               recv_value(child_.fd(), &ok) && recv_blob(child_.fd(), answer) && ok;
     }
 
-    child_process             child_;
+    child_process child_;
     std::function<unsigned()> progress_;
-    uct_addresses             addresses_;
-    bool                      finished_ = false;
+    uct_addresses addresses_;
+    bool finished_ = false;
 };
 
 } // namespace
 
 std::unique_ptr<peer> make_remote_peer(const transport_spec &spec,
-                                       std::function<unsigned()> progress,
-                                       std::string *why)
+                                       std::function<unsigned()> progress, std::string *why)
 {
     auto p = std::make_unique<remote_peer>(spec, std::move(progress));
     if (!p->start(why)) {

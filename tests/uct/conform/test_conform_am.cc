@@ -22,17 +22,17 @@ constexpr uct::am_id_t AM_ID = am_sink::AM_ID;
 
 /* One message to send: what the handler must receive, and how to split it. */
 struct message {
-    op_kind              kind;
+    op_kind kind;
     std::vector<uint8_t> bytes;
-    size_t               zcopy_hdr = 0;
-    size_t               iovcnt = 1;
+    size_t zcopy_hdr = 0;
+    size_t iovcnt    = 1;
 };
 
 std::string describe(const message &m)
 {
     return std::string(kind_name(m.kind)) + " of " + std::to_string(m.bytes.size()) +
-           " bytes (zcopy header " + std::to_string(m.zcopy_hdr) + ", " +
-           std::to_string(m.iovcnt) + " iov)";
+           " bytes (zcopy header " + std::to_string(m.zcopy_hdr) + ", " + std::to_string(m.iovcnt) +
+           " iov)";
 }
 
 /* The messages at the limits of `kind`. */
@@ -44,7 +44,7 @@ std::vector<message> limit_messages(const uct::iface_attr &a, op_kind kind, uint
     };
     switch (kind) {
     case op_kind::SHORT: {
-        const size_t max = a.am.max_short;        /* with the 8-byte header */
+        const size_t max = a.am.max_short; /* with the 8-byte header */
         for (size_t len : {size_t(8), size_t(9), max - 1, max}) {
             add(len, 0, 1);
         }
@@ -154,7 +154,7 @@ void am_order(const transport_spec &spec)
 {
     CONFORM_OPEN(p, spec);
     const uct::iface_attr &a = p.attr();
-    const auto kinds = am_kinds(a);
+    const auto kinds         = am_kinds(a);
     if (kinds.empty()) {
         WARN(p.name() << ": skipped: the iface attributes lack AM_SHORT, AM_BCOPY and "
                          "AM_ZCOPY");
@@ -180,7 +180,7 @@ void am_order(const transport_spec &spec)
             length      = m.zcopy_hdr + std::max(a.am.min_zcopy, m.iovcnt + (i * 37) % 2048);
             break;
         }
-        m.bytes = pattern(std::max<size_t>(length, sizeof(uint64_t)), i);
+        m.bytes        = pattern(std::max<size_t>(length, sizeof(uint64_t)), i);
         uint64_t index = i;
         std::memcpy(m.bytes.data(), &index, sizeof(index));
         sent.push_back(std::move(m));
@@ -190,10 +190,9 @@ void am_order(const transport_spec &spec)
     std::deque<counted_comp> comps(COUNT);
     size_t promised = 0;
     for (size_t i = 0; i < COUNT; ++i) {
-        const message &m = sent[i];
+        const message &m    = sent[i];
         ucs_status_t status = p.retry([&] {
-            return send_am(p.ep(), AM_ID, m.kind, m.bytes, &comps[i], m.zcopy_hdr,
-                           m.iovcnt);
+            return send_am(p.ep(), AM_ID, m.kind, m.bytes, &comps[i], m.zcopy_hdr, m.iovcnt);
         });
         INFO("message " << i << ": " << describe(m));
         REQUIRE(((status == UCS_OK) || (status == UCS_INPROGRESS)));
@@ -202,8 +201,7 @@ void am_order(const transport_spec &spec)
     check_received(p, sent);
     CHECK(p.wait_until([&] {
         return std::count_if(comps.begin(), comps.end(),
-                             [](const counted_comp &c) { return c.fired != 0; }) ==
-               long(promised);
+                             [](const counted_comp &c) { return c.fired != 0; }) == long(promised);
     }));
     for (const counted_comp &c : comps) {
         CHECK(c.fired <= 1);

@@ -54,8 +54,7 @@ void am_kept_descriptors(const transport_spec &spec)
     std::vector<am_record> first;
     CHECK(p.peer().take_ams(kept_sent, 0, &first));
     CHECK(first.size() == kept_sent);
-    const auto with_desc = size_t(std::count_if(first.begin(), first.end(),
-                                                [](const am_record &r) {
+    const auto with_desc = size_t(std::count_if(first.begin(), first.end(), [](const am_record &r) {
         return (r.flags & uct::am_cb_flag::DESC) != 0;
     }));
     REQUIRE(p.peer().keep_descs(false));

@@ -17,7 +17,7 @@ using namespace test::conform;
 using test::counted_comp;
 using uct::atomic_op;
 
-constexpr atomic_op ALL_OPS[] = {atomic_op::ADD, atomic_op::AND, atomic_op::OR,
+constexpr atomic_op ALL_OPS[] = {atomic_op::ADD, atomic_op::AND,  atomic_op::OR,
                                  atomic_op::XOR, atomic_op::SWAP, atomic_op::CSWAP};
 
 const char *op_name(atomic_op op)
@@ -50,9 +50,8 @@ uint64_t apply(atomic_op op, unsigned size, uint64_t old, uint64_t value, uint64
 
 class atomic_checker {
 public:
-    atomic_checker(pair &p, unsigned size)
-        : p_(p), size_(size), region_(p.expose(64, 5)),
-          shadow_(pattern(region_.desc.length, 5))
+    atomic_checker(pair &p, unsigned size) :
+        p_(p), size_(size), region_(p.expose(64, 5)), shadow_(pattern(region_.desc.length, 5))
     {
         /* The word sits between bytes the operation must not touch. */
         offset_ = 16 + ((size == 4) ? 4 : 0);
@@ -61,27 +60,29 @@ public:
     /* One operation from `old`; fetch or post. */
     void run(atomic_op op, bool fetch, uint64_t old, uint64_t value, uint64_t compare)
     {
-        INFO((fetch ? "fetch " : "post ") << op_name(op) << " " << size_ * 8 << " bits, old 0x"
-             << std::hex << old << " value 0x" << value << " compare 0x" << compare);
+        INFO((fetch ? "fetch " : "post ")
+             << op_name(op) << " " << size_ * 8 << " bits, old 0x" << std::hex << old << " value 0x"
+             << value << " compare 0x" << compare);
         set_word(old);
         counted_comp comp;
-        uint64_t result = 0xcccccccccccccccc;
-        ucs_status_t status = p_.retry([&] { return issue(op, fetch, value, compare,
-                                                          &result, &comp); });
+        uint64_t result     = 0xcccccccccccccccc;
+        ucs_status_t status = p_.retry([&] {
+            return issue(op, fetch, value, compare, &result, &comp);
+        });
         const bool promised = (status == UCS_INPROGRESS);
         CHECK(p_.complete(status, comp) == UCS_OK);
         CHECK(comp.fired == (promised ? 1 : 0));
         REQUIRE(p_.flush_ep() == UCS_OK);
         if (fetch) {
-            const uint64_t expect = (size_ == 4) ? (0xcccccccc00000000ull | (old & 0xffffffff))
-                                                 : old;
-            uint64_t got = result;
+            const uint64_t expect = (size_ == 4) ? (0xcccccccc00000000ull | (old & 0xffffffff)) :
+                                                   old;
+            uint64_t got          = result;
             if (size_ == 4) {
                 /* Only the low 4 bytes (host order) are the result. */
                 uint32_t low;
                 std::memcpy(&low, &result, sizeof(low));
                 uint32_t high;
-                std::memcpy(&high, reinterpret_cast<uint8_t*>(&result) + 4, sizeof(high));
+                std::memcpy(&high, reinterpret_cast<uint8_t *>(&result) + 4, sizeof(high));
                 got = (uint64_t(high) << 32) | low;
             }
             CHECK(got == expect);
@@ -94,24 +95,24 @@ public:
     void run_unlisted(atomic_op op, bool fetch)
     {
         INFO("unlisted " << (fetch ? "fetch " : "post ") << op_name(op) << " " << size_ * 8
-             << " bits");
+                         << " bits");
         set_word(0x1234);
         counted_comp comp;
-        uint64_t result = 0;
+        uint64_t result     = 0;
         ucs_status_t status = issue(op, fetch, 0xff, 0x1234, &result, &comp);
-        bool refused = is_error(status) || is_error(p_.complete(status, comp)) ||
+        bool refused        = is_error(status) || is_error(p_.complete(status, comp)) ||
                        is_error(p_.flush_ep());
         CHECK(refused);
         check_region();
     }
 
 private:
-    ucs_status_t issue(atomic_op op, bool fetch, uint64_t value, uint64_t compare,
-                       uint64_t *result, counted_comp *comp)
+    ucs_status_t issue(atomic_op op, bool fetch, uint64_t value, uint64_t compare, uint64_t *result,
+                       counted_comp *comp)
     {
         const uint64_t addr = region_.desc.address + offset_;
-        return fetch ? p_.ep().atomic_fetch(op, size_, value, compare, result, addr,
-                                             region_.rkey(), comp) :
+        return fetch ? p_.ep().atomic_fetch(op, size_, value, compare, result, addr, region_.rkey(),
+                                            comp) :
                        p_.ep().atomic_post(op, size_, value, addr, region_.rkey());
     }
 
@@ -140,11 +141,11 @@ private:
         CHECK(differ(now, shadow_) == "");
     }
 
-    pair                 &p_;
-    unsigned             size_;
-    pair::remote_region  region_;
+    pair &p_;
+    unsigned size_;
+    pair::remote_region region_;
     std::vector<uint8_t> shadow_;
-    size_t               offset_;
+    size_t offset_;
 };
 
 void atomics(const transport_spec &spec)

@@ -39,7 +39,7 @@ void check_family(const char *family, const uct::iface_attr &a, uint64_t short_f
 /* `write` fills exactly `length` bytes of its buffer: run over two
  * different fills, the bytes agree (all written) and the tail is intact. */
 void check_writes_exactly(const char *what, size_t length,
-                          const std::function<ucs_status_t(void*)> &write)
+                          const std::function<ucs_status_t(void *)> &write)
 {
     INFO(what << " of " << length << " bytes");
     constexpr size_t TAIL = 64;
@@ -76,11 +76,10 @@ void iface_attributes(const transport_spec &spec)
     }
 
     /* Atomics: only defined operations; posted swaps do not exist. */
-    const uint64_t all_ops   = uct::atomic_op_bit(uct::atomic_op::LAST) - 1;
-    const uint64_t swaps     = uct::atomic_op_bit(uct::atomic_op::SWAP) |
-                               uct::atomic_op_bit(uct::atomic_op::CSWAP);
-    const uint64_t listed    = a.atomic32_post | a.atomic32_fetch | a.atomic64_post |
-                               a.atomic64_fetch;
+    const uint64_t all_ops = uct::atomic_op_bit(uct::atomic_op::LAST) - 1;
+    const uint64_t swaps   = uct::atomic_op_bit(uct::atomic_op::SWAP) |
+                           uct::atomic_op_bit(uct::atomic_op::CSWAP);
+    const uint64_t listed = a.atomic32_post | a.atomic32_fetch | a.atomic64_post | a.atomic64_fetch;
     const uint64_t atomic_fl = a.flags & (flag::ATOMIC_CPU | flag::ATOMIC_DEVICE);
     CHECK((listed & ~all_ops) == 0);
     CHECK(((a.atomic32_post | a.atomic64_post) & swaps) == 0);
@@ -102,12 +101,12 @@ void iface_attributes(const transport_spec &spec)
     CHECK(p.iface().is_reachable(own.device.data(), own.device.size(), own.iface.data(),
                                  own.iface.size()));
     const test::uct_addresses &peer = p.peer().addresses();
-    CHECK(p.iface().is_reachable(peer.device.data(), peer.device.size(),
-                                 peer.iface.data(), peer.iface.size()));
+    CHECK(p.iface().is_reachable(peer.device.data(), peer.device.size(), peer.iface.data(),
+                                 peer.iface.size()));
     /* Lengths are what arrived from a peer: one byte short is refused. */
     if (a.iface_addr_len > 0) {
-        CHECK_FALSE(p.iface().is_reachable(own.device.data(), own.device.size(),
-                                           own.iface.data(), own.iface.size() - 1));
+        CHECK_FALSE(p.iface().is_reachable(own.device.data(), own.device.size(), own.iface.data(),
+                                           own.iface.size() - 1));
     }
     if (a.device_addr_len > 0) {
         CHECK_FALSE(p.iface().is_reachable(own.device.data(), own.device.size() - 1,
@@ -115,7 +114,7 @@ void iface_attributes(const transport_spec &spec)
     }
 
     /* Events: an FD flag comes with an fd, no FD flag with none. */
-    int fd = -1;
+    int fd                 = -1;
     ucs_status_t fd_status = p.iface().event_fd_get(&fd);
     if (a.event_flags & uct::event_flag::FD) {
         CHECK(fd_status == UCS_OK);
@@ -136,9 +135,9 @@ void iface_attributes(const transport_spec &spec)
 void md_attributes(const transport_spec &spec)
 {
     CONFORM_OPEN(p, spec);
-    const uct::md_attr &m = p.md().attr();
+    const uct::md_attr &m    = p.md().attr();
     const uct::iface_attr &a = p.attr();
-    namespace mdf = uct::md_flag;
+    namespace mdf            = uct::md_flag;
 
     CHECK(((m.flags & mdf::REG) != 0) == (m.max_reg > 0));
     CHECK(((m.flags & mdf::ALLOC) != 0) == (m.max_alloc > 0));
@@ -149,9 +148,8 @@ void md_attributes(const transport_spec &spec)
         CHECK(m.rkey_packed_size > 0);
     }
     /* Remote access needs memory a peer can expose. */
-    const uint64_t rma = flag::PUT_SHORT | flag::PUT_BCOPY | flag::PUT_ZCOPY |
-                         flag::GET_SHORT | flag::GET_BCOPY | flag::GET_ZCOPY |
-                         flag::ATOMIC_CPU | flag::ATOMIC_DEVICE;
+    const uint64_t rma = flag::PUT_SHORT | flag::PUT_BCOPY | flag::PUT_ZCOPY | flag::GET_SHORT |
+                         flag::GET_BCOPY | flag::GET_ZCOPY | flag::ATOMIC_CPU | flag::ATOMIC_DEVICE;
     if (a.flags & rma) {
         CHECK((m.flags & (mdf::REG | mdf::ALLOC)) != 0);
     }

@@ -22,15 +22,15 @@ using test::counted_comp;
 /* A flush completion that notes how many earlier zcopy operations had
  * completed when it ran. */
 struct flush_comp : uct::completion {
-    int                             fired = 0;
-    ucs_status_t                    last = UCS_OK;
-    long                            zcopy_done_then = -1;
-    const std::deque<counted_comp>  *zcopy;
+    int fired            = 0;
+    ucs_status_t last    = UCS_OK;
+    long zcopy_done_then = -1;
+    const std::deque<counted_comp> *zcopy;
 
     explicit flush_comp(const std::deque<counted_comp> *zc) : zcopy(zc)
     {
-        func   = [](uct::completion *self) {
-            auto *f = static_cast<flush_comp*>(self);
+        func = [](uct::completion *self) {
+            auto *f = static_cast<flush_comp *>(self);
             ++f->fired;
             f->last            = f->status;
             f->zcopy_done_then = done(*f->zcopy);
@@ -47,9 +47,9 @@ struct flush_comp : uct::completion {
 };
 
 struct variant {
-    bool        iface;      /* iface flush, else ep flush */
-    bool        with_comp;
-    const char  *name;
+    bool iface; /* iface flush, else ep flush */
+    bool with_comp;
+    const char *name;
 };
 
 constexpr variant VARIANTS[] = {
@@ -71,18 +71,17 @@ void one_round(pair &p, const pair::remote_region &r, std::vector<uint8_t> *shad
 
     /* Everything below goes out back to back, nothing waited for. */
     std::deque<counted_comp> zcopy;
-    std::vector<std::vector<uint8_t>> buffers;   /* zcopy data lives until the end */
+    std::vector<std::vector<uint8_t>> buffers; /* zcopy data lives until the end */
     long promised = 0;
     for (size_t i = 0; !puts.empty() && (i < PUTS); ++i) {
-        op_kind kind = puts[i % puts.size()];
+        op_kind kind  = puts[i % puts.size()];
         size_t length = 1 + (i * 97 + round) % std::min(put_limit(a, kind), SLOT - 8);
         size_t at     = 8 + i * SLOT;
         buffers.push_back(pattern(length, round * 1000 + i));
-        const auto &bytes = buffers.back();
-        counted_comp &comp = zcopy.emplace_back();
+        const auto &bytes   = buffers.back();
+        counted_comp &comp  = zcopy.emplace_back();
         ucs_status_t status = p.retry([&] {
-            return put(p.ep(), kind, bytes.data(), length, r.desc.address + at, r.rkey(),
-                       &comp);
+            return put(p.ep(), kind, bytes.data(), length, r.desc.address + at, r.rkey(), &comp);
         });
         INFO("put " << kind_name(kind) << " of " << length << " bytes");
         REQUIRE(((status == UCS_OK) || (status == UCS_INPROGRESS)));
@@ -105,8 +104,8 @@ void one_round(pair &p, const pair::remote_region &r, std::vector<uint8_t> *shad
     for (size_t i = 0; !ams.empty() && (i < AMS); ++i) {
         op_kind kind = ams[i % ams.size()];
         messages.push_back(pattern(8 + i % 64, round * 7000 + i));
-        const auto &bytes = messages.back();
-        counted_comp &comp = zcopy.emplace_back();
+        const auto &bytes   = messages.back();
+        counted_comp &comp  = zcopy.emplace_back();
         ucs_status_t status = p.retry([&] {
             return send_am(p.ep(), am_sink::AM_ID, kind, bytes, &comp);
         });
@@ -167,9 +166,9 @@ void flush_completes_everything_before_it(const transport_spec &spec)
     }
     const bool rma = !put_kinds(p.attr()).empty() ||
                      (p.attr().atomic64_post & uct::atomic_op_bit(uct::atomic_op::ADD));
-    pair::remote_region r = rma ? p.expose(8 + PUTS * SLOT, 3) : pair::remote_region{};
+    pair::remote_region r       = rma ? p.expose(8 + PUTS * SLOT, 3) : pair::remote_region{};
     std::vector<uint8_t> shadow = rma ? pattern(r.desc.length, 3) : std::vector<uint8_t>{};
-    uint64_t round = 0;
+    uint64_t round              = 0;
     for (const variant &v : VARIANTS) {
         one_round(p, r, &shadow, v, ++round);
     }
@@ -177,4 +176,5 @@ void flush_completes_everything_before_it(const transport_spec &spec)
 
 } // namespace
 
-CONFORM_TEST_CASE("flush completes everything issued before it", flush_completes_everything_before_it)
+CONFORM_TEST_CASE("flush completes everything issued before it",
+                  flush_completes_everything_before_it)

@@ -55,32 +55,30 @@ void registration_and_keys(const transport_spec &spec)
         for (size_t len = 0; len < size; ++len) {
             INFO("a key cut to " << len << " of " << size << " bytes");
             uct::rkey_bundle bundle;
-            CHECK(p.component().rkey_unpack(key.data(), len, &bundle) ==
-                  UCS_ERR_INVALID_PARAM);
+            CHECK(p.component().rkey_unpack(key.data(), len, &bundle) == UCS_ERR_INVALID_PARAM);
         }
         for (uint8_t fill : {uint8_t(0), uint8_t(0xff)}) {
             INFO("a key of " << size << " bytes of 0x" << std::hex << unsigned(fill));
             std::vector<uint8_t> blank(size, fill);
             uct::rkey_bundle bundle;
-            CHECK(p.component().rkey_unpack(blank.data(), size, &bundle) ==
-                  UCS_ERR_INVALID_PARAM);
+            CHECK(p.component().rkey_unpack(blank.data(), size, &bundle) == UCS_ERR_INVALID_PARAM);
         }
     }
 
     /* The peer's key: two unpacks, one released, the other still works. */
     const uint64_t seed = 21;
-    auto r = p.expose(LENGTH, seed);
+    auto r              = p.expose(LENGTH, seed);
     unpacked_key second(p.component());
     REQUIRE(second.unpack(r.desc.packed_key) == UCS_OK);
     r.key->release();
-    const auto puts = put_kinds(p.attr());
+    const auto puts             = put_kinds(p.attr());
     std::vector<uint8_t> expect = pattern(r.desc.length, seed);
     if (!puts.empty()) {
         auto bytes = pattern(16, 99);
         counted_comp comp;
         ucs_status_t status = p.retry([&] {
-            return put(p.ep(), puts.front(), bytes.data(), bytes.size(),
-                       r.desc.address + 40, second.rkey(), &comp);
+            return put(p.ep(), puts.front(), bytes.data(), bytes.size(), r.desc.address + 40,
+                       second.rkey(), &comp);
         });
         CHECK(p.complete(status, comp) == UCS_OK);
         REQUIRE(p.flush_ep() == UCS_OK);
@@ -93,11 +91,10 @@ void registration_and_keys(const transport_spec &spec)
     /* rkey_ptr: the peer's bytes, mapped here, only inside the region. */
     void *local = nullptr;
     if (m.flags & mdf::RKEY_PTR) {
-        REQUIRE(p.component().rkey_ptr(second.bundle(), r.desc.address + 100, &local) ==
-                UCS_OK);
+        REQUIRE(p.component().rkey_ptr(second.bundle(), r.desc.address + 100, &local) == UCS_OK);
         CHECK(std::memcmp(local, expect.data() + 100, r.desc.length - 100) == 0);
-        CHECK(p.component().rkey_ptr(second.bundle(), r.desc.address + r.desc.length,
-                                     &local) != UCS_OK);
+        CHECK(p.component().rkey_ptr(second.bundle(), r.desc.address + r.desc.length, &local) !=
+              UCS_OK);
         CHECK(p.component().rkey_ptr(second.bundle(), r.desc.address - 1, &local) != UCS_OK);
     } else {
         CHECK(p.component().rkey_ptr(second.bundle(), r.desc.address, &local) != UCS_OK);

@@ -25,14 +25,14 @@ public:
     {
         const uct::iface_attr &a = p.attr();
         if (!am_kinds(a).empty()) {
-            am_ = true;
+            am_   = true;
             kind_ = am_kinds(a).front();
         } else if (!put_kinds(a).empty()) {
             kind_ = put_kinds(a).front();
         }
         /* 64 bytes, or the kind's limit where it is lower (an inline limit). */
         const size_t limit = am_ ? am_limit(a, kind_) : put_limit(a, kind_);
-        bytes_ = pattern(std::max<size_t>(std::min<size_t>(64, limit), 8), 4);
+        bytes_             = pattern(std::max<size_t>(std::min<size_t>(64, limit), 8), 4);
         if (!am_ || !get_kinds(a).empty() ||
             (a.atomic64_fetch & uct::atomic_op_bit(uct::atomic_op::ADD))) {
             region_ = p.expose(4096, 9);
@@ -72,10 +72,10 @@ public:
     }
 
 private:
-    pair                 &p_;
-    bool                 am_ = false;
-    op_kind              kind_ = op_kind::ZCOPY;
-    pair::remote_region  region_;
+    pair &p_;
+    bool am_      = false;
+    op_kind kind_ = op_kind::ZCOPY;
+    pair::remote_region region_;
     std::vector<uint8_t> bytes_;
 };
 
@@ -122,13 +122,12 @@ void peer_failure(const transport_spec &spec)
     /* What the layer above does, until the failure is known everywhere. */
     struct sent_op {
         counted_comp comp;
-        bool         promised = false;
+        bool promised = false;
     };
     std::deque<sent_op> sent;
     ucs_status_t op_error = UCS_OK;
-    auto known = [&] {
-        return !p.failures().empty() && is_error(op_error) &&
-               (!waiting || (in_flight.fired != 0));
+    auto known            = [&] {
+        return !p.failures().empty() && is_error(op_error) && (!waiting || (in_flight.fired != 0));
     };
     CHECK(p.wait_until([&] {
         p.iface().check_peers();
@@ -136,9 +135,9 @@ void peer_failure(const transport_spec &spec)
             p.ep().check(0, nullptr);
         }
         if (!is_error(op_error)) {
-            sent_op &s = sent.emplace_back();
+            sent_op &s          = sent.emplace_back();
             ucs_status_t status = op.send(&s.comp);
-            s.promised = (status == UCS_INPROGRESS);
+            s.promised          = (status == UCS_INPROGRESS);
             if (is_error(status)) {
                 op_error = status;
             }
@@ -161,9 +160,8 @@ void peer_failure(const transport_spec &spec)
 
     /* Nothing hangs: each promised completion and a flush come back. */
     CHECK(p.wait_until([&] {
-        return std::all_of(sent.begin(), sent.end(), [](const sent_op &s) {
-            return !s.promised || (s.comp.fired != 0);
-        });
+        return std::all_of(sent.begin(), sent.end(),
+                           [](const sent_op &s) { return !s.promised || (s.comp.fired != 0); });
     }));
     counted_comp flush_comp;
     ucs_status_t flush_status = p.retry([&] { return p.ep().flush(0, &flush_comp); });

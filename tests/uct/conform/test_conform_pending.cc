@@ -23,9 +23,8 @@ constexpr size_t QUEUED = 16;
 /* Sends one AM that starts with `seq`. */
 ucs_status_t send_seq(pair &p, op_kind kind, uint64_t seq)
 {
-    const size_t length = (kind == op_kind::SHORT) ?
-                          p.attr().am.max_short : std::min(p.attr().am.max_bcopy,
-                                                           size_t(4096));
+    const size_t length = (kind == op_kind::SHORT) ? p.attr().am.max_short :
+                                                     std::min(p.attr().am.max_bcopy, size_t(4096));
     std::vector<uint8_t> bytes(std::max(length, sizeof(seq)), uint8_t(seq));
     std::memcpy(bytes.data(), &seq, sizeof(seq));
     return send_am(p.ep(), am_sink::AM_ID, kind, bytes, nullptr);
@@ -33,21 +32,21 @@ ucs_status_t send_seq(pair &p, op_kind kind, uint64_t seq)
 
 /* A queued send of one sequence number. */
 struct seq_request : uct::pending_req {
-    pair                  *p;
-    op_kind               kind;
-    uint64_t              seq;
-    int                   calls = 0;
+    pair *p;
+    op_kind kind;
+    uint64_t seq;
+    int calls = 0;
     std::vector<uint64_t> *dispatched;
 
-    seq_request(pair *owner, op_kind k, uint64_t s, std::vector<uint64_t> *log)
-        : uct::pending_req{}, p(owner), kind(k), seq(s), dispatched(log)
+    seq_request(pair *owner, op_kind k, uint64_t s, std::vector<uint64_t> *log) :
+        uct::pending_req{}, p(owner), kind(k), seq(s), dispatched(log)
     {
         func = run;
     }
 
     static ucs_status_t run(uct::pending_req *self)
     {
-        auto *r = static_cast<seq_request*>(self);
+        auto *r = static_cast<seq_request *>(self);
         ++r->calls;
         ucs_status_t status = send_seq(*r->p, r->kind, r->seq);
         if (status == UCS_OK) {
@@ -59,9 +58,9 @@ struct seq_request : uct::pending_req {
 
 /* What filling the transport and queueing behind it came to. */
 struct fill_result {
-    uint64_t     sent = 0;               /* went out directly: 0 .. sent - 1 */
-    bool         saw_full = false;
-    ucs_status_t unexpected = UCS_OK;    /* an answer outside the contract */
+    uint64_t sent           = 0; /* went out directly: 0 .. sent - 1 */
+    bool saw_full           = false;
+    ucs_status_t unexpected = UCS_OK; /* an answer outside the contract */
 };
 
 /* Sends until the transport is full, then queues QUEUED requests (numbered
@@ -81,9 +80,9 @@ void fill_and_queue(pair &p, op_kind kind, std::deque<seq_request> *reqs,
             out->unexpected = status;
             return;
         }
-        out->saw_full = true;
+        out->saw_full  = true;
         seq_request &r = reqs->emplace_back(&p, kind, next, log);
-        status = p.ep().pending_add(&r, 0);
+        status         = p.ep().pending_add(&r, 0);
         if (status == UCS_OK) {
             break;
         }
@@ -97,7 +96,7 @@ void fill_and_queue(pair &p, op_kind kind, std::deque<seq_request> *reqs,
     out->sent = next;
     /* Behind a queued request everything queues, in order. */
     while (!reqs->empty() && (reqs->size() < QUEUED)) {
-        seq_request &r = reqs->emplace_back(&p, kind, next + reqs->size(), log);
+        seq_request &r      = reqs->emplace_back(&p, kind, next + reqs->size(), log);
         ucs_status_t status = p.ep().pending_add(&r, 0);
         if (status != UCS_OK) {
             reqs->pop_back();
@@ -196,13 +195,15 @@ void pending_purge(const transport_spec &spec)
 
     std::deque<seq_request> reqs;
     std::vector<uint64_t> dispatched;
-    std::vector<uct::pending_req*> purged;
+    std::vector<uct::pending_req *> purged;
     fill_result fill;
     REQUIRE(p.peer().while_held([&] {
         fill_and_queue(p, kind, &reqs, &dispatched, &fill);
-        p.ep().pending_purge([](uct::pending_req *req, void *arg) {
-            static_cast<std::vector<uct::pending_req*>*>(arg)->push_back(req);
-        }, &purged);
+        p.ep().pending_purge(
+            [](uct::pending_req *req, void *arg) {
+            static_cast<std::vector<uct::pending_req *> *>(arg)->push_back(req);
+            },
+            &purged);
     }));
     CHECK(fill.unexpected == UCS_OK);
     REQUIRE(fill.saw_full);

@@ -23,10 +23,9 @@ constexpr size_t REGION = 5 * SIZE_CAP;
 constexpr size_t GAP    = 64;
 
 /* Lengths (and iov counts) one kind is tried with, the largest last. */
-std::vector<std::pair<size_t, size_t>> lengths_of(op_kind kind, size_t limit,
-                                                  size_t max_iov)
+std::vector<std::pair<size_t, size_t>> lengths_of(op_kind kind, size_t limit, size_t max_iov)
 {
-    const size_t max = std::min(limit, SIZE_CAP);
+    const size_t max                           = std::min(limit, SIZE_CAP);
     std::vector<std::pair<size_t, size_t>> out = {{1, 1}, {8, 1}};
     if (max > 9) {
         out.push_back({max - 1, 1});
@@ -43,13 +42,13 @@ std::vector<std::pair<size_t, size_t>> lengths_of(op_kind kind, size_t limit,
 ucs_status_t finish_op(pair &p, ucs_status_t status, counted_comp &comp)
 {
     const bool promised = (status == UCS_INPROGRESS);
-    status = p.complete(status, comp);
+    status              = p.complete(status, comp);
     CHECK(comp.fired == (promised ? 1 : 0));
     return status;
 }
 
 /* Refused: at once, by its completion, or by the flush after it. */
-bool refused(pair &p, const std::function<ucs_status_t(counted_comp*)> &op)
+bool refused(pair &p, const std::function<ucs_status_t(counted_comp *)> &op)
 {
     counted_comp comp;
     ucs_status_t status = p.retry([&] { return op(&comp); });
@@ -66,8 +65,8 @@ void check_region(pair &p, const pair::remote_region &r, const std::vector<uint8
     CHECK(differ(now, shadow) == "");
 }
 
-void put_limits(pair &p, const pair::remote_region &r, op_kind kind,
-                std::vector<uint8_t> *shadow, uint64_t *seed)
+void put_limits(pair &p, const pair::remote_region &r, op_kind kind, std::vector<uint8_t> *shadow,
+                uint64_t *seed)
 {
     INFO("put " << kind_name(kind));
     const uct::iface_attr &a = p.attr();
@@ -78,8 +77,7 @@ void put_limits(pair &p, const pair::remote_region &r, op_kind kind,
     /* Refusals first: each leaves the region as it was. */
     auto put_at = [&](uint64_t addr, const std::vector<uint8_t> &bytes, size_t iovcnt) {
         return [&p, &r, kind, addr, &bytes, iovcnt](counted_comp *comp) {
-            return put(p.ep(), kind, bytes.data(), bytes.size(), addr, r.rkey(), comp,
-                       iovcnt);
+            return put(p.ep(), kind, bytes.data(), bytes.size(), addr, r.rkey(), comp, iovcnt);
         };
     };
     CHECK(refused(p, put_at(end - 4, eight, 1)));
@@ -102,20 +100,19 @@ void put_limits(pair &p, const pair::remote_region &r, op_kind kind,
     check_region(p, r, *shadow);
 
     /* Then every size, side by side, and the largest at the very end. */
-    auto sizes = lengths_of(kind, limit, a.put.max_iov);
+    auto sizes    = lengths_of(kind, limit, a.put.max_iov);
     size_t offset = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
         /* Named copies: a lambda cannot capture structured bindings (C++17). */
         const size_t length = sizes[i].first;
         const size_t iovcnt = sizes[i].second;
-        const bool last = (i + 1 == sizes.size());
-        const size_t at = last ? r.desc.length - length : offset;
+        const bool last     = (i + 1 == sizes.size());
+        const size_t at     = last ? r.desc.length - length : offset;
         INFO(length << " bytes in " << iovcnt << " iov at offset " << at);
         auto bytes = pattern(length, (*seed)++);
         counted_comp comp;
         ucs_status_t status = p.retry([&] {
-            return put(p.ep(), kind, bytes.data(), length, start + at, r.rkey(), &comp,
-                       iovcnt);
+            return put(p.ep(), kind, bytes.data(), length, start + at, r.rkey(), &comp, iovcnt);
         });
         CHECK(finish_op(p, status, comp) == UCS_OK);
         std::copy(bytes.begin(), bytes.end(), shadow->begin() + long(at));
@@ -156,14 +153,14 @@ void get_limits(pair &p, const pair::remote_region &r, op_kind kind,
         }
     }
 
-    auto sizes = lengths_of(kind, limit, a.get.max_iov);
+    auto sizes    = lengths_of(kind, limit, a.get.max_iov);
     size_t offset = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
         /* Named copies: a lambda cannot capture structured bindings (C++17). */
         const size_t length = sizes[i].first;
         const size_t iovcnt = sizes[i].second;
-        const bool last = (i + 1 == sizes.size());
-        const size_t at = last ? r.desc.length - length : offset;
+        const bool last     = (i + 1 == sizes.size());
+        const size_t at     = last ? r.desc.length - length : offset;
         INFO(length << " bytes in " << iovcnt << " iov from offset " << at);
         std::vector<uint8_t> buffer(length + GAP, 0xee);
         get_target t{buffer.data(), length};
@@ -172,8 +169,7 @@ void get_limits(pair &p, const pair::remote_region &r, op_kind kind,
             return get(p.ep(), kind, &t, start + at, r.rkey(), &comp, iovcnt);
         });
         CHECK(finish_op(p, status, comp) == UCS_OK);
-        CHECK(std::equal(buffer.begin(), buffer.begin() + long(length),
-                         shadow.begin() + long(at)));
+        CHECK(std::equal(buffer.begin(), buffer.begin() + long(length), shadow.begin() + long(at)));
         CHECK(std::all_of(buffer.begin() + long(length), buffer.end(),
                           [](uint8_t b) { return b == 0xee; }));
         if (kind == op_kind::BCOPY) {
@@ -193,10 +189,10 @@ void rma_limits(const transport_spec &spec)
                          "PUT_ZCOPY, GET_BCOPY and GET_ZCOPY");
         return;
     }
-    const uint64_t region_seed = 77;
-    auto r = p.expose(REGION, region_seed);
+    const uint64_t region_seed  = 77;
+    auto r                      = p.expose(REGION, region_seed);
     std::vector<uint8_t> shadow = pattern(r.desc.length, region_seed);
-    uint64_t seed = 1000;
+    uint64_t seed               = 1000;
     for (op_kind kind : puts) {
         put_limits(p, r, kind, &shadow, &seed);
     }

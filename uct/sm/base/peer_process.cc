@@ -30,8 +30,8 @@ ucs_status_t peer_process::open(pid_t pid, bool use_pidfd)
             return UCS_ERR_UNREACHABLE;
         }
         if (pidfd_ < 0) {
-            ucs_debug("sm: no pidfd for pid %d (%s): watching it through /proc",
-                      int(pid), strerror(errno));
+            ucs_debug("sm: no pidfd for pid %d (%s): watching it through /proc", int(pid),
+                      strerror(errno));
         }
     }
     ucs::sys::process_state state{};
@@ -50,12 +50,12 @@ ucs_status_t peer_process::open(pid_t pid, bool use_pidfd)
 ucs_status_t peer_process::verify_start_time(uint64_t start_time)
 {
     if ((start_time_ == 0) || (start_time == 0)) {
-        return UCS_OK;      /* nothing to compare: /proc hid it */
+        return UCS_OK; /* nothing to compare: /proc hid it */
     }
     if (start_time != start_time_) {
         ucs_debug("sm: pid %d started at %llu, not at %llu as its address says: "
-                  "it is another process", int(pid_),
-                  static_cast<unsigned long long>(start_time_),
+                  "it is another process",
+                  int(pid_), static_cast<unsigned long long>(start_time_),
                   static_cast<unsigned long long>(start_time));
         return UCS_ERR_UNREACHABLE;
     }
@@ -74,7 +74,7 @@ bool peer_process::alive() const
         return false;
     }
     if (status != UCS_OK) {
-        return true;        /* unreadable: no evidence of death */
+        return true; /* unreadable: no evidence of death */
     }
     return !state.exited && ((start_time_ == 0) || (state.start_time == start_time_));
 }

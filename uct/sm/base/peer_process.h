@@ -20,9 +20,9 @@ namespace uct::sm {
 
 class peer_process {
 public:
-    peer_process() = default;
-    peer_process(const peer_process&) = delete;
-    peer_process &operator=(const peer_process&) = delete;
+    peer_process()                                = default;
+    peer_process(const peer_process &)            = delete;
+    peer_process &operator=(const peer_process &) = delete;
     ~peer_process();
 
     /* UCS_ERR_UNREACHABLE if no such process, UCS_ERR_INVALID_PARAM for a
@@ -40,12 +40,12 @@ public:
     bool alive() const;
 
     pid_t pid() const { return pid_; }
-    int pidfd() const { return pidfd_; }   /* -1 without one */
+    int pidfd() const { return pidfd_; } /* -1 without one */
 
 private:
-    pid_t    pid_ = -1;
-    int      pidfd_ = -1;
-    uint64_t start_time_ = 0;   /* 0: unknown */
+    pid_t pid_           = -1;
+    int pidfd_           = -1;
+    uint64_t start_time_ = 0; /* 0: unknown */
 };
 
 } // namespace uct::sm

@@ -85,9 +85,9 @@ void peer_watch::remove(void *owner)
     }
 }
 
-std::vector<void*> peer_watch::collect_gone()
+std::vector<void *> peer_watch::collect_gone()
 {
-    std::vector<void*> gone;
+    std::vector<void *> gone;
     if (entries_.empty()) {
         return gone;
     }
@@ -100,10 +100,8 @@ std::vector<void*> peer_watch::collect_gone()
                 continue;
             }
             const int pidfd = int(events[i].data.u64);
-            auto it = std::find_if(entries_.begin(), entries_.end(),
-                                   [pidfd](const entry &e) {
-                                       return e.peer->pidfd() == pidfd;
-                                   });
+            auto it         = std::find_if(entries_.begin(), entries_.end(),
+                                           [pidfd](const entry &e) { return e.peer->pidfd() == pidfd; });
             if (it != entries_.end()) {
                 gone.push_back(it->owner);
                 erase(size_t(it - entries_.begin()));
@@ -119,7 +117,7 @@ std::vector<void*> peer_watch::collect_gone()
     return gone;
 }
 
-void peer_watch::scan_fallback(std::vector<void*> *gone)
+void peer_watch::scan_fallback(std::vector<void *> *gone)
 {
     auto now = std::chrono::steady_clock::now();
     if (now < next_scan_) {
@@ -130,7 +128,7 @@ void peer_watch::scan_fallback(std::vector<void*> *gone)
         const entry &e = entries_[i];
         if ((e.peer->pidfd() < 0) && !e.peer->alive()) {
             gone->push_back(e.owner);
-            erase(i);       /* moves the last entry here: look at i again */
+            erase(i); /* moves the last entry here: look at i again */
         } else {
             ++i;
         }

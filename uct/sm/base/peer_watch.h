@@ -31,9 +31,9 @@ public:
     /* How often peers without a pidfd are read from /proc. */
     static constexpr std::chrono::milliseconds FALLBACK_INTERVAL{500};
 
-    peer_watch() = default;
-    peer_watch(const peer_watch&) = delete;
-    peer_watch &operator=(const peer_watch&) = delete;
+    peer_watch()                              = default;
+    peer_watch(const peer_watch &)            = delete;
+    peer_watch &operator=(const peer_watch &) = delete;
     ~peer_watch();
 
     ucs_status_t init();
@@ -52,9 +52,10 @@ public:
 
     /* Calls on_exit(owner) for each watched peer found gone, after it has
      * stopped watching it; returns how many. Never blocks. */
-    template <typename F> unsigned check(F &&on_exit)
+    template <typename F>
+    unsigned check(F &&on_exit)
     {
-        std::vector<void*> gone = collect_gone();
+        std::vector<void *> gone = collect_gone();
         for (void *owner : gone) {
             on_exit(owner);
         }
@@ -66,16 +67,16 @@ public:
 private:
     struct entry {
         const peer_process *peer;
-        void               *owner;
+        void *owner;
     };
 
-    std::vector<void*> collect_gone();
-    void scan_fallback(std::vector<void*> *gone);
+    std::vector<void *> collect_gone();
+    void scan_fallback(std::vector<void *> *gone);
     void erase(size_t index);
 
-    int                                   epfd_ = -1;
-    std::vector<entry>                    entries_;
-    unsigned                              without_pidfd_ = 0;
+    int epfd_ = -1;
+    std::vector<entry> entries_;
+    unsigned without_pidfd_ = 0;
     std::chrono::steady_clock::time_point next_scan_{};
 };
 

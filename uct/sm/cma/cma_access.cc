@@ -14,7 +14,7 @@ namespace uct::cma {
 
 namespace {
 
-constexpr unsigned CAP_SYS_PTRACE_BIT = 19;   /* from linux/capability.h */
+constexpr unsigned CAP_SYS_PTRACE_BIT = 19; /* from linux/capability.h */
 
 } // namespace
 
@@ -83,7 +83,7 @@ bool cma_syscall_works(std::string *reason)
     uint64_t src = 0x636d61, dst = 0;
     struct iovec local  = {&dst, sizeof(dst)};
     struct iovec remote = {&src, sizeof(src)};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    ssize_t n           = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
     if ((n == ssize_t(sizeof(dst))) && (dst == src)) {
         return true;
     }
@@ -96,8 +96,7 @@ bool cma_usable(const cma_config &config, std::string *reason)
 {
     int scope;
     if (read_ptrace_scope(config.ptrace_scope_file.c_str(), &scope) != UCS_OK) {
-        *reason = "cannot determine the Yama ptrace policy from " +
-                  config.ptrace_scope_file;
+        *reason = "cannot determine the Yama ptrace policy from " + config.ptrace_scope_file;
         return false;
     }
     bool cap = (scope == 2) && status_has_cap_sys_ptrace("/proc/self/status");
@@ -106,8 +105,7 @@ bool cma_usable(const cma_config &config, std::string *reason)
 
 node_identity local_node_identity()
 {
-    return {ucs::sys::machine_id(), ucs::sys::pid_namespace_id(),
-            ucs::sys::user_namespace_id()};
+    return {ucs::sys::machine_id(), ucs::sys::pid_namespace_id(), ucs::sys::user_namespace_id()};
 }
 
 } // namespace uct::cma

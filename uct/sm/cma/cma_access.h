@@ -48,9 +48,9 @@ bool cma_usable(const cma_config &config, std::string *reason);
  * only on the same node (boot) and in the same pid and user namespaces.
  */
 struct node_identity {
-    uint64_t node_id;       /* ucs::sys::machine_id(): boot, machine and host name */
-    uint64_t pid_ns;        /* inode of /proc/self/ns/pid */
-    uint64_t user_ns;       /* inode of /proc/self/ns/user */
+    uint64_t node_id; /* ucs::sys::machine_id(): boot, machine and host name */
+    uint64_t pid_ns;  /* inode of /proc/self/ns/pid */
+    uint64_t user_ns; /* inode of /proc/self/ns/user */
 
     bool operator==(const node_identity &) const = default;
 };

@@ -13,10 +13,10 @@ namespace {
 /* The table's view of cma_config: plain C types only, as the engine needs. */
 struct cma_config_values {
     unsigned long max_iov;
-    int           keyless_rma;
-    double        bandwidth_Bps;
-    double        overhead_s;
-    double        latency_s;
+    int keyless_rma;
+    double bandwidth_Bps;
+    double overhead_s;
+    double latency_s;
 };
 
 const ucs::config::field cma_fields[] = {
@@ -30,8 +30,7 @@ const ucs::config::field cma_fields[] = {
                      "bounds of a registered region.",
                      ucs::config::type_bool),
     UCS_CONFIG_FIELD(cma_config_values, bandwidth_Bps, "BW", "11145MBps",
-                     "Effective memory bandwidth in the performance model.",
-                     ucs::config::type_bw),
+                     "Effective memory bandwidth in the performance model.", ucs::config::type_bw),
     /* One process_vm_readv of 8 bytes: 2.4 us on a 2-core VM (uct get_zcopy
      * over cma, 410k calls a second). */
     UCS_CONFIG_FIELD(cma_config_values, overhead_s, "OVERHEAD", "2.4us",
@@ -45,14 +44,16 @@ const ucs::config::field cma_fields[] = {
 
 /* UCX 1.13's cma settings with no counterpart here. */
 constexpr const char *cma_no_effect[] = {
-    "CMA_MEMORY_INVALIDATE", "CMA_MAX_SHORT", "CMA_MAX_BCOPY", "CMA_ALLOC",
-    "CMA_FAILURE", "CMA_MAX_NUM_EPS", "CMA_SEG_SIZE", "CMA_TX_QUOTA",
-    "CMA_TX_MAX_BUFS", "CMA_TX_BUFS_GROW",
+    "CMA_MEMORY_INVALIDATE", "CMA_MAX_SHORT",    "CMA_MAX_BCOPY", "CMA_ALLOC",
+    "CMA_FAILURE",           "CMA_MAX_NUM_EPS",  "CMA_SEG_SIZE",  "CMA_TX_QUOTA",
+    "CMA_TX_MAX_BUFS",       "CMA_TX_BUFS_GROW",
 };
 
 const ucs::config::table cma_config_table = {"CMA (cross-memory attach) transport",
-                                             "CMA_", cma_fields,
-                                             sizeof(cma_config_values), {},
+                                             "CMA_",
+                                             cma_fields,
+                                             sizeof(cma_config_values),
+                                             {},
                                              cma_no_effect};
 UCS_CONFIG_REGISTER_TABLE(cma_config_table);
 
@@ -107,8 +108,7 @@ ucs_status_t read_cma_config(const char *env_prefix, cma_config *config)
 ucs_status_t validate_cma_config(const cma_config &config)
 {
     if ((config.max_iov == 0) || (config.max_iov > IOV_MAX)) {
-        ucs_error("cma: UCX_CMA_MAX_IOV=%zu must be in [1, %d]", config.max_iov,
-                  IOV_MAX);
+        ucs_error("cma: UCX_CMA_MAX_IOV=%zu must be in [1, %d]", config.max_iov, IOV_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
     if (!std::isfinite(config.bandwidth_Bps) || (config.bandwidth_Bps <= 0)) {

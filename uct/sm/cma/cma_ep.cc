@@ -20,15 +20,15 @@ constexpr size_t IOV_BATCH = 64;
 
 } // namespace
 
-cma_ep::cma_ep(cma_iface &iface, pid_t peer_pid)
-    : uct::ep(iface), peer_pid_(peer_pid),
-      keyless_rma_(iface.config().keyless_rma), max_iov_(iface.config().max_iov)
+cma_ep::cma_ep(cma_iface &iface, pid_t peer_pid) :
+    uct::ep(iface), peer_pid_(peer_pid), keyless_rma_(iface.config().keyless_rma),
+    max_iov_(iface.config().max_iov)
 {
 }
 
 cma_ep::~cma_ep()
 {
-    static_cast<cma_iface&>(owner()).forget_ep(this);
+    static_cast<cma_iface &>(owner()).forget_ep(this);
 }
 
 ucs_status_t cma_ep::connect(uint64_t start_time)
@@ -47,7 +47,7 @@ ucs_status_t cma_ep::connect(uint64_t start_time)
     if (status != UCS_OK) {
         return status;
     }
-    return static_cast<cma_iface&>(owner()).watch(this);
+    return static_cast<cma_iface &>(owner()).watch(this);
 }
 
 ucs_status_t cma_ep::check_access(uint64_t remote_addr, size_t length, rkey_t rkey) const
@@ -59,9 +59,8 @@ ucs_status_t cma_ep::check_access(uint64_t remote_addr, size_t length, rkey_t rk
         ucs_diag("cma: access to pid %d without a remote key refused", int(peer_pid_));
         return UCS_ERR_INVALID_PARAM;
     }
-    const auto *region = reinterpret_cast<const remote_region*>(rkey);
-    if (ucs_unlikely((region->magic != REMOTE_REGION_MAGIC) ||
-                     (region->pid != peer_pid_))) {
+    const auto *region = reinterpret_cast<const remote_region *>(rkey);
+    if (ucs_unlikely((region->magic != REMOTE_REGION_MAGIC) || (region->pid != peer_pid_))) {
         ucs_diag("cma: remote key is not a cma key of pid %d", int(peer_pid_));
         return UCS_ERR_INVALID_PARAM;
     }
@@ -74,8 +73,7 @@ ucs_status_t cma_ep::check_access(uint64_t remote_addr, size_t length, rkey_t rk
 }
 
 template <cma_ep::direction dir>
-ucs_status_t cma_ep::transfer(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                              rkey_t rkey)
+ucs_status_t cma_ep::transfer(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey)
 {
     if (ucs_unlikely(failed_)) {
         return UCS_ERR_CONNECTION_RESET;
@@ -103,22 +101,21 @@ ucs_status_t cma_ep::transfer(const iov *iov, size_t iovcnt, uint64_t remote_add
     struct iovec local[IOV_BATCH];
     while (total > 0) {
         size_t count = 0, batch = 0;
-        for (size_t i = index, off = offset; (i < iovcnt) && (count < IOV_BATCH);
-             ++i, off = 0) {
+        for (size_t i = index, off = offset; (i < iovcnt) && (count < IOV_BATCH); ++i, off = 0) {
             size_t len = iov[i].length - off;
             if (len != 0) {
-                local[count].iov_base = const_cast<char*>(
-                        static_cast<const char*>(iov[i].buffer) + off);
-                local[count].iov_len  = len;
+                local[count].iov_base =
+                    const_cast<char *>(static_cast<const char *>(iov[i].buffer) + off);
+                local[count].iov_len = len;
                 ++count;
                 batch += len;
             }
         }
 
-        struct iovec remote = {reinterpret_cast<void*>(remote_addr), batch};
-        ssize_t done = (dir == direction::READ) ?
-                       process_vm_readv(peer_pid_, local, count, &remote, 1, 0) :
-                       process_vm_writev(peer_pid_, local, count, &remote, 1, 0);
+        struct iovec remote = {reinterpret_cast<void *>(remote_addr), batch};
+        ssize_t done        = (dir == direction::READ) ?
+                                  process_vm_readv(peer_pid_, local, count, &remote, 1, 0) :
+                                  process_vm_writev(peer_pid_, local, count, &remote, 1, 0);
         if (ucs_unlikely(done <= 0)) {
             if ((done < 0) && (errno == EINTR)) {
                 continue;
@@ -131,14 +128,14 @@ ucs_status_t cma_ep::transfer(const iov *iov, size_t iovcnt, uint64_t remote_add
         /* Partial transfers stop at a page the kernel could not access;
          * resume from there and let the next call report the error. */
         remote_addr += size_t(done);
-        total       -= size_t(done);
+        total -= size_t(done);
         for (size_t left = size_t(done); left > 0;) {
             size_t avail = iov[index].length - offset;
             if (left < avail) {
                 offset += left;
-                left    = 0;
+                left = 0;
             } else {
-                left  -= avail;
+                left -= avail;
                 ++index;
                 offset = 0;
             }
@@ -147,23 +144,22 @@ ucs_status_t cma_ep::transfer(const iov *iov, size_t iovcnt, uint64_t remote_add
     return UCS_OK;
 }
 
-ucs_status_t cma_ep::syscall_failed(int err, direction dir, size_t length,
-                                    uint64_t remote_addr)
+ucs_status_t cma_ep::syscall_failed(int err, direction dir, size_t length, uint64_t remote_addr)
 {
-    const char *call = (dir == direction::READ) ? "process_vm_readv" :
-                                                  "process_vm_writev";
+    const char *call = (dir == direction::READ) ? "process_vm_readv" : "process_vm_writev";
     switch (err) {
     case ESRCH:
         ucs_diag("cma: %s: peer process %d is gone", call, int(peer_pid_));
         mark_failed();
         return UCS_ERR_CONNECTION_RESET;
     case EFAULT:
-        ucs_error("cma: %s of %zu bytes at 0x%lx in pid %d: bad address", call,
-                  length, remote_addr, int(peer_pid_));
+        ucs_error("cma: %s of %zu bytes at 0x%lx in pid %d: bad address", call, length, remote_addr,
+                  int(peer_pid_));
         return UCS_ERR_INVALID_ADDR;
     case EPERM:
         ucs_error("cma: %s to pid %d: permission denied (ptrace rules or another "
-                  "user)", call, int(peer_pid_));
+                  "user)",
+                  call, int(peer_pid_));
         return UCS_ERR_UNSUPPORTED;
     case ENOMEM:
         return UCS_ERR_NO_MEMORY;
@@ -179,18 +175,18 @@ void cma_ep::mark_failed()
 {
     if (!failed_) {
         failed_ = true;
-        static_cast<cma_iface&>(owner()).peer_failed(this);
+        static_cast<cma_iface &>(owner()).peer_failed(this);
     }
 }
 
-ucs_status_t cma_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                               rkey_t rkey, completion *)
+ucs_status_t cma_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                               completion *)
 {
     return transfer<direction::WRITE>(iov, iovcnt, remote_addr, rkey);
 }
 
-ucs_status_t cma_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                               rkey_t rkey, completion *)
+ucs_status_t cma_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                               completion *)
 {
     return transfer<direction::READ>(iov, iovcnt, remote_addr, rkey);
 }

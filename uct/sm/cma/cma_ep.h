@@ -28,10 +28,10 @@ public:
     /* Holds the peer, which must have started at `start_time` (0: unknown). */
     ucs_status_t connect(uint64_t start_time);
 
-    ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                           rkey_t rkey, completion *comp) override;
-    ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                           rkey_t rkey, completion *comp) override;
+    ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                           completion *comp) override;
+    ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                           completion *comp) override;
 
     /* Operations never run out of resources: there is nothing to queue. */
     ucs_status_t pending_add(pending_req *req, unsigned flags) override;
@@ -44,22 +44,20 @@ public:
     bool failed() const { return failed_; }
 
 private:
-    friend class cma_iface;   /* links failed eps through next_failed_ */
+    friend class cma_iface; /* links failed eps through next_failed_ */
 
     enum class direction { READ, WRITE };
 
     template <direction dir>
-    ucs_status_t transfer(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                          rkey_t rkey);
+    ucs_status_t transfer(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey);
     ucs_status_t check_access(uint64_t remote_addr, size_t length, rkey_t rkey) const;
-    ucs_status_t syscall_failed(int err, direction dir, size_t length,
-                                uint64_t remote_addr);
+    ucs_status_t syscall_failed(int err, direction dir, size_t length, uint64_t remote_addr);
     void mark_failed();
 
-    pid_t  peer_pid_;
+    pid_t peer_pid_;
     sm::peer_process peer_;
-    bool   failed_ = false;
-    bool   keyless_rma_;
+    bool failed_ = false;
+    bool keyless_rma_;
     size_t max_iov_;
     cma_ep *next_failed_ = nullptr;
 };

@@ -16,10 +16,10 @@
 namespace uct::cma {
 
 cma_iface::cma_iface(cma_md &md, uct::worker &worker, const iface_params &params,
-                     const cma_config &config)
-    : md_(md), worker_(worker), config_(config),
-      identity_(local_node_identity()), pid_(uint32_t(getpid())),
-      err_handler_(params.err_handler), err_handler_arg_(params.err_handler_arg)
+                     const cma_config &config) :
+    md_(md),
+    worker_(worker), config_(config), identity_(local_node_identity()), pid_(uint32_t(getpid())),
+    err_handler_(params.err_handler), err_handler_arg_(params.err_handler_arg)
 {
     /* Under Yama scope 1 only declared tracers may attach: let any peer of
      * ours read and write this process. Without Yama the call fails
@@ -28,13 +28,12 @@ cma_iface::cma_iface(cma_md &md, uct::worker &worker, const iface_params &params
         ucs_debug("cma: PR_SET_PTRACER_ANY: %s", strerror(errno));
     }
 
-    attr_.flags = iface_flag::PUT_ZCOPY | iface_flag::GET_ZCOPY |
-                  iface_flag::CONNECT_TO_IFACE | iface_flag::PENDING |
-                  iface_flag::ERRHANDLE_PEER_FAILURE | iface_flag::EP_CHECK;
+    attr_.flags = iface_flag::PUT_ZCOPY | iface_flag::GET_ZCOPY | iface_flag::CONNECT_TO_IFACE |
+                  iface_flag::PENDING | iface_flag::ERRHANDLE_PEER_FAILURE | iface_flag::EP_CHECK;
     attr_.event_flags = event_flag::FD;
     for (op_limits *lim : {&attr_.put, &attr_.get}) {
         lim->min_zcopy       = 0;
-        lim->max_zcopy       = SSIZE_MAX;   /* the syscall's limit on one call */
+        lim->max_zcopy       = SSIZE_MAX; /* the syscall's limit on one call */
         lim->opt_zcopy_align = 1;
         lim->max_iov         = config.max_iov;
     }
@@ -43,7 +42,7 @@ cma_iface::cma_iface(cma_md &md, uct::worker &worker, const iface_params &params
     attr_.ep_addr_len          = 0;
     attr_.perf.latency_s       = config.latency_s;
     attr_.perf.send_overhead_s = config.overhead_s;
-    attr_.perf.recv_overhead_s = 0;   /* the peer's CPU is not involved */
+    attr_.perf.recv_overhead_s = 0; /* the peer's CPU is not involved */
     attr_.perf.bandwidth_Bps   = config.bandwidth_Bps;
 }
 
@@ -75,8 +74,8 @@ ucs_status_t cma_iface::get_address(void *buffer) const
     return UCS_OK;
 }
 
-bool cma_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
-                             const void *iface_addr, size_t iface_addr_len) const
+bool cma_iface::is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                             size_t iface_addr_len) const
 {
     if ((dev_addr == nullptr) || (dev_addr_len != sizeof(node_identity)) ||
         (iface_addr == nullptr) || (iface_addr_len != sizeof(iface_address))) {
@@ -92,8 +91,8 @@ bool cma_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
 }
 
 ucs_status_t cma_iface::ep_create_connected(const void *dev_addr, size_t dev_addr_len,
-                                            const void *iface_addr,
-                                            size_t iface_addr_len, uct::ep **ep_p)
+                                            const void *iface_addr, size_t iface_addr_len,
+                                            uct::ep **ep_p)
 {
     if (!is_reachable(dev_addr, dev_addr_len, iface_addr, iface_addr_len)) {
         ucs_debug("cma: peer address is not reachable from here");
@@ -132,14 +131,14 @@ ucs_status_t cma_iface::event_arm(unsigned)
 {
     /* A dead peer's pidfd would keep the fd readable: take it out now and
      * report it from progress(). */
-    peer_watch_.check([](void *owner) { static_cast<cma_ep*>(owner)->mark_failed(); });
+    peer_watch_.check([](void *owner) { static_cast<cma_ep *>(owner)->mark_failed(); });
     return (failed_head_ == nullptr) ? UCS_OK : UCS_ERR_BUSY;
 }
 
 unsigned cma_iface::check_peers()
 {
-    peer_watch_.check([](void *owner) { static_cast<cma_ep*>(owner)->mark_failed(); });
-    return progress();      /* reports whatever is queued */
+    peer_watch_.check([](void *owner) { static_cast<cma_ep *>(owner)->mark_failed(); });
+    return progress(); /* reports whatever is queued */
 }
 
 unsigned cma_iface::progress()
@@ -150,8 +149,8 @@ unsigned cma_iface::progress()
     unsigned count = 0;
     /* Re-read the head each time: a handler may destroy other failed eps. */
     while (failed_head_ != nullptr) {
-        cma_ep *ep   = failed_head_;
-        failed_head_ = ep->next_failed_;
+        cma_ep *ep       = failed_head_;
+        failed_head_     = ep->next_failed_;
         ep->next_failed_ = nullptr;
         ++count;
         if (err_handler_ != nullptr) {
@@ -166,13 +165,13 @@ unsigned cma_iface::progress()
 
 void cma_iface::peer_failed(cma_ep *ep)
 {
-    peer_watch_.remove(ep);     /* reported once, whoever noticed first */
+    peer_watch_.remove(ep); /* reported once, whoever noticed first */
     /* Append, so reports come out in the order failures were seen. */
     cma_ep **tail = &failed_head_;
     while (*tail != nullptr) {
         tail = &(*tail)->next_failed_;
     }
-    *tail = ep;
+    *tail            = ep;
     ep->next_failed_ = nullptr;
     /* Reported from progress, outside the failing call. Registered from now
      * on: peers are rarely lost, and a worker polling this iface for
@@ -185,7 +184,7 @@ void cma_iface::forget_ep(cma_ep *ep)
     peer_watch_.remove(ep);
     for (cma_ep **link = &failed_head_; *link != nullptr; link = &(*link)->next_failed_) {
         if (*link == ep) {
-            *link = ep->next_failed_;
+            *link            = ep->next_failed_;
             ep->next_failed_ = nullptr;
             return;
         }

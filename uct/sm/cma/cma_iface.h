@@ -26,7 +26,7 @@ class cma_ep;
  * names, and its start time, which a process that reuses the pid lacks. */
 struct __attribute__((packed)) iface_address {
     uint32_t pid;
-    uint64_t start_time;    /* ucs::sys::self_start_time(); 0: unknown */
+    uint64_t start_time; /* ucs::sys::self_start_time(); 0: unknown */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(iface_address) == 12, "iface address layout");
@@ -43,8 +43,8 @@ public:
 
     ucs_status_t get_device_address(void *buffer) const override;
     ucs_status_t get_address(void *buffer) const override;
-    bool is_reachable(const void *dev_addr, size_t dev_addr_len,
-                      const void *iface_addr, size_t iface_addr_len) const override;
+    bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                      size_t iface_addr_len) const override;
     ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
                                      const void *iface_addr, size_t iface_addr_len,
                                      uct::ep **ep_p) override;
@@ -68,16 +68,16 @@ public:
     ucs_status_t watch(cma_ep *ep);
 
 private:
-    cma_md          &md_;
-    uct::worker     &worker_;
-    cma_config      config_;
-    iface_attr      attr_;
-    node_identity   identity_;
-    uint32_t        pid_;
+    cma_md &md_;
+    uct::worker &worker_;
+    cma_config config_;
+    iface_attr attr_;
+    node_identity identity_;
+    uint32_t pid_;
     error_handler_t err_handler_;
-    void            *err_handler_arg_;
-    cma_ep          *failed_head_ = nullptr;     /* eps waiting for a report */
-    sm::peer_watch  peer_watch_;
+    void *err_handler_arg_;
+    cma_ep *failed_head_ = nullptr; /* eps waiting for a report */
+    sm::peer_watch peer_watch_;
 };
 
 } // namespace uct::cma

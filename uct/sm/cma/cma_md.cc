@@ -40,8 +40,7 @@ ucs_status_t cma_component::md_open(const char *md_name, uct::md **md_p)
     return UCS_OK;
 }
 
-ucs_status_t cma_component::rkey_unpack(const void *buffer, size_t length,
-                                        rkey_bundle *rkey_p)
+ucs_status_t cma_component::rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p)
 {
     return sm::region_rkey_unpack(key_kind, buffer, length, rkey_p);
 }
@@ -56,7 +55,7 @@ cma_md::cma_md(const cma_config &config) : config_(config)
     attr_.flags            = md_flag::REG | md_flag::NEED_RKEY;
     attr_.max_reg          = SIZE_MAX;
     attr_.rkey_packed_size = sizeof(packed_rkey);
-    attr_.reg_overhead_s   = 10e-9;   /* a small allocation, no pinning */
+    attr_.reg_overhead_s   = 10e-9; /* a small allocation, no pinning */
 }
 
 ucs_status_t cma_md::query_tl_resources(std::vector<tl_resource> *out)
@@ -64,7 +63,7 @@ ucs_status_t cma_md::query_tl_resources(std::vector<tl_resource> *out)
     std::string reason;
     if (!cma_usable(config_, &reason)) {
         ucs_diag("cma transport is not usable: %s", reason.c_str());
-        return UCS_OK;     /* no resources: nothing to offer, nothing broken */
+        return UCS_OK; /* no resources: nothing to offer, nothing broken */
     }
     return single_tl_resource(TL_NAME, DEV_NAME, device_type::SHM, out);
 }
@@ -74,14 +73,13 @@ ucs_status_t cma_md::iface_open(uct::worker &worker, const iface_params &params,
 {
     if (((params.tl_name != nullptr) && (std::strcmp(params.tl_name, TL_NAME) != 0)) ||
         ((params.dev_name != nullptr) && (std::strcmp(params.dev_name, DEV_NAME) != 0))) {
-        ucs_error("cma: no such resource %s/%s",
-                  params.tl_name ? params.tl_name : "(null)",
+        ucs_error("cma: no such resource %s/%s", params.tl_name ? params.tl_name : "(null)",
                   params.dev_name ? params.dev_name : "(null)");
         return UCS_ERR_NO_DEVICE;
     }
     /* The md's config names the ptrace policy file; the tunables come from
      * UCX_[<prefix>_]CMA_* now, so each iface sees the caller's prefix. */
-    cma_config config = config_;
+    cma_config config   = config_;
     ucs_status_t status = read_cma_config(params.env_prefix, &config);
     if (status != UCS_OK) {
         ucs_error("cma: cannot open the iface: invalid UCX_CMA_* configuration");

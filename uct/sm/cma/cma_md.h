@@ -22,8 +22,7 @@ public:
     const char *name() const override { return COMPONENT_NAME; }
     ucs_status_t query_md_resources(std::vector<md_resource> *out) override;
     ucs_status_t md_open(const char *md_name, uct::md **md_p) override;
-    ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                             rkey_bundle *rkey_p) override;
+    ucs_status_t rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p) override;
     void rkey_release(const rkey_bundle &rkey) override;
 };
 
@@ -44,8 +43,7 @@ public:
     ucs_status_t iface_open(uct::worker &worker, const iface_params &params,
                             uct::iface **iface_p) override;
 
-    ucs_status_t mem_reg(void *address, size_t length, unsigned flags,
-                         mem_h *memh_p) override;
+    ucs_status_t mem_reg(void *address, size_t length, unsigned flags, mem_h *memh_p) override;
     ucs_status_t mem_dereg(mem_h memh) override;
     ucs_status_t mkey_pack(mem_h memh, void *buffer) override;
 
@@ -53,7 +51,7 @@ public:
 
 private:
     cma_config config_;
-    md_attr    attr_;
+    md_attr attr_;
 };
 
 } // namespace uct::cma

@@ -15,12 +15,12 @@ using remote_region = sm::remote_region;
 using sm::is_no_rkey;
 
 constexpr uint16_t PACKED_RKEY_VERSION = sm::PACKED_REGION_KEY_VERSION;
-constexpr uint32_t PACKED_RKEY_MAGIC   = 0x314b4d43;   /* "CMK1" */
+constexpr uint32_t PACKED_RKEY_MAGIC   = 0x314b4d43; /* "CMK1" */
 constexpr uint64_t LOCAL_REGION_MAGIC  = 0x6e6f696765726c63ull;
 constexpr uint64_t REMOTE_REGION_MAGIC = 0x6e6f696765726d63ull;
 
-inline constexpr sm::region_key_kind key_kind = {
-    PACKED_RKEY_MAGIC, LOCAL_REGION_MAGIC, REMOTE_REGION_MAGIC, "cma"};
+inline constexpr sm::region_key_kind key_kind = {PACKED_RKEY_MAGIC, LOCAL_REGION_MAGIC,
+                                                 REMOTE_REGION_MAGIC, "cma"};
 
 inline void pack_rkey(pid_t pid, const local_region &region, void *buffer)
 {

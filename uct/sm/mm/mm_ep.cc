@@ -15,8 +15,8 @@ namespace {
 /* pending_req::priv holds the next request of the queue. */
 pending_req *&pending_next(pending_req *req)
 {
-    static_assert(sizeof(pending_req*) <= sizeof(req->priv));
-    return *reinterpret_cast<pending_req**>(req->priv);
+    static_assert(sizeof(pending_req *) <= sizeof(req->priv));
+    return *reinterpret_cast<pending_req **>(req->priv);
 }
 
 /* How often a sender facing a full FIFO asks whether its owner still lives:
@@ -47,18 +47,18 @@ ucs_status_t mm_ep::create(mm_iface &iface, const iface_address &address, mm_ep 
 void mm_ep::join(mm_remote *remote)
 {
     const fifo_geometry &g = remote->geometry();
-    remote_      = remote;
-    tail_        = g.tail;
-    head_        = g.head;
-    elems_       = g.elems;
-    bufs_        = g.bufs;
-    fifo_mask_   = g.fifo_mask;
-    fifo_shift_  = g.fifo_shift;
-    elem_shift_  = g.elem_shift;
-    max_inline_  = g.max_inline;
-    seg_size_    = g.seg_size;
-    capacity_    = g.capacity;
-    cached_head_ = shared_word(*head_).load(std::memory_order_acquire);
+    remote_                = remote;
+    tail_                  = g.tail;
+    head_                  = g.head;
+    elems_                 = g.elems;
+    bufs_                  = g.bufs;
+    fifo_mask_             = g.fifo_mask;
+    fifo_shift_            = g.fifo_shift;
+    elem_shift_            = g.elem_shift;
+    max_inline_            = g.max_inline;
+    seg_size_              = g.seg_size;
+    capacity_              = g.capacity;
+    cached_head_           = shared_word(*head_).load(std::memory_order_acquire);
 }
 
 mm_ep::~mm_ep()
@@ -68,8 +68,7 @@ mm_ep::~mm_ep()
     }
 }
 
-ucs_status_t mm_ep::am_short(am_id_t id, uint64_t header, const void *payload,
-                             unsigned length)
+ucs_status_t mm_ep::am_short(am_id_t id, uint64_t header, const void *payload, unsigned length)
 {
     /* The 8-byte header travels inline too: it counts against max_short. */
     if (ucs_unlikely((length > max_inline_ - sizeof(header)) || (id >= AM_ID_MAX))) {
@@ -107,8 +106,7 @@ ssize_t mm_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)
     if (ucs_unlikely(length > seg_size_)) {
         /* The slot is ours now: hand it back so the receiver moves on. */
         publish(elem, index, elem_flag::NOP, 0, 0);
-        ucs_error("mm: am_bcopy packed %zu bytes, more than max_bcopy %u", length,
-                  seg_size_);
+        ucs_error("mm: am_bcopy packed %zu bytes, more than max_bcopy %u", length, seg_size_);
         return UCS_ERR_INVALID_PARAM;
     }
     publish(elem, index, elem_flag::BCOPY, id, uint32_t(length));
@@ -147,13 +145,13 @@ void mm_ep::fail(ucs_status_t status)
     ucs_debug("mm: peer %d of ep %p is gone: %s", int(remote_->peer().pid()), this,
               ucs_status_string(status));
     status_   = status;
-    capacity_ = 0;      /* every send now takes the slow path and sees status_ */
+    capacity_ = 0; /* every send now takes the slow path and sees status_ */
     iface_.pending_ep_unlink(this);
     iface_.ep_failed(this);
 }
 
-ucs_status_t mm_ep::put_short(const void *buffer, unsigned length,
-                              uint64_t remote_addr, rkey_t rkey)
+ucs_status_t mm_ep::put_short(const void *buffer, unsigned length, uint64_t remote_addr,
+                              rkey_t rkey)
 {
     uint8_t *dest = rkey_translate(rkey, remote_addr, length);
     if (ucs_unlikely(dest == nullptr)) {
@@ -163,14 +161,13 @@ ucs_status_t mm_ep::put_short(const void *buffer, unsigned length,
     return UCS_OK;
 }
 
-ssize_t mm_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
-                         rkey_t rkey)
+ssize_t mm_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr, rkey_t rkey)
 {
     /* pack() may write up to max_bcopy: in place when that much fits before
      * the region ends, else into a bounce buffer so its length is checked
      * before anything lands in the peer's memory. */
     size_t max_bcopy = iface_.attr().put.max_bcopy;
-    uint8_t *dest = rkey_translate(rkey, remote_addr, max_bcopy);
+    uint8_t *dest    = rkey_translate(rkey, remote_addr, max_bcopy);
     if (ucs_likely(dest != nullptr)) {
         return ssize_t(pack(dest, arg));
     }
@@ -204,8 +201,8 @@ size_t iov_total(const iov *iov, size_t iovcnt)
 
 } // namespace
 
-ucs_status_t mm_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                              rkey_t rkey, completion *)
+ucs_status_t mm_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                              completion *)
 {
     if (ucs_unlikely(iovcnt > iface_.attr().put.max_iov)) {
         return UCS_ERR_INVALID_PARAM;
@@ -233,8 +230,8 @@ ucs_status_t mm_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t length
     return UCS_OK;
 }
 
-ucs_status_t mm_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                              rkey_t rkey, completion *)
+ucs_status_t mm_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                              completion *)
 {
     if (ucs_unlikely(iovcnt > iface_.attr().get.max_iov)) {
         return UCS_ERR_INVALID_PARAM;
@@ -244,7 +241,7 @@ ucs_status_t mm_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_add
         return UCS_ERR_INVALID_ADDR;
     }
     for (size_t i = 0; i < iovcnt; ++i) {
-        std::memcpy(const_cast<void*>(iov[i].buffer), src, iov[i].length);
+        std::memcpy(const_cast<void *>(iov[i].buffer), src, iov[i].length);
         src += iov[i].length;
     }
     return UCS_OK;
@@ -289,19 +286,19 @@ unsigned mm_ep::dispatch_pending()
     unsigned count = 0;
     while (pending_head_ != nullptr) {
         if (!has_room()) {
-            full_status();      /* notices a dead peer, rate-limited */
+            full_status(); /* notices a dead peer, rate-limited */
             break;
         }
-        pending_req *req = pending_head_;
+        pending_req *req    = pending_head_;
         ucs_status_t status = req->func(req);
         if (status == UCS_ERR_NO_RESOURCE) {
             break;
         }
         ++count;
         if (status == UCS_INPROGRESS) {
-            break;              /* stays first; others get their turn */
+            break; /* stays first; others get their turn */
         }
-        if (pending_head_ == req) {     /* func may have purged the queue */
+        if (pending_head_ == req) { /* func may have purged the queue */
             pending_head_ = pending_next(req);
             if (pending_head_ == nullptr) {
                 pending_tail_ = nullptr;
@@ -329,7 +326,7 @@ ucs_status_t mm_ep::flush(unsigned flags, completion *)
 ucs_status_t mm_ep::check(unsigned, completion *)
 {
     if ((status_ == UCS_OK) && !remote_->peer().alive()) {
-        fail(UCS_ERR_CONNECTION_RESET);     /* reported from progress() */
+        fail(UCS_ERR_CONNECTION_RESET); /* reported from progress() */
     }
     return UCS_OK;
 }

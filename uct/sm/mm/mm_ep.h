@@ -32,25 +32,22 @@ namespace uct::mm {
 
 class mm_ep final : public uct::ep {
 public:
-    static ucs_status_t create(mm_iface &iface, const iface_address &address,
-                               mm_ep **ep_p);
+    static ucs_status_t create(mm_iface &iface, const iface_address &address, mm_ep **ep_p);
     ~mm_ep() override;
 
     ucs_status_t am_short(am_id_t id, uint64_t header, const void *payload,
                           unsigned length) override;
-    ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg,
-                     unsigned flags) override;
+    ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned flags) override;
 
     ucs_status_t put_short(const void *buffer, unsigned length, uint64_t remote_addr,
                            rkey_t rkey) override;
-    ssize_t put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
-                      rkey_t rkey) override;
-    ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
+    ssize_t put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr, rkey_t rkey) override;
+    ucs_status_t put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                           completion *comp) override;
+    ucs_status_t get_bcopy(unpack_callback_t unpack, void *arg, size_t length, uint64_t remote_addr,
                            rkey_t rkey, completion *comp) override;
-    ucs_status_t get_bcopy(unpack_callback_t unpack, void *arg, size_t length,
-                           uint64_t remote_addr, rkey_t rkey, completion *comp) override;
-    ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                           rkey_t rkey, completion *comp) override;
+    ucs_status_t get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                           completion *comp) override;
 
     ucs_status_t pending_add(pending_req *req, unsigned flags) override;
     void pending_purge(pending_purge_callback_t cb, void *arg) override;
@@ -77,8 +74,7 @@ private:
         uint64_t value = tail.load(std::memory_order_relaxed);
         for (;;) {
             uint64_t index = value & TAIL_INDEX_MASK;
-            if (ucs_unlikely(index - cached_head_ >= capacity_) &&
-                !refresh_head(index)) {
+            if (ucs_unlikely(index - cached_head_ >= capacity_) && !refresh_head(index)) {
                 return false;
             }
             /* Writing index + 1 also clears the armed flag we may have seen. */
@@ -100,8 +96,7 @@ private:
 
     bool has_room()
     {
-        uint64_t index = shared_word(*tail_).load(std::memory_order_relaxed) &
-                         TAIL_INDEX_MASK;
+        uint64_t index = shared_word(*tail_).load(std::memory_order_relaxed) & TAIL_INDEX_MASK;
         return (index - cached_head_ < capacity_) || refresh_head(index);
     }
 
@@ -110,12 +105,10 @@ private:
         return elems_ + ((index & fifo_mask_) << elem_shift_);
     }
 
-    void publish(uint8_t *elem, uint64_t index, uint64_t flags, am_id_t id,
-                 uint32_t length)
+    void publish(uint8_t *elem, uint64_t index, uint64_t flags, am_id_t id, uint32_t length)
     {
         uint64_t parity = (index >> fifo_shift_) & 1;
-        elem_word(elem).store(make_elem_word(parity, flags, id, length),
-                              std::memory_order_release);
+        elem_word(elem).store(make_elem_word(parity, flags, id, length), std::memory_order_release);
     }
 
     ucs_status_t full_status();
@@ -123,21 +116,21 @@ private:
     void fail(ucs_status_t status);
 
     /* Send path state: one cache line. */
-    uint64_t *tail_ = nullptr;          /* in the peer's segment */
-    uint64_t *head_ = nullptr;          /* in the peer's segment */
-    uint8_t  *elems_ = nullptr;
-    uint8_t  *bufs_ = nullptr;
-    uint64_t cached_head_ = 0;          /* last head we read from the peer */
-    uint64_t capacity_ = 0;             /* fifo size; 0 once the ep failed */
-    uint64_t fifo_mask_ = 0;
-    uint32_t max_inline_ = 0;
-    uint32_t seg_size_ = 0;
-    uint8_t  fifo_shift_ = 0;
-    uint8_t  elem_shift_ = 0;
+    uint64_t *tail_       = nullptr; /* in the peer's segment */
+    uint64_t *head_       = nullptr; /* in the peer's segment */
+    uint8_t *elems_       = nullptr;
+    uint8_t *bufs_        = nullptr;
+    uint64_t cached_head_ = 0; /* last head we read from the peer */
+    uint64_t capacity_    = 0; /* fifo size; 0 once the ep failed */
+    uint64_t fifo_mask_   = 0;
+    uint32_t max_inline_  = 0;
+    uint32_t seg_size_    = 0;
+    uint8_t fifo_shift_   = 0;
+    uint8_t elem_shift_   = 0;
 
-    mm_iface       &iface_;
-    ucs_status_t   status_ = UCS_OK;
-    mm_remote      *remote_ = nullptr;   /* the peer's FIFO, shared with its other eps */
+    mm_iface &iface_;
+    ucs_status_t status_ = UCS_OK;
+    mm_remote *remote_   = nullptr; /* the peer's FIFO, shared with its other eps */
     std::chrono::steady_clock::time_point next_peer_check_{};
 
     /* Pending requests: singly linked through pending_req::priv. */
@@ -146,8 +139,7 @@ private:
     /* Links in the iface's circular list of eps with pending requests. */
     mm_ep *pending_next_ = nullptr;
     mm_ep *pending_prev_ = nullptr;
-    bool  error_queued_ = false;
-
+    bool error_queued_   = false;
 };
 
 } // namespace uct::mm

@@ -32,7 +32,7 @@ namespace uct::mm {
 
 constexpr size_t CACHE_LINE = 64;
 
-constexpr uint64_t FIFO_MAGIC   = 0x4f464946676e786dull;  /* "mxngFIFO" */
+constexpr uint64_t FIFO_MAGIC   = 0x4f464946676e786dull; /* "mxngFIFO" */
 constexpr uint32_t FIFO_VERSION = 2;
 
 /* Tail word: the index, and the flag a receiver sets before sleeping. */
@@ -41,9 +41,9 @@ constexpr uint64_t TAIL_INDEX_MASK = TAIL_ARMED - 1;
 
 /* Element word: bits 0-7 flags, 8-15 AM id, 32-63 payload length. */
 namespace elem_flag {
-constexpr uint64_t OWNER = 1u << 0;   /* lap parity of the index it carries */
-constexpr uint64_t BCOPY = 1u << 1;   /* payload in the slot's bcopy buffer */
-constexpr uint64_t NOP   = 1u << 2;   /* reserved slot a failed send gave back */
+constexpr uint64_t OWNER = 1u << 0; /* lap parity of the index it carries */
+constexpr uint64_t BCOPY = 1u << 1; /* payload in the slot's bcopy buffer */
+constexpr uint64_t NOP   = 1u << 2; /* reserved slot a failed send gave back */
 } // namespace elem_flag
 
 constexpr size_t ELEM_HEADER_SIZE = sizeof(uint64_t);
@@ -70,13 +70,13 @@ struct alignas(CACHE_LINE) fifo_header {
 /* Frozen: changing it requires bumping FIFO_VERSION, which senders check; magic and
  * version never move, so a sender of any version can refuse the FIFO. */
 static_assert(sizeof(fifo_header) == CACHE_LINE, "the header is one cache line");
-static_assert((offsetof(fifo_header, version) == 8) &&
-              (offsetof(fifo_header, fifo_size) == 16) &&
-              (offsetof(fifo_header, elems_offset) == 32) &&
-              (offsetof(fifo_header, owner_start_time) == 56), "fifo header layout");
+static_assert((offsetof(fifo_header, version) == 8) && (offsetof(fifo_header, fifo_size) == 16) &&
+                  (offsetof(fifo_header, elems_offset) == 32) &&
+                  (offsetof(fifo_header, owner_start_time) == 56),
+              "fifo header layout");
 
 struct fifo_ctl {
-    fifo_header                 header;
+    fifo_header header;
     alignas(CACHE_LINE) uint64_t tail;
     alignas(CACHE_LINE) uint64_t head;
 };
@@ -84,7 +84,8 @@ struct fifo_ctl {
 constexpr size_t FIFO_ELEMS_OFFSET = 4 * CACHE_LINE;
 /* Frozen: changing it requires bumping FIFO_VERSION, which senders check. */
 static_assert((offsetof(fifo_ctl, tail) == CACHE_LINE) &&
-              (offsetof(fifo_ctl, head) == 2 * CACHE_LINE), "control block layout");
+                  (offsetof(fifo_ctl, head) == 2 * CACHE_LINE),
+              "control block layout");
 static_assert(sizeof(fifo_ctl) <= FIFO_ELEMS_OFFSET, "control block too big");
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free,
               "64-bit atomics must work across processes");
@@ -106,17 +107,22 @@ inline std::atomic_ref<uint64_t> shared_word(uint64_t &word)
 
 inline std::atomic_ref<uint64_t> elem_word(uint8_t *elem)
 {
-    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(elem));
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(elem));
 }
 
-inline uint64_t make_elem_word(uint64_t lap_parity, uint64_t flags, unsigned am_id,
-                               uint32_t length)
+inline uint64_t make_elem_word(uint64_t lap_parity, uint64_t flags, unsigned am_id, uint32_t length)
 {
     return lap_parity | flags | (uint64_t(am_id) << 8) | (uint64_t(length) << 32);
 }
 
-inline unsigned elem_am_id(uint64_t word) { return unsigned(word >> 8) & 0xff; }
-inline uint32_t elem_length(uint64_t word) { return uint32_t(word >> 32); }
+inline unsigned elem_am_id(uint64_t word)
+{
+    return unsigned(word >> 8) & 0xff;
+}
+inline uint32_t elem_length(uint64_t word)
+{
+    return uint32_t(word >> 32);
+}
 
 } // namespace uct::mm
 

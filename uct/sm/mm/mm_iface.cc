@@ -20,8 +20,9 @@ namespace uct::mm {
 
 mm_iface::mm_iface(mm_md &md, uct::worker &worker, const iface_params &params,
                    const mm_config &config) :
-    md_(md), worker_(worker), backend_(md.seg_backend()), config_(config),
-    err_handler_(params.err_handler), err_handler_arg_(params.err_handler_arg)
+    md_(md),
+    worker_(worker), backend_(md.seg_backend()), config_(config), err_handler_(params.err_handler),
+    err_handler_arg_(params.err_handler_arg)
 {
 }
 
@@ -57,35 +58,33 @@ ucs_status_t mm_iface::init()
         return UCS_ERR_NO_MEMORY;
     }
 
-    ucs_status_t status = backend_.create(align_up(total, page_size()), nullptr,
-                                          &segment_);
+    ucs_status_t status = backend_.create(align_up(total, page_size()), nullptr, &segment_);
     if (status != UCS_OK) {
         return status;
     }
 
     /* The whole layout is written before get_address() can hand it out. */
-    ctl_ = static_cast<fifo_ctl*>(segment_.address);
-    fifo_header &hdr = ctl_->header;
-    hdr.magic        = FIFO_MAGIC;
-    hdr.version      = FIFO_VERSION;
-    hdr.owner_pid    = uint32_t(getpid());
-    hdr.fifo_size    = uint32_t(fifo_size);
-    hdr.elem_size    = uint32_t(elem_size);
-    hdr.seg_size     = uint32_t(seg_size);
-    hdr.elems_offset = FIFO_ELEMS_OFFSET;
-    hdr.bufs_offset  = fifo_bufs_offset(fifo_size, elem_size);
-    hdr.total_size   = total;
+    ctl_                 = static_cast<fifo_ctl *>(segment_.address);
+    fifo_header &hdr     = ctl_->header;
+    hdr.magic            = FIFO_MAGIC;
+    hdr.version          = FIFO_VERSION;
+    hdr.owner_pid        = uint32_t(getpid());
+    hdr.fifo_size        = uint32_t(fifo_size);
+    hdr.elem_size        = uint32_t(elem_size);
+    hdr.seg_size         = uint32_t(seg_size);
+    hdr.elems_offset     = FIFO_ELEMS_OFFSET;
+    hdr.bufs_offset      = fifo_bufs_offset(fifo_size, elem_size);
+    hdr.total_size       = total;
     hdr.owner_start_time = ucs::sys::self_start_time();
-    ctl_->tail       = 0;
-    ctl_->head       = 0;
+    ctl_->tail           = 0;
+    ctl_->head           = 0;
 
-    auto *base = static_cast<uint8_t*>(segment_.address);
+    auto *base = static_cast<uint8_t *>(segment_.address);
     elems_     = base + FIFO_ELEMS_OFFSET;
     bufs_      = base + hdr.bufs_offset;
     for (size_t i = 0; i < fifo_size; ++i) {
         /* Owner bit set: lap 0 reads every slot as not yet written. */
-        elem_word(elems_ + i * elem_size).store(elem_flag::OWNER,
-                                                std::memory_order_relaxed);
+        elem_word(elems_ + i * elem_size).store(elem_flag::OWNER, std::memory_order_relaxed);
     }
     std::atomic_thread_fence(std::memory_order_release);
 
@@ -111,21 +110,19 @@ ucs_status_t mm_iface::init()
     }
 
     attr_.flags = iface_flag::AM_SHORT | iface_flag::AM_BCOPY | iface_flag::PENDING |
-                  iface_flag::PUT_SHORT | iface_flag::PUT_BCOPY |
-                  iface_flag::PUT_ZCOPY | iface_flag::GET_BCOPY |
-                  iface_flag::GET_ZCOPY | iface_flag::CONNECT_TO_IFACE |
-                  iface_flag::EP_CHECK | iface_flag::ERRHANDLE_PEER_FAILURE |
-                  iface_flag::CB_SYNC;
-    attr_.event_flags   = event_flag::FD | event_flag::RECV;
-    attr_.am.max_short  = max_inline_;
-    attr_.am.max_bcopy  = seg_size;
-    attr_.put.max_short = UINT_MAX;
-    attr_.put.max_bcopy = seg_size;
-    attr_.put.max_zcopy = SIZE_MAX;
-    attr_.put.max_iov   = 64;
-    attr_.get.max_bcopy = SIZE_MAX;
-    attr_.get.max_zcopy = SIZE_MAX;
-    attr_.get.max_iov   = 64;
+                  iface_flag::PUT_SHORT | iface_flag::PUT_BCOPY | iface_flag::PUT_ZCOPY |
+                  iface_flag::GET_BCOPY | iface_flag::GET_ZCOPY | iface_flag::CONNECT_TO_IFACE |
+                  iface_flag::EP_CHECK | iface_flag::ERRHANDLE_PEER_FAILURE | iface_flag::CB_SYNC;
+    attr_.event_flags     = event_flag::FD | event_flag::RECV;
+    attr_.am.max_short    = max_inline_;
+    attr_.am.max_bcopy    = seg_size;
+    attr_.put.max_short   = UINT_MAX;
+    attr_.put.max_bcopy   = seg_size;
+    attr_.put.max_zcopy   = SIZE_MAX;
+    attr_.put.max_iov     = 64;
+    attr_.get.max_bcopy   = SIZE_MAX;
+    attr_.get.max_zcopy   = SIZE_MAX;
+    attr_.get.max_iov     = 64;
     attr_.device_addr_len = sizeof(uint64_t);
     attr_.iface_addr_len  = sizeof(iface_address);
     attr_.ep_addr_len     = 0;
@@ -144,8 +141,7 @@ mm_iface::~mm_iface()
 {
     worker_.progress_unregister(this);
     if (!eps_.empty()) {
-        ucs_warn("mm: iface %p destroyed with %zu endpoints still open", this,
-                 eps_.size());
+        ucs_warn("mm: iface %p destroyed with %zu endpoints still open", this, eps_.size());
     }
     if (wakeup_fd_ >= 0) {
         close(wakeup_fd_);
@@ -179,12 +175,11 @@ ucs_status_t mm_iface::get_address(void *buffer) const
 namespace {
 
 /* Parses and sanity-checks a peer's addresses; does not map anything. */
-ucs_status_t parse_address(const void *dev_addr, size_t dev_addr_len,
-                           const void *iface_addr, size_t iface_addr_len,
-                           iface_address *out)
+ucs_status_t parse_address(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                           size_t iface_addr_len, iface_address *out)
 {
-    if ((dev_addr == nullptr) || (dev_addr_len != sizeof(uint64_t)) ||
-        (iface_addr == nullptr) || (iface_addr_len != sizeof(iface_address))) {
+    if ((dev_addr == nullptr) || (dev_addr_len != sizeof(uint64_t)) || (iface_addr == nullptr) ||
+        (iface_addr_len != sizeof(iface_address))) {
         return UCS_ERR_INVALID_ADDR;
     }
     uint64_t node;
@@ -202,24 +197,22 @@ ucs_status_t parse_address(const void *dev_addr, size_t dev_addr_len,
 
 } // namespace
 
-bool mm_iface::is_reachable(const void *dev_addr, size_t dev_addr_len,
-                            const void *iface_addr, size_t iface_addr_len) const
+bool mm_iface::is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                            size_t iface_addr_len) const
 {
     iface_address addr;
-    return (parse_address(dev_addr, dev_addr_len, iface_addr, iface_addr_len, &addr) ==
-            UCS_OK) && (addr.segment_size <= backend_.max_size());
+    return (parse_address(dev_addr, dev_addr_len, iface_addr, iface_addr_len, &addr) == UCS_OK) &&
+           (addr.segment_size <= backend_.max_size());
 }
 
 ucs_status_t mm_iface::ep_create_connected(const void *dev_addr, size_t dev_addr_len,
-                                           const void *iface_addr,
-                                           size_t iface_addr_len, ep **ep_p)
+                                           const void *iface_addr, size_t iface_addr_len, ep **ep_p)
 {
     if (ep_p == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
     iface_address addr;
-    ucs_status_t status = parse_address(dev_addr, dev_addr_len, iface_addr,
-                                        iface_addr_len, &addr);
+    ucs_status_t status = parse_address(dev_addr, dev_addr_len, iface_addr, iface_addr_len, &addr);
     if (status != UCS_OK) {
         return status;
     }
@@ -238,15 +231,14 @@ inline void mm_iface::deliver(uint8_t *elem, uint64_t word)
     uint32_t length = elem_length(word);
     if (ucs_likely(!(word & (elem_flag::BCOPY | elem_flag::NOP)))) {
         if (ucs_likely(length <= max_inline_)) {
-            invoke_am_handler(am_id_t(elem_am_id(word)), elem + ELEM_HEADER_SIZE,
-                              length, 0);
+            invoke_am_handler(am_id_t(elem_am_id(word)), elem + ELEM_HEADER_SIZE, length, 0);
             return;
         }
     } else if (word & elem_flag::NOP) {
         return;
     } else if (length <= seg_size_) {
-        invoke_am_handler(am_id_t(elem_am_id(word)),
-                          bufs_ + (head_ & fifo_mask_) * seg_size_, length, 0);
+        invoke_am_handler(am_id_t(elem_am_id(word)), bufs_ + (head_ & fifo_mask_) * seg_size_,
+                          length, 0);
         return;
     }
     ucs_warn("mm: dropped an element with a bad length %u", length);
@@ -289,7 +281,7 @@ UCS_F_NOINLINE unsigned mm_iface::progress_slow()
     for (unsigned n = pending_ep_count_; (n > 0) && (pending_eps_ != nullptr); --n) {
         mm_ep *ep    = pending_eps_;
         pending_eps_ = ep->pending_next_;
-        count       += ep->dispatch_pending();
+        count += ep->dispatch_pending();
     }
     if (failed_eps_ != 0) {
         count += report_failed_eps();
@@ -307,7 +299,7 @@ unsigned mm_iface::report_failed_eps()
             failed_eps_ = 0;
             break;
         }
-        mm_ep *ep = *it;
+        mm_ep *ep         = *it;
         ep->error_queued_ = false;
         --failed_eps_;
         ++count;
@@ -315,8 +307,7 @@ unsigned mm_iface::report_failed_eps()
         if (err_handler_ != nullptr) {
             err_handler_(err_handler_arg_, ep, ep->status());
         } else {
-            ucs_error("mm: lost the peer of endpoint %p: %s", ep,
-                      ucs_status_string(ep->status()));
+            ucs_error("mm: lost the peer of endpoint %p: %s", ep, ucs_status_string(ep->status()));
         }
     }
     return count;
@@ -335,7 +326,7 @@ ucs_status_t mm_iface::event_fd_get(int *fd_p)
     if (fd_p == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    *fd_p = peer_watch_.fd();     /* wakeups and dead peers */
+    *fd_p = peer_watch_.fd(); /* wakeups and dead peers */
     return UCS_OK;
 }
 
@@ -348,7 +339,7 @@ ucs_status_t mm_iface::event_arm(unsigned events)
         return UCS_ERR_BUSY;
     }
     if (!(events & (event_flag::RECV | event_flag::RECV_SIG))) {
-        return UCS_OK;      /* sends complete at once: nothing to wait for */
+        return UCS_OK; /* sends complete at once: nothing to wait for */
     }
     wakeup_socket_drain(wakeup_fd_);
     std::atomic_ref<uint64_t> tail(ctl_->tail);
@@ -365,16 +356,16 @@ ucs_status_t mm_iface::event_arm(unsigned events)
 bool mm_iface::look_for_dead_peers()
 {
     return peer_watch_.check([this](void *owner) {
-        remote_failed(static_cast<mm_remote*>(owner));
+        remote_failed(static_cast<mm_remote *>(owner));
     }) != 0;
 }
 
 unsigned mm_iface::check_peers()
 {
-    std::vector<mm_remote*> dead;
+    std::vector<mm_remote *> dead;
     peer_watch_.check([&dead](void *owner) {
-        auto *remote = static_cast<mm_remote*>(owner);
-        ++remote->holds;     /* progress() below may close its last ep */
+        auto *remote = static_cast<mm_remote *>(owner);
+        ++remote->holds; /* progress() below may close its last ep */
         dead.push_back(remote);
     });
     unsigned count = 0;
@@ -386,7 +377,7 @@ unsigned mm_iface::check_peers()
             if (got == 0) {
                 break;
             }
-            n     += got;
+            n += got;
             count += got;
         }
         for (mm_remote *remote : dead) {
@@ -417,7 +408,7 @@ ucs_status_t mm_iface::remote_get(const iface_address &address, mm_remote **remo
             remote_failed(remote);
         }
     }
-    auto remote = std::make_unique<mm_remote>(backend_, address);
+    auto remote         = std::make_unique<mm_remote>(backend_, address);
     ucs_status_t status = remote->connect();
     if (status == UCS_OK) {
         status = peer_watch_.add(remote->peer(), remote.get());
@@ -426,7 +417,7 @@ ucs_status_t mm_iface::remote_get(const iface_address &address, mm_remote **remo
         return status;
     }
     const mm_remote::key_type key = remote->key();
-    *remote_p = remote.release();
+    *remote_p                     = remote.release();
     remotes_.emplace(key, *remote_p);
     return UCS_OK;
 }
@@ -485,8 +476,7 @@ void mm_iface::ep_detach(mm_ep *ep)
     }
     eps_.erase(std::remove(eps_.begin(), eps_.end(), ep), eps_.end());
     mm_remote *remote = ep->remote_;
-    remote->eps.erase(std::remove(remote->eps.begin(), remote->eps.end(), ep),
-                      remote->eps.end());
+    remote->eps.erase(std::remove(remote->eps.begin(), remote->eps.end(), ep), remote->eps.end());
     remote_release(remote);
 }
 
@@ -497,12 +487,12 @@ void mm_iface::pending_ep_link(mm_ep *ep)
     }
     if (pending_eps_ == nullptr) {
         ep->pending_next_ = ep->pending_prev_ = ep;
-        pending_eps_ = ep;
+        pending_eps_                          = ep;
     } else {
-        ep->pending_next_ = pending_eps_;
-        ep->pending_prev_ = pending_eps_->pending_prev_;
+        ep->pending_next_                          = pending_eps_;
+        ep->pending_prev_                          = pending_eps_->pending_prev_;
         pending_eps_->pending_prev_->pending_next_ = ep;
-        pending_eps_->pending_prev_ = ep;
+        pending_eps_->pending_prev_                = ep;
     }
     ++pending_ep_count_;
 }
@@ -527,7 +517,7 @@ void mm_iface::pending_ep_unlink(mm_ep *ep)
 
 void mm_iface::ep_failed(mm_ep *ep)
 {
-    peer_watch_.remove(ep);     /* reported once, whoever noticed first */
+    peer_watch_.remove(ep); /* reported once, whoever noticed first */
     if (!ep->error_queued_) {
         ep->error_queued_ = true;
         ++failed_eps_;

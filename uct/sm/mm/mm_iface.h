@@ -49,8 +49,8 @@ public:
 
     ucs_status_t get_device_address(void *buffer) const override;
     ucs_status_t get_address(void *buffer) const override;
-    bool is_reachable(const void *dev_addr, size_t dev_addr_len,
-                      const void *iface_addr, size_t iface_addr_len) const override;
+    bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                      size_t iface_addr_len) const override;
     ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
                                      const void *iface_addr, size_t iface_addr_len,
                                      ep **ep_p) override;
@@ -75,8 +75,7 @@ public:
     void ep_failed(mm_ep *ep);
 
 private:
-    mm_iface(mm_md &md, uct::worker &worker, const iface_params &params,
-             const mm_config &config);
+    mm_iface(mm_md &md, uct::worker &worker, const iface_params &params, const mm_config &config);
     ucs_status_t init();
 
     void deliver(uint8_t *elem, uint64_t word);
@@ -94,37 +93,37 @@ private:
     void remote_release(mm_remote *remote);
 
     /* Receive path state, read on every progress() call: keep together. */
-    uint8_t     *elems_ = nullptr;
-    uint64_t    head_ = 0;              /* next index to read */
-    uint64_t    released_ = 0;          /* last head published to senders */
-    uint64_t    *shared_head_ = nullptr;
-    unsigned    elem_shift_ = 0;
-    unsigned    fifo_shift_ = 0;
-    uint64_t    fifo_mask_ = 0;
-    uint64_t    release_interval_ = 0;
-    unsigned    rx_max_poll_ = 0;
-    uint32_t    max_inline_ = 0;        /* inline bytes an element carries */
-    uint8_t     *bufs_ = nullptr;
-    uint32_t    seg_size_ = 0;
-    mm_ep       *pending_eps_ = nullptr; /* circular list of eps with queued work */
-    unsigned    pending_ep_count_ = 0;
-    unsigned    failed_eps_ = 0;         /* eps waiting for their error report */
+    uint8_t *elems_            = nullptr;
+    uint64_t head_             = 0; /* next index to read */
+    uint64_t released_         = 0; /* last head published to senders */
+    uint64_t *shared_head_     = nullptr;
+    unsigned elem_shift_       = 0;
+    unsigned fifo_shift_       = 0;
+    uint64_t fifo_mask_        = 0;
+    uint64_t release_interval_ = 0;
+    unsigned rx_max_poll_      = 0;
+    uint32_t max_inline_       = 0; /* inline bytes an element carries */
+    uint8_t *bufs_             = nullptr;
+    uint32_t seg_size_         = 0;
+    mm_ep *pending_eps_        = nullptr; /* circular list of eps with queued work */
+    unsigned pending_ep_count_ = 0;
+    unsigned failed_eps_       = 0; /* eps waiting for their error report */
 
-    mm_md           &md_;
-    uct::worker     &worker_;
-    const backend   &backend_;
-    mm_config       config_;
+    mm_md &md_;
+    uct::worker &worker_;
+    const backend &backend_;
+    mm_config config_;
     error_handler_t err_handler_;
-    void            *err_handler_arg_;
-    iface_attr      attr_;
-    local_segment   segment_;
-    fifo_ctl        *ctl_ = nullptr;
-    int             wakeup_fd_ = -1;
-    uint32_t        wakeup_id_ = 0;
-    std::vector<mm_ep*> eps_;
-    std::map<mm_remote::key_type, mm_remote*> remotes_;   /* the ones new eps join */
-    sm::peer_watch  peer_watch_;        /* also the event fd */
-    std::unique_ptr<uint8_t[]> bounce_;  /* put_bcopy near a region's end */
+    void *err_handler_arg_;
+    iface_attr attr_;
+    local_segment segment_;
+    fifo_ctl *ctl_      = nullptr;
+    int wakeup_fd_      = -1;
+    uint32_t wakeup_id_ = 0;
+    std::vector<mm_ep *> eps_;
+    std::map<mm_remote::key_type, mm_remote *> remotes_; /* the ones new eps join */
+    sm::peer_watch peer_watch_;                          /* also the event fd */
+    std::unique_ptr<uint8_t[]> bounce_;                  /* put_bcopy near a region's end */
 };
 
 } // namespace uct::mm

@@ -20,20 +20,20 @@ namespace {
 struct __attribute__((packed)) packed_rkey {
     uint32_t magic;
     uint16_t version;
-    uint16_t backend;         /* backend_kind */
+    uint16_t backend; /* backend_kind */
     uint32_t owner_pid;
     uint32_t reserved;
     uint64_t node;
     uint64_t segment_id;
     uint64_t segment_size;
-    uint64_t address;         /* where the segment starts in the owner */
+    uint64_t address; /* where the segment starts in the owner */
 };
 /* Frozen: changing it requires bumping RKEY_VERSION, which rkey_unpack checks; magic
  * and version never move. */
 static_assert((sizeof(packed_rkey) == 48) && (offsetof(packed_rkey, version) == 4),
               "packed key layout");
 
-constexpr uint32_t RKEY_MAGIC   = 0x6b6d6d78;  /* "xmmk" */
+constexpr uint32_t RKEY_MAGIC   = 0x6b6d6d78; /* "xmmk" */
 constexpr uint16_t RKEY_VERSION = 1;
 
 /* What mem_alloc hands out as a memh. */
@@ -66,8 +66,7 @@ ucs_status_t mm_component::md_open(const char *md_name, md **md_p)
     return UCS_OK;
 }
 
-ucs_status_t mm_component::rkey_unpack(const void *buffer, size_t length,
-                                       rkey_bundle *rkey_p)
+ucs_status_t mm_component::rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p)
 {
     packed_rkey packed;
     if ((buffer == nullptr) || (rkey_p == nullptr) ||
@@ -90,10 +89,9 @@ ucs_status_t mm_component::rkey_unpack(const void *buffer, size_t length,
     if (status != UCS_OK) {
         return status;
     }
-    auto *key = new (std::nothrow) mapped_rkey{MAPPED_RKEY_MAGIC,
-                                               static_cast<uint8_t*>(local),
-                                               packed.address, packed.segment_size,
-                                               &backend_, packed.segment_size};
+    auto *key = new (std::nothrow) mapped_rkey{MAPPED_RKEY_MAGIC, static_cast<uint8_t *>(local),
+                                               packed.address,    packed.segment_size,
+                                               &backend_,         packed.segment_size};
     if (key == nullptr) {
         backend_.detach(local, packed.segment_size);
         return UCS_ERR_NO_MEMORY;
@@ -105,7 +103,7 @@ ucs_status_t mm_component::rkey_unpack(const void *buffer, size_t length,
 
 void mm_component::rkey_release(const rkey_bundle &rkey)
 {
-    auto *key = static_cast<mapped_rkey*>(rkey.handle);
+    auto *key = static_cast<mapped_rkey *>(rkey.handle);
     if ((key == nullptr) || (key->magic != MAPPED_RKEY_MAGIC)) {
         return;
     }
@@ -130,10 +128,9 @@ ucs_status_t mm_component::rkey_ptr(const rkey_bundle &rkey, uint64_t remote_add
 
 mm_md::mm_md(mm_component &comp) : component_(comp)
 {
-    attr_.flags            = md_flag::ALLOC | md_flag::FIXED | md_flag::NEED_RKEY |
-                             md_flag::RKEY_PTR;
-    attr_.max_alloc        = comp.seg_backend().max_size();
-    attr_.max_reg          = 0;
+    attr_.flags     = md_flag::ALLOC | md_flag::FIXED | md_flag::NEED_RKEY | md_flag::RKEY_PTR;
+    attr_.max_alloc = comp.seg_backend().max_size();
+    attr_.max_reg   = 0;
     attr_.rkey_packed_size = sizeof(packed_rkey);
     attr_.reg_mem_types    = 0;
 }
@@ -151,8 +148,7 @@ ucs_status_t mm_md::query_tl_resources(std::vector<tl_resource> *out)
     return UCS_OK;
 }
 
-ucs_status_t mm_md::iface_open(worker &worker, const iface_params &params,
-                               iface **iface_p)
+ucs_status_t mm_md::iface_open(worker &worker, const iface_params &params, iface **iface_p)
 {
     mm_config config;
     ucs_status_t status = read_mm_config(params.env_prefix, &config);
@@ -168,16 +164,14 @@ ucs_status_t mm_md::iface_open_with_config(worker &worker, const iface_params &p
     if (iface_p == nullptr) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (((params.tl_name != nullptr) &&
-         (std::strcmp(params.tl_name, component_.name()) != 0)) ||
+    if (((params.tl_name != nullptr) && (std::strcmp(params.tl_name, component_.name()) != 0)) ||
         ((params.dev_name != nullptr) && (std::strcmp(params.dev_name, DEVICE_NAME) != 0))) {
         return UCS_ERR_NO_DEVICE;
     }
     return mm_iface::open(*this, worker, params, config, iface_p);
 }
 
-ucs_status_t mm_md::mem_alloc(size_t *length_p, void **address_p, unsigned flags,
-                              mem_h *memh_p)
+ucs_status_t mm_md::mem_alloc(size_t *length_p, void **address_p, unsigned flags, mem_h *memh_p)
 {
     if ((length_p == nullptr) || (address_p == nullptr) || (memh_p == nullptr) ||
         (*length_p == 0) || (*length_p > attr_.max_alloc)) {
@@ -195,8 +189,8 @@ ucs_status_t mm_md::mem_alloc(size_t *length_p, void **address_p, unsigned flags
     if (alloc == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
-    ucs_status_t status = seg_backend().create(align_up(*length_p, page_size()),
-                                               fixed_address, &alloc->segment);
+    ucs_status_t status = seg_backend().create(align_up(*length_p, page_size()), fixed_address,
+                                               &alloc->segment);
     if (status != UCS_OK) {
         delete alloc;
         return status;
@@ -212,7 +206,7 @@ ucs_status_t mm_md::mem_free(mem_h memh)
     if (memh == MEM_HANDLE_NULL) {
         return UCS_ERR_INVALID_PARAM;
     }
-    auto *alloc = static_cast<allocation*>(memh);
+    auto *alloc = static_cast<allocation *>(memh);
     seg_backend().destroy(&alloc->segment);
     delete alloc;
     return UCS_OK;
@@ -223,7 +217,7 @@ ucs_status_t mm_md::mkey_pack(mem_h memh, void *buffer)
     if ((memh == MEM_HANDLE_NULL) || (buffer == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    const auto *alloc = static_cast<const allocation*>(memh);
+    const auto *alloc = static_cast<const allocation *>(memh);
     packed_rkey packed{};
     packed.magic        = RKEY_MAGIC;
     packed.version      = RKEY_VERSION;

@@ -29,8 +29,7 @@ public:
     ucs_status_t query_md_resources(std::vector<md_resource> *out) override;
     ucs_status_t md_open(const char *md_name, md **md_p) override;
 
-    ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                             rkey_bundle *rkey_p) override;
+    ucs_status_t rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p) override;
     void rkey_release(const rkey_bundle &rkey) override;
     ucs_status_t rkey_ptr(const rkey_bundle &rkey, uint64_t remote_addr,
                           void **local_addr_p) override;
@@ -38,7 +37,7 @@ public:
     const backend &seg_backend() const { return backend_; }
 
 private:
-    const char    *name_;
+    const char *name_;
     const backend &backend_;
 };
 
@@ -53,8 +52,7 @@ public:
     ucs_status_t query_tl_resources(std::vector<tl_resource> *out) override;
 
     /* Opens with the UCX_MM_* configuration (read_mm_config). */
-    ucs_status_t iface_open(worker &worker, const iface_params &params,
-                            iface **iface_p) override;
+    ucs_status_t iface_open(worker &worker, const iface_params &params, iface **iface_p) override;
     /* Opens with explicit tunables (tests and benchmarks use it). */
     ucs_status_t iface_open_with_config(worker &worker, const iface_params &params,
                                         const mm_config &config, iface **iface_p);
@@ -68,17 +66,17 @@ public:
 
 private:
     mm_component &component_;
-    md_attr      attr_;
+    md_attr attr_;
 };
 
 /* A peer's region mapped here; an rkey_t points at one. */
 struct mapped_rkey {
-    uint64_t      magic;
-    uint8_t       *local;       /* where the region starts in this process */
-    uint64_t      remote;       /* where it starts in the owner */
-    uint64_t      length;
+    uint64_t magic;
+    uint8_t *local;  /* where the region starts in this process */
+    uint64_t remote; /* where it starts in the owner */
+    uint64_t length;
     const backend *seg_backend;
-    size_t        mapped_size;
+    size_t mapped_size;
 };
 
 constexpr uint64_t MAPPED_RKEY_MAGIC = 0x59454b52676e786dull;
@@ -89,7 +87,7 @@ constexpr uint64_t MAPPED_RKEY_MAGIC = 0x59454b52676e786dull;
  */
 inline uint8_t *rkey_translate(rkey_t rkey, uint64_t remote_addr, size_t length)
 {
-    auto *key = reinterpret_cast<const mapped_rkey*>(rkey);
+    auto *key = reinterpret_cast<const mapped_rkey *>(rkey);
     if (ucs_unlikely((key == nullptr) || (key->magic != MAPPED_RKEY_MAGIC))) {
         return nullptr;
     }

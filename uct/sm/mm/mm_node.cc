@@ -7,8 +7,8 @@ namespace uct::mm {
 uint64_t node_id()
 {
     using ucs::sys::namespace_type;
-    static const uint64_t id = ucs::sys::node_id(
-            {namespace_type::pid, namespace_type::ipc, namespace_type::net});
+    static const uint64_t id = ucs::sys::node_id({namespace_type::pid, namespace_type::ipc,
+                                                  namespace_type::net});
     return id;
 }
 

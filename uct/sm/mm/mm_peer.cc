@@ -17,8 +17,8 @@ wakeup_address wakeup_address::make(uint32_t pid, uint32_t id)
     wakeup_address w{};
     w.addr.sun_family = AF_UNIX;
     /* sun_path[0] == 0: the abstract namespace, nothing in the file system. */
-    int n = std::snprintf(w.addr.sun_path + 1, sizeof(w.addr.sun_path) - 1,
-                          "ucx-ng-mm-%u-%u", pid, id);
+    int n = std::snprintf(w.addr.sun_path + 1, sizeof(w.addr.sun_path) - 1, "ucx-ng-mm-%u-%u", pid,
+                          id);
     w.length = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + size_t(n));
     return w;
 }
@@ -35,9 +35,9 @@ int wakeup_socket_open(uint32_t *id_p)
     /* A name left by an earlier process with our pid is impossible (it
      * would still be alive), but another iface here could race: retry. */
     for (int attempt = 0; attempt < 16; ++attempt) {
-        uint32_t id = next_id.fetch_add(1);
+        uint32_t id      = next_id.fetch_add(1);
         wakeup_address w = wakeup_address::make(uint32_t(getpid()), id);
-        if (bind(fd, reinterpret_cast<sockaddr*>(&w.addr), w.length) == 0) {
+        if (bind(fd, reinterpret_cast<sockaddr *>(&w.addr), w.length) == 0) {
             *id_p = id;
             return fd;
         }
@@ -60,8 +60,8 @@ void wakeup_socket_drain(int fd)
 void wakeup_send(int fd, const wakeup_address &to)
 {
     const char byte = 1;
-    sendto(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-           reinterpret_cast<const sockaddr*>(&to.addr), to.length);
+    sendto(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<const sockaddr *>(&to.addr),
+           to.length);
 }
 
 } // namespace uct::mm

@@ -19,7 +19,7 @@ namespace uct::mm {
 /* The abstract socket an iface receives wakeups on: named by pid and id. */
 struct wakeup_address {
     sockaddr_un addr;
-    socklen_t   length;
+    socklen_t length;
 
     static wakeup_address make(uint32_t pid, uint32_t id);
 };

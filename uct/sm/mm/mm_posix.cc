@@ -63,8 +63,7 @@ ucs_status_t status_from_errno(int err)
 bool is_our_segment(int fd, size_t size)
 {
     struct statfs fs;
-    if ((fstatfs(fd, &fs) != 0) ||
-        ((fs.f_type != TMPFS_MAGIC) && (fs.f_type != HUGETLBFS_MAGIC))) {
+    if ((fstatfs(fd, &fs) != 0) || ((fs.f_type != TMPFS_MAGIC) && (fs.f_type != HUGETLBFS_MAGIC))) {
         return false;
     }
     struct stat st;
@@ -88,8 +87,7 @@ public:
     const char *name() const override { return "posix"; }
     size_t max_size() const override { return size_t(1) << 40; }
 
-    ucs_status_t create(size_t size, void *fixed_address,
-                        local_segment *seg) const override
+    ucs_status_t create(size_t size, void *fixed_address, local_segment *seg) const override
     {
         if ((size == 0) || (size > max_size()) ||
             (reinterpret_cast<uintptr_t>(fixed_address) % page_size() != 0)) {
@@ -104,15 +102,15 @@ public:
         /* memfd starts with 0777; peers need only our own uid. */
         if ((fchmod(fd, 0600) != 0) || (ftruncate(fd, off_t(size)) != 0)) {
             int err = errno;
-            ucs_error("posix: cannot size a shared memory file to %zu bytes: %s",
-                      size, strerror(err));
+            ucs_error("posix: cannot size a shared memory file to %zu bytes: %s", size,
+                      strerror(err));
             close(fd);
             return status_from_errno(err);
         }
         /* NOREPLACE: a fixed address must never unmap what is already there. */
         const int fixed_flag = (fixed_address != nullptr) ? MAP_FIXED_NOREPLACE : 0;
-        void *address = mmap(fixed_address, size, PROT_READ | PROT_WRITE,
-                             MAP_SHARED | fixed_flag, fd, 0);
+        void *address = mmap(fixed_address, size, PROT_READ | PROT_WRITE, MAP_SHARED | fixed_flag,
+                             fd, 0);
         if (address == MAP_FAILED) {
             int err = errno;
             close(fd);
@@ -151,8 +149,7 @@ public:
             return UCS_ERR_INVALID_PARAM;
         }
         char path[64];
-        std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(ref.owner_pid),
-                      int(ref.id));
+        std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(ref.owner_pid), int(ref.id));
 
         /* stat() first so that we never open a device or socket a bad
          * address points at; open() then cannot block or take a tty. */
@@ -172,9 +169,8 @@ public:
             close(fd);
             return UCS_ERR_UNREACHABLE;
         }
-        void *address = mmap(nullptr, ref.size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                             fd, 0);
-        int err = errno;
+        void *address = mmap(nullptr, ref.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        int err       = errno;
         close(fd);
         if (address == MAP_FAILED) {
             ucs_error("posix: cannot map %s: %s", path, strerror(err));
@@ -184,10 +180,7 @@ public:
         return UCS_OK;
     }
 
-    void detach(void *address, size_t size) const override
-    {
-        munmap(address, size);
-    }
+    void detach(void *address, size_t size) const override { munmap(address, size); }
 };
 
 } // namespace

@@ -52,9 +52,8 @@ ucs_status_t mm_remote::connect()
     std::memcpy(&hdr, segment_, sizeof(hdr));
     uint64_t fifo_size = hdr.fifo_size, elem_size = hdr.elem_size;
     bool ok = (hdr.magic == FIFO_MAGIC) && (hdr.version == FIFO_VERSION) &&
-              (hdr.owner_pid == address.owner_pid) &&
-              std::has_single_bit(fifo_size) && (fifo_size >= 2) &&
-              (fifo_size <= 65536) && std::has_single_bit(elem_size) &&
+              (hdr.owner_pid == address.owner_pid) && std::has_single_bit(fifo_size) &&
+              (fifo_size >= 2) && (fifo_size <= 65536) && std::has_single_bit(elem_size) &&
               (elem_size >= CACHE_LINE) && (elem_size <= 4096) &&
               (hdr.seg_size % CACHE_LINE == 0) && (hdr.seg_size <= (1u << 20)) &&
               (hdr.elems_offset == FIFO_ELEMS_OFFSET) &&
@@ -75,8 +74,8 @@ ucs_status_t mm_remote::connect()
         return status;
     }
 
-    auto *ctl           = static_cast<fifo_ctl*>(segment_);
-    auto *base          = static_cast<uint8_t*>(segment_);
+    auto *ctl            = static_cast<fifo_ctl *>(segment_);
+    auto *base           = static_cast<uint8_t *>(segment_);
     geometry_.tail       = &ctl->tail;
     geometry_.head       = &ctl->head;
     geometry_.elems      = base + hdr.elems_offset;

@@ -27,16 +27,16 @@ class mm_ep;
 
 /* Where a sender writes, taken from a validated copy of the header. */
 struct fifo_geometry {
-    uint64_t *tail = nullptr;
-    uint64_t *head = nullptr;
-    uint8_t  *elems = nullptr;
-    uint8_t  *bufs = nullptr;
-    uint64_t capacity = 0;
-    uint64_t fifo_mask = 0;
+    uint64_t *tail      = nullptr;
+    uint64_t *head      = nullptr;
+    uint8_t *elems      = nullptr;
+    uint8_t *bufs       = nullptr;
+    uint64_t capacity   = 0;
+    uint64_t fifo_mask  = 0;
     uint32_t max_inline = 0;
-    uint32_t seg_size = 0;
-    uint8_t  fifo_shift = 0;
-    uint8_t  elem_shift = 0;
+    uint32_t seg_size   = 0;
+    uint8_t fifo_shift  = 0;
+    uint8_t elem_shift  = 0;
 };
 
 class mm_remote {
@@ -50,8 +50,8 @@ public:
 
     mm_remote(const backend &backend, const iface_address &address);
     ~mm_remote();
-    mm_remote(const mm_remote&) = delete;
-    mm_remote &operator=(const mm_remote&) = delete;
+    mm_remote(const mm_remote &)            = delete;
+    mm_remote &operator=(const mm_remote &) = delete;
 
     /* Holds the owner, maps its segment, validates the header. */
     ucs_status_t connect();
@@ -65,7 +65,7 @@ public:
     key_type key() const { return key_of(address_); }
 
     /* The endpoints using it; the iface frees it when the last one goes. */
-    std::vector<mm_ep*> eps;
+    std::vector<mm_ep *> eps;
     /* Set once its owner was found gone: no new endpoint joins it. */
     bool dead = false;
     /* Extra holders besides the endpoints (the iface while it fails them). */
@@ -75,7 +75,7 @@ private:
     const backend &backend_;
     iface_address address_;
     sm::peer_process peer_;
-    void          *segment_ = nullptr;
+    void *segment_ = nullptr;
     fifo_geometry geometry_;
     wakeup_address wakeup_{};
 };

@@ -19,16 +19,16 @@ enum class backend_kind : uint16_t { POSIX = 1, SYSV = 2 };
 
 /* A segment this process created and maps. */
 struct local_segment {
-    void     *address = nullptr;
-    size_t   size = 0;
-    uint64_t id = 0;          /* posix: fd in the owner; sysv: shmid */
+    void *address = nullptr;
+    size_t size   = 0;
+    uint64_t id   = 0; /* posix: fd in the owner; sysv: shmid */
 };
 
 /* How a peer names a segment. All fields came from outside: untrusted. */
 struct segment_ref {
     uint64_t owner_pid;
     uint64_t id;
-    uint64_t size;            /* bytes the peer wants to map */
+    uint64_t size; /* bytes the peer wants to map */
 };
 
 class backend {
@@ -36,7 +36,7 @@ public:
     virtual ~backend() = default;
 
     virtual backend_kind kind() const = 0;
-    virtual const char *name() const = 0;
+    virtual const char *name() const  = 0;
 
     /* Largest segment create() and attach() accept. */
     virtual size_t max_size() const = 0;
@@ -47,9 +47,8 @@ public:
      * address (UCS_ERR_ALREADY_EXISTS if anything is mapped in the range;
      * an existing mapping is never replaced).
      */
-    virtual ucs_status_t create(size_t size, void *fixed_address,
-                                local_segment *seg) const = 0;
-    virtual void destroy(local_segment *seg) const = 0;
+    virtual ucs_status_t create(size_t size, void *fixed_address, local_segment *seg) const = 0;
+    virtual void destroy(local_segment *seg) const                                          = 0;
 
     /*
      * Maps a peer's segment read-write. UCS_ERR_INVALID_PARAM for a ref that
@@ -57,7 +56,7 @@ public:
      * segment is gone or not one of ours.
      */
     virtual ucs_status_t attach(const segment_ref &ref, void **address_p) const = 0;
-    virtual void detach(void *address, size_t size) const = 0;
+    virtual void detach(void *address, size_t size) const                       = 0;
 };
 
 const backend &posix_backend();

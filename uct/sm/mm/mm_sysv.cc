@@ -26,8 +26,7 @@ public:
     const char *name() const override { return "sysv"; }
     size_t max_size() const override { return size_t(1) << 40; }
 
-    ucs_status_t create(size_t size, void *fixed_address,
-                        local_segment *seg) const override
+    ucs_status_t create(size_t size, void *fixed_address, local_segment *seg) const override
     {
         if ((size == 0) || (size > max_size()) ||
             (reinterpret_cast<uintptr_t>(fixed_address) % SHMLBA != 0)) {
@@ -37,16 +36,15 @@ public:
         if (shmid < 0) {
             int err = errno;
             ucs_error("sysv: shmget(%zu bytes) failed: %s", size, strerror(err));
-            return ((err == ENOMEM) || (err == ENOSPC)) ? UCS_ERR_NO_MEMORY
-                                                        : UCS_ERR_SHMEM_SEGMENT;
+            return ((err == ENOMEM) || (err == ENOSPC)) ? UCS_ERR_NO_MEMORY : UCS_ERR_SHMEM_SEGMENT;
         }
         /* Without SHM_REMAP, shmat at an address refuses (EINVAL) a range
          * that overlaps an existing mapping: nothing is ever replaced. */
         void *address = shmat(shmid, fixed_address, 0);
-        int err = errno;
+        int err       = errno;
         /* Removed now: from here on only attachments keep it alive. */
         shmctl(shmid, IPC_RMID, nullptr);
-        if (address == reinterpret_cast<void*>(-1)) {
+        if (address == reinterpret_cast<void *>(-1)) {
             if ((fixed_address != nullptr) && (err == EINVAL)) {
                 ucs_debug("sysv: %p+%zu is already mapped", fixed_address, size);
                 return UCS_ERR_ALREADY_EXISTS;
@@ -89,7 +87,7 @@ public:
             return UCS_ERR_UNREACHABLE;
         }
         void *address = shmat(shmid, nullptr, 0);
-        if (address == reinterpret_cast<void*>(-1)) {
+        if (address == reinterpret_cast<void *>(-1)) {
             ucs_debug("sysv: shmat(%d) failed: %s", shmid, strerror(errno));
             return UCS_ERR_UNREACHABLE;
         }
@@ -97,10 +95,7 @@ public:
         return UCS_OK;
     }
 
-    void detach(void *address, size_t) const override
-    {
-        shmdt(address);
-    }
+    void detach(void *address, size_t) const override { shmdt(address); }
 };
 
 } // namespace

@@ -10,17 +10,17 @@ namespace uct::self {
 namespace {
 
 constexpr unsigned DEFAULT_RX_BUFS_GROW = 16;
-constexpr size_t   MIN_SEG_SIZE         = 64;
-constexpr size_t   MAX_SEG_SIZE         = size_t(1) << 30;
+constexpr size_t MIN_SEG_SIZE           = 64;
+constexpr size_t MAX_SEG_SIZE           = size_t(1) << 30;
 
 /* The table's view of self_config: plain C types only, as the engine needs. */
 struct self_config_values {
-    size_t   seg_size;
-    size_t   am_max_hdr;
+    size_t seg_size;
+    size_t am_max_hdr;
     unsigned nested_queue_len;
     unsigned rx_bufs_grow;
-    int      keyless_rma;
-    double   bandwidth_Bps;
+    int keyless_rma;
+    double bandwidth_Bps;
 };
 
 const ucs::config::field self_fields[] = {
@@ -46,19 +46,17 @@ const ucs::config::field self_fields[] = {
                      "key the access must lie inside its region.",
                      ucs::config::type_bool),
     UCS_CONFIG_FIELD(self_config_values, bandwidth_Bps, "BW", "12GBs",
-                     "Bandwidth in the performance model.",
-                     ucs::config::type_bw),
+                     "Bandwidth in the performance model.", ucs::config::type_bw),
 };
 
 /* UCX 1.13's self settings with no counterpart here. */
 constexpr const char *self_no_effect[] = {
-    "SELF_NUM_DEVICES", "SELF_MAX_SHORT", "SELF_MAX_BCOPY", "SELF_ALLOC",
-    "SELF_FAILURE", "SELF_MAX_NUM_EPS",
+    "SELF_NUM_DEVICES", "SELF_MAX_SHORT", "SELF_MAX_BCOPY",
+    "SELF_ALLOC",       "SELF_FAILURE",   "SELF_MAX_NUM_EPS",
 };
 
-const ucs::config::table self_config_table = {"Self (loopback) transport", "SELF_",
-                                              self_fields, sizeof(self_config_values),
-                                              {}, self_no_effect};
+const ucs::config::table self_config_table = {"Self (loopback) transport", "SELF_", self_fields,
+                                              sizeof(self_config_values),  {},      self_no_effect};
 UCS_CONFIG_REGISTER_TABLE(self_config_table);
 
 self_config to_config(const self_config_values &values)
@@ -67,10 +65,9 @@ self_config to_config(const self_config_values &values)
     config.seg_size         = values.seg_size;
     config.am_max_hdr       = values.am_max_hdr;
     config.nested_queue_len = values.nested_queue_len;
-    config.rx_bufs_grow     = (values.rx_bufs_grow == 0) ? DEFAULT_RX_BUFS_GROW :
-                                                           values.rx_bufs_grow;
-    config.keyless_rma      = (values.keyless_rma != 0);
-    config.bandwidth_Bps    = values.bandwidth_Bps;
+    config.rx_bufs_grow  = (values.rx_bufs_grow == 0) ? DEFAULT_RX_BUFS_GROW : values.rx_bufs_grow;
+    config.keyless_rma   = (values.keyless_rma != 0);
+    config.bandwidth_Bps = values.bandwidth_Bps;
     return config;
 }
 
@@ -122,8 +119,7 @@ ucs_status_t validate_self_config(const self_config &config)
         return UCS_ERR_INVALID_PARAM;
     }
     if (config.rx_bufs_grow > 65536) {
-        ucs_error("self: UCX_SELF_RX_BUFS_GROW=%u must be at most 65536",
-                  config.rx_bufs_grow);
+        ucs_error("self: UCX_SELF_RX_BUFS_GROW=%u must be at most 65536", config.rx_bufs_grow);
         return UCS_ERR_INVALID_PARAM;
     }
     if (!std::isfinite(config.bandwidth_Bps) || (config.bandwidth_Bps <= 0)) {

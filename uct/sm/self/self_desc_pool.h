@@ -20,8 +20,8 @@ public:
     desc_pool(size_t elem_size, unsigned grow);
     ~desc_pool();
 
-    desc_pool(const desc_pool&) = delete;
-    desc_pool &operator=(const desc_pool&) = delete;
+    desc_pool(const desc_pool &)            = delete;
+    desc_pool &operator=(const desc_pool &) = delete;
 
     /* A free element, or nullptr if memory ran out. */
     void *get()
@@ -30,13 +30,13 @@ public:
             return nullptr;
         }
         free_elem *elem = free_;
-        free_ = elem->next;
+        free_           = elem->next;
         return elem;
     }
 
     void put(void *ptr)
     {
-        auto *elem = static_cast<free_elem*>(ptr);
+        auto *elem = static_cast<free_elem *>(ptr);
         elem->next = free_;
         free_      = elem;
     }
@@ -50,10 +50,10 @@ private:
 
     bool grow();
 
-    free_elem          *free_ = nullptr;
-    size_t             elem_size_;
-    unsigned           grow_;
-    std::vector<void*> chunks_;
+    free_elem *free_ = nullptr;
+    size_t elem_size_;
+    unsigned grow_;
+    std::vector<void *> chunks_;
 };
 
 } // namespace uct::self

@@ -21,7 +21,7 @@ self_ep::~self_ep()
 
 self_iface &self_ep::iface() const
 {
-    return static_cast<self_iface&>(owner());
+    return static_cast<self_iface &>(owner());
 }
 
 ucs_status_t self_ep::check_iov(const iov *iov, size_t iovcnt, size_t max_iov,
@@ -52,9 +52,8 @@ ucs_status_t self_ep::check_access(uint64_t remote_addr, size_t length, rkey_t r
         }
         return UCS_ERR_INVALID_PARAM;
     }
-    const auto *region = reinterpret_cast<const remote_region*>(rkey);
-    if (ucs_unlikely((region->magic != REMOTE_REGION_MAGIC) ||
-                     (region->pid != iface().pid()))) {
+    const auto *region = reinterpret_cast<const remote_region *>(rkey);
+    if (ucs_unlikely((region->magic != REMOTE_REGION_MAGIC) || (region->pid != iface().pid()))) {
         if (!quiet) {
             ucs_diag("self: remote key is not a self key of this process");
         }
@@ -62,8 +61,8 @@ ucs_status_t self_ep::check_access(uint64_t remote_addr, size_t length, rkey_t r
     }
     if (ucs_unlikely(!region->contains(remote_addr, length))) {
         if (!quiet) {
-            ucs_diag("self: [0x%lx, +%zu) is outside the key's region [0x%lx, +%lu)",
-                     remote_addr, length, region->address, region->length);
+            ucs_diag("self: [0x%lx, +%zu) is outside the key's region [0x%lx, +%lu)", remote_addr,
+                     length, region->address, region->length);
         }
         return UCS_ERR_OUT_OF_RANGE;
     }
@@ -72,11 +71,9 @@ ucs_status_t self_ep::check_access(uint64_t remote_addr, size_t length, rkey_t r
 
 /* ---- active messages ---- */
 
-ucs_status_t self_ep::am_short(am_id_t id, uint64_t header, const void *payload,
-                               unsigned length)
+ucs_status_t self_ep::am_short(am_id_t id, uint64_t header, const void *payload, unsigned length)
 {
-    if (ucs_unlikely((id >= AM_ID_MAX) ||
-                     (length > iface().attr().am.max_short - sizeof(header)) ||
+    if (ucs_unlikely((id >= AM_ID_MAX) || (length > iface().attr().am.max_short - sizeof(header)) ||
                      ((payload == nullptr) && (length != 0)))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -151,13 +148,12 @@ ucs_status_t self_ep::put_short(const void *buffer, unsigned length, uint64_t re
     }
     ucs_status_t status = check_access(remote_addr, length, rkey);
     if (ucs_likely(status == UCS_OK) && (length != 0)) {
-        std::memcpy(reinterpret_cast<void*>(remote_addr), buffer, length);
+        std::memcpy(reinterpret_cast<void *>(remote_addr), buffer, length);
     }
     return status;
 }
 
-ssize_t self_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
-                           rkey_t rkey)
+ssize_t self_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr, rkey_t rkey)
 {
     if (ucs_unlikely(pack == nullptr)) {
         return UCS_ERR_INVALID_PARAM;
@@ -167,7 +163,7 @@ ssize_t self_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr
     /* If even a maximal pack stays inside the key, pack in place; otherwise
      * stage it, since the length is known only after packing. */
     if (check_access(remote_addr, max, rkey, true) == UCS_OK) {
-        size_t length = pack(reinterpret_cast<void*>(remote_addr), arg);
+        size_t length = pack(reinterpret_cast<void *>(remote_addr), arg);
         if (ucs_unlikely(length > max)) {
             ucs_error("self: put_bcopy packer wrote %zu bytes, limit %zu", length, max);
             return UCS_ERR_INVALID_PARAM;
@@ -186,13 +182,13 @@ ssize_t self_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr
         return status;
     }
     if (length != 0) {
-        std::memcpy(reinterpret_cast<void*>(remote_addr), stage, length);
+        std::memcpy(reinterpret_cast<void *>(remote_addr), stage, length);
     }
     return ssize_t(length);
 }
 
-ucs_status_t self_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                                rkey_t rkey, completion *)
+ucs_status_t self_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                                completion *)
 {
     size_t total;
     ucs_status_t status = check_iov(iov, iovcnt, iface().attr().put.max_iov, &total);
@@ -202,7 +198,7 @@ ucs_status_t self_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_a
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    auto *dest = reinterpret_cast<uint8_t*>(remote_addr);
+    auto *dest = reinterpret_cast<uint8_t *>(remote_addr);
     for (size_t i = 0; i < iovcnt; ++i) {
         if (iov[i].length != 0) {
             std::memmove(dest, iov[i].buffer, iov[i].length);
@@ -220,13 +216,13 @@ ucs_status_t self_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t leng
     }
     ucs_status_t status = check_access(remote_addr, length, rkey);
     if (ucs_likely(status == UCS_OK)) {
-        unpack(arg, reinterpret_cast<const void*>(remote_addr), length);
+        unpack(arg, reinterpret_cast<const void *>(remote_addr), length);
     }
     return status;
 }
 
-ucs_status_t self_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr,
-                                rkey_t rkey, completion *)
+ucs_status_t self_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_addr, rkey_t rkey,
+                                completion *)
 {
     size_t total;
     ucs_status_t status = check_iov(iov, iovcnt, iface().attr().get.max_iov, &total);
@@ -236,10 +232,10 @@ ucs_status_t self_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_a
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    auto *src = reinterpret_cast<const uint8_t*>(remote_addr);
+    auto *src = reinterpret_cast<const uint8_t *>(remote_addr);
     for (size_t i = 0; i < iovcnt; ++i) {
         if (iov[i].length != 0) {
-            std::memmove(const_cast<void*>(iov[i].buffer), src, iov[i].length);
+            std::memmove(const_cast<void *>(iov[i].buffer), src, iov[i].length);
             src += iov[i].length;
         }
     }
@@ -249,8 +245,8 @@ ucs_status_t self_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_a
 /* ---- atomics ---- */
 
 template <typename T>
-ucs_status_t self_ep::atomic(atomic_op op, uint64_t value, uint64_t compare,
-                             void *result, uint64_t remote_addr, rkey_t rkey, bool fetch)
+ucs_status_t self_ep::atomic(atomic_op op, uint64_t value, uint64_t compare, void *result,
+                             uint64_t remote_addr, rkey_t rkey, bool fetch)
 {
     if (ucs_unlikely((remote_addr % sizeof(T)) != 0)) {
         return UCS_ERR_INVALID_PARAM;
@@ -259,7 +255,7 @@ ucs_status_t self_ep::atomic(atomic_op op, uint64_t value, uint64_t compare,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    auto *target = reinterpret_cast<T*>(remote_addr);
+    auto *target    = reinterpret_cast<T *>(remote_addr);
     const T operand = T(value);
     T old;
     switch (op) {
@@ -292,8 +288,8 @@ ucs_status_t self_ep::atomic(atomic_op op, uint64_t value, uint64_t compare,
     return UCS_OK;
 }
 
-ucs_status_t self_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,
-                                  uint64_t remote_addr, rkey_t rkey)
+ucs_status_t self_ep::atomic_post(atomic_op op, unsigned size, uint64_t value, uint64_t remote_addr,
+                                  rkey_t rkey)
 {
     /* Swaps without a result are not operations UCT defines. */
     if (ucs_unlikely((op == atomic_op::SWAP) || (op == atomic_op::CSWAP) ||
@@ -310,9 +306,8 @@ ucs_status_t self_ep::atomic_post(atomic_op op, unsigned size, uint64_t value,
     }
 }
 
-ucs_status_t self_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value,
-                                   uint64_t compare, void *result, uint64_t remote_addr,
-                                   rkey_t rkey, completion *)
+ucs_status_t self_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value, uint64_t compare,
+                                   void *result, uint64_t remote_addr, rkey_t rkey, completion *)
 {
     if (ucs_unlikely(op >= atomic_op::LAST)) {
         return UCS_ERR_UNSUPPORTED;

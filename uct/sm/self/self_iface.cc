@@ -32,9 +32,8 @@ uint64_t next_token()
 
 } // namespace
 
-ucs_status_t self_iface::open(self_md &md, uct::worker &worker,
-                              const iface_params &params, const self_config &config,
-                              uct::iface **iface_p)
+ucs_status_t self_iface::open(self_md &md, uct::worker &worker, const iface_params &params,
+                              const self_config &config, uct::iface **iface_p)
 {
     ucs_status_t status = validate_self_config(config);
     if (status != UCS_OK) {
@@ -46,12 +45,11 @@ ucs_status_t self_iface::open(self_md &md, uct::worker &worker,
     }
     /* The data starts on a cache line; the headroom sits right before it. */
     size_t data_offset = align_up(sizeof(desc) + params.rx_headroom, 64);
-    auto *bounce = static_cast<uint8_t*>(std::aligned_alloc(64, align_up(config.seg_size, 64)));
+    auto *bounce = static_cast<uint8_t *>(std::aligned_alloc(64, align_up(config.seg_size, 64)));
     if (bounce == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
-    auto *iface = new (std::nothrow) self_iface(md, worker, params, config, data_offset,
-                                                bounce);
+    auto *iface = new (std::nothrow) self_iface(md, worker, params, config, data_offset, bounce);
     if (iface == nullptr) {
         std::free(bounce);
         return UCS_ERR_NO_MEMORY;
@@ -61,20 +59,20 @@ ucs_status_t self_iface::open(self_md &md, uct::worker &worker,
 }
 
 self_iface::self_iface(self_md &md, uct::worker &worker, const iface_params &,
-                       const self_config &config, size_t data_offset, uint8_t *bounce)
-    : md_(md), worker_(worker), config_(config), data_offset_(data_offset),
-      pool_(data_offset + config.seg_size + config.am_max_hdr, config.rx_bufs_grow),
-      bounce_(bounce), pid_(getpid()), token_(next_token())
+                       const self_config &config, size_t data_offset, uint8_t *bounce) :
+    md_(md),
+    worker_(worker), config_(config), data_offset_(data_offset),
+    pool_(data_offset + config.seg_size + config.am_max_hdr, config.rx_bufs_grow), bounce_(bounce),
+    pid_(getpid()), token_(next_token())
 {
     const size_t seg = config.seg_size;
-    attr_.flags = iface_flag::AM_SHORT | iface_flag::AM_BCOPY | iface_flag::AM_ZCOPY |
+    attr_.flags      = iface_flag::AM_SHORT | iface_flag::AM_BCOPY | iface_flag::AM_ZCOPY |
                   iface_flag::PUT_SHORT | iface_flag::PUT_BCOPY | iface_flag::PUT_ZCOPY |
-                  iface_flag::GET_BCOPY | iface_flag::GET_ZCOPY |
-                  iface_flag::ATOMIC_CPU | iface_flag::PENDING |
-                  iface_flag::CONNECT_TO_IFACE | iface_flag::EP_CHECK |
+                  iface_flag::GET_BCOPY | iface_flag::GET_ZCOPY | iface_flag::ATOMIC_CPU |
+                  iface_flag::PENDING | iface_flag::CONNECT_TO_IFACE | iface_flag::EP_CHECK |
                   iface_flag::CB_SYNC;
 
-    attr_.am.max_short       = seg;     /* the 8-byte header included */
+    attr_.am.max_short       = seg; /* the 8-byte header included */
     attr_.am.max_bcopy       = seg;
     attr_.am.min_zcopy       = 0;
     attr_.am.max_zcopy       = seg;
@@ -95,11 +93,10 @@ self_iface::self_iface(self_md &md, uct::worker &worker, const iface_params &,
     attr_.get.opt_zcopy_align = 1;
     attr_.get.max_iov         = IOV_MAX;
 
-    const uint64_t post  = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
-                           atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
-    const uint64_t fetch = post | atomic_op_bit(atomic_op::SWAP) |
-                           atomic_op_bit(atomic_op::CSWAP);
-    attr_.atomic32_post  = attr_.atomic64_post  = post;
+    const uint64_t post = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atomic_op::AND) |
+                          atomic_op_bit(atomic_op::OR) | atomic_op_bit(atomic_op::XOR);
+    const uint64_t fetch = post | atomic_op_bit(atomic_op::SWAP) | atomic_op_bit(atomic_op::CSWAP);
+    attr_.atomic32_post = attr_.atomic64_post = post;
     attr_.atomic32_fetch = attr_.atomic64_fetch = fetch;
 
     attr_.device_addr_len      = 0;
@@ -117,8 +114,7 @@ self_iface::~self_iface()
 {
     worker_.progress_unregister(this);
     if (!idle()) {
-        ucs_debug("self: closing with %u queued messages and pending requests dropped",
-                  queue_len_);
+        ucs_debug("self: closing with %u queued messages and pending requests dropped", queue_len_);
     }
     std::free(bounce_);
 }
@@ -130,7 +126,7 @@ uct::md &self_iface::owner_md() const
 
 ucs_status_t self_iface::get_device_address(void *) const
 {
-    return UCS_OK;     /* zero bytes: the iface address says it all */
+    return UCS_OK; /* zero bytes: the iface address says it all */
 }
 
 ucs_status_t self_iface::get_address(void *buffer) const
@@ -150,13 +146,12 @@ bool self_iface::is_reachable(const void *, size_t dev_addr_len, const void *ifa
     iface_address addr;
     std::memcpy(&addr, iface_addr, sizeof(addr));
     /* getpid(), not pid_: a forked child holds a copy of this iface. */
-    return (addr.pid == uint32_t(getpid())) && (addr.reserved == 0) &&
-           (addr.token == token_);
+    return (addr.pid == uint32_t(getpid())) && (addr.reserved == 0) && (addr.token == token_);
 }
 
 ucs_status_t self_iface::ep_create_connected(const void *dev_addr, size_t dev_addr_len,
-                                             const void *iface_addr,
-                                             size_t iface_addr_len, uct::ep **ep_p)
+                                             const void *iface_addr, size_t iface_addr_len,
+                                             uct::ep **ep_p)
 {
     if (!is_reachable(dev_addr, dev_addr_len, iface_addr, iface_addr_len)) {
         ucs_debug("self: address is not this iface");
@@ -173,7 +168,7 @@ ucs_status_t self_iface::ep_create_connected(const void *dev_addr, size_t dev_ad
 void self_iface::deliver_in_place(am_id_t id, const void *data, size_t length)
 {
     ++depth_;
-    ucs_status_t status = invoke_am_handler(id, const_cast<void*>(data), length, 0);
+    ucs_status_t status = invoke_am_handler(id, const_cast<void *>(data), length, 0);
     --depth_;
     if (ucs_unlikely(status == UCS_INPROGRESS)) {
         ucs_warn("self: AM handler %u kept data delivered without DESC; ignored", id);
@@ -239,7 +234,7 @@ unsigned self_iface::dispatch_pending()
 unsigned self_iface::progress()
 {
     if (ucs_likely(idle()) || (depth_ != 0)) {
-        return 0;      /* nothing to do, or called from a handler: never nest */
+        return 0; /* nothing to do, or called from a handler: never nest */
     }
     unsigned count = deliver_queued();
     return count + dispatch_pending();
@@ -272,7 +267,7 @@ void self_iface::release_am_desc(void *data)
 ucs_status_t self_iface::pending_add(uct::ep *ep, pending_req *req)
 {
     if (idle()) {
-        return UCS_ERR_BUSY;   /* sends would succeed now */
+        return UCS_ERR_BUSY; /* sends would succeed now */
     }
     link_of(req) = pending_link{nullptr, ep};
     if (pending_tail_ == nullptr) {

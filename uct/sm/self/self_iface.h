@@ -38,17 +38,16 @@ class self_md;
 /* Iface address: which process, and which iface in it. */
 struct iface_address {
     uint32_t pid;
-    uint32_t reserved;      /* zero */
-    uint64_t token;         /* unique per iface within the process */
+    uint32_t reserved; /* zero */
+    uint64_t token;    /* unique per iface within the process */
 };
 /* Frozen: changing it requires bumping ucp::address_version, which peers check. */
 static_assert(sizeof(iface_address) == 16, "iface address layout");
 
 class self_iface final : public uct::iface {
 public:
-    static ucs_status_t open(self_md &md, uct::worker &worker,
-                             const iface_params &params, const self_config &config,
-                             uct::iface **iface_p);
+    static ucs_status_t open(self_md &md, uct::worker &worker, const iface_params &params,
+                             const self_config &config, uct::iface **iface_p);
     ~self_iface() override;
 
     const iface_attr &attr() const override { return attr_; }
@@ -56,8 +55,8 @@ public:
 
     ucs_status_t get_device_address(void *buffer) const override;
     ucs_status_t get_address(void *buffer) const override;
-    bool is_reachable(const void *dev_addr, size_t dev_addr_len,
-                      const void *iface_addr, size_t iface_addr_len) const override;
+    bool is_reachable(const void *dev_addr, size_t dev_addr_len, const void *iface_addr,
+                      size_t iface_addr_len) const override;
     ucs_status_t ep_create_connected(const void *dev_addr, size_t dev_addr_len,
                                      const void *iface_addr, size_t iface_addr_len,
                                      uct::ep **ep_p) override;
@@ -68,10 +67,7 @@ public:
     void release_am_desc(void *data) override;
     /* No fd: only this process's own sends (delivered or queued at once)
      * produce events, so anything still queued is all there is to report. */
-    ucs_status_t event_arm(unsigned) override
-    {
-        return idle() ? UCS_OK : UCS_ERR_BUSY;
-    }
+    ucs_status_t event_arm(unsigned) override { return idle() ? UCS_OK : UCS_ERR_BUSY; }
 
     /* --- used by self_ep --- */
 
@@ -91,11 +87,11 @@ public:
         if (!direct && ucs_unlikely(queue_len_ >= config_.nested_queue_len)) {
             return UCS_ERR_NO_RESOURCE;
         }
-        auto *d = static_cast<desc*>(pool_.get());
+        auto *d = static_cast<desc *>(pool_.get());
         if (ucs_unlikely(d == nullptr)) {
             return UCS_ERR_NO_MEMORY;
         }
-        uint8_t *data = payload(d);
+        uint8_t *data  = payload(d);
         ssize_t length = fill(data);
         if (ucs_unlikely(length < 0)) {
             pool_.put(d);
@@ -125,29 +121,29 @@ public:
 private:
     /* Header of each receive descriptor; rx headroom and data follow. */
     struct desc {
-        desc     *next;     /* queue link while waiting for delivery */
+        desc *next; /* queue link while waiting for delivery */
         uint32_t length;
-        am_id_t  id;
+        am_id_t id;
     };
 
     /* Intrusive link of a pending request, kept in pending_req::priv. */
     struct pending_link {
         pending_req *next;
-        uct::ep     *owner;
+        uct::ep *owner;
     };
     static_assert(sizeof(pending_link) <= sizeof(pending_req::priv), "priv too small");
 
     self_iface(self_md &md, uct::worker &worker, const iface_params &params,
                const self_config &config, size_t data_offset, uint8_t *bounce);
 
-    uint8_t *payload(desc *d) const { return reinterpret_cast<uint8_t*>(d) + data_offset_; }
+    uint8_t *payload(desc *d) const { return reinterpret_cast<uint8_t *>(d) + data_offset_; }
     desc *desc_of(void *data) const
     {
-        return reinterpret_cast<desc*>(static_cast<uint8_t*>(data) - data_offset_);
+        return reinterpret_cast<desc *>(static_cast<uint8_t *>(data) - data_offset_);
     }
     static pending_link &link_of(pending_req *req)
     {
-        return *reinterpret_cast<pending_link*>(req->priv);
+        return *reinterpret_cast<pending_link *>(req->priv);
     }
 
     void deliver(am_id_t id, desc *d, size_t length)
@@ -164,22 +160,22 @@ private:
     unsigned deliver_queued();
     unsigned dispatch_pending();
 
-    self_md       &md_;
-    uct::worker   &worker_;
-    self_config   config_;
-    iface_attr    attr_;
-    size_t        data_offset_;
-    desc_pool     pool_;
-    uint8_t       *bounce_;         /* put_bcopy staging, seg_size bytes */
-    pid_t         pid_;
-    uint64_t      token_;
+    self_md &md_;
+    uct::worker &worker_;
+    self_config config_;
+    iface_attr attr_;
+    size_t data_offset_;
+    desc_pool pool_;
+    uint8_t *bounce_; /* put_bcopy staging, seg_size bytes */
+    pid_t pid_;
+    uint64_t token_;
 
-    unsigned      depth_ = 0;       /* self handlers running now (0 or 1) */
-    desc          *queue_head_ = nullptr;
-    desc          *queue_tail_ = nullptr;
-    unsigned      queue_len_ = 0;
-    pending_req   *pending_head_ = nullptr;
-    pending_req   *pending_tail_ = nullptr;
+    unsigned depth_            = 0; /* self handlers running now (0 or 1) */
+    desc *queue_head_          = nullptr;
+    desc *queue_tail_          = nullptr;
+    unsigned queue_len_        = 0;
+    pending_req *pending_head_ = nullptr;
+    pending_req *pending_tail_ = nullptr;
 };
 
 } // namespace uct::self

@@ -39,8 +39,7 @@ ucs_status_t self_component::md_open(const char *md_name, uct::md **md_p)
     return UCS_OK;
 }
 
-ucs_status_t self_component::rkey_unpack(const void *buffer, size_t length,
-                                         rkey_bundle *rkey_p)
+ucs_status_t self_component::rkey_unpack(const void *buffer, size_t length, rkey_bundle *rkey_p)
 {
     return sm::region_rkey_unpack(key_kind, buffer, length, rkey_p);
 }
@@ -68,8 +67,7 @@ ucs_status_t self_md::iface_open(uct::worker &worker, const iface_params &params
 {
     if (((params.tl_name != nullptr) && (std::strcmp(params.tl_name, TL_NAME) != 0)) ||
         ((params.dev_name != nullptr) && (std::strcmp(params.dev_name, DEV_NAME) != 0))) {
-        ucs_error("self: no such resource %s/%s",
-                  params.tl_name ? params.tl_name : "(null)",
+        ucs_error("self: no such resource %s/%s", params.tl_name ? params.tl_name : "(null)",
                   params.dev_name ? params.dev_name : "(null)");
         return UCS_ERR_NO_DEVICE;
     }

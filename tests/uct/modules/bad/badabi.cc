@@ -7,7 +7,6 @@
 
 extern "C" const uct::module_descriptor *uct_module_descriptor()
 {
-    static const uct::module_descriptor desc{uct::module_abi_version + 1, 0, "badabi",
-                                             nullptr};
+    static const uct::module_descriptor desc{uct::module_abi_version + 1, 0, "badabi", nullptr};
     return &desc;
 }

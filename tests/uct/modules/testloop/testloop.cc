@@ -38,16 +38,16 @@ namespace {
 
 constexpr const char *name     = "testloop";
 constexpr const char *dev_name = "loop0";
-constexpr uint64_t    magic    = 0x706f6f6c74736574ull;   /* "testloop" */
-constexpr size_t      max_bcopy = 8192;
-constexpr size_t      max_iov   = 4;
+constexpr uint64_t magic       = 0x706f6f6c74736574ull; /* "testloop" */
+constexpr size_t max_bcopy     = 8192;
+constexpr size_t max_iov       = 4;
 
 testloop_counters counters{};
 
 struct region {
-    uint64_t  magic;
+    uint64_t magic;
     uintptr_t address;
-    size_t    length;
+    size_t length;
 };
 
 bool inside(uintptr_t start, size_t length, uintptr_t rstart, size_t rlength)
@@ -59,7 +59,7 @@ bool inside(uintptr_t start, size_t length, uintptr_t rstart, size_t rlength)
 bool memh_covers(const uct::iov *iov, size_t iovcnt)
 {
     for (size_t i = 0; i < iovcnt; ++i) {
-        const auto *r = static_cast<const region*>(iov[i].memh);
+        const auto *r = static_cast<const region *>(iov[i].memh);
         if ((r == nullptr) || (r->magic != magic) ||
             !inside(reinterpret_cast<uintptr_t>(iov[i].buffer), iov[i].length, r->address,
                     r->length)) {
@@ -88,19 +88,18 @@ public:
     loop_iface(uct::md &md, uint32_t id) : md_(md), id_(id)
     {
         using namespace uct::iface_flag;
-        attr_.flags = AM_BCOPY | AM_ZCOPY | GET_ZCOPY | PUT_ZCOPY | PENDING |
-                       CONNECT_TO_IFACE;
-        attr_.am.max_bcopy    = max_bcopy;
-        attr_.am.max_zcopy    = size_t(1) << 20;
-        attr_.am.max_iov      = max_iov;
-        attr_.am.max_hdr      = 128;
-        attr_.get.max_zcopy   = size_t(1) << 30;
-        attr_.get.max_iov     = 1;
-        attr_.put.max_zcopy   = size_t(1) << 30;
-        attr_.put.max_iov     = 1;
-        attr_.device_addr_len = sizeof(magic);
-        attr_.iface_addr_len  = sizeof(id_);
-        attr_.perf.latency_s  = 1e-6;
+        attr_.flags = AM_BCOPY | AM_ZCOPY | GET_ZCOPY | PUT_ZCOPY | PENDING | CONNECT_TO_IFACE;
+        attr_.am.max_bcopy       = max_bcopy;
+        attr_.am.max_zcopy       = size_t(1) << 20;
+        attr_.am.max_iov         = max_iov;
+        attr_.am.max_hdr         = 128;
+        attr_.get.max_zcopy      = size_t(1) << 30;
+        attr_.get.max_iov        = 1;
+        attr_.put.max_zcopy      = size_t(1) << 30;
+        attr_.put.max_iov        = 1;
+        attr_.device_addr_len    = sizeof(magic);
+        attr_.iface_addr_len     = sizeof(id_);
+        attr_.perf.latency_s     = 1e-6;
         attr_.perf.bandwidth_Bps = 10e9;
     }
 
@@ -136,9 +135,9 @@ public:
     void forget(const loop_ep *ep) { queue_.forget(ep); }
 
 private:
-    uct::md             &md_;
-    uint32_t            id_;
-    uct::iface_attr     attr_;
+    uct::md &md_;
+    uint32_t id_;
+    uct::iface_attr attr_;
     test::queued_ams<loop_ep> queue_;
 };
 
@@ -147,8 +146,7 @@ public:
     explicit loop_ep(loop_iface &iface) : uct::ep(iface), loop_iface_(iface) {}
     ~loop_ep() override { loop_iface_.forget(this); }
 
-    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg,
-                     unsigned) override
+    ssize_t am_bcopy(uct::am_id_t id, uct::pack_callback_t pack, void *arg, unsigned) override
     {
         message msg{this, id, std::vector<uint8_t>(max_bcopy), {}, nullptr};
         msg.bytes.resize(pack(msg.bytes.data(), arg));
@@ -164,9 +162,9 @@ public:
         if ((iovcnt > max_iov) || !memh_covers(iov, iovcnt)) {
             return UCS_ERR_INVALID_PARAM;
         }
-        const auto *h = static_cast<const uint8_t*>(header);
+        const auto *h = static_cast<const uint8_t *>(header);
         loop_iface_.push({this, id, std::vector<uint8_t>(h, h + header_length),
-                      std::vector<uct::iov>(iov, iov + iovcnt), comp});
+                          std::vector<uct::iov>(iov, iov + iovcnt), comp});
         return UCS_INPROGRESS;
     }
 
@@ -184,7 +182,7 @@ public:
 
     ucs_status_t pending_add(uct::pending_req *, unsigned) override
     {
-        return UCS_ERR_BUSY;    /* never out of resources */
+        return UCS_ERR_BUSY; /* never out of resources */
     }
 
     void pending_purge(uct::pending_purge_callback_t, void *) override {}
@@ -192,21 +190,21 @@ public:
     ucs_status_t flush(unsigned, uct::completion *) override { return UCS_OK; }
 
 private:
-    ucs_status_t copy(const uct::iov *iov, size_t iovcnt, uint64_t remote_addr,
-                      uct::rkey_t rkey, bool put)
+    ucs_status_t copy(const uct::iov *iov, size_t iovcnt, uint64_t remote_addr, uct::rkey_t rkey,
+                      bool put)
     {
-        const auto *remote = reinterpret_cast<const region*>(rkey);
+        const auto *remote = reinterpret_cast<const region *>(rkey);
         if ((iovcnt != 1) || !memh_covers(iov, iovcnt) || (remote == nullptr) ||
             (remote->magic != magic) ||
             !inside(remote_addr, iov[0].length, remote->address, remote->length)) {
             __atomic_add_fetch(&counters.bad_rkey, 1, __ATOMIC_RELAXED);
             return UCS_ERR_INVALID_PARAM;
         }
-        void *far = reinterpret_cast<void*>(remote_addr);
+        void *far = reinterpret_cast<void *>(remote_addr);
         if (put) {
             std::memcpy(far, iov[0].buffer, iov[0].length);
         } else {
-            std::memcpy(const_cast<void*>(iov[0].buffer), far, iov[0].length);
+            std::memcpy(const_cast<void *>(iov[0].buffer), far, iov[0].length);
         }
         return UCS_OK;
     }
@@ -264,8 +262,7 @@ public:
         return UCS_OK;
     }
 
-    ucs_status_t mem_reg(void *address, size_t length, unsigned,
-                         uct::mem_h *memh_p) override
+    ucs_status_t mem_reg(void *address, size_t length, unsigned, uct::mem_h *memh_p) override
     {
         if ((memh_p == nullptr) || (length == 0)) {
             return UCS_ERR_INVALID_PARAM;
@@ -283,7 +280,7 @@ public:
 
     ucs_status_t mem_dereg(uct::mem_h memh) override
     {
-        auto *r = static_cast<region*>(memh);
+        auto *r = static_cast<region *>(memh);
         if ((r == nullptr) || (r->magic != magic)) {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -295,7 +292,7 @@ public:
 
     ucs_status_t mkey_pack(uct::mem_h memh, void *buffer) override
     {
-        const auto *r = static_cast<const region*>(memh);
+        const auto *r = static_cast<const region *>(memh);
         if ((r == nullptr) || (r->magic != magic) || (buffer == nullptr)) {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -305,7 +302,7 @@ public:
 
 private:
     uct::component &component_;
-    uct::md_attr   attr_;
+    uct::md_attr attr_;
 };
 
 class loop_component : public uct::component {
@@ -326,8 +323,7 @@ public:
         return UCS_OK;
     }
 
-    ucs_status_t rkey_unpack(const void *buffer, size_t length,
-                             uct::rkey_bundle *rkey_p) override
+    ucs_status_t rkey_unpack(const void *buffer, size_t length, uct::rkey_bundle *rkey_p) override
     {
         region r;
         if ((buffer == nullptr) || (length != sizeof(r))) {
@@ -337,7 +333,7 @@ public:
         if (r.magic != magic) {
             return UCS_ERR_INVALID_PARAM;
         }
-        auto *copy   = new region(r);
+        auto *copy     = new region(r);
         rkey_p->rkey   = reinterpret_cast<uct::rkey_t>(copy);
         rkey_p->handle = copy;
         return UCS_OK;
@@ -345,7 +341,7 @@ public:
 
     void rkey_release(const uct::rkey_bundle &rkey) override
     {
-        delete static_cast<region*>(rkey.handle);
+        delete static_cast<region *>(rkey.handle);
     }
 };
 

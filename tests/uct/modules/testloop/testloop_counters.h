@@ -8,10 +8,10 @@
 #include <stdint.h>
 
 struct testloop_counters {
-    uint64_t registrations;   /* mem_reg calls that succeeded */
-    int64_t  live;            /* registrations not deregistered */
-    uint64_t bad_memh;        /* zcopy entries without a covering handle */
-    uint64_t bad_rkey;        /* get/put outside the key, or no key */
+    uint64_t registrations; /* mem_reg calls that succeeded */
+    int64_t live;           /* registrations not deregistered */
+    uint64_t bad_memh;      /* zcopy entries without a covering handle */
+    uint64_t bad_rkey;      /* get/put outside the key, or no key */
 };
 
 typedef const struct testloop_counters *(*testloop_get_counters_fn)(void);
