@@ -86,6 +86,17 @@ double bandwidth_of(const uct::perf_model &perf)
  */
 constexpr size_t rndv_auto_max = 512 * 1024;
 
+/* Whether receivers split this configuration's rendezvous transfers with
+ * the sender (push_length_for in ucp/tag/tag_rndv.cc): UCX_RNDV_SCHEME=auto,
+ * and a rendezvous lane on this node that can put. */
+bool rndv_splits(const ucp_worker &worker, const ep_config_key &key)
+{
+    return (key.rndv_lane != no_lane) && has_md(worker, key, key.rndv_lane) &&
+           (worker.context.config.rndv_scheme == RNDV_SCHEME_AUTO) &&
+           (lane_attr(worker, key, key.rndv_lane).flags & uct::iface_flag::PUT_ZCOPY) &&
+           (lane_resource(worker, key, key.rndv_lane).type == uct::device_type::SHM);
+}
+
 size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key, const ep_thresholds &t)
 {
     if (key.rndv_lane == no_lane) {
@@ -116,10 +127,7 @@ size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key, cons
     };
     size_t thresh             = thresh_at(bandwidth_of(rndv.perf));
     const context_config &cfg = worker.context.config;
-    const bool splits         = (rndv.flags & uct::iface_flag::PUT_ZCOPY) &&
-                        (lane_resource(worker, key, key.rndv_lane).type == uct::device_type::SHM) &&
-                        (cfg.rndv_scheme == RNDV_SCHEME_AUTO);
-    if (splits && (cfg.rndv_split_thresh < thresh)) {
+    if (rndv_splits(worker, key) && (cfg.rndv_split_thresh < thresh)) {
         thresh = std::max(thresh_at(2 * bandwidth_of(rndv.perf)), cfg.rndv_split_thresh);
     }
     return thresh;
@@ -296,7 +304,7 @@ std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &e
         const worker_iface &wi = worker.ifaces[key.lanes[key.rndv_lane].iface_index];
         cfg->rndv_tl           = lane_resource(worker, key, key.rndv_lane).tl_name;
         cfg->rndv_can_push     = (wi.iface->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
-        cfg->rndv_on_shm = lane_resource(worker, key, key.rndv_lane).type == uct::device_type::SHM;
+        cfg->rndv_splits       = rndv_splits(worker, key);
     }
     if (key.mem_rndv_lane != no_lane) {
         cfg->mem_rndv_tl = lane_resource(worker, key, key.mem_rndv_lane).tl_name;
@@ -412,7 +420,7 @@ void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *strea
     size_t push_from           = SIZE_MAX;
     if (cfg.rndv_can_push && (ccfg.rndv_scheme == RNDV_SCHEME_PUT_ZCOPY)) {
         push_from = 0;
-    } else if (cfg.rndv_can_push && (ccfg.rndv_scheme == RNDV_SCHEME_AUTO) && cfg.rndv_on_shm) {
+    } else if (cfg.rndv_splits) {
         push_from = ccfg.rndv_split_thresh;
     }
     const std::string rndv_get  = "rendezvous, receiver gets (get_zcopy) on " + cfg.rndv_tl;

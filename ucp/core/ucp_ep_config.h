@@ -44,8 +44,8 @@ struct ep_config {
     std::string am_tl;
     std::string rndv_tl;
     bool rndv_can_push = false;
-    bool rndv_on_shm   = false;
-    std::string mem_rndv_tl; /* empty: no rendezvous of non-host memory */
+    bool rndv_splits   = false; /* receivers split transfers from UCX_RNDV_SPLIT_THRESH */
+    std::string mem_rndv_tl;    /* empty: no rendezvous of non-host memory */
     proto::table protocols;
 };
 
