@@ -6,6 +6,7 @@
 #include <ucm/event/handlers.h>
 #include <ucm/mmap/hooks.h>
 #include <ucm/mmap/install.h>
+#include <ucm/mmap/originals.h>
 #include <ucm/reloc/dlopen_hook.h>
 #include <ucm/util/log.h>
 #include <ucm/util/sys.h>
@@ -18,9 +19,13 @@
 #include <unistd.h>
 
 ucm_global_config_t ucm_global_opts = {
-    UCS_LOG_LEVEL_WARN,           /* log_level */
-    1,                            /* enable_events */
-    UCM_MMAP_HOOK_RELOC,          /* mmap_hook_mode */
+    UCS_LOG_LEVEL_WARN, /* log_level */
+    1,                  /* enable_events */
+#if defined(__x86_64__)
+    UCM_MMAP_HOOK_BISTRO, /* mmap_hook_mode: libc's entries, as UCX's default */
+#else
+    UCM_MMAP_HOOK_RELOC, /* mmap_hook_mode */
+#endif
     0,                            /* enable_malloc_hooks: not implemented */
     0,                            /* enable_malloc_reloc: not implemented */
     0,                            /* cuda_hook_modes: not implemented */
@@ -64,8 +69,11 @@ void after_fork_in_child()
     event::fork_child();
 }
 
-__attribute__((constructor)) void register_fork_handlers()
+/* The environment is read once, as UCX's configuration is when it is
+ * loaded; ucm_set_global_opts() can still change the options later. */
+__attribute__((constructor)) void init_library()
 {
+    ucm_global_opts.mmap_hook_mode = sys::env_hook_mode(ucm_global_opts.mmap_hook_mode);
     pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
 }
 
@@ -185,42 +193,52 @@ void ucm_event_dispatch(ucm_event_type_t event_type, ucm_event_t *event)
 
 void *ucm_orig_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
-    return mmap(addr, length, prot, flags, fd, offset);
+    return mm::orig::mmap(addr, length, prot, flags, fd, offset);
 }
 
 int ucm_orig_munmap(void *addr, size_t length)
 {
-    return munmap(addr, length);
+    return mm::orig::munmap(addr, length);
 }
 
 void *ucm_orig_mremap(void *old_address, size_t old_size, size_t new_size, int flags)
 {
-    return mremap(old_address, old_size, new_size, flags);
+    /* The 4-argument API cannot carry MREMAP_FIXED's target address. */
+    if (flags & MREMAP_FIXED) {
+        errno = EINVAL;
+        return MAP_FAILED;
+    }
+    return mm::orig::mremap(old_address, old_size, new_size, flags, nullptr);
 }
 
 void *ucm_orig_shmat(int shmid, const void *shmaddr, int shmflg)
 {
-    return shmat(shmid, shmaddr, shmflg);
+    return mm::orig::shmat(shmid, shmaddr, shmflg);
 }
 
 int ucm_orig_shmdt(const void *shmaddr)
 {
-    return shmdt(shmaddr);
+    return mm::orig::shmdt(shmaddr);
 }
 
 void *ucm_orig_sbrk(intptr_t increment)
 {
-    return sbrk(increment);
+    return mm::orig::sbrk(increment);
 }
 
 int ucm_orig_brk(void *addr)
 {
-    return brk(addr);
+    return mm::orig::brk(addr);
 }
 
 int ucm_orig_madvise(void *addr, size_t length, int advice)
 {
-    return madvise(addr, length, advice);
+    return mm::orig::madvise(addr, length, advice);
+}
+
+ucm_mmap_hook_mode_t ucm_get_installed_mmap_hook_mode(void)
+{
+    return mm::installed_mode();
 }
 
 void *ucm_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)

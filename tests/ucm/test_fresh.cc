@@ -79,3 +79,31 @@ TEST_CASE("handlers for external events install no hooks", "[ucm][fresh][fresh_e
     CHECK(hooked.count_unmapped(address, page) == 1);
     CHECK(recorder.count_unmapped(address, page) == 1);
 }
+
+/* Run with UCX_MEM_MMAP_HOOK_MODE=reloc (meson test ucm_reloc_mode). */
+TEST_CASE("UCX_MEM_MMAP_HOOK_MODE=reloc patches relocations only", "[ucm][fresh][reloc_mode]")
+{
+    CHECK(ucm_global_opts.mmap_hook_mode == UCM_MMAP_HOOK_RELOC);
+    CHECK(ucm_get_installed_mmap_hook_mode() == UCM_MMAP_HOOK_NONE);
+
+    event_recorder recorder;
+    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP) == UCS_OK);
+    CHECK(ucm_get_installed_mmap_hook_mode() == UCM_MMAP_HOOK_RELOC);
+    void *address = unmap_one_page();
+    CHECK(recorder.count_munmap(address, page_size()) == 1);
+    CHECK(ucm_test_events(UCM_EVENT_MUNMAP | UCM_EVENT_VM_UNMAPPED) == UCS_OK);
+}
+
+/* Run with a bad UCX_MEM_MMAP_HOOK_MODE (meson test ucm_bad_hook_mode). */
+TEST_CASE("a bad UCX_MEM_MMAP_HOOK_MODE keeps the default", "[ucm][fresh][bad_hook_mode]")
+{
+#if defined(__x86_64__)
+    CHECK(ucm_global_opts.mmap_hook_mode == UCM_MMAP_HOOK_BISTRO);
+#else
+    CHECK(ucm_global_opts.mmap_hook_mode == UCM_MMAP_HOOK_RELOC);
+#endif
+    event_recorder recorder;
+    REQUIRE(recorder.attach(UCM_EVENT_MUNMAP) == UCS_OK);
+    void *address = unmap_one_page();
+    CHECK(recorder.count_munmap(address, page_size()) == 1);
+}

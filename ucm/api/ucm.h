@@ -57,8 +57,12 @@ typedef enum ucm_event_type {
 } ucm_event_type_t;
 
 
-/* How mmap-family hooks are installed. libucm always patches relocations;
- * BISTRO is accepted and treated as RELOC, NONE disables the hooks. */
+/* How mmap-family hooks are installed. BISTRO (the default on x86-64)
+ * overwrites the entries of libc's functions, so calls made inside libc
+ * (malloc's munmap, sbrk and madvise) are seen too; RELOC patches the
+ * relocation slots of loaded objects, which sees only calls between
+ * objects; NONE disables the hooks. UCX_MEM_MMAP_HOOK_MODE overrides the
+ * field. BISTRO falls back to RELOC where it cannot patch. */
 typedef enum ucm_mmap_hook_mode {
     UCM_MMAP_HOOK_NONE,
     UCM_MMAP_HOOK_RELOC,
@@ -254,6 +258,12 @@ void *ucm_orig_sbrk(intptr_t increment);
 int ucm_orig_brk(void *addr);
 int ucm_orig_madvise(void *addr, size_t length, int advice);
 /**@}*/
+
+
+/** How the hooks in place were installed: BISTRO, RELOC, or NONE while no
+ *  hook is installed. Only BISTRO sees memory that libc's allocator gives
+ *  back by itself (not in UCX 1.13). */
+ucm_mmap_hook_mode_t ucm_get_installed_mmap_hook_mode(void);
 
 
 /** The system function (mmap, munmap, mremap, shmat, shmdt, sbrk, brk,

@@ -43,8 +43,13 @@ constinit handler original_entry{nullptr, native_events, 0, original_call_entry,
 
 handler *list_head         = &original_entry;
 pthread_rwlock_t list_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Held by list editors around their write lock, and by fork(). fork() must
+ * not take list_lock itself: a thread inside malloc (holding an arena
+ * lock) may be dispatching an unmap, and fork() takes the arena locks
+ * after its prepare handlers: it would wait for that thread while the
+ * thread waits for it. */
+pthread_mutex_t edit_lock = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<int> wanted_events{0};
-bool locked_for_fork = false; /* forking thread only */
 
 bool is_user_entry(const handler *h)
 {
@@ -110,6 +115,7 @@ ucs_status_t add_handler(int events, int priority, ucm_event_callback_t cb, void
     handler *entry = new (memory) handler{nullptr, events, priority, cb, arg};
 
     handler *garbage = nullptr;
+    pthread_mutex_lock(&edit_lock);
     pthread_rwlock_wrlock(&list_lock);
     handler **link = &list_head;
     while ((*link != nullptr) && ((*link)->priority <= priority)) {
@@ -119,6 +125,7 @@ ucs_status_t add_handler(int events, int priority, ucm_event_callback_t cb, void
     *link       = entry;
     prune_and_refresh(&garbage);
     pthread_rwlock_unlock(&list_lock);
+    pthread_mutex_unlock(&edit_lock);
 
     release(garbage);
     return UCS_OK;
@@ -137,6 +144,7 @@ void remove_handler(int events, ucm_event_callback_t cb, void *arg)
     }
 
     handler *garbage = nullptr;
+    pthread_mutex_lock(&edit_lock);
     pthread_rwlock_wrlock(&list_lock);
     for (handler *h = list_head; h != nullptr; h = h->next) {
         if (is_user_entry(h) && (h->cb == cb) && (h->arg == arg)) {
@@ -145,6 +153,7 @@ void remove_handler(int events, ucm_event_callback_t cb, void *arg)
     }
     prune_and_refresh(&garbage);
     pthread_rwlock_unlock(&list_lock);
+    pthread_mutex_unlock(&edit_lock);
 
     release(garbage);
 }
@@ -199,28 +208,25 @@ void dispatch_vm_unmapped(void *address, size_t size)
     dispatch(UCM_EVENT_VM_UNMAPPED, &event);
 }
 
+/* The list is whole while edit_lock is held; dispatching threads only
+ * read it, and in the child they are gone: their read locks are dropped by
+ * re-initialising the lock. */
 void fork_prepare()
 {
-    if (!in_dispatch()) {
-        pthread_rwlock_wrlock(&list_lock);
-        locked_for_fork = true;
-    }
+    pthread_mutex_lock(&edit_lock);
 }
 
 void fork_parent()
 {
-    if (locked_for_fork) {
-        locked_for_fork = false;
-        pthread_rwlock_unlock(&list_lock);
-    }
+    pthread_mutex_unlock(&edit_lock);
 }
 
 void fork_child()
 {
-    if (locked_for_fork) {
-        locked_for_fork = false;
-        list_lock       = PTHREAD_RWLOCK_INITIALIZER;
+    if (!in_dispatch()) { /* else the forking handler still holds its lock */
+        list_lock = PTHREAD_RWLOCK_INITIALIZER;
     }
+    edit_lock = PTHREAD_MUTEX_INITIALIZER;
 }
 
 } // namespace ucm::event

@@ -65,9 +65,10 @@ void dispatch(ucm_event_type_t type, ucm_event_t *event);
 void dispatch_vm_mapped(void *address, size_t size);
 void dispatch_vm_unmapped(void *address, size_t size);
 
-/* fork() support: hold the list lock across fork() (unless the forking
- * thread is itself dispatching), then release it in the parent and
- * reinitialise it in the child, whose thread identity changed. */
+/* fork() support: keep list edits out across fork() (never the list lock:
+ * a dispatching thread may hold one of malloc's locks, which fork() takes
+ * after these handlers), then reinitialise the locks in the child, where
+ * the other threads' read locks died with them. */
 void fork_prepare();
 void fork_parent();
 void fork_child();

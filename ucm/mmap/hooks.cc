@@ -1,5 +1,7 @@
 #include "hooks.h"
 
+#include "originals.h"
+
 #include <ucm/event/handlers.h>
 #include <ucm/util/sys.h>
 
@@ -27,14 +29,6 @@ constexpr int madvise_events = UCM_EVENT_MADVISE | UCM_EVENT_VM_UNMAPPED;
 
 void *const failed_ptr = reinterpret_cast<void *>(-1); /* MAP_FAILED too */
 
-void *call_mremap(void *old_address, size_t old_size, size_t new_size, int flags, void *new_address)
-{
-    if (flags & MREMAP_FIXED) {
-        return mremap(old_address, old_size, new_size, flags, new_address);
-    }
-    return mremap(old_address, old_size, new_size, flags);
-}
-
 } // namespace
 
 void call_original(ucm_event_type_t type, ucm_event_t *event)
@@ -42,47 +36,47 @@ void call_original(ucm_event_type_t type, ucm_event_t *event)
     switch (type) {
     case UCM_EVENT_MMAP:
         if (event->mmap.result == failed_ptr) {
-            event->mmap.result = mmap(event->mmap.address, event->mmap.size, event->mmap.prot,
-                                      event->mmap.flags, event->mmap.fd, event->mmap.offset);
+            event->mmap.result = orig::mmap(event->mmap.address, event->mmap.size, event->mmap.prot,
+                                            event->mmap.flags, event->mmap.fd, event->mmap.offset);
         }
         break;
     case UCM_EVENT_MUNMAP:
         if (event->munmap.result == -1) {
-            event->munmap.result = munmap(event->munmap.address, event->munmap.size);
+            event->munmap.result = orig::munmap(event->munmap.address, event->munmap.size);
         }
         break;
     case UCM_EVENT_MREMAP:
         if (event->mremap.result == failed_ptr) {
-            event->mremap.result = call_mremap(event->mremap.address, event->mremap.old_size,
-                                               event->mremap.new_size, event->mremap.flags,
-                                               tls_mremap_target);
+            event->mremap.result = orig::mremap(event->mremap.address, event->mremap.old_size,
+                                                event->mremap.new_size, event->mremap.flags,
+                                                tls_mremap_target);
         }
         break;
     case UCM_EVENT_SHMAT:
         if (event->shmat.result == failed_ptr) {
-            event->shmat.result = shmat(event->shmat.shmid, event->shmat.shmaddr,
-                                        event->shmat.shmflg);
+            event->shmat.result = orig::shmat(event->shmat.shmid, event->shmat.shmaddr,
+                                              event->shmat.shmflg);
         }
         break;
     case UCM_EVENT_SHMDT:
         if (event->shmdt.result == -1) {
-            event->shmdt.result = shmdt(event->shmdt.shmaddr);
+            event->shmdt.result = orig::shmdt(event->shmdt.shmaddr);
         }
         break;
     case UCM_EVENT_SBRK:
         if (event->sbrk.result == failed_ptr) {
-            event->sbrk.result = sbrk(event->sbrk.increment);
+            event->sbrk.result = orig::sbrk(event->sbrk.increment);
         }
         break;
     case UCM_EVENT_MADVISE:
         if (event->madvise.result == -1) {
-            event->madvise.result = madvise(event->madvise.addr, event->madvise.length,
-                                            event->madvise.advice);
+            event->madvise.result = orig::madvise(event->madvise.addr, event->madvise.length,
+                                                  event->madvise.advice);
         }
         break;
     case UCM_EVENT_BRK:
         if (event->brk.result == -1) {
-            event->brk.result = brk(event->brk.addr);
+            event->brk.result = orig::brk(event->brk.addr);
         }
         break;
     default:
@@ -111,7 +105,7 @@ void *mmap_with_events(void *addr, size_t length, int prot, int flags, int fd, o
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return mmap(addr, length, prot, flags, fd, offset);
+        return orig::mmap(addr, length, prot, flags, fd, offset);
     }
 
     if (flags & MAP_FIXED) {
@@ -139,7 +133,7 @@ int munmap_with_events(void *addr, size_t length)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return munmap(addr, length);
+        return orig::munmap(addr, length);
     }
 
     event::dispatch_vm_unmapped(addr, length);
@@ -157,7 +151,7 @@ void *mremap_with_events(void *old_address, size_t old_size, size_t new_size, in
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return call_mremap(old_address, old_size, new_size, flags, new_address);
+        return orig::mremap(old_address, old_size, new_size, flags, new_address);
     }
 
     event::dispatch_vm_unmapped(old_address, old_size);
@@ -184,7 +178,7 @@ void *shmat_with_events(int shmid, const void *shmaddr, int shmflg)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return shmat(shmid, shmaddr, shmflg);
+        return orig::shmat(shmid, shmaddr, shmflg);
     }
 
     size_t size = sys::shm_segment_size(shmid);
@@ -209,7 +203,7 @@ int shmdt_with_events(const void *shmaddr)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return shmdt(shmaddr);
+        return orig::shmdt(shmaddr);
     }
 
     /* shmdt() takes no size: ask the kernel's view of the mapping. */
@@ -229,11 +223,11 @@ void *sbrk_with_events(intptr_t increment)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return sbrk(increment);
+        return orig::sbrk(increment);
     }
 
     if (increment < 0) {
-        auto *end = static_cast<char *>(sys::current_brk());
+        auto *end = static_cast<char *>(orig::current_brk());
         event::dispatch_vm_unmapped(end + increment, static_cast<size_t>(-increment));
     }
 
@@ -252,10 +246,10 @@ int brk_with_events(void *addr)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return brk(addr);
+        return orig::brk(addr);
     }
 
-    auto *old_end = static_cast<char *>(sys::current_brk());
+    auto *old_end = static_cast<char *>(orig::current_brk());
     auto *new_end = static_cast<char *>(addr);
     if (new_end < old_end) {
         event::dispatch_vm_unmapped(new_end, old_end - new_end);
@@ -276,7 +270,7 @@ int madvise_with_events(void *addr, size_t length, int advice)
 {
     event::dispatch_scope scope;
     if (!scope.active()) {
-        return madvise(addr, length, advice);
+        return orig::madvise(addr, length, advice);
     }
 
     if (advice_releases_memory(advice)) {
@@ -295,7 +289,7 @@ int madvise_with_events(void *addr, size_t length, int advice)
 void *hook_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
     if (!event::wanted(mmap_events)) {
-        return mmap(addr, length, prot, flags, fd, offset);
+        return orig::mmap(addr, length, prot, flags, fd, offset);
     }
     return mmap_with_events(addr, length, prot, flags, fd, offset);
 }
@@ -303,7 +297,7 @@ void *hook_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t of
 int hook_munmap(void *addr, size_t length)
 {
     if (!event::wanted(munmap_events)) {
-        return munmap(addr, length);
+        return orig::munmap(addr, length);
     }
     return munmap_with_events(addr, length);
 }
@@ -319,7 +313,7 @@ void *hook_mremap(void *old_address, size_t old_size, size_t new_size, int flags
     }
 
     if (!event::wanted(mremap_events)) {
-        return call_mremap(old_address, old_size, new_size, flags, new_address);
+        return orig::mremap(old_address, old_size, new_size, flags, new_address);
     }
     return mremap_with_events(old_address, old_size, new_size, flags, new_address);
 }
@@ -327,7 +321,7 @@ void *hook_mremap(void *old_address, size_t old_size, size_t new_size, int flags
 void *hook_shmat(int shmid, const void *shmaddr, int shmflg)
 {
     if (!event::wanted(shmat_events)) {
-        return shmat(shmid, shmaddr, shmflg);
+        return orig::shmat(shmid, shmaddr, shmflg);
     }
     return shmat_with_events(shmid, shmaddr, shmflg);
 }
@@ -335,7 +329,7 @@ void *hook_shmat(int shmid, const void *shmaddr, int shmflg)
 int hook_shmdt(const void *shmaddr)
 {
     if (!event::wanted(shmdt_events)) {
-        return shmdt(shmaddr);
+        return orig::shmdt(shmaddr);
     }
     return shmdt_with_events(shmaddr);
 }
@@ -343,7 +337,7 @@ int hook_shmdt(const void *shmaddr)
 void *hook_sbrk(intptr_t increment)
 {
     if (!event::wanted(sbrk_events)) {
-        return sbrk(increment);
+        return orig::sbrk(increment);
     }
     return sbrk_with_events(increment);
 }
@@ -351,7 +345,7 @@ void *hook_sbrk(intptr_t increment)
 int hook_brk(void *addr)
 {
     if (!event::wanted(brk_events)) {
-        return brk(addr);
+        return orig::brk(addr);
     }
     return brk_with_events(addr);
 }
@@ -359,7 +353,7 @@ int hook_brk(void *addr)
 int hook_madvise(void *addr, size_t length, int advice)
 {
     if (!event::wanted(madvise_events)) {
-        return madvise(addr, length, advice);
+        return orig::madvise(addr, length, advice);
     }
     return madvise_with_events(addr, length, advice);
 }

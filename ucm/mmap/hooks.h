@@ -2,8 +2,8 @@
  * The memory calls with event delivery, and the hook functions whose
  * addresses are written into other objects' relocation slots.
  *
- * "Original" calls go through libucm's own bindings of the libc functions:
- * libucm never patches itself, so those always reach the real functions.
+ * "Original" calls go through originals.h: libc's functions, or raw system
+ * calls once libc's own entries are patched.
  */
 #ifndef UCM_MMAP_HOOKS_H_
 #define UCM_MMAP_HOOKS_H_

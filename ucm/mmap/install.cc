@@ -1,7 +1,9 @@
 #include "install.h"
 
 #include "hooks.h"
+#include "originals.h"
 
+#include <ucm/bistro/entry_patch.h>
 #include <ucm/event/handlers.h>
 #include <ucm/reloc/dlopen_hook.h>
 #include <ucm/reloc/elf_object.h>
@@ -11,6 +13,7 @@
 
 #include <atomic>
 #include <dlfcn.h>
+#include <gnu/lib-names.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
@@ -25,8 +28,9 @@ constexpr int vm_unmapped = UCM_EVENT_VM_UNMAPPED;
 struct hook_entry {
     const char *symbol;
     void *hook;
-    int events;   /* events this hook delivers; 0: infrastructure */
-    bool enabled; /* written under install_lock */
+    int events;       /* events this hook delivers; 0: infrastructure */
+    bool enabled;     /* written under install_lock */
+    void *patched_fn; /* libc's function, once its entry jumps to the hook */
 };
 
 template <typename Fn>
@@ -36,17 +40,17 @@ void *as_pointer(Fn *fn)
 }
 
 hook_entry hook_table[] = {
-    {"mmap", as_pointer(hook_mmap), UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false},
-    {"mmap64", as_pointer(hook_mmap), UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false},
-    {"munmap", as_pointer(hook_munmap), UCM_EVENT_MUNMAP | vm_unmapped, false},
-    {"mremap", as_pointer(hook_mremap), UCM_EVENT_MREMAP | vm_mapped | vm_unmapped, false},
-    {"shmat", as_pointer(hook_shmat), UCM_EVENT_SHMAT | vm_mapped | vm_unmapped, false},
-    {"shmdt", as_pointer(hook_shmdt), UCM_EVENT_SHMDT | vm_unmapped, false},
-    {"sbrk", as_pointer(hook_sbrk), UCM_EVENT_SBRK | vm_mapped | vm_unmapped, false},
-    {"brk", as_pointer(hook_brk), UCM_EVENT_BRK | vm_mapped | vm_unmapped, false},
-    {"madvise", as_pointer(hook_madvise), UCM_EVENT_MADVISE | vm_unmapped, false},
+    {"mmap", as_pointer(hook_mmap), UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false, nullptr},
+    {"mmap64", as_pointer(hook_mmap), UCM_EVENT_MMAP | vm_mapped | vm_unmapped, false, nullptr},
+    {"munmap", as_pointer(hook_munmap), UCM_EVENT_MUNMAP | vm_unmapped, false, nullptr},
+    {"mremap", as_pointer(hook_mremap), UCM_EVENT_MREMAP | vm_mapped | vm_unmapped, false, nullptr},
+    {"shmat", as_pointer(hook_shmat), UCM_EVENT_SHMAT | vm_mapped | vm_unmapped, false, nullptr},
+    {"shmdt", as_pointer(hook_shmdt), UCM_EVENT_SHMDT | vm_unmapped, false, nullptr},
+    {"sbrk", as_pointer(hook_sbrk), UCM_EVENT_SBRK | vm_mapped | vm_unmapped, false, nullptr},
+    {"brk", as_pointer(hook_brk), UCM_EVENT_BRK | vm_mapped | vm_unmapped, false, nullptr},
+    {"madvise", as_pointer(hook_madvise), UCM_EVENT_MADVISE | vm_unmapped, false, nullptr},
     /* Keeps objects loaded later hooked as well. */
-    {"dlopen", as_pointer(reloc::hook_dlopen), 0, false},
+    {"dlopen", as_pointer(reloc::hook_dlopen), 0, false, nullptr},
 };
 constexpr size_t hook_count = sizeof(hook_table) / sizeof(hook_table[0]);
 
@@ -54,9 +58,17 @@ pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<int> installed{0};
 std::atomic<bool> any_enabled{false};
 bool pinned = false;
+/* How the hooks are installed: chosen by the first install, kept after. */
+std::atomic<ucm_mmap_hook_mode_t> active_mode{UCM_MMAP_HOOK_NONE};
+bool relocations_patched = false; /* under install_lock */
+
+bool is_memory_call(const hook_entry &entry)
+{
+    return entry.events != 0;
+}
 
 /* Under install_lock. */
-reloc::patch_result patch_enabled()
+reloc::patch_result patch_enabled_slots()
 {
     reloc::symbol_patch patches[hook_count];
     size_t count = 0;
@@ -90,17 +102,68 @@ void pin_library()
     pinned = true;
 }
 
-bool hooks_allowed()
+/* Under install_lock: patch the entries of libc's own functions for the
+ * enabled memory calls; failed counts those left unpatched. */
+reloc::patch_result patch_libc_entries()
 {
-    if (ucm_global_opts.mmap_hook_mode == UCM_MMAP_HOOK_NONE) {
-        ucm_debug("mmap hooks are disabled by ucm_global_opts");
-        return false;
+    reloc::patch_result result{};
+    void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+    if (libc == nullptr) {
+        ucm_diag("cannot find %s to patch: %s", LIBC_SO, dlerror());
+        result.failed = 1;
+        return result;
     }
-    if (!reloc::import_slots_supported()) {
+    /* From here the hooks' own calls must not enter libc's functions. */
+    orig::use_system_calls();
+    for (hook_entry &entry : hook_table) {
+        if (!entry.enabled || !is_memory_call(entry) || (entry.patched_fn != nullptr)) {
+            continue;
+        }
+        void *function = dlsym(libc, entry.symbol);
+        if ((function != nullptr) && (bistro::patch(function, entry.hook) == UCS_OK)) {
+            entry.patched_fn = function;
+            ++result.written;
+        } else {
+            ucm_diag("cannot patch %s's %s", LIBC_SO, entry.symbol);
+            ++result.failed;
+        }
+    }
+    dlclose(libc);
+    return result;
+}
+
+/* Under install_lock, at the first install: bistro where asked for and
+ * possible, relocations otherwise. */
+ucm_mmap_hook_mode_t choose_mode(ucm_mmap_hook_mode_t requested)
+{
+    if ((requested == UCM_MMAP_HOOK_BISTRO) && !bistro::supported()) {
+        ucm_diag("no binary instrumentation on this CPU: hooking relocations");
+        requested = UCM_MMAP_HOOK_RELOC;
+    }
+    if ((requested == UCM_MMAP_HOOK_RELOC) && !reloc::import_slots_supported()) {
         ucm_debug("relocation patching is not supported on this CPU");
-        return false;
+        return UCM_MMAP_HOOK_NONE;
     }
-    return true;
+    return requested;
+}
+
+/* Under install_lock: install the enabled hooks by the active mode. A
+ * failed entry patch falls back to relocations, which still see the calls
+ * programs make (not those inside libc): the mode then says RELOC. */
+reloc::patch_result patch_hooks()
+{
+    if (active_mode.load(std::memory_order_relaxed) == UCM_MMAP_HOOK_BISTRO) {
+        reloc::patch_result result = patch_libc_entries();
+        if (result.failed == 0) {
+            return result;
+        }
+        ucm_warn("could not patch %u libc function(s): hooking relocations instead, so "
+                 "unmaps made inside libc (free of a large block) are missed",
+                 result.failed);
+        active_mode.store(UCM_MMAP_HOOK_RELOC, std::memory_order_release);
+    }
+    relocations_patched = true;
+    return patch_enabled_slots();
 }
 
 } // namespace
@@ -111,7 +174,9 @@ ucs_status_t install(int events)
     if (events == 0) {
         return UCS_OK;
     }
-    if (!hooks_allowed()) {
+    const ucm_mmap_hook_mode_t requested = ucm_global_opts.mmap_hook_mode;
+    if (requested == UCM_MMAP_HOOK_NONE) {
+        ucm_debug("mmap hooks are disabled (UCX_MEM_MMAP_HOOK_MODE or ucm_global_opts)");
         return UCS_ERR_UNSUPPORTED;
     }
     if ((installed_events() & events) == events) {
@@ -119,6 +184,13 @@ ucs_status_t install(int events)
     }
 
     pthread_mutex_lock(&install_lock);
+    if (active_mode.load(std::memory_order_relaxed) == UCM_MMAP_HOOK_NONE) {
+        active_mode.store(choose_mode(requested), std::memory_order_release);
+    }
+    if (active_mode.load(std::memory_order_relaxed) == UCM_MMAP_HOOK_NONE) {
+        pthread_mutex_unlock(&install_lock);
+        return UCS_ERR_UNSUPPORTED;
+    }
     for (hook_entry &entry : hook_table) {
         if ((entry.events & events) || (entry.events == 0)) {
             entry.enabled = true;
@@ -127,7 +199,7 @@ ucs_status_t install(int events)
     any_enabled.store(true, std::memory_order_release);
     pin_library();
 
-    reloc::patch_result result = patch_enabled();
+    reloc::patch_result result = patch_hooks();
     ucs_status_t status        = UCS_OK;
     if (result.failed != 0) {
         ucm_warn("could not patch %u relocation slot(s): memory events may "
@@ -137,7 +209,9 @@ ucs_status_t install(int events)
     } else {
         installed.fetch_or(events, std::memory_order_acq_rel);
     }
-    ucm_debug("installed hooks for events 0x%x: %u slot(s) patched", events, result.written);
+    ucm_debug("installed %s hooks for events 0x%x: %u patched",
+              (active_mode.load() == UCM_MMAP_HOOK_BISTRO) ? "bistro" : "reloc", events,
+              result.written);
     pthread_mutex_unlock(&install_lock);
     return status;
 }
@@ -147,13 +221,23 @@ int installed_events()
     return installed.load(std::memory_order_acquire);
 }
 
+ucm_mmap_hook_mode_t installed_mode()
+{
+    return (installed_events() != 0) ? active_mode.load(std::memory_order_acquire) :
+                                       UCM_MMAP_HOOK_NONE;
+}
+
 void refresh_hooks()
 {
     if (!any_enabled.load(std::memory_order_acquire)) {
         return;
     }
     pthread_mutex_lock(&install_lock);
-    reloc::patch_result result = patch_enabled();
+    if (!relocations_patched) {
+        pthread_mutex_unlock(&install_lock);
+        return; /* libc's own entries are patched: nothing per object */
+    }
+    reloc::patch_result result = patch_enabled_slots();
     pthread_mutex_unlock(&install_lock);
     if (result.failed != 0) {
         ucm_warn("could not patch %u relocation slot(s) of a newly loaded "
@@ -254,6 +338,13 @@ bool slots_intact(int events)
         if (!entry.enabled || !(entry.events & events)) {
             continue;
         }
+        if ((entry.patched_fn != nullptr) && !bistro::jumps_to(entry.patched_fn, entry.hook)) {
+            ucm_diag("self-test: libc's %s no longer jumps to the hook", entry.symbol);
+            return false;
+        }
+        if (!relocations_patched) {
+            continue;
+        }
         reloc::slot_census census = reloc::count_slots(entry.symbol, entry.hook);
         if (census.mismatched != 0) {
             ucm_diag("self-test: %u of %u %s slot(s) bypass the hook", census.mismatched,
@@ -264,15 +355,35 @@ bool slots_intact(int events)
     return true;
 }
 
+/* The entry points the self-test calls: the hooks themselves where slots
+ * are patched, libc's functions where their entries are. */
+struct memory_calls {
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*madvise)(void *, size_t, int);
+    int (*munmap)(void *, size_t);
+    void *(*shmat)(int, const void *, int);
+    int (*shmdt)(const void *);
+};
+
+memory_calls calls_to_test()
+{
+    if (active_mode.load(std::memory_order_acquire) == UCM_MMAP_HOOK_BISTRO) {
+        return {::mmap, ::mremap, ::madvise, ::munmap, ::shmat, ::shmdt};
+    }
+    return {hook_mmap, hook_mremap, hook_madvise, hook_munmap, hook_shmat, hook_shmdt};
+}
+
 bool exercise_hooks(probe &p, int events)
 {
-    const size_t page = sys::page_size();
-    const int prot    = PROT_READ | PROT_WRITE;
-    const int flags   = MAP_PRIVATE | MAP_ANONYMOUS;
-    bool ok           = true;
+    const memory_calls call = calls_to_test();
+    const size_t page       = sys::page_size();
+    const int prot          = PROT_READ | PROT_WRITE;
+    const int flags         = MAP_PRIVATE | MAP_ANONYMOUS;
+    bool ok                 = true;
 
     p.reset();
-    void *region = hook_mmap(nullptr, page, prot, flags, -1, 0);
+    void *region = call.mmap(nullptr, page, prot, flags, -1, 0);
     if (region == MAP_FAILED) {
         ucm_diag("self-test: mmap failed");
         return false;
@@ -281,9 +392,9 @@ bool exercise_hooks(probe &p, int events)
     ok &= expect(p, events, UCM_EVENT_VM_MAPPED, region, page, "mmap");
 
     p.reset();
-    void *moved = hook_mremap(region, page, 2 * page, MREMAP_MAYMOVE);
+    void *moved = call.mremap(region, page, 2 * page, MREMAP_MAYMOVE);
     if (moved == MAP_FAILED) {
-        munmap(region, page);
+        orig::munmap(region, page);
         ucm_diag("self-test: mremap failed");
         return false;
     }
@@ -291,11 +402,11 @@ bool exercise_hooks(probe &p, int events)
     ok &= expect(p, events, UCM_EVENT_VM_UNMAPPED, region, page, "mremap");
 
     p.reset();
-    hook_madvise(moved, page, MADV_DONTNEED);
+    call.madvise(moved, page, MADV_DONTNEED);
     ok &= expect(p, events, UCM_EVENT_MADVISE, moved, page, "madvise");
 
     p.reset();
-    hook_munmap(moved, 2 * page);
+    call.munmap(moved, 2 * page);
     ok &= expect(p, events, UCM_EVENT_MUNMAP, moved, 2 * page, "munmap");
     ok &= expect(p, events, UCM_EVENT_VM_UNMAPPED, moved, 2 * page, "munmap");
 
@@ -304,7 +415,7 @@ bool exercise_hooks(probe &p, int events)
         int shmid = shmget(IPC_PRIVATE, page, IPC_CREAT | 0600);
         if (shmid >= 0) {
             p.reset();
-            void *attached = hook_shmat(shmid, nullptr, 0);
+            void *attached = call.shmat(shmid, nullptr, 0);
             shmctl(shmid, IPC_RMID, nullptr);
             if (attached == reinterpret_cast<void *>(-1)) {
                 ucm_diag("self-test: shmat failed");
@@ -312,7 +423,7 @@ bool exercise_hooks(probe &p, int events)
             }
             ok &= expect(p, events, UCM_EVENT_SHMAT, attached, 0, "shmat");
             p.reset();
-            hook_shmdt(attached);
+            call.shmdt(attached);
             ok &= expect(p, events, UCM_EVENT_SHMDT, attached, 0, "shmdt");
         }
     }

@@ -11,12 +11,17 @@
 namespace ucm::mm {
 
 /* Install the hooks that deliver `events` (native and VM bits). Hooks stay
- * installed for the life of the process. UCS_ERR_UNSUPPORTED when hooks
- * are disabled or some relocation slot could not be patched. */
+ * installed for the life of the process. The first install chooses the
+ * method (ucm_global_opts.mmap_hook_mode: libc's entries, or relocation slots).
+ * UCS_ERR_UNSUPPORTED when hooks are disabled or some relocation slot could
+ * not be patched. */
 ucs_status_t install(int events);
 
 /* Events whose hooks are in place. */
 int installed_events();
+
+/* How the hooks in place were installed; NONE before the first install. */
+ucm_mmap_hook_mode_t installed_mode();
 
 /* Patch objects loaded since the last pass with the hooks installed so
  * far; a no-op before the first install. */

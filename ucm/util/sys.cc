@@ -51,6 +51,28 @@ bool env_allows_events()
     return true;
 }
 
+ucm_mmap_hook_mode_t env_hook_mode(ucm_mmap_hook_mode_t fallback)
+{
+    const char *value = getenv("UCX_MEM_MMAP_HOOK_MODE");
+    if (value == nullptr) {
+        return fallback;
+    }
+    static const struct {
+        const char *name;
+        ucm_mmap_hook_mode_t mode;
+    } modes[] = {{"none", UCM_MMAP_HOOK_NONE},
+                 {"reloc", UCM_MMAP_HOOK_RELOC},
+                 {"bistro", UCM_MMAP_HOOK_BISTRO}};
+    for (const auto &entry : modes) {
+        if (strcasecmp(value, entry.name) == 0) {
+            return entry.mode;
+        }
+    }
+    ucm_warn("invalid value UCX_MEM_MMAP_HOOK_MODE=%s (none, reloc or bistro): using the default",
+             value);
+    return fallback;
+}
+
 bool events_enabled()
 {
     return ucm_global_opts.enable_events && env_allows_events();
@@ -205,11 +227,6 @@ size_t shm_segment_size(int shmid)
         return 0;
     }
     return info.shm_segsz;
-}
-
-void *current_brk()
-{
-    return sbrk(0);
 }
 
 } // namespace ucm::sys

@@ -8,12 +8,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <ucm/api/ucm.h>
+
 namespace ucm::sys {
 
 size_t page_size();
 
 /* False when UCX_MEM_EVENTS is set to a "no" value (n, no, off, 0, false). */
 bool env_allows_events();
+
+/* The hook method UCX_MEM_MMAP_HOOK_MODE (none, reloc or bistro) names;
+ * `fallback` where it is unset or invalid. */
+ucm_mmap_hook_mode_t env_hook_mode(ucm_mmap_hook_mode_t fallback);
 
 /* Whether memory events may be used at all: the environment and
  * ucm_global_opts.enable_events both allow it. */
@@ -25,9 +31,6 @@ size_t mapping_size(const void *addr);
 
 /* Size of a System V shared memory segment, 0 if it cannot be queried. */
 size_t shm_segment_size(int shmid);
-
-/* The current program break. */
-void *current_brk();
 
 inline uintptr_t align_down(uintptr_t value, size_t alignment)
 {

@@ -2,7 +2,8 @@
  * The settings of libucm (the memory hooks), described here because libucm
  * sits below libucs and has no configuration table of its own: ucx_info
  * prints them and the unused-variable check knows them. libucm reads
- * UCX_MEM_EVENTS itself (ucm/util/sys.cc); this table is never filled for use.
+ * UCX_MEM_EVENTS and UCX_MEM_MMAP_HOOK_MODE itself (ucm/util/sys.cc); this
+ * table is never filled for use.
  */
 #include <ucs/config/registry.h>
 
@@ -11,8 +12,11 @@ namespace ucs {
 namespace {
 
 struct ucm_options {
-    int mem_events; /* UCX_MEM_EVENTS */
+    int mem_events;          /* UCX_MEM_EVENTS */
+    unsigned mmap_hook_mode; /* UCX_MEM_MMAP_HOOK_MODE */
 };
+
+constexpr const char *hook_mode_names[] = {"none", "reloc", "bistro"};
 
 constexpr config::field ucm_fields[] = {
     UCS_CONFIG_FIELD(ucm_options, mem_events, "MEM_EVENTS", "y",
@@ -20,20 +24,23 @@ constexpr config::field ucm_fields[] = {
                      "registration caches learn about memory given back to the system.\n"
                      "Read by libucm when it is loaded.",
                      config::type_bool),
+    UCS_CONFIG_FIELD(ucm_options, mmap_hook_mode, "MEM_MMAP_HOOK_MODE", "bistro",
+                     "How the memory functions are hooked:\n"
+                     " none   - not at all (no memory events),\n"
+                     " reloc  - the relocation slots of loaded objects: calls between\n"
+                     "          objects only, not those inside libc (free() of a large block),\n"
+                     " bistro - the entries of libc's own functions: every call. x86-64 only;\n"
+                     "          elsewhere reloc is used.\n"
+                     "Registration caches of mds whose registrations pin pages (ib) are\n"
+                     "used by default only with bistro. Read by libucm when it is loaded.",
+                     config::type_enum(hook_mode_names)),
 };
 
-/* UCX 1.13's other libucm settings: the hooks here have one fixed method. */
+/* UCX 1.13's other libucm settings: no malloc or CUDA hooks here. */
 constexpr const char *ucm_no_effect[] = {
-    "MEM_LOG_LEVEL",
-    "MEM_ALLOC_ALIGN",
-    "MEM_MMAP_HOOK_MODE",
-    "MEM_MALLOC_HOOKS",
-    "MEM_MALLOC_RELOC",
-    "MEM_CUDA_HOOK_MODE",
-    "MEM_CUDA_RELOC",
-    "MEM_DYNAMIC_MMAP_THRESH",
-    "MEM_DLOPEN_PROCESS_RPATH",
-    "MEM_MODULE_UNLOAD_PREVENT_MODE",
+    "MEM_LOG_LEVEL",           "MEM_ALLOC_ALIGN",          "MEM_MALLOC_HOOKS",
+    "MEM_MALLOC_RELOC",        "MEM_CUDA_HOOK_MODE",       "MEM_CUDA_RELOC",
+    "MEM_DYNAMIC_MMAP_THRESH", "MEM_DLOPEN_PROCESS_RPATH", "MEM_MODULE_UNLOAD_PREVENT_MODE",
 };
 
 constinit const config::table ucm_opts_table = {"Memory hooks (libucm)", "", ucm_fields,
