@@ -17,6 +17,7 @@ namespace ucp_test {
 std::atomic<unsigned long> fake_progress_calls{0};
 std::atomic<int> fake_open_ifaces{0};
 std::atomic<bool> fake_zc_enabled{false};
+std::atomic<bool> fake_zc_pins{false};
 std::atomic<long> fake_zc_registrations{0};
 std::atomic<unsigned long> fake_zc_reg_calls{0};
 std::atomic<unsigned long> fake_zc_zcopy_sends{0};
@@ -267,7 +268,8 @@ class zc_md : public uct::md {
 public:
     explicit zc_md(uct::component &c) : m_component(c)
     {
-        m_attr.flags          = uct::md_flag::REG | uct::md_flag::NEED_MEMH;
+        m_attr.flags = uct::md_flag::REG | uct::md_flag::NEED_MEMH |
+                       (fake_zc_pins ? uct::md_flag::REG_PINS : 0);
         m_attr.max_reg        = SIZE_MAX;
         m_attr.reg_overhead_s = 100e-9;
     }

@@ -46,6 +46,8 @@ constexpr size_t fake_zc_max_iov     = 4;
 /* Its md is listed only while this is true (so contexts of other tests,
  * on all transports, never see it). */
 extern std::atomic<bool> fake_zc_enabled;
+/* Its md says md_flag::REG_PINS when opened while this is true. */
+extern std::atomic<bool> fake_zc_pins;
 extern std::atomic<long> fake_zc_registrations;        /* live memory handles */
 extern std::atomic<unsigned long> fake_zc_reg_calls;   /* mem_reg calls, ever */
 extern std::atomic<unsigned long> fake_zc_zcopy_sends; /* am_zcopy accepted */

@@ -7,7 +7,10 @@
  * handle that covers it; UCX_RCACHE_ENABLE=no registers per send;
  * UCX_RCACHE_MAX_REGIONS bounds what stays registered; without memory
  * events "yes" fails ucp_init and "try" registers per send; two workers of
- * a shared context (MULTI) send from one buffer at once.
+ * a shared context (MULTI) send from one buffer at once; an md whose
+ * registrations pin pages caches by default, and a block free() gave back
+ * to the system (glibc's own munmap, seen by libucm's bistro hooks) is
+ * registered again.
  *
  * [ucp_rcache_module] on the testloop module (UCX_MODULE_DIR names its
  * directory; meson sets it): rendezvous, eager zcopy and RMA zcopy pass
@@ -17,6 +20,7 @@
 #include "fake_transport.h"
 #include "ucp_peer.h"
 
+#include <ucm/api/ucm.h>
 #include <ucp/core/ucp_request.h>
 
 #include "../uct/modules/testloop/testloop_counters.h"
@@ -27,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <string>
 #include <sys/mman.h>
 #include <thread>
@@ -142,6 +147,52 @@ TEST_CASE("ucp rcache: eager zcopy from one buffer registers it once", "[ucp_rca
     }
     /* ucp_cleanup deregisters what the cache held. */
     CHECK(fake_zc_registrations == live0);
+}
+
+TEST_CASE("ucp rcache: a pinning md caches, and forgets a block free() gave back", "[ucp_rcache]")
+{
+    fake_zc_scope scope;
+    fake_zc_pins = true;
+    /* Blocks of this size are mapped by malloc, and unmapped by free(). */
+    const size_t block_size = 256 * 1024;
+    REQUIRE(mallopt(M_MMAP_THRESHOLD, block_size / 2) == 1);
+    struct restore {
+        ~restore()
+        {
+            fake_zc_pins = false;
+            mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        }
+    } restore_settings;
+
+    const long live0 = fake_zc_registrations;
+    peer p;
+    REQUIRE(p.init_with(fake_zc_tl, UCP_FEATURE_TAG, zc_settings) == UCS_OK);
+    if (ucm_get_installed_mmap_hook_mode() != UCM_MMAP_HOOK_BISTRO) { /* ucp_init installed them */
+        WARN("skipped: libucm hooks relocations here (not x86-64, or "
+             "UCX_MEM_MMAP_HOOK_MODE=reloc)");
+        return;
+    }
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    pages in(zc_size);
+    const unsigned long regs0 = fake_zc_reg_calls;
+
+    auto *out = static_cast<uint8_t *>(malloc(block_size));
+    REQUIRE(out != nullptr);
+    for (uint64_t i = 1; i <= 4; ++i) {
+        CHECK(loop_message(p, out, in.base, zc_size, i) == 'z');
+    }
+    CHECK(fake_zc_reg_calls == regs0 + 1); /* cached, though the md pins */
+    CHECK(fake_zc_registrations == live0 + 1);
+
+    /* glibc unmaps the block inside free(); the next block may land at the
+     * same address. Either way the cached region must not be used again. */
+    free(out);
+    out = static_cast<uint8_t *>(malloc(block_size));
+    REQUIRE(out != nullptr);
+    CHECK(loop_message(p, out, in.base, zc_size, 5) == 'z');
+    CHECK(fake_zc_reg_calls == regs0 + 2);
+    CHECK(fake_zc_registrations == live0 + 1); /* the stale region is gone */
+    free(out);
 }
 
 TEST_CASE("ucp rcache: UCX_RCACHE_ENABLE=no registers per send", "[ucp_rcache]")

@@ -7,6 +7,7 @@
  */
 #include <catch2/catch.hpp>
 
+#include <ucm/api/ucm.h>
 #include <ucs/memory/rcache.h>
 #include <ucs/sys/sys_info.h>
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <malloc.h>
 #include <mutex>
 #include <set>
 #include <sys/mman.h>
@@ -555,4 +557,43 @@ TEST_CASE("rcache: concurrent gets, puts and unmaps from several threads", "[rca
     CHECK(reg.live_count() == st.regions); /* every other one deregistered */
     CHECK(st.registrations - st.deregistrations == st.regions);
     CHECK(reg.dereg_of_unknown == 0);
+}
+
+/* Also run with UCX_MEM_MMAP_HOOK_MODE=reloc (meson test rcache_reloc_hooks). */
+TEST_CASE("rcache: need_allocator_unmaps needs hooks on libc's own entries",
+          "[rcache][rcache_hook_mode]")
+{
+    counting_registrar reg;
+    ucs::rcache_params params;
+    params.name                  = "pinning";
+    params.registrar             = &reg;
+    params.need_allocator_unmaps = true;
+    std::unique_ptr<ucs::rcache> cache;
+    const ucs_status_t status = ucs::rcache::create(params, &cache);
+    /* create() installed the hooks: their method decides. */
+    if (ucm_get_installed_mmap_hook_mode() != UCM_MMAP_HOOK_BISTRO) {
+        CHECK(status == UCS_ERR_UNSUPPORTED);
+        CHECK(cache == nullptr);
+        return;
+    }
+    REQUIRE(status == UCS_OK);
+
+    /* A block malloc maps: free() unmaps it inside glibc, and the cache
+     * hears of it. */
+    const size_t size = 1 << 20;
+    REQUIRE(mallopt(M_MMAP_THRESHOLD, 64 * 1024) == 1);
+    void *block = malloc(size);
+    REQUIRE(block != nullptr);
+    ucs::rcache_region *region;
+    REQUIRE(cache->get(block, size, &region) == UCS_OK);
+    void *const block_handle = region->handle();
+    cache->put(region);
+    free(block);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    void *other = malloc(64); /* any get or put applies the queued unmaps */
+    REQUIRE(cache->get(other, 64, &region) == UCS_OK);
+    cache->put(region);
+    free(other);
+    CHECK(cache->stats().invalidations == 1);
+    CHECK_FALSE(reg.is_live(block_handle)); /* deregistered */
 }

@@ -76,24 +76,21 @@ ucs_status_t create_rcaches(ucp_context &ctx)
         if (!registers_host_per_operation(m.md->attr())) {
             continue;
         }
-        /* libucm misses the unmaps glibc makes itself (free of a large
-         * block): a pinning md's cache is used only when asked for. */
-        if ((m.md->attr().flags & uct::md_flag::REG_PINS) && (enable != UCS_YES)) {
-            ucs_diag("md %s pins what it registers and unmaps inside glibc are not "
-                     "seen: registering per operation (UCX_RCACHE_ENABLE=yes caches)",
-                     m.name.c_str());
-            continue;
-        }
         md_rcache_ptr adapter(new (std::nothrow) md_rcache(ctx, md_index));
         if (adapter == nullptr) {
             return UCS_ERR_NO_MEMORY;
         }
         ucs::rcache_params params;
-        params.name         = m.name.c_str();
-        params.registrar    = adapter.get();
-        params.max_regions  = ctx.config.rcache_max_regions;
-        params.max_size     = ctx.config.rcache_max_size;
-        ucs_status_t status = ucs::rcache::create(params, &adapter->cache);
+        params.name        = m.name.c_str();
+        params.registrar   = adapter.get();
+        params.max_regions = ctx.config.rcache_max_regions;
+        params.max_size    = ctx.config.rcache_max_size;
+        /* A region cached over pages glibc gave back by itself would pin
+         * and move stale pages: such an md caches only where the hooks see
+         * those unmaps too, or when asked to. */
+        const bool pins              = (m.md->attr().flags & uct::md_flag::REG_PINS);
+        params.need_allocator_unmaps = pins && (enable != UCS_YES);
+        ucs_status_t status          = ucs::rcache::create(params, &adapter->cache);
         if (status == UCS_ERR_UNSUPPORTED) {
             if (enable == UCS_YES) {
                 ucs_error("UCX_RCACHE_ENABLE=yes, but the registration cache of md %s "
@@ -102,9 +99,16 @@ ucs_status_t create_rcaches(ucp_context &ctx)
                           m.name.c_str());
                 return status;
             }
-            ucs_diag("md %s: no registration cache without memory events: "
-                     "registering per operation",
-                     m.name.c_str());
+            if (params.need_allocator_unmaps) {
+                ucs_diag("md %s pins what it registers; its cache needs memory events that "
+                         "see libc's own unmaps (UCX_MEM_MMAP_HOOK_MODE=bistro): registering "
+                         "per operation (UCX_RCACHE_ENABLE=yes caches anyway)",
+                         m.name.c_str());
+            } else {
+                ucs_diag("md %s: no registration cache without memory events: "
+                         "registering per operation",
+                         m.name.c_str());
+            }
             continue;
         }
         if (status != UCS_OK) {

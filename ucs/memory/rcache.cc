@@ -67,6 +67,13 @@ ucs_status_t rcache::create(const rcache_params &params, std::unique_ptr<rcache>
     if (status == UCS_OK) {
         /* The hooks exist; check that an unmap really reaches handlers. */
         status = ucm_test_events(UCM_EVENT_VM_UNMAPPED);
+        if ((status == UCS_OK) && params.need_allocator_unmaps &&
+            (ucm_get_installed_mmap_hook_mode() != UCM_MMAP_HOOK_BISTRO)) {
+            ucs_debug("rcache '%s': the memory hooks miss libc's own unmaps "
+                      "(UCX_MEM_MMAP_HOOK_MODE is not bistro)",
+                      cache->name_);
+            status = UCS_ERR_UNSUPPORTED;
+        }
         if (status != UCS_OK) {
             ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, rcache_events::unmapped, cache.get());
         }

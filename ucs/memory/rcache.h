@@ -73,6 +73,11 @@ struct rcache_params {
     size_t max_regions          = SIZE_MAX;
     size_t max_size             = SIZE_MAX; /* bytes of all cached regions */
     int event_priority          = 1000;     /* of the libucm handler */
+    /* Refuse (UCS_ERR_UNSUPPORTED) unless the hooks also see the unmaps that
+     * libc's allocator makes by itself (free() of a large block, heap trims):
+     * libucm's bistro hooks. For registrations that pin pages, where a
+     * stale region would move stale pages. */
+    bool need_allocator_unmaps = false;
 };
 
 /* Counters since creation (for tests, benchmarks and debug logs). */
