@@ -24,7 +24,8 @@ namespace {
 
 /* Fixed mmap and trim thresholds for a test: glibc otherwise raises them
  * after the first free of a mapped block, and the block would come from
- * the heap. */
+ * the heap. These cases are about glibc's malloc: the meson test does not
+ * run under a sanitizer, whose allocator refuses mallopt(). */
 class malloc_thresholds {
 public:
     malloc_thresholds(int mmap_threshold, int trim_threshold)
