@@ -257,3 +257,100 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
     REQUIRE(sink.messages.size() == 2);
     CHECK(std::memcmp(sink.messages[1].data(), &word, sizeof(word)) == 0);
 }
+
+namespace {
+
+size_t occurrences(const std::string &text, const std::string &what)
+{
+    size_t count = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+        ++count;
+    }
+    return count;
+}
+
+/* Progresses until `done` or 10 s. */
+template <typename Done>
+bool progress_until(test::uct_entity &e, Done done)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        e.progress();
+    }
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "[ud_verbs]")
+{
+    test::uct_entity e("ud_verbs");
+    if (!e.ok()) {
+        WARN("ud_verbs: skipped: no verbs device here ("
+             << e.error() << "); meson test ud_verbs runs this on the emulated device");
+        return;
+    }
+    am_counter sink;
+    REQUIRE(e.iface().set_am_handler(3, am_counter::on_am, &sink, 0) == UCS_OK);
+    const test::uct_addresses addr = e.addresses();
+    log_capture log{UCS_LOG_LEVEL_DEBUG};
+
+    SECTION("eps created and destroyed one after another leave nothing behind") {
+        constexpr size_t rounds = 20;
+        for (size_t i = 0; i < rounds; ++i) {
+            std::vector<uct::ep *> owned;
+            uct::ep *ep = test::connect_to(e.iface(), addr, &owned);
+            REQUIRE(ep != nullptr);
+            const uint64_t word = i;
+            REQUIRE(progress_until(e, [&] { return ep->am_short(3, word, nullptr, 0) == UCS_OK; }));
+            REQUIRE(progress_until(e, [&] { return sink.messages.size() == i + 1; }));
+            /* Acknowledged: the FIN may go. */
+            REQUIRE(progress_until(e, [&] { return ep->flush(0, nullptr) == UCS_OK; }));
+            delete ep;
+            REQUIRE(progress_until(e, [&] {
+                return occurrences(log.text(), "closed (0 sources left)") == i + 1;
+            }));
+        }
+        CHECK(sink.messages.size() == rounds);
+    }
+
+    SECTION("a FIN counts only after everything before it; a closed source stays closed") {
+        uct::ib::device_address dev;
+        uct::ib::ud_iface_address iface_addr;
+        std::memcpy(&dev, addr.device.data(), sizeof(dev));
+        std::memcpy(&iface_addr, addr.iface.data(), sizeof(iface_addr));
+        if (dev.flags & uct::ib::device_address::ETHERNET) {
+            WARN("ud_verbs: skipped: the raw sender addresses by LID (InfiniBand ports)");
+            return;
+        }
+        raw_sender raw;
+        REQUIRE(raw.open(dev.lid, iface_addr.qpn));
+        const uint32_t psn = 500;
+        const ud_header syn{3, ud_header::AM | ud_header::SYN, ud_header::MAGIC, 0, 91, psn, 0, 0};
+        ud_header early_fin{0, ud_header::FIN, ud_header::MAGIC, 0, 91, psn, 0, 0};
+        ud_header fin       = early_fin;
+        fin.psn             = psn + 1;
+        ud_header restarted = syn; /* the same ep id from a new process */
+        restarted.psn       = 9000;
+
+        REQUIRE(raw.send(packet(syn)));
+        REQUIRE(progress_until(e, [&] { return sink.messages.size() == 1; }));
+        REQUIRE(raw.send(packet(early_fin, 0))); /* psn 500 was not the next */
+        REQUIRE(progress_until(e, [&] { return occurrences(log.text(), "dropping a FIN") == 1; }));
+        CHECK(occurrences(log.text(), "closed (") == 0);
+        REQUIRE(raw.send(packet(fin, 0)));
+        REQUIRE(progress_until(e, [&] { return occurrences(log.text(), "closed (") == 1; }));
+        /* A late copy of its first packet starts nothing and is not delivered. */
+        REQUIRE(raw.send(packet(syn)));
+        REQUIRE(raw.send(packet(restarted)));
+        REQUIRE(progress_until(e, [&] { return sink.messages.size() == 2; }));
+        for (int i = 0; i < 100; ++i) {
+            e.progress();
+        }
+        CHECK(sink.messages.size() == 2);
+        CHECK(occurrences(log.text(), "dropping psn 500 of a new source") == 1);
+    }
+}

@@ -19,6 +19,15 @@
  * again after TIMER_TICK without one (the wait growing by TIMER_BACKOFF, up
  * to a cap); after TIMEOUT without an acknowledgement the ep fails.
  * Timers are checked from progress() against a cycle-counter clock.
+ *
+ * Closing: an ep destroyed with nothing unacknowledged sends a FIN with its
+ * next psn (best effort: not acknowledged). The receiver, having delivered
+ * everything before it, frees what it kept for that source and remembers
+ * the source's first psn among the last CLOSED_SOURCES closed ones, so a
+ * late copy of its first packet cannot start it again. An ep destroyed
+ * with packets in flight, or a lost FIN, leaves the state as before.
+ * Address handles are destroyed once the sends posted through them have
+ * completed.
  */
 #ifndef UCT_IB_UD_VERBS_H
 #define UCT_IB_UD_VERBS_H
@@ -68,7 +77,8 @@ struct ud_header {
     static constexpr uint8_t AM     = 1u << 0; /* carries an active message */
     static constexpr uint8_t SYN    = 1u << 1; /* the ep's first psn */
     static constexpr uint8_t ACK    = 1u << 2; /* an ACK packet (no psn) */
-    static constexpr uint8_t KNOWN  = AM | SYN | ACK;
+    static constexpr uint8_t FIN    = 1u << 3; /* the ep is gone; psn: its next */
+    static constexpr uint8_t KNOWN  = AM | SYN | ACK | FIN;
 };
 static_assert(sizeof(ud_header) == 24, "ud_header layout");
 
@@ -181,6 +191,10 @@ public:
                       uint8_t *buffer);
     /* A tx buffer the window no longer holds: free once no send uses it. */
     void release_tx(uint8_t *buffer);
+    /* Destroy `ah` once every send posted so far has completed. */
+    void retire_ah(ibv_ah *ah);
+    /* A closing ep's FIN (best effort). */
+    void send_fin(ibv_ah *ah, uint32_t qpn, uint32_t dest_id, uint32_t src_id, uint32_t psn);
 
 private:
     /* What the iface knows of one sender (peer iface QP, ep id, port). */
@@ -211,6 +225,11 @@ private:
     rx_peer *new_rx_peer(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh);
     void send_acks();
     bool send_ack(rx_peer &peer);
+    void handle_fin(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh);
+    void close_rx_peer(rx_peer *peer);
+    /* Whether `hdr` is a copy of the first packet of a source closed lately. */
+    bool closed_lately(const ibv_wc &wc, const ud_header &hdr) const;
+    void destroy_retired_ahs();
     void refill_rx();
     /* A posted receive: the GRH area and one MTU. */
     size_t rx_length() const { return UD_GRH_LEN + mtu_; }
@@ -234,9 +253,22 @@ private:
     buffer_pool tx_pool_;
     unsigned rx_posted_  = 0;
     uint32_t next_ep_id_ = 1;
-    std::vector<std::unique_ptr<rx_peer>> rx_peers_; /* by id - 1 */
+    std::vector<std::unique_ptr<rx_peer>> rx_peers_; /* by id - 1; null once closed */
+    std::vector<uint32_t> free_rx_ids_;
     std::unordered_map<uint64_t, std::vector<rx_peer *>> rx_by_source_;
     std::vector<rx_peer *> acks_due_;
+    /* The sources closed last (a ring), by QP, ep id and first psn. */
+    struct closed_source {
+        uint32_t qpn;
+        uint32_t src_id;
+        uint32_t first_psn;
+    };
+    static constexpr size_t CLOSED_SOURCES = 256;
+    std::vector<closed_source> closed_;
+    size_t closed_next_ = 0;
+    /* Address handles waiting for the sends posted through them. */
+    uint64_t sends_posted_ = 0, sends_completed_ = 0;
+    std::vector<std::pair<uint64_t, ibv_ah *>> retired_ahs_; /* by sends_posted_ stamp */
 };
 
 } // namespace uct::ib

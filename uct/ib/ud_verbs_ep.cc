@@ -34,9 +34,13 @@ ud_verbs_ep::~ud_verbs_ep()
     for (const tx_entry &e : window_) {
         iface_.release_tx(e.buffer);
     }
-    if (ah_ != nullptr) {
-        ibv_destroy_ah(ah_);
+    /* The peer keeps per-source state once it acknowledged us: tell it to
+     * drop it, when everything sent was acknowledged (else the FIN would
+     * be dropped there anyway). */
+    if ((failed_ == UCS_OK) && window_.empty() && (peer_rx_id_ != 0)) {
+        iface_.send_fin(ah_, peer_qpn_, peer_rx_id_, id_, next_psn_);
     }
+    iface_.retire_ah(ah_);
 }
 
 ucs_status_t ud_verbs_ep::init(const device_address &dev, const ud_iface_address &addr)

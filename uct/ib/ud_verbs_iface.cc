@@ -60,9 +60,12 @@ ud_verbs_iface::~ud_verbs_iface()
         ibv_destroy_qp(qp_);
     }
     for (auto &peer : rx_peers_) {
-        if (peer->ah != nullptr) {
+        if ((peer != nullptr) && (peer->ah != nullptr)) {
             ibv_destroy_ah(peer->ah);
         }
+    }
+    for (auto &retired : retired_ahs_) {
+        ibv_destroy_ah(retired.second);
     }
 }
 
@@ -240,10 +243,41 @@ ucs_status_t ud_verbs_iface::post(ibv_ah *ah, uint32_t qpn, const uint8_t *packe
         return UCS_ERR_IO_ERROR;
     }
     ++sq_outstanding_;
+    ++sends_posted_;
     if (!inline_send) {
         ++meta_of(buffer).posted;
     }
     return UCS_OK;
+}
+
+void ud_verbs_iface::retire_ah(ibv_ah *ah)
+{
+    if (ah == nullptr) {
+        return;
+    }
+    if (sends_completed_ == sends_posted_) {
+        ibv_destroy_ah(ah);
+        return;
+    }
+    retired_ahs_.emplace_back(sends_posted_, ah);
+}
+
+void ud_verbs_iface::destroy_retired_ahs()
+{
+    size_t done = 0;
+    while ((done < retired_ahs_.size()) && (retired_ahs_[done].first <= sends_completed_)) {
+        ibv_destroy_ah(retired_ahs_[done++].second);
+    }
+    retired_ahs_.erase(retired_ahs_.begin(), retired_ahs_.begin() + ptrdiff_t(done));
+}
+
+void ud_verbs_iface::send_fin(ibv_ah *ah, uint32_t qpn, uint32_t dest_id, uint32_t src_id,
+                              uint32_t psn)
+{
+    const ud_header hdr{0, ud_header::FIN, ud_header::MAGIC, dest_id, src_id, psn, 0, 0};
+    if (post(ah, qpn, reinterpret_cast<const uint8_t *>(&hdr), sizeof(hdr), nullptr) != UCS_OK) {
+        ucs_debug("ud_verbs: no send slot for the FIN of ep %u: its peer keeps its state", src_id);
+    }
 }
 
 void ud_verbs_iface::release_tx(uint8_t *buffer)
@@ -277,7 +311,7 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::find_rx_peer(const ibv_wc &wc, const ud
     };
     /* The sender names us once it learned our id; checked, never trusted. */
     if ((hdr.dest_id != 0) && (hdr.dest_id <= rx_peers_.size()) &&
-        matches(*rx_peers_[hdr.dest_id - 1])) {
+        (rx_peers_[hdr.dest_id - 1] != nullptr) && matches(*rx_peers_[hdr.dest_id - 1])) {
         return rx_peers_[hdr.dest_id - 1].get();
     }
     auto it = rx_by_source_.find(source_key(wc.src_qp, hdr.src_id));
@@ -318,14 +352,68 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::new_rx_peer(const ibv_wc &wc, const ud_
     if (!(wc.wc_flags & IBV_WC_GRH)) {
         std::memset(peer->gid, 0, sizeof(peer->gid));
     }
-    peer->id           = uint32_t(rx_peers_.size() + 1);
     peer->first_psn    = hdr.psn;
     peer->expected_psn = hdr.psn;
     peer->ah           = ah;
     rx_peer *p         = peer.get();
-    rx_peers_.push_back(std::move(peer));
+    if (!free_rx_ids_.empty()) {
+        peer->id = free_rx_ids_.back();
+        free_rx_ids_.pop_back();
+        rx_peers_[peer->id - 1] = std::move(peer);
+    } else {
+        peer->id = uint32_t(rx_peers_.size() + 1);
+        rx_peers_.push_back(std::move(peer));
+    }
     rx_by_source_[source_key(wc.src_qp, hdr.src_id)].push_back(p);
     return p;
+}
+
+bool ud_verbs_iface::closed_lately(const ibv_wc &wc, const ud_header &hdr) const
+{
+    return std::any_of(closed_.begin(), closed_.end(), [&](const closed_source &c) {
+        return (c.qpn == wc.src_qp) && (c.src_id == hdr.src_id) && (c.first_psn == hdr.psn);
+    });
+}
+
+void ud_verbs_iface::close_rx_peer(rx_peer *peer)
+{
+    if (peer->ack_due) {
+        acks_due_.erase(std::find(acks_due_.begin(), acks_due_.end(), peer));
+    }
+    auto it = rx_by_source_.find(source_key(peer->qpn, peer->src_id));
+    if (it != rx_by_source_.end()) {
+        auto &list = it->second;
+        list.erase(std::remove(list.begin(), list.end(), peer), list.end());
+        if (list.empty()) {
+            rx_by_source_.erase(it);
+        }
+    }
+    const closed_source entry{peer->qpn, peer->src_id, peer->first_psn};
+    if (closed_.size() < CLOSED_SOURCES) {
+        closed_.push_back(entry);
+    } else {
+        closed_[closed_next_] = entry;
+        closed_next_          = (closed_next_ + 1) % CLOSED_SOURCES;
+    }
+    retire_ah(peer->ah);
+    const uint32_t id = peer->id;
+    rx_peers_[id - 1].reset();
+    free_rx_ids_.push_back(id);
+    ucs_debug("ud_verbs: source QP %u ep %u closed (%zu sources left)", entry.qpn, entry.src_id,
+              rx_peers_.size() - free_rx_ids_.size());
+}
+
+void ud_verbs_iface::handle_fin(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh)
+{
+    rx_peer *peer = find_rx_peer(wc, hdr, grh);
+    /* Only once everything before it was delivered: a FIN overtaking data
+     * (or a forged one) changes nothing. */
+    if ((peer == nullptr) || (hdr.psn != peer->expected_psn)) {
+        ucs_debug("ud_verbs: dropping a FIN (psn %u) from QP %u ep %u", hdr.psn, wc.src_qp,
+                  hdr.src_id);
+        return;
+    }
+    close_rx_peer(peer);
 }
 
 void ud_verbs_iface::handle_ack_packet(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh)
@@ -367,16 +455,22 @@ void ud_verbs_iface::handle_recv(const ibv_wc &wc)
         rx_pool_.put(buffer);
         return;
     }
-    if (hdr.flags & ud_header::ACK) {
-        handle_ack_packet(wc, hdr, grh);
+    if (hdr.flags & (ud_header::ACK | ud_header::FIN)) {
+        if (hdr.flags & ud_header::ACK) {
+            handle_ack_packet(wc, hdr, grh);
+        } else {
+            handle_fin(wc, hdr, grh);
+        }
         rx_pool_.put(buffer);
         return;
     }
     rx_peer *peer = find_rx_peer(wc, hdr, grh);
     if (peer == nullptr) {
         /* Only an ep's first packet starts a source: a later one came
-         * before it (the first is retransmitted with it). */
-        if (!(hdr.flags & ud_header::SYN) || ((peer = new_rx_peer(wc, hdr, grh)) == nullptr)) {
+         * before it (the first is retransmitted with it). A copy of the
+         * first packet of a source that closed is late, not new. */
+        if (!(hdr.flags & ud_header::SYN) || closed_lately(wc, hdr) ||
+            ((peer = new_rx_peer(wc, hdr, grh)) == nullptr)) {
             ucs_debug("ud_verbs: dropping psn %u of a new source (QP %u ep %u)", hdr.psn, wc.src_qp,
                       hdr.src_id);
             rx_pool_.put(buffer);
@@ -473,6 +567,10 @@ unsigned ud_verbs_iface::poll_send()
                 tx_pool_.put(buffer);
             }
         }
+    }
+    sends_completed_ += unsigned(std::max(n, 0));
+    if (!retired_ahs_.empty()) {
+        destroy_retired_ahs();
     }
     return unsigned(n);
 }
