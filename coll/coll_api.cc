@@ -194,7 +194,9 @@ ucs_status_ptr_t ucp_coll_nbx(ucp_team_h team, const ucp_coll_args_t *args,
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
     }
-    const algorithm &alg = select_algorithm(tune, a.coll, message_bytes(a, c.esize), team->size());
+    const size_t bytes   = message_bytes(a, c.esize);
+    const algorithm &alg = select_algorithm(tune, a.coll, bytes, team->size());
+    c.radix              = select_radix(tune, a.coll, bytes, team->size());
     task *t              = task_get(team->ctx, team);
     t->seq               = team->next_seq++;
     t->algorithm         = alg.name;

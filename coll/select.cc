@@ -90,16 +90,54 @@ bool parse_size_range(const std::string &field, tune_rule *rule)
            parse_size(field.substr(dash + 1), &rule->end) && (rule->start < rule->end);
 }
 
+/* Whether a collective has knomial algorithms (a radix rule applies). */
+bool has_knomial(ucp_coll_type_t coll)
+{
+    for (const algorithm &a : algorithms_of(coll)) {
+        if (std::strcmp(a.name, "knomial") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "radix=K", K a number from knomial_radix_min to knomial_radix_max. */
+bool parse_radix(const std::string &text, unsigned *radix)
+{
+    static const std::string prefix = "radix=";
+    if ((text.compare(0, prefix.size(), prefix) != 0) || (text.size() == prefix.size()) ||
+        (text.size() > prefix.size() + 2)) {
+        return false;
+    }
+    unsigned value = 0;
+    for (size_t i = prefix.size(); i < text.size(); ++i) {
+        if ((text[i] < '0') || (text[i] > '9')) {
+            return false;
+        }
+        value = value * 10 + unsigned(text[i] - '0');
+    }
+    if ((value < knomial_radix_min) || (value > knomial_radix_max)) {
+        return false;
+    }
+    *radix = value;
+    return true;
+}
+
 bool parse_token(const std::string &token, tune_rule *rule)
 {
     const size_t first = token.find(':');
     const size_t last  = token.rfind(':');
-    if ((first == std::string::npos) || (token.compare(last + 1, 1, "@") != 0)) {
+    if (first == std::string::npos) {
         return false;
     }
-    const std::string name = token.substr(0, first);
-    const std::string alg  = token.substr(last + 2);
-    unsigned coll          = 0;
+    const std::string name   = token.substr(0, first);
+    const std::string target = token.substr(last + 1);
+    const bool radix_rule    = (target.compare(0, 1, "@") != 0);
+    if (radix_rule && !parse_radix(target, &rule->radix)) {
+        return false;
+    }
+    const std::string alg = radix_rule ? std::string() : target.substr(1);
+    unsigned coll         = 0;
     while ((coll < UCP_COLL_LAST) && (name != coll_name(ucp_coll_type_t(coll)))) {
         ++coll;
     }
@@ -125,6 +163,10 @@ bool parse_token(const std::string &token, tune_rule *rule)
         (team ? teams : sizes) = true;
         begin                  = colon + 1;
     }
+    if (radix_rule) {
+        return has_knomial(rule->coll);
+    }
+    rule->radix                           = 0;
     const std::span<const algorithm> algs = algorithms_of(rule->coll);
     for (unsigned i = 0; i < algs.size(); ++i) {
         if (alg == algs[i].name) {
@@ -165,6 +207,9 @@ const ucs::config::field coll_fields[] = {
                      "by '#', e.g. allreduce:0-8k:@recursive_doubling#allreduce:8k-inf:@ring\n"
                      "or bcast:[2-4]:@binomial. Sizes are one rank's bytes (end excluded),\n"
                      "team sizes in brackets (both ends included); later tokens win.\n"
+                     "A token ending in radix=K (2 to 16) instead of @algorithm sets the\n"
+                     "radix of the knomial algorithms there (barrier, bcast, allreduce,\n"
+                     "reduce), e.g. allreduce:0-4k:radix=8.\n"
                      "Algorithms: barrier: dissemination, knomial; bcast: knomial,\n"
                      "scatter_allgather, binomial, pipeline;\n"
                      "alltoall: bruck, pairwise; allreduce: recursive_doubling,\n"
@@ -191,6 +236,16 @@ UCS_CONFIG_REGISTER_TABLE(coll_table);
 
 } // namespace
 
+namespace {
+
+bool covers(const tune_rule &rule, ucp_coll_type_t coll, size_t bytes, unsigned team_size)
+{
+    return (rule.coll == coll) && (bytes >= rule.start) && (bytes < rule.end) &&
+           (team_size >= rule.team_min) && (team_size <= rule.team_max);
+}
+
+} // namespace
+
 bool parse_tuning(const char *text, tuning *out)
 {
     out->rules.clear();
@@ -206,7 +261,8 @@ bool parse_tuning(const char *text, tuning *out)
         if (!token.empty()) {
             if (!parse_token(token, &rule)) {
                 ucs_error("UCX_COLL_TUNE: bad token '%s' "
-                          "(coll[:start-end][:[min-max]]:@algorithm)",
+                          "(coll[:start-end][:[min-max]]:@algorithm, or :radix=2..16 for "
+                          "barrier, bcast, allreduce and reduce)",
                           token.c_str());
                 out->rules.clear();
                 return false;
@@ -223,70 +279,104 @@ const algorithm &select_algorithm(const tuning &tune, ucp_coll_type_t coll, size
 {
     unsigned alg = default_algorithm(coll, bytes, team_size);
     for (const tune_rule &rule : tune.rules) {
-        if ((rule.coll == coll) && (bytes >= rule.start) && (bytes < rule.end) &&
-            (team_size >= rule.team_min) && (team_size <= rule.team_max)) {
+        if ((rule.radix == 0) && covers(rule, coll, bytes, team_size)) {
             alg = rule.alg;
         }
     }
     return algorithms_of(coll)[alg];
 }
 
+unsigned select_radix(const tuning &tune, ucp_coll_type_t coll, size_t bytes, unsigned team_size)
+{
+    unsigned radix = tune.knomial_radix;
+    for (const tune_rule &rule : tune.rules) {
+        if ((rule.radix != 0) && covers(rule, coll, bytes, team_size)) {
+            radix = rule.radix;
+        }
+    }
+    return radix;
+}
+
+namespace {
+
+/* One line of the resolved table: per span of team sizes, the value of
+ * `value(bytes, team_size)` from each size on where it changes. Spans and
+ * sizes come from the defaults' edges and those of the rules of one kind. */
+template <typename Value>
+std::string describe_line(std::string line, const tuning &tune, ucp_coll_type_t coll,
+                          bool radix_rules, Value value)
+{
+    std::vector<size_t> edges = {0, alltoall_pairwise_from, allgather_ring_from,
+                                 allreduce_large_from, bcast_scatter_from};
+    /* Team sizes from which the choice may change: the defaults' (2, 3)
+     * and the rules' edges; one group per span. */
+    std::vector<unsigned> teams = {1, 2, 3};
+    for (const tune_rule &rule : tune.rules) {
+        if ((rule.coll != coll) || ((rule.radix != 0) != radix_rules)) {
+            continue;
+        }
+        edges.push_back(rule.start);
+        if (rule.end != SIZE_MAX) {
+            edges.push_back(rule.end);
+        }
+        teams.push_back(rule.team_min);
+        if (rule.team_max != UINT_MAX) {
+            teams.push_back(rule.team_max + 1);
+        }
+    }
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    std::sort(teams.begin(), teams.end());
+    teams.erase(std::unique(teams.begin(), teams.end()), teams.end());
+    for (size_t t = 0; t < teams.size(); ++t) {
+        const unsigned team_size = teams[t];
+        std::string ranges, previous;
+        for (size_t i = 0; i < edges.size(); ++i) {
+            const std::string current = value(edges[i], team_size);
+            if ((i == 0) || (current != previous)) {
+                ranges.append(" ").append(size_text(edges[i])).append("-:").append(current);
+                previous = current;
+            }
+        }
+        const std::string upto = (t + 1 < teams.size()) ? std::to_string(teams[t + 1] - 1) :
+                                                          std::string("inf");
+        line.append(" [")
+            .append(std::to_string(team_size))
+            .append("-")
+            .append(upto)
+            .append(" ranks]")
+            .append(ranges);
+    }
+    return line;
+}
+
+} // namespace
+
 std::vector<std::string> describe_tuning(const tuning &tune)
 {
     std::vector<std::string> lines;
-    for (unsigned coll = 0; coll < UCP_COLL_LAST; ++coll) {
-        std::string line(coll_name(ucp_coll_type_t(coll)));
-        line.append(":");
-        /* Defaults switch at the sizes above; rules at their edges. */
-        std::vector<size_t> edges = {0, alltoall_pairwise_from, allgather_ring_from,
-                                     allreduce_large_from, bcast_scatter_from};
-        for (const tune_rule &rule : tune.rules) {
-            if (rule.coll == ucp_coll_type_t(coll)) {
-                edges.push_back(rule.start);
-                if (rule.end != SIZE_MAX) {
-                    edges.push_back(rule.end);
-                }
-            }
-        }
-        std::sort(edges.begin(), edges.end());
-        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-        /* Team sizes from which the choice may change: the defaults' (2, 3)
-         * and the rules' edges; one group of lines per span. */
-        std::vector<unsigned> teams = {1, 2, 3};
-        for (const tune_rule &rule : tune.rules) {
-            if (rule.coll == ucp_coll_type_t(coll)) {
-                teams.push_back(rule.team_min);
-                if (rule.team_max != UINT_MAX) {
-                    teams.push_back(rule.team_max + 1);
-                }
-            }
-        }
-        std::sort(teams.begin(), teams.end());
-        teams.erase(std::unique(teams.begin(), teams.end()), teams.end());
-        for (size_t t = 0; t < teams.size(); ++t) {
-            const unsigned team_size = teams[t];
-            std::string ranges;
-            const char *previous = nullptr;
-            for (size_t i = 0; i < edges.size(); ++i) {
-                const char *name =
-                    select_algorithm(tune, ucp_coll_type_t(coll), edges[i], team_size).name;
-                if ((previous == nullptr) || (std::strcmp(previous, name) != 0)) {
-                    ranges.append(" ").append(size_text(edges[i])).append("-:").append(name);
-                    previous = name;
-                }
-            }
-            const std::string upto = (t + 1 < teams.size()) ? std::to_string(teams[t + 1] - 1) :
-                                                              std::string("inf");
-            line.append(" [")
-                .append(std::to_string(team_size))
-                .append("-")
-                .append(upto)
-                .append(" ranks]")
-                .append(ranges);
-        }
-        lines.push_back(line);
+    for (unsigned index = 0; index < UCP_COLL_LAST; ++index) {
+        const auto coll = ucp_coll_type_t(index);
+        lines.push_back(describe_line(std::string(coll_name(coll)) + ":", tune, coll, false,
+                                      [&](size_t bytes, unsigned team_size) {
+            return std::string(select_algorithm(tune, coll, bytes, team_size).name);
+        }));
     }
     lines.push_back("knomial radix " + std::to_string(tune.knomial_radix));
+    /* Where radix rules apply, the radix by size and team size. */
+    for (unsigned index = 0; index < UCP_COLL_LAST; ++index) {
+        const auto coll = ucp_coll_type_t(index);
+        if (std::none_of(tune.rules.begin(), tune.rules.end(), [&](const tune_rule &rule) {
+                return (rule.coll == coll) && (rule.radix != 0);
+            })) {
+            continue;
+        }
+        lines.push_back(describe_line(std::string(coll_name(coll)) + " knomial radix:", tune, coll,
+                                      true,
+                                      [&](size_t bytes, unsigned team_size) {
+            return std::to_string(select_radix(tune, coll, bytes, team_size));
+        }));
+    }
     lines.push_back("pipeline segment " + size_text(tune.pipeline_segment));
     return lines;
 }

@@ -12,6 +12,12 @@
  * k/m/g suffixes, "inf" is no limit, the end is exclusive) and, in brackets
  * as in UCC, the range of team sizes (both ends included, "inf" no limit);
  * a range left out covers everything. Later tokens win where they overlap.
+ * A token may end in radix=K (2 to 16) instead of an algorithm: it sets the
+ * radix of the knomial algorithms (barrier, bcast, allreduce, reduce) over
+ * its ranges, in place of UCX_COLL_KNOMIAL_RADIX (UCC's *_KN_RADIX by size):
+ *
+ *   UCX_COLL_TUNE=allreduce:0-4k:radix=8#bcast:1m-inf:radix=2
+ *
  * UCX_LOG_LEVEL=info prints the resolved table when a context is made.
  */
 #ifndef COLL_SELECT_H
@@ -33,7 +39,8 @@ struct tune_rule {
     size_t end;        /* bytes, exclusive; SIZE_MAX: no limit */
     unsigned team_min; /* team sizes, both included */
     unsigned team_max; /* UINT_MAX: no limit */
-    unsigned alg;      /* index in algorithms_of(coll) */
+    unsigned alg;      /* index in algorithms_of(coll); not for a radix rule */
+    unsigned radix;    /* 0: an algorithm rule; else the knomial radix it sets */
 };
 
 /* UCX_COLL_KNOMIAL_RADIX: the radix of the knomial algorithms (a rank
@@ -62,6 +69,11 @@ bool parse_tuning(const char *text, tuning *out);
 /* The algorithm for a collective of `bytes` per rank on `team_size` ranks. */
 const algorithm &select_algorithm(const tuning &tune, ucp_coll_type_t coll, size_t bytes,
                                   unsigned team_size);
+
+/* The radix of the knomial algorithms for a collective of `bytes` per rank
+ * on `team_size` ranks: UCX_COLL_KNOMIAL_RADIX, or the last radix rule
+ * that covers it. */
+unsigned select_radix(const tuning &tune, ucp_coll_type_t coll, size_t bytes, unsigned team_size);
 
 /* The resolved table, one line per collective (for UCX_LOG_LEVEL=info). */
 std::vector<std::string> describe_tuning(const tuning &tune);

@@ -895,6 +895,25 @@ TEST_CASE("collectives: the knomial algorithms with radix 2 and 3", "[coll]")
     require_all_passed(codes);
 }
 
+TEST_CASE("collectives: the knomial radix by collective, message size and team size", "[coll]")
+{
+    /* knomial_algorithms' allreduces are of 8 B, 264 B and 32 KiB: each by
+     * another radix; the barrier by 3, the small reduce by 5, the bcast by 2
+     * from 6 ranks on, the rest by UCX_COLL_KNOMIAL_RADIX's 4. */
+    const unsigned size = GENERATE(5u, 8u);
+    CAPTURE(size);
+    group_options options;
+    options.extra = small_rndv;
+    options.env   = {{"UCX_COLL_TUNE", "barrier:@knomial#bcast:@knomial#reduce:@knomial"
+                                         "#allreduce:@knomial#barrier:radix=3"
+                                         "#allreduce:0-100:radix=2#allreduce:100-10k:radix=3"
+                                         "#allreduce:10k-inf:radix=5#reduce:0-100:radix=5"
+                                         "#bcast:[6-inf]:radix=2"}};
+    std::vector<int> codes;
+    run_group(size, options, knomial_algorithms, &codes);
+    require_all_passed(codes);
+}
+
 namespace {
 
 /* The pipelined bcast and reduce with 4 KiB segments: sizes of one
@@ -1019,11 +1038,26 @@ TEST_CASE("collectives: a bad UCX_COLL_KNOMIAL_RADIX fails the context with a me
 TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "[coll]")
 {
     check_bad_setting("UCX_COLL_TUNE",
-                      {"allreduce:@nosuch", "nosuch:@ring", "allreduce:8k-1k:@ring",
-                       "allreduce:1k:@ring", "allreduce", "bcast:[4-2]:@binomial",
-                       "bcast:[x-4]:@binomial", "bcast:[2-4:@binomial",
-                       "bcast:[2-4]:[5-6]:@binomial", "bcast:1k-2k:3k-4k:@binomial",
-                       "bcast::@binomial", "bcast:[inf-inf]:@binomial"},
+                      {"allreduce:@nosuch",
+                       "nosuch:@ring",
+                       "allreduce:8k-1k:@ring",
+                       "allreduce:1k:@ring",
+                       "allreduce",
+                       "bcast:[4-2]:@binomial",
+                       "bcast:[x-4]:@binomial",
+                       "bcast:[2-4:@binomial",
+                       "bcast:[2-4]:[5-6]:@binomial",
+                       "bcast:1k-2k:3k-4k:@binomial",
+                       "bcast::@binomial",
+                       "bcast:[inf-inf]:@binomial",
+                       "allreduce:radix=1",
+                       "allreduce:radix=17",
+                       "allreduce:radix=",
+                       "allreduce:radix=4x",
+                       "allreduce:0-4k:radix=-3",
+                       "gather:radix=4",
+                       "alltoall:0-1k:radix=2",
+                       "allreduce:radix=3:@ring"},
                       nullptr);
 }
 
@@ -1049,4 +1083,35 @@ TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info l
           std::string::npos);
     CHECK(table.find("knomial radix 4") != std::string::npos);
     CHECK(table.find("pipeline segment 64k") != std::string::npos);
+    CHECK(table.find("knomial radix:") == std::string::npos); /* no radix rule */
+}
+
+TEST_CASE("collectives: radix rules of UCX_COLL_TUNE in the resolved table", "[coll]")
+{
+    ucp_test::peer p;
+    REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
+    setenv("UCX_COLL_TUNE", "allreduce:0-4k:radix=8#allreduce:[5-inf]:radix=3#bcast:@binomial", 1);
+    setenv("UCX_COLL_KNOMIAL_RADIX", "6", 1);
+    std::string table;
+    {
+        config_test::log_capture log(UCS_LOG_LEVEL_INFO);
+        ucp_coll_context_h ctx = nullptr;
+        REQUIRE(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
+        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
+        table = log.text();
+    }
+    unsetenv("UCX_COLL_TUNE");
+    unsetenv("UCX_COLL_KNOMIAL_RADIX");
+    CAPTURE(table);
+    /* Later rules win: from 5 ranks the second; below, the first up to 4k
+     * and UCX_COLL_KNOMIAL_RADIX from there. */
+    CHECK(table.find("allreduce knomial radix: [1-1 ranks] 0-:8 4k-:6 [2-2 ranks] 0-:8 4k-:6 "
+                     "[3-4 ranks] 0-:8 4k-:6 [5-inf ranks] 0-:3") != std::string::npos);
+    CHECK(table.find("knomial radix 6") != std::string::npos);
+    /* Radix rules leave the choice of algorithm alone. */
+    CHECK(table.find("allreduce: [1-1 ranks] 0-:recursive_doubling 16k-:rabenseifner") !=
+          std::string::npos);
+    CHECK(table.find("bcast: [1-1 ranks] 0-:binomial [2-2 ranks] 0-:binomial "
+                     "[3-inf ranks] 0-:binomial") != std::string::npos);
+    CHECK(table.find("bcast knomial radix:") == std::string::npos);
 }
