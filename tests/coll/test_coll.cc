@@ -1061,20 +1061,33 @@ TEST_CASE("collectives: a bad UCX_COLL_TUNE fails the context with a message", "
                       nullptr);
 }
 
-TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info level", "[coll]")
+namespace {
+
+/* What a context made with these settings prints at info level. */
+std::string resolved_table(std::initializer_list<std::pair<const char *, const char *>> settings)
 {
     ucp_test::peer p;
     REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
-    setenv("UCX_COLL_TUNE", "bcast:[2-4]:@binomial#bcast:64k-inf:[5-inf]:@scatter_allgather", 1);
-    std::string table;
-    {
-        config_test::log_capture log(UCS_LOG_LEVEL_INFO);
-        ucp_coll_context_h ctx = nullptr;
-        REQUIRE(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
-        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
-        table = log.text();
+    for (const auto &[name, value] : settings) {
+        setenv(name, value, 1);
     }
-    unsetenv("UCX_COLL_TUNE");
+    config_test::log_capture log(UCS_LOG_LEVEL_INFO);
+    ucp_coll_context_h ctx    = nullptr;
+    const ucs_status_t status = ucp_coll_context_create(p.worker, &ctx);
+    for (const auto &setting : settings) {
+        unsetenv(setting.first);
+    }
+    REQUIRE(status == UCS_OK);
+    CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
+    return log.text();
+}
+
+} // namespace
+
+TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info level", "[coll]")
+{
+    const std::string table = resolved_table(
+        {{"UCX_COLL_TUNE", "bcast:[2-4]:@binomial#bcast:64k-inf:[5-inf]:@scatter_allgather"}});
     CAPTURE(table);
     /* One rank: the default; 2 to 4: the rule; from 5: the default below
      * 64 KiB, the rule from there. */
@@ -1088,20 +1101,9 @@ TEST_CASE("collectives: UCX_COLL_TUNE by team size; the resolved table at info l
 
 TEST_CASE("collectives: radix rules of UCX_COLL_TUNE in the resolved table", "[coll]")
 {
-    ucp_test::peer p;
-    REQUIRE(p.init("self", UCP_FEATURE_AM) == UCS_OK);
-    setenv("UCX_COLL_TUNE", "allreduce:0-4k:radix=8#allreduce:[5-inf]:radix=3#bcast:@binomial", 1);
-    setenv("UCX_COLL_KNOMIAL_RADIX", "6", 1);
-    std::string table;
-    {
-        config_test::log_capture log(UCS_LOG_LEVEL_INFO);
-        ucp_coll_context_h ctx = nullptr;
-        REQUIRE(ucp_coll_context_create(p.worker, &ctx) == UCS_OK);
-        CHECK(ucp_coll_context_destroy(ctx) == UCS_OK);
-        table = log.text();
-    }
-    unsetenv("UCX_COLL_TUNE");
-    unsetenv("UCX_COLL_KNOMIAL_RADIX");
+    const std::string table = resolved_table(
+        {{"UCX_COLL_TUNE", "allreduce:0-4k:radix=8#allreduce:[5-inf]:radix=3#bcast:@binomial"},
+         {"UCX_COLL_KNOMIAL_RADIX", "6"}});
     CAPTURE(table);
     /* Later rules win: from 5 ranks the second; below, the first up to 4k
      * and UCX_COLL_KNOMIAL_RADIX from there. */

@@ -69,6 +69,15 @@ void *allocate(size_t size)
     return block;
 }
 
+/* A block of `size` bytes, all `fill`, its pages touched. */
+char *filled_block(size_t size, int fill)
+{
+    auto *block = static_cast<char *>(allocate(size));
+    REQUIRE(block != nullptr);
+    std::memset(block, fill, size);
+    return block;
+}
+
 /* libc entry patches exist on x86-64 only; elsewhere meson leaves the
  * [bistro] cases out. */
 void require_bistro()
@@ -86,9 +95,7 @@ TEST_CASE("free() of a mapped block reports its unmap", "[ucm][bistro]")
     malloc_thresholds thresholds(64 * 1024, 128 * 1024);
 
     const size_t size = 1 << 20;
-    auto *block       = static_cast<char *>(allocate(size));
-    REQUIRE(block != nullptr);
-    std::memset(block, 1, size);
+    char *block       = filled_block(size, 1);
     recorder.clear();
     free(block);
     CHECK(unmapped_covers(recorder, block, size));
@@ -102,9 +109,7 @@ TEST_CASE("realloc() of a mapped block reports the old range", "[ucm][bistro]")
     malloc_thresholds thresholds(64 * 1024, 128 * 1024);
 
     const size_t size = 1 << 20;
-    auto *block       = static_cast<char *>(allocate(size));
-    REQUIRE(block != nullptr);
-    std::memset(block, 2, size);
+    char *block       = filled_block(size, 2);
     recorder.clear();
     auto *grown = static_cast<char *>(realloc(block, 8 * size)); /* glibc: mremap */
     REQUIRE(grown != nullptr);
@@ -122,9 +127,7 @@ TEST_CASE("the heap's trim reports the released top", "[ucm][bistro]")
     malloc_thresholds thresholds(64 << 20, 64 * 1024);
 
     const size_t size = 8 << 20;
-    auto *block       = static_cast<char *>(allocate(size));
-    REQUIRE(block != nullptr);
-    std::memset(block, 3, size);
+    char *block       = filled_block(size, 3);
     recorder.clear();
     free(block); /* the top chunk: glibc shrinks the break, or madvises */
     malloc_trim(0);

@@ -19,14 +19,7 @@ using namespace ucp_test;
 
 namespace {
 
-size_t count_of(const std::string &text, const std::string &what)
-{
-    size_t count = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-        ++count;
-    }
-    return count;
-}
+using config_test::occurrences;
 
 } // namespace
 
@@ -99,9 +92,9 @@ TEST_CASE("debug level: lanes at wireup and the protocol chosen per size", "[ucp
                                              "'[^']*': lane\\[0\\] tcp/[^ ]+ am")));
     CHECK(text.find("UCX  DEBUG #   tag_send, contiguous data (message size in bytes):") !=
           std::string::npos);
-    CHECK(count_of(text, "eager bcopy") >= 1);
-    CHECK(count_of(text, "ep_cfg[0]: ") == 1);         /* the info line, once */
-    CHECK(count_of(text, "ep_cfg[0] of worker") == 1); /* its table, once */
+    CHECK(occurrences(text, "eager bcopy") >= 1);
+    CHECK(occurrences(text, "ep_cfg[0]: ") == 1);         /* the info line, once */
+    CHECK(occurrences(text, "ep_cfg[0] of worker") == 1); /* its table, once */
 }
 
 TEST_CASE("req level: a request's life from start to release, in builds that log it", "[ucp_log]")

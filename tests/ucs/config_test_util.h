@@ -145,6 +145,16 @@ private:
     temp_file m_file;
 };
 
+/* How many times `what` occurs in `text` (log lines counted in tests). */
+inline size_t occurrences(const std::string &text, const std::string &what)
+{
+    size_t count = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+        ++count;
+    }
+    return count;
+}
+
 /* Sends log output to a temp file; restores stdout and the level after. */
 class log_capture {
 public:

@@ -86,18 +86,10 @@ struct loopback {
         REQUIRE(b->connect_to_ep(dev.data(), dev.size(), ea.data(), ea.size()) == UCS_OK);
     }
 
-    /* Progresses until `done` or a 10 s deadline; false on the deadline. */
     template <typename Pred>
     bool progress_until(Pred done)
     {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (!done()) {
-            if (std::chrono::steady_clock::now() > deadline) {
-                return false;
-            }
-            entity.progress();
-        }
-        return true;
+        return entity.progress_until(done);
     }
 };
 

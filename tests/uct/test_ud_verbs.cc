@@ -22,6 +22,7 @@
 namespace {
 
 using config_test::log_capture;
+using config_test::occurrences;
 using uct::ib::ud_header;
 
 struct am_counter {
@@ -155,19 +156,22 @@ std::vector<uint8_t> packet(const ud_header &hdr, size_t payload = 8)
     return bytes;
 }
 
-} // namespace
-
-TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
+/* The iface under test with AM 3 counted into `sink`; false (with a
+ * warning) where there is no verbs device. */
+bool open_iface(test::uct_entity &e, am_counter &sink)
 {
-    test::uct_entity e("ud_verbs");
     if (!e.ok()) {
         WARN("ud_verbs: skipped: no verbs device here ("
              << e.error() << "); meson test ud_verbs runs this on the emulated device");
-        return;
+        return false;
     }
-    am_counter sink;
     REQUIRE(e.iface().set_am_handler(3, am_counter::on_am, &sink, 0) == UCS_OK);
-    const test::uct_addresses addr = e.addresses();
+    return true;
+}
+
+/* A raw sender to the iface at `addr`; false (with a warning) on RoCE. */
+bool open_raw(const test::uct_addresses &addr, raw_sender &raw)
+{
     uct::ib::device_address dev;
     uct::ib::ud_iface_address iface_addr;
     REQUIRE(addr.device.size() == sizeof(dev));
@@ -176,10 +180,26 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
     std::memcpy(&iface_addr, addr.iface.data(), sizeof(iface_addr));
     if (dev.flags & uct::ib::device_address::ETHERNET) {
         WARN("ud_verbs: skipped: the raw sender addresses by LID (InfiniBand ports)");
+        return false;
+    }
+    REQUIRE(raw.open(dev.lid, iface_addr.qpn));
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
+{
+    test::uct_entity e("ud_verbs");
+    am_counter sink;
+    if (!open_iface(e, sink)) {
         return;
     }
+    const test::uct_addresses addr = e.addresses();
     raw_sender raw;
-    REQUIRE(raw.open(dev.lid, iface_addr.qpn));
+    if (!open_raw(addr, raw)) {
+        return;
+    }
 
     log_capture log{UCS_LOG_LEVEL_WARN};
     const uint32_t psn = 1000;
@@ -212,20 +232,8 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
     REQUIRE(raw.send(packet(gap)));
     REQUIRE(raw.send(packet(syn)));
 
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    auto drops          = [&] {
-        const std::string text = log.text();
-        size_t count           = 0;
-        for (size_t at = text.find("dropping"); at != std::string::npos;
-             at        = text.find("dropping", at + 1)) {
-            ++count;
-        }
-        return count;
-    };
-    while ((sink.messages.empty() || (drops() < 4)) &&
-           (std::chrono::steady_clock::now() < deadline)) {
-        e.progress();
-    }
+    auto drops = [&] { return occurrences(log.text(), "dropping"); };
+    e.progress_until([&] { return !sink.messages.empty() && (drops() >= 4); });
     for (int i = 0; i < 100; ++i) {
         e.progress();
     }
@@ -250,51 +258,18 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
         e.progress();
     }
     REQUIRE(status == UCS_OK);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while ((sink.messages.size() < 2) && (std::chrono::steady_clock::now() < until)) {
-        e.progress();
-    }
+    e.progress_until([&] { return sink.messages.size() >= 2; });
     REQUIRE(sink.messages.size() == 2);
     CHECK(std::memcmp(sink.messages[1].data(), &word, sizeof(word)) == 0);
 }
 
-namespace {
-
-size_t occurrences(const std::string &text, const std::string &what)
-{
-    size_t count = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-        ++count;
-    }
-    return count;
-}
-
-/* Progresses until `done` or 10 s. */
-template <typename Done>
-bool progress_until(test::uct_entity &e, Done done)
-{
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) {
-            return false;
-        }
-        e.progress();
-    }
-    return true;
-}
-
-} // namespace
-
 TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "[ud_verbs]")
 {
     test::uct_entity e("ud_verbs");
-    if (!e.ok()) {
-        WARN("ud_verbs: skipped: no verbs device here ("
-             << e.error() << "); meson test ud_verbs runs this on the emulated device");
+    am_counter sink;
+    if (!open_iface(e, sink)) {
         return;
     }
-    am_counter sink;
-    REQUIRE(e.iface().set_am_handler(3, am_counter::on_am, &sink, 0) == UCS_OK);
     const test::uct_addresses addr = e.addresses();
     log_capture log{UCS_LOG_LEVEL_DEBUG};
 
@@ -305,12 +280,12 @@ TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "
             uct::ep *ep = test::connect_to(e.iface(), addr, &owned);
             REQUIRE(ep != nullptr);
             const uint64_t word = i;
-            REQUIRE(progress_until(e, [&] { return ep->am_short(3, word, nullptr, 0) == UCS_OK; }));
-            REQUIRE(progress_until(e, [&] { return sink.messages.size() == i + 1; }));
+            REQUIRE(e.progress_until([&] { return ep->am_short(3, word, nullptr, 0) == UCS_OK; }));
+            REQUIRE(e.progress_until([&] { return sink.messages.size() == i + 1; }));
             /* Acknowledged: the FIN may go. */
-            REQUIRE(progress_until(e, [&] { return ep->flush(0, nullptr) == UCS_OK; }));
+            REQUIRE(e.progress_until([&] { return ep->flush(0, nullptr) == UCS_OK; }));
             delete ep;
-            REQUIRE(progress_until(e, [&] {
+            REQUIRE(e.progress_until([&] {
                 return occurrences(log.text(), "closed (0 sources left)") == i + 1;
             }));
         }
@@ -318,16 +293,10 @@ TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "
     }
 
     SECTION("a FIN counts only after everything before it; a closed source stays closed") {
-        uct::ib::device_address dev;
-        uct::ib::ud_iface_address iface_addr;
-        std::memcpy(&dev, addr.device.data(), sizeof(dev));
-        std::memcpy(&iface_addr, addr.iface.data(), sizeof(iface_addr));
-        if (dev.flags & uct::ib::device_address::ETHERNET) {
-            WARN("ud_verbs: skipped: the raw sender addresses by LID (InfiniBand ports)");
+        raw_sender raw;
+        if (!open_raw(addr, raw)) {
             return;
         }
-        raw_sender raw;
-        REQUIRE(raw.open(dev.lid, iface_addr.qpn));
         const uint32_t psn = 500;
         const ud_header syn{3, ud_header::AM | ud_header::SYN, ud_header::MAGIC, 0, 91, psn, 0, 0};
         ud_header early_fin{0, ud_header::FIN, ud_header::MAGIC, 0, 91, psn, 0, 0};
@@ -337,16 +306,16 @@ TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "
         restarted.psn       = 9000;
 
         REQUIRE(raw.send(packet(syn)));
-        REQUIRE(progress_until(e, [&] { return sink.messages.size() == 1; }));
+        REQUIRE(e.progress_until([&] { return sink.messages.size() == 1; }));
         REQUIRE(raw.send(packet(early_fin, 0))); /* psn 500 was not the next */
-        REQUIRE(progress_until(e, [&] { return occurrences(log.text(), "dropping a FIN") == 1; }));
+        REQUIRE(e.progress_until([&] { return occurrences(log.text(), "dropping a FIN") == 1; }));
         CHECK(occurrences(log.text(), "closed (") == 0);
         REQUIRE(raw.send(packet(fin, 0)));
-        REQUIRE(progress_until(e, [&] { return occurrences(log.text(), "closed (") == 1; }));
+        REQUIRE(e.progress_until([&] { return occurrences(log.text(), "closed (") == 1; }));
         /* A late copy of its first packet starts nothing and is not delivered. */
         REQUIRE(raw.send(packet(syn)));
         REQUIRE(raw.send(packet(restarted)));
-        REQUIRE(progress_until(e, [&] { return sink.messages.size() == 2; }));
+        REQUIRE(e.progress_until([&] { return sink.messages.size() == 2; }));
         for (int i = 0; i < 100; ++i) {
             e.progress();
         }

@@ -11,6 +11,7 @@
 #include <uct/base/uct_md.h>
 #include <uct/base/uct_worker.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -100,6 +101,20 @@ public:
     uct::ep *create_ep(std::vector<uint8_t> *ep_address);
 
     unsigned progress() { return worker_->progress(); }
+
+    /* Progresses until `done` or a 10 s deadline; false on the deadline. */
+    template <typename Pred>
+    bool progress_until(Pred done)
+    {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                return false;
+            }
+            progress();
+        }
+        return true;
+    }
 
 private:
     std::string error_;
