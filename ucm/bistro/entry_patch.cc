@@ -70,11 +70,6 @@ bool supported()
     return have_patch;
 }
 
-size_t patch_size()
-{
-    return sizeof(jump);
-}
-
 ucs_status_t patch(void *function, const void *hook)
 {
     if (!have_patch) {

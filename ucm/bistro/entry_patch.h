@@ -18,9 +18,6 @@ namespace ucm::bistro {
 /* Whether entry patches exist for this CPU (x86-64 only). */
 bool supported();
 
-/* Bytes an entry patch overwrites: a function must be at least this long. */
-size_t patch_size();
-
 /* Overwrite the entry of `function` with a jump to `hook`. UCS_ERR_UNSUPPORTED
  * on other CPUs, when the function is shorter than the patch or its code
  * cannot be made writable. */

@@ -46,11 +46,6 @@ void use_system_calls()
     raw_calls.store(true, std::memory_order_seq_cst);
 }
 
-bool system_calls_in_use()
-{
-    return raw();
-}
-
 void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
     if (!raw()) {
@@ -126,15 +121,14 @@ void *sbrk(intptr_t increment)
         return old_end;
     }
     const auto old_value = reinterpret_cast<uintptr_t>(old_end);
+    /* |increment| without overflow, INTPTR_MIN included. */
+    const uintptr_t delta = (increment > 0) ? uintptr_t(increment) :
+                                              uintptr_t(0) - uintptr_t(increment);
     uintptr_t new_value;
-    if ((increment > 0) ?
-            __builtin_add_overflow(old_value, static_cast<uintptr_t>(increment), &new_value) :
-            (old_value < static_cast<uintptr_t>(-increment))) {
+    if ((increment > 0) ? __builtin_add_overflow(old_value, delta, &new_value) :
+                          __builtin_sub_overflow(old_value, delta, &new_value)) {
         errno = ENOMEM;
         return failed_ptr;
-    }
-    if (increment < 0) {
-        new_value = old_value - static_cast<uintptr_t>(-increment);
     }
     if (brk(reinterpret_cast<void *>(new_value)) != 0) {
         return failed_ptr;

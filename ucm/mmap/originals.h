@@ -17,9 +17,6 @@ namespace ucm::mm::orig {
 /* Switch to raw system calls; before the first entry patch is written. */
 void use_system_calls();
 
-/* Whether the calls below are raw system calls. */
-bool system_calls_in_use();
-
 void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset);
 int munmap(void *addr, size_t length);
 /* new_address is used with MREMAP_FIXED only. */
