@@ -40,20 +40,25 @@ public:
     }
 };
 
-/* Whether an unmap event covers [address, address + length). */
-bool unmapped_covers(const event_recorder &recorder, const void *address, size_t length)
+/* A block's address as a number: it is compared after the block was
+ * freed, which a pointer may not be. */
+uintptr_t address_of(const void *block)
 {
-    const auto start = reinterpret_cast<uintptr_t>(address);
+    return reinterpret_cast<uintptr_t>(block);
+}
+
+/* Whether an unmap event covers [start, start + length). */
+bool unmapped_covers(const event_recorder &recorder, uintptr_t start, size_t length)
+{
     return recorder.count(UCM_EVENT_VM_UNMAPPED, [&](const ucm_event_t &e) {
         const auto from = reinterpret_cast<uintptr_t>(e.vm_unmapped.address);
         return (from <= start) && (from + e.vm_unmapped.size >= start + length);
     }) != 0;
 }
 
-/* Whether an unmap event overlaps [address, address + length). */
-bool unmapped_overlaps(const event_recorder &recorder, const void *address, size_t length)
+/* Whether an unmap event overlaps [start, start + length). */
+bool unmapped_overlaps(const event_recorder &recorder, uintptr_t start, size_t length)
 {
-    const auto start = reinterpret_cast<uintptr_t>(address);
     return recorder.count(UCM_EVENT_VM_UNMAPPED, [&](const ucm_event_t &e) {
         const auto from = reinterpret_cast<uintptr_t>(e.vm_unmapped.address);
         return (from < start + length) && (start < from + e.vm_unmapped.size);
@@ -94,11 +99,12 @@ TEST_CASE("free() of a mapped block reports its unmap", "[ucm][bistro]")
     require_bistro();
     malloc_thresholds thresholds(64 * 1024, 128 * 1024);
 
-    const size_t size = 1 << 20;
-    char *block       = filled_block(size, 1);
+    const size_t size   = 1 << 20;
+    char *block         = filled_block(size, 1);
+    const uintptr_t was = address_of(block);
     recorder.clear();
     free(block);
-    CHECK(unmapped_covers(recorder, block, size));
+    CHECK(unmapped_covers(recorder, was, size));
 }
 
 TEST_CASE("realloc() of a mapped block reports the old range", "[ucm][bistro]")
@@ -108,12 +114,13 @@ TEST_CASE("realloc() of a mapped block reports the old range", "[ucm][bistro]")
     require_bistro();
     malloc_thresholds thresholds(64 * 1024, 128 * 1024);
 
-    const size_t size = 1 << 20;
-    char *block       = filled_block(size, 2);
+    const size_t size   = 1 << 20;
+    char *block         = filled_block(size, 2);
+    const uintptr_t was = address_of(block);
     recorder.clear();
     auto *grown = static_cast<char *>(realloc(block, 8 * size)); /* glibc: mremap */
     REQUIRE(grown != nullptr);
-    CHECK(unmapped_covers(recorder, block, size));
+    CHECK(unmapped_covers(recorder, was, size));
     CHECK(grown[size - 1] == 2);
     free(grown);
 }
@@ -126,12 +133,13 @@ TEST_CASE("the heap's trim reports the released top", "[ucm][bistro]")
     /* Large blocks from the heap; a small trim threshold gives the top back. */
     malloc_thresholds thresholds(64 << 20, 64 * 1024);
 
-    const size_t size = 8 << 20;
-    char *block       = filled_block(size, 3);
+    const size_t size   = 8 << 20;
+    char *block         = filled_block(size, 3);
+    const uintptr_t was = address_of(block);
     recorder.clear();
     free(block); /* the top chunk: glibc shrinks the break, or madvises */
     malloc_trim(0);
-    CHECK(unmapped_overlaps(recorder, block + size / 2, size / 4));
+    CHECK(unmapped_overlaps(recorder, was + size / 2, size / 4));
 }
 
 TEST_CASE("ucm_orig_* calls raise no event with libc's entries patched", "[ucm][bistro]")
