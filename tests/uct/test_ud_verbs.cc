@@ -112,6 +112,8 @@ public:
     }
 
     /* Sends `bytes` as one datagram and waits for its send completion. */
+    uint32_t qpn() const { return qp_->qp_num; }
+
     bool send(const std::vector<uint8_t> &bytes)
     {
         std::memcpy(buffer_, bytes.data(), bytes.size());
@@ -263,6 +265,36 @@ TEST_CASE("ud_verbs drops malformed datagrams and keeps serving", "[ud_verbs]")
     CHECK(std::memcmp(sink.messages[1].data(), &word, sizeof(word)) == 0);
 }
 
+TEST_CASE("ud_verbs lets a lingering ep go when its peer never answers", "[ud_verbs]")
+{
+    config_test::env_guard env;
+    env.set("UCX_UD_VERBS_TIMEOUT", "300ms");
+    test::uct_entity e("ud_verbs");
+    am_counter sink;
+    if (!open_iface(e, sink)) {
+        return;
+    }
+    test::uct_addresses addr = e.addresses();
+    raw_sender silent; /* a UD QP that never acknowledges */
+    if (!open_raw(addr, silent)) {
+        return;
+    }
+    uct::ib::ud_iface_address toward{silent.qpn(), uct::ib::ud_iface_address::VERSION, {}};
+    std::memcpy(addr.iface.data(), &toward, sizeof(toward));
+    log_capture log{UCS_LOG_LEVEL_DEBUG};
+    std::vector<uct::ep *> owned;
+    uct::ep *ep = test::connect_to(e.iface(), addr, &owned);
+    REQUIRE(ep != nullptr);
+    const uint64_t word = 7;
+    REQUIRE(e.progress_until([&] { return ep->am_short(3, word, nullptr, 0) == UCS_OK; }));
+    delete ep;
+    REQUIRE(e.progress_until([&] {
+        return occurrences(log.text(), "stops lingering (peer lost)") == 1;
+    }));
+    /* Gone without a report: the user's ep was destroyed. */
+    CHECK(occurrences(log.text(), "stops lingering (FIN acknowledged)") == 0);
+}
+
 TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "[ud_verbs]")
 {
     test::uct_entity e("ud_verbs");
@@ -292,6 +324,25 @@ TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "
         CHECK(sink.messages.size() == rounds);
     }
 
+    SECTION("an ep destroyed before its messages were acknowledged still delivers them") {
+        std::vector<uct::ep *> owned;
+        uct::ep *ep = test::connect_to(e.iface(), addr, &owned);
+        REQUIRE(ep != nullptr);
+        constexpr size_t count = 5;
+        for (uint64_t word = 0; word < count; ++word) {
+            REQUIRE(e.progress_until([&] { return ep->am_short(3, word, nullptr, 0) == UCS_OK; }));
+        }
+        delete ep; /* no flush: the window is still in flight */
+        REQUIRE(e.progress_until([&] { return sink.messages.size() == count; }));
+        REQUIRE(e.progress_until([&] {
+            return occurrences(log.text(), "stops lingering (FIN acknowledged)") == 1;
+        }));
+        CHECK(occurrences(log.text(), "closed (0 sources left)") == 1);
+        for (uint64_t word = 0; word < count; ++word) {
+            CHECK(std::memcmp(sink.messages[word].data(), &word, sizeof(word)) == 0);
+        }
+    }
+
     SECTION("a FIN counts only after everything before it; a closed source stays closed") {
         raw_sender raw;
         if (!open_raw(addr, raw)) {
@@ -299,19 +350,28 @@ TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "
         }
         const uint32_t psn = 500;
         const ud_header syn{3, ud_header::AM | ud_header::SYN, ud_header::MAGIC, 0, 91, psn, 0, 0};
-        ud_header early_fin{0, ud_header::FIN, ud_header::MAGIC, 0, 91, psn, 0, 0};
+        ud_header early_fin{0, ud_header::FIN, ud_header::MAGIC, 0, 91, psn + 2, 0, 0};
         ud_header fin       = early_fin;
         fin.psn             = psn + 1;
+        ud_header stranger  = fin; /* a FIN from a source never seen */
+        stranger.src_id     = 92;
         ud_header restarted = syn; /* the same ep id from a new process */
         restarted.psn       = 9000;
 
         REQUIRE(raw.send(packet(syn)));
         REQUIRE(e.progress_until([&] { return sink.messages.size() == 1; }));
-        REQUIRE(raw.send(packet(early_fin, 0))); /* psn 500 was not the next */
-        REQUIRE(e.progress_until([&] { return occurrences(log.text(), "dropping a FIN") == 1; }));
-        CHECK(occurrences(log.text(), "closed (") == 0);
+        /* psn 502 is not the next: dropped, then 501 closes the source. */
+        REQUIRE(raw.send(packet(early_fin, 0)));
         REQUIRE(raw.send(packet(fin, 0)));
         REQUIRE(e.progress_until([&] { return occurrences(log.text(), "closed (") == 1; }));
+        CHECK(occurrences(log.text(), "dropping a FIN") == 0);
+        /* The same FIN again (its ACK lost): acknowledged again, nothing else. */
+        REQUIRE(raw.send(packet(fin, 0)));
+        REQUIRE(e.progress_until([&] {
+            return occurrences(log.text(), "acknowledging again the FIN") == 1;
+        }));
+        REQUIRE(raw.send(packet(stranger, 0)));
+        REQUIRE(e.progress_until([&] { return occurrences(log.text(), "dropping a FIN") == 1; }));
         /* A late copy of its first packet starts nothing and is not delivered. */
         REQUIRE(raw.send(packet(syn)));
         REQUIRE(raw.send(packet(restarted)));
@@ -320,6 +380,7 @@ TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "
             e.progress();
         }
         CHECK(sink.messages.size() == 2);
+        CHECK(occurrences(log.text(), "closed (") == 1);
         CHECK(occurrences(log.text(), "dropping psn 500 of a new source") == 1);
     }
 }

@@ -20,14 +20,16 @@
  * to a cap); after TIMEOUT without an acknowledgement the ep fails.
  * Timers are checked from progress() against a cycle-counter clock.
  *
- * Closing: an ep destroyed with nothing unacknowledged sends a FIN with its
- * next psn (best effort: not acknowledged). The receiver, having delivered
- * everything before it, frees what it kept for that source and remembers
- * the source's first psn among the last CLOSED_SOURCES closed ones, so a
- * late copy of its first packet cannot start it again. An ep destroyed
- * with packets in flight, or a lost FIN, leaves the state as before.
- * Address handles are destroyed once the sends posted through them have
- * completed.
+ * Closing: a destroyed ep that sent anything lingers: the iface keeps its
+ * state (a new ep object under the same id, the user's is gone), sends the
+ * window again until it is acknowledged, and ends it with a FIN, a packet
+ * of its own psn in the window. The receiver, having delivered everything
+ * before it, acknowledges the FIN, frees what it kept for that source and
+ * remembers it among the last CLOSED_SOURCES closed ones: a late copy of
+ * its first packet cannot start it again, and a FIN sent again (its ACK
+ * lost) is acknowledged again. The lingering state goes with the FIN's
+ * acknowledgement, or at TIMEOUT. Address handles are destroyed once the
+ * sends posted through them have completed.
  */
 #ifndef UCT_IB_UD_VERBS_H
 #define UCT_IB_UD_VERBS_H
@@ -77,7 +79,7 @@ struct ud_header {
     static constexpr uint8_t AM     = 1u << 0; /* carries an active message */
     static constexpr uint8_t SYN    = 1u << 1; /* the ep's first psn */
     static constexpr uint8_t ACK    = 1u << 2; /* an ACK packet (no psn) */
-    static constexpr uint8_t FIN    = 1u << 3; /* the ep is gone; psn: its next */
+    static constexpr uint8_t FIN    = 1u << 3; /* the ep is gone: its last packet */
     static constexpr uint8_t KNOWN  = AM | SYN | ACK | FIN;
 };
 static_assert(sizeof(ud_header) == 24, "ud_header layout");
@@ -90,6 +92,10 @@ class ud_verbs_ep final : public ib_ep_base {
 public:
     ud_verbs_ep(ud_verbs_iface &iface, uint32_t id);
     ~ud_verbs_ep() override;
+
+    /* Lingering: takes over a destroyed ep's peer and window. */
+    struct linger_tag {};
+    ud_verbs_ep(ud_verbs_ep &destroyed, linger_tag);
 
     ucs_status_t init(const device_address &dev, const ud_iface_address &addr);
 
@@ -111,6 +117,9 @@ public:
     bool has_unacked() const { return !window_.empty(); }
     bool flush_ready() const override;
     void fail(ucs_status_t status);
+    bool failed() const { return failed_ != UCS_OK; }
+    /* Lingering: the FIN was acknowledged, or the peer was lost. */
+    bool linger_over() const { return (failed_ != UCS_OK) || (fin_sent_ && window_.empty()); }
 
 private:
     struct tx_entry {
@@ -129,6 +138,8 @@ private:
     ucs_status_t send_packet(uint8_t *buffer, uint8_t flags, am_id_t id, size_t payload);
     ucs_status_t post_entry(const tx_entry &e);
     uint32_t last_psn() const { return next_psn_ - 1; }
+    /* Lingering: puts the FIN in the window once it has room. */
+    void try_send_fin();
 
     ud_verbs_iface &iface_;
     uint32_t id_;
@@ -146,6 +157,8 @@ private:
     ucs::sys::ticks_t last_ack_time_ = 0; /* last progress of the window */
     ucs::sys::ticks_t rto_           = 0;
     ucs::sys::ticks_t rto_deadline_  = 0;
+    bool lingering_                  = false;
+    bool fin_sent_                   = false;
 };
 
 class ud_verbs_iface final : public ib_iface_base {
@@ -193,8 +206,8 @@ public:
     void release_tx(uint8_t *buffer);
     /* Destroy `ah` once every send posted so far has completed. */
     void retire_ah(ibv_ah *ah);
-    /* A closing ep's FIN (best effort). */
-    void send_fin(ibv_ah *ah, uint32_t qpn, uint32_t dest_id, uint32_t src_id, uint32_t psn);
+    /* Keeps a destroyed ep's lingering successor until linger_over(). */
+    void linger(ud_verbs_ep *successor);
 
 private:
     /* What the iface knows of one sender (peer iface QP, ep id, port). */
@@ -225,11 +238,18 @@ private:
     rx_peer *new_rx_peer(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh);
     void send_acks();
     bool send_ack(rx_peer &peer);
-    void handle_fin(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh);
+    /* A FIN from no known source: acknowledged again if it closed one. */
+    void handle_stale_fin(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh);
     void close_rx_peer(rx_peer *peer);
-    /* Whether `hdr` is a copy of the first packet of a source closed lately. */
-    bool closed_lately(const ibv_wc &wc, const ud_header &hdr) const;
+    struct closed_source;
+    /* The source closed lately that `hdr` came from (a copy of its first
+     * packet or of its FIN), or nullptr. */
+    const closed_source *closed_lately(const ibv_wc &wc, const ud_header &hdr) const;
+    /* An address handle toward the sender of `wc`, or nullptr. */
+    ibv_ah *ah_toward(const ibv_wc &wc, const uint8_t *grh);
     void destroy_retired_ahs();
+    /* Deletes the lingering eps whose linger is over (all with `all`). */
+    void reap_lingering(bool all);
     void refill_rx();
     /* A posted receive: the GRH area and one MTU. */
     size_t rx_length() const { return UD_GRH_LEN + mtu_; }
@@ -257,11 +277,14 @@ private:
     std::vector<uint32_t> free_rx_ids_;
     std::unordered_map<uint64_t, std::vector<rx_peer *>> rx_by_source_;
     std::vector<rx_peer *> acks_due_;
-    /* The sources closed last (a ring), by QP, ep id and first psn. */
+    /* The sources closed last (a ring): QP, ep id, first psn, the FIN's
+     * psn and our id for the source (for a repeated FIN's ACK). */
     struct closed_source {
         uint32_t qpn;
         uint32_t src_id;
         uint32_t first_psn;
+        uint32_t fin_psn;
+        uint32_t rx_id;
     };
     static constexpr size_t CLOSED_SOURCES = 256;
     std::vector<closed_source> closed_;
@@ -269,6 +292,7 @@ private:
     /* Address handles waiting for the sends posted through them. */
     uint64_t sends_posted_ = 0, sends_completed_ = 0;
     std::vector<std::pair<uint64_t, ibv_ah *>> retired_ahs_; /* by sends_posted_ stamp */
+    std::vector<std::unique_ptr<ud_verbs_ep>> lingering_;
 };
 
 } // namespace uct::ib

@@ -27,18 +27,40 @@ ud_verbs_ep::ud_verbs_ep(ud_verbs_iface &iface, uint32_t id) :
 {
 }
 
+ud_verbs_ep::ud_verbs_ep(ud_verbs_ep &destroyed, linger_tag) :
+    ib_ep_base(destroyed.iface_), iface_(destroyed.iface_), id_(destroyed.id_), ah_(destroyed.ah_),
+    peer_qpn_(destroyed.peer_qpn_), peer_lid_(destroyed.peer_lid_),
+    peer_ethernet_(destroyed.peer_ethernet_), peer_rx_id_(destroyed.peer_rx_id_),
+    first_psn_(destroyed.first_psn_), next_psn_(destroyed.next_psn_),
+    last_ack_time_(destroyed.last_ack_time_), rto_(destroyed.rto_),
+    rto_deadline_(destroyed.rto_deadline_), lingering_(true)
+{
+    std::memcpy(peer_gid_, destroyed.peer_gid_, sizeof(peer_gid_));
+    for (const tx_entry &e : destroyed.window_) {
+        window_.push_back(e);
+    }
+    destroyed.window_.clear();
+    destroyed.ah_ = nullptr;
+    /* Its flushes are the destroyed ep's: no callback runs any more. */
+    try_send_fin();
+}
+
 ud_verbs_ep::~ud_verbs_ep()
 {
     iface_.remove_ep(id_, this);
+    /* The peer keeps per-source state once it heard from us, and what is
+     * unacknowledged is still owed to it: a successor lingers with both
+     * until the FIN is acknowledged. */
+    if (!lingering_ && (failed_ == UCS_OK) && (ah_ != nullptr) &&
+        ((peer_rx_id_ != 0) || !window_.empty())) {
+        auto *successor = new (std::nothrow) ud_verbs_ep(*this, linger_tag{});
+        if (successor != nullptr) {
+            iface_.linger(successor);
+        }
+    }
     /* Nothing completes any more: buffers go back, no callback runs. */
     for (const tx_entry &e : window_) {
         iface_.release_tx(e.buffer);
-    }
-    /* The peer keeps per-source state once it acknowledged us: tell it to
-     * drop it, when everything sent was acknowledged (else the FIN would
-     * be dropped there anyway). */
-    if ((failed_ == UCS_OK) && window_.empty() && (peer_rx_id_ != 0)) {
-        iface_.send_fin(ah_, peer_qpn_, peer_rx_id_, id_, next_psn_);
     }
     iface_.retire_ah(ah_);
 }
@@ -116,6 +138,24 @@ ucs_status_t ud_verbs_ep::send_packet(uint8_t *buffer, uint8_t flags, am_id_t id
     window_.push_back(e);
     ++next_psn_;
     return UCS_OK;
+}
+
+void ud_verbs_ep::try_send_fin()
+{
+    if (fin_sent_ || (failed_ != UCS_OK) || (window_.size() >= iface_.window_limit()) ||
+        iface_.sq_full()) {
+        return; /* again from check_timers() */
+    }
+    uint8_t *buffer = iface_.tx_buffers().get();
+    if (buffer == nullptr) {
+        return;
+    }
+    std::memset(buffer, 0, ud_verbs_iface::TX_META);
+    if (send_packet(buffer, ud_header::FIN, 0, 0) != UCS_OK) {
+        iface_.tx_buffers().put(buffer);
+        return;
+    }
+    fin_sent_ = true;
 }
 
 ucs_status_t ud_verbs_ep::am_short(am_id_t id, uint64_t header, const void *payload,
@@ -202,10 +242,16 @@ void ud_verbs_ep::handle_ack(uint32_t ack_psn, uint32_t rx_id, ucs::sys::ticks_t
     if (!pending_.empty()) {
         iface_.schedule_pending(this);
     }
+    if (lingering_ && !fin_sent_) {
+        try_send_fin(); /* the window has room now */
+    }
 }
 
 void ud_verbs_ep::check_timers(ucs::sys::ticks_t now)
 {
+    if (lingering_ && !fin_sent_) {
+        try_send_fin();
+    }
     if (window_.empty() || (failed_ != UCS_OK)) {
         return;
     }
@@ -241,16 +287,20 @@ void ud_verbs_ep::fail(ucs_status_t status)
         iface_.release_tx(e.buffer);
     }
     window_.clear();
+    /* A lingering ep's loss is nobody's error any more: iface flushes that
+     * waited for it are done, and the iface lets it go. */
     const std::shared_ptr<bool> alive = alive_;
     while (!flushes_.empty()) {
         completion *comp = flushes_.front().comp;
         flushes_.pop_front();
-        invoke_completion(comp, status);
+        invoke_completion(comp, lingering_ ? UCS_OK : status);
         if (!*alive) {
             return;
         }
     }
-    iface_.report(this, status);
+    if (!lingering_) {
+        iface_.report(this, status);
+    }
 }
 
 bool ud_verbs_ep::flush_ready() const
@@ -261,7 +311,7 @@ bool ud_verbs_ep::flush_ready() const
 ucs_status_t ud_verbs_ep::flush(unsigned, completion *comp)
 {
     if (failed_ != UCS_OK) {
-        return failed_;
+        return lingering_ ? UCS_OK : failed_;
     }
     if (!pending_.empty()) {
         return UCS_ERR_NO_RESOURCE;

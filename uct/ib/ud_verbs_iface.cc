@@ -56,6 +56,7 @@ ud_verbs_iface::ud_verbs_iface(ib_md &md, const port_info &port, worker &worker,
 ud_verbs_iface::~ud_verbs_iface()
 {
     worker_.progress_unregister(this);
+    reap_lingering(true);
     if (qp_ != nullptr) {
         ibv_destroy_qp(qp_);
     }
@@ -271,13 +272,25 @@ void ud_verbs_iface::destroy_retired_ahs()
     retired_ahs_.erase(retired_ahs_.begin(), retired_ahs_.begin() + ptrdiff_t(done));
 }
 
-void ud_verbs_iface::send_fin(ibv_ah *ah, uint32_t qpn, uint32_t dest_id, uint32_t src_id,
-                              uint32_t psn)
+void ud_verbs_iface::linger(ud_verbs_ep *successor)
 {
-    const ud_header hdr{0, ud_header::FIN, ud_header::MAGIC, dest_id, src_id, psn, 0, 0};
-    if (post(ah, qpn, reinterpret_cast<const uint8_t *>(&hdr), sizeof(hdr), nullptr) != UCS_OK) {
-        ucs_debug("ud_verbs: no send slot for the FIN of ep %u: its peer keeps its state", src_id);
+    add_ep(successor->id(), successor);
+    lingering_.emplace_back(successor);
+}
+
+void ud_verbs_iface::reap_lingering(bool all)
+{
+    size_t kept = 0;
+    for (auto &ep : lingering_) {
+        if (all || ep->linger_over()) {
+            ucs_debug("ud_verbs: ep %u stops lingering (%s)", ep->id(),
+                      all ? "iface closed" : (ep->failed() ? "peer lost" : "FIN acknowledged"));
+            ep.reset();
+        } else {
+            lingering_[kept++] = std::move(ep);
+        }
     }
+    lingering_.resize(kept);
 }
 
 void ud_verbs_iface::release_tx(uint8_t *buffer)
@@ -325,8 +338,7 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::find_rx_peer(const ibv_wc &wc, const ud
     return nullptr;
 }
 
-ud_verbs_iface::rx_peer *ud_verbs_iface::new_rx_peer(const ibv_wc &wc, const ud_header &hdr,
-                                                     const uint8_t *grh)
+ibv_ah *ud_verbs_iface::ah_toward(const ibv_wc &wc, const uint8_t *grh)
 {
     device_address from{};
     from.lid   = port_.ethernet ? 0 : uint16_t(wc.slid);
@@ -342,14 +354,24 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::new_rx_peer(const ibv_wc &wc, const ud_
     ibv_ah *ah = ibv_create_ah(md_.dev().pd(), &ah_attr);
     if (ah == nullptr) {
         ucs_warn("ud_verbs: ibv_create_ah toward QP %u failed: %m", wc.src_qp);
+    }
+    return ah;
+}
+
+ud_verbs_iface::rx_peer *ud_verbs_iface::new_rx_peer(const ibv_wc &wc, const ud_header &hdr,
+                                                     const uint8_t *grh)
+{
+    ibv_ah *ah = ah_toward(wc, grh);
+    if (ah == nullptr) {
         return nullptr;
     }
     auto peer    = std::make_unique<rx_peer>();
     peer->qpn    = wc.src_qp;
     peer->src_id = hdr.src_id;
     peer->lid    = uint16_t(wc.slid);
-    std::memcpy(peer->gid, from.gid, sizeof(peer->gid));
-    if (!(wc.wc_flags & IBV_WC_GRH)) {
+    if (wc.wc_flags & IBV_WC_GRH) {
+        std::memcpy(peer->gid, grh + 8, sizeof(peer->gid)); /* the source GID */
+    } else {
         std::memset(peer->gid, 0, sizeof(peer->gid));
     }
     peer->first_psn    = hdr.psn;
@@ -368,11 +390,16 @@ ud_verbs_iface::rx_peer *ud_verbs_iface::new_rx_peer(const ibv_wc &wc, const ud_
     return p;
 }
 
-bool ud_verbs_iface::closed_lately(const ibv_wc &wc, const ud_header &hdr) const
+const ud_verbs_iface::closed_source *ud_verbs_iface::closed_lately(const ibv_wc &wc,
+                                                                   const ud_header &hdr) const
 {
-    return std::any_of(closed_.begin(), closed_.end(), [&](const closed_source &c) {
-        return (c.qpn == wc.src_qp) && (c.src_id == hdr.src_id) && (c.first_psn == hdr.psn);
+    const uint32_t psn = hdr.psn;
+    const bool fin     = (hdr.flags & ud_header::FIN) != 0;
+    auto it            = std::find_if(closed_.begin(), closed_.end(), [&](const closed_source &c) {
+        return (c.qpn == wc.src_qp) && (c.src_id == hdr.src_id) &&
+               (psn == (fin ? c.fin_psn : c.first_psn));
     });
+    return (it == closed_.end()) ? nullptr : &*it;
 }
 
 void ud_verbs_iface::close_rx_peer(rx_peer *peer)
@@ -388,7 +415,9 @@ void ud_verbs_iface::close_rx_peer(rx_peer *peer)
             rx_by_source_.erase(it);
         }
     }
-    const closed_source entry{peer->qpn, peer->src_id, peer->first_psn};
+    /* Called for the FIN just delivered: the psn before the next. */
+    const closed_source entry{peer->qpn, peer->src_id, peer->first_psn, peer->expected_psn - 1,
+                              peer->id};
     if (closed_.size() < CLOSED_SOURCES) {
         closed_.push_back(entry);
     } else {
@@ -403,17 +432,25 @@ void ud_verbs_iface::close_rx_peer(rx_peer *peer)
               rx_peers_.size() - free_rx_ids_.size());
 }
 
-void ud_verbs_iface::handle_fin(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh)
+void ud_verbs_iface::handle_stale_fin(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh)
 {
-    rx_peer *peer = find_rx_peer(wc, hdr, grh);
-    /* Only once everything before it was delivered: a FIN overtaking data
-     * (or a forged one) changes nothing. */
-    if ((peer == nullptr) || (hdr.psn != peer->expected_psn)) {
+    const closed_source *closed = closed_lately(wc, hdr);
+    if (closed == nullptr) {
         ucs_debug("ud_verbs: dropping a FIN (psn %u) from QP %u ep %u", hdr.psn, wc.src_qp,
                   hdr.src_id);
         return;
     }
-    close_rx_peer(peer);
+    /* Its ACK was lost: the sender lingers until it hears one. */
+    ibv_ah *ah = ah_toward(wc, grh);
+    if (ah == nullptr) {
+        return;
+    }
+    const ud_header ack{
+        0, ud_header::ACK, ud_header::MAGIC, closed->src_id, closed->rx_id, 0, closed->fin_psn, 0};
+    ucs_debug("ud_verbs: acknowledging again the FIN of closed source QP %u ep %u", wc.src_qp,
+              hdr.src_id);
+    post(ah, wc.src_qp, reinterpret_cast<const uint8_t *>(&ack), sizeof(ack), nullptr);
+    retire_ah(ah);
 }
 
 void ud_verbs_iface::handle_ack_packet(const ibv_wc &wc, const ud_header &hdr, const uint8_t *grh)
@@ -455,21 +492,22 @@ void ud_verbs_iface::handle_recv(const ibv_wc &wc)
         rx_pool_.put(buffer);
         return;
     }
-    if (hdr.flags & (ud_header::ACK | ud_header::FIN)) {
-        if (hdr.flags & ud_header::ACK) {
-            handle_ack_packet(wc, hdr, grh);
-        } else {
-            handle_fin(wc, hdr, grh);
-        }
+    if (hdr.flags & ud_header::ACK) {
+        handle_ack_packet(wc, hdr, grh);
         rx_pool_.put(buffer);
         return;
     }
     rx_peer *peer = find_rx_peer(wc, hdr, grh);
+    if ((peer == nullptr) && (hdr.flags & ud_header::FIN)) {
+        handle_stale_fin(wc, hdr, grh);
+        rx_pool_.put(buffer);
+        return;
+    }
     if (peer == nullptr) {
         /* Only an ep's first packet starts a source: a later one came
          * before it (the first is retransmitted with it). A copy of the
          * first packet of a source that closed is late, not new. */
-        if (!(hdr.flags & ud_header::SYN) || closed_lately(wc, hdr) ||
+        if (!(hdr.flags & ud_header::SYN) || (closed_lately(wc, hdr) != nullptr) ||
             ((peer = new_rx_peer(wc, hdr, grh)) == nullptr)) {
             ucs_debug("ud_verbs: dropping psn %u of a new source (QP %u ep %u)", hdr.psn, wc.src_qp,
                       hdr.src_id);
@@ -491,6 +529,14 @@ void ud_verbs_iface::handle_recv(const ibv_wc &wc)
         return;
     }
     ++peer->expected_psn;
+    if (hdr.flags & ud_header::FIN) {
+        /* Everything before it was delivered: acknowledged now, while the
+         * source's address handle is still ours, then forgotten. */
+        rx_pool_.put(buffer);
+        send_ack(*peer);
+        close_rx_peer(peer);
+        return;
+    }
     if (!(hdr.flags & ud_header::AM)) {
         rx_pool_.put(buffer); /* a keepalive */
         return;
@@ -611,6 +657,9 @@ unsigned ud_verbs_iface::progress()
     }
     if (ucs_unlikely(has_reports())) {
         count += report_errors();
+    }
+    if (ucs_unlikely(!lingering_.empty())) {
+        reap_lingering(false);
     }
     return count;
 }
