@@ -295,6 +295,37 @@ TEST_CASE("ud_verbs lets a lingering ep go when its peer never answers", "[ud_ve
     CHECK(occurrences(log.text(), "stops lingering (FIN acknowledged)") == 0);
 }
 
+TEST_CASE("ud_verbs sends every FIN when more eps close at once than the send queue holds",
+          "[ud_verbs]")
+{
+    config_test::env_guard env;
+    env.set("UCX_UD_VERBS_TX_QUEUE_LEN", "4");
+    test::uct_entity e("ud_verbs");
+    am_counter sink;
+    if (!open_iface(e, sink)) {
+        return;
+    }
+    const test::uct_addresses addr = e.addresses();
+    log_capture log{UCS_LOG_LEVEL_DEBUG};
+    constexpr size_t count = 12;
+    std::vector<uct::ep *> eps;
+    for (uint64_t word = 0; word < count; ++word) {
+        uct::ep *ep = test::connect_to(e.iface(), addr, &eps);
+        REQUIRE(ep != nullptr);
+        REQUIRE(e.progress_until([&] { return ep->am_short(3, word, nullptr, 0) == UCS_OK; }));
+        REQUIRE(e.progress_until([&] { return ep->flush(0, nullptr) == UCS_OK; }));
+    }
+    REQUIRE(sink.messages.size() == count);
+    /* All at once: only 4 FINs find a send slot now, the rest later. */
+    for (uct::ep *ep : eps) {
+        delete ep;
+    }
+    REQUIRE(e.progress_until([&] {
+        return occurrences(log.text(), "stops lingering (FIN acknowledged)") == count;
+    }));
+    CHECK(occurrences(log.text(), "closed (0 sources left)") == 1);
+}
+
 TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "[ud_verbs]")
 {
     test::uct_entity e("ud_verbs");

@@ -112,9 +112,10 @@ public:
     bool from_peer(const ibv_wc &wc, const uint8_t *grh) const;
     /* An ACK of everything up to `ack_psn`; `rx_id` names us at the peer. */
     void handle_ack(uint32_t ack_psn, uint32_t rx_id, ucs::sys::ticks_t now);
-    /* Retransmits or fails when the window waited too long. */
+    /* The window's timers, then a FIN still owed. */
     void check_timers(ucs::sys::ticks_t now);
-    bool has_unacked() const { return !window_.empty(); }
+    /* Work for the timers: packets not acknowledged, or a FIN still owed. */
+    bool has_unacked() const { return !window_.empty() || owes_fin(); }
     bool flush_ready() const override;
     void fail(ucs_status_t status);
     bool failed() const { return failed_ != UCS_OK; }
@@ -138,7 +139,11 @@ private:
     ucs_status_t send_packet(uint8_t *buffer, uint8_t flags, am_id_t id, size_t payload);
     ucs_status_t post_entry(const tx_entry &e);
     uint32_t last_psn() const { return next_psn_ - 1; }
-    /* Lingering: puts the FIN in the window once it has room. */
+    /* Retransmits the window or fails the ep when it waited too long. */
+    void check_window(ucs::sys::ticks_t now);
+    /* Lingering and its FIN not yet in the window (no send slot then). */
+    bool owes_fin() const { return lingering_ && !fin_sent_ && (failed_ == UCS_OK); }
+    /* Puts the FIN in the window once there is room (a send slot, a buffer). */
     void try_send_fin();
 
     ud_verbs_iface &iface_;

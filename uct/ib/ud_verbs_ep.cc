@@ -142,8 +142,7 @@ ucs_status_t ud_verbs_ep::send_packet(uint8_t *buffer, uint8_t flags, am_id_t id
 
 void ud_verbs_ep::try_send_fin()
 {
-    if (fin_sent_ || (failed_ != UCS_OK) || (window_.size() >= iface_.window_limit()) ||
-        iface_.sq_full()) {
+    if (!owes_fin() || (window_.size() >= iface_.window_limit()) || iface_.sq_full()) {
         return; /* again from check_timers() */
     }
     uint8_t *buffer = iface_.tx_buffers().get();
@@ -242,16 +241,22 @@ void ud_verbs_ep::handle_ack(uint32_t ack_psn, uint32_t rx_id, ucs::sys::ticks_t
     if (!pending_.empty()) {
         iface_.schedule_pending(this);
     }
-    if (lingering_ && !fin_sent_) {
+    if (owes_fin()) {
         try_send_fin(); /* the window has room now */
     }
 }
 
 void ud_verbs_ep::check_timers(ucs::sys::ticks_t now)
 {
-    if (lingering_ && !fin_sent_) {
+    check_window(now);
+    /* After the window's timers: a FIN sent now starts its clock after `now`. */
+    if (owes_fin()) {
         try_send_fin();
     }
+}
+
+void ud_verbs_ep::check_window(ucs::sys::ticks_t now)
+{
     if (window_.empty() || (failed_ != UCS_OK)) {
         return;
     }
