@@ -188,8 +188,8 @@ ucs_status_ptr_t ucp_coll_nbx(ucp_team_h team, const ucp_coll_args_t *args,
         a.root = 0;
     }
     const tuning &tune = team->ctx->tune;
-    call c{a,       team->size(), team->rank,         0,
-           nullptr, false,        tune.knomial_radix, tune.pipeline_segment};
+    /* The radix is chosen below, with the message size check_args() gives. */
+    call c{a, team->size(), team->rank, 0, nullptr, false, 0, tune.pipeline_segment};
     ucs_status_t status = check_args(*team, a, &c);
     if (status != UCS_OK) {
         return UCS_STATUS_PTR(status);
