@@ -131,6 +131,7 @@ private:
     perf::ucp_pair pair_;
     std::vector<ucp_ep_h> eps_; /* eps_[0] is pair_.ep */
     unsigned answered_ = 0;     /* peer: hellos received so far */
+    size_t greeted_    = 0;     /* leader: eps_[0, greeted_) sent their hello */
     uint64_t payload_  = 0;
     ucp_request_param_t param_{};
 };
@@ -200,7 +201,7 @@ std::string side::grow(unsigned count, sample *s)
     std::string why;
     unsigned added;
     if (channel_.leader()) {
-        const size_t first = (count == eps_.size()) ? 0 : eps_.size();
+        const size_t first = greeted_; /* the first call greets eps_[0] too */
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         params.address    = reinterpret_cast<const ucp_address_t *>(pair_.remote_address.data());
@@ -216,7 +217,8 @@ std::string side::grow(unsigned count, sample *s)
         }
         added = unsigned(eps_.size() - first);
         if (why.empty()) {
-            why = send_hellos(first);
+            why      = send_hellos(first);
+            greeted_ = eps_.size();
         }
         /* A send is complete once its buffer may be reused: a connection
          * may still need this side's progress, so progress until the peer
