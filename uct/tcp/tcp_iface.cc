@@ -530,10 +530,12 @@ unsigned tcp_iface::progress()
      * does not put a system call into every progress of a busy worker. */
     const unsigned period = conns_.empty() ? config_.epoll_period * idle_epoll_factor :
                                              config_.epoll_period;
-    bool direct           = (conns_.size() <= config_.direct_poll_max) && (connecting_ == 0) &&
-                  (epoll_need_ == 0) && (++tick_ < period);
+    const bool few        = conns_.size() <= config_.direct_poll_max;
+    const bool hot        = !few && (hot_streak_ >= hot_streak_min);
+    const bool direct     = (few || hot) && (connecting_ == 0) && (epoll_need_ == 0) &&
+                        (++tick_ < period);
     if (direct) {
-        count = conns_.empty() ? 0 : poll_direct();
+        count = hot ? poll_hot() : (conns_.empty() ? 0 : poll_direct());
     } else {
         tick_ = 0;
         count = poll_epoll();
@@ -577,9 +579,37 @@ unsigned tcp_iface::poll_direct()
     return count;
 }
 
+unsigned tcp_iface::poll_hot()
+{
+    if (hot_conn_->state() != conn_state::CONNECTED) {
+        hot_streak_ = 0;
+        return 0;
+    }
+    return hot_conn_->poll_direct();
+}
+
+void tcp_iface::note_reception(tcp_conn *conn)
+{
+    if (conn != hot_conn_) {
+        hot_conn_   = conn;
+        hot_streak_ = 1;
+    } else if (hot_streak_ < hot_streak_min) {
+        ++hot_streak_;
+    }
+}
+
+void tcp_iface::forget_hot(const tcp_conn *conn)
+{
+    if (conn == hot_conn_) {
+        hot_conn_   = nullptr;
+        hot_streak_ = 0;
+    }
+}
+
 unsigned tcp_iface::poll_epoll()
 {
     epoll_event events[MAX_EPOLL_EVENTS];
+    ++epoll_waits_;
     int n = epoll_wait(epfd_, events, MAX_EPOLL_EVENTS, 0);
     if (n <= 0) {
         if ((n < 0) && (errno != EINTR)) {
@@ -599,7 +629,11 @@ unsigned tcp_iface::poll_epoll()
         } else if (conn->state() < conn_state::FAILED) {
             /* Connections closed earlier in this loop are still allocated
              * (freed by sweep_closed()), so the check is safe. */
-            count += conn->handle_events(events[i].events);
+            const unsigned handled = conn->handle_events(events[i].events);
+            if ((handled > 0) && (events[i].events & EPOLLIN)) {
+                note_reception(conn);
+            }
+            count += handled;
         }
     }
     return count;
@@ -685,6 +719,7 @@ void tcp_iface::release_conn(tcp_conn *conn)
     auto it = std::find_if(conns_.begin(), conns_.end(),
                            [conn](const auto &c) { return c.get() == conn; });
     if (it != conns_.end()) {
+        forget_hot(conn);
         conns_.erase(it);
     }
 }
@@ -692,6 +727,9 @@ void tcp_iface::release_conn(tcp_conn *conn)
 void tcp_iface::sweep_closed()
 {
     need_sweep_ = false;
+    if ((hot_conn_ != nullptr) && hot_conn_->closed()) {
+        forget_hot(hot_conn_);
+    }
     conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
                                 [](const auto &c) { return c->closed(); }),
                  conns_.end());

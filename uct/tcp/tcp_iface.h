@@ -84,6 +84,8 @@ public:
 
     /* Open connections, for diagnostics and tests. */
     size_t num_connections() const;
+    /* epoll_wait calls so far, for diagnostics and tests. */
+    uint64_t epoll_waits() const { return epoll_waits_; }
     void connect_started() { ++connecting_; }
     void connect_finished() { --connecting_; }
     /* Connections that wait for epoll to say their socket is ready (it
@@ -120,6 +122,9 @@ private:
     ucs_status_t configure_socket(int fd);
     unsigned poll_epoll();
     unsigned poll_direct();
+    unsigned poll_hot();
+    void note_reception(tcp_conn *conn);
+    void forget_hot(const tcp_conn *conn);
     unsigned accept_connections();
     unsigned handle_failures();
     /* The ack watch's timer (a timerfd in the epoll set, so that a waiting
@@ -165,6 +170,15 @@ private:
     int epoll_need_          = 0;
     unsigned tick_           = 0;
     bool need_sweep_         = false;
+    /* With more connections than direct_poll_max progress asks epoll, but
+     * while every recent reception came from one connection (a ping-pong on
+     * one ep of many), that one is read directly and epoll asked every
+     * epoll_period calls, as with few connections; a reception elsewhere
+     * ends it. */
+    static constexpr unsigned hot_streak_min = 8;
+    tcp_conn *hot_conn_                      = nullptr; /* where the latest receptions came from */
+    unsigned hot_streak_                     = 0;       /* receptions in a row from hot_conn_ */
+    uint64_t epoll_waits_                    = 0;
     /* Accepted connections may still owe their handshake: their deadlines
      * are looked at every handshake_check_period progress calls. */
     bool handshakes_due_      = false;
