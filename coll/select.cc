@@ -101,22 +101,16 @@ bool has_knomial(ucp_coll_type_t coll)
     return false;
 }
 
-/* "radix=K", K a number from knomial_radix_min to knomial_radix_max. */
+/* "radix=K", K a number from knomial_radix_min to knomial_radix_max (read
+ * as UCX_COLL_KNOMIAL_RADIX is). */
 bool parse_radix(const std::string &text, unsigned *radix)
 {
     static const std::string prefix = "radix=";
-    if ((text.compare(0, prefix.size(), prefix) != 0) || (text.size() == prefix.size()) ||
-        (text.size() > prefix.size() + 2)) {
-        return false;
-    }
-    unsigned value = 0;
-    for (size_t i = prefix.size(); i < text.size(); ++i) {
-        if ((text[i] < '0') || (text[i] > '9')) {
-            return false;
-        }
-        value = value * 10 + unsigned(text[i] - '0');
-    }
-    if ((value < knomial_radix_min) || (value > knomial_radix_max)) {
+    unsigned value                  = 0;
+    if ((text.compare(0, prefix.size(), prefix) != 0) ||
+        !ucs::config::type_uint.parse(text.c_str() + prefix.size(), &value,
+                                      ucs::config::type_uint) ||
+        (value < knomial_radix_min) || (value > knomial_radix_max)) {
         return false;
     }
     *radix = value;
