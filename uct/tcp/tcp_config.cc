@@ -284,8 +284,9 @@ ucs_status_t check_tcp_config(const tcp_config &c)
         return fail("UCX_TCP_TX_BUF_SIZE too small for the segment, short and header sizes");
     }
     if ((c.max_zcopy == 0) || (c.max_zcopy > UINT32_MAX - c.max_am_hdr - max_op_hdr) ||
-        (c.max_am_hdr > UINT32_MAX) || (c.tx_seg_size > UINT32_MAX)) {
-        return fail("UCX_TCP_MAX_ZCOPY + UCX_TCP_MAX_AM_HDR must fit a 32-bit frame length");
+        (c.max_am_hdr > UINT32_MAX) || (c.tx_seg_size > UINT32_MAX) || (c.max_short > UINT32_MAX)) {
+        return fail("UCX_TCP_MAX_ZCOPY + UCX_TCP_MAX_AM_HDR, UCX_TCP_TX_SEG_SIZE and "
+                    "UCX_TCP_MAX_SHORT must fit a 32-bit frame length");
     }
     if ((c.max_iov == 0) || (c.max_iov > tx_queue::MAX_GATHER - 2)) {
         return fail("UCX_TCP_MAX_IOV out of range (1..62)");

@@ -30,7 +30,7 @@ constexpr uint64_t POST_OPS = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atom
 } // namespace
 
 tcp_ep::tcp_ep(tcp_iface &iface, tcp_conn *conn) :
-    ep(iface), iface_(iface), conn_(conn), max_short_(iface.config().max_short),
+    ep(iface), conn_(conn), max_short_(iface.config().max_short),
     max_bcopy_(iface.config().tx_seg_size), max_zcopy_(iface.config().max_zcopy),
     max_iov_(iface.config().max_iov), max_get_iov_(iface.config().max_get_iov),
     max_am_hdr_(iface.config().max_am_hdr)
@@ -40,7 +40,12 @@ tcp_ep::tcp_ep(tcp_iface &iface, tcp_conn *conn) :
 
 tcp_ep::~tcp_ep()
 {
-    iface_.release_conn(conn_);
+    tcp_owner().release_conn(conn_);
+}
+
+tcp_iface &tcp_ep::tcp_owner() const
+{
+    return static_cast<tcp_iface &>(owner());
 }
 
 bool tcp_ep::iov_total(const iov *iov, size_t iovcnt, size_t *total)
@@ -101,7 +106,7 @@ ssize_t tcp_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)
     }
     size_t length = pack(p + FRAME_HDR, arg);
     if (ucs_unlikely(length > max_bcopy_)) {
-        ucs_error("tcp: am_bcopy packed %zu bytes, more than %zu", length, max_bcopy_);
+        ucs_error("tcp: am_bcopy packed %zu bytes, more than %u", length, max_bcopy_);
         return UCS_ERR_INVALID_PARAM;
     }
     write_frame_hdr(p, id, 0, length);
@@ -183,7 +188,7 @@ ssize_t tcp_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
     }
     size_t length = pack(p + FRAME_HDR + sizeof(put_hdr), arg);
     if (ucs_unlikely(length > max_bcopy_)) {
-        ucs_error("tcp: put_bcopy packed %zu bytes, more than %zu", length, max_bcopy_);
+        ucs_error("tcp: put_bcopy packed %zu bytes, more than %u", length, max_bcopy_);
         return UCS_ERR_INVALID_PARAM;
     }
     if (ucs_unlikely(!key->covers(remote_addr, length))) {
@@ -237,7 +242,7 @@ ucs_status_t tcp_ep::post_get(const tcp_rkey &key, uint64_t remote_addr, size_t 
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (ucs_unlikely(!conn_->fetch_ready(iface_.config().rma_outstanding))) {
+    if (ucs_unlikely(!conn_->fetch_ready(tcp_owner().config().rma_outstanding))) {
         return UCS_ERR_NO_RESOURCE;
     }
     constexpr size_t frame_len = FRAME_HDR + sizeof(get_req);
@@ -344,7 +349,7 @@ ucs_status_t tcp_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value, u
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (ucs_unlikely(!conn_->fetch_ready(iface_.config().rma_outstanding))) {
+    if (ucs_unlikely(!conn_->fetch_ready(tcp_owner().config().rma_outstanding))) {
         return UCS_ERR_NO_RESOURCE;
     }
     constexpr size_t frame_len = FRAME_HDR + sizeof(atomic_req);
