@@ -290,6 +290,9 @@ private:
     /* One read into the sink (and the receive buffer after it); false when
      * the socket has no more for now or the connection stopped. */
     bool sink_read(unsigned *count);
+    /* The destinations of the sink's remaining `left` bytes (`put_dest`:
+     * a PUT's, checked for this read) into `vec` (MAX_IOV); their number. */
+    unsigned sink_pieces(struct iovec *vec, void *put_dest) const;
     void finish_sink();
     /* SO_RCVLOWAT for the sink's remaining payload (see UCX_TCP_RX_LOWAT). */
     void update_rx_lowat();
@@ -336,19 +339,17 @@ private:
     size_t rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
 
     // clang-format off
-    /* The payload of the frame being read straight into its destination:
-     * the remaining destination pieces, first to last. */
+    /* The payload of the frame being read straight into its destination;
+     * where the rest goes follows from `left` (sink_pieces). */
     struct {
         sink_kind  kind = sink_kind::NONE;
         bool       pop_fetch = false;  /* DISCARD of a reply: still answers a request */
         bool       streaming = false;  /* part of a bulk transfer: SO_RCVLOWAT pays */
-        uint8_t    first = 0, count = 0;
         frame_hdr  hdr{};
         size_t     left = 0;           /* payload bytes still to read */
         uint64_t   region_id = 0;      /* PUT: re-checked before every read;
                                           a reply: its sequence number */
         uint64_t   address = 0;        /* PUT: where the next byte goes */
-        struct iovec iov[fetch_op::MAX_IOV];
     } sink_;
     // clang-format on
 

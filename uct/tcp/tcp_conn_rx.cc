@@ -133,11 +133,45 @@ void tcp_conn::rx_release_if_empty()
     }
 }
 
+unsigned tcp_conn::sink_pieces(struct iovec *vec, void *put_dest) const
+{
+    switch (sink_.kind) {
+    case sink_kind::PUT:
+        vec[0] = {put_dest, sink_.left};
+        return 1;
+    case sink_kind::BOUNCE:
+        vec[0] = {large_.buf + (sink_.hdr.length - sink_.left), sink_.left};
+        return 1;
+    case sink_kind::GET_REPLY: {
+        /* The get_zcopy's iovs past what arrived already; its request
+         * stays first in the ring until finish_sink(). */
+        const fetch_op &f = fetches_.front();
+        size_t skip       = (sink_.hdr.length - sizeof(reply_hdr)) - sink_.left;
+        unsigned n        = 0;
+        for (uint32_t i = 0; i < f.iovcnt; ++i) {
+            const size_t len = f.iovs[i].length;
+            if (skip >= len) {
+                skip -= len;
+                continue;
+            }
+            auto *buffer = static_cast<uint8_t *>(const_cast<void *>(f.iovs[i].buffer));
+            vec[n++]     = {buffer + skip, len - skip};
+            skip         = 0;
+        }
+        return n;
+    }
+    default:
+        return 0;
+    }
+}
+
 bool tcp_conn::sink_read(unsigned *count)
 {
+    void *put_dest = nullptr;
     if (sink_.kind == sink_kind::PUT) {
         /* The target may have deregistered the region since the put began. */
-        if (iface_.regions().region_ptr(sink_.region_id, sink_.address, sink_.left) == nullptr) {
+        put_dest = iface_.regions().region_ptr(sink_.region_id, sink_.address, sink_.left);
+        if (put_dest == nullptr) {
             refuse_rma("put", sink_.address, sink_.left);
             if (rma_error_ == UCS_OK) {
                 rma_error_ = UCS_ERR_INVALID_ADDR;
@@ -149,20 +183,18 @@ bool tcp_conn::sink_read(unsigned *count)
     /* The rest of the payload, then whatever follows it into the (empty)
      * receive buffer: one read, no copy of the payload. */
     struct iovec vec[fetch_op::MAX_IOV + 1];
-    int n       = 0;
+    unsigned n  = 0;
     size_t want = 0;
     if (sink_.kind == sink_kind::DISCARD) {
         vec[n++] = {rx_, std::min(sink_.left, rx_cap_)};
         want     = vec[0].iov_len;
     } else {
-        for (unsigned i = sink_.first; i < sink_.count; ++i) {
-            vec[n++] = sink_.iov[i];
-            want += sink_.iov[i].iov_len;
-        }
+        n        = sink_pieces(vec, put_dest);
+        want     = sink_.left;
         vec[n++] = {rx_, rx_cap_};
         want += rx_cap_;
     }
-    ssize_t got = ::readv(fd(), vec, n);
+    ssize_t got = ::readv(fd(), vec, int(n));
     if (got <= 0) {
         rx_failed(got);
         return false;
@@ -172,18 +204,7 @@ bool tcp_conn::sink_read(unsigned *count)
     const size_t bytes = size_t(got);
     const size_t taken = std::min(bytes, sink_.left);
     sink_.left -= taken;
-    if (sink_.kind != sink_kind::DISCARD) {
-        size_t rest = taken;
-        while (rest > 0) {
-            struct iovec &v = sink_.iov[sink_.first];
-            size_t step     = std::min(rest, v.iov_len);
-            v.iov_base      = static_cast<uint8_t *>(v.iov_base) + step;
-            v.iov_len -= step;
-            rest -= step;
-            if (v.iov_len == 0) {
-                ++sink_.first;
-            }
-        }
+    if (sink_.kind == sink_kind::PUT) {
         sink_.address += taken;
     }
     if (sink_.left > 0) {
@@ -205,8 +226,6 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
     const uint8_t *payload = rx_ + rx_head_ + FRAME_HDR;
     const size_t have      = avail - FRAME_HDR;
     sink_.hdr              = hdr;
-    sink_.first            = 0;
-    sink_.count            = 0;
     sink_.pop_fetch        = false;
     /* Large frames back to back: a bulk transfer, where reading in large
      * pieces pays. A frame that answers a message of ours is waited for by
@@ -238,8 +257,6 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
                 sink_.kind      = sink_kind::PUT;
                 sink_.region_id = ph.region_id;
                 sink_.address   = ph.address + got;
-                sink_.iov[0]    = {dest + got, data_len - got};
-                sink_.count     = 1;
             }
             sink_.left = data_len - got;
             rx_head_   = rx_tail_;
@@ -275,9 +292,6 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
                         size_t now = std::min(len, got - copied);
                         std::memcpy(dst, src + copied, now);
                         copied += now;
-                        if (now < len) {
-                            sink_.iov[sink_.count++] = {dst + now, len - now};
-                        }
                     }
                     sink_.kind = sink_kind::GET_REPLY;
                 }
@@ -302,11 +316,9 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
         return false;
     }
     std::memcpy(large_.buf, payload, have);
-    sink_.kind   = sink_kind::BOUNCE;
-    sink_.iov[0] = {large_.buf + have, hdr.length - have};
-    sink_.count  = 1;
-    sink_.left   = hdr.length - have;
-    rx_head_     = rx_tail_;
+    sink_.kind = sink_kind::BOUNCE;
+    sink_.left = hdr.length - have;
+    rx_head_   = rx_tail_;
     update_rx_lowat();
     return true;
 }

@@ -75,6 +75,11 @@ public:
         ucs_assert(count_ > 0);
         return ops_[first_];
     }
+    const fetch_op &front() const
+    {
+        ucs_assert(count_ > 0);
+        return ops_[first_];
+    }
     /* The newest entry (the ring is not empty). */
     fetch_op &back() { return ops_[(first_ + count_ - 1) % capacity_]; }
 
