@@ -238,6 +238,12 @@ ucs_status_t ucp_context::discover_resources()
         ucp::warn_unavailable(config, found);
     }
 
+    if ((tls.size() > ucp::max_resources) || (mds.size() > ucp::max_resources)) {
+        ucs_error("%zu transport resources on %zu memory domains: at most %u of each are "
+                  "supported; narrow them with UCX_TLS or UCX_NET_DEVICES",
+                  tls.size(), mds.size(), ucp::max_resources);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
     if (tls.empty()) {
         ucs_error("no usable transport resource: UCX_TLS=%s, UCX_NET_DEVICES=%s, "
                   "UCX_SHM_DEVICES=%s, UCX_SELF_DEVICES=%s; available: %s",

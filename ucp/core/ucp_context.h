@@ -17,6 +17,10 @@
 
 namespace ucp {
 
+/* Most transport resources and memory domains a context takes: an ep's lanes
+ * name them in 16 bits (ucp::lane). */
+constexpr unsigned max_resources = 0xfffe;
+
 /* An opened memory domain that at least one chosen resource lives on. */
 struct md_entry {
     uct::component *component;

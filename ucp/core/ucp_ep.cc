@@ -196,8 +196,10 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
             ep->p2p_dev_addrs[ep->num_lanes] = e.dev_addr;
             p2p                              = true;
         }
-        ep->lanes[ep->num_lanes++] = {uct_ep, c.iface_index, worker->context.tls[tl].md_index,
-                                      c.p2p, uint16_t(c.entry_index)};
+        /* Both fit 16 bits: the context took at most max_resources of each. */
+        ep->lanes[ep->num_lanes++] = {uct_ep, uint16_t(c.iface_index),
+                                      uint16_t(worker->context.tls[tl].md_index), c.p2p,
+                                      uint16_t(c.entry_index)};
     }
 
     /* Every lane connects to an ep: the wireup needs a lane of its own. */
@@ -244,11 +246,9 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
     ep_config_attach(ep);
 
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
-        worker->eps_by_lane[ep->lanes[i].ep] = ep;
         worker->activate_iface(ep->lanes[i].iface_index);
     }
     if (ep->aux_ep != nullptr) {
-        worker->eps_by_lane[ep->aux_ep] = ep;
         worker->activate_iface(ep->aux_iface_index);
     }
     log_ep_lanes(ep);
@@ -297,7 +297,6 @@ void ep_destroy(ucp_ep *ep)
     stream_ep_destroy(ep);
     wireup::ep_forget(ep);
     worker->ep_ids.remove(ep->id);
-    ep_for_each_uct_ep(ep, [worker](uct::ep *e) { worker->eps_by_lane.erase(e); });
     if (!ep_proxy_is_lane(ep)) {
         delete ep->proxy; /* a lane one goes with the lanes */
     }
@@ -587,20 +586,63 @@ ucs_status_t worker_lane_error(void *arg, uct::ep *failed, ucs_status_t status)
 
 namespace {
 
+/* The status `e` failed with among `failed` (sorted), or UCS_OK. */
+ucs_status_t lane_failure(const std::vector<std::pair<const uct::ep *, ucs_status_t>> &failed,
+                          const uct::ep *e)
+{
+    auto it = std::lower_bound(failed.begin(), failed.end(), e,
+                               [](const auto &f, const uct::ep *key) { return f.first < key; });
+    return ((it != failed.end()) && (it->first == e)) ? it->second : UCS_OK;
+}
+
+/* What `ep`'s lanes failed with among `failed`, UCS_OK if none did. */
+ucs_status_t ep_lane_failure(ucp_ep *ep,
+                             const std::vector<std::pair<const uct::ep *, ucs_status_t>> &failed)
+{
+    ucs_status_t status = UCS_OK;
+    ep_for_each_uct_ep(ep, [&](uct::ep *e) {
+        if (status == UCS_OK) {
+            status = lane_failure(failed, e);
+        }
+    });
+    return status;
+}
+
+/*
+ * Finds the eps of the lanes reported failed with one pass over all eps, as
+ * UCX does: a map from lane to ep would cost every ep about 40 bytes for
+ * this rare path, and a peer's death reports all its lanes at once.
+ */
 unsigned process_failed_lanes(ucp_worker *worker)
 {
-    unsigned count = 0;
-    while (!worker->failed_lanes.empty()) {
-        auto failed = worker->failed_lanes.back();
-        worker->failed_lanes.pop_back();
-        auto it = worker->eps_by_lane.find(failed.first);
-        if (it == worker->eps_by_lane.end()) {
-            continue; /* already destroyed */
+    if (worker->failed_lanes.empty()) {
+        return 0;
+    }
+    std::vector<std::pair<const uct::ep *, ucs_status_t>> failed;
+    failed.swap(worker->failed_lanes);
+    std::sort(failed.begin(), failed.end(),
+              [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::vector<uint64_t> hit_ids;
+    worker->ep_ids.for_each([&](unsigned, ucp_ep *ep) {
+        if (ep_lane_failure(ep, failed) != UCS_OK) {
+            hit_ids.push_back(ep->local_id);
         }
-        ucp_ep *ep = it->second;
+    });
+
+    unsigned count = 0;
+    for (uint64_t id : hit_ids) {
+        /* An error handler before may have destroyed it, or changed its lanes. */
+        ucp_ep *ep = worker->ep_ids.lookup(uint32_t(id));
+        if ((ep == nullptr) || (ep->local_id != id)) {
+            continue;
+        }
+        ucs_status_t status = ep_lane_failure(ep, failed);
+        if (status == UCS_OK) {
+            continue;
+        }
         /* The user's error handler may close (free) a user ep. */
         const bool internal = !(ep->flags & ep_flag::USER);
-        ep_set_failed(ep, failed.second);
+        ep_set_failed(ep, status);
         if (internal) {
             ep_destroy(ep); /* nobody holds an internal ep */
         }

@@ -32,8 +32,10 @@ namespace ucp {
 
 struct lane {
     uct::ep *ep;
-    unsigned iface_index; /* into ucp_worker::ifaces */
-    unsigned md_index;    /* into ucp_context::mds */
+    /* 16 bits (max_resources, ucp_context.h) keep a lane at 16 bytes, eight
+     * in every ep. */
+    uint16_t iface_index; /* into ucp_worker::ifaces */
+    uint16_t md_index;    /* into ucp_context::mds */
     /* A connect-to-ep lane: its uct ep connects to the peer's ep on the
      * peer's address entry `remote_entry`, in the wireup. */
     bool p2p;

@@ -182,7 +182,6 @@ struct ucp_worker {
     uint64_t dropped_wireups = 0;
     /* Messages dropped because the ep they named is not ours (stale, forged). */
     uint64_t dropped_bad_ep_ids = 0;
-    std::unordered_map<const uct::ep *, ucp_ep *> eps_by_lane;
     /* Ep matching (ucp/wireup/wireup.h): eps made to each peer by address
      * so far, our REQUESTs not answered yet, and eps made for the peer's
      * REQUESTs not adopted by the application yet, by (peer, conn_sn). */

@@ -84,7 +84,7 @@ class cm;
 
 /* md_index of a connecting client's placeholder lane (a wireup proxy,
  * ucp/wireup/proxy_ep.h): matches no memory domain. */
-constexpr unsigned no_md = ~0u;
+constexpr uint16_t no_md = 0xffff; /* beyond max_resources */
 
 class cm {
 public:
