@@ -51,9 +51,9 @@ tcp_conn::tcp_conn(tcp_iface &iface, int fd, bool outbound) :
     state_(outbound ? conn_state::CONNECTING : conn_state::HANDSHAKE), peer_sends_(!outbound)
 {
     if (!outbound) {
-        handshake_deadline_ = std::chrono::steady_clock::now() +
-                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                  std::chrono::duration<double>(config_.handshake_timeout));
+        deadline_ = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(config_.handshake_timeout));
     }
 }
 
@@ -89,15 +89,9 @@ void tcp_conn::set_state(conn_state state)
     state_ = state;
 }
 
-ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
-                                     const handshake &hs)
+ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer, uint32_t conn_sn,
+                                     const iface_key &acceptor_key)
 {
-    /* The handshake goes first, on its own; sends wait in the queue until
-     * the peer accepts this connection. */
-    std::memcpy(ctl_, &hs, sizeof(hs));
-    ctl_len_  = sizeof(hs);
-    ctl_sent_ = 0;
-
     /* Whom this connection is for, as a handshake from there would say. */
     const auto address = peer.address();
     if (address.is_v4()) {
@@ -110,26 +104,50 @@ ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
         std::memcpy(peer_.ip, bytes.data(), bytes.size());
     }
     peer_.port          = peer.port();
-    peer_.conn_sn       = hs.conn_sn;
-    peer_.initiator_key = hs.acceptor_key; /* what the peer's handshake would say */
-    target_             = peer;
+    peer_.conn_sn       = conn_sn;
+    peer_.initiator_key = acceptor_key; /* what the peer's handshake would say */
 
     iface_.connect_started();
     connect_counted_ = true;
+    connect_socket();
+    return UCS_OK;
+}
+
+boost::asio::ip::tcp::endpoint tcp_conn::peer_endpoint() const
+{
+    boost::asio::ip::address address;
+    if (peer_.family == uint8_t(addr_family::IPV4)) {
+        boost::asio::ip::address_v4::bytes_type bytes;
+        std::memcpy(bytes.data(), peer_.ip, bytes.size());
+        address = boost::asio::ip::address_v4(bytes);
+    } else {
+        boost::asio::ip::address_v6::bytes_type bytes;
+        std::memcpy(bytes.data(), peer_.ip, bytes.size());
+        address = boost::asio::ip::address_v6(bytes);
+    }
+    return {address, peer_.port};
+}
+
+void tcp_conn::connect_socket()
+{
+    /* The handshake goes first, on its own; sends wait in the queue until
+     * the peer accepts this connection. */
+    set_ctl(ctl_kind::HANDSHAKE);
+    set_state(conn_state::CONNECTING);
+    const auto target = peer_endpoint();
     /* Not Asio's connect(): on a non-blocking socket it still waits. */
-    int ret = ::connect(fd(), peer.data(), socklen_t(peer.size()));
+    int ret = ::connect(fd_, target.data(), socklen_t(target.size()));
     if (ret == 0) {
         set_state(conn_state::WAIT_ACCEPT);
     } else if (errno != EINPROGRESS) {
         /* Reported from progress(), like any later failure. */
         schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(errno));
-        return UCS_OK;
+        return;
     }
     update_events();
     if (state_ == conn_state::WAIT_ACCEPT) {
         tx_progress();
     }
-    return UCS_OK;
 }
 
 bool tcp_conn::pairs_with(const handshake &hs) const
@@ -152,7 +170,7 @@ void tcp_conn::wait_for_peer()
         return;
     }
     set_state(conn_state::WAIT_PEER);
-    peer_deadline_ = std::chrono::steady_clock::now() + PEER_WAIT;
+    deadline_ = std::chrono::steady_clock::now() + PEER_WAIT;
 }
 
 bool tcp_conn::check_handshake_wait(std::chrono::steady_clock::time_point now)
@@ -160,7 +178,7 @@ bool tcp_conn::check_handshake_wait(std::chrono::steady_clock::time_point now)
     if (state_ != conn_state::HANDSHAKE) {
         return false;
     }
-    if (now < handshake_deadline_) {
+    if (now < deadline_) {
         return true;
     }
     ucs_diag("tcp: closing an accepted connection that sent no handshake in %.1f s",
@@ -171,48 +189,45 @@ bool tcp_conn::check_handshake_wait(std::chrono::steady_clock::time_point now)
 
 void tcp_conn::check_peer_wait(std::chrono::steady_clock::time_point now)
 {
-    if ((state_ != conn_state::WAIT_PEER) || (now < peer_deadline_)) {
+    if ((state_ != conn_state::WAIT_PEER) || (now < deadline_)) {
         return;
     }
     /* The peer's connection never came (its ep went away, or its process
      * died, before connecting): try ours again. */
     ucs_debug("tcp: ep %p: no connection from iface port %u, connecting again",
               static_cast<void *>(owner_ep_), unsigned(peer_.port));
-    int fd = iface_.open_socket(target_.protocol().family());
+    int fd = iface_.open_socket(peer_endpoint().protocol().family());
     if (fd < 0) {
         schedule_failure(UCS_ERR_IO_ERROR, "cannot open a socket");
         return;
     }
-    fd_             = fd;
-    handshake hs    = iface_.local_handshake();
-    hs.conn_sn      = peer_.conn_sn;
-    hs.acceptor_key = peer_.initiator_key;
-    std::memcpy(ctl_, &hs, sizeof(hs));
-    ctl_len_  = sizeof(hs);
-    ctl_sent_ = 0;
-    set_state(conn_state::CONNECTING);
-    int ret = ::connect(fd_, target_.data(), socklen_t(target_.size()));
-    if (ret == 0) {
-        set_state(conn_state::WAIT_ACCEPT);
-    } else if (errno != EINPROGRESS) {
-        schedule_failure(UCS_ERR_CONNECTION_RESET, std::strerror(errno));
-        return;
-    }
-    update_events();
-    if (state_ == conn_state::WAIT_ACCEPT) {
-        tx_progress();
-    }
+    fd_ = fd;
+    connect_socket();
 }
 
-void tcp_conn::set_conn_reply(internal_op op, uint8_t flags)
+void tcp_conn::set_ctl(ctl_kind kind)
 {
+    ctl_      = kind;
+    ctl_sent_ = 0;
+}
+
+size_t tcp_conn::ctl_bytes(uint8_t (&out)[sizeof(handshake)]) const
+{
+    if (ctl_ == ctl_kind::HANDSHAKE) {
+        handshake hs    = iface_.local_handshake();
+        hs.conn_sn      = peer_.conn_sn;
+        hs.acceptor_key = peer_.initiator_key;
+        std::memcpy(out, &hs, sizeof(hs));
+        return sizeof(hs);
+    }
+    const internal_op op = (ctl_ == ctl_kind::CONN_REJECT) ? internal_op::CONN_REJECT :
+                                                             internal_op::CONN_ACCEPT;
     frame_hdr hdr{uint8_t(op), frame_flag::INTERNAL, 0, uint32_t(sizeof(conn_reply))};
     conn_reply reply{};
-    reply.flags = flags;
-    std::memcpy(ctl_, &hdr, sizeof(hdr));
-    std::memcpy(ctl_ + sizeof(hdr), &reply, sizeof(reply));
-    ctl_len_  = sizeof(hdr) + sizeof(reply);
-    ctl_sent_ = 0;
+    reply.flags = (ctl_ == ctl_kind::CONN_ACCEPT_PAIRED) ? conn_reply_flag::PAIRED : 0;
+    std::memcpy(out, &hdr, sizeof(hdr));
+    std::memcpy(out + sizeof(hdr), &reply, sizeof(reply));
+    return sizeof(hdr) + sizeof(reply);
 }
 
 void tcp_conn::adopt(tcp_conn &accepted)
@@ -233,7 +248,7 @@ void tcp_conn::adopt(tcp_conn &accepted)
     iface_.conn_closed();
 
     set_state(conn_state::CONNECTED);
-    set_conn_reply(internal_op::CONN_ACCEPT, conn_reply_flag::PAIRED);
+    set_ctl(ctl_kind::CONN_ACCEPT_PAIRED);
     ucs_debug("tcp: ep %p uses the connection from iface port %u (its ep %u)",
               static_cast<void *>(owner_ep_), unsigned(peer_.port), unsigned(sn));
     send_detach_if_orphan();
@@ -245,9 +260,10 @@ void tcp_conn::reject()
 {
     /* A fresh socket takes these few bytes at once; if not, the initiator
      * sees the connection closed, which fails its ep as a lost peer would. */
-    set_conn_reply(internal_op::CONN_REJECT, 0);
-    (void)::send(fd(), ctl_, ctl_len_, MSG_NOSIGNAL | MSG_DONTWAIT);
-    ctl_len_ = 0;
+    uint8_t bytes[sizeof(handshake)];
+    set_ctl(ctl_kind::CONN_REJECT);
+    (void)::send(fd(), bytes, ctl_bytes(bytes), MSG_NOSIGNAL | MSG_DONTWAIT);
+    set_ctl(ctl_kind::NONE);
     close();
     iface_.conn_closed();
 }
@@ -263,7 +279,7 @@ void tcp_conn::update_events()
         return;
     }
     uint32_t mask = rx_blocked_ ? 0 : uint32_t(EPOLLIN);
-    if ((state_ == conn_state::CONNECTING) || (ctl_sent_ < ctl_len_) ||
+    if ((state_ == conn_state::CONNECTING) || ctl_pending() ||
         ((state_ == conn_state::CONNECTED) && !tx_.empty())) {
         mask |= EPOLLOUT;
     }
@@ -292,7 +308,7 @@ void tcp_conn::tx_kick()
     if (in_rx_ || in_tx_) {
         /* Written once the caller's loop finishes (replies batch up). */
         tx_deferred_ = true;
-    } else if ((state_ == conn_state::CONNECTED) || (ctl_sent_ < ctl_len_)) {
+    } else if ((state_ == conn_state::CONNECTED) || ctl_pending()) {
         tx_progress();
     }
 }
@@ -312,16 +328,18 @@ ucs_status_t tcp_conn::tx_send_zcopy(size_t hdr_length, const iov *iov, size_t i
 
 unsigned tcp_conn::tx_ctl()
 {
+    uint8_t bytes[sizeof(handshake)];
+    const size_t length = ctl_bytes(bytes);
     struct iovec v {
-        ctl_ + ctl_sent_, size_t(ctl_len_ - ctl_sent_)
+        bytes + ctl_sent_, length - ctl_sent_
     };
     ssize_t written = write_vec(&v, 1);
     if (written < 0) {
         return 0;
     }
     ctl_sent_ += uint8_t(written);
-    if (ctl_sent_ == ctl_len_) {
-        ctl_len_ = ctl_sent_ = 0;
+    if (ctl_sent_ == length) {
+        set_ctl(ctl_kind::NONE);
     }
     return 1;
 }
@@ -335,10 +353,10 @@ unsigned tcp_conn::tx_progress()
     tx_deferred_ = false;
 
     unsigned count = 0;
-    if (ctl_len_ > 0) {
+    if (ctl_pending()) {
         count += tx_ctl();
     }
-    if ((state_ != conn_state::CONNECTED) || (ctl_len_ > 0)) {
+    if ((state_ != conn_state::CONNECTED) || ctl_pending()) {
         /* The queue waits for the peer's CONN_ACCEPT, or for the setup
          * bytes to leave first. */
         in_tx_ = false;
@@ -620,7 +638,7 @@ unsigned tcp_conn::handle_events(uint32_t events)
         count += rx_progress();
     }
     if ((events & (EPOLLOUT | failed_events)) &&
-        (((state_ == conn_state::CONNECTED) && !tx_.empty()) || (ctl_len_ > 0))) {
+        (((state_ == conn_state::CONNECTED) && !tx_.empty()) || ctl_pending())) {
         set_tx_blocked(false); /* tx_progress() sets it again if still full */
         count += tx_progress();
     }

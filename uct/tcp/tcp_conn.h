@@ -121,9 +121,11 @@ public:
      */
     void detach();
 
-    /* Starts a non-blocking connect; `hs` goes first, the sends it buffers
-     * after the peer's CONN_ACCEPT. */
-    ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer, const handshake &hs);
+    /* Starts a non-blocking connect to the iface at `peer` for our ep number
+     * `conn_sn`, showing it `acceptor_key`; our handshake goes first, the
+     * sends it buffers after the peer's CONN_ACCEPT. */
+    ucs_status_t start_connect(const boost::asio::ip::tcp::endpoint &peer, uint32_t conn_sn,
+                               const iface_key &acceptor_key);
 
     /* ---- send side, used by the ep operations ---- */
 
@@ -226,8 +228,18 @@ private:
     bool parse_handshake();
     /* CONN_ACCEPT or CONN_REJECT, the first frame an initiator reads. */
     bool parse_conn_reply();
-    /* Queues a CONN_ACCEPT (or CONN_REJECT) before anything else sent. */
-    void set_conn_reply(internal_op op, uint8_t flags);
+    /* Setup bytes to go out before the queue: ours is a handshake or the
+     * answer to the peer's (written by ctl_bytes() when sent). */
+    enum class ctl_kind : uint8_t { NONE, HANDSHAKE, CONN_ACCEPT, CONN_ACCEPT_PAIRED, CONN_REJECT };
+    void set_ctl(ctl_kind kind);
+    bool ctl_pending() const { return ctl_ != ctl_kind::NONE; }
+    /* The whole of the pending setup bytes into `out`; their length. */
+    size_t ctl_bytes(uint8_t (&out)[sizeof(handshake)]) const;
+    /* The peer iface's address (outbound: where we connect). */
+    boost::asio::ip::tcp::endpoint peer_endpoint() const;
+    /* Connects the (new, non-blocking) socket towards peer_endpoint() with
+     * our handshake first; a failure is scheduled. */
+    void connect_socket();
     /* Tells the initiator to use its peer's connection, and closes. */
     void reject();
     /* Rejected: waits for the peer's connection (closes if the ep is gone). */
@@ -332,6 +344,12 @@ private:
     bool tx_blocked_        = false; /* the socket took less than offered */
     bool epoll_needed_      = false; /* counted in the iface's epoll_need */
     bool ack_watched_       = false; /* sent data the ack watch looks after */
+    /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
+     * before the queue, and while the queue must wait: which, and how many
+     * of them were written. Made from peer_ when sent, not kept: thousands
+     * of connections each spare the bytes. */
+    ctl_kind ctl_     = ctl_kind::NONE;
+    uint8_t ctl_sent_ = 0;
 
     /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_);
      * taken from the iface's pool for a read, given back once empty. */
@@ -374,19 +392,15 @@ private:
     ucs::ring_fifo<local_flush> local_flushes_;
     fetch_ring fetches_;
     pending_queue pending_;
-    handshake peer_{};                      /* who is on the other side */
-    boost::asio::ip::tcp::endpoint target_; /* outbound: where we connect */
+    /* Who is on the other side: its handshake, or (outbound) what its
+     * handshake would say. */
+    handshake peer_{};
     /* How long a rejected connection waits for the peer's before it tries
      * again. */
     static constexpr std::chrono::milliseconds PEER_WAIT{500};
-    std::chrono::steady_clock::time_point peer_deadline_{};
-    /* Accepted: the handshake must have arrived by then. */
-    std::chrono::steady_clock::time_point handshake_deadline_{};
-
-    /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
-     * before the queue, and while the queue must wait. */
-    uint8_t ctl_[sizeof(handshake)];
-    uint8_t ctl_len_ = 0, ctl_sent_ = 0;
+    /* WAIT_PEER: when to connect again; HANDSHAKE (accepted): when the
+     * peer's handshake must have arrived. */
+    std::chrono::steady_clock::time_point deadline_{};
 };
 
 } // namespace uct::tcp

@@ -477,7 +477,7 @@ bool tcp_conn::parse_handshake()
         break;
     }
     set_state(conn_state::CONNECTED);
-    set_conn_reply(internal_op::CONN_ACCEPT, 0);
+    set_ctl(ctl_kind::CONN_ACCEPT);
     tx_kick();
     ucs_debug("tcp: accepted connection from iface port %u (its ep %u)", unsigned(hs.port),
               unsigned(hs.conn_sn));

@@ -444,10 +444,7 @@ ucs_status_t tcp_iface::ep_create_connected(const void *dev_addr, size_t dev_add
         auto ep       = std::make_unique<tcp_ep>(*this, conn.get());
         tcp_conn *raw = conn.get();
         conns_.push_back(std::move(conn));
-        handshake hs    = handshake_;
-        hs.conn_sn      = sn;
-        hs.acceptor_key = key;
-        raw->start_connect(peer, hs);
+        raw->start_connect(peer, sn, key);
         *ep_p = ep.release();
         return UCS_OK;
     } catch (...) {
