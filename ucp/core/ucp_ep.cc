@@ -109,6 +109,8 @@ void purge_requests(ucp_ep *ep, ucs_status_t status, bool lanes_gone)
 
 namespace {
 
+/* The lane array stays: a client ep puts its placeholder back in it when
+ * connecting to the server's address failed. */
 void destroy_lanes(ucp_ep *ep)
 {
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
@@ -175,6 +177,9 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         return status;
     }
 
+    if (!ep->lanes.resize(unsigned(plan.lanes.size()))) {
+        return UCS_ERR_NO_MEMORY;
+    }
     bool p2p = false;
     for (const lane_candidate &c : plan.lanes) {
         const address_entry &e = *c.entry;

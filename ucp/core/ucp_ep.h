@@ -23,6 +23,7 @@
 #include <uct/base/uct_iface.h>
 
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,32 @@ struct lane {
      * peer's address entry `remote_entry`, in the wireup. */
     bool p2p;
     uint16_t remote_entry;
+};
+
+/*
+ * An ep's lanes, as many as it has: mostly one (a peer reached over tcp or
+ * shared memory alone), at most max_lanes. Room for max_lanes in every ep
+ * would cost a worker with thousands of eps 100 bytes more for each.
+ */
+class lane_array {
+public:
+    lane &operator[](unsigned i) { return lanes_[i]; }
+    const lane &operator[](unsigned i) const { return lanes_[i]; }
+    /* Room for `count` (1..max_lanes) empty lanes instead of those held,
+     * whose uct eps are gone; false, nothing changed, when out of memory. */
+    bool resize(unsigned count)
+    {
+        ucs_assert((count > 0) && (count <= max_lanes));
+        std::unique_ptr<lane[]> lanes(new (std::nothrow) lane[count]());
+        if (lanes == nullptr) {
+            return false;
+        }
+        lanes_ = std::move(lanes);
+        return true;
+    }
+
+private:
+    std::unique_ptr<lane[]> lanes_;
 };
 
 namespace ep_flag {
@@ -97,11 +124,11 @@ struct ucp_ep {
     ucp_err_handler_t err_handler{nullptr, nullptr};
     void *user_data = nullptr;
 
-    ucp::lane lanes[ucp::max_lanes] = {};
-    uint8_t num_lanes               = 0;
-    uint8_t am_lane                 = ucp::no_lane;
-    uint8_t rndv_lane               = ucp::no_lane; /* get_zcopy pull */
-    uint8_t rma_lane                = ucp::no_lane; /* put/get/atomics */
+    ucp::lane_array lanes; /* num_lanes of them, or room for more */
+    uint8_t num_lanes = 0;
+    uint8_t am_lane   = ucp::no_lane;
+    uint8_t rndv_lane = ucp::no_lane; /* get_zcopy pull */
+    uint8_t rma_lane  = ucp::no_lane; /* put/get/atomics */
     /* Rendezvous of non-host memory (cuda_ipc); no_lane: it goes eagerly. */
     uint8_t mem_rndv_lane = ucp::no_lane;
 

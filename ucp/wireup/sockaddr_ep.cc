@@ -79,6 +79,9 @@ ucs_status_t new_connecting_ep(ucp_worker *worker, cm &manager, ucp_ep **ep_p)
     auto ep    = std::make_unique<ucp_ep>();
     ep->worker = worker;
     ep->flags  = ep_flag::USER | ep_flag::CONNECTING | ep_flag::CLIENT;
+    if (!ep->lanes.resize(1)) {
+        return UCS_ERR_NO_MEMORY;
+    }
     auto *lane = new proxy_ep(manager.placeholder());
     /* iface 0: code that looks a lane's iface up finds a real one. */
     ep->lanes[0]  = {lane, 0, no_md, false, 0};
@@ -188,7 +191,9 @@ void client_connected(ucp_ep *ep, const std::vector<uint8_t> &server_address)
     ep->proxy           = nullptr;
     ucs_status_t status = ep_connect_to_address(ep, server_address.data(), server_address.size());
     if (status != UCS_OK) {
-        /* Keep the placeholder: failing the ep fails the queued sends through it. */
+        /* Keep the placeholder: failing the ep fails the queued sends through
+         * it. The ep has room for a lane still (the failed attempt's or
+         * the placeholder's). */
         ep->lanes[0]  = placeholder_lane;
         ep->num_lanes = 1;
         ep->am_lane   = 0;
