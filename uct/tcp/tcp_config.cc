@@ -271,8 +271,8 @@ ucs_status_t check_tcp_config(const tcp_config &c)
     if ((c.sndbuf > INT_MAX) || (c.rcvbuf > INT_MAX) || (c.rx_lowat > INT_MAX)) {
         return fail("UCX_TCP_SNDBUF, RCVBUF and RX_LOWAT must fit in an int");
     }
-    if (c.rx_seg_size < 256) {
-        return fail("UCX_TCP_RX_SEG_SIZE must be at least 256");
+    if ((c.rx_seg_size < 256) || (c.rx_seg_size > UINT32_MAX)) {
+        return fail("UCX_TCP_RX_SEG_SIZE must be between 256 and 4g");
     }
     if ((c.tx_seg_size == 0) || (c.max_short < sizeof(uint64_t))) {
         return fail("UCX_TCP_TX_SEG_SIZE must be positive and UCX_TCP_MAX_SHORT at least 8");
@@ -296,6 +296,11 @@ ucs_status_t check_tcp_config(const tcp_config &c)
     }
     if ((c.zcopy_inflight == 0) || (c.zcopy_inflight > tx_queue::MAX_ZCOPY_SLOTS)) {
         return fail("UCX_TCP_ZCOPY_INFLIGHT out of range (1..64)");
+    }
+    /* A connection's send queue addresses its buffer, replies included,
+     * in 32 bits. */
+    if (c.tx_buf_size > UINT32_MAX - size_t(MAX_RMA_OUTSTANDING) * MAX_REPLY_FRAME) {
+        return fail("UCX_TCP_TX_BUF_SIZE must be below 4g");
     }
     if (c.rma_outstanding > MAX_RMA_OUTSTANDING) {
         /* Each connection keeps reply room for that many requests. */

@@ -68,7 +68,6 @@ tcp_conn::~tcp_conn()
 
 ucs_status_t tcp_conn::init()
 {
-    rx_cap_ = config_.rx_seg_size;
     /* Room for a reply to every request the peer may have in flight, if it
      * keeps to the same window (UCX_TCP_RMA_OUTSTANDING) as this side; the
      * requests of a peer with a larger window wait in the receive buffer

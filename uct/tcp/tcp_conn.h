@@ -317,54 +317,56 @@ private:
      * a get_zcopy). */
     void complete_reply(const reply_hdr &reply, const uint8_t *data, size_t data_len);
 
+    /* Members are ordered to leave no padding, and rarely read flags are
+     * bits: a worker may hold thousands of connections. */
     tcp_iface &iface_;
     const tcp_config &config_;
-    int fd_;
     ep *owner_ep_ = nullptr;
+    int fd_;
+    uint32_t ev_mask_  = 0;
+    uint32_t rx_lowat_ = 0; /* SO_RCVLOWAT set beyond 1 (0: not) */
+    /* Receive buffer of config_.rx_seg_size bytes (at most 4 GiB,
+     * check_tcp_config): frames parsed in place from rx_[rx_head_, rx_tail_);
+     * taken from the iface's pool for a read, given back once empty. */
+    uint32_t rx_head_ = 0, rx_tail_ = 0;
     const bool outbound_;
     conn_state state_;
-    bool dispatching_     = false; /* inside dispatch_pending() */
-    bool in_tx_           = false; /* inside tx_progress() */
-    bool in_rx_           = false; /* inside rx_progress() */
-    bool tx_deferred_     = false; /* queued while in_rx_/in_tx_ */
-    bool rx_blocked_      = false; /* a request waits for send room */
-    bool remote_unacked_  = false; /* puts/atomics since the last flush request */
-    bool error_reported_  = false;
-    bool connect_counted_ = false; /* counted in the iface's connecting total */
-    bool ever_owned_      = false; /* an ep used this end: never attach again */
-    bool peer_detached_   = false; /* the peer's ep (if any) is gone */
-    bool discard_replies_ = false; /* detached: replies have no requester */
-    bool peer_sends_;              /* the peer sends more than replies here */
-    ucs_status_t failure_   = UCS_OK;
-    ucs_status_t rma_error_ = UCS_OK; /* target: first refused put since last flush */
-    uint64_t fence_seq_     = 0;      /* sends wait for this reply (0: none) */
-    uint64_t flush_req_end_ = 0;      /* stream position after the last flush request */
-    uint32_t ev_mask_       = 0;
-    uint32_t rx_lowat_      = 0;     /* SO_RCVLOWAT set beyond 1 (0: not) */
-    bool tx_blocked_        = false; /* the socket took less than offered */
-    bool epoll_needed_      = false; /* counted in the iface's epoll_need */
-    bool ack_watched_       = false; /* sent data the ack watch looks after */
+    bool dispatching_    = false;      /* inside dispatch_pending() */
+    bool in_tx_          = false;      /* inside tx_progress() */
+    bool in_rx_          = false;      /* inside rx_progress() */
+    bool tx_deferred_    = false;      /* queued while in_rx_/in_tx_ */
+    bool rx_blocked_     = false;      /* a request waits for send room */
+    bool remote_unacked_ = false;      /* puts/atomics since the last flush request */
+    bool peer_sends_;                  /* the peer sends more than replies here */
+    bool tx_blocked_ : 1      = false; /* the socket took less than offered */
+    bool error_reported_ : 1  = false;
+    bool connect_counted_ : 1 = false; /* counted in the iface's connecting total */
+    bool ever_owned_ : 1      = false; /* an ep used this end: never attach again */
+    bool peer_detached_ : 1   = false; /* the peer's ep (if any) is gone */
+    bool discard_replies_ : 1 = false; /* detached: replies have no requester */
+    bool epoll_needed_ : 1    = false; /* counted in the iface's epoll_need */
+    bool ack_watched_ : 1     = false; /* sent data the ack watch looks after */
+    ucs_status_t failure_     = UCS_OK;
+    ucs_status_t rma_error_   = UCS_OK; /* target: first refused put since last flush */
     /* Connection setup bytes (a handshake, a CONN_ACCEPT) that go out
      * before the queue, and while the queue must wait: which, and how many
      * of them were written. Made from peer_ when sent, not kept: thousands
      * of connections each spare the bytes. */
-    ctl_kind ctl_     = ctl_kind::NONE;
-    uint8_t ctl_sent_ = 0;
-
-    /* Receive buffer: frames parsed in place from rx_[rx_head_, rx_tail_);
-     * taken from the iface's pool for a read, given back once empty. */
-    uint8_t *rx_   = nullptr;
-    size_t rx_cap_ = 0, rx_head_ = 0, rx_tail_ = 0;
+    ctl_kind ctl_           = ctl_kind::NONE;
+    uint8_t ctl_sent_       = 0;
+    uint64_t fence_seq_     = 0; /* sends wait for this reply (0: none) */
+    uint64_t flush_req_end_ = 0; /* stream position after the last flush request */
+    uint8_t *rx_            = nullptr;
 
     // clang-format off
     /* The payload of the frame being read straight into its destination;
      * where the rest goes follows from `left` (sink_pieces). */
     struct {
+        frame_hdr  hdr{};
         sink_kind  kind = sink_kind::NONE;
         bool       pop_fetch = false;  /* DISCARD of a reply: still answers a request */
         bool       streaming = false;  /* part of a bulk transfer: SO_RCVLOWAT pays */
-        frame_hdr  hdr{};
-        size_t     left = 0;           /* payload bytes still to read */
+        uint32_t   left = 0;           /* payload bytes still to read (of a 32-bit frame) */
         uint64_t   region_id = 0;      /* PUT: re-checked before every read;
                                           a reply: its sequence number */
         uint64_t   address = 0;        /* PUT: where the next byte goes */

@@ -89,7 +89,7 @@ unsigned tcp_conn::rx_progress()
         }
         /* As much as the socket has, up to the buffer: one read takes many
          * small frames. */
-        size_t want = rx_cap_ - rx_tail_;
+        size_t want = config_.rx_seg_size - rx_tail_;
         ssize_t got = ::recv(fd(), rx_ + rx_tail_, want, 0);
         if (got <= 0) {
             rx_failed(got);
@@ -186,13 +186,13 @@ bool tcp_conn::sink_read(unsigned *count)
     unsigned n  = 0;
     size_t want = 0;
     if (sink_.kind == sink_kind::DISCARD) {
-        vec[n++] = {rx_, std::min(sink_.left, rx_cap_)};
+        vec[n++] = {rx_, std::min(size_t(sink_.left), config_.rx_seg_size)};
         want     = vec[0].iov_len;
     } else {
         n        = sink_pieces(vec, put_dest);
         want     = sink_.left;
-        vec[n++] = {rx_, rx_cap_};
-        want += rx_cap_;
+        vec[n++] = {rx_, config_.rx_seg_size};
+        want += config_.rx_seg_size;
     }
     ssize_t got = ::readv(fd(), vec, int(n));
     if (got <= 0) {
@@ -202,7 +202,7 @@ bool tcp_conn::sink_read(unsigned *count)
     ++*count;
 
     const size_t bytes = size_t(got);
-    const size_t taken = std::min(bytes, sink_.left);
+    const size_t taken = std::min(bytes, size_t(sink_.left));
     sink_.left -= taken;
     if (sink_.kind == sink_kind::PUT) {
         sink_.address += taken;
@@ -305,7 +305,7 @@ bool tcp_conn::start_sink(const frame_hdr &hdr, size_t avail)
         }
     }
 
-    if (FRAME_HDR + size_t(hdr.length) <= rx_cap_) {
+    if (FRAME_HDR + size_t(hdr.length) <= config_.rx_seg_size) {
         return false; /* the rest comes into the receive buffer */
     }
     /* Larger than the receive buffer: delivered in one piece from a buffer
@@ -332,7 +332,7 @@ void tcp_conn::update_rx_lowat()
         (sink_.left / 2 >= min_lowat)) {
         /* At most half of the rest: the copy of the last piece, which no
          * longer overlaps the sender's, stays short. */
-        want = std::min(config_.rx_lowat, sink_.left / 2);
+        want = std::min(config_.rx_lowat, size_t(sink_.left / 2));
     }
     if (want == 0) {
         if (rx_lowat_ != 0) {
@@ -406,7 +406,7 @@ void tcp_conn::rx_error(const boost::system::error_code &ec)
         if ((state_ == conn_state::HANDSHAKE) && (rx_tail_ > rx_head_)) {
             ucs_error("tcp: connection closed after a truncated handshake "
                       "(%zu of %zu bytes)",
-                      rx_tail_ - rx_head_, sizeof(handshake));
+                      size_t(rx_tail_ - rx_head_), sizeof(handshake));
         } else if ((sink_.kind != sink_kind::NONE) || (rx_tail_ > rx_head_)) {
             ucs_diag("tcp: connection closed inside a frame");
         }

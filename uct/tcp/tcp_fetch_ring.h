@@ -39,17 +39,19 @@ public:
     bool full() const { return (capacity_ > 0) && (count_ == capacity_); }
     unsigned size() const { return count_; }
 
-    /* Allocates the entries on first use; false when out of memory. */
+    /* Allocates the entries on first use (`capacity` at most 65535, as
+     * UCX_TCP_RMA_OUTSTANDING is); false when out of memory. */
     bool ensure(unsigned capacity)
     {
         if (ops_) {
             return true;
         }
+        ucs_assert((capacity > 0) && (capacity <= UINT16_MAX));
         ops_.reset(new (std::nothrow) fetch_op[capacity]);
         if (!ops_) {
             return false;
         }
-        capacity_ = capacity;
+        capacity_ = uint16_t(capacity);
         return true;
     }
 
@@ -97,8 +99,9 @@ public:
 
 private:
     std::unique_ptr<fetch_op[]> ops_;
-    unsigned capacity_ = 0;
-    unsigned first_ = 0, count_ = 0;
+    /* 16 bits: a ring in every connection, thousands of them. */
+    uint16_t capacity_ = 0;
+    uint16_t first_ = 0, count_ = 0;
     uint64_t last_seq_ = 0;
 };
 

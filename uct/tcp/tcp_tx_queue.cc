@@ -11,17 +11,17 @@ ucs_status_t tx_queue::init(buffer_pool &pool, size_t buffer_size, unsigned zcop
                             size_t max_iov, unsigned reply_slots, size_t reply_bytes)
 {
     if ((buffer_size == 0) || (zcopy_slots == 0) || (zcopy_slots > MAX_ZCOPY_SLOTS) ||
-        (max_iov == 0) || (reply_slots > UINT_MAX - zcopy_slots) ||
-        (reply_bytes > SIZE_MAX - buffer_size)) {
+        (max_iov == 0) || (reply_slots > UINT16_MAX - zcopy_slots) || (max_iov > UINT16_MAX) ||
+        (buffer_size > UINT32_MAX) || (reply_bytes > UINT32_MAX - buffer_size)) {
         return UCS_ERR_INVALID_PARAM;
     }
     pool_           = &pool;
-    capacity_       = buffer_size + reply_bytes;
-    send_capacity_  = buffer_size;
-    zc_capacity_    = zcopy_slots + reply_slots;
-    zc_send_limit_  = zcopy_slots;
-    zc_reply_limit_ = reply_slots;
-    max_iov_        = max_iov;
+    capacity_       = uint32_t(buffer_size + reply_bytes);
+    send_capacity_  = uint32_t(buffer_size);
+    zc_capacity_    = uint16_t(zcopy_slots + reply_slots);
+    zc_send_limit_  = uint16_t(zcopy_slots);
+    zc_reply_limit_ = uint16_t(reply_slots);
+    max_iov_        = uint16_t(max_iov);
     return UCS_OK;
 }
 

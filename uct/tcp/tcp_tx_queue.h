@@ -42,7 +42,8 @@ public:
     /* Most scatter entries gathered for one write. */
     static constexpr size_t MAX_GATHER = 64;
 
-    /* `pool`'s buffers hold buffer_size + reply_bytes; it outlives the queue. */
+    /* `pool`'s buffers hold buffer_size + reply_bytes (at most 4 GiB); it
+     * outlives the queue. Slots and max_iov at most 65535. */
     ucs_status_t init(buffer_pool &pool, size_t buffer_size, unsigned zcopy_slots, size_t max_iov,
                       unsigned reply_slots = 0, size_t reply_bytes = 0);
 
@@ -159,22 +160,23 @@ private:
     /* Buffered-stream position of buf_[head_]. */
     uint64_t buffered_pos() const { return buf_consumed_; }
 
-    buffer_pool *pool_    = nullptr;
-    uint8_t *buf_         = nullptr; /* held while bytes are buffered */
-    size_t capacity_      = 0;       /* replies included */
-    size_t send_capacity_ = 0;       /* what sends may fill */
-    size_t head_ = 0, tail_ = 0;
+    /* 32-bit offsets and counts: a queue per connection, thousands of them. */
+    buffer_pool *pool_      = nullptr;
+    uint8_t *buf_           = nullptr; /* held while bytes are buffered */
+    uint32_t capacity_      = 0;       /* replies included */
+    uint32_t send_capacity_ = 0;       /* what sends may fill */
+    uint32_t head_ = 0, tail_ = 0;
     uint64_t buf_consumed_ = 0; /* buffered bytes written */
     uint64_t sent_         = 0; /* all bytes written */
 
     std::unique_ptr<zcopy_seg[]> zc_;
     std::unique_ptr<iov[]> zc_iovs_;
-    unsigned zc_capacity_ = 0;
-    unsigned zc_first_ = 0, zc_count_ = 0;
-    unsigned zc_sends_      = 0; /* zc_count_ less replies */
-    unsigned zc_send_limit_ = 0, zc_reply_limit_ = 0;
+    uint16_t zc_capacity_ = 0;
+    uint16_t zc_first_ = 0, zc_count_ = 0;
+    uint16_t zc_sends_      = 0; /* zc_count_ less replies */
+    uint16_t zc_send_limit_ = 0, zc_reply_limit_ = 0;
+    uint16_t max_iov_   = 0;
     uint64_t zc_pushed_ = 0; /* tickets handed out */
-    size_t max_iov_     = 0;
 };
 
 } // namespace uct::tcp
