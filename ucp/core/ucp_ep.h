@@ -108,67 +108,69 @@ struct ep_sockaddrs {
 } // namespace ucp
 
 struct ucp_ep {
+    /* Members are grouped by size to leave no padding: a worker may hold
+     * thousands of eps. */
     ucp_worker *worker   = nullptr;
     uint64_t remote_uuid = 0;
     std::string peer_name;
-    unsigned id = 0; /* in worker->ep_ids */
     /* What the peer names us by (id and a generation, ucp_worker::ep_by_id),
      * and its ep paired with us; 0 until the wireup told it. */
     uint64_t local_id  = 0;
     uint64_t remote_id = 0;
+    unsigned id        = 0; /* in worker->ep_ids */
     /* The n-th ep this worker made to the peer by address (ep matching). */
     uint32_t conn_sn                 = 0;
     uint32_t flags                   = 0;
-    ucs_status_t status              = UCS_OK;
     ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_NONE;
     ucp_err_handler_t err_handler{nullptr, nullptr};
     void *user_data = nullptr;
 
     ucp::lane_array lanes; /* num_lanes of them, or room for more */
-    uint8_t num_lanes = 0;
-    uint8_t am_lane   = ucp::no_lane;
-    uint8_t rndv_lane = ucp::no_lane; /* get_zcopy pull */
-    uint8_t rma_lane  = ucp::no_lane; /* put/get/atomics */
+    /* The ep's wireup messages go out of a connect-to-iface lane, or of
+     * this ep when every lane connects to an ep (not a lane: no role). */
+    uct::ep *aux_ep = nullptr;
+    /* Queues the ep's sends until it is READY (am_ep points to it then). */
+    ucp::proxy_ep *proxy = nullptr;
+    /* Until the p2p lanes are connected: the peer's device address of each
+     * (by lane index), from its worker address. */
+    std::vector<std::vector<uint8_t>> p2p_dev_addrs;
+
+    /* The configuration shared with eps of the same lanes (protocol limits
+     * and selection), and fast-path copies of the AM lane and its limits. */
+    const ucp::ep_config *cfg = nullptr;
+    uct::ep *am_ep            = nullptr;
+    /* Stream receive state (operations issue). */
+    void *stream = nullptr;
+    /* Client-server eps: the bootstrap connection's addresses (ucp_ep_query);
+     * null for other eps (256 bytes that most eps never need). */
+    std::unique_ptr<ucp::ep_sockaddrs> sockaddrs;
+    /* Put and get with completion ids (ucp/ext/pwc.h), made by the first. */
+    ucp::ext::pwc_peer *pwc = nullptr;
+
+    /* cfg->thresh.max_eager_short (-1: none), clamped to 32 bits. */
+    int32_t max_eager_short  = -1;
+    unsigned aux_iface_index = 0; /* aux_ep's */
+    /* Sends queued behind a busy lane; while non-zero new sends queue too. */
+    unsigned num_pending = 0;
+    /* RMA and atomic requests not complete yet (ucp/rma): flush waits. */
+    uint32_t rma_outstanding = 0;
+    ucs_status_t status      = UCS_OK;
+    uint8_t num_lanes        = 0;
+    uint8_t am_lane          = ucp::no_lane;
+    uint8_t rndv_lane        = ucp::no_lane; /* get_zcopy pull */
+    uint8_t rma_lane         = ucp::no_lane; /* put/get/atomics */
     /* Rendezvous of non-host memory (cuda_ipc); no_lane: it goes eagerly. */
     uint8_t mem_rndv_lane = ucp::no_lane;
+    /* The peer's address we connected by listed only its network transports:
+     * our wireup messages describe us by the same kind of address, so the
+     * two sides' lanes and the entries they name agree. */
+    bool net_only_address = false;
 
     /* The rendezvous lane for data in memory of `type`. */
     uint8_t rndv_lane_for(ucs_memory_type_t type) const
     {
         return (type == UCS_MEMORY_TYPE_HOST) ? rndv_lane : mem_rndv_lane;
     }
-    /* The ep's wireup messages go out of a connect-to-iface lane, or of
-     * this ep when every lane connects to an ep (not a lane: no role). */
-    uct::ep *aux_ep          = nullptr;
-    unsigned aux_iface_index = 0;
-    /* Queues the ep's sends until it is READY (am_ep points to it then). */
-    ucp::proxy_ep *proxy = nullptr;
-    /* Until the p2p lanes are connected: the peer's device address of each
-     * (by lane index), from its worker address. */
-    std::vector<std::vector<uint8_t>> p2p_dev_addrs;
-    /* The peer's address we connected by listed only its network transports:
-     * our wireup messages describe us by the same kind of address, so the
-     * two sides' lanes and the entries they name agree. */
-    bool net_only_address = false;
-
-    /* The configuration shared with eps of the same lanes (protocol limits
-     * and selection), and fast-path copies of the AM lane and its limits. */
-    const ucp::ep_config *cfg = nullptr;
-    uct::ep *am_ep            = nullptr;
-    ssize_t max_eager_short   = -1;
-
-    /* Sends queued behind a busy lane; while non-zero new sends queue too. */
-    unsigned num_pending = 0;
-    /* Stream receive state (operations issue). */
-    void *stream = nullptr;
-    /* Client-server eps: the bootstrap connection's addresses (ucp_ep_query);
-     * null for other eps (256 bytes that most eps never need). */
-    std::unique_ptr<ucp::ep_sockaddrs> sockaddrs;
-    /* RMA and atomic requests not complete yet (ucp/rma): flush waits. */
-    uint32_t rma_outstanding = 0;
-    /* Put and get with completion ids (ucp/ext/pwc.h), made by the first. */
-    ucp::ext::pwc_peer *pwc = nullptr;
-
     bool usable() const { return !(flags & (ucp::ep_flag::FAILED)); }
     /* Sends go to the proxy's queue: the ep is not READY yet. */
     bool held() const { return (proxy != nullptr) && (am_ep == proxy); }

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace ucp {
@@ -382,7 +383,8 @@ const ep_config *ep_config_attach(ucp_ep *ep)
         found = worker->ep_configs.back().get();
     }
     ep->cfg             = found;
-    ep->max_eager_short = found->thresh.max_eager_short;
+    ep->max_eager_short = int32_t(std::min<ssize_t>(found->thresh.max_eager_short,
+                                                    INT32_MAX)); /* >= -1 */
     /* A client's placeholder lane (no md) reaches no transport yet. */
     if (made && has_md(*worker, key, key.am_lane)) {
         log_new_ep_config(ep);
