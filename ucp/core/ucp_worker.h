@@ -93,8 +93,23 @@ struct msg_key_hash {
 };
 
 /* An ep's place in ep matching: the peer worker and the ep's conn_sn. */
-using conn_key      = msg_key;
-using conn_key_hash = msg_key_hash;
+using conn_key = msg_key;
+
+/* Eps in ep matching (ucp/wireup/wireup.h), found by their conn_key made of
+ * their own remote_uuid and conn_sn, which stay put while they are in a set:
+ * a node holds no copy of the key (16 bytes, with thousands of eps). */
+struct ep_match_hash {
+    using is_transparent = void;
+    size_t operator()(const conn_key &key) const noexcept;
+    size_t operator()(const ucp_ep *ep) const noexcept;
+};
+struct ep_match_equal {
+    using is_transparent = void;
+    bool operator()(const ucp_ep *a, const ucp_ep *b) const noexcept;
+    bool operator()(const conn_key &key, const ucp_ep *ep) const noexcept;
+    bool operator()(const ucp_ep *ep, const conn_key &key) const noexcept;
+};
+using ep_match_set = std::unordered_set<ucp_ep *, ep_match_hash, ep_match_equal>;
 
 /*
  * Work deferred out of transport callbacks, one slot of the worker's
@@ -186,8 +201,8 @@ struct ucp_worker {
      * so far, our REQUESTs not answered yet, and eps made for the peer's
      * REQUESTs not adopted by the application yet, by (peer, conn_sn). */
     std::unordered_map<uint64_t, uint32_t> conn_sn_next;
-    std::unordered_map<ucp::conn_key, ucp_ep *, ucp::conn_key_hash> eps_expected;
-    std::unordered_map<ucp::conn_key, ucp_ep *, ucp::conn_key_hash> eps_unexpected;
+    ucp::ep_match_set eps_expected;
+    ucp::ep_match_set eps_unexpected;
     /* What eps with the same lanes share (ucp_ep_config.h), ep_cfg[i]. */
     std::vector<std::unique_ptr<ucp::ep_config>> ep_configs;
 

@@ -180,13 +180,29 @@ ucs_status_t send_message(ucp_ep *ep, uint8_t type, uint16_t client_port = 0)
 
 /* ---- the handshake ---------------------------------------------------- */
 
-void key_erase(std::unordered_map<conn_key, ucp_ep *, conn_key_hash> &map, const conn_key &key,
-               const ucp_ep *ep)
+conn_key match_key(const ucp_ep *ep)
 {
-    auto it = map.find(key);
-    if ((it != map.end()) && (it->second == ep)) {
-        map.erase(it);
+    return {ep->remote_uuid, ep->conn_sn};
+}
+
+/* Takes `ep` out of `set` if it is there (not another ep of its key). */
+void match_erase(ep_match_set &set, const ucp_ep *ep)
+{
+    auto it = set.find(match_key(ep));
+    if ((it != set.end()) && (*it == ep)) {
+        set.erase(it);
     }
+}
+
+/* Puts `ep` in `set` under its remote_uuid and conn_sn, instead of any
+ * other ep there under them. */
+void match_put(ep_match_set &set, ucp_ep *ep)
+{
+    auto it = set.find(match_key(ep));
+    if (it != set.end()) {
+        set.erase(it);
+    }
+    set.insert(ep);
 }
 
 /* The ep may use every lane now: its held sends go out, in order. */
@@ -214,7 +230,7 @@ bool set_remote(ucp_ep *ep, uint64_t remote_id)
     }
     ep->remote_id = remote_id;
     if (ep->flags & ep_flag::EXPECTED) {
-        key_erase(ep->worker->eps_expected, {ep->remote_uuid, ep->conn_sn}, ep);
+        match_erase(ep->worker->eps_expected, ep);
         ep->flags &= ~ep_flag::EXPECTED;
     }
     return true;
@@ -312,13 +328,13 @@ void process_request(ucp_worker *worker, const message &msg)
     }
     const bool by_sn = (msg.hdr.client_port == 0);
     if ((ep == nullptr) && by_sn) {
-        auto it = worker->eps_expected.find({uuid, msg.hdr.conn_sn});
+        auto it = worker->eps_expected.find(conn_key{uuid, msg.hdr.conn_sn});
         if (it != worker->eps_expected.end()) {
-            ep = it->second; /* both sides connect at once: the pair forms here */
+            ep = *it; /* both sides connect at once: the pair forms here */
         }
     }
     if (ep == nullptr) {
-        if (by_sn && worker->eps_unexpected.count({uuid, msg.hdr.conn_sn})) {
+        if (by_sn && worker->eps_unexpected.count(conn_key{uuid, msg.hdr.conn_sn})) {
             ucs_debug("worker '%s': a second wireup request for one pairing: dropped",
                       worker->name.c_str());
             return;
@@ -337,7 +353,7 @@ void process_request(ucp_worker *worker, const message &msg)
         if (by_sn) {
             ep->conn_sn = msg.hdr.conn_sn;
             ep->flags |= ep_flag::UNEXPECTED;
-            worker->eps_unexpected[{uuid, ep->conn_sn}] = ep;
+            match_put(worker->eps_unexpected, ep); /* ep->remote_uuid is uuid */
         }
         if (has_p2p_lanes(ep)) {
             ep_hold_sends(ep); /* until the peer's lanes are connected to ours */
@@ -448,7 +464,7 @@ bool read_message(const void *data, size_t length, message *msg)
 bool makes_new_ep(const ucp_worker *worker, const wire::wireup_hdr &hdr)
 {
     return (hdr.type == wire::wireup_type::REQUEST) && (hdr.client_port == 0) &&
-           !worker->eps_expected.count({hdr.src_uuid, hdr.conn_sn});
+           !worker->eps_expected.count(conn_key{hdr.src_uuid, hdr.conn_sn});
 }
 
 } // namespace
@@ -472,10 +488,10 @@ void ep_forget(ucp_ep *ep)
 {
     ucp_worker *worker = ep->worker;
     if (ep->flags & ep_flag::EXPECTED) {
-        key_erase(worker->eps_expected, {ep->remote_uuid, ep->conn_sn}, ep);
+        match_erase(worker->eps_expected, ep);
     }
     if (ep->flags & ep_flag::UNEXPECTED) {
-        key_erase(worker->eps_unexpected, {ep->remote_uuid, ep->conn_sn}, ep);
+        match_erase(worker->eps_unexpected, ep);
     }
     ep->flags &= ~(ep_flag::EXPECTED | ep_flag::UNEXPECTED);
 }
@@ -498,10 +514,10 @@ ucs_status_t connect(ucp_worker *worker, const void *address, size_t max_length,
     if (by_sn) {
         sn = worker->conn_sn_next[uuid];
         /* The peer's n-th ep to us made one of ours already: ours it is. */
-        auto it = worker->eps_unexpected.find({uuid, sn});
-        if ((it != worker->eps_unexpected.end()) && it->second->usable()) {
+        auto it = worker->eps_unexpected.find(conn_key{uuid, sn});
+        if ((it != worker->eps_unexpected.end()) && (*it)->usable()) {
             ++worker->conn_sn_next[uuid];
-            ucp_ep *ep = it->second;
+            ucp_ep *ep = *it;
             worker->eps_unexpected.erase(it);
             ep->flags = (ep->flags & ~ep_flag::UNEXPECTED) | ep_flag::USER;
             --worker->num_peer_eps;
@@ -529,7 +545,7 @@ ucs_status_t connect(ucp_worker *worker, const void *address, size_t max_length,
     }
     ep->conn_sn = sn;
     if (by_sn) {
-        worker->eps_expected[{uuid, sn}] = ep;
+        match_put(worker->eps_expected, ep); /* ep->remote_uuid is uuid */
         ep->flags |= ep_flag::EXPECTED;
     }
     if (has_p2p_lanes(ep)) {
@@ -623,6 +639,35 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
     worker->wireup_msgs.push_back(std::move(msg));
     worker->schedule(deferred::WIREUPS);
     return UCS_OK;
+}
+
+} // namespace ucp
+
+namespace ucp {
+
+size_t ep_match_hash::operator()(const conn_key &key) const noexcept
+{
+    return msg_key_hash()(key);
+}
+
+size_t ep_match_hash::operator()(const ucp_ep *ep) const noexcept
+{
+    return (*this)(wireup::match_key(ep));
+}
+
+bool ep_match_equal::operator()(const ucp_ep *a, const ucp_ep *b) const noexcept
+{
+    return wireup::match_key(a) == wireup::match_key(b);
+}
+
+bool ep_match_equal::operator()(const conn_key &key, const ucp_ep *ep) const noexcept
+{
+    return key == wireup::match_key(ep);
+}
+
+bool ep_match_equal::operator()(const ucp_ep *ep, const conn_key &key) const noexcept
+{
+    return key == wireup::match_key(ep);
 }
 
 } // namespace ucp
