@@ -29,11 +29,7 @@ constexpr uint64_t POST_OPS = atomic_op_bit(atomic_op::ADD) | atomic_op_bit(atom
 
 } // namespace
 
-tcp_ep::tcp_ep(tcp_iface &iface, tcp_conn *conn) :
-    ep(iface), conn_(conn), max_short_(iface.config().max_short),
-    max_bcopy_(iface.config().tx_seg_size), max_zcopy_(iface.config().max_zcopy),
-    max_iov_(iface.config().max_iov), max_get_iov_(iface.config().max_get_iov),
-    max_am_hdr_(iface.config().max_am_hdr)
+tcp_ep::tcp_ep(tcp_iface &iface, tcp_conn *conn) : ep(iface), conn_(conn)
 {
     conn_->set_owner_ep(this);
 }
@@ -46,6 +42,11 @@ tcp_ep::~tcp_ep()
 tcp_iface &tcp_ep::tcp_owner() const
 {
     return static_cast<tcp_iface &>(owner());
+}
+
+const tcp_config &tcp_ep::config() const
+{
+    return tcp_owner().config();
 }
 
 bool tcp_ep::iov_total(const iov *iov, size_t iovcnt, size_t *total)
@@ -69,7 +70,7 @@ bool tcp_ep::iov_total(const iov *iov, size_t iovcnt, size_t *total)
 
 ucs_status_t tcp_ep::am_short(am_id_t id, uint64_t header, const void *payload, unsigned length)
 {
-    if (ucs_unlikely((id >= AM_ID_MAX) || (length + sizeof(header) > max_short_) ||
+    if (ucs_unlikely((id >= AM_ID_MAX) || (length + sizeof(header) > config().max_short) ||
                      ((payload == nullptr) && (length > 0)))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -100,13 +101,13 @@ ssize_t tcp_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    uint8_t *p = conn_->tx_reserve(FRAME_HDR + max_bcopy_);
+    uint8_t *p = conn_->tx_reserve(FRAME_HDR + config().tx_seg_size);
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
     size_t length = pack(p + FRAME_HDR, arg);
-    if (ucs_unlikely(length > max_bcopy_)) {
-        ucs_error("tcp: am_bcopy packed %zu bytes, more than %u", length, max_bcopy_);
+    if (ucs_unlikely(length > config().tx_seg_size)) {
+        ucs_error("tcp: am_bcopy packed %zu bytes, more than %zu", length, config().tx_seg_size);
         return UCS_ERR_INVALID_PARAM;
     }
     write_frame_hdr(p, id, 0, length);
@@ -118,9 +119,9 @@ ucs_status_t tcp_ep::am_zcopy(am_id_t id, const void *header, unsigned header_le
                               const iov *iov, size_t iovcnt, unsigned, completion *comp)
 {
     size_t total = 0;
-    if (ucs_unlikely((id >= AM_ID_MAX) || (header_length > max_am_hdr_) ||
-                     ((header == nullptr) && (header_length > 0)) || (iovcnt > max_iov_) ||
-                     !iov_total(iov, iovcnt, &total) || (total > max_zcopy_))) {
+    if (ucs_unlikely((id >= AM_ID_MAX) || (header_length > config().max_am_hdr) ||
+                     ((header == nullptr) && (header_length > 0)) || (iovcnt > config().max_iov) ||
+                     !iov_total(iov, iovcnt, &total) || (total > config().max_zcopy))) {
         return UCS_ERR_INVALID_PARAM;
     }
     ucs_status_t status = conn_->send_check();
@@ -145,7 +146,7 @@ ucs_status_t tcp_ep::put_short(const void *buffer, unsigned length, uint64_t rem
                                rkey_t rkey)
 {
     const tcp_rkey *key = rkey_from(rkey);
-    if (ucs_unlikely((key == nullptr) || (length > max_short_) ||
+    if (ucs_unlikely((key == nullptr) || (length > config().max_short) ||
                      ((buffer == nullptr) && (length > 0)))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -182,13 +183,13 @@ ssize_t tcp_ep::put_bcopy(pack_callback_t pack, void *arg, uint64_t remote_addr,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    uint8_t *p = conn_->tx_reserve(FRAME_HDR + sizeof(put_hdr) + max_bcopy_);
+    uint8_t *p = conn_->tx_reserve(FRAME_HDR + sizeof(put_hdr) + config().tx_seg_size);
     if (ucs_unlikely(p == nullptr)) {
         return UCS_ERR_NO_RESOURCE;
     }
     size_t length = pack(p + FRAME_HDR + sizeof(put_hdr), arg);
-    if (ucs_unlikely(length > max_bcopy_)) {
-        ucs_error("tcp: put_bcopy packed %zu bytes, more than %u", length, max_bcopy_);
+    if (ucs_unlikely(length > config().tx_seg_size)) {
+        ucs_error("tcp: put_bcopy packed %zu bytes, more than %zu", length, config().tx_seg_size);
         return UCS_ERR_INVALID_PARAM;
     }
     if (ucs_unlikely(!key->covers(remote_addr, length))) {
@@ -207,8 +208,8 @@ ucs_status_t tcp_ep::put_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_ad
 {
     const tcp_rkey *key = rkey_from(rkey);
     size_t total        = 0;
-    if (ucs_unlikely((key == nullptr) || (iovcnt > max_iov_) || !iov_total(iov, iovcnt, &total) ||
-                     (total > max_zcopy_))) {
+    if (ucs_unlikely((key == nullptr) || (iovcnt > config().max_iov) ||
+                     !iov_total(iov, iovcnt, &total) || (total > config().max_zcopy))) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (ucs_unlikely(!key->covers(remote_addr, total))) {
@@ -242,7 +243,7 @@ ucs_status_t tcp_ep::post_get(const tcp_rkey &key, uint64_t remote_addr, size_t 
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (ucs_unlikely(!conn_->fetch_ready(tcp_owner().config().rma_outstanding))) {
+    if (ucs_unlikely(!conn_->fetch_ready(config().rma_outstanding))) {
         return UCS_ERR_NO_RESOURCE;
     }
     constexpr size_t frame_len = FRAME_HDR + sizeof(get_req);
@@ -268,7 +269,7 @@ ucs_status_t tcp_ep::get_bcopy(unpack_callback_t unpack, void *arg, size_t lengt
                                uint64_t remote_addr, rkey_t rkey, completion *comp)
 {
     const tcp_rkey *key = rkey_from(rkey);
-    if (ucs_unlikely((key == nullptr) || (unpack == nullptr) || (length > max_bcopy_))) {
+    if (ucs_unlikely((key == nullptr) || (unpack == nullptr) || (length > config().tx_seg_size))) {
         return UCS_ERR_INVALID_PARAM;
     }
     fetch_op *op;
@@ -285,8 +286,8 @@ ucs_status_t tcp_ep::get_zcopy(const iov *iov, size_t iovcnt, uint64_t remote_ad
 {
     const tcp_rkey *key = rkey_from(rkey);
     size_t total        = 0;
-    if (ucs_unlikely((key == nullptr) || (iovcnt > max_get_iov_) ||
-                     !iov_total(iov, iovcnt, &total) || (total > max_zcopy_))) {
+    if (ucs_unlikely((key == nullptr) || (iovcnt > config().max_get_iov) ||
+                     !iov_total(iov, iovcnt, &total) || (total > config().max_zcopy))) {
         return UCS_ERR_INVALID_PARAM;
     }
     fetch_op *op;
@@ -349,7 +350,7 @@ ucs_status_t tcp_ep::atomic_fetch(atomic_op op, unsigned size, uint64_t value, u
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (ucs_unlikely(!conn_->fetch_ready(tcp_owner().config().rma_outstanding))) {
+    if (ucs_unlikely(!conn_->fetch_ready(config().rma_outstanding))) {
         return UCS_ERR_NO_RESOURCE;
     }
     constexpr size_t frame_len = FRAME_HDR + sizeof(atomic_req);

@@ -90,17 +90,11 @@ private:
                              uint64_t compare, uint64_t remote_addr, rkey_t rkey, uint64_t seq);
 
     tcp_iface &tcp_owner() const;
+    /* The iface's limits, read from there: an ep is only its connection
+     * (24 bytes, with thousands of eps per worker). */
+    const tcp_config &config() const;
 
     tcp_conn *conn_;
-    /* Limits copied from the iface so the checks touch one object; 32 bits
-     * (check_tcp_config bounds them) keep an ep at 48 bytes, one malloc
-     * chunk of 64, with thousands of eps per worker. */
-    uint32_t max_short_;
-    uint32_t max_bcopy_;
-    uint32_t max_zcopy_;
-    uint32_t max_iov_;
-    uint32_t max_get_iov_;
-    uint32_t max_am_hdr_;
 };
 
 } // namespace uct::tcp
