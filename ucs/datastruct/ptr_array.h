@@ -4,7 +4,8 @@
  * check and a load. Used where an object must be named by a compact integer
  * that travels on the wire or through a C API (endpoint ids, request ids):
  * an index from a peer is never trusted, so an out-of-range or freed index
- * gives nullptr, never undefined behaviour. Not thread-safe.
+ * gives nullptr, never undefined behaviour. A slot is one word (T must be at
+ * least 2-aligned). Not thread-safe.
  *
  *   ucs::ptr_array<ep> eps;
  *   unsigned id;
@@ -40,13 +41,14 @@ public:
     /* Stores `value` (must not be null) and returns its index in *index_p. */
     ucs_status_t insert(T *value, unsigned *index_p) noexcept
     {
+        static_assert(alignof(T) >= 2, "bit 0 of a slot marks it free");
         if ((value == nullptr) || (index_p == nullptr)) {
             return UCS_ERR_INVALID_PARAM;
         }
 
         unsigned index = m_free_head;
         if (index != invalid_index) {
-            m_free_head = m_slots[index].next_free;
+            m_free_head = next_free(m_slots[index]);
         } else {
             if (m_slots.size() >= max_slots) {
                 return UCS_ERR_EXCEEDS_LIMIT;
@@ -57,7 +59,7 @@ public:
             index = static_cast<unsigned>(m_slots.size() - 1);
         }
 
-        m_slots[index].value = value;
+        m_slots[index] = reinterpret_cast<slot>(value);
         ++m_count;
         *index_p = index;
         return UCS_OK;
@@ -66,7 +68,7 @@ public:
     /* The pointer at `index`, or nullptr for an index out of range or free. */
     T *lookup(unsigned index) const noexcept
     {
-        return (index < m_slots.size()) ? m_slots[index].value : nullptr;
+        return (index < m_slots.size()) ? live_value(m_slots[index]) : nullptr;
     }
 
     /* Frees `index` for reuse; returns what it held, or nullptr when the
@@ -77,9 +79,8 @@ public:
         if (value == nullptr) {
             return nullptr;
         }
-        m_slots[index].value     = nullptr;
-        m_slots[index].next_free = m_free_head;
-        m_free_head              = index;
+        m_slots[index] = free_slot(m_free_head);
+        m_free_head    = index;
         --m_count;
         return value;
     }
@@ -90,7 +91,7 @@ public:
     {
         T *old = lookup(index);
         if ((old != nullptr) && (value != nullptr)) {
-            m_slots[index].value = value;
+            m_slots[index] = reinterpret_cast<slot>(value);
             return old;
         }
         return nullptr;
@@ -120,7 +121,7 @@ public:
     void for_each(F &&f) const
     {
         for (std::size_t i = 0; i < m_slots.size(); ++i) {
-            T *value = m_slots[i].value;
+            T *value = live_value(m_slots[i]);
             if (value != nullptr) {
                 f(static_cast<unsigned>(i), value);
             }
@@ -138,15 +139,19 @@ public:
 private:
     static constexpr std::size_t max_slots = invalid_index;
 
-    struct slot {
-        T *value;           /* nullptr while the slot is free */
-        unsigned next_free; /* next free index when free (LIFO chain) */
-    };
+    /* A live slot holds its pointer; a free one the next free index (LIFO
+     * chain), shifted, with bit 0 set: one word per slot instead of a
+     * pointer and an index (16 bytes), with thousands of eps. */
+    using slot = std::uintptr_t;
+
+    static slot free_slot(unsigned next) noexcept { return (slot(next) << 1) | 1u; }
+    static unsigned next_free(slot s) noexcept { return static_cast<unsigned>(s >> 1); }
+    static T *live_value(slot s) noexcept { return (s & 1u) ? nullptr : reinterpret_cast<T *>(s); }
 
     ucs_status_t append_slot() noexcept
     {
         try {
-            m_slots.push_back(slot{nullptr, invalid_index});
+            m_slots.push_back(free_slot(invalid_index));
         } catch (...) {
             return UCS_ERR_NO_MEMORY;
         }
