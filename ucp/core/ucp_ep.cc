@@ -120,7 +120,7 @@ void destroy_lanes(ucp_ep *ep)
     ep->num_lanes = 0;
     delete ep->aux_ep;
     ep->aux_ep = nullptr;
-    ep->p2p_dev_addrs.clear();
+    ep->p2p_dev_addrs.reset();
 }
 
 /* A lane that can carry the wireup: connects to an iface, has am_bcopy. */
@@ -197,9 +197,12 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
         }
         unsigned tl = worker->ifaces[c.iface_index].tl_index;
         if (c.p2p) {
-            ep->p2p_dev_addrs.resize(ep->num_lanes + 1);
-            ep->p2p_dev_addrs[ep->num_lanes] = e.dev_addr;
-            p2p                              = true;
+            if (ep->p2p_dev_addrs == nullptr) {
+                ep->p2p_dev_addrs = std::make_unique<std::vector<std::vector<uint8_t>>>();
+            }
+            ep->p2p_dev_addrs->resize(ep->num_lanes + 1);
+            (*ep->p2p_dev_addrs)[ep->num_lanes] = e.dev_addr;
+            p2p                                 = true;
         }
         /* Both fit 16 bits: the context took at most max_resources of each. */
         ep->lanes[ep->num_lanes++] = {uct_ep, uint16_t(c.iface_index),

@@ -132,8 +132,9 @@ struct ucp_ep {
     /* Queues the ep's sends until it is READY (am_ep points to it then). */
     ucp::proxy_ep *proxy = nullptr;
     /* Until the p2p lanes are connected: the peer's device address of each
-     * (by lane index), from its worker address. */
-    std::vector<std::vector<uint8_t>> p2p_dev_addrs;
+     * (by lane index), from its worker address; null for eps without p2p
+     * lanes (most: tcp, shared memory), which keep 16 bytes. */
+    std::unique_ptr<std::vector<std::vector<uint8_t>>> p2p_dev_addrs;
 
     /* The configuration shared with eps of the same lanes (protocol limits
      * and selection), and fast-path copies of the AM lane and its limits. */

@@ -262,8 +262,8 @@ bool connect_p2p(ucp_ep *ep, const message &msg)
         const uct::iface_attr &attr = worker->ifaces[l.iface_index].iface->attr();
         ucs_status_t status         = UCS_ERR_UNREACHABLE;
         if ((found != nullptr) && (found->bytes.size() == attr.ep_addr_len) &&
-            (i < ep->p2p_dev_addrs.size())) {
-            const std::vector<uint8_t> &dev = ep->p2p_dev_addrs[i];
+            (ep->p2p_dev_addrs != nullptr) && (i < ep->p2p_dev_addrs->size())) {
+            const std::vector<uint8_t> &dev = (*ep->p2p_dev_addrs)[i];
             status = l.ep->connect_to_ep(dev.data(), dev.size(), found->bytes.data(),
                                          found->bytes.size());
         }
@@ -279,7 +279,7 @@ bool connect_p2p(ucp_ep *ep, const message &msg)
         }
     }
     ep->flags |= ep_flag::LOCAL_CONNECTED;
-    ep->p2p_dev_addrs.clear();
+    ep->p2p_dev_addrs.reset();
     return true;
 }
 
