@@ -529,3 +529,87 @@ TEST_CASE("without pidfds (seccomp), a killed shm peer is found through /proc", 
     CHECK(ms >= 0);
     CHECK(ms < std::chrono::duration<double, std::milli>(DETECTION_BOUND).count());
 }
+
+namespace {
+
+constexpr unsigned MANY_EPS = 8;
+
+/* The victim of many eps: receives one message on each, says so, then
+ * progresses until it is killed. */
+int many_eps_victim(int fd, const char *tls)
+{
+    peer v;
+    TEST_CHILD_CHECK(v.init(tls) == UCS_OK);
+    std::vector<uint8_t> remote;
+    TEST_CHILD_CHECK(test::send_blob(fd, v.address()));
+    TEST_CHILD_CHECK(test::recv_blob(fd, &remote));
+    for (unsigned i = 0; i < MANY_EPS; ++i) {
+        uint8_t byte = 0;
+        ucp_tag_recv_info_t info;
+        TEST_CHILD_CHECK(v.recv(&byte, 1, TAG_DATA, ~ucp_tag_t(0), &info) == UCS_OK);
+        TEST_CHILD_CHECK(byte == 1);
+    }
+    TEST_CHILD_CHECK(test::send_value(fd, MANY_EPS));
+    for (;;) {
+        ucp_worker_progress(v.worker);
+    }
+}
+
+} // namespace
+
+TEST_CASE("every ep to a killed peer fails, each once", "[ucp_fault]")
+{
+    const char *tls = GENERATE("posix,cma,self", "tcp");
+    CAPTURE(tls);
+    peer p;
+    REQUIRE(p.init(tls) == UCS_OK);
+    test::child_process child([tls](int fd) { return many_eps_victim(fd, tls); });
+    std::vector<uint8_t> remote;
+    REQUIRE(test::recv_blob(child.fd(), &remote));
+    REQUIRE(test::send_blob(child.fd(), p.address()));
+
+    /* Each ep of its own: over tcp each has its own connection, so the kill
+     * fails all their lanes in one progress. */
+    std::vector<ucp_ep_h> eps(MANY_EPS);
+    std::vector<error_seen> errors(MANY_EPS);
+    for (unsigned i = 0; i < MANY_EPS; ++i) {
+        REQUIRE(p.connect(remote, UCP_ERR_HANDLING_MODE_PEER, on_error, &errors[i]) == UCS_OK);
+        eps[i]       = p.ep;
+        uint8_t byte = 1;
+        ucp_request_param_t param{};
+        REQUIRE(p.wait(ucp_tag_send_nbx(eps[i], &byte, 1, TAG_DATA, &param)) == UCS_OK);
+    }
+    /* Progressing: a connection may still hold a message that completed. */
+    unsigned received = 0;
+    REQUIRE(p.recv_value_progress(child.fd(), &received));
+    REQUIRE(received == MANY_EPS);
+
+    child.kill(SIGKILL);
+    const bool all_failed = test::poll_until(
+        [&] {
+        return std::all_of(errors.begin(), errors.end(),
+                           [](const error_seen &e) { return e.calls > 0; });
+        },
+        [&] { ucp_worker_progress(p.worker); }, DETECTION_BOUND);
+    CHECK(all_failed);
+    /* More progress reports nothing twice. */
+    for (int i = 0; i < 1000; ++i) {
+        ucp_worker_progress(p.worker);
+    }
+    for (unsigned i = 0; i < MANY_EPS; ++i) {
+        CAPTURE(i);
+        CHECK(errors[i].calls == 1);
+        CHECK(errors[i].status != UCS_OK);
+        uint8_t byte = 1;
+        ucp_request_param_t param{};
+        ucs_status_ptr_t late = ucp_tag_send_nbx(eps[i], &byte, 1, TAG_DATA, &param);
+        CHECK(UCS_PTR_IS_ERR(late));
+        ucp_request_param_t cparam{};
+        cparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        cparam.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        CHECK(wait_bounded(p, ucp_ep_close_nbx(eps[i], &cparam), 5000ms) == UCS_OK);
+    }
+    p.ep = nullptr;
+    p.close();
+    CHECK(child.wait() == 128 + SIGKILL);
+}
