@@ -191,6 +191,11 @@ TEST_CASE("tcp configuration checks reject contradictions", "[tcp]")
     bad             = cfg;
     bad.rx_seg_size = 16;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad.rx_seg_size = size_t(1) << 32; /* receive offsets are 32 bits */
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
+    bad             = cfg;
+    bad.tx_buf_size = size_t(1) << 32; /* so are the send queue's */
+    CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
     bad           = cfg;
     bad.max_short = 4;
     CHECK(check_tcp_config(bad) == UCS_ERR_INVALID_PARAM);
@@ -318,6 +323,14 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     uct::tcp::buffer_pool pool;
     init_buffer_pool(pool, 64);
     uct::tcp::tx_queue q;
+    {
+        /* Offsets are 32-bit, slot counters and max_iov 16-bit. */
+        uct::tcp::tx_queue big;
+        CHECK(big.init(pool, size_t(1) << 32, 2, 4) == UCS_ERR_INVALID_PARAM);
+        CHECK(big.init(pool, 64, 2, 4, 1, (size_t(1) << 32) - 64) == UCS_ERR_INVALID_PARAM);
+        CHECK(big.init(pool, 64, 2, 4, UINT16_MAX) == UCS_ERR_INVALID_PARAM);
+        CHECK(big.init(pool, 64, 2, size_t(UINT16_MAX) + 1) == UCS_ERR_INVALID_PARAM);
+    }
     REQUIRE(q.init(pool, 64, 2, 4) == UCS_OK);
     CHECK(q.empty());
     CHECK_FALSE(q.holds_buffer()); /* taken only when a send needs it */

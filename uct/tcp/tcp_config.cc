@@ -56,7 +56,7 @@ const ucs::config::field tcp_fields[] = {
     UCS_CONFIG_FIELD(tcp_config_values, tx_seg_size, "TX_SEG_SIZE", "8k",
                      "Size of send copy-out buffer: the largest bcopy message.", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, rx_seg_size, "RX_SEG_SIZE", "64k",
-                     "Size of the receive buffer of each connection (at least 256).", type_size),
+                     "Size of the receive buffer of each connection (256 to 4g).", type_size),
     UCS_CONFIG_FIELD(tcp_config_values, tx_buf_size, "TX_BUF_SIZE", "64k",
                      "Send buffer of each connection, for frames the socket did not "
                      "take yet; holds at least one largest bcopy or short frame.",
