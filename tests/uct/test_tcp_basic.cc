@@ -366,17 +366,22 @@ TEST_CASE("tcp tx queue keeps buffered bytes and zero-copy segments in order", "
     CHECK(flatten() == "head-zerocopy-tail");
     CHECK(q.end_position() == 18); /* where a flush issued now completes */
 
-    /* A byte budget stops before the next entry, never inside one. */
+    /* A byte budget cuts the entry that reaches it, buffered or zero-copy. */
     {
         struct iovec vec[uct::tcp::tx_queue::MAX_GATHER];
         size_t total = 0;
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 1) == 1);
-        CHECK(total == 5); /* "head-" whole */
+        CHECK(total == 1); /* "h" */
+        CHECK(vec[0].iov_len == 1);
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 7) == 2);
-        CHECK(total == 9); /* and "zero" */
+        CHECK(total == 7); /* "head-" and "ze" */
+        CHECK(vec[1].iov_len == 2);
+        CHECK(std::memcmp(vec[1].iov_base, "ze", 2) == 0);
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 13) == 3);
         CHECK(total == 13); /* the budget is met exactly */
         CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total, 14) == 4);
+        CHECK(total == 14); /* and "-" of "-tail" */
+        CHECK(q.gather(vec, uct::tcp::tx_queue::MAX_GATHER, &total) == 4);
         CHECK(total == 18); /* everything */
     }
 

@@ -113,9 +113,9 @@ const ucs::config::field tcp_fields[] = {
                      "next large frame.",
                      type_size, field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, tx_batch, "TX_BATCH", "256k",
-                     "One send call offers queued frames until this many bytes (a frame "
-                     "is never cut): the kernel handles acknowledgements between calls "
-                     "instead of queueing them behind one long copy.",
+                     "One send call offers at most this many bytes of queued frames, a "
+                     "large one cut into pieces: the kernel handles acknowledgements, and "
+                     "the receiver reads, between calls instead of behind one long copy.",
                      type_size, field_hidden),
     UCS_CONFIG_FIELD(tcp_config_values, rx_lowat, "RX_LOWAT", "512k",
                      "While a large payload is read straight into its destination, the "

@@ -111,8 +111,13 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total, size_t max
                 *total = bytes;
                 return n;
             }
-            size_t len = size_t(z.insert_at - pos);
-            out[n++]   = {buf_ + off, len};
+            const size_t len = size_t(z.insert_at - pos);
+            if (len > max_bytes - bytes) {
+                out[n++] = {buf_ + off, max_bytes - bytes}; /* the budget cuts it */
+                *total   = max_bytes;
+                return n;
+            }
+            out[n++] = {buf_ + off, len};
             bytes += len;
             off += len;
             pos = z.insert_at;
@@ -128,14 +133,16 @@ size_t tx_queue::gather(struct iovec *out, size_t max, size_t *total, size_t max
                 *total = bytes;
                 return n;
             }
+            len      = std::min(len, max_bytes - bytes); /* the budget cuts it */
             out[n++] = {static_cast<uint8_t *>(const_cast<void *>(z.iovs[j].buffer)) + skip, len};
             bytes += len;
         }
     }
 
     if ((off < tail_) && (n < max) && (bytes < max_bytes)) {
-        out[n++] = {buf_ + off, tail_ - off};
-        bytes += tail_ - off;
+        const size_t len = std::min(size_t(tail_ - off), max_bytes - bytes);
+        out[n++]         = {buf_ + off, len};
+        bytes += len;
     }
     *total = bytes;
     return n;

@@ -120,8 +120,8 @@ public:
     bool set_zcopy_comp(uint64_t ticket, completion *comp);
 
     /* Fills `out` with the front of the queue, at most `max` entries and
-     * no entry started once `max_bytes` are gathered (an entry is never
-     * cut); returns entries and total bytes. */
+     * `max_bytes` bytes (the entry that reaches them is cut); returns
+     * entries and total bytes. */
     size_t gather(struct iovec *out, size_t max, size_t *total, size_t max_bytes = SIZE_MAX) const;
 
     /*
