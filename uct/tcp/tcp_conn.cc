@@ -114,17 +114,8 @@ ucs_status_t tcp_conn::start_connect(const boost::asio::ip::tcp::endpoint &peer,
 
 boost::asio::ip::tcp::endpoint tcp_conn::peer_endpoint() const
 {
-    boost::asio::ip::address address;
-    if (peer_.family == uint8_t(addr_family::IPV4)) {
-        boost::asio::ip::address_v4::bytes_type bytes;
-        std::memcpy(bytes.data(), peer_.ip, bytes.size());
-        address = boost::asio::ip::address_v4(bytes);
-    } else {
-        boost::asio::ip::address_v6::bytes_type bytes;
-        std::memcpy(bytes.data(), peer_.ip, bytes.size());
-        address = boost::asio::ip::address_v6(bytes);
-    }
-    return {address, peer_.port};
+    /* family is IPV4 or IPV6: set from an endpoint, or checked in the handshake */
+    return {make_address(addr_family(peer_.family), peer_.ip), peer_.port};
 }
 
 void tcp_conn::connect_socket()

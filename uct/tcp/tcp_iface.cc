@@ -45,18 +45,6 @@ struct fd_guard {
     }
 };
 
-boost::asio::ip::address make_address(addr_family family, const uint8_t *ip)
-{
-    if (family == addr_family::IPV4) {
-        boost::asio::ip::address_v4::bytes_type bytes;
-        std::memcpy(bytes.data(), ip, bytes.size());
-        return boost::asio::ip::address_v4(bytes);
-    }
-    boost::asio::ip::address_v6::bytes_type bytes;
-    std::memcpy(bytes.data(), ip, bytes.size());
-    return boost::asio::ip::address_v6(bytes);
-}
-
 } // namespace
 
 tcp_iface::tcp_iface(tcp_md &md, worker &worker, const iface_params &params,

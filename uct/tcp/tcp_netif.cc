@@ -124,6 +124,18 @@ bool find_netif(const char *name, netif *out)
     return false;
 }
 
+boost::asio::ip::address make_address(addr_family family, const uint8_t *ip)
+{
+    if (family == addr_family::IPV4) {
+        boost::asio::ip::address_v4::bytes_type bytes;
+        std::memcpy(bytes.data(), ip, bytes.size());
+        return boost::asio::ip::address_v4(bytes);
+    }
+    boost::asio::ip::address_v6::bytes_type bytes;
+    std::memcpy(bytes.data(), ip, bytes.size());
+    return boost::asio::ip::address_v6(bytes);
+}
+
 uint64_t local_host_id()
 {
     static const uint64_t id = ucs::sys::node_id({ucs::sys::namespace_type::net});

@@ -8,6 +8,8 @@
 
 #include <uct/tcp/tcp_wire.h>
 
+#include <boost/asio/ip/address.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +30,9 @@ std::vector<netif> discover_netifs();
 
 /* Looks `name` up; false when it is absent or down. */
 bool find_netif(const char *name, netif *out);
+
+/* The address of `family` whose ip_length(family) bytes are at `ip`. */
+boost::asio::ip::address make_address(addr_family family, const uint8_t *ip);
 
 /* Identifies this host's loopback: the node within its network namespace. */
 uint64_t local_host_id();
