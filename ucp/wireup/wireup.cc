@@ -641,10 +641,6 @@ ucs_status_t wireup_handler(void *arg, void *data, size_t length, unsigned)
     return UCS_OK;
 }
 
-} // namespace ucp
-
-namespace ucp {
-
 size_t ep_match_hash::operator()(const conn_key &key) const noexcept
 {
     return msg_key_hash()(key);
