@@ -30,14 +30,16 @@ bool better_bulk(const uct::iface_attr &a, const uct::iface_attr &b)
     return better_am(a, b);
 }
 
-/* The first entry of `remote` that iface `i` reaches, and how. */
+/* The first entry of `remote` that iface `i` reaches, and how; one not in
+ * `taken` (entries other ifaces chose) where there is one. */
 bool find_entry(const ucp_worker &worker, unsigned i, const unpacked_address &remote,
-                lane_candidate *out)
+                lane_candidate *out, const std::vector<bool> &taken = {})
 {
     const ucp_context &ctx = worker.context;
     const worker_iface &wi = worker.ifaces[i];
     const tl_entry &tl     = ctx.tls[wi.tl_index];
     const uint64_t flags   = wi.iface->attr().flags;
+    bool found             = false; /* *out is a taken entry */
     for (unsigned n = 0; n < remote.entries.size(); ++n) {
         const address_entry &e = remote.entries[n];
         if ((e.tl_name != tl.resource.tl_name) || (e.md_name != ctx.mds[tl.md_index].name)) {
@@ -50,11 +52,18 @@ bool find_entry(const ucp_worker &worker, unsigned i, const unpacked_address &re
         if ((to_iface || to_ep) &&
             wi.iface->is_reachable(e.dev_addr.data(), e.dev_addr.size(), e.iface_addr.data(),
                                    e.iface_addr.size())) {
+            if ((n < taken.size()) && taken[n]) {
+                if (!found) {
+                    *out  = {i, &e, n, !to_iface};
+                    found = true;
+                }
+                continue;
+            }
             *out = {i, &e, n, !to_iface};
             return true;
         }
     }
-    return false;
+    return found;
 }
 
 } // namespace
@@ -81,11 +90,17 @@ ucs_status_t select_aux(const ucp_worker &worker, const unpacked_address &remote
 ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remote, lane_plan *plan)
 {
     const ucp_context &ctx = worker.context;
-    /* One candidate per local iface: the first peer entry it reaches. */
+    /* One candidate per local iface: the first peer entry it reaches that
+     * no earlier iface chose, so that devices of one transport pair up one
+     * to one (ports 1 and 2 of an adapter with the peer's ports 1 and 2):
+     * both sides choose alike, and a connect-to-ep lane meets the peer's
+     * lane that chose its entry. */
+    std::vector<bool> taken(remote.entries.size(), false);
     for (unsigned i = 0; i < worker.ifaces.size(); ++i) {
         lane_candidate c;
-        if (find_entry(worker, i, remote, &c) && (plan->lanes.size() < max_lanes)) {
+        if (find_entry(worker, i, remote, &c, taken) && (plan->lanes.size() < max_lanes)) {
             plan->lanes.push_back(c);
+            taken[c.entry_index] = true;
         }
     }
     if (plan->lanes.empty()) {
