@@ -13,8 +13,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <fstream>
+#include <functional>
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <sstream>
+#include <sys/socket.h>
 #include <unistd.h>
 
 using namespace ucp_test;
@@ -91,8 +96,9 @@ int send_sizes_child(int fd, const char *tls)
 }
 
 /* Receives every size (expected or not) and the truncated one; returns the
- * receiver's log. */
-std::string receive_sizes(const char *tls, bool unexpected)
+ * receiver's log. `before_close` runs while the eps are still up. */
+std::string receive_sizes(const char *tls, bool unexpected,
+                          const std::function<void()> &before_close = {})
 {
     /* Rendezvous from 64k over tcp (65535 eager), from 16k on a node: the
      * models put tcp's far above these sizes. */
@@ -123,14 +129,139 @@ std::string receive_sizes(const char *tls, bool unexpected)
     ucp_tag_recv_info_t info{};
     CHECK(p.recv(buffer.data(), room, 99, full_mask, &info) == UCS_ERR_MESSAGE_TRUNCATED);
     CHECK(buffer[room] == 0xee); /* nothing past the receive buffer */
+    if (before_close) {
+        before_close();
+    }
     REQUIRE(test::sync_peer(child.fd()));
     CHECK(child.wait() == 0);
     return log.text();
 }
 
 const char split_line[] = "split rendezvous: the sender writes";
+const char rails_line[] = "pulled over 2 lanes";
+
+/* What this process's IPv4 tcp connections received, by the kernel's count
+ * (TCP_INFO): the loopback ones' and the others' bytes. */
+struct tcp_received {
+    uint64_t loopback = 0;
+    uint64_t other    = 0;
+};
+
+tcp_received tcp_bytes_received()
+{
+    tcp_received got;
+    DIR *dir = ::opendir("/proc/self/fd");
+    REQUIRE(dir != nullptr);
+    while (const dirent *entry = ::readdir(dir)) {
+        const int fd = std::atoi(entry->d_name);
+        sockaddr_in local{};
+        socklen_t length = sizeof(local);
+        tcp_info info{};
+        socklen_t info_length = sizeof(info);
+        int type              = 0;
+        socklen_t type_length = sizeof(type);
+        if ((entry->d_name[0] < '0') || (entry->d_name[0] > '9') ||
+            (::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &length) != 0) ||
+            (local.sin_family != AF_INET) ||
+            (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_length) != 0) ||
+            (type != SOCK_STREAM) ||
+            (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_length) != 0)) {
+            continue;
+        }
+        const bool loopback = (ntohl(local.sin_addr.s_addr) >> 24) == 127;
+        (loopback ? got.loopback : got.other) += info.tcpi_bytes_received;
+    }
+    ::closedir(dir);
+    return got;
+}
+
+/* Whether UCX_TLS=tcp finds a device besides lo here. */
+bool has_second_tcp_device()
+{
+    scoped_env tls("UCX_TLS", "tcp");
+    context_holder ctx;
+    REQUIRE(ctx.status == UCS_OK);
+    return count_of(ctx.info(), ": tcp/") >= 2;
+}
 
 } // namespace
+
+TEST_CASE("a rendezvous pull is shared among lanes by bandwidth", "[ucp_rndv]")
+{
+    size_t shares[8];
+    const double equal[] = {1e9, 1e9};
+    CHECK(ucp::rndv_split_shares(1u << 20, equal, 2, 16384, shares) == 2);
+    CHECK(shares[0] == 512 * 1024);
+    CHECK(shares[1] == 512 * 1024);
+
+    /* 3:1, the first share whole pages, the last the rest. */
+    const double three_to_one[] = {3e9, 1e9};
+    CHECK(ucp::rndv_split_shares(1000003, three_to_one, 2, 16384, shares) == 2);
+    CHECK(shares[0] % 4096 == 0);
+    CHECK(shares[0] + shares[1] == 1000003);
+    CHECK(shares[0] >= 749000);
+    CHECK(shares[0] <= 750003);
+
+    /* Too small for two shares of the least chunk: one lane. */
+    CHECK(ucp::rndv_split_shares(30000, equal, 2, 16384, shares) == 1);
+    CHECK(shares[0] == 30000);
+    /* The slowest of three is left out where its share would be too small. */
+    const double uneven[] = {8e9, 8e9, 1e9};
+    CHECK(ucp::rndv_split_shares(200000, uneven, 3, 16384, shares) == 2);
+    CHECK(shares[0] + shares[1] == 200000);
+    CHECK(ucp::rndv_split_shares(1u << 22, uneven, 3, 16384, shares) == 3);
+    CHECK(shares[0] + shares[1] + shares[2] == (1u << 22));
+    /* inf: never split. */
+    CHECK(ucp::rndv_split_shares(1u << 30, equal, 2, SIZE_MAX, shares) == 1);
+    CHECK(ucp::rndv_split_shares(0, equal, 2, 0, shares) == 1);
+}
+
+TEST_CASE("rendezvous pulls split over two tcp interfaces", "[ucp_rndv]")
+{
+    if (!has_second_tcp_device()) {
+        WARN("skipped: this host has one tcp device (lo); splitting a pull needs a second "
+             "network interface");
+        return;
+    }
+    /* The models put lo at 8x eth0: past UCX_MULTI_LANE_MAX_RATIO's 4, so
+     * both lanes only with a larger ratio. */
+    scoped_env ratio("UCX_MULTI_LANE_MAX_RATIO", "100");
+    scoped_env chunk("UCX_MIN_RNDV_CHUNK_SIZE", "4096");
+    SECTION("split: every rendezvous over both, both connections carry data") {
+        tcp_received got;
+        std::string log = receive_sizes("tcp", false, [&]() { got = tcp_bytes_received(); });
+        /* Every size but the eager 65535, and the truncated receive. */
+        CHECK(count_of(log, rails_line) == std::size(rndv_sizes));
+        size_t pulled = (3u << 20) / 3;
+        for (size_t size : rndv_sizes) {
+            pulled += (size > 65535) ? size : 0;
+        }
+        INFO("loopback " << got.loopback << ", other " << got.other << ", pulled " << pulled);
+        CHECK(got.loopback >= pulled / 2);
+        CHECK(got.other >= pulled / 20);
+        CHECK(got.loopback + got.other < pulled + (1u << 20));
+    }
+    SECTION("UCX_MAX_RNDV_LANES=1: one lane") {
+        scoped_env lanes("UCX_MAX_RNDV_LANES", "1");
+        tcp_received got;
+        std::string log = receive_sizes("tcp", true, [&]() { got = tcp_bytes_received(); });
+        CHECK(count_of(log, "pulled over") == 0);
+        CHECK(got.other == 0);
+    }
+}
+
+TEST_CASE("bad multi-lane settings are refused by name", "[ucp_rndv]")
+{
+    for (const char *ratio : {"0.5", "0", "-2", "nan"}) {
+        INFO("UCX_MULTI_LANE_MAX_RATIO=" << ratio);
+        scoped_env bad("UCX_MULTI_LANE_MAX_RATIO", ratio);
+        peer p;
+        CHECK(p.init("tcp") != UCS_OK);
+    }
+    scoped_env bad("UCX_MIN_RNDV_CHUNK_SIZE", "auto");
+    peer p;
+    CHECK(p.init("tcp") != UCS_OK);
+}
 
 TEST_CASE("rendezvous split between two processes on shared memory", "[ucp_rndv]")
 {
@@ -249,4 +380,22 @@ TEST_CASE("ucp_ep_print_info shows the rendezvous scheme per size", "[ucp_rndv]"
         CHECK(out.find("receiver gets") == std::string::npos);
     }
     CHECK(info_of("tcp").find("split") == std::string::npos);
+}
+
+TEST_CASE("rendezvous pulls split over two ports of a verbs adapter", "[ucp_rc_verbs]")
+{
+    if (!rc_verbs_available()) {
+        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
+             "on the emulated device");
+        return;
+    }
+    /* Both processes see an adapter with two ports (the emulator reads
+     * this when the device list is asked for), one md: the sender's key
+     * serves a pull on either port. */
+    scoped_env ports("VERBS_EMU_PORTS", "2");
+    scoped_env chunk("UCX_MIN_RNDV_CHUNK_SIZE", "4096");
+    std::string log = receive_sizes("rc_verbs,tcp", false);
+    /* Every size (from 16k on, rendezvous here) and the truncated receive. */
+    CHECK(count_of(log, rails_line) == std::size(rndv_sizes) + 1);
+    CHECK(log.find("lane[1] rc_verbs/") != std::string::npos);
 }

@@ -30,6 +30,7 @@ namespace {
 using ucp_test::check_pattern;
 using ucp_test::fill_pattern;
 using ucp_test::peer;
+using ucp_test::rc_verbs_available;
 using ucp_test::rc_enable_guard;
 
 constexpr const char *tls = "ucp_test_rc,tcp";
@@ -198,20 +199,6 @@ std::string lanes_of(ucp_ep_h ep)
 }
 
 enum class when { after_first_message, at_once };
-
-/* Whether a verbs device offers rc_verbs here (the module and a device, or the
- * emulated device of tests/verbs_emu). */
-bool rc_verbs_available()
-{
-    uct::component *component = nullptr;
-    uct::md *md               = nullptr;
-    uct::tl_resource resource;
-    if (uct::open_md_of("rc_verbs", "", &component, &md, &resource) != UCS_OK) {
-        return false;
-    }
-    delete md;
-    return true;
-}
 
 /*
  * The child: exposes a region, makes its ep to the parent (after the

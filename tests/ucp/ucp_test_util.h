@@ -11,6 +11,7 @@
 #include "fake_transport.h"
 
 #include <ucp/api/ucp.h>
+#include <uct/base/uct_md.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -153,6 +154,20 @@ public:
     ucp_context_h context = nullptr;
     ucs_status_t status;
 };
+
+/* Whether a verbs device offers rc_verbs here (the module and a device, or the
+ * emulated device of tests/verbs_emu). */
+inline bool rc_verbs_available()
+{
+    uct::component *component = nullptr;
+    uct::md *md               = nullptr;
+    uct::tl_resource resource;
+    if (uct::open_md_of("rc_verbs", "", &component, &md, &resource) != UCS_OK) {
+        return false;
+    }
+    delete md;
+    return true;
+}
 
 } // namespace ucp_test
 

@@ -74,9 +74,14 @@ std::string describe_ep_config(const ucp_ep *ep)
     if (ep->am_lane == no_lane) {
         return "";
     }
-    const uint64_t features              = ep->worker->context.features;
-    const bool rma_emulated              = (ep->rma_lane == no_lane);
-    const std::vector<uint8_t> am_lanes  = {ep->am_lane, ep->rndv_lane};
+    const uint64_t features       = ep->worker->context.features;
+    const bool rma_emulated       = (ep->rma_lane == no_lane);
+    std::vector<uint8_t> am_lanes = {ep->am_lane, ep->rndv_lane};
+    for (uint8_t i = 0; i < ep->num_lanes; ++i) {
+        if (ep->extra_rndv_lanes & (1u << i)) {
+            am_lanes.push_back(i);
+        }
+    }
     const std::vector<uint8_t> rma_lanes = {rma_emulated ? ep->am_lane : ep->rma_lane};
 
     std::string text;
@@ -110,7 +115,8 @@ void log_ep_lanes(const ucp_ep *ep)
     for (uint8_t i = 0; i < ep->num_lanes; ++i) {
         ucs_debug("worker '%s' ep %u to '%s': lane[%u] %s%s%s%s", worker->name.c_str(), ep->id,
                   ep->peer_name.c_str(), i, lane_resource(ep, i).c_str(),
-                  (i == ep->am_lane) ? " am" : "", (i == ep->rndv_lane) ? " rndv" : "",
+                  (i == ep->am_lane) ? " am" : "",
+                  ((i == ep->rndv_lane) || (ep->extra_rndv_lanes & (1u << i))) ? " rndv" : "",
                   (i == ep->rma_lane) ? " rma" : "");
     }
 }

@@ -160,9 +160,22 @@ constexpr ucs::config::field context_fields[] = {
                      "as 1.",
                      ucs::config::type_uint, ucs::config::field_no_effect),
 
-    UCS_CONFIG_FIELD(context_config, max_rndv_lanes, "MAX_RNDV_LANES", "1",
-                     "Most transport lanes one rendezvous transfer is split over.",
-                     ucs::config::type_uint, ucs::config::field_no_effect),
+    UCS_CONFIG_FIELD(context_config, max_rndv_lanes, "MAX_RNDV_LANES", "2",
+                     "Most lanes (devices) one rendezvous transfer is split over: the\n"
+                     "receiver pulls a share from each, in proportion to its bandwidth.\n"
+                     "0 and 1 both mean one lane; at most 8 are used.",
+                     ucs::config::type_uint),
+
+    UCS_CONFIG_FIELD(context_config, multi_lane_max_ratio, "MULTI_LANE_MAX_RATIO", "4",
+                     "A rendezvous lane slower than the fastest by more than this ratio\n"
+                     "(by the transports' bandwidth models) is not used beside it\n"
+                     "(at least 1).",
+                     ucs::config::type_double),
+
+    UCS_CONFIG_FIELD(context_config, min_rndv_chunk_size, "MIN_RNDV_CHUNK_SIZE", "16k",
+                     "Least a rendezvous lane pulls of a transfer split over several:\n"
+                     "a smaller transfer uses fewer lanes (UCX 1.14's setting).",
+                     ucs::config::type_size),
 
     UCS_CONFIG_FIELD(context_config, estimated_num_eps, "ESTIMATED_NUM_EPS", "1",
                      "Expected number of endpoints per worker, used to size resources;\n"
@@ -415,7 +428,7 @@ constexpr const char *context_no_effect[] = {
     "PROTOS", "ALLOC_PRIO", "SOCKADDR_TLS_PRIORITY", "SOCKADDR_AUX_TLS",
     "SELECT_DISTANCE_MD", "MEMTYPE_REG_WHOLE_ALLOC_TYPES", "RNDV_MEMTYPE_DIRECT_SIZE",
     "RNDV_SEND_NBR_THRESH", "RNDV_THRESH_FALLBACK", "RNDV_PERF_DIFF",
-    "MULTI_LANE_MAX_RATIO", "RKEY_PTR_SEG_SIZE", "BCOPY_BW",
+    "RKEY_PTR_SEG_SIZE", "BCOPY_BW",
     "ADDRESS_DEBUG_INFO", "MAX_WORKER_NAME", "MAX_WORKER_ADDRESS_NAME", "USE_MT_MUTEX",
     "ADAPTIVE_PROGRESS", "TM_THRESH", "TM_MAX_BB_SIZE", "TM_FORCE_THRESH", "TM_SW_RNDV",
     "RNDV_FRAG_ALLOC_COUNT", "RNDV_FRAG_MEM_TYPE",

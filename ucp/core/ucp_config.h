@@ -50,6 +50,8 @@ struct context_config {
     size_t                  rndv_frag_size;    /* UCX_RNDV_FRAG_SIZE, the host entry */
     unsigned                max_eager_lanes;   /* UCX_MAX_EAGER_LANES */
     unsigned                max_rndv_lanes;    /* UCX_MAX_RNDV_LANES */
+    double                  multi_lane_max_ratio; /* UCX_MULTI_LANE_MAX_RATIO */
+    size_t                  min_rndv_chunk_size;  /* UCX_MIN_RNDV_CHUNK_SIZE */
     unsigned long           estimated_num_eps; /* UCX_ESTIMATED_NUM_EPS */
     unsigned long           estimated_num_ppn; /* UCX_ESTIMATED_NUM_PPN */
     double                  keepalive_interval;/* UCX_KEEPALIVE_INTERVAL, seconds */

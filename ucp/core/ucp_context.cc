@@ -135,6 +135,15 @@ ucs_status_t create_context(unsigned api_major, unsigned api_minor, const ucp_pa
     }
     ctx->config_filled = true;
     ucs::config::warn_unused_env_vars();
+    if (!(ctx->config.multi_lane_max_ratio >= 1.0)) {
+        ucs_error("UCX_MULTI_LANE_MAX_RATIO=%g: must be at least 1",
+                  ctx->config.multi_lane_max_ratio);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ctx->config.min_rndv_chunk_size == ucs::config::size_auto) {
+        ucs_error("UCX_MIN_RNDV_CHUNK_SIZE=auto: takes a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
 
     status = apply_params(*ctx, params);
     if (status != UCS_OK) {

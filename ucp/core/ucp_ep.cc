@@ -246,8 +246,12 @@ ucs_status_t ep_connect_to_address(ucp_ep *ep, const void *address, size_t max_l
     if (ep->peer_name.empty()) {
         ep->peer_name = remote.worker_name;
     }
-    ep->am_lane       = plan.am;
-    ep->rndv_lane     = plan.rndv;
+    ep->am_lane          = plan.am;
+    ep->rndv_lane        = plan.rndv;
+    ep->extra_rndv_lanes = 0;
+    for (uint8_t extra : plan.rndv_extra) {
+        ep->extra_rndv_lanes |= uint8_t(1u << extra);
+    }
     ep->rma_lane      = plan.rma;
     ep->mem_rndv_lane = plan.mem_rndv;
     ep->am_ep         = ep->lanes[plan.am].ep;

@@ -107,6 +107,8 @@ struct ep_sockaddrs {
 };
 } // namespace ucp
 
+static_assert(ucp::max_lanes <= 8, "ucp_ep::extra_rndv_lanes holds a bit per lane");
+
 struct ucp_ep {
     /* Members are grouped by size to leave no padding: a worker may hold
      * thousands of eps. */
@@ -159,6 +161,8 @@ struct ucp_ep {
     uint8_t num_lanes        = 0;
     uint8_t am_lane          = ucp::no_lane;
     uint8_t rndv_lane        = ucp::no_lane; /* get_zcopy pull */
+    /* Bit i: lane i is a further lane rendezvous pulls are split over. */
+    uint8_t extra_rndv_lanes = 0;
     uint8_t rma_lane         = ucp::no_lane; /* put/get/atomics */
     /* Rendezvous of non-host memory (cuda_ipc); no_lane: it goes eagerly. */
     uint8_t mem_rndv_lane = ucp::no_lane;

@@ -67,15 +67,44 @@ double bandwidth_of(const uct::perf_model &perf)
     return (perf.bandwidth_Bps > 0) ? perf.bandwidth_Bps : bcopy_bandwidth_Bps;
 }
 
+/* The lanes of `key` a rendezvous pull is split over and their bandwidth:
+ * rndv_lane first, the extra ones fastest first. Returns how many. */
+unsigned rndv_rails_of(const ucp_worker &worker, const ep_config_key &key, uint8_t *lanes,
+                       double *Bps)
+{
+    if ((key.rndv_lane == no_lane) || !has_md(worker, key, key.rndv_lane)) {
+        return 0;
+    }
+    unsigned count = 0;
+    auto add       = [&](uint8_t lane) {
+        lanes[count] = lane;
+        Bps[count++] = bandwidth_of(lane_attr(worker, key, lane).perf);
+    };
+    add(key.rndv_lane);
+    for (uint8_t lane = 0; lane < key.num_lanes; ++lane) {
+        if ((key.extra_rndv_lanes & (1u << lane)) && has_md(worker, key, lane)) {
+            add(lane);
+        }
+    }
+    for (unsigned i = 2; i < count; ++i) { /* insertion: at most 7, fastest first */
+        for (unsigned j = i; (j > 1) && (Bps[j] > Bps[j - 1]); --j) {
+            std::swap(lanes[j], lanes[j - 1]);
+            std::swap(Bps[j], Bps[j - 1]);
+        }
+    }
+    return count;
+}
+
 /*
  * UCX_RNDV_THRESH=auto: the size from which a rendezvous costs less than an
  * eager send, from the lanes' performance models (uct::perf_model):
  *  - eager, per byte: the AM lane's transfer and the copies at both ends,
  *    which overlap (fragments are pipelined): the slower of the lane's and
  *    the copy rate; and each fragment's send and receive overheads;
- *  - rendezvous, per byte: the rendezvous lane's transfer alone (twice its
- *    rate where the receiver splits the transfer with the sender, both
- *    copying half: on one node from UCX_RNDV_SPLIT_THRESH), and registering
+ *  - rendezvous, per byte: the rendezvous lanes' transfer alone (their
+ *    rates added where a pull is split over several; twice the rate where
+ *    the receiver splits the transfer with the sender, both copying half:
+ *    on one node from UCX_RNDV_SPLIT_THRESH), and registering
  *    both buffers where its md needs it; once: the get's round trip on that
  *    lane, its overhead, the ATS's send, both registrations.
  * The threshold: once / (eager per byte - rendezvous per byte). Measured
@@ -126,7 +155,14 @@ size_t auto_rndv_thresh(const ucp_worker &worker, const ep_config_key &key, cons
         }
         return std::max(size_t(std::ceil(once / saved_per_byte)), size_t(1));
     };
-    size_t thresh             = thresh_at(bandwidth_of(rndv.perf));
+    uint8_t rails[max_lanes];
+    double rail_Bps[max_lanes];
+    const unsigned num_rails = rndv_rails_of(worker, key, rails, rail_Bps);
+    double pull_Bps          = 0;
+    for (unsigned i = 0; i < num_rails; ++i) {
+        pull_Bps += rail_Bps[i];
+    }
+    size_t thresh             = thresh_at(pull_Bps);
     const context_config &cfg = worker.context.config;
     if (rndv_splits(worker, key) && (cfg.rndv_split_thresh < thresh)) {
         thresh = std::max(thresh_at(2 * bandwidth_of(rndv.perf)), cfg.rndv_split_thresh);
@@ -268,10 +304,11 @@ ep_config_key key_of(const ucp_ep &ep)
     for (uint8_t i = 0; i < ep.num_lanes; ++i) {
         key.lanes[i] = {ep.lanes[i].iface_index, ep.lanes[i].md_index};
     }
-    key.am_lane       = ep.am_lane;
-    key.rndv_lane     = ep.rndv_lane;
-    key.rma_lane      = ep.rma_lane;
-    key.mem_rndv_lane = ep.mem_rndv_lane;
+    key.am_lane          = ep.am_lane;
+    key.rndv_lane        = ep.rndv_lane;
+    key.extra_rndv_lanes = ep.extra_rndv_lanes;
+    key.rma_lane         = ep.rma_lane;
+    key.mem_rndv_lane    = ep.mem_rndv_lane;
     return key;
 }
 
@@ -306,6 +343,8 @@ std::unique_ptr<ep_config> make_config(const ucp_worker &worker, const ucp_ep &e
         cfg->rndv_tl           = lane_resource(worker, key, key.rndv_lane).tl_name;
         cfg->rndv_can_push     = (wi.iface->attr().flags & uct::iface_flag::PUT_ZCOPY) != 0;
         cfg->rndv_splits       = rndv_splits(worker, key);
+        cfg->num_rndv_rails    = uint8_t(rndv_rails_of(worker, key, cfg->rndv_rails,
+                                                       cfg->rndv_rail_Bps));
     }
     if (key.mem_rndv_lane != no_lane) {
         cfg->mem_rndv_tl = lane_resource(worker, key, key.mem_rndv_lane).tl_name;
@@ -399,10 +438,25 @@ void print_ep_config(const ucp_worker &worker, const ep_config &cfg, FILE *strea
 {
     std::fprintf(stream, "#\n#   ep_cfg[%u] of worker '%s':\n", cfg.index, worker.name.c_str());
     for (uint8_t i = 0; i < cfg.key.num_lanes; ++i) {
+        const bool rndv = (i == cfg.key.rndv_lane) || (cfg.key.extra_rndv_lanes & (1u << i));
         std::fprintf(stream, "#   lane[%u]: %s%s%s%s%s\n", i, cfg.lane_names[i].c_str(),
-                     (i == cfg.key.am_lane) ? " am" : "", (i == cfg.key.rndv_lane) ? " rndv" : "",
+                     (i == cfg.key.am_lane) ? " am" : "", rndv ? " rndv" : "",
                      (i == cfg.key.rma_lane) ? " rma" : "",
                      (i == cfg.key.mem_rndv_lane) ? " rndv(device memory)" : "");
+    }
+    if (cfg.num_rndv_rails > 1) {
+        std::string rails;
+        for (unsigned i = 0; i < cfg.num_rndv_rails; ++i) {
+            char text[96];
+            std::snprintf(text, sizeof(text), "%slane[%u] %s (%.0f MB/s)", (i > 0) ? ", " : "",
+                          cfg.rndv_rails[i], cfg.lane_names[cfg.rndv_rails[i]].c_str(),
+                          cfg.rndv_rail_Bps[i] / 1e6);
+            rails += text;
+        }
+        std::fprintf(stream,
+                     "#   rendezvous pulls split over %s, by bandwidth, at least %zu bytes "
+                     "each\n",
+                     rails.c_str(), worker.context.config.min_rndv_chunk_size);
     }
     const ep_thresholds &t = cfg.thresh;
     if (t.zcopy_frag == 0) {

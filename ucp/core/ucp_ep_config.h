@@ -29,6 +29,7 @@ struct ep_config_key {
     uint8_t num_lanes                            = 0;
     uint8_t am_lane                              = no_lane;
     uint8_t rndv_lane                            = no_lane;
+    uint8_t extra_rndv_lanes                     = 0; /* ucp_ep::extra_rndv_lanes */
     uint8_t rma_lane                             = no_lane;
     uint8_t mem_rndv_lane                        = no_lane;
     bool operator==(const ep_config_key &) const = default;
@@ -47,6 +48,11 @@ struct ep_config {
     bool rndv_splits   = false; /* receivers split transfers from UCX_RNDV_SPLIT_THRESH */
     std::string mem_rndv_tl;    /* empty: no rendezvous of non-host memory */
     proto::table protocols;
+    /* The lanes a rendezvous pull is split over, rndv_lane first, then the
+     * others fastest first, with each one's bandwidth (its share). */
+    uint8_t rndv_rails[max_lanes]   = {};
+    double rndv_rail_Bps[max_lanes] = {};
+    uint8_t num_rndv_rails          = 0;
 };
 
 /*

@@ -147,6 +147,7 @@ struct send_state {
 };
 
 struct rndv_pieces;
+struct rndv_rails;
 
 struct recv_state {
     tag::expected_entry expected;
@@ -164,8 +165,12 @@ struct recv_state {
     size_t get_length; /* bytes to pull (<= capacity) */
     uct::completion comp;
     uct::rkey_bundle rkey;
-    void *bounce;        /* from ucs::memtype::bounce_alloc */
-    rndv_pieces *pieces; /* a bounce pull in pieces (tag_rndv.cc) */
+    void *bounce; /* from ucs::memtype::bounce_alloc */
+    /* How the pull is cut (tag_rndv.cc); null: in one lane's order. */
+    union {
+        rndv_pieces *pieces; /* with a bounce buffer: pieces moved on as they land */
+        rndv_rails *rails;   /* without: a share for each of several lanes */
+    };
     /* Split rendezvous: the sender writes [0, push_length) into our buffer,
      * whose key comes from get_reg when held (it covers the whole buffer:
      * one registration), else from push_reg on rkey_md; we pull the rest. */

@@ -10,6 +10,10 @@
  * message into its buffer (rndv_push.cc), pulls the tail itself, and sends
  * the ATS once both its gets and the sender's ATP are in.
  *
+ * Several lanes (UCX_MAX_RNDV_LANES: tcp interfaces, ports of an adapter,
+ * of the sender's key's md) each pull a share of the message, in
+ * proportion to their bandwidth (rndv_rails), their gets issued in turn.
+ *
  * Into memory the CPU cannot touch, over a lane that writes only host
  * memory, the pull lands in a host bounce buffer. A contiguous destination
  * is pulled in pieces of UCX_RNDV_FRAG_SIZE (rndv_pieces): each piece, once
@@ -71,6 +75,46 @@ struct rndv_pieces {
                                                  bounce buffer goes */
 };
 // clang-format on
+
+/* A pull split over several lanes: each lane's range of the message and how
+ * far its gets have been issued. */
+struct rndv_rails {
+    struct share {
+        const lane *l;
+        size_t max_frag;
+        size_t next; /* the first byte not asked for yet */
+        size_t end;
+    };
+    share lane_share[max_lanes];
+    unsigned count;
+};
+
+unsigned rndv_split_shares(size_t length, const double *Bps, unsigned count, size_t min_chunk,
+                           size_t *shares)
+{
+    constexpr size_t page = 4096;
+    const size_t least    = std::max<size_t>(min_chunk, 1);
+    for (unsigned used = count; used > 1; --used) {
+        double total = 0;
+        for (unsigned i = 0; i < used; ++i) {
+            total += Bps[i];
+        }
+        size_t given = 0;
+        bool fits    = total > 0;
+        for (unsigned i = 0; fits && (i + 1 < used); ++i) {
+            const double exact = double(length) * (Bps[i] / total);
+            shares[i]          = size_t(exact / page + 0.5) * page; /* the nearest page */
+            given += shares[i];
+            fits = (shares[i] >= least) && (given <= length);
+        }
+        if (fits && (length - given >= least)) {
+            shares[used - 1] = length - given;
+            return used;
+        }
+    }
+    shares[0] = length;
+    return 1;
+}
 
 namespace {
 
@@ -137,12 +181,65 @@ void release_pieces(request *req)
     r.pieces = nullptr;
 }
 
+/*
+ * Shares the rest of the pull among the ep's rendezvous lanes of the key's
+ * md (ep_config::rndv_rails), when it has several and the rest is large
+ * enough; else the pull stays on one lane. Not for a bounce pull, whose
+ * pieces follow one lane's order.
+ */
+void make_rails(request *req)
+{
+    recv_state &r      = req->u.recv;
+    const ep_config &c = *r.ep->cfg;
+    if (c.num_rndv_rails < 2) {
+        return;
+    }
+    const lane *lanes[max_lanes];
+    double Bps[max_lanes];
+    unsigned count = 0;
+    for (unsigned i = 0; i < c.num_rndv_rails; ++i) {
+        const lane &l = r.ep->lanes[c.rndv_rails[i]];
+        if ((l.md_index == r.rkey_md) && (l.ep != nullptr) &&
+            (req->worker->ifaces[l.iface_index].iface->attr().flags & uct::iface_flag::GET_ZCOPY)) {
+            lanes[count] = &l;
+            Bps[count++] = c.rndv_rail_Bps[i];
+        }
+    }
+    size_t shares[max_lanes];
+    const size_t rest = r.get_length - r.received;
+    count = rndv_split_shares(rest, Bps, count, req->worker->context.config.min_rndv_chunk_size,
+                              shares);
+    if (count < 2) {
+        return;
+    }
+    auto *rails = new (std::nothrow) rndv_rails();
+    if (rails == nullptr) {
+        return; /* one lane pulls it all */
+    }
+    size_t offset = r.received;
+    for (unsigned i = 0; i < count; ++i) {
+        const uct::iface_attr &attr = req->worker->ifaces[lanes[i]->iface_index].iface->attr();
+        rails->lane_share[i]        = {lanes[i], std::max<size_t>(attr.get.max_zcopy, 1), offset,
+                                       offset + shares[i]};
+        offset += shares[i];
+    }
+    rails->count = count;
+    r.rails      = rails;
+    ucs_debug("worker '%s': rendezvous of %zu bytes pulled over %u lanes",
+              req->worker->name.c_str(), rest, count);
+}
+
 /* The sender's key, our registration and the bounce buffer. */
 void rndv_recv_release(request *req)
 {
     recv_state &r      = req->u.recv;
     ucp_worker *worker = req->worker;
-    release_pieces(req);
+    if (r.bounce != nullptr) {
+        release_pieces(req);
+    } else {
+        delete r.rails;
+        r.rails = nullptr;
+    }
     ucs::memtype::bounce_free(r.bounce);
     r.bounce = nullptr;
     if (r.rkey.handle != nullptr || r.rkey.rkey != 0) {
@@ -182,10 +279,65 @@ void rndv_get_completed(uct::completion *comp)
     rndv_recv_done(request_of_comp(comp));
 }
 
+/* One get of `length` bytes at `offset` of the message on lane `l`: false
+ * when the lane has no room for it now. */
+bool issue_get(request *req, const lane &l, size_t offset, size_t length, uct::completion *comp)
+{
+    recv_state &r = req->u.recv;
+    auto *dest    = static_cast<uint8_t *>(r.bounce != nullptr ? r.bounce :
+                                                                 r.unpacker.contig_buffer());
+    uct::iov iov{dest + offset, length, r.get_reg.memh};
+    ++r.comp.count;
+    ucs_status_t status = l.ep->get_zcopy(&iov, 1, r.remote_addr + offset, r.rkey.rkey, comp);
+    if (status == UCS_INPROGRESS) {
+        return true;
+    }
+    --r.comp.count;
+    if (status == UCS_ERR_NO_RESOURCE) {
+        return false;
+    }
+    if ((comp != &r.comp) && (status == UCS_OK)) {
+        /* a piece's get is done already */
+        status = piece_move_on(req, *reinterpret_cast<rndv_piece *>(comp));
+    }
+    uct::completion_update_status(&r.comp, status);
+    return true;
+}
+
+/* Issues the gets of a split pull, a fragment per lane in turn; false when
+ * a lane must wait for room. */
+bool rndv_issue_rails(request *req)
+{
+    recv_state &r = req->u.recv;
+    bool issued   = true;
+    while (issued && (r.received < r.get_length) && (r.comp.status == UCS_OK)) {
+        issued = false;
+        for (unsigned i = 0; (i < r.rails->count) && (r.comp.status == UCS_OK); ++i) {
+            rndv_rails::share &sh = r.rails->lane_share[i];
+            const size_t frag     = std::min(sh.max_frag, sh.end - sh.next);
+            if ((frag == 0) || !issue_get(req, *sh.l, sh.next, frag, &r.comp)) {
+                continue;
+            }
+            sh.next += frag;
+            r.received += frag;
+            issued = true;
+        }
+    }
+    return (r.received == r.get_length) || (r.comp.status != UCS_OK);
+}
+
 /* Issues the gets from r.received on; false when it must wait for room. */
 bool rndv_issue(request *req)
 {
     recv_state &r = req->u.recv;
+    if (r.bounce == nullptr) {
+        if ((r.rails == nullptr) && (r.received == r.push_length)) {
+            make_rails(req);
+        }
+        if (r.rails != nullptr) {
+            return rndv_issue_rails(req);
+        }
+    }
     const lane *l = rndv_lane_with(r.ep, r.rkey_md, uct::iface_flag::GET_ZCOPY);
     if (l == nullptr) {
         uct::completion_update_status(&r.comp, UCS_ERR_UNREACHABLE);
@@ -196,34 +348,18 @@ bool rndv_issue(request *req)
     if ((r.bounce != nullptr) && (r.pieces == nullptr) && (r.received == 0)) {
         r.pieces = make_pieces(req, std::min(max_frag, req->worker->context.config.rndv_frag_size));
     }
-    auto *dest = static_cast<uint8_t *>(r.bounce != nullptr ? r.bounce :
-                                                              r.unpacker.contig_buffer());
     while ((r.received < r.get_length) && (r.comp.status == UCS_OK)) {
         size_t frag           = std::min(max_frag, r.get_length - r.received);
         uct::completion *comp = &r.comp;
-        rndv_piece *piece     = nullptr;
         if (r.pieces != nullptr) {
-            piece = &r.pieces->piece[r.received / r.pieces->size];
-            frag  = piece->length;
-            comp  = &piece->comp;
-            *comp = {piece_get_completed, 1, UCS_OK};
+            rndv_piece *piece = &r.pieces->piece[r.received / r.pieces->size];
+            frag              = piece->length;
+            comp              = &piece->comp;
+            *comp             = {piece_get_completed, 1, UCS_OK};
         }
-        uct::iov iov{dest + r.received, frag, r.get_reg.memh};
-        ++r.comp.count;
-        ucs_status_t status = l->ep->get_zcopy(&iov, 1, r.remote_addr + r.received, r.rkey.rkey,
-                                               comp);
-        if (status == UCS_INPROGRESS) {
-            r.received += frag;
-            continue;
-        }
-        --r.comp.count;
-        if (status == UCS_ERR_NO_RESOURCE) {
+        if (!issue_get(req, *l, r.received, frag, comp)) {
             return false;
         }
-        if ((piece != nullptr) && (status == UCS_OK)) {
-            status = piece_move_on(req, *piece); /* the get is done already */
-        }
-        uct::completion_update_status(&r.comp, status);
         r.received += frag;
     }
     return true;

@@ -5,6 +5,8 @@
 
 #include <ucp/core/ucp_worker.h>
 
+#include <algorithm>
+
 namespace ucp {
 
 namespace {
@@ -151,16 +153,21 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
      * never carries bulk data between processes that share memory. */
     const uct::device_type am_type =
         ctx.tls[worker.ifaces[plan->lanes[plan->am].iface_index].tl_index].resource.type;
+    auto in_scope = [&](uint8_t lane) {
+        const uct::device_type type = type_of(lane);
+        const bool local_scope      = (am_type != uct::device_type::NET);
+        return !(local_scope && (type == uct::device_type::NET)) && (type != uct::device_type::ACC);
+    };
+    auto can_pull = [&](uint8_t lane) {
+        return in_scope(lane) && (attr_of(lane).flags & uct::iface_flag::GET_ZCOPY) &&
+               (md_flags_of(lane) & uct::md_flag::REG);
+    };
     for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
         const uct::iface_attr &attr = attr_of(lane);
-        const uct::device_type type =
-            ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
-        const bool local_scope = (am_type != uct::device_type::NET);
-        if ((local_scope && (type == uct::device_type::NET)) || (type == uct::device_type::ACC)) {
+        if (!in_scope(lane)) {
             continue;
         }
-        if ((attr.flags & uct::iface_flag::GET_ZCOPY) && (md_flags_of(lane) & uct::md_flag::REG) &&
-            ((plan->rndv == no_lane) || better_bulk(attr, attr_of(plan->rndv)))) {
+        if (can_pull(lane) && ((plan->rndv == no_lane) || better_bulk(attr, attr_of(plan->rndv)))) {
             plan->rndv = lane;
         }
         if ((attr.flags & uct::iface_flag::PUT_ZCOPY) &&
@@ -170,12 +177,31 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
         }
     }
 
+    auto md_of = [&](uint8_t lane) {
+        return ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].md_index;
+    };
+    if (plan->rndv != no_lane) {
+        /* The sender's key is of the rendezvous lane's md: other devices of
+         * that md (tcp interfaces, ports of one adapter) can pull with it. */
+        const unsigned max_rndv  = std::clamp(ctx.config.max_rndv_lanes, 1u, unsigned(max_lanes));
+        const double fastest_Bps = attr_of(plan->rndv).perf.bandwidth_Bps;
+        for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
+            if ((lane != plan->rndv) && can_pull(lane) && (md_of(lane) == md_of(plan->rndv)) &&
+                (attr_of(lane).perf.bandwidth_Bps * ctx.config.multi_lane_max_ratio >=
+                 fastest_Bps)) {
+                plan->rndv_extra.push_back(lane);
+            }
+        }
+        std::stable_sort(plan->rndv_extra.begin(), plan->rndv_extra.end(),
+                         [&](uint8_t a, uint8_t b) { return better_bulk(attr_of(a), attr_of(b)); });
+        if (plan->rndv_extra.size() > max_rndv - 1) {
+            plan->rndv_extra.resize(max_rndv - 1);
+        }
+    }
+
     /* RMA and atomics: a lane for each md that registers application memory
      * (cma, tcp, self), so registered memory is reached without emulation. */
     if (ctx.features & (UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64)) {
-        auto md_of = [&](uint8_t lane) {
-            return ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].md_index;
-        };
         auto md_taken = [&](unsigned md) {
             for (uint8_t role : {plan->am, plan->rndv, plan->rma}) {
                 if ((role != no_lane) && (md_of(role) == md)) {
@@ -193,10 +219,7 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
                                      uct::iface_flag::PUT_ZCOPY | uct::iface_flag::GET_BCOPY |
                                      uct::iface_flag::GET_ZCOPY;
         for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
-            const uct::device_type type =
-                ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
-            if (((am_type != uct::device_type::NET) && (type == uct::device_type::NET)) ||
-                (type == uct::device_type::ACC) || !(attr_of(lane).flags & put_get) ||
+            if (!in_scope(lane) || !(attr_of(lane).flags & put_get) ||
                 !(md_flags_of(lane) & uct::md_flag::REG) || md_taken(md_of(lane))) {
                 continue;
             }
@@ -224,6 +247,9 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
     keep(plan->rndv);
     keep(plan->rma);
     keep(plan->mem_rndv);
+    for (uint8_t &extra : plan->rndv_extra) {
+        keep(extra);
+    }
     for (uint8_t &extra : plan->rma_extra) {
         keep(extra);
     }

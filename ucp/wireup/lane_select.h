@@ -27,7 +27,11 @@ struct lane_plan {
     std::vector<lane_candidate> lanes;
     uint8_t am   = no_lane;
     uint8_t rndv = no_lane;
-    uint8_t rma  = no_lane;
+    /* More rendezvous lanes a pull is split over (UCX_MAX_RNDV_LANES):
+     * other devices of the rendezvous lane's md, within
+     * UCX_MULTI_LANE_MAX_RATIO of its bandwidth, fastest first. */
+    std::vector<uint8_t> rndv_extra;
+    uint8_t rma = no_lane;
     /* Rendezvous of memory the host lanes cannot reach (CUDA): an
      * accelerator transport whose md registers it (cuda_ipc). */
     uint8_t mem_rndv = no_lane;
