@@ -1,34 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include "scoped_env.h"
 #include "uct_test_util.h"
 
 #include <cstdlib>
 
-namespace {
-
-/* Sets a variable for one scope and restores the old state. */
-struct scoped_env {
-    std::string name;
-    std::string old;
-    bool had;
-    scoped_env(const char *n, const char *value) : name(n)
-    {
-        const char *prev = std::getenv(n);
-        had              = (prev != nullptr);
-        old              = had ? prev : "";
-        setenv(n, value, 1);
-    }
-    ~scoped_env()
-    {
-        if (had) {
-            setenv(name.c_str(), old.c_str(), 1);
-        } else {
-            unsetenv(name.c_str());
-        }
-    }
-};
-
-} // namespace
+using test::scoped_env;
 
 TEST_CASE("UCX_MM_* variables configure the shared-memory iface", "[mm]")
 {

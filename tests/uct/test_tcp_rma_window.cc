@@ -10,6 +10,7 @@
  */
 #include <catch2/catch.hpp>
 
+#include "scoped_env.h"
 #include "two_process.h"
 #include "uct_test_util.h"
 
@@ -31,28 +32,7 @@ namespace {
 using test::die_with_parent;
 
 using clock_type = std::chrono::steady_clock;
-
-struct scoped_env {
-    std::string name, old;
-    bool had = false;
-
-    scoped_env(const char *n, const char *value) : name(n)
-    {
-        if (const char *v = std::getenv(n)) {
-            had = true;
-            old = v;
-        }
-        setenv(n, value, 1);
-    }
-    ~scoped_env()
-    {
-        if (had) {
-            setenv(name.c_str(), old.c_str(), 1);
-        } else {
-            unsetenv(name.c_str());
-        }
-    }
-};
+using test::scoped_env;
 
 constexpr size_t R_SIZE = 2 << 20;   /* read-only pattern */
 constexpr size_t W_SIZE = 256 << 10; /* written by puts, read back by gets */
