@@ -6,6 +6,7 @@
  * unknown ids, malformed wire headers and bad arguments.
  */
 #include "generic_dt_util.h"
+#include "scoped_env.h"
 #include "ucp_peer.h"
 #include "ucp_test_util.h"
 
@@ -329,11 +330,11 @@ bool has_rndv(const char *tls)
     return std::strcmp(tls, "sysv") != 0; /* sysv alone has no get_zcopy lane */
 }
 
-} // namespace
-
-TEST_CASE("v2 active messages of every size class with header, reply ep and rendezvous", "[ucp_am]")
+/* Every size class, header and flag from a child over `tls`: contents,
+ * replies and rendezvous fetches checked. */
+void check_v2_exchange(const char *tls)
 {
-    for (const char *tls : transports) {
+    {
         INFO("UCX_TLS=" << tls);
         peer p;
         REQUIRE(p.init(tls, UCP_FEATURE_AM) == UCS_OK);
@@ -379,6 +380,29 @@ TEST_CASE("v2 active messages of every size class with header, reply ep and rend
         REQUIRE(test::send_value(child.fd(), uint64_t(1)));
         CHECK(child.wait() == 0);
     }
+}
+
+} // namespace
+
+TEST_CASE("v2 active messages of every size class with header, reply ep and rendezvous", "[ucp_am]")
+{
+    for (const char *tls : transports) {
+        check_v2_exchange(tls);
+    }
+}
+
+/* Rendezvous offers with a user header and keys of two mds (the sender's
+ * buffer on both adapters; ucp/tag/rndv_keys.cc), pulled over both. */
+TEST_CASE("v2 active messages over two verbs adapters", "[ucp_rc_verbs]")
+{
+    if (!rc_verbs_available()) {
+        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
+             "on the emulated device");
+        return;
+    }
+    test::scoped_env devices("VERBS_EMU_DEVICES", "2");
+    test::scoped_env chunk("UCX_MIN_RNDV_CHUNK_SIZE", "4096");
+    check_v2_exchange("rc_verbs,tcp");
 }
 
 /* ---- legacy API, the way MPICH's ch4 uses it ------------------------------ */

@@ -4,11 +4,14 @@
  * the split where both copy half (auto on shared memory). Every byte is
  * checked, and the receiver's log shows which scheme really ran.
  */
+#include "scoped_env.h"
 #include "ucp_peer.h"
 #include "ucp_test_util.h"
 
+#include <ucp/core/ucp_ep.h>
 #include <ucp/proto/wire.h>
 #include <ucp/tag/rndv.h>
+#include <ucp/tag/tag_recv.h>
 #include <ucs/debug/log.h>
 
 #include <catch2/catch.hpp>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 using namespace ucp_test;
+using test::scoped_env;
 
 namespace {
 
@@ -30,17 +34,6 @@ constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
 
 /* Sizes around the split threshold (64k) and page-unaligned halves. */
 const size_t rndv_sizes[] = {65535, 65536, 65536 + 4097, 300001, (1u << 20) + 7, (3u << 20) + 4095};
-
-/* Sets an environment variable for the scope (both processes: set before
- * the fork). */
-class scoped_env {
-public:
-    scoped_env(const char *name, const char *value) : name_(name) { ::setenv(name, value, 1); }
-    ~scoped_env() { ::unsetenv(name_); }
-
-private:
-    const char *name_;
-};
 
 /* Receiver's debug log in a file, read back as text. */
 class captured_log {
@@ -382,20 +375,157 @@ TEST_CASE("ucp_ep_print_info shows the rendezvous scheme per size", "[ucp_rndv]"
     CHECK(info_of("tcp").find("split") == std::string::npos);
 }
 
-TEST_CASE("rendezvous pulls split over two ports of a verbs adapter", "[ucp_rc_verbs]")
+namespace {
+
+/* Every size pulled over two rc_verbs lanes of the emulated device, laid
+ * out by `emu_var`=2 (both processes: the emulator reads it when asked for
+ * the device list); `second_lane`: how the ep print names the second. */
+void check_verbs_rails(const char *emu_var, const char *second_lane, bool unexpected)
 {
     if (!rc_verbs_available()) {
         WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
              "on the emulated device");
         return;
     }
-    /* Both processes see an adapter with two ports (the emulator reads
-     * this when the device list is asked for), one md: the sender's key
-     * serves a pull on either port. */
-    scoped_env ports("VERBS_EMU_PORTS", "2");
+    scoped_env layout(emu_var, "2");
     scoped_env chunk("UCX_MIN_RNDV_CHUNK_SIZE", "4096");
-    std::string log = receive_sizes("rc_verbs,tcp", false);
+    std::string log = receive_sizes("rc_verbs,tcp", unexpected);
     /* Every size (from 16k on, rendezvous here) and the truncated receive. */
     CHECK(count_of(log, rails_line) == std::size(rndv_sizes) + 1);
-    CHECK(log.find("lane[1] rc_verbs/") != std::string::npos);
+    CHECK(log.find(second_lane) != std::string::npos);
+}
+
+} // namespace
+
+/* One adapter, two ports, one md: the sender's key serves either port. */
+TEST_CASE("rendezvous pulls split over two ports of a verbs adapter", "[ucp_rc_verbs]")
+{
+    check_verbs_rails("VERBS_EMU_PORTS", "lane[1] rc_verbs/emu0:2", false);
+}
+
+/* Two adapters, two mds: the sender registers on both and its RTS carries
+ * both keys. */
+TEST_CASE("rendezvous pulls split over two verbs adapters, a key of each", "[ucp_rc_verbs]")
+{
+    check_verbs_rails("VERBS_EMU_DEVICES", "lane[1] rc_verbs/emu1:1", true);
+}
+
+namespace {
+
+/* An RTS key list: entries of (md name, key bytes). */
+std::vector<uint8_t> key_list(const std::vector<std::pair<std::string, std::vector<uint8_t>>> &keys)
+{
+    std::vector<uint8_t> out;
+    for (const auto &k : keys) {
+        ucp::wire::rts_key entry{};
+        std::snprintf(entry.md_name, sizeof(entry.md_name), "%s", k.first.c_str());
+        entry.length  = uint32_t(k.second.size());
+        const auto *p = reinterpret_cast<const uint8_t *>(&entry);
+        out.insert(out.end(), p, p + sizeof(entry));
+        out.insert(out.end(), k.second.begin(), k.second.end());
+    }
+    return out;
+}
+
+ucp::wire::rts_hdr list_rts(const char *md_name)
+{
+    ucp::wire::rts_hdr rts{};
+    std::snprintf(rts.md_name, sizeof(rts.md_name), "%s", md_name);
+    rts.flags = ucp::wire::rts_flag::KEY_LIST;
+    return rts;
+}
+
+} // namespace
+
+TEST_CASE("an RTS key list is read with every length checked", "[ucp_rndv]")
+{
+    const std::vector<uint8_t> k1(24, 0x11), k2(10, 0x22);
+    ucp::rts_keys keys;
+    const ucp::wire::rts_hdr rts = list_rts("mlx5_0");
+
+    /* The header's md first or not, the others kept in order. */
+    std::vector<uint8_t> bytes = key_list({{"mlx5_1", k2}, {"mlx5_0", k1}, {"mlx5_2", {}}});
+    REQUIRE(ucp::rndv_read_keys(rts, bytes.data(), bytes.size(), &keys));
+    CHECK(keys.length == k1.size());
+    CHECK(std::equal(k1.begin(), k1.end(), keys.key));
+    REQUIRE(keys.num_others == 2);
+    CHECK(std::string(keys.others[0].md_name) == "mlx5_1");
+    CHECK(keys.others[0].length == k2.size());
+    CHECK(std::string(keys.others[1].md_name) == "mlx5_2");
+    CHECK(keys.others[1].length == 0);
+
+    /* Without KEY_LIST the bytes are the header md's key. */
+    ucp::wire::rts_hdr plain = rts;
+    plain.flags              = 0;
+    REQUIRE(ucp::rndv_read_keys(plain, k1.data(), k1.size(), &keys));
+    CHECK(keys.key == k1.data());
+    CHECK(keys.num_others == 0);
+
+    /* Malformed: cut anywhere, a length past the end, no entry for the
+     * header's md, a name without its end, more entries than lanes. */
+    bytes = key_list({{"mlx5_0", k1}, {"mlx5_1", k2}});
+    for (size_t cut = 1; cut < bytes.size(); ++cut) {
+        INFO("cut at " << cut);
+        const bool whole_entries = (cut == sizeof(ucp::wire::rts_key) + k1.size());
+        CHECK(ucp::rndv_read_keys(rts, bytes.data(), cut, &keys) == whole_entries);
+    }
+    std::vector<uint8_t> longer = bytes;
+    longer[offsetof(ucp::wire::rts_key, length)] += 1;
+    CHECK_FALSE(ucp::rndv_read_keys(rts, longer.data(), longer.size(), &keys));
+    bytes = key_list({{"mlx5_1", k2}});
+    CHECK_FALSE(ucp::rndv_read_keys(rts, bytes.data(), bytes.size(), &keys));
+    bytes = key_list({{"mlx5_0", k1}});
+    std::memset(bytes.data(), 'x', ucp::wire::rts_md_name_max);
+    CHECK_FALSE(ucp::rndv_read_keys(list_rts("xxxxxxxxxxxxxxx"), bytes.data(), bytes.size(),
+                                    &keys));
+    std::vector<std::pair<std::string, std::vector<uint8_t>>> many{{"mlx5_0", k1}};
+    for (unsigned i = 0; i <= ucp::max_lanes; ++i) {
+        many.push_back({"md" + std::to_string(i), k2});
+    }
+    bytes = key_list(many);
+    CHECK_FALSE(ucp::rndv_read_keys(rts, bytes.data(), bytes.size(), &keys));
+}
+
+TEST_CASE("a rendezvous offer with a malformed key list fails its receive", "[ucp_rndv]")
+{
+    peer p;
+    REQUIRE(p.init("tcp") == UCS_OK);
+    REQUIRE(p.connect(p.address()) == UCS_OK);
+    ucp_worker *worker = p.worker;
+    std::vector<uint8_t> in(1u << 20, 0xee);
+    ucp_request_param_t param{};
+    auto offer = [&](const std::vector<uint8_t> &keys) {
+        ucp::wire::rts_hdr rts = list_rts("tcp");
+        rts.tag                = 7;
+        rts.src_uuid           = worker->uuid;
+        rts.sreq_id            = 4242; /* no such request: the ATS is dropped */
+        rts.address            = 0x1000;
+        rts.length             = in.size();
+        rts.rkey_length        = uint32_t(keys.size());
+        rts.ep_id              = p.ep->remote_id;
+        std::vector<uint8_t> bytes(sizeof(rts));
+        std::memcpy(bytes.data(), &rts, sizeof(rts));
+        bytes.insert(bytes.end(), keys.begin(), keys.end());
+        return ucp::rndv_rts_handler(worker, bytes.data(), bytes.size(), 0);
+    };
+    const std::vector<uint8_t> junk(16, 0x5a);
+    for (const auto &keys : {key_list({{"cma", junk}}), key_list({{"tcp", junk}, {"cma", junk}})}) {
+        ucs_status_ptr_t rreq = ucp_tag_recv_nbx(worker, in.data(), in.size(), 7, full_mask,
+                                                 &param);
+        REQUIRE(!UCS_PTR_IS_ERR(rreq));
+        CHECK(offer(keys) == UCS_OK);
+        /* No tcp key, or one tcp cannot unpack: the receive fails, nothing
+         * lands in its buffer. */
+        CHECK(p.wait(rreq) != UCS_OK);
+        CHECK(std::all_of(in.begin(), in.end(), [](uint8_t b) { return b == 0xee; }));
+    }
+    /* The worker still moves a rendezvous message (1 MiB: from 512k over
+     * tcp) to itself. */
+    std::vector<uint8_t> out(in.size());
+    fill_pattern(out.data(), out.size(), 3);
+    ucs_status_ptr_t rreq = ucp_tag_recv_nbx(worker, in.data(), in.size(), 5, full_mask, &param);
+    REQUIRE(!UCS_PTR_IS_ERR(rreq));
+    CHECK(p.wait(ucp_tag_send_nbx(p.ep, out.data(), out.size(), 5, &param)) == UCS_OK);
+    CHECK(p.wait(rreq) == UCS_OK);
+    CHECK(in == out);
 }

@@ -187,7 +187,6 @@ size_t pack_am_rts(void *dest, void *arg)
 {
     auto *req     = static_cast<request *>(arg);
     send_state &s = req->u.send;
-    uct::md &md   = *req->worker->context.mds[s.rndv_md].md;
     wire::am_rts_hdr hdr{};
     hdr.am = make_hdr(s);
     rndv_fill_rts(hdr, req);
@@ -198,7 +197,7 @@ size_t pack_am_rts(void *dest, void *arg)
         std::memcpy(out, s.header, s.header_length);
         out += s.header_length;
     }
-    if (md.mkey_pack(s.reg.memh, out) != UCS_OK) {
+    if (!rndv_pack_keys(req, out)) {
         return 0;
     }
     return size_t(out - static_cast<char *>(dest)) + hdr.rkey_length;
@@ -231,7 +230,7 @@ send_step_t am_rndv_start(request *req)
         return nullptr;
     }
     /* Registers the buffer and an id for the ATS; its own step is tag's. */
-    return (rndv_select(req) != nullptr) ? am_rts_step : nullptr;
+    return (rndv_select(req, s.header_length) != nullptr) ? am_rts_step : nullptr;
 }
 
 /* The step of protocol `p` for this message, or nullptr if it declines:

@@ -64,8 +64,9 @@ constexpr uint32_t address_magic = 0x41504355; /* "UCPA" little-endian */
  * may name the one ep of the receiver that the closed ep was paired with.
  * 7: stream rendezvous (AM_STREAM_RTS). 8: the header says whether the
  * address lists only network transports, and wireup messages describe the
- * sender by the same kind of address its peer reached it by. */
-constexpr uint8_t address_version    = 8;
+ * sender by the same kind of address its peer reached it by. 9: an RTS may
+ * carry keys of several mds (rts_flag::KEY_LIST). */
+constexpr uint8_t address_version    = 9;
 constexpr size_t address_header_size = 32; /* up to name_length */
 constexpr size_t address_max_length  = 64 * 1024;
 constexpr size_t address_max_entries = 256;

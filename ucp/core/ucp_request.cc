@@ -143,6 +143,9 @@ void send_release_resources(request *req)
     req->worker->unregister_request(req);
     s.packer.finish();
     buffer_reg_release(req->worker->context, s.rndv_md, &s.reg);
+    if (req->flags & request_flag::RNDV_SEND) {
+        rndv_release_more_regs(req);
+    }
     if (s.bounce != nullptr) {
         ucs::memtype::bounce_free(s.bounce);
         s.bounce = nullptr;

@@ -123,12 +123,20 @@ struct zcopy_state {
     uint8_t issuing;
 };
 
+struct rndv_md_regs;
+
 struct send_state {
     ucp_ep *ep;
     dt::packer packer;
     ucp_tag_t tag;
-    size_t offset;   /* bytes handed to the transport so far */
-    uint64_t msg_id; /* multi-fragment eager */
+    size_t offset; /* bytes handed to the transport so far */
+    union {
+        uint64_t msg_id; /* multi-fragment eager */
+        /* A rendezvous send (request_flag::RNDV_SEND), which is never sent in
+         * eager fragments: the buffer on the mds of more rendezvous lanes,
+         * whose keys the RTS carries too (ucp/tag/rndv_keys.cc); mostly null. */
+        rndv_md_regs *more_regs;
+    };
     send_step_t step;
     uct::pending_req pending;
     buffer_reg reg; /* rendezvous, zero-copy: the buffer on rndv_md */

@@ -100,8 +100,14 @@ void reply_arrived(request *req, ucs_status_t status);
 /* Releases the send's resources and completes it. */
 void send_request_finish(request *req, ucs_status_t status);
 
-/* Rendezvous: the first step for a contiguous message of this size. */
-send_step_t rndv_select(request *req);
+/* Rendezvous: the first step for a contiguous message of this size, or
+ * nullptr; `user_header_length`: what the RTS carries besides its header
+ * and the keys (an active message's user header). */
+send_step_t rndv_select(request *req, size_t user_header_length = 0);
+
+/* Rendezvous: releases the send's registrations on more mds, if any
+ * (ucp/tag/rndv_keys.cc). */
+void rndv_release_more_regs(request *req);
 
 } // namespace ucp
 

@@ -201,7 +201,19 @@ namespace rts_flag {
  * the key's memory domain): the receiver may ask it to move part of the data
  * with an RTR, so both sides copy at once. */
 constexpr uint8_t CAN_PUSH = 1u << 0;
+/* The key bytes are a list, an rts_key and its packed key for each md the
+ * sender registered the buffer on, the header's md first: the receiver may
+ * pull over lanes of each (ucp/tag/rndv_keys.cc). */
+constexpr uint8_t KEY_LIST = 1u << 1;
 } // namespace rts_flag
+
+/* An entry of an RTS's key list (rts_flag::KEY_LIST). */
+struct rts_key {
+    char md_name[rts_md_name_max]; /* NUL-padded */
+    uint32_t length;               /* packed key bytes after it */
+};
+/* Frozen: changing it requires bumping ucp::address_version, which peers check. */
+static_assert(sizeof(rts_key) == 20, "rts_key layout");
 
 /*
  * Ready to receive: the receiver asks the sender to write bytes

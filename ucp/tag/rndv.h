@@ -16,6 +16,7 @@
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_request.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucp/proto/wire.h>
 
 #include <cstdio>
 
@@ -48,6 +49,51 @@ uint8_t rndv_rts_flags(const request *req);
 unsigned rndv_split_shares(size_t length, const double *Bps, unsigned count, size_t min_chunk,
                            size_t *shares);
 
+/*
+ * Keys of several mds (ucp/tag/rndv_keys.cc). A pull split over lanes of
+ * mds besides the rendezvous lane's (rc_verbs on two adapters) needs the
+ * sender's buffer registered on each, and the keys in the RTS.
+ */
+
+/* The sender's registrations on mds besides rndv_md. */
+struct rndv_md_regs {
+    struct entry {
+        unsigned md;
+        buffer_reg reg;
+    };
+    entry md_reg[max_lanes - 1];
+    unsigned count = 0;
+};
+
+/* Sender: registers the buffer of a rendezvous send (rndv_md registered,
+ * RNDV_SEND set: more_regs replaces msg_id) on the mds of the ep's other
+ * rendezvous lanes, as many as the RTS has room for beside `fixed` bytes;
+ * none is no error (the pull stays on rndv_md's lanes). */
+void rndv_register_more(request *req, size_t fixed);
+
+/* Sender: the RTS's key bytes (rts_hdr::rkey_length), and packing them:
+ * rndv_md's packed key, or, with more registrations, the key list. */
+size_t rndv_keys_length(const request *req);
+bool rndv_pack_keys(const request *req, void *dest);
+
+/* Receiver: the keys of an RTS, pointing into its bytes. */
+struct rts_keys {
+    struct other {
+        char md_name[wire::rts_md_name_max]; /* NUL-terminated */
+        const uint8_t *key;
+        size_t length;
+    };
+    const uint8_t *key = nullptr; /* of the header's md */
+    size_t length      = 0;
+    other others[max_lanes];
+    unsigned num_others = 0;
+};
+
+/* Receiver: reads the key bytes of an RTS (rts.flags says which form);
+ * false: malformed (an entry past the bytes, a name without its end, no
+ * entry for the header's md, or more entries than lanes). */
+bool rndv_read_keys(const wire::rts_hdr &rts, const uint8_t *bytes, size_t length, rts_keys *out);
+
 /* Sender: the fields the tag (rts_hdr) and active-message (am_rts_hdr) RTS
  * share, from a rendezvous send (rndv_select made it one). */
 template <typename Hdr>
@@ -59,7 +105,7 @@ void rndv_fill_rts(Hdr &hdr, const request *req)
     hdr.sreq_id         = req->id;
     hdr.address         = reinterpret_cast<uintptr_t>(s.packer.contig_buffer());
     hdr.length          = s.packer.length();
-    hdr.rkey_length     = uint32_t(w->context.mds[s.rndv_md].md->attr().rkey_packed_size);
+    hdr.rkey_length     = uint32_t(rndv_keys_length(req));
     hdr.flags           = rndv_rts_flags(req);
     hdr.ep_id           = s.ep->remote_id;
     std::snprintf(hdr.md_name, sizeof(hdr.md_name), "%s", w->context.mds[s.rndv_md].name.c_str());

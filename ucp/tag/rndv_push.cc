@@ -74,9 +74,14 @@ const lane *rndv_lane_with(const ucp_ep *ep, unsigned md_index, uint64_t iface_f
 uint8_t rndv_rts_flags(const request *req)
 {
     const send_state &s = req->u.send;
-    return (rndv_lane_with(s.ep, s.rndv_md, uct::iface_flag::PUT_ZCOPY) != nullptr) ?
-               wire::rts_flag::CAN_PUSH :
-               0;
+    uint8_t flags       = 0;
+    if (rndv_lane_with(s.ep, s.rndv_md, uct::iface_flag::PUT_ZCOPY) != nullptr) {
+        flags |= wire::rts_flag::CAN_PUSH;
+    }
+    if (s.more_regs != nullptr) {
+        flags |= wire::rts_flag::KEY_LIST;
+    }
+    return flags;
 }
 
 void rndv_push_continue(request *req)

@@ -76,18 +76,34 @@ struct rndv_pieces {
 };
 // clang-format on
 
-/* A pull split over several lanes: each lane's range of the message and how
- * far its gets have been issued. */
+/*
+ * A pull split over several lanes: the sender's keys of mds besides
+ * rkey_md (KEY_LIST), and once planned (make_rails), each lane's range of
+ * the message and how far its gets have been issued.
+ */
 struct rndv_rails {
+    struct md_key {
+        unsigned md;
+        uct::rkey_bundle rkey;
+        buffer_reg get_reg; /* where we pull to, if the md needs a memh */
+    };
     struct share {
         const lane *l;
+        uct::rkey_t rkey;
+        uct::mem_h memh;
         size_t max_frag;
         size_t next; /* the first byte not asked for yet */
         size_t end;
     };
+    md_key keys[max_lanes];
+    unsigned num_keys = 0;
     share lane_share[max_lanes];
-    unsigned count;
+    unsigned count = 0;
+    bool planned   = false;
 };
+
+static_assert(sizeof(wire::am_rts_hdr) == sizeof(wire::rts_hdr),
+              "rndv_select sizes the tag and active-message RTS alike");
 
 unsigned rndv_split_shares(size_t length, const double *Bps, unsigned count, size_t min_chunk,
                            size_t *shares)
@@ -181,29 +197,63 @@ void release_pieces(request *req)
     r.pieces = nullptr;
 }
 
+/* The key and local handle a pull on lane `l` uses; false when the sender
+ * gave no key of its md, or we cannot register our buffer there. */
+bool rail_key(request *req, const lane &l, uct::rkey_t *rkey, uct::mem_h *memh)
+{
+    recv_state &r = req->u.recv;
+    if (l.md_index == r.rkey_md) {
+        *rkey = r.rkey.rkey;
+        *memh = r.get_reg.memh;
+        return true;
+    }
+    for (unsigned i = 0; (r.rails != nullptr) && (i < r.rails->num_keys); ++i) {
+        rndv_rails::md_key &k = r.rails->keys[i];
+        if (k.md != l.md_index) {
+            continue;
+        }
+        ucp_context &ctx = req->worker->context;
+        if (!k.get_reg.held() && (ctx.mds[k.md].md->attr().flags & uct::md_flag::NEED_MEMH) &&
+            (buffer_reg_get(ctx, k.md, r.unpacker.contig_buffer(), r.get_length, &k.get_reg) !=
+             UCS_OK)) {
+            return false;
+        }
+        *rkey = k.rkey.rkey;
+        *memh = k.get_reg.memh;
+        return true;
+    }
+    return false;
+}
+
 /*
- * Shares the rest of the pull among the ep's rendezvous lanes of the key's
- * md (ep_config::rndv_rails), when it has several and the rest is large
- * enough; else the pull stays on one lane. Not for a bounce pull, whose
- * pieces follow one lane's order.
+ * Shares the rest of the pull among the ep's rendezvous lanes whose md the
+ * sender gave a key of (ep_config::rndv_rails), when there are several and
+ * the rest is large enough; else the pull stays on one lane. Not for a
+ * bounce pull, whose pieces follow one lane's order.
  */
 void make_rails(request *req)
 {
     recv_state &r      = req->u.recv;
     const ep_config &c = *r.ep->cfg;
+    if (r.rails != nullptr) {
+        r.rails->planned = true;
+    }
     if (c.num_rndv_rails < 2) {
         return;
     }
-    const lane *lanes[max_lanes];
+    rndv_rails::share found[max_lanes];
     double Bps[max_lanes];
     unsigned count = 0;
     for (unsigned i = 0; i < c.num_rndv_rails; ++i) {
         const lane &l = r.ep->lanes[c.rndv_rails[i]];
-        if ((l.md_index == r.rkey_md) && (l.ep != nullptr) &&
-            (req->worker->ifaces[l.iface_index].iface->attr().flags & uct::iface_flag::GET_ZCOPY)) {
-            lanes[count] = &l;
-            Bps[count++] = c.rndv_rail_Bps[i];
+        if ((l.ep == nullptr) ||
+            !(req->worker->ifaces[l.iface_index].iface->attr().flags &
+              uct::iface_flag::GET_ZCOPY) ||
+            !rail_key(req, l, &found[count].rkey, &found[count].memh)) {
+            continue;
         }
+        found[count].l = &l;
+        Bps[count++]   = c.rndv_rail_Bps[i];
     }
     size_t shares[max_lanes];
     const size_t rest = r.get_length - r.received;
@@ -212,21 +262,69 @@ void make_rails(request *req)
     if (count < 2) {
         return;
     }
-    auto *rails = new (std::nothrow) rndv_rails();
-    if (rails == nullptr) {
+    if ((r.rails == nullptr) && ((r.rails = new (std::nothrow) rndv_rails()) == nullptr)) {
         return; /* one lane pulls it all */
     }
     size_t offset = r.received;
     for (unsigned i = 0; i < count; ++i) {
-        const uct::iface_attr &attr = req->worker->ifaces[lanes[i]->iface_index].iface->attr();
-        rails->lane_share[i]        = {lanes[i], std::max<size_t>(attr.get.max_zcopy, 1), offset,
-                                       offset + shares[i]};
+        const uct::iface_attr &attr = req->worker->ifaces[found[i].l->iface_index].iface->attr();
+        found[i].max_frag           = std::max<size_t>(attr.get.max_zcopy, 1);
+        found[i].next               = offset;
+        found[i].end                = offset + shares[i];
+        r.rails->lane_share[i]      = found[i];
         offset += shares[i];
     }
-    rails->count = count;
-    r.rails      = rails;
+    r.rails->count   = count;
+    r.rails->planned = true;
     ucs_debug("worker '%s': rendezvous of %zu bytes pulled over %u lanes",
               req->worker->name.c_str(), rest, count);
+}
+
+/* The sender's other keys, and our registrations for them. */
+void release_rails(request *req)
+{
+    recv_state &r = req->u.recv;
+    if (r.rails == nullptr) {
+        return;
+    }
+    ucp_context &ctx = req->worker->context;
+    for (unsigned i = 0; i < r.rails->num_keys; ++i) {
+        rndv_rails::md_key &k = r.rails->keys[i];
+        ctx.mds[k.md].component->rkey_release(k.rkey);
+        buffer_reg_release(ctx, k.md, &k.get_reg);
+    }
+    delete r.rails;
+    r.rails = nullptr;
+}
+
+/* Keeps the sender's keys of our other mds for make_rails; a key we cannot
+ * use leaves its md's lanes out. */
+void adopt_keys(request *req, const rts_keys &keys)
+{
+    recv_state &r    = req->u.recv;
+    ucp_context &ctx = req->worker->context;
+    for (unsigned i = 0; i < keys.num_others; ++i) {
+        for (unsigned md = 0; md < ctx.mds.size(); ++md) {
+            if ((md == r.rkey_md) || (ctx.mds[md].name != keys.others[i].md_name)) {
+                continue;
+            }
+            if ((r.rails == nullptr) && ((r.rails = new (std::nothrow) rndv_rails()) == nullptr)) {
+                return;
+            }
+            rndv_rails::md_key &k = r.rails->keys[r.rails->num_keys];
+            k                     = {md, {}, {}};
+            const ucs_status_t st = ctx.mds[md].component->rkey_unpack(keys.others[i].key,
+                                                                       keys.others[i].length,
+                                                                       &k.rkey);
+            if (st == UCS_OK) {
+                ++r.rails->num_keys;
+            } else {
+                ucs_debug("worker '%s': the sender's key of md %s is unusable (%s)",
+                          req->worker->name.c_str(), keys.others[i].md_name, ucs_status_string(st));
+            }
+            break;
+        }
+    }
 }
 
 /* The sender's key, our registration and the bounce buffer. */
@@ -237,8 +335,7 @@ void rndv_recv_release(request *req)
     if (r.bounce != nullptr) {
         release_pieces(req);
     } else {
-        delete r.rails;
-        r.rails = nullptr;
+        release_rails(req);
     }
     ucs::memtype::bounce_free(r.bounce);
     r.bounce = nullptr;
@@ -279,16 +376,18 @@ void rndv_get_completed(uct::completion *comp)
     rndv_recv_done(request_of_comp(comp));
 }
 
-/* One get of `length` bytes at `offset` of the message on lane `l`: false
- * when the lane has no room for it now. */
-bool issue_get(request *req, const lane &l, size_t offset, size_t length, uct::completion *comp)
+/* One get of `length` bytes at `offset` of the message on lane `l` with
+ * key `rkey` and local handle `memh`: false when the lane has no room for
+ * it now. */
+bool issue_get(request *req, const lane &l, uct::rkey_t rkey, uct::mem_h memh, size_t offset,
+               size_t length, uct::completion *comp)
 {
     recv_state &r = req->u.recv;
     auto *dest    = static_cast<uint8_t *>(r.bounce != nullptr ? r.bounce :
                                                                  r.unpacker.contig_buffer());
-    uct::iov iov{dest + offset, length, r.get_reg.memh};
+    uct::iov iov{dest + offset, length, memh};
     ++r.comp.count;
-    ucs_status_t status = l.ep->get_zcopy(&iov, 1, r.remote_addr + offset, r.rkey.rkey, comp);
+    ucs_status_t status = l.ep->get_zcopy(&iov, 1, r.remote_addr + offset, rkey, comp);
     if (status == UCS_INPROGRESS) {
         return true;
     }
@@ -315,7 +414,7 @@ bool rndv_issue_rails(request *req)
         for (unsigned i = 0; (i < r.rails->count) && (r.comp.status == UCS_OK); ++i) {
             rndv_rails::share &sh = r.rails->lane_share[i];
             const size_t frag     = std::min(sh.max_frag, sh.end - sh.next);
-            if ((frag == 0) || !issue_get(req, *sh.l, sh.next, frag, &r.comp)) {
+            if ((frag == 0) || !issue_get(req, *sh.l, sh.rkey, sh.memh, sh.next, frag, &r.comp)) {
                 continue;
             }
             sh.next += frag;
@@ -331,10 +430,10 @@ bool rndv_issue(request *req)
 {
     recv_state &r = req->u.recv;
     if (r.bounce == nullptr) {
-        if ((r.rails == nullptr) && (r.received == r.push_length)) {
+        if (((r.rails == nullptr) || !r.rails->planned) && (r.received == r.push_length)) {
             make_rails(req);
         }
-        if (r.rails != nullptr) {
+        if ((r.rails != nullptr) && (r.rails->count > 0)) {
             return rndv_issue_rails(req);
         }
     }
@@ -345,19 +444,26 @@ bool rndv_issue(request *req)
     }
     const uct::iface_attr &attr = r.ep->worker->ifaces[l->iface_index].iface->attr();
     const size_t max_frag       = std::max<size_t>(attr.get.max_zcopy, 1);
-    if ((r.bounce != nullptr) && (r.pieces == nullptr) && (r.received == 0)) {
-        r.pieces = make_pieces(req, std::min(max_frag, req->worker->context.config.rndv_frag_size));
+    /* Pieces only with a bounce buffer: without one the pointer they share
+     * may hold the sender's other keys (a pull left on one lane). */
+    rndv_pieces *pieces = nullptr;
+    if (r.bounce != nullptr) {
+        if ((r.pieces == nullptr) && (r.received == 0)) {
+            r.pieces = make_pieces(req,
+                                   std::min(max_frag, req->worker->context.config.rndv_frag_size));
+        }
+        pieces = r.pieces;
     }
     while ((r.received < r.get_length) && (r.comp.status == UCS_OK)) {
         size_t frag           = std::min(max_frag, r.get_length - r.received);
         uct::completion *comp = &r.comp;
-        if (r.pieces != nullptr) {
-            rndv_piece *piece = &r.pieces->piece[r.received / r.pieces->size];
+        if (pieces != nullptr) {
+            rndv_piece *piece = &pieces->piece[r.received / pieces->size];
             frag              = piece->length;
             comp              = &piece->comp;
             *comp             = {piece_get_completed, 1, UCS_OK};
         }
-        if (!issue_get(req, *l, r.received, frag, comp)) {
+        if (!issue_get(req, *l, r.rkey.rkey, r.get_reg.memh, r.received, frag, comp)) {
             return false;
         }
         r.received += frag;
@@ -502,12 +608,11 @@ void rndv_continue(request *req)
 size_t rndv_pack_rts(request *req, void *dest)
 {
     send_state &s = req->u.send;
-    uct::md &md   = *req->worker->context.mds[s.rndv_md].md;
     wire::rts_hdr hdr{};
     hdr.tag = s.tag;
     rndv_fill_rts(hdr, req);
     std::memcpy(dest, &hdr, sizeof(hdr));
-    if (md.mkey_pack(s.reg.memh, static_cast<char *>(dest) + sizeof(hdr)) != UCS_OK) {
+    if (!rndv_pack_keys(req, static_cast<char *>(dest) + sizeof(hdr))) {
         return 0;
     }
     return sizeof(hdr) + hdr.rkey_length;
@@ -569,7 +674,7 @@ uint8_t rndv_lane_of(request *req)
     return s.ep->rndv_lane;
 }
 
-send_step_t rndv_select(request *req)
+send_step_t rndv_select(request *req, size_t user_header_length)
 {
     send_state &s            = req->u.send;
     ucp_ep *ep               = s.ep;
@@ -601,6 +706,7 @@ send_step_t rndv_select(request *req)
         }
     }
     req->flags |= request_flag::NAMES_PEER_EP;
+    rndv_register_more(req, sizeof(wire::rts_hdr) + user_header_length);
     return rts_step;
 }
 
@@ -634,10 +740,14 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
     worker->register_request(req);
 
     /* The key must belong to a memory domain we have too. */
+    rts_keys keys;
     ucs_status_t status = UCS_ERR_UNREACHABLE;
-    for (unsigned i = 0; i < worker->context.mds.size(); ++i) {
+    if (!rndv_read_keys(rts, static_cast<const uint8_t *>(rkey), rkey_length, &keys)) {
+        status = UCS_ERR_INVALID_PARAM;
+    }
+    for (unsigned i = 0; (keys.key != nullptr) && (i < worker->context.mds.size()); ++i) {
         if (worker->context.mds[i].name == rts.md_name) {
-            status    = worker->context.mds[i].component->rkey_unpack(rkey, rkey_length, &r.rkey);
+            status = worker->context.mds[i].component->rkey_unpack(keys.key, keys.length, &r.rkey);
             r.rkey_md = i;
             break;
         }
@@ -674,6 +784,9 @@ void rndv_recv_start(ucp_worker *worker, request *req, const wire::rts_hdr &rts,
             uct::invoke_completion(&r.comp, status);
             return;
         }
+    }
+    if ((keys.num_others > 0) && (r.bounce == nullptr) && (r.get_length > 0)) {
+        adopt_keys(req, keys);
     }
     rndv_continue(req);
 }

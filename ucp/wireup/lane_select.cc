@@ -6,6 +6,7 @@
 #include <ucp/core/ucp_worker.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace ucp {
 
@@ -117,6 +118,9 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
         return ctx.mds[ctx.tls[tl].md_index].md->attr().flags;
     };
 
+    auto tl_name_of = [&](uint8_t lane) {
+        return ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.tl_name;
+    };
     auto type_of = [&](uint8_t lane) {
         return ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].resource.type;
     };
@@ -181,12 +185,15 @@ ucs_status_t select_lanes(const ucp_worker &worker, const unpacked_address &remo
         return ctx.tls[worker.ifaces[plan->lanes[lane].iface_index].tl_index].md_index;
     };
     if (plan->rndv != no_lane) {
-        /* The sender's key is of the rendezvous lane's md: other devices of
-         * that md (tcp interfaces, ports of one adapter) can pull with it. */
+        /* Other devices of the rendezvous lane's transport: tcp interfaces
+         * and ports of an adapter (its md: the sender's key serves them),
+         * other adapters (the sender registers on their mds too). Not other
+         * transports: tcp over IPoIB beside rc_verbs would share its wire. */
         const unsigned max_rndv  = std::clamp(ctx.config.max_rndv_lanes, 1u, unsigned(max_lanes));
         const double fastest_Bps = attr_of(plan->rndv).perf.bandwidth_Bps;
         for (uint8_t lane = 0; lane < plan->lanes.size(); ++lane) {
-            if ((lane != plan->rndv) && can_pull(lane) && (md_of(lane) == md_of(plan->rndv)) &&
+            if ((lane != plan->rndv) && can_pull(lane) &&
+                (std::strcmp(tl_name_of(lane), tl_name_of(plan->rndv)) == 0) &&
                 (attr_of(lane).perf.bandwidth_Bps * ctx.config.multi_lane_max_ratio >=
                  fastest_Bps)) {
                 plan->rndv_extra.push_back(lane);

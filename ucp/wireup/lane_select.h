@@ -28,7 +28,7 @@ struct lane_plan {
     uint8_t am   = no_lane;
     uint8_t rndv = no_lane;
     /* More rendezvous lanes a pull is split over (UCX_MAX_RNDV_LANES):
-     * other devices of the rendezvous lane's md, within
+     * other devices of the rendezvous lane's transport, within
      * UCX_MULTI_LANE_MAX_RATIO of its bandwidth, fastest first. */
     std::vector<uint8_t> rndv_extra;
     uint8_t rma = no_lane;
