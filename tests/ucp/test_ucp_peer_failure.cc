@@ -15,6 +15,7 @@
  * The victim is not reaped before the survivor has seen the failure: a
  * zombie must count as dead. Each case prints its detection time.
  */
+#include "scoped_env.h"
 #include "ucp_peer.h"
 #include "ucp_test_util.h"
 
@@ -326,6 +327,27 @@ TEST_CASE("a client killed during tag traffic: the server's accepted ep fails in
     fc.flush_close   = fc.victim_sends;
     fc.client_server = true;
     CAPTURE(fc.tls, fc.rndv, fc.victim_sends);
+    run_fault_case(fc);
+}
+
+/* A 64 MiB rendezvous pulled over two adapters (keys of both mds) when the
+ * peer dies: both lanes' gets fail, the pull and the sync send complete with
+ * an error, nothing is left behind. */
+TEST_CASE("a peer killed during a rendezvous split over two verbs adapters", "[ucp_rc_verbs]")
+{
+    if (!rc_verbs_available()) {
+        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
+             "on the emulated device");
+        return;
+    }
+    test::scoped_env devices("VERBS_EMU_DEVICES", "2");
+    fault_case fc;
+    fc.tls          = "rc_verbs,tcp";
+    fc.rndv         = true;
+    fc.victim_sends = GENERATE(true, false);
+    fc.mode         = UCP_ERR_HANDLING_MODE_PEER;
+    fc.flush_close  = false;
+    CAPTURE(fc.victim_sends);
     run_fault_case(fc);
 }
 
