@@ -112,7 +112,7 @@ const ucs::config::field tcp_fields[] = {
                      "A receive buffer for large frames up to this size is kept for the "
                      "next large frame.",
                      type_size, field_hidden),
-    UCS_CONFIG_FIELD(tcp_config_values, tx_batch, "TX_BATCH", "256k",
+    UCS_CONFIG_FIELD(tcp_config_values, tx_batch, "TX_BATCH", "512k",
                      "One send call offers at most this many bytes of queued frames, a "
                      "large one cut into pieces: the kernel handles acknowledgements, and "
                      "the receiver reads, between calls instead of behind one long copy.",

@@ -42,7 +42,7 @@ struct tcp_config {
     size_t   rx_keep;             /* UCX_TCP_RX_KEEP: a large-frame receive buffer up to this size is
                                      kept for the next large frame (4m) */
     size_t   tx_batch;            /* UCX_TCP_TX_BATCH: one send call offers at most this many
-                                     bytes of the queue (256k; a frame may be cut) */
+                                     bytes of the queue (512k; a frame may be cut) */
     size_t   rx_lowat;            /* UCX_TCP_RX_LOWAT: while a large payload is read in place, read
                                      when this much (at most half the rest) arrived (512k; 0: off) */
     /* Peer failure on a silent network (cable cut, host gone: no FIN, no RST). */
