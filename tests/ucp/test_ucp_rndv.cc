@@ -234,6 +234,24 @@ TEST_CASE("rendezvous pulls split over two tcp interfaces", "[ucp_rndv]")
         CHECK(got.other >= pulled / 20);
         CHECK(got.loopback + got.other < pulled + (1u << 20));
     }
+    SECTION("ucp_ep_evaluate_perf counts both lanes' bandwidth") {
+        auto estimate_64m = []() {
+            peer p;
+            REQUIRE(p.init("tcp") == UCS_OK);
+            REQUIRE(p.connect(p.address()) == UCS_OK);
+            ucp_ep_evaluate_perf_param_t param{};
+            param.field_mask   = UCP_EP_PERF_PARAM_FIELD_MESSAGE_SIZE;
+            param.message_size = size_t(64) << 20;
+            ucp_ep_evaluate_perf_attr_t attr{};
+            attr.field_mask = UCP_EP_PERF_ATTR_FIELD_ESTIMATED_TIME;
+            REQUIRE(ucp_ep_evaluate_perf(p.ep, &param, &attr) == UCS_OK);
+            return attr.estimated_time;
+        };
+        const double two = estimate_64m();
+        scoped_env lanes("UCX_MAX_RNDV_LANES", "1");
+        const double one = estimate_64m();
+        CHECK(two < one * 0.99);
+    }
     SECTION("UCX_MAX_RNDV_LANES=1: one lane") {
         scoped_env lanes("UCX_MAX_RNDV_LANES", "1");
         tcp_received got;

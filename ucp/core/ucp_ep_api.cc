@@ -506,8 +506,14 @@ ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep, const ucp_ep_evaluate_perf_param_
     if ((param->message_size < ep->cfg->thresh.rndv) || (ep->rndv_lane == ucp::no_lane)) {
         attr->estimated_time = am_msg + transfer(am);
     } else {
-        const auto &rndv =
+        uct::perf_model rndv =
             ep->worker->ifaces[ep->lanes[ep->rndv_lane].iface_index].iface->attr().perf;
+        if (ep->cfg->num_rndv_rails > 1) { /* a pull split over lanes: their rates add */
+            rndv.bandwidth_Bps = 0;
+            for (unsigned i = 0; i < ep->cfg->num_rndv_rails; ++i) {
+                rndv.bandwidth_Bps += ep->cfg->rndv_rail_Bps[i];
+            }
+        }
         attr->estimated_time = 2 * am_msg + rndv.latency_s + transfer(rndv);
     }
     return UCS_OK;
