@@ -395,11 +395,7 @@ TEST_CASE("v2 active messages of every size class with header, reply ep and rend
  * buffer on both adapters; ucp/tag/rndv_keys.cc), pulled over both. */
 TEST_CASE("v2 active messages over two verbs adapters", "[ucp_rc_verbs]")
 {
-    if (!rc_verbs_available()) {
-        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
-             "on the emulated device");
-        return;
-    }
+    UCP_TEST_SKIP_WITHOUT_RC_VERBS();
     test::scoped_env devices("VERBS_EMU_DEVICES", "2");
     test::scoped_env chunk("UCX_MIN_RNDV_CHUNK_SIZE", "4096");
     check_v2_exchange("rc_verbs,tcp");

@@ -335,11 +335,7 @@ TEST_CASE("a client killed during tag traffic: the server's accepted ep fails in
  * an error, nothing is left behind. */
 TEST_CASE("a peer killed during a rendezvous split over two verbs adapters", "[ucp_rc_verbs]")
 {
-    if (!rc_verbs_available()) {
-        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
-             "on the emulated device");
-        return;
-    }
+    UCP_TEST_SKIP_WITHOUT_RC_VERBS();
     test::scoped_env devices("VERBS_EMU_DEVICES", "2");
     fault_case fc;
     fc.tls          = "rc_verbs,tcp";

@@ -400,11 +400,7 @@ namespace {
  * the device list); `second_lane`: how the ep print names the second. */
 void check_verbs_rails(const char *emu_var, const char *second_lane, bool unexpected)
 {
-    if (!rc_verbs_available()) {
-        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
-             "on the emulated device");
-        return;
-    }
+    UCP_TEST_SKIP_WITHOUT_RC_VERBS();
     scoped_env layout(emu_var, "2");
     scoped_env chunk("UCX_MIN_RNDV_CHUNK_SIZE", "4096");
     std::string log = receive_sizes("rc_verbs,tcp", unexpected);

@@ -30,7 +30,6 @@ namespace {
 using ucp_test::check_pattern;
 using ucp_test::fill_pattern;
 using ucp_test::peer;
-using ucp_test::rc_verbs_available;
 using ucp_test::rc_enable_guard;
 
 constexpr const char *tls = "ucp_test_rc,tcp";
@@ -396,11 +395,7 @@ int device_atomics_child(int fd)
 TEST_CASE("ucp over rc_verbs: device atomics are the NIC's, exact under contention",
           "[ucp_rc_verbs]")
 {
-    if (!rc_verbs_available()) {
-        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
-             "on the emulated device");
-        return;
-    }
+    UCP_TEST_SKIP_WITHOUT_RC_VERBS();
     rc_enable_guard rc;
     peer p;
     REQUIRE(p.init_with(rc_verbs.tls, UCP_FEATURE_AMO64 | UCP_FEATURE_AMO32 | UCP_FEATURE_TAG,
@@ -464,11 +459,7 @@ TEST_CASE("ucp over rc_verbs: device atomics are the NIC's, exact under contenti
 TEST_CASE("ucp over rc_verbs and ud_verbs: tag, stream, AM, RMA and atomics between processes",
           "[ucp_rc_verbs]")
 {
-    if (!rc_verbs_available()) {
-        WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this "
-             "on the emulated device");
-        return;
-    }
+    UCP_TEST_SKIP_WITHOUT_RC_VERBS();
     SECTION("the peer connects after our first message") {
         run_traffic(when::after_first_message, rc_verbs);
     }

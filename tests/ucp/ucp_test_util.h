@@ -169,6 +169,18 @@ inline bool rc_verbs_available()
     return true;
 }
 
+/* In a Catch test case: returns from it, with a warning, where no verbs
+ * device offers rc_verbs (meson test ucp_rc_verbs runs it on the emulated
+ * device). */
+#define UCP_TEST_SKIP_WITHOUT_RC_VERBS() \
+    do { \
+        if (!ucp_test::rc_verbs_available()) { \
+            WARN("rc_verbs: skipped: no verbs device here; meson test ucp_rc_verbs runs this " \
+                 "on the emulated device"); \
+            return; \
+        } \
+    } while (0)
+
 } // namespace ucp_test
 
 #endif
