@@ -41,10 +41,9 @@ uint8_t rndv_rts_flags(const request *req);
  * How a pull of `length` bytes is shared among `count` lanes of bandwidth
  * Bps[0..count), fastest first: shares[i] bytes for lane i, in proportion
  * to its bandwidth to the nearest page (the last one the rest), each at
- * least `min_chunk`
- * (UCX_MIN_RNDV_CHUNK_SIZE); the slowest lanes are left out until that
- * holds. Returns how many lanes take a share (1: no split); the shares add
- * up to `length`.
+ * least `min_chunk` (UCX_MIN_RNDV_CHUNK_SIZE); the slowest lanes are left
+ * out until that holds. Returns how many lanes take a share (1: no split);
+ * the shares add up to `length`.
  */
 unsigned rndv_split_shares(size_t length, const double *Bps, unsigned count, size_t min_chunk,
                            size_t *shares);
