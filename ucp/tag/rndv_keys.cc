@@ -27,7 +27,7 @@ size_t packed_size(const ucp_context &ctx, unsigned md)
 }
 
 /* Whether md `md` is rndv_md or registered already. */
-bool has_md(const send_state &s, const rndv_md_regs *regs, unsigned md)
+bool registered_on(const send_state &s, const rndv_md_regs *regs, unsigned md)
 {
     if (md == s.rndv_md) {
         return true;
@@ -74,7 +74,7 @@ void rndv_register_more(request *req, size_t fixed)
     for (unsigned i = 0; i < c.num_rndv_rails; ++i) {
         const unsigned md = s.ep->lanes[c.rndv_rails[i]].md_index;
         const size_t more = sizeof(wire::rts_key) + packed_size(ctx, md);
-        if (has_md(s, regs, md) || (length + more > room)) {
+        if (registered_on(s, regs, md) || (length + more > room)) {
             continue;
         }
         if ((regs == nullptr) && ((regs = new (std::nothrow) rndv_md_regs()) == nullptr)) {

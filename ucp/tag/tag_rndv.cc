@@ -245,11 +245,10 @@ void make_rails(request *req)
     double Bps[max_lanes];
     unsigned count = 0;
     for (unsigned i = 0; i < c.num_rndv_rails; ++i) {
+        /* Every rail can get (lane selection's can_pull); a failed ep's
+         * lanes are gone. */
         const lane &l = r.ep->lanes[c.rndv_rails[i]];
-        if ((l.ep == nullptr) ||
-            !(req->worker->ifaces[l.iface_index].iface->attr().flags &
-              uct::iface_flag::GET_ZCOPY) ||
-            !rail_key(req, l, &found[count].rkey, &found[count].memh)) {
+        if ((l.ep == nullptr) || !rail_key(req, l, &found[count].rkey, &found[count].memh)) {
             continue;
         }
         found[count].l = &l;
