@@ -19,6 +19,7 @@
 #include <ucp/tag/rndv.h>
 #include <ucs/debug/log.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ucp {
@@ -47,9 +48,9 @@ wire::am_hdr make_hdr(const send_state &s)
     return hdr;
 }
 
-uint64_t short_header(uint16_t id, uint8_t hdr_flags)
+uint64_t short_header(uint16_t id, uint8_t hdr_flags, uint32_t header_length = 0)
 {
-    wire::am_hdr hdr{id, hdr_flags, 0, 0};
+    wire::am_hdr hdr{id, hdr_flags, 0, header_length};
     uint64_t value;
     std::memcpy(&value, &hdr, sizeof(value));
     return value;
@@ -291,14 +292,24 @@ ucs_status_ptr_t am_send_common(ucp_ep *ep, uint16_t id, uint8_t hdr_flags, cons
                                   param->datatype :
                                   ucp_dt_make_contig(1);
 
-    /* Fast path: small, contiguous, no user header, no reply: one am_short. */
-    if ((header_length == 0) && !(flags & (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV)) &&
-        (dt == ucp_dt_make_contig(1)) && (ssize_t(count) <= ep->max_eager_short) &&
-        (ep->num_pending == 0) && ep->usable() &&
+    /* Fast path: small, contiguous, no reply: one am_short, the user header
+     * (if any) inline before the data, as the single-fragment format has it. */
+    const size_t max_short = size_t(std::max<int32_t>(ep->max_eager_short, 0));
+    if (!(flags & (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV)) &&
+        (dt == ucp_dt_make_contig(1)) && (ep->max_eager_short >= 0) && (count <= max_short) &&
+        (header_length <= max_short - count) && (ep->num_pending == 0) && ep->usable() &&
         !(param->op_attr_mask & (UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)) &&
         dt::host_buffer(param, buffer, count)) {
-        ucs_status_t status = ep->am_ep->am_short(wire::AM_USER_SINGLE, short_header(id, hdr_flags),
-                                                  buffer, unsigned(count));
+        const uint64_t word = short_header(id, hdr_flags, uint32_t(header_length));
+        ucs_status_t status;
+        if (header_length == 0) {
+            status = ep->am_ep->am_short(wire::AM_USER_SINGLE, word, buffer, unsigned(count));
+        } else {
+            const uct::iov parts[] = {{&word, sizeof(word), uct::MEM_HANDLE_NULL},
+                                      {header, header_length, uct::MEM_HANDLE_NULL},
+                                      {buffer, count, uct::MEM_HANDLE_NULL}};
+            status                 = ep->am_ep->am_short_iov(wire::AM_USER_SINGLE, parts, 3);
+        }
         if (ucs_likely(status == UCS_OK)) {
             return nullptr;
         }

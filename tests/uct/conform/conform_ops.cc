@@ -162,6 +162,16 @@ ucs_status_t send_am(uct::ep &ep, uct::am_id_t id, op_kind kind, const std::vect
 {
     switch (kind) {
     case op_kind::SHORT: {
+        if (iovcnt > 1) {
+            std::vector<uct::iov> iov;
+            const size_t piece = bytes.size() / iovcnt;
+            for (size_t i = 0, at = 0; i < iovcnt; ++i) {
+                const size_t len = (i + 1 == iovcnt) ? bytes.size() - at : piece;
+                iov.push_back({bytes.data() + at, len, uct::MEM_HANDLE_NULL});
+                at += len;
+            }
+            return ep.am_short_iov(id, iov.data(), iov.size());
+        }
         uint64_t header = 0;
         if (bytes.size() < sizeof(header)) {
             return UCS_ERR_INVALID_PARAM; /* a test bug, not the transport's */

@@ -1,6 +1,7 @@
 /*
  * Conformance: active messages. Every AM kind the iface lists delivers
- * exactly the bytes sent (the short header first, the zcopy header before
+ * exactly the bytes sent (the short header first, gathered from entries
+ * too (am_short_iov), the zcopy header before
  * the iov data) at the smallest sizes and at each limit the attributes
  * report; one byte, header byte or iov entry past a limit is refused with
  * an error and delivers nothing; messages of all kinds on one ep arrive in
@@ -47,6 +48,10 @@ std::vector<message> limit_messages(const uct::iface_attr &a, op_kind kind, uint
         const size_t max = a.am.max_short; /* with the 8-byte header */
         for (size_t len : {size_t(8), size_t(9), max - 1, max}) {
             add(len, 0, 1);
+        }
+        /* Gathered by am_short_iov, split inside and after the header word. */
+        for (size_t len : {size_t(8), size_t(9), max}) {
+            add(len, 0, 3);
         }
         break;
     }
@@ -113,6 +118,8 @@ void check_refusals(pair &p, op_kind kind)
     };
     if (kind == op_kind::SHORT) {
         refused("am.max_short + 1 bytes with the header", a.am.max_short + 1, 0, 1);
+        refused("am.max_short + 1 bytes gathered from 3 entries", a.am.max_short + 1, 0, 3);
+        refused("7 bytes gathered from 3 entries", 7, 0, 3);
     } else if (kind == op_kind::ZCOPY) {
         refused("a header of am.max_hdr + 1 bytes", a.am.max_hdr + 2, a.am.max_hdr + 1, 1);
         if (a.am.max_iov < IOV_CAP) {
@@ -169,7 +176,8 @@ void am_order(const transport_spec &spec)
         size_t length;
         switch (m.kind) {
         case op_kind::SHORT:
-            length = 8 + (i * 7) % (a.am.max_short - 7);
+            length   = 8 + (i * 7) % (a.am.max_short - 7);
+            m.iovcnt = 1 + (i / kinds.size()) % 3; /* am_short or am_short_iov */
             break;
         case op_kind::BCOPY:
             length = 8 + (i * 131) % (std::min(a.am.max_bcopy, size_t(4096)) - 7);

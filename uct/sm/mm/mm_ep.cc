@@ -91,6 +91,40 @@ ucs_status_t mm_ep::am_short(am_id_t id, uint64_t header, const void *payload, u
     return UCS_OK;
 }
 
+ucs_status_t mm_ep::am_short_iov(am_id_t id, const iov *iov, size_t iovcnt)
+{
+    size_t length = 0;
+    for (size_t i = 0; i < iovcnt; ++i) {
+        if (ucs_unlikely((iov[i].length > max_inline_ - length) ||
+                         ((iov[i].length != 0) && (iov[i].buffer == nullptr)))) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        length += iov[i].length;
+    }
+    /* The first 8 bytes are the header word, as am_short's. */
+    if (ucs_unlikely((length < sizeof(uint64_t)) || (id >= AM_ID_MAX))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    uint64_t index;
+    bool armed;
+    if (ucs_unlikely(!reserve(&index, &armed))) {
+        return full_status();
+    }
+    uint8_t *elem = elem_at(index);
+    uint8_t *out  = elem + ELEM_HEADER_SIZE;
+    for (size_t i = 0; i < iovcnt; ++i) {
+        if (iov[i].length != 0) {
+            std::memcpy(out, iov[i].buffer, iov[i].length);
+            out += iov[i].length;
+        }
+    }
+    publish(elem, index, 0, id, uint32_t(length));
+    if (ucs_unlikely(armed)) {
+        wake_peer();
+    }
+    return UCS_OK;
+}
+
 ssize_t mm_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)
 {
     if (ucs_unlikely(id >= AM_ID_MAX)) {

@@ -37,6 +37,8 @@ public:
 
     ucs_status_t am_short(am_id_t id, uint64_t header, const void *payload,
                           unsigned length) override;
+    /* Gathered straight into the slot (the base would gather on the stack first). */
+    ucs_status_t am_short_iov(am_id_t id, const iov *iov, size_t iovcnt) override;
     ssize_t am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned flags) override;
 
     ucs_status_t put_short(const void *buffer, unsigned length, uint64_t remote_addr,
