@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -1067,13 +1068,20 @@ TEST_CASE("ring_fifo: empty until the first push, then FIFO order across growth 
         REQUIRE(fifo.size() == model.size());
         if (step % 997 == 0) {
             std::vector<uint64_t> seen, want;
-            for (const value &v : fifo) {
+            for (const value &v : std::as_const(fifo)) {
                 seen.push_back(v.key);
             }
             for (const value &v : model) {
                 want.push_back(v.key);
             }
             REQUIRE(seen == want);
+            /* Changed in place through the mutable iteration, wrapped or not. */
+            for (value &v : fifo) {
+                v.tag ^= 0xffff;
+            }
+            for (value &v : model) {
+                v.tag ^= 0xffff;
+            }
         }
     }
     CHECK(model.size() > 1); /* the run ended with values queued */

@@ -4,6 +4,7 @@
 #include <ucs/sys/affinity.h>
 #include <ucs/sys/clock.h>
 #include <ucs/sys/identity.h>
+#include <ucs/sys/random.h>
 #include <ucs/sys/read_file.h>
 #include <ucs/sys/sys_info.h>
 
@@ -341,6 +342,30 @@ TEST_CASE("ptrace scope follows Yama", "[sys]")
         CHECK(status == UCS_ERR_NO_ELEM);
         CHECK(scope == -1);
     }
+}
+
+TEST_CASE("secret_equal compares every byte, whole words and the tail", "[sys]")
+{
+    uint8_t a[19], b[19];
+    for (size_t i = 0; i < sizeof(a); ++i) {
+        a[i] = b[i] = uint8_t(0x5a + i);
+    }
+    for (size_t length = 0; length <= sizeof(a); ++length) {
+        CHECK(ucs::sys::secret_equal(a, b, length));
+    }
+    /* One differing byte anywhere (in a word or in the tail) makes them
+     * differ, from the lengths that include it on. */
+    for (size_t at = 0; at < sizeof(a); ++at) {
+        b[at] ^= 0x01;
+        for (size_t length = 0; length <= sizeof(a); ++length) {
+            CHECK(ucs::sys::secret_equal(a, b, length) == (length <= at));
+        }
+        b[at] ^= 0x01;
+    }
+    /* Unaligned starts. */
+    CHECK(ucs::sys::secret_equal(a + 1, b + 1, 16));
+    b[17] = 0;
+    CHECK_FALSE(ucs::sys::secret_equal(a + 1, b + 1, 17));
 }
 
 TEST_CASE("get_time is monotonic and converts like clock_gettime", "[sys]")

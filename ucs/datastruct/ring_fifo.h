@@ -3,7 +3,8 @@
  * It allocates nothing until the first push: an empty std::deque allocates
  * about 600 bytes, which per endpoint or connection (a send window, the
  * flushes waiting on it) is most of what an idle one costs. Push and pop
- * are O(1); iteration goes from the front to the back.
+ * are O(1); iteration goes from the front to the back (and may change the
+ * values in place).
  *
  *   ucs::ring_fifo<op> ops;
  *   ops.push_back(o);  ...  while (!ops.empty()) { use(ops.front()); ops.pop_front(); }
@@ -23,29 +24,34 @@ class ring_fifo {
     static_assert(std::is_trivially_copyable_v<T>, "values move by copy when the ring grows");
 
 public:
-    class const_iterator {
+    template <bool Const>
+    class basic_iterator {
+        using fifo_ptr = std::conditional_t<Const, const ring_fifo *, ring_fifo *>;
+
     public:
         using iterator_category = std::forward_iterator_tag;
         using value_type        = T;
         using difference_type   = std::ptrdiff_t;
-        using pointer           = const T *;
-        using reference         = const T &;
+        using pointer           = std::conditional_t<Const, const T *, T *>;
+        using reference         = std::conditional_t<Const, const T &, T &>;
 
-        const_iterator(const ring_fifo *fifo, size_t index) : fifo_(fifo), index_(index) {}
-        const T &operator*() const { return fifo_->at(index_); }
-        const T *operator->() const { return &fifo_->at(index_); }
-        const_iterator &operator++()
+        basic_iterator(fifo_ptr fifo, size_t index) : fifo_(fifo), index_(index) {}
+        reference operator*() const { return fifo_->at(index_); }
+        pointer operator->() const { return &fifo_->at(index_); }
+        basic_iterator &operator++()
         {
             ++index_;
             return *this;
         }
-        bool operator==(const const_iterator &other) const { return index_ == other.index_; }
-        bool operator!=(const const_iterator &other) const { return index_ != other.index_; }
+        bool operator==(const basic_iterator &other) const { return index_ == other.index_; }
+        bool operator!=(const basic_iterator &other) const { return index_ != other.index_; }
 
     private:
-        const ring_fifo *fifo_;
+        fifo_ptr fifo_;
         size_t index_; /* from the front */
     };
+    using iterator       = basic_iterator<false>;
+    using const_iterator = basic_iterator<true>;
 
     bool empty() const noexcept { return count_ == 0; }
     size_t size() const noexcept { return count_; }
@@ -74,6 +80,8 @@ public:
 
     const_iterator begin() const { return {this, 0}; }
     const_iterator end() const { return {this, count_}; }
+    iterator begin() { return {this, 0}; }
+    iterator end() { return {this, count_}; }
 
 private:
     static constexpr size_t first_capacity = 4;
@@ -82,6 +90,7 @@ private:
      * a power of two). */
     size_t slot(size_t index) const noexcept { return (head_ + index) & (capacity_ - 1); }
     const T &at(size_t index) const noexcept { return slots_[slot(index)]; }
+    T &at(size_t index) noexcept { return slots_[slot(index)]; }
 
     void grow()
     {
