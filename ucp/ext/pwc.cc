@@ -134,20 +134,19 @@ size_t packed_size(const message &m)
     return sizeof(m.hdr) + m.hdr.id_size + ((m.hdr.flags & wire::pwc_flag::DATA) ? m.length : 0);
 }
 
-/* Sends `m` now: inline when the lane takes it, else copied by the lane.
- * >= 0 when sent. */
+/* Sends `m` now: inline (gathered straight into the lane's slot) when the
+ * lane takes it, else copied by the lane. >= 0 when sent. */
 ssize_t send_now(ucp_ep *ep, const message &m)
 {
     const size_t size           = packed_size(m);
     const uct::iface_attr &attr = ep->am_ep->owner().attr();
     if ((attr.flags & uct::iface_flag::AM_SHORT) && (size <= attr.am.max_short) &&
         (size <= max_inline_message)) {
-        uint8_t packed[max_inline_message];
-        pack_message(packed, const_cast<message *>(&m));
-        uint64_t first;
-        std::memcpy(&first, packed, sizeof(first));
-        return ep->am_ep->am_short(wire::AM_PWC, first, packed + sizeof(first),
-                                   unsigned(size - sizeof(first)));
+        const bool data        = m.hdr.flags & wire::pwc_flag::DATA;
+        const uct::iov parts[] = {{&m.hdr, sizeof(m.hdr), uct::MEM_HANDLE_NULL},
+                                  {m.id, m.hdr.id_size, uct::MEM_HANDLE_NULL},
+                                  {m.data, data ? m.length : 0, uct::MEM_HANDLE_NULL}};
+        return ep->am_ep->am_short_iov(wire::AM_PWC, parts, 3);
     }
     return ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, const_cast<message *>(&m), 0);
 }

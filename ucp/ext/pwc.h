@@ -29,10 +29,12 @@
 #include <ucp/core/ucp_ep.h>
 #include <ucp/core/ucp_request.h>
 #include <ucp/core/ucp_worker.h>
+#include <ucs/datastruct/ring_fifo.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 struct ucp_cntr;
@@ -41,11 +43,10 @@ namespace ucp::ext {
 
 struct pwc_op;
 
-/* A completion waiting for the probe; the id's bytes live in `payload`. */
-struct pwc_entry {
-    ucp_pwc_completion_t completion;
-    std::vector<uint8_t> payload;
-};
+/* Completions waiting for the probe, oldest first. A remote id of bytes is
+ * the queue's own copy (cid.data, from new[]) until the probe hands it out;
+ * a local id is the caller's, as given. */
+using pwc_queue = ucs::ring_fifo<ucp_pwc_completion_t>;
 
 /* An ep's side of the flow control and its operations. */
 struct pwc_peer {
@@ -57,16 +58,19 @@ struct pwc_peer {
 };
 
 struct pwc_state {
-    std::deque<pwc_entry> local;
-    std::deque<pwc_entry> remote;
-    /* Payloads of the ids the last probe returned (valid until the next). */
-    std::vector<std::vector<uint8_t>> handed_out;
+    pwc_queue local;
+    pwc_queue remote;
+    /* Id bytes of the remote completions the last probe returned (valid
+     * until the next). */
+    std::vector<std::unique_ptr<uint8_t[]>> handed_out;
     size_t pending        = 0;       /* our operations */
     ucp_cntr *remote_cntr = nullptr; /* ucp_pwc_bind_cntr */
     size_t max_id_size;
     unsigned window;      /* credits per ep */
     unsigned grant_batch; /* credits given back at once */
     size_t packed_max;
+
+    ~pwc_state();
 };
 
 /* An AM of the ep with no data of its own: `step` packs and sends it (the

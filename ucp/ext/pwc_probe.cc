@@ -65,41 +65,47 @@ void send_credits(ucp_ep *ep)
     }
 }
 
-/* Moves up to `max` entries of `ep` from `queue` to `out`, in order. */
-void take(std::deque<pwc_entry> &queue, const ucp_ep *ep, size_t max, std::vector<pwc_entry> *out)
+/* Hands the front of `queue` to the caller, written straight into `out`:
+ * credits first (a remote one taken lets its peer send more), its id's
+ * bytes kept until the next probe. */
+void hand_out(pwc_state *st, pwc_queue &queue, ucp_pwc_completion_t *out, ucp_pwc_handler_t handler,
+              void *arg)
 {
-    auto keep = queue.begin();
-    for (auto it = queue.begin(); it != queue.end(); ++it) {
-        if ((out->size() < max) && (it->completion.ep == ep)) {
-            out->push_back(std::move(*it));
-        } else {
-            *keep++ = std::move(*it);
-        }
+    *out = queue.front();
+    queue.pop_front();
+    const bool credited = out->flags & entry_credited;
+    out->flags &= ~entry_credited;
+    if ((&queue == &st->remote) && (out->cid.size != 0)) {
+        st->handed_out.emplace_back(static_cast<uint8_t *>(const_cast<void *>(out->cid.data)));
     }
-    queue.erase(keep, queue.end());
-}
-
-/* Hands one completion to the caller: credits first (a remote one taken
- * lets its peer send more), its id's bytes kept until the next probe. */
-void hand_out(pwc_state *st, pwc_entry &&entry, ucp_pwc_completion_t *out,
-              ucp_pwc_handler_t handler, void *arg)
-{
-    ucp_pwc_completion_t c = entry.completion;
-    if ((c.flags & entry_credited) && (c.ep != nullptr)) {
-        pwc_ids_taken(c.ep, 1);
-    }
-    c.flags &= ~entry_credited;
-    if (!entry.payload.empty()) {
-        st->handed_out.push_back(std::move(entry.payload));
-        c.cid.data = st->handed_out.back().data();
-        c.cid.size = st->handed_out.back().size();
-    }
-    if (out != nullptr) {
-        *out = c;
+    if (credited && (out->ep != nullptr)) {
+        pwc_ids_taken(out->ep, 1);
     }
     if (handler != nullptr) {
-        handler(&c, arg); /* may post: the entry is off its queue */
+        handler(out, arg); /* may post: the entry is off its queue */
     }
+}
+
+/* Moves the entries of `ep` to the front of `queue`, at most `max`, the
+ * others behind them, each group in its order; how many moved. */
+size_t gather_front(pwc_queue &queue, const ucp_ep *ep, size_t max)
+{
+    pwc_queue others;
+    size_t moved = 0;
+    for (size_t n = queue.size(); n > 0; --n) {
+        const ucp_pwc_completion_t c = queue.front();
+        queue.pop_front();
+        if ((moved < max) && (c.ep == ep)) {
+            queue.push_back(c);
+            ++moved;
+        } else {
+            others.push_back(c);
+        }
+    }
+    for (const ucp_pwc_completion_t &c : others) {
+        queue.push_back(c);
+    }
+    return moved;
 }
 
 /* Takes up to `max` completions (some are queued). Out of line: the
@@ -109,28 +115,20 @@ __attribute__((noinline)) size_t take_completions(pwc_state *st, unsigned flags,
                                                   ucp_pwc_completion_t *completions, size_t max)
 {
     size_t count = 0;
-    st->handed_out.clear();
-    for (auto *queue : {(flags & UCP_PWC_PROBE_LOCAL) ? &st->local : nullptr,
-                        (flags & UCP_PWC_PROBE_REMOTE) ? &st->remote : nullptr}) {
+    ucp_pwc_completion_t scratch; /* for a handler without an array */
+    if (!st->handed_out.empty()) {
+        st->handed_out.clear();
+    }
+    for (pwc_queue *queue : {(flags & UCP_PWC_PROBE_LOCAL) ? &st->local : nullptr,
+                             (flags & UCP_PWC_PROBE_REMOTE) ? &st->remote : nullptr}) {
         if (queue == nullptr) {
             continue;
         }
-        if (ep == nullptr) {
-            while ((count < max) && !queue->empty()) {
-                pwc_entry entry = std::move(queue->front());
-                queue->pop_front();
-                hand_out(st, std::move(entry),
-                         (completions != nullptr) ? &completions[count] : nullptr, handler, arg);
-                ++count;
-            }
-            continue;
-        }
-        std::vector<pwc_entry> taken;
-        take(*queue, ep, max - count, &taken);
-        for (pwc_entry &entry : taken) {
-            hand_out(st, std::move(entry), (completions != nullptr) ? &completions[count] : nullptr,
-                     handler, arg);
-            ++count;
+        const size_t take = (ep == nullptr) ? std::min(max - count, queue->size()) :
+                                              gather_front(*queue, ep, max - count);
+        for (size_t i = 0; i < take; ++i, ++count) {
+            hand_out(st, *queue, (completions != nullptr) ? &completions[count] : &scratch, handler,
+                     arg);
         }
     }
     return count;
@@ -159,9 +157,7 @@ ucs_status_t probe_locked(ucp_worker *worker, unsigned flags, ucp_ep *ep, ucp_pw
 void pwc_push_local(ucp_worker *worker, ucp_ep *ep, const ucp_cid_t &cid, unsigned flags,
                     ucs_status_t status)
 {
-    pwc_entry entry;
-    entry.completion = {UCP_PWC_COMPLETION_LOCAL | flags, status, ep, cid};
-    worker->pwc->local.push_back(std::move(entry));
+    worker->pwc->local.push_back({UCP_PWC_COMPLETION_LOCAL | flags, status, ep, cid});
 }
 
 void pwc_ids_taken(ucp_ep *ep, unsigned count)
@@ -180,16 +176,23 @@ void pwc_ep_destroyed(ucp_ep *ep)
 {
     pwc_state *st = ep->worker->pwc;
     if (st != nullptr) {
-        for (auto *queue : {&st->local, &st->remote}) {
-            for (pwc_entry &entry : *queue) {
-                if (entry.completion.ep == ep) {
-                    entry.completion.ep = nullptr;
+        for (pwc_queue *queue : {&st->local, &st->remote}) {
+            for (ucp_pwc_completion_t &c : *queue) {
+                if (c.ep == ep) {
+                    c.ep = nullptr;
                 }
             }
         }
     }
     delete ep->pwc;
     ep->pwc = nullptr;
+}
+
+pwc_state::~pwc_state()
+{
+    for (const ucp_pwc_completion_t &c : remote) {
+        delete[] static_cast<const uint8_t *>(c.cid.data);
+    }
 }
 
 void pwc_cleanup(ucp_worker *worker)
@@ -256,16 +259,23 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
         ucp_cntr_add(st->remote_cntr, 1);
         return UCS_OK;
     }
-    ext::pwc_entry entry;
-    entry.completion = {UCP_PWC_COMPLETION_REMOTE |
-                            ((hdr.flags & wire::pwc_flag::GET) ? unsigned(UCP_PWC_COMPLETION_GET) :
-                                                                 0u) |
-                            (credited ? ext::entry_credited : 0u),
-                        UCS_OK,
-                        ep,
-                        {hdr.cid, nullptr, 0}};
-    entry.payload.assign(id, id + hdr.id_size);
-    st->remote.push_back(std::move(entry));
+    ucp_cid_t cid{hdr.cid, nullptr, 0};
+    if (hdr.id_size != 0) {
+        /* The queue's copy until the probe hands it out. */
+        auto *bytes = new (std::nothrow) uint8_t[hdr.id_size];
+        if (bytes == nullptr) {
+            ucs_error("worker '%s': no memory for a %u-byte completion id; it is lost",
+                      worker->name.c_str(), hdr.id_size);
+            return UCS_OK;
+        }
+        std::memcpy(bytes, id, hdr.id_size);
+        cid = {hdr.cid, bytes, hdr.id_size};
+    }
+    st->remote.push_back(
+        {UCP_PWC_COMPLETION_REMOTE |
+             ((hdr.flags & wire::pwc_flag::GET) ? unsigned(UCP_PWC_COMPLETION_GET) : 0u) |
+             (credited ? ext::entry_credited : 0u),
+         UCS_OK, ep, cid});
     return UCS_OK;
 }
 
