@@ -7,7 +7,9 @@
  */
 #include "rma_test_util.h"
 
+#include <ucp/api/ucp_ext.h>
 #include <ucp/core/ucp_rkey.h>
+#include <ucp/rma/region_registry.h>
 #include "ucp_test_util.h"
 
 #include <catch2/catch.hpp>
@@ -130,6 +132,50 @@ ucs_status_t status_of(session &s, ucs_status_ptr_t ptr)
 }
 
 } // namespace
+
+TEST_CASE("the region registry's lookup cache never answers for a changed registry", "[ucp_rma]")
+{
+    ucp::region_registry regions;
+    ucp::region_registry::lookup_cache cache;
+    const uintptr_t a = 0x10000, b = 0x40000;
+    regions.add(a, 4096, 11);
+    regions.add(a, 4096, 22); /* the same range mapped twice */
+    regions.add(b, 256, 33);
+
+    ucp::region_counter counter;
+    CHECK(regions.contains(cache, a + 8, 8, 11, &counter));
+    CHECK(counter.cntr == nullptr);
+    CHECK(cache.generation != 0); /* filled */
+    /* Hits and misses of the cached instance: range, secret, other regions. */
+    CHECK(regions.contains(cache, a, 4096, 11));
+    CHECK_FALSE(regions.contains(cache, a + 4090, 8, 11));
+    CHECK(regions.contains(cache, a + 100, 8, 22));
+    CHECK(regions.contains(cache, a + 100, 8, 11));
+    CHECK_FALSE(regions.contains(cache, a + 100, 8, 33));
+    CHECK(regions.contains(cache, b + 8, 8, 33));
+    CHECK_FALSE(regions.contains(cache, b + 8, 8, 11));
+
+    /* A counter bound after the lookup: the next one reports it. */
+    REQUIRE(regions.contains(cache, b, 8, 33));
+    auto *fake = reinterpret_cast<ucp_cntr *>(uintptr_t(0x1234));
+    REQUIRE(regions.bind(b, 256, 33, {fake, UCP_MEM_CNTR_REMOTE_WRITE}));
+    REQUIRE(regions.contains(cache, b, 8, 33, &counter));
+    CHECK(counter.cntr == fake);
+    CHECK(counter.events == UCP_MEM_CNTR_REMOTE_WRITE);
+
+    /* Unmapped after the lookup: the cached instance answers no more. */
+    REQUIRE(regions.contains(cache, b, 8, 33));
+    REQUIRE(regions.remove(b, 256, 33));
+    CHECK_FALSE(regions.contains(cache, b, 8, 33));
+    REQUIRE(regions.contains(cache, a, 8, 22));
+    REQUIRE(regions.remove(a, 4096, 22));
+    CHECK_FALSE(regions.contains(cache, a, 8, 22));
+    CHECK(regions.contains(cache, a, 8, 11)); /* the other instance stays */
+    /* Mapped again with another secret: the old one opens nothing. */
+    regions.add(b, 256, 44);
+    CHECK_FALSE(regions.contains(cache, b, 8, 33));
+    CHECK(regions.contains(cache, b, 8, 44));
+}
 
 TEST_CASE("put and get of every size, checked by the target after flush", "[ucp_rma]")
 {

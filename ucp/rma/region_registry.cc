@@ -14,6 +14,7 @@ void region_registry::add(uintptr_t address, size_t length, uint64_t secret)
 {
     auto guard = lock();
     regions_.emplace(address, region{length, secret, {}});
+    generation_.fetch_add(1, std::memory_order_release);
     max_length_ = std::max(max_length_, length);
 }
 
@@ -26,6 +27,7 @@ bool region_registry::with_instance(uintptr_t address, size_t length, uint64_t s
     for (auto it = range.first; it != range.second; ++it) {
         if ((it->second.length == length) && (it->second.secret == secret)) {
             action(it);
+            generation_.fetch_add(1, std::memory_order_release);
             return true;
         }
     }
@@ -47,6 +49,21 @@ bool region_registry::bind(uintptr_t address, size_t length, uint64_t secret,
 bool region_registry::contains(uint64_t address, size_t length, uint64_t secret,
                                region_counter *counter) const
 {
+    lookup_cache unused;
+    return contains(unused, address, length, secret, counter);
+}
+
+bool region_registry::contains(lookup_cache &cache, uint64_t address, size_t length,
+                               uint64_t secret, region_counter *counter) const
+{
+    if ((cache.generation == generation_.load(std::memory_order_acquire)) &&
+        ucs::range_inside(address, length, cache.start, cache.length) &&
+        ucs::sys::secret_equal(&secret, &cache.secret, sizeof(secret))) {
+        if (counter != nullptr) {
+            *counter = cache.counter;
+        }
+        return true;
+    }
     auto guard = lock();
     /* Candidates start at or before `address`, and no earlier than the
      * longest region could reach from. */
@@ -62,6 +79,8 @@ bool region_registry::contains(uint64_t address, size_t length, uint64_t secret,
             if (counter != nullptr) {
                 *counter = it->second.counter;
             }
+            cache = {generation_.load(std::memory_order_relaxed), start, it->second.length,
+                     it->second.secret, it->second.counter};
             return true;
         }
     }

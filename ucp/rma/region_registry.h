@@ -13,6 +13,7 @@
 #ifndef UCP_RMA_REGION_REGISTRY_H
 #define UCP_RMA_REGION_REGISTRY_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -44,6 +45,21 @@ public:
     bool contains(uint64_t address, size_t length, uint64_t secret,
                   region_counter *counter = nullptr) const;
 
+    /* The instance a worker's last lookup matched: a peer's puts land in
+     * the same region mostly, and checking it again costs a compare, not a
+     * tree walk and the lock. Any change to the registry makes it stale. */
+    struct lookup_cache {
+        uint64_t generation = 0; /* of the registry when filled; 0: empty */
+        uintptr_t start     = 0;
+        size_t length       = 0;
+        uint64_t secret     = 0;
+        region_counter counter;
+    };
+
+    /* contains(), trying `cache` first and refilling it on a miss. */
+    bool contains(lookup_cache &cache, uint64_t address, size_t length, uint64_t secret,
+                  region_counter *counter = nullptr) const;
+
     /* Binds `counter` to the instance with this range and secret (a null
      * counter unbinds); false if none. */
     bool bind(uintptr_t address, size_t length, uint64_t secret, region_counter counter);
@@ -68,6 +84,8 @@ private:
 
     /* start -> region; several entries may share a start. */
     std::multimap<uintptr_t, region> regions_;
+    /* Bumped by every change (under the lock); lookup caches compare it. */
+    std::atomic<uint64_t> generation_{1};
     /* The longest region ever added: how far back a containing one may start. */
     size_t max_length_ = 0;
     bool shared_       = false;

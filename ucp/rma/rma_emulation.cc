@@ -181,7 +181,8 @@ bool send_get_data(ucp_worker *worker, uct::ep *am, deferred_reply &r)
         region_counter counter;
         /* Checked again each time: a deferred reply reads the memory later. */
         if ((r.status == UCS_OK) &&
-            !worker->context.mapped_regions.contains(r.address, r.length, r.secret, &counter)) {
+            !worker->context.mapped_regions.contains(worker->rma.region_cache, r.address, r.length,
+                                                     r.secret, &counter)) {
             r.status = hdr.status = int8_t(UCS_ERR_INVALID_ADDR);
         }
         if (r.status != UCS_OK) {
@@ -330,7 +331,8 @@ ucs_status_t rma_put_handler(void *arg, void *data, size_t length, unsigned)
     const size_t size   = r.left();
     ucs_status_t status = UCS_OK;
     region_counter counter;
-    if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret, &counter)) {
+    if (!worker->context.mapped_regions.contains(worker->rma.region_cache, hdr.address, size,
+                                                 hdr.secret, &counter)) {
         ucs_error("worker '%s': refused a put to 0x%llx+%zu outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address), size);
         status = UCS_ERR_INVALID_ADDR;
@@ -358,7 +360,8 @@ ucs_status_t rma_get_req_handler(void *arg, void *data, size_t length, unsigned)
     }
     ucs_status_t status = UCS_OK;
     if ((hdr.length == 0) ||
-        !worker->context.mapped_regions.contains(hdr.address, hdr.length, hdr.secret)) {
+        !worker->context.mapped_regions.contains(worker->rma.region_cache, hdr.address, hdr.length,
+                                                 hdr.secret)) {
         ucs_error("worker '%s': refused a get from 0x%llx+%llu outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address),
                   static_cast<unsigned long long>(hdr.length));
@@ -387,8 +390,8 @@ ucs_status_t atomic_req_handler(void *arg, void *data, size_t length, unsigned)
                   worker->name.c_str(), hdr.op, hdr.size,
                   static_cast<unsigned long long>(hdr.address));
         status = UCS_ERR_INVALID_PARAM;
-    } else if (!worker->context.mapped_regions.contains(hdr.address, hdr.size, hdr.secret,
-                                                        &counter)) {
+    } else if (!worker->context.mapped_regions.contains(worker->rma.region_cache, hdr.address,
+                                                        hdr.size, hdr.secret, &counter)) {
         ucs_error("worker '%s': refused an atomic on 0x%llx outside the regions its key opens",
                   worker->name.c_str(), static_cast<unsigned long long>(hdr.address));
         status = UCS_ERR_INVALID_ADDR;

@@ -6,6 +6,7 @@
 #ifndef UCP_RMA_RMA_WORKER_H
 #define UCP_RMA_RMA_WORKER_H
 
+#include <ucp/rma/region_registry.h>
 #include <ucs/type/status.h>
 
 #include <cstdint>
@@ -32,6 +33,9 @@ struct worker_state {
      * for these, the only ones that can be overtaken by later operations. */
     uint64_t emulated_outstanding = 0;
     std::deque<deferred_reply> deferred;
+    /* The region the last request from a peer landed in (puts, gets,
+     * atomics, puts with completion). */
+    region_registry::lookup_cache region_cache;
 };
 
 } // namespace ucp::rma
