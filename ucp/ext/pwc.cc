@@ -21,6 +21,9 @@
 
 namespace ucp::ext {
 
+/* Largest message sent inline (a FIFO element's worth). */
+constexpr size_t max_inline_message = 128;
+
 enum class pwc_kind : uint8_t { PUT, GET };
 
 /* One put or get with completion ids, from its call to its local completion. */
@@ -41,6 +44,23 @@ struct pwc_op {
     bool credit_taken = false;
     bool packed; /* the data travels with the id */
 };
+
+/* The ep sends now: wired up, nothing queued before. */
+bool lane_free(const ucp_ep *ep)
+{
+    return (ep->flags & ep_flag::READY) && (ep->num_pending == 0) && !ep->held();
+}
+
+ucs_status_t send_inline(ucp_ep *ep, uint8_t am_id, const uct::iov *parts, size_t count,
+                         size_t size)
+{
+    const uct::iface_attr &attr = ep->am_ep->owner().attr();
+    if (!(attr.flags & uct::iface_flag::AM_SHORT) || (size > attr.am.max_short) ||
+        (size > max_inline_message)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return ep->am_ep->am_short_iov(am_id, parts, count);
+}
 
 namespace {
 
@@ -77,8 +97,6 @@ void complete(pwc_op *op, ucs_status_t status)
  * id beats a copy and a message up to about there). */
 constexpr size_t packed_over_direct = 128;
 
-/* Largest message sent inline from the stack (a FIFO element's worth). */
-constexpr size_t max_inline_message = 128;
 
 /* Where `remote_addr` is mapped in this process, or nullptr (a posix or
  * sysv segment of the peer: a CPU copy reaches it, visible at once). */
@@ -88,11 +106,6 @@ uint8_t *direct_target(ucp_ep *ep, ucp_rkey *rkey, uint64_t remote_addr)
                                                          nullptr;
 }
 
-/* The ep sends now: wired up, nothing queued before. */
-bool lane_free(const ucp_ep *ep)
-{
-    return (ep->flags & ep_flag::READY) && (ep->num_pending == 0) && !ep->held();
-}
 
 /* ---- the AM_PWC message ---- */
 
@@ -134,19 +147,17 @@ size_t packed_size(const message &m)
     return sizeof(m.hdr) + m.hdr.id_size + ((m.hdr.flags & wire::pwc_flag::DATA) ? m.length : 0);
 }
 
-/* Sends `m` now: inline (gathered straight into the lane's slot) when the
- * lane takes it, else copied by the lane. >= 0 when sent. */
+/* Sends `m` now: inline when the lane takes it, else copied by the lane.
+ * >= 0 when sent. */
 ssize_t send_now(ucp_ep *ep, const message &m)
 {
-    const size_t size           = packed_size(m);
-    const uct::iface_attr &attr = ep->am_ep->owner().attr();
-    if ((attr.flags & uct::iface_flag::AM_SHORT) && (size <= attr.am.max_short) &&
-        (size <= max_inline_message)) {
-        const bool data        = m.hdr.flags & wire::pwc_flag::DATA;
-        const uct::iov parts[] = {{&m.hdr, sizeof(m.hdr), uct::MEM_HANDLE_NULL},
-                                  {m.id, m.hdr.id_size, uct::MEM_HANDLE_NULL},
-                                  {m.data, data ? m.length : 0, uct::MEM_HANDLE_NULL}};
-        return ep->am_ep->am_short_iov(wire::AM_PWC, parts, 3);
+    const bool data           = m.hdr.flags & wire::pwc_flag::DATA;
+    const uct::iov parts[]    = {{&m.hdr, sizeof(m.hdr), uct::MEM_HANDLE_NULL},
+                                 {m.id, m.hdr.id_size, uct::MEM_HANDLE_NULL},
+                                 {m.data, data ? m.length : 0, uct::MEM_HANDLE_NULL}};
+    const ucs_status_t status = send_inline(ep, wire::AM_PWC, parts, 3, packed_size(m));
+    if (status != UCS_ERR_UNSUPPORTED) {
+        return status;
     }
     return ep->am_ep->am_bcopy(wire::AM_PWC, pack_message, const_cast<message *>(&m), 0);
 }

@@ -79,6 +79,15 @@ struct pwc_state {
 ucs_status_ptr_t pwc_send_request(ucp_ep *ep, uint8_t am_id, send_step_t step,
                                   const ucp_request_param_t *param);
 
+/* The ep sends now: wired up, nothing queued before. */
+bool lane_free(const ucp_ep *ep);
+
+/* Sends the AM gathered from `parts` (`size` bytes) inline: UCS_OK when
+ * sent, the lane's error (NO_RESOURCE: full), or UCS_ERR_UNSUPPORTED when
+ * the lane takes no message of that size inline. */
+ucs_status_t send_inline(ucp_ep *ep, uint8_t am_id, const uct::iov *parts, size_t count,
+                         size_t size);
+
 /* Make the states below on first use; nullptr when out of memory. */
 pwc_state *pwc_state_make(ucp_worker *worker);
 pwc_peer *pwc_peer_make(ucp_ep *ep);

@@ -51,9 +51,18 @@ ucs_status_t credit_step(request *req)
     return UCS_OK;
 }
 
-/* Gives the peer its credits back, through a send request of the ep. */
+/* Gives the peer its credits back: inline when the lane is free, else
+ * through a send request of the ep. */
 void send_credits(ucp_ep *ep)
 {
+    if (lane_free(ep)) {
+        const wire::pwc_credit_hdr hdr{ep->worker->uuid, ep->remote_id, ep->pwc->owed, 0};
+        const uct::iov part{&hdr, sizeof(hdr), uct::MEM_HANDLE_NULL};
+        if (send_inline(ep, wire::AM_PWC_CREDIT, &part, 1, sizeof(hdr)) == UCS_OK) {
+            ep->pwc->owed = 0;
+            return;
+        }
+    }
     const ucp_request_param_t param{};
     ep->pwc->granting             = true;
     const ucs_status_ptr_t result = pwc_send_request(ep, wire::AM_PWC_CREDIT, credit_step, &param);
@@ -238,7 +247,8 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
     if (hdr.flags & wire::pwc_flag::DATA) {
         const size_t size = r.left();
         region_counter counter;
-        if (!worker->context.mapped_regions.contains(hdr.address, size, hdr.secret, &counter)) {
+        if (!worker->context.mapped_regions.contains(worker->rma.region_cache, hdr.address, size,
+                                                     hdr.secret, &counter)) {
             ucs_error("worker '%s': refused a put with completion to 0x%llx+%zu outside the "
                       "regions its key opens",
                       worker->name.c_str(), static_cast<unsigned long long>(hdr.address), size);
@@ -318,10 +328,10 @@ ucs_status_t ucp_pwc_probe(ucp_worker_h worker, const ucp_pwc_probe_params_t *pa
         return UCS_ERR_INVALID_PARAM;
     }
     const unsigned which = (flags != 0) ? flags : (UCP_PWC_PROBE_LOCAL | UCP_PWC_PROBE_REMOTE);
-    /* The application's progress call (inlined there), then the queues. */
-    ucp_worker_progress(worker);
+    /* A progress of the worker, then the queues, under one guard. */
     ucp::worker_guard guard(worker);
     return ucp::guarded("ucp_pwc_probe", [&]() {
+        worker->progress_locked();
         return ucp::ext::probe_locked(worker, which, ep, handler, arg, completions, max, count_p,
                                       pending_p);
     });
