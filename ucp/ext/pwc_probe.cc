@@ -128,17 +128,19 @@ __attribute__((noinline)) size_t take_completions(pwc_state *st, unsigned flags,
     if (!st->handed_out.empty()) {
         st->handed_out.clear();
     }
-    for (pwc_queue *queue : {(flags & UCP_PWC_PROBE_LOCAL) ? &st->local : nullptr,
-                             (flags & UCP_PWC_PROBE_REMOTE) ? &st->remote : nullptr}) {
-        if (queue == nullptr) {
-            continue;
-        }
-        const size_t take = (ep == nullptr) ? std::min(max - count, queue->size()) :
-                                              gather_front(*queue, ep, max - count);
+    auto take_from = [&](pwc_queue &queue) {
+        const size_t take = (ep == nullptr) ? std::min(max - count, queue.size()) :
+                                              gather_front(queue, ep, max - count);
         for (size_t i = 0; i < take; ++i, ++count) {
-            hand_out(st, *queue, (completions != nullptr) ? &completions[count] : &scratch, handler,
+            hand_out(st, queue, (completions != nullptr) ? &completions[count] : &scratch, handler,
                      arg);
         }
+    };
+    if ((flags & UCP_PWC_PROBE_LOCAL) && !st->local.empty()) {
+        take_from(st->local);
+    }
+    if ((flags & UCP_PWC_PROBE_REMOTE) && !st->remote.empty()) {
+        take_from(st->remote);
     }
     return count;
 }
