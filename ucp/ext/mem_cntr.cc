@@ -36,11 +36,8 @@ void unbind(ucp_mem *memh)
 
 } // namespace
 
-void count_remote(const region_counter &counter, uint64_t event, uint64_t bytes)
+void count_bound(const region_counter &counter, uint64_t bytes)
 {
-    if ((counter.cntr == nullptr) || !(counter.events & event)) {
-        return;
-    }
     ucp_cntr_add(counter.cntr, (counter.cntr->flags & UCP_CNTR_FLAG_EVENTS_BYTES) ? bytes : 1);
 }
 

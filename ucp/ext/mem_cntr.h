@@ -20,9 +20,18 @@ struct ucp_cntr;
 
 namespace ucp::ext {
 
+/* Adds an operation of `bytes` to the bound counter (by its EVENTS_BYTES flag). */
+void count_bound(const region_counter &counter, uint64_t bytes);
+
 /* An operation of kind `event` (UCP_MEM_CNTR_REMOTE_*) of `bytes` was
- * served on a region bound to `counter`: counts it if asked to. */
-void count_remote(const region_counter &counter, uint64_t event, uint64_t bytes);
+ * served on a region bound to `counter`: counts it if asked to. Inline:
+ * every request a peer makes asks, and few regions have a counter. */
+inline void count_remote(const region_counter &counter, uint64_t event, uint64_t bytes)
+{
+    if ((counter.cntr != nullptr) && (counter.events & event)) {
+        count_bound(counter, bytes);
+    }
+}
 
 /* The region is unmapped: its counter, if any, is let go. */
 void mem_unbind_cntr(ucp_mem *memh);

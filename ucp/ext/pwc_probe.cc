@@ -88,7 +88,13 @@ void hand_out(pwc_state *st, pwc_queue &queue, ucp_pwc_completion_t *out, ucp_pw
         st->handed_out.emplace_back(static_cast<uint8_t *>(const_cast<void *>(out->cid.data)));
     }
     if (credited && (out->ep != nullptr)) {
-        pwc_ids_taken(out->ep, 1);
+        /* Inline while no grant is due (most ids). */
+        pwc_peer *peer = out->ep->pwc;
+        if ((peer != nullptr) && (peer->owed + 1 < st->grant_batch)) {
+            ++peer->owed;
+        } else {
+            pwc_ids_taken(out->ep, 1);
+        }
     }
     if (handler != nullptr) {
         handler(out, arg); /* may post: the entry is off its queue */
@@ -259,7 +265,12 @@ ucs_status_t pwc_handler(void *arg, void *data, size_t length, unsigned)
             }
             return UCS_OK;
         }
-        if (size != 0) {
+        if (size == sizeof(uint64_t)) {
+            /* A word, the common signalled value: no call into memcpy. */
+            uint64_t word;
+            std::memcpy(&word, r.pos(), sizeof(word));
+            std::memcpy(reinterpret_cast<void *>(hdr.address), &word, sizeof(word));
+        } else if (size != 0) {
             std::memcpy(reinterpret_cast<void *>(hdr.address), r.pos(), size);
         }
         ext::count_remote(counter, UCP_MEM_CNTR_REMOTE_WRITE, size);
