@@ -104,8 +104,8 @@ struct placement {
 
 std::vector<placement> placements()
 {
-    const size_t sizes[] = {1,     7,     64,      1000,     4096, 8191,  8192,
-                            20000, 65536, 1 << 20, 16 << 20, 3,    300000};
+    const size_t sizes[] = {1,    7,     8,     64,      1000,     4096, 8191,
+                            8192, 20000, 65536, 1 << 20, 16 << 20, 3,    300000};
     std::vector<placement> out;
     size_t offset = 0;
     for (size_t size : sizes) {
