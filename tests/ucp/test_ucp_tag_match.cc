@@ -472,6 +472,51 @@ TEST_CASE("buckets do not accumulate over many distinct tags", "[ucp_tag_match]"
     }
     CHECK(m.num_expected_buckets() == 0);
     CHECK(m.num_unexpected_buckets() == 0);
+    /* Emptied buckets kept for their tag's next receive are bounded. */
+    CHECK(m.num_expected_bucket_slots() <= matcher::MAX_KEPT_EMPTY_BUCKETS);
+    CHECK(m.num_unexpected_bucket_slots() <= matcher::MAX_KEPT_EMPTY_BUCKETS);
+}
+
+TEST_CASE("a tag posted and matched over and over keeps its bucket", "[ucp_tag_match]")
+{
+    matcher m;
+    arena objs;
+    for (int round = 0; round < 100; ++round) {
+        recv_obj &r = objs.new_recv(0x77, exact_mask);
+        m.add_expected(&r.entry);
+        REQUIRE(m.num_expected_buckets() == 1);
+        REQUIRE(m.take_expected(0x78) == nullptr);
+        REQUIRE(m.take_expected(0x77) == &r.entry);
+        REQUIRE(m.take_expected(0x77) == nullptr); /* the kept bucket is empty */
+        REQUIRE(m.num_expected_buckets() == 0);
+        REQUIRE(m.num_expected_bucket_slots() == 1); /* kept, not erased and made again */
+    }
+    /* A cancel empties it the same way; the next post of the tag reuses it. */
+    recv_obj &a = objs.new_recv(0x77, exact_mask);
+    m.add_expected(&a.entry);
+    m.remove_expected(&a.entry);
+    CHECK(m.num_expected() == 0);
+    CHECK(m.take_expected(0x77) == nullptr);
+    recv_obj &b = objs.new_recv(0x77, exact_mask);
+    m.add_expected(&b.entry);
+    CHECK(m.num_expected_bucket_slots() == 1);
+    CHECK(m.take_expected(0x77) == &b.entry);
+
+    /* The same for a tag's unexpected messages, taken by an exact receive
+     * or removed as a wildcard one's match. */
+    for (int round = 0; round < 100; ++round) {
+        msg_obj &u = objs.new_msg(0x99);
+        m.add_unexpected(&u.entry);
+        REQUIRE(m.num_unexpected_buckets() == 1);
+        if (round % 2 == 0) {
+            REQUIRE(m.find_unexpected(0x99, exact_mask, true) == &u.entry);
+        } else {
+            REQUIRE(m.find_unexpected(0, 0, true) == &u.entry);
+        }
+        REQUIRE(m.find_unexpected(0x99, exact_mask, false) == nullptr);
+        REQUIRE(m.num_unexpected_buckets() == 0);
+        REQUIRE(m.num_unexpected_bucket_slots() == 1);
+    }
 }
 
 TEST_CASE("cleanup takes every queued entry", "[ucp_tag_match]")

@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 namespace ucp::tag {
 
@@ -88,6 +89,11 @@ public:
     /* Below this many unexpected messages a wildcard receive walks them:
      * cheaper than making an index. */
     static constexpr size_t MASK_INDEX_MIN_MESSAGES = 64;
+    /* Emptied exact-tag buckets (of posted receives, of unexpected
+     * messages) kept for their tag's next entry: a ping-pong matches one
+     * tag over and over, and keeping its bucket spares a map insert and
+     * erase per message. */
+    static constexpr size_t MAX_KEPT_EMPTY_BUCKETS = 16;
 
     explicit matcher(size_t max_tag_buckets = SIZE_MAX, unsigned max_mask_groups = MAX_MASK_GROUPS,
                      size_t mask_index_min_messages = MASK_INDEX_MIN_MESSAGES) noexcept :
@@ -106,7 +112,8 @@ public:
         e->sn = m_next_sn++;
         ++m_num_expected;
         if (e->tag_mask == exact_mask) {
-            if (expected_list *bucket = bucket_for(m_expected_buckets, e->tag)) {
+            if (expected_list *bucket = kept_bucket_for(m_expected_buckets, m_kept_empty_expected,
+                                                        e->tag)) {
                 e->queue = IN_EXACT;
                 bucket->push_back(*e);
                 return;
@@ -130,8 +137,8 @@ public:
         expected_entry *best = nullptr;
         if (!m_expected_buckets.empty()) {
             expected_list *bucket = m_expected_buckets.find(tag);
-            if (bucket != nullptr) {
-                best = bucket->front(); /* buckets are never empty */
+            if ((bucket != nullptr) && !bucket->empty()) {
+                best = bucket->front();
             }
         }
         /* Each mask in use: the earliest receive of the bucket `tag` falls in. */
@@ -171,7 +178,7 @@ public:
         expected_list::remove(*e);
         if (e->queue == IN_EXACT) {
             if (unlinked_last(e->link)) {
-                m_expected_buckets.erase(e->tag);
+                bucket_emptied(m_expected_buckets, m_kept_empty_expected, e->tag);
             }
         } else if (e->queue != IN_WILD_LIST) {
             mask_group &g = m_groups[e->queue];
@@ -187,7 +194,8 @@ public:
     {
         ++m_num_unexpected;
         m_unexpected.push_back(*u);
-        if (tag_list *bucket = bucket_for(m_unexpected_buckets, u->tag)) {
+        if (tag_list *bucket = kept_bucket_for(m_unexpected_buckets, m_kept_empty_unexpected,
+                                               u->tag)) {
             u->in_bucket = true;
             bucket->push_back(*u);
         } else {
@@ -209,7 +217,7 @@ public:
         if ((tag_mask == exact_mask) && (m_num_unindexed == 0)) {
             tag_list *bucket = m_unexpected_buckets.empty() ? nullptr :
                                                               m_unexpected_buckets.find(tag);
-            if (bucket == nullptr) {
+            if ((bucket == nullptr) || bucket->empty()) {
                 return nullptr;
             }
             unexpected_entry *u = bucket->front();
@@ -218,7 +226,7 @@ public:
                 arrival_list::remove(*u);
                 tag_list::remove(*u);
                 if (bucket->empty()) {
-                    m_unexpected_buckets.erase(tag);
+                    bucket_emptied(m_unexpected_buckets, m_kept_empty_unexpected, tag);
                 }
                 if (ucs_unlikely(u->in_mask_slots != 0)) {
                     unlink_from_mask_slots(u);
@@ -264,7 +272,7 @@ public:
         }
         tag_list::remove(*u);
         if (unlinked_last(u->tag_link)) {
-            m_unexpected_buckets.erase(u->tag);
+            bucket_emptied(m_unexpected_buckets, m_kept_empty_unexpected, u->tag);
         }
     }
 
@@ -272,8 +280,17 @@ public:
     size_t num_unexpected() const noexcept { return m_num_unexpected; }
 
     /* Distinct tags indexed right now (diagnostics and tests). */
-    size_t num_expected_buckets() const noexcept { return m_expected_buckets.size(); }
-    size_t num_unexpected_buckets() const noexcept { return m_unexpected_buckets.size(); }
+    size_t num_expected_buckets() const noexcept
+    {
+        return m_expected_buckets.size() - m_kept_empty_expected;
+    }
+    /* Exact-tag buckets, emptied ones kept included. */
+    size_t num_expected_bucket_slots() const noexcept { return m_expected_buckets.size(); }
+    size_t num_unexpected_bucket_slots() const noexcept { return m_unexpected_buckets.size(); }
+    size_t num_unexpected_buckets() const noexcept
+    {
+        return m_unexpected_buckets.size() - m_kept_empty_unexpected;
+    }
     /* Wildcard masks whose unexpected-message index is kept now. */
     unsigned num_unexpected_mask_indexes() const noexcept
     {
@@ -299,6 +316,7 @@ public:
     void take_all_unexpected(F &&f)
     {
         m_unexpected_buckets.clear();
+        m_kept_empty_unexpected = 0;
         for (unsigned i = 0; i < unexpected_mask_slots; ++i) {
             mask_slot_clear(i);
         }
@@ -324,6 +342,7 @@ public:
             }
         }
         m_expected_buckets.clear();
+        m_kept_empty_expected = 0;
         for (unsigned i = 0; i < m_num_groups; ++i) {
             for (auto bucket : m_groups[i].buckets) {
                 while (expected_entry *e = bucket.value.pop_front()) {
@@ -372,6 +391,36 @@ private:
             empty->mask = mask; /* its buckets are all gone with its receives */
         }
         return empty;
+    }
+
+    /* The exact-tag bucket of `tag` in `map`, whose emptied buckets are
+     * kept (`kept` of them): a kept one, or made if missing and allowed;
+     * nullptr if none. */
+    template <typename List>
+    List *kept_bucket_for(ucs::hash_map<ucp_tag_t, List> &map, size_t &kept, ucp_tag_t tag) noexcept
+    {
+        if (ucs_unlikely(map.size() - kept >= m_max_tag_buckets)) {
+            /* At the limit: only a bucket in use takes more. */
+            List *bucket = map.find(tag);
+            return ((bucket != nullptr) && !bucket->empty()) ? bucket : nullptr;
+        }
+        const auto [bucket, made] = map.emplace(tag); /* nullptr: no memory */
+        if ((bucket != nullptr) && !made && bucket->empty()) {
+            --kept; /* in use again */
+        }
+        return bucket;
+    }
+
+    /* The bucket of `tag` in `map` was emptied: kept for the tag's next
+     * entry while few are, else erased. */
+    template <typename List>
+    void bucket_emptied(ucs::hash_map<ucp_tag_t, List> &map, size_t &kept, ucp_tag_t tag) noexcept
+    {
+        if (kept < MAX_KEPT_EMPTY_BUCKETS) {
+            ++kept;
+        } else {
+            map.erase(tag);
+        }
     }
 
     /* The bucket of `tag`, made if missing and allowed; nullptr if not. */
@@ -543,6 +592,8 @@ private:
     size_t m_num_unexpected = 0;
     size_t m_num_unindexed  = 0; /* unexpected, not in a bucket */
     size_t m_max_tag_buckets;
+    size_t m_kept_empty_expected   = 0; /* emptied, in m_expected_buckets */
+    size_t m_kept_empty_unexpected = 0; /* emptied, in m_unexpected_buckets */
     unsigned m_max_mask_groups;
     unsigned m_num_groups = 0; /* ever assigned */
     mask_group m_groups[MAX_MASK_GROUPS];
