@@ -6,6 +6,7 @@
 #define UCP_CORE_UCP_GUARD_H
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/compiler_def.h>
 #include <ucs/type/status.h>
 
 #include <exception>
@@ -13,9 +14,12 @@
 
 namespace ucp {
 
-/* Runs body (returning ucs_status_t); an escaping exception becomes a status. */
+/* Runs body (returning ucs_status_t); an escaping exception becomes a status.
+ * Always inlined: the hot entry points (sends, receives, progress) would
+ * otherwise call an out-of-line copy with every argument captured on the
+ * stack (the handlers cost nothing until something throws). */
 template <typename Body>
-ucs_status_t guarded(const char *what, Body &&body) noexcept
+UCS_F_ALWAYS_INLINE ucs_status_t guarded(const char *what, Body &&body) noexcept
 {
     try {
         return body();
