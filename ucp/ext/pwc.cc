@@ -97,7 +97,6 @@ void complete(pwc_op *op, ucs_status_t status)
  * id beats a copy and a message up to about there). */
 constexpr size_t packed_over_direct = 128;
 
-
 /* Where `remote_addr` is mapped in this process, or nullptr (a posix or
  * sysv segment of the peer: a CPU copy reaches it, visible at once). */
 uint8_t *direct_target(ucp_ep *ep, ucp_rkey *rkey, uint64_t remote_addr)
@@ -105,7 +104,6 @@ uint8_t *direct_target(ucp_ep *ep, ucp_rkey *rkey, uint64_t remote_addr)
     return (rma::cache_of(ep, rkey).direct != nullptr) ? rma::direct_address(rkey, remote_addr) :
                                                          nullptr;
 }
-
 
 /* ---- the AM_PWC message ---- */
 
