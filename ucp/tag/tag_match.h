@@ -214,6 +214,9 @@ public:
      */
     unexpected_entry *find_unexpected(ucp_tag_t tag, ucp_tag_t tag_mask, bool remove) noexcept
     {
+        if (m_num_unexpected == 0) {
+            return nullptr; /* the common case of a receive posted in time */
+        }
         if ((tag_mask == exact_mask) && (m_num_unindexed == 0)) {
             tag_list *bucket = m_unexpected_buckets.empty() ? nullptr :
                                                               m_unexpected_buckets.find(tag);

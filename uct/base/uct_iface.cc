@@ -84,8 +84,10 @@ ucs_status_t ep::am_short_iov(am_id_t id, const iov *iov, size_t iovcnt)
             ((iov[i].length != 0) && (iov[i].buffer == nullptr))) {
             return UCS_ERR_INVALID_PARAM;
         }
-        std::memcpy(gathered + length, iov[i].buffer, iov[i].length);
-        length += iov[i].length;
+        if (iov[i].length != 0) { /* an empty entry may have no buffer */
+            std::memcpy(gathered + length, iov[i].buffer, iov[i].length);
+            length += iov[i].length;
+        }
     }
     uint64_t header;
     if (length < sizeof(header)) {

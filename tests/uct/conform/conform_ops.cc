@@ -170,6 +170,8 @@ ucs_status_t send_am(uct::ep &ep, uct::am_id_t id, op_kind kind, const std::vect
                 iov.push_back({bytes.data() + at, len, uct::MEM_HANDLE_NULL});
                 at += len;
             }
+            /* An empty entry may have no buffer at all. */
+            iov.insert(iov.begin() + 1, uct::iov{nullptr, 0, uct::MEM_HANDLE_NULL});
             return ep.am_short_iov(id, iov.data(), iov.size());
         }
         uint64_t header = 0;

@@ -57,7 +57,8 @@ public:
 /*
  * Sends `bytes` as one active message on AM id `id` so that the handler
  * receives exactly `bytes`: short takes the first 8 as its header (with
- * `iovcnt` > 1, am_short_iov gathers it from that many entries), zcopy
+ * `iovcnt` > 1, am_short_iov gathers it from that many entries and an
+ * empty one without a buffer), zcopy
  * the first `zcopy_hdr` as its header and the rest in `iovcnt` entries.
  * am_bcopy's length becomes UCS_OK when it is bytes.size(), else
  * UCS_ERR_MESSAGE_TRUNCATED.
