@@ -415,3 +415,90 @@ TEST_CASE("ud_verbs frees a closed source's state at the peer, and only then", "
         CHECK(occurrences(log.text(), "dropping psn 500 of a new source") == 1);
     }
 }
+
+namespace {
+
+struct bcopy_bytes {
+    const std::vector<uint8_t> *bytes;
+
+    static size_t pack(void *dest, void *arg)
+    {
+        const auto *b = static_cast<bcopy_bytes *>(arg)->bytes;
+        std::memcpy(dest, b->data(), b->size());
+        return b->size();
+    }
+};
+
+/* Sends `bytes` with am_bcopy on AM id 3, retrying while the window is full. */
+ssize_t send_bcopy(test::uct_entity &e, uct::ep *ep, const std::vector<uint8_t> &bytes)
+{
+    bcopy_bytes arg{&bytes};
+    ssize_t sent = UCS_ERR_NO_RESOURCE;
+    e.progress_until([&] {
+        sent = ep->am_bcopy(3, bcopy_bytes::pack, &arg, 0);
+        return sent != UCS_ERR_NO_RESOURCE;
+    });
+    return sent;
+}
+
+} // namespace
+
+TEST_CASE("ud_verbs PATH_MTU bounds the datagrams sent, not those received", "[ud_verbs]")
+{
+    size_t default_bcopy;
+    {
+        test::uct_entity plain("ud_verbs");
+        am_counter unused;
+        if (!open_iface(plain, unused)) {
+            return;
+        }
+        default_bcopy = plain.attr().am.max_bcopy;
+    }
+    config_test::env_guard env;
+    env.set("UCX_UD_VERBS_PATH_MTU", "1024");
+    test::uct_entity small("ud_verbs");
+    am_counter small_sink;
+    REQUIRE(open_iface(small, small_sink));
+    const size_t small_bcopy = small.attr().am.max_bcopy;
+    CAPTURE(default_bcopy, small_bcopy);
+    CHECK(small_bcopy < default_bcopy);
+    CHECK(small_bcopy <= 1024 - sizeof(ud_header));
+    CHECK(small_bcopy >= 1024 - sizeof(ud_header) - 64);
+
+    env.set("UCX_UD_VERBS_PATH_MTU", "default");
+    test::uct_entity big("ud_verbs");
+    am_counter big_sink;
+    REQUIRE(open_iface(big, big_sink));
+    REQUIRE(big.attr().am.max_bcopy == default_bcopy);
+
+    /* The small iface sends its largest message, and refuses one byte more;
+     * the big one's largest still reaches the small one (whose receive
+     * buffers hold what the port carries). */
+    uct::ep *to_big   = small.connect(big.addresses());
+    uct::ep *to_small = big.connect(small.addresses());
+    REQUIRE(to_big != nullptr);
+    REQUIRE(to_small != nullptr);
+    std::vector<uint8_t> most(small_bcopy), too_many(small_bcopy + 1), large(default_bcopy);
+    for (size_t i = 0; i < large.size(); ++i) {
+        large[i] = uint8_t(i * 7 + 1);
+    }
+    std::copy(large.begin(), large.begin() + ptrdiff_t(most.size()), most.begin());
+    CHECK(send_bcopy(small, to_big, most) == ssize_t(most.size()));
+    CHECK(send_bcopy(small, to_big, too_many) < 0);
+    CHECK(send_bcopy(big, to_small, large) == ssize_t(large.size()));
+    REQUIRE(big.progress_until([&] {
+        small.progress();
+        return !big_sink.messages.empty() && !small_sink.messages.empty();
+    }));
+    CHECK(big_sink.messages.size() == 1);
+    CHECK(big_sink.messages[0] == most);
+    CHECK(small_sink.messages.size() == 1);
+    CHECK(small_sink.messages[0] == large);
+
+    /* Not an MTU: refused by name. */
+    env.set("UCX_UD_VERBS_PATH_MTU", "3000");
+    log_capture log{UCS_LOG_LEVEL_ERROR};
+    test::uct_entity bad("ud_verbs");
+    CHECK_FALSE(bad.ok());
+    CHECK(log.text().find("UCX_UD_VERBS_PATH_MTU: '3000'") != std::string::npos);
+}

@@ -70,7 +70,11 @@ struct rc_verbs_values {
     unsigned long max_rd_atomic;
 };
 
-const char *const path_mtu_names[] = {"default", "512", "1024", "2048", "4096"};
+/* PATH_MTU of rc_verbs and ud_verbs: the choice's index, and its bytes (0:
+ * the port's active MTU). */
+const char *const path_mtu_names[]  = {"default", "512", "1024", "2048", "4096"};
+constexpr unsigned path_mtu_bytes[] = {0, 512, 1024, 2048, 4096};
+static_assert(std::size(path_mtu_names) == std::size(path_mtu_bytes), "one size per name");
 
 const ucs::config::field rc_verbs_fields[] = {
     UCS_CONFIG_FIELD(rc_verbs_values, seg_size, "SEG_SIZE", "8256",
@@ -178,6 +182,7 @@ struct ud_verbs_values {
     unsigned long sl;
     unsigned long traffic_class;
     unsigned hop_limit;
+    unsigned path_mtu;
 };
 
 const ucs::config::field ud_verbs_fields[] = {
@@ -218,6 +223,10 @@ const ucs::config::field ud_verbs_fields[] = {
                      "Traffic class of the global route header (auto: 0).", type_ulong),
     UCS_CONFIG_FIELD(ud_verbs_values, hop_limit, "HOP_LIMIT", "255",
                      "Hop limit of the global route header.", type_uint),
+    UCS_CONFIG_FIELD(ud_verbs_values, path_mtu, "PATH_MTU", "default",
+                     "Largest datagram sent (default: the port's active MTU; never "
+                     "above it).",
+                     ucs::config::type_enum(path_mtu_names)),
 };
 
 constexpr const char *ud_verbs_no_effect[] = {
@@ -240,7 +249,6 @@ constexpr const char *ud_verbs_no_effect[] = {
     "UD_VERBS_ROCE_PATH_FACTOR",
     "UD_VERBS_LID_PATH_BITS",
     "UD_VERBS_PKEY",
-    "UD_VERBS_PATH_MTU",
     "UD_VERBS_RX_QUEUE_LEN_INIT",
     "UD_VERBS_LINGER_TIMEOUT",
     "UD_VERBS_ASYNC_TIMER_TICK",
@@ -347,8 +355,6 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
         (v.hop_limit > 255)) {
         return invalid("rc_verbs", "UCX_RC_VERBS_SL (0..15), TRAFFIC_CLASS or HOP_LIMIT (0..255)");
     }
-    static const unsigned mtu_bytes[] = {0, 512, 1024, 2048, 4096};
-
     config->seg_size         = v.seg_size;
     config->tx_queue_len     = v.tx_queue_len;
     config->rx_queue_len     = v.rx_queue_len;
@@ -366,8 +372,8 @@ ucs_status_t read_rc_verbs_config(const char *env_prefix, rc_verbs_config *confi
     config->sl               = uint8_t(auto_or(v.sl, 15));
     config->traffic_class    = uint8_t(auto_or(v.traffic_class, 255));
     config->hop_limit        = uint8_t(v.hop_limit);
-    config->path_mtu         = mtu_bytes[std::min<size_t>(v.path_mtu, 4)];
-    config->max_rd_atomic    = unsigned(auto_or(v.max_rd_atomic, 255));
+    config->path_mtu = path_mtu_bytes[std::min(size_t(v.path_mtu), std::size(path_mtu_bytes) - 1)];
+    config->max_rd_atomic = unsigned(auto_or(v.max_rd_atomic, 255));
     return UCS_OK;
 }
 
@@ -422,6 +428,7 @@ ucs_status_t read_ud_verbs_config(const char *env_prefix, ud_verbs_config *confi
     config->sl            = uint8_t(auto_or(v.sl, 15));
     config->traffic_class = uint8_t(auto_or(v.traffic_class, 255));
     config->hop_limit     = uint8_t(v.hop_limit);
+    config->path_mtu = path_mtu_bytes[std::min(size_t(v.path_mtu), std::size(path_mtu_bytes) - 1)];
     return UCS_OK;
 }
 

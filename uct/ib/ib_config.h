@@ -57,6 +57,7 @@ struct ud_verbs_config {
     uint8_t sl;            /* SL (auto: 0) */
     uint8_t traffic_class; /* TRAFFIC_CLASS (auto: 0) */
     uint8_t hop_limit;     /* HOP_LIMIT (255) */
+    unsigned path_mtu;     /* PATH_MTU: 0 default (the port's active MTU), else bytes */
 };
 
 /* UCX_IB_* with the env prefix first; UCS_ERR_INVALID_PARAM with a message

@@ -36,6 +36,15 @@ ud_tx_meta &meta_of(uint8_t *buffer)
     return *reinterpret_cast<ud_tx_meta *>(buffer);
 }
 
+/* The largest datagram this iface sends: UCX_UD_VERBS_PATH_MTU, never above
+ * the port's active MTU (which receive buffers are sized for: a peer may
+ * send that much). */
+size_t send_mtu(const port_info &port, const ud_verbs_config &config)
+{
+    const size_t active = mtu_bytes(port.attr.active_mtu);
+    return (config.path_mtu != 0) ? std::min(size_t(config.path_mtu), active) : active;
+}
+
 } // namespace
 
 ud_verbs_iface::ud_verbs_iface(ib_md &md, const port_info &port, worker &worker,
@@ -43,12 +52,11 @@ ud_verbs_iface::ud_verbs_iface(ib_md &md, const port_info &port, worker &worker,
     ib_iface_base(params),
     md_(md), port_(port), worker_(worker), config_(config), rx_headroom_(params.rx_headroom),
     mtu_(mtu_bytes(port.attr.active_mtu)),
-    max_packet_(std::min(config.seg_size, size_t(mtu_bytes(port.attr.active_mtu)))),
+    max_packet_(std::min(config.seg_size, send_mtu(port, config))),
     window_limit_(std::min(config.max_window, config.tx_queue_len)), sq_len_(config.tx_queue_len),
     rx_pool_(md.dev().pd(), params.rx_headroom + UD_GRH_LEN + mtu_bytes(port.attr.active_mtu),
              BUFFERS_PER_SLAB, "receive"),
-    tx_pool_(md.dev().pd(),
-             TX_META + std::min(config.seg_size, size_t(mtu_bytes(port.attr.active_mtu))),
+    tx_pool_(md.dev().pd(), TX_META + std::min(config.seg_size, send_mtu(port, config)),
              BUFFERS_PER_SLAB, "send")
 {
 }
@@ -73,8 +81,8 @@ ud_verbs_iface::~ud_verbs_iface()
 ucs_status_t ud_verbs_iface::init()
 {
     if (max_packet_ < sizeof(ud_header) + 64) {
-        ucs_error("ud_verbs: port MTU %zu or UCX_UD_VERBS_SEG_SIZE %zu too small", mtu_,
-                  config_.seg_size);
+        ucs_error("ud_verbs: port MTU %zu, UCX_UD_VERBS_PATH_MTU %u or SEG_SIZE %zu too small",
+                  mtu_, config_.path_mtu, config_.seg_size);
         return UCS_ERR_INVALID_PARAM;
     }
     const device &dev   = md_.dev();
