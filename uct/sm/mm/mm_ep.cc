@@ -68,27 +68,35 @@ mm_ep::~mm_ep()
     }
 }
 
-ucs_status_t mm_ep::am_short(am_id_t id, uint64_t header, const void *payload, unsigned length)
+template <typename Fill>
+ucs_status_t mm_ep::send_inline(am_id_t id, uint32_t length, Fill &&fill)
 {
-    /* The 8-byte header travels inline too: it counts against max_short. */
-    if (ucs_unlikely((length > max_inline_ - sizeof(header)) || (id >= AM_ID_MAX))) {
-        return UCS_ERR_INVALID_PARAM;
-    }
     uint64_t index;
     bool armed;
     if (ucs_unlikely(!reserve(&index, &armed))) {
         return full_status();
     }
     uint8_t *elem = elem_at(index);
-    std::memcpy(elem + ELEM_HEADER_SIZE, &header, sizeof(header));
-    if (length != 0) {
-        std::memcpy(elem + ELEM_HEADER_SIZE + sizeof(header), payload, length);
-    }
-    publish(elem, index, 0, id, uint32_t(length + sizeof(header)));
+    fill(elem + ELEM_HEADER_SIZE);
+    publish(elem, index, 0, id, length);
     if (ucs_unlikely(armed)) {
         wake_peer();
     }
     return UCS_OK;
+}
+
+ucs_status_t mm_ep::am_short(am_id_t id, uint64_t header, const void *payload, unsigned length)
+{
+    /* The 8-byte header travels inline too: it counts against max_short. */
+    if (ucs_unlikely((length > max_inline_ - sizeof(header)) || (id >= AM_ID_MAX))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return send_inline(id, uint32_t(length + sizeof(header)), [&](uint8_t *out) {
+        std::memcpy(out, &header, sizeof(header));
+        if (length != 0) {
+            std::memcpy(out + sizeof(header), payload, length);
+        }
+    });
 }
 
 ucs_status_t mm_ep::am_short_iov(am_id_t id, const iov *iov, size_t iovcnt)
@@ -105,24 +113,14 @@ ucs_status_t mm_ep::am_short_iov(am_id_t id, const iov *iov, size_t iovcnt)
     if (ucs_unlikely((length < sizeof(uint64_t)) || (id >= AM_ID_MAX))) {
         return UCS_ERR_INVALID_PARAM;
     }
-    uint64_t index;
-    bool armed;
-    if (ucs_unlikely(!reserve(&index, &armed))) {
-        return full_status();
-    }
-    uint8_t *elem = elem_at(index);
-    uint8_t *out  = elem + ELEM_HEADER_SIZE;
-    for (size_t i = 0; i < iovcnt; ++i) {
-        if (iov[i].length != 0) {
-            std::memcpy(out, iov[i].buffer, iov[i].length);
-            out += iov[i].length;
+    return send_inline(id, uint32_t(length), [&](uint8_t *out) {
+        for (size_t i = 0; i < iovcnt; ++i) {
+            if (iov[i].length != 0) {
+                std::memcpy(out, iov[i].buffer, iov[i].length);
+                out += iov[i].length;
+            }
         }
-    }
-    publish(elem, index, 0, id, uint32_t(length));
-    if (ucs_unlikely(armed)) {
-        wake_peer();
-    }
-    return UCS_OK;
+    });
 }
 
 ssize_t mm_ep::am_bcopy(am_id_t id, pack_callback_t pack, void *arg, unsigned)

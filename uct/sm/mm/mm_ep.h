@@ -113,6 +113,11 @@ private:
         elem_word(elem).store(make_elem_word(parity, flags, id, length), std::memory_order_release);
     }
 
+    /* Reserves a slot, lets fill(payload) write `length` bytes inline and
+     * publishes it: the short sends. */
+    template <typename Fill>
+    ucs_status_t send_inline(am_id_t id, uint32_t length, Fill &&fill);
+
     ucs_status_t full_status();
     void wake_peer();
     void fail(ucs_status_t status);
