@@ -118,9 +118,23 @@ void pwc_cleanup(ucp_worker *worker);
 void pwc_push_local(ucp_worker *worker, ucp_ep *ep, const ucp_cid_t &cid, unsigned flags,
                     ucs_status_t status);
 
+/* Half a window of ids is owed to the peer of `ep`: gives them back unless
+ * a grant is on its way or the ep failed. */
+void pwc_grant_credits(ucp_ep *ep);
+
 /* The target's probe took `count` ids from the peer of `ep`: credits go
- * back when half a window is owed. */
-void pwc_ids_taken(ucp_ep *ep, unsigned count);
+ * back when half a window is owed. Inline: the probe calls it per id. */
+inline void pwc_ids_taken(ucp_ep *ep, unsigned count)
+{
+    pwc_peer *peer = pwc_peer_of(ep);
+    if (peer == nullptr) {
+        return;
+    }
+    peer->owed += count;
+    if (peer->owed >= ep->worker->pwc->grant_batch) {
+        pwc_grant_credits(ep);
+    }
+}
 
 /* Credits came back from the peer of `ep`: waiting operations start. */
 void pwc_credits_returned(ucp_ep *ep, unsigned credits);

@@ -88,13 +88,7 @@ void hand_out(pwc_state *st, pwc_queue &queue, ucp_pwc_completion_t *out, ucp_pw
         st->handed_out.emplace_back(static_cast<uint8_t *>(const_cast<void *>(out->cid.data)));
     }
     if (credited && (out->ep != nullptr)) {
-        /* Inline while no grant is due (most ids). */
-        pwc_peer *peer = out->ep->pwc;
-        if ((peer != nullptr) && (peer->owed + 1 < st->grant_batch)) {
-            ++peer->owed;
-        } else {
-            pwc_ids_taken(out->ep, 1);
-        }
+        pwc_ids_taken(out->ep, 1);
     }
     if (handler != nullptr) {
         handler(out, arg); /* may post: the entry is off its queue */
@@ -177,14 +171,9 @@ void pwc_push_local(ucp_worker *worker, ucp_ep *ep, const ucp_cid_t &cid, unsign
     worker->pwc->local.push_back({UCP_PWC_COMPLETION_LOCAL | flags, status, ep, cid});
 }
 
-void pwc_ids_taken(ucp_ep *ep, unsigned count)
+void pwc_grant_credits(ucp_ep *ep)
 {
-    pwc_peer *peer = pwc_peer_of(ep);
-    if (peer == nullptr) {
-        return;
-    }
-    peer->owed += count;
-    if ((peer->owed >= ep->worker->pwc->grant_batch) && !peer->granting && ep->usable()) {
+    if (!ep->pwc->granting && ep->usable()) {
         send_credits(ep);
     }
 }
