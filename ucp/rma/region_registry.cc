@@ -46,13 +46,6 @@ bool region_registry::bind(uintptr_t address, size_t length, uint64_t secret,
                          [counter](auto it) { it->second.counter = counter; });
 }
 
-bool region_registry::contains(uint64_t address, size_t length, uint64_t secret,
-                               region_counter *counter) const
-{
-    lookup_cache unused;
-    return contains(unused, address, length, secret, counter);
-}
-
 bool region_registry::contains(lookup_cache &cache, uint64_t address, size_t length,
                                uint64_t secret, region_counter *counter) const
 {

@@ -40,11 +40,6 @@ public:
     /* Removes the instance added with the same range and secret; false if none. */
     bool remove(uintptr_t address, size_t length, uint64_t secret);
 
-    /* [address, address + length) lies inside a region with this secret
-     * (overflow-safe); *counter (if given) is what counts there. */
-    bool contains(uint64_t address, size_t length, uint64_t secret,
-                  region_counter *counter = nullptr) const;
-
     /* The instance a worker's last lookup matched: a peer's puts land in
      * the same region mostly, and checking it again costs a compare, not a
      * tree walk and the lock. Any change to the registry makes it stale. */
@@ -56,7 +51,9 @@ public:
         region_counter counter;
     };
 
-    /* contains(), trying `cache` first and refilling it on a miss. */
+    /* [address, address + length) lies inside a region with this secret
+     * (overflow-safe); *counter (if given) is what counts there. Tries
+     * `cache` first, and refills it on a miss. */
     bool contains(lookup_cache &cache, uint64_t address, size_t length, uint64_t secret,
                   region_counter *counter = nullptr) const;
 
