@@ -54,10 +54,9 @@ ud_verbs_iface::ud_verbs_iface(ib_md &md, const port_info &port, worker &worker,
     mtu_(mtu_bytes(port.attr.active_mtu)),
     max_packet_(std::min(config.seg_size, send_mtu(port, config))),
     window_limit_(std::min(config.max_window, config.tx_queue_len)), sq_len_(config.tx_queue_len),
-    rx_pool_(md.dev().pd(), params.rx_headroom + UD_GRH_LEN + mtu_bytes(port.attr.active_mtu),
-             BUFFERS_PER_SLAB, "receive"),
-    tx_pool_(md.dev().pd(), TX_META + std::min(config.seg_size, send_mtu(port, config)),
-             BUFFERS_PER_SLAB, "send")
+    /* mtu_ and max_packet_ are declared (so initialized) before the pools. */
+    rx_pool_(md.dev().pd(), rx_headroom_ + rx_length(), BUFFERS_PER_SLAB, "receive"),
+    tx_pool_(md.dev().pd(), TX_META + max_packet_, BUFFERS_PER_SLAB, "send")
 {
 }
 
