@@ -599,6 +599,9 @@ TEST_CASE("verbs_emu: a sender stalled on a full ring is woken by its channel", 
         TEST_CHILD_CHECK(setup_rc_side(fd, opts, length, kAllAccess, &side));
         TEST_CHILD_CHECK(test::sync_peer(fd));
         TEST_CHILD_CHECK(post_recv(side.ep.qp, side.buffer, uint32_t(length), side.mr->lkey, 1));
+        /* Only polling drains the ring: wait until the sender saw its send
+         * stalled, or it could finish while the sender was not running. */
+        TEST_CHILD_CHECK(test::sync_peer(fd));
         struct ibv_wc wc;
         TEST_CHILD_CHECK(poll_one(side.ep.recv_cq, &wc)); /* drains as data comes */
         TEST_CHILD_CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == length);
@@ -612,9 +615,25 @@ TEST_CASE("verbs_emu: a sender stalled on a full ring is woken by its channel", 
     fill_pattern(side.buffer, length, 5);
     REQUIRE(post_send(side.ep.qp, IBV_WR_SEND, side.buffer, uint32_t(length), side.mr->lkey, 1));
     REQUIRE(test::sync_peer(child.fd()));
-    /* the usual event loop: arm, poll, sleep on the channel */
-    bool done  = false;
+    /* A quarter of the message fills the ring, which nobody drains yet: the
+     * send is stalled when the channel is armed, so the receiver's draining
+     * (once told to) must wake it. */
+    REQUIRE(ibv_req_notify_cq(side.ep.send_cq, 0) == 0);
+    struct ibv_wc first;
+    CHECK(ibv_poll_cq(side.ep.send_cq, 1, &first) == 0);
+    REQUIRE(test::sync_peer(child.fd()));
     int events = 0;
+    REQUIRE(test::readable(side.ep.channel->fd, 5000));
+    {
+        struct ibv_cq *cq = nullptr;
+        void *context     = nullptr;
+        REQUIRE(ibv_get_cq_event(side.ep.channel, &cq, &context) == 0);
+        CHECK(cq == side.ep.send_cq);
+        ibv_ack_cq_events(cq, 1);
+        ++events;
+    }
+    /* then the usual event loop: arm, poll, sleep on the channel */
+    bool done = false;
     while (!done) {
         REQUIRE(ibv_req_notify_cq(side.ep.send_cq, 0) == 0);
         struct ibv_wc wc;
